@@ -1,0 +1,254 @@
+//! The local launcher behind `symrun` and self-launching programs.
+//!
+//! It hosts the rendezvous, starts N PE processes with the `SYMMEM_LAUNCH_*` variables,
+//! optionally prefixes their output with the PE, and watches them:
+//!
+//! - the first PE that fails (non-zero exit or a signal) is reported to the rendezvous, so
+//!   every other PE's pending and future bootstrap calls fail with an error naming it;
+//! - the others get a grace period to report that error and exit, then are killed;
+//! - the launcher returns the first failing PE's exit code (128 + signal for a signal).
+//!
+//! Each child gets `PR_SET_PDEATHSIG = SIGKILL`, so killing the launcher kills the job.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::tcp::RendezvousServer;
+use crate::unique_id::random_nonce;
+use crate::BootstrapError;
+
+/// Rendezvous address given to each PE.
+pub const ENV_ADDR: &str = "SYMMEM_LAUNCH_ADDR";
+/// Job nonce (hex) given to each PE.
+pub const ENV_NONCE: &str = "SYMMEM_LAUNCH_NONCE";
+/// The PE's rank.
+pub const ENV_RANK: &str = "SYMMEM_LAUNCH_RANK";
+/// The number of PEs.
+pub const ENV_SIZE: &str = "SYMMEM_LAUNCH_SIZE";
+
+/// How often the launcher polls its children.
+const POLL: Duration = Duration::from_millis(5);
+
+/// What to launch and how.
+#[derive(Debug, Clone)]
+pub struct LaunchOptions {
+    /// Number of PEs.
+    pub n_pes: usize,
+    /// The program to run.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Prefix every output line with `[PE i] `.
+    pub tag_output: bool,
+    /// Bootstrap deadline handed to the rendezvous.
+    pub timeout: Duration,
+    /// After the first failure, how long the other PEs get to exit on their own.
+    pub kill_grace: Duration,
+}
+
+/// Runs a job to completion and returns its exit code: 0, or the first failing PE's code.
+pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
+    if opts.n_pes == 0 {
+        return Err(BootstrapError::Config("the number of PEs must be at least 1".into()));
+    }
+    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .map_err(|e| BootstrapError::io("binding the launcher's rendezvous", &e))?;
+    let nonce = random_nonce()?;
+    let server = RendezvousServer::start(listener, nonce, opts.n_pes, opts.timeout)?;
+    let mut children = Vec::with_capacity(opts.n_pes);
+    let mut pumps = Vec::new();
+    for rank in 0..opts.n_pes {
+        let mut cmd = Command::new(&opts.program);
+        cmd.args(&opts.args)
+            .env(ENV_ADDR, server.addr().to_string())
+            .env(ENV_NONCE, format!("{nonce:016x}"))
+            .env(ENV_RANK, rank.to_string())
+            .env(ENV_SIZE, opts.n_pes.to_string());
+        if opts.tag_output {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        // SAFETY: the closure runs in the forked child before exec and only calls prctl,
+        // which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                kill_all(&mut children);
+                return Err(BootstrapError::io(
+                    format!("starting PE {rank}: {}", opts.program.to_string_lossy()),
+                    &e,
+                ));
+            }
+        };
+        if opts.tag_output {
+            if let Some(out) = child.stdout.take() {
+                pumps.push(pump(rank, out, false));
+            }
+            if let Some(err) = child.stderr.take() {
+                pumps.push(pump(rank, err, true));
+            }
+        }
+        children.push(Some(child));
+    }
+    let code = supervise(&mut children, &server, opts.kill_grace);
+    for p in pumps {
+        let _ = p.join();
+    }
+    Ok(code)
+}
+
+/// Waits for every child; on the first failure, reports it and later kills the rest.
+fn supervise(children: &mut [Option<Child>], server: &RendezvousServer, grace: Duration) -> i32 {
+    let mut first_failure: Option<i32> = None;
+    let mut kill_at: Option<Instant> = None;
+    while children.iter().any(Option::is_some) {
+        for (rank, slot) in children.iter_mut().enumerate() {
+            let Some(child) = slot else { continue };
+            let status = match child.try_wait() {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
+                Err(e) => {
+                    eprintln!("symrun: cannot wait for PE {rank}: {e}");
+                    continue;
+                }
+            };
+            let pid = child.id();
+            *slot = None;
+            if status.success() {
+                continue;
+            }
+            let reason = describe(status);
+            if first_failure.is_none() {
+                eprintln!("symrun: PE {rank} (pid {pid}) {reason}");
+                first_failure = Some(exit_code(status));
+                kill_at = Some(Instant::now() + grace);
+                server.report_failure(rank, &format!("process {pid} {reason}"));
+            } else {
+                tracing::debug!(rank, pid, "PE {reason} after the first failure");
+            }
+        }
+        if kill_at.is_some_and(|t| Instant::now() >= t) && children.iter().any(Option::is_some) {
+            eprintln!(
+                "symrun: killing the remaining PEs {grace:?} after the first failure"
+            );
+            kill_all(children);
+        }
+        std::thread::sleep(POLL);
+    }
+    first_failure.unwrap_or(0)
+}
+
+fn kill_all(children: &mut [Option<Child>]) {
+    for child in children.iter_mut().flatten() {
+        // The child may have exited in the meantime; then there is nothing to kill.
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    children.iter_mut().for_each(|c| *c = None);
+}
+
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig} ({})", signal_name(sig)),
+        _ => format!("ended with status {status}"),
+    }
+}
+
+fn exit_code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+fn signal_name(sig: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a static or thread-local string (or null).
+    let p = unsafe { libc::strsignal(sig) };
+    if p.is_null() {
+        return format!("signal {sig}");
+    }
+    // SAFETY: non-null strsignal results are NUL-terminated.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Copies a child's stream to ours line by line, prefixed with its PE.
+fn pump(rank: usize, stream: impl Read + Send + 'static, is_stderr: bool) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if !line.ends_with(b"\n") {
+                line.push(b'\n');
+            }
+            let mut tagged = format!("[PE {rank}] ").into_bytes();
+            tagged.extend_from_slice(&line);
+            // One write per line keeps lines from different PEs whole.
+            let _ = if is_stderr {
+                std::io::stderr().lock().write_all(&tagged)
+            } else {
+                std::io::stdout().lock().write_all(&tagged)
+            };
+        }
+    })
+}
+
+/// What [`self_launch`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SelfLaunch {
+    /// This process is already a PE of a job (or no `--pes` was asked): go on.
+    InJob,
+    /// This process launched the job, which ended with this exit code.
+    Finished(i32),
+}
+
+/// Lets a program start itself as N PEs: when `--pes N` is among its arguments and the
+/// process is not already part of a job, it re-runs itself N times (without `--pes N`)
+/// under the launcher and returns [`SelfLaunch::Finished`] with the job's exit code.
+pub fn self_launch(timeout: Duration, kill_grace: Duration) -> Result<SelfLaunch, BootstrapError> {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some(pos) = args.iter().position(|a| a == "--pes") else {
+        return Ok(SelfLaunch::InJob);
+    };
+    if std::env::var_os(ENV_RANK).is_some() {
+        return Ok(SelfLaunch::InJob);
+    }
+    let n_pes = args
+        .get(pos + 1)
+        .and_then(|v| v.to_str())
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| BootstrapError::Config("--pes needs a positive number of PEs".into()))?;
+    let mut rest = args.clone();
+    rest.drain(pos..pos + 2);
+    let program = std::env::current_exe()
+        .map_err(|e| BootstrapError::io("finding the current executable", &e))?;
+    let opts = LaunchOptions {
+        n_pes,
+        program: program.into_os_string(),
+        args: rest,
+        tag_output: false,
+        timeout,
+        kill_grace,
+    };
+    run(&opts).map(SelfLaunch::Finished)
+}

@@ -1,0 +1,91 @@
+//! How symmem PEs find each other.
+//!
+//! A [`Bootstrap`] is a small, byte-level, collective interface (rank, size, allgather,
+//! alltoall, barrier, broadcast, abort) that the runtime uses during init, allocation and
+//! finalize. It is never on a data path. Three implementations exist:
+//!
+//! - [`tcp::TcpBootstrap`]: a TCP rendezvous hosted by the `symrun` launcher or by rank 0
+//!   (unique-id init, see [`UniqueId`]);
+//! - [`single::SingleBootstrap`]: a program started without any launcher is one PE;
+//! - `mpi::MpiBootstrap` (feature `mpi`): rsmpi, under mpirun/srun or from an existing
+//!   communicator.
+//!
+//! Every blocking call has a deadline. When a peer never arrives or dies, the error names
+//! the rank(s) instead of hanging.
+
+pub mod error;
+pub mod launcher;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod select;
+pub mod single;
+pub mod tcp;
+mod unique_id;
+mod wire;
+
+pub use error::BootstrapError;
+pub use select::{from_env, BootstrapChoice, LaunchEnv};
+pub use unique_id::UniqueId;
+
+use std::time::Duration;
+
+/// Which bootstrap implementation a [`Bootstrap`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BootstrapKind {
+    /// One PE, started without a launcher.
+    Single,
+    /// The built-in TCP rendezvous (symrun or unique-id).
+    Tcp,
+    /// MPI (rsmpi).
+    Mpi,
+}
+
+impl std::fmt::Display for BootstrapKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BootstrapKind::Single => "single",
+            BootstrapKind::Tcp => "tcp",
+            BootstrapKind::Mpi => "mpi",
+        })
+    }
+}
+
+/// The collective interface through which PEs exchange setup data.
+///
+/// All collectives must be called by every rank in the same order. Payloads are bytes;
+/// ranks may contribute payloads of different lengths. Every call returns within the
+/// bootstrap deadline ([`Bootstrap::timeout`]) or fails with an error naming the ranks that
+/// did not take part.
+pub trait Bootstrap: Send + Sync {
+    /// This process's rank, `0..size()`.
+    fn rank(&self) -> usize;
+    /// The number of ranks.
+    fn size(&self) -> usize;
+    /// Which implementation this is.
+    fn kind(&self) -> BootstrapKind;
+    /// Deadline applied to each blocking call.
+    fn timeout(&self) -> Duration;
+    /// Every rank contributes `mine`; every rank receives all contributions, indexed by rank.
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError>;
+    /// `outgoing[r]` goes to rank `r`; the result's element `r` came from rank `r`.
+    fn alltoall(&self, outgoing: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, BootstrapError>;
+    /// Returns once every rank has entered the barrier.
+    fn barrier(&self) -> Result<(), BootstrapError>;
+    /// Every rank receives `data` as passed by `root`; other ranks' `data` is ignored.
+    fn broadcast(&self, root: usize, data: &[u8]) -> Result<Vec<u8>, BootstrapError>;
+    /// Tells every other rank that this rank gives up, with a reason. Does not exit the
+    /// process. Their pending and future calls fail with an error naming this rank.
+    fn abort(&self, reason: &str);
+    /// A failure reported asynchronously (a peer died or aborted), if any. Non-blocking, so
+    /// wait loops elsewhere in the runtime can poll it.
+    fn failure(&self) -> Option<BootstrapError>;
+}
+
+/// Formats a list of ranks as `1, 3, 4`.
+pub(crate) fn fmt_ranks(ranks: &[usize]) -> String {
+    ranks
+        .iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

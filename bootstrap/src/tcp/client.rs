@@ -1,0 +1,396 @@
+//! A rank's connection to the rendezvous server.
+
+use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::RendezvousServer;
+use crate::wire::{self, CollOp, Msg, Recv};
+use crate::{Bootstrap, BootstrapError, BootstrapKind};
+
+/// Extra time a client waits beyond the deadline, so that the server, which enforces the
+/// deadline and knows who is missing, can report first.
+const SERVER_GRACE: Duration = Duration::from_secs(3);
+
+/// A failure reported asynchronously by the reader thread; first report wins.
+#[derive(Default)]
+struct FailureLatch {
+    set: AtomicBool,
+    err: Mutex<Option<BootstrapError>>,
+}
+
+impl FailureLatch {
+    fn set(&self, err: BootstrapError) {
+        let mut slot = self.err.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(err);
+            // Release pairs with the Acquire in `get`: whoever sees the flag sees the error.
+            self.set.store(true, Ordering::Release);
+        }
+    }
+
+    fn get(&self) -> Option<BootstrapError> {
+        if !self.set.load(Ordering::Acquire) {
+            return None;
+        }
+        self.err.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+enum Reply {
+    Ready,
+    Result { seq: u64, parts: Vec<Vec<u8>> },
+    Failed(BootstrapError),
+}
+
+struct Channel {
+    writer: TcpStream,
+    replies: Receiver<Reply>,
+    next_seq: u64,
+}
+
+/// [`Bootstrap`] over the TCP rendezvous.
+pub struct TcpBootstrap {
+    rank: usize,
+    size: usize,
+    timeout: Duration,
+    server_addr: String,
+    channel: Mutex<Channel>,
+    failure: Arc<FailureLatch>,
+    closing: Arc<AtomicBool>,
+    reader: Option<JoinHandle<()>>,
+    /// The server, when this rank hosts it (rank 0 in unique-id init). Dropped last.
+    hosted: Option<RendezvousServer>,
+}
+
+impl TcpBootstrap {
+    /// Joins the job at `addr` as `rank` of `size`, presenting `nonce`. `session` separates
+    /// successive inits of one process under one launcher. Retries the connection until
+    /// the deadline, then waits until every rank has joined.
+    pub fn connect(
+        addr: &str,
+        nonce: u64,
+        session: u64,
+        rank: usize,
+        size: usize,
+        timeout: Duration,
+    ) -> Result<Self, BootstrapError> {
+        Self::join(addr, nonce, session, rank, size, timeout, None)
+    }
+
+    /// Hosts the rendezvous on `listener` and joins it as `rank` (normally 0).
+    pub fn host(
+        listener: TcpListener,
+        nonce: u64,
+        rank: usize,
+        size: usize,
+        timeout: Duration,
+    ) -> Result<Self, BootstrapError> {
+        let server = RendezvousServer::start(listener, nonce, size, timeout)?;
+        let addr = server.addr().to_string();
+        Self::join(&addr, nonce, 0, rank, size, timeout, Some(server))
+    }
+
+    fn join(
+        addr: &str,
+        nonce: u64,
+        session: u64,
+        rank: usize,
+        size: usize,
+        timeout: Duration,
+        hosted: Option<RendezvousServer>,
+    ) -> Result<Self, BootstrapError> {
+        if rank >= size {
+            return Err(BootstrapError::Config(format!(
+                "rank {rank} is out of range for {size} ranks"
+            )));
+        }
+        let deadline = Instant::now() + timeout;
+        let mut stream = connect_until(addr, deadline, timeout)?;
+        let _ = stream.set_nodelay(true);
+        wire::send(
+            &mut stream,
+            &Msg::Hello {
+                nonce,
+                session,
+                rank: rank as u32,
+                size: size as u32,
+                pid: std::process::id(),
+            },
+        )
+        .map_err(|e| BootstrapError::io(format!("sending hello to {addr}"), &e))?;
+        let reader_stream = stream
+            .try_clone()
+            .map_err(|e| BootstrapError::io("cloning the bootstrap socket", &e))?;
+        let failure = Arc::new(FailureLatch::default());
+        let closing = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let reader = {
+            let (failure, closing, addr) = (failure.clone(), closing.clone(), addr.to_string());
+            std::thread::Builder::new()
+                .name("symmem-bootstrap-rx".into())
+                .spawn(move || read_loop(reader_stream, addr, tx, failure, closing))
+                .map_err(|e| BootstrapError::io("spawning the bootstrap reader", &e))?
+        };
+        let this = TcpBootstrap {
+            rank,
+            size,
+            timeout,
+            server_addr: addr.to_string(),
+            channel: Mutex::new(Channel {
+                writer: stream,
+                replies: rx,
+                next_seq: 0,
+            }),
+            failure,
+            closing,
+            reader: Some(reader),
+            hosted,
+        };
+        // The server enforces the join deadline from its own start; wait a little longer.
+        let wait = deadline.saturating_duration_since(Instant::now()) + SERVER_GRACE;
+        let reply = this.wait_reply(&this.lock(), wait, "waiting for all ranks to join")?;
+        match reply {
+            Reply::Ready => {
+                tracing::debug!(rank, size, addr, "bootstrap joined");
+                Ok(this)
+            }
+            _ => Err(BootstrapError::Protocol {
+                peer: format!("bootstrap server at {addr}"),
+                detail: "expected ready".into(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Channel> {
+        self.channel.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait_reply(
+        &self,
+        chan: &Channel,
+        wait: Duration,
+        what: &str,
+    ) -> Result<Reply, BootstrapError> {
+        match chan.replies.recv_timeout(wait) {
+            Ok(Reply::Failed(e)) => Err(e),
+            Ok(r) => Ok(r),
+            Err(RecvTimeoutError::Timeout) => Err(self.failure.get().unwrap_or_else(|| {
+                BootstrapError::ServerLost {
+                    addr: self.server_addr.clone(),
+                    reason: format!("no answer within {wait:?} while {what}"),
+                }
+            })),
+            Err(RecvTimeoutError::Disconnected) => Err(self.failure.get().unwrap_or_else(|| {
+                BootstrapError::ServerLost {
+                    addr: self.server_addr.clone(),
+                    reason: format!("connection closed while {what}"),
+                }
+            })),
+        }
+    }
+
+    fn collective(
+        &self,
+        op: CollOp,
+        root: usize,
+        parts: Vec<Vec<u8>>,
+    ) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        let mut chan = self.lock();
+        if let Some(e) = self.failure.get() {
+            return Err(e);
+        }
+        let seq = chan.next_seq;
+        chan.next_seq += 1;
+        let msg = Msg::Coll {
+            seq,
+            op,
+            root: root as u32,
+            parts,
+        };
+        wire::send(&mut chan.writer, &msg).map_err(|e| {
+            self.failure.get().unwrap_or_else(|| BootstrapError::ServerLost {
+                addr: self.server_addr.clone(),
+                reason: format!("sending {} #{seq}: {e}", op.name()),
+            })
+        })?;
+        let what = format!("in {} #{seq}", op.name());
+        match self.wait_reply(&chan, self.timeout + SERVER_GRACE, &what)? {
+            Reply::Result { seq: s, parts } if s == seq => Ok(parts),
+            _ => Err(BootstrapError::Protocol {
+                peer: format!("bootstrap server at {}", self.server_addr),
+                detail: format!("unexpected reply to {} #{seq}", op.name()),
+            }),
+        }
+    }
+}
+
+/// Connects to `addr`, retrying refused connections until `deadline`.
+fn connect_until(
+    addr: &str,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<TcpStream, BootstrapError> {
+    let mut delay = Duration::from_millis(5);
+    loop {
+        let attempt = addr
+            .to_socket_addrs()
+            .and_then(|mut a| {
+                a.next().ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "no address")
+                })
+            })
+            .and_then(|sa| {
+                let left = deadline.saturating_duration_since(Instant::now());
+                TcpStream::connect_timeout(&sa, left.max(Duration::from_millis(10)))
+            });
+        match attempt {
+            Ok(s) => return Ok(s),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(BootstrapError::ServerLost {
+                    addr: addr.to_string(),
+                    reason: format!(
+                        "could not connect within {timeout:?} (SYMMEM_BOOTSTRAP_TIMEOUT); last error: {e}"
+                    ),
+                })
+            }
+            Err(_) => {
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+fn read_loop(
+    mut stream: TcpStream,
+    addr: String,
+    tx: Sender<Reply>,
+    failure: Arc<FailureLatch>,
+    closing: Arc<AtomicBool>,
+) {
+    let peer = format!("bootstrap server at {addr}");
+    loop {
+        let reply = match wire::recv(&mut stream, &peer) {
+            Ok(Recv::Msg(Msg::Ready)) => Reply::Ready,
+            Ok(Recv::Msg(Msg::Result { seq, parts })) => Reply::Result { seq, parts },
+            Ok(Recv::Msg(Msg::Error(e))) => {
+                failure.set(e.clone());
+                Reply::Failed(e)
+            }
+            Ok(Recv::Msg(other)) => {
+                let e = BootstrapError::Protocol {
+                    peer: peer.clone(),
+                    detail: format!("unexpected message {other:?}"),
+                };
+                failure.set(e.clone());
+                Reply::Failed(e)
+            }
+            Ok(Recv::Closed) | Err(_) if closing.load(Ordering::Relaxed) => return,
+            Ok(Recv::Closed) => {
+                let e = BootstrapError::ServerLost {
+                    addr: addr.clone(),
+                    reason: "connection closed (the launcher or the rank hosting the rendezvous exited)".into(),
+                };
+                failure.set(e.clone());
+                let _ = tx.send(Reply::Failed(e));
+                return;
+            }
+            Err(e) => {
+                failure.set(e.clone());
+                let _ = tx.send(Reply::Failed(e));
+                return;
+            }
+        };
+        if tx.send(reply).is_err() {
+            return;
+        }
+    }
+}
+
+impl Bootstrap for TcpBootstrap {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn kind(&self) -> BootstrapKind {
+        BootstrapKind::Tcp
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        self.collective(CollOp::Allgather, 0, vec![mine.to_vec()])
+    }
+
+    fn alltoall(&self, outgoing: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        if outgoing.len() != self.size {
+            return Err(BootstrapError::Config(format!(
+                "alltoall needs {} payloads (one per rank), got {}",
+                self.size,
+                outgoing.len()
+            )));
+        }
+        self.collective(CollOp::Alltoall, 0, outgoing.to_vec())
+    }
+
+    fn barrier(&self) -> Result<(), BootstrapError> {
+        self.collective(CollOp::Barrier, 0, Vec::new()).map(drop)
+    }
+
+    fn broadcast(&self, root: usize, data: &[u8]) -> Result<Vec<u8>, BootstrapError> {
+        if root >= self.size {
+            return Err(BootstrapError::Config(format!(
+                "broadcast root {root} is out of range for {} ranks",
+                self.size
+            )));
+        }
+        let mine = if self.rank == root { data.to_vec() } else { Vec::new() };
+        let mut parts = self.collective(CollOp::Broadcast, root, vec![mine])?;
+        parts.pop().ok_or_else(|| BootstrapError::Protocol {
+            peer: format!("bootstrap server at {}", self.server_addr),
+            detail: "empty broadcast result".into(),
+        })
+    }
+
+    fn abort(&self, reason: &str) {
+        let mut chan = self.lock();
+        let _ = wire::send(
+            &mut chan.writer,
+            &Msg::Abort {
+                reason: reason.to_string(),
+            },
+        );
+    }
+
+    fn failure(&self) -> Option<BootstrapError> {
+        self.failure.get()
+    }
+}
+
+impl Drop for TcpBootstrap {
+    fn drop(&mut self) {
+        self.closing.store(true, Ordering::Relaxed);
+        {
+            let mut chan = self.lock();
+            // The server may already be gone (e.g. after a failure); nothing more to say then.
+            let _ = wire::send(&mut chan.writer, &Msg::Goodbye);
+            let _ = chan.writer.shutdown(Shutdown::Both);
+        }
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        // The hosted server goes last: the runtime's finalize ends with a barrier, so every
+        // rank is done with collectives by the time the server stops.
+        drop(self.hosted.take());
+    }
+}

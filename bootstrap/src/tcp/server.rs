@@ -1,0 +1,576 @@
+//! The rendezvous server: hosted by the `symrun` launcher or by rank 0.
+//!
+//! # Design
+//! One acceptor thread, one reader thread per connection and one coordinator thread. Readers
+//! turn frames into [`Event`]s on a channel; the coordinator owns all state, so no locks
+//! guard it. Clients join a *group* identified by their session number (a process's n-th
+//! init joins group n, so init → finalize → init works under one launcher).
+//!
+//! The coordinator enforces every deadline and names the missing ranks: a group whose ranks
+//! do not all join, or a collective that not every rank reaches, fails with
+//! [`BootstrapError::Timeout`] sent to every member. A connection that closes without a
+//! goodbye fails the group with [`BootstrapError::PeerFailed`] naming that rank, and so do
+//! aborts and failures reported by the launcher ([`RendezvousServer::report_failure`]).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::wire::{self, CollOp, Msg, Recv};
+use crate::{fmt_ranks, BootstrapError};
+
+/// How often the acceptor checks for shutdown while idle.
+const ACCEPT_POLL: Duration = Duration::from_millis(5);
+
+enum Event {
+    Joined {
+        conn: u64,
+        session: u64,
+        rank: usize,
+        stream: TcpStream,
+    },
+    Frame {
+        conn: u64,
+        msg: Msg,
+    },
+    Closed {
+        conn: u64,
+        reason: String,
+    },
+    LauncherFailure {
+        rank: usize,
+        reason: String,
+    },
+    Shutdown,
+}
+
+/// A running rendezvous server. Dropping it stops all its threads.
+pub struct RendezvousServer {
+    addr: SocketAddr,
+    events: Sender<Event>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl RendezvousServer {
+    /// Starts serving a job of `size` ranks on `listener`. Clients must present `nonce`.
+    pub fn start(
+        listener: TcpListener,
+        nonce: u64,
+        size: usize,
+        timeout: Duration,
+    ) -> Result<Self, BootstrapError> {
+        let addr = listener
+            .local_addr()
+            .map_err(|e| BootstrapError::io("reading the rendezvous address", &e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| BootstrapError::io("configuring the rendezvous listener", &e))?;
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let acceptor = {
+            let (tx, stop) = (tx.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("symmem-rdv-accept".into())
+                .spawn(move || accept_loop(listener, nonce, size, timeout, tx, stop))
+                .map_err(|e| BootstrapError::io("spawning the rendezvous acceptor", &e))?
+        };
+        let coordinator = std::thread::Builder::new()
+            .name("symmem-rdv-coord".into())
+            .spawn(move || Coordinator::new(size, timeout).run(rx))
+            .map_err(|e| BootstrapError::io("spawning the rendezvous coordinator", &e))?;
+        tracing::debug!(%addr, size, "rendezvous server started");
+        Ok(RendezvousServer {
+            addr,
+            events: tx,
+            stop,
+            threads: vec![acceptor, coordinator],
+        })
+    }
+
+    /// The address clients connect to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Reports that `rank` failed (used by the launcher when a PE process dies); every
+    /// other member of every group gets [`BootstrapError::PeerFailed`].
+    pub fn report_failure(&self, rank: usize, reason: &str) {
+        // The coordinator may already have stopped; then nobody is left to tell.
+        let _ = self.events.send(Event::LauncherFailure {
+            rank,
+            reason: reason.to_string(),
+        });
+    }
+}
+
+impl Drop for RendezvousServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.events.send(Event::Shutdown);
+        for t in self.threads.drain(..) {
+            // A panicked server thread has nothing left to clean up.
+            let _ = t.join();
+        }
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    nonce: u64,
+    size: usize,
+    timeout: Duration,
+    tx: Sender<Event>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut next_conn = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                let conn = next_conn;
+                next_conn += 1;
+                let tx = tx.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("symmem-rdv-conn{conn}"))
+                    .spawn(move || serve_conn(conn, stream, peer, nonce, size, timeout, tx));
+                if let Err(e) = spawned {
+                    tracing::error!(%peer, "cannot spawn a rendezvous reader: {e}");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(ACCEPT_POLL)
+            }
+            Err(e) => {
+                tracing::warn!("rendezvous accept failed: {e}");
+                std::thread::sleep(ACCEPT_POLL);
+            }
+        }
+    }
+}
+
+/// Reads the hello, validates it, then forwards frames until the connection ends.
+fn serve_conn(
+    conn: u64,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    nonce: u64,
+    size: usize,
+    timeout: Duration,
+    tx: Sender<Event>,
+) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_nodelay(true);
+    // The hello must come promptly; afterwards the connection may idle between collectives.
+    let _ = stream.set_read_timeout(Some(timeout));
+    let who = format!("connection from {peer}");
+    let reject = |stream: &mut TcpStream, detail: String| {
+        tracing::warn!("rejecting {who}: {detail}");
+        let err = BootstrapError::Protocol {
+            peer: "rendezvous server".into(),
+            detail,
+        };
+        let _ = wire::send(stream, &Msg::Error(err));
+    };
+    let (session, rank) = match wire::recv(&mut stream, &who) {
+        Ok(Recv::Msg(Msg::Hello {
+            nonce: n,
+            session,
+            rank,
+            size: s,
+            pid,
+        })) => {
+            if n != nonce {
+                return reject(&mut stream, format!("wrong job nonce {n:#x} from pid {pid}"));
+            }
+            if s as usize != size || rank as usize >= size {
+                return reject(
+                    &mut stream,
+                    format!("pid {pid} claims rank {rank} of {s}, but this job has {size} ranks"),
+                );
+            }
+            (session, rank as usize)
+        }
+        Ok(Recv::Msg(other)) => {
+            return reject(&mut stream, format!("expected hello, got {other:?}"));
+        }
+        Ok(Recv::Closed) => return,
+        Err(e) => {
+            tracing::warn!("{who}: {e}");
+            return;
+        }
+    };
+    let _ = stream.set_read_timeout(None);
+    let Ok(writer) = stream.try_clone() else {
+        return;
+    };
+    if tx
+        .send(Event::Joined {
+            conn,
+            session,
+            rank,
+            stream: writer,
+        })
+        .is_err()
+    {
+        return;
+    }
+    let who = format!("rank {rank}");
+    loop {
+        let event = match wire::recv(&mut stream, &who) {
+            Ok(Recv::Msg(msg)) => Event::Frame { conn, msg },
+            Ok(Recv::Closed) => Event::Closed {
+                conn,
+                reason: "its connection to the bootstrap closed without a goodbye (process exited or was killed)".into(),
+            },
+            Err(e) => Event::Closed {
+                conn,
+                reason: e.to_string(),
+            },
+        };
+        let last = matches!(event, Event::Closed { .. });
+        if tx.send(event).is_err() || last {
+            return;
+        }
+    }
+}
+
+struct Member {
+    stream: TcpStream,
+    conn: u64,
+    said_goodbye: bool,
+    closed: bool,
+}
+
+struct Pending {
+    seq: u64,
+    op: CollOp,
+    root: u32,
+    started: Instant,
+    parts: Vec<Option<Vec<Vec<u8>>>>,
+}
+
+struct Group {
+    members: Vec<Option<Member>>,
+    created: Instant,
+    ready: bool,
+    next_seq: u64,
+    pending: Option<Pending>,
+    failed: bool,
+}
+
+impl Group {
+    fn new(size: usize) -> Self {
+        Group {
+            members: (0..size).map(|_| None).collect(),
+            created: Instant::now(),
+            ready: false,
+            next_seq: 0,
+            pending: None,
+            failed: false,
+        }
+    }
+
+    fn send(&mut self, rank: usize, msg: &Msg) {
+        if let Some(m) = self.members[rank].as_mut().filter(|m| !m.closed) {
+            let frame = wire::encode(msg);
+            if let Err(e) = m.stream.write_all(&frame) {
+                tracing::debug!(rank, "rendezvous send failed: {e}");
+            }
+        }
+    }
+
+    /// Fails the group: every live member except `except` gets `err`.
+    fn fail(&mut self, err: BootstrapError, except: Option<usize>) {
+        if self.failed {
+            return;
+        }
+        self.failed = true;
+        self.pending = None;
+        tracing::debug!("rendezvous group failed: {err}");
+        let msg = Msg::Error(err);
+        for rank in 0..self.members.len() {
+            if Some(rank) != except {
+                self.send(rank, &msg);
+            }
+        }
+    }
+
+    fn missing_members(&self) -> Vec<usize> {
+        (0..self.members.len())
+            .filter(|&r| self.members[r].is_none())
+            .collect()
+    }
+
+    fn finished(&self) -> bool {
+        self.members
+            .iter()
+            .all(|m| m.as_ref().is_some_and(|m| m.said_goodbye || m.closed))
+            && (self.failed || self.members.iter().flatten().all(|m| m.said_goodbye))
+    }
+
+    fn contribute(&mut self, rank: usize, seq: u64, op: CollOp, root: u32, parts: Vec<Vec<u8>>) {
+        if self.failed {
+            return;
+        }
+        let size = self.members.len();
+        let expected_parts = match op {
+            CollOp::Allgather | CollOp::Broadcast => 1,
+            CollOp::Alltoall => size,
+            CollOp::Barrier => 0,
+        };
+        if parts.len() != expected_parts || (op == CollOp::Broadcast && root as usize >= size) {
+            let detail = format!(
+                "rank {rank} sent {} with {} parts and root {root} (group of {size})",
+                op.name(),
+                parts.len()
+            );
+            return self.fail(BootstrapError::Mismatch { seq, detail }, None);
+        }
+        let pending = self.pending.get_or_insert_with(|| Pending {
+            seq: self.next_seq,
+            op,
+            root,
+            started: Instant::now(),
+            parts: vec![None; size],
+        });
+        if seq != pending.seq || op != pending.op || root != pending.root {
+            let arrived: Vec<usize> = (0..size).filter(|&r| pending.parts[r].is_some()).collect();
+            let detail = format!(
+                "rank(s) {} called {} #{} (root {}), but rank {rank} called {} #{seq} (root {root})",
+                fmt_ranks(&arrived),
+                pending.op.name(),
+                pending.seq,
+                pending.root,
+                op.name(),
+            );
+            let seq = pending.seq;
+            return self.fail(BootstrapError::Mismatch { seq, detail }, None);
+        }
+        pending.parts[rank] = Some(parts);
+        if pending.parts.iter().any(Option::is_none) {
+            return;
+        }
+        let pending = self.pending.take().expect("pending collective");
+        self.next_seq += 1;
+        let all: Vec<Vec<Vec<u8>>> = pending.parts.into_iter().map(Option::unwrap).collect();
+        for dest in 0..size {
+            let parts = match pending.op {
+                CollOp::Allgather => all.iter().map(|p| p[0].clone()).collect(),
+                CollOp::Alltoall => all.iter().map(|p| p[dest].clone()).collect(),
+                CollOp::Broadcast => vec![all[pending.root as usize][0].clone()],
+                CollOp::Barrier => Vec::new(),
+            };
+            self.send(
+                dest,
+                &Msg::Result {
+                    seq: pending.seq,
+                    parts,
+                },
+            );
+        }
+    }
+
+    /// The next instant at which this group times out, if it is waiting for anyone.
+    fn deadline(&self, timeout: Duration) -> Option<Instant> {
+        if self.failed {
+            None
+        } else if !self.ready {
+            Some(self.created + timeout)
+        } else {
+            self.pending.as_ref().map(|p| p.started + timeout)
+        }
+    }
+
+    fn check_deadline(&mut self, now: Instant, timeout: Duration) {
+        if self.deadline(timeout).is_none_or(|d| now < d) {
+            return;
+        }
+        let (op, missing) = match &self.pending {
+            Some(p) if self.ready => (
+                format!("{} #{}", p.op.name(), p.seq),
+                (0..p.parts.len()).filter(|&r| p.parts[r].is_none()).collect(),
+            ),
+            _ => ("connect".to_string(), self.missing_members()),
+        };
+        self.fail(
+            BootstrapError::Timeout {
+                op,
+                missing,
+                after: timeout,
+            },
+            None,
+        );
+    }
+}
+
+struct Coordinator {
+    size: usize,
+    timeout: Duration,
+    groups: HashMap<u64, Group>,
+    /// Connection id → (session, rank).
+    conns: HashMap<u64, (u64, usize)>,
+    /// Ranks the launcher reported dead: late joiners learn of it too.
+    dead: Vec<(usize, String)>,
+}
+
+impl Coordinator {
+    fn new(size: usize, timeout: Duration) -> Self {
+        Coordinator {
+            size,
+            timeout,
+            groups: HashMap::new(),
+            conns: HashMap::new(),
+            dead: Vec::new(),
+        }
+    }
+
+    fn run(mut self, rx: Receiver<Event>) {
+        loop {
+            let now = Instant::now();
+            let next = self
+                .groups
+                .values()
+                .filter_map(|g| g.deadline(self.timeout))
+                .min();
+            let event = match next {
+                Some(d) => match rx.recv_timeout(d.saturating_duration_since(now)) {
+                    Ok(e) => Some(e),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                },
+                None => match rx.recv() {
+                    Ok(e) => Some(e),
+                    Err(_) => return,
+                },
+            };
+            match event {
+                Some(Event::Shutdown) => break,
+                Some(e) => self.handle(e),
+                None => {}
+            }
+            let now = Instant::now();
+            for g in self.groups.values_mut() {
+                g.check_deadline(now, self.timeout);
+            }
+            self.groups.retain(|_, g| !g.finished());
+        }
+        for g in self.groups.values() {
+            for m in g.members.iter().flatten() {
+                let _ = m.stream.shutdown(Shutdown::Both);
+            }
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Joined {
+                conn,
+                session,
+                rank,
+                mut stream,
+            } => {
+                let size = self.size;
+                let group = self
+                    .groups
+                    .entry(session)
+                    .or_insert_with(|| Group::new(size));
+                if group.members[rank].is_some() {
+                    let err = BootstrapError::Protocol {
+                        peer: "rendezvous server".into(),
+                        detail: format!("rank {rank} joined twice (session {session})"),
+                    };
+                    let _ = wire::send(&mut stream, &Msg::Error(err));
+                    let _ = stream.shutdown(Shutdown::Both);
+                    return;
+                }
+                group.members[rank] = Some(Member {
+                    stream,
+                    conn,
+                    said_goodbye: false,
+                    closed: false,
+                });
+                self.conns.insert(conn, (session, rank));
+                if let Some((dead, reason)) = self.dead.iter().find(|(r, _)| *r != rank) {
+                    let err = BootstrapError::PeerFailed {
+                        rank: *dead,
+                        reason: reason.clone(),
+                    };
+                    group.send(rank, &Msg::Error(err));
+                    return;
+                }
+                if group.missing_members().is_empty() && !group.ready && !group.failed {
+                    group.ready = true;
+                    for r in 0..size {
+                        group.send(r, &Msg::Ready);
+                    }
+                }
+            }
+            Event::Frame { conn, msg } => {
+                let Some(&(session, rank)) = self.conns.get(&conn) else {
+                    return;
+                };
+                let Some(group) = self.groups.get_mut(&session) else {
+                    return;
+                };
+                match msg {
+                    Msg::Coll {
+                        seq,
+                        op,
+                        root,
+                        parts,
+                    } => group.contribute(rank, seq, op, root, parts),
+                    Msg::Goodbye => {
+                        if let Some(m) = group.members[rank].as_mut() {
+                            m.said_goodbye = true;
+                        }
+                    }
+                    Msg::Abort { reason } => group.fail(
+                        BootstrapError::PeerFailed {
+                            rank,
+                            reason: format!("aborted: {reason}"),
+                        },
+                        Some(rank),
+                    ),
+                    other => group.fail(
+                        BootstrapError::Protocol {
+                            peer: format!("rank {rank}"),
+                            detail: format!("unexpected message {other:?}"),
+                        },
+                        None,
+                    ),
+                }
+            }
+            Event::Closed { conn, reason } => {
+                let Some((session, rank)) = self.conns.remove(&conn) else {
+                    return;
+                };
+                let Some(group) = self.groups.get_mut(&session) else {
+                    return;
+                };
+                let Some(m) = group.members[rank].as_mut().filter(|m| m.conn == conn) else {
+                    return;
+                };
+                m.closed = true;
+                if !m.said_goodbye {
+                    group.fail(BootstrapError::PeerFailed { rank, reason }, Some(rank));
+                }
+            }
+            Event::LauncherFailure { rank, reason } => {
+                for group in self.groups.values_mut() {
+                    let err = BootstrapError::PeerFailed {
+                        rank,
+                        reason: reason.clone(),
+                    };
+                    group.fail(err, Some(rank));
+                }
+                self.dead.push((rank, reason));
+            }
+            Event::Shutdown => {}
+        }
+    }
+}

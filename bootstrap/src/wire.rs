@@ -1,0 +1,486 @@
+//! Frames of the TCP rendezvous protocol.
+//!
+//! Every frame starts with a checked 12-byte header:
+//!
+//! ```text
+//! 0       4         6      8        12
+//! | magic | version | kind | length | payload (length bytes, little-endian fields) ...
+//! ```
+//!
+//! A frame with a wrong magic, version, kind or an oversized length is rejected with an
+//! error that names the peer; it is never interpreted.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use crate::BootstrapError;
+
+const MAGIC: u32 = 0x5359_4d42; // "SYMB"
+/// Version of this wire format; peers with another version are refused.
+pub const VERSION: u16 = 1;
+const HEADER_LEN: usize = 12;
+/// Largest payload accepted in one frame.
+const MAX_PAYLOAD: usize = 1 << 30;
+
+/// Collective operations, as carried in a [`Msg::Coll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollOp {
+    /// Every rank gets every contribution.
+    Allgather = 1,
+    /// Personalized exchange.
+    Alltoall = 2,
+    /// The root's payload goes to all.
+    Broadcast = 3,
+    /// No payload.
+    Barrier = 4,
+}
+
+impl CollOp {
+    fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            1 => CollOp::Allgather,
+            2 => CollOp::Alltoall,
+            3 => CollOp::Broadcast,
+            4 => CollOp::Barrier,
+            _ => return None,
+        })
+    }
+
+    /// Lower-case name used in errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            CollOp::Allgather => "allgather",
+            CollOp::Alltoall => "alltoall",
+            CollOp::Broadcast => "broadcast",
+            CollOp::Barrier => "barrier",
+        }
+    }
+}
+
+/// One protocol message.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// Client → server: join a group.
+    Hello {
+        /// Job nonce; must match the server's.
+        nonce: u64,
+        /// Init number within the client process (re-init joins a fresh group).
+        session: u64,
+        /// Claimed rank.
+        rank: u32,
+        /// Claimed group size.
+        size: u32,
+        /// Client process id (for messages).
+        pid: u32,
+    },
+    /// Server → client: every rank of the group has joined.
+    Ready,
+    /// Client → server: a contribution to collective number `seq`.
+    Coll {
+        /// Sequence number, counting from 0 per group.
+        seq: u64,
+        /// Which collective.
+        op: CollOp,
+        /// Root rank (broadcast only).
+        root: u32,
+        /// Payload parts: one for allgather/broadcast, `size` for alltoall, none for barrier.
+        parts: Vec<Vec<u8>>,
+    },
+    /// Server → client: the result of collective `seq`.
+    Result {
+        /// Sequence number.
+        seq: u64,
+        /// Result parts.
+        parts: Vec<Vec<u8>>,
+    },
+    /// Server → client: the group failed.
+    Error(BootstrapError),
+    /// Client → server: clean leave.
+    Goodbye,
+    /// Client → server: this rank gives up.
+    Abort {
+        /// Why.
+        reason: String,
+    },
+}
+
+const K_HELLO: u16 = 1;
+const K_READY: u16 = 2;
+const K_COLL: u16 = 3;
+const K_RESULT: u16 = 4;
+const K_ERROR: u16 = 5;
+const K_GOODBYE: u16 = 6;
+const K_ABORT: u16 = 7;
+
+#[derive(Default)]
+struct Enc(Vec<u8>);
+
+impl Enc {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn bytes(&mut self, v: &[u8]) {
+        self.u64(v.len() as u64);
+        self.0.extend_from_slice(v);
+    }
+    fn str(&mut self, v: &str) {
+        self.bytes(v.as_bytes());
+    }
+    fn parts(&mut self, parts: &[Vec<u8>]) {
+        self.u32(parts.len() as u32);
+        for p in parts {
+            self.bytes(p);
+        }
+    }
+}
+
+struct Dec<'a>(&'a [u8]);
+
+impl<'a> Dec<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.0.len() < n {
+            return Err(format!(
+                "payload truncated: needed {n} more bytes, {} left",
+                self.0.len()
+            ));
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, String> {
+        let n = self.u64()?;
+        let n = usize::try_from(n).map_err(|_| format!("length {n} too large"))?;
+        Ok(self.take(n)?.to_vec())
+    }
+    fn str(&mut self) -> Result<String, String> {
+        String::from_utf8(self.bytes()?).map_err(|e| format!("invalid UTF-8 string: {e}"))
+    }
+    fn parts(&mut self) -> Result<Vec<Vec<u8>>, String> {
+        let n = self.u32()? as usize;
+        // Each part needs at least its 8-byte length; reject counts the payload cannot hold.
+        if n > self.0.len() / 8 {
+            return Err(format!("part count {n} exceeds payload"));
+        }
+        (0..n).map(|_| self.bytes()).collect()
+    }
+    fn finish(self) -> Result<(), String> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{} trailing bytes", self.0.len()))
+        }
+    }
+}
+
+fn encode_error(e: &mut Enc, err: &BootstrapError) {
+    match err {
+        BootstrapError::Timeout { op, missing, after } => {
+            e.u8(0);
+            e.str(op);
+            e.u32(missing.len() as u32);
+            for r in missing {
+                e.u32(*r as u32);
+            }
+            e.u64(after.as_millis() as u64);
+        }
+        BootstrapError::PeerFailed { rank, reason } => {
+            e.u8(1);
+            e.u32(*rank as u32);
+            e.str(reason);
+        }
+        BootstrapError::Mismatch { seq, detail } => {
+            e.u8(2);
+            e.u64(*seq);
+            e.str(detail);
+        }
+        other => {
+            e.u8(3);
+            e.str(&other.to_string());
+        }
+    }
+}
+
+fn decode_error(d: &mut Dec<'_>, peer: &str) -> Result<BootstrapError, String> {
+    Ok(match d.u8()? {
+        0 => {
+            let op = d.str()?;
+            let n = d.u32()? as usize;
+            if n > d.0.len() / 4 {
+                return Err(format!("missing-rank count {n} exceeds payload"));
+            }
+            let missing = (0..n)
+                .map(|_| d.u32().map(|r| r as usize))
+                .collect::<Result<_, _>>()?;
+            let after = Duration::from_millis(d.u64()?);
+            BootstrapError::Timeout { op, missing, after }
+        }
+        1 => BootstrapError::PeerFailed {
+            rank: d.u32()? as usize,
+            reason: d.str()?,
+        },
+        2 => BootstrapError::Mismatch {
+            seq: d.u64()?,
+            detail: d.str()?,
+        },
+        3 => BootstrapError::Protocol {
+            peer: peer.to_string(),
+            detail: d.str()?,
+        },
+        t => return Err(format!("unknown error tag {t}")),
+    })
+}
+
+/// Serializes `msg` into one frame.
+pub fn encode(msg: &Msg) -> Vec<u8> {
+    let mut e = Enc::default();
+    let kind = match msg {
+        Msg::Hello {
+            nonce,
+            session,
+            rank,
+            size,
+            pid,
+        } => {
+            e.u64(*nonce);
+            e.u64(*session);
+            e.u32(*rank);
+            e.u32(*size);
+            e.u32(*pid);
+            K_HELLO
+        }
+        Msg::Ready => K_READY,
+        Msg::Coll {
+            seq,
+            op,
+            root,
+            parts,
+        } => {
+            e.u64(*seq);
+            e.u8(*op as u8);
+            e.u32(*root);
+            e.parts(parts);
+            K_COLL
+        }
+        Msg::Result { seq, parts } => {
+            e.u64(*seq);
+            e.parts(parts);
+            K_RESULT
+        }
+        Msg::Error(err) => {
+            encode_error(&mut e, err);
+            K_ERROR
+        }
+        Msg::Goodbye => K_GOODBYE,
+        Msg::Abort { reason } => {
+            e.str(reason);
+            K_ABORT
+        }
+    };
+    let payload = e.0;
+    let mut frame = Vec::with_capacity(HEADER_LEN + payload.len());
+    frame.extend_from_slice(&MAGIC.to_le_bytes());
+    frame.extend_from_slice(&VERSION.to_le_bytes());
+    frame.extend_from_slice(&kind.to_le_bytes());
+    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&payload);
+    frame
+}
+
+/// Parses a frame's payload given its header fields.
+fn decode_payload(kind: u16, payload: &[u8], peer: &str) -> Result<Msg, String> {
+    let mut d = Dec(payload);
+    let msg = match kind {
+        K_HELLO => Msg::Hello {
+            nonce: d.u64()?,
+            session: d.u64()?,
+            rank: d.u32()?,
+            size: d.u32()?,
+            pid: d.u32()?,
+        },
+        K_READY => Msg::Ready,
+        K_COLL => {
+            let seq = d.u64()?;
+            let op_raw = d.u8()?;
+            let op = CollOp::from_u8(op_raw).ok_or_else(|| format!("unknown collective {op_raw}"))?;
+            Msg::Coll {
+                seq,
+                op,
+                root: d.u32()?,
+                parts: d.parts()?,
+            }
+        }
+        K_RESULT => Msg::Result {
+            seq: d.u64()?,
+            parts: d.parts()?,
+        },
+        K_ERROR => Msg::Error(decode_error(&mut d, peer)?),
+        K_GOODBYE => Msg::Goodbye,
+        K_ABORT => Msg::Abort { reason: d.str()? },
+        other => return Err(format!("unknown frame kind {other}")),
+    };
+    d.finish()?;
+    Ok(msg)
+}
+
+/// Writes one message.
+pub fn send(stream: &mut impl Write, msg: &Msg) -> std::io::Result<()> {
+    stream.write_all(&encode(msg))
+}
+
+/// Outcome of reading one frame.
+pub enum Recv {
+    /// A well-formed message.
+    Msg(Msg),
+    /// The peer closed the connection cleanly between frames.
+    Closed,
+}
+
+/// Reads one frame from `stream`. `peer` names the other side in errors.
+pub fn recv(stream: &mut impl Read, peer: &str) -> Result<Recv, BootstrapError> {
+    let mut header = [0u8; HEADER_LEN];
+    let mut filled = 0;
+    while filled < HEADER_LEN {
+        match stream.read(&mut header[filled..]) {
+            Ok(0) if filled == 0 => return Ok(Recv::Closed),
+            Ok(0) => {
+                return Err(BootstrapError::Protocol {
+                    peer: peer.to_string(),
+                    detail: "connection closed in the middle of a frame header".into(),
+                })
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(BootstrapError::io(format!("reading from {peer}"), &e)),
+        }
+    }
+    let proto = |detail: String| BootstrapError::Protocol {
+        peer: peer.to_string(),
+        detail,
+    };
+    let magic = u32::from_le_bytes(header[0..4].try_into().unwrap());
+    if magic != MAGIC {
+        return Err(proto(format!(
+            "bad magic {magic:#010x} (not a symmem bootstrap peer?)"
+        )));
+    }
+    let version = u16::from_le_bytes(header[4..6].try_into().unwrap());
+    if version != VERSION {
+        return Err(proto(format!(
+            "wire version {version}, this build speaks {VERSION}"
+        )));
+    }
+    let kind = u16::from_le_bytes(header[6..8].try_into().unwrap());
+    let len = u32::from_le_bytes(header[8..12].try_into().unwrap()) as usize;
+    if len > MAX_PAYLOAD {
+        return Err(proto(format!(
+            "frame length {len} exceeds limit {MAX_PAYLOAD}"
+        )));
+    }
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).map_err(|e| {
+        proto(format!("connection lost inside a {len}-byte frame: {e}"))
+    })?;
+    decode_payload(kind, &payload, peer)
+        .map(Recv::Msg)
+        .map_err(proto)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(msg: Msg) {
+        let frame = encode(&msg);
+        match recv(&mut frame.as_slice(), "test").unwrap() {
+            Recv::Msg(m) => assert_eq!(format!("{m:?}"), format!("{msg:?}")),
+            Recv::Closed => panic!("closed"),
+        }
+    }
+
+    #[test]
+    fn messages_roundtrip() {
+        roundtrip(Msg::Hello {
+            nonce: 7,
+            session: 1,
+            rank: 3,
+            size: 4,
+            pid: 99,
+        });
+        roundtrip(Msg::Ready);
+        roundtrip(Msg::Coll {
+            seq: 5,
+            op: CollOp::Alltoall,
+            root: 0,
+            parts: vec![vec![1, 2], vec![], vec![3]],
+        });
+        roundtrip(Msg::Result {
+            seq: 5,
+            parts: vec![vec![9; 100]],
+        });
+        roundtrip(Msg::Error(BootstrapError::Timeout {
+            op: "barrier #2".into(),
+            missing: vec![1, 3],
+            after: Duration::from_millis(1500),
+        }));
+        roundtrip(Msg::Error(BootstrapError::PeerFailed {
+            rank: 2,
+            reason: "killed".into(),
+        }));
+        roundtrip(Msg::Goodbye);
+        roundtrip(Msg::Abort {
+            reason: "bye".into(),
+        });
+    }
+
+    #[test]
+    fn malformed_frames_are_rejected_with_the_peer_named() {
+        let mut frame = encode(&Msg::Ready);
+        frame[0] ^= 0xff;
+        let err = recv(&mut frame.as_slice(), "rank 2").err().unwrap();
+        assert!(err.to_string().contains("rank 2") && err.to_string().contains("magic"));
+
+        let mut frame = encode(&Msg::Ready);
+        frame[4] = 9;
+        let err = recv(&mut frame.as_slice(), "rank 1").err().unwrap();
+        assert!(err.to_string().contains("wire version 9"), "{err}");
+
+        let mut frame = encode(&Msg::Coll {
+            seq: 1,
+            op: CollOp::Allgather,
+            root: 0,
+            parts: vec![vec![1, 2, 3]],
+        });
+        frame.truncate(frame.len() - 1);
+        // Fix the header length so the payload itself is short: the decoder must notice.
+        let len = (frame.len() - HEADER_LEN) as u32;
+        frame[8..12].copy_from_slice(&len.to_le_bytes());
+        let err = recv(&mut frame.as_slice(), "rank 0").err().unwrap();
+        assert!(err.to_string().contains("truncated"), "{err}");
+
+        let mut frame = encode(&Msg::Ready);
+        frame[6] = 200;
+        let err = recv(&mut frame.as_slice(), "rank 0").err().unwrap();
+        assert!(err.to_string().contains("unknown frame kind"), "{err}");
+
+        let mut frame = encode(&Msg::Ready);
+        frame[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = recv(&mut frame.as_slice(), "rank 0").err().unwrap();
+        assert!(err.to_string().contains("exceeds limit"), "{err}");
+    }
+}

@@ -1,0 +1,335 @@
+//! Configuration from `SYMMEM_*` environment variables, read once at init.
+//!
+//! One declarative table ([`VARIABLES`]) drives parsing, the `symmem-info` printout and
+//! the README's list. A bad value is an error that names the variable; it never falls back
+//! to a default silently. An unknown `SYMMEM_*` variable (a typo, usually) is warned about.
+
+use std::time::Duration;
+
+use symmem_bootstrap::BootstrapChoice;
+
+use crate::error::Error;
+
+/// One documented environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    /// Its name.
+    pub name: &'static str,
+    /// The default, as text.
+    pub default: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// Every variable symmem reads.
+pub const VARIABLES: &[Variable] = &[
+    Variable { name: "SYMMEM_SYMMETRIC_SIZE", default: "1G", doc: "bytes of symmetric heap per PE; suffixes K, M, G, T (powers of 1024); sparse, so unused space costs nothing" },
+    Variable { name: "SYMMEM_BOOTSTRAP", default: "auto", doc: "how PEs find each other: auto (symrun, else MPI launcher, else one PE), tcp (symrun), mpi" },
+    Variable { name: "SYMMEM_BOOTSTRAP_TIMEOUT", default: "60", doc: "seconds each bootstrap call (init, alloc, finalize) may wait for the other PEs" },
+    Variable { name: "SYMMEM_TIMEOUT", default: "0", doc: "seconds a wait (barrier, wait_until, quiet) may block before failing; 0 = no limit (dead peers are still detected)" },
+    Variable { name: "SYMMEM_DEBUG", default: "warn", doc: "log level: error, warn, info, debug, trace" },
+    Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma), or all" },
+    Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
+    Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
+    Variable { name: "SYMMEM_NODE_ID", default: "hostname", doc: "node identity; PEs with equal ids share memory. Lets one machine act as several nodes" },
+    Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "comma-separated RDMA devices to use" },
+    Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE" },
+    Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
+];
+
+/// Prefixes of variables set by launchers and test harnesses, not by users.
+const INTERNAL_PREFIXES: &[&str] = &["SYMMEM_LAUNCH_", "SYMMEM_TEST_"];
+
+/// The remote transport preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteTransport {
+    /// ibverbs if a device is present, else sockets.
+    Auto,
+    /// TCP sockets.
+    Socket,
+    /// ibverbs.
+    Ib,
+}
+
+/// Parsed configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `SYMMEM_SYMMETRIC_SIZE` in bytes.
+    pub symmetric_size: usize,
+    /// `SYMMEM_BOOTSTRAP`.
+    pub bootstrap: BootstrapChoice,
+    /// `SYMMEM_BOOTSTRAP_TIMEOUT`.
+    pub bootstrap_timeout: Duration,
+    /// `SYMMEM_TIMEOUT`; `None` = no limit.
+    pub timeout: Option<Duration>,
+    /// `SYMMEM_DEBUG`.
+    pub debug: String,
+    /// `SYMMEM_DEBUG_SUBSYS`; empty = all.
+    pub debug_subsys: Vec<String>,
+    /// `SYMMEM_DISABLE_P2P`.
+    pub disable_p2p: bool,
+    /// `SYMMEM_REMOTE_TRANSPORT`.
+    pub remote_transport: RemoteTransport,
+    /// `SYMMEM_NODE_ID`, or the hostname.
+    pub node_id: String,
+    /// `SYMMEM_HCA_LIST`; empty = all.
+    pub hca_list: Vec<String>,
+    /// `SYMMEM_IB_GID_INDEX`.
+    pub ib_gid_index: Option<u32>,
+    /// `SYMMEM_SOCKET_IFNAME`.
+    pub socket_ifname: Option<String>,
+}
+
+/// The subsystems `SYMMEM_DEBUG_SUBSYS` accepts; each is a `tracing` target.
+pub const SUBSYSTEMS: &[&str] = &["init", "heap", "bootstrap", "rma"];
+
+impl Config {
+    /// Reads and validates every variable from the process environment.
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads every variable through `lookup` (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let get = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let symmetric_size = match get("SYMMEM_SYMMETRIC_SIZE") {
+            Some(v) => parse_size("SYMMEM_SYMMETRIC_SIZE", &v)?,
+            None => 1 << 30,
+        };
+        let bootstrap = match get("SYMMEM_BOOTSTRAP") {
+            Some(v) => v.parse().map_err(|why| bad("SYMMEM_BOOTSTRAP", &v, why))?,
+            None => BootstrapChoice::Auto,
+        };
+        let bootstrap_timeout = match get("SYMMEM_BOOTSTRAP_TIMEOUT") {
+            Some(v) => {
+                let d = parse_seconds("SYMMEM_BOOTSTRAP_TIMEOUT", &v)?;
+                if d.is_zero() {
+                    return Err(bad("SYMMEM_BOOTSTRAP_TIMEOUT", &v, "must be greater than 0"));
+                }
+                d
+            }
+            None => Duration::from_secs(60),
+        };
+        let timeout = match get("SYMMEM_TIMEOUT") {
+            Some(v) => Some(parse_seconds("SYMMEM_TIMEOUT", &v)?).filter(|d| !d.is_zero()),
+            None => None,
+        };
+        let debug = match get("SYMMEM_DEBUG") {
+            Some(v) => {
+                let lower = v.to_ascii_lowercase();
+                if !["error", "warn", "info", "debug", "trace"].contains(&lower.as_str()) {
+                    return Err(bad("SYMMEM_DEBUG", &v, "expected error, warn, info, debug or trace"));
+                }
+                lower
+            }
+            None => "warn".into(),
+        };
+        let debug_subsys = match get("SYMMEM_DEBUG_SUBSYS") {
+            Some(v) if v.eq_ignore_ascii_case("all") => Vec::new(),
+            Some(v) => {
+                let list = split_list(&v);
+                if let Some(unknown) = list.iter().find(|s| !SUBSYSTEMS.contains(&s.as_str())) {
+                    return Err(bad(
+                        "SYMMEM_DEBUG_SUBSYS",
+                        &v,
+                        format!("unknown subsystem {unknown:?}; known: {}", SUBSYSTEMS.join(", ")),
+                    ));
+                }
+                list
+            }
+            None => Vec::new(),
+        };
+        let disable_p2p = match get("SYMMEM_DISABLE_P2P") {
+            Some(v) => parse_bool("SYMMEM_DISABLE_P2P", &v)?,
+            None => false,
+        };
+        let remote_transport = match get("SYMMEM_REMOTE_TRANSPORT").as_deref() {
+            None | Some("auto") => RemoteTransport::Auto,
+            Some("socket") => RemoteTransport::Socket,
+            Some("ib") => RemoteTransport::Ib,
+            Some(v) => return Err(bad("SYMMEM_REMOTE_TRANSPORT", v, "expected auto, socket or ib")),
+        };
+        let node_id = match get("SYMMEM_NODE_ID") {
+            Some(v) => v,
+            None => hostname()?,
+        };
+        let hca_list = get("SYMMEM_HCA_LIST").map(|v| split_list(&v)).unwrap_or_default();
+        let ib_gid_index = match get("SYMMEM_IB_GID_INDEX") {
+            Some(v) => Some(
+                v.parse::<u32>()
+                    .map_err(|_| bad("SYMMEM_IB_GID_INDEX", &v, "expected a non-negative integer"))?,
+            ),
+            None => None,
+        };
+        Ok(Config {
+            symmetric_size,
+            bootstrap,
+            bootstrap_timeout,
+            timeout,
+            debug,
+            debug_subsys,
+            disable_p2p,
+            remote_transport,
+            node_id,
+            hca_list,
+            ib_gid_index,
+            socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
+        })
+    }
+
+    /// Names of `SYMMEM_*` variables in the environment that symmem does not know.
+    pub fn unknown_variables() -> Vec<String> {
+        std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .filter(|k| k.starts_with("SYMMEM_"))
+            .filter(|k| !INTERNAL_PREFIXES.iter().any(|p| k.starts_with(p)))
+            .filter(|k| !VARIABLES.iter().any(|v| v.name == k))
+            .collect()
+    }
+
+    /// The effective value of every variable, one `NAME=value` per entry.
+    pub fn describe(&self) -> Vec<(&'static str, String)> {
+        let opt = |d: Option<Duration>| d.map_or("0 (no limit)".to_string(), |d| format!("{}", d.as_secs_f64()));
+        let list = |l: &[String]| if l.is_empty() { "(all)".to_string() } else { l.join(",") };
+        vec![
+            ("SYMMEM_SYMMETRIC_SIZE", self.symmetric_size.to_string()),
+            ("SYMMEM_BOOTSTRAP", format!("{:?}", self.bootstrap).to_lowercase()),
+            ("SYMMEM_BOOTSTRAP_TIMEOUT", self.bootstrap_timeout.as_secs_f64().to_string()),
+            ("SYMMEM_TIMEOUT", opt(self.timeout)),
+            ("SYMMEM_DEBUG", self.debug.clone()),
+            ("SYMMEM_DEBUG_SUBSYS", list(&self.debug_subsys)),
+            ("SYMMEM_DISABLE_P2P", (self.disable_p2p as u8).to_string()),
+            ("SYMMEM_REMOTE_TRANSPORT", format!("{:?}", self.remote_transport).to_lowercase()),
+            ("SYMMEM_NODE_ID", self.node_id.clone()),
+            ("SYMMEM_HCA_LIST", list(&self.hca_list)),
+            ("SYMMEM_IB_GID_INDEX", self.ib_gid_index.map_or("(auto)".into(), |g| g.to_string())),
+            ("SYMMEM_SOCKET_IFNAME", self.socket_ifname.clone().unwrap_or_else(|| "(auto)".into())),
+        ]
+    }
+}
+
+fn bad(var: &'static str, value: &str, why: impl Into<String>) -> Error {
+    Error::Config {
+        var,
+        value: value.to_string(),
+        reason: why.into(),
+    }
+}
+
+fn split_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Parses `1024`, `64K`, `512M`, `1G`, `1T` (powers of 1024; an optional trailing `B`/`iB`).
+fn parse_size(var: &'static str, v: &str) -> Result<usize, Error> {
+    let upper = v.to_ascii_uppercase();
+    let trimmed = upper.trim_end_matches("IB").trim_end_matches('B');
+    let (digits, shift) = match trimmed.chars().last() {
+        Some('K') => (&trimmed[..trimmed.len() - 1], 10),
+        Some('M') => (&trimmed[..trimmed.len() - 1], 20),
+        Some('G') => (&trimmed[..trimmed.len() - 1], 30),
+        Some('T') => (&trimmed[..trimmed.len() - 1], 40),
+        _ => (trimmed, 0),
+    };
+    let n: usize = digits
+        .trim()
+        .parse()
+        .map_err(|_| bad(var, v, "expected a size such as 1073741824, 512M or 1G"))?;
+    let bytes = n
+        .checked_mul(1usize << shift)
+        .ok_or_else(|| bad(var, v, "size overflows"))?;
+    if bytes == 0 {
+        return Err(bad(var, v, "must be greater than 0"));
+    }
+    Ok(bytes)
+}
+
+fn parse_seconds(var: &'static str, v: &str) -> Result<Duration, Error> {
+    let secs: f64 = v
+        .parse()
+        .map_err(|_| bad(var, v, "expected a number of seconds, e.g. 30 or 0.5"))?;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(bad(var, v, "expected a non-negative number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_bool(var: &'static str, v: &str) -> Result<bool, Error> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(bad(var, v, "expected 0/1, true/false, yes/no or on/off")),
+    }
+}
+
+fn hostname() -> Result<String, Error> {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return Err(Error::io("reading the hostname for SYMMEM_NODE_ID", std::io::Error::last_os_error()));
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, Error> {
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.symmetric_size, 1 << 30);
+        assert_eq!(c.bootstrap_timeout, Duration::from_secs(60));
+        assert_eq!(c.timeout, None);
+        assert!(!c.disable_p2p);
+    }
+
+    #[test]
+    fn sizes_and_durations() {
+        let c = cfg(&[
+            ("SYMMEM_SYMMETRIC_SIZE", "64M"),
+            ("SYMMEM_BOOTSTRAP_TIMEOUT", "2.5"),
+            ("SYMMEM_TIMEOUT", "10"),
+            ("SYMMEM_DISABLE_P2P", "yes"),
+            ("SYMMEM_NODE_ID", "nodeA"),
+        ])
+        .unwrap();
+        assert_eq!(c.symmetric_size, 64 << 20);
+        assert_eq!(c.bootstrap_timeout, Duration::from_millis(2500));
+        assert_eq!(c.timeout, Some(Duration::from_secs(10)));
+        assert!(c.disable_p2p);
+        assert_eq!(c.node_id, "nodeA");
+        assert_eq!(cfg(&[("SYMMEM_SYMMETRIC_SIZE", "4KiB")]).unwrap().symmetric_size, 4096);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (var, val) in [
+            ("SYMMEM_SYMMETRIC_SIZE", "lots"),
+            ("SYMMEM_SYMMETRIC_SIZE", "0"),
+            ("SYMMEM_BOOTSTRAP", "carrier-pigeon"),
+            ("SYMMEM_BOOTSTRAP_TIMEOUT", "-1"),
+            ("SYMMEM_TIMEOUT", "soon"),
+            ("SYMMEM_DEBUG", "loud"),
+            ("SYMMEM_DEBUG_SUBSYS", "init,gpu-magic"),
+            ("SYMMEM_DISABLE_P2P", "maybe"),
+            ("SYMMEM_REMOTE_TRANSPORT", "pigeon"),
+            ("SYMMEM_IB_GID_INDEX", "-3"),
+        ] {
+            let err = cfg(&[(var, val)]).unwrap_err().to_string();
+            assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The runtime's error type. Every variant names what was wrong: the PE, the size, the
+//! variable, the allocation.
+
+use std::time::Duration;
+
+use symmem_bootstrap::BootstrapError;
+
+/// Result alias for symmem operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error from the symmem runtime.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A bootstrap call failed (a peer died or never arrived, a timeout, a launch mismatch).
+    #[error(transparent)]
+    Bootstrap(#[from] BootstrapError),
+    /// An environment variable has a bad value.
+    #[error("{var}={value:?} is invalid: {reason}")]
+    Config {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// PEs disagree on something that must be the same everywhere (e.g. the heap size).
+    #[error("PEs disagree on {what}: {detail}")]
+    Inconsistent {
+        /// What they disagree on.
+        what: &'static str,
+        /// Which PE has which value.
+        detail: String,
+    },
+    /// A PE number outside `0..n_pes`.
+    #[error("{op}: PE {pe} does not exist (n_pes = {n_pes})")]
+    InvalidPe {
+        /// The operation.
+        op: &'static str,
+        /// The PE asked for.
+        pe: usize,
+        /// The number of PEs.
+        n_pes: usize,
+    },
+    /// An access outside a symmetric allocation.
+    #[error("{op} on PE {pe}: elements {start}..{end} are out of bounds for allocation #{alloc} of {len} elements ({elem_size} bytes each) at heap offset {offset:#x}")]
+    OutOfBounds {
+        /// The operation.
+        op: &'static str,
+        /// The target PE.
+        pe: usize,
+        /// First element accessed.
+        start: usize,
+        /// One past the last element accessed.
+        end: usize,
+        /// The allocation's length in elements.
+        len: usize,
+        /// Size of one element.
+        elem_size: usize,
+        /// The allocation's id.
+        alloc: u64,
+        /// The allocation's heap offset.
+        offset: usize,
+    },
+    /// The symmetric heap cannot satisfy an allocation.
+    #[error("symmetric heap exhausted: requested {requested} bytes (alignment {align}); {free} bytes free in total, largest free block {largest_free} bytes, heap size {heap_size} bytes. Raise SYMMEM_SYMMETRIC_SIZE")]
+    OutOfMemory {
+        /// Bytes asked for.
+        requested: usize,
+        /// Alignment asked for.
+        align: usize,
+        /// Total free bytes.
+        free: usize,
+        /// The largest free block.
+        largest_free: usize,
+        /// `SYMMEM_SYMMETRIC_SIZE` minus the runtime's reserved part.
+        heap_size: usize,
+    },
+    /// PEs made different collective allocation calls.
+    #[error("symmetric allocation call #{call} differs between PEs: {detail}")]
+    AllocMismatch {
+        /// Index of the collective allocation call.
+        call: u64,
+        /// Which PEs asked for what.
+        detail: String,
+    },
+    /// A bad argument to an allocation.
+    #[error("{op}: {reason}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A symmetric buffer used with a runtime that did not allocate it (or after finalize).
+    #[error("{op}: allocation #{alloc} belongs to runtime instance {owner}, not this one ({this}); it was allocated before a finalize or by another runtime")]
+    ForeignAllocation {
+        /// The operation.
+        op: &'static str,
+        /// The allocation.
+        alloc: u64,
+        /// The runtime that allocated it.
+        owner: u64,
+        /// The runtime it was used with.
+        this: u64,
+    },
+    /// A PE that has no direct path (another node, or P2P disabled) and no transport yet.
+    #[error("{op}: PE {pe} (node {node:?}) is not reachable from PE {me} (node {my_node:?}): no P2P mapping and no remote transport is available")]
+    Unreachable {
+        /// The operation.
+        op: &'static str,
+        /// The target PE.
+        pe: usize,
+        /// Its node.
+        node: String,
+        /// This PE.
+        me: usize,
+        /// This PE's node.
+        my_node: String,
+    },
+    /// A peer died while this PE was waiting for it.
+    #[error("PE {pe} failed while PE {me} was in {op}: {reason}")]
+    PeerFailed {
+        /// The peer.
+        pe: usize,
+        /// This PE.
+        me: usize,
+        /// The operation that was waiting.
+        op: &'static str,
+        /// What is known.
+        reason: String,
+    },
+    /// A wait exceeded `SYMMEM_TIMEOUT`.
+    #[error("{op} on PE {me} timed out after {after:?} (SYMMEM_TIMEOUT) waiting for {waiting_for}")]
+    Timeout {
+        /// The operation.
+        op: &'static str,
+        /// This PE.
+        me: usize,
+        /// The limit.
+        after: Duration,
+        /// Who or what it waited for.
+        waiting_for: String,
+    },
+    /// An operating-system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The last OS error, with context.
+    pub(crate) fn last_os(context: impl Into<String>) -> Self {
+        Error::io(context, std::io::Error::last_os_error())
+    }
+}

@@ -1,0 +1,233 @@
+//! Passing heap memfds between same-node PEs over Unix sockets (SCM_RIGHTS).
+//!
+//! Each PE listens on an abstract-namespace socket named after the job id and its rank
+//! (abstract names leave no file behind). After the allgather of node identities, every PE
+//! connects to each same-node peer's socket, accepts the same number of connections on its
+//! own, answers each with its memfd, and then reads the peers' memfds. Connections are
+//! only answered when the connecting process (SO_PEERCRED) is one of the expected peers.
+
+use std::io::IoSlice;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+
+/// What accompanies the fd: job id, sender rank, heap length.
+const HEADER_LEN: usize = 8 + 4 + 8;
+
+fn socket_name(job: u64, rank: usize) -> String {
+    format!("symmem-{job:016x}-{rank}")
+}
+
+/// Binds this PE's abstract socket.
+pub fn listen(job: u64, rank: usize) -> Result<UnixListener> {
+    let name = socket_name(job, rank);
+    let addr = SocketAddr::from_abstract_name(name.as_bytes())
+        .map_err(|e| Error::io(format!("naming socket @{name}"), e))?;
+    UnixListener::bind_addr(&addr).map_err(|e| Error::io(format!("binding socket @{name}"), e))
+}
+
+/// Connects to `peer`'s abstract socket.
+pub fn connect(job: u64, peer: usize) -> Result<UnixStream> {
+    let name = socket_name(job, peer);
+    let addr = SocketAddr::from_abstract_name(name.as_bytes())
+        .map_err(|e| Error::io(format!("naming socket @{name}"), e))?;
+    UnixStream::connect_addr(&addr)
+        .map_err(|e| Error::io(format!("connecting to PE {peer}'s heap socket @{name}"), e))
+}
+
+/// Waits until `fd` is readable or `deadline` passes.
+fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant, what: &str) -> Result<()> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        if n > 0 {
+            return Ok(());
+        }
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n < 0 {
+            return Err(Error::last_os(what.to_string()));
+        }
+        return Err(Error::io(
+            what.to_string(),
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "timed out (SYMMEM_BOOTSTRAP_TIMEOUT)",
+            ),
+        ));
+    }
+}
+
+fn peer_pid(stream: &UnixStream) -> Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid out-parameters of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::last_os("reading the peer credentials of a heap socket"));
+    }
+    Ok(cred.pid as u32)
+}
+
+/// Accepts one connection from each expected peer pid and sends it `fd`.
+pub fn serve(
+    listener: &UnixListener,
+    job: u64,
+    me: usize,
+    heap_len: usize,
+    fd: BorrowedFd<'_>,
+    expected_pids: &[u32],
+    deadline: Instant,
+) -> Result<()> {
+    let mut served = Vec::new();
+    while served.len() < expected_pids.len() {
+        wait_readable(
+            listener_fd(listener),
+            deadline,
+            "waiting for same-node PEs to fetch this PE's heap",
+        )?;
+        let (stream, _) = listener
+            .accept()
+            .map_err(|e| Error::io("accepting a heap-exchange connection", e))?;
+        let pid = peer_pid(&stream)?;
+        if !expected_pids.contains(&pid) || served.contains(&pid) {
+            tracing::warn!(pid, "ignoring an unexpected connection to the heap socket");
+            continue;
+        }
+        let mut header = [0u8; HEADER_LEN];
+        header[..8].copy_from_slice(&job.to_le_bytes());
+        header[8..12].copy_from_slice(&(me as u32).to_le_bytes());
+        header[12..].copy_from_slice(&(heap_len as u64).to_le_bytes());
+        send_fd(&stream, &header, fd)?;
+        served.push(pid);
+    }
+    Ok(())
+}
+
+fn listener_fd(listener: &UnixListener) -> BorrowedFd<'_> {
+    use std::os::fd::AsFd;
+    listener.as_fd()
+}
+
+/// Receives `peer`'s heap fd on `stream`, checking job id, rank and length.
+pub fn receive(
+    stream: &UnixStream,
+    job: u64,
+    peer: usize,
+    heap_len: usize,
+    deadline: Instant,
+) -> Result<OwnedFd> {
+    use std::os::fd::AsFd;
+    wait_readable(
+        stream.as_fd(),
+        deadline,
+        &format!("waiting for PE {peer} to send its heap"),
+    )?;
+    let (header, fd) = recv_fd(stream, peer)?;
+    let got_job = u64::from_le_bytes(header[..8].try_into().unwrap());
+    let got_rank = u32::from_le_bytes(header[8..12].try_into().unwrap()) as usize;
+    let got_len = u64::from_le_bytes(header[12..].try_into().unwrap()) as usize;
+    if got_job != job || got_rank != peer || got_len != heap_len {
+        return Err(Error::io(
+            format!("heap exchange with PE {peer}"),
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("got job {got_job:#x}, rank {got_rank}, {got_len} bytes; expected job {job:#x}, rank {peer}, {heap_len} bytes"),
+            ),
+        ));
+    }
+    Ok(fd)
+}
+
+fn send_fd(stream: &UnixStream, payload: &[u8], fd: BorrowedFd<'_>) -> Result<()> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    let iov = [IoSlice::new(payload)];
+    // SAFETY: an all-zero msghdr is valid; the fields are filled in below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: `msg` points at `control`, which has room for one header plus one int, so
+    // CMSG_FIRSTHDR is non-null and CMSG_DATA is valid for writing an int.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<i32>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>(), raw);
+    }
+    // SAFETY: `msg` and everything it points to outlive the call.
+    let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n != payload.len() as isize {
+        return Err(Error::last_os("sending the heap fd to a same-node PE"));
+    }
+    Ok(())
+}
+
+fn recv_fd(stream: &UnixStream, peer: usize) -> Result<([u8; HEADER_LEN], OwnedFd)> {
+    let mut payload = [0u8; HEADER_LEN];
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    let mut iov = libc::iovec {
+        iov_base: payload.as_mut_ptr().cast(),
+        iov_len: payload.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid; the fields are filled in below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: `msg` points at buffers that outlive the call. MSG_CMSG_CLOEXEC keeps the
+    // received fd out of child processes.
+    let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(Error::last_os(format!("receiving PE {peer}'s heap fd")));
+    }
+    // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR returns null or a valid header.
+    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    // SAFETY: a non-null cmsg points into `control`.
+    let ok = !cmsg.is_null()
+        && unsafe { (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS };
+    if n as usize != HEADER_LEN || !ok {
+        return Err(Error::io(
+            format!("receiving PE {peer}'s heap fd"),
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("got {n} bytes and no SCM_RIGHTS descriptor (did PE {peer} exit?)"),
+            ),
+        ));
+    }
+    // SAFETY: the control message is SCM_RIGHTS with one int; the kernel installed that fd
+    // in this process and nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>())) };
+    Ok((payload, fd))
+}

@@ -1,0 +1,30 @@
+//! symmem host runtime: init and finalize, topology, the symmetric heap on host memory,
+//! and the data path between PEs.
+//!
+//! Start with [`init`], which returns an owned [`Runtime`]; finalize happens when it is
+//! dropped or explicitly through [`Runtime::finalize`].
+
+mod alloc;
+mod backoff;
+mod barrier;
+pub mod config;
+mod error;
+mod heap;
+mod liveness;
+mod logging;
+mod rma;
+mod runtime;
+mod sym;
+mod topology;
+
+pub use config::Config;
+pub use error::{Error, Result};
+pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
+#[cfg(feature = "mpi")]
+pub use runtime::init_with_mpi_comm;
+pub use sym::SymBuf;
+pub use symmem_bootstrap as bootstrap;
+pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
+
+/// Re-exported so users can bound their element types.
+pub use bytemuck::Pod;

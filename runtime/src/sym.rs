@@ -1,0 +1,46 @@
+//! Typed handles to symmetric allocations.
+
+use std::marker::PhantomData;
+
+/// A symmetric allocation of `len` elements of `T`: the same offset in every PE's heap.
+///
+/// The handle is not `Clone`: [`crate::Runtime::free`] consumes it, so a freed allocation
+/// cannot be used again (use-after-free does not compile). A handle used with a runtime
+/// other than the one that allocated it (for example after finalize and a new init) is
+/// refused with [`crate::Error::ForeignAllocation`]. Dropping a handle without `free`
+/// keeps the memory reserved until finalize.
+#[derive(Debug)]
+pub struct SymBuf<T> {
+    pub(crate) runtime: u64,
+    pub(crate) id: u64,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    pub(crate) _elem: PhantomData<fn() -> T>,
+}
+
+impl<T> SymBuf<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the allocation holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Byte offset of the allocation in the symmetric heap (the same on every PE).
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The allocation's number: the index of the collective call that created it.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+}
