@@ -10,6 +10,7 @@ mod barrier;
 pub mod config;
 mod error;
 mod heap;
+mod launch;
 mod liveness;
 mod logging;
 mod rma;
@@ -19,6 +20,7 @@ mod topology;
 
 pub use config::Config;
 pub use error::{Error, Result};
+pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;

@@ -288,9 +288,9 @@ impl Runtime {
             })?;
         let mut state = self.lock_allocs();
         let call = state.calls;
-        let request = Request::Alloc { bytes, align, zero };
-        self.verify_collective(call, &request)?;
+        // Every collective call takes a number, failed or not, the same on every PE.
         state.calls += 1;
+        self.verify_collective(call, &Request::Alloc { bytes, align, zero })?;
         let offset = state
             .allocator
             .alloc(bytes, align)
@@ -324,6 +324,7 @@ impl Runtime {
         self.check_buf("free", &buf)?;
         let mut state = self.lock_allocs();
         let call = state.calls;
+        state.calls += 1;
         self.verify_collective(
             call,
             &Request::Free {
@@ -331,7 +332,6 @@ impl Runtime {
                 offset: buf.offset,
             },
         )?;
-        state.calls += 1;
         let freed = state.allocator.free(buf.offset);
         debug_assert!(freed, "a live SymBuf always names a live block");
         Ok(())

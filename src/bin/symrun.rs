@@ -1,0 +1,104 @@
+//! `symrun`: start N local symmem PEs.
+//!
+//! ```text
+//! symrun -n N [--tag-output] [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
+//! ```
+//! Exits with 0 when every PE succeeds, else with the first failing PE's exit code
+//! (128 + signal number for a PE killed by a signal).
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use symmem::bootstrap::launcher::{self, LaunchOptions};
+
+const USAGE: &str = "usage: symrun -n N [--tag-output] [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
+
+  -n, --np N            number of PEs to start on this machine
+  --tag-output          prefix each output line with [PE i]
+  --kill-grace SECONDS  after the first PE fails, how long the others may take to exit
+                        on their own before they are killed (default 5)
+
+Environment: SYMMEM_BOOTSTRAP_TIMEOUT bounds every bootstrap call (default 60 s).";
+
+fn parse(args: Vec<OsString>) -> Result<(usize, bool, Duration, OsString, Vec<OsString>), String> {
+    let mut n = None;
+    let mut tag = false;
+    let mut grace = symmem::DEFAULT_KILL_GRACE;
+    let mut it = args.into_iter();
+    let text = |a: &OsString| a.to_string_lossy().into_owned();
+    loop {
+        let Some(arg) = it.next() else {
+            return Err("no program given".into());
+        };
+        match arg.to_str() {
+            Some("-n" | "--np" | "-np") => {
+                let v = it.next().ok_or("-n needs a number")?;
+                let v = text(&v);
+                n = Some(
+                    v.parse::<usize>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| format!("-n {v}: expected a positive number of PEs"))?,
+                );
+            }
+            Some("--tag-output") => tag = true,
+            Some("--kill-grace") => {
+                let v = text(&it.next().ok_or("--kill-grace needs seconds")?);
+                let secs: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                    .ok_or_else(|| format!("--kill-grace {v}: expected seconds"))?;
+                grace = Duration::from_secs_f64(secs);
+            }
+            Some("-h" | "--help") => return Err(String::new()),
+            Some("--") => {
+                let program = it.next().ok_or("no program given after --")?;
+                let n = n.ok_or("-n N is required")?;
+                return Ok((n, tag, grace, program, it.collect()));
+            }
+            Some(s) if s.starts_with('-') => return Err(format!("unknown option {s}")),
+            _ => {
+                let n = n.ok_or("-n N is required")?;
+                return Ok((n, tag, grace, arg, it.collect()));
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let (n_pes, tag_output, kill_grace, program, args) =
+        match parse(std::env::args_os().skip(1).collect()) {
+            Ok(v) => v,
+            Err(msg) => {
+                if !msg.is_empty() {
+                    eprintln!("symrun: {msg}");
+                }
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            }
+        };
+    let config = match symmem::Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("symrun: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = LaunchOptions {
+        n_pes,
+        program,
+        args,
+        tag_output,
+        timeout: config.bootstrap_timeout,
+        kill_grace,
+    };
+    match launcher::run(&opts) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("symrun: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

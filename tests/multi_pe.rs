@@ -1,0 +1,83 @@
+//! Multi-PE tests of the host data path and allocation, on 2 and 4 PEs, under symrun or
+//! (with `SYMMEM_TEST_LAUNCHER=mpirun`) mpirun.
+
+mod common;
+use common::run_scenario;
+
+#[test]
+fn put_get_2_pes() {
+    run_scenario(2, "put_get", &[]).assert_success();
+}
+
+#[test]
+fn put_get_4_pes() {
+    let job = run_scenario(4, "put_get", &[]);
+    job.assert_success();
+    assert_eq!(job.stdout.matches("put_get ok").count(), 4, "{}", job.stdout);
+}
+
+#[test]
+fn barrier_orders_memory_2_pes() {
+    run_scenario(2, "barrier", &[]).assert_success();
+}
+
+#[test]
+fn barrier_orders_memory_4_pes() {
+    let job = run_scenario(4, "barrier", &[]);
+    job.assert_success();
+    assert_eq!(job.stdout.matches("barrier ok").count(), 4);
+}
+
+#[test]
+fn mismatched_allocation_fails_on_every_pe() {
+    let job = run_scenario(4, "alloc_mismatch", &[]);
+    job.assert_success();
+    let errors = job.lines_with("ERROR:");
+    assert_eq!(errors.len(), 4, "every PE reports the mismatch:\n{}", job.stdout);
+    for e in errors {
+        assert!(
+            e.contains("call #0")
+                && e.contains("PE 0 called alloc(1024 bytes")
+                && e.contains("PE 1, 2, 3 called alloc(2048 bytes"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn out_of_memory_names_the_variable() {
+    let job = run_scenario(2, "oom", &[("SYMMEM_SYMMETRIC_SIZE", "1M")]);
+    job.assert_success();
+    let errors = job.lines_with("ERROR:");
+    assert_eq!(errors.len(), 2, "{}", job.stdout);
+    for e in errors {
+        assert!(e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("requested 983041 bytes"), "{e}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_errors_naming_the_problem() {
+    run_scenario(2, "bad_args", &[]).assert_success();
+}
+
+#[test]
+fn reinit_in_one_process_2_pes() {
+    let job = run_scenario(2, "reinit", &[]);
+    job.assert_success();
+    assert_eq!(job.lines_with("ERROR:").len(), 4, "stale handles refused:\n{}", job.stdout);
+}
+
+#[test]
+fn reinit_in_one_process_4_pes() {
+    run_scenario(4, "reinit", &[]).assert_success();
+}
+
+#[test]
+fn two_nodes_map_only_their_own_peers() {
+    run_scenario(4, "two_nodes", &[]).assert_success();
+}
+
+#[test]
+fn heap_is_an_anonymous_memfd_mapped_by_every_peer() {
+    run_scenario(4, "heap_is_memfd", &[]).assert_success();
+}

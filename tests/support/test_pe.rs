@@ -1,0 +1,360 @@
+//! The PE side of the multi-PE integration tests: `symmem-test-pe SCENARIO [ARGS...]`.
+//!
+//! Each scenario checks its results exactly and exits non-zero on any mismatch; the
+//! integration tests (tests/*.rs) launch it under symrun or mpirun and check the exit
+//! status and output. Scenarios that expect an error print it on stdout as `ERROR: ...`.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use symmem::{Error, Runtime};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(scenario) = args.first() else {
+        eprintln!("usage: symmem-test-pe SCENARIO [ARGS...]");
+        return ExitCode::from(2);
+    };
+    let result = match scenario.as_str() {
+        "put_get" => with_init(put_get),
+        "barrier" => with_init(barrier),
+        "alloc_mismatch" => with_init(alloc_mismatch),
+        "oom" => with_init(oom),
+        "bad_args" => with_init(bad_args),
+        "kill" => with_init(kill),
+        "reinit" => reinit(),
+        "two_nodes" => two_nodes(),
+        "heap_is_memfd" => with_init(heap_is_memfd),
+        "uid_root" => uid_root(&args[1..]),
+        "uid_join" => uid_join(&args[1..]),
+        "init_error" => init_error(),
+        other => Err(format!("unknown scenario {other}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("FAILED: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type Outcome = Result<(), String>;
+
+fn with_init(f: fn(&Runtime) -> Outcome) -> Outcome {
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    f(&rt)?;
+    rt.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+/// The launcher's announced size must match what symmem sees: an MPI binary started by a
+/// foreign mpirun would otherwise pass as N single-PE jobs.
+fn check_world_size(rt: &Runtime) -> Outcome {
+    let expected = std::env::var("SYMMEM_TEST_EXPECT_PES")
+        .map_err(|_| "SYMMEM_TEST_EXPECT_PES is not set".to_string())?;
+    let expected: usize = expected.parse().map_err(|_| "bad SYMMEM_TEST_EXPECT_PES".to_string())?;
+    if rt.n_pes() != expected {
+        return Err(format!("n_pes = {}, but the test launched {expected}", rt.n_pes()));
+    }
+    Ok(())
+}
+
+fn e2s(e: Error) -> String {
+    e.to_string()
+}
+
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Outcome {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg())
+    }
+}
+
+/// A value that identifies (writer, target, index, round).
+fn pattern(from: usize, to: usize, i: usize, round: usize) -> u64 {
+    ((from as u64) << 48) ^ ((to as u64) << 40) ^ ((round as u64) << 32) ^ (i as u64).wrapping_mul(0x9E37_79B9)
+}
+
+/// Ring puts and all-to-all gets across several sizes, checked element by element.
+fn put_get(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    for (round, len) in [1usize, 7, 64, 1000, 1 << 16, 1 << 20].into_iter().enumerate() {
+        let buf = rt.alloc::<u64>(len).map_err(e2s)?;
+        let right = (me + 1) % n;
+        let data: Vec<u64> = (0..len).map(|i| pattern(me, right, i, round)).collect();
+        rt.put(&buf, 0, &data, right).map_err(e2s)?;
+        rt.barrier_all().map_err(e2s)?;
+        let left = (me + n - 1) % n;
+        let mut got = vec![0u64; len];
+        rt.get(&buf, 0, &mut got, me).map_err(e2s)?;
+        for (i, g) in got.iter().enumerate() {
+            ensure(*g == pattern(left, me, i, round), || {
+                format!("PE {me}: element {i} of {len} from PE {left} is {g:#x}")
+            })?;
+        }
+        // Every PE reads a slice of every PE's buffer.
+        for pe in 0..n {
+            let src = (pe + n - 1) % n;
+            let at = len / 3;
+            let mut part = vec![0u64; len - at];
+            rt.get(&buf, at, &mut part, pe).map_err(e2s)?;
+            for (k, g) in part.iter().enumerate() {
+                ensure(*g == pattern(src, pe, at + k, round), || {
+                    format!("PE {me}: get from PE {pe} element {} wrong", at + k)
+                })?;
+            }
+        }
+        rt.barrier_all().map_err(e2s)?;
+        rt.free(buf).map_err(e2s)?;
+    }
+    // Typed puts of a struct, and a put to self.
+    #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+    #[repr(C)]
+    struct Pair {
+        a: u32,
+        b: f32,
+    }
+    let pairs = rt.calloc::<Pair>(n).map_err(e2s)?;
+    for pe in 0..n {
+        rt.put(&pairs, me, &[Pair { a: me as u32, b: pe as f32 * 0.5 }], pe).map_err(e2s)?;
+    }
+    rt.barrier_all().map_err(e2s)?;
+    let mut got = vec![Pair { a: 0, b: 0.0 }; n];
+    rt.get(&pairs, 0, &mut got, me).map_err(e2s)?;
+    for (from, p) in got.iter().enumerate() {
+        ensure(*p == Pair { a: from as u32, b: me as f32 * 0.5 }, || format!("pair from {from}: {p:?}"))?;
+    }
+    rt.free(pairs).map_err(e2s)?;
+    println!("PE {me}: put_get ok");
+    Ok(())
+}
+
+/// Barriers order memory: after each barrier every PE sees every other PE's write of the
+/// current iteration, never an older one.
+fn barrier(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let slots = rt.calloc::<u64>(n).map_err(e2s)?;
+    for iter in 1..=300u64 {
+        for pe in 0..n {
+            rt.put(&slots, me, &[iter], pe).map_err(e2s)?;
+        }
+        rt.barrier_all().map_err(e2s)?;
+        let mut got = vec![0u64; n];
+        rt.get(&slots, 0, &mut got, me).map_err(e2s)?;
+        ensure(got.iter().all(|&v| v == iter), || format!("PE {me} iteration {iter}: saw {got:?}"))?;
+        // Nobody may start the next iteration's writes before all have checked this one.
+        rt.sync_all().map_err(e2s)?;
+    }
+    rt.free(slots).map_err(e2s)?;
+    println!("PE {me}: barrier ok");
+    Ok(())
+}
+
+/// PE 0 asks for a different size than the others: every PE gets an error naming the PEs,
+/// and the heap stays consistent, so a matching allocation afterwards works.
+fn alloc_mismatch(rt: &Runtime) -> Outcome {
+    let me = rt.my_pe();
+    let len = if me == 0 { 1024 } else { 2048 };
+    match rt.alloc::<u8>(len) {
+        Ok(_) => return Err("mismatched alloc succeeded".into()),
+        Err(e @ Error::AllocMismatch { .. }) => println!("ERROR: {e}"),
+        Err(e) => return Err(format!("wrong error: {e}")),
+    }
+    let buf = rt.alloc::<u64>(16).map_err(e2s)?;
+    ensure(buf.id() == 1, || format!("allocation id {} after the failed call", buf.id()))?;
+    rt.put(&buf, 0, &[me as u64], (me + 1) % rt.n_pes()).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(buf).map_err(e2s)?;
+    Ok(())
+}
+
+/// Asking for more than the heap: an error naming SYMMEM_SYMMETRIC_SIZE on every PE, and
+/// a later allocation that fits still works.
+fn oom(rt: &Runtime) -> Outcome {
+    let cap = rt.heap_capacity();
+    match rt.alloc::<u8>(cap + 1) {
+        Ok(_) => return Err("oversized alloc succeeded".into()),
+        Err(e @ Error::OutOfMemory { .. }) => println!("ERROR: {e}"),
+        Err(e) => return Err(format!("wrong error: {e}")),
+    }
+    let half = rt.alloc::<u8>(cap / 2).map_err(e2s)?;
+    match rt.alloc::<u8>(cap / 2 + 4096) {
+        Ok(_) => return Err("second oversized alloc succeeded".into()),
+        Err(Error::OutOfMemory { largest_free, .. }) => {
+            ensure(largest_free < cap / 2 + 4096, || "largest_free is wrong".into())?
+        }
+        Err(e) => return Err(format!("wrong error: {e}")),
+    }
+    rt.free(half).map_err(e2s)?;
+    let all = rt.alloc::<u8>(cap).map_err(e2s)?;
+    rt.free(all).map_err(e2s)
+}
+
+/// Bad PE, out-of-bounds ranges and foreign handles are errors that name what was wrong.
+fn bad_args(rt: &Runtime) -> Outcome {
+    let n = rt.n_pes();
+    let buf = rt.alloc::<u32>(10).map_err(e2s)?;
+    let expect = |r: symmem::Result<()>, needles: &[&str]| -> Outcome {
+        match r {
+            Ok(()) => Err(format!("expected an error mentioning {needles:?}")),
+            Err(e) => {
+                let s = e.to_string();
+                ensure(needles.iter().all(|n| s.contains(n)), || format!("error {s:?} lacks {needles:?}"))
+            }
+        }
+    };
+    expect(rt.put(&buf, 0, &[1], n), &[&format!("PE {n} does not exist"), "put"])?;
+    expect(rt.put(&buf, 8, &[1, 2, 3], 0), &["put on PE 0", "8..11", "10 elements", "allocation #0"])?;
+    let mut out = [0u32; 2];
+    expect(rt.get(&buf, usize::MAX, &mut out, 0), &["get on PE 0", "out of bounds"])?;
+    match rt.alloc_aligned::<u8>(8, 3) {
+        Err(e) => ensure(e.to_string().contains("alignment 3"), || e.to_string())?,
+        Ok(_) => return Err("alignment 3 accepted".into()),
+    }
+    rt.free(buf).map_err(e2s)
+}
+
+/// The last PE kills itself (SIGKILL) after a barrier; the others keep synchronizing and
+/// must get an error naming it, well before any deadline.
+fn kill(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let victim = n - 1;
+    rt.barrier_all().map_err(e2s)?;
+    if me == victim {
+        // SAFETY: raising a signal on our own process; nothing runs after it.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let start = Instant::now();
+    for _ in 0..1_000_000 {
+        if let Err(e) = rt.barrier_all() {
+            println!("ERROR after {:?}: {e}", start.elapsed());
+            // Exit at once: finalize would only report the same failure again.
+            std::process::exit(3);
+        }
+    }
+    Err(format!("PE {me}: barriers kept succeeding after PE {victim} was killed"))
+}
+
+/// init → use → finalize → init again in one process; a handle from the first runtime is
+/// refused by the second.
+fn reinit() -> Outcome {
+    let rt = symmem::init().map_err(|e| format!("first init: {e}"))?;
+    check_world_size(&rt)?;
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let old = rt.alloc::<u64>(4).map_err(e2s)?;
+    rt.put(&old, 0, &[7], (me + 1) % n).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.finalize().map_err(|e| format!("first finalize: {e}"))?;
+    for round in 0..2 {
+        let rt = symmem::init().map_err(|e| format!("re-init {round}: {e}"))?;
+        check_world_size(&rt)?;
+        match rt.put(&old, 0, &[1], me) {
+            Err(e @ Error::ForeignAllocation { .. }) => println!("ERROR: {e}"),
+            other => return Err(format!("stale handle accepted: {other:?}")),
+        }
+        let buf = rt.calloc::<u64>(n).map_err(e2s)?;
+        for pe in 0..n {
+            rt.put(&buf, me, &[(round * 100 + me) as u64], pe).map_err(e2s)?;
+        }
+        rt.barrier_all().map_err(e2s)?;
+        let mut got = vec![0; n];
+        rt.get(&buf, 0, &mut got, me).map_err(e2s)?;
+        let want: Vec<u64> = (0..n).map(|p| (round * 100 + p) as u64).collect();
+        ensure(got == want, || format!("re-init {round}: got {got:?}"))?;
+        drop(rt); // finalize through Drop
+    }
+    println!("PE {me}: reinit ok");
+    Ok(())
+}
+
+/// PEs split into two "nodes" (two PEs each) through SYMMEM_NODE_ID: peers on the same
+/// node are mapped, others are not, and reaching them is a clear error.
+fn two_nodes() -> Outcome {
+    let rank: usize = std::env::var("SYMMEM_LAUNCH_RANK")
+        .ok()
+        .or_else(|| std::env::var("OMPI_COMM_WORLD_RANK").ok())
+        .or_else(|| std::env::var("PMI_RANK").ok())
+        .and_then(|r| r.parse().ok())
+        .ok_or("cannot tell this process's rank before init")?;
+    // SAFETY-free in edition 2021: set before any thread that reads the environment starts.
+    std::env::set_var("SYMMEM_NODE_ID", format!("testnode{}", rank / 2));
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let buf = rt.calloc::<u64>(4).map_err(e2s)?;
+    for pe in 0..n {
+        let same = pe / 2 == me / 2;
+        let p = rt.ptr(&buf, pe).map_err(e2s)?;
+        ensure(p.is_some() == same, || format!("PE {me}: ptr to PE {pe} is {p:?}"))?;
+        let r = rt.put(&buf, 0, &[me as u64], pe);
+        if same {
+            r.map_err(e2s)?;
+        } else {
+            let e = r.err().ok_or("put across nodes succeeded without a transport")?;
+            let s = e.to_string();
+            ensure(s.contains(&format!("PE {pe}")) && s.contains("not reachable"), || s.clone())?;
+        }
+    }
+    ensure(rt.local_pes().len() == 2, || format!("local PEs {:?}", rt.local_pes()))?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(buf).map_err(e2s)?;
+    rt.finalize().map_err(e2s)?;
+    println!("PE {me}: two_nodes ok");
+    Ok(())
+}
+
+/// The heap lives in a memfd (no file in /dev/shm to leak) and is mapped by every peer.
+fn heap_is_memfd(rt: &Runtime) -> Outcome {
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| e.to_string())?;
+    let heaps = maps.lines().filter(|l| l.contains("/memfd:symmem-heap")).count();
+    ensure(heaps == rt.n_pes(), || format!("{heaps} memfd heap mappings for {} PEs", rt.n_pes()))?;
+    ensure(!maps.contains("/dev/shm"), || "a /dev/shm mapping exists".into())?;
+    rt.barrier_all().map_err(e2s)
+}
+
+/// Unique-id init, rank 0: creates the id, prints it for the test to pass on, and runs.
+fn uid_root(args: &[String]) -> Outcome {
+    let n: usize = args.first().and_then(|v| v.parse().ok()).ok_or("uid_root N")?;
+    let id = symmem::unique_id().map_err(e2s)?;
+    println!("UID {id}");
+    use std::io::Write;
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    uid_run(0, n, &id)
+}
+
+/// Unique-id init, other ranks: `uid_join RANK N UID`.
+fn uid_join(args: &[String]) -> Outcome {
+    let [rank, n, id] = args else {
+        return Err("uid_join RANK N UID".into());
+    };
+    let rank = rank.parse().map_err(|_| "bad rank")?;
+    let n = n.parse().map_err(|_| "bad N")?;
+    let id: symmem::UniqueId = id.parse().map_err(|e: symmem::bootstrap::BootstrapError| e.to_string())?;
+    uid_run(rank, n, &id)
+}
+
+fn uid_run(rank: usize, n: usize, id: &symmem::UniqueId) -> Outcome {
+    let rt = match symmem::init_with_unique_id(rank, n, id) {
+        Ok(rt) => rt,
+        Err(e) => {
+            println!("ERROR: {e}");
+            return Err(format!("init_with_unique_id: {e}"));
+        }
+    };
+    ensure(rt.my_pe() == rank && rt.n_pes() == n, || "wrong rank or size".into())?;
+    put_get(&rt)?;
+    rt.finalize().map_err(e2s)
+}
+
+/// init must fail (the test sets a bad variable); print the error.
+fn init_error() -> Outcome {
+    match symmem::init() {
+        Ok(_) => Err("init succeeded".into()),
+        Err(e) => {
+            println!("ERROR: {e}");
+            Ok(())
+        }
+    }
+}
