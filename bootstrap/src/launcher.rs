@@ -31,8 +31,10 @@ pub const ENV_RANK: &str = "SYMMEM_LAUNCH_RANK";
 /// The number of PEs.
 pub const ENV_SIZE: &str = "SYMMEM_LAUNCH_SIZE";
 
-/// How often the launcher polls its children.
-const POLL: Duration = Duration::from_millis(5);
+/// Longest the launcher sleeps between checks of its children.
+const POLL: Duration = Duration::from_millis(50);
+/// After the first failed exit is seen, how long to gather others before naming the first.
+const SETTLE: Duration = Duration::from_millis(200);
 
 /// What to launch and how.
 #[derive(Debug, Clone)]
@@ -110,44 +112,99 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
 }
 
 /// Waits for every child; on the first failure, reports it and later kills the rest.
+///
+/// Which failure is "first": when a PE dies, its peers may notice (through a pidfd or the
+/// rendezvous connection) and exit before the dead PE's own exit status can be collected.
+/// So failures are gathered for a short settling period after the first one is seen, and
+/// the one reported is a PE killed by a signal if there is one (a cause, where error exits
+/// are usually reactions), else the lowest rank.
 fn supervise(children: &mut [Option<Child>], server: &RendezvousServer, grace: Duration) -> i32 {
     let mut first_failure: Option<i32> = None;
+    let mut failures: Vec<(usize, u32, ExitStatus)> = Vec::new();
+    let mut decide_at: Option<Instant> = None;
     let mut kill_at: Option<Instant> = None;
-    while children.iter().any(Option::is_some) {
+    let watch = ExitWatch::new(children);
+    loop {
         for (rank, slot) in children.iter_mut().enumerate() {
             let Some(child) = slot else { continue };
-            let status = match child.try_wait() {
-                Ok(Some(s)) => s,
-                Ok(None) => continue,
-                Err(e) => {
-                    eprintln!("symrun: cannot wait for PE {rank}: {e}");
-                    continue;
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    if !status.success() {
+                        failures.push((rank, child.id(), status));
+                    }
+                    *slot = None;
                 }
-            };
-            let pid = child.id();
-            *slot = None;
-            if status.success() {
-                continue;
+                Ok(None) => {}
+                Err(e) => eprintln!("symrun: cannot wait for PE {rank}: {e}"),
             }
-            let reason = describe(status);
-            if first_failure.is_none() {
+        }
+        let running = children.iter().any(Option::is_some);
+        if first_failure.is_none() && !failures.is_empty() {
+            let settle = *decide_at.get_or_insert_with(|| Instant::now() + SETTLE);
+            if !running || Instant::now() >= settle {
+                failures.sort_by_key(|(rank, _, status)| (status.signal().is_none(), *rank));
+                let (rank, pid, status) = failures[0];
+                let reason = describe(status);
                 eprintln!("symrun: PE {rank} (pid {pid}) {reason}");
+                server.report_failure(rank, &format!("process {pid} {reason}"));
                 first_failure = Some(exit_code(status));
                 kill_at = Some(Instant::now() + grace);
-                server.report_failure(rank, &format!("process {pid} {reason}"));
-            } else {
-                tracing::debug!(rank, pid, "PE {reason} after the first failure");
             }
         }
-        if kill_at.is_some_and(|t| Instant::now() >= t) && children.iter().any(Option::is_some) {
-            eprintln!(
-                "symrun: killing the remaining PEs {grace:?} after the first failure"
-            );
-            kill_all(children);
+        if !running {
+            break;
         }
-        std::thread::sleep(POLL);
+        if kill_at.is_some_and(|t| Instant::now() >= t) {
+            eprintln!("symrun: killing the remaining PEs {grace:?} after the first failure");
+            kill_all(children);
+            break;
+        }
+        watch.wait(if decide_at.is_some() && first_failure.is_none() { SETTLE / 10 } else { POLL });
     }
     first_failure.unwrap_or(0)
+}
+
+/// Sleeps until some child exits (through pidfds) or `POLL` passes.
+struct ExitWatch {
+    fds: Vec<std::os::fd::OwnedFd>,
+}
+
+impl ExitWatch {
+    fn new(children: &[Option<Child>]) -> Self {
+        use std::os::fd::FromRawFd;
+        let fds = children
+            .iter()
+            .flatten()
+            .filter_map(|c| {
+                // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+                let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, c.id() as libc::pid_t, 0) };
+                // SAFETY: a non-negative result is a fresh descriptor nothing else owns.
+                (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+            })
+            .collect();
+        ExitWatch { fds }
+    }
+
+    /// Returns when a watched child has exited, or after `limit`. Falls back to a plain
+    /// sleep where pidfds are unavailable.
+    fn wait(&self, limit: Duration) {
+        use std::os::fd::AsRawFd;
+        let mut polls: Vec<libc::pollfd> = self
+            .fds
+            .iter()
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if polls.is_empty() {
+            std::thread::sleep(limit);
+            return;
+        }
+        // SAFETY: `polls` is a valid array of pollfd for the duration of the call.
+        unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, limit.as_millis() as i32) };
+    }
 }
 
 fn kill_all(children: &mut [Option<Child>]) {

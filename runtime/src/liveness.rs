@@ -33,10 +33,10 @@ impl PeerWatch {
         PeerWatch { peers: watched }
     }
 
-    /// The first watched peer whose process has exited, as (PE, pid).
-    pub fn first_dead(&self) -> Option<(usize, u32)> {
+    /// Watched peers whose processes have exited, as (PE, pid).
+    pub fn dead(&self) -> Vec<(usize, u32)> {
         if self.peers.is_empty() {
-            return None;
+            return Vec::new();
         }
         let mut fds: Vec<libc::pollfd> = self
             .peers
@@ -50,11 +50,12 @@ impl PeerWatch {
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs; timeout 0 never blocks.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
         if n <= 0 {
-            return None;
+            return Vec::new();
         }
         fds.iter()
             .zip(&self.peers)
-            .find(|(p, _)| p.revents != 0)
+            .filter(|(p, _)| p.revents != 0)
             .map(|(_, (pe, pid, _))| (*pe, *pid))
+            .collect()
     }
 }

@@ -396,26 +396,35 @@ impl Runtime {
         }
     }
 
-    /// Fails if a peer is known to have died.
+    /// Fails if a peer is known to have died, naming the root cause: a dead peer that
+    /// recorded which failure it reacted to points at that PE instead.
     pub(crate) fn check_health(&self, op: &'static str) -> Result<()> {
-        if let Some((pe, pid)) = self.watch.first_dead() {
-            return Err(Error::PeerFailed {
-                pe,
-                me: self.my_pe(),
-                op,
-                reason: format!("its process {pid} exited"),
-            });
+        let me = self.my_pe();
+        let failed = |pe: usize, reason: String| Error::PeerFailed { pe, me, op, reason };
+        let dead = self.watch.dead();
+        let cause_of = |pe: usize| -> Option<usize> {
+            let c = self.heap.control(pe)?.failure_cause.0.load(Ordering::Acquire);
+            c.checked_sub(1).map(|c| c as usize).filter(|&c| c != me)
+        };
+        let err = if let Some(&(pe, pid)) = dead.iter().find(|(pe, _)| cause_of(*pe).is_none()) {
+            failed(pe, format!("its process {pid} exited"))
+        } else if let Some(&(pe, pid)) = dead.first() {
+            let root = cause_of(pe).expect("every dead peer recorded a cause");
+            failed(
+                root,
+                format!("PE {pe} (process {pid}) exited after it detected the failure of PE {root}"),
+            )
+        } else {
+            match self.bootstrap.failure() {
+                None => return Ok(()),
+                Some(BootstrapError::PeerFailed { rank, reason }) => failed(rank, reason),
+                Some(other) => return Err(other.into()),
+            }
+        };
+        if let (Error::PeerFailed { pe, .. }, Some(cb)) = (&err, self.heap.control(me)) {
+            cb.failure_cause.0.store(*pe as u64 + 1, Ordering::Release);
         }
-        match self.bootstrap.failure() {
-            None => Ok(()),
-            Some(BootstrapError::PeerFailed { rank, reason }) => Err(Error::PeerFailed {
-                pe: rank,
-                me: self.my_pe(),
-                op,
-                reason,
-            }),
-            Some(other) => Err(other.into()),
-        }
+        Err(err)
     }
 
     /// Finalizes this PE (`nvshmem_finalize`): waits until every PE has finalized its

@@ -34,6 +34,10 @@ pub struct PaddedU64(pub AtomicU64);
 pub struct ControlBlock {
     /// `barrier[r]` is written by this PE's round-`r` partner in the dissemination barrier.
     pub barrier: [PaddedU64; MAX_BARRIER_ROUNDS],
+    /// 0, or 1 + the PE whose failure this PE detected. Written by this PE before it gives
+    /// up, read by peers that find this PE dead, so that they name the root cause rather
+    /// than a PE that merely exited in reaction to it. The mapping outlives the process.
+    pub failure_cause: PaddedU64,
 }
 
 const _: () = assert!(std::mem::size_of::<ControlBlock>() <= RESERVED);
