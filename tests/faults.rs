@@ -22,14 +22,30 @@ fn killed_pe_is_named_by_the_others_within_the_timeout() {
     let shm_before = shm_entries();
     let job = run_symrun(4, "kill", &[("SYMMEM_BOOTSTRAP_TIMEOUT", "20")]);
     // symrun reports the first failure: PE 3 killed by SIGKILL → 128 + 9.
-    assert_eq!(job.status.code(), Some(137), "stdout:\n{}\nstderr:\n{}", job.stdout, job.stderr);
+    assert_eq!(
+        job.status.code(),
+        Some(137),
+        "stdout:\n{}\nstderr:\n{}",
+        job.stdout,
+        job.stderr
+    );
     assert!(job.stderr.contains("symrun: PE 3"), "{}", job.stderr);
     let errors = job.lines_with("ERROR");
-    assert_eq!(errors.len(), 3, "each survivor reports the failure:\n{}\n{}", job.stdout, job.stderr);
+    assert_eq!(
+        errors.len(),
+        3,
+        "each survivor reports the failure:\n{}\n{}",
+        job.stdout,
+        job.stderr
+    );
     for e in errors {
         assert!(e.contains("PE 3 failed while PE"), "{e}");
     }
-    assert!(job.elapsed < Duration::from_secs(20), "took {:?}", job.elapsed);
+    assert!(
+        job.elapsed < Duration::from_secs(20),
+        "took {:?}",
+        job.elapsed
+    );
     // The heap lived in memfds: nothing is left behind in /dev/shm.
     assert_eq!(shm_entries(), shm_before);
 }
@@ -93,7 +109,11 @@ fn bootstrap_times_out_naming_the_rank_that_never_started() {
             "{err}\n{}",
             job.stderr
         );
-        assert!(job.elapsed < Duration::from_secs(10), "took {:?}", job.elapsed);
+        assert!(
+            job.elapsed < Duration::from_secs(10),
+            "took {:?}",
+            job.elapsed
+        );
     }
 }
 
@@ -118,7 +138,11 @@ fn killed_rank_is_named_in_unique_id_mode_too() {
         }
         let all = format!("{}{}", job.stdout, job.stderr);
         assert!(all.contains("PE 2"), "{all}");
-        assert!(job.elapsed < Duration::from_secs(25), "took {:?}", job.elapsed);
+        assert!(
+            job.elapsed < Duration::from_secs(25),
+            "took {:?}",
+            job.elapsed
+        );
     }
 }
 
@@ -132,7 +156,11 @@ fn bad_environment_value_names_the_variable() {
         let job = run_symrun(2, "init_error", &[(var, value)]);
         // symrun itself validates the environment first.
         assert_eq!(job.status.code(), Some(2), "{var}={value}");
-        assert!(job.stderr.contains(var) && job.stderr.contains(value), "{}", job.stderr);
+        assert!(
+            job.stderr.contains(var) && job.stderr.contains(value),
+            "{}",
+            job.stderr
+        );
         let child = spawn_pe(&["init_error"], &[(var, value)]);
         let job = wait_output(child, Duration::from_secs(30));
         job.assert_success();
@@ -144,27 +172,46 @@ fn bad_environment_value_names_the_variable() {
 #[test]
 fn mpi_launch_without_the_mpi_feature_fails_loudly() {
     if cfg!(feature = "mpi") {
-        eprintln!("skipped: this binary has the mpi feature; the mpirun test run covers MPI launches");
+        eprintln!(
+            "skipped: this binary has the mpi feature; the mpirun test run covers MPI launches"
+        );
         return;
     }
     let child = spawn_pe(&["init_error"], &[("OMPI_COMM_WORLD_SIZE", "4")]);
     let job = wait_output(child, Duration::from_secs(30));
     job.assert_success();
     let err = job.lines_with("ERROR:").join("");
-    assert!(err.contains("OMPI_COMM_WORLD_SIZE=4") && err.contains("--features mpi"), "{err}");
+    assert!(
+        err.contains("OMPI_COMM_WORLD_SIZE=4") && err.contains("--features mpi"),
+        "{err}"
+    );
 }
 
 #[test]
 fn symrun_rejects_bad_usage_and_reports_the_first_failing_code() {
-    let out = std::process::Command::new(SYMRUN).args(["-n", "0", "true"]).output().unwrap();
+    let out = std::process::Command::new(SYMRUN)
+        .args(["-n", "0", "true"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("positive number of PEs"));
     let out = std::process::Command::new(SYMRUN)
-        .args(["-n", "3", "--tag-output", "sh", "-c", "echo hi; exit $SYMMEM_LAUNCH_RANK"])
+        .args([
+            "-n",
+            "3",
+            "--tag-output",
+            "sh",
+            "-c",
+            "echo hi; exit $SYMMEM_LAUNCH_RANK",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!([1, 2].contains(&out.status.code().unwrap()), "{:?}", out.status);
+    assert!(
+        [1, 2].contains(&out.status.code().unwrap()),
+        "{:?}",
+        out.status
+    );
     for pe in 0..3 {
         assert!(stdout.contains(&format!("[PE {pe}] hi")), "{stdout}");
     }

@@ -13,7 +13,12 @@ fn put_get_2_pes() {
 fn put_get_4_pes() {
     let job = run_scenario(4, "put_get", &[]);
     job.assert_success();
-    assert_eq!(job.stdout.matches("put_get ok").count(), 4, "{}", job.stdout);
+    assert_eq!(
+        job.stdout.matches("put_get ok").count(),
+        4,
+        "{}",
+        job.stdout
+    );
 }
 
 #[test]
@@ -33,7 +38,12 @@ fn mismatched_allocation_fails_on_every_pe() {
     let job = run_scenario(4, "alloc_mismatch", &[]);
     job.assert_success();
     let errors = job.lines_with("ERROR:");
-    assert_eq!(errors.len(), 4, "every PE reports the mismatch:\n{}", job.stdout);
+    assert_eq!(
+        errors.len(),
+        4,
+        "every PE reports the mismatch:\n{}",
+        job.stdout
+    );
     for e in errors {
         assert!(
             e.contains("call #0")
@@ -51,7 +61,10 @@ fn out_of_memory_names_the_variable() {
     let errors = job.lines_with("ERROR:");
     assert_eq!(errors.len(), 2, "{}", job.stdout);
     for e in errors {
-        assert!(e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("requested 983041 bytes"), "{e}");
+        assert!(
+            e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("requested 983041 bytes"),
+            "{e}"
+        );
     }
 }
 
@@ -64,7 +77,12 @@ fn bad_arguments_are_errors_naming_the_problem() {
 fn reinit_in_one_process_2_pes() {
     let job = run_scenario(2, "reinit", &[]);
     job.assert_success();
-    assert_eq!(job.lines_with("ERROR:").len(), 4, "stale handles refused:\n{}", job.stdout);
+    assert_eq!(
+        job.lines_with("ERROR:").len(),
+        4,
+        "stale handles refused:\n{}",
+        job.stdout
+    );
 }
 
 #[test]

@@ -56,7 +56,9 @@ pub struct LaunchOptions {
 /// Runs a job to completion and returns its exit code: 0, or the first failing PE's code.
 pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
     if opts.n_pes == 0 {
-        return Err(BootstrapError::Config("the number of PEs must be at least 1".into()));
+        return Err(BootstrapError::Config(
+            "the number of PEs must be at least 1".into(),
+        ));
     }
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .map_err(|e| BootstrapError::io("binding the launcher's rendezvous", &e))?;
@@ -159,7 +161,11 @@ fn supervise(children: &mut [Option<Child>], server: &RendezvousServer, grace: D
             kill_all(children);
             break;
         }
-        watch.wait(if decide_at.is_some() && first_failure.is_none() { SETTLE / 10 } else { POLL });
+        watch.wait(if decide_at.is_some() && first_failure.is_none() {
+            SETTLE / 10
+        } else {
+            POLL
+        });
     }
     first_failure.unwrap_or(0)
 }
@@ -203,7 +209,13 @@ impl ExitWatch {
             return;
         }
         // SAFETY: `polls` is a valid array of pollfd for the duration of the call.
-        unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, limit.as_millis() as i32) };
+        unsafe {
+            libc::poll(
+                polls.as_mut_ptr(),
+                polls.len() as libc::nfds_t,
+                limit.as_millis() as i32,
+            )
+        };
     }
 }
 

@@ -57,7 +57,8 @@ impl LaunchEnv {
     /// Reads the `SYMMEM_LAUNCH_*` variables; `Ok(None)` when none is set.
     pub fn from_env() -> Result<Option<Self>, BootstrapError> {
         let get = |var: &str| std::env::var(var).ok();
-        let (addr, nonce, rank, size) = (get(ENV_ADDR), get(ENV_NONCE), get(ENV_RANK), get(ENV_SIZE));
+        let (addr, nonce, rank, size) =
+            (get(ENV_ADDR), get(ENV_NONCE), get(ENV_RANK), get(ENV_SIZE));
         if addr.is_none() && nonce.is_none() && rank.is_none() && size.is_none() {
             return Ok(None);
         }

@@ -30,8 +30,9 @@ impl UniqueId {
     /// non-loopback interface that is up, else loopback) and draws a random nonce.
     pub fn bind(ifname: Option<&str>) -> Result<Self, BootstrapError> {
         let ip = advertised_ip(ifname)?;
-        let listener = TcpListener::bind(SocketAddr::new(ip, 0))
-            .map_err(|e| BootstrapError::io(format!("binding the unique-id rendezvous on {ip}"), &e))?;
+        let listener = TcpListener::bind(SocketAddr::new(ip, 0)).map_err(|e| {
+            BootstrapError::io(format!("binding the unique-id rendezvous on {ip}"), &e)
+        })?;
         let addr = listener
             .local_addr()
             .map_err(|e| BootstrapError::io("reading the unique-id address", &e))?;
@@ -61,7 +62,14 @@ impl UniqueId {
             )));
         }
         if rank != 0 {
-            return TcpBootstrap::connect(&self.addr.to_string(), self.nonce, 0, rank, size, timeout);
+            return TcpBootstrap::connect(
+                &self.addr.to_string(),
+                self.nonce,
+                0,
+                rank,
+                size,
+                timeout,
+            );
         }
         let listener = match &self.listener {
             Some(l) => l
@@ -69,7 +77,10 @@ impl UniqueId {
                 .map_err(|e| BootstrapError::io("cloning the unique-id listener", &e))?,
             None => TcpListener::bind(self.addr).map_err(|e| {
                 BootstrapError::io(
-                    format!("binding {} for rank 0 (the id must come from this host)", self.addr),
+                    format!(
+                        "binding {} for rank 0 (the id must come from this host)",
+                        self.addr
+                    ),
                     &e,
                 )
             })?,
@@ -219,6 +230,9 @@ mod tests {
     #[test]
     fn unknown_interface_is_named() {
         let err = UniqueId::bind(Some("nosuchif0")).err().unwrap();
-        assert!(err.to_string().contains("SYMMEM_SOCKET_IFNAME=nosuchif0"), "{err}");
+        assert!(
+            err.to_string().contains("SYMMEM_SOCKET_IFNAME=nosuchif0"),
+            "{err}"
+        );
     }
 }

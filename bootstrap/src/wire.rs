@@ -317,7 +317,8 @@ fn decode_payload(kind: u16, payload: &[u8], peer: &str) -> Result<Msg, String> 
         K_COLL => {
             let seq = d.u64()?;
             let op_raw = d.u8()?;
-            let op = CollOp::from_u8(op_raw).ok_or_else(|| format!("unknown collective {op_raw}"))?;
+            let op =
+                CollOp::from_u8(op_raw).ok_or_else(|| format!("unknown collective {op_raw}"))?;
             Msg::Coll {
                 seq,
                 op,
@@ -393,9 +394,9 @@ pub fn recv(stream: &mut impl Read, peer: &str) -> Result<Recv, BootstrapError> 
         )));
     }
     let mut payload = vec![0u8; len];
-    stream.read_exact(&mut payload).map_err(|e| {
-        proto(format!("connection lost inside a {len}-byte frame: {e}"))
-    })?;
+    stream
+        .read_exact(&mut payload)
+        .map_err(|e| proto(format!("connection lost inside a {len}-byte frame: {e}")))?;
     decode_payload(kind, &payload, peer)
         .map(Recv::Msg)
         .map_err(proto)

@@ -34,7 +34,10 @@ pub struct Allocator {
 impl Allocator {
     /// An allocator whose whole range `base..base + len` is free.
     pub fn new(base: usize, len: usize) -> Self {
-        assert!(base.is_multiple_of(MIN_ALIGN), "heap base must be cache-line aligned");
+        assert!(
+            base.is_multiple_of(MIN_ALIGN),
+            "heap base must be cache-line aligned"
+        );
         let len = len - len % MIN_ALIGN;
         let mut free = BTreeMap::new();
         if len > 0 {
@@ -143,7 +146,13 @@ mod tests {
         a.alloc(256, 64).unwrap();
         a.free(x);
         let e = a.alloc(600, 64).unwrap_err();
-        assert_eq!(e, Exhausted { free: 768, largest_free: 512 });
+        assert_eq!(
+            e,
+            Exhausted {
+                free: 768,
+                largest_free: 512
+            }
+        );
         assert!(a.alloc(usize::MAX, 64).is_err());
     }
 

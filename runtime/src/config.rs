@@ -91,7 +91,11 @@ impl Config {
 
     /// Reads every variable through `lookup` (the environment, or a map in tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let get = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let get = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
         let symmetric_size = match get("SYMMEM_SYMMETRIC_SIZE") {
             Some(v) => parse_size("SYMMEM_SYMMETRIC_SIZE", &v)?,
             None => 1 << 30,
@@ -104,7 +108,11 @@ impl Config {
             Some(v) => {
                 let d = parse_seconds("SYMMEM_BOOTSTRAP_TIMEOUT", &v)?;
                 if d.is_zero() {
-                    return Err(bad("SYMMEM_BOOTSTRAP_TIMEOUT", &v, "must be greater than 0"));
+                    return Err(bad(
+                        "SYMMEM_BOOTSTRAP_TIMEOUT",
+                        &v,
+                        "must be greater than 0",
+                    ));
                 }
                 d
             }
@@ -118,7 +126,11 @@ impl Config {
             Some(v) => {
                 let lower = v.to_ascii_lowercase();
                 if !["error", "warn", "info", "debug", "trace"].contains(&lower.as_str()) {
-                    return Err(bad("SYMMEM_DEBUG", &v, "expected error, warn, info, debug or trace"));
+                    return Err(bad(
+                        "SYMMEM_DEBUG",
+                        &v,
+                        "expected error, warn, info, debug or trace",
+                    ));
                 }
                 lower
             }
@@ -132,7 +144,10 @@ impl Config {
                     return Err(bad(
                         "SYMMEM_DEBUG_SUBSYS",
                         &v,
-                        format!("unknown subsystem {unknown:?}; known: {}", SUBSYSTEMS.join(", ")),
+                        format!(
+                            "unknown subsystem {unknown:?}; known: {}",
+                            SUBSYSTEMS.join(", ")
+                        ),
                     ));
                 }
                 list
@@ -147,20 +162,28 @@ impl Config {
             None | Some("auto") => RemoteTransport::Auto,
             Some("socket") => RemoteTransport::Socket,
             Some("ib") => RemoteTransport::Ib,
-            Some(v) => return Err(bad("SYMMEM_REMOTE_TRANSPORT", v, "expected auto, socket or ib")),
+            Some(v) => {
+                return Err(bad(
+                    "SYMMEM_REMOTE_TRANSPORT",
+                    v,
+                    "expected auto, socket or ib",
+                ))
+            }
         };
         let node_id = match get("SYMMEM_NODE_ID") {
             Some(v) => v,
             None => hostname()?,
         };
-        let hca_list = get("SYMMEM_HCA_LIST").map(|v| split_list(&v)).unwrap_or_default();
-        let ib_gid_index = match get("SYMMEM_IB_GID_INDEX") {
-            Some(v) => Some(
-                v.parse::<u32>()
-                    .map_err(|_| bad("SYMMEM_IB_GID_INDEX", &v, "expected a non-negative integer"))?,
-            ),
-            None => None,
-        };
+        let hca_list = get("SYMMEM_HCA_LIST")
+            .map(|v| split_list(&v))
+            .unwrap_or_default();
+        let ib_gid_index =
+            match get("SYMMEM_IB_GID_INDEX") {
+                Some(v) => Some(v.parse::<u32>().map_err(|_| {
+                    bad("SYMMEM_IB_GID_INDEX", &v, "expected a non-negative integer")
+                })?),
+                None => None,
+            };
         Ok(Config {
             symmetric_size,
             bootstrap,
@@ -189,21 +212,48 @@ impl Config {
 
     /// The effective value of every variable, one `NAME=value` per entry.
     pub fn describe(&self) -> Vec<(&'static str, String)> {
-        let opt = |d: Option<Duration>| d.map_or("0 (no limit)".to_string(), |d| format!("{}", d.as_secs_f64()));
-        let list = |l: &[String]| if l.is_empty() { "(all)".to_string() } else { l.join(",") };
+        let opt = |d: Option<Duration>| {
+            d.map_or("0 (no limit)".to_string(), |d| {
+                format!("{}", d.as_secs_f64())
+            })
+        };
+        let list = |l: &[String]| {
+            if l.is_empty() {
+                "(all)".to_string()
+            } else {
+                l.join(",")
+            }
+        };
         vec![
             ("SYMMEM_SYMMETRIC_SIZE", self.symmetric_size.to_string()),
-            ("SYMMEM_BOOTSTRAP", format!("{:?}", self.bootstrap).to_lowercase()),
-            ("SYMMEM_BOOTSTRAP_TIMEOUT", self.bootstrap_timeout.as_secs_f64().to_string()),
+            (
+                "SYMMEM_BOOTSTRAP",
+                format!("{:?}", self.bootstrap).to_lowercase(),
+            ),
+            (
+                "SYMMEM_BOOTSTRAP_TIMEOUT",
+                self.bootstrap_timeout.as_secs_f64().to_string(),
+            ),
             ("SYMMEM_TIMEOUT", opt(self.timeout)),
             ("SYMMEM_DEBUG", self.debug.clone()),
             ("SYMMEM_DEBUG_SUBSYS", list(&self.debug_subsys)),
             ("SYMMEM_DISABLE_P2P", (self.disable_p2p as u8).to_string()),
-            ("SYMMEM_REMOTE_TRANSPORT", format!("{:?}", self.remote_transport).to_lowercase()),
+            (
+                "SYMMEM_REMOTE_TRANSPORT",
+                format!("{:?}", self.remote_transport).to_lowercase(),
+            ),
             ("SYMMEM_NODE_ID", self.node_id.clone()),
             ("SYMMEM_HCA_LIST", list(&self.hca_list)),
-            ("SYMMEM_IB_GID_INDEX", self.ib_gid_index.map_or("(auto)".into(), |g| g.to_string())),
-            ("SYMMEM_SOCKET_IFNAME", self.socket_ifname.clone().unwrap_or_else(|| "(auto)".into())),
+            (
+                "SYMMEM_IB_GID_INDEX",
+                self.ib_gid_index.map_or("(auto)".into(), |g| g.to_string()),
+            ),
+            (
+                "SYMMEM_SOCKET_IFNAME",
+                self.socket_ifname
+                    .clone()
+                    .unwrap_or_else(|| "(auto)".into()),
+            ),
         ]
     }
 }
@@ -270,7 +320,10 @@ fn hostname() -> Result<String, Error> {
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
     if rc != 0 {
-        return Err(Error::io("reading the hostname for SYMMEM_NODE_ID", std::io::Error::last_os_error()));
+        return Err(Error::io(
+            "reading the hostname for SYMMEM_NODE_ID",
+            std::io::Error::last_os_error(),
+        ));
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
@@ -282,8 +335,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, Error> {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(|k| map.get(k).cloned())
     }
 
@@ -311,7 +366,12 @@ mod tests {
         assert_eq!(c.timeout, Some(Duration::from_secs(10)));
         assert!(c.disable_p2p);
         assert_eq!(c.node_id, "nodeA");
-        assert_eq!(cfg(&[("SYMMEM_SYMMETRIC_SIZE", "4KiB")]).unwrap().symmetric_size, 4096);
+        assert_eq!(
+            cfg(&[("SYMMEM_SYMMETRIC_SIZE", "4KiB")])
+                .unwrap()
+                .symmetric_size,
+            4096
+        );
     }
 
     #[test]

@@ -132,7 +132,9 @@ pub enum Error {
         reason: String,
     },
     /// A wait exceeded `SYMMEM_TIMEOUT`.
-    #[error("{op} on PE {me} timed out after {after:?} (SYMMEM_TIMEOUT) waiting for {waiting_for}")]
+    #[error(
+        "{op} on PE {me} timed out after {after:?} (SYMMEM_TIMEOUT) waiting for {waiting_for}"
+    )]
     Timeout {
         /// The operation.
         op: &'static str,

@@ -21,9 +21,9 @@ mod topology;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
-pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;
+pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
 pub use sym::SymBuf;
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};

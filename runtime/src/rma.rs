@@ -13,7 +13,14 @@ use crate::sym::SymBuf;
 
 impl Runtime {
     /// Address of elements `at..at + count` of `buf` on `pe`, after every check.
-    fn target<T>(&self, op: &'static str, buf: &SymBuf<T>, at: usize, count: usize, pe: usize) -> Result<*mut T> {
+    fn target<T>(
+        &self,
+        op: &'static str,
+        buf: &SymBuf<T>,
+        at: usize,
+        count: usize,
+        pe: usize,
+    ) -> Result<*mut T> {
         self.check_buf(op, buf)?;
         self.check_pe(op, pe)?;
         let end = at.checked_add(count).filter(|&e| e <= buf.len);
@@ -43,7 +50,13 @@ impl Runtime {
 
     /// Copies `src` into elements `at..at + src.len()` of `dst` on PE `pe`
     /// (`nvshmem_put`). Complete on return: `src` may be reused at once.
-    pub fn put<T: bytemuck::Pod>(&self, dst: &SymBuf<T>, at: usize, src: &[T], pe: usize) -> Result<()> {
+    pub fn put<T: bytemuck::Pod>(
+        &self,
+        dst: &SymBuf<T>,
+        at: usize,
+        src: &[T],
+        pe: usize,
+    ) -> Result<()> {
         let p = self.target("put", dst, at, src.len(), pe)?;
         // SAFETY: `p` is valid for `src.len()` elements (checked by `target`); `src` is a
         // local slice, so the ranges cannot overlap. T: Pod, so any bytes are valid.
@@ -53,7 +66,13 @@ impl Runtime {
 
     /// Copies elements `at..at + dst.len()` of `src` on PE `pe` into `dst`
     /// (`nvshmem_get`). Complete on return.
-    pub fn get<T: bytemuck::Pod>(&self, src: &SymBuf<T>, at: usize, dst: &mut [T], pe: usize) -> Result<()> {
+    pub fn get<T: bytemuck::Pod>(
+        &self,
+        src: &SymBuf<T>,
+        at: usize,
+        dst: &mut [T],
+        pe: usize,
+    ) -> Result<()> {
         let p = self.target("get", src, at, dst.len(), pe)?;
         // SAFETY: `p` is valid for `dst.len()` elements (checked by `target`); `dst` is a
         // local exclusive slice, so the ranges cannot overlap. T: Pod, so whatever bytes

@@ -276,16 +276,30 @@ impl Runtime {
                 reason: format!("alignment {align} is not a power of two"),
             });
         }
-        self.alloc_impl("alloc_aligned", len, align.max(std::mem::align_of::<T>()), false)
+        self.alloc_impl(
+            "alloc_aligned",
+            len,
+            align.max(std::mem::align_of::<T>()),
+            false,
+        )
     }
 
-    fn alloc_impl<T>(&self, op: &'static str, len: usize, align: usize, zero: bool) -> Result<SymBuf<T>> {
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| Error::InvalidArgument {
-                op,
-                reason: format!("{len} elements of {} bytes overflow", std::mem::size_of::<T>()),
-            })?;
+    fn alloc_impl<T>(
+        &self,
+        op: &'static str,
+        len: usize,
+        align: usize,
+        zero: bool,
+    ) -> Result<SymBuf<T>> {
+        let bytes =
+            len.checked_mul(std::mem::size_of::<T>())
+                .ok_or_else(|| Error::InvalidArgument {
+                    op,
+                    reason: format!(
+                        "{len} elements of {} bytes overflow",
+                        std::mem::size_of::<T>()
+                    ),
+                })?;
         let mut state = self.lock_allocs();
         let call = state.calls;
         // Every collective call takes a number, failed or not, the same on every PE.
@@ -304,7 +318,10 @@ impl Runtime {
         drop(state);
         tracing::debug!(target: "symmem_runtime::alloc", id = call, offset, bytes, align, "allocated");
         if zero {
-            let base = self.heap.base(self.my_pe()).expect("own heap is always mapped");
+            let base = self
+                .heap
+                .base(self.my_pe())
+                .expect("own heap is always mapped");
             // SAFETY: offset..offset+bytes is a live allocation inside this PE's heap. Peers
             // cannot write it yet: they are held by the barrier below.
             unsafe { base.as_ptr().add(offset).write_bytes(0, bytes) };
@@ -403,7 +420,12 @@ impl Runtime {
         let failed = |pe: usize, reason: String| Error::PeerFailed { pe, me, op, reason };
         let dead = self.watch.dead();
         let cause_of = |pe: usize| -> Option<usize> {
-            let c = self.heap.control(pe)?.failure_cause.0.load(Ordering::Acquire);
+            let c = self
+                .heap
+                .control(pe)?
+                .failure_cause
+                .0
+                .load(Ordering::Acquire);
             c.checked_sub(1).map(|c| c as usize).filter(|&c| c != me)
         };
         let err = if let Some(&(pe, pid)) = dead.iter().find(|(pe, _)| cause_of(*pe).is_none()) {
@@ -412,7 +434,9 @@ impl Runtime {
             let root = cause_of(pe).expect("every dead peer recorded a cause");
             failed(
                 root,
-                format!("PE {pe} (process {pid}) exited after it detected the failure of PE {root}"),
+                format!(
+                    "PE {pe} (process {pid}) exited after it detected the failure of PE {root}"
+                ),
             )
         } else {
             match self.bootstrap.failure() {
@@ -468,8 +492,15 @@ impl std::fmt::Debug for Runtime {
 /// A collective allocation call, as compared across PEs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Request {
-    Alloc { bytes: usize, align: usize, zero: bool },
-    Free { id: u64, offset: usize },
+    Alloc {
+        bytes: usize,
+        align: usize,
+        zero: bool,
+    },
+    Free {
+        id: u64,
+        offset: usize,
+    },
 }
 
 impl Request {

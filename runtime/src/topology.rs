@@ -27,7 +27,10 @@ impl PeInfo {
     pub fn decode(bytes: &[u8], pe: usize) -> Result<Self> {
         let malformed = || Error::Inconsistent {
             what: "init data",
-            detail: format!("PE {pe} sent {} malformed bytes (different symmem versions?)", bytes.len()),
+            detail: format!(
+                "PE {pe} sent {} malformed bytes (different symmem versions?)",
+                bytes.len()
+            ),
         };
         if bytes.len() < 12 {
             return Err(malformed());
@@ -94,10 +97,21 @@ mod tests {
 
     #[test]
     fn info_roundtrip_and_locality() {
-        let a = PeInfo { node: "n0".into(), pid: 10, heap_len: 1 << 20 };
-        let b = PeInfo { node: "n1".into(), pid: 11, heap_len: 1 << 20 };
+        let a = PeInfo {
+            node: "n0".into(),
+            pid: 10,
+            heap_len: 1 << 20,
+        };
+        let b = PeInfo {
+            node: "n1".into(),
+            pid: 11,
+            heap_len: 1 << 20,
+        };
         assert_eq!(PeInfo::decode(&a.encode(), 0).unwrap(), a);
-        assert!(PeInfo::decode(&[1, 2], 3).unwrap_err().to_string().contains("PE 3"));
+        assert!(PeInfo::decode(&[1, 2], 3)
+            .unwrap_err()
+            .to_string()
+            .contains("PE 3"));
         let t = Topology::new(2, vec![a.clone(), b.clone(), a, b]);
         assert_eq!(t.local_pes(), &[0, 2]);
     }

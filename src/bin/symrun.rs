@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use symmem::bootstrap::launcher::{self, LaunchOptions};
 
-const USAGE: &str = "usage: symrun -n N [--tag-output] [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
+const USAGE: &str =
+    "usage: symrun -n N [--tag-output] [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
 
   -n, --np N            number of PEs to start on this machine
   --tag-output          prefix each output line with [PE i]

@@ -57,7 +57,10 @@ impl Job {
 
     /// Lines of stdout starting with `prefix`.
     pub fn lines_with(&self, prefix: &str) -> Vec<&str> {
-        self.stdout.lines().filter(|l| l.starts_with(prefix)).collect()
+        self.stdout
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .collect()
     }
 }
 
@@ -88,7 +91,12 @@ fn run_with(launcher: Launcher, n: usize, scenario: &str, env: &[(&str, &str)]) 
             c
         }
     };
+    let expect_bootstrap = match launcher {
+        Launcher::Symrun => "tcp",
+        Launcher::Mpirun => "mpi",
+    };
     cmd.env("SYMMEM_TEST_EXPECT_PES", &n_s)
+        .env("SYMMEM_TEST_EXPECT_BOOTSTRAP", expect_bootstrap)
         .env("SYMMEM_BOOTSTRAP_TIMEOUT", "60");
     for (k, v) in env {
         cmd.env(k, v);
@@ -108,7 +116,12 @@ pub fn spawn_pe(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for var in ["SYMMEM_LAUNCH_ADDR", "SYMMEM_LAUNCH_NONCE", "SYMMEM_LAUNCH_RANK", "SYMMEM_LAUNCH_SIZE"] {
+    for var in [
+        "SYMMEM_LAUNCH_ADDR",
+        "SYMMEM_LAUNCH_NONCE",
+        "SYMMEM_LAUNCH_RANK",
+        "SYMMEM_LAUNCH_SIZE",
+    ] {
         cmd.env_remove(var);
     }
     for (k, v) in env {
@@ -131,7 +144,9 @@ pub fn wait_output(child: std::process::Child, limit: Duration) -> Job {
         }
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     });
-    let out = child.wait_with_output().expect("waiting for symmem-test-pe");
+    let out = child
+        .wait_with_output()
+        .expect("waiting for symmem-test-pe");
     let _ = watchdog.join();
     Job::from(out, start.elapsed())
 }

@@ -53,11 +53,20 @@ fn with_init(f: fn(&Runtime) -> Outcome) -> Outcome {
 fn check_world_size(rt: &Runtime) -> Outcome {
     let expected = std::env::var("SYMMEM_TEST_EXPECT_PES")
         .map_err(|_| "SYMMEM_TEST_EXPECT_PES is not set".to_string())?;
-    let expected: usize = expected.parse().map_err(|_| "bad SYMMEM_TEST_EXPECT_PES".to_string())?;
+    let expected: usize = expected
+        .parse()
+        .map_err(|_| "bad SYMMEM_TEST_EXPECT_PES".to_string())?;
     if rt.n_pes() != expected {
-        return Err(format!("n_pes = {}, but the test launched {expected}", rt.n_pes()));
+        return Err(format!(
+            "n_pes = {}, but the test launched {expected}",
+            rt.n_pes()
+        ));
     }
-    Ok(())
+    let kind = rt.bootstrap_kind().to_string();
+    match std::env::var("SYMMEM_TEST_EXPECT_BOOTSTRAP") {
+        Ok(want) if want != kind => Err(format!("bootstrap is {kind}, the test expected {want}")),
+        _ => Ok(()),
+    }
 }
 
 fn e2s(e: Error) -> String {
@@ -74,13 +83,19 @@ fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Outcome {
 
 /// A value that identifies (writer, target, index, round).
 fn pattern(from: usize, to: usize, i: usize, round: usize) -> u64 {
-    ((from as u64) << 48) ^ ((to as u64) << 40) ^ ((round as u64) << 32) ^ (i as u64).wrapping_mul(0x9E37_79B9)
+    ((from as u64) << 48)
+        ^ ((to as u64) << 40)
+        ^ ((round as u64) << 32)
+        ^ (i as u64).wrapping_mul(0x9E37_79B9)
 }
 
 /// Ring puts and all-to-all gets across several sizes, checked element by element.
 fn put_get(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
-    for (round, len) in [1usize, 7, 64, 1000, 1 << 16, 1 << 20].into_iter().enumerate() {
+    for (round, len) in [1usize, 7, 64, 1000, 1 << 16, 1 << 20]
+        .into_iter()
+        .enumerate()
+    {
         let buf = rt.alloc::<u64>(len).map_err(e2s)?;
         let right = (me + 1) % n;
         let data: Vec<u64> = (0..len).map(|i| pattern(me, right, i, round)).collect();
@@ -118,13 +133,28 @@ fn put_get(rt: &Runtime) -> Outcome {
     }
     let pairs = rt.calloc::<Pair>(n).map_err(e2s)?;
     for pe in 0..n {
-        rt.put(&pairs, me, &[Pair { a: me as u32, b: pe as f32 * 0.5 }], pe).map_err(e2s)?;
+        rt.put(
+            &pairs,
+            me,
+            &[Pair {
+                a: me as u32,
+                b: pe as f32 * 0.5,
+            }],
+            pe,
+        )
+        .map_err(e2s)?;
     }
     rt.barrier_all().map_err(e2s)?;
     let mut got = vec![Pair { a: 0, b: 0.0 }; n];
     rt.get(&pairs, 0, &mut got, me).map_err(e2s)?;
     for (from, p) in got.iter().enumerate() {
-        ensure(*p == Pair { a: from as u32, b: me as f32 * 0.5 }, || format!("pair from {from}: {p:?}"))?;
+        ensure(
+            *p == Pair {
+                a: from as u32,
+                b: me as f32 * 0.5,
+            },
+            || format!("pair from {from}: {p:?}"),
+        )?;
     }
     rt.free(pairs).map_err(e2s)?;
     println!("PE {me}: put_get ok");
@@ -143,7 +173,9 @@ fn barrier(rt: &Runtime) -> Outcome {
         rt.barrier_all().map_err(e2s)?;
         let mut got = vec![0u64; n];
         rt.get(&slots, 0, &mut got, me).map_err(e2s)?;
-        ensure(got.iter().all(|&v| v == iter), || format!("PE {me} iteration {iter}: saw {got:?}"))?;
+        ensure(got.iter().all(|&v| v == iter), || {
+            format!("PE {me} iteration {iter}: saw {got:?}")
+        })?;
         // Nobody may start the next iteration's writes before all have checked this one.
         rt.sync_all().map_err(e2s)?;
     }
@@ -163,8 +195,11 @@ fn alloc_mismatch(rt: &Runtime) -> Outcome {
         Err(e) => return Err(format!("wrong error: {e}")),
     }
     let buf = rt.alloc::<u64>(16).map_err(e2s)?;
-    ensure(buf.id() == 1, || format!("allocation id {} after the failed call", buf.id()))?;
-    rt.put(&buf, 0, &[me as u64], (me + 1) % rt.n_pes()).map_err(e2s)?;
+    ensure(buf.id() == 1, || {
+        format!("allocation id {} after the failed call", buf.id())
+    })?;
+    rt.put(&buf, 0, &[me as u64], (me + 1) % rt.n_pes())
+        .map_err(e2s)?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)?;
     Ok(())
@@ -183,7 +218,9 @@ fn oom(rt: &Runtime) -> Outcome {
     match rt.alloc::<u8>(cap / 2 + 4096) {
         Ok(_) => return Err("second oversized alloc succeeded".into()),
         Err(Error::OutOfMemory { largest_free, .. }) => {
-            ensure(largest_free < cap / 2 + 4096, || "largest_free is wrong".into())?
+            ensure(largest_free < cap / 2 + 4096, || {
+                "largest_free is wrong".into()
+            })?
         }
         Err(e) => return Err(format!("wrong error: {e}")),
     }
@@ -201,14 +238,25 @@ fn bad_args(rt: &Runtime) -> Outcome {
             Ok(()) => Err(format!("expected an error mentioning {needles:?}")),
             Err(e) => {
                 let s = e.to_string();
-                ensure(needles.iter().all(|n| s.contains(n)), || format!("error {s:?} lacks {needles:?}"))
+                ensure(needles.iter().all(|n| s.contains(n)), || {
+                    format!("error {s:?} lacks {needles:?}")
+                })
             }
         }
     };
-    expect(rt.put(&buf, 0, &[1], n), &[&format!("PE {n} does not exist"), "put"])?;
-    expect(rt.put(&buf, 8, &[1, 2, 3], 0), &["put on PE 0", "8..11", "10 elements", "allocation #0"])?;
+    expect(
+        rt.put(&buf, 0, &[1], n),
+        &[&format!("PE {n} does not exist"), "put"],
+    )?;
+    expect(
+        rt.put(&buf, 8, &[1, 2, 3], 0),
+        &["put on PE 0", "8..11", "10 elements", "allocation #0"],
+    )?;
     let mut out = [0u32; 2];
-    expect(rt.get(&buf, usize::MAX, &mut out, 0), &["get on PE 0", "out of bounds"])?;
+    expect(
+        rt.get(&buf, usize::MAX, &mut out, 0),
+        &["get on PE 0", "out of bounds"],
+    )?;
     match rt.alloc_aligned::<u8>(8, 3) {
         Err(e) => ensure(e.to_string().contains("alignment 3"), || e.to_string())?,
         Ok(_) => return Err("alignment 3 accepted".into()),
@@ -235,7 +283,9 @@ fn kill(rt: &Runtime) -> Outcome {
             std::process::exit(3);
         }
     }
-    Err(format!("PE {me}: barriers kept succeeding after PE {victim} was killed"))
+    Err(format!(
+        "PE {me}: barriers kept succeeding after PE {victim} was killed"
+    ))
 }
 
 /// init → use → finalize → init again in one process; a handle from the first runtime is
@@ -257,7 +307,8 @@ fn reinit() -> Outcome {
         }
         let buf = rt.calloc::<u64>(n).map_err(e2s)?;
         for pe in 0..n {
-            rt.put(&buf, me, &[(round * 100 + me) as u64], pe).map_err(e2s)?;
+            rt.put(&buf, me, &[(round * 100 + me) as u64], pe)
+                .map_err(e2s)?;
         }
         rt.barrier_all().map_err(e2s)?;
         let mut got = vec![0; n];
@@ -288,17 +339,26 @@ fn two_nodes() -> Outcome {
     for pe in 0..n {
         let same = pe / 2 == me / 2;
         let p = rt.ptr(&buf, pe).map_err(e2s)?;
-        ensure(p.is_some() == same, || format!("PE {me}: ptr to PE {pe} is {p:?}"))?;
+        ensure(p.is_some() == same, || {
+            format!("PE {me}: ptr to PE {pe} is {p:?}")
+        })?;
         let r = rt.put(&buf, 0, &[me as u64], pe);
         if same {
             r.map_err(e2s)?;
         } else {
-            let e = r.err().ok_or("put across nodes succeeded without a transport")?;
+            let e = r
+                .err()
+                .ok_or("put across nodes succeeded without a transport")?;
             let s = e.to_string();
-            ensure(s.contains(&format!("PE {pe}")) && s.contains("not reachable"), || s.clone())?;
+            ensure(
+                s.contains(&format!("PE {pe}")) && s.contains("not reachable"),
+                || s.clone(),
+            )?;
         }
     }
-    ensure(rt.local_pes().len() == 2, || format!("local PEs {:?}", rt.local_pes()))?;
+    ensure(rt.local_pes().len() == 2, || {
+        format!("local PEs {:?}", rt.local_pes())
+    })?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)?;
     rt.finalize().map_err(e2s)?;
@@ -309,15 +369,27 @@ fn two_nodes() -> Outcome {
 /// The heap lives in a memfd (no file in /dev/shm to leak) and is mapped by every peer.
 fn heap_is_memfd(rt: &Runtime) -> Outcome {
     let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| e.to_string())?;
-    let heaps = maps.lines().filter(|l| l.contains("/memfd:symmem-heap")).count();
-    ensure(heaps == rt.n_pes(), || format!("{heaps} memfd heap mappings for {} PEs", rt.n_pes()))?;
-    ensure(!maps.contains("/dev/shm"), || "a /dev/shm mapping exists".into())?;
+    let heaps = maps
+        .lines()
+        .filter(|l| l.contains("/memfd:symmem-heap"))
+        .count();
+    ensure(heaps == rt.n_pes(), || {
+        format!("{heaps} memfd heap mappings for {} PEs", rt.n_pes())
+    })?;
+    // (MPI libraries map their own /dev/shm segments; none may be symmem's.)
+    let named = maps
+        .lines()
+        .any(|l| l.contains("/dev/shm") && l.contains("symmem"));
+    ensure(!named, || "symmem mapped a named /dev/shm segment".into())?;
     rt.barrier_all().map_err(e2s)
 }
 
 /// Unique-id init, rank 0: creates the id, prints it for the test to pass on, and runs.
 fn uid_root(args: &[String]) -> Outcome {
-    let n: usize = args.first().and_then(|v| v.parse().ok()).ok_or("uid_root N")?;
+    let n: usize = args
+        .first()
+        .and_then(|v| v.parse().ok())
+        .ok_or("uid_root N")?;
     let id = symmem::unique_id().map_err(e2s)?;
     println!("UID {id}");
     use std::io::Write;
@@ -332,7 +404,9 @@ fn uid_join(args: &[String]) -> Outcome {
     };
     let rank = rank.parse().map_err(|_| "bad rank")?;
     let n = n.parse().map_err(|_| "bad N")?;
-    let id: symmem::UniqueId = id.parse().map_err(|e: symmem::bootstrap::BootstrapError| e.to_string())?;
+    let id: symmem::UniqueId = id
+        .parse()
+        .map_err(|e: symmem::bootstrap::BootstrapError| e.to_string())?;
     uid_run(rank, n, &id)
 }
 
@@ -344,7 +418,9 @@ fn uid_run(rank: usize, n: usize, id: &symmem::UniqueId) -> Outcome {
             return Err(format!("init_with_unique_id: {e}"));
         }
     };
-    ensure(rt.my_pe() == rank && rt.n_pes() == n, || "wrong rank or size".into())?;
+    ensure(rt.my_pe() == rank && rt.n_pes() == n, || {
+        "wrong rank or size".into()
+    })?;
     put_get(&rt)?;
     rt.finalize().map_err(e2s)
 }

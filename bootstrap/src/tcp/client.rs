@@ -178,18 +178,24 @@ impl TcpBootstrap {
         match chan.replies.recv_timeout(wait) {
             Ok(Reply::Failed(e)) => Err(e),
             Ok(r) => Ok(r),
-            Err(RecvTimeoutError::Timeout) => Err(self.failure.get().unwrap_or_else(|| {
-                BootstrapError::ServerLost {
-                    addr: self.server_addr.clone(),
-                    reason: format!("no answer within {wait:?} while {what}"),
-                }
-            })),
-            Err(RecvTimeoutError::Disconnected) => Err(self.failure.get().unwrap_or_else(|| {
-                BootstrapError::ServerLost {
-                    addr: self.server_addr.clone(),
-                    reason: format!("connection closed while {what}"),
-                }
-            })),
+            Err(RecvTimeoutError::Timeout) => {
+                Err(self
+                    .failure
+                    .get()
+                    .unwrap_or_else(|| BootstrapError::ServerLost {
+                        addr: self.server_addr.clone(),
+                        reason: format!("no answer within {wait:?} while {what}"),
+                    }))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(self
+                    .failure
+                    .get()
+                    .unwrap_or_else(|| BootstrapError::ServerLost {
+                        addr: self.server_addr.clone(),
+                        reason: format!("connection closed while {what}"),
+                    }))
+            }
         }
     }
 
@@ -212,10 +218,12 @@ impl TcpBootstrap {
             parts,
         };
         wire::send(&mut chan.writer, &msg).map_err(|e| {
-            self.failure.get().unwrap_or_else(|| BootstrapError::ServerLost {
-                addr: self.server_addr.clone(),
-                reason: format!("sending {} #{seq}: {e}", op.name()),
-            })
+            self.failure
+                .get()
+                .unwrap_or_else(|| BootstrapError::ServerLost {
+                    addr: self.server_addr.clone(),
+                    reason: format!("sending {} #{seq}: {e}", op.name()),
+                })
         })?;
         let what = format!("in {} #{seq}", op.name());
         match self.wait_reply(&chan, self.timeout + SERVER_GRACE, &what)? {
@@ -239,9 +247,8 @@ fn connect_until(
         let attempt = addr
             .to_socket_addrs()
             .and_then(|mut a| {
-                a.next().ok_or_else(|| {
-                    std::io::Error::new(std::io::ErrorKind::NotFound, "no address")
-                })
+                a.next()
+                    .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))
             })
             .and_then(|sa| {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -293,7 +300,9 @@ fn read_loop(
             Ok(Recv::Closed) => {
                 let e = BootstrapError::ServerLost {
                     addr: addr.clone(),
-                    reason: "connection closed (the launcher or the rank hosting the rendezvous exited)".into(),
+                    reason:
+                        "connection closed (the launcher or the rank hosting the rendezvous exited)"
+                            .into(),
                 };
                 failure.set(e.clone());
                 let _ = tx.send(Reply::Failed(e));
@@ -354,7 +363,11 @@ impl Bootstrap for TcpBootstrap {
                 self.size
             )));
         }
-        let mine = if self.rank == root { data.to_vec() } else { Vec::new() };
+        let mine = if self.rank == root {
+            data.to_vec()
+        } else {
+            Vec::new()
+        };
         let mut parts = self.collective(CollOp::Broadcast, root, vec![mine])?;
         parts.pop().ok_or_else(|| BootstrapError::Protocol {
             peer: format!("bootstrap server at {}", self.server_addr),

@@ -142,9 +142,7 @@ fn accept_loop(
                     tracing::error!(%peer, "cannot spawn a rendezvous reader: {e}");
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(ACCEPT_POLL)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
             Err(e) => {
                 tracing::warn!("rendezvous accept failed: {e}");
                 std::thread::sleep(ACCEPT_POLL);
@@ -185,7 +183,10 @@ fn serve_conn(
             pid,
         })) => {
             if n != nonce {
-                return reject(&mut stream, format!("wrong job nonce {n:#x} from pid {pid}"));
+                return reject(
+                    &mut stream,
+                    format!("wrong job nonce {n:#x} from pid {pid}"),
+                );
             }
             if s as usize != size || rank as usize >= size {
                 return reject(
@@ -393,7 +394,9 @@ impl Group {
         let (op, missing) = match &self.pending {
             Some(p) if self.ready => (
                 format!("{} #{}", p.op.name(), p.seq),
-                (0..p.parts.len()).filter(|&r| p.parts[r].is_none()).collect(),
+                (0..p.parts.len())
+                    .filter(|&r| p.parts[r].is_none())
+                    .collect(),
             ),
             _ => ("connect".to_string(), self.missing_members()),
         };

@@ -87,7 +87,9 @@ fn peer_pid(stream: &UnixStream) -> Result<u32> {
         )
     };
     if rc != 0 {
-        return Err(Error::last_os("reading the peer credentials of a heap socket"));
+        return Err(Error::last_os(
+            "reading the peer credentials of a heap socket",
+        ));
     }
     Ok(cred.pid as u32)
 }
@@ -216,7 +218,9 @@ fn recv_fd(stream: &UnixStream, peer: usize) -> Result<([u8; HEADER_LEN], OwnedF
     let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
     // SAFETY: a non-null cmsg points into `control`.
     let ok = !cmsg.is_null()
-        && unsafe { (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS };
+        && unsafe {
+            (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS
+        };
     if n as usize != HEADER_LEN || !ok {
         return Err(Error::io(
             format!("receiving PE {peer}'s heap fd"),
@@ -228,6 +232,10 @@ fn recv_fd(stream: &UnixStream, peer: usize) -> Result<([u8; HEADER_LEN], OwnedF
     }
     // SAFETY: the control message is SCM_RIGHTS with one int; the kernel installed that fd
     // in this process and nothing else owns it.
-    let fd = unsafe { OwnedFd::from_raw_fd(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>())) };
+    let fd = unsafe {
+        OwnedFd::from_raw_fd(std::ptr::read_unaligned(
+            libc::CMSG_DATA(cmsg).cast::<i32>(),
+        ))
+    };
     Ok((payload, fd))
 }

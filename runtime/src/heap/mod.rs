@@ -91,7 +91,8 @@ impl SymmetricHeap {
         // suitably aligned (page-aligned mapping) region that stays mapped as long as
         // `self`; all its fields are atomics, so shared references are sound while other
         // processes write it.
-        self.base(pe).map(|b| unsafe { &*b.as_ptr().cast::<ControlBlock>() })
+        self.base(pe)
+            .map(|b| unsafe { &*b.as_ptr().cast::<ControlBlock>() })
     }
 }
 
@@ -107,10 +108,19 @@ pub struct PendingHeap {
 impl PendingHeap {
     /// Exchanges memfds with the same-node peers in `topo` (unless `map_peers` is false)
     /// and maps them.
-    pub fn connect(self, topo: &Topology, map_peers: bool, deadline: Instant) -> Result<SymmetricHeap> {
+    pub fn connect(
+        self,
+        topo: &Topology,
+        map_peers: bool,
+        deadline: Instant,
+    ) -> Result<SymmetricHeap> {
         let me = topo.my_pe();
         let peers: Vec<usize> = if map_peers {
-            topo.local_pes().iter().copied().filter(|&p| p != me).collect()
+            topo.local_pes()
+                .iter()
+                .copied()
+                .filter(|&p| p != me)
+                .collect()
         } else {
             Vec::new()
         };

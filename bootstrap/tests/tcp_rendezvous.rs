@@ -1,0 +1,134 @@
+//! The TCP rendezvous in one process: ranks are threads.
+
+use std::time::{Duration, Instant};
+
+use symmem_bootstrap::tcp::TcpBootstrap;
+use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
+
+/// Runs `f(rank, bootstrap)` on `n` threads joined through a fresh unique id.
+fn with_ranks<T: Send + 'static>(
+    n: usize,
+    timeout: Duration,
+    f: impl Fn(usize, Result<TcpBootstrap, BootstrapError>) -> T + Send + Sync + Copy + 'static,
+) -> Vec<T> {
+    let id = UniqueId::bind(None).unwrap();
+    let handles: Vec<_> = (0..n)
+        .map(|r| {
+            let id = id.clone();
+            std::thread::spawn(move || f(r, id.join(r, n, timeout)))
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+#[test]
+fn collectives_deliver_exact_payloads() {
+    with_ranks(4, Duration::from_secs(20), |r, b| {
+        let b = b.unwrap();
+        assert_eq!((b.rank(), b.size()), (r, 4));
+        // Ranks contribute different lengths, rank 1 nothing at all.
+        let mine: Vec<u8> = vec![r as u8; if r == 1 { 0 } else { r * 1000 + 1 }];
+        let all = b.allgather(&mine).unwrap();
+        for (s, got) in all.iter().enumerate() {
+            assert_eq!(*got, vec![s as u8; if s == 1 { 0 } else { s * 1000 + 1 }]);
+        }
+        let out: Vec<Vec<u8>> = (0..4).map(|d| vec![(r * 10 + d) as u8; d + r]).collect();
+        let got = b.alltoall(&out).unwrap();
+        for (s, part) in got.iter().enumerate() {
+            assert_eq!(*part, vec![(s * 10 + r) as u8; r + s]);
+        }
+        let data = if r == 2 {
+            b"from two".to_vec()
+        } else {
+            b"ignored".to_vec()
+        };
+        assert_eq!(b.broadcast(2, &data).unwrap(), b"from two");
+        for _ in 0..50 {
+            b.barrier().unwrap();
+        }
+        assert!(b.broadcast(4, b"x").is_err());
+        assert!(b.alltoall(&[vec![]]).is_err());
+    });
+}
+
+#[test]
+fn mismatched_collectives_fail_on_every_rank() {
+    let errs = with_ranks(3, Duration::from_secs(20), |r, b| {
+        let b = b.unwrap();
+        let res = if r == 1 {
+            b.barrier().map(drop)
+        } else {
+            b.allgather(b"x").map(drop)
+        };
+        res.unwrap_err().to_string()
+    });
+    for e in errs {
+        assert!(e.contains("mismatch") && e.contains("rank 1"), "{e}");
+    }
+}
+
+#[test]
+fn a_rank_that_skips_a_collective_is_named_after_the_deadline() {
+    let start = Instant::now();
+    let errs = with_ranks(3, Duration::from_secs(2), |r, b| {
+        let b = b.unwrap();
+        if r == 2 {
+            // Rank 2 stays connected but never calls the barrier, until the others fail.
+            while b.failure().is_none() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            return String::new();
+        }
+        b.barrier().unwrap_err().to_string()
+    });
+    for e in &errs[..2] {
+        assert!(
+            e.contains("barrier #0") && e.contains("rank(s) 2 never arrived"),
+            "{e}"
+        );
+    }
+    assert!(start.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn abort_is_reported_to_the_others() {
+    let errs = with_ranks(3, Duration::from_secs(20), |r, b| {
+        let b = b.unwrap();
+        if r == 0 {
+            b.abort("out of patience");
+            return String::new();
+        }
+        b.barrier().unwrap_err().to_string()
+    });
+    for e in &errs[1..] {
+        assert!(
+            e.contains("PE 0 failed") && e.contains("out of patience"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_nonce_is_refused() {
+    let id = UniqueId::bind(None).unwrap();
+    let host = {
+        let id = id.clone();
+        std::thread::spawn(move || id.join(0, 2, Duration::from_secs(2)).err())
+    };
+    // Same address, different nonce: the server refuses the stranger.
+    let text = id.to_string();
+    let (head, nonce) = text.rsplit_once(':').unwrap();
+    let flipped = format!(
+        "{head}:{:016x}",
+        u64::from_str_radix(nonce, 16).unwrap() ^ 1
+    );
+    let stranger: UniqueId = flipped.parse().unwrap();
+    let err = stranger
+        .join(1, 2, Duration::from_secs(2))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("wrong job nonce"), "{err}");
+    let host_err = host.join().unwrap().unwrap().to_string();
+    assert!(host_err.contains("rank(s) 1 never arrived"), "{host_err}");
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs every symmem test on a fresh machine, installing what the tests need first.
+# Usage: bash scripts/test-all.sh        (as root, or with sudo available)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n=== %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+step "system packages: Open MPI, libclang and cmake (for the mpi feature)"
+need_apt=0
+command -v mpirun >/dev/null 2>&1 || need_apt=1
+command -v mpicc >/dev/null 2>&1 || need_apt=1
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt=1
+command -v cmake >/dev/null 2>&1 || need_apt=1
+if [ "$need_apt" = 1 ]; then
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    libopenmpi-dev openmpi-bin libclang-dev clang cmake pkg-config
+fi
+mpirun --version | head -1
+
+step "Rust components"
+rustup component add rustfmt clippy
+
+# Open MPI refuses to run as root without these; tests run 4 PEs on 2 cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --features mpi -- -D warnings
+
+step "all tests (multi-PE tests with 2 and 4 PEs under symrun)"
+cargo test --workspace
+
+step "the demo: hello on 4 self-launched PEs"
+cargo run --release --example hello -- --pes 4
+
+step "the multi-PE tests again under mpirun (2 and 4 PEs), built with --features mpi"
+SYMMEM_TEST_LAUNCHER=mpirun cargo test --workspace --features mpi
+
+step "all tests passed"
