@@ -31,11 +31,11 @@ fn run() -> symmem::Result<ExitCode> {
     // inbox[0] = sender PE, inbox[1] = its greeting value.
     let inbox = rt.calloc::<u64>(2)?;
     let right = (me + 1) % n;
-    rt.put(&inbox, 0, &[me as u64, 1000 + me as u64], right)?;
+    rt.put(inbox.at(0), &[me as u64, 1000 + me as u64], right)?;
     rt.barrier_all()?;
 
     let mut got = [0u64; 2];
-    rt.get(&inbox, 0, &mut got, me)?;
+    rt.get(inbox.at(0), &mut got, me)?;
     let left = (me + n - 1) % n;
     println!(
         "PE {me} of {n} (node {}): received {} from PE {}",

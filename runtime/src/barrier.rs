@@ -16,8 +16,7 @@ impl Runtime {
     /// Blocks until every PE has called `barrier_all`, after completing all of this PE's
     /// outstanding operations (`nvshmem_barrier_all`: quiet + sync).
     pub fn barrier_all(&self) -> Result<()> {
-        // P2P puts are stores completed before they return; the Release stores in `sync`
-        // publish them.
+        self.quiet()?;
         self.sync_all()
     }
 
@@ -45,7 +44,7 @@ impl Runtime {
             // sees this epoch. The chain of rounds makes the barrier transitive.
             partner.barrier[round].0.store(epoch, Ordering::Release);
             let flag = &mine.barrier[round].0;
-            self.wait_until(
+            self.wait_for(
                 "barrier_all",
                 || format!("PE {from} (round {round} of the barrier, epoch {epoch})"),
                 || flag.load(Ordering::Acquire) >= epoch,

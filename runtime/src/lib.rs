@@ -5,18 +5,24 @@
 //! dropped or explicitly through [`Runtime::finalize`].
 
 mod alloc;
+mod amo;
 mod backoff;
 mod barrier;
 pub mod config;
 mod error;
 mod heap;
+mod int;
 mod launch;
+pub mod local;
 mod liveness;
 mod logging;
+mod ordering;
 mod rma;
 mod runtime;
+mod signal;
 mod sym;
 mod topology;
+mod wait;
 
 pub use config::Config;
 pub use error::{Error, Result};
@@ -24,7 +30,8 @@ pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;
 pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
-pub use sym::SymBuf;
+pub use int::{Cmp, SignalOp, SymInt};
+pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
 

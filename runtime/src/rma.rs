@@ -1,83 +1,249 @@
-//! Blocking one-sided put and get between PEs.
+//! One-sided put and get (OpenSHMEM 1.5 §9.5, NVSHMEM `nvshmem_put*`/`get*`).
 //!
-//! A put to a mapped PE is a `memcpy` into that PE's heap mapping; a get is a `memcpy`
-//! out of it. The copy is complete when the call returns. Visibility to the target's
-//! *reads* is ordered by synchronization: `barrier_all`, or (later) signals with Release/
-//! Acquire ordering. The heap is shared with other processes, which Rust's compiler cannot
-//! see, so plain copies through raw pointers are the honest model: the runtime never hands
-//! out references into memory that peers may write.
+//! To a PE whose heap is mapped here (same node, P2P on) a put is a `memcpy` into that
+//! heap and a get a `memcpy` out of it, complete when the call returns: the `_nbi` forms
+//! have nothing left to wait for, and [`Runtime::quiet`] only has to order memory. The
+//! heap is shared with other processes, which the compiler cannot see, so the runtime
+//! copies through raw pointers and never hands out plain references into memory that
+//! peers may write (see [`crate::local`] for the sound ways to look at it).
 
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
-use crate::sym::SymBuf;
+use crate::sym::{SymBuf, SymRef};
 
 impl Runtime {
-    /// Address of elements `at..at + count` of `buf` on `pe`, after every check.
-    fn target<T>(
+    /// The address of `count` elements from `r` on `pe`, after every check.
+    #[inline]
+    pub(crate) fn target<T>(
+        &self,
+        op: &'static str,
+        r: SymRef<'_, T>,
+        count: usize,
+        pe: usize,
+    ) -> Result<*mut T> {
+        let buf = r.buf;
+        self.check_buf(op, buf)?;
+        self.check_pe(op, pe)?;
+        if r.index.checked_add(count).is_none_or(|end| end > buf.len) {
+            return Err(self.out_of_bounds(op, buf, pe, r.index, count));
+        }
+        let base = self.peer_base(op, pe)?;
+        // SAFETY: offset + (index + count) * size_of::<T>() lies within the allocation,
+        // which lies within the mapped heap.
+        Ok(unsafe { base.add(buf.offset).cast::<T>().add(r.index) })
+    }
+
+    /// Base of `pe`'s heap, or the error saying why it is not reachable.
+    #[inline]
+    pub(crate) fn peer_base(&self, op: &'static str, pe: usize) -> Result<*mut u8> {
+        match self.heap.base(pe) {
+            Some(b) => Ok(b.as_ptr()),
+            None => Err(Error::Unreachable {
+                op,
+                pe,
+                node: self.topo.node(pe).to_string(),
+                me: self.my_pe(),
+                my_node: self.topo.node(self.my_pe()).to_string(),
+            }),
+        }
+    }
+
+    #[cold]
+    fn out_of_bounds<T>(
+        &self,
+        op: &'static str,
+        buf: &SymBuf<T>,
+        pe: usize,
+        start: usize,
+        count: usize,
+    ) -> Error {
+        Error::OutOfBounds {
+            op,
+            pe,
+            start,
+            end: start.saturating_add(count),
+            len: buf.len,
+            elem_size: std::mem::size_of::<T>(),
+            alloc: buf.id,
+            offset: buf.offset,
+        }
+    }
+
+    /// Copies `src` to `src.len()` elements from `dst` on `pe` (`nvshmem_put`,
+    /// `shmem_put`). Complete on return: `src` may be reused at once.
+    #[inline]
+    pub fn put<T: bytemuck::Pod>(&self, dst: SymRef<'_, T>, src: &[T], pe: usize) -> Result<()> {
+        let p = self.target("put", dst, src.len(), pe)?;
+        // SAFETY: `p` is valid for `src.len()` elements (checked by `target`); `src` is
+        // local memory, so the ranges cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        Ok(())
+    }
+
+    /// Copies `dst.len()` elements from `src` on `pe` into `dst` (`nvshmem_get`).
+    /// Complete on return.
+    #[inline]
+    pub fn get<T: bytemuck::Pod>(&self, src: SymRef<'_, T>, dst: &mut [T], pe: usize) -> Result<()> {
+        let p = self.target("get", src, dst.len(), pe)?;
+        // SAFETY: `p` is valid for `dst.len()` elements; `dst` is local and exclusive.
+        // T: Pod, so whatever bytes a concurrent writer left form a valid T.
+        unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Non-blocking put (`nvshmem_put_nbi`): `src` may be reused when the call returns;
+    /// the data is complete at the target after [`Runtime::quiet`] (on a mapped peer it
+    /// already is).
+    #[inline]
+    pub fn put_nbi<T: bytemuck::Pod>(&self, dst: SymRef<'_, T>, src: &[T], pe: usize) -> Result<()> {
+        self.put(dst, src, pe)
+    }
+
+    /// Non-blocking get (`nvshmem_get_nbi`). The `&mut` borrow of `dst` ends with the
+    /// call, so the data is complete on return on every path (for a mapped peer, a plain
+    /// copy); [`Runtime::quiet`] is still the portable completion point.
+    #[inline]
+    pub fn get_nbi<T: bytemuck::Pod>(&self, src: SymRef<'_, T>, dst: &mut [T], pe: usize) -> Result<()> {
+        self.get(src, dst, pe)
+    }
+
+    /// Stores one element (`nvshmem_p`).
+    #[inline]
+    pub fn p<T: bytemuck::Pod>(&self, dst: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
+        let p = self.target("p", dst, 1, pe)?;
+        // SAFETY: `p` is valid and aligned for one T (allocations are ≥ 64-byte aligned
+        // and indexed in whole elements).
+        unsafe { p.write(value) };
+        Ok(())
+    }
+
+    /// Loads one element (`nvshmem_g`).
+    #[inline]
+    pub fn g<T: bytemuck::Pod>(&self, src: SymRef<'_, T>, pe: usize) -> Result<T> {
+        let p = self.target("g", src, 1, pe)?;
+        // SAFETY: as in `p`; T: Pod, so any bytes are a valid T.
+        Ok(unsafe { p.read() })
+    }
+
+    /// Copies raw bytes to byte offset `at` of `dst` on `pe` (`nvshmem_putmem`).
+    pub fn putmem<T>(&self, dst: &SymBuf<T>, at: usize, src: &[u8], pe: usize) -> Result<()> {
+        let p = self.target_bytes("putmem", dst, at, src.len(), pe)?;
+        // SAFETY: `p` is valid for `src.len()` bytes (checked); `src` is local.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        Ok(())
+    }
+
+    /// Copies raw bytes from byte offset `at` of `src` on `pe` (`nvshmem_getmem`).
+    pub fn getmem<T>(&self, src: &SymBuf<T>, at: usize, dst: &mut [u8], pe: usize) -> Result<()> {
+        let p = self.target_bytes("getmem", src, at, dst.len(), pe)?;
+        // SAFETY: `p` is valid for `dst.len()` bytes (checked); `dst` is local.
+        unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    fn target_bytes<T>(
         &self,
         op: &'static str,
         buf: &SymBuf<T>,
         at: usize,
         count: usize,
         pe: usize,
-    ) -> Result<*mut T> {
+    ) -> Result<*mut u8> {
         self.check_buf(op, buf)?;
         self.check_pe(op, pe)?;
-        let end = at.checked_add(count).filter(|&e| e <= buf.len);
-        if end.is_none() {
+        let size = buf.size_bytes();
+        if at.checked_add(count).is_none_or(|end| end > size) {
             return Err(Error::OutOfBounds {
                 op,
                 pe,
                 start: at,
                 end: at.saturating_add(count),
-                len: buf.len,
-                elem_size: std::mem::size_of::<T>(),
+                len: size,
+                elem_size: 1,
                 alloc: buf.id,
                 offset: buf.offset,
             });
         }
-        let base = self.heap.base(pe).ok_or_else(|| Error::Unreachable {
-            op,
-            pe,
-            node: self.topo.node(pe).to_string(),
-            me: self.my_pe(),
-            my_node: self.topo.node(self.my_pe()).to_string(),
-        })?;
-        // SAFETY: offset + (at + count) * size_of::<T>() lies within the allocation, which
-        // lies within the mapped heap.
-        Ok(unsafe { base.as_ptr().add(buf.offset).cast::<T>().add(at) })
+        // SAFETY: offset + at + count lies within the allocation inside the mapped heap.
+        Ok(unsafe { self.peer_base(op, pe)?.add(buf.offset + at) })
     }
 
-    /// Copies `src` into elements `at..at + src.len()` of `dst` on PE `pe`
-    /// (`nvshmem_put`). Complete on return: `src` may be reused at once.
-    pub fn put<T: bytemuck::Pod>(
+    /// Strided put (`shmem_iput`): for `i in 0..nelems`, element `i * dst_stride` from
+    /// `dst` on `pe` receives `src[i * src_stride]`. Strides are in elements, at least 1.
+    pub fn iput<T: bytemuck::Pod>(
         &self,
-        dst: &SymBuf<T>,
-        at: usize,
+        dst: SymRef<'_, T>,
+        dst_stride: usize,
         src: &[T],
+        src_stride: usize,
+        nelems: usize,
         pe: usize,
     ) -> Result<()> {
-        let p = self.target("put", dst, at, src.len(), pe)?;
-        // SAFETY: `p` is valid for `src.len()` elements (checked by `target`); `src` is a
-        // local slice, so the ranges cannot overlap. T: Pod, so any bytes are valid.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        let (dspan, sspan) = strided_spans("iput", dst_stride, src_stride, nelems)?;
+        if sspan > src.len() {
+            return Err(local_too_short("iput", "source", sspan, src.len()));
+        }
+        let p = self.target("iput", dst, dspan, pe)?;
+        for i in 0..nelems {
+            // SAFETY: i * dst_stride < dspan, which `target` checked against the
+            // allocation; the source index is below sspan <= src.len().
+            unsafe { p.add(i * dst_stride).write(src[i * src_stride]) };
+        }
         Ok(())
     }
 
-    /// Copies elements `at..at + dst.len()` of `src` on PE `pe` into `dst`
-    /// (`nvshmem_get`). Complete on return.
-    pub fn get<T: bytemuck::Pod>(
+    /// Strided get (`shmem_iget`): for `i in 0..nelems`, `dst[i * dst_stride]` receives
+    /// element `i * src_stride` from `src` on `pe`.
+    pub fn iget<T: bytemuck::Pod>(
         &self,
-        src: &SymBuf<T>,
-        at: usize,
         dst: &mut [T],
+        dst_stride: usize,
+        src: SymRef<'_, T>,
+        src_stride: usize,
+        nelems: usize,
         pe: usize,
     ) -> Result<()> {
-        let p = self.target("get", src, at, dst.len(), pe)?;
-        // SAFETY: `p` is valid for `dst.len()` elements (checked by `target`); `dst` is a
-        // local exclusive slice, so the ranges cannot overlap. T: Pod, so whatever bytes
-        // a concurrent writer left are a valid T.
-        unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), dst.len()) };
+        let (dspan, sspan) = strided_spans("iget", dst_stride, src_stride, nelems)?;
+        if dspan > dst.len() {
+            return Err(local_too_short("iget", "destination", dspan, dst.len()));
+        }
+        let p = self.target("iget", src, sspan, pe)?;
+        for i in 0..nelems {
+            // SAFETY: i * src_stride < sspan, checked by `target`.
+            dst[i * dst_stride] = unsafe { p.add(i * src_stride).read() };
+        }
         Ok(())
+    }
+}
+
+/// Elements spanned on each side by a strided transfer: `(nelems - 1) * stride + 1`.
+fn strided_spans(
+    op: &'static str,
+    dst_stride: usize,
+    src_stride: usize,
+    nelems: usize,
+) -> Result<(usize, usize)> {
+    if dst_stride == 0 || src_stride == 0 {
+        return Err(Error::InvalidArgument {
+            op,
+            reason: format!("strides must be at least 1 (dst_stride {dst_stride}, src_stride {src_stride})"),
+        });
+    }
+    let span = |stride: usize| {
+        nelems
+            .checked_sub(1)
+            .map_or(Some(0), |k| k.checked_mul(stride).and_then(|s| s.checked_add(1)))
+            .ok_or_else(|| Error::InvalidArgument {
+                op,
+                reason: format!("{nelems} elements with stride {stride} overflow"),
+            })
+    };
+    Ok((span(dst_stride)?, span(src_stride)?))
+}
+
+fn local_too_short(op: &'static str, which: &str, need: usize, have: usize) -> Error {
+    Error::InvalidArgument {
+        op,
+        reason: format!("the local {which} has {have} elements but the stride pattern needs {need}"),
     }
 }

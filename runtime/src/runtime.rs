@@ -383,7 +383,7 @@ impl Runtime {
     /// Waits until `ready()` returns true, backing off, checking for dead peers and
     /// `SYMMEM_TIMEOUT` once the wait is no longer short. `waiting_for` names what the wait
     /// depends on, for the error message.
-    pub(crate) fn wait_until(
+    pub(crate) fn wait_for(
         &self,
         op: &'static str,
         waiting_for: impl Fn() -> String,

@@ -44,3 +44,36 @@ impl<T> SymBuf<T> {
         self.len * std::mem::size_of::<T>()
     }
 }
+
+impl<T> SymBuf<T> {
+    /// A reference to element `index` of this allocation, on whichever PE an operation
+    /// names. Bounds are checked by the operation, which knows how many elements it
+    /// touches.
+    #[inline]
+    pub fn at(&self, index: usize) -> SymRef<'_, T> {
+        SymRef { buf: self, index }
+    }
+}
+
+/// The symmetric address of one element: an allocation and an index into it. Operations
+/// take it together with a target PE.
+#[derive(Debug)]
+pub struct SymRef<'a, T> {
+    pub(crate) buf: &'a SymBuf<T>,
+    pub(crate) index: usize,
+}
+
+impl<T> Clone for SymRef<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SymRef<'_, T> {}
+
+impl<T> SymRef<'_, T> {
+    /// The element index.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}

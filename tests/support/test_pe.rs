@@ -99,11 +99,11 @@ fn put_get(rt: &Runtime) -> Outcome {
         let buf = rt.alloc::<u64>(len).map_err(e2s)?;
         let right = (me + 1) % n;
         let data: Vec<u64> = (0..len).map(|i| pattern(me, right, i, round)).collect();
-        rt.put(&buf, 0, &data, right).map_err(e2s)?;
+        rt.put(buf.at(0), &data, right).map_err(e2s)?;
         rt.barrier_all().map_err(e2s)?;
         let left = (me + n - 1) % n;
         let mut got = vec![0u64; len];
-        rt.get(&buf, 0, &mut got, me).map_err(e2s)?;
+        rt.get(buf.at(0), &mut got, me).map_err(e2s)?;
         for (i, g) in got.iter().enumerate() {
             ensure(*g == pattern(left, me, i, round), || {
                 format!("PE {me}: element {i} of {len} from PE {left} is {g:#x}")
@@ -114,7 +114,7 @@ fn put_get(rt: &Runtime) -> Outcome {
             let src = (pe + n - 1) % n;
             let at = len / 3;
             let mut part = vec![0u64; len - at];
-            rt.get(&buf, at, &mut part, pe).map_err(e2s)?;
+            rt.get(buf.at(at), &mut part, pe).map_err(e2s)?;
             for (k, g) in part.iter().enumerate() {
                 ensure(*g == pattern(src, pe, at + k, round), || {
                     format!("PE {me}: get from PE {pe} element {} wrong", at + k)
@@ -133,9 +133,7 @@ fn put_get(rt: &Runtime) -> Outcome {
     }
     let pairs = rt.calloc::<Pair>(n).map_err(e2s)?;
     for pe in 0..n {
-        rt.put(
-            &pairs,
-            me,
+        rt.put(pairs.at(me),
             &[Pair {
                 a: me as u32,
                 b: pe as f32 * 0.5,
@@ -146,7 +144,7 @@ fn put_get(rt: &Runtime) -> Outcome {
     }
     rt.barrier_all().map_err(e2s)?;
     let mut got = vec![Pair { a: 0, b: 0.0 }; n];
-    rt.get(&pairs, 0, &mut got, me).map_err(e2s)?;
+    rt.get(pairs.at(0), &mut got, me).map_err(e2s)?;
     for (from, p) in got.iter().enumerate() {
         ensure(
             *p == Pair {
@@ -168,11 +166,11 @@ fn barrier(rt: &Runtime) -> Outcome {
     let slots = rt.calloc::<u64>(n).map_err(e2s)?;
     for iter in 1..=300u64 {
         for pe in 0..n {
-            rt.put(&slots, me, &[iter], pe).map_err(e2s)?;
+            rt.put(slots.at(me), &[iter], pe).map_err(e2s)?;
         }
         rt.barrier_all().map_err(e2s)?;
         let mut got = vec![0u64; n];
-        rt.get(&slots, 0, &mut got, me).map_err(e2s)?;
+        rt.get(slots.at(0), &mut got, me).map_err(e2s)?;
         ensure(got.iter().all(|&v| v == iter), || {
             format!("PE {me} iteration {iter}: saw {got:?}")
         })?;
@@ -198,7 +196,7 @@ fn alloc_mismatch(rt: &Runtime) -> Outcome {
     ensure(buf.id() == 1, || {
         format!("allocation id {} after the failed call", buf.id())
     })?;
-    rt.put(&buf, 0, &[me as u64], (me + 1) % rt.n_pes())
+    rt.put(buf.at(0), &[me as u64], (me + 1) % rt.n_pes())
         .map_err(e2s)?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)?;
@@ -245,16 +243,16 @@ fn bad_args(rt: &Runtime) -> Outcome {
         }
     };
     expect(
-        rt.put(&buf, 0, &[1], n),
+        rt.put(buf.at(0), &[1], n),
         &[&format!("PE {n} does not exist"), "put"],
     )?;
     expect(
-        rt.put(&buf, 8, &[1, 2, 3], 0),
+        rt.put(buf.at(8), &[1, 2, 3], 0),
         &["put on PE 0", "8..11", "10 elements", "allocation #0"],
     )?;
     let mut out = [0u32; 2];
     expect(
-        rt.get(&buf, usize::MAX, &mut out, 0),
+        rt.get(buf.at(usize::MAX), &mut out, 0),
         &["get on PE 0", "out of bounds"],
     )?;
     match rt.alloc_aligned::<u8>(8, 3) {
@@ -295,24 +293,24 @@ fn reinit() -> Outcome {
     check_world_size(&rt)?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let old = rt.alloc::<u64>(4).map_err(e2s)?;
-    rt.put(&old, 0, &[7], (me + 1) % n).map_err(e2s)?;
+    rt.put(old.at(0), &[7], (me + 1) % n).map_err(e2s)?;
     rt.barrier_all().map_err(e2s)?;
     rt.finalize().map_err(|e| format!("first finalize: {e}"))?;
     for round in 0..2 {
         let rt = symmem::init().map_err(|e| format!("re-init {round}: {e}"))?;
         check_world_size(&rt)?;
-        match rt.put(&old, 0, &[1], me) {
+        match rt.put(old.at(0), &[1], me) {
             Err(e @ Error::ForeignAllocation { .. }) => println!("ERROR: {e}"),
             other => return Err(format!("stale handle accepted: {other:?}")),
         }
         let buf = rt.calloc::<u64>(n).map_err(e2s)?;
         for pe in 0..n {
-            rt.put(&buf, me, &[(round * 100 + me) as u64], pe)
+            rt.put(buf.at(me), &[(round * 100 + me) as u64], pe)
                 .map_err(e2s)?;
         }
         rt.barrier_all().map_err(e2s)?;
         let mut got = vec![0; n];
-        rt.get(&buf, 0, &mut got, me).map_err(e2s)?;
+        rt.get(buf.at(0), &mut got, me).map_err(e2s)?;
         let want: Vec<u64> = (0..n).map(|p| (round * 100 + p) as u64).collect();
         ensure(got == want, || format!("re-init {round}: got {got:?}"))?;
         drop(rt); // finalize through Drop
@@ -342,7 +340,7 @@ fn two_nodes() -> Outcome {
         ensure(p.is_some() == same, || {
             format!("PE {me}: ptr to PE {pe} is {p:?}")
         })?;
-        let r = rt.put(&buf, 0, &[me as u64], pe);
+        let r = rt.put(buf.at(0), &[me as u64], pe);
         if same {
             r.map_err(e2s)?;
         } else {

@@ -342,7 +342,8 @@ impl Group {
         if seq != pending.seq || op != pending.op || root != pending.root {
             let arrived: Vec<usize> = (0..size).filter(|&r| pending.parts[r].is_some()).collect();
             let detail = format!(
-                "rank(s) {} called {} #{} (root {}), but rank {rank} called {} #{seq} (root {root})",
+                "{} {} called {} #{} (root {}), but rank {rank} called {} #{seq} (root {root})",
+                if arrived.len() == 1 { "rank" } else { "ranks" },
                 fmt_ranks(&arrived),
                 pending.op.name(),
                 pending.seq,

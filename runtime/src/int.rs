@@ -1,0 +1,139 @@
+//! The integer types that atomics, waits and signals work on.
+
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An integer type with a matching std atomic: `u32`, `u64`, `i32`, `i64`.
+///
+/// The methods are the runtime's plumbing; users only name the trait in bounds.
+pub trait SymInt: bytemuck::Pod + Ord + Eq + std::fmt::Debug + Send + Sync + sealed::Sealed {
+    /// The std atomic type of the same size.
+    type Atomic: Send + Sync;
+    /// One.
+    const ONE: Self;
+
+    /// Views `p` as an atomic.
+    ///
+    /// # Safety
+    /// `p` must be valid, aligned, and live for `'a`, and only accessed atomically (or
+    /// by other processes) while the reference lives.
+    #[doc(hidden)]
+    unsafe fn atomic<'a>(p: *mut Self) -> &'a Self::Atomic;
+    #[doc(hidden)]
+    fn load(a: &Self::Atomic, o: Ordering) -> Self;
+    #[doc(hidden)]
+    fn store(a: &Self::Atomic, v: Self, o: Ordering);
+    #[doc(hidden)]
+    fn swap(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
+    #[doc(hidden)]
+    fn compare_swap(a: &Self::Atomic, cond: Self, v: Self, o: Ordering) -> Self;
+    #[doc(hidden)]
+    fn fetch_add(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
+    #[doc(hidden)]
+    fn fetch_and(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
+    #[doc(hidden)]
+    fn fetch_or(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
+    #[doc(hidden)]
+    fn fetch_xor(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
+}
+
+macro_rules! sym_int {
+    ($t:ty, $atomic:ty) => {
+        impl sealed::Sealed for $t {}
+        impl SymInt for $t {
+            type Atomic = $atomic;
+            const ONE: Self = 1;
+            #[inline]
+            unsafe fn atomic<'a>(p: *mut Self) -> &'a Self::Atomic {
+                // SAFETY: guaranteed by the caller (valid, aligned, atomic-only access).
+                unsafe { <$atomic>::from_ptr(p) }
+            }
+            #[inline]
+            fn load(a: &Self::Atomic, o: Ordering) -> Self {
+                a.load(o)
+            }
+            #[inline]
+            fn store(a: &Self::Atomic, v: Self, o: Ordering) {
+                a.store(v, o)
+            }
+            #[inline]
+            fn swap(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
+                a.swap(v, o)
+            }
+            #[inline]
+            fn compare_swap(a: &Self::Atomic, cond: Self, v: Self, o: Ordering) -> Self {
+                match a.compare_exchange(cond, v, o, Ordering::Acquire) {
+                    Ok(prev) | Err(prev) => prev,
+                }
+            }
+            #[inline]
+            fn fetch_add(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
+                a.fetch_add(v, o)
+            }
+            #[inline]
+            fn fetch_and(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
+                a.fetch_and(v, o)
+            }
+            #[inline]
+            fn fetch_or(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
+                a.fetch_or(v, o)
+            }
+            #[inline]
+            fn fetch_xor(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
+                a.fetch_xor(v, o)
+            }
+        }
+    };
+}
+
+sym_int!(u32, AtomicU32);
+sym_int!(u64, AtomicU64);
+sym_int!(i32, AtomicI32);
+sym_int!(i64, AtomicI64);
+
+/// Comparison for `wait_until`, `test` and `signal_wait_until` (`NVSHMEM_CMP_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    /// `ivar == value`
+    Eq,
+    /// `ivar != value`
+    Ne,
+    /// `ivar > value`
+    Gt,
+    /// `ivar >= value`
+    Ge,
+    /// `ivar < value`
+    Lt,
+    /// `ivar <= value`
+    Le,
+}
+
+impl Cmp {
+    /// Every comparison, for tests and tables.
+    pub const ALL: [Cmp; 6] = [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Ge, Cmp::Lt, Cmp::Le];
+
+    /// Whether `ivar <cmp> value` holds.
+    #[inline]
+    pub fn holds<T: Ord>(self, ivar: T, value: T) -> bool {
+        match self {
+            Cmp::Eq => ivar == value,
+            Cmp::Ne => ivar != value,
+            Cmp::Gt => ivar > value,
+            Cmp::Ge => ivar >= value,
+            Cmp::Lt => ivar < value,
+            Cmp::Le => ivar <= value,
+        }
+    }
+}
+
+/// How `put_signal` and `signal_op` update the signal word (`NVSHMEM_SIGNAL_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SignalOp {
+    /// Store the value.
+    Set,
+    /// Add the value.
+    Add,
+}

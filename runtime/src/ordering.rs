@@ -1,0 +1,39 @@
+//! `fence` and `quiet` (OpenSHMEM 1.5 §9.9, NVSHMEM `nvshmem_fence`/`nvshmem_quiet`).
+//!
+//! To a mapped peer every put, get and AMO is performed by this thread's own loads,
+//! stores and atomics before the call returns, so nothing is ever outstanding. What is
+//! left is ordering as seen from other processes: plain stores of a put may become visible
+//! to a peer in any order relative to a later put unless a fence separates them on weakly
+//! ordered CPUs. Both return `Result` because on remote transports they wait for, and can
+//! learn of the failure of, operations in flight.
+
+use std::sync::atomic::{fence, Ordering};
+
+use crate::error::Result;
+use crate::runtime::Runtime;
+
+impl Runtime {
+    /// Orders this PE's puts, AMOs and signals to each target PE: all issued before the
+    /// fence are delivered before any issued after it to the same PE (`nvshmem_fence`).
+    /// Does not wait for completion.
+    ///
+    /// A Release fence: a peer that observes any store issued after the fence (through an
+    /// Acquire load such as `wait_until`) observes every store issued before it.
+    #[inline]
+    pub fn fence(&self) -> Result<()> {
+        fence(Ordering::Release);
+        Ok(())
+    }
+
+    /// Returns when every put, get, AMO and signal this PE issued earlier is complete and
+    /// visible at its target (`nvshmem_quiet`).
+    ///
+    /// On mapped peers the operations completed when they returned; the SeqCst fence
+    /// additionally orders them before everything this PE does afterwards, including
+    /// loads, as `quiet` requires.
+    #[inline]
+    pub fn quiet(&self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+}

@@ -1,0 +1,233 @@
+//! Point-to-point synchronization: waiting on and testing symmetric integers that peers
+//! update (OpenSHMEM 1.5 §9.10: `wait_until`, `test` and their `_all`, `_any`, `_some`
+//! and `_vector` forms).
+//!
+//! All forms read this PE's own copy with Acquire loads, so whatever a peer wrote before
+//! its Release update (put_signal, atomic_set, a fence followed by an update) is visible
+//! once the condition holds. Waits back off (spin, yield, sleep) and fail, naming the
+//! peer, if a peer dies, and after `SYMMEM_TIMEOUT` when one is set.
+//!
+//! Array forms take a whole allocation of `ivars` and an optional `exclude` mask (the
+//! OpenSHMEM `status` array: `true` leaves an element out).
+
+use std::sync::atomic::Ordering;
+
+use crate::error::{Error, Result};
+use crate::int::{Cmp, SymInt};
+use crate::runtime::Runtime;
+use crate::sym::{SymBuf, SymRef};
+
+/// The comparison value(s) of an array wait: one for all, or one per element.
+#[derive(Clone, Copy)]
+enum Values<'a, T> {
+    One(T),
+    Each(&'a [T]),
+}
+
+impl<T: Copy> Values<'_, T> {
+    #[inline]
+    fn get(&self, i: usize) -> T {
+        match self {
+            Values::One(v) => *v,
+            Values::Each(vs) => vs[i],
+        }
+    }
+}
+
+/// A validated view of this PE's `ivars` for the array forms.
+struct Ivars<'a, T: SymInt> {
+    atomics: Vec<&'a T::Atomic>,
+    exclude: Option<&'a [bool]>,
+    cmp: Cmp,
+    values: Values<'a, T>,
+}
+
+impl<T: SymInt> Ivars<'_, T> {
+    fn included(&self, i: usize) -> bool {
+        self.exclude.is_none_or(|e| !e[i])
+    }
+
+    fn holds(&self, i: usize) -> bool {
+        self.cmp.holds(T::load(self.atomics[i], Ordering::Acquire), self.values.get(i))
+    }
+
+    fn all(&self) -> bool {
+        (0..self.atomics.len()).all(|i| !self.included(i) || self.holds(i))
+    }
+
+    fn any(&self) -> Option<usize> {
+        (0..self.atomics.len()).find(|&i| self.included(i) && self.holds(i))
+    }
+
+    fn some(&self) -> Vec<usize> {
+        (0..self.atomics.len())
+            .filter(|&i| self.included(i) && self.holds(i))
+            .collect()
+    }
+
+    fn none_included(&self) -> bool {
+        (0..self.atomics.len()).all(|i| !self.included(i))
+    }
+}
+
+impl Runtime {
+    fn own_atomic<T: SymInt>(&self, op: &'static str, r: SymRef<'_, T>) -> Result<&T::Atomic> {
+        let p = self.target(op, r, 1, self.my_pe())?;
+        // SAFETY: in bounds, aligned (typed handle, aligned allocation), mapped while
+        // `self` lives, and only accessed atomically here.
+        Ok(unsafe { T::atomic(p) })
+    }
+
+    fn ivars<'a, T: SymInt>(
+        &'a self,
+        op: &'static str,
+        ivars: &'a SymBuf<T>,
+        exclude: Option<&'a [bool]>,
+        cmp: Cmp,
+        values: Values<'a, T>,
+    ) -> Result<Ivars<'a, T>> {
+        let n = ivars.len();
+        if let Some(e) = exclude.filter(|e| e.len() != n) {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!("exclude mask has {} entries for {n} ivars (allocation #{})", e.len(), ivars.id),
+            });
+        }
+        if let Values::Each(vs) = values {
+            if vs.len() != n {
+                return Err(Error::InvalidArgument {
+                    op,
+                    reason: format!("{} comparison values for {n} ivars (allocation #{})", vs.len(), ivars.id),
+                });
+            }
+        }
+        let atomics = (0..n)
+            .map(|i| self.own_atomic(op, ivars.at(i)))
+            .collect::<Result<_>>()?;
+        Ok(Ivars {
+            atomics,
+            exclude,
+            cmp,
+            values,
+        })
+    }
+
+    /// Waits until this PE's `ivar` satisfies `cmp value`; returns the value seen
+    /// (`shmem_wait_until`).
+    pub fn wait_until<T: SymInt>(&self, ivar: SymRef<'_, T>, cmp: Cmp, value: T) -> Result<T> {
+        let a = self.own_atomic("wait_until", ivar)?;
+        let mut seen = value;
+        self.wait_for(
+            "wait_until",
+            || format!("allocation #{}[{}] {cmp:?} {value:?} (last seen {:?})", ivar.buf.id, ivar.index, T::load(a, Ordering::Relaxed)),
+            || {
+                seen = T::load(a, Ordering::Acquire);
+                cmp.holds(seen, value)
+            },
+        )?;
+        Ok(seen)
+    }
+
+    /// Whether this PE's `ivar` satisfies `cmp value` now (`shmem_test`).
+    pub fn test<T: SymInt>(&self, ivar: SymRef<'_, T>, cmp: Cmp, value: T) -> Result<bool> {
+        let a = self.own_atomic("test", ivar)?;
+        Ok(cmp.holds(T::load(a, Ordering::Acquire), value))
+    }
+
+    fn wait_ivars<R>(
+        &self,
+        op: &'static str,
+        id: u64,
+        mut probe: impl FnMut() -> Option<R>,
+    ) -> Result<R> {
+        let mut out = None;
+        self.wait_for(op, || format!("ivars of allocation #{id}"), || {
+            out = probe();
+            out.is_some()
+        })?;
+        Ok(out.expect("the wait ended because the probe succeeded"))
+    }
+
+    /// Waits until every included element satisfies `cmp value` (`shmem_wait_until_all`).
+    pub fn wait_until_all<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<()> {
+        let v = self.ivars("wait_until_all", ivars, exclude, cmp, Values::One(value))?;
+        self.wait_ivars("wait_until_all", ivars.id, || v.all().then_some(()))
+    }
+
+    /// Waits until some included element satisfies `cmp value` and returns its index;
+    /// `None` if every element is excluded (`shmem_wait_until_any`).
+    pub fn wait_until_any<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<Option<usize>> {
+        let v = self.ivars("wait_until_any", ivars, exclude, cmp, Values::One(value))?;
+        if v.none_included() {
+            return Ok(None);
+        }
+        self.wait_ivars("wait_until_any", ivars.id, || v.any()).map(Some)
+    }
+
+    /// Waits until at least one included element satisfies `cmp value` and returns the
+    /// indices of all that do; empty if every element is excluded (`shmem_wait_until_some`).
+    pub fn wait_until_some<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<Vec<usize>> {
+        let v = self.ivars("wait_until_some", ivars, exclude, cmp, Values::One(value))?;
+        if v.none_included() {
+            return Ok(Vec::new());
+        }
+        self.wait_ivars("wait_until_some", ivars.id, || Some(v.some()).filter(|s| !s.is_empty()))
+    }
+
+    /// [`wait_until_all`](Self::wait_until_all) with one comparison value per element
+    /// (`shmem_wait_until_all_vector`).
+    pub fn wait_until_all_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<()> {
+        let v = self.ivars("wait_until_all_vector", ivars, exclude, cmp, Values::Each(values))?;
+        self.wait_ivars("wait_until_all_vector", ivars.id, || v.all().then_some(()))
+    }
+
+    /// [`wait_until_any`](Self::wait_until_any) with one comparison value per element
+    /// (`shmem_wait_until_any_vector`).
+    pub fn wait_until_any_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<Option<usize>> {
+        let v = self.ivars("wait_until_any_vector", ivars, exclude, cmp, Values::Each(values))?;
+        if v.none_included() {
+            return Ok(None);
+        }
+        self.wait_ivars("wait_until_any_vector", ivars.id, || v.any()).map(Some)
+    }
+
+    /// [`wait_until_some`](Self::wait_until_some) with one comparison value per element
+    /// (`shmem_wait_until_some_vector`).
+    pub fn wait_until_some_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<Vec<usize>> {
+        let v = self.ivars("wait_until_some_vector", ivars, exclude, cmp, Values::Each(values))?;
+        if v.none_included() {
+            return Ok(Vec::new());
+        }
+        self.wait_ivars("wait_until_some_vector", ivars.id, || Some(v.some()).filter(|s| !s.is_empty()))
+    }
+
+    /// Whether every included element satisfies `cmp value` now (`shmem_test_all`).
+    pub fn test_all<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<bool> {
+        Ok(self.ivars("test_all", ivars, exclude, cmp, Values::One(value))?.all())
+    }
+
+    /// The index of an included element that satisfies `cmp value` now (`shmem_test_any`).
+    pub fn test_any<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<Option<usize>> {
+        Ok(self.ivars("test_any", ivars, exclude, cmp, Values::One(value))?.any())
+    }
+
+    /// The indices of the included elements that satisfy `cmp value` now (`shmem_test_some`).
+    pub fn test_some<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<Vec<usize>> {
+        Ok(self.ivars("test_some", ivars, exclude, cmp, Values::One(value))?.some())
+    }
+
+    /// [`test_all`](Self::test_all) with per-element values (`shmem_test_all_vector`).
+    pub fn test_all_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<bool> {
+        Ok(self.ivars("test_all_vector", ivars, exclude, cmp, Values::Each(values))?.all())
+    }
+
+    /// [`test_any`](Self::test_any) with per-element values (`shmem_test_any_vector`).
+    pub fn test_any_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<Option<usize>> {
+        Ok(self.ivars("test_any_vector", ivars, exclude, cmp, Values::Each(values))?.any())
+    }
+
+    /// [`test_some`](Self::test_some) with per-element values (`shmem_test_some_vector`).
+    pub fn test_some_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<Vec<usize>> {
+        Ok(self.ivars("test_some_vector", ivars, exclude, cmp, Values::Each(values))?.some())
+    }
+}
