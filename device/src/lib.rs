@@ -1,9 +1,191 @@
-//! symmem device API.
+//! symmem device API: one-sided communication from inside kernels.
 //!
-//! `#![no_std]` so the same source compiles to PTX for GPU kernels and, with the `host`
-//! feature, for the CPU executor. This crate currently holds only the version of the
-//! host/device contract; the device operations arrive with the device-API issue.
+//! `#![no_std]`. The same kernel source compiles
+//! - to PTX (`--target nvptx64-nvidia-cuda`), where peers are reached through P2P
+//!   pointers with system-scope PTX (inline asm, see `arch/nvptx.rs`), and
+//! - with the `host` feature, for the CPU executor of `symmem-runtime`, which runs each
+//!   kernel thread on an OS thread with the same semantics.
+//!
+//! Without either, only the host/device contract ([`state`], [`Cmp`], [`SignalOp`],
+//! [`Dim3`]) is compiled.
+//!
+//! # Addresses
+//! Symmetric memory is named by *symmetric addresses*: pointers into this PE's own heap
+//! (the host gets one with `Runtime::ptr(&buf, my_pe)`). An operation on PE `pe` translates
+//! it to `pe`'s copy. Device operations are `unsafe`: the hardware cannot check bounds, so
+//! the caller guarantees that every address and length lies inside a symmetric allocation.
+//!
+//! # Scopes
+//! Thread-scope operations are called by any single thread. `_warp` operations must be
+//! called by every thread of a warp with the same arguments, `_block` operations by every
+//! thread of a block: the copy is split across the group and one thread issues the
+//! completion or signal.
+//!
+//! # Kernels
+//! Declare kernels with [`kernel!`]: on nvptx64 it produces an `extern "ptx-kernel"` entry
+//! point, on the host an `unsafe fn` the CPU executor calls from each kernel thread.
 #![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
 
-/// Version of the host/device `DeviceState` contract. Host and device must agree on it.
-pub const DEVICE_STATE_VERSION: u32 = 1;
+pub mod state;
+
+#[cfg(any(target_arch = "nvptx64", feature = "host"))]
+mod ops;
+#[cfg(any(target_arch = "nvptx64", feature = "host"))]
+pub use ops::*;
+
+/// CPU-executor plumbing: the per-thread context and the executor interface.
+#[cfg(all(feature = "host", not(target_arch = "nvptx64")))]
+pub mod host {
+    pub use crate::arch::{with_context, Executor, ThreadContext};
+}
+
+#[cfg(target_arch = "nvptx64")]
+#[path = "arch/nvptx.rs"]
+mod arch;
+#[cfg(all(feature = "host", not(target_arch = "nvptx64")))]
+#[path = "arch/host.rs"]
+mod arch;
+
+pub use state::{DeviceState, DEVICE_STATE_VERSION};
+
+/// Threads per warp.
+pub const WARP_SIZE: u32 = 32;
+
+/// A 3-D extent or index, as CUDA's `dim3`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Dim3 {
+    /// x
+    pub x: u32,
+    /// y
+    pub y: u32,
+    /// z
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// `(x, y, z)`.
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Dim3 { x, y, z }
+    }
+
+    /// Number of elements of an extent: `x * y * z`.
+    pub const fn volume(self) -> u32 {
+        self.x * self.y * self.z
+    }
+
+    /// Row-major linear index of `idx` within this extent (x fastest).
+    pub const fn linear(self, idx: Dim3) -> u32 {
+        (idx.z * self.y + idx.y) * self.x + idx.x
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Dim3::new(x, 1, 1)
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Dim3::new(x, y, 1)
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Dim3::new(x, y, z)
+    }
+}
+
+/// Comparison for waits (`NVSHMEM_CMP_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum Cmp {
+    /// `ivar == value`
+    Eq,
+    /// `ivar != value`
+    Ne,
+    /// `ivar > value`
+    Gt,
+    /// `ivar >= value`
+    Ge,
+    /// `ivar < value`
+    Lt,
+    /// `ivar <= value`
+    Le,
+}
+
+impl Cmp {
+    /// Every comparison, for tests and tables.
+    pub const ALL: [Cmp; 6] = [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Ge, Cmp::Lt, Cmp::Le];
+
+    /// Whether `ivar <cmp> value` holds.
+    #[inline(always)]
+    pub fn holds<T: PartialOrd>(self, ivar: T, value: T) -> bool {
+        match self {
+            Cmp::Eq => ivar == value,
+            Cmp::Ne => ivar != value,
+            Cmp::Gt => ivar > value,
+            Cmp::Ge => ivar >= value,
+            Cmp::Lt => ivar < value,
+            Cmp::Le => ivar <= value,
+        }
+    }
+}
+
+/// How a signal word is updated (`NVSHMEM_SIGNAL_SET` / `_ADD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum SignalOp {
+    /// Store the value.
+    Set,
+    /// Add the value.
+    Add,
+}
+
+/// Declares a kernel that compiles to a PTX entry point on nvptx64 and to a host-callable
+/// `unsafe fn` for the CPU executor.
+///
+/// ```ignore
+/// symmem_device::kernel! {
+///     /// Puts `n` u64s from `src` to the right neighbour's `dst`, then signals it.
+///     pub fn ring_put(dst: *mut u64, src: *const u64, n: usize, sig: *mut u64) {
+///         let pe = symmem_device::my_pe();
+///         let right = (pe + 1) % symmem_device::n_pes();
+///         symmem_device::put_signal_block(dst, src, n, sig, 1, symmem_device::SignalOp::Add, right);
+///     }
+/// }
+/// ```
+/// The body is an `unsafe` context. Argument types must be plain values or raw pointers
+/// (what a CUDA kernel can take). On nvptx64 the crate must enable `#![feature(abi_ptx)]`.
+#[macro_export]
+macro_rules! kernel {
+    ($(
+        $(#[$meta:meta])*
+        $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block
+    )*) => {$(
+        $(#[$meta])*
+        #[cfg(target_arch = "nvptx64")]
+        #[no_mangle]
+        $vis unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) {
+            #[allow(unused_unsafe)]
+            unsafe { $body }
+        }
+
+        $(#[$meta])*
+        ///
+        /// # Safety
+        /// A kernel: call it only from a CPU-executor launch, with arguments valid for
+        /// every thread of the launch.
+        #[cfg(not(target_arch = "nvptx64"))]
+        $vis unsafe fn $name($($arg: $ty),*) {
+            #[allow(unused_unsafe)]
+            unsafe { $body }
+        }
+    )*};
+}

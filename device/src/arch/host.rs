@@ -1,0 +1,244 @@
+//! CPU-executor primitives: the same operations as on the GPU, with Rust atomics and a
+//! per-thread context installed by the executor.
+//!
+//! The executor (in `symmem-runtime`) runs each kernel thread on an OS thread and installs
+//! a [`ThreadContext`] for it: the PE's [`DeviceState`], the thread's indices, and the
+//! [`Executor`] that implements block and warp barriers and tells wait loops when to give
+//! up (a thread panicked, a peer died, a timeout).
+
+extern crate std;
+
+use core::cell::Cell;
+use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::string::String;
+
+use crate::state::DeviceState;
+use crate::Dim3;
+
+/// What the executor provides to kernel threads.
+pub trait Executor: Sync {
+    /// Blocks until every thread of the calling thread's block has called it.
+    fn sync_threads(&self, ctx: &ThreadContext<'_>);
+    /// Blocks until every thread of the calling thread's warp has called it.
+    fn sync_warp(&self, ctx: &ThreadContext<'_>);
+    /// Called from slow rounds of device wait loops: `Err(reason)` stops the kernel
+    /// (the wait panics with the reason, and the launch fails with it).
+    fn check(&self) -> Result<(), String>;
+}
+
+/// One kernel thread's view of the launch.
+pub struct ThreadContext<'a> {
+    /// The PE's state.
+    pub state: &'a DeviceState,
+    /// `threadIdx`.
+    pub thread_idx: Dim3,
+    /// `blockIdx`.
+    pub block_idx: Dim3,
+    /// `blockDim`.
+    pub block_dim: Dim3,
+    /// `gridDim`.
+    pub grid_dim: Dim3,
+    /// The executor running the launch.
+    pub executor: &'a dyn Executor,
+}
+
+std::thread_local! {
+    static CURRENT: Cell<*const ThreadContext<'static>> = const { Cell::new(core::ptr::null()) };
+}
+
+/// Runs `f` with `ctx` installed as this thread's kernel context.
+pub fn with_context<R>(ctx: &ThreadContext<'_>, f: impl FnOnce() -> R) -> R {
+    struct Restore(*const ThreadContext<'static>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.0));
+        }
+    }
+    let erased = (ctx as *const ThreadContext<'_>).cast::<ThreadContext<'static>>();
+    let _restore = Restore(CURRENT.with(|c| c.replace(erased)));
+    f()
+}
+
+fn current() -> &'static ThreadContext<'static> {
+    let p = CURRENT.with(Cell::get);
+    assert!(
+        !p.is_null(),
+        "a symmem device function was called outside a kernel launched by the CPU executor"
+    );
+    // SAFETY: `with_context` installs the pointer only for the duration of `f`, during
+    // which `ctx` is borrowed and alive; the 'static is never observable outside it
+    // because no reference escapes a device function call.
+    unsafe { &*p }
+}
+
+/// The PE's device state.
+#[inline]
+pub fn state() -> &'static DeviceState {
+    current().state
+}
+
+/// `threadIdx`.
+#[inline]
+pub fn thread_idx() -> Dim3 {
+    current().thread_idx
+}
+
+/// `blockIdx`.
+#[inline]
+pub fn block_idx() -> Dim3 {
+    current().block_idx
+}
+
+/// `blockDim`.
+#[inline]
+pub fn block_dim() -> Dim3 {
+    current().block_dim
+}
+
+/// `gridDim`.
+#[inline]
+pub fn grid_dim() -> Dim3 {
+    current().grid_dim
+}
+
+/// `__syncthreads()`.
+pub fn sync_threads() {
+    let ctx = current();
+    ctx.executor.sync_threads(ctx);
+}
+
+/// `__syncwarp()`.
+pub fn sync_warp() {
+    let ctx = current();
+    ctx.executor.sync_warp(ctx);
+}
+
+/// This thread's lane in its warp.
+#[inline]
+pub fn lane_id() -> u32 {
+    let ctx = current();
+    ctx.block_dim.linear(ctx.thread_idx) % crate::WARP_SIZE
+}
+
+/// A SeqCst fence, the CPU's counterpart of `fence.sc.sys`.
+#[inline]
+pub fn fence_sys() {
+    fence(Ordering::SeqCst);
+}
+
+/// Fails the kernel visibly: panics with the error (the launch returns it).
+#[cold]
+pub fn fail(code: u32, pe: u32) -> ! {
+    use crate::state::error_code::*;
+    let st = state();
+    match code {
+        UNREACHABLE_PE => panic!(
+            "symmem device: PE {pe} is not reachable from PE {}: no P2P path and no proxy channel (remote transport) yet",
+            st.my_pe
+        ),
+        INVALID_PE => panic!("symmem device: PE {pe} does not exist (n_pes = {})", st.n_pes),
+        _ => panic!("symmem device error {code} (PE {pe})"),
+    }
+}
+
+macro_rules! ld_st {
+    ($load:ident, $store:ident, $t:ty, $atomic:ty) => {
+        /// Acquire load.
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned address.
+        #[inline]
+        pub unsafe fn $load(p: *const $t) -> $t {
+            // SAFETY: the caller guarantees `p` is valid and aligned; other processes
+            // and threads access it only atomically.
+            unsafe { <$atomic>::from_ptr(p as *mut $t) }.load(Ordering::Acquire)
+        }
+
+        /// Release store.
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned address.
+        #[inline]
+        pub unsafe fn $store(p: *mut $t, v: $t) {
+            // SAFETY: as for the load.
+            unsafe { <$atomic>::from_ptr(p) }.store(v, Ordering::Release)
+        }
+    };
+}
+
+ld_st!(load_acquire_u32, store_release_u32, u32, AtomicU32);
+ld_st!(load_acquire_u64, store_release_u64, u64, AtomicU64);
+
+/// An add that publishes this thread's earlier writes (Release).
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline]
+pub unsafe fn add_release_u64(p: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { AtomicU64::from_ptr(p) }.fetch_add(v, Ordering::Release);
+}
+
+macro_rules! atom {
+    ($name:ident, $method:ident, $t:ty, $atomic:ty) => {
+        /// AcqRel read-modify-write; returns the old value.
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned address.
+        #[inline]
+        pub unsafe fn $name(p: *mut $t, v: $t) -> $t {
+            // SAFETY: the caller guarantees `p` is valid and aligned.
+            unsafe { <$atomic>::from_ptr(p) }.$method(v, Ordering::AcqRel)
+        }
+    };
+}
+
+atom!(atom_add_u32, fetch_add, u32, AtomicU32);
+atom!(atom_add_u64, fetch_add, u64, AtomicU64);
+atom!(atom_exch_u32, swap, u32, AtomicU32);
+atom!(atom_exch_u64, swap, u64, AtomicU64);
+atom!(atom_and_u32, fetch_and, u32, AtomicU32);
+atom!(atom_and_u64, fetch_and, u64, AtomicU64);
+atom!(atom_or_u32, fetch_or, u32, AtomicU32);
+atom!(atom_or_u64, fetch_or, u64, AtomicU64);
+atom!(atom_xor_u32, fetch_xor, u32, AtomicU32);
+atom!(atom_xor_u64, fetch_xor, u64, AtomicU64);
+
+macro_rules! cas {
+    ($name:ident, $t:ty, $atomic:ty) => {
+        /// AcqRel compare-and-swap: stores `v` if `*p == cond`; returns the old value.
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned address.
+        #[inline]
+        pub unsafe fn $name(p: *mut $t, cond: $t, v: $t) -> $t {
+            // SAFETY: the caller guarantees `p` is valid and aligned.
+            match unsafe { <$atomic>::from_ptr(p) }.compare_exchange(cond, v, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(old) | Err(old) => old,
+            }
+        }
+    };
+}
+
+cas!(atom_cas_u32, u32, AtomicU32);
+cas!(atom_cas_u64, u64, AtomicU64);
+
+/// One step of a device wait loop: spin, then yield, then sleep; slow rounds ask the
+/// executor whether to give up (and panic with its reason if so), so a kernel never waits
+/// forever on a dead peer or a crashed sibling thread.
+pub fn wait_step(step: &mut u32) {
+    const SPIN: u32 = 64;
+    const YIELD: u32 = SPIN + 32;
+    if *step < SPIN {
+        core::hint::spin_loop();
+    } else if *step < YIELD {
+        std::thread::yield_now();
+    } else {
+        if let Err(reason) = current().executor.check() {
+            panic!("{reason}");
+        }
+        let doublings = (*step - YIELD).min(6);
+        std::thread::sleep(core::time::Duration::from_micros(10 << doublings));
+    }
+    *step = step.saturating_add(1);
+}

@@ -1,0 +1,259 @@
+//! GPU (nvptx64) primitives.
+//!
+//! Ordered and system-scope memory operations are inline PTX: LLVM drops the ordering of
+//! RMW atomics on nvptx64 (it emits a relaxed, GPU-scope `atom`), and peers (other GPUs,
+//! the host proxy) observe at system scope, so `.sys` and the explicit semantics are
+//! required. Addresses are generic (no state space), valid for global memory of this GPU,
+//! of P2P-mapped peers and for mapped host memory.
+
+use core::arch::asm;
+use core::arch::nvptx;
+
+use crate::state::{DeviceState, SYMMEM_DEVICE_STATE};
+use crate::Dim3;
+
+/// The module's device state.
+#[inline(always)]
+pub fn state() -> &'static DeviceState {
+    // SAFETY: the host writes the state before any launch and never during one; kernels
+    // only read it.
+    unsafe { &*core::ptr::addr_of!(SYMMEM_DEVICE_STATE) }
+}
+
+/// `threadIdx`.
+#[inline(always)]
+pub fn thread_idx() -> Dim3 {
+    // SAFETY: reading special registers has no preconditions.
+    unsafe {
+        Dim3::new(
+            nvptx::_thread_idx_x() as u32,
+            nvptx::_thread_idx_y() as u32,
+            nvptx::_thread_idx_z() as u32,
+        )
+    }
+}
+
+/// `blockIdx`.
+#[inline(always)]
+pub fn block_idx() -> Dim3 {
+    // SAFETY: reading special registers has no preconditions.
+    unsafe {
+        Dim3::new(
+            nvptx::_block_idx_x() as u32,
+            nvptx::_block_idx_y() as u32,
+            nvptx::_block_idx_z() as u32,
+        )
+    }
+}
+
+/// `blockDim`.
+#[inline(always)]
+pub fn block_dim() -> Dim3 {
+    // SAFETY: reading special registers has no preconditions.
+    unsafe {
+        Dim3::new(
+            nvptx::_block_dim_x() as u32,
+            nvptx::_block_dim_y() as u32,
+            nvptx::_block_dim_z() as u32,
+        )
+    }
+}
+
+/// `gridDim`.
+#[inline(always)]
+pub fn grid_dim() -> Dim3 {
+    // SAFETY: reading special registers has no preconditions.
+    unsafe {
+        Dim3::new(
+            nvptx::_grid_dim_x() as u32,
+            nvptx::_grid_dim_y() as u32,
+            nvptx::_grid_dim_z() as u32,
+        )
+    }
+}
+
+/// `__syncthreads()`.
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a block-wide barrier; every thread of the block must reach it (caller
+    // contract of the public API).
+    unsafe { nvptx::_syncthreads() }
+}
+
+/// `__syncwarp()` over the full warp.
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: a warp barrier; every lane must reach it (caller contract).
+    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) }
+}
+
+/// This thread's lane in its warp.
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    let lane: u32;
+    // SAFETY: reading %laneid has no preconditions.
+    unsafe { asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane, options(nomem, nostack, pure)) };
+    lane
+}
+
+/// `fence.sc.sys` (`__threadfence_system`): orders all earlier memory operations of this
+/// thread before all later ones, for every observer in the system.
+#[inline(always)]
+pub fn fence_sys() {
+    // SAFETY: a fence has no operands.
+    unsafe { asm!("fence.sc.sys;", options(nostack)) }
+}
+
+/// Sleeps about `ns` nanoseconds (PTX `nanosleep`, sm_70+).
+#[inline(always)]
+pub fn nanosleep(ns: u32) {
+    // SAFETY: nanosleep has no memory effects.
+    unsafe { asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) }
+}
+
+/// Records an error in the state's error word and traps: the kernel fails visibly.
+#[cold]
+pub fn fail(code: u32, pe: u32) -> ! {
+    let word = state().error;
+    if word != 0 {
+        // SAFETY: `error` is a host-provided, 8-byte aligned, device-accessible u64.
+        unsafe { store_release_u64(word as *mut u64, ((pe as u64) << 32) | code as u64) };
+    }
+    fence_sys();
+    // SAFETY: trap aborts the kernel; it has no preconditions.
+    unsafe { nvptx::trap() }
+}
+
+/// `ld.acquire.sys.u32`.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn load_acquire_u32(p: *const u32) -> u32 {
+    let v: u32;
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { asm!("ld.acquire.sys.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p, options(nostack)) };
+    v
+}
+
+/// `ld.acquire.sys.u64`.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
+    let v: u64;
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { asm!("ld.acquire.sys.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p, options(nostack)) };
+    v
+}
+
+/// `st.release.sys.u32`.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn store_release_u32(p: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { asm!("st.release.sys.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack)) };
+}
+
+/// `st.release.sys.u64`.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { asm!("st.release.sys.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) };
+}
+
+/// `red.release.sys.add.u64`: an add that publishes this thread's earlier writes.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn add_release_u64(p: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { asm!("red.release.sys.add.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) };
+}
+
+macro_rules! atom {
+    ($name:ident, $op:literal, $t:ty, $reg:ident) => {
+        #[doc = concat!("`atom.acq_rel.sys.", $op, "`: returns the old value.")]
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned address.
+        #[inline(always)]
+        pub unsafe fn $name(p: *mut $t, v: $t) -> $t {
+            let old: $t;
+            // SAFETY: the caller guarantees `p` is valid and aligned.
+            unsafe {
+                asm!(
+                    concat!("atom.acq_rel.sys.", $op, " {o}, [{p}], {v};"),
+                    o = out($reg) old,
+                    p = in(reg64) p,
+                    v = in($reg) v,
+                    options(nostack)
+                )
+            };
+            old
+        }
+    };
+}
+
+atom!(atom_add_u32, "add.u32", u32, reg32);
+atom!(atom_add_u64, "add.u64", u64, reg64);
+atom!(atom_exch_u32, "exch.b32", u32, reg32);
+atom!(atom_exch_u64, "exch.b64", u64, reg64);
+atom!(atom_and_u32, "and.b32", u32, reg32);
+atom!(atom_and_u64, "and.b64", u64, reg64);
+atom!(atom_or_u32, "or.b32", u32, reg32);
+atom!(atom_or_u64, "or.b64", u64, reg64);
+atom!(atom_xor_u32, "xor.b32", u32, reg32);
+atom!(atom_xor_u64, "xor.b64", u64, reg64);
+
+/// `atom.acq_rel.sys.cas.b32`: stores `v` if `*p == cond`; returns the old value.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn atom_cas_u32(p: *mut u32, cond: u32, v: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe {
+        asm!("atom.acq_rel.sys.cas.b32 {o}, [{p}], {c}, {v};",
+            o = out(reg32) old, p = in(reg64) p, c = in(reg32) cond, v = in(reg32) v, options(nostack))
+    };
+    old
+}
+
+/// `atom.acq_rel.sys.cas.b64`: stores `v` if `*p == cond`; returns the old value.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn atom_cas_u64(p: *mut u64, cond: u64, v: u64) -> u64 {
+    let old: u64;
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe {
+        asm!("atom.acq_rel.sys.cas.b64 {o}, [{p}], {c}, {v};",
+            o = out(reg64) old, p = in(reg64) p, c = in(reg64) cond, v = in(reg64) v, options(nostack))
+    };
+    old
+}
+
+/// One step of a device wait loop: a short spin, then `nanosleep` with a growing period.
+#[inline(always)]
+pub fn wait_step(step: &mut u32) {
+    if *step >= 8 {
+        nanosleep(32u32 << (*step - 8).min(5));
+    }
+    *step = step.saturating_add(1);
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    // SAFETY: trap aborts the kernel; it has no preconditions.
+    unsafe { nvptx::trap() }
+}

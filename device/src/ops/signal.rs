@@ -1,0 +1,160 @@
+//! Put-with-signal, signals and point-to-point waits (`nvshmem_put_signal*`,
+//! `nvshmem_signal_op`, `nvshmem_signal_wait_until`, `nvshmem_wait_until`, `nvshmem_test`).
+//!
+//! The target never sees the signal before the data: the data stores (by every thread of
+//! the group, ordered under the signalling thread by the group barrier) are followed by
+//! `fence.sc.sys`, then a release store or release add of the signal. Waits spin on
+//! acquire loads at system scope, so the data is visible once the signal is.
+
+use super::{lane_id, peer, put, put_block, put_warp, thread_rank, DeviceInt};
+use crate::{arch, Cmp, SignalOp};
+
+/// Updates the signal word `sig` on `pe`, after a system-scope fence that orders every
+/// earlier store of this thread before it.
+#[inline(always)]
+unsafe fn signal_after_fence(sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+    // SAFETY: caller contract: `sig` is a symmetric u64.
+    let s = unsafe { peer(sig, pe) };
+    arch::fence_sys();
+    match op {
+        // SAFETY: `s` is valid and aligned.
+        SignalOp::Set => unsafe { arch::store_release_u64(s, signal) },
+        // SAFETY: as above.
+        SignalOp::Add => unsafe { arch::add_release_u64(s, signal) },
+    }
+}
+
+/// Puts `nelems` elements to `dest` on `pe`, then updates the signal `sig` on `pe`
+/// (`nvshmem_put_signal`).
+///
+/// # Safety
+/// `dest` (room for `nelems`) and `sig` must be symmetric addresses; `src` readable.
+#[inline(always)]
+pub unsafe fn put_signal<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+    // SAFETY: caller contract.
+    unsafe {
+        put(dest, src, nelems, pe);
+        signal_after_fence(sig, signal, op, pe);
+    }
+}
+
+/// Non-blocking [`put_signal`] (`nvshmem_put_signal_nbi`).
+///
+/// # Safety
+/// As [`put_signal`].
+#[inline(always)]
+pub unsafe fn put_signal_nbi<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+    // SAFETY: caller contract.
+    unsafe { put_signal(dest, src, nelems, sig, signal, op, pe) }
+}
+
+/// [`put_signal`] by a whole warp: lanes split the copy, lane 0 signals after the warp
+/// barrier (`nvshmemx_put_signal_warp`).
+///
+/// # Safety
+/// As [`put_signal`]; every thread of the warp must call it with the same arguments.
+#[inline(always)]
+pub unsafe fn put_signal_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+    // SAFETY: caller contract; `put_warp` ends with the warp barrier.
+    unsafe {
+        put_warp(dest, src, nelems, pe);
+        if lane_id() == 0 {
+            signal_after_fence(sig, signal, op, pe);
+        }
+    }
+}
+
+/// [`put_signal`] by a whole block: threads split the copy, thread 0 signals after the
+/// block barrier (`nvshmemx_put_signal_block`).
+///
+/// # Safety
+/// As [`put_signal`]; every thread of the block must call it with the same arguments.
+#[inline(always)]
+pub unsafe fn put_signal_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+    // SAFETY: caller contract; `put_block` ends with the block barrier.
+    unsafe {
+        put_block(dest, src, nelems, pe);
+        if thread_rank() == 0 {
+            signal_after_fence(sig, signal, op, pe);
+        }
+    }
+}
+
+/// Non-blocking [`put_signal_warp`] (`nvshmemx_put_signal_nbi_warp`).
+///
+/// # Safety
+/// As [`put_signal_warp`].
+#[inline(always)]
+pub unsafe fn put_signal_nbi_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+    // SAFETY: caller contract.
+    unsafe { put_signal_warp(dest, src, nelems, sig, signal, op, pe) }
+}
+
+/// Non-blocking [`put_signal_block`] (`nvshmemx_put_signal_nbi_block`).
+///
+/// # Safety
+/// As [`put_signal_block`].
+#[inline(always)]
+pub unsafe fn put_signal_nbi_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+    // SAFETY: caller contract.
+    unsafe { put_signal_block(dest, src, nelems, sig, signal, op, pe) }
+}
+
+/// Updates the signal `sig` on `pe` without data (`nvshmemx_signal_op`).
+///
+/// # Safety
+/// `sig` must be a symmetric address of a u64.
+#[inline(always)]
+pub unsafe fn signal_op(sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+    // SAFETY: caller contract.
+    unsafe { signal_after_fence(sig, signal, op, pe) }
+}
+
+/// Reads this PE's signal `sig` (`nvshmem_signal_fetch`).
+///
+/// # Safety
+/// `sig` must be a symmetric address of a u64.
+#[inline(always)]
+pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
+    // SAFETY: caller contract.
+    unsafe { arch::load_acquire_u64(sig) }
+}
+
+/// Waits until this PE's signal `sig` satisfies `cmp value`; returns the value seen
+/// (`nvshmem_signal_wait_until`).
+///
+/// # Safety
+/// `sig` must be a symmetric address of a u64.
+#[inline(always)]
+pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
+    // SAFETY: caller contract.
+    unsafe { wait_until(sig as *mut u64, cmp, value) }
+}
+
+/// Waits until this PE's `ivar` satisfies `cmp value`; returns the value seen
+/// (`nvshmem_wait_until`). On the CPU executor the wait fails the kernel if a peer dies.
+///
+/// # Safety
+/// `ivar` must be a symmetric (or any valid, aligned) address of a `T`.
+#[inline(always)]
+pub unsafe fn wait_until<T: DeviceInt>(ivar: *mut T, cmp: Cmp, value: T) -> T {
+    let mut step = 0;
+    loop {
+        // SAFETY: caller contract.
+        let seen = unsafe { T::load_acquire(ivar) };
+        if cmp.holds(seen, value) {
+            return seen;
+        }
+        arch::wait_step(&mut step);
+    }
+}
+
+/// Whether this PE's `ivar` satisfies `cmp value` now (`nvshmem_test`).
+///
+/// # Safety
+/// As [`wait_until`].
+#[inline(always)]
+pub unsafe fn test<T: DeviceInt>(ivar: *mut T, cmp: Cmp, value: T) -> bool {
+    // SAFETY: caller contract.
+    cmp.holds(unsafe { T::load_acquire(ivar) }, value)
+}

@@ -1,0 +1,89 @@
+//! Ordering and synchronization from kernels: `fence`, `quiet`, `sync_all`, `barrier_all`
+//! (called by one thread per PE) and their `_block` forms (called by every thread of one
+//! block per PE).
+//!
+//! `sync_all` is a dissemination barrier over device barrier flags in each PE's heap
+//! (reserved by the runtime, located by `DeviceState::barrier_off`), separate from the
+//! host's barrier flags so host and device barriers never mix epochs. The epoch counter
+//! lives in this PE's heap, so successive launches continue the sequence.
+
+use super::{peer, sync_threads, thread_rank};
+use crate::arch;
+
+/// Bytes between two rounds' flags: one cache line each.
+const FLAG_STRIDE: u64 = 64;
+
+/// Orders this PE's puts, AMOs and signals to each PE (`nvshmem_fence`).
+#[inline(always)]
+pub fn fence() {
+    arch::fence_sys();
+}
+
+/// Completes every earlier put, get, AMO and signal of this thread (`nvshmem_quiet`).
+/// On P2P paths they are complete already; the fence makes them visible system-wide.
+#[inline(always)]
+pub fn quiet() {
+    arch::fence_sys();
+}
+
+/// Waits until every PE has called `sync_all` (`nvshmem_sync_all`). One thread per PE.
+pub fn sync_all() {
+    let st = arch::state();
+    let (me, n) = (st.my_pe, st.n_pes);
+    let epoch_ptr = (st.heap_base + st.epoch_off) as *mut u64;
+    // SAFETY: the epoch word is reserved in this PE's heap and touched only by the one
+    // thread per PE that runs the barrier.
+    let epoch = unsafe { arch::load_acquire_u64(epoch_ptr) } + 1;
+    // SAFETY: as above.
+    unsafe { arch::store_release_u64(epoch_ptr, epoch) };
+    let (mut dist, mut round) = (1u32, 0u64);
+    while dist < n {
+        let to = (me + dist) % n;
+        let flag_off = st.barrier_off + round * FLAG_STRIDE;
+        let mine = (st.heap_base + flag_off) as *mut u64;
+        // SAFETY: barrier flags are reserved, aligned u64s in every PE's heap; `peer`
+        // fails visibly when `to` has no P2P path. Release publishes this PE's earlier
+        // writes (and, transitively, what it learned in earlier rounds) to `to`.
+        unsafe { arch::store_release_u64(peer(mine, to), epoch) };
+        let mut step = 0;
+        // SAFETY: `mine` is this PE's own flag for this round.
+        while unsafe { arch::load_acquire_u64(mine) } < epoch {
+            arch::wait_step(&mut step);
+        }
+        dist *= 2;
+        round += 1;
+    }
+}
+
+/// [`quiet`] then [`sync_all`] (`nvshmem_barrier_all`). One thread per PE.
+pub fn barrier_all() {
+    quiet();
+    sync_all();
+}
+
+/// [`quiet`] by a whole block: returns when every thread's earlier operations are
+/// complete (`nvshmemx_quiet_block`).
+pub fn quiet_block() {
+    sync_threads();
+    quiet();
+    sync_threads();
+}
+
+/// [`sync_all`] called by every thread of one block per PE (`nvshmemx_sync_all_block`).
+pub fn sync_all_block() {
+    sync_threads();
+    if thread_rank() == 0 {
+        sync_all();
+    }
+    sync_threads();
+}
+
+/// [`barrier_all`] called by every thread of one block per PE
+/// (`nvshmemx_barrier_all_block`).
+pub fn barrier_all_block() {
+    sync_threads();
+    if thread_rank() == 0 {
+        barrier_all();
+    }
+    sync_threads();
+}

@@ -1,0 +1,86 @@
+//! The host/device contract: one `DeviceState` per PE, read by every device operation.
+//!
+//! On the GPU it is the `#[no_mangle]` global [`SYMMEM_DEVICE_STATE`] of the PTX module,
+//! filled by the host with `cuModuleGetGlobal` + a copy before launch. On the CPU executor
+//! the same struct is installed for each kernel thread. There is exactly one definition,
+//! here, so host and device cannot disagree on the layout; [`DEVICE_STATE_VERSION`] and a
+//! layout test guard changes.
+//!
+//! ```text
+//! offset  field
+//!  0      version       u32   DEVICE_STATE_VERSION
+//!  4      my_pe         u32
+//!  8      n_pes         u32
+//! 12      _reserved     u32
+//! 16      heap_base     u64   this PE's heap: symmetric addresses point into it
+//! 24      heap_size     u64
+//! 32      peer_bases    u64   -> [u64; n_pes]: each PE's heap in this address space, 0 = no P2P path
+//! 40      barrier_off   u64   heap offset of the device barrier flags
+//! 48      epoch_off     u64   heap offset of this PE's device barrier epoch counter
+//! 56      error         u64   -> u64 error word the device sets before trapping, 0 = none
+//! 64      proxy         u64   -> proxy channel for PEs without P2P, 0 = none yet
+//! 72                          (size)
+//! ```
+
+/// Version of the [`DeviceState`] layout. Bump on any change.
+pub const DEVICE_STATE_VERSION: u32 = 1;
+
+/// Per-PE state every device operation reads.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DeviceState {
+    /// [`DEVICE_STATE_VERSION`]; 0 means "not initialized".
+    pub version: u32,
+    /// This PE.
+    pub my_pe: u32,
+    /// Number of PEs.
+    pub n_pes: u32,
+    /// Zero.
+    pub _reserved: u32,
+    /// Address of this PE's symmetric heap; symmetric addresses point into it.
+    pub heap_base: u64,
+    /// Heap size in bytes.
+    pub heap_size: u64,
+    /// Address of `n_pes` u64s: each PE's heap base in this address space, 0 if there is
+    /// no direct (P2P) path to it.
+    pub peer_bases: u64,
+    /// Heap offset of the device barrier flags (one 64-byte line per round).
+    pub barrier_off: u64,
+    /// Heap offset of this PE's device barrier epoch counter.
+    pub epoch_off: u64,
+    /// Address of a u64 the device sets to an error code before trapping; 0 = none.
+    pub error: u64,
+    /// Address of the proxy channel for PEs without P2P; 0 = no proxy (yet).
+    pub proxy: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<DeviceState>() == 72);
+const _: () = assert!(core::mem::align_of::<DeviceState>() == 8);
+
+/// The PTX module's copy of the state, filled by the host before launch.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub static mut SYMMEM_DEVICE_STATE: DeviceState = DeviceState {
+    version: 0,
+    my_pe: 0,
+    n_pes: 0,
+    _reserved: 0,
+    heap_base: 0,
+    heap_size: 0,
+    peer_bases: 0,
+    barrier_off: 0,
+    epoch_off: 0,
+    error: 0,
+    proxy: 0,
+};
+
+/// Error codes the device writes to [`DeviceState::error`] before trapping. The low 32
+/// bits hold the code, the high 32 bits the PE involved.
+pub mod error_code {
+    /// A device operation targeted a PE with no P2P path and no proxy channel.
+    pub const UNREACHABLE_PE: u32 = 1;
+    /// A device operation named a PE outside `0..n_pes`.
+    pub const INVALID_PE: u32 = 2;
+    /// A device operation ran with no initialized `DeviceState`.
+    pub const NOT_INITIALIZED: u32 = 3;
+}
