@@ -145,6 +145,18 @@ pub enum Error {
         /// Who or what it waited for.
         waiting_for: String,
     },
+    /// A kernel thread panicked (or was stopped) on the CPU executor.
+    #[error("kernel failed on PE {pe} in block {block:?} thread {thread:?}: {message}")]
+    KernelFailed {
+        /// This PE.
+        pe: usize,
+        /// `blockIdx` of the first failing thread, as (x, y, z).
+        block: (u32, u32, u32),
+        /// `threadIdx` of the first failing thread, as (x, y, z).
+        thread: (u32, u32, u32),
+        /// The panic message.
+        message: String,
+    },
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Io {

@@ -94,46 +94,4 @@ sym_int!(u64, AtomicU64);
 sym_int!(i32, AtomicI32);
 sym_int!(i64, AtomicI64);
 
-/// Comparison for `wait_until`, `test` and `signal_wait_until` (`NVSHMEM_CMP_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Cmp {
-    /// `ivar == value`
-    Eq,
-    /// `ivar != value`
-    Ne,
-    /// `ivar > value`
-    Gt,
-    /// `ivar >= value`
-    Ge,
-    /// `ivar < value`
-    Lt,
-    /// `ivar <= value`
-    Le,
-}
-
-impl Cmp {
-    /// Every comparison, for tests and tables.
-    pub const ALL: [Cmp; 6] = [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Ge, Cmp::Lt, Cmp::Le];
-
-    /// Whether `ivar <cmp> value` holds.
-    #[inline]
-    pub fn holds<T: Ord>(self, ivar: T, value: T) -> bool {
-        match self {
-            Cmp::Eq => ivar == value,
-            Cmp::Ne => ivar != value,
-            Cmp::Gt => ivar > value,
-            Cmp::Ge => ivar >= value,
-            Cmp::Lt => ivar < value,
-            Cmp::Le => ivar <= value,
-        }
-    }
-}
-
-/// How `put_signal` and `signal_op` update the signal word (`NVSHMEM_SIGNAL_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SignalOp {
-    /// Store the value.
-    Set,
-    /// Add the value.
-    Add,
-}
+pub use symmem_device::{Cmp, SignalOp};

@@ -10,6 +10,7 @@ mod backoff;
 mod barrier;
 pub mod config;
 mod error;
+pub mod executor;
 mod heap;
 mod int;
 mod launch;
@@ -37,3 +38,6 @@ pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
 
 /// Re-exported so users can bound their element types.
 pub use bytemuck::Pod;
+/// The device API, for kernels run by the CPU executor.
+pub use symmem_device as device;
+pub use symmem_device::Dim3;

@@ -7,12 +7,13 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
+use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
 
 use crate::alloc::Allocator;
 use crate::backoff::Backoff;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::heap::{self, SymmetricHeap, RESERVED};
+use crate::heap::{self, ControlBlock, SymmetricHeap, RESERVED};
 use crate::liveness::PeerWatch;
 use crate::sym::SymBuf;
 use crate::topology::{PeInfo, Topology};
@@ -85,6 +86,10 @@ pub struct Runtime {
     allocs: Mutex<AllocState>,
     /// Serializes barrier_all and holds its epoch counter.
     pub(crate) barrier_epoch: Mutex<u64>,
+    /// What device code (kernels on the CPU executor, or a PTX module) reads.
+    pub(crate) device_state: DeviceState,
+    /// The array `device_state.peer_bases` points to.
+    _peer_bases: Box<[u64]>,
     finalized: bool,
 }
 
@@ -134,6 +139,24 @@ impl Runtime {
                 .map(|&p| (p, topo.pid(p))),
         );
         let allocator = Allocator::new(RESERVED, heap.len().saturating_sub(RESERVED));
+        let peer_bases: Box<[u64]> = (0..topo.n_pes())
+            .map(|pe| heap.base(pe).map_or(0, |b| b.as_ptr() as u64))
+            .collect();
+        let device_state = DeviceState {
+            version: DEVICE_STATE_VERSION,
+            my_pe: rank as u32,
+            n_pes: topo.n_pes() as u32,
+            _reserved: 0,
+            heap_base: heap.base(rank).expect("own heap is mapped").as_ptr() as u64,
+            heap_size: heap.len() as u64,
+            // The boxed slice's buffer does not move when the box does.
+            peer_bases: peer_bases.as_ptr() as u64,
+            barrier_off: std::mem::offset_of!(ControlBlock, device_barrier) as u64,
+            epoch_off: std::mem::offset_of!(ControlBlock, device_epoch) as u64,
+            // The CPU executor reports device errors as panics, not through a word.
+            error: 0,
+            proxy: 0,
+        };
         let rt = Runtime {
             id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
             config,
@@ -146,6 +169,8 @@ impl Runtime {
                 calls: 0,
             }),
             barrier_epoch: Mutex::new(0),
+            device_state,
+            _peer_bases: peer_bases,
             finalized: false,
         };
         tracing::info!(
@@ -204,6 +229,12 @@ impl Runtime {
     /// Symmetric heap bytes available to allocations (excludes the runtime's reserve).
     pub fn heap_capacity(&self) -> usize {
         self.lock_allocs().allocator.capacity()
+    }
+
+    /// The state device code of this PE reads: what a PTX module's `SYMMEM_DEVICE_STATE`
+    /// is filled with, and what the CPU executor installs for each kernel thread.
+    pub fn device_state(&self) -> &DeviceState {
+        &self.device_state
     }
 
     /// Symmetric heap bytes currently free.

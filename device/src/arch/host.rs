@@ -10,20 +10,20 @@ extern crate std;
 
 use core::cell::Cell;
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use std::string::String;
 
 use crate::state::DeviceState;
 use crate::Dim3;
 
-/// What the executor provides to kernel threads.
+/// What the executor provides to kernel threads. Each method unwinds the calling kernel
+/// thread (by panicking) when the launch must stop: a sibling thread panicked, a peer
+/// died, or a timeout passed. The executor catches the unwind and fails the launch.
 pub trait Executor: Sync {
     /// Blocks until every thread of the calling thread's block has called it.
     fn sync_threads(&self, ctx: &ThreadContext<'_>);
     /// Blocks until every thread of the calling thread's warp has called it.
     fn sync_warp(&self, ctx: &ThreadContext<'_>);
-    /// Called from slow rounds of device wait loops: `Err(reason)` stops the kernel
-    /// (the wait panics with the reason, and the launch fails with it).
-    fn check(&self) -> Result<(), String>;
+    /// Called from slow rounds of device wait loops; unwinds if the kernel must stop.
+    fn check(&self);
 }
 
 /// One kernel thread's view of the launch.
@@ -223,9 +223,9 @@ macro_rules! cas {
 cas!(atom_cas_u32, u32, AtomicU32);
 cas!(atom_cas_u64, u64, AtomicU64);
 
-/// One step of a device wait loop: spin, then yield, then sleep; slow rounds ask the
-/// executor whether to give up (and panic with its reason if so), so a kernel never waits
-/// forever on a dead peer or a crashed sibling thread.
+/// One step of a device wait loop: spin, then yield, then sleep; slow rounds let the
+/// executor stop the kernel, so it never waits forever on a dead peer or a crashed
+/// sibling thread.
 pub fn wait_step(step: &mut u32) {
     const SPIN: u32 = 64;
     const YIELD: u32 = SPIN + 32;
@@ -234,9 +234,7 @@ pub fn wait_step(step: &mut u32) {
     } else if *step < YIELD {
         std::thread::yield_now();
     } else {
-        if let Err(reason) = current().executor.check() {
-            panic!("{reason}");
-        }
+        current().executor.check();
         let doublings = (*step - YIELD).min(6);
         std::thread::sleep(core::time::Duration::from_micros(10 << doublings));
     }

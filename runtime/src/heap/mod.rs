@@ -38,6 +38,12 @@ pub struct ControlBlock {
     /// up, read by peers that find this PE dead, so that they name the root cause rather
     /// than a PE that merely exited in reaction to it. The mapping outlives the process.
     pub failure_cause: PaddedU64,
+    /// Flags of the device-side dissemination barrier (`DeviceState::barrier_off`), kept
+    /// apart from the host barrier's so the two never mix epochs.
+    pub device_barrier: [PaddedU64; MAX_BARRIER_ROUNDS],
+    /// This PE's device barrier epoch (`DeviceState::epoch_off`), advanced by the one
+    /// device thread per PE that runs `sync_all`.
+    pub device_epoch: PaddedU64,
 }
 
 const _: () = assert!(std::mem::size_of::<ControlBlock>() <= RESERVED);

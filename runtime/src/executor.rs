@@ -1,0 +1,346 @@
+//! The CPU executor: runs device kernels on host threads against this PE's
+//! [`DeviceState`](symmem_device::DeviceState).
+//!
+//! # What a kernel may assume
+//! - Every thread of a block runs concurrently on its own OS thread, so `sync_threads`,
+//!   `sync_warp` and the `_warp`/`_block` operations behave as on a GPU. Blocks may have up
+//!   to [`MAX_BLOCK_THREADS`] threads.
+//! - [`Runtime::launch`] runs the blocks **one after another** (any grid size, reusing one
+//!   set of threads), so a block must never spin-wait for another block of the same
+//!   launch; as on a GPU without cooperative launch, that could wait forever.
+//! - [`Runtime::launch_cooperative`] runs every block at once (at most
+//!   [`MAX_COOPERATIVE_THREADS`] threads in total), so blocks may synchronize with each
+//!   other.
+//! - Waiting for other PEs is always allowed: their kernels run in other processes.
+//!
+//! # Failures
+//! A panic in any kernel thread (including a device operation failing visibly, such as a
+//! put to an unreachable PE) stops the launch: sibling threads unwind at their next
+//! barrier or wait, and `launch` returns [`Error::KernelFailed`] naming the first failing
+//! block and thread. Device waits also stop when a peer PE dies or `SYMMEM_TIMEOUT` passes,
+//! so no launch waits forever.
+
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use symmem_device::host::{with_context, Executor, ThreadContext};
+use symmem_device::{Dim3, WARP_SIZE};
+
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+
+/// Most threads per block (as on CUDA GPUs).
+pub const MAX_BLOCK_THREADS: u32 = 1024;
+/// Most threads of a cooperative launch, all of which run at once.
+pub const MAX_COOPERATIVE_THREADS: u32 = 4096;
+/// Stack size of each kernel thread.
+const KERNEL_STACK: usize = 1 << 20;
+
+/// The unwind payload of threads stopped because another thread failed: not a failure of
+/// their own, so it is never reported.
+struct Stopped;
+
+/// A reusable barrier for a fixed group of threads that can be broken: once broken,
+/// every waiter (present and future) unwinds.
+struct GroupBarrier {
+    size: usize,
+    state: Mutex<(usize, u64)>,
+    cv: Condvar,
+}
+
+impl GroupBarrier {
+    fn new(size: usize) -> Self {
+        GroupBarrier {
+            size,
+            state: Mutex::new((0, 0)),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn wait(&self, stop: &AtomicBool) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let generation = st.1;
+        st.0 += 1;
+        if st.0 == self.size {
+            *st = (0, generation + 1);
+            self.cv.notify_all();
+            return;
+        }
+        while st.1 == generation {
+            if stop.load(Ordering::Acquire) {
+                drop(st);
+                resume_unwind(Box::new(Stopped));
+            }
+            // A short timeout re-checks `stop`, which `break_all` also announces.
+            st = self
+                .cv
+                .wait_timeout(st, Duration::from_millis(10))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn wake(&self) {
+        let _guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.cv.notify_all();
+    }
+}
+
+/// The barriers of one block: the block's and one per warp.
+struct BlockBarriers {
+    block: GroupBarrier,
+    warps: Vec<GroupBarrier>,
+}
+
+impl BlockBarriers {
+    fn new(threads: u32) -> Self {
+        let warps = threads.div_ceil(WARP_SIZE);
+        BlockBarriers {
+            block: GroupBarrier::new(threads as usize),
+            warps: (0..warps)
+                .map(|w| GroupBarrier::new((threads - w * WARP_SIZE).min(WARP_SIZE) as usize))
+                .collect(),
+        }
+    }
+}
+
+/// One launch in progress.
+struct Launch<'a> {
+    rt: &'a Runtime,
+    block_dim: Dim3,
+    /// One entry, reused by every block, or (cooperative) one per block.
+    barriers: Vec<BlockBarriers>,
+    stop: AtomicBool,
+    first_failure: Mutex<Option<(Dim3, Dim3, String)>>,
+    started: Instant,
+}
+
+impl Launch<'_> {
+    fn barriers_of(&self, ctx: &ThreadContext<'_>) -> &BlockBarriers {
+        if self.barriers.len() == 1 {
+            &self.barriers[0]
+        } else {
+            &self.barriers[ctx.grid_dim.linear(ctx.block_idx) as usize]
+        }
+    }
+
+    /// Records a failure (the first one wins) and stops every other thread.
+    fn fail(&self, block: Dim3, thread: Dim3, message: String) {
+        {
+            let mut first = self.first_failure.lock().unwrap_or_else(|p| p.into_inner());
+            if first.is_none() {
+                *first = Some((block, thread, message));
+            }
+        }
+        self.stop.store(true, Ordering::Release);
+        for b in &self.barriers {
+            b.block.wake();
+            b.warps.iter().for_each(GroupBarrier::wake);
+        }
+    }
+
+    /// Runs the kernel as one thread; returns false if the launch is stopping.
+    fn run_thread(&self, kernel: &dyn Fn(), block_idx: Dim3, thread_idx: Dim3, grid_dim: Dim3) -> bool {
+        if self.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        let ctx = ThreadContext {
+            state: &self.rt.device_state,
+            thread_idx,
+            block_idx,
+            block_dim: self.block_dim,
+            grid_dim,
+            executor: self,
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| with_context(&ctx, kernel)));
+        match outcome {
+            Ok(()) => true,
+            Err(payload) if payload.is::<Stopped>() => false,
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic with a non-string payload".into());
+                self.fail(block_idx, thread_idx, message);
+                false
+            }
+        }
+    }
+}
+
+impl Executor for Launch<'_> {
+    fn sync_threads(&self, ctx: &ThreadContext<'_>) {
+        self.barriers_of(ctx).block.wait(&self.stop);
+    }
+
+    fn sync_warp(&self, ctx: &ThreadContext<'_>) {
+        let warp = ctx.block_dim.linear(ctx.thread_idx) / WARP_SIZE;
+        self.barriers_of(ctx).warps[warp as usize].wait(&self.stop);
+    }
+
+    fn check(&self) {
+        if self.stop.load(Ordering::Acquire) {
+            resume_unwind(Box::new(Stopped));
+        }
+        if let Err(e) = self.rt.check_health("a kernel wait") {
+            panic!("{e}");
+        }
+        if let Some(limit) = self.rt.config.timeout {
+            if self.started.elapsed() >= limit {
+                panic!(
+                    "kernel on PE {} still waiting after {limit:?} (SYMMEM_TIMEOUT)",
+                    self.rt.my_pe()
+                );
+            }
+        }
+    }
+}
+
+/// Lets the kernel closure be shared by the launch's threads: the caller of the unsafe
+/// launch functions promises that this is sound, exactly as a CUDA kernel's arguments are
+/// shared by all its threads.
+struct SharedKernel<F>(F);
+// SAFETY: the launch functions' safety contract makes the caller vouch for it.
+unsafe impl<F> Sync for SharedKernel<F> {}
+
+impl<F: Fn()> SharedKernel<F> {
+    /// The kernel. (A method, so closures capture the whole wrapper, not the field.)
+    fn get(&self) -> &F {
+        &self.0
+    }
+}
+
+/// Unravels a linear index into a 3-D index of `dim` (x fastest).
+fn unravel(dim: Dim3, i: u32) -> Dim3 {
+    Dim3::new(i % dim.x, (i / dim.x) % dim.y, i / (dim.x * dim.y))
+}
+
+fn check_dims(op: &'static str, grid: Dim3, block: Dim3) -> Result<()> {
+    let bad = |what: &str, d: Dim3| Error::InvalidArgument {
+        op,
+        reason: format!("{what} {d:?} has a zero extent"),
+    };
+    if grid.x == 0 || grid.y == 0 || grid.z == 0 {
+        return Err(bad("grid", grid));
+    }
+    if block.x == 0 || block.y == 0 || block.z == 0 {
+        return Err(bad("block", block));
+    }
+    let threads = block.x as u64 * block.y as u64 * block.z as u64;
+    if threads > MAX_BLOCK_THREADS as u64 {
+        return Err(Error::InvalidArgument {
+            op,
+            reason: format!("block {block:?} has {threads} threads; at most {MAX_BLOCK_THREADS} are allowed"),
+        });
+    }
+    let blocks = grid.x as u64 * grid.y as u64 * grid.z as u64;
+    if blocks > u32::MAX as u64 {
+        return Err(Error::InvalidArgument {
+            op,
+            reason: format!("grid {grid:?} has {blocks} blocks; at most {} are allowed", u32::MAX),
+        });
+    }
+    Ok(())
+}
+
+impl Runtime {
+    /// Runs `kernel` on every thread of a `grid` of `block`s on host threads, with this
+    /// PE's device state installed, and returns when all threads have finished. Blocks run
+    /// one after another; see the module docs for what a kernel may assume.
+    ///
+    /// # Safety
+    /// As for a CUDA launch: whatever `kernel` captures (typically raw pointers into the
+    /// symmetric heap and sizes) must be valid for, and safe to share among, all threads of
+    /// the launch, and the device operations it calls must be given valid addresses.
+    pub unsafe fn launch<F: Fn()>(&self, grid: impl Into<Dim3>, block: impl Into<Dim3>, kernel: F) -> Result<()> {
+        let (grid, block) = (grid.into(), block.into());
+        check_dims("launch", grid, block)?;
+        let launch = self.new_launch(block, 1);
+        let kernel = SharedKernel(kernel);
+        let n_blocks = grid.volume();
+        self.run_threads(&launch, block.volume(), |t, launch| {
+            let thread_idx = unravel(block, t);
+            for b in 0..n_blocks {
+                let block_idx = unravel(grid, b);
+                if !launch.run_thread(kernel.get(), block_idx, thread_idx, grid) {
+                    return;
+                }
+                // The next block reuses this block's barriers and threads; it starts only
+                // when every thread is done with this one.
+                launch.barriers[0].block.wait(&launch.stop);
+            }
+        })
+    }
+
+    /// Like [`launch`](Self::launch), but every block runs at the same time, so blocks
+    /// may wait for each other (CUDA's cooperative launch). At most
+    /// [`MAX_COOPERATIVE_THREADS`] threads in total.
+    ///
+    /// # Safety
+    /// As for [`launch`](Self::launch).
+    pub unsafe fn launch_cooperative<F: Fn()>(&self, grid: impl Into<Dim3>, block: impl Into<Dim3>, kernel: F) -> Result<()> {
+        let (grid, block) = (grid.into(), block.into());
+        check_dims("launch_cooperative", grid, block)?;
+        let total = grid.volume() as u64 * block.volume() as u64;
+        if total > MAX_COOPERATIVE_THREADS as u64 {
+            return Err(Error::InvalidArgument {
+                op: "launch_cooperative",
+                reason: format!("grid {grid:?} × block {block:?} is {total} threads; a cooperative launch runs all at once, at most {MAX_COOPERATIVE_THREADS}"),
+            });
+        }
+        let launch = self.new_launch(block, grid.volume() as usize);
+        let kernel = SharedKernel(kernel);
+        let per_block = block.volume();
+        self.run_threads(&launch, total as u32, |i, launch| {
+            let block_idx = unravel(grid, i / per_block);
+            let thread_idx = unravel(block, i % per_block);
+            launch.run_thread(kernel.get(), block_idx, thread_idx, grid);
+        })
+    }
+
+    fn new_launch(&self, block: Dim3, barrier_sets: usize) -> Launch<'_> {
+        Launch {
+            rt: self,
+            block_dim: block,
+            barriers: (0..barrier_sets).map(|_| BlockBarriers::new(block.volume())).collect(),
+            stop: AtomicBool::new(false),
+            first_failure: Mutex::new(None),
+            started: Instant::now(),
+        }
+    }
+
+    /// Runs `body(i, launch)` on `threads` OS threads and turns the first failure into
+    /// the launch's error.
+    fn run_threads(&self, launch: &Launch<'_>, threads: u32, body: impl Fn(u32, &Launch<'_>) + Sync) -> Result<()> {
+        std::thread::scope(|s| {
+            for i in 0..threads {
+                let body = &body;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("symmem-kernel-{i}"))
+                    .stack_size(KERNEL_STACK)
+                    .spawn_scoped(s, move || {
+                        // Barrier waits unwind with `Stopped` once the launch stops; that
+                        // is the expected way out for the other threads.
+                        let _ = catch_unwind(AssertUnwindSafe(|| body(i, launch)));
+                    });
+                if let Err(e) = spawned {
+                    launch.fail(Dim3::new(0, 0, 0), Dim3::new(i, 0, 0), format!("cannot start kernel thread {i}: {e}"));
+                    break;
+                }
+            }
+        });
+        let first = launch.first_failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match first {
+            None => Ok(()),
+            Some((block, thread, message)) => Err(Error::KernelFailed {
+                pe: self.my_pe(),
+                block: (block.x, block.y, block.z),
+                thread: (thread.x, thread.y, thread.z),
+                message,
+            }),
+        }
+    }
+}
