@@ -21,8 +21,20 @@ if [ "$need_apt" = 1 ]; then
 fi
 mpirun --version | head -1
 
-step "Rust components"
-rustup component add rustfmt clippy
+step "Rust components (rustfmt, clippy; rust-src, llvm-tools, llvm-bitcode-linker for PTX)"
+rustup component add rustfmt clippy rust-src llvm-tools llvm-bitcode-linker
+
+step "ptxas (PyPI nvidia-cuda-nvcc-cu12, in a venv under target/): assembles PTX without a GPU"
+venv=target/ptxas-venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvcc-cu12
+SYMMEM_PTXAS=$("$venv/bin/python" -c 'import nvidia.cuda_nvcc, os; print(os.path.join(list(nvidia.cuda_nvcc.__path__)[0], "bin", "ptxas"))')
+export SYMMEM_PTXAS
+"$SYMMEM_PTXAS" --version | tail -1
+# Every kernel crate must build to PTX and assemble: a missing tool is a failure, not a skip.
+export SYMMEM_REQUIRE_PTX=1
 
 # Open MPI refuses to run as root without these; tests run 4 PEs on 2 cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -32,11 +44,14 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --features mpi -- -D warnings
 
-step "all tests (multi-PE tests with 2 and 4 PEs under symrun)"
+step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90)"
 cargo test --workspace
 
 step "the demo: hello on 4 self-launched PEs"
 cargo run --release --example hello -- --pes 4
+
+step "a device-initiated pipeline on the CPU executor"
+cargo run --release --example device_pipeline -- --pes 2
 
 step "the multi-PE tests again under mpirun (2 and 4 PEs), built with --features mpi"
 SYMMEM_TEST_LAUNCHER=mpirun cargo test --workspace --features mpi

@@ -1,0 +1,83 @@
+//! A device-initiated put/signal pipeline on the CPU executor.
+//!
+//! PEs pair up: each even PE's producer kernel sends `CHUNKS` chunks to the next PE with
+//! `put_signal_nbi_block`, signalling each chunk; that PE's consumer kernel waits on each
+//! chunk's signal and sums the chunk while later chunks are still arriving. The consumer's
+//! host checks every sum. The same kernels build to PTX (examples/kernels). Needs an even
+//! number of PEs.
+//!
+//! ```text
+//! cargo run --release --example device_pipeline -- --pes 2
+//! ```
+
+use std::process::ExitCode;
+
+use symmem::{Runtime, SelfLaunch, SymBuf};
+use symmem_example_kernels::{pipeline_consume, pipeline_produce};
+
+const CHUNKS: usize = 64;
+const CHUNK_LEN: usize = 4096;
+const THREADS: u32 = 128;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("device_pipeline: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn sym<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
+    Ok(rt.ptr(buf, rt.my_pe())?.expect("own heap is mapped").as_ptr())
+}
+
+fn run() -> symmem::Result<ExitCode> {
+    if let SelfLaunch::Finished(code) = symmem::self_launch()? {
+        return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+    }
+    let rt = symmem::init()?;
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    if n % 2 != 0 {
+        eprintln!("device_pipeline pairs PEs up: run it with an even number of PEs (--pes 2)");
+        return Ok(ExitCode::FAILURE);
+    }
+    let inbox = rt.alloc::<u64>(CHUNKS * CHUNK_LEN)?;
+    let signals = rt.calloc::<u64>(CHUNKS)?;
+    let sums = rt.calloc::<u64>(CHUNKS)?;
+    let (inbox_p, sig_p, sums_p) = (sym(&rt, &inbox)?, sym(&rt, &signals)?, sym(&rt, &sums)?);
+    let start = std::time::Instant::now();
+    let mut ok = true;
+    if me % 2 == 0 {
+        let data: Vec<u64> = (0..(CHUNKS * CHUNK_LEN) as u64).map(|i| i ^ ((me as u64) << 40)).collect();
+        let data_p = data.as_ptr();
+        // SAFETY: `inbox_p`/`sig_p` are symmetric addresses of live allocations of the
+        // sizes passed; `data_p` points at CHUNKS * CHUNK_LEN u64s that outlive the launch.
+        unsafe {
+            rt.launch(1, THREADS, || pipeline_produce(inbox_p, data_p, CHUNK_LEN, CHUNKS, sig_p, me as u32 + 1))?
+        };
+        println!("PE {me}: sent {CHUNKS} chunks of {} KiB to PE {} in {:.2?}", CHUNK_LEN * 8 / 1024, me + 1, start.elapsed());
+    } else {
+        // SAFETY: symmetric addresses of live allocations of the sizes passed.
+        unsafe { rt.launch(1, THREADS, || pipeline_consume(inbox_p, CHUNK_LEN, CHUNKS, sig_p, sums_p))? };
+        let elapsed = start.elapsed();
+        let mut got = vec![0u64; CHUNKS];
+        rt.read_local(sums.at(0), &mut got)?;
+        let producer = me as u64 - 1;
+        let expected = |c: usize| -> u64 {
+            (0..CHUNK_LEN as u64)
+                .map(|i| (c as u64 * CHUNK_LEN as u64 + i) ^ (producer << 40))
+                .fold(0u64, u64::wrapping_add)
+        };
+        let bad = (0..CHUNKS).filter(|&c| got[c] != expected(c)).count();
+        ok = bad == 0;
+        println!("PE {me}: consumed {CHUNKS} chunks from PE {producer} in {elapsed:.2?}; {} of {CHUNKS} sums correct", CHUNKS - bad);
+    }
+    rt.barrier_all()?;
+    rt.free(sums)?;
+    rt.free(signals)?;
+    rt.free(inbox)?;
+    rt.finalize()?;
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

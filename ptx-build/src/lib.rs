@@ -1,0 +1,256 @@
+//! Builds a `no_std` kernel crate to PTX, for embedding in a host program, and checks PTX
+//! with `ptxas`.
+//!
+//! The build runs a nested `cargo rustc --crate-type cdylib --target nvptx64-nvidia-cuda
+//! -Zbuild-std=core` with `RUSTC_BOOTSTRAP=1` and `-C target-cpu=sm_XX` in its own target
+//! directory, so it works on the stable toolchain and never contends with the outer build.
+//! From a `build.rs`:
+//!
+//! ```no_run
+//! let ptx = symmem_ptx_build::PtxBuilder::new("kernels").arch("sm_90").build().unwrap();
+//! let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("kernels.ptx");
+//! std::fs::write(&out, &ptx.text).unwrap();
+//! println!("cargo:rerun-if-changed=kernels/src");
+//! // then in the crate: include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))
+//! ```
+//!
+//! Needs the rustup components `rust-src`, `llvm-tools` and `llvm-bitcode-linker`
+//! ([`ensure_components`] installs them). Assembling needs `ptxas`: from `SYMMEM_PTXAS`,
+//! `PATH`, or the PyPI wheel `nvidia-cuda-nvcc-cu12` ([`find_ptxas`]).
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The rustup components the nvptx build needs.
+pub const COMPONENTS: [&str; 3] = ["rust-src", "llvm-tools", "llvm-bitcode-linker"];
+
+/// The compilation target for PTX.
+pub const TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// What went wrong, with the command and its output when a tool failed.
+#[derive(Debug)]
+pub enum PtxBuildError {
+    /// A tool could not be started.
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// A tool ran and failed.
+    Failed {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// Its standard error (and output), trimmed.
+        output: String,
+    },
+    /// The build succeeded but no PTX file appeared where expected.
+    Missing(PathBuf),
+    /// Reading or writing a file failed.
+    Io(PathBuf, std::io::Error),
+}
+
+impl fmt::Display for PtxBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PtxBuildError::Spawn { command, error } => write!(f, "cannot run `{command}`: {error}"),
+            PtxBuildError::Failed {
+                command,
+                status,
+                output,
+            } => write!(f, "`{command}` failed ({status}):\n{output}"),
+            PtxBuildError::Missing(p) => write!(f, "the PTX build produced no {}", p.display()),
+            PtxBuildError::Io(p, e) => write!(f, "{}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for PtxBuildError {}
+
+/// Runs `cmd`, turning failure into an error that carries the command and its output.
+fn run(mut cmd: Command) -> Result<String, PtxBuildError> {
+    let command = format!("{cmd:?}");
+    let out = cmd
+        .output()
+        .map_err(|error| PtxBuildError::Spawn { command: command.clone(), error })?;
+    let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stdout));
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(PtxBuildError::Failed {
+            command,
+            status: out.status,
+            output: text.trim().to_string(),
+        })
+    }
+}
+
+/// Installs the rustup components of [`COMPONENTS`] for the toolchain in use (a no-op
+/// when present). Fails with rustup's message when they cannot be installed.
+pub fn ensure_components() -> Result<(), PtxBuildError> {
+    let mut cmd = Command::new("rustup");
+    cmd.args(["component", "add"]).args(COMPONENTS);
+    run(cmd).map(drop)
+}
+
+/// A built PTX module.
+#[derive(Debug, Clone)]
+pub struct Ptx {
+    /// Where it was written.
+    pub path: PathBuf,
+    /// Its text.
+    pub text: String,
+    /// The `sm_XX` it targets.
+    pub arch: String,
+}
+
+/// Builds one kernel crate to PTX.
+#[derive(Debug, Clone)]
+pub struct PtxBuilder {
+    crate_dir: PathBuf,
+    arch: String,
+    target_dir: Option<PathBuf>,
+}
+
+impl PtxBuilder {
+    /// A builder for the kernel crate in `crate_dir` (its `Cargo.toml` directory),
+    /// targeting `sm_90` unless told otherwise.
+    pub fn new(crate_dir: impl AsRef<Path>) -> Self {
+        PtxBuilder {
+            crate_dir: crate_dir.as_ref().to_path_buf(),
+            arch: "sm_90".into(),
+            target_dir: None,
+        }
+    }
+
+    /// The GPU architecture, e.g. `sm_80` or `sm_90`. PTX for `sm_90` does not assemble
+    /// for `sm_80`; PTX for `sm_80` also JIT-loads on `sm_90`.
+    pub fn arch(mut self, arch: &str) -> Self {
+        self.arch = arch.to_string();
+        self
+    }
+
+    /// The nested build's target directory (default: `$OUT_DIR/ptx-<arch>` in a build
+    /// script, else `<crate>/target/ptx-<arch>`).
+    pub fn target_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.target_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Runs the nested build and returns the PTX.
+    pub fn build(&self) -> Result<Ptx, PtxBuildError> {
+        let target_dir = self.target_dir.clone().unwrap_or_else(|| {
+            let base = std::env::var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| self.crate_dir.join("target"));
+            base.join(format!("ptx-{}", self.arch))
+        });
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(&self.crate_dir)
+            .args(["rustc", "--release", "--lib", "--crate-type", "cdylib", "--target", TARGET, "-Zbuild-std=core", "--target-dir"])
+            .arg(&target_dir);
+        // A build script's cargo passes its own flags and target through the environment;
+        // none of them apply to the nvptx build.
+        for var in [
+            "CARGO_ENCODED_RUSTFLAGS",
+            "RUSTFLAGS",
+            "CARGO_BUILD_TARGET",
+            "CARGO_TARGET_DIR",
+            "CARGO_BUILD_RUSTFLAGS",
+            "CARGO_MAKEFLAGS",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "__CARGO_FIX_PLZ",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("RUSTC_BOOTSTRAP", "1")
+            .env("RUSTFLAGS", format!("-C target-cpu={}", self.arch));
+        run(cmd)?;
+        let name = crate_name(&self.crate_dir)?;
+        let path = target_dir
+            .join(TARGET)
+            .join("release")
+            .join(format!("{}.ptx", name.replace('-', "_")));
+        let text = std::fs::read_to_string(&path).map_err(|_| PtxBuildError::Missing(path.clone()))?;
+        Ok(Ptx {
+            path,
+            text,
+            arch: self.arch.clone(),
+        })
+    }
+}
+
+/// The package name in `<dir>/Cargo.toml`.
+fn crate_name(dir: &Path) -> Result<String, PtxBuildError> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).map_err(|e| PtxBuildError::Io(manifest.clone(), e))?;
+    let mut in_package = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if in_package {
+            if let Some(v) = line.strip_prefix("name").map(str::trim).and_then(|r| r.strip_prefix('=')) {
+                return Ok(v.trim().trim_matches('"').to_string());
+            }
+        }
+    }
+    Err(PtxBuildError::Io(
+        manifest,
+        std::io::Error::new(std::io::ErrorKind::InvalidData, "no [package] name"),
+    ))
+}
+
+/// Finds `ptxas`: `$SYMMEM_PTXAS`, then `PATH`, then the `nvidia-cuda-nvcc-cu12` wheel of
+/// the `python3` on `PATH`.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SYMMEM_PTXAS").map(PathBuf::from) {
+        return p.is_file().then_some(p);
+    }
+    if let Some(p) = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|d| d.join("ptxas"))
+        .find(|p| p.is_file())
+    {
+        return Some(p);
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import nvidia.cuda_nvcc, os; print(os.path.join(list(nvidia.cuda_nvcc.__path__)[0], 'bin', 'ptxas'))"])
+        .output()
+        .ok()?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && p.is_file()).then_some(p)
+}
+
+/// Assembles `ptx` with `ptxas` for its architecture; returns ptxas's messages.
+pub fn assemble(ptxas: &Path, ptx: &Ptx) -> Result<String, PtxBuildError> {
+    let mut cmd = Command::new(ptxas);
+    cmd.arg(format!("-arch={}", ptx.arch))
+        .arg(&ptx.path)
+        .args(["-o", "/dev/null"]);
+    run(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_package_name() {
+        let dir = std::env::temp_dir().join(format!("ptx-build-name-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("Cargo.toml"),
+            "[workspace]\nname = \"no\"\n[package]\nversion = \"1\"\nname = \"my-kernels\"\n",
+        )
+        .unwrap();
+        assert_eq!(crate_name(&dir).unwrap(), "my-kernels");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
