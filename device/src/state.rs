@@ -54,8 +54,23 @@ pub struct DeviceState {
     pub proxy: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<DeviceState>() == 72);
-const _: () = assert!(core::mem::align_of::<DeviceState>() == 8);
+// The layout table above is the contract with every PTX module ever built: check it.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<DeviceState>() == 72);
+    assert!(align_of::<DeviceState>() == 8);
+    assert!(offset_of!(DeviceState, version) == 0);
+    assert!(offset_of!(DeviceState, my_pe) == 4);
+    assert!(offset_of!(DeviceState, n_pes) == 8);
+    assert!(offset_of!(DeviceState, _reserved) == 12);
+    assert!(offset_of!(DeviceState, heap_base) == 16);
+    assert!(offset_of!(DeviceState, heap_size) == 24);
+    assert!(offset_of!(DeviceState, peer_bases) == 32);
+    assert!(offset_of!(DeviceState, barrier_off) == 40);
+    assert!(offset_of!(DeviceState, epoch_off) == 48);
+    assert!(offset_of!(DeviceState, error) == 56);
+    assert!(offset_of!(DeviceState, proxy) == 64);
+};
 
 /// The PTX module's copy of the state, filled by the host before launch.
 #[cfg(target_arch = "nvptx64")]
