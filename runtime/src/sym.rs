@@ -9,6 +9,45 @@ use std::marker::PhantomData;
 /// other than the one that allocated it (for example after finalize and a new init) is
 /// refused with [`crate::Error::ForeignAllocation`]. Dropping a handle without `free`
 /// keeps the memory reserved until finalize.
+///
+/// # Use after free is a compile error
+///
+/// A handle is used, then freed:
+///
+/// ```no_run
+/// # fn main() -> symmem_runtime::Result<()> {
+/// let rt = symmem_runtime::init()?;
+/// let buf = rt.alloc::<u64>(4)?;
+/// rt.put(buf.at(0), &[1], 0)?;
+/// rt.free(buf)?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Using it after `free` does not compile (E0382, borrow of moved value `buf`):
+///
+/// ```compile_fail
+/// # fn main() -> symmem_runtime::Result<()> {
+/// let rt = symmem_runtime::init()?;
+/// let buf = rt.alloc::<u64>(4)?;
+/// rt.free(buf)?;
+/// rt.put(buf.at(0), &[1], 0)?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// and neither does keeping a copy to use afterwards, as the handle is not `Clone` (E0277):
+///
+/// ```compile_fail
+/// # fn main() -> symmem_runtime::Result<()> {
+/// let rt = symmem_runtime::init()?;
+/// let buf = rt.alloc::<u64>(4)?;
+/// let copy = symmem_runtime::SymBuf::clone(&buf);
+/// rt.free(buf)?;
+/// rt.put(copy.at(0), &[1], 0)?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct SymBuf<T> {
     pub(crate) runtime: u64,

@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use symmem::{Error, Runtime};
 
+mod host_api;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(scenario) = args.first() else {
@@ -28,6 +30,20 @@ fn main() -> ExitCode {
         "uid_root" => uid_root(&args[1..]),
         "uid_join" => uid_join(&args[1..]),
         "init_error" => init_error(),
+        "api_rma" => with_init(host_api::rma),
+        "api_put_signal" => with_init(host_api::put_signal),
+        "api_signals" => with_init(host_api::signals),
+        "api_wait_test" => with_init(host_api::wait_test),
+        "api_wait_arrays" => with_init(host_api::wait_arrays),
+        "api_atomics" => with_init(host_api::atomics),
+        "api_fence_quiet" => with_init(host_api::fence_quiet),
+        "api_barrier_sync" => with_init(host_api::barrier_sync),
+        "api_local_views" => with_init(host_api::local_views),
+        "api_errors" => with_init(host_api::errors),
+        "api_foreign" => host_api::foreign(check_world_size),
+        "api_wait_timeout" => with_init(host_api::wait_timeout),
+        "api_kill_wait" => with_init(host_api::kill_wait),
+        "api_stress" => with_init(host_api::stress),
         other => Err(format!("unknown scenario {other}")),
     };
     match result {
@@ -133,7 +149,8 @@ fn put_get(rt: &Runtime) -> Outcome {
     }
     let pairs = rt.calloc::<Pair>(n).map_err(e2s)?;
     for pe in 0..n {
-        rt.put(pairs.at(me),
+        rt.put(
+            pairs.at(me),
             &[Pair {
                 a: me as u32,
                 b: pe as f32 * 0.5,

@@ -1,0 +1,174 @@
+//! The host API on 2 and 4 PEs: every RMA, signal, wait, atomic, ordering and local-view
+//! operation with every `Cmp` and `SignalOp`, the error cases, `SYMMEM_TIMEOUT`, a peer
+//! killed during a wait, and a random stress test. The PE side is
+//! tests/support/host_api.rs; each scenario checks its results exactly.
+//!
+//! Everything except the kill test honours `SYMMEM_TEST_LAUNCHER=mpirun`.
+//!
+//! Use after free is a compile error (`free` consumes the non-`Clone` `SymBuf`), proved by
+//! the `compile_fail` doctest on `SymBuf`. A misaligned atomic cannot be written at all:
+//! atomics take a typed `SymRef<T>` indexed in whole elements, and allocations are at
+//! least 64-byte aligned (the `errors` scenario checks that alignment).
+
+mod common;
+use std::time::Duration;
+
+use common::{run_scenario, run_symrun, Job};
+
+/// A generous `SYMMEM_TIMEOUT`, so that a wait that would hang because of a bug fails the
+/// test with a message instead of hanging it.
+const SAFETY_NET: (&str, &str) = ("SYMMEM_TIMEOUT", "120");
+
+/// Runs a scenario that must succeed on every PE, each printing `<name> ok`.
+fn run_ok(n: usize, scenario: &str) -> Job {
+    let job = run_scenario(n, &format!("api_{scenario}"), &[SAFETY_NET]);
+    job.assert_success();
+    let oks = job
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with(&format!(": {scenario} ok")))
+        .count();
+    assert_eq!(oks, n, "every PE reports success:\n{}", job.stdout);
+    job
+}
+
+macro_rules! on_2_and_4 {
+    ($($name:ident),* $(,)?) => {
+        mod on_2_pes {
+            $(
+                #[test]
+                fn $name() {
+                    super::run_ok(2, stringify!($name));
+                }
+            )*
+        }
+        mod on_4_pes {
+            $(
+                #[test]
+                fn $name() {
+                    super::run_ok(4, stringify!($name));
+                }
+            )*
+        }
+    };
+}
+
+// put, get, p, g, put_nbi, get_nbi, putmem, getmem, iput, iget.
+// put_signal(_nbi) with Set and Add: every payload element checked after its signal.
+// signal_op, signal_fetch, signal_wait_until: every Cmp and SignalOp.
+// wait_until and test: every Cmp on u32, u64, i32, i64.
+// wait_until/test _all/_any/_some(_vector), exclude masks, all excluded.
+// Every atomic on every type, with exact final values.
+// fence and quiet between data and flag.
+// barrier_all and sync_all.
+// read_local, local_atomic, local_slice, local_slice_mut.
+// Error cases.
+// Handles from before a finalize.
+// Random puts and atomics to random peers.
+on_2_and_4!(
+    rma,
+    put_signal,
+    signals,
+    wait_test,
+    wait_arrays,
+    atomics,
+    fence_quiet,
+    barrier_sync,
+    local_views,
+    errors,
+    foreign,
+    stress,
+);
+
+fn check_timeout(n: usize) {
+    let job = run_scenario(n, "api_wait_timeout", &[("SYMMEM_TIMEOUT", "1")]);
+    job.assert_success();
+    let errors = job.lines_with("ERROR after ");
+    assert_eq!(errors.len(), n, "every PE timed out:\n{}", job.stdout);
+    for e in errors {
+        assert!(
+            e.contains("timed out after 1s (SYMMEM_TIMEOUT) waiting for"),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        job.stdout.matches("wait_timeout ok").count(),
+        n,
+        "{}",
+        job.stdout
+    );
+}
+
+#[test]
+fn wait_until_times_out_naming_symmem_timeout_2_pes() {
+    check_timeout(2);
+}
+
+#[test]
+fn wait_until_times_out_naming_symmem_timeout_4_pes() {
+    check_timeout(4);
+}
+
+/// The last PE kills itself while the others wait for values only it could write: each
+/// survivor fails naming it, in milliseconds rather than after SYMMEM_TIMEOUT=10.
+fn check_kill(n: usize) {
+    let job = run_symrun(n, "api_kill_wait", &[("SYMMEM_TIMEOUT", "10")]);
+    let victim = n - 1;
+    assert_eq!(
+        job.status.code(),
+        Some(137),
+        "symrun reports the SIGKILL of PE {victim}\nstdout:\n{}\nstderr:\n{}",
+        job.stdout,
+        job.stderr
+    );
+    let errors = job.lines_with("ERROR in ");
+    assert_eq!(
+        errors.len(),
+        n - 1,
+        "every survivor reports the failure:\n{}\n{}",
+        job.stdout,
+        job.stderr
+    );
+    let ops = ["wait_until", "signal_wait_until", "wait_until_all"];
+    let mut seen = Vec::new();
+    for e in errors {
+        // "ERROR in OP after MS ms: PE V failed while PE ME was in OP: ..."
+        let (head, msg) = e.split_once(": ").expect("ERROR line format");
+        let words: Vec<&str> = head.split(' ').collect();
+        let (op, ms) = (words[2], words[4].parse::<u64>().expect("milliseconds"));
+        let me: usize = msg
+            .split("while PE ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no PE number in {msg:?}"));
+        assert_eq!(op, ops[me % 3], "{e}");
+        assert!(
+            msg.starts_with(&format!("PE {victim} failed while PE {me} was in {op}")),
+            "{e}"
+        );
+        assert!(!msg.contains("timed out"), "{e}");
+        assert!(
+            ms < 5000,
+            "detected after {ms} ms, SYMMEM_TIMEOUT is 10 s: {e}"
+        );
+        seen.push(me);
+    }
+    seen.sort();
+    assert_eq!(seen, (0..victim).collect::<Vec<_>>());
+    assert!(
+        job.elapsed < Duration::from_secs(30),
+        "took {:?}",
+        job.elapsed
+    );
+}
+
+#[test]
+fn wait_until_names_a_killed_peer_2_pes() {
+    check_kill(2);
+}
+
+#[test]
+fn wait_until_names_a_killed_peer_4_pes() {
+    check_kill(4);
+}
