@@ -30,7 +30,10 @@ fn main() -> ExitCode {
 }
 
 fn sym<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
-    Ok(rt.ptr(buf, rt.my_pe())?.expect("own heap is mapped").as_ptr())
+    Ok(rt
+        .ptr(buf, rt.my_pe())?
+        .expect("own heap is mapped")
+        .as_ptr())
 }
 
 fn run() -> symmem::Result<ExitCode> {
@@ -50,17 +53,30 @@ fn run() -> symmem::Result<ExitCode> {
     let start = std::time::Instant::now();
     let mut ok = true;
     if me % 2 == 0 {
-        let data: Vec<u64> = (0..(CHUNKS * CHUNK_LEN) as u64).map(|i| i ^ ((me as u64) << 40)).collect();
+        let data: Vec<u64> = (0..(CHUNKS * CHUNK_LEN) as u64)
+            .map(|i| i ^ ((me as u64) << 40))
+            .collect();
         let data_p = data.as_ptr();
         // SAFETY: `inbox_p`/`sig_p` are symmetric addresses of live allocations of the
         // sizes passed; `data_p` points at CHUNKS * CHUNK_LEN u64s that outlive the launch.
         unsafe {
-            rt.launch(1, THREADS, || pipeline_produce(inbox_p, data_p, CHUNK_LEN, CHUNKS, sig_p, me as u32 + 1))?
+            rt.launch(1, THREADS, || {
+                pipeline_produce(inbox_p, data_p, CHUNK_LEN, CHUNKS, sig_p, me as u32 + 1)
+            })?
         };
-        println!("PE {me}: sent {CHUNKS} chunks of {} KiB to PE {} in {:.2?}", CHUNK_LEN * 8 / 1024, me + 1, start.elapsed());
+        println!(
+            "PE {me}: sent {CHUNKS} chunks of {} KiB to PE {} in {:.2?}",
+            CHUNK_LEN * 8 / 1024,
+            me + 1,
+            start.elapsed()
+        );
     } else {
         // SAFETY: symmetric addresses of live allocations of the sizes passed.
-        unsafe { rt.launch(1, THREADS, || pipeline_consume(inbox_p, CHUNK_LEN, CHUNKS, sig_p, sums_p))? };
+        unsafe {
+            rt.launch(1, THREADS, || {
+                pipeline_consume(inbox_p, CHUNK_LEN, CHUNKS, sig_p, sums_p)
+            })?
+        };
         let elapsed = start.elapsed();
         let mut got = vec![0u64; CHUNKS];
         rt.read_local(sums.at(0), &mut got)?;
@@ -79,5 +95,9 @@ fn run() -> symmem::Result<ExitCode> {
     rt.free(signals)?;
     rt.free(inbox)?;
     rt.finalize()?;
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -49,6 +49,7 @@ cargo test --workspace
 
 step "the demo: hello on 4 self-launched PEs"
 cargo run --release --example hello -- --pes 4
+cargo run --release --bin symmem-perf -- --pes 2 --quick
 
 step "a device-initiated pipeline on the CPU executor"
 cargo run --release --example device_pipeline -- --pes 2

@@ -74,9 +74,10 @@ impl std::error::Error for PtxBuildError {}
 /// Runs `cmd`, turning failure into an error that carries the command and its output.
 fn run(mut cmd: Command) -> Result<String, PtxBuildError> {
     let command = format!("{cmd:?}");
-    let out = cmd
-        .output()
-        .map_err(|error| PtxBuildError::Spawn { command: command.clone(), error })?;
+    let out = cmd.output().map_err(|error| PtxBuildError::Spawn {
+        command: command.clone(),
+        error,
+    })?;
     let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stdout));
     if out.status.success() {
@@ -153,7 +154,17 @@ impl PtxBuilder {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
         let mut cmd = Command::new(cargo);
         cmd.current_dir(&self.crate_dir)
-            .args(["rustc", "--release", "--lib", "--crate-type", "cdylib", "--target", TARGET, "-Zbuild-std=core", "--target-dir"])
+            .args([
+                "rustc",
+                "--release",
+                "--lib",
+                "--crate-type",
+                "cdylib",
+                "--target",
+                TARGET,
+                "-Zbuild-std=core",
+                "--target-dir",
+            ])
             .arg(&target_dir);
         // A build script's cargo passes its own flags and target through the environment;
         // none of them apply to the nvptx build.
@@ -177,7 +188,8 @@ impl PtxBuilder {
             .join(TARGET)
             .join("release")
             .join(format!("{}.ptx", name.replace('-', "_")));
-        let text = std::fs::read_to_string(&path).map_err(|_| PtxBuildError::Missing(path.clone()))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|_| PtxBuildError::Missing(path.clone()))?;
         Ok(Ptx {
             path,
             text,
@@ -189,13 +201,18 @@ impl PtxBuilder {
 /// The package name in `<dir>/Cargo.toml`.
 fn crate_name(dir: &Path) -> Result<String, PtxBuildError> {
     let manifest = dir.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).map_err(|e| PtxBuildError::Io(manifest.clone(), e))?;
+    let text =
+        std::fs::read_to_string(&manifest).map_err(|e| PtxBuildError::Io(manifest.clone(), e))?;
     let mut in_package = false;
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
             in_package = line == "[package]";
         } else if in_package {
-            if let Some(v) = line.strip_prefix("name").map(str::trim).and_then(|r| r.strip_prefix('=')) {
+            if let Some(v) = line
+                .strip_prefix("name")
+                .map(str::trim)
+                .and_then(|r| r.strip_prefix('='))
+            {
                 return Ok(v.trim().trim_matches('"').to_string());
             }
         }

@@ -37,12 +37,16 @@ impl Runtime {
 
     /// Atomically writes the element (`nvshmem_atomic_set`).
     pub fn atomic_set<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
-        self.amo("atomic_set", r, pe, |a| T::store(a, value, Ordering::Release))
+        self.amo("atomic_set", r, pe, |a| {
+            T::store(a, value, Ordering::Release)
+        })
     }
 
     /// Atomically replaces the element, returning the old value (`nvshmem_atomic_swap`).
     pub fn atomic_swap<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<T> {
-        self.amo("atomic_swap", r, pe, |a| T::swap(a, value, Ordering::SeqCst))
+        self.amo("atomic_swap", r, pe, |a| {
+            T::swap(a, value, Ordering::SeqCst)
+        })
     }
 
     /// Writes `value` if the element equals `cond`; returns the old value either way
@@ -61,7 +65,9 @@ impl Runtime {
 
     /// Adds `value` (wrapping), returning the old value (`nvshmem_atomic_fetch_add`).
     pub fn atomic_fetch_add<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<T> {
-        self.amo("atomic_fetch_add", r, pe, |a| T::fetch_add(a, value, Ordering::SeqCst))
+        self.amo("atomic_fetch_add", r, pe, |a| {
+            T::fetch_add(a, value, Ordering::SeqCst)
+        })
     }
 
     /// Adds `value` (wrapping) (`nvshmem_atomic_add`).
@@ -71,7 +77,9 @@ impl Runtime {
 
     /// Adds one, returning the old value (`nvshmem_atomic_fetch_inc`).
     pub fn atomic_fetch_inc<T: SymInt>(&self, r: SymRef<'_, T>, pe: usize) -> Result<T> {
-        self.amo("atomic_fetch_inc", r, pe, |a| T::fetch_add(a, T::ONE, Ordering::SeqCst))
+        self.amo("atomic_fetch_inc", r, pe, |a| {
+            T::fetch_add(a, T::ONE, Ordering::SeqCst)
+        })
     }
 
     /// Adds one (`nvshmem_atomic_inc`).
@@ -81,7 +89,9 @@ impl Runtime {
 
     /// Bitwise AND, returning the old value (`nvshmem_atomic_fetch_and`).
     pub fn atomic_fetch_and<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<T> {
-        self.amo("atomic_fetch_and", r, pe, |a| T::fetch_and(a, value, Ordering::SeqCst))
+        self.amo("atomic_fetch_and", r, pe, |a| {
+            T::fetch_and(a, value, Ordering::SeqCst)
+        })
     }
 
     /// Bitwise AND (`nvshmem_atomic_and`).
@@ -91,7 +101,9 @@ impl Runtime {
 
     /// Bitwise OR, returning the old value (`nvshmem_atomic_fetch_or`).
     pub fn atomic_fetch_or<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<T> {
-        self.amo("atomic_fetch_or", r, pe, |a| T::fetch_or(a, value, Ordering::SeqCst))
+        self.amo("atomic_fetch_or", r, pe, |a| {
+            T::fetch_or(a, value, Ordering::SeqCst)
+        })
     }
 
     /// Bitwise OR (`nvshmem_atomic_or`).
@@ -101,7 +113,9 @@ impl Runtime {
 
     /// Bitwise XOR, returning the old value (`nvshmem_atomic_fetch_xor`).
     pub fn atomic_fetch_xor<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<T> {
-        self.amo("atomic_fetch_xor", r, pe, |a| T::fetch_xor(a, value, Ordering::SeqCst))
+        self.amo("atomic_fetch_xor", r, pe, |a| {
+            T::fetch_xor(a, value, Ordering::SeqCst)
+        })
     }
 
     /// Bitwise XOR (`nvshmem_atomic_xor`).

@@ -7,10 +7,35 @@
 //! partner that already signalled the next epoch is harmless (`flag >= epoch`).
 //! Otherwise the bootstrap's barrier is used until a remote transport exists.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::Result;
 use crate::runtime::Runtime;
+
+/// This PE's barrier state.
+///
+/// A `Mutex<u64>` used to hold the epoch; its lock and unlock are two locked
+/// instructions per barrier, measured at ~15% of a 2-PE `barrier_all` (about 0.02 µs of
+/// 0.15 µs in `symmem-perf`). Now one compare-exchange takes the turn and a plain Release
+/// store gives it back. Two threads of one PE that call `barrier_all` at once (which the
+/// API forbids) are still serialized, as they were by the Mutex: the second waits, with
+/// the usual backoff and dead-peer checks, until the first has left.
+#[derive(Debug, Default)]
+pub(crate) struct BarrierState {
+    /// True while a thread of this PE is inside the dissemination barrier.
+    busy: AtomicBool,
+    /// Epoch of the last barrier; only read and written by the thread holding `busy`.
+    epoch: AtomicU64,
+}
+
+/// This thread's turn at the barrier; gives it back on drop (also on early return).
+struct Turn<'a>(&'a AtomicBool);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
 
 impl Runtime {
     /// Blocks until every PE has called `barrier_all`, after completing all of this PE's
@@ -26,13 +51,28 @@ impl Runtime {
     pub fn sync_all(&self) -> Result<()> {
         let n = self.n_pes();
         let me = self.my_pe();
-        let all_mapped = (0..n).all(|pe| self.heap.base(pe).is_some());
-        if !all_mapped {
+        if !self.all_mapped {
             return Ok(self.bootstrap.barrier()?);
         }
-        let mut epoch_guard = self.barrier_epoch.lock().unwrap_or_else(|p| p.into_inner());
-        *epoch_guard += 1;
-        let epoch = *epoch_guard;
+        let state = &self.barrier;
+        let take = || {
+            state
+                .busy
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        };
+        if !take() {
+            self.wait_for(
+                "barrier_all",
+                || "another thread of this PE to leave barrier_all".to_string(),
+                take,
+            )?;
+        }
+        let _turn = Turn(&state.busy);
+        // Relaxed: `busy` (Acquire above, Release in `Turn::drop`) orders the epoch
+        // between threads of this PE; peers never read it.
+        let epoch = state.epoch.load(Ordering::Relaxed) + 1;
+        state.epoch.store(epoch, Ordering::Relaxed);
         let mine = self.heap.control(me).expect("own heap is mapped");
         let (mut dist, mut round) = (1, 0);
         while dist < n {

@@ -142,7 +142,13 @@ impl Launch<'_> {
     }
 
     /// Runs the kernel as one thread; returns false if the launch is stopping.
-    fn run_thread(&self, kernel: &dyn Fn(), block_idx: Dim3, thread_idx: Dim3, grid_dim: Dim3) -> bool {
+    fn run_thread(
+        &self,
+        kernel: &dyn Fn(),
+        block_idx: Dim3,
+        thread_idx: Dim3,
+        grid_dim: Dim3,
+    ) -> bool {
         if self.stop.load(Ordering::Acquire) {
             return false;
         }
@@ -233,14 +239,19 @@ fn check_dims(op: &'static str, grid: Dim3, block: Dim3) -> Result<()> {
     if threads > MAX_BLOCK_THREADS as u64 {
         return Err(Error::InvalidArgument {
             op,
-            reason: format!("block {block:?} has {threads} threads; at most {MAX_BLOCK_THREADS} are allowed"),
+            reason: format!(
+                "block {block:?} has {threads} threads; at most {MAX_BLOCK_THREADS} are allowed"
+            ),
         });
     }
     let blocks = grid.x as u64 * grid.y as u64 * grid.z as u64;
     if blocks > u32::MAX as u64 {
         return Err(Error::InvalidArgument {
             op,
-            reason: format!("grid {grid:?} has {blocks} blocks; at most {} are allowed", u32::MAX),
+            reason: format!(
+                "grid {grid:?} has {blocks} blocks; at most {} are allowed",
+                u32::MAX
+            ),
         });
     }
     Ok(())
@@ -255,7 +266,12 @@ impl Runtime {
     /// As for a CUDA launch: whatever `kernel` captures (typically raw pointers into the
     /// symmetric heap and sizes) must be valid for, and safe to share among, all threads of
     /// the launch, and the device operations it calls must be given valid addresses.
-    pub unsafe fn launch<F: Fn()>(&self, grid: impl Into<Dim3>, block: impl Into<Dim3>, kernel: F) -> Result<()> {
+    pub unsafe fn launch<F: Fn()>(
+        &self,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        kernel: F,
+    ) -> Result<()> {
         let (grid, block) = (grid.into(), block.into());
         check_dims("launch", grid, block)?;
         let launch = self.new_launch(block, 1);
@@ -281,7 +297,12 @@ impl Runtime {
     ///
     /// # Safety
     /// As for [`launch`](Self::launch).
-    pub unsafe fn launch_cooperative<F: Fn()>(&self, grid: impl Into<Dim3>, block: impl Into<Dim3>, kernel: F) -> Result<()> {
+    pub unsafe fn launch_cooperative<F: Fn()>(
+        &self,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        kernel: F,
+    ) -> Result<()> {
         let (grid, block) = (grid.into(), block.into());
         check_dims("launch_cooperative", grid, block)?;
         let total = grid.volume() as u64 * block.volume() as u64;
@@ -305,7 +326,9 @@ impl Runtime {
         Launch {
             rt: self,
             block_dim: block,
-            barriers: (0..barrier_sets).map(|_| BlockBarriers::new(block.volume())).collect(),
+            barriers: (0..barrier_sets)
+                .map(|_| BlockBarriers::new(block.volume()))
+                .collect(),
             stop: AtomicBool::new(false),
             first_failure: Mutex::new(None),
             started: Instant::now(),
@@ -314,7 +337,12 @@ impl Runtime {
 
     /// Runs `body(i, launch)` on `threads` OS threads and turns the first failure into
     /// the launch's error.
-    fn run_threads(&self, launch: &Launch<'_>, threads: u32, body: impl Fn(u32, &Launch<'_>) + Sync) -> Result<()> {
+    fn run_threads(
+        &self,
+        launch: &Launch<'_>,
+        threads: u32,
+        body: impl Fn(u32, &Launch<'_>) + Sync,
+    ) -> Result<()> {
         std::thread::scope(|s| {
             for i in 0..threads {
                 let body = &body;
@@ -327,12 +355,20 @@ impl Runtime {
                         let _ = catch_unwind(AssertUnwindSafe(|| body(i, launch)));
                     });
                 if let Err(e) = spawned {
-                    launch.fail(Dim3::new(0, 0, 0), Dim3::new(i, 0, 0), format!("cannot start kernel thread {i}: {e}"));
+                    launch.fail(
+                        Dim3::new(0, 0, 0),
+                        Dim3::new(i, 0, 0),
+                        format!("cannot start kernel thread {i}: {e}"),
+                    );
                     break;
                 }
             }
         });
-        let first = launch.first_failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let first = launch
+            .first_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         match first {
             None => Ok(()),
             Some((block, thread, message)) => Err(Error::KernelFailed {

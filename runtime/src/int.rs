@@ -9,7 +9,9 @@ mod sealed {
 /// An integer type with a matching std atomic: `u32`, `u64`, `i32`, `i64`.
 ///
 /// The methods are the runtime's plumbing; users only name the trait in bounds.
-pub trait SymInt: bytemuck::Pod + Ord + Eq + std::fmt::Debug + Send + Sync + sealed::Sealed {
+pub trait SymInt:
+    bytemuck::Pod + Ord + Eq + std::fmt::Debug + Send + Sync + sealed::Sealed
+{
     /// The std atomic type of the same size.
     type Atomic: Send + Sync;
     /// One.

@@ -14,8 +14,8 @@ pub mod executor;
 mod heap;
 mod int;
 mod launch;
-pub mod local;
 mod liveness;
+pub mod local;
 mod logging;
 mod ordering;
 mod rma;
@@ -27,11 +27,11 @@ mod wait;
 
 pub use config::Config;
 pub use error::{Error, Result};
+pub use int::{Cmp, SignalOp, SymInt};
 pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;
 pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
-pub use int::{Cmp, SignalOp, SymInt};
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};

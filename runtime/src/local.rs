@@ -36,7 +36,10 @@ impl Runtime {
     /// # Safety
     /// No PE may write any element of `buf` on this PE while the slice lives (for example
     /// between two barriers during which peers only read).
-    pub unsafe fn local_slice<'a, T: bytemuck::Pod>(&'a self, buf: &'a SymBuf<T>) -> Result<&'a [T]> {
+    pub unsafe fn local_slice<'a, T: bytemuck::Pod>(
+        &'a self,
+        buf: &'a SymBuf<T>,
+    ) -> Result<&'a [T]> {
         let p = self.target("local_slice", buf.at(0), buf.len(), self.my_pe())?;
         // SAFETY: the range is the whole allocation in this PE's mapped heap; the caller
         // guarantees no concurrent writer.
@@ -48,7 +51,10 @@ impl Runtime {
     ///
     /// # Safety
     /// No PE may read or write any element of `buf` on this PE while the slice lives.
-    pub unsafe fn local_slice_mut<'a, T: bytemuck::Pod>(&'a self, buf: &'a mut SymBuf<T>) -> Result<&'a mut [T]> {
+    pub unsafe fn local_slice_mut<'a, T: bytemuck::Pod>(
+        &'a self,
+        buf: &'a mut SymBuf<T>,
+    ) -> Result<&'a mut [T]> {
         let p = self.target("local_slice_mut", buf.at(0), buf.len(), self.my_pe())?;
         // SAFETY: as in `local_slice`, with no concurrent reader either; `&mut buf`
         // prevents a second view through this handle.

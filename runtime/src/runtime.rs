@@ -11,6 +11,7 @@ use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
 
 use crate::alloc::Allocator;
 use crate::backoff::Backoff;
+use crate::barrier::BarrierState;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::heap::{self, ControlBlock, SymmetricHeap, RESERVED};
@@ -85,7 +86,10 @@ pub struct Runtime {
     watch: PeerWatch,
     allocs: Mutex<AllocState>,
     /// Serializes barrier_all and holds its epoch counter.
-    pub(crate) barrier_epoch: Mutex<u64>,
+    pub(crate) barrier: BarrierState,
+    /// Every PE's heap is mapped here, so `barrier_all` can use the heap flags. Fixed
+    /// after `start`; computed once instead of scanning all PEs on every barrier.
+    pub(crate) all_mapped: bool,
     /// What device code (kernels on the CPU executor, or a PTX module) reads.
     pub(crate) device_state: DeviceState,
     /// The array `device_state.peer_bases` points to.
@@ -139,6 +143,7 @@ impl Runtime {
                 .map(|&p| (p, topo.pid(p))),
         );
         let allocator = Allocator::new(RESERVED, heap.len().saturating_sub(RESERVED));
+        let all_mapped = (0..topo.n_pes()).all(|pe| heap.base(pe).is_some());
         let peer_bases: Box<[u64]> = (0..topo.n_pes())
             .map(|pe| heap.base(pe).map_or(0, |b| b.as_ptr() as u64))
             .collect();
@@ -168,7 +173,8 @@ impl Runtime {
                 allocator,
                 calls: 0,
             }),
-            barrier_epoch: Mutex::new(0),
+            barrier: BarrierState::default(),
+            all_mapped,
             device_state,
             _peer_bases: peer_bases,
             finalized: false,
@@ -257,28 +263,51 @@ impl Runtime {
         }))
     }
 
+    /// Fails unless `pe` names a PE of the job.
+    ///
+    /// The check_* helpers run on every one-sided operation. The comparisons are inlined;
+    /// building the error (a large enum) lives in `#[cold]` functions, so the fast path of
+    /// `put`/`get`/`p`/`g`/AMOs stays small enough to inline into the caller (measured by
+    /// symmem-perf: out-of-line checks cost several ns per 8-byte operation).
+    #[inline]
     pub(crate) fn check_pe(&self, op: &'static str, pe: usize) -> Result<()> {
         if pe < self.n_pes() {
             Ok(())
         } else {
-            Err(Error::InvalidPe {
-                op,
-                pe,
-                n_pes: self.n_pes(),
-            })
+            Err(self.invalid_pe(op, pe))
         }
     }
 
+    /// The error of a failed [`Self::check_pe`].
+    #[cold]
+    #[inline(never)]
+    fn invalid_pe(&self, op: &'static str, pe: usize) -> Error {
+        Error::InvalidPe {
+            op,
+            pe,
+            n_pes: self.n_pes(),
+        }
+    }
+
+    /// Fails unless `buf` was allocated by this runtime (see [`Self::check_pe`]).
+    #[inline]
     pub(crate) fn check_buf<T>(&self, op: &'static str, buf: &SymBuf<T>) -> Result<()> {
         if buf.runtime == self.id {
             Ok(())
         } else {
-            Err(Error::ForeignAllocation {
-                op,
-                alloc: buf.id,
-                owner: buf.runtime,
-                this: self.id,
-            })
+            Err(self.foreign_allocation(op, buf.id, buf.runtime))
+        }
+    }
+
+    /// The error of a failed [`Self::check_buf`].
+    #[cold]
+    #[inline(never)]
+    fn foreign_allocation(&self, op: &'static str, alloc: u64, owner: u64) -> Error {
+        Error::ForeignAllocation {
+            op,
+            alloc,
+            owner,
+            this: self.id,
         }
     }
 
@@ -414,34 +443,52 @@ impl Runtime {
     /// Waits until `ready()` returns true, backing off, checking for dead peers and
     /// `SYMMEM_TIMEOUT` once the wait is no longer short. `waiting_for` names what the wait
     /// depends on, for the error message.
+    ///
+    /// The loop is kept small and inlined into each wait: the spin phase is a load, a
+    /// compare and a `pause`, so a condition that becomes true is noticed within one
+    /// `pause` (see [`Backoff`]). Health and deadline checks, which cost syscalls, live
+    /// out of line in [`Self::check_slow_wait`] and run only after the spin phase.
+    #[inline]
     pub(crate) fn wait_for(
         &self,
         op: &'static str,
         waiting_for: impl Fn() -> String,
         mut ready: impl FnMut() -> bool,
     ) -> Result<()> {
+        if ready() {
+            return Ok(());
+        }
         let mut backoff = Backoff::new();
         let mut started: Option<Instant> = None;
         loop {
+            backoff.snooze();
             if ready() {
                 return Ok(());
             }
             if backoff.is_slow() {
-                self.check_health(op)?;
-                let t0 = *started.get_or_insert_with(Instant::now);
-                if let Some(limit) = self.config.timeout {
-                    if t0.elapsed() >= limit {
-                        return Err(Error::Timeout {
-                            op,
-                            me: self.my_pe(),
-                            after: limit,
-                            waiting_for: waiting_for(),
-                        });
-                    }
+                if let Some(after) = self.check_slow_wait(op, &mut started)? {
+                    return Err(Error::Timeout {
+                        op,
+                        me: self.my_pe(),
+                        after,
+                        waiting_for: waiting_for(),
+                    });
                 }
             }
-            backoff.snooze();
         }
+    }
+
+    /// One round of the slow part of [`Self::wait_for`]: fails if a peer died, and returns
+    /// `Some(limit)` once `SYMMEM_TIMEOUT` has passed since the first slow round.
+    #[inline(never)]
+    fn check_slow_wait(
+        &self,
+        op: &'static str,
+        started: &mut Option<Instant>,
+    ) -> Result<Option<std::time::Duration>> {
+        self.check_health(op)?;
+        let t0 = *started.get_or_insert_with(Instant::now);
+        Ok(self.config.timeout.filter(|&limit| t0.elapsed() >= limit))
     }
 
     /// Fails if a peer is known to have died, naming the root cause: a dead peer that

@@ -51,7 +51,13 @@ impl Runtime {
 
     /// Updates the signal `sig` on `pe` without data (`nvshmem_signal_op`).
     #[inline]
-    pub fn signal_op(&self, sig: SymRef<'_, u64>, signal: u64, op: SignalOp, pe: usize) -> Result<()> {
+    pub fn signal_op(
+        &self,
+        sig: SymRef<'_, u64>,
+        signal: u64,
+        op: SignalOp,
+        pe: usize,
+    ) -> Result<()> {
         apply_signal(self.signal_word("signal_op", sig, pe)?, signal, op);
         Ok(())
     }
@@ -59,7 +65,9 @@ impl Runtime {
     /// Reads this PE's signal `sig` (`nvshmem_signal_fetch`).
     #[inline]
     pub fn signal_fetch(&self, sig: SymRef<'_, u64>) -> Result<u64> {
-        Ok(self.signal_word("signal_fetch", sig, self.my_pe())?.load(Ordering::Acquire))
+        Ok(self
+            .signal_word("signal_fetch", sig, self.my_pe())?
+            .load(Ordering::Acquire))
     }
 
     /// Waits until this PE's signal `sig` satisfies `cmp value` and returns its value
@@ -71,7 +79,14 @@ impl Runtime {
         let mut seen = 0;
         self.wait_for(
             "signal_wait_until",
-            || format!("signal #{}[{}] {cmp:?} {value} (last seen {})", sig.buf.id, sig.index, word.load(Ordering::Relaxed)),
+            || {
+                format!(
+                    "signal #{}[{}] {cmp:?} {value} (last seen {})",
+                    sig.buf.id,
+                    sig.index,
+                    word.load(Ordering::Relaxed)
+                )
+            },
             || {
                 seen = word.load(Ordering::Acquire);
                 cmp.holds(seen, value)

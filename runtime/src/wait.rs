@@ -48,7 +48,10 @@ impl<T: SymInt> Ivars<'_, T> {
     }
 
     fn holds(&self, i: usize) -> bool {
-        self.cmp.holds(T::load(self.atomics[i], Ordering::Acquire), self.values.get(i))
+        self.cmp.holds(
+            T::load(self.atomics[i], Ordering::Acquire),
+            self.values.get(i),
+        )
     }
 
     fn all(&self) -> bool {
@@ -90,14 +93,22 @@ impl Runtime {
         if let Some(e) = exclude.filter(|e| e.len() != n) {
             return Err(Error::InvalidArgument {
                 op,
-                reason: format!("exclude mask has {} entries for {n} ivars (allocation #{})", e.len(), ivars.id),
+                reason: format!(
+                    "exclude mask has {} entries for {n} ivars (allocation #{})",
+                    e.len(),
+                    ivars.id
+                ),
             });
         }
         if let Values::Each(vs) = values {
             if vs.len() != n {
                 return Err(Error::InvalidArgument {
                     op,
-                    reason: format!("{} comparison values for {n} ivars (allocation #{})", vs.len(), ivars.id),
+                    reason: format!(
+                        "{} comparison values for {n} ivars (allocation #{})",
+                        vs.len(),
+                        ivars.id
+                    ),
                 });
             }
         }
@@ -119,7 +130,14 @@ impl Runtime {
         let mut seen = value;
         self.wait_for(
             "wait_until",
-            || format!("allocation #{}[{}] {cmp:?} {value:?} (last seen {:?})", ivar.buf.id, ivar.index, T::load(a, Ordering::Relaxed)),
+            || {
+                format!(
+                    "allocation #{}[{}] {cmp:?} {value:?} (last seen {:?})",
+                    ivar.buf.id,
+                    ivar.index,
+                    T::load(a, Ordering::Relaxed)
+                )
+            },
             || {
                 seen = T::load(a, Ordering::Acquire);
                 cmp.holds(seen, value)
@@ -141,93 +159,211 @@ impl Runtime {
         mut probe: impl FnMut() -> Option<R>,
     ) -> Result<R> {
         let mut out = None;
-        self.wait_for(op, || format!("ivars of allocation #{id}"), || {
-            out = probe();
-            out.is_some()
-        })?;
+        self.wait_for(
+            op,
+            || format!("ivars of allocation #{id}"),
+            || {
+                out = probe();
+                out.is_some()
+            },
+        )?;
         Ok(out.expect("the wait ended because the probe succeeded"))
     }
 
     /// Waits until every included element satisfies `cmp value` (`shmem_wait_until_all`).
-    pub fn wait_until_all<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<()> {
+    pub fn wait_until_all<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<()> {
         let v = self.ivars("wait_until_all", ivars, exclude, cmp, Values::One(value))?;
         self.wait_ivars("wait_until_all", ivars.id, || v.all().then_some(()))
     }
 
     /// Waits until some included element satisfies `cmp value` and returns its index;
     /// `None` if every element is excluded (`shmem_wait_until_any`).
-    pub fn wait_until_any<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<Option<usize>> {
+    pub fn wait_until_any<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<Option<usize>> {
         let v = self.ivars("wait_until_any", ivars, exclude, cmp, Values::One(value))?;
         if v.none_included() {
             return Ok(None);
         }
-        self.wait_ivars("wait_until_any", ivars.id, || v.any()).map(Some)
+        self.wait_ivars("wait_until_any", ivars.id, || v.any())
+            .map(Some)
     }
 
     /// Waits until at least one included element satisfies `cmp value` and returns the
     /// indices of all that do; empty if every element is excluded (`shmem_wait_until_some`).
-    pub fn wait_until_some<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<Vec<usize>> {
+    pub fn wait_until_some<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<Vec<usize>> {
         let v = self.ivars("wait_until_some", ivars, exclude, cmp, Values::One(value))?;
         if v.none_included() {
             return Ok(Vec::new());
         }
-        self.wait_ivars("wait_until_some", ivars.id, || Some(v.some()).filter(|s| !s.is_empty()))
+        self.wait_ivars("wait_until_some", ivars.id, || {
+            Some(v.some()).filter(|s| !s.is_empty())
+        })
     }
 
     /// [`wait_until_all`](Self::wait_until_all) with one comparison value per element
     /// (`shmem_wait_until_all_vector`).
-    pub fn wait_until_all_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<()> {
-        let v = self.ivars("wait_until_all_vector", ivars, exclude, cmp, Values::Each(values))?;
+    pub fn wait_until_all_vector<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<()> {
+        let v = self.ivars(
+            "wait_until_all_vector",
+            ivars,
+            exclude,
+            cmp,
+            Values::Each(values),
+        )?;
         self.wait_ivars("wait_until_all_vector", ivars.id, || v.all().then_some(()))
     }
 
     /// [`wait_until_any`](Self::wait_until_any) with one comparison value per element
     /// (`shmem_wait_until_any_vector`).
-    pub fn wait_until_any_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<Option<usize>> {
-        let v = self.ivars("wait_until_any_vector", ivars, exclude, cmp, Values::Each(values))?;
+    pub fn wait_until_any_vector<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<Option<usize>> {
+        let v = self.ivars(
+            "wait_until_any_vector",
+            ivars,
+            exclude,
+            cmp,
+            Values::Each(values),
+        )?;
         if v.none_included() {
             return Ok(None);
         }
-        self.wait_ivars("wait_until_any_vector", ivars.id, || v.any()).map(Some)
+        self.wait_ivars("wait_until_any_vector", ivars.id, || v.any())
+            .map(Some)
     }
 
     /// [`wait_until_some`](Self::wait_until_some) with one comparison value per element
     /// (`shmem_wait_until_some_vector`).
-    pub fn wait_until_some_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<Vec<usize>> {
-        let v = self.ivars("wait_until_some_vector", ivars, exclude, cmp, Values::Each(values))?;
+    pub fn wait_until_some_vector<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<Vec<usize>> {
+        let v = self.ivars(
+            "wait_until_some_vector",
+            ivars,
+            exclude,
+            cmp,
+            Values::Each(values),
+        )?;
         if v.none_included() {
             return Ok(Vec::new());
         }
-        self.wait_ivars("wait_until_some_vector", ivars.id, || Some(v.some()).filter(|s| !s.is_empty()))
+        self.wait_ivars("wait_until_some_vector", ivars.id, || {
+            Some(v.some()).filter(|s| !s.is_empty())
+        })
     }
 
     /// Whether every included element satisfies `cmp value` now (`shmem_test_all`).
-    pub fn test_all<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<bool> {
-        Ok(self.ivars("test_all", ivars, exclude, cmp, Values::One(value))?.all())
+    pub fn test_all<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<bool> {
+        Ok(self
+            .ivars("test_all", ivars, exclude, cmp, Values::One(value))?
+            .all())
     }
 
     /// The index of an included element that satisfies `cmp value` now (`shmem_test_any`).
-    pub fn test_any<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<Option<usize>> {
-        Ok(self.ivars("test_any", ivars, exclude, cmp, Values::One(value))?.any())
+    pub fn test_any<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<Option<usize>> {
+        Ok(self
+            .ivars("test_any", ivars, exclude, cmp, Values::One(value))?
+            .any())
     }
 
     /// The indices of the included elements that satisfy `cmp value` now (`shmem_test_some`).
-    pub fn test_some<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Result<Vec<usize>> {
-        Ok(self.ivars("test_some", ivars, exclude, cmp, Values::One(value))?.some())
+    pub fn test_some<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<Vec<usize>> {
+        Ok(self
+            .ivars("test_some", ivars, exclude, cmp, Values::One(value))?
+            .some())
     }
 
     /// [`test_all`](Self::test_all) with per-element values (`shmem_test_all_vector`).
-    pub fn test_all_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<bool> {
-        Ok(self.ivars("test_all_vector", ivars, exclude, cmp, Values::Each(values))?.all())
+    pub fn test_all_vector<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<bool> {
+        Ok(self
+            .ivars("test_all_vector", ivars, exclude, cmp, Values::Each(values))?
+            .all())
     }
 
     /// [`test_any`](Self::test_any) with per-element values (`shmem_test_any_vector`).
-    pub fn test_any_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<Option<usize>> {
-        Ok(self.ivars("test_any_vector", ivars, exclude, cmp, Values::Each(values))?.any())
+    pub fn test_any_vector<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<Option<usize>> {
+        Ok(self
+            .ivars("test_any_vector", ivars, exclude, cmp, Values::Each(values))?
+            .any())
     }
 
     /// [`test_some`](Self::test_some) with per-element values (`shmem_test_some_vector`).
-    pub fn test_some_vector<T: SymInt>(&self, ivars: &SymBuf<T>, exclude: Option<&[bool]>, cmp: Cmp, values: &[T]) -> Result<Vec<usize>> {
-        Ok(self.ivars("test_some_vector", ivars, exclude, cmp, Values::Each(values))?.some())
+    pub fn test_some_vector<T: SymInt>(
+        &self,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: &[T],
+    ) -> Result<Vec<usize>> {
+        Ok(self
+            .ivars(
+                "test_some_vector",
+                ivars,
+                exclude,
+                cmp,
+                Values::Each(values),
+            )?
+            .some())
     }
 }

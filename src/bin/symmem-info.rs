@@ -9,7 +9,11 @@ fn main() -> ExitCode {
     println!("symmem {}", env!("CARGO_PKG_VERSION"));
     println!(
         "features: mpi bootstrap {}",
-        if cfg!(feature = "mpi") { "built in" } else { "not built (rebuild with --features mpi)" }
+        if cfg!(feature = "mpi") {
+            "built in"
+        } else {
+            "not built (rebuild with --features mpi)"
+        }
     );
     println!(
         "device API: CPU executor built in; PTX via symmem-ptx-build; device state layout v{}",
@@ -30,8 +34,15 @@ fn main() -> ExitCode {
             .find(|(name, _)| *name == var.name)
             .map(|(_, v)| v.as_str())
             .unwrap_or("?");
-        let origin = if std::env::var_os(var.name).is_some() { "from the environment" } else { "default" };
-        println!("  {:<26} = {value}  ({origin})\n      {} [default {}]", var.name, var.doc, var.default);
+        let origin = if std::env::var_os(var.name).is_some() {
+            "from the environment"
+        } else {
+            "default"
+        };
+        println!(
+            "  {:<26} = {value}  ({origin})\n      {} [default {}]",
+            var.name, var.doc, var.default
+        );
     }
     for unknown in symmem::Config::unknown_variables() {
         println!("  warning: {unknown} is not a symmem variable (typo?)");

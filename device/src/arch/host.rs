@@ -213,7 +213,12 @@ macro_rules! cas {
         #[inline]
         pub unsafe fn $name(p: *mut $t, cond: $t, v: $t) -> $t {
             // SAFETY: the caller guarantees `p` is valid and aligned.
-            match unsafe { <$atomic>::from_ptr(p) }.compare_exchange(cond, v, Ordering::AcqRel, Ordering::Acquire) {
+            match unsafe { <$atomic>::from_ptr(p) }.compare_exchange(
+                cond,
+                v,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(old) | Err(old) => old,
             }
         }

@@ -132,7 +132,9 @@ pub fn fail(code: u32, pe: u32) -> ! {
 pub unsafe fn load_acquire_u32(p: *const u32) -> u32 {
     let v: u32;
     // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe { asm!("ld.acquire.sys.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p, options(nostack)) };
+    unsafe {
+        asm!("ld.acquire.sys.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p, options(nostack))
+    };
     v
 }
 
@@ -144,7 +146,9 @@ pub unsafe fn load_acquire_u32(p: *const u32) -> u32 {
 pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
     let v: u64;
     // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe { asm!("ld.acquire.sys.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p, options(nostack)) };
+    unsafe {
+        asm!("ld.acquire.sys.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p, options(nostack))
+    };
     v
 }
 
@@ -155,7 +159,9 @@ pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
 #[inline(always)]
 pub unsafe fn store_release_u32(p: *mut u32, v: u32) {
     // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe { asm!("st.release.sys.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack)) };
+    unsafe {
+        asm!("st.release.sys.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack))
+    };
 }
 
 /// `st.release.sys.u64`.
@@ -165,7 +171,9 @@ pub unsafe fn store_release_u32(p: *mut u32, v: u32) {
 #[inline(always)]
 pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
     // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe { asm!("st.release.sys.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) };
+    unsafe {
+        asm!("st.release.sys.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack))
+    };
 }
 
 /// `red.release.sys.add.u64`: an add that publishes this thread's earlier writes.
@@ -175,7 +183,9 @@ pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
 #[inline(always)]
 pub unsafe fn add_release_u64(p: *mut u64, v: u64) {
     // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe { asm!("red.release.sys.add.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack)) };
+    unsafe {
+        asm!("red.release.sys.add.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack))
+    };
 }
 
 macro_rules! atom {

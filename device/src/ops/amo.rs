@@ -82,10 +82,54 @@ macro_rules! device_int {
     };
 }
 
-device_int!(u32, u32, load_acquire_u32, store_release_u32, atom_add_u32, atom_exch_u32, atom_cas_u32, atom_and_u32, atom_or_u32, atom_xor_u32);
-device_int!(i32, u32, load_acquire_u32, store_release_u32, atom_add_u32, atom_exch_u32, atom_cas_u32, atom_and_u32, atom_or_u32, atom_xor_u32);
-device_int!(u64, u64, load_acquire_u64, store_release_u64, atom_add_u64, atom_exch_u64, atom_cas_u64, atom_and_u64, atom_or_u64, atom_xor_u64);
-device_int!(i64, u64, load_acquire_u64, store_release_u64, atom_add_u64, atom_exch_u64, atom_cas_u64, atom_and_u64, atom_or_u64, atom_xor_u64);
+device_int!(
+    u32,
+    u32,
+    load_acquire_u32,
+    store_release_u32,
+    atom_add_u32,
+    atom_exch_u32,
+    atom_cas_u32,
+    atom_and_u32,
+    atom_or_u32,
+    atom_xor_u32
+);
+device_int!(
+    i32,
+    u32,
+    load_acquire_u32,
+    store_release_u32,
+    atom_add_u32,
+    atom_exch_u32,
+    atom_cas_u32,
+    atom_and_u32,
+    atom_or_u32,
+    atom_xor_u32
+);
+device_int!(
+    u64,
+    u64,
+    load_acquire_u64,
+    store_release_u64,
+    atom_add_u64,
+    atom_exch_u64,
+    atom_cas_u64,
+    atom_and_u64,
+    atom_or_u64,
+    atom_xor_u64
+);
+device_int!(
+    i64,
+    u64,
+    load_acquire_u64,
+    store_release_u64,
+    atom_add_u64,
+    atom_exch_u64,
+    atom_cas_u64,
+    atom_and_u64,
+    atom_or_u64,
+    atom_xor_u64
+);
 
 /// Atomically reads `dest` on `pe` (`nvshmem_atomic_fetch`).
 ///

@@ -89,7 +89,15 @@ pub unsafe fn g<T: Copy>(src: *const T, pe: u32) -> T {
 #[inline(always)]
 pub unsafe fn put_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { copy_strided(peer(dest, pe), src, nelems, lane_id() as usize, warp_width() as usize) };
+    unsafe {
+        copy_strided(
+            peer(dest, pe),
+            src,
+            nelems,
+            lane_id() as usize,
+            warp_width() as usize,
+        )
+    };
     sync_warp();
 }
 
@@ -100,7 +108,15 @@ pub unsafe fn put_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: 
 #[inline(always)]
 pub unsafe fn get_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { copy_strided(dest, peer(src, pe), nelems, lane_id() as usize, warp_width() as usize) };
+    unsafe {
+        copy_strided(
+            dest,
+            peer(src, pe),
+            nelems,
+            lane_id() as usize,
+            warp_width() as usize,
+        )
+    };
     sync_warp();
 }
 

@@ -30,7 +30,15 @@ unsafe fn signal_after_fence(sig: *mut u64, signal: u64, op: SignalOp, pe: u32) 
 /// # Safety
 /// `dest` (room for `nelems`) and `sig` must be symmetric addresses; `src` readable.
 #[inline(always)]
-pub unsafe fn put_signal<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+pub unsafe fn put_signal<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    sig: *mut u64,
+    signal: u64,
+    op: SignalOp,
+    pe: u32,
+) {
     // SAFETY: caller contract.
     unsafe {
         put(dest, src, nelems, pe);
@@ -43,7 +51,15 @@ pub unsafe fn put_signal<T: Copy>(dest: *mut T, src: *const T, nelems: usize, si
 /// # Safety
 /// As [`put_signal`].
 #[inline(always)]
-pub unsafe fn put_signal_nbi<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+pub unsafe fn put_signal_nbi<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    sig: *mut u64,
+    signal: u64,
+    op: SignalOp,
+    pe: u32,
+) {
     // SAFETY: caller contract.
     unsafe { put_signal(dest, src, nelems, sig, signal, op, pe) }
 }
@@ -54,7 +70,15 @@ pub unsafe fn put_signal_nbi<T: Copy>(dest: *mut T, src: *const T, nelems: usize
 /// # Safety
 /// As [`put_signal`]; every thread of the warp must call it with the same arguments.
 #[inline(always)]
-pub unsafe fn put_signal_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+pub unsafe fn put_signal_warp<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    sig: *mut u64,
+    signal: u64,
+    op: SignalOp,
+    pe: u32,
+) {
     // SAFETY: caller contract; `put_warp` ends with the warp barrier.
     unsafe {
         put_warp(dest, src, nelems, pe);
@@ -70,7 +94,15 @@ pub unsafe fn put_signal_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usiz
 /// # Safety
 /// As [`put_signal`]; every thread of the block must call it with the same arguments.
 #[inline(always)]
-pub unsafe fn put_signal_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+pub unsafe fn put_signal_block<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    sig: *mut u64,
+    signal: u64,
+    op: SignalOp,
+    pe: u32,
+) {
     // SAFETY: caller contract; `put_block` ends with the block barrier.
     unsafe {
         put_block(dest, src, nelems, pe);
@@ -85,7 +117,15 @@ pub unsafe fn put_signal_block<T: Copy>(dest: *mut T, src: *const T, nelems: usi
 /// # Safety
 /// As [`put_signal_warp`].
 #[inline(always)]
-pub unsafe fn put_signal_nbi_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+pub unsafe fn put_signal_nbi_warp<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    sig: *mut u64,
+    signal: u64,
+    op: SignalOp,
+    pe: u32,
+) {
     // SAFETY: caller contract.
     unsafe { put_signal_warp(dest, src, nelems, sig, signal, op, pe) }
 }
@@ -95,7 +135,15 @@ pub unsafe fn put_signal_nbi_warp<T: Copy>(dest: *mut T, src: *const T, nelems: 
 /// # Safety
 /// As [`put_signal_block`].
 #[inline(always)]
-pub unsafe fn put_signal_nbi_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
+pub unsafe fn put_signal_nbi_block<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    sig: *mut u64,
+    signal: u64,
+    op: SignalOp,
+    pe: u32,
+) {
     // SAFETY: caller contract.
     unsafe { put_signal_block(dest, src, nelems, sig, signal, op, pe) }
 }

@@ -1,0 +1,46 @@
+/* Shared timing helpers for the symmem comparison programs: warm-up, repetitions,
+ * median, and symmem-perf's JSON line format. Only rank/PE 0 prints. */
+#ifndef SYMMEM_COMPARE_COMMON_H
+#define SYMMEM_COMPARE_COMMON_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Timed repetitions per metric; the median is reported, as in symmem-perf. */
+#define REPS 11
+
+/* Monotonic time in seconds. */
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of n values (sorts them). */
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+/* One line in symmem-perf's --json format. */
+static void print_json(const char *metric, long size, double value_us) {
+    printf("{\"metric\":\"%s\",\"size\":%ld,\"value\":%.4f,\"unit\":\"us\","
+           "\"transport\":\"p2p\",\"initiator\":\"host\"}\n",
+           metric, size, value_us);
+    fflush(stdout);
+}
+
+/* Iterations per repetition: argv[1] if given (the --quick smoke run passes a small one). */
+static long iters_from_args(int argc, char **argv) {
+    long n = argc > 1 ? atol(argv[1]) : 100000;
+    return n > 0 ? n : 100000;
+}
+
+#endif
