@@ -72,7 +72,9 @@ impl Runtime {
 
     /// Adds `value` (wrapping) (`nvshmem_atomic_add`).
     pub fn atomic_add<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
-        self.atomic_fetch_add(r, value, pe).map(drop)
+        self.amo("atomic_add", r, pe, |a| {
+            T::fetch_add(a, value, Ordering::SeqCst);
+        })
     }
 
     /// Adds one, returning the old value (`nvshmem_atomic_fetch_inc`).
@@ -84,7 +86,9 @@ impl Runtime {
 
     /// Adds one (`nvshmem_atomic_inc`).
     pub fn atomic_inc<T: SymInt>(&self, r: SymRef<'_, T>, pe: usize) -> Result<()> {
-        self.atomic_fetch_inc(r, pe).map(drop)
+        self.amo("atomic_inc", r, pe, |a| {
+            T::fetch_add(a, T::ONE, Ordering::SeqCst);
+        })
     }
 
     /// Bitwise AND, returning the old value (`nvshmem_atomic_fetch_and`).
@@ -96,7 +100,9 @@ impl Runtime {
 
     /// Bitwise AND (`nvshmem_atomic_and`).
     pub fn atomic_and<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
-        self.atomic_fetch_and(r, value, pe).map(drop)
+        self.amo("atomic_and", r, pe, |a| {
+            T::fetch_and(a, value, Ordering::SeqCst);
+        })
     }
 
     /// Bitwise OR, returning the old value (`nvshmem_atomic_fetch_or`).
@@ -108,7 +114,9 @@ impl Runtime {
 
     /// Bitwise OR (`nvshmem_atomic_or`).
     pub fn atomic_or<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
-        self.atomic_fetch_or(r, value, pe).map(drop)
+        self.amo("atomic_or", r, pe, |a| {
+            T::fetch_or(a, value, Ordering::SeqCst);
+        })
     }
 
     /// Bitwise XOR, returning the old value (`nvshmem_atomic_fetch_xor`).
@@ -120,6 +128,8 @@ impl Runtime {
 
     /// Bitwise XOR (`nvshmem_atomic_xor`).
     pub fn atomic_xor<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
-        self.atomic_fetch_xor(r, value, pe).map(drop)
+        self.amo("atomic_xor", r, pe, |a| {
+            T::fetch_xor(a, value, Ordering::SeqCst);
+        })
     }
 }

@@ -34,7 +34,7 @@ pub enum Error {
         detail: String,
     },
     /// A PE number outside `0..n_pes`.
-    #[error("{op}: PE {pe} does not exist (n_pes = {n_pes})")]
+    #[error("{op}: PE {pe} does not exist (n_pes = {n_pes}){access}")]
     InvalidPe {
         /// The operation.
         op: &'static str,
@@ -42,6 +42,8 @@ pub enum Error {
         pe: usize,
         /// The number of PEs.
         n_pes: usize,
+        /// What was being accessed (allocation, range), or empty.
+        access: String,
     },
     /// An access outside a symmetric allocation.
     #[error("{op} on PE {pe}: elements {start}..{end} are out of bounds for allocation #{alloc} of {len} elements ({elem_size} bytes each) at heap offset {offset:#x}")]

@@ -19,7 +19,7 @@ use crate::sym::{SymBuf, SymRef};
 impl Runtime {
     /// Copies elements from `src` of this PE's own copy into `dst`.
     pub fn read_local<T: bytemuck::Pod>(&self, src: SymRef<'_, T>, dst: &mut [T]) -> Result<()> {
-        self.get(src, dst, self.my_pe())
+        self.copy_from("read_local", src, dst, self.my_pe())
     }
 
     /// An atomic view of one element of this PE's own copy. Sound while peers update the

@@ -29,7 +29,9 @@ impl Runtime {
     ) -> Result<*mut T> {
         let buf = r.buf;
         self.check_buf(op, buf)?;
-        self.check_pe(op, pe)?;
+        if pe >= self.n_pes() {
+            return Err(self.invalid_pe_access(op, pe, buf, r.index, count));
+        }
         if r.index.checked_add(count).is_none_or(|end| end > buf.len) {
             return Err(self.out_of_bounds(op, buf, pe, r.index, count));
         }
@@ -62,6 +64,32 @@ impl Runtime {
         }
     }
 
+    /// The error for an access to `count` elements from `start` of `buf` on a PE that
+    /// does not exist.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn invalid_pe_access<T>(
+        &self,
+        op: &'static str,
+        pe: usize,
+        buf: &SymBuf<T>,
+        start: usize,
+        count: usize,
+    ) -> Error {
+        Error::InvalidPe {
+            op,
+            pe,
+            n_pes: self.n_pes(),
+            access: format!(
+                " (access to elements {start}..{} of allocation #{}, {} elements at heap offset {:#x})",
+                start.saturating_add(count),
+                buf.id,
+                buf.len,
+                buf.offset
+            ),
+        }
+    }
+
     /// The error for `count` elements from `start` that do not fit in `buf`.
     #[cold]
     #[inline(never)]
@@ -89,7 +117,19 @@ impl Runtime {
     /// `shmem_put`). Complete on return: `src` may be reused at once.
     #[inline(always)]
     pub fn put<T: bytemuck::Pod>(&self, dst: SymRef<'_, T>, src: &[T], pe: usize) -> Result<()> {
-        let p = self.target("put", dst, src.len(), pe)?;
+        self.copy_to("put", dst, src, pe)
+    }
+
+    /// The copy behind every put form; `op` names the public operation in errors.
+    #[inline(always)]
+    pub(crate) fn copy_to<T: bytemuck::Pod>(
+        &self,
+        op: &'static str,
+        dst: SymRef<'_, T>,
+        src: &[T],
+        pe: usize,
+    ) -> Result<()> {
+        let p = self.target(op, dst, src.len(), pe)?;
         // SAFETY: `p` is valid for `src.len()` elements (checked by `target`); `src` is
         // local memory, so the ranges cannot overlap.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
@@ -105,7 +145,19 @@ impl Runtime {
         dst: &mut [T],
         pe: usize,
     ) -> Result<()> {
-        let p = self.target("get", src, dst.len(), pe)?;
+        self.copy_from("get", src, dst, pe)
+    }
+
+    /// The copy behind every get form; `op` names the public operation in errors.
+    #[inline]
+    pub(crate) fn copy_from<T: bytemuck::Pod>(
+        &self,
+        op: &'static str,
+        src: SymRef<'_, T>,
+        dst: &mut [T],
+        pe: usize,
+    ) -> Result<()> {
+        let p = self.target(op, src, dst.len(), pe)?;
         // SAFETY: `p` is valid for `dst.len()` elements; `dst` is local and exclusive.
         // T: Pod, so whatever bytes a concurrent writer left form a valid T.
         unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), dst.len()) };
@@ -122,7 +174,7 @@ impl Runtime {
         src: &[T],
         pe: usize,
     ) -> Result<()> {
-        self.put(dst, src, pe)
+        self.copy_to("put_nbi", dst, src, pe)
     }
 
     /// Non-blocking get (`nvshmem_get_nbi`). The `&mut` borrow of `dst` ends with the
@@ -135,7 +187,7 @@ impl Runtime {
         dst: &mut [T],
         pe: usize,
     ) -> Result<()> {
-        self.get(src, dst, pe)
+        self.copy_from("get_nbi", src, dst, pe)
     }
 
     /// Stores one element (`nvshmem_p`).
@@ -181,7 +233,19 @@ impl Runtime {
         pe: usize,
     ) -> Result<*mut u8> {
         self.check_buf(op, buf)?;
-        self.check_pe(op, pe)?;
+        if pe >= self.n_pes() {
+            let mut err = self.invalid_pe_access(op, pe, buf, 0, buf.len);
+            if let Error::InvalidPe { access, .. } = &mut err {
+                *access = format!(
+                    " (access to bytes {at}..{} of allocation #{}, {} bytes at heap offset {:#x})",
+                    at.saturating_add(count),
+                    buf.id,
+                    buf.size_bytes(),
+                    buf.offset
+                );
+            }
+            return Err(err);
+        }
         let size = buf.size_bytes();
         if at.checked_add(count).is_none_or(|end| end > size) {
             return Err(Error::OutOfBounds {
@@ -210,9 +274,16 @@ impl Runtime {
         nelems: usize,
         pe: usize,
     ) -> Result<()> {
-        let (dspan, sspan) = strided_spans("iput", dst_stride, src_stride, nelems)?;
+        let (dspan, sspan) = strided_spans("iput", pe, dst.buf.id, dst_stride, src_stride, nelems)?;
         if sspan > src.len() {
-            return Err(local_too_short("iput", "source", sspan, src.len()));
+            return Err(local_too_short(
+                "iput",
+                "source",
+                sspan,
+                src.len(),
+                pe,
+                dst.buf.id,
+            ));
         }
         let p = self.target("iput", dst, dspan, pe)?;
         for i in 0..nelems {
@@ -234,9 +305,16 @@ impl Runtime {
         nelems: usize,
         pe: usize,
     ) -> Result<()> {
-        let (dspan, sspan) = strided_spans("iget", dst_stride, src_stride, nelems)?;
+        let (dspan, sspan) = strided_spans("iget", pe, src.buf.id, dst_stride, src_stride, nelems)?;
         if dspan > dst.len() {
-            return Err(local_too_short("iget", "destination", dspan, dst.len()));
+            return Err(local_too_short(
+                "iget",
+                "destination",
+                dspan,
+                dst.len(),
+                pe,
+                src.buf.id,
+            ));
         }
         let p = self.target("iget", src, sspan, pe)?;
         for i in 0..nelems {
@@ -250,6 +328,8 @@ impl Runtime {
 /// Elements spanned on each side by a strided transfer: `(nelems - 1) * stride + 1`.
 fn strided_spans(
     op: &'static str,
+    pe: usize,
+    alloc: u64,
     dst_stride: usize,
     src_stride: usize,
     nelems: usize,
@@ -258,7 +338,7 @@ fn strided_spans(
         return Err(Error::InvalidArgument {
             op,
             reason: format!(
-                "strides must be at least 1 (dst_stride {dst_stride}, src_stride {src_stride})"
+                "strides must be at least 1 (dst_stride {dst_stride}, src_stride {src_stride}; PE {pe}, allocation #{alloc})"
             ),
         });
     }
@@ -270,17 +350,26 @@ fn strided_spans(
             })
             .ok_or_else(|| Error::InvalidArgument {
                 op,
-                reason: format!("{nelems} elements with stride {stride} overflow"),
+                reason: format!(
+                    "{nelems} elements with stride {stride} overflow (PE {pe}, allocation #{alloc})"
+                ),
             })
     };
     Ok((span(dst_stride)?, span(src_stride)?))
 }
 
-fn local_too_short(op: &'static str, which: &str, need: usize, have: usize) -> Error {
+fn local_too_short(
+    op: &'static str,
+    which: &str,
+    need: usize,
+    have: usize,
+    pe: usize,
+    alloc: u64,
+) -> Error {
     Error::InvalidArgument {
         op,
         reason: format!(
-            "the local {which} has {have} elements but the stride pattern needs {need}"
+            "the local {which} has {have} elements but the stride pattern needs {need} (PE {pe}, allocation #{alloc})"
         ),
     }
 }

@@ -286,6 +286,7 @@ impl Runtime {
             op,
             pe,
             n_pes: self.n_pes(),
+            access: String::new(),
         }
     }
 

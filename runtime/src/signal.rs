@@ -26,9 +26,25 @@ impl Runtime {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
+        self.put_then_signal("put_signal", dst, src, sig, signal, op, pe)
+    }
+
+    /// The body of both put_signal forms; `name` names the public operation in errors.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn put_then_signal<T: bytemuck::Pod>(
+        &self,
+        name: &'static str,
+        dst: SymRef<'_, T>,
+        src: &[T],
+        sig: SymRef<'_, u64>,
+        signal: u64,
+        op: SignalOp,
+        pe: usize,
+    ) -> Result<()> {
         // Check the signal first so that a bad signal address leaves the target untouched.
-        let s = self.signal_word("put_signal", sig, pe)?;
-        self.put(dst, src, pe)?;
+        let s = self.signal_word(name, sig, pe)?;
+        self.copy_to(name, dst, src, pe)?;
         apply_signal(s, signal, op);
         Ok(())
     }
@@ -46,7 +62,7 @@ impl Runtime {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
-        self.put_signal(dst, src, sig, signal, op, pe)
+        self.put_then_signal("put_signal_nbi", dst, src, sig, signal, op, pe)
     }
 
     /// Updates the signal `sig` on `pe` without data (`nvshmem_signal_op`).

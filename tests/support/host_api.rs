@@ -1575,10 +1575,24 @@ fn errors_inner(rt: &Runtime) -> Outcome {
             ]
         };
         expect_err(rt.put(buf.at(0), &src[..1], pe), "InvalidPe", &bad("put"))?;
+        // A bad PE also names what was being accessed.
+        expect_err(
+            rt.put(buf.at(3), &src[..2], pe),
+            "InvalidPe",
+            &[
+                "elements 3..5 of allocation #0".to_string(),
+                format!("{LEN} elements"),
+            ],
+        )?;
+        expect_err(
+            rt.getmem(&buf, 4, &mut [0; 3], pe),
+            "InvalidPe",
+            &["bytes 4..7 of allocation #0".to_string()],
+        )?;
         expect_err(
             rt.put_nbi(buf.at(0), &src[..1], pe),
             "InvalidPe",
-            &bad("put"),
+            &bad("put_nbi"),
         )?;
         expect_err(
             rt.get(buf.at(0), &mut dst[..1], pe),
@@ -1588,7 +1602,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         expect_err(
             rt.get_nbi(buf.at(0), &mut dst[..1], pe),
             "InvalidPe",
-            &bad("get"),
+            &bad("get_nbi"),
         )?;
         expect_err(rt.p(buf.at(0), 1, pe), "InvalidPe", &bad("p"))?;
         expect_err(rt.g(buf.at(0), pe), "InvalidPe", &bad("g"))?;
@@ -1611,7 +1625,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         let ps = rt.put_signal(buf.at(0), &src[..2], sig.at(0), 1, SignalOp::Set, pe);
         expect_err(ps, "InvalidPe", &bad("put_signal"))?;
         let ps = rt.put_signal_nbi(buf.at(0), &src[..2], sig.at(0), 1, SignalOp::Add, pe);
-        expect_err(ps, "InvalidPe", &bad("put_signal"))?;
+        expect_err(ps, "InvalidPe", &bad("put_signal_nbi"))?;
         let so = rt.signal_op(sig.at(0), 1, SignalOp::Add, pe);
         expect_err(so, "InvalidPe", &bad("signal_op"))?;
         for op in amo_program::<u64>(0, 0) {
@@ -1635,6 +1649,22 @@ fn errors_inner(rt: &Runtime) -> Outcome {
             rt.atomic_fetch_xor(buf.at(0), 1, pe),
             "InvalidPe",
             &bad("atomic_fetch_xor"),
+        )?;
+        // Non-fetching atomics name themselves, not the fetching form they share code with.
+        expect_err(
+            rt.atomic_add(buf.at(0), 1, pe),
+            "InvalidPe",
+            &bad("atomic_add"),
+        )?;
+        expect_err(
+            rt.atomic_inc(buf.at(0), pe),
+            "InvalidPe",
+            &bad("atomic_inc"),
+        )?;
+        expect_err(
+            rt.atomic_xor(buf.at(0), 1, pe),
+            "InvalidPe",
+            &bad("atomic_xor"),
         )?;
         expect_err(rt.ptr(&buf, pe), "InvalidPe", &bad("ptr"))?;
         expect_err(rt.node_of(pe), "InvalidPe", &bad("node_of"))?;
@@ -1671,7 +1701,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         expect_err(
             rt.put_nbi(buf.at(9), &src[..2], pe),
             "OutOfBounds",
-            &e("put", 9, 11),
+            &e("put_nbi", 9, 11),
         )?;
         expect_err(
             rt.get(buf.at(9), &mut dst[..2], pe),
@@ -1681,7 +1711,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         expect_err(
             rt.get_nbi(buf.at(5), &mut dst[..6], pe),
             "OutOfBounds",
-            &e("get", 5, 11),
+            &e("get_nbi", 5, 11),
         )?;
         expect_err(
             rt.p(buf.at(LEN), 1, pe),
@@ -1720,8 +1750,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         let ps = rt.put_signal(buf.at(0), &src[..3], sig.at(2), 1, SignalOp::Set, pe);
         expect_err(ps, "OutOfBounds", &es("put_signal", 2))?;
         let ps = rt.put_signal_nbi(buf.at(8), &src[..3], sig.at(0), 1, SignalOp::Add, pe);
-        // (The data check inside put_signal reports the operation as "put".)
-        expect_err(ps, "OutOfBounds", &e("put", 8, 11))?;
+        expect_err(ps, "OutOfBounds", &e("put_signal_nbi", 8, 11))?;
         let so = rt.signal_op(sig.at(7), 1, SignalOp::Set, pe);
         expect_err(so, "OutOfBounds", &es("signal_op", 7))?;
     }
@@ -1745,7 +1774,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
     expect_err(
         rt.read_local(buf.at(9), &mut dst[..2]),
         "OutOfBounds",
-        &e("get", 9, 11),
+        &e("read_local", 9, 11),
     )?;
     let es = |op: &str, s: usize| oob(op, me, s, s + 1, &sig, 8);
     expect_err(
@@ -1786,7 +1815,8 @@ fn errors_inner(rt: &Runtime) -> Outcome {
     }
 
     // Strided arguments: overflowing spans, zero strides, short local buffers.
-    let arg = |op: &str, what: String| vec![format!("{op}: {what}")];
+    let arg =
+        |op: &str, what: String| vec![format!("{op}: {what}"), format!("PE {me}, allocation #0")];
     let m = usize::MAX;
     expect_err(
         rt.iput(buf.at(0), m, &src, 1, 3, me),
@@ -1819,7 +1849,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         "InvalidArgument",
         &arg(
             "iput",
-            "strides must be at least 1 (dst_stride 0, src_stride 1)".into(),
+            "strides must be at least 1 (dst_stride 0, src_stride 1;".into(),
         ),
     )?;
     expect_err(
@@ -1827,7 +1857,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         "InvalidArgument",
         &arg(
             "iput",
-            "strides must be at least 1 (dst_stride 1, src_stride 0)".into(),
+            "strides must be at least 1 (dst_stride 1, src_stride 0;".into(),
         ),
     )?;
     expect_err(
@@ -1835,7 +1865,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         "InvalidArgument",
         &arg(
             "iget",
-            "strides must be at least 1 (dst_stride 0, src_stride 1)".into(),
+            "strides must be at least 1 (dst_stride 0, src_stride 1;".into(),
         ),
     )?;
     expect_err(
@@ -1843,7 +1873,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         "InvalidArgument",
         &arg(
             "iget",
-            "strides must be at least 1 (dst_stride 2, src_stride 0)".into(),
+            "strides must be at least 1 (dst_stride 2, src_stride 0;".into(),
         ),
     )?;
     expect_err(
@@ -2052,7 +2082,7 @@ fn foreign_checks(rt: &Runtime, old: SymBuf<u64>, old_sig: SymBuf<u64>) -> Outco
         expect_err(
             rt.put_nbi(old.at(0), &[1], pe),
             "ForeignAllocation",
-            &f("put"),
+            &f("put_nbi"),
         )?;
         expect_err(
             rt.get(old.at(0), &mut d, pe),
@@ -2062,7 +2092,7 @@ fn foreign_checks(rt: &Runtime, old: SymBuf<u64>, old_sig: SymBuf<u64>) -> Outco
         expect_err(
             rt.get_nbi(old.at(0), &mut d, pe),
             "ForeignAllocation",
-            &f("get"),
+            &f("get_nbi"),
         )?;
         expect_err(rt.p(old.at(0), 1, pe), "ForeignAllocation", &f("p"))?;
         expect_err(rt.g(old.at(0), pe), "ForeignAllocation", &f("g"))?;
@@ -2152,7 +2182,7 @@ fn foreign_checks(rt: &Runtime, old: SymBuf<u64>, old_sig: SymBuf<u64>) -> Outco
     expect_err(
         rt.read_local(old.at(0), &mut d),
         "ForeignAllocation",
-        &f("get"),
+        &f("read_local"),
     )?;
     // SAFETY: the call fails before it creates a slice.
     expect_err(
