@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use symmem::{Cmp, Runtime, SelfLaunch, SignalOp, SymBuf};
+use symmem_bench_kernels as kernels;
 
 /// Largest transfer measured.
 const MAX_SIZE: usize = 16 << 20;
@@ -73,12 +74,17 @@ Values: latency in µs per operation (the one-way time for ping-pongs), bandwidt
 
 metrics:";
 
-/// Who issues the operations. Host threads only for now; device initiators (thread, warp,
-/// block) arrive with the device API.
+/// Who issues the operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Initiator {
     /// A host thread of PE 0.
     Host,
+    /// One thread of a kernel on the CPU executor.
+    Thread,
+    /// A 32-thread warp of a kernel on the CPU executor (`_warp` operations).
+    Warp,
+    /// A 64-thread block of a kernel on the CPU executor (`_block` operations).
+    Block,
 }
 
 impl Initiator {
@@ -86,6 +92,18 @@ impl Initiator {
     fn name(self) -> &'static str {
         match self {
             Initiator::Host => "host",
+            Initiator::Thread => "thread",
+            Initiator::Warp => "warp",
+            Initiator::Block => "block",
+        }
+    }
+
+    /// Threads per block of the kernel launch, and the kernels' `scope` argument.
+    fn launch(self) -> (u32, u32) {
+        match self {
+            Initiator::Host | Initiator::Thread => (1, kernels::THREAD),
+            Initiator::Warp => (32, kernels::WARP),
+            Initiator::Block => (64, kernels::BLOCK),
         }
     }
 }
@@ -178,6 +196,9 @@ struct Bench {
     /// A metric measured earlier whose value at the same size the human table shows a
     /// ratio against.
     baseline: Option<&'static str>,
+    /// Most timed iterations per repetition, below the global limit: group operations on
+    /// the CPU executor synchronize OS threads every iteration and need fewer.
+    max_iters: Option<usize>,
     /// One line for `--help`.
     about: &'static str,
     /// Runs `iters` iterations at `size` bytes on every PE (collectively) and returns the
@@ -193,6 +214,7 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Latency { ops: 2.0 },
         sizes: WORD,
         baseline: None,
+        max_iters: None,
         about: "baseline: bare Release-store / Acquire-spin ping-pong on the same heap words, no runtime calls; round trip / 2",
         run: flag_pingpong,
     },
@@ -201,6 +223,7 @@ const BENCHES: &[Bench] = &[
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 2.0 },
         sizes: WORD,
+        max_iters: None,
         about: "put_signal to the peer, which waits on the signal and answers the same way; round trip / 2",
         baseline: Some("flag_pingpong_latency"),
         run: put_signal_pingpong,
@@ -211,6 +234,7 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Latency { ops: 1.0 },
         sizes: SWEEP,
         baseline: None,
+        max_iters: None,
         about: "put, then quiet",
         run: put_latency,
     },
@@ -220,6 +244,7 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Latency { ops: 1.0 },
         sizes: SWEEP,
         baseline: None,
+        max_iters: None,
         about: "blocking get",
         run: get_latency,
     },
@@ -229,6 +254,7 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Latency { ops: 1.0 },
         sizes: WORD,
         baseline: None,
+        max_iters: None,
         about: "p of one u64, then quiet",
         run: p_latency,
     },
@@ -238,6 +264,7 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Latency { ops: 1.0 },
         sizes: WORD,
         baseline: None,
+        max_iters: None,
         about: "g of one u64",
         run: g_latency,
     },
@@ -247,6 +274,7 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Latency { ops: 1.0 },
         sizes: WORD,
         baseline: None,
+        max_iters: None,
         about: "atomic_fetch_add on a u64 of the peer",
         run: atomic_fetch_add_latency,
     },
@@ -256,6 +284,7 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Bandwidth,
         sizes: SWEEP,
         baseline: None,
+        max_iters: None,
         about: "baseline: one core's memcpy between two private, pre-touched buffers of PE 0",
         run: memcpy_bw,
     },
@@ -265,6 +294,7 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Bandwidth,
         sizes: SWEEP,
         baseline: Some("memcpy_bw"),
+        max_iters: None,
         about: "back-to-back put_nbi of the same buffer, then one quiet",
         run: put_bw,
     },
@@ -274,8 +304,109 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Latency { ops: 1.0 },
         sizes: WORD,
         baseline: None,
+        max_iters: None,
         about: "barrier_all on every PE (size is not meaningful)",
         run: barrier_all_latency,
+    },
+    Bench {
+        metric: "put_signal_pingpong_latency",
+        initiator: Initiator::Thread,
+        kind: Kind::Latency { ops: 2.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: None,
+        about: "device thread: put_signal + signal_wait_until ping-pong in kernels on both PEs",
+        run: device_pingpong::<{ Initiator::Thread as u8 }>,
+    },
+    Bench {
+        metric: "put_signal_pingpong_latency",
+        initiator: Initiator::Warp,
+        kind: Kind::Latency { ops: 2.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device warp: put_signal_warp ping-pong (lane 0 waits, then the warp syncs)",
+        run: device_pingpong::<{ Initiator::Warp as u8 }>,
+    },
+    Bench {
+        metric: "put_signal_pingpong_latency",
+        initiator: Initiator::Block,
+        kind: Kind::Latency { ops: 2.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device block: put_signal_block ping-pong (thread 0 waits, then the block syncs)",
+        run: device_pingpong::<{ Initiator::Block as u8 }>,
+    },
+    Bench {
+        metric: "put_latency",
+        initiator: Initiator::Thread,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: None,
+        about: "device thread: put then quiet, in a kernel loop",
+        run: device_put::<{ Initiator::Thread as u8 }>,
+    },
+    Bench {
+        metric: "put_latency",
+        initiator: Initiator::Warp,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device warp: put_warp then quiet, in a kernel loop",
+        run: device_put::<{ Initiator::Warp as u8 }>,
+    },
+    Bench {
+        metric: "put_latency",
+        initiator: Initiator::Block,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device block: put_block then quiet, in a kernel loop",
+        run: device_put::<{ Initiator::Block as u8 }>,
+    },
+    Bench {
+        metric: "get_latency",
+        initiator: Initiator::Thread,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: None,
+        about: "device thread: get, in a kernel loop",
+        run: device_get::<{ Initiator::Thread as u8 }>,
+    },
+    Bench {
+        metric: "get_latency",
+        initiator: Initiator::Warp,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device warp: get_warp, in a kernel loop",
+        run: device_get::<{ Initiator::Warp as u8 }>,
+    },
+    Bench {
+        metric: "get_latency",
+        initiator: Initiator::Block,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device block: get_block, in a kernel loop",
+        run: device_get::<{ Initiator::Block as u8 }>,
+    },
+    Bench {
+        metric: "atomic_fetch_add_latency",
+        initiator: Initiator::Thread,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: None,
+        about: "device thread: atomic_fetch_add, in a kernel loop (AMOs have no warp/block forms)",
+        run: device_fetch_add,
     },
 ];
 
@@ -514,6 +645,98 @@ fn barrier_all_latency(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Du
     timed(iters, |_| c.rt.barrier_all())
 }
 
+/// Timed iterations of warp and block benchmarks: each iteration synchronizes 32 or 64
+/// OS threads on the CPU executor.
+const GROUP_ITERS: usize = 500;
+
+/// The initiator a device benchmark's const parameter names.
+fn device_initiator(code: u8) -> Initiator {
+    [Initiator::Thread, Initiator::Warp, Initiator::Block]
+        .into_iter()
+        .find(|i| *i as u8 == code)
+        .expect("device benchmarks name a device initiator")
+}
+
+/// A symmetric address of this PE's copy of `buf`, for kernel arguments.
+fn sym(c: &Ctx, buf: &SymBuf<u64>) -> symmem::Result<*mut u64> {
+    let p = c.rt.ptr(buf, c.rt.my_pe())?;
+    Ok(p.expect("a PE's own heap is always mapped").as_ptr())
+}
+
+/// Times one launch of `kernel` with the initiator's block size on this PE.
+fn time_launch(c: &Ctx, initiator: Initiator, kernel: impl Fn()) -> symmem::Result<Duration> {
+    let (threads, _) = initiator.launch();
+    let t0 = Instant::now();
+    // SAFETY: the kernels get symmetric addresses of live allocations of `c` and local
+    // buffers of `c` that outlive the launch, with sizes within those allocations.
+    unsafe { c.rt.launch(1, threads, kernel)? };
+    Ok(t0.elapsed())
+}
+
+/// A kernel on PE 0 puts `size` bytes and quiets, `iters` times.
+fn device_put<const I: u8>(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    if c.role != Role::Initiator {
+        return Ok(Duration::ZERO);
+    }
+    let initiator = device_initiator(I);
+    let (_, scope) = initiator.launch();
+    let (dst, src, peer) = (sym(c, &c.big)?, words(&c.src, size).as_ptr(), c.peer as u32);
+    time_launch(c, initiator, || unsafe {
+        kernels::bench_put(dst, src, size / ELEM, iters, peer, scope)
+    })
+}
+
+/// A kernel on PE 0 gets `size` bytes, `iters` times.
+fn device_get<const I: u8>(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    if c.role != Role::Initiator {
+        return Ok(Duration::ZERO);
+    }
+    let initiator = device_initiator(I);
+    let (_, scope) = initiator.launch();
+    let mut scratch = c.scratch.borrow_mut();
+    let dst = words_mut(&mut scratch, size).as_mut_ptr();
+    let (src, peer) = (sym(c, &c.big)?, c.peer as u32);
+    time_launch(c, initiator, || unsafe {
+        kernels::bench_get(dst, src, size / ELEM, iters, peer, scope)
+    })
+}
+
+/// A kernel thread on PE 0 fetch-adds to one u64 of PE 1, `iters` times.
+fn device_fetch_add(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration> {
+    if c.role != Role::Initiator {
+        return Ok(Duration::ZERO);
+    }
+    let (word, peer) = (sym(c, &c.word)?, c.peer as u32);
+    time_launch(c, Initiator::Thread, || unsafe {
+        kernels::bench_fetch_add(word, iters, peer)
+    })
+}
+
+/// Kernels on PE 0 and PE 1 ping-pong `size` bytes with a signal, `iters` round trips.
+fn device_pingpong<const I: u8>(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let rt = c.rt;
+    // Each run counts from 1 again; the barrier keeps the reset from overwriting a signal
+    // the peer already sent.
+    rt.atomic_set(c.sig.at(0), 0, rt.my_pe())?;
+    rt.barrier_all()?;
+    if c.role == Role::Idle {
+        return Ok(Duration::ZERO);
+    }
+    let initiator = device_initiator(I);
+    let (_, scope) = initiator.launch();
+    let (dst, sig) = (sym(c, &c.big)?, sym(c, &c.sig)?);
+    let (src, peer) = (words(&c.src, size).as_ptr(), c.peer as u32);
+    let first = u32::from(c.role == Role::Initiator);
+    let elapsed = time_launch(c, initiator, || unsafe {
+        kernels::bench_pingpong(dst, src, size / ELEM, sig, iters, peer, scope, first)
+    })?;
+    Ok(if c.role == Role::Initiator {
+        elapsed
+    } else {
+        Duration::ZERO
+    })
+}
+
 /// Median, minimum and maximum over the repetitions of one point.
 #[derive(Debug, Clone, Copy)]
 struct Stats {
@@ -721,14 +944,18 @@ fn groups(o: &Options) -> Vec<Vec<&'static Bench>> {
 /// and its baseline under the same conditions (clock speed and neighbours drift on a
 /// shared VM over seconds). Returns one summary per member (meaningful on PE 0 only).
 fn measure(c: &Ctx, group: &[&Bench], size: usize, o: &Options) -> symmem::Result<Vec<Stats>> {
-    let iters = o.iters_for(size);
+    let iters_of = |b: &Bench| {
+        let iters = o.iters_for(size);
+        b.max_iters.map_or(iters, |m| iters.min(m).max(MIN_ITERS))
+    };
     for b in group {
         c.rt.barrier_all()?;
-        (b.run)(c, size, (iters / 10).max(2))?;
+        (b.run)(c, size, (iters_of(b) / 10).max(2))?;
     }
     let mut values = vec![Vec::with_capacity(o.reps); group.len()];
     for _ in 0..o.reps {
         for (b, v) in group.iter().zip(&mut values) {
+            let iters = iters_of(b);
             c.rt.barrier_all()?;
             let elapsed = (b.run)(c, size, iters)?;
             v.push(b.kind.value(elapsed, iters, size));
@@ -774,7 +1001,7 @@ fn run(o: &Options) -> symmem::Result<ExitCode> {
             o.iters
         );
     }
-    let mut printed: Vec<&str> = Vec::new();
+    let mut printed: Vec<(&str, Initiator)> = Vec::new();
     for group in groups(o) {
         // The last member is the benchmark; its sizes apply to its baseline too.
         let sizes = group[group.len() - 1].sizes;
@@ -794,8 +1021,8 @@ fn run(o: &Options) -> symmem::Result<ExitCode> {
         }
         for (i, b) in group.iter().enumerate() {
             // A baseline shared by several benchmarks is printed once.
-            if !printed.contains(&b.metric) {
-                printed.push(b.metric);
+            if !printed.contains(&(b.metric, b.initiator)) {
+                printed.push((b.metric, b.initiator));
                 let base = if i > 0 { rows[0].as_slice() } else { &[] };
                 print_rows(b, &rows[i], base, transport, o.json);
             }
