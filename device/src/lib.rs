@@ -171,6 +171,7 @@ macro_rules! kernel {
     )*) => {$(
         $(#[$meta])*
         #[cfg(target_arch = "nvptx64")]
+        #[allow(clippy::too_many_arguments)] // kernels take what they need, as in CUDA
         #[no_mangle]
         $vis unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) {
             #[allow(unused_unsafe)]
@@ -183,6 +184,7 @@ macro_rules! kernel {
         /// A kernel: call it only from a CPU-executor launch, with arguments valid for
         /// every thread of the launch.
         #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(clippy::too_many_arguments)] // kernels take what they need, as in CUDA
         $vis unsafe fn $name($($arg: $ty),*) {
             #[allow(unused_unsafe)]
             unsafe { $body }
