@@ -231,11 +231,21 @@ cas!(atom_cas_u64, u64, AtomicU64);
 /// One step of a device wait loop: spin, then yield, then sleep; slow rounds let the
 /// executor stop the kernel, so it never waits forever on a dead peer or a crashed
 /// sibling thread.
+///
+/// The phases match the host runtime's `Backoff` (measured there with symmem-perf): a
+/// partner's answer in a ping-pong arrives within a few hundred checks, so a long spin
+/// catches it without a syscall, and a yield every `YIELD_EVERY` checks lets an
+/// oversubscribed partner (4 PEs on 2 cores) run.
 pub fn wait_step(step: &mut u32) {
-    const SPIN: u32 = 64;
-    const YIELD: u32 = SPIN + 32;
+    const SPIN: u32 = 2048;
+    const YIELD_EVERY: u32 = 128;
+    const YIELD: u32 = SPIN + 16;
     if *step < SPIN {
-        core::hint::spin_loop();
+        if *step % YIELD_EVERY == YIELD_EVERY - 1 {
+            std::thread::yield_now();
+        } else {
+            core::hint::spin_loop();
+        }
     } else if *step < YIELD {
         std::thread::yield_now();
     } else {
