@@ -16,12 +16,17 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The kernel crates: the device crate itself, the test kernels, the example kernels.
+/// The kernel crates: the device crate itself, the test, example and perftest kernels.
 fn kernel_crates() -> Vec<PathBuf> {
-    ["device", "tests/kernels", "examples/kernels"]
-        .iter()
-        .map(|c| workspace().join(c))
-        .collect()
+    [
+        "device",
+        "tests/kernels",
+        "examples/kernels",
+        "benches/kernels",
+    ]
+    .iter()
+    .map(|c| workspace().join(c))
+    .collect()
 }
 
 /// The functions of a PTX module: (name, body lines), entries and device functions alike.
@@ -30,7 +35,10 @@ fn functions(ptx: &str) -> Vec<(String, Vec<&str>)> {
     let mut current: Option<(String, Vec<&str>)> = None;
     for line in ptx.lines() {
         let t = line.trim();
-        if t.starts_with(".visible .entry") || t.starts_with(".visible .func") || t.starts_with(".func") {
+        if t.starts_with(".visible .entry")
+            || t.starts_with(".visible .func")
+            || t.starts_with(".func")
+        {
             if let Some(f) = current.take() {
                 out.push(f);
             }
@@ -51,22 +59,36 @@ fn functions(ptx: &str) -> Vec<(String, Vec<&str>)> {
 
 /// A plain (unordered) data store: what a put's copy compiles to.
 fn is_plain_store(line: &str) -> bool {
-    line.starts_with("st.") && !line.contains(".release") && !line.contains(".param") && !line.contains(".local")
+    line.starts_with("st.")
+        && !line.contains(".release")
+        && !line.contains(".param")
+        && !line.contains(".local")
 }
 
 fn check_structure(ptx: &Ptx, crate_dir: &Path) {
     let text = &ptx.text;
     let what = format!("{} ({})", crate_dir.display(), ptx.arch);
-    let globals = text.matches(".visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72]").count();
-    assert_eq!(globals, 1, "{what}: SYMMEM_DEVICE_STATE must be defined exactly once");
+    let globals = text
+        .matches(".visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72]")
+        .count();
+    assert_eq!(
+        globals, 1,
+        "{what}: SYMMEM_DEVICE_STATE must be defined exactly once"
+    );
     for line in text.lines().map(str::trim) {
         if line.starts_with("atom.") || line.starts_with("red.") {
             assert!(
-                line.contains(".sys") && (line.contains(".acq_rel") || line.contains(".release") || line.contains(".acquire")),
+                line.contains(".sys")
+                    && (line.contains(".acq_rel")
+                        || line.contains(".release")
+                        || line.contains(".acquire")),
                 "{what}: RMW without explicit semantics at system scope: {line}"
             );
         }
-        assert!(!line.contains(".volatile"), "{what}: volatile access instead of acquire/release: {line}");
+        assert!(
+            !line.contains(".volatile"),
+            "{what}: volatile access instead of acquire/release: {line}"
+        );
     }
     for (name, body) in functions(text) {
         let mut signals = 0;
@@ -110,19 +132,28 @@ fn fake_ptx(body: &str) -> Ptx {
 
 #[test]
 fn the_checks_accept_a_fenced_signal() {
-    check_structure(&fake_ptx("st.u64 [%rd1], %rd2;\nfence.sc.sys;\nred.release.sys.add.u64 [%rd3], %rd4;"), Path::new("fake"));
+    check_structure(
+        &fake_ptx("st.u64 [%rd1], %rd2;\nfence.sc.sys;\nred.release.sys.add.u64 [%rd3], %rd4;"),
+        Path::new("fake"),
+    );
 }
 
 #[test]
 #[should_panic(expected = "not preceded by fence.sc.sys")]
 fn the_checks_reject_a_signal_after_an_unfenced_store() {
-    check_structure(&fake_ptx("fence.sc.sys;\nst.u64 [%rd1], %rd2;\nst.release.sys.u64 [%rd3], %rd4;"), Path::new("fake"));
+    check_structure(
+        &fake_ptx("fence.sc.sys;\nst.u64 [%rd1], %rd2;\nst.release.sys.u64 [%rd3], %rd4;"),
+        Path::new("fake"),
+    );
 }
 
 #[test]
 #[should_panic(expected = "without explicit semantics")]
 fn the_checks_reject_a_gpu_scope_relaxed_atomic() {
-    check_structure(&fake_ptx("atom.global.add.u64 %rd1, [%rd2], %rd3;"), Path::new("fake"));
+    check_structure(
+        &fake_ptx("atom.global.add.u64 %rd1, [%rd2], %rd3;"),
+        Path::new("fake"),
+    );
 }
 
 #[test]
@@ -130,11 +161,16 @@ fn every_kernel_crate_assembles_for_sm80_and_sm90_with_the_required_ordering() {
     let required = std::env::var("SYMMEM_REQUIRE_PTX").is_ok_and(|v| v == "1");
     let Some(ptxas) = find_ptxas() else {
         assert!(!required, "SYMMEM_REQUIRE_PTX=1 but ptxas was not found (set SYMMEM_PTXAS or install nvidia-cuda-nvcc-cu12)");
-        eprintln!("skipped: ptxas not found (pip install nvidia-cuda-nvcc-cu12, or set SYMMEM_PTXAS)");
+        eprintln!(
+            "skipped: ptxas not found (pip install nvidia-cuda-nvcc-cu12, or set SYMMEM_PTXAS)"
+        );
         return;
     };
     if let Err(e) = symmem_ptx_build::ensure_components() {
-        assert!(!required, "SYMMEM_REQUIRE_PTX=1 but the nvptx components are missing: {e}");
+        assert!(
+            !required,
+            "SYMMEM_REQUIRE_PTX=1 but the nvptx components are missing: {e}"
+        );
         eprintln!("skipped: cannot install the nvptx toolchain components: {e}");
         return;
     }
@@ -146,10 +182,19 @@ fn every_kernel_crate_assembles_for_sm80_and_sm90_with_the_required_ordering() {
                 .target_dir(target_root.join(arch))
                 .build()
                 .unwrap_or_else(|e| panic!("building {} for {arch}: {e}", dir.display()));
-            assert!(ptx.text.contains(&format!(".target {arch}")), "{}", ptx.path.display());
-            assemble(&ptxas, &ptx).unwrap_or_else(|e| panic!("ptxas {arch} {}: {e}", ptx.path.display()));
+            assert!(
+                ptx.text.contains(&format!(".target {arch}")),
+                "{}",
+                ptx.path.display()
+            );
+            assemble(&ptxas, &ptx)
+                .unwrap_or_else(|e| panic!("ptxas {arch} {}: {e}", ptx.path.display()));
             check_structure(&ptx, &dir);
-            eprintln!("ok: {} for {arch}: {} entry points", dir.display(), ptx.text.matches(".entry").count());
+            eprintln!(
+                "ok: {} for {arch}: {} entry points",
+                dir.display(),
+                ptx.text.matches(".entry").count()
+            );
         }
     }
 }

@@ -1,31 +1,43 @@
-//! Kernels exercising the symmem device API.
+//! Kernels that exercise every symmem device operation.
+//!
+//! They run on the CPU executor (the `device-test-pe` program of `tests/device` launches
+//! them on 2 and 4 PEs and checks the results exactly) and compile to PTX: `no_std`, no
+//! allocation, no formatting, plain loops over raw pointers.
+//!
+//! Kernel arguments are symmetric addresses (marked *sym* in the docs: the host passes
+//! `Runtime::ptr(&buf, my_pe)`), plain values, or pointers to host memory (*host*). Values
+//! that kernels write and host checks expect (or the other way round) come from
+//! [`pattern`], so both sides agree on every element.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
-use symmem_device::*;
+pub mod amo;
+pub mod failure;
+pub mod pipeline;
+pub mod ring;
+pub mod rma;
+pub mod signal;
+pub mod sync;
+pub mod threads;
 
-kernel! {
-    /// Every thread of the block puts its part of `n` u64s to the right neighbour and
-    /// thread 0 signals it.
-    pub fn ring_put_signal(dst: *mut u64, src: *const u64, n: usize, sig: *mut u64) {
-        let right = (my_pe() + 1) % n_pes();
-        put_signal_block(dst, src, n, sig, 1, SignalOp::Add, right);
-    }
+use symmem_device::{block_dim, block_rank, thread_rank};
 
-    /// Waits for the signal to reach `expect`.
-    pub fn wait_signal(sig: *mut u64, expect: u64) {
-        if thread_rank() == 0 {
-            signal_wait_until(sig, Cmp::Ge, expect);
-        }
-    }
+/// Element `i` of data block `tag` written by PE `pe`. Distinct for every
+/// `(pe < 2^15, tag < 2^16, i < 2^32)` and never zero, so a misplaced, stale or missing
+/// element (symmetric memory starts zeroed) never passes a check.
+#[inline(always)]
+pub const fn pattern(pe: u32, tag: u32, i: usize) -> u64 {
+    ((pe as u64 + 1) << 48) | ((tag as u64 & 0xffff) << 32) | (i as u64 & 0xffff_ffff)
+}
 
-    /// Adds 1 to `counter` on every PE.
-    pub fn add_everywhere(counter: *mut u64) {
-        let mut pe = 0;
-        while pe < n_pes() {
-            atomic_fetch_add(counter, 1u64, pe);
-            pe += 1;
-        }
-        barrier_all();
-    }
+/// This thread's index in the whole grid: `block_rank * threads_per_block + thread_rank`.
+#[inline(always)]
+fn global_thread() -> u32 {
+    block_rank() * block_dim().volume() + thread_rank()
+}
+
+/// Warps per block (the last one may be partial).
+#[inline(always)]
+fn warps_per_block() -> u32 {
+    block_dim().volume().div_ceil(symmem_device::WARP_SIZE)
 }

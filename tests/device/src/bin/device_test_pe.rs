@@ -1,16 +1,80 @@
 //! The PE side of the device-API tests: `device-test-pe [--pes N] SCENARIO`.
 //!
 //! Each scenario launches kernels from `symmem-test-kernels` on the CPU executor and
-//! checks the results exactly; it exits non-zero on any mismatch.
+//! checks the results exactly; it prints `PE i: SCENARIO ok` and exits 0, or prints
+//! `FAILED: ...` and exits non-zero. Scenarios that expect an error print it on stdout as
+//! `ERROR...`. A PE whose check fails exits at once, without finalizing, so that peers
+//! waiting for it fail promptly instead of hanging.
+//!
+//! With `--pes N` the program self-launches N PEs; under another launcher (mpirun) the
+//! test sets `SYMMEM_TEST_EXPECT_PES`, which every PE checks against the job's size (and
+//! `SYMMEM_TEST_EXPECT_BOOTSTRAP` against the bootstrap in use).
+
+#[path = "device_test_pe/amo.rs"]
+mod amo;
+#[path = "device_test_pe/failure.rs"]
+mod failure;
+#[path = "device_test_pe/pipeline.rs"]
+mod pipeline;
+#[path = "device_test_pe/ring.rs"]
+mod ring;
+#[path = "device_test_pe/rma.rs"]
+mod rma;
+#[path = "device_test_pe/signal.rs"]
+mod signal;
+#[path = "device_test_pe/sync.rs"]
+mod sync;
+#[path = "device_test_pe/threads.rs"]
+mod threads;
 
 use std::process::ExitCode;
 
-use symmem::{Runtime, SelfLaunch};
-use symmem_test_kernels as k;
+use symmem::{Error, Runtime, SelfLaunch, SymBuf};
 
+/// A scenario's result: `Err` carries what was wrong.
 type Outcome = Result<(), String>;
 
+/// A scenario: runs on an initialised runtime, checks, and says what was wrong.
+type Scenario = fn(&Runtime) -> Outcome;
+
+/// Every scenario, by name.
+const SCENARIOS: &[(&str, Scenario)] = &[
+    ("ring_put_signal", ring::ring_put_signal),
+    ("identity", ring::identity),
+    ("two_nodes", ring::two_nodes),
+    ("rma", rma::rma),
+    ("put_signal", signal::put_signal),
+    ("signal_cmp", signal::signal_cmp),
+    ("wait_test", signal::wait_test),
+    ("atomics", amo::atomics),
+    ("fence_quiet", sync::fence_quiet),
+    ("barriers", sync::barriers),
+    ("geometry", threads::geometry),
+    ("thread_sync", threads::thread_sync),
+    ("big_grid", threads::big_grid),
+    ("cooperative", threads::cooperative),
+    ("launch_args", threads::launch_args),
+    ("pipeline", pipeline::pipeline),
+    ("kernel_panic", failure::kernel_panic),
+    ("kill_in_wait", failure::kill_in_wait),
+];
+
+/// The environment variable with the number of PEs the job must have.
+const EXPECT_PES: &str = "SYMMEM_TEST_EXPECT_PES";
+
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // A self-launched job expects the number of PEs it was asked for. Set before any
+    // thread exists, and inherited by the PEs.
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--pes")
+        .and_then(|i| args.get(i + 1))
+    {
+        if std::env::var_os(EXPECT_PES).is_none() {
+            std::env::set_var(EXPECT_PES, n);
+        }
+    }
     match symmem::self_launch() {
         Ok(SelfLaunch::Finished(code)) => return ExitCode::from(code.clamp(0, 255) as u8),
         Ok(SelfLaunch::InJob) => {}
@@ -19,58 +83,140 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let scenario = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_default();
-    let result = symmem::init().map_err(|e| format!("init: {e}")).and_then(|rt| {
-        let r = match scenario.as_str() {
-            "ring_put_signal" => ring_put_signal(&rt),
-            other => Err(format!("unknown scenario {other:?}")),
-        };
-        r.and_then(|()| rt.finalize().map_err(|e| format!("finalize: {e}")))
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let scenario = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .cloned()
+        .unwrap_or_default();
+    let Some(&(name, run)) = SCENARIOS.iter().find(|(name, _)| *name == scenario) else {
+        let known: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
+        eprintln!("unknown scenario {scenario:?}; known: {}", known.join(" "));
+        return ExitCode::from(2);
+    };
+    if name == "two_nodes" {
+        if let Err(msg) = ring::split_into_two_nodes() {
+            eprintln!("FAILED: {msg}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let rt = match init() {
+        Ok(rt) => rt,
         Err(msg) => {
             eprintln!("FAILED: {msg}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(msg) = run(&rt) {
+        eprintln!("FAILED: PE {}: {msg}", rt.my_pe());
+        // Exit without finalizing: peers may be waiting for this PE in another operation
+        // (a barrier, a signal), and they detect an exited PE at once.
+        std::process::exit(1);
+    }
+    println!("PE {}: {name} ok", rt.my_pe());
+    match rt.finalize() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("FAILED: finalize: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
+/// `symmem::init`, then the check that the job is the one the test launched: an MPI
+/// binary started by a foreign mpirun would otherwise pass as N one-PE jobs.
+fn init() -> Result<Runtime, String> {
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    let expected: usize = std::env::var(EXPECT_PES)
+        .map_err(|_| format!("{EXPECT_PES} is not set (use --pes N)"))?
+        .parse()
+        .map_err(|_| format!("bad {EXPECT_PES}"))?;
+    ensure(rt.n_pes() == expected, || {
+        format!("n_pes = {}, but the test launched {expected}", rt.n_pes())
+    })?;
+    let kind = rt.bootstrap_kind().to_string();
+    match std::env::var("SYMMEM_TEST_EXPECT_BOOTSTRAP") {
+        Ok(want) if want != kind => Err(format!("bootstrap is {kind}, the test expected {want}")),
+        _ => Ok(rt),
+    }
+}
+
+/// An error as text.
 fn e2s(e: symmem::Error) -> String {
     e.to_string()
 }
 
-/// A symmetric address of `buf` (this PE's copy), for kernel arguments.
-fn sym<T>(rt: &Runtime, buf: &symmem::SymBuf<T>) -> Result<*mut T, String> {
-    Ok(rt.ptr(buf, rt.my_pe()).map_err(e2s)?.expect("own heap is mapped").as_ptr())
+/// `Ok` if `cond` holds, else `Err` with the message.
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Outcome {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg())
+    }
 }
 
-/// A block puts to the right neighbour with put_signal_block; the neighbour's kernel waits
-/// for the signal and then every element is checked.
-fn ring_put_signal(rt: &Runtime) -> Outcome {
-    let (me, n) = (rt.my_pe(), rt.n_pes());
-    let len = 10_000usize;
-    let dst = rt.calloc::<u64>(len).map_err(e2s)?;
-    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
-    let src: Vec<u64> = (0..len as u64).map(|i| i * 7 + me as u64 * 1_000_000).collect();
-    let (d, s) = (sym(rt, &dst)?, sym(rt, &sig)?);
-    let srcp = src.as_ptr();
-    // SAFETY: `d` and `s` are symmetric addresses of live allocations with `len` and 1
-    // elements; `srcp` points at `len` readable u64s that outlive the launch.
-    unsafe {
-        rt.launch(1, 64, || k::ring_put_signal(d, srcp, len, s)).map_err(e2s)?;
-        rt.launch(1, 1, || k::wait_signal(s, 1)).map_err(e2s)?;
+/// Checks `got` against `want` element by element, naming the first difference.
+fn check_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> Outcome {
+    ensure(got.len() == want.len(), || {
+        format!("{what}: {} elements, want {}", got.len(), want.len())
+    })?;
+    match got.iter().zip(want).position(|(g, w)| g != w) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what}: element {i} is {:?}, want {:?}",
+            got[i], want[i]
+        )),
     }
-    let left = (me + n - 1) % n;
-    let mut got = vec![0u64; len];
-    rt.read_local(dst.at(0), &mut got).map_err(e2s)?;
-    for (i, g) in got.iter().enumerate() {
-        let want = i as u64 * 7 + left as u64 * 1_000_000;
-        if *g != want {
-            return Err(format!("PE {me}: element {i} is {g}, want {want}"));
+}
+
+/// A symmetric address of `buf` (this PE's copy), for kernel arguments.
+fn sym<T>(rt: &Runtime, buf: &SymBuf<T>) -> Result<*mut T, String> {
+    Ok(rt
+        .ptr(buf, rt.my_pe())
+        .map_err(e2s)?
+        .ok_or("own heap is not mapped")?
+        .as_ptr())
+}
+
+/// This PE's copy of `buf`.
+fn read_all<T: symmem::Pod>(rt: &Runtime, buf: &SymBuf<T>) -> Result<Vec<T>, String> {
+    let mut out = vec![T::zeroed(); buf.len()];
+    rt.read_local(buf.at(0), &mut out).map_err(e2s)?;
+    Ok(out)
+}
+
+/// Checks that a launch failed with `KernelFailed` on this PE, first in `block` and
+/// `thread`, with a message containing every one of `needles`; returns the error's text.
+fn expect_kernel_failed(
+    rt: &Runtime,
+    result: symmem::Result<()>,
+    block: (u32, u32, u32),
+    thread: (u32, u32, u32),
+    needles: &[&str],
+) -> Result<String, String> {
+    let want = || {
+        format!(
+            "KernelFailed on PE {} in block {block:?} thread {thread:?} mentioning {needles:?}",
+            rt.my_pe()
+        )
+    };
+    let e = match result {
+        Ok(()) => return Err(format!("the launch succeeded; expected {}", want())),
+        Err(e) => e,
+    };
+    let text = e.to_string();
+    match e {
+        Error::KernelFailed {
+            pe,
+            block: b,
+            thread: t,
+            message,
+        } if pe == rt.my_pe()
+            && b == block
+            && t == thread
+            && needles.iter().all(|n| message.contains(n)) =>
+        {
+            Ok(text)
         }
+        _ => Err(format!("expected {}, got: {text}", want())),
     }
-    rt.barrier_all().map_err(e2s)?;
-    println!("PE {me}: ring_put_signal ok");
-    Ok(())
 }

@@ -1,0 +1,91 @@
+//! Failing kernels: a panic while sibling threads wait, and a wait for a PE that dies.
+
+use std::time::{Duration, Instant};
+
+use symmem::Runtime;
+use symmem_test_kernels::{failure as k, threads::count_threads};
+
+use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, Outcome};
+
+/// How long a failing launch may take to return: far more than it needs, far less than
+/// a hang.
+const FAIL_WITHIN: Duration = Duration::from_secs(10);
+
+/// One thread panics while the others of its block wait in `signal_wait_until`,
+/// `sync_warp` and `sync_threads`: `launch` (1-D and 2-D) and `launch_cooperative` return
+/// `KernelFailed` naming the block and thread, promptly; afterwards kernels run normally.
+pub fn kernel_panic(rt: &Runtime) -> Outcome {
+    let me = rt.my_pe();
+    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    let counter = rt.calloc::<u64>(1).map_err(e2s)?;
+    let (s, c) = (sym(rt, &sig)?, sym(rt, &counter)?);
+    // (cooperative, grid, block, victim block rank, victim thread rank, block, thread)
+    type Case = (
+        bool,
+        (u32, u32),
+        (u32, u32),
+        u32,
+        u32,
+        (u32, u32, u32),
+        (u32, u32, u32),
+    );
+    let cases: [Case; 3] = [
+        (false, (3, 1), (64, 1), 1, 37, (1, 0, 0), (37, 0, 0)),
+        (false, (2, 2), (8, 8), 3, 37, (1, 1, 0), (5, 4, 0)),
+        (true, (2, 1), (64, 1), 1, 37, (1, 0, 0), (37, 0, 0)),
+    ];
+    for (cooperative, grid, block, victim_block, victim_thread, want_block, want_thread) in cases {
+        // Blocks before the victim's pass their wait; the victim's never does.
+        rt.put(sig.at(0), &[victim_block as u64], me).map_err(e2s)?;
+        let start = Instant::now();
+        // SAFETY: `s` is a symmetric address of one u64.
+        let r = unsafe {
+            if cooperative {
+                rt.launch_cooperative(grid, block, || k::panic_one(s, victim_block, victim_thread))
+            } else {
+                rt.launch(grid, block, || k::panic_one(s, victim_block, victim_thread))
+            }
+        };
+        let took = start.elapsed();
+        let text =
+            expect_kernel_failed(rt, r, want_block, want_thread, &["deliberate kernel panic"])?;
+        ensure(took < FAIL_WITHIN, || {
+            format!("the failing launch took {took:?}")
+        })?;
+        println!("ERROR (expected, after {took:?}): {text}");
+    }
+    // SAFETY: `c` is a symmetric address of one u64.
+    unsafe { rt.launch(2, 64, || count_threads(c)) }
+        .map_err(|e| format!("launch after the failures: {e}"))?;
+    check_eq(
+        "threads run after the failures",
+        &read_all(rt, &counter)?,
+        &[128],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(sig).map_err(e2s)?;
+    rt.free(counter).map_err(e2s)
+}
+
+/// The last PE kills itself (SIGKILL) after a barrier; every other PE launches a 64-thread
+/// kernel whose thread 0 waits for a signal from it. The launch must fail with
+/// `KernelFailed` naming the dead PE; the survivor prints `ERROR after …: …` and exits 3
+/// at once (finalize would only report the same failure again).
+pub fn kill_in_wait(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let victim = n - 1;
+    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    let s = sym(rt, &sig)?;
+    rt.barrier_all().map_err(e2s)?;
+    if me == victim {
+        // SAFETY: raising a signal on our own process; nothing runs after it.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let start = Instant::now();
+    // SAFETY: `s` is a symmetric address of one u64.
+    let r = unsafe { rt.launch(1, 64, || k::wait_forever(s)) };
+    let needle = format!("PE {victim} failed while PE {me} was in a kernel wait");
+    let text = expect_kernel_failed(rt, r, (0, 0, 0), (0, 0, 0), &[&needle])?;
+    println!("ERROR after {:?}: {text}", start.elapsed());
+    std::process::exit(3);
+}

@@ -1,0 +1,106 @@
+//! The device-side put-with-signal pipeline (see `symmem_test_kernels::pipeline`).
+
+use symmem::{Runtime, SignalOp};
+use symmem_test_kernels::pattern;
+use symmem_test_kernels::pipeline::{self as k, chunk_signal};
+
+use super::{check_eq, e2s, ensure, read_all, sym, Outcome};
+
+/// u64s per chunk (256 KiB).
+const CHUNK: usize = 32 * 1024;
+/// Chunks per run (12 MiB).
+const CHUNKS: u32 = 48;
+/// Slots the chunks cycle through on the consumer.
+const NSLOTS: u32 = 4;
+/// Threads of the producer and of the consumer block.
+const THREADS: u32 = 64;
+
+/// PEs pair up (0 with 1, 2 with 3, …). In each run one PE of every pair produces 48
+/// chunks of 256 KiB with `put_signal_nbi_block` through 4 slots and the other consumes
+/// them in a kernel that waits for each chunk's signal and checks and sums every element;
+/// the host checks the sum exactly, and the final signal, credit and slot contents.
+/// Runs with `SignalOp::Set` and `::Add`, each pair member producing once with each.
+pub fn pipeline(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
+    ensure(n % 2 == 0, || {
+        format!("the pipeline pairs PEs up; {n} PEs cannot")
+    })?;
+    let partner = me ^ 1;
+    for (run, (op, even_produces)) in [
+        (SignalOp::Set, true),
+        (SignalOp::Add, true),
+        (SignalOp::Set, false),
+        (SignalOp::Add, false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("run {run} ({op:?})");
+        let slots = rt.calloc::<u64>(NSLOTS as usize * CHUNK).map_err(e2s)?;
+        let sig = rt.calloc::<u64>(NSLOTS as usize).map_err(e2s)?;
+        let credit = rt.calloc::<u64>(1).map_err(e2s)?;
+        let (sl, sg, cr) = (sym(rt, &slots)?, sym(rt, &sig)?, sym(rt, &credit)?);
+        let producing = (me % 2 == 0) == even_produces;
+        if producing {
+            let src: Vec<u64> = (0..CHUNKS)
+                .flat_map(|c| (0..CHUNK).map(move |i| pattern(me, c, i)))
+                .collect();
+            let sp = src.as_ptr();
+            // SAFETY: `sl`, `sg` and `cr` are symmetric addresses of `NSLOTS * CHUNK`,
+            // `NSLOTS` and 1 u64s; `sp` holds `CHUNKS * CHUNK` u64s and outlives the launch.
+            unsafe {
+                rt.launch(1, THREADS, || {
+                    k::pipe_produce(sl, sp, CHUNK, CHUNKS, NSLOTS, sg, cr, op, partner)
+                })
+            }
+            .map_err(|e| format!("{name}: producer: {e}"))?;
+        } else {
+            let mut out = vec![u64::MAX; 2 * THREADS as usize];
+            let op_ = out.as_mut_ptr();
+            // SAFETY: as above; `op_` holds two u64s per thread, each written by its thread.
+            unsafe {
+                rt.launch(1, THREADS, || {
+                    k::pipe_consume(sl, CHUNK, CHUNKS, NSLOTS, sg, cr, op, partner, op_)
+                })
+            }
+            .map_err(|e| format!("{name}: consumer: {e}"))?;
+            let bad: u64 = out.iter().skip(1).step_by(2).sum();
+            let sum = out.iter().step_by(2).fold(0u64, |a, &s| a.wrapping_add(s));
+            let want_sum = (0..CHUNKS)
+                .flat_map(|c| (0..CHUNK).map(move |i| pattern(partner, c, i)))
+                .fold(0u64, u64::wrapping_add);
+            ensure(bad == 0 && sum == want_sum, || {
+                format!("{name}: the consumer saw {bad} wrong elements; sum {sum:#x}, want {want_sum:#x}")
+            })?;
+        }
+        rt.barrier_all().map_err(e2s)?;
+        if producing {
+            check_eq(
+                &format!("{name}: credits"),
+                &read_all(rt, &credit)?,
+                &[CHUNKS as u64],
+            )?;
+        } else {
+            // The last chunk to pass through each slot, its signal, and its contents.
+            let last: Vec<u32> = (0..NSLOTS)
+                .map(|s| (0..CHUNKS).filter(|c| c % NSLOTS == s).max().unwrap_or(0))
+                .collect();
+            let want_sig: Vec<u64> = last.iter().map(|&c| chunk_signal(op, c, NSLOTS)).collect();
+            check_eq(&format!("{name}: signals"), &read_all(rt, &sig)?, &want_sig)?;
+            let want: Vec<u64> = last
+                .iter()
+                .flat_map(|&c| (0..CHUNK).map(move |i| pattern(partner, c, i)))
+                .collect();
+            check_eq(
+                &format!("{name}: slot contents"),
+                &read_all(rt, &slots)?,
+                &want,
+            )?;
+        }
+        rt.barrier_all().map_err(e2s)?;
+        rt.free(slots).map_err(e2s)?;
+        rt.free(sig).map_err(e2s)?;
+        rt.free(credit).map_err(e2s)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! The ring example and the identity queries (`my_pe`, `n_pes`, `ptr`), on one node and
+//! split into two nodes, where device operations on the other node fail the launch.
+
+use symmem::Runtime;
+use symmem_test_kernels::{failure as kf, pattern, ring as k};
+
+use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, Outcome};
+
+/// A block puts to the right neighbour with put_signal_block; the neighbour's kernel waits
+/// for the signal and then every element is checked.
+pub fn ring_put_signal(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let len = 10_000usize;
+    let dst = rt.calloc::<u64>(len).map_err(e2s)?;
+    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    let src: Vec<u64> = (0..len as u64)
+        .map(|i| i * 7 + me as u64 * 1_000_000)
+        .collect();
+    let (d, s) = (sym(rt, &dst)?, sym(rt, &sig)?);
+    let srcp = src.as_ptr();
+    // SAFETY: `d` and `s` are symmetric addresses of live allocations with `len` and 1
+    // elements; `srcp` points at `len` readable u64s that outlive the launch.
+    unsafe {
+        rt.launch(1, 64, || k::ring_put_signal(d, srcp, len, s))
+            .map_err(e2s)?;
+        rt.launch(1, 1, || k::wait_signal(s, 1)).map_err(e2s)?;
+    }
+    let left = (me + n - 1) % n;
+    let want: Vec<u64> = (0..len as u64)
+        .map(|i| i * 7 + left as u64 * 1_000_000)
+        .collect();
+    check_eq("ring data", &read_all(rt, &dst)?, &want)?;
+    rt.barrier_all().map_err(e2s)
+}
+
+/// Runs the `identity` kernel on a 32-thread block and checks what every thread saw:
+/// `my_pe`, `n_pes`, `ptr(buf, pe)` equal to the host's `Runtime::ptr` (null exactly for
+/// PEs on another node), and the values stored through those pointers. Returns the PEs
+/// whose pointer was null.
+fn check_identity(rt: &Runtime) -> Result<Vec<usize>, String> {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let buf = rt.calloc::<u64>(n).map_err(e2s)?;
+    let threads = 32;
+    let mut ids = vec![u32::MAX; 2 * threads];
+    let mut ptrs = vec![u64::MAX; n];
+    let b = sym(rt, &buf)?;
+    let (idp, ptrp) = (ids.as_mut_ptr(), ptrs.as_mut_ptr());
+    // SAFETY: `b` is a symmetric address of `n` u64s; `ids` holds 2 u32s per thread and
+    // `ptrs` one u64 per PE, each written by one thread only; all outlive the launch.
+    unsafe { rt.launch(1, threads as u32, || k::identity(b, idp, ptrp)) }.map_err(e2s)?;
+    let want_ids: Vec<u32> = (0..threads).flat_map(|_| [me as u32, n as u32]).collect();
+    check_eq("my_pe/n_pes per thread", &ids, &want_ids)?;
+    let mut unreachable = Vec::new();
+    for (pe, &got) in ptrs.iter().enumerate() {
+        let host = rt
+            .ptr(&buf, pe)
+            .map_err(e2s)?
+            .map_or(0, |p| p.as_ptr() as u64);
+        ensure(got == host, || {
+            format!("PE {me}: device ptr(buf, {pe}) = {got:#x}, host ptr = {host:#x}")
+        })?;
+        if host == 0 {
+            unreachable.push(pe);
+        }
+    }
+    ensure(ptrs[me] == b as u64, || {
+        "ptr to this PE is not the symmetric address".into()
+    })?;
+    rt.barrier_all().map_err(e2s)?;
+    let want: Vec<u64> = (0..n)
+        .map(|s| {
+            if unreachable.contains(&s) {
+                0
+            } else {
+                pattern(s as u32, me as u32, 0)
+            }
+        })
+        .collect();
+    check_eq("values stored through ptr", &read_all(rt, &buf)?, &want)?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(buf).map_err(e2s)?;
+    Ok(unreachable)
+}
+
+/// `my_pe`, `n_pes` and `ptr` on one node: every peer is reachable.
+pub fn identity(rt: &Runtime) -> Outcome {
+    let unreachable = check_identity(rt)?;
+    ensure(unreachable.is_empty(), || {
+        format!("PEs {unreachable:?} are unreachable on one node")
+    })
+}
+
+/// The PEs per node of the `two_nodes` split: half the job, at least one.
+fn per_node() -> Result<usize, String> {
+    let size: usize = std::env::var(super::EXPECT_PES)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or("SYMMEM_TEST_EXPECT_PES is not set")?;
+    Ok((size / 2).max(1))
+}
+
+/// Before init: puts this process on node `testnode{rank / per_node}` through
+/// `SYMMEM_NODE_ID`, so the job splits into two "nodes" that share no memory.
+pub fn split_into_two_nodes() -> Outcome {
+    let rank = ["SYMMEM_LAUNCH_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.parse::<usize>().ok())
+        .ok_or("cannot tell this process's rank before init")?;
+    // Edition 2021: set before init starts any thread that reads the environment.
+    std::env::set_var("SYMMEM_NODE_ID", format!("testnode{}", rank / per_node()?));
+    Ok(())
+}
+
+/// On two nodes (see [`split_into_two_nodes`]): `ptr` is null exactly for the other
+/// node's PEs, and every kind of device operation on such a PE, or on a PE that does not
+/// exist, fails the launch with `KernelFailed` naming the thread that issued it, its block
+/// and the PE, without touching memory.
+pub fn two_nodes(rt: &Runtime) -> Outcome {
+    let (me, n, per_node) = (rt.my_pe(), rt.n_pes(), per_node()?);
+    let unreachable = check_identity(rt)?;
+    let want: Vec<usize> = (0..n)
+        .filter(|&pe| pe / per_node != me / per_node)
+        .collect();
+    ensure(unreachable == want, || {
+        format!("unreachable PEs {unreachable:?}, want {want:?}")
+    })?;
+    let buf = rt.calloc::<u64>(2).map_err(e2s)?;
+    let b = sym(rt, &buf)?;
+    let other = want[0];
+    for op in 0..kf::REMOTE_OPS {
+        for (pe, needle) in [
+            (other, format!("PE {other} is not reachable from PE {me}")),
+            (n, format!("PE {n} does not exist")),
+        ] {
+            // Thread 37 of block 1 (a 2 × 64 grid) issues the operation.
+            // SAFETY: `b` is a symmetric address of 2 u64s; the failing operation is
+            // refused before it touches memory.
+            let r = unsafe { rt.launch(2, 64, || kf::remote_op(b, op, pe as u32, 64 + 37)) };
+            let text = expect_kernel_failed(rt, r, (1, 0, 0), (37, 0, 0), &[&needle])
+                .map_err(|e| format!("op {op} on PE {pe}: {e}"))?;
+            if op == 0 {
+                println!("ERROR (expected): {text}");
+            }
+        }
+    }
+    check_eq(
+        "buffer after refused operations",
+        &read_all(rt, &buf)?,
+        &[0, 0],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(buf).map_err(e2s)
+}

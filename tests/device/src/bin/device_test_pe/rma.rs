@@ -1,0 +1,113 @@
+//! Put and get at thread, warp and block scope, blocking and `_nbi`, and `p`/`g` (see
+//! `symmem_test_kernels::rma` for the units and regions).
+
+use symmem::Runtime;
+use symmem_test_kernels::pattern;
+use symmem_test_kernels::rma::{self as k, put_target};
+
+use super::{check_eq, e2s, read_all, sym, Outcome};
+
+/// Untouched u64s after the last region: a put that writes past its end shows there.
+const GUARD: usize = 64;
+
+/// A launch of a put (or get) kernel: `(dst, src or got)`.
+type Phase<'a> = &'a dyn Fn(*mut u64, *mut u64) -> symmem::Result<()>;
+
+/// One put phase and one get phase over `units` units of `len` u64s, checked exactly:
+/// this PE's whole buffer (each region holds its writer's pattern or zero, the guard
+/// zero) after the puts, and every element each unit got.
+fn run_case(
+    rt: &Runtime,
+    name: &str,
+    units: u32,
+    len: usize,
+    put: Phase<'_>,
+    get: Phase<'_>,
+) -> Outcome {
+    let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
+    let dst = rt
+        .calloc::<u64>(n as usize * units as usize * len + GUARD)
+        .map_err(e2s)?;
+    let d = sym(rt, &dst)?;
+    let mut src: Vec<u64> = (0..units)
+        .flat_map(|u| (0..len).map(move |i| pattern(me, u, i)))
+        .collect();
+    put(d, src.as_mut_ptr()).map_err(|e| format!("{name} put: {e}"))?;
+    rt.barrier_all().map_err(e2s)?;
+    let mut want = vec![0u64; dst.len()];
+    for s in 0..n {
+        for u in (0..units).filter(|&u| put_target(s, u, n) == me) {
+            let region = (s * units + u) as usize * len;
+            for (i, w) in want[region..region + len].iter_mut().enumerate() {
+                *w = pattern(s, u, i);
+            }
+        }
+    }
+    check_eq(
+        &format!("{name}: this PE's buffer after the puts"),
+        &read_all(rt, &dst)?,
+        &want,
+    )?;
+    let mut got = vec![0u64; units as usize * len];
+    get(d, got.as_mut_ptr()).map_err(|e| format!("{name} get: {e}"))?;
+    let writer = (me + 1) % n;
+    let want: Vec<u64> = (0..units)
+        .flat_map(|u| (0..len).map(move |i| pattern(writer, u, i)))
+        .collect();
+    check_eq(&format!("{name}: gotten data"), &got, &want)?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(dst).map_err(e2s)
+}
+
+/// Every put/get form at every scope. Thread scope: 2 blocks of 32 threads, 100 u64s
+/// each, with `put`/`get`, `put_nbi`/`get_nbi` and `p`/`g`. Warp scope: 2 blocks of 48
+/// threads (a full and a 16-lane warp each), 1003 u64s per warp. Block scope: 3 blocks of
+/// 256 threads, 10007 u64s per block.
+pub fn rma(rt: &Runtime) -> Outcome {
+    type Put = unsafe fn(*mut u64, *const u64, usize, u32);
+    type Get = unsafe fn(*mut u64, *mut u64, usize, u32);
+    let scopes: [(&str, u32, u32, u32, usize, Put, Get); 3] = [
+        (
+            "thread",
+            2,
+            32,
+            64,
+            100,
+            k::rma_put_threads,
+            k::rma_get_threads,
+        ),
+        ("warp", 2, 48, 4, 1003, k::rma_put_warps, k::rma_get_warps),
+        (
+            "block",
+            3,
+            256,
+            3,
+            10_007,
+            k::rma_put_blocks,
+            k::rma_get_blocks,
+        ),
+    ];
+    for (scope, grid, block, units, len, put, get) in scopes {
+        for nbi in [0, 1] {
+            let name = format!("{scope} scope, nbi = {nbi}");
+            // SAFETY (both launches): `d` is a symmetric address of `n * units * len`
+            // u64s; `s` holds `units * len` readable and `g` as many writable u64s, which
+            // outlive the launch and are written by one unit each.
+            let put_phase = |d: *mut u64, s: *mut u64| unsafe {
+                rt.launch(grid, block, || put(d, s, len, nbi))
+            };
+            let get_phase = |d: *mut u64, g: *mut u64| unsafe {
+                rt.launch(grid, block, || get(d, g, len, nbi))
+            };
+            run_case(rt, &name, units, len, &put_phase, &get_phase)?;
+        }
+    }
+    let len = 100;
+    // SAFETY: as above; `p`/`g` touch the same regions element by element.
+    let p_phase =
+        |d: *mut u64, _: *mut u64| unsafe { rt.launch(2, 32, || k::rma_p_threads(d, len)) };
+    // SAFETY: as above.
+    let g_phase =
+        |d: *mut u64, g: *mut u64| unsafe { rt.launch(2, 32, || k::rma_g_threads(d, g, len)) };
+    run_case(rt, "thread scope, p and g", 64, len, &p_phase, &g_phase)
+}

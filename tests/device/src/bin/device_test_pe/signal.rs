@@ -1,0 +1,233 @@
+//! Put-with-signal at every scope with both signal operations, signal operations and
+//! waits with every comparison, and `wait_until`/`test` on every integer type.
+
+use std::fmt::Debug;
+
+use symmem::{Cmp, Pod, Runtime, SignalOp};
+use symmem_test_kernels::pattern;
+use symmem_test_kernels::rma::put_target;
+use symmem_test_kernels::signal as k;
+
+use super::{check_eq, e2s, ensure, read_all, sym, Outcome};
+
+/// Untouched u64s after the last region.
+const GUARD: usize = 64;
+/// Threads of the consumer block.
+const CONSUMERS: usize = 64;
+
+/// Every put-with-signal form: thread scope (64 threads, 64 u64s each), warp scope (2
+/// blocks of 48 threads, 1003 u64s per warp) and block scope (3 blocks of 128 threads,
+/// 5003 u64s per block), each with `Set` and `Add`, blocking and `_nbi`. A consumer kernel
+/// on every target waits for the signals and checks every element; the host then checks
+/// the whole buffer and the exact signal words.
+pub fn put_signal(rt: &Runtime) -> Outcome {
+    type Producer = unsafe fn(*mut u64, *const u64, usize, *mut u64, SignalOp, u32);
+    let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
+    let scopes: [(&str, u32, u32, u32, usize, Producer); 3] = [
+        ("thread", 1, 64, 64, 64, k::ps_put_threads),
+        ("warp", 2, 48, 4, 1003, k::ps_put_warps),
+        ("block", 3, 128, 3, 5003, k::ps_put_blocks),
+    ];
+    for (scope, grid, block, units, len, producer) in scopes {
+        for op in [SignalOp::Set, SignalOp::Add] {
+            for nbi in [0, 1] {
+                let name = format!("put_signal at {scope} scope, {op:?}, nbi = {nbi}");
+                let regions = (n * units) as usize;
+                let dst = rt.calloc::<u64>(regions * len + GUARD).map_err(e2s)?;
+                let sig = rt.calloc::<u64>(regions + 1).map_err(e2s)?;
+                let (d, s) = (sym(rt, &dst)?, sym(rt, &sig)?);
+                let src: Vec<u64> = (0..units)
+                    .flat_map(|u| (0..len).map(move |i| pattern(me, u, i)))
+                    .collect();
+                let mut out = vec![u64::MAX; 2 * CONSUMERS];
+                let (srcp, outp) = (src.as_ptr(), out.as_mut_ptr());
+                // SAFETY: `d` and `s` are symmetric addresses of `regions * len` and
+                // `regions + 1` u64s; `srcp` holds `units * len` u64s, `outp` two per
+                // consumer thread (each written by its thread); all outlive the launches.
+                unsafe {
+                    rt.launch(grid, block, || producer(d, srcp, len, s, op, nbi))
+                        .map_err(|e| format!("{name}: producer: {e}"))?;
+                    rt.launch(1, CONSUMERS as u32, || {
+                        k::ps_consume(d, len, units, s, op, outp)
+                    })
+                    .map_err(|e| format!("{name}: consumer: {e}"))?;
+                }
+                let checked: u64 = out.iter().step_by(2).sum();
+                let bad: u64 = out.iter().skip(1).step_by(2).sum();
+                ensure(checked == units as u64 * len as u64 && bad == 0, || {
+                    format!(
+                        "{name}: the consumer checked {checked} elements (want {}), {bad} wrong",
+                        units as usize * len
+                    )
+                })?;
+                let mut want = vec![0u64; dst.len()];
+                let mut want_sig = vec![0u64; sig.len()];
+                for r in 0..n * units {
+                    let (src_pe, u) = (r / units, r % units);
+                    if put_target(src_pe, u, n) != me {
+                        continue;
+                    }
+                    let at = r as usize * len;
+                    for (i, w) in want[at..at + len].iter_mut().enumerate() {
+                        *w = pattern(src_pe, u, i);
+                    }
+                    match op {
+                        SignalOp::Set => want_sig[r as usize] = r as u64 + 1,
+                        SignalOp::Add => want_sig[regions] += r as u64 + 1,
+                    }
+                }
+                check_eq(&format!("{name}: data"), &read_all(rt, &dst)?, &want)?;
+                check_eq(&format!("{name}: signals"), &read_all(rt, &sig)?, &want_sig)?;
+                rt.barrier_all().map_err(e2s)?;
+                rt.free(dst).map_err(e2s)?;
+                rt.free(sig).map_err(e2s)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `signal_op` (Set and Add, to the neighbour, every PE and this PE), `signal_fetch`
+/// before and after, and `signal_wait_until` with every comparison, waited on by six
+/// threads at once; three times in a row. The words start as `0 0 0 0 MAX MAX 100`.
+pub fn signal_cmp(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes() as u64);
+    let total = n * (n + 1) / 2;
+    let initial = [0, 0, 0, 0, u64::MAX, u64::MAX, 100];
+    let seen = [7, 9, total, total, 3, 4];
+    let fin = [7, 9, total, total, 3, 4, 110];
+    let want: Vec<u64> = initial.iter().chain(&seen).chain(&fin).copied().collect();
+    for round in 0..3 {
+        let sig = rt.calloc::<u64>(7).map_err(e2s)?;
+        rt.put(sig.at(4), &initial[4..], me).map_err(e2s)?;
+        let s = sym(rt, &sig)?;
+        let mut out = vec![u64::MAX; want.len()];
+        let outp = out.as_mut_ptr();
+        // SAFETY: `s` is a symmetric address of 7 u64s; `outp` holds 20 u64s written by
+        // distinct threads (or thread 0 alone) and outlives the launch.
+        unsafe { rt.launch(1, 8, || k::signal_cmp(s, outp)) }.map_err(e2s)?;
+        check_eq(
+            &format!("round {round}: fetched before, seen by waits, fetched after"),
+            &out,
+            &want,
+        )?;
+        rt.barrier_all().map_err(e2s)?;
+        rt.free(sig).map_err(e2s)?;
+    }
+    Ok(())
+}
+
+/// One type's `wait_cmp` run: `table` rows are `init, value, mid, fin` for `Cmp::ALL`.
+/// Every `test` gives false on `init` and `mid` and true on `fin`, and `wait_until`
+/// returns exactly `fin`.
+fn wait_case<T: Pod + PartialOrd + Debug>(
+    rt: &Runtime,
+    name: &str,
+    table: [[T; 4]; 6],
+    kernel: unsafe fn(*mut T, *const T, *mut T, *mut u32),
+) -> Outcome {
+    // The table must make every check meaningful; judged with Rust's own operators, not
+    // with the `Cmp` under test.
+    let holds = |c: usize, ivar: T, value: T| match c {
+        0 => ivar == value,
+        1 => ivar != value,
+        2 => ivar > value,
+        3 => ivar >= value,
+        4 => ivar < value,
+        _ => ivar <= value,
+    };
+    for (c, [init, value, mid, fin]) in table.into_iter().enumerate() {
+        ensure(
+            !holds(c, init, value) && !holds(c, mid, value) && holds(c, fin, value),
+            || {
+                format!(
+                    "{name}: table row for {:?} does not discriminate",
+                    Cmp::ALL[c]
+                )
+            },
+        )?;
+    }
+    let ivar = rt.calloc::<T>(6).map_err(e2s)?;
+    let iv = sym(rt, &ivar)?;
+    let flat: Vec<T> = table.iter().flatten().copied().collect();
+    let mut seen = vec![T::zeroed(); 6];
+    let mut flags = vec![u32::MAX; 18];
+    let (tp, sp, fp) = (flat.as_ptr(), seen.as_mut_ptr(), flags.as_mut_ptr());
+    // SAFETY: `iv` is a symmetric address of 6 T; `tp` holds 24 T, `sp` 6 and `fp` 18
+    // entries, written by distinct threads; all outlive the launch.
+    unsafe { rt.launch(1, 6, || kernel(iv, tp, sp, fp)) }.map_err(|e| format!("{name}: {e}"))?;
+    check_eq(
+        &format!("{name}: test on init, mid, fin"),
+        &flags,
+        &[0, 0, 1].repeat(6),
+    )?;
+    let fins: Vec<T> = table.iter().map(|row| row[3]).collect();
+    check_eq(&format!("{name}: values wait_until returned"), &seen, &fins)?;
+    check_eq(
+        &format!("{name}: final words"),
+        &read_all(rt, &ivar)?,
+        &fins,
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(ivar).map_err(e2s)
+}
+
+/// `wait_until` and `test` with every comparison on u32, i32, u64 and i64, with values
+/// that tell signed from unsigned and 64-bit from 32-bit comparisons.
+pub fn wait_test(rt: &Runtime) -> Outcome {
+    const H: u32 = 0x8000_0000;
+    wait_case::<u32>(
+        rt,
+        "u32",
+        [
+            [0, H, H - 1, H],
+            [u32::MAX - 1, u32::MAX - 1, u32::MAX - 1, u32::MAX],
+            [0, H - 1, H - 1, H],
+            [1, u32::MAX - 1, H - 1, u32::MAX],
+            [u32::MAX, H, H, H - 1],
+            [u32::MAX, H, H + 1, H],
+        ],
+        k::wait_cmp_u32,
+    )?;
+    wait_case::<i32>(
+        rt,
+        "i32",
+        [
+            [0, -5, 5, -5],
+            [-7, -7, -7, 7],
+            [-30, -10, -10, -9],
+            [i32::MIN, -10, -11, -10],
+            [5, -10, -10, -11],
+            [i32::MAX, -1, 0, i32::MIN],
+        ],
+        k::wait_cmp_i32,
+    )?;
+    const T32: u64 = 1 << 32;
+    const H64: u64 = 1 << 63;
+    wait_case::<u64>(
+        rt,
+        "u64",
+        [
+            [0, 1 << 40, 1 << 41, 1 << 40],
+            [u64::MAX, u64::MAX, u64::MAX, T32],
+            [0, T32 - 1, T32 - 1, T32],
+            [5, H64, H64 - 1, H64],
+            [u64::MAX, 2 * T32, 2 * T32, 2 * T32 - 1],
+            [u64::MAX, H64, H64 + 1, 3],
+        ],
+        k::wait_cmp_u64,
+    )?;
+    wait_case::<i64>(
+        rt,
+        "i64",
+        [
+            [0, -(1 << 40), 1 << 40, -(1 << 40)],
+            [i64::MIN, i64::MIN, i64::MIN, -1],
+            [i64::MIN, -(1 << 35), -(1 << 35), -(1 << 35) + 1],
+            [-(1 << 50), 1 << 33, (1 << 33) - 1, 1 << 33],
+            [i64::MAX, -(1 << 33), -(1 << 33), -(1 << 33) - 1],
+            [0, -1, 0, i64::MIN],
+        ],
+        k::wait_cmp_i64,
+    )
+}

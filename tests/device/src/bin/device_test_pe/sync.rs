@@ -1,0 +1,152 @@
+//! `fence`, `quiet`, `quiet_block` and the device barriers, repeated many times.
+
+use symmem::Runtime;
+use symmem_test_kernels::pattern;
+use symmem_test_kernels::sync as k;
+
+use super::{check_eq, e2s, ensure, read_all, sym, Outcome};
+
+/// One producer/consumer ring run over `rounds` rounds of `len` u64s. `launch(data, src,
+/// flags)` runs the kernel and returns its counts: wrong values seen (data or flags) and
+/// elements checked. Checks those, then the last round's data and the final flag and
+/// acknowledgement.
+fn flag_ring(
+    rt: &Runtime,
+    name: &str,
+    len: usize,
+    rounds: u32,
+    launch: &dyn Fn(*mut u64, *const u64, *mut u64) -> Result<(u64, u64), String>,
+) -> Outcome {
+    let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
+    let left = (me + n - 1) % n;
+    let data = rt.calloc::<u64>(len).map_err(e2s)?;
+    let flags = rt.calloc::<u64>(2).map_err(e2s)?;
+    let src: Vec<u64> = (1..=rounds)
+        .flat_map(|r| (0..len).map(move |i| pattern(me, r, i)))
+        .collect();
+    let (bad, checked) = launch(sym(rt, &data)?, src.as_ptr(), sym(rt, &flags)?)?;
+    ensure(bad == 0 && checked == rounds as u64 * len as u64, || {
+        format!(
+            "{name}: {bad} wrong values in {checked} checked (want {})",
+            rounds as usize * len
+        )
+    })?;
+    rt.barrier_all().map_err(e2s)?;
+    let want: Vec<u64> = (0..len).map(|i| pattern(left, rounds, i)).collect();
+    check_eq(
+        &format!("{name}: last round's data"),
+        &read_all(rt, &data)?,
+        &want,
+    )?;
+    check_eq(
+        &format!("{name}: flag and acknowledgement"),
+        &read_all(rt, &flags)?,
+        &[rounds as u64; 2],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(data).map_err(e2s)?;
+    rt.free(flags).map_err(e2s)
+}
+
+/// Data, then `fence` (or `quiet`, or `quiet_block`), then a flag: the consumer waits for
+/// the flag and must see every element of the round, over hundreds of rounds around the
+/// ring, each acknowledged before the next overwrites the data.
+pub fn fence_quiet(rt: &Runtime) -> Outcome {
+    for (name, mode, len, rounds) in [
+        ("p + fence + p", 0u32, 64usize, 300u32),
+        ("put_nbi + quiet + p", 1, 256, 300),
+    ] {
+        flag_ring(rt, name, len, rounds, &|d, s, f| {
+            let mut out = [u64::MAX; 3];
+            let o = out.as_mut_ptr();
+            // SAFETY: `d` and `f` are symmetric addresses of `len` and 2 u64s; `s` holds
+            // `rounds * len` u64s and `o` 3; all outlive the launch.
+            unsafe { rt.launch(1, 1, || k::fence_flag(d, s, len, f, rounds, mode, o)) }
+                .map_err(e2s)?;
+            Ok((out[0] + out[1], out[2]))
+        })?;
+    }
+    let threads = 64;
+    flag_ring(
+        rt,
+        "put_nbi by a block + quiet_block + p",
+        1000,
+        100,
+        &|d, s, f| {
+            let mut out = vec![u64::MAX; 2 * threads];
+            let o = out.as_mut_ptr();
+            // SAFETY: as above; `o` holds 2 u64s per thread, each written by its thread.
+            unsafe {
+                rt.launch(1, threads as u32, || {
+                    k::quiet_block_flag(d, s, 1000, f, 100, o)
+                })
+            }
+            .map_err(e2s)?;
+            Ok((
+                out.iter().step_by(2).sum(),
+                out.iter().skip(1).step_by(2).sum(),
+            ))
+        },
+    )
+}
+
+/// `barrier_all`/`sync_all` by one thread per PE (300 iterations, twice, the values
+/// continuing across launches and a host barrier) and `barrier_all_block` /
+/// `sync_all_block` / `quiet_block` by a 32-thread block (100 iterations, twice): no
+/// thread ever sees a value of an earlier iteration.
+pub fn barriers(rt: &Runtime) -> Outcome {
+    let n = rt.n_pes();
+    let slots = rt.calloc::<u64>(n).map_err(e2s)?;
+    let s = sym(rt, &slots)?;
+    let iters = 300;
+    for launch in 0..2u64 {
+        let mut bad = u64::MAX;
+        let b = &mut bad as *mut u64;
+        let base = launch * iters as u64;
+        // SAFETY: `s` is a symmetric address of `n` u64s, `b` one u64; both outlive the
+        // launch.
+        unsafe { rt.launch(1, 1, || k::barrier_rounds(s, base, iters, b)) }.map_err(e2s)?;
+        ensure(bad == 0, || {
+            format!("barrier_rounds launch {launch}: {bad} stale values")
+        })?;
+        rt.barrier_all().map_err(e2s)?;
+        check_eq(
+            "slots after barrier_rounds",
+            &read_all(rt, &slots)?,
+            &vec![base + iters as u64; n],
+        )?;
+        // Nobody starts the next launch's stores before every PE has checked.
+        rt.barrier_all().map_err(e2s)?;
+    }
+    let threads = 32usize;
+    let block_slots = rt.calloc::<u64>(n * threads).map_err(e2s)?;
+    let s = sym(rt, &block_slots)?;
+    let iters = 100;
+    for launch in 0..2u64 {
+        let mut bad = vec![u64::MAX; threads];
+        let b = bad.as_mut_ptr();
+        let base = launch * iters as u64;
+        // SAFETY: `s` is a symmetric address of `n * threads` u64s, `b` one u64 per
+        // thread; both outlive the launch.
+        unsafe {
+            rt.launch(1, threads as u32, || {
+                k::barrier_rounds_block(s, base, iters, b)
+            })
+        }
+        .map_err(e2s)?;
+        check_eq(
+            &format!("barrier_rounds_block launch {launch}: stale values per thread"),
+            &bad,
+            &vec![0; threads],
+        )?;
+        rt.barrier_all().map_err(e2s)?;
+        check_eq(
+            "slots after barrier_rounds_block",
+            &read_all(rt, &block_slots)?,
+            &vec![base + iters as u64; n * threads],
+        )?;
+        rt.barrier_all().map_err(e2s)?;
+    }
+    rt.free(slots).map_err(e2s)?;
+    rt.free(block_slots).map_err(e2s)
+}

@@ -1,0 +1,83 @@
+//! Failing kernels on the CPU executor: a panicking thread fails its launch without
+//! hanging the threads that wait for it, and a kernel waiting for a PE that dies fails
+//! naming that PE.
+
+mod common;
+use std::time::Duration;
+
+use common::{run, run_self_launched};
+
+/// One thread of a 64-thread block (and of a 2-D 8×8 block, and of a cooperative launch)
+/// panics while its siblings wait in a signal wait, `sync_warp` and `sync_threads`: every
+/// launch fails with `KernelFailed` naming the block and thread, and the PE goes on.
+fn kernel_panic(n: usize) {
+    let job = run(n, "kernel_panic");
+    job.assert_ok(n, "kernel_panic");
+    let errors = job.lines_with("ERROR (expected");
+    for pe in 0..n {
+        for (where_, count) in [
+            ("block (1, 0, 0) thread (37, 0, 0)", 2),
+            ("block (1, 1, 0) thread (5, 4, 0)", 1),
+        ] {
+            let needle = format!("kernel failed on PE {pe} in {where_}: deliberate kernel panic");
+            if errors.iter().filter(|e| e.contains(&needle)).count() != count {
+                job.fail(&format!("want {count} line(s) with {needle:?}"));
+            }
+        }
+    }
+    if errors.len() != 3 * n {
+        job.fail("want 3 expected-error lines per PE");
+    }
+}
+
+#[test]
+fn kernel_panic_2_pes() {
+    kernel_panic(2);
+}
+
+#[test]
+fn kernel_panic_4_pes() {
+    kernel_panic(4);
+}
+
+/// The last PE raises SIGKILL while every other PE's kernel waits for a signal from it:
+/// each survivor's launch fails naming the dead PE (thread 0 of block 0 was waiting), the
+/// survivors exit 3 and the job exits 137 (the killed PE's status), well within the
+/// deadline.
+fn kill_in_wait(n: usize) {
+    let job = run_self_launched(n, "kill_in_wait");
+    let victim = n - 1;
+    if job.status.code() != Some(137) {
+        job.fail("want exit status 137 (SIGKILL of the victim)");
+    }
+    if !job.stderr.contains(&format!("PE {victim} (pid"))
+        || !job.stderr.contains("killed by signal 9")
+    {
+        job.fail("the launcher does not name the killed PE");
+    }
+    let errors = job.lines_with("ERROR after");
+    if errors.len() != n - 1 {
+        job.fail("want one error line per survivor");
+    }
+    for pe in 0..victim {
+        let needle = format!(
+            "kernel failed on PE {pe} in block (0, 0, 0) thread (0, 0, 0): PE {victim} failed while PE {pe} was in a kernel wait"
+        );
+        if !errors.iter().any(|e| e.contains(&needle)) {
+            job.fail(&format!("no line with {needle:?}"));
+        }
+    }
+    if job.elapsed >= Duration::from_secs(20) {
+        job.fail("the failure took too long to detect");
+    }
+}
+
+#[test]
+fn kernel_waiting_for_a_killed_pe_fails_2_pes() {
+    kill_in_wait(2);
+}
+
+#[test]
+fn kernel_waiting_for_a_killed_pe_fails_4_pes() {
+    kill_in_wait(4);
+}

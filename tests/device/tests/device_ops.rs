@@ -1,0 +1,134 @@
+//! Every device operation at every scope, in kernels on the CPU executor, on 2 and 4 PEs
+//! (self-launched, or under mpirun with `SYMMEM_TEST_LAUNCHER=mpirun`), checked exactly
+//! by the PE program `device-test-pe` (tests/device/src/bin).
+
+mod common;
+use common::{run, Job};
+
+/// Runs `scenario` on `n` PEs and asserts that every PE reported success.
+fn ok(n: usize, scenario: &str) -> Job {
+    let job = run(n, scenario);
+    job.assert_ok(n, scenario);
+    job
+}
+
+/// Asserts that the `n` PEs printed `per_pe` expected-error lines each, and that each of
+/// `needles` is in exactly `n` of them (once per PE).
+fn expected_errors(job: &Job, n: usize, per_pe: usize, needles: &[&str]) {
+    let errors = job.lines_with("ERROR (expected");
+    if errors.len() != n * per_pe {
+        job.fail(&format!("want {per_pe} expected-error lines per PE"));
+    }
+    for needle in needles {
+        if errors.iter().filter(|e| e.contains(needle)).count() != n {
+            job.fail(&format!(
+                "want one expected-error line per PE mentioning {needle:?}"
+            ));
+        }
+    }
+}
+
+/// A test module per scenario, with a 2-PE and a 4-PE test.
+macro_rules! scenarios {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        mod $name {
+            #[test]
+            fn two_pes() {
+                super::ok(2, stringify!($name));
+            }
+
+            #[test]
+            fn four_pes() {
+                super::ok(4, stringify!($name));
+            }
+        }
+    )*};
+}
+
+scenarios! {
+    /// The ring example: put_signal_block to the neighbour, a kernel waits for the signal.
+    ring_put_signal;
+    /// my_pe, n_pes, and ptr to every peer (compared with the host's), written through.
+    identity;
+    /// put/get/p/g, _nbi, _warp (with partial warps), _block; every element and a guard.
+    rma;
+    /// put_signal(_nbi) at thread, warp and block scope with Set and Add; a consumer
+    /// kernel waits for every signal and checks every element.
+    put_signal;
+    /// signal_op, signal_fetch and signal_wait_until with every comparison.
+    signal_cmp;
+    /// wait_until and test with every comparison on u32, i32, u64, i64.
+    wait_test;
+    /// Every atomic on every type, contended by all threads of all PEs: exact results.
+    atomics;
+    /// Data, then fence / quiet / quiet_block, then a flag, for hundreds of rounds.
+    fence_quiet;
+    /// barrier_all, sync_all and their _block forms, hundreds of times, across launches.
+    barriers;
+    /// Thread geometry in 1-D, 2-D and 3-D launches with partial warps, and cooperative.
+    geometry;
+    /// sync_threads and sync_warp exchanging values, in 48- and 256-thread blocks.
+    thread_sync;
+    /// 16 blocks of 256 threads with launch: every thread once, puts, atomics.
+    big_grid;
+    /// launch_cooperative with blocks waiting for each other and grid barriers.
+    cooperative;
+    /// The device-side put_signal_nbi_block pipeline: 48 chunks of 256 KiB, Set and Add.
+    pipeline;
+}
+
+/// Errors of `two_nodes`: one per PE for a put to the other node, one for a put to a PE
+/// that does not exist.
+const TWO_NODE_ERRORS: [&str; 2] = ["is not reachable from PE", "does not exist"];
+
+/// Errors of `launch_args`, one per PE each.
+const LAUNCH_ERRORS: [&str; 7] = [
+    "launch: grid Dim3 { x: 0, y: 1, z: 1 } has a zero extent",
+    "launch: grid Dim3 { x: 2, y: 0, z: 1 } has a zero extent",
+    "launch: block Dim3 { x: 32, y: 0, z: 2 } has a zero extent",
+    "launch: block Dim3 { x: 1025, y: 1, z: 1 } has 1025 threads; at most 1024 are allowed",
+    "launch: block Dim3 { x: 32, y: 32, z: 2 } has 2048 threads; at most 1024 are allowed",
+    "launch_cooperative: grid Dim3 { x: 17, y: 1, z: 1 } × block Dim3 { x: 256, y: 1, z: 1 } is 4352 threads; a cooperative launch runs all at once, at most 4096",
+    "launch_cooperative: block Dim3 { x: 2048, y: 1, z: 1 } has 2048 threads; at most 1024 are allowed",
+];
+
+/// `ptr` is null exactly for the other node's PEs (nodes of one PE each), and every kind
+/// of device operation on them, or on a PE that does not exist, fails the launch naming
+/// the block, the thread and the PE.
+#[test]
+fn two_nodes_2_pes() {
+    let job = ok(2, "two_nodes");
+    expected_errors(&job, 2, 2, &TWO_NODE_ERRORS);
+}
+
+/// As [`two_nodes_2_pes`] with nodes {0, 1} and {2, 3}.
+#[test]
+fn two_nodes_4_pes() {
+    let job = ok(4, "two_nodes");
+    expected_errors(&job, 4, 2, &TWO_NODE_ERRORS);
+    // Each PE's refused put went to the other node's first PE, from block 1 thread 37.
+    for (pe, other) in [(0, 2), (1, 2), (2, 0), (3, 0)] {
+        let line = format!(
+            "kernel failed on PE {pe} in block (1, 0, 0) thread (37, 0, 0): symmem device: PE {other} is not reachable from PE {pe}"
+        );
+        if !job.stdout.contains(&line) {
+            job.fail(&format!("no error {line:?}"));
+        }
+    }
+}
+
+/// Zero extents, blocks over 1024 threads and cooperative launches over 4096 threads are
+/// refused and run nothing; 1024-thread blocks run.
+#[test]
+fn launch_argument_errors_2_pes() {
+    let job = ok(2, "launch_args");
+    expected_errors(&job, 2, LAUNCH_ERRORS.len(), &LAUNCH_ERRORS);
+}
+
+/// As [`launch_argument_errors_2_pes`] on 4 PEs.
+#[test]
+fn launch_argument_errors_4_pes() {
+    let job = ok(4, "launch_args");
+    expected_errors(&job, 4, LAUNCH_ERRORS.len(), &LAUNCH_ERRORS);
+}

@@ -1,0 +1,55 @@
+//! Kernels that fail on purpose: an explicit panic while sibling threads wait, device
+//! operations on PEs that cannot be reached or do not exist, and a wait for a PE that
+//! dies.
+
+use symmem_device::*;
+
+/// Operations [`remote_op`] can issue, by number.
+pub const REMOTE_OPS: u32 = 6;
+
+kernel! {
+    /// Thread `victim_thread` (thread rank) of block `victim_block` (block rank) panics.
+    /// Every other thread waits: thread 0 of each block in `signal_wait_until(sig, Gt,
+    /// block_rank)` (`sig`, sym, is set by the host so that blocks before the victim's pass
+    /// and the victim's never does), then every thread in `sync_warp` and `sync_threads`.
+    pub fn panic_one(sig: *mut u64, victim_block: u32, victim_thread: u32) {
+        let (b, t) = (block_rank(), thread_rank());
+        if b == victim_block && t == victim_thread {
+            panic!("deliberate kernel panic");
+        }
+        if t == 0 {
+            signal_wait_until(sig, Cmp::Gt, b as u64);
+        }
+        sync_warp();
+        sync_threads();
+    }
+
+    /// Thread `who` (grid-wide thread number) issues device operation `op` on `buf` (sym,
+    /// at least 2 u64s) at PE `pe`: 0 `put`, 1 `get`, 2 `p`, 3 `g`, 4 `atomic_fetch_add`,
+    /// 5 `put_signal`. The others wait in `sync_threads`.
+    pub fn remote_op(buf: *mut u64, op: u32, pe: u32, who: u32) {
+        if crate::global_thread() == who {
+            let local = buf.add(1);
+            match op {
+                0 => put(buf, local, 1, pe),
+                1 => get(local, buf, 1, pe),
+                2 => p(buf, 1, pe),
+                3 => local.write(g(buf, pe)),
+                4 => {
+                    atomic_fetch_add(buf, 1, pe);
+                }
+                _ => put_signal(buf, local, 1, local, 1, SignalOp::Add, pe),
+            }
+        }
+        sync_threads();
+    }
+
+    /// Thread 0 waits for `sig` (sym) to become non-zero, a signal that never comes; the
+    /// other threads of the block wait for it in `sync_threads`.
+    pub fn wait_forever(sig: *mut u64) {
+        if thread_rank() == 0 {
+            signal_wait_until(sig, Cmp::Ne, 0);
+        }
+        sync_threads();
+    }
+}
