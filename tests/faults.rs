@@ -216,3 +216,32 @@ fn symrun_rejects_bad_usage_and_reports_the_first_failing_code() {
         assert!(stdout.contains(&format!("[PE {pe}] hi")), "{stdout}");
     }
 }
+
+#[test]
+fn a_pe_that_finalizes_instead_of_joining_a_barrier_is_named_at_once() {
+    let job = run_symrun(
+        4,
+        "finalize_in_barrier",
+        &[("SYMMEM_BOOTSTRAP_TIMEOUT", "60")],
+    );
+    assert_eq!(job.status.code(), Some(3), "{}\n{}", job.stdout, job.stderr);
+    let errors = job.lines_with("ERROR");
+    assert_eq!(errors.len(), 3, "{}\n{}", job.stdout, job.stderr);
+    for e in errors {
+        assert!(
+            e.contains("PE 0 failed") || e.contains("failed while PE"),
+            "{e}"
+        );
+    }
+    assert!(
+        job.stdout.contains("PE 0 failed while") && job.stdout.contains("entered finalize"),
+        "{}",
+        job.stdout
+    );
+    // Far below the 60 s bootstrap deadline the others would otherwise wait for.
+    assert!(
+        job.elapsed < Duration::from_secs(20),
+        "took {:?}",
+        job.elapsed
+    );
+}

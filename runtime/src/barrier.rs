@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
 /// This PE's barrier state.
@@ -84,11 +84,37 @@ impl Runtime {
             // sees this epoch. The chain of rounds makes the barrier transitive.
             partner.barrier[round].0.store(epoch, Ordering::Release);
             let flag = &mine.barrier[round].0;
+            let gone = &self
+                .heap
+                .control(from)
+                .expect("all heaps are mapped")
+                .finalizing
+                .0;
+            let (mut polls, mut left) = (0u32, false);
             self.wait_for(
                 "barrier_all",
                 || format!("PE {from} (round {round} of the barrier, epoch {epoch})"),
-                || flag.load(Ordering::Acquire) >= epoch,
+                || {
+                    if flag.load(Ordering::Acquire) >= epoch {
+                        return true;
+                    }
+                    // A partner that entered finalize will never join this barrier; it is
+                    // alive (in finalize's own barrier), so only this flag tells. Checked
+                    // every 256 polls to keep the spin on one cache line.
+                    polls = polls.wrapping_add(1);
+                    left = polls % 256 == 0 && gone.load(Ordering::Acquire) != 0;
+                    left
+                },
             )?;
+            if left && flag.load(Ordering::Acquire) < epoch {
+                return Err(Error::PeerFailed {
+                    pe: from,
+                    me,
+                    op: "barrier_all",
+                    reason: "it entered finalize (or dropped its runtime) instead of this barrier"
+                        .into(),
+                });
+            }
             dist *= 2;
             round += 1;
         }

@@ -23,7 +23,7 @@
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use symmem_device::host::{with_context, Executor, ThreadContext};
 use symmem_device::{Dim3, WARP_SIZE};
@@ -114,7 +114,6 @@ struct Launch<'a> {
     barriers: Vec<BlockBarriers>,
     stop: AtomicBool,
     first_failure: Mutex<Option<(Dim3, Dim3, String)>>,
-    started: Instant,
 }
 
 impl Launch<'_> {
@@ -159,6 +158,7 @@ impl Launch<'_> {
             block_dim: self.block_dim,
             grid_dim,
             executor: self,
+            wait_started: std::cell::Cell::new(None),
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| with_context(&ctx, kernel)));
         match outcome {
@@ -187,7 +187,7 @@ impl Executor for Launch<'_> {
         self.barriers_of(ctx).warps[warp as usize].wait(&self.stop);
     }
 
-    fn check(&self) {
+    fn check(&self, waited: Duration) {
         if self.stop.load(Ordering::Acquire) {
             resume_unwind(Box::new(Stopped));
         }
@@ -195,9 +195,9 @@ impl Executor for Launch<'_> {
             panic!("{e}");
         }
         if let Some(limit) = self.rt.config.timeout {
-            if self.started.elapsed() >= limit {
+            if waited >= limit {
                 panic!(
-                    "kernel on PE {} still waiting after {limit:?} (SYMMEM_TIMEOUT)",
+                    "a kernel wait on PE {} timed out after {limit:?} (SYMMEM_TIMEOUT)",
                     self.rt.my_pe()
                 );
             }
@@ -331,7 +331,6 @@ impl Runtime {
                 .collect(),
             stop: AtomicBool::new(false),
             first_failure: Mutex::new(None),
-            started: Instant::now(),
         }
     }
 

@@ -541,6 +541,9 @@ impl Runtime {
         if std::mem::replace(&mut self.finalized, true) {
             return Ok(());
         }
+        if let Some(cb) = self.heap.control(self.my_pe()) {
+            cb.finalizing.0.store(1, Ordering::Release);
+        }
         // Peers may still read or write this PE's heap until they, too, reach finalize.
         self.bootstrap.barrier()?;
         tracing::debug!(pe = self.my_pe(), "symmem finalized");

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         "oom" => with_init(oom),
         "bad_args" => with_init(bad_args),
         "kill" => with_init(kill),
+        "finalize_in_barrier" => finalize_in_barrier(),
         "reinit" => reinit(),
         "two_nodes" => two_nodes(),
         "heap_is_memfd" => with_init(heap_is_memfd),
@@ -301,6 +302,27 @@ fn kill(rt: &Runtime) -> Outcome {
     Err(format!(
         "PE {me}: barriers kept succeeding after PE {victim} was killed"
     ))
+}
+
+/// PE 0 finalizes while the others wait for it in `barrier_all`: they must fail at once,
+/// naming it, rather than wait for the bootstrap deadline.
+fn finalize_in_barrier() -> Outcome {
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    rt.barrier_all().map_err(e2s)?;
+    if rt.my_pe() == 0 {
+        // Its peers leave with an error, so this finalize fails too; that is expected.
+        let _ = rt.finalize();
+        return Ok(());
+    }
+    let start = Instant::now();
+    match rt.barrier_all() {
+        Ok(()) => Err("barrier_all completed without PE 0".into()),
+        Err(e) => {
+            println!("ERROR after {:?}: {e}", start.elapsed());
+            std::process::exit(3);
+        }
+    }
 }
 
 /// init → use → finalize → init again in one process; a handle from the first runtime is

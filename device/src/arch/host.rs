@@ -22,8 +22,9 @@ pub trait Executor: Sync {
     fn sync_threads(&self, ctx: &ThreadContext<'_>);
     /// Blocks until every thread of the calling thread's warp has called it.
     fn sync_warp(&self, ctx: &ThreadContext<'_>);
-    /// Called from slow rounds of device wait loops; unwinds if the kernel must stop.
-    fn check(&self);
+    /// Called from slow rounds of device wait loops with how long the current wait has
+    /// lasted; unwinds if the kernel must stop.
+    fn check(&self, waited: core::time::Duration);
 }
 
 /// One kernel thread's view of the launch.
@@ -40,6 +41,8 @@ pub struct ThreadContext<'a> {
     pub grid_dim: Dim3,
     /// The executor running the launch.
     pub executor: &'a dyn Executor,
+    /// When this thread's current device wait began (set by the wait loop).
+    pub wait_started: Cell<Option<std::time::Instant>>,
 }
 
 std::thread_local! {
@@ -249,7 +252,17 @@ pub fn wait_step(step: &mut u32) {
     } else if *step < YIELD {
         std::thread::yield_now();
     } else {
-        current().executor.check();
+        let ctx = current();
+        // The first slow round of a wait starts its clock; `step` restarts at 0 per wait.
+        let started = match ctx.wait_started.get() {
+            Some(t) if *step > YIELD => t,
+            _ => {
+                let now = std::time::Instant::now();
+                ctx.wait_started.set(Some(now));
+                now
+            }
+        };
+        ctx.executor.check(started.elapsed());
         let doublings = (*step - YIELD).min(6);
         std::thread::sleep(core::time::Duration::from_micros(10 << doublings));
     }

@@ -80,11 +80,21 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
-/// `__syncwarp()` over the full warp.
+/// `__syncwarp()` over the threads of this warp: all 32 lanes, or the lanes that exist in
+/// a block's partial last warp (a mask naming absent lanes would never complete).
 #[inline(always)]
 pub fn sync_warp() {
-    // SAFETY: a warp barrier; every lane must reach it (caller contract).
-    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) }
+    let dim = block_dim();
+    let tid = dim.linear(thread_idx());
+    let width = (dim.volume() - tid / crate::WARP_SIZE * crate::WARP_SIZE).min(crate::WARP_SIZE);
+    let mask: u32 = if width >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    };
+    // SAFETY: a warp barrier over exactly the lanes of this warp; each must reach it
+    // (caller contract).
+    unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) }
 }
 
 /// This thread's lane in its warp.

@@ -38,6 +38,9 @@ pub struct ControlBlock {
     /// up, read by peers that find this PE dead, so that they name the root cause rather
     /// than a PE that merely exited in reaction to it. The mapping outlives the process.
     pub failure_cause: PaddedU64,
+    /// Nonzero once this PE has entered finalize: peers waiting for it in a barrier it
+    /// will never join fail instead of waiting for the bootstrap deadline.
+    pub finalizing: PaddedU64,
     /// Flags of the device-side dissemination barrier (`DeviceState::barrier_off`), kept
     /// apart from the host barrier's so the two never mix epochs.
     pub device_barrier: [PaddedU64; MAX_BARRIER_ROUNDS],
