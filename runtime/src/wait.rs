@@ -170,6 +170,53 @@ impl Runtime {
         Ok(out.expect("the wait ended because the probe succeeded"))
     }
 
+    /// The all-form of the array waits: returns when every included element holds.
+    fn wait_all_of<T: SymInt>(
+        &self,
+        op: &'static str,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: Values<'_, T>,
+    ) -> Result<()> {
+        let v = self.ivars(op, ivars, exclude, cmp, values)?;
+        self.wait_ivars(op, ivars.id, || v.all().then_some(()))
+    }
+
+    /// The any-form: the index of one included element that holds, `None` when every
+    /// element is excluded (nothing could ever hold).
+    fn wait_any_of<T: SymInt>(
+        &self,
+        op: &'static str,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: Values<'_, T>,
+    ) -> Result<Option<usize>> {
+        let v = self.ivars(op, ivars, exclude, cmp, values)?;
+        if v.none_included() {
+            return Ok(None);
+        }
+        self.wait_ivars(op, ivars.id, || v.any()).map(Some)
+    }
+
+    /// The some-form: the indices of every included element that holds once at least one
+    /// does; empty when every element is excluded.
+    fn wait_some_of<T: SymInt>(
+        &self,
+        op: &'static str,
+        ivars: &SymBuf<T>,
+        exclude: Option<&[bool]>,
+        cmp: Cmp,
+        values: Values<'_, T>,
+    ) -> Result<Vec<usize>> {
+        let v = self.ivars(op, ivars, exclude, cmp, values)?;
+        if v.none_included() {
+            return Ok(Vec::new());
+        }
+        self.wait_ivars(op, ivars.id, || Some(v.some()).filter(|s| !s.is_empty()))
+    }
+
     /// Waits until every included element satisfies `cmp value` (`shmem_wait_until_all`).
     pub fn wait_until_all<T: SymInt>(
         &self,
@@ -178,8 +225,7 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<()> {
-        let v = self.ivars("wait_until_all", ivars, exclude, cmp, Values::One(value))?;
-        self.wait_ivars("wait_until_all", ivars.id, || v.all().then_some(()))
+        self.wait_all_of("wait_until_all", ivars, exclude, cmp, Values::One(value))
     }
 
     /// Waits until some included element satisfies `cmp value` and returns its index;
@@ -191,12 +237,7 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<Option<usize>> {
-        let v = self.ivars("wait_until_any", ivars, exclude, cmp, Values::One(value))?;
-        if v.none_included() {
-            return Ok(None);
-        }
-        self.wait_ivars("wait_until_any", ivars.id, || v.any())
-            .map(Some)
+        self.wait_any_of("wait_until_any", ivars, exclude, cmp, Values::One(value))
     }
 
     /// Waits until at least one included element satisfies `cmp value` and returns the
@@ -208,13 +249,7 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<Vec<usize>> {
-        let v = self.ivars("wait_until_some", ivars, exclude, cmp, Values::One(value))?;
-        if v.none_included() {
-            return Ok(Vec::new());
-        }
-        self.wait_ivars("wait_until_some", ivars.id, || {
-            Some(v.some()).filter(|s| !s.is_empty())
-        })
+        self.wait_some_of("wait_until_some", ivars, exclude, cmp, Values::One(value))
     }
 
     /// [`wait_until_all`](Self::wait_until_all) with one comparison value per element
@@ -226,14 +261,13 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<()> {
-        let v = self.ivars(
+        self.wait_all_of(
             "wait_until_all_vector",
             ivars,
             exclude,
             cmp,
             Values::Each(values),
-        )?;
-        self.wait_ivars("wait_until_all_vector", ivars.id, || v.all().then_some(()))
+        )
     }
 
     /// [`wait_until_any`](Self::wait_until_any) with one comparison value per element
@@ -245,18 +279,13 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<Option<usize>> {
-        let v = self.ivars(
+        self.wait_any_of(
             "wait_until_any_vector",
             ivars,
             exclude,
             cmp,
             Values::Each(values),
-        )?;
-        if v.none_included() {
-            return Ok(None);
-        }
-        self.wait_ivars("wait_until_any_vector", ivars.id, || v.any())
-            .map(Some)
+        )
     }
 
     /// [`wait_until_some`](Self::wait_until_some) with one comparison value per element
@@ -268,19 +297,13 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<Vec<usize>> {
-        let v = self.ivars(
+        self.wait_some_of(
             "wait_until_some_vector",
             ivars,
             exclude,
             cmp,
             Values::Each(values),
-        )?;
-        if v.none_included() {
-            return Ok(Vec::new());
-        }
-        self.wait_ivars("wait_until_some_vector", ivars.id, || {
-            Some(v.some()).filter(|s| !s.is_empty())
-        })
+        )
     }
 
     /// Whether every included element satisfies `cmp value` now (`shmem_test_all`).
