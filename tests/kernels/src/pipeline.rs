@@ -74,7 +74,7 @@ kernel! {
             let data = slots.add(slot as usize * chunk);
             let mut i = t;
             while i < chunk {
-                let v = data.add(i).read_volatile();
+                let v = data.add(i).read();
                 if v != pattern(producer, k, i) {
                     bad += 1;
                 }

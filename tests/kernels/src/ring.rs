@@ -31,7 +31,7 @@ kernel! {
             let peer_buf = ptr(buf, t);
             ptrs.add(t as usize).write(peer_buf as u64);
             if !peer_buf.is_null() {
-                peer_buf.add(me as usize).write_volatile(pattern(me, t, 0));
+                peer_buf.add(me as usize).write(pattern(me, t, 0));
             }
         }
     }

@@ -102,7 +102,7 @@ kernel! {
             let mut i = t as usize;
             while i < len {
                 checked += 1;
-                if region.add(i).read_volatile() != pattern(s, u, i) {
+                if region.add(i).read() != pattern(s, u, i) {
                     bad += 1;
                 }
                 i += threads as usize;

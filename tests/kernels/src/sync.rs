@@ -44,7 +44,7 @@ kernel! {
             }
             for i in 0..len {
                 checked += 1;
-                if data.add(i).read_volatile() != pattern(left, r, i) {
+                if data.add(i).read() != pattern(left, r, i) {
                     bad += 1;
                 }
             }
@@ -82,7 +82,7 @@ kernel! {
             sync_threads();
             for i in lo..hi {
                 checked += 1;
-                if data.add(i).read_volatile() != pattern(left, r, i) {
+                if data.add(i).read() != pattern(left, r, i) {
                     bad += 1;
                 }
             }

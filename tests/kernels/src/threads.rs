@@ -49,14 +49,14 @@ kernel! {
         let (mut block_sum, mut warp_sum) = (0u64, 0u64);
         for r in 0..rounds {
             let buf = area.add(((r % 2) * threads) as usize);
-            buf.add(t as usize).write_volatile(exchange_value(r, b, t));
+            buf.add(t as usize).write(exchange_value(r, b, t));
             sync_threads();
-            block_sum += buf.add(((t + r) % threads) as usize).read_volatile() as u64;
+            block_sum += buf.add(((t + r) % threads) as usize).read() as u64;
             let wbuf = area.add(((2 + r % 2) * threads) as usize);
-            wbuf.add(t as usize).write_volatile(exchange_value(r, b, t));
+            wbuf.add(t as usize).write(exchange_value(r, b, t));
             sync_warp();
             let partner = warp_base + (lane + r) % width;
-            warp_sum += wbuf.add(partner as usize).read_volatile() as u64;
+            warp_sum += wbuf.add(partner as usize).read() as u64;
         }
         let g = global_thread() as usize;
         out.add(2 * g).write(block_sum);
@@ -107,14 +107,14 @@ kernel! {
         let arrived = words.add(blocks as usize + 1);
         let mut mismatches = 0;
         for r in 0..rounds {
-            data.add(g as usize).write_volatile(pattern(me, r, g as usize));
+            data.add(g as usize).write(pattern(me, r, g as usize));
             sync_threads();
             if t == 0 {
                 atomic_inc(arrived, me);
                 wait_until(arrived, Cmp::Ge, (2 * r + 1) * blocks);
             }
             sync_threads();
-            if data.add(next as usize).read_volatile() != pattern(me, r, next as usize) {
+            if data.add(next as usize).read() != pattern(me, r, next as usize) {
                 mismatches += 1;
             }
             // Nobody overwrites `data` for round r + 1 before every block has read it.
