@@ -553,6 +553,17 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        if std::thread::panicking() && !self.finalized {
+            // A panicking PE will not take part in anything collective again: tell the
+            // others now instead of making them wait in finalize's barrier.
+            self.finalized = true;
+            if let Some(cb) = self.heap.control(self.my_pe()) {
+                cb.finalizing.0.store(1, Ordering::Release);
+            }
+            self.bootstrap
+                .abort(&format!("PE {} panicked", self.my_pe()));
+            return;
+        }
         if let Err(e) = self.finalize_inner() {
             tracing::error!(pe = self.my_pe(), "finalize during drop failed: {e}");
         }

@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         "bad_args" => with_init(bad_args),
         "kill" => with_init(kill),
         "finalize_in_barrier" => finalize_in_barrier(),
+        "panic_with_runtime" => panic_with_runtime(),
         "reinit" => reinit(),
         "two_nodes" => two_nodes(),
         "heap_is_memfd" => with_init(heap_is_memfd),
@@ -318,6 +319,25 @@ fn finalize_in_barrier() -> Outcome {
     let start = Instant::now();
     match rt.barrier_all() {
         Ok(()) => Err("barrier_all completed without PE 0".into()),
+        Err(e) => {
+            println!("ERROR after {:?}: {e}", start.elapsed());
+            std::process::exit(3);
+        }
+    }
+}
+
+/// PE 1 panics while holding its runtime; the others, waiting for it in `barrier_all`,
+/// must learn of it at once from the abort its unwinding sends.
+fn panic_with_runtime() -> Outcome {
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    rt.barrier_all().map_err(e2s)?;
+    if rt.my_pe() == 1 {
+        panic!("PE 1 gives up");
+    }
+    let start = Instant::now();
+    match rt.barrier_all() {
+        Ok(()) => Err("barrier_all completed without PE 1".into()),
         Err(e) => {
             println!("ERROR after {:?}: {e}", start.elapsed());
             std::process::exit(3);
