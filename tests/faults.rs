@@ -248,12 +248,20 @@ fn a_pe_that_finalizes_instead_of_joining_a_barrier_is_named_at_once() {
 
 #[test]
 fn a_pe_that_panics_is_named_by_the_others_at_once() {
-    let job = run_symrun(3, "panic_with_runtime", &[("SYMMEM_BOOTSTRAP_TIMEOUT", "60")]);
+    let job = run_symrun(
+        3,
+        "panic_with_runtime",
+        &[("SYMMEM_BOOTSTRAP_TIMEOUT", "60")],
+    );
     assert!(!job.status.success());
     let errors = job.lines_with("ERROR");
     assert_eq!(errors.len(), 2, "{}\n{}", job.stdout, job.stderr);
     for e in errors {
         assert!(e.contains("PE 1 failed"), "{e}");
     }
-    assert!(job.elapsed < Duration::from_secs(20), "took {:?}", job.elapsed);
+    assert!(
+        job.elapsed < Duration::from_secs(20),
+        "took {:?}",
+        job.elapsed
+    );
 }
