@@ -42,11 +42,25 @@ const KERNEL_STACK: usize = 1 << 20;
 /// their own, so it is never reported.
 struct Stopped;
 
-/// A reusable barrier for a fixed group of threads that can be broken: once broken,
-/// every waiter (present and future) unwinds.
+/// Counts of a [`GroupBarrier`].
+#[derive(Default)]
+struct BarrierCounts {
+    /// Threads waiting in the current generation.
+    arrived: usize,
+    /// Threads of the group whose kernel has returned: as on a GPU, an exited thread
+    /// counts as arrived at every later barrier of its group.
+    departed: usize,
+    /// Incremented each time the barrier releases.
+    generation: u64,
+}
+
+/// A reusable barrier for a fixed group of threads. It can be broken: once the launch
+/// stops, every waiter (present and future) unwinds. Waiters also run the launch's
+/// checks (dead peers, `SYMMEM_TIMEOUT`), so a barrier that can never complete, such as
+/// a `sync_threads` some threads skip, fails the launch instead of hanging it.
 struct GroupBarrier {
     size: usize,
-    state: Mutex<(usize, u64)>,
+    state: Mutex<BarrierCounts>,
     cv: Condvar,
 }
 
@@ -54,44 +68,87 @@ impl GroupBarrier {
     fn new(size: usize) -> Self {
         GroupBarrier {
             size,
-            state: Mutex::new((0, 0)),
+            state: Mutex::new(BarrierCounts::default()),
             cv: Condvar::new(),
         }
     }
 
-    fn wait(&self, stop: &AtomicBool) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let generation = st.1;
-        st.0 += 1;
-        if st.0 == self.size {
-            *st = (0, generation + 1);
-            self.cv.notify_all();
+    fn lock(&self) -> std::sync::MutexGuard<'_, BarrierCounts> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens the barrier if everyone is in (or gone); `on_release` runs first, while the
+    /// whole group is still held.
+    fn release_if_complete(&self, st: &mut BarrierCounts, on_release: impl FnOnce()) -> bool {
+        if st.arrived == 0 || st.arrived + st.departed < self.size {
+            return false;
+        }
+        on_release();
+        st.arrived = 0;
+        st.generation += 1;
+        self.cv.notify_all();
+        true
+    }
+
+    fn wait(&self, launch: &Launch<'_>) {
+        self.wait_then(launch, || {});
+    }
+
+    /// Waits for the group; the last thread to arrive runs `on_release` before the others
+    /// are let go.
+    fn wait_then(&self, launch: &Launch<'_>, on_release: impl FnOnce()) {
+        let mut st = self.lock();
+        let generation = st.generation;
+        st.arrived += 1;
+        if self.release_if_complete(&mut st, on_release) {
             return;
         }
-        while st.1 == generation {
-            if stop.load(Ordering::Acquire) {
+        let started = std::time::Instant::now();
+        while st.generation == generation {
+            if launch.stop.load(Ordering::Acquire) {
                 drop(st);
                 resume_unwind(Box::new(Stopped));
             }
-            // A short timeout re-checks `stop`, which `break_all` also announces.
-            st = self
+            // A short timeout re-checks `stop` (which `fail` also announces) and runs the
+            // launch's checks, without the lock.
+            let (guard, timeout) = self
                 .cv
                 .wait_timeout(st, Duration::from_millis(10))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+                .unwrap_or_else(|p| p.into_inner());
+            st = guard;
+            if timeout.timed_out() && st.generation == generation {
+                drop(st);
+                launch.check_timeout("a barrier (sync_threads, sync_warp)", started.elapsed());
+                st = self.lock();
+            }
         }
     }
 
+    /// Marks one thread of the group as exited: it counts as arrived from now on.
+    fn depart(&self) {
+        let mut st = self.lock();
+        st.departed += 1;
+        self.release_if_complete(&mut st, || {});
+    }
+
+    /// Forgets departures, for the next block that reuses the barrier.
+    fn reset_departures(&self) {
+        self.lock().departed = 0;
+    }
+
     fn wake(&self) {
-        let _guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.lock();
         self.cv.notify_all();
     }
 }
 
-/// The barriers of one block: the block's and one per warp.
+/// The barriers of one block: the block's, one per warp, and (for blocks that reuse the
+/// same threads one after another) the end-of-block barrier, which is never the one a
+/// kernel's `sync_threads` uses.
 struct BlockBarriers {
     block: GroupBarrier,
     warps: Vec<GroupBarrier>,
+    end: GroupBarrier,
 }
 
 impl BlockBarriers {
@@ -102,7 +159,19 @@ impl BlockBarriers {
             warps: (0..warps)
                 .map(|w| GroupBarrier::new((threads - w * WARP_SIZE).min(WARP_SIZE) as usize))
                 .collect(),
+            end: GroupBarrier::new(threads as usize),
         }
+    }
+
+    /// The thread `thread` of the block returned from the kernel.
+    fn depart(&self, block_dim: Dim3, thread: Dim3) {
+        self.block.depart();
+        self.warps[(block_dim.linear(thread) / WARP_SIZE) as usize].depart();
+    }
+
+    fn reset_departures(&self) {
+        self.block.reset_departures();
+        self.warps.iter().for_each(GroupBarrier::reset_departures);
     }
 }
 
@@ -160,7 +229,8 @@ impl Launch<'_> {
             executor: self,
             wait_started: std::cell::Cell::new(None),
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| with_context(&ctx, kernel)));
+        // SAFETY: the state is this runtime's, whose heap mappings outlive the launch.
+        let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { with_context(&ctx, kernel) }));
         match outcome {
             Ok(()) => true,
             Err(payload) if payload.is::<Stopped>() => false,
@@ -179,25 +249,34 @@ impl Launch<'_> {
 
 impl Executor for Launch<'_> {
     fn sync_threads(&self, ctx: &ThreadContext<'_>) {
-        self.barriers_of(ctx).block.wait(&self.stop);
+        self.barriers_of(ctx).block.wait(self);
     }
 
     fn sync_warp(&self, ctx: &ThreadContext<'_>) {
         let warp = ctx.block_dim.linear(ctx.thread_idx) / WARP_SIZE;
-        self.barriers_of(ctx).warps[warp as usize].wait(&self.stop);
+        self.barriers_of(ctx).warps[warp as usize].wait(self);
     }
 
     fn check(&self, waited: Duration) {
-        if self.stop.load(Ordering::Acquire) {
-            resume_unwind(Box::new(Stopped));
-        }
         if let Err(e) = self.rt.check_health("a kernel wait") {
             panic!("{e}");
+        }
+        self.check_timeout("a kernel wait", waited);
+    }
+}
+
+impl Launch<'_> {
+    /// Unwinds if the launch is stopping or `waited` exceeds `SYMMEM_TIMEOUT`. Barrier
+    /// waits use only this: a thread waiting for its siblings leaves the diagnosis of a
+    /// dead peer to the sibling that waits on that peer.
+    fn check_timeout(&self, what: &str, waited: Duration) {
+        if self.stop.load(Ordering::Acquire) {
+            resume_unwind(Box::new(Stopped));
         }
         if let Some(limit) = self.rt.config.timeout {
             if waited >= limit {
                 panic!(
-                    "a kernel wait on PE {} timed out after {limit:?} (SYMMEM_TIMEOUT)",
+                    "{what} on PE {} timed out after {limit:?} (SYMMEM_TIMEOUT)",
                     self.rt.my_pe()
                 );
             }
@@ -284,9 +363,13 @@ impl Runtime {
                 if !launch.run_thread(kernel.get(), block_idx, thread_idx, grid) {
                     return;
                 }
+                let barriers = &launch.barriers[0];
+                barriers.depart(block, thread_idx);
                 // The next block reuses this block's barriers and threads; it starts only
                 // when every thread is done with this one.
-                launch.barriers[0].block.wait(&launch.stop);
+                barriers
+                    .end
+                    .wait_then(launch, || barriers.reset_departures());
             }
         })
     }
@@ -318,7 +401,9 @@ impl Runtime {
         self.run_threads(&launch, total as u32, |i, launch| {
             let block_idx = unravel(grid, i / per_block);
             let thread_idx = unravel(block, i % per_block);
-            launch.run_thread(kernel.get(), block_idx, thread_idx, grid);
+            if launch.run_thread(kernel.get(), block_idx, thread_idx, grid) {
+                launch.barriers[(i / per_block) as usize].depart(block, thread_idx);
+            }
         })
     }
 

@@ -17,8 +17,11 @@ impl Runtime {
     /// fence are delivered before any issued after it to the same PE (`nvshmem_fence`).
     /// Does not wait for completion.
     ///
-    /// A Release fence: a peer that observes any store issued after the fence (through an
-    /// Acquire load such as `wait_until`) observes every store issued before it.
+    /// A Release fence: a peer that observes any atomic update issued after the fence
+    /// (through an Acquire load such as `wait_until`) observes every store issued before
+    /// it. `p` of a 4- or 8-byte value, AMOs and signals are such updates, so "put data;
+    /// fence; p(flag)" publishes the data; a flag written by a multi-element `put` is not
+    /// one (use `p`, `atomic_set` or `put_signal` for flags).
     #[inline]
     pub fn fence(&self) -> Result<()> {
         fence(Ordering::Release);

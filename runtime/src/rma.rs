@@ -193,10 +193,23 @@ impl Runtime {
     /// Stores one element (`nvshmem_p`).
     #[inline]
     pub fn p<T: bytemuck::Pod>(&self, dst: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
+        use std::mem::{align_of, size_of};
+        use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
         let p = self.target("p", dst, 1, pe)?;
+        // A 4- or 8-byte element is one relaxed atomic store, so "put data; fence;
+        // p(flag)" publishes the data to a peer's Acquire wait (the fence is Release).
         // SAFETY: `p` is valid and aligned for one T (allocations are ≥ 64-byte aligned
-        // and indexed in whole elements).
-        unsafe { p.write(value) };
+        // and indexed in whole elements); the size and alignment checks make the
+        // reinterpretation exact, and T: Pod has no invalid bit patterns.
+        unsafe {
+            if size_of::<T>() == 8 && align_of::<T>() >= 8 {
+                AtomicU64::from_ptr(p.cast()).store(*bytemuck::cast_ref::<T, u64>(&value), Relaxed);
+            } else if size_of::<T>() == 4 && align_of::<T>() >= 4 {
+                AtomicU32::from_ptr(p.cast()).store(*bytemuck::cast_ref::<T, u32>(&value), Relaxed);
+            } else {
+                p.write(value);
+            }
+        }
         Ok(())
     }
 

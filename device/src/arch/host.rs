@@ -50,7 +50,12 @@ std::thread_local! {
 }
 
 /// Runs `f` with `ctx` installed as this thread's kernel context.
-pub fn with_context<R>(ctx: &ThreadContext<'_>, f: impl FnOnce() -> R) -> R {
+///
+/// # Safety
+/// Device operations called by `f` dereference the addresses in `ctx.state` (heap base,
+/// peer bases, barrier offsets): they must describe live mappings for as long as `f` runs,
+/// as the runtime's executor guarantees.
+pub unsafe fn with_context<R>(ctx: &ThreadContext<'_>, f: impl FnOnce() -> R) -> R {
     struct Restore(*const ThreadContext<'static>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -171,6 +176,26 @@ macro_rules! ld_st {
 
 ld_st!(load_acquire_u32, store_release_u32, u32, AtomicU32);
 ld_st!(load_acquire_u64, store_release_u64, u64, AtomicU64);
+
+/// A relaxed atomic store: whole, and ordered after an earlier fence.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline]
+pub unsafe fn store_relaxed_u32(p: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { AtomicU32::from_ptr(p) }.store(v, Ordering::Relaxed);
+}
+
+/// A relaxed atomic store: whole, and ordered after an earlier fence.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline]
+pub unsafe fn store_relaxed_u64(p: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { AtomicU64::from_ptr(p) }.store(v, Ordering::Relaxed);
+}
 
 /// An add that publishes this thread's earlier writes (Release).
 ///

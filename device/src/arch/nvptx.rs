@@ -186,6 +186,30 @@ pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
     };
 }
 
+/// `st.relaxed.sys.u32`: a strong store other observers see whole and in fence order.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn store_relaxed_u32(p: *mut u32, v: u32) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe {
+        asm!("st.relaxed.sys.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack))
+    };
+}
+
+/// `st.relaxed.sys.u64`: a strong store other observers see whole and in fence order.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn store_relaxed_u64(p: *mut u64, v: u64) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe {
+        asm!("st.relaxed.sys.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack))
+    };
+}
+
 /// `red.release.sys.add.u64`: an add that publishes this thread's earlier writes.
 ///
 /// # Safety

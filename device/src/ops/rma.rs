@@ -68,8 +68,23 @@ pub unsafe fn get_nbi<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u
 /// `dest` must be a symmetric address of a `T`.
 #[inline(always)]
 pub unsafe fn p<T: Copy>(dest: *mut T, value: T, pe: u32) {
+    use core::mem::{align_of, size_of, transmute_copy};
     // SAFETY: caller contract.
-    unsafe { peer(dest, pe).write(value) }
+    let d = unsafe { peer(dest, pe) };
+    // A 4- or 8-byte element is stored with one system-scope strong store, so the
+    // "put data; fence; p(flag)" idiom publishes the data (as NVSHMEM's volatile store
+    // does); a weak store could become visible out of the fence's order.
+    // SAFETY: `d` is valid and aligned for T; the size and alignment checks make the
+    // reinterpretation exact.
+    unsafe {
+        if size_of::<T>() == 8 && align_of::<T>() >= 8 {
+            crate::arch::store_relaxed_u64(d.cast(), transmute_copy(&value));
+        } else if size_of::<T>() == 4 && align_of::<T>() >= 4 {
+            crate::arch::store_relaxed_u32(d.cast(), transmute_copy(&value));
+        } else {
+            d.write(value);
+        }
+    }
 }
 
 /// Loads one element from symmetric `src` on `pe` (`nvshmem_g`).

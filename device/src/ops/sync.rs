@@ -13,7 +13,9 @@ use crate::arch;
 /// Bytes between two rounds' flags: one cache line each.
 const FLAG_STRIDE: u64 = 64;
 
-/// Orders this PE's puts, AMOs and signals to each PE (`nvshmem_fence`).
+/// Orders this PE's puts, AMOs and signals to each PE (`nvshmem_fence`). A flag published
+/// after it must be a strong store: `p` of a 4- or 8-byte value, `atomic_set`,
+/// `signal_op` or `put_signal` (not a multi-element `put`).
 #[inline(always)]
 pub fn fence() {
     arch::fence_sys();

@@ -216,26 +216,32 @@ fn recv_fd(stream: &UnixStream, peer: usize) -> Result<([u8; HEADER_LEN], OwnedF
     }
     // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR returns null or a valid header.
     let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
-    // SAFETY: a non-null cmsg points into `control`.
-    let ok = !cmsg.is_null()
+    // SAFETY: a non-null cmsg points into `control`; its length says whether it holds an
+    // int, so CMSG_DATA is read only then.
+    let fd = (!cmsg.is_null()
         && unsafe {
-            (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS
-        };
-    if n as usize != HEADER_LEN || !ok {
+            (*cmsg).cmsg_level == libc::SOL_SOCKET
+                && (*cmsg).cmsg_type == libc::SCM_RIGHTS
+                && (*cmsg).cmsg_len >= libc::CMSG_LEN(std::mem::size_of::<i32>() as u32) as usize
+        })
+    .then(|| {
+        // SAFETY: an SCM_RIGHTS message with one int: the kernel installed that fd in this
+        // process and nothing else owns it. Owning it at once closes it on every error path.
+        unsafe {
+            OwnedFd::from_raw_fd(std::ptr::read_unaligned(
+                libc::CMSG_DATA(cmsg).cast::<i32>(),
+            ))
+        }
+    });
+    let truncated = msg.msg_flags & libc::MSG_CTRUNC != 0;
+    let Some(fd) = fd.filter(|_| n as usize == HEADER_LEN && !truncated) else {
         return Err(Error::io(
             format!("receiving PE {peer}'s heap fd"),
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("got {n} bytes and no SCM_RIGHTS descriptor (did PE {peer} exit?)"),
+                format!("got {n} bytes and no usable SCM_RIGHTS descriptor (did PE {peer} exit?)"),
             ),
         ));
-    }
-    // SAFETY: the control message is SCM_RIGHTS with one int; the kernel installed that fd
-    // in this process and nothing else owns it.
-    let fd = unsafe {
-        OwnedFd::from_raw_fd(std::ptr::read_unaligned(
-            libc::CMSG_DATA(cmsg).cast::<i32>(),
-        ))
     };
     Ok((payload, fd))
 }

@@ -81,3 +81,10 @@ fn kernel_waiting_for_a_killed_pe_fails_2_pes() {
 fn kernel_waiting_for_a_killed_pe_fails_4_pes() {
     kill_in_wait(4);
 }
+
+/// Threads that return before their siblings' `sync_threads` count as arrived: the
+/// launch completes instead of hanging.
+#[test]
+fn threads_that_exit_early_do_not_hang_their_block_2_pes() {
+    run(2, "early_exit").assert_ok(2, "early_exit");
+}

@@ -53,3 +53,17 @@ kernel! {
         sync_threads();
     }
 }
+
+symmem_device::kernel! {
+    /// Thread 0 of every block returns at once; the others meet at `sync_threads` and
+    /// `sync_warp` (an exited thread counts as arrived, as on a GPU) and then each adds 1
+    /// to `counter` on this PE.
+    pub fn early_exit_sync(counter: *mut u64) {
+        if thread_rank() == 0 {
+            return;
+        }
+        sync_threads();
+        sync_warp();
+        atomic_add(counter, 1u64, my_pe());
+    }
+}

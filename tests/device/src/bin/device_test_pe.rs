@@ -57,6 +57,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("pipeline", pipeline::pipeline),
     ("kernel_panic", failure::kernel_panic),
     ("kill_in_wait", failure::kill_in_wait),
+    ("early_exit", failure::early_exit),
 ];
 
 /// The environment variable with the number of PEs the job must have.

@@ -89,3 +89,28 @@ pub fn kill_in_wait(rt: &Runtime) -> Outcome {
     println!("ERROR after {:?}: {text}", start.elapsed());
     std::process::exit(3);
 }
+
+/// Thread 0 of every block returns before the others call `sync_threads` and `sync_warp`:
+/// the exited thread counts as arrived, so `launch` (3 blocks, reusing threads) and
+/// `launch_cooperative` complete, and every other thread passes both barriers.
+pub fn early_exit(rt: &Runtime) -> Outcome {
+    let counter = rt.calloc::<u64>(1).map_err(e2s)?;
+    let c = sym(rt, &counter)?;
+    let start = Instant::now();
+    // SAFETY: `c` is a symmetric address of one u64.
+    unsafe {
+        rt.launch(3, 64, || k::early_exit_sync(c)).map_err(e2s)?;
+        rt.launch_cooperative(2, 48, || k::early_exit_sync(c))
+            .map_err(e2s)?;
+    }
+    ensure(start.elapsed() < FAIL_WITHIN, || {
+        format!("took {:?}", start.elapsed())
+    })?;
+    check_eq(
+        "threads past the barriers",
+        &read_all(rt, &counter)?,
+        &[3 * 63 + 2 * 47],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(counter).map_err(e2s)
+}
