@@ -89,7 +89,8 @@ impl TcpBootstrap {
         size: usize,
         timeout: Duration,
     ) -> Result<Self, BootstrapError> {
-        let server = RendezvousServer::start(listener, nonce, size, timeout)?;
+        let mut server = RendezvousServer::start(listener, nonce, size, timeout)?;
+        server.set_host_rank(rank);
         let addr = server.addr().to_string();
         Self::join(&addr, nonce, 0, rank, size, timeout, Some(server))
     }

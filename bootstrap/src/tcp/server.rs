@@ -46,8 +46,15 @@ enum Event {
         rank: usize,
         reason: String,
     },
-    Shutdown,
+    /// Stop serving; with `after_rank`, first let that rank's connection finish (up to
+    /// [`CLOSE_GRACE`]), so whatever it sent last (an abort, a goodbye) is still relayed.
+    Shutdown {
+        after_rank: Option<usize>,
+    },
 }
+
+/// How long a stopping server waits for its hosting rank's last frames.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// A running rendezvous server. Dropping it stops all its threads.
 pub struct RendezvousServer {
@@ -55,6 +62,8 @@ pub struct RendezvousServer {
     events: Sender<Event>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    /// The rank whose process hosts this server (unique-id init), if any.
+    host_rank: Option<usize>,
 }
 
 impl RendezvousServer {
@@ -90,6 +99,7 @@ impl RendezvousServer {
             events: tx,
             stop,
             threads: vec![acceptor, coordinator],
+            host_rank: None,
         })
     }
 
@@ -109,10 +119,25 @@ impl RendezvousServer {
     }
 }
 
+impl RendezvousServer {
+    /// Marks `rank` as the rank hosting this server: on shutdown, its final frames are
+    /// relayed before the other connections close.
+    pub fn set_host_rank(&mut self, rank: usize) {
+        self.host_rank = Some(rank);
+    }
+}
+
 impl Drop for RendezvousServer {
     fn drop(&mut self) {
+        let _ = self.events.send(Event::Shutdown {
+            after_rank: self.host_rank,
+        });
+        // The coordinator ends first (it may still relay the host's last frames); then
+        // the acceptor is told to stop.
+        if let Some(coordinator) = self.threads.pop() {
+            let _ = coordinator.join();
+        }
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.events.send(Event::Shutdown);
         for t in self.threads.drain(..) {
             // A panicked server thread has nothing left to clean up.
             let _ = t.join();
@@ -434,12 +459,21 @@ impl Coordinator {
     }
 
     fn run(mut self, rx: Receiver<Event>) {
+        // Set once a shutdown waits for the hosting rank: (rank, give up at).
+        let mut closing: Option<(usize, Instant)> = None;
         loop {
             let now = Instant::now();
+            if let Some((rank, until)) = closing {
+                let connected = self.conns.values().any(|&(_, r)| r == rank);
+                if !connected || now >= until {
+                    break;
+                }
+            }
             let next = self
                 .groups
                 .values()
                 .filter_map(|g| g.deadline(self.timeout))
+                .chain(closing.map(|(_, until)| until))
                 .min();
             let event = match next {
                 Some(d) => match rx.recv_timeout(d.saturating_duration_since(now)) {
@@ -453,7 +487,10 @@ impl Coordinator {
                 },
             };
             match event {
-                Some(Event::Shutdown) => break,
+                Some(Event::Shutdown { after_rank: None }) => break,
+                Some(Event::Shutdown {
+                    after_rank: Some(rank),
+                }) => closing = Some((rank, Instant::now() + CLOSE_GRACE)),
                 Some(e) => self.handle(e),
                 None => {}
             }
@@ -574,7 +611,7 @@ impl Coordinator {
                 }
                 self.dead.push((rank, reason));
             }
-            Event::Shutdown => {}
+            Event::Shutdown { .. } => {}
         }
     }
 }
