@@ -67,7 +67,7 @@ pub fn kernel_panic(rt: &Runtime) -> Outcome {
     rt.free(counter).map_err(e2s)
 }
 
-/// The last PE kills itself (SIGKILL) after a barrier; every other PE launches a 64-thread
+/// The last PE kills itself (SIGKILL) once the others are ready; every other PE launches a 64-thread
 /// kernel whose thread 0 waits for a signal from it. The launch must fail with
 /// `KernelFailed` naming the dead PE; the survivor prints `ERROR after …: …` and exits 3
 /// at once (finalize would only report the same failure again).
@@ -75,12 +75,17 @@ pub fn kill_in_wait(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let victim = n - 1;
     let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    let ready = rt.calloc::<u64>(1).map_err(e2s)?;
     let s = sym(rt, &sig)?;
-    rt.barrier_all().map_err(e2s)?;
     if me == victim {
+        // Die only once every survivor is about to launch its waiting kernel, so that the
+        // death is seen by the kernel wait and not by an earlier host barrier.
+        rt.wait_until(ready.at(0), symmem::Cmp::Ge, n as u64 - 1)
+            .map_err(e2s)?;
         // SAFETY: raising a signal on our own process; nothing runs after it.
         unsafe { libc::raise(libc::SIGKILL) };
     }
+    rt.atomic_inc(ready.at(0), victim).map_err(e2s)?;
     let start = Instant::now();
     // SAFETY: `s` is a symmetric address of one u64.
     let r = unsafe { rt.launch(1, 64, || k::wait_forever(s)) };
