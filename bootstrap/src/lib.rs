@@ -25,7 +25,7 @@ mod wire;
 
 pub use error::BootstrapError;
 pub use select::{from_env, BootstrapChoice, LaunchEnv};
-pub use unique_id::UniqueId;
+pub use unique_id::{random_nonce, UniqueId};
 
 use std::time::Duration;
 

@@ -137,8 +137,8 @@ impl FromStr for UniqueId {
     }
 }
 
-/// A random 64-bit nonce from the OS.
-pub(crate) fn random_nonce() -> Result<u64, BootstrapError> {
+/// A random 64-bit value from the OS (job nonces and ids).
+pub fn random_nonce() -> Result<u64, BootstrapError> {
     let mut buf = [0u8; 8];
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call.
     let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };

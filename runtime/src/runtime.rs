@@ -101,7 +101,8 @@ impl Runtime {
     fn start(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Self> {
         let rank = bootstrap.rank();
         let setup = (|| {
-            let job_bytes = bootstrap.broadcast(0, &random_u64()?.to_le_bytes())?;
+            let job_bytes =
+                bootstrap.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
             let job = u64::from_le_bytes(job_bytes.as_slice().try_into().map_err(|_| {
                 BootstrapError::Protocol {
                     peer: "rank 0".into(),
@@ -628,14 +629,4 @@ impl Request {
             t => format!("an unknown request (tag {t})"),
         }
     }
-}
-
-fn random_u64() -> Result<u64> {
-    let mut buf = [0u8; 8];
-    // SAFETY: `buf` is valid for writes of its length.
-    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n != 8 {
-        return Err(Error::last_os("drawing a random job id"));
-    }
-    Ok(u64::from_le_bytes(buf))
 }
