@@ -669,7 +669,7 @@ fn time_launch(c: &Ctx, initiator: Initiator, kernel: impl Fn()) -> symmem::Resu
     let t0 = Instant::now();
     // SAFETY: the kernels get symmetric addresses of live allocations of `c` and local
     // buffers of `c` that outlive the launch, with sizes within those allocations.
-    unsafe { c.rt.launch(1, threads, kernel)? };
+    unsafe { c.rt.launch_closure(1, threads, kernel)? };
     Ok(t0.elapsed())
 }
 

@@ -52,6 +52,11 @@ mod arch;
 
 pub use state::{DeviceState, DEVICE_STATE_VERSION};
 
+#[cfg(not(target_arch = "nvptx64"))]
+mod kernel;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use kernel::{EmbeddedPtx, Kernel, KernelArgs, KernelInfo, Param};
+
 /// Threads per warp.
 pub const WARP_SIZE: u32 = 32;
 
@@ -163,6 +168,10 @@ pub enum SignalOp {
 /// ```
 /// The body is an `unsafe` context. Argument types must be plain values or raw pointers
 /// (what a CUDA kernel can take). On nvptx64 the crate must enable `#![feature(abi_ptx)]`.
+///
+/// Off nvptx64, each kernel also gets a module of the same name holding
+/// `KERNEL: Kernel<(args…)>`, its launch descriptor: `rt.launch(&module, ring_put::KERNEL,
+/// grid, block, (dst, src, n, sig))` runs it on a GPU PE or on the CPU executor.
 #[macro_export]
 macro_rules! kernel {
     ($(
@@ -188,6 +197,29 @@ macro_rules! kernel {
         $vis unsafe fn $name($($arg: $ty),*) {
             #[allow(unused_unsafe)]
             unsafe { $body }
+        }
+
+        /// Launch descriptor of the kernel of the same name.
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(non_snake_case, dead_code)]
+        $vis mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// Name, parameter layout and host entry, for `Runtime::launch`.
+            pub const KERNEL: $crate::Kernel<($($ty,)*)> = $crate::Kernel::new(
+                stringify!($name),
+                &[$($crate::Param::of::<$ty>()),*],
+                entry,
+            );
+
+            /// Unpacks the argument tuple for the host function.
+            #[allow(clippy::too_many_arguments, clippy::unused_unit)]
+            unsafe fn entry(args: ($($ty,)*)) {
+                let ($($arg,)*) = args;
+                // SAFETY: forwarded from `Kernel::call_host`'s contract.
+                unsafe { super::$name($($arg),*) }
+            }
         }
     )*};
 }

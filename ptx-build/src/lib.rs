@@ -198,6 +198,86 @@ impl PtxBuilder {
     }
 }
 
+/// The architecture kernel crates embed: `sm_80` PTX assembles for the A100 and JIT-loads
+/// on every later GPU (H100, H200), so one embedded module serves all of them.
+pub const EMBED_ARCH: &str = "sm_80";
+
+/// Builds the calling kernel crate (the package whose build script this is) to PTX and
+/// writes the files [`symmem_device::embedded_ptx!`] reads into `OUT_DIR`. Call it as the
+/// whole `main` of a kernel crate's `build.rs`.
+///
+/// When the PTX cannot be built (no `rust-src`, no `llvm-bitcode-linker`, …) the crate
+/// still builds, for the CPU executor; the reason is embedded instead and
+/// `Runtime::load_module` reports it on a GPU PE. With `SYMMEM_REQUIRE_PTX=1` a failed PTX
+/// build fails the build instead. Set `SYMMEM_SKIP_PTX=1` to skip the nested build (the
+/// reason then says so).
+///
+/// [`symmem_device::embedded_ptx!`]: https://docs.rs/symmem-device
+pub fn embed_from_build_script() {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("run from a build script"));
+    let write = |name: &str, text: &str| {
+        std::fs::write(out.join(name), text)
+            .unwrap_or_else(|e| panic!("writing {}: {e}", out.join(name).display()))
+    };
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-env-changed=SYMMEM_SKIP_PTX");
+    println!("cargo:rerun-if-env-changed=SYMMEM_REQUIRE_PTX");
+    let crate_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run from a build script"));
+    // The nested nvptx build of this very crate runs this script again: embed nothing there.
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let result = if target.starts_with("nvptx") {
+        Err("this is the nvptx build itself".to_string())
+    } else if std::env::var_os("SYMMEM_SKIP_PTX").is_some_and(|v| v == "1") {
+        Err("SYMMEM_SKIP_PTX=1 was set when the kernel crate was built".to_string())
+    } else {
+        // The device crate's sources are inputs too.
+        println!("cargo:rerun-if-changed=../../device/src");
+        PtxBuilder::new(&crate_dir)
+            .arch(EMBED_ARCH)
+            .target_dir(shared_ptx_dir(&out).join(EMBED_ARCH))
+            .build()
+            .map_err(|e| e.to_string())
+    };
+    match result {
+        Ok(ptx) => {
+            write("symmem.ptx", &ptx.text);
+            write("symmem-ptx-arch", &ptx.arch);
+            write("symmem-ptx-missing", "");
+        }
+        Err(why) => {
+            if std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1")
+                && !target.starts_with("nvptx")
+            {
+                panic!("SYMMEM_REQUIRE_PTX=1 and the PTX build failed: {why}");
+            }
+            let why = format!(
+                "the kernel crate was built without PTX: {}",
+                why.lines().take(20).collect::<Vec<_>>().join("\n")
+            );
+            if !target.starts_with("nvptx") {
+                println!(
+                    "cargo:warning=no PTX embedded (GPU PEs cannot load these kernels): {}",
+                    why.lines().next().unwrap_or("")
+                );
+            }
+            write("symmem.ptx", "");
+            write("symmem-ptx-arch", EMBED_ARCH);
+            write("symmem-ptx-missing", &why);
+        }
+    }
+}
+
+/// One nested target directory for every kernel crate of the outer build, so `core` is
+/// built once: `<outer target dir>/symmem-ptx`, found from `OUT_DIR` by the
+/// `CACHEDIR.TAG` cargo keeps at the root of a target directory.
+fn shared_ptx_dir(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .map_or_else(|| out_dir.join("ptx"), |d| d.join("symmem-ptx"))
+}
+
 /// The package name in `<dir>/Cargo.toml`.
 fn crate_name(dir: &Path) -> Result<String, PtxBuildError> {
     let manifest = dir.join("Cargo.toml");

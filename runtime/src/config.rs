@@ -35,6 +35,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "comma-separated RDMA devices to use" },
     Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE" },
     Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
+    Variable { name: "SYMMEM_DEVICE", default: "auto", doc: "what a PE is: auto (a GPU PE when libcuda loads and a GPU is visible, else a CPU PE), cpu, cuda (an error if no GPU can be used)" },
 ];
 
 /// Prefixes of variables set by launchers and test harnesses, not by users.
@@ -49,6 +50,17 @@ pub enum RemoteTransport {
     Socket,
     /// ibverbs.
     Ib,
+}
+
+/// What kind of PE to be (`SYMMEM_DEVICE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// A GPU PE when the CUDA driver loads and a GPU is visible, else a CPU PE.
+    Auto,
+    /// A CPU PE: host-memory heap, kernels on the CPU executor.
+    Cpu,
+    /// A GPU PE, or an error that says what is missing.
+    Cuda,
 }
 
 /// Parsed configuration.
@@ -78,6 +90,8 @@ pub struct Config {
     pub ib_gid_index: Option<u32>,
     /// `SYMMEM_SOCKET_IFNAME`.
     pub socket_ifname: Option<String>,
+    /// `SYMMEM_DEVICE`.
+    pub device: DeviceChoice,
 }
 
 /// The subsystems `SYMMEM_DEBUG_SUBSYS` accepts; each is a `tracing` target.
@@ -184,7 +198,17 @@ impl Config {
                 })?),
                 None => None,
             };
+        let device = match get("SYMMEM_DEVICE")
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("auto") => DeviceChoice::Auto,
+            Some("cpu") => DeviceChoice::Cpu,
+            Some("cuda") | Some("gpu") => DeviceChoice::Cuda,
+            Some(v) => return Err(bad("SYMMEM_DEVICE", v, "expected auto, cpu or cuda")),
+        };
         Ok(Config {
+            device,
             symmetric_size,
             bootstrap,
             bootstrap_timeout,
@@ -254,6 +278,7 @@ impl Config {
                     .clone()
                     .unwrap_or_else(|| "(auto)".into()),
             ),
+            ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
         ]
     }
 }

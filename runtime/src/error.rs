@@ -159,6 +159,51 @@ pub enum Error {
         /// The panic message.
         message: String,
     },
+    /// A CUDA driver call failed.
+    #[error("{call} failed on PE {pe}: {name} ({code}){detail}")]
+    Cuda {
+        /// The driver call, with what it was for.
+        call: String,
+        /// This PE.
+        pe: usize,
+        /// The driver's name for the error, e.g. `CUDA_ERROR_INVALID_PTX`.
+        name: String,
+        /// The numeric `CUresult`.
+        code: u32,
+        /// More to say (a JIT log, a hint), starting with a separator; often empty.
+        detail: String,
+    },
+    /// `SYMMEM_DEVICE=cuda` was asked for, or a GPU-only call was made, and no GPU can be
+    /// used.
+    #[error("{op}: no GPU can be used on PE {pe}: {reason}")]
+    NoGpu {
+        /// The operation (or `init` for `SYMMEM_DEVICE=cuda`).
+        op: &'static str,
+        /// This PE.
+        pe: usize,
+        /// What was missing.
+        reason: String,
+    },
+    /// The operation cannot be performed on this kind of memory yet.
+    #[error("{op} on PE {pe}: {reason}")]
+    Unsupported {
+        /// The operation.
+        op: &'static str,
+        /// The PE whose memory the operation targets.
+        pe: usize,
+        /// Why, and what to use instead.
+        reason: String,
+    },
+    /// A kernel module or kernel does not match what the launch asked for.
+    #[error("{op} on PE {pe}: {reason}")]
+    Module {
+        /// The operation (`load_module`, `launch`).
+        op: &'static str,
+        /// This PE.
+        pe: usize,
+        /// What does not match.
+        reason: String,
+    },
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Io {

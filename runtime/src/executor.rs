@@ -5,10 +5,10 @@
 //! - Every thread of a block runs concurrently on its own OS thread, so `sync_threads`,
 //!   `sync_warp` and the `_warp`/`_block` operations behave as on a GPU. Blocks may have up
 //!   to [`MAX_BLOCK_THREADS`] threads.
-//! - [`Runtime::launch`] runs the blocks **one after another** (any grid size, reusing one
+//! - [`Runtime::launch`] (on a CPU PE) and [`Runtime::launch_closure`] run the blocks **one after another** (any grid size, reusing one
 //!   set of threads), so a block must never spin-wait for another block of the same
 //!   launch; as on a GPU without cooperative launch, that could wait forever.
-//! - [`Runtime::launch_cooperative`] runs every block at once (at most
+//! - [`Runtime::launch_cooperative`] and [`Runtime::launch_closure_cooperative`] run every block at once (at most
 //!   [`MAX_COOPERATIVE_THREADS`] threads in total), so blocks may synchronize with each
 //!   other.
 //! - Waiting for other PEs is always allowed: their kernels run in other processes.
@@ -303,7 +303,7 @@ fn unravel(dim: Dim3, i: u32) -> Dim3 {
     Dim3::new(i % dim.x, (i / dim.x) % dim.y, i / (dim.x * dim.y))
 }
 
-fn check_dims(op: &'static str, grid: Dim3, block: Dim3) -> Result<()> {
+pub(crate) fn check_dims(op: &'static str, grid: Dim3, block: Dim3) -> Result<()> {
     let bad = |what: &str, d: Dim3| Error::InvalidArgument {
         op,
         reason: format!("{what} {d:?} has a zero extent"),
@@ -345,14 +345,15 @@ impl Runtime {
     /// As for a CUDA launch: whatever `kernel` captures (typically raw pointers into the
     /// symmetric heap and sizes) must be valid for, and safe to share among, all threads of
     /// the launch, and the device operations it calls must be given valid addresses.
-    pub unsafe fn launch<F: Fn()>(
+    pub unsafe fn launch_closure<F: Fn()>(
         &self,
         grid: impl Into<Dim3>,
         block: impl Into<Dim3>,
         kernel: F,
     ) -> Result<()> {
         let (grid, block) = (grid.into(), block.into());
-        check_dims("launch", grid, block)?;
+        self.check_host_pe("launch_closure")?;
+        check_dims("launch_closure", grid, block)?;
         let launch = self.new_launch(block, 1);
         let kernel = SharedKernel(kernel);
         let n_blocks = grid.volume();
@@ -374,24 +375,25 @@ impl Runtime {
         })
     }
 
-    /// Like [`launch`](Self::launch), but every block runs at the same time, so blocks
+    /// Like [`launch_closure`](Self::launch_closure), but every block runs at the same time, so blocks
     /// may wait for each other (CUDA's cooperative launch). At most
     /// [`MAX_COOPERATIVE_THREADS`] threads in total.
     ///
     /// # Safety
-    /// As for [`launch`](Self::launch).
-    pub unsafe fn launch_cooperative<F: Fn()>(
+    /// As for [`launch_closure`](Self::launch_closure).
+    pub unsafe fn launch_closure_cooperative<F: Fn()>(
         &self,
         grid: impl Into<Dim3>,
         block: impl Into<Dim3>,
         kernel: F,
     ) -> Result<()> {
         let (grid, block) = (grid.into(), block.into());
-        check_dims("launch_cooperative", grid, block)?;
+        self.check_host_pe("launch_closure_cooperative")?;
+        check_dims("launch_closure_cooperative", grid, block)?;
         let total = grid.volume() as u64 * block.volume() as u64;
         if total > MAX_COOPERATIVE_THREADS as u64 {
             return Err(Error::InvalidArgument {
-                op: "launch_cooperative",
+                op: "launch_closure_cooperative",
                 reason: format!("grid {grid:?} × block {block:?} is {total} threads; a cooperative launch runs all at once, at most {MAX_COOPERATIVE_THREADS}"),
             });
         }
@@ -405,6 +407,19 @@ impl Runtime {
                 launch.barriers[(i / per_block) as usize].depart(block, thread_idx);
             }
         })
+    }
+
+    /// Fails on a GPU PE: its heap is device memory, which host threads cannot run
+    /// kernels against.
+    fn check_host_pe(&self, op: &'static str) -> Result<()> {
+        if self.device.is_some() {
+            return Err(Error::Unsupported {
+                op,
+                pe: self.my_pe(),
+                reason: "this is a GPU PE: closures run on the CPU executor against host memory; launch kernel! kernels with Runtime::launch, which runs them on the GPU".into(),
+            });
+        }
+        Ok(())
     }
 
     fn new_launch(&self, block: Dim3, barrier_sets: usize) -> Launch<'_> {

@@ -8,62 +8,11 @@
 //! peers may write (see [`crate::local`] for the sound ways to look at it).
 
 use crate::error::{Error, Result};
+use crate::route::{bytes, Located};
 use crate::runtime::Runtime;
 use crate::sym::{SymBuf, SymRef};
 
 impl Runtime {
-    /// The address of `count` elements from `r` on `pe`, after every check.
-    ///
-    /// `inline(always)` (here and on `put`/`put_nbi`): left to `#[inline]`, LLVM kept
-    /// these out of line, and the call, the spilled `Result` and the reloaded fields cost
-    /// 10–35% of put bandwidth at 8 B–4 KiB in `symmem-perf` (put_bw 8 B: 0.6× → 0.9× of
-    /// memcpy). The checks themselves are a handful of compares; their errors are built
-    /// in `#[cold]` functions.
-    #[inline(always)]
-    pub(crate) fn target<T>(
-        &self,
-        op: &'static str,
-        r: SymRef<'_, T>,
-        count: usize,
-        pe: usize,
-    ) -> Result<*mut T> {
-        let buf = r.buf;
-        self.check_buf(op, buf)?;
-        if pe >= self.n_pes() {
-            return Err(self.invalid_pe_access(op, pe, buf, r.index, count));
-        }
-        if r.index.checked_add(count).is_none_or(|end| end > buf.len) {
-            return Err(self.out_of_bounds(op, buf, pe, r.index, count));
-        }
-        let base = self.peer_base(op, pe)?;
-        // SAFETY: offset + (index + count) * size_of::<T>() lies within the allocation,
-        // which lies within the mapped heap.
-        Ok(unsafe { base.add(buf.offset).cast::<T>().add(r.index) })
-    }
-
-    /// Base of `pe`'s heap, or the error saying why it is not reachable.
-    #[inline]
-    pub(crate) fn peer_base(&self, op: &'static str, pe: usize) -> Result<*mut u8> {
-        match self.heap.base(pe) {
-            Some(b) => Ok(b.as_ptr()),
-            None => Err(self.unreachable(op, pe)),
-        }
-    }
-
-    /// The error for a PE whose heap is not mapped here. Cold and out of line, so that
-    /// `target` stays small enough to inline into every operation.
-    #[cold]
-    #[inline(never)]
-    fn unreachable(&self, op: &'static str, pe: usize) -> Error {
-        Error::Unreachable {
-            op,
-            pe,
-            node: self.topo.node(pe).to_string(),
-            me: self.my_pe(),
-            my_node: self.topo.node(self.my_pe()).to_string(),
-        }
-    }
-
     /// The error for an access to `count` elements from `start` of `buf` on a PE that
     /// does not exist.
     #[cold]
@@ -93,7 +42,7 @@ impl Runtime {
     /// The error for `count` elements from `start` that do not fit in `buf`.
     #[cold]
     #[inline(never)]
-    fn out_of_bounds<T>(
+    pub(crate) fn out_of_bounds<T>(
         &self,
         op: &'static str,
         buf: &SymBuf<T>,
@@ -129,11 +78,18 @@ impl Runtime {
         src: &[T],
         pe: usize,
     ) -> Result<()> {
-        let p = self.target(op, dst, src.len(), pe)?;
-        // SAFETY: `p` is valid for `src.len()` elements (checked by `target`); `src` is
+        let to = self.locate(op, dst, src.len(), pe)?;
+        // SAFETY: `to` is valid for `src.len()` elements (checked by `locate`); `src` is
         // local memory, so the ranges cannot overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
-        Ok(())
+        unsafe {
+            self.write_located(
+                op,
+                bytes(to),
+                src.as_ptr().cast(),
+                std::mem::size_of_val(src),
+                pe,
+            )
+        }
     }
 
     /// Copies `dst.len()` elements from `src` on `pe` into `dst` (`nvshmem_get`).
@@ -157,11 +113,11 @@ impl Runtime {
         dst: &mut [T],
         pe: usize,
     ) -> Result<()> {
-        let p = self.target(op, src, dst.len(), pe)?;
-        // SAFETY: `p` is valid for `dst.len()` elements; `dst` is local and exclusive.
+        let from = self.locate(op, src, dst.len(), pe)?;
+        let len = std::mem::size_of_val(dst);
+        // SAFETY: `from` is valid for `dst.len()` elements; `dst` is local and exclusive.
         // T: Pod, so whatever bytes a concurrent writer left form a valid T.
-        unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), dst.len()) };
-        Ok(())
+        unsafe { self.read_located(op, bytes(from), dst.as_mut_ptr().cast(), len, pe) }
     }
 
     /// Non-blocking put (`nvshmem_put_nbi`): `src` may be reused when the call returns;
@@ -195,7 +151,23 @@ impl Runtime {
     pub fn p<T: bytemuck::Pod>(&self, dst: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
         use std::mem::{align_of, size_of};
         use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-        let p = self.target("p", dst, 1, pe)?;
+        let p = match self.locate("p", dst, 1, pe)? {
+            Located::Host(p) => p,
+            #[cfg(feature = "cuda")]
+            // One copy of the whole element: a single store of it on the GPU side.
+            to @ Located::Device(_) => {
+                // SAFETY: `to` is valid for one T; `value` is local.
+                return unsafe {
+                    self.write_located(
+                        "p",
+                        bytes(to),
+                        (&value as *const T).cast(),
+                        size_of::<T>(),
+                        pe,
+                    )
+                };
+            }
+        };
         // A 4- or 8-byte element is one relaxed atomic store, so "put data; fence;
         // p(flag)" publishes the data to a peer's Acquire wait (the fence is Release).
         // SAFETY: `p` is valid and aligned for one T (allocations are ≥ 64-byte aligned
@@ -216,25 +188,23 @@ impl Runtime {
     /// Loads one element (`nvshmem_g`).
     #[inline]
     pub fn g<T: bytemuck::Pod>(&self, src: SymRef<'_, T>, pe: usize) -> Result<T> {
-        let p = self.target("g", src, 1, pe)?;
-        // SAFETY: as in `p`; T: Pod, so any bytes are a valid T.
-        Ok(unsafe { p.read() })
+        let mut value = T::zeroed();
+        self.copy_from("g", src, std::slice::from_mut(&mut value), pe)?;
+        Ok(value)
     }
 
     /// Copies raw bytes to byte offset `at` of `dst` on `pe` (`nvshmem_putmem`).
     pub fn putmem<T>(&self, dst: &SymBuf<T>, at: usize, src: &[u8], pe: usize) -> Result<()> {
-        let p = self.target_bytes("putmem", dst, at, src.len(), pe)?;
-        // SAFETY: `p` is valid for `src.len()` bytes (checked); `src` is local.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
-        Ok(())
+        let to = self.target_bytes("putmem", dst, at, src.len(), pe)?;
+        // SAFETY: `to` is valid for `src.len()` bytes (checked); `src` is local.
+        unsafe { self.write_located("putmem", to, src.as_ptr(), src.len(), pe) }
     }
 
     /// Copies raw bytes from byte offset `at` of `src` on `pe` (`nvshmem_getmem`).
     pub fn getmem<T>(&self, src: &SymBuf<T>, at: usize, dst: &mut [u8], pe: usize) -> Result<()> {
-        let p = self.target_bytes("getmem", src, at, dst.len(), pe)?;
-        // SAFETY: `p` is valid for `dst.len()` bytes (checked); `dst` is local.
-        unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), dst.len()) };
-        Ok(())
+        let from = self.target_bytes("getmem", src, at, dst.len(), pe)?;
+        // SAFETY: `from` is valid for `dst.len()` bytes (checked); `dst` is local.
+        unsafe { self.read_located("getmem", from, dst.as_mut_ptr(), dst.len(), pe) }
     }
 
     fn target_bytes<T>(
@@ -244,7 +214,7 @@ impl Runtime {
         at: usize,
         count: usize,
         pe: usize,
-    ) -> Result<*mut u8> {
+    ) -> Result<Located<u8>> {
         self.check_buf(op, buf)?;
         if pe >= self.n_pes() {
             let mut err = self.invalid_pe_access(op, pe, buf, 0, buf.len);
@@ -272,8 +242,13 @@ impl Runtime {
                 offset: buf.offset,
             });
         }
-        // SAFETY: offset + at + count lies within the allocation inside the mapped heap.
-        Ok(unsafe { self.peer_base(op, pe)?.add(buf.offset + at) })
+        let whole = self.locate(op, buf.at(0), 0, pe)?;
+        Ok(match bytes(whole) {
+            // SAFETY: offset + at + count lies within the allocation inside the mapped heap.
+            Located::Host(p) => Located::Host(unsafe { p.add(at) }),
+            #[cfg(feature = "cuda")]
+            Located::Device(a) => Located::Device(a + at as u64),
+        })
     }
 
     /// Strided put (`shmem_iput`): for `i in 0..nelems`, element `i * dst_stride` from
@@ -298,9 +273,25 @@ impl Runtime {
                 dst.buf.id,
             ));
         }
-        let p = self.target("iput", dst, dspan, pe)?;
+        let p = match self.locate("iput", dst, dspan, pe)? {
+            Located::Host(p) => p,
+            #[cfg(feature = "cuda")]
+            Located::Device(_) => {
+                // One copy per element: other elements of the span may be written by
+                // others meanwhile, so the span is never rewritten as a whole.
+                for i in 0..nelems {
+                    self.copy_to(
+                        "iput",
+                        dst.buf.at(dst.index + i * dst_stride),
+                        &src[i * src_stride..][..1],
+                        pe,
+                    )?;
+                }
+                return Ok(());
+            }
+        };
         for i in 0..nelems {
-            // SAFETY: i * dst_stride < dspan, which `target` checked against the
+            // SAFETY: i * dst_stride < dspan, which `locate` checked against the
             // allocation; the source index is below sspan <= src.len().
             unsafe { p.add(i * dst_stride).write(src[i * src_stride]) };
         }
@@ -329,7 +320,19 @@ impl Runtime {
                 src.buf.id,
             ));
         }
-        let p = self.target("iget", src, sspan, pe)?;
+        let p = match self.locate("iget", src, sspan, pe)? {
+            Located::Host(p) => p,
+            #[cfg(feature = "cuda")]
+            Located::Device(_) => {
+                // One copy of the span, then the strided picks on the host.
+                let mut span = vec![T::zeroed(); sspan];
+                self.copy_from("iget", src, &mut span, pe)?;
+                for i in 0..nelems {
+                    dst[i * dst_stride] = span[i * src_stride];
+                }
+                return Ok(());
+            }
+        };
         for i in 0..nelems {
             // SAFETY: i * src_stride < sspan, checked by `target`.
             dst[i * dst_stride] = unsafe { p.add(i * src_stride).read() };

@@ -14,8 +14,9 @@ use crate::backoff::Backoff;
 use crate::barrier::BarrierState;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::heap::{self, ControlBlock, SymmetricHeap, RESERVED};
+use crate::heap::{self, Backend, MemfdHeap, SymmetricHeap, RESERVED};
 use crate::liveness::PeerWatch;
+use crate::route::Route;
 use crate::sym::SymBuf;
 use crate::topology::{PeInfo, Topology};
 
@@ -90,12 +91,23 @@ pub struct Runtime {
     /// Every PE's heap is mapped here, so `barrier_all` can use the heap flags. Fixed
     /// after `start`; computed once instead of scanning all PEs on every barrier.
     pub(crate) all_mapped: bool,
+    /// How each PE's heap is reached, chosen once at init.
+    pub(crate) routes: Box<[Route]>,
     /// What device code (kernels on the CPU executor, or a PTX module) reads.
     pub(crate) device_state: DeviceState,
-    /// The array `device_state.peer_bases` points to.
+    /// The array `device_state.peer_bases` points to on a CPU PE.
     _peer_bases: Box<[u64]>,
+    /// The GPU of a GPU PE and what its kernels need; None on a CPU PE.
+    pub(crate) device: Option<Device>,
     finalized: bool,
 }
+
+/// What a GPU PE holds besides its heap.
+#[cfg(feature = "cuda")]
+pub(crate) type Device = crate::cuda::DeviceResources;
+/// Without the `cuda` feature there are no GPU PEs.
+#[cfg(not(feature = "cuda"))]
+pub(crate) type Device = std::convert::Infallible;
 
 impl Runtime {
     fn start(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Self> {
@@ -109,7 +121,7 @@ impl Runtime {
                     detail: "job id broadcast has the wrong length".into(),
                 }
             })?);
-            let pending = SymmetricHeap::create(job, rank, config.symmetric_size)?;
+            let pending = SymmetricHeap::create(job, rank)?;
             let me = PeInfo {
                 node: config.node_id.clone(),
                 pid: std::process::id(),
@@ -123,8 +135,16 @@ impl Runtime {
                 .collect::<Result<Vec<_>>>()?;
             let topo = Topology::new(rank, infos);
             heap::check_sizes(&topo.heap_lens())?;
+            let (backend, reachable) = create_backend(&config, &*bootstrap, &topo)?;
             let deadline = Instant::now() + config.bootstrap_timeout;
-            let heap = pending.connect(&topo, !config.disable_p2p, deadline)?;
+            let heap = pending.connect(
+                &topo,
+                config.symmetric_size,
+                backend,
+                !config.disable_p2p,
+                |p| reachable[p],
+                deadline,
+            )?;
             // Nobody may use a peer's heap before that peer has mapped everyone's.
             bootstrap.barrier()?;
             Ok::<_, Error>((topo, heap))
@@ -144,23 +164,41 @@ impl Runtime {
                 .map(|&p| (p, topo.pid(p))),
         );
         let allocator = Allocator::new(RESERVED, heap.len().saturating_sub(RESERVED));
-        let all_mapped = (0..topo.n_pes()).all(|pe| heap.base(pe).is_some());
+        let all_mapped = (0..topo.n_pes()).all(|pe| heap.control(pe).is_some());
         let peer_bases: Box<[u64]> = (0..topo.n_pes())
-            .map(|pe| heap.base(pe).map_or(0, |b| b.as_ptr() as u64))
+            .map(|pe| heap.base(pe).unwrap_or(0))
             .collect();
+        let routes: Box<[Route]> = (0..topo.n_pes())
+            .map(|pe| match heap.base(pe) {
+                None => Route::Unreachable,
+                Some(b) if heap.host_accessible() => Route::Direct(b as *mut u8),
+                #[cfg(feature = "cuda")]
+                Some(b) => Route::Copy(b),
+                #[cfg(not(feature = "cuda"))]
+                Some(_) => unreachable!("only memfd heaps exist without the cuda feature"),
+            })
+            .collect();
+        let device = match device_resources(&heap, &peer_bases) {
+            Ok(d) => d,
+            Err(e) => {
+                bootstrap.abort(&format!("init failed: {e}"));
+                return Err(e);
+            }
+        };
         let device_state = DeviceState {
             version: DEVICE_STATE_VERSION,
             my_pe: rank as u32,
             n_pes: topo.n_pes() as u32,
             _reserved: 0,
-            heap_base: heap.base(rank).expect("own heap is mapped").as_ptr() as u64,
+            heap_base: heap.base(rank).expect("own heap is mapped"),
             heap_size: heap.len() as u64,
-            // The boxed slice's buffer does not move when the box does.
-            peer_bases: peer_bases.as_ptr() as u64,
-            barrier_off: std::mem::offset_of!(ControlBlock, device_barrier) as u64,
-            epoch_off: std::mem::offset_of!(ControlBlock, device_epoch) as u64,
+            // On a CPU PE the boxed slice's buffer, which does not move when the box
+            // does; on a GPU PE its device copy.
+            peer_bases: device_peer_table(&device).unwrap_or(peer_bases.as_ptr() as u64),
+            barrier_off: heap::DEVICE_BARRIER_OFF as u64,
+            epoch_off: heap::DEVICE_EPOCH_OFF as u64,
             // The CPU executor reports device errors as panics, not through a word.
-            error: 0,
+            error: device_error_word(&device).unwrap_or(0),
             proxy: 0,
         };
         let rt = Runtime {
@@ -176,8 +214,10 @@ impl Runtime {
             }),
             barrier: BarrierState::default(),
             all_mapped,
+            routes,
             device_state,
             _peer_bases: peer_bases,
+            device,
             finalized: false,
         };
         tracing::info!(
@@ -244,24 +284,45 @@ impl Runtime {
         &self.device_state
     }
 
+    /// Whether this PE is a GPU PE (its heap is GPU memory; kernels run on its GPU).
+    pub fn is_gpu(&self) -> bool {
+        self.device.is_some()
+    }
+
+    /// A one-line description of this PE's device: `cpu`, or the GPU's ordinal, name
+    /// and PCI bus id.
+    pub fn device_description(&self) -> String {
+        #[cfg(feature = "cuda")]
+        if let Some(d) = &self.device {
+            let g = &d.gpu;
+            return format!(
+                "GPU {} ({}, sm_{}{}, {})",
+                g.ordinal, g.name, g.compute_capability.0, g.compute_capability.1, g.pci_bus_id
+            );
+        }
+        "cpu".into()
+    }
+
     /// Symmetric heap bytes currently free.
     pub fn heap_free(&self) -> usize {
         self.lock_allocs().allocator.free_bytes()
     }
 
     /// A direct pointer to `buf` in `pe`'s heap (`nvshmem_ptr`): `Some` when `pe`'s heap is
-    /// mapped into this process (same node, P2P enabled), `None` otherwise.
+    /// mapped into this process (same node, P2P enabled, and on GPU PEs a GPU this one
+    /// can access), `None` otherwise. On a CPU PE it is a host pointer; on a GPU PE a
+    /// device pointer, for kernels (the host cannot dereference it). `ptr(&buf, my_pe)`
+    /// is the symmetric address device operations take.
     ///
     /// Reading or writing through the pointer is up to the caller: other PEs may access
     /// the same memory concurrently.
     pub fn ptr<T>(&self, buf: &SymBuf<T>, pe: usize) -> Result<Option<std::ptr::NonNull<T>>> {
         self.check_buf("ptr", buf)?;
         self.check_pe("ptr", pe)?;
-        Ok(self.heap.base(pe).map(|b| {
-            // SAFETY: `buf.offset` lies inside the heap (the allocator only hands out
-            // in-heap offsets), so the result stays inside the same mapping.
-            unsafe { b.add(buf.offset) }.cast()
-        }))
+        Ok(self
+            .heap
+            .base(pe)
+            .and_then(|b| std::ptr::NonNull::new((b as usize + buf.offset) as *mut T)))
     }
 
     /// Fails unless `pe` names a PE of the job.
@@ -380,13 +441,7 @@ impl Runtime {
         drop(state);
         tracing::debug!(target: "symmem_runtime::alloc", id = call, offset, bytes, align, "allocated");
         if zero {
-            let base = self
-                .heap
-                .base(self.my_pe())
-                .expect("own heap is always mapped");
-            // SAFETY: offset..offset+bytes is a live allocation inside this PE's heap. Peers
-            // cannot write it yet: they are held by the barrier below.
-            unsafe { base.as_ptr().add(offset).write_bytes(0, bytes) };
+            self.zero_own(op, offset, bytes)?;
             self.barrier_all()?;
         }
         Ok(SymBuf {
@@ -396,6 +451,28 @@ impl Runtime {
             len,
             _elem: PhantomData,
         })
+    }
+
+    /// Zeroes `bytes` at heap offset `offset` of this PE's heap, on whichever memory it is.
+    fn zero_own(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
+        let base = self
+            .heap
+            .base(self.my_pe())
+            .expect("own heap is always mapped");
+        match self.routes[self.my_pe()] {
+            // SAFETY: offset..offset+bytes is a live allocation inside this PE's heap.
+            // Peers cannot write it yet: they are held by the caller's barrier.
+            Route::Direct(_) => unsafe { (base as *mut u8).add(offset).write_bytes(0, bytes) },
+            // SAFETY: as above, in device memory mapped in this PE's context.
+            #[cfg(feature = "cuda")]
+            Route::Copy(_) => unsafe {
+                self.gpu_for(op, self.my_pe())?
+                    .zero(op, base + offset as u64, bytes)?
+            },
+            Route::Unreachable => unreachable!("own heap is always mapped"),
+        }
+        let _ = op;
+        Ok(())
     }
 
     /// Collectively frees `buf` (`nvshmem_free`). Every PE must free the same allocation.
@@ -629,4 +706,115 @@ impl Request {
             t => format!("an unknown request (tag {t})"),
         }
     }
+}
+
+/// Chooses this PE's device and creates its data heap there; also says, per PE, whether
+/// its data heap may be mapped here (a GPU this one can access). Collective: every PE
+/// allgathers its device.
+fn create_backend(
+    config: &Config,
+    bootstrap: &dyn Bootstrap,
+    topo: &Topology,
+) -> Result<(Backend, Vec<bool>)> {
+    let me = topo.my_pe();
+    #[cfg(feature = "cuda")]
+    let gpu = match crate::cuda::select(config.device, me)? {
+        None => None,
+        Some(visible) => {
+            let local = topo.local_pes();
+            let local_rank = local.iter().position(|&p| p == me).expect("in own node");
+            let ordinal = local_rank % visible;
+            let sharers = (0..local.len()).filter(|r| r % visible == ordinal).count();
+            Some(std::sync::Arc::new(crate::cuda::Gpu::open(
+                ordinal, me, sharers,
+            )?))
+        }
+    };
+    #[cfg(not(feature = "cuda"))]
+    if config.device == crate::config::DeviceChoice::Cuda {
+        return Err(Error::NoGpu {
+            op: "init (SYMMEM_DEVICE=cuda)",
+            pe: me,
+            reason: "this build of symmem has no CUDA support (the `cuda` feature is off)".into(),
+        });
+    }
+    // Every PE learns every PE's device: "cpu", or "cuda:<PCI bus id>".
+    #[cfg(feature = "cuda")]
+    let mine = gpu
+        .as_ref()
+        .map_or("cpu".to_string(), |g| format!("cuda:{}", g.pci_bus_id));
+    #[cfg(not(feature = "cuda"))]
+    let mine = "cpu".to_string();
+    let all: Vec<String> = bootstrap
+        .allgather(mine.as_bytes())?
+        .into_iter()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect();
+    let kind = |d: &str| d.split(':').next().unwrap_or("").to_string();
+    if let Some(other) = all.iter().position(|d| kind(d) != kind(&mine)) {
+        let list = |k: &str| {
+            let pes: Vec<String> = (0..all.len())
+                .filter(|&p| kind(&all[p]) == k)
+                .map(|p| p.to_string())
+                .collect();
+            pes.join(", ")
+        };
+        return Err(Error::Inconsistent {
+            what: "device kind (SYMMEM_DEVICE)",
+            detail: format!(
+                "PE {} are {} PEs but PE {} are {} PEs; a job is all CPU PEs or all GPU PEs (set SYMMEM_DEVICE the same everywhere)",
+                list(&kind(&mine)),
+                kind(&mine),
+                list(&kind(&all[other])),
+                kind(&all[other])
+            ),
+        });
+    }
+    #[cfg(feature = "cuda")]
+    if let Some(gpu) = gpu {
+        let reachable = all
+            .iter()
+            .map(|d| gpu.can_access(d.trim_start_matches("cuda:")))
+            .collect::<Result<Vec<bool>>>()?;
+        let heap = crate::heap::cuda::CudaHeap::create(&gpu, config.symmetric_size)?;
+        return Ok((Backend::Cuda(heap), reachable));
+    }
+    Ok((
+        Backend::Memfd(MemfdHeap::create(me, config.symmetric_size)?),
+        vec![true; all.len()],
+    ))
+}
+
+/// The GPU resources of a GPU PE (None on a CPU PE).
+#[cfg(feature = "cuda")]
+fn device_resources(heap: &SymmetricHeap, peer_bases: &[u64]) -> Result<Option<Device>> {
+    match heap.backend() {
+        Backend::Cuda(h) => Ok(Some(crate::cuda::DeviceResources::new(
+            h.gpu(),
+            peer_bases,
+        )?)),
+        Backend::Memfd(_) => Ok(None),
+    }
+}
+
+/// There are no GPU PEs without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+fn device_resources(_heap: &SymmetricHeap, _peer_bases: &[u64]) -> Result<Option<Device>> {
+    Ok(None)
+}
+
+/// The device address of the peer base table of a GPU PE.
+fn device_peer_table(device: &Option<Device>) -> Option<u64> {
+    #[cfg(feature = "cuda")]
+    return device.as_ref().map(|d| d.peer_table());
+    #[cfg(not(feature = "cuda"))]
+    return device.as_ref().map(|d| match *d {});
+}
+
+/// The device address of the error word of a GPU PE.
+fn device_error_word(device: &Option<Device>) -> Option<u64> {
+    #[cfg(feature = "cuda")]
+    return device.as_ref().map(|d| d.error_word());
+    #[cfg(not(feature = "cuda"))]
+    return device.as_ref().map(|d| match *d {});
 }

@@ -5,6 +5,11 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
+/// This crate's kernels as PTX, built and embedded at build time, for
+/// `Runtime::load_module` on GPU PEs.
+#[cfg(not(target_arch = "nvptx64"))]
+pub static PTX: symmem_device::EmbeddedPtx = symmem_device::embedded_ptx!();
+
 use symmem_device::*;
 
 /// `scope` value of thread-initiated operations.

@@ -1,4 +1,6 @@
-//! Passing heap memfds between same-node PEs over Unix sockets (SCM_RIGHTS).
+//! Passing heap file descriptors between same-node PEs over Unix sockets (SCM_RIGHTS):
+//! the host control memfd, then the data heap's fds (a memfd, or CUDA VMM POSIX-fd
+//! handles), with a backend-specific description.
 //!
 //! Each PE listens on an abstract-namespace socket named after the job id and its rank
 //! (abstract names leave no file behind). After the allgather of node identities, every PE
@@ -14,8 +16,14 @@ use std::time::Instant;
 
 use crate::error::{Error, Result};
 
-/// What accompanies the fd: job id, sender rank, heap length.
-const HEADER_LEN: usize = 8 + 4 + 8;
+/// What accompanies the fds: job id, sender rank, heap length, description length.
+const HEADER_LEN: usize = 8 + 4 + 8 + 4;
+
+/// Most bytes of backend description one message carries.
+pub const MAX_DESCRIPTION: usize = 4096;
+
+/// Most fds one message carries (the kernel's SCM_MAX_FD is 253).
+pub const MAX_FDS: usize = 64;
 
 fn socket_name(job: u64, rank: usize) -> String {
     format!("symmem-{job:016x}-{rank}")
@@ -94,16 +102,20 @@ fn peer_pid(stream: &UnixStream) -> Result<u32> {
     Ok(cred.pid as u32)
 }
 
-/// Accepts one connection from each expected peer pid and sends it `fd`.
+/// Accepts one connection from each expected peer pid and sends it `description` and
+/// `fds`.
+#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 pub fn serve(
     listener: &UnixListener,
     job: u64,
     me: usize,
     heap_len: usize,
-    fd: BorrowedFd<'_>,
+    description: &[u8],
+    fds: &[BorrowedFd<'_>],
     expected_pids: &[u32],
     deadline: Instant,
 ) -> Result<()> {
+    assert!(description.len() <= MAX_DESCRIPTION && fds.len() <= MAX_FDS && !fds.is_empty());
     let mut served = Vec::new();
     while served.len() < expected_pids.len() {
         wait_readable(
@@ -119,11 +131,13 @@ pub fn serve(
             tracing::warn!(pid, "ignoring an unexpected connection to the heap socket");
             continue;
         }
-        let mut header = [0u8; HEADER_LEN];
-        header[..8].copy_from_slice(&job.to_le_bytes());
-        header[8..12].copy_from_slice(&(me as u32).to_le_bytes());
-        header[12..].copy_from_slice(&(heap_len as u64).to_le_bytes());
-        send_fd(&stream, &header, fd)?;
+        let mut message = Vec::with_capacity(HEADER_LEN + description.len());
+        message.extend_from_slice(&job.to_le_bytes());
+        message.extend_from_slice(&(me as u32).to_le_bytes());
+        message.extend_from_slice(&(heap_len as u64).to_le_bytes());
+        message.extend_from_slice(&(description.len() as u32).to_le_bytes());
+        message.extend_from_slice(description);
+        send_fds(&stream, &message, fds)?;
         served.push(pid);
     }
     Ok(())
@@ -134,24 +148,39 @@ fn listener_fd(listener: &UnixListener) -> BorrowedFd<'_> {
     listener.as_fd()
 }
 
-/// Receives `peer`'s heap fd on `stream`, checking job id, rank and length.
+/// Receives `peer`'s description and fds on `stream`, checking job id, rank and length.
 pub fn receive(
     stream: &UnixStream,
     job: u64,
     peer: usize,
     heap_len: usize,
     deadline: Instant,
-) -> Result<OwnedFd> {
+) -> Result<(Vec<u8>, Vec<OwnedFd>)> {
     use std::os::fd::AsFd;
     wait_readable(
         stream.as_fd(),
         deadline,
         &format!("waiting for PE {peer} to send its heap"),
     )?;
-    let (header, fd) = recv_fd(stream, peer)?;
+    let (message, fds) = recv_fds(stream, peer)?;
+    let header = &message[..HEADER_LEN];
     let got_job = u64::from_le_bytes(header[..8].try_into().unwrap());
     let got_rank = u32::from_le_bytes(header[8..12].try_into().unwrap()) as usize;
-    let got_len = u64::from_le_bytes(header[12..].try_into().unwrap()) as usize;
+    let got_len = u64::from_le_bytes(header[12..20].try_into().unwrap()) as usize;
+    let desc_len = u32::from_le_bytes(header[20..24].try_into().unwrap()) as usize;
+    if message.len() != HEADER_LEN + desc_len {
+        return Err(Error::io(
+            format!("heap exchange with PE {peer}"),
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "got {} bytes; the header announced {}",
+                    message.len(),
+                    HEADER_LEN + desc_len
+                ),
+            ),
+        ));
+    }
     if got_job != job || got_rank != peer || got_len != heap_len {
         return Err(Error::io(
             format!("heap exchange with PE {peer}"),
@@ -161,13 +190,14 @@ pub fn receive(
             ),
         ));
     }
-    Ok(fd)
+    Ok((message[HEADER_LEN..].to_vec(), fds))
 }
 
-fn send_fd(stream: &UnixStream, payload: &[u8], fd: BorrowedFd<'_>) -> Result<()> {
-    let raw = fd.as_raw_fd();
+fn send_fds(stream: &UnixStream, payload: &[u8], fds: &[BorrowedFd<'_>]) -> Result<()> {
+    let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+    let bytes = std::mem::size_of_val(raw.as_slice()) as u32;
     // SAFETY: CMSG_SPACE is a pure size computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
+    let space = unsafe { libc::CMSG_SPACE(bytes) } as usize;
     let mut control = vec![0u8; space];
     let iov = [IoSlice::new(payload)];
     // SAFETY: an all-zero msghdr is valid; the fields are filled in below.
@@ -176,14 +206,18 @@ fn send_fd(stream: &UnixStream, payload: &[u8], fd: BorrowedFd<'_>) -> Result<()
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = space;
-    // SAFETY: `msg` points at `control`, which has room for one header plus one int, so
-    // CMSG_FIRSTHDR is non-null and CMSG_DATA is valid for writing an int.
+    // SAFETY: `msg` points at `control`, which has room for one header plus `raw.len()`
+    // ints, so CMSG_FIRSTHDR is non-null and CMSG_DATA is valid for writing them.
     unsafe {
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<i32>() as u32) as usize;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>(), raw);
+        (*cmsg).cmsg_len = libc::CMSG_LEN(bytes) as usize;
+        std::ptr::copy_nonoverlapping(
+            raw.as_ptr().cast::<u8>(),
+            libc::CMSG_DATA(cmsg),
+            bytes as usize,
+        );
     }
     // SAFETY: `msg` and everything it points to outlive the call.
     let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
@@ -193,10 +227,11 @@ fn send_fd(stream: &UnixStream, payload: &[u8], fd: BorrowedFd<'_>) -> Result<()
     Ok(())
 }
 
-fn recv_fd(stream: &UnixStream, peer: usize) -> Result<([u8; HEADER_LEN], OwnedFd)> {
-    let mut payload = [0u8; HEADER_LEN];
+fn recv_fds(stream: &UnixStream, peer: usize) -> Result<(Vec<u8>, Vec<OwnedFd>)> {
+    let mut payload = vec![0u8; HEADER_LEN + MAX_DESCRIPTION];
+    let max_bytes = (MAX_FDS * std::mem::size_of::<i32>()) as u32;
     // SAFETY: CMSG_SPACE is a pure size computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
+    let space = unsafe { libc::CMSG_SPACE(max_bytes) } as usize;
     let mut control = vec![0u8; space];
     let mut iov = libc::iovec {
         iov_base: payload.as_mut_ptr().cast(),
@@ -209,39 +244,47 @@ fn recv_fd(stream: &UnixStream, peer: usize) -> Result<([u8; HEADER_LEN], OwnedF
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = space;
     // SAFETY: `msg` points at buffers that outlive the call. MSG_CMSG_CLOEXEC keeps the
-    // received fd out of child processes.
+    // received fds out of child processes.
     let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
     if n < 0 {
-        return Err(Error::last_os(format!("receiving PE {peer}'s heap fd")));
+        return Err(Error::last_os(format!("receiving PE {peer}'s heap fds")));
     }
+    let mut fds = Vec::new();
     // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR returns null or a valid header.
     let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
-    // SAFETY: a non-null cmsg points into `control`; its length says whether it holds an
-    // int, so CMSG_DATA is read only then.
-    let fd = (!cmsg.is_null()
+    // SAFETY: a non-null cmsg points into `control`; its length says how many ints it
+    // holds, and only those are read.
+    if !cmsg.is_null()
         && unsafe {
-            (*cmsg).cmsg_level == libc::SOL_SOCKET
-                && (*cmsg).cmsg_type == libc::SCM_RIGHTS
-                && (*cmsg).cmsg_len >= libc::CMSG_LEN(std::mem::size_of::<i32>() as u32) as usize
-        })
-    .then(|| {
-        // SAFETY: an SCM_RIGHTS message with one int: the kernel installed that fd in this
-        // process and nothing else owns it. Owning it at once closes it on every error path.
-        unsafe {
-            OwnedFd::from_raw_fd(std::ptr::read_unaligned(
-                libc::CMSG_DATA(cmsg).cast::<i32>(),
-            ))
+            (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS
         }
-    });
-    let truncated = msg.msg_flags & libc::MSG_CTRUNC != 0;
-    let Some(fd) = fd.filter(|_| n as usize == HEADER_LEN && !truncated) else {
+    {
+        // SAFETY: as above.
+        let data_len = unsafe { (*cmsg).cmsg_len } - unsafe { libc::CMSG_LEN(0) } as usize;
+        for i in 0..data_len / std::mem::size_of::<i32>() {
+            // SAFETY: an SCM_RIGHTS message with these ints: the kernel installed each fd
+            // in this process and nothing else owns it. Owning them at once closes them
+            // on every error path.
+            fds.push(unsafe {
+                OwnedFd::from_raw_fd(std::ptr::read_unaligned(
+                    libc::CMSG_DATA(cmsg).cast::<i32>().add(i),
+                ))
+            });
+        }
+    }
+    let truncated = msg.msg_flags & (libc::MSG_CTRUNC | libc::MSG_TRUNC) != 0;
+    if fds.is_empty() || (n as usize) < HEADER_LEN || truncated {
         return Err(Error::io(
-            format!("receiving PE {peer}'s heap fd"),
+            format!("receiving PE {peer}'s heap fds"),
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("got {n} bytes and no usable SCM_RIGHTS descriptor (did PE {peer} exit?)"),
+                format!(
+                    "got {n} bytes and {} descriptors (did PE {peer} exit?)",
+                    fds.len()
+                ),
             ),
         ));
-    };
-    Ok((payload, fd))
+    }
+    payload.truncate(n as usize);
+    Ok((payload, fds))
 }

@@ -1,24 +1,32 @@
-//! The symmetric heap on host memory.
+//! The symmetric heap: this PE's memory that peers read and write, and the mappings of
+//! same-node peers' heaps.
 //!
-//! Each PE owns one memfd of `SYMMEM_SYMMETRIC_SIZE` bytes, mapped shared. Same-node PEs
-//! receive each other's memfds over Unix sockets and map them too, so `ptr(sym, pe)` is a
-//! plain pointer into the peer's heap. The first [`RESERVED`] bytes of every heap belong to
-//! the runtime ([`ControlBlock`]); user allocations start after them, at the same offsets
-//! on every PE.
+//! Two memory backends ([`Backend`]) hold the data: a memfd in host memory (CPU PEs) or
+//! CUDA VMM memory on the GPU (GPU PEs). Either way the first [`RESERVED`] bytes of the data
+//! heap belong to the runtime ([`DeviceControl`]: the device barrier's flags) and user
+//! allocations start after them, at the same offsets on every PE.
+//!
+//! The host control words ([`ControlBlock`]: the host barrier, the failure cause, the
+//! finalizing flag) live in a small memfd of their own on every PE, CPU or GPU, because
+//! liveness and the host barrier use CPU atomics. Same-node PEs exchange both over Unix
+//! sockets (`fd_pass`) and map them.
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod fd_pass;
-mod mapping;
+mod memfd;
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::topology::Topology;
-use mapping::{create_memfd, Mapping};
+pub use memfd::MemfdHeap;
+use memfd::{create_memfd, Mapping};
 
-/// Bytes at the start of every heap reserved for the runtime.
+/// Bytes at the start of every data heap reserved for the runtime.
 pub const RESERVED: usize = 64 * 1024;
 
 /// Most rounds a dissemination barrier needs: ceil(log2(n_pes)) for up to 2^32 PEs.
@@ -28,8 +36,8 @@ pub const MAX_BARRIER_ROUNDS: usize = 32;
 #[repr(C, align(64))]
 pub struct PaddedU64(pub AtomicU64);
 
-/// The runtime's part of every PE's heap. Other PEs write into it; everything here is
-/// atomic.
+/// The host control words of a PE, in a memfd of their own. Other PEs write into it;
+/// everything here is atomic.
 #[repr(C)]
 pub struct ControlBlock {
     /// `barrier[r]` is written by this PE's round-`r` partner in the dissemination barrier.
@@ -41,24 +49,98 @@ pub struct ControlBlock {
     /// Nonzero once this PE has entered finalize: peers waiting for it in a barrier it
     /// will never join fail instead of waiting for the bootstrap deadline.
     pub finalizing: PaddedU64,
-    /// Flags of the device-side dissemination barrier (`DeviceState::barrier_off`), kept
-    /// apart from the host barrier's so the two never mix epochs.
+}
+
+/// Bytes of the control memfd.
+const CONTROL_LEN: usize = std::mem::size_of::<ControlBlock>();
+
+/// The runtime's words at the start of every data heap (host or GPU memory), used by
+/// device code. Its layout is part of the device contract: `DeviceState::barrier_off` and
+/// `epoch_off` are offsets of its fields, asserted below.
+#[repr(C)]
+pub struct DeviceControl {
+    /// Flags of the device-side dissemination barrier (`DeviceState::barrier_off`), one
+    /// cache line per round.
     pub device_barrier: [PaddedU64; MAX_BARRIER_ROUNDS],
     /// This PE's device barrier epoch (`DeviceState::epoch_off`), advanced by the one
     /// device thread per PE that runs `sync_all`.
     pub device_epoch: PaddedU64,
 }
 
-const _: () = assert!(std::mem::size_of::<ControlBlock>() <= RESERVED);
+/// Heap offset of the device barrier flags.
+pub const DEVICE_BARRIER_OFF: usize = std::mem::offset_of!(DeviceControl, device_barrier);
+/// Heap offset of the device barrier epoch.
+pub const DEVICE_EPOCH_OFF: usize = std::mem::offset_of!(DeviceControl, device_epoch);
 
-/// This PE's heap and its mappings of same-node peers' heaps.
+const _: () = {
+    assert!(std::mem::size_of::<DeviceControl>() <= RESERVED);
+    assert!(DEVICE_BARRIER_OFF == 0);
+    assert!(DEVICE_EPOCH_OFF == 64 * MAX_BARRIER_ROUNDS);
+    assert!(std::mem::size_of::<PaddedU64>() == 64);
+};
+
+/// Where a PE's data heap lives.
+#[derive(Debug)]
+pub enum Backend {
+    /// Host memory (a memfd): host-accessible, mapped by same-node CPU PEs.
+    Memfd(MemfdHeap),
+    /// GPU memory (CUDA VMM or legacy IPC): reached by the host through copies.
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaHeap),
+}
+
+impl Backend {
+    /// Whether the host can load and store through the heap's addresses.
+    pub fn host_accessible(&self) -> bool {
+        match self {
+            Backend::Memfd(_) => true,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => false,
+        }
+    }
+
+    fn base(&self) -> u64 {
+        match self {
+            Backend::Memfd(m) => m.base(),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(c) => c.base(),
+        }
+    }
+
+    /// Tag byte + backend description, and the fds, that peers need to map this heap.
+    fn export(&self) -> (Vec<u8>, Vec<BorrowedFd<'_>>) {
+        match self {
+            Backend::Memfd(m) => (vec![b'm'], vec![m.fd()]),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(c) => {
+                let mut d = vec![b'c'];
+                d.extend_from_slice(c.description());
+                (d, c.fds())
+            }
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Backend::Memfd(_) => "host memory",
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => "GPU memory",
+        }
+    }
+}
+
+/// This PE's heap and its mappings of same-node peers' heaps and control blocks.
 pub struct SymmetricHeap {
     len: usize,
-    /// Base address of each PE's heap in this process; None if not mapped.
-    bases: Vec<Option<NonNull<u8>>>,
-    /// Keeps every mapping alive (own heap first).
-    _mappings: Vec<Mapping>,
-    _memfd: OwnedFd,
+    /// Address of each PE's data heap in this process (host or device address, as the
+    /// backend says); None if not mapped.
+    bases: Vec<Option<u64>>,
+    /// Each PE's control block, if mapped here.
+    controls: Vec<Option<NonNull<ControlBlock>>>,
+    /// Keeps the control mappings alive (own first).
+    _control_mappings: Vec<Mapping>,
+    _control_fd: OwnedFd,
+    backend: Backend,
 }
 
 // SAFETY: the heap is a set of address ranges that live as long as it does; the runtime
@@ -68,25 +150,35 @@ unsafe impl Send for SymmetricHeap {}
 unsafe impl Sync for SymmetricHeap {}
 
 impl SymmetricHeap {
-    /// Creates this PE's memfd heap and binds its exchange socket. Part one of setup, done
-    /// before the topology allgather so that peers can connect right after it.
-    pub fn create(job: u64, topo_rank: usize, len: usize) -> Result<PendingHeap> {
-        let memfd = create_memfd(&format!("symmem-heap-pe{topo_rank}"), len)?;
-        let own = Mapping::map(memfd.as_fd(), len, "this PE's symmetric heap")?;
+    /// Creates this PE's control block and binds its exchange socket. Part one of setup,
+    /// done before the topology allgather so that peers can connect right after it.
+    pub fn create(job: u64, topo_rank: usize) -> Result<PendingHeap> {
+        let control_fd = create_memfd(&format!("symmem-control-pe{topo_rank}"), CONTROL_LEN)?;
+        let control = Mapping::map(control_fd.as_fd(), CONTROL_LEN, "this PE's control block")?;
         let listener = fd_pass::listen(job, topo_rank)?;
         Ok(PendingHeap {
             job,
-            len,
-            memfd,
-            own,
+            control_fd,
+            control,
             listener,
         })
     }
 
-    /// Base of `pe`'s heap in this process, if mapped.
+    /// Address of `pe`'s data heap in this process, if mapped: a host address when
+    /// [`Self::host_accessible`], else a device address.
     #[inline]
-    pub fn base(&self, pe: usize) -> Option<NonNull<u8>> {
+    pub fn base(&self, pe: usize) -> Option<u64> {
         self.bases.get(pe).copied().flatten()
+    }
+
+    /// Whether the data heaps are host memory.
+    pub fn host_accessible(&self) -> bool {
+        self.backend.host_accessible()
+    }
+
+    /// The data heap's backend.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
     }
 
     /// Heap length in bytes.
@@ -94,33 +186,40 @@ impl SymmetricHeap {
         self.len
     }
 
-    /// `pe`'s control block, if its heap is mapped here.
+    /// `pe`'s control block, if mapped here.
     pub fn control(&self, pe: usize) -> Option<&ControlBlock> {
-        // SAFETY: every heap starts with a ControlBlock-sized, zero-initialized (memfd) and
-        // suitably aligned (page-aligned mapping) region that stays mapped as long as
-        // `self`; all its fields are atomics, so shared references are sound while other
-        // processes write it.
-        self.base(pe)
-            .map(|b| unsafe { &*b.as_ptr().cast::<ControlBlock>() })
+        // SAFETY: every control pointer is the base of a zero-initialized (memfd),
+        // page-aligned, ControlBlock-sized mapping that lives as long as `self`; all its
+        // fields are atomics, so shared references are sound while other processes
+        // write it.
+        self.controls
+            .get(pe)
+            .copied()
+            .flatten()
+            .map(|p| unsafe { p.as_ref() })
     }
 }
 
 /// A heap whose peers are not mapped yet.
 pub struct PendingHeap {
     job: u64,
-    len: usize,
-    memfd: OwnedFd,
-    own: Mapping,
+    control_fd: OwnedFd,
+    control: Mapping,
     listener: std::os::unix::net::UnixListener,
 }
 
 impl PendingHeap {
-    /// Exchanges memfds with the same-node peers in `topo` (unless `map_peers` is false)
-    /// and maps them.
+    /// Exchanges control blocks and data heaps with the same-node peers in `topo` (unless
+    /// `map_peers` is false) and maps them. The data heap of peer `p` is mapped only if
+    /// `reachable(p)` (e.g. its GPU can be accessed from this one); its control block
+    /// always is.
     pub fn connect(
         self,
         topo: &Topology,
+        len: usize,
+        mut backend: Backend,
         map_peers: bool,
+        reachable: impl Fn(usize) -> bool,
         deadline: Instant,
     ) -> Result<SymmetricHeap> {
         let me = topo.my_pe();
@@ -140,30 +239,76 @@ impl PendingHeap {
             .map(|&p| fd_pass::connect(self.job, p))
             .collect::<Result<Vec<_>>>()?;
         let pids: Vec<u32> = peers.iter().map(|&p| topo.pid(p)).collect();
-        fd_pass::serve(
-            &self.listener,
-            self.job,
-            me,
-            self.len,
-            self.memfd.as_fd(),
-            &pids,
-            deadline,
-        )?;
-        let mut bases = vec![None; topo.n_pes()];
-        bases[me] = Some(self.own.base());
-        let mut mappings = vec![self.own];
-        for (stream, &p) in streams.iter().zip(&peers) {
-            let fd = fd_pass::receive(stream, self.job, p, self.len, deadline)?;
-            let m = Mapping::map(fd.as_fd(), self.len, &format!("PE {p}'s symmetric heap"))?;
-            bases[p] = Some(m.base());
-            mappings.push(m);
+        {
+            let (description, data_fds) = backend.export();
+            let mut fds = vec![self.control_fd.as_fd()];
+            fds.extend(data_fds);
+            fd_pass::serve(
+                &self.listener,
+                self.job,
+                me,
+                len,
+                &description,
+                &fds,
+                &pids,
+                deadline,
+            )?;
         }
-        tracing::debug!(mapped = peers.len(), len = self.len, "symmetric heap ready");
+        let mut bases = vec![None; topo.n_pes()];
+        let mut controls = vec![None; topo.n_pes()];
+        bases[me] = Some(backend.base());
+        controls[me] = Some(self.control.base().cast());
+        let mut control_mappings = vec![self.control];
+        for (stream, &p) in streams.iter().zip(&peers) {
+            let (description, mut fds) = fd_pass::receive(stream, self.job, p, len, deadline)?;
+            let control_fd = fds.remove(0);
+            let m = Mapping::map(
+                control_fd.as_fd(),
+                CONTROL_LEN,
+                &format!("PE {p}'s control block"),
+            )?;
+            controls[p] = Some(m.base().cast());
+            control_mappings.push(m);
+            let (tag, rest) = description.split_first().unwrap_or((&0, &[]));
+            bases[p] = match (&mut backend, *tag) {
+                (Backend::Memfd(h), b'm') if fds.len() == 1 => {
+                    Some(h.import(p, fds[0].as_fd(), len)?)
+                }
+                #[cfg(feature = "cuda")]
+                (Backend::Cuda(h), b'c') if reachable(p) => Some(h.import(p, rest, fds)?),
+                #[cfg(feature = "cuda")]
+                (Backend::Cuda(_), b'c') => {
+                    tracing::info!(pe = me, peer = p, "no direct path to PE {p}'s GPU heap (its GPU is not peer-accessible from this one)");
+                    None
+                }
+                (_, t) => {
+                    let _ = rest;
+                    return Err(Error::Inconsistent {
+                        what: "heap kind",
+                        detail: format!(
+                            "PE {me} has its heap in {} but PE {p} sent a heap of kind {:?} with {} fds; every PE of a node must use the same SYMMEM_DEVICE",
+                            backend.kind(),
+                            t as char,
+                            fds.len()
+                        ),
+                    });
+                }
+            };
+        }
+        let _ = &reachable;
+        tracing::debug!(
+            mapped = bases.iter().filter(|b| b.is_some()).count(),
+            len,
+            kind = backend.kind(),
+            "symmetric heap ready"
+        );
         Ok(SymmetricHeap {
-            len: self.len,
+            len,
             bases,
-            _mappings: mappings,
-            _memfd: self.memfd,
+            controls,
+            _control_mappings: control_mappings,
+            _control_fd: self.control_fd,
+            backend,
         })
     }
 }
@@ -172,6 +317,7 @@ impl std::fmt::Debug for SymmetricHeap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SymmetricHeap")
             .field("len", &self.len)
+            .field("kind", &self.backend.kind())
             .field("mapped", &self.bases.iter().filter(|b| b.is_some()).count())
             .finish()
     }

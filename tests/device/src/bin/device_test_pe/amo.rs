@@ -126,7 +126,7 @@ fn amo_case<T: Int>(
     // SAFETY: `sp` and `rp` are symmetric addresses of `SLOTS_SHARED + n` and `3 * all`
     // T; `vp` holds `VALS_PER_THREAD` T per thread, `solop` `SOLO_VALUES`, `outp`
     // `SOLO_RESULTS` per PE (written by thread 0 only); all outlive the launch.
-    unsafe { rt.launch(GRID, BLOCK, || kernel(sp, rp, vp, solop, outp)) }
+    unsafe { rt.launch_closure(GRID, BLOCK, || kernel(sp, rp, vp, solop, outp)) }
         .map_err(|e| format!("{name}: {e}"))?;
     rt.barrier_all().map_err(e2s)?;
 

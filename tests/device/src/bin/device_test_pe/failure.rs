@@ -41,9 +41,11 @@ pub fn kernel_panic(rt: &Runtime) -> Outcome {
         // SAFETY: `s` is a symmetric address of one u64.
         let r = unsafe {
             if cooperative {
-                rt.launch_cooperative(grid, block, || k::panic_one(s, victim_block, victim_thread))
+                rt.launch_closure_cooperative(grid, block, || {
+                    k::panic_one(s, victim_block, victim_thread)
+                })
             } else {
-                rt.launch(grid, block, || k::panic_one(s, victim_block, victim_thread))
+                rt.launch_closure(grid, block, || k::panic_one(s, victim_block, victim_thread))
             }
         };
         let took = start.elapsed();
@@ -55,7 +57,7 @@ pub fn kernel_panic(rt: &Runtime) -> Outcome {
         println!("ERROR (expected, after {took:?}): {text}");
     }
     // SAFETY: `c` is a symmetric address of one u64.
-    unsafe { rt.launch(2, 64, || count_threads(c)) }
+    unsafe { rt.launch_closure(2, 64, || count_threads(c)) }
         .map_err(|e| format!("launch after the failures: {e}"))?;
     check_eq(
         "threads run after the failures",
@@ -88,7 +90,7 @@ pub fn kill_in_wait(rt: &Runtime) -> Outcome {
     rt.atomic_inc(ready.at(0), victim).map_err(e2s)?;
     let start = Instant::now();
     // SAFETY: `s` is a symmetric address of one u64.
-    let r = unsafe { rt.launch(1, 64, || k::wait_forever(s)) };
+    let r = unsafe { rt.launch_closure(1, 64, || k::wait_forever(s)) };
     let needle = format!("PE {victim} failed while PE {me} was in a kernel wait");
     let text = expect_kernel_failed(rt, r, (0, 0, 0), (0, 0, 0), &[&needle])?;
     println!("ERROR after {:?}: {text}", start.elapsed());
@@ -104,8 +106,9 @@ pub fn early_exit(rt: &Runtime) -> Outcome {
     let start = Instant::now();
     // SAFETY: `c` is a symmetric address of one u64.
     unsafe {
-        rt.launch(3, 64, || k::early_exit_sync(c)).map_err(e2s)?;
-        rt.launch_cooperative(2, 48, || k::early_exit_sync(c))
+        rt.launch_closure(3, 64, || k::early_exit_sync(c))
+            .map_err(e2s)?;
+        rt.launch_closure_cooperative(2, 48, || k::early_exit_sync(c))
             .map_err(e2s)?;
     }
     ensure(start.elapsed() < FAIL_WITHIN, || {

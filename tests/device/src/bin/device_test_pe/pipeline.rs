@@ -49,7 +49,7 @@ pub fn pipeline(rt: &Runtime) -> Outcome {
             // SAFETY: `sl`, `sg` and `cr` are symmetric addresses of `NSLOTS * CHUNK`,
             // `NSLOTS` and 1 u64s; `sp` holds `CHUNKS * CHUNK` u64s and outlives the launch.
             unsafe {
-                rt.launch(1, THREADS, || {
+                rt.launch_closure(1, THREADS, || {
                     k::pipe_produce(sl, sp, CHUNK, CHUNKS, NSLOTS, sg, cr, op, partner)
                 })
             }
@@ -59,7 +59,7 @@ pub fn pipeline(rt: &Runtime) -> Outcome {
             let op_ = out.as_mut_ptr();
             // SAFETY: as above; `op_` holds two u64s per thread, each written by its thread.
             unsafe {
-                rt.launch(1, THREADS, || {
+                rt.launch_closure(1, THREADS, || {
                     k::pipe_consume(sl, CHUNK, CHUNKS, NSLOTS, sg, cr, op, partner, op_)
                 })
             }

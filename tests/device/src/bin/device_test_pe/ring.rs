@@ -21,9 +21,10 @@ pub fn ring_put_signal(rt: &Runtime) -> Outcome {
     // SAFETY: `d` and `s` are symmetric addresses of live allocations with `len` and 1
     // elements; `srcp` points at `len` readable u64s that outlive the launch.
     unsafe {
-        rt.launch(1, 64, || k::ring_put_signal(d, srcp, len, s))
+        rt.launch_closure(1, 64, || k::ring_put_signal(d, srcp, len, s))
             .map_err(e2s)?;
-        rt.launch(1, 1, || k::wait_signal(s, 1)).map_err(e2s)?;
+        rt.launch_closure(1, 1, || k::wait_signal(s, 1))
+            .map_err(e2s)?;
     }
     let left = (me + n - 1) % n;
     let want: Vec<u64> = (0..len as u64)
@@ -47,7 +48,7 @@ fn check_identity(rt: &Runtime) -> Result<Vec<usize>, String> {
     let (idp, ptrp) = (ids.as_mut_ptr(), ptrs.as_mut_ptr());
     // SAFETY: `b` is a symmetric address of `n` u64s; `ids` holds 2 u32s per thread and
     // `ptrs` one u64 per PE, each written by one thread only; all outlive the launch.
-    unsafe { rt.launch(1, threads as u32, || k::identity(b, idp, ptrp)) }.map_err(e2s)?;
+    unsafe { rt.launch_closure(1, threads as u32, || k::identity(b, idp, ptrp)) }.map_err(e2s)?;
     let want_ids: Vec<u32> = (0..threads).flat_map(|_| [me as u32, n as u32]).collect();
     check_eq("my_pe/n_pes per thread", &ids, &want_ids)?;
     let mut unreachable = Vec::new();
@@ -135,7 +136,8 @@ pub fn two_nodes(rt: &Runtime) -> Outcome {
             // Thread 37 of block 1 (a 2 × 64 grid) issues the operation.
             // SAFETY: `b` is a symmetric address of 2 u64s; the failing operation is
             // refused before it touches memory.
-            let r = unsafe { rt.launch(2, 64, || kf::remote_op(b, op, pe as u32, 64 + 37)) };
+            let r =
+                unsafe { rt.launch_closure(2, 64, || kf::remote_op(b, op, pe as u32, 64 + 37)) };
             let text = expect_kernel_failed(rt, r, (1, 0, 0), (37, 0, 0), &[&needle])
                 .map_err(|e| format!("op {op} on PE {pe}: {e}"))?;
             if op == 0 {

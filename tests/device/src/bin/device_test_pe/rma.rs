@@ -94,10 +94,10 @@ pub fn rma(rt: &Runtime) -> Outcome {
             // u64s; `s` holds `units * len` readable and `g` as many writable u64s, which
             // outlive the launch and are written by one unit each.
             let put_phase = |d: *mut u64, s: *mut u64| unsafe {
-                rt.launch(grid, block, || put(d, s, len, nbi))
+                rt.launch_closure(grid, block, || put(d, s, len, nbi))
             };
             let get_phase = |d: *mut u64, g: *mut u64| unsafe {
-                rt.launch(grid, block, || get(d, g, len, nbi))
+                rt.launch_closure(grid, block, || get(d, g, len, nbi))
             };
             run_case(rt, &name, units, len, &put_phase, &get_phase)?;
         }
@@ -105,9 +105,10 @@ pub fn rma(rt: &Runtime) -> Outcome {
     let len = 100;
     // SAFETY: as above; `p`/`g` touch the same regions element by element.
     let p_phase =
-        |d: *mut u64, _: *mut u64| unsafe { rt.launch(2, 32, || k::rma_p_threads(d, len)) };
+        |d: *mut u64, _: *mut u64| unsafe { rt.launch_closure(2, 32, || k::rma_p_threads(d, len)) };
     // SAFETY: as above.
-    let g_phase =
-        |d: *mut u64, g: *mut u64| unsafe { rt.launch(2, 32, || k::rma_g_threads(d, g, len)) };
+    let g_phase = |d: *mut u64, g: *mut u64| unsafe {
+        rt.launch_closure(2, 32, || k::rma_g_threads(d, g, len))
+    };
     run_case(rt, "thread scope, p and g", 64, len, &p_phase, &g_phase)
 }

@@ -45,9 +45,9 @@ pub fn put_signal(rt: &Runtime) -> Outcome {
                 // `regions + 1` u64s; `srcp` holds `units * len` u64s, `outp` two per
                 // consumer thread (each written by its thread); all outlive the launches.
                 unsafe {
-                    rt.launch(grid, block, || producer(d, srcp, len, s, op, nbi))
+                    rt.launch_closure(grid, block, || producer(d, srcp, len, s, op, nbi))
                         .map_err(|e| format!("{name}: producer: {e}"))?;
-                    rt.launch(1, CONSUMERS as u32, || {
+                    rt.launch_closure(1, CONSUMERS as u32, || {
                         k::ps_consume(d, len, units, s, op, outp)
                     })
                     .map_err(|e| format!("{name}: consumer: {e}"))?;
@@ -105,7 +105,7 @@ pub fn signal_cmp(rt: &Runtime) -> Outcome {
         let outp = out.as_mut_ptr();
         // SAFETY: `s` is a symmetric address of 7 u64s; `outp` holds 20 u64s written by
         // distinct threads (or thread 0 alone) and outlives the launch.
-        unsafe { rt.launch(1, 8, || k::signal_cmp(s, outp)) }.map_err(e2s)?;
+        unsafe { rt.launch_closure(1, 8, || k::signal_cmp(s, outp)) }.map_err(e2s)?;
         check_eq(
             &format!("round {round}: fetched before, seen by waits, fetched after"),
             &out,
@@ -155,7 +155,8 @@ fn wait_case<T: Pod + PartialOrd + Debug>(
     let (tp, sp, fp) = (flat.as_ptr(), seen.as_mut_ptr(), flags.as_mut_ptr());
     // SAFETY: `iv` is a symmetric address of 6 T; `tp` holds 24 T, `sp` 6 and `fp` 18
     // entries, written by distinct threads; all outlive the launch.
-    unsafe { rt.launch(1, 6, || kernel(iv, tp, sp, fp)) }.map_err(|e| format!("{name}: {e}"))?;
+    unsafe { rt.launch_closure(1, 6, || kernel(iv, tp, sp, fp)) }
+        .map_err(|e| format!("{name}: {e}"))?;
     check_eq(
         &format!("{name}: test on init, mid, fin"),
         &flags,

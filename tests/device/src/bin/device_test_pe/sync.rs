@@ -61,7 +61,7 @@ pub fn fence_quiet(rt: &Runtime) -> Outcome {
             let o = out.as_mut_ptr();
             // SAFETY: `d` and `f` are symmetric addresses of `len` and 2 u64s; `s` holds
             // `rounds * len` u64s and `o` 3; all outlive the launch.
-            unsafe { rt.launch(1, 1, || k::fence_flag(d, s, len, f, rounds, mode, o)) }
+            unsafe { rt.launch_closure(1, 1, || k::fence_flag(d, s, len, f, rounds, mode, o)) }
                 .map_err(e2s)?;
             Ok((out[0] + out[1], out[2]))
         })?;
@@ -77,7 +77,7 @@ pub fn fence_quiet(rt: &Runtime) -> Outcome {
             let o = out.as_mut_ptr();
             // SAFETY: as above; `o` holds 2 u64s per thread, each written by its thread.
             unsafe {
-                rt.launch(1, threads as u32, || {
+                rt.launch_closure(1, threads as u32, || {
                     k::quiet_block_flag(d, s, 1000, f, 100, o)
                 })
             }
@@ -105,7 +105,7 @@ pub fn barriers(rt: &Runtime) -> Outcome {
         let base = launch * iters as u64;
         // SAFETY: `s` is a symmetric address of `n` u64s, `b` one u64; both outlive the
         // launch.
-        unsafe { rt.launch(1, 1, || k::barrier_rounds(s, base, iters, b)) }.map_err(e2s)?;
+        unsafe { rt.launch_closure(1, 1, || k::barrier_rounds(s, base, iters, b)) }.map_err(e2s)?;
         ensure(bad == 0, || {
             format!("barrier_rounds launch {launch}: {bad} stale values")
         })?;
@@ -129,7 +129,7 @@ pub fn barriers(rt: &Runtime) -> Outcome {
         // SAFETY: `s` is a symmetric address of `n * threads` u64s, `b` one u64 per
         // thread; both outlive the launch.
         unsafe {
-            rt.launch(1, threads as u32, || {
+            rt.launch_closure(1, threads as u32, || {
                 k::barrier_rounds_block(s, base, iters, b)
             })
         }

@@ -61,9 +61,9 @@ pub fn geometry(rt: &Runtime) -> Outcome {
         // thread only, and outlives the launch.
         let r = unsafe {
             if cooperative {
-                rt.launch_cooperative(grid, block, || k::geometry(o))
+                rt.launch_closure_cooperative(grid, block, || k::geometry(o))
             } else {
-                rt.launch(grid, block, || k::geometry(o))
+                rt.launch_closure(grid, block, || k::geometry(o))
             }
         };
         r.map_err(e2s)?;
@@ -96,9 +96,9 @@ pub fn thread_sync(rt: &Runtime) -> Outcome {
         // u64s per thread; both outlive the launch.
         let r = unsafe {
             if cooperative {
-                rt.launch_cooperative(grid, block, || k::sync_exchange(s, rounds, o))
+                rt.launch_closure_cooperative(grid, block, || k::sync_exchange(s, rounds, o))
             } else {
-                rt.launch(grid, block, || k::sync_exchange(s, rounds, o))
+                rt.launch_closure(grid, block, || k::sync_exchange(s, rounds, o))
             }
         };
         r.map_err(e2s)?;
@@ -144,7 +144,8 @@ pub fn big_grid(rt: &Runtime) -> Outcome {
     // SAFETY: `d` and `c` are symmetric addresses of `n * blocks * chunk` and 1 u64s;
     // `sp` holds `blocks * chunk` u64s, `rp` one u32 per thread (written by its thread);
     // all outlive the launch.
-    unsafe { rt.launch(blocks, threads, || k::big_grid(d, sp, chunk, c, rp)) }.map_err(e2s)?;
+    unsafe { rt.launch_closure(blocks, threads, || k::big_grid(d, sp, chunk, c, rp)) }
+        .map_err(e2s)?;
     check_eq("runs of each thread", &ran, &vec![1; ran.len()])?;
     rt.barrier_all().map_err(e2s)?;
     check_eq(
@@ -187,8 +188,10 @@ pub fn cooperative(rt: &Runtime) -> Outcome {
         let (op, dp, bp) = (order.as_mut_ptr(), data.as_mut_ptr(), bad.as_mut_ptr());
         // SAFETY: `w` is a symmetric address of `blocks + 2` u32s; `op` holds one u32
         // per block, `dp` one u64 and `bp` one u32 per thread; all outlive the launch.
-        unsafe { rt.launch_cooperative(blocks, threads, || k::coop_blocks(w, op, dp, rounds, bp)) }
-            .map_err(e2s)?;
+        unsafe {
+            rt.launch_closure_cooperative(blocks, threads, || k::coop_blocks(w, op, dp, rounds, bp))
+        }
+        .map_err(e2s)?;
         let reverse: Vec<u32> = (0..blocks).rev().collect();
         check_eq(
             &format!("launch {launch}: order in which the blocks finished the chain"),
@@ -261,9 +264,9 @@ pub fn launch_args(rt: &Runtime) -> Outcome {
         // SAFETY: `c` is a symmetric address of one u64 (the kernel never runs).
         let r = unsafe {
             if cooperative {
-                rt.launch_cooperative(grid, block, || k::count_threads(c))
+                rt.launch_closure_cooperative(grid, block, || k::count_threads(c))
             } else {
-                rt.launch(grid, block, || k::count_threads(c))
+                rt.launch_closure(grid, block, || k::count_threads(c))
             }
         };
         let op = if cooperative {
@@ -285,8 +288,9 @@ pub fn launch_args(rt: &Runtime) -> Outcome {
     )?;
     // SAFETY: as above; the kernel only adds to `c` atomically.
     unsafe {
-        rt.launch(1, 1024, || k::count_threads(c)).map_err(e2s)?;
-        rt.launch_cooperative(4, 256, || k::count_threads(c))
+        rt.launch_closure(1, 1024, || k::count_threads(c))
+            .map_err(e2s)?;
+        rt.launch_closure_cooperative(4, 256, || k::count_threads(c))
             .map_err(e2s)?;
     }
     check_eq(

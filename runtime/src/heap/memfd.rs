@@ -1,7 +1,9 @@
-//! A memfd-backed shared mapping.
+//! The symmetric heap in host memory: a memfd per PE, mapped shared by every same-node
+//! PE. Also the mapping type of the host control blocks, which live in a memfd on GPU PEs
+//! too.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 
 use crate::error::{Error, Result};
@@ -75,5 +77,44 @@ impl Drop for Mapping {
         // that owns this mapping is gone. A failure cannot be acted on in drop.
         let rc = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
         debug_assert_eq!(rc, 0, "munmap failed");
+    }
+}
+
+/// This PE's memfd heap and its mappings of same-node peers' memfd heaps.
+#[derive(Debug)]
+pub struct MemfdHeap {
+    memfd: OwnedFd,
+    own: Mapping,
+    peers: Vec<Mapping>,
+}
+
+impl MemfdHeap {
+    /// Creates and maps a zeroed (sparse) heap of `len` bytes for PE `pe`.
+    pub fn create(pe: usize, len: usize) -> Result<Self> {
+        let memfd = create_memfd(&format!("symmem-heap-pe{pe}"), len)?;
+        let own = Mapping::map(memfd.as_fd(), len, "this PE's symmetric heap")?;
+        Ok(MemfdHeap {
+            memfd,
+            own,
+            peers: Vec::new(),
+        })
+    }
+
+    /// Address of this PE's heap.
+    pub fn base(&self) -> u64 {
+        self.own.base().as_ptr() as u64
+    }
+
+    /// The fd to send to peers.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.memfd.as_fd()
+    }
+
+    /// Maps peer `peer`'s heap of `len` bytes; returns its address here.
+    pub fn import(&mut self, peer: usize, fd: BorrowedFd<'_>, len: usize) -> Result<u64> {
+        let m = Mapping::map(fd, len, &format!("PE {peer}'s symmetric heap"))?;
+        let base = m.base().as_ptr() as u64;
+        self.peers.push(m);
+        Ok(base)
     }
 }

@@ -1,0 +1,173 @@
+//! What [`kernel!`](crate::kernel) records about each kernel on the host, so that one
+//! launch call runs it either on a GPU (`cuLaunchKernel` on the PTX entry of the same
+//! name) or on the CPU executor (the host function).
+//!
+//! The parameter layout ([`Param`]) is the contract with the PTX `.entry`: the runtime
+//! checks it against the loaded function before a GPU launch, and the PTX test checks it
+//! against every `.entry` of every kernel crate.
+
+use core::marker::PhantomData;
+
+/// Size and alignment of one kernel parameter, as `cuLaunchKernel` passes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Param {
+    /// Bytes.
+    pub size: usize,
+    /// Alignment in bytes.
+    pub align: usize,
+}
+
+impl Param {
+    /// The layout of a `T` parameter.
+    pub const fn of<T>() -> Self {
+        Param {
+            size: core::mem::size_of::<T>(),
+            align: core::mem::align_of::<T>(),
+        }
+    }
+}
+
+/// The name, parameter layout and host entry of a kernel taking the argument tuple `A`.
+/// `kernel!` defines one as `<kernel name>::KERNEL` beside each kernel.
+pub struct Kernel<A> {
+    name: &'static str,
+    params: &'static [Param],
+    host: unsafe fn(A),
+    _args: PhantomData<fn(A)>,
+}
+
+// Manual impls: `A` (raw pointers, usually) need not be Clone/Copy for the descriptor to be.
+impl<A> Clone for Kernel<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A> Copy for Kernel<A> {}
+
+impl<A> core::fmt::Debug for Kernel<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .finish()
+    }
+}
+
+impl<A: KernelArgs> Kernel<A> {
+    /// A descriptor; used by `kernel!`.
+    #[doc(hidden)]
+    pub const fn new(name: &'static str, params: &'static [Param], host: unsafe fn(A)) -> Self {
+        Kernel {
+            name,
+            params,
+            host,
+            _args: PhantomData,
+        }
+    }
+
+    /// The PTX entry point's name (the kernel's Rust name).
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The parameters in order.
+    pub const fn params(&self) -> &'static [Param] {
+        self.params
+    }
+
+    /// Name and parameters, without the argument type: what a table of a crate's
+    /// kernels holds.
+    pub const fn info(&self) -> KernelInfo {
+        KernelInfo {
+            name: self.name,
+            params: self.params,
+        }
+    }
+
+    /// Runs the kernel body on the calling thread, as one kernel thread.
+    ///
+    /// # Safety
+    /// Only from a CPU-executor launch, with arguments valid for every thread of it.
+    #[inline]
+    pub unsafe fn call_host(&self, args: A) {
+        // SAFETY: forwarded to the caller.
+        unsafe { (self.host)(args) }
+    }
+}
+
+/// A kernel's name and parameter layout, independent of its argument type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// The PTX entry point's name.
+    pub name: &'static str,
+    /// The parameters in order.
+    pub params: &'static [Param],
+}
+
+/// An argument tuple a kernel can be launched with: every element is a plain value or a
+/// raw pointer, passed to the GPU by address.
+///
+/// # Safety
+/// `for_each` must report every element of the tuple, in order, with its exact address
+/// and size, so that the runtime can hand them to `cuLaunchKernel`.
+pub unsafe trait KernelArgs: Copy {
+    /// Calls `f` with the address and size of each argument, in order.
+    fn for_each(&self, f: &mut dyn FnMut(*const u8, usize));
+}
+
+macro_rules! tuple_args {
+    ($($t:ident $i:tt),*) => {
+        // SAFETY: every element is reported, in order, with its own address and size.
+        unsafe impl<$($t: Copy),*> KernelArgs for ($($t,)*) {
+            #[allow(unused_variables)]
+            fn for_each(&self, f: &mut dyn FnMut(*const u8, usize)) {
+                $(f((&self.$i as *const $t).cast(), core::mem::size_of::<$t>());)*
+            }
+        }
+    };
+}
+
+tuple_args!();
+tuple_args!(A 0);
+tuple_args!(A 0, B 1);
+tuple_args!(A 0, B 1, C 2);
+tuple_args!(A 0, B 1, C 2, D 3);
+tuple_args!(A 0, B 1, C 2, D 3, E 4);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
+
+/// PTX that a kernel crate embedded at build time (see [`embedded_ptx!`](crate::embedded_ptx)).
+#[derive(Debug, Clone, Copy)]
+pub struct EmbeddedPtx {
+    /// The kernel crate's package name.
+    pub crate_name: &'static str,
+    /// The `sm_XX` the PTX was built for.
+    pub arch: &'static str,
+    /// The PTX text; empty when it could not be built.
+    pub ptx: &'static str,
+    /// Why there is no PTX, when `ptx` is empty.
+    pub missing: &'static str,
+}
+
+/// The PTX a kernel crate's build script embedded with
+/// `symmem_ptx_build::embed_from_build_script()`. Expands to an [`EmbeddedPtx`].
+#[macro_export]
+macro_rules! embedded_ptx {
+    () => {
+        $crate::EmbeddedPtx {
+            crate_name: env!("CARGO_PKG_NAME"),
+            arch: include_str!(concat!(env!("OUT_DIR"), "/symmem-ptx-arch")),
+            ptx: include_str!(concat!(env!("OUT_DIR"), "/symmem.ptx")),
+            missing: include_str!(concat!(env!("OUT_DIR"), "/symmem-ptx-missing")),
+        }
+    };
+}

@@ -1,0 +1,446 @@
+//! GPU PEs through the CUDA driver API (cudarc, loaded at run time).
+//!
+//! Nothing here needs CUDA at build time: `libcuda` is opened when a PE starts, after
+//! [`probe`] has checked that it exists (cudarc panics on a missing library otherwise).
+//! Every driver error becomes [`Error::Cuda`] naming the call, the PE and the driver's
+//! name for the code.
+
+mod module;
+
+use std::ffi::CStr;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use cudarc::driver::CudaContext;
+
+use crate::config::DeviceChoice;
+use crate::error::{Error, Result};
+
+pub(crate) use module::CudaModule;
+
+/// Turns a driver result into this crate's error, naming `call` and `pe`.
+pub(crate) fn check(rc: sys::CUresult, call: impl FnOnce() -> String, pe: usize) -> Result<()> {
+    if rc == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    Err(cuda_error(rc, call(), pe, String::new()))
+}
+
+/// The error for a failed driver call; `detail` starts with a separator or is empty.
+pub(crate) fn cuda_error(rc: sys::CUresult, call: String, pe: usize, detail: String) -> Error {
+    let mut name: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: cuGetErrorName writes a pointer to a static string or leaves it null.
+    let known = unsafe { sys::cuGetErrorName(rc, &mut name) } == sys::CUresult::CUDA_SUCCESS;
+    let name = if known && !name.is_null() {
+        // SAFETY: a non-null result is a NUL-terminated static string.
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
+    } else {
+        format!("{rc:?}")
+    };
+    Error::Cuda {
+        call,
+        pe,
+        name,
+        code: rc as u32,
+        detail,
+    }
+}
+
+/// Whether the CUDA driver library can be loaded in this process.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to open the library; no CUDA call is made.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Why no GPU can be used here, or the number of visible GPUs.
+pub(crate) fn probe() -> std::result::Result<usize, String> {
+    if !driver_present() {
+        return Err("the CUDA driver library (libcuda.so) cannot be loaded: no NVIDIA driver on this machine, or it is not on the loader path".into());
+    }
+    // SAFETY: the library is present (checked above); cuInit may be called any number of
+    // times.
+    let rc = unsafe { sys::cuInit(0) };
+    if rc != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!(
+            "cuInit failed: {} (is the NVIDIA kernel module loaded? CUDA_VISIBLE_DEVICES={:?})",
+            cuda_error(rc, "cuInit".into(), 0, String::new()),
+            std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default()
+        ));
+    }
+    let mut count = 0;
+    // SAFETY: cuInit succeeded; `count` is a valid out-parameter.
+    let rc = unsafe { sys::cuDeviceGetCount(&mut count) };
+    if rc != sys::CUresult::CUDA_SUCCESS || count <= 0 {
+        return Err(format!(
+            "the CUDA driver loaded but sees no GPU (cuDeviceGetCount: {count}, CUDA_VISIBLE_DEVICES={:?})",
+            std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default()
+        ));
+    }
+    Ok(count as usize)
+}
+
+/// Decides whether this PE is a GPU PE: `Ok(None)` for a CPU PE, `Ok(Some(n))` for a GPU
+/// PE on a machine with `n` visible GPUs.
+pub(crate) fn select(choice: DeviceChoice, pe: usize) -> Result<Option<usize>> {
+    match choice {
+        DeviceChoice::Cpu => Ok(None),
+        DeviceChoice::Auto => match probe() {
+            Ok(n) => Ok(Some(n)),
+            Err(why) => {
+                tracing::info!(pe, "CPU PE: {why} (SYMMEM_DEVICE=auto)");
+                Ok(None)
+            }
+        },
+        DeviceChoice::Cuda => probe().map(Some).map_err(|reason| Error::NoGpu {
+            op: "init (SYMMEM_DEVICE=cuda)",
+            pe,
+            reason,
+        }),
+    }
+}
+
+/// The GPU a GPU PE runs on, with its primary context.
+pub(crate) struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) ordinal: usize,
+    pub(crate) device: sys::CUdevice,
+    pub(crate) pe: usize,
+    /// `domain:bus:device.function`, how peers recognize the same GPU.
+    pub(crate) pci_bus_id: String,
+    pub(crate) name: String,
+    pub(crate) compute_capability: (i32, i32),
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("ordinal", &self.ordinal)
+            .field("name", &self.name)
+            .field("pci_bus_id", &self.pci_bus_id)
+            .finish()
+    }
+}
+
+impl Gpu {
+    /// Opens GPU `ordinal` (of the visible ones) for PE `pe`, which shares it with
+    /// `sharers` PEs of this node in all (itself included).
+    pub(crate) fn open(ordinal: usize, pe: usize, sharers: usize) -> Result<Self> {
+        let ctx = CudaContext::new(ordinal).map_err(|e| {
+            cuda_error(
+                e.0,
+                format!("opening GPU {ordinal} (cuDevicePrimaryCtxRetain)"),
+                pe,
+                String::new(),
+            )
+        })?;
+        let device = ctx.cu_device();
+        let attr = |a: sys::CUdevice_attribute, what: &str| -> Result<i32> {
+            let mut v = 0;
+            // SAFETY: a valid device and out-parameter.
+            check(
+                unsafe { sys::cuDeviceGetAttribute(&mut v, a, device) },
+                || format!("cuDeviceGetAttribute({what})"),
+                pe,
+            )?;
+            Ok(v)
+        };
+        let mut name = [0 as std::ffi::c_char; 256];
+        // SAFETY: the buffer holds 256 bytes, as passed.
+        check(
+            unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), 256, device) },
+            || "cuDeviceGetName".into(),
+            pe,
+        )?;
+        // SAFETY: the driver NUL-terminates within the buffer.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let mut bus = [0 as std::ffi::c_char; 64];
+        // SAFETY: the buffer holds 64 bytes, as passed.
+        check(
+            unsafe { sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 64, device) },
+            || "cuDeviceGetPCIBusId".into(),
+            pe,
+        )?;
+        // SAFETY: the driver NUL-terminates within the buffer.
+        let pci_bus_id = unsafe { CStr::from_ptr(bus.as_ptr()) }
+            .to_string_lossy()
+            .to_ascii_lowercase();
+        use sys::CUdevice_attribute::*;
+        let mode = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, "compute mode")?;
+        let mode_name = match mode {
+            0 => "Default",
+            2 => "Prohibited",
+            3 => "Exclusive_Process",
+            _ => "unknown",
+        };
+        if mode == 2 || (mode == 3 && sharers > 1) {
+            return Err(Error::NoGpu {
+                op: "init",
+                pe,
+                reason: format!(
+                    "GPU {ordinal} ({name}, {pci_bus_id}) is in compute mode {mode_name}, and {sharers} PEs of this node share it: several processes on one GPU need compute mode Default (nvidia-smi -c DEFAULT, as an administrator), or one GPU per PE (CUDA_VISIBLE_DEVICES)"
+                ),
+            });
+        }
+        let compute_capability = (
+            attr(
+                CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                "compute capability",
+            )?,
+            attr(
+                CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                "compute capability",
+            )?,
+        );
+        tracing::info!(pe, ordinal, %name, %pci_bus_id, sharers, compute_mode = mode_name, "GPU PE");
+        Ok(Gpu {
+            ctx,
+            ordinal,
+            device,
+            pe,
+            pci_bus_id,
+            name,
+            compute_capability,
+        })
+    }
+
+    /// Makes this PE's context current on the calling thread. Cheap; every entry point
+    /// that calls the driver does it first, since any thread may call the runtime.
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_error(e.0, "cuCtxSetCurrent".into(), self.pe, String::new()))
+    }
+
+    /// An attribute of this GPU.
+    pub(crate) fn attribute(&self, a: sys::CUdevice_attribute, what: &str) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: a valid device and out-parameter.
+        check(
+            unsafe { sys::cuDeviceGetAttribute(&mut v, a, self.device) },
+            || format!("cuDeviceGetAttribute({what})"),
+            self.pe,
+        )?;
+        Ok(v)
+    }
+
+    /// Whether this GPU can load and store to memory on the GPU with PCI id `peer_bus`:
+    /// the same GPU, or a peer the driver allows (`cuDeviceCanAccessPeer`).
+    pub(crate) fn can_access(&self, peer_bus: &str) -> Result<bool> {
+        if peer_bus == self.pci_bus_id {
+            return Ok(true);
+        }
+        let Ok(c) = std::ffi::CString::new(peer_bus) else {
+            return Ok(false);
+        };
+        let mut dev = 0;
+        // SAFETY: a NUL-terminated string and a valid out-parameter.
+        if unsafe { sys::cuDeviceGetByPCIBusId(&mut dev, c.as_ptr()) }
+            != sys::CUresult::CUDA_SUCCESS
+        {
+            // Not visible in this process (CUDA_VISIBLE_DEVICES): no direct path.
+            return Ok(false);
+        }
+        let mut ok = 0;
+        // SAFETY: two valid devices and an out-parameter.
+        check(
+            unsafe { sys::cuDeviceCanAccessPeer(&mut ok, self.device, dev) },
+            || format!("cuDeviceCanAccessPeer(GPU {peer_bus})"),
+            self.pe,
+        )?;
+        Ok(ok != 0)
+    }
+
+    /// Waits until all work this PE gave the GPU has finished.
+    pub(crate) fn synchronize(&self, op: &str) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the context is current.
+        check(
+            unsafe { sys::cuCtxSynchronize() },
+            || format!("cuCtxSynchronize ({op})"),
+            self.pe,
+        )
+    }
+
+    /// Copies `len` bytes from host `src` to device address `dst` and waits for it.
+    ///
+    /// # Safety
+    /// `src` is valid for `len` bytes; `dst..dst+len` is device memory mapped in this
+    /// context.
+    pub(crate) unsafe fn copy_to_device(
+        &self,
+        op: &str,
+        dst: u64,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded from the caller. cuMemcpyHtoD from pageable memory returns
+        // once the source is staged; `quiet` synchronizes the context.
+        check(
+            unsafe { sys::cuMemcpyHtoD_v2(dst, src.cast(), len) },
+            || format!("cuMemcpyHtoD of {len} bytes ({op})"),
+            self.pe,
+        )
+    }
+
+    /// Copies `len` bytes from device address `src` to host `dst`; complete on return.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes of writes; `src..src+len` is device memory mapped
+    /// in this context.
+    pub(crate) unsafe fn copy_from_device(
+        &self,
+        op: &str,
+        dst: *mut u8,
+        src: u64,
+        len: usize,
+    ) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded from the caller.
+        check(
+            unsafe { sys::cuMemcpyDtoH_v2(dst.cast(), src, len) },
+            || format!("cuMemcpyDtoH of {len} bytes ({op})"),
+            self.pe,
+        )
+    }
+
+    /// Sets `len` bytes at device address `dst` to zero and waits for it.
+    ///
+    /// # Safety
+    /// `dst..dst+len` is device memory mapped in this context.
+    pub(crate) unsafe fn zero(&self, op: &str, dst: u64, len: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded from the caller.
+        check(
+            unsafe { sys::cuMemsetD8_v2(dst, 0, len) },
+            || format!("cuMemsetD8 of {len} bytes ({op})"),
+            self.pe,
+        )?;
+        self.synchronize(op)
+    }
+}
+
+/// What a GPU PE's device code needs besides its heap: the peer base table and the error
+/// word, in memory the GPU reads.
+pub(crate) struct DeviceResources {
+    /// Device copy of `DeviceState::peer_bases`.
+    peer_table: u64,
+    /// The error word, in pinned host memory mapped for the device: readable by the host
+    /// even after a trap has broken the context.
+    error_host: *mut u64,
+    error_dev: u64,
+    /// Last: freed while the context is still retained.
+    pub(crate) gpu: Arc<Gpu>,
+}
+
+// SAFETY: device addresses and a pinned host word that the runtime reads with volatile
+// loads; the driver is thread-safe.
+unsafe impl Send for DeviceResources {}
+// SAFETY: see above.
+unsafe impl Sync for DeviceResources {}
+
+impl DeviceResources {
+    /// Uploads `peer_bases` and allocates the error word.
+    pub(crate) fn new(gpu: &Arc<Gpu>, peer_bases: &[u64]) -> Result<Self> {
+        gpu.bind()?;
+        let pe = gpu.pe;
+        let bytes = std::mem::size_of_val(peer_bases).max(8);
+        let mut peer_table = 0;
+        // SAFETY: valid out-parameter; the context is current.
+        check(
+            unsafe { sys::cuMemAlloc_v2(&mut peer_table, bytes) },
+            || "cuMemAlloc(peer base table)".into(),
+            pe,
+        )?;
+        let mut res = DeviceResources {
+            peer_table,
+            error_host: std::ptr::null_mut(),
+            error_dev: 0,
+            gpu: gpu.clone(),
+        };
+        // SAFETY: the table holds `bytes` >= the source's bytes.
+        unsafe {
+            gpu.copy_to_device(
+                "init",
+                peer_table,
+                peer_bases.as_ptr().cast(),
+                std::mem::size_of_val(peer_bases),
+            )?
+        };
+        let mut host = std::ptr::null_mut();
+        // SAFETY: valid out-parameter; flag 2 = CU_MEMHOSTALLOC_DEVICEMAP.
+        check(
+            unsafe { sys::cuMemHostAlloc(&mut host, 8, 2) },
+            || "cuMemHostAlloc(device error word)".into(),
+            pe,
+        )?;
+        res.error_host = host.cast();
+        // SAFETY: a fresh 8-byte pinned allocation.
+        unsafe { res.error_host.write_volatile(0) };
+        // SAFETY: `host` is a DEVICEMAP allocation of this context.
+        check(
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut res.error_dev, host, 0) },
+            || "cuMemHostGetDevicePointer(device error word)".into(),
+            pe,
+        )?;
+        gpu.synchronize("init")?;
+        Ok(res)
+    }
+
+    /// Device address of the peer base table.
+    pub(crate) fn peer_table(&self) -> u64 {
+        self.peer_table
+    }
+
+    /// Device address of the error word.
+    pub(crate) fn error_word(&self) -> u64 {
+        self.error_dev
+    }
+
+    /// Takes the error word: what a kernel reported before trapping, if anything.
+    pub(crate) fn take_error(&self) -> Option<u64> {
+        // SAFETY: the word stays allocated as long as `self`; the device writes it with
+        // system-scope stores, so a volatile load sees the last value once the kernel
+        // ended.
+        let w = unsafe { self.error_host.read_volatile() };
+        if w != 0 {
+            // SAFETY: as above.
+            unsafe { self.error_host.write_volatile(0) };
+        }
+        (w != 0).then_some(w)
+    }
+}
+
+impl Drop for DeviceResources {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_err() {
+            return;
+        }
+        // SAFETY: each was allocated in `new` and is freed once; a null/zero was never
+        // allocated.
+        unsafe {
+            if self.peer_table != 0 {
+                let _ = sys::cuMemFree_v2(self.peer_table);
+            }
+            if !self.error_host.is_null() {
+                let _ = sys::cuMemFreeHost(self.error_host.cast());
+            }
+        }
+    }
+}
+
+/// Describes a device error word (code in the low 32 bits, PE in the high 32).
+pub(crate) fn describe_error_word(w: u64) -> String {
+    use symmem_device::state::error_code::*;
+    let (code, pe) = (w as u32, (w >> 32) as u32);
+    match code {
+        UNREACHABLE_PE => format!("a device operation targeted PE {pe}, which has no P2P path from this GPU (and remote transports do not exist yet)"),
+        INVALID_PE => format!("a device operation named PE {pe}, which does not exist"),
+        NOT_INITIALIZED => "a device operation ran before SYMMEM_DEVICE_STATE was filled (launch through Runtime::launch)".into(),
+        c => format!("device error code {c} (PE {pe})"),
+    }
+}

@@ -1,0 +1,324 @@
+//! PTX modules on a GPU PE: loading with the JIT's error log, filling the module's
+//! `SYMMEM_DEVICE_STATE`, and launching its kernels.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys;
+use symmem_device::{DeviceState, Dim3, KernelInfo};
+
+use super::{check, cuda_error, Gpu};
+use crate::error::{Error, Result};
+
+/// The symbol every module built with symmem-device defines once.
+pub(crate) const STATE_SYMBOL: &str = "SYMMEM_DEVICE_STATE";
+
+/// A PTX module loaded into a GPU PE's context.
+pub(crate) struct CudaModule {
+    module: sys::CUmodule,
+    name: String,
+    functions: Mutex<HashMap<&'static str, sys::CUfunction>>,
+    /// Last: the module is unloaded while the context is still retained.
+    gpu: Arc<Gpu>,
+}
+
+// SAFETY: module and function handles may be used from any thread of the process once
+// the context is current (every entry point binds it).
+unsafe impl Send for CudaModule {}
+// SAFETY: see above; the function cache is behind a mutex.
+unsafe impl Sync for CudaModule {}
+
+impl std::fmt::Debug for CudaModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaModule")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Bytes of the JIT's error and info logs.
+const LOG_LEN: usize = 16 * 1024;
+
+impl CudaModule {
+    /// Loads `ptx` (named `name` in errors) and writes `state` into its
+    /// `SYMMEM_DEVICE_STATE`.
+    pub(crate) fn load(gpu: &Arc<Gpu>, name: &str, ptx: &str, state: &DeviceState) -> Result<Self> {
+        gpu.bind()?;
+        let pe = gpu.pe;
+        let image = CString::new(ptx).map_err(|_| Error::Module {
+            op: "load_module",
+            pe,
+            reason: format!("the PTX of {name} contains a NUL byte"),
+        })?;
+        let mut log = vec![0u8; LOG_LEN];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), LOG_LEN as *mut c_void];
+        let mut module = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated image; two options with values of the kinds the
+        // driver expects (a buffer pointer and its size passed by value).
+        let rc = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                image.as_ptr().cast(),
+                2,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        if rc != sys::CUresult::CUDA_SUCCESS {
+            let text =
+                String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)])
+                    .trim()
+                    .to_string();
+            let detail = if text.is_empty() {
+                String::new()
+            } else {
+                format!("; the JIT said:\n{text}")
+            };
+            return Err(cuda_error(
+                rc,
+                format!("cuModuleLoadDataEx({name})"),
+                pe,
+                detail,
+            ));
+        }
+        let loaded = CudaModule {
+            module,
+            name: name.to_string(),
+            functions: Mutex::new(HashMap::new()),
+            gpu: gpu.clone(),
+        };
+        loaded.write_state(state)?;
+        Ok(loaded)
+    }
+
+    /// Fills the module's `SYMMEM_DEVICE_STATE` with `state`.
+    fn write_state(&self, state: &DeviceState) -> Result<()> {
+        let pe = self.gpu.pe;
+        let symbol = CString::new(STATE_SYMBOL).expect("no NUL");
+        let (mut ptr, mut bytes) = (0, 0);
+        // SAFETY: valid out-parameters, a loaded module and a NUL-terminated name.
+        let rc = unsafe {
+            sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.module, symbol.as_ptr())
+        };
+        if rc == sys::CUresult::CUDA_ERROR_NOT_FOUND {
+            return Err(Error::Module {
+                op: "load_module",
+                pe,
+                reason: format!(
+                    "module {} has no {STATE_SYMBOL}: it was not built from a kernel crate that uses symmem-device (the state global comes from the device crate)",
+                    self.name
+                ),
+            });
+        }
+        check(
+            rc,
+            || format!("cuModuleGetGlobal({STATE_SYMBOL} of {})", self.name),
+            pe,
+        )?;
+        if bytes != std::mem::size_of::<DeviceState>() {
+            return Err(Error::Module {
+                op: "load_module",
+                pe,
+                reason: format!(
+                    "{STATE_SYMBOL} of module {} has {bytes} bytes; this runtime's DeviceState has {} (built against another symmem-device version?)",
+                    self.name,
+                    std::mem::size_of::<DeviceState>()
+                ),
+            });
+        }
+        let raw = bytemuck::bytes_of(state);
+        // SAFETY: `ptr` is the module global of exactly `raw.len()` bytes.
+        unsafe {
+            self.gpu
+                .copy_to_device("load_module", ptr, raw.as_ptr(), raw.len())?
+        };
+        self.gpu.synchronize("load_module")
+    }
+
+    /// The function `info.name`, checked against `info`'s parameter layout.
+    fn function(&self, op: &'static str, info: &KernelInfo) -> Result<sys::CUfunction> {
+        let mut cache = self.functions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&f) = cache.get(info.name) {
+            return Ok(f);
+        }
+        let pe = self.gpu.pe;
+        let cname = CString::new(info.name).expect("kernel names have no NUL");
+        let mut f = std::ptr::null_mut();
+        // SAFETY: valid out-parameter, a loaded module, a NUL-terminated name.
+        let rc = unsafe { sys::cuModuleGetFunction(&mut f, self.module, cname.as_ptr()) };
+        if rc == sys::CUresult::CUDA_ERROR_NOT_FOUND {
+            return Err(Error::Module {
+                op,
+                pe,
+                reason: format!(
+                    "module {} has no kernel {:?} (is it declared with kernel! in that crate?)",
+                    self.name, info.name
+                ),
+            });
+        }
+        check(rc, || format!("cuModuleGetFunction({})", info.name), pe)?;
+        check_params(op, pe, info, |i| {
+            let (mut offset, mut size) = (0, 0);
+            // SAFETY: a valid function and out-parameters; an index past the last
+            // parameter returns an error, which ends the walk.
+            let rc = unsafe { sys::cuFuncGetParamInfo(f, i, &mut offset, &mut size) };
+            (rc == sys::CUresult::CUDA_SUCCESS).then_some(size)
+        })?;
+        cache.insert(info.name, f);
+        Ok(f)
+    }
+
+    /// Launches `info` with the argument addresses `args`, then waits for it and reports
+    /// a device-side error word.
+    ///
+    /// # Safety
+    /// `args` point at values matching the kernel's parameters; the kernel's memory
+    /// accesses are valid.
+    pub(crate) unsafe fn launch(
+        &self,
+        op: &'static str,
+        info: &KernelInfo,
+        args: &mut [*mut c_void],
+        grid: Dim3,
+        block: Dim3,
+        cooperative: bool,
+    ) -> Result<()> {
+        self.gpu.bind()?;
+        let pe = self.gpu.pe;
+        let f = self.function(op, info)?;
+        if cooperative {
+            let mut per_sm = 0;
+            // SAFETY: a valid function and out-parameter.
+            check(
+                unsafe {
+                    sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                        &mut per_sm,
+                        f,
+                        block.volume() as i32,
+                        0,
+                    )
+                },
+                || format!("cuOccupancyMaxActiveBlocksPerMultiprocessor({})", info.name),
+                pe,
+            )?;
+            let sms = self.gpu.attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                "SM count",
+            )?;
+            let max = per_sm as u64 * sms as u64;
+            if grid.volume() as u64 > max {
+                return Err(Error::InvalidArgument {
+                    op,
+                    reason: format!(
+                        "a cooperative launch of {} with grid {grid:?} has {} blocks, but only {max} blocks of {} threads fit on {} at once ({per_sm} per SM × {sms} SMs)",
+                        info.name,
+                        grid.volume(),
+                        block.volume(),
+                        self.gpu.name
+                    ),
+                });
+            }
+        }
+        // SAFETY: forwarded from the caller; the null stream orders this launch after
+        // every earlier copy of this context.
+        let rc = unsafe {
+            if cooperative {
+                sys::cuLaunchCooperativeKernel(
+                    f,
+                    grid.x,
+                    grid.y,
+                    grid.z,
+                    block.x,
+                    block.y,
+                    block.z,
+                    0,
+                    std::ptr::null_mut(),
+                    args.as_mut_ptr(),
+                )
+            } else {
+                sys::cuLaunchKernel(
+                    f,
+                    grid.x,
+                    grid.y,
+                    grid.z,
+                    block.x,
+                    block.y,
+                    block.z,
+                    0,
+                    std::ptr::null_mut(),
+                    args.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+        };
+        check(
+            rc,
+            || {
+                format!(
+                    "{} of kernel {} (grid {grid:?}, block {block:?})",
+                    if cooperative {
+                        "cuLaunchCooperativeKernel"
+                    } else {
+                        "cuLaunchKernel"
+                    },
+                    info.name
+                )
+            },
+            pe,
+        )?;
+        // SAFETY: the context is current.
+        let rc = unsafe { sys::cuCtxSynchronize() };
+        if rc != sys::CUresult::CUDA_SUCCESS {
+            return Err(cuda_error(
+                rc,
+                format!("kernel {} of module {}", info.name, self.name),
+                pe,
+                String::new(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CudaModule {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_ok() {
+            // SAFETY: loaded by `load`, unloaded once; nothing uses its functions after.
+            let _ = unsafe { sys::cuModuleUnload(self.module) };
+        }
+    }
+}
+
+/// Checks a kernel's declared parameters against what the loaded function reports:
+/// `size_of(i)` is the size of parameter `i`, or `None` past the last one.
+pub(crate) fn check_params(
+    op: &'static str,
+    pe: usize,
+    info: &KernelInfo,
+    size_of: impl Fn(usize) -> Option<usize>,
+) -> Result<()> {
+    let mut actual = Vec::new();
+    while let Some(size) = size_of(actual.len()) {
+        actual.push(size);
+        if actual.len() > 4096 {
+            break;
+        }
+    }
+    let declared: Vec<usize> = info.params.iter().map(|p| p.size).collect();
+    if declared != actual {
+        return Err(Error::Module {
+            op,
+            pe,
+            reason: format!(
+                "kernel {} takes parameters of {actual:?} bytes on the GPU, but the Rust declaration has {declared:?} (was the PTX built from other sources than this binary?)",
+                info.name
+            ),
+        });
+    }
+    Ok(())
+}

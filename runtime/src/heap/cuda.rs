@@ -1,0 +1,504 @@
+//! The symmetric heap in GPU memory: CUDA VMM chunks exported as POSIX fds.
+//!
+//! Each PE reserves one virtual range for its heap, backs it with `cuMemCreate` chunks of
+//! at most [`CHUNK`] bytes (rounded to the allocation granularity), maps them and grants
+//! its GPU read-write access. The chunks' POSIX fds go to same-node PEs over the
+//! `fd_pass` socket; each peer imports them, maps them into a range of its own and grants
+//! its GPU access. Peers on the same GPU (several PEs per GPU) and peers that
+//! `cuDeviceCanAccessPeer` allows are mapped; others have no direct path.
+//!
+//! Where the driver offers no VMM POSIX-fd handles, the heap is one `cuMemAlloc` shared
+//! with the legacy `cuIpcGetMemHandle` (logged), whose 64-byte handle travels in the
+//! description instead of fds.
+
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+
+use crate::cuda::{check, Gpu};
+use crate::error::{Error, Result};
+
+/// Largest VMM chunk: big heaps are several chunks, so one export never needs one huge
+/// physical allocation.
+pub const CHUNK: usize = 1 << 30;
+
+/// Description tag of a VMM heap; followed by the chunk count and each chunk's length.
+const TAG_VMM: u8 = 1;
+/// Description tag of a legacy IPC heap; followed by the 64-byte handle.
+const TAG_IPC: u8 = 2;
+
+/// Rounds `len` up to a multiple of `granularity` (a power of two, or any positive
+/// number).
+pub fn round_up(len: usize, granularity: usize) -> usize {
+    len.div_ceil(granularity) * granularity
+}
+
+/// Splits `len` bytes (a multiple of `granularity`) into chunks of at most [`CHUNK`]
+/// bytes, each a multiple of `granularity`.
+pub fn chunk_lengths(len: usize, granularity: usize) -> Vec<usize> {
+    let max = (CHUNK / granularity).max(1) * granularity;
+    let mut left = len;
+    let mut out = Vec::new();
+    while left > 0 {
+        let c = left.min(max);
+        out.push(c);
+        left -= c;
+    }
+    out
+}
+
+/// Encodes a VMM heap's description: tag, count, lengths.
+pub fn encode_vmm(chunks: &[usize]) -> Vec<u8> {
+    let mut v = vec![TAG_VMM];
+    v.extend_from_slice(&(chunks.len() as u32).to_le_bytes());
+    for c in chunks {
+        v.extend_from_slice(&(*c as u64).to_le_bytes());
+    }
+    v
+}
+
+/// What a peer's description says about its heap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Description {
+    /// VMM chunks of these lengths, one fd each, in order.
+    Vmm(Vec<usize>),
+    /// One legacy IPC allocation.
+    Ipc([u8; 64]),
+}
+
+/// Decodes a description; `peer` names the sender in errors.
+pub fn decode(bytes: &[u8], peer: usize) -> Result<Description> {
+    let bad = || Error::Inconsistent {
+        what: "GPU heap description",
+        detail: format!("PE {peer} sent {} malformed bytes", bytes.len()),
+    };
+    match bytes.first() {
+        Some(&TAG_VMM) if bytes.len() >= 5 => {
+            let n = u32::from_le_bytes(bytes[1..5].try_into().unwrap()) as usize;
+            if bytes.len() != 5 + 8 * n {
+                return Err(bad());
+            }
+            Ok(Description::Vmm(
+                bytes[5..]
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()) as usize)
+                    .collect(),
+            ))
+        }
+        Some(&TAG_IPC) if bytes.len() == 65 => Ok(Description::Ipc(bytes[1..].try_into().unwrap())),
+        _ => Err(bad()),
+    }
+}
+
+fn prop(gpu: &Gpu) -> sys::CUmemAllocationProp {
+    // SAFETY: an all-zero CUmemAllocationProp is a valid starting point (null pointers,
+    // zero flags); the used fields are set below.
+    let mut p: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
+    p.type_ = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.requestedHandleTypes =
+        sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    p.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = gpu.ordinal as i32;
+    p
+}
+
+fn access(gpu: &Gpu) -> sys::CUmemAccessDesc {
+    // SAFETY: all-zero is a valid CUmemAccessDesc; the fields are set below.
+    let mut a: sys::CUmemAccessDesc = unsafe { std::mem::zeroed() };
+    a.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    a.location.id = gpu.ordinal as i32;
+    a.flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    a
+}
+
+/// One virtual range with mapped VMM chunks (own or imported), or a legacy IPC mapping.
+#[derive(Debug)]
+enum Range {
+    Vmm {
+        va: u64,
+        len: usize,
+        handles: Vec<(sys::CUmemGenericAllocationHandle, usize)>,
+    },
+    /// Own `cuMemAlloc`.
+    Allocated { va: u64 },
+    /// A peer's allocation opened with `cuIpcOpenMemHandle`.
+    Opened { va: u64 },
+}
+
+impl Range {
+    fn va(&self) -> u64 {
+        match self {
+            Range::Vmm { va, .. } | Range::Allocated { va } | Range::Opened { va } => *va,
+        }
+    }
+
+    /// Maps `chunks` (handle, length) back to back into a fresh range of `len` bytes and
+    /// grants `gpu` read-write access. Takes ownership of the handles (released on drop).
+    fn map(
+        gpu: &Gpu,
+        len: usize,
+        granularity: usize,
+        chunks: Vec<(sys::CUmemGenericAllocationHandle, usize)>,
+        what: &str,
+    ) -> Result<Self> {
+        let pe = gpu.pe;
+        let mut va = 0;
+        // SAFETY: reserves address space only; `va` is a valid out-parameter.
+        let rc = unsafe { sys::cuMemAddressReserve(&mut va, len, granularity, 0, 0) };
+        let mut range = Range::Vmm {
+            va: 0,
+            len,
+            handles: chunks,
+        };
+        check(
+            rc,
+            || format!("cuMemAddressReserve({len} bytes for {what})"),
+            pe,
+        )?;
+        if let Range::Vmm { va: v, .. } = &mut range {
+            *v = va;
+        }
+        let Range::Vmm { handles, .. } = &range else {
+            unreachable!()
+        };
+        let mut off = 0;
+        for (i, &(h, clen)) in handles.iter().enumerate() {
+            // SAFETY: `va + off .. + clen` lies inside the reserved range, unmapped so far.
+            check(
+                unsafe { sys::cuMemMap(va + off as u64, clen, 0, h, 0) },
+                || format!("cuMemMap(chunk {i} of {what})"),
+                pe,
+            )?;
+            off += clen;
+        }
+        let desc = access(gpu);
+        // SAFETY: the whole range is mapped; one valid access descriptor.
+        check(
+            unsafe { sys::cuMemSetAccess(va, off, &desc, 1) },
+            || format!("cuMemSetAccess({what})"),
+            pe,
+        )?;
+        Ok(range)
+    }
+}
+
+impl Drop for Range {
+    fn drop(&mut self) {
+        // Errors cannot be acted on here: the memory goes away with the context anyway.
+        match self {
+            Range::Vmm { va, len, handles } => {
+                if *va != 0 {
+                    let mapped: usize = handles.iter().map(|h| h.1).sum();
+                    // SAFETY: unmaps the range `map` mapped; after a failed `map` part of it
+                    // may be unmapped already, and the error is ignored.
+                    let _ = unsafe { sys::cuMemUnmap(*va, mapped) };
+                    // SAFETY: the range was reserved by `map` with this length.
+                    let _ = unsafe { sys::cuMemAddressFree(*va, *len) };
+                }
+                for (h, _) in handles.drain(..) {
+                    // SAFETY: each handle came from cuMemCreate or an import and is
+                    // released once.
+                    let _ = unsafe { sys::cuMemRelease(h) };
+                }
+            }
+            Range::Allocated { va } => {
+                // SAFETY: allocated by cuMemAlloc, freed once.
+                let _ = unsafe { sys::cuMemFree_v2(*va) };
+            }
+            Range::Opened { va } => {
+                // SAFETY: opened by cuIpcOpenMemHandle, closed once.
+                let _ = unsafe { sys::cuIpcCloseMemHandle(*va) };
+            }
+        }
+    }
+}
+
+/// This PE's GPU heap and its mappings of same-node peers' GPU heaps.
+#[derive(Debug)]
+pub struct CudaHeap {
+    own: Range,
+    /// The fds of the own chunks, sent to peers (empty for a legacy IPC heap).
+    fds: Vec<OwnedFd>,
+    description: Vec<u8>,
+    granularity: usize,
+    peers: Vec<Range>,
+    /// Last, so that the ranges are unmapped while the context is still retained.
+    gpu: Arc<Gpu>,
+}
+
+impl Drop for CudaHeap {
+    fn drop(&mut self) {
+        // The ranges (dropped after this) are released with this PE's context current.
+        if let Err(e) = self.gpu.bind() {
+            tracing::warn!("releasing the GPU heap: {e}");
+        }
+    }
+}
+
+// SAFETY: the heap is a set of device address ranges and driver handles; the driver is
+// thread-safe, and the runtime synchronizes accesses to the memory itself.
+unsafe impl Send for CudaHeap {}
+// SAFETY: see above.
+unsafe impl Sync for CudaHeap {}
+
+impl CudaHeap {
+    /// Allocates a zeroed heap of at least `len` bytes on `gpu`.
+    pub fn create(gpu: &Arc<Gpu>, len: usize) -> Result<Self> {
+        gpu.bind()?;
+        let pe = gpu.pe;
+        use sys::CUdevice_attribute::*;
+        let vmm = gpu.attribute(
+            CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED,
+            "VMM support",
+        )? != 0
+            && gpu.attribute(
+                CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                "POSIX fd handles",
+            )? != 0;
+        let heap = if vmm {
+            Self::create_vmm(gpu, len)?
+        } else {
+            tracing::info!(pe, "this GPU offers no VMM POSIX-fd handles: the heap uses cuMemAlloc and legacy CUDA IPC handles");
+            Self::create_ipc(gpu, len)?
+        };
+        // SAFETY: the own range is mapped for at least `len` bytes.
+        unsafe { gpu.zero("zeroing the new symmetric heap", heap.own.va(), len)? };
+        Ok(heap)
+    }
+
+    fn create_vmm(gpu: &Arc<Gpu>, len: usize) -> Result<Self> {
+        let pe = gpu.pe;
+        let p = prop(gpu);
+        let mut granularity = 0;
+        // SAFETY: valid out-parameter and property struct.
+        check(
+            unsafe {
+                sys::cuMemGetAllocationGranularity(
+                    &mut granularity,
+                    &p,
+                    sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+                )
+            },
+            || "cuMemGetAllocationGranularity".into(),
+            pe,
+        )?;
+        let total = round_up(len, granularity);
+        let lengths = chunk_lengths(total, granularity);
+        let mut handles = Vec::with_capacity(lengths.len());
+        let mut fds = Vec::with_capacity(lengths.len());
+        for (i, &c) in lengths.iter().enumerate() {
+            let mut h = 0;
+            // SAFETY: valid out-parameter and property struct.
+            let rc = unsafe { sys::cuMemCreate(&mut h, c, &p, 0) };
+            if rc != sys::CUresult::CUDA_SUCCESS {
+                for (h, _) in handles {
+                    // SAFETY: created above, released once.
+                    let _ = unsafe { sys::cuMemRelease(h) };
+                }
+                let err = crate::cuda::cuda_error(
+                    rc,
+                    format!("cuMemCreate(chunk {i}: {c} bytes of a {total}-byte heap)"),
+                    pe,
+                    " (SYMMEM_SYMMETRIC_SIZE sets the heap size; GPU memory is committed up front)"
+                        .into(),
+                );
+                return Err(err);
+            }
+            handles.push((h, c));
+        }
+        let own = Range::map(gpu, total, granularity, handles, "this PE's GPU heap")?;
+        let Range::Vmm { handles, .. } = &own else {
+            unreachable!()
+        };
+        for (i, &(h, _)) in handles.iter().enumerate() {
+            let mut fd: i32 = -1;
+            // SAFETY: `fd` receives an int, as the POSIX-fd handle type requires.
+            check(
+                unsafe {
+                    sys::cuMemExportToShareableHandle(
+                        (&mut fd as *mut i32).cast(),
+                        h,
+                        sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                        0,
+                    )
+                },
+                || format!("cuMemExportToShareableHandle(chunk {i})"),
+                pe,
+            )?;
+            // SAFETY: a fresh fd the driver handed to this process.
+            fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        Ok(CudaHeap {
+            gpu: gpu.clone(),
+            own,
+            fds,
+            description: encode_vmm(&lengths),
+            granularity,
+            peers: Vec::new(),
+        })
+    }
+
+    fn create_ipc(gpu: &Arc<Gpu>, len: usize) -> Result<Self> {
+        let pe = gpu.pe;
+        let mut va = 0;
+        // SAFETY: valid out-parameter; the context is current.
+        check(
+            unsafe { sys::cuMemAlloc_v2(&mut va, len) },
+            || format!("cuMemAlloc({len} bytes, the symmetric heap)"),
+            pe,
+        )?;
+        let own = Range::Allocated { va };
+        // SAFETY: all-zero is a valid handle buffer.
+        let mut handle: sys::CUipcMemHandle = unsafe { std::mem::zeroed() };
+        // SAFETY: `va` is the base of a cuMemAlloc allocation.
+        check(
+            unsafe { sys::cuIpcGetMemHandle(&mut handle, va) },
+            || "cuIpcGetMemHandle(the symmetric heap)".into(),
+            pe,
+        )?;
+        let mut description = vec![TAG_IPC];
+        description.extend(handle.reserved.iter().map(|&c| c as u8));
+        Ok(CudaHeap {
+            gpu: gpu.clone(),
+            own,
+            fds: Vec::new(),
+            description,
+            granularity: 1,
+            peers: Vec::new(),
+        })
+    }
+
+    /// The GPU the heap is on.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Device address of this PE's heap.
+    pub fn base(&self) -> u64 {
+        self.own.va()
+    }
+
+    /// What peers need besides the fds.
+    pub fn description(&self) -> &[u8] {
+        &self.description
+    }
+
+    /// The fds to send to peers.
+    pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        self.fds.iter().map(|f| f.as_fd()).collect()
+    }
+
+    /// Maps peer `peer`'s heap from its description and fds; returns its device address
+    /// in this context.
+    pub fn import(&mut self, peer: usize, description: &[u8], fds: Vec<OwnedFd>) -> Result<u64> {
+        let gpu = &*self.gpu;
+        gpu.bind()?;
+        let pe = gpu.pe;
+        let range = match decode(description, peer)? {
+            Description::Vmm(lengths) => {
+                if lengths.len() != fds.len() {
+                    return Err(Error::Inconsistent {
+                        what: "GPU heap description",
+                        detail: format!(
+                            "PE {peer} announced {} chunks and sent {} fds",
+                            lengths.len(),
+                            fds.len()
+                        ),
+                    });
+                }
+                let mut handles = Vec::with_capacity(fds.len());
+                for (i, (fd, &clen)) in fds.iter().zip(&lengths).enumerate() {
+                    use std::os::fd::AsRawFd;
+                    let mut h = 0;
+                    // SAFETY: the POSIX-fd handle type passes the fd by value in the
+                    // pointer argument; `fd` is open for the call.
+                    let rc = unsafe {
+                        sys::cuMemImportFromShareableHandle(&mut h, fd.as_raw_fd() as usize as *mut std::ffi::c_void, sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+                    };
+                    if rc != sys::CUresult::CUDA_SUCCESS {
+                        for (h, _) in handles {
+                            // SAFETY: imported above, released once.
+                            let _ = unsafe { sys::cuMemRelease(h) };
+                        }
+                        return Err(crate::cuda::cuda_error(
+                            rc,
+                            format!("cuMemImportFromShareableHandle(PE {peer}'s chunk {i})"),
+                            pe,
+                            String::new(),
+                        ));
+                    }
+                    handles.push((h, clen));
+                }
+                let total = lengths.iter().sum();
+                Range::map(
+                    gpu,
+                    total,
+                    self.granularity.max(1),
+                    handles,
+                    &format!("PE {peer}'s GPU heap"),
+                )?
+            }
+            Description::Ipc(bytes) => {
+                // SAFETY: all-zero is a valid handle buffer; filled from the peer's bytes.
+                let mut handle: sys::CUipcMemHandle = unsafe { std::mem::zeroed() };
+                for (d, s) in handle.reserved.iter_mut().zip(bytes) {
+                    *d = s as std::ffi::c_char;
+                }
+                let mut va = 0;
+                // SAFETY: a handle from another process; flag 1 =
+                // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.
+                check(
+                    unsafe { sys::cuIpcOpenMemHandle_v2(&mut va, handle, 1) },
+                    || format!("cuIpcOpenMemHandle(PE {peer}'s heap)"),
+                    pe,
+                )?;
+                Range::Opened { va }
+            }
+        };
+        let va = range.va();
+        self.peers.push(range);
+        Ok(va)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_and_chunks() {
+        let g = 2 << 20;
+        assert_eq!(round_up(1, g), g);
+        assert_eq!(round_up(g, g), g);
+        assert_eq!(round_up(g + 1, g), 2 * g);
+        assert_eq!(chunk_lengths(round_up(1 << 30, g), g), vec![1 << 30]);
+        let three = chunk_lengths(round_up((5 << 29) + 1, g), g);
+        assert_eq!(three, vec![1 << 30, 1 << 30, (1 << 29) + g]);
+        assert!(three.iter().all(|c| c % g == 0));
+        // A granularity that does not divide CHUNK still gives multiples of it.
+        let odd = 3 << 20;
+        assert!(chunk_lengths(round_up(3 << 30, odd), odd)
+            .iter()
+            .all(|c| c % odd == 0 && *c <= CHUNK));
+    }
+
+    #[test]
+    fn descriptions_round_trip_and_reject_garbage() {
+        let d = encode_vmm(&[1 << 30, 2 << 20]);
+        assert_eq!(
+            decode(&d, 1).unwrap(),
+            Description::Vmm(vec![1 << 30, 2 << 20])
+        );
+        let mut ipc = vec![TAG_IPC];
+        ipc.extend(0..64u8);
+        let Description::Ipc(h) = decode(&ipc, 1).unwrap() else {
+            panic!()
+        };
+        assert_eq!(h[63], 63);
+        let err = decode(&d[..d.len() - 1], 3).unwrap_err().to_string();
+        assert!(err.contains("PE 3 sent"), "{err}");
+        assert!(decode(&[], 0).is_err());
+        assert!(decode(&[9, 0, 0, 0, 0], 0).is_err());
+    }
+}

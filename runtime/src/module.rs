@@ -1,0 +1,212 @@
+//! Kernel modules and the one launch API for CPU and GPU PEs.
+//!
+//! A kernel crate embeds its PTX at build time ([`symmem_device::embedded_ptx!`]);
+//! [`Runtime::load_module`] loads it on a GPU PE (and fills its `SYMMEM_DEVICE_STATE`) or,
+//! on a CPU PE, stands for the crate's host functions. [`Runtime::launch`] then runs a
+//! `kernel!` with `cuLaunchKernel` on a GPU PE or on the CPU executor on a CPU PE, so one
+//! program runs on either (`SYMMEM_DEVICE`).
+
+use symmem_device::{Dim3, EmbeddedPtx, Kernel, KernelArgs};
+
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+
+/// Kernels ready to launch on this PE: a PTX module loaded into the GPU context, or the
+/// host functions of a kernel crate on a CPU PE.
+#[derive(Debug)]
+pub struct Module {
+    name: String,
+    runtime: u64,
+    kind: ModuleKind,
+}
+
+#[derive(Debug)]
+enum ModuleKind {
+    /// A CPU PE runs the host functions `kernel!` generated.
+    Host,
+    #[cfg(feature = "cuda")]
+    Cuda(crate::cuda::CudaModule),
+}
+
+impl Module {
+    /// The kernel crate (or the name given to [`Runtime::load_ptx`]).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the kernels run on a GPU.
+    pub fn on_gpu(&self) -> bool {
+        !matches!(self.kind, ModuleKind::Host)
+    }
+}
+
+impl Runtime {
+    /// Loads a kernel crate's embedded PTX on a GPU PE (`cuModuleLoadDataEx`, with the
+    /// JIT's log in the error), and writes this PE's device state into the module. On a
+    /// CPU PE the module stands for the crate's host functions and the PTX is not needed.
+    pub fn load_module(&self, ptx: &EmbeddedPtx) -> Result<Module> {
+        if self.device.is_none() {
+            return Ok(self.host_module(ptx.crate_name));
+        }
+        if ptx.ptx.is_empty() {
+            return Err(Error::Module {
+                op: "load_module",
+                pe: self.my_pe(),
+                reason: format!("{}: {}", ptx.crate_name, ptx.missing),
+            });
+        }
+        self.load_ptx(ptx.crate_name, ptx.ptx)
+    }
+
+    /// Loads PTX text as a module named `name` (see [`Self::load_module`]). On a CPU PE
+    /// the text is not used: kernels run from their host functions.
+    pub fn load_ptx(&self, name: &str, ptx: &str) -> Result<Module> {
+        #[cfg(feature = "cuda")]
+        if let Some(d) = &self.device {
+            let m = crate::cuda::CudaModule::load(&d.gpu, name, ptx, &self.device_state)?;
+            tracing::debug!(pe = self.my_pe(), module = name, "PTX module loaded");
+            return Ok(Module {
+                name: name.to_string(),
+                runtime: self.id,
+                kind: ModuleKind::Cuda(m),
+            });
+        }
+        let _ = ptx;
+        Ok(self.host_module(name))
+    }
+
+    fn host_module(&self, name: &str) -> Module {
+        Module {
+            name: name.to_string(),
+            runtime: self.id,
+            kind: ModuleKind::Host,
+        }
+    }
+
+    /// Runs `kernel` from `module` on a `grid` of `block`s with `args`, and returns when
+    /// every thread has finished: `cuLaunchKernel` on a GPU PE, the CPU executor on a CPU
+    /// PE ([`Self::launch_closure`] describes what host execution assumes).
+    ///
+    /// ```ignore
+    /// let m = rt.load_module(&my_kernels::PTX)?;
+    /// unsafe { rt.launch(&m, my_kernels::ring::KERNEL, 1, 128, (dst, src, n, sig))? };
+    /// ```
+    ///
+    /// # Safety
+    /// As for a CUDA launch: pointer arguments must be valid for what the kernel does
+    /// with them on this PE's kind of memory (device addresses on a GPU PE: symmetric
+    /// addresses from [`Runtime::ptr`]), for every thread of the launch.
+    pub unsafe fn launch<A: KernelArgs>(
+        &self,
+        module: &Module,
+        kernel: Kernel<A>,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.launch_kernel(
+                "launch",
+                module,
+                kernel,
+                grid.into(),
+                block.into(),
+                args,
+                false,
+            )
+        }
+    }
+
+    /// Like [`Self::launch`], but every block is resident at once, so blocks may wait for
+    /// each other (`cuLaunchCooperativeKernel`; NVSHMEM's `nvshmemx_collective_launch`).
+    /// On a GPU PE the grid is first checked against the occupancy the GPU allows.
+    ///
+    /// # Safety
+    /// As for [`Self::launch`].
+    pub unsafe fn launch_cooperative<A: KernelArgs>(
+        &self,
+        module: &Module,
+        kernel: Kernel<A>,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.launch_kernel(
+                "launch_cooperative",
+                module,
+                kernel,
+                grid.into(),
+                block.into(),
+                args,
+                true,
+            )
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // the public forms' arguments plus two flags
+    unsafe fn launch_kernel<A: KernelArgs>(
+        &self,
+        op: &'static str,
+        module: &Module,
+        kernel: Kernel<A>,
+        grid: Dim3,
+        block: Dim3,
+        args: A,
+        cooperative: bool,
+    ) -> Result<()> {
+        if module.runtime != self.id {
+            return Err(Error::Module {
+                op,
+                pe: self.my_pe(),
+                reason: format!(
+                    "module {} was loaded by another runtime instance",
+                    module.name
+                ),
+            });
+        }
+        match &module.kind {
+            ModuleKind::Host => {
+                // SAFETY: forwarded from the caller; the kernel's host entry unpacks the
+                // same argument tuple on every thread.
+                unsafe {
+                    if cooperative {
+                        self.launch_closure_cooperative(grid, block, || kernel.call_host(args))
+                    } else {
+                        self.launch_closure(grid, block, || kernel.call_host(args))
+                    }
+                }
+            }
+            #[cfg(feature = "cuda")]
+            ModuleKind::Cuda(m) => {
+                crate::executor::check_dims(op, grid, block)?;
+                let mut ptrs: Vec<*mut std::ffi::c_void> =
+                    Vec::with_capacity(kernel.params().len());
+                args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
+                let info = kernel.info();
+                // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
+                // forwarded from the caller.
+                let result = unsafe { m.launch(op, &info, &mut ptrs, grid, block, cooperative) };
+                let device = self
+                    .device
+                    .as_ref()
+                    .expect("a CUDA module implies a GPU PE");
+                match (result, device.take_error()) {
+                    (Ok(()), None) => Ok(()),
+                    (Ok(()), Some(w)) | (Err(_), Some(w)) => Err(Error::Module {
+                        op,
+                        pe: self.my_pe(),
+                        reason: format!(
+                            "kernel {} failed: {}",
+                            info.name,
+                            crate::cuda::describe_error_word(w)
+                        ),
+                    }),
+                    (Err(e), None) => Err(e),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Routes: how this PE reaches each PE's heap, chosen once at init.
+//!
+//! Every host operation first does the transport-independent checks (PE, allocation,
+//! bounds) and then dispatches on the target's [`Route`]. The direct route is the CPU fast
+//! path: loads, stores and atomics through the mapped heap. The copy route serves
+//! host-initiated operations on GPU heaps with `cuMemcpy`. Remote transports will add
+//! routes of their own.
+
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+use crate::sym::SymRef;
+
+/// How this PE reaches one PE's heap.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Route {
+    /// The heap is host memory mapped here: plain loads, stores and atomics.
+    Direct(*mut u8),
+    /// The heap is GPU memory mapped into this PE's CUDA context at this device address:
+    /// the host copies with `cuMemcpy`.
+    #[cfg(feature = "cuda")]
+    Copy(u64),
+    /// No path (another node, P2P disabled, or a GPU that is not peer-accessible).
+    Unreachable,
+}
+
+// SAFETY: the pointer names a mapping owned by the runtime, valid on any thread.
+unsafe impl Send for Route {}
+// SAFETY: see above.
+unsafe impl Sync for Route {}
+
+/// Where a checked access lands.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Located<T> {
+    /// Host-accessible memory.
+    Host(*mut T),
+    /// Device memory of this PE's GPU context.
+    #[cfg(feature = "cuda")]
+    Device(u64),
+}
+
+impl Runtime {
+    /// The address of `count` elements from `r` on `pe` by whatever route reaches it,
+    /// after every check.
+    #[inline(always)]
+    pub(crate) fn locate<T>(
+        &self,
+        op: &'static str,
+        r: SymRef<'_, T>,
+        count: usize,
+        pe: usize,
+    ) -> Result<Located<T>> {
+        let buf = r.buf;
+        self.check_buf(op, buf)?;
+        if pe >= self.n_pes() {
+            return Err(self.invalid_pe_access(op, pe, buf, r.index, count));
+        }
+        if r.index.checked_add(count).is_none_or(|end| end > buf.len) {
+            return Err(self.out_of_bounds(op, buf, pe, r.index, count));
+        }
+        let at = buf.offset + r.index * std::mem::size_of::<T>();
+        match self.routes[pe] {
+            // SAFETY: offset + (index + count) * size_of::<T>() lies within the
+            // allocation, which lies within the mapped heap.
+            Route::Direct(base) => Ok(Located::Host(unsafe { base.add(at) }.cast())),
+            #[cfg(feature = "cuda")]
+            Route::Copy(base) => Ok(Located::Device(base + at as u64)),
+            Route::Unreachable => Err(self.unreachable(op, pe)),
+        }
+    }
+
+    /// Like [`Self::locate`], for operations that need host loads, stores or atomics on
+    /// the target (atomics, signals, waits, local views).
+    #[inline(always)]
+    pub(crate) fn target<T>(
+        &self,
+        op: &'static str,
+        r: SymRef<'_, T>,
+        count: usize,
+        pe: usize,
+    ) -> Result<*mut T> {
+        match self.locate(op, r, count, pe)? {
+            Located::Host(p) => Ok(p),
+            #[cfg(feature = "cuda")]
+            Located::Device(_) => Err(self.not_host_accessible(op, pe)),
+        }
+    }
+
+    /// The error for a host-side atomic, wait or view on a GPU heap.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn not_host_accessible(&self, op: &'static str, pe: usize) -> Error {
+        Error::Unsupported {
+            op,
+            pe,
+            reason: format!(
+                "PE {pe}'s heap is GPU memory, which host code reaches only by copies: put, get, p, g, putmem, getmem, iput, iget, read_local and calloc work from the host; atomics, signals, waits and local views of GPU heaps are done by device operations in a kernel (host-side forms on GPU PEs are not implemented yet)"
+            ),
+        }
+    }
+
+    /// The error for a PE with no route. Cold and out of line, so that `locate` stays
+    /// small enough to inline into every operation.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn unreachable(&self, op: &'static str, pe: usize) -> Error {
+        Error::Unreachable {
+            op,
+            pe,
+            node: self.topo.node(pe).to_string(),
+            me: self.my_pe(),
+            my_node: self.topo.node(self.my_pe()).to_string(),
+        }
+    }
+
+    /// Writes `len` bytes from `src` to a located destination.
+    ///
+    /// # Safety
+    /// `src` is valid for `len` bytes and does not overlap the destination; `dst` was
+    /// located for at least `len` bytes.
+    #[inline(always)]
+    pub(crate) unsafe fn write_located(
+        &self,
+        op: &'static str,
+        dst: Located<u8>,
+        src: *const u8,
+        len: usize,
+        pe: usize,
+    ) -> Result<()> {
+        match dst {
+            // SAFETY: forwarded from the caller.
+            Located::Host(p) => unsafe { std::ptr::copy_nonoverlapping(src, p, len) },
+            #[cfg(feature = "cuda")]
+            // SAFETY: forwarded from the caller; the copy route's addresses are mapped in
+            // this PE's context.
+            Located::Device(a) => unsafe { self.gpu_for(op, pe)?.copy_to_device(op, a, src, len)? },
+        }
+        Ok(())
+    }
+
+    /// Reads `len` bytes from a located source into `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes of writes and does not overlap the source; `src`
+    /// was located for at least `len` bytes.
+    #[inline(always)]
+    pub(crate) unsafe fn read_located(
+        &self,
+        op: &'static str,
+        src: Located<u8>,
+        dst: *mut u8,
+        len: usize,
+        pe: usize,
+    ) -> Result<()> {
+        match src {
+            // SAFETY: forwarded from the caller.
+            Located::Host(p) => unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst, len) },
+            #[cfg(feature = "cuda")]
+            // SAFETY: as in `write_located`.
+            Located::Device(a) => unsafe {
+                self.gpu_for(op, pe)?.copy_from_device(op, dst, a, len)?
+            },
+        }
+        Ok(())
+    }
+
+    /// This PE's GPU, for an operation on the copy route to `pe`.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn gpu_for(&self, op: &'static str, pe: usize) -> Result<&crate::cuda::Gpu> {
+        match &self.device {
+            Some(d) => Ok(&d.gpu),
+            None => Err(Error::NoGpu {
+                op,
+                pe: self.my_pe(),
+                reason: format!("PE {pe}'s heap is on a GPU but this PE has none"),
+            }),
+        }
+    }
+}
+
+/// Casts a located element address to bytes.
+#[inline(always)]
+pub(crate) fn bytes<T>(l: Located<T>) -> Located<u8> {
+    match l {
+        Located::Host(p) => Located::Host(p.cast()),
+        #[cfg(feature = "cuda")]
+        Located::Device(a) => Located::Device(a),
+    }
+}
