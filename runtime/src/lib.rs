@@ -29,10 +29,11 @@ mod sym;
 mod topology;
 mod wait;
 
-pub use config::Config;
+pub use config::{Config, DeviceChoice};
 pub use error::{Error, Result};
 pub use int::{Cmp, SignalOp, SymInt};
 pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
+pub use module::Module;
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;
 pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};

@@ -34,9 +34,17 @@ impl Runtime {
     /// On mapped peers the operations completed when they returned; the SeqCst fence
     /// additionally orders them before everything this PE does afterwards, including
     /// loads, as `quiet` requires.
+    ///
+    /// On a GPU PE it also waits for the GPU: a host-to-device `cuMemcpy` from pageable
+    /// memory may return before the data has landed, so `quiet` synchronizes the
+    /// context (the copy route's completion point).
     #[inline]
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
+        #[cfg(feature = "cuda")]
+        if let Some(d) = &self.device {
+            d.gpu.synchronize("quiet")?;
+        }
         Ok(())
     }
 }

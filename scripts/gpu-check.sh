@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The GPU check, in two halves, for GPU nodes without a Rust toolchain or network.
+#
+#   bash scripts/gpu-check.sh bundle     on any x86-64 machine (no GPU needed): builds every
+#                                        GPU test program, example and perftest, with the
+#                                        kernels' PTX embedded, into target/gpu-bundle/
+#   bash target/gpu-bundle/gpu-check.sh run [--mps]
+#                                        on a machine with an NVIDIA GPU and only the driver:
+#                                        runs the checks on GPU PEs (SYMMEM_DEVICE=cuda) and
+#                                        prints one "N passed, N failed" line.
+#
+# --mps starts a private MPS daemon first (so kernels of several PEs on one GPU run at
+# the same time rather than taking turns) and stops it at the end.
+set -uo pipefail
+
+bundle() {
+  set -e
+  cd "$(dirname "$0")/.."
+  local out=target/gpu-bundle
+  # A bundle without PTX would only fail on the GPU machine: require it here.
+  export SYMMEM_REQUIRE_PTX=1
+  cargo build --release --locked \
+    --bin symrun --bin symmem-test-pe --bin symmem-perf \
+    -p symmem -p symmem-perf
+  cargo build --release --locked -p symmem-device-tests --bins
+  cargo build --release --locked -p symmem --example device_pipeline --example hello
+  rm -rf "$out"
+  mkdir -p "$out/bin"
+  local b
+  for b in symrun symmem-test-pe symmem-perf device-test-pe gpu_check_pe; do
+    cp "target/release/$b" "$out/bin/"
+  done
+  cp target/release/examples/device_pipeline target/release/examples/hello "$out/bin/"
+  strip "$out"/bin/*
+  cp scripts/gpu-check.sh "$out/gpu-check.sh"
+  git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
+  local size
+  size=$(du -sm "$out" | cut -f1)
+  ls -l "$out/bin"
+  echo "bundle: $out, ${size} MiB, commit $(cat "$out/COMMIT")"
+  if [ "$size" -ge 60 ]; then
+    echo "bundle is ${size} MiB; it must stay under 60 MiB" >&2
+    exit 1
+  fi
+}
+
+run() {
+  local here bin mps=0
+  here="$(cd "$(dirname "$0")" && pwd)"
+  bin="$here/bin"
+  [ "${1:-}" = "--mps" ] && mps=1
+  if [ ! -x "$bin/gpu_check_pe" ]; then
+    echo "no bundle at $here (run 'bash scripts/gpu-check.sh bundle' first, then this script from target/gpu-bundle)" >&2
+    exit 2
+  fi
+  echo "=== symmem GPU check, commit $(cat "$here/COMMIT" 2>/dev/null), $(date -u +%Y-%m-%dT%H:%MZ)"
+  if ! nvidia-smi -L; then
+    echo "SKIPPED: nvidia-smi finds no GPU; the GPU check needs one" >&2
+    echo "0 passed, 0 failed (skipped: no GPU)"
+    exit 3
+  fi
+  nvidia-smi --query-gpu=name,driver_version,compute_mode,memory.total --format=csv,noheader
+  local gpus
+  gpus=$(nvidia-smi -L | wc -l)
+  if [ "$mps" = 1 ]; then
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/symmem-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/symmem-mps-log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    if nvidia-cuda-mps-control -d; then
+      echo "MPS daemon started (pipe $CUDA_MPS_PIPE_DIRECTORY)"
+      trap 'echo quit | nvidia-cuda-mps-control; echo "MPS daemon stopped"' EXIT
+    else
+      echo "MPS could not be started; running without it"
+      unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    fi
+  fi
+  export SYMMEM_DEVICE=cuda SYMMEM_TIMEOUT=${SYMMEM_TIMEOUT:-120} SYMMEM_BOOTSTRAP_TIMEOUT=${SYMMEM_BOOTSTRAP_TIMEOUT:-120}
+  export SYMMEM_SYMMETRIC_SIZE=${SYMMEM_SYMMETRIC_SIZE:-256M}
+  local passed=0 failed=0 failures=()
+  check() {
+    local name=$1
+    shift
+    local t0 rc log
+    t0=$(date +%s.%N)
+    log=$(timeout 300 "$@" 2>&1)
+    rc=$?
+    local dt
+    dt=$(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo "?")
+    if [ $rc = 0 ]; then
+      passed=$((passed + 1))
+      printf 'PASS %-44s %6.2fs\n' "$name" "$dt" 2>/dev/null || echo "PASS $name"
+    else
+      failed=$((failed + 1))
+      failures+=("$name")
+      echo "FAIL $name (exit $rc)"
+    fi
+    echo "$log" | sed 's/^/    /' | tail -n "${GPU_CHECK_LOG_LINES:-12}"
+  }
+  local pes_list="2"
+  [ "$gpus" -ge 2 ] && pes_list="2 4"
+  check "bad module (1 PE)" "$bin/gpu_check_pe" --pes 1 bad_module
+  local n
+  for n in $pes_list; do
+    check "IPC mapping + device put_signal ($n PEs)" "$bin/gpu_check_pe" --pes "$n" ipc
+    check "device_pipeline example ($n PEs)" "$bin/device_pipeline" --pes "$n"
+  done
+  if "$bin/device-test-pe" --list-gpu >/dev/null 2>&1; then
+    local s
+    for s in $("$bin/device-test-pe" --list-gpu); do
+      check "device ops: $s (2 PEs)" "$bin/device-test-pe" --pes 2 "$s"
+    done
+  else
+    echo "NOTE: this device-test-pe has no --list-gpu: device-op suite not run on the GPU"
+  fi
+  echo
+  echo "$passed passed, $failed failed"
+  [ "$failed" = 0 ] || { printf 'failed: %s\n' "${failures[@]}"; return 1; }
+}
+
+case "${1:-}" in
+  bundle) bundle ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: $0 bundle | run [--mps]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,218 @@
+//! The GPU-specific checks of `scripts/gpu-check.sh`: `gpu_check_pe SCENARIO` under
+//! `symrun -n N` (or `--pes N`), with `SYMMEM_DEVICE=cuda` on a machine with a GPU.
+//!
+//! - `ipc`: host puts through the CUDA copy route into the right neighbour's GPU heap,
+//!   read back with gets; then a block's device `put_signal` into the neighbour's heap
+//!   through the VMM-imported mapping, observed by the neighbour's kernel; every element
+//!   checked.
+//! - `bad_module`: PTX that does not assemble fails with the JIT's log; PTX without
+//!   `SYMMEM_DEVICE_STATE` is refused naming the symbol; a launch whose declared
+//!   parameters differ from the PTX entry is refused before it runs.
+//!
+//! Each PE prints `PE i: SCENARIO ok (device)` and exits 0, or `FAILED: …` and exits 1.
+//! On a CPU PE the scenarios run too (where they make sense), so CI runs them.
+
+use std::process::ExitCode;
+
+use symmem::device::{Kernel, Param};
+use symmem::{Runtime, SelfLaunch, SymBuf};
+use symmem_test_kernels::{ring as k, PTX};
+
+type Outcome = Result<(), String>;
+
+fn main() -> ExitCode {
+    match symmem::self_launch() {
+        Ok(SelfLaunch::Finished(code)) => return ExitCode::from(code.clamp(0, 255) as u8),
+        Ok(SelfLaunch::InJob) => {}
+        Err(e) => {
+            eprintln!("FAILED: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let scenario = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--") && a.parse::<usize>().is_err())
+        .unwrap_or_default();
+    let run: fn(&Runtime) -> Outcome = match scenario.as_str() {
+        "ipc" => ipc,
+        "bad_module" => bad_module,
+        other => {
+            eprintln!("unknown scenario {other:?}; known: ipc bad_module");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match symmem::init() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("FAILED: init: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(msg) = run(&rt) {
+        eprintln!(
+            "FAILED: PE {} ({}): {scenario}: {msg}",
+            rt.my_pe(),
+            rt.device_description()
+        );
+        std::process::exit(1);
+    }
+    println!(
+        "PE {}: {scenario} ok ({})",
+        rt.my_pe(),
+        rt.device_description()
+    );
+    match rt.finalize() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("FAILED: finalize: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn e2s(e: symmem::Error) -> String {
+    e.to_string()
+}
+
+fn sym<T>(rt: &Runtime, buf: &SymBuf<T>) -> Result<*mut T, String> {
+    Ok(rt
+        .ptr(buf, rt.my_pe())
+        .map_err(e2s)?
+        .ok_or("own heap is not mapped")?
+        .as_ptr())
+}
+
+fn first_difference(what: &str, got: &[u64], want: &[u64]) -> Outcome {
+    match got.iter().zip(want).position(|(g, w)| g != w) {
+        None if got.len() == want.len() => Ok(()),
+        None => Err(format!(
+            "{what}: {} elements, want {}",
+            got.len(),
+            want.len()
+        )),
+        Some(i) => Err(format!(
+            "{what}: element {i} is {:#x}, want {:#x}",
+            got[i], want[i]
+        )),
+    }
+}
+
+fn ipc(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    for len in [1usize, 1000, 1 << 20] {
+        let host = rt.calloc::<u64>(len).map_err(e2s)?;
+        let data: Vec<u64> = (0..len as u64).map(|i| (me as u64) << 40 | i).collect();
+        rt.put(host.at(0), &data, right).map_err(e2s)?;
+        rt.barrier_all().map_err(e2s)?;
+        let mut got = vec![0u64; len];
+        rt.get(host.at(0), &mut got, me).map_err(e2s)?;
+        let want: Vec<u64> = (0..len as u64).map(|i| (left as u64) << 40 | i).collect();
+        first_difference(
+            &format!("host put of {len} u64s from PE {left}"),
+            &got,
+            &want,
+        )?;
+        // And the other way: read the neighbour's copy.
+        rt.get(host.at(0), &mut got, right).map_err(e2s)?;
+        first_difference(
+            &format!("host get of {len} u64s from PE {right}"),
+            &got,
+            &data,
+        )?;
+        rt.barrier_all().map_err(e2s)?;
+        rt.free(host).map_err(e2s)?;
+    }
+    // Device-initiated: the block puts into the right neighbour's heap through the
+    // imported mapping and signals; the neighbour's kernel waits for the signal.
+    let len = 100_000usize;
+    let dst = rt.calloc::<u64>(len).map_err(e2s)?;
+    let src = rt.alloc::<u64>(len).map_err(e2s)?;
+    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    let data: Vec<u64> = (0..len as u64)
+        .map(|i| i * 7 + me as u64 * 1_000_000)
+        .collect();
+    rt.put(src.at(0), &data, me).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    let (d, s, sg) = (sym(rt, &dst)?, sym(rt, &src)?, sym(rt, &sig)?);
+    // SAFETY: symmetric addresses of live allocations of `len`, `len` and 1 elements.
+    unsafe {
+        rt.launch(
+            &module,
+            k::ring_put_signal::KERNEL,
+            1,
+            256,
+            (d, s.cast_const(), len, sg),
+        )
+        .map_err(e2s)?;
+        rt.launch(&module, k::wait_signal::KERNEL, 1, 32, (sg, 1u64))
+            .map_err(e2s)?;
+    }
+    let mut got = vec![0u64; len];
+    rt.get(dst.at(0), &mut got, me).map_err(e2s)?;
+    let want: Vec<u64> = (0..len as u64)
+        .map(|i| i * 7 + left as u64 * 1_000_000)
+        .collect();
+    first_difference(
+        "device put_signal_block from the left neighbour",
+        &got,
+        &want,
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(sig).map_err(e2s)?;
+    rt.free(src).map_err(e2s)?;
+    rt.free(dst).map_err(e2s)
+}
+
+fn bad_module(rt: &Runtime) -> Outcome {
+    if !rt.is_gpu() {
+        // CPU PEs do not load PTX: the module stands for the host functions.
+        let m = rt.load_ptx("garbage", "not PTX").map_err(e2s)?;
+        return if m.on_gpu() {
+            Err("a CPU PE loaded PTX".into())
+        } else {
+            Ok(())
+        };
+    }
+    let expect_err = |what: &str, r: symmem::Result<symmem::Module>, needles: &[&str]| -> Outcome {
+        match r {
+            Ok(_) => Err(format!("{what}: loaded")),
+            Err(e) => {
+                let text = e.to_string();
+                println!("PE {}: {what}: {text}", rt.my_pe());
+                match needles.iter().find(|n| !text.contains(*n)) {
+                    Some(n) => Err(format!("{what}: the error does not mention {n:?}: {text}")),
+                    None => Ok(()),
+                }
+            }
+        }
+    };
+    expect_err(
+        "PTX that does not assemble",
+        rt.load_ptx("garbage", ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry broken() { this is not ptx; }\n"),
+        &["cuModuleLoadDataEx(garbage)", "CUDA_ERROR"],
+    )?;
+    expect_err(
+        "PTX without the state global",
+        rt.load_ptx(
+            "stateless",
+            ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry empty() { ret; }\n",
+        ),
+        &["SYMMEM_DEVICE_STATE", "stateless"],
+    )?;
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    // A descriptor that disagrees with the PTX entry: one parameter instead of four.
+    unsafe fn never(_: (u64,)) {}
+    let wrong: Kernel<(u64,)> =
+        Kernel::new("ring_put_signal", &[Param { size: 8, align: 8 }], never);
+    // SAFETY: the launch is refused before anything runs.
+    match unsafe { rt.launch(&module, wrong, 1, 1, (0u64,)) } {
+        Ok(()) => Err("a launch with the wrong parameter list ran".into()),
+        Err(e) if e.to_string().contains("[8, 8, 8, 8]") => {
+            println!("PE {}: wrong parameters: {e}", rt.my_pe());
+            Ok(())
+        }
+        Err(e) => Err(format!("wrong parameters: unexpected error: {e}")),
+    }
+}
