@@ -79,19 +79,18 @@ run() {
   check() {
     local name=$1
     shift
-    local t0 rc log
-    t0=$(date +%s.%N)
+    local t0 rc log ms
+    t0=$(date +%s%N)
     log=$(timeout 300 "$@" 2>&1)
     rc=$?
-    local dt
-    dt=$(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo "?")
+    ms=$((($(date +%s%N) - t0) / 1000000))
     if [ $rc = 0 ]; then
       passed=$((passed + 1))
-      printf 'PASS %-44s %6.2fs\n' "$name" "$dt" 2>/dev/null || echo "PASS $name"
+      printf 'PASS %-48s %6d ms\n' "$name" "$ms"
     else
       failed=$((failed + 1))
       failures+=("$name")
-      echo "FAIL $name (exit $rc)"
+      printf 'FAIL %-48s %6d ms (exit %d)\n' "$name" "$ms" "$rc"
     fi
     echo "$log" | sed 's/^/    /' | tail -n "${GPU_CHECK_LOG_LINES:-12}"
   }

@@ -54,6 +54,9 @@ cargo run --release --bin symmem-perf -- --pes 2 --quick
 step "a device-initiated pipeline on the CPU executor"
 cargo run --release --example device_pipeline -- --pes 2
 
+step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
+bash scripts/gpu-check.sh bundle
+
 step "the multi-PE tests again under mpirun (2 and 4 PEs), built with --features mpi"
 SYMMEM_TEST_LAUNCHER=mpirun cargo test --workspace --features mpi
 

@@ -351,9 +351,23 @@ impl Runtime {
         block: impl Into<Dim3>,
         kernel: F,
     ) -> Result<()> {
-        let (grid, block) = (grid.into(), block.into());
-        self.check_host_pe("launch_closure")?;
-        check_dims("launch_closure", grid, block)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run_closure("launch_closure", grid.into(), block.into(), kernel) }
+    }
+
+    /// [`Self::launch_closure`], with `op` naming the public call in errors.
+    ///
+    /// # Safety
+    /// As for [`Self::launch_closure`].
+    pub(crate) unsafe fn run_closure<F: Fn()>(
+        &self,
+        op: &'static str,
+        grid: Dim3,
+        block: Dim3,
+        kernel: F,
+    ) -> Result<()> {
+        self.check_host_pe(op)?;
+        check_dims(op, grid, block)?;
         let launch = self.new_launch(block, 1);
         let kernel = SharedKernel(kernel);
         let n_blocks = grid.volume();
@@ -387,13 +401,34 @@ impl Runtime {
         block: impl Into<Dim3>,
         kernel: F,
     ) -> Result<()> {
-        let (grid, block) = (grid.into(), block.into());
-        self.check_host_pe("launch_closure_cooperative")?;
-        check_dims("launch_closure_cooperative", grid, block)?;
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.run_closure_cooperative(
+                "launch_closure_cooperative",
+                grid.into(),
+                block.into(),
+                kernel,
+            )
+        }
+    }
+
+    /// [`Self::launch_closure_cooperative`], with `op` naming the public call in errors.
+    ///
+    /// # Safety
+    /// As for [`Self::launch_closure`].
+    pub(crate) unsafe fn run_closure_cooperative<F: Fn()>(
+        &self,
+        op: &'static str,
+        grid: Dim3,
+        block: Dim3,
+        kernel: F,
+    ) -> Result<()> {
+        self.check_host_pe(op)?;
+        check_dims(op, grid, block)?;
         let total = grid.volume() as u64 * block.volume() as u64;
         if total > MAX_COOPERATIVE_THREADS as u64 {
             return Err(Error::InvalidArgument {
-                op: "launch_closure_cooperative",
+                op,
                 reason: format!("grid {grid:?} × block {block:?} is {total} threads; a cooperative launch runs all at once, at most {MAX_COOPERATIVE_THREADS}"),
             });
         }

@@ -173,9 +173,9 @@ impl Runtime {
                 // same argument tuple on every thread.
                 unsafe {
                     if cooperative {
-                        self.launch_closure_cooperative(grid, block, || kernel.call_host(args))
+                        self.run_closure_cooperative(op, grid, block, || kernel.call_host(args))
                     } else {
-                        self.launch_closure(grid, block, || kernel.call_host(args))
+                        self.run_closure(op, grid, block, || kernel.call_host(args))
                     }
                 }
             }

@@ -104,3 +104,12 @@ symmem_device::kernel! {
         }
     }
 }
+
+/// Every kernel of this crate, for the check of each descriptor against its PTX `.entry`.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const KERNELS: &[symmem_device::KernelInfo] = &[
+    bench_put::KERNEL.info(),
+    bench_get::KERNEL.info(),
+    bench_fetch_add::KERNEL.info(),
+    bench_pingpong::KERNEL.info(),
+];

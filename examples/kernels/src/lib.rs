@@ -51,3 +51,10 @@ symmem_device::kernel! {
         }
     }
 }
+
+/// Every kernel of this crate, for the check of each descriptor against its PTX `.entry`.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const KERNELS: &[symmem_device::KernelInfo] = &[
+    pipeline_produce::KERNEL.info(),
+    pipeline_consume::KERNEL.info(),
+];

@@ -46,3 +46,47 @@ fn global_thread() -> u32 {
 fn warps_per_block() -> u32 {
     block_dim().volume().div_ceil(symmem_device::WARP_SIZE)
 }
+
+/// Every kernel of this crate, for the check of each descriptor against its PTX `.entry`.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const KERNELS: &[symmem_device::KernelInfo] = &[
+    amo::amo_u32::KERNEL.info(),
+    amo::amo_i32::KERNEL.info(),
+    amo::amo_u64::KERNEL.info(),
+    amo::amo_i64::KERNEL.info(),
+    failure::panic_one::KERNEL.info(),
+    failure::remote_op::KERNEL.info(),
+    failure::wait_forever::KERNEL.info(),
+    failure::early_exit_sync::KERNEL.info(),
+    pipeline::pipe_produce::KERNEL.info(),
+    pipeline::pipe_consume::KERNEL.info(),
+    ring::ring_put_signal::KERNEL.info(),
+    ring::wait_signal::KERNEL.info(),
+    ring::identity::KERNEL.info(),
+    rma::rma_put_threads::KERNEL.info(),
+    rma::rma_get_threads::KERNEL.info(),
+    rma::rma_p_threads::KERNEL.info(),
+    rma::rma_g_threads::KERNEL.info(),
+    rma::rma_put_warps::KERNEL.info(),
+    rma::rma_get_warps::KERNEL.info(),
+    rma::rma_put_blocks::KERNEL.info(),
+    rma::rma_get_blocks::KERNEL.info(),
+    signal::ps_put_threads::KERNEL.info(),
+    signal::ps_put_warps::KERNEL.info(),
+    signal::ps_put_blocks::KERNEL.info(),
+    signal::ps_consume::KERNEL.info(),
+    signal::signal_cmp::KERNEL.info(),
+    signal::wait_cmp_u32::KERNEL.info(),
+    signal::wait_cmp_i32::KERNEL.info(),
+    signal::wait_cmp_u64::KERNEL.info(),
+    signal::wait_cmp_i64::KERNEL.info(),
+    sync::fence_flag::KERNEL.info(),
+    sync::quiet_block_flag::KERNEL.info(),
+    sync::barrier_rounds::KERNEL.info(),
+    sync::barrier_rounds_block::KERNEL.info(),
+    threads::geometry::KERNEL.info(),
+    threads::sync_exchange::KERNEL.info(),
+    threads::big_grid::KERNEL.info(),
+    threads::count_threads::KERNEL.info(),
+    threads::coop_blocks::KERNEL.info(),
+];

@@ -9,7 +9,7 @@
 //!   `SYMMEM_DEVICE_STATE` is refused naming the symbol; a launch whose declared
 //!   parameters differ from the PTX entry is refused before it runs.
 //!
-//! Each PE prints `PE i: SCENARIO ok (device)` and exits 0, or `FAILED: …` and exits 1.
+//! Each PE prints its device and `PE i: SCENARIO ok` and exits 0, or `FAILED: …` and exits 1.
 //! On a CPU PE the scenarios run too (where they make sense), so CI runs them.
 
 use std::process::ExitCode;

@@ -1,0 +1,79 @@
+//! The GPU check program and device selection, on the machine at hand. Without a GPU
+//! (CI) the `gpu_check_pe` scenarios run on CPU PEs and `SYMMEM_DEVICE=cuda` must fail
+//! init naming what is missing; with a GPU they run on GPU PEs
+//! (`scripts/gpu-check.sh run` covers more there).
+
+use symmem_test_harness::{run_job, Launcher};
+
+const GPU_CHECK: &str = env!("CARGO_BIN_EXE_gpu_check_pe");
+
+fn gpu_present() -> bool {
+    symmem::cuda::driver_present()
+}
+
+#[test]
+fn ipc_scenario_on_the_default_device() {
+    for n in [2, 4] {
+        let job = run_job(
+            &Launcher::SelfLaunch,
+            n,
+            GPU_CHECK,
+            &["ipc"],
+            &[("SYMMEM_SYMMETRIC_SIZE", "64M")],
+        );
+        job.assert_ok(n, "ipc");
+    }
+}
+
+#[test]
+fn bad_module_scenario_on_the_default_device() {
+    let job = run_job(
+        &Launcher::SelfLaunch,
+        1,
+        GPU_CHECK,
+        &["bad_module"],
+        &[("SYMMEM_SYMMETRIC_SIZE", "64M")],
+    );
+    job.assert_ok(1, "bad_module");
+}
+
+#[test]
+fn cuda_demanded_without_a_gpu_is_an_error_naming_what_is_missing() {
+    if gpu_present() {
+        eprintln!("SKIPPED: libcuda is present here, so SYMMEM_DEVICE=cuda is expected to work (the other tests run on the GPU)");
+        return;
+    }
+    let job = run_job(
+        &Launcher::SelfLaunch,
+        2,
+        GPU_CHECK,
+        &["ipc"],
+        &[("SYMMEM_DEVICE", "cuda")],
+    );
+    assert!(!job.status.success(), "{}\n{}", job.stdout, job.stderr);
+    let errors = job.lines_with("FAILED: init:");
+    assert_eq!(errors.len(), 2, "{}\n{}", job.stdout, job.stderr);
+    for e in errors {
+        assert!(
+            e.contains("SYMMEM_DEVICE=cuda") && e.contains("libcuda.so"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_device_choice_names_the_variable() {
+    let job = run_job(
+        &Launcher::SelfLaunch,
+        1,
+        GPU_CHECK,
+        &["ipc"],
+        &[("SYMMEM_DEVICE", "tpu")],
+    );
+    assert!(!job.status.success());
+    let all = format!("{}{}", job.stdout, job.stderr);
+    assert!(
+        all.contains("SYMMEM_DEVICE") && all.contains("tpu") && all.contains("auto, cpu or cuda"),
+        "{all}"
+    );
+}
