@@ -51,7 +51,11 @@ fn cuda_demanded_without_a_gpu_is_an_error_naming_what_is_missing() {
         &[("SYMMEM_DEVICE", "cuda")],
     );
     assert!(!job.status.success(), "{}\n{}", job.stdout, job.stderr);
-    let errors = job.lines_with("FAILED: init:");
+    let errors: Vec<&str> = job
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("FAILED: init:"))
+        .collect();
     assert_eq!(errors.len(), 2, "{}\n{}", job.stdout, job.stderr);
     for e in errors {
         assert!(
