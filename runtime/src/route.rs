@@ -86,6 +86,7 @@ impl Runtime {
     }
 
     /// The error for a host-side atomic, wait or view on a GPU heap.
+    #[cfg(feature = "cuda")]
     #[cold]
     #[inline(never)]
     pub(crate) fn not_host_accessible(&self, op: &'static str, pe: usize) -> Error {
@@ -118,6 +119,7 @@ impl Runtime {
     /// `src` is valid for `len` bytes and does not overlap the destination; `dst` was
     /// located for at least `len` bytes.
     #[inline(always)]
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op, pe name copy-route errors
     pub(crate) unsafe fn write_located(
         &self,
         op: &'static str,
@@ -143,6 +145,7 @@ impl Runtime {
     /// `dst` is valid for `len` bytes of writes and does not overlap the source; `src`
     /// was located for at least `len` bytes.
     #[inline(always)]
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op, pe name copy-route errors
     pub(crate) unsafe fn read_located(
         &self,
         op: &'static str,

@@ -177,6 +177,7 @@ impl SymmetricHeap {
     }
 
     /// The data heap's backend.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // only GPU PEs ask
     pub fn backend(&self) -> &Backend {
         &self.backend
     }
