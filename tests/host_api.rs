@@ -1,7 +1,8 @@
 //! The host API on 2 and 4 PEs: every RMA, signal, wait, atomic, ordering and local-view
 //! operation with every `Cmp` and `SignalOp`, the error cases, `SYMMEM_TIMEOUT`, a peer
 //! killed during a wait, and a random stress test. The PE side is
-//! tests/support/host_api.rs; each scenario checks its results exactly.
+//! tests/support/host_api.rs (a file per group under tests/support/host_api/); each
+//! scenario checks its results exactly.
 //!
 //! Everything except the kill test honours `SYMMEM_TEST_LAUNCHER=mpirun`.
 //!
