@@ -1,179 +1,214 @@
-//! The deterministic symmetric allocator.
-//!
-//! Pure bookkeeping over heap offsets: no memory is touched here. Every PE runs the same
-//! allocator over the same sequence of verified collective calls, so every PE computes
-//! the same offsets; that is what makes an allocation *symmetric*.
-//!
-//! First fit over an address-ordered free list, with coalescing on free. Every block starts
-//! and ends on a [`MIN_ALIGN`] boundary, so two allocations never share a cache line.
+//! The collective allocation protocol: every `alloc`/`calloc`/`free` is verified across
+//! PEs (same call, same arguments, same order) before the deterministic
+//! [`Allocator`](crate::allocator::Allocator) runs, so every PE computes the same offsets,
+//! and a mismatch is an error naming the PEs instead of silent corruption.
 
-use std::collections::BTreeMap;
+use std::marker::PhantomData;
 
-/// Smallest alignment and size granule of a block: one cache line.
-pub const MIN_ALIGN: usize = 64;
+use crate::allocator::Allocator;
+use crate::error::{Error, Result};
+use crate::route::Route;
+use crate::runtime::Runtime;
+use crate::sym::SymBuf;
 
-/// Why an allocation failed: the free-space figures for the error message.
+/// Allocation bookkeeping, guarded by one lock: collective calls are serialized.
+pub(crate) struct AllocState {
+    pub(crate) allocator: Allocator,
+    /// Number of collective allocation calls so far (alloc and free alike).
+    pub(crate) calls: u64,
+}
+
+impl Runtime {
+    pub(crate) fn lock_allocs(&self) -> std::sync::MutexGuard<'_, AllocState> {
+        self.allocs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Collectively allocates `len` elements of `T` (`nvshmem_malloc`). The contents are
+    /// unspecified (possibly data from an earlier, freed allocation).
+    pub fn alloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuf<T>> {
+        self.alloc_impl("alloc", len, std::mem::align_of::<T>(), false)
+    }
+
+    /// Collectively allocates `len` zeroed elements of `T` (`nvshmem_calloc`). Returns
+    /// after every PE has zeroed its part, so no peer's write can be lost to the zeroing.
+    pub fn calloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuf<T>> {
+        self.alloc_impl("calloc", len, std::mem::align_of::<T>(), true)
+    }
+
+    /// Collectively allocates `len` elements of `T` aligned to `align` bytes, a power of
+    /// two (`nvshmem_align`).
+    pub fn alloc_aligned<T: bytemuck::Pod>(&self, len: usize, align: usize) -> Result<SymBuf<T>> {
+        if !align.is_power_of_two() {
+            return Err(Error::InvalidArgument {
+                op: "alloc_aligned",
+                reason: format!("alignment {align} is not a power of two"),
+            });
+        }
+        self.alloc_impl(
+            "alloc_aligned",
+            len,
+            align.max(std::mem::align_of::<T>()),
+            false,
+        )
+    }
+
+    fn alloc_impl<T>(
+        &self,
+        op: &'static str,
+        len: usize,
+        align: usize,
+        zero: bool,
+    ) -> Result<SymBuf<T>> {
+        let bytes =
+            len.checked_mul(std::mem::size_of::<T>())
+                .ok_or_else(|| Error::InvalidArgument {
+                    op,
+                    reason: format!(
+                        "{len} elements of {} bytes overflow",
+                        std::mem::size_of::<T>()
+                    ),
+                })?;
+        let mut state = self.lock_allocs();
+        let call = state.calls;
+        // Every collective call takes a number, failed or not, the same on every PE.
+        state.calls += 1;
+        self.verify_collective(call, &Request::Alloc { bytes, align, zero })?;
+        let offset = state
+            .allocator
+            .alloc(bytes, align)
+            .map_err(|ex| Error::OutOfMemory {
+                requested: bytes,
+                align,
+                free: ex.free,
+                largest_free: ex.largest_free,
+                heap_size: state.allocator.capacity(),
+            })?;
+        drop(state);
+        tracing::debug!(target: "symmem_runtime::alloc", id = call, offset, bytes, align, "allocated");
+        if zero {
+            self.zero_own(op, offset, bytes)?;
+            self.barrier_all()?;
+        }
+        Ok(SymBuf {
+            runtime: self.id,
+            id: call,
+            offset,
+            len,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Zeroes `bytes` at heap offset `offset` of this PE's heap, on whichever memory it is.
+    fn zero_own(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
+        let base = self
+            .heap
+            .base(self.my_pe())
+            .expect("own heap is always mapped");
+        match self.routes[self.my_pe()] {
+            // SAFETY: offset..offset+bytes is a live allocation inside this PE's heap.
+            // Peers cannot write it yet: they are held by the caller's barrier.
+            Route::Direct(_) => unsafe { (base as *mut u8).add(offset).write_bytes(0, bytes) },
+            // SAFETY: as above, in device memory mapped in this PE's context.
+            #[cfg(feature = "cuda")]
+            Route::Copy(_) => unsafe {
+                self.gpu_for(op, self.my_pe())?
+                    .zero(op, base + offset as u64, bytes)?
+            },
+            Route::Unreachable => unreachable!("own heap is always mapped"),
+        }
+        let _ = op;
+        Ok(())
+    }
+
+    /// Collectively frees `buf` (`nvshmem_free`). Every PE must free the same allocation.
+    pub fn free<T>(&self, buf: SymBuf<T>) -> Result<()> {
+        self.check_buf("free", &buf)?;
+        let mut state = self.lock_allocs();
+        let call = state.calls;
+        state.calls += 1;
+        self.verify_collective(
+            call,
+            &Request::Free {
+                id: buf.id,
+                offset: buf.offset,
+            },
+        )?;
+        let freed = state.allocator.free(buf.offset);
+        debug_assert!(freed, "a live SymBuf always names a live block");
+        Ok(())
+    }
+
+    /// Allgathers this PE's request and checks that every PE made the same one.
+    fn verify_collective(&self, call: u64, request: &Request) -> Result<()> {
+        let all = self.bootstrap.allgather(&request.encode())?;
+        if all.iter().all(|r| *r == all[self.my_pe()]) {
+            return Ok(());
+        }
+        // Group PEs by what they asked for, so the message stays short on big jobs.
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        for (pe, bytes) in all.iter().enumerate() {
+            let text = Request::describe(bytes);
+            match groups.iter_mut().find(|(t, _)| *t == text) {
+                Some((_, pes)) => pes.push(pe),
+                None => groups.push((text, vec![pe])),
+            }
+        }
+        let detail = groups
+            .iter()
+            .map(|(text, pes)| {
+                let pes: Vec<String> = pes.iter().map(|p| p.to_string()).collect();
+                format!("PE {} called {text}", pes.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(Error::AllocMismatch { call, detail })
+    }
+}
+
+/// A collective allocation call, as compared across PEs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Exhausted {
-    /// Total free bytes.
-    pub free: usize,
-    /// The largest free block.
-    pub largest_free: usize,
+enum Request {
+    Alloc {
+        bytes: usize,
+        align: usize,
+        zero: bool,
+    },
+    Free {
+        id: u64,
+        offset: usize,
+    },
 }
 
-/// Allocator over the offsets `base..base + len`.
-#[derive(Debug)]
-pub struct Allocator {
-    /// Free blocks: start → length.
-    free: BTreeMap<usize, usize>,
-    /// Live blocks: start → length (rounded).
-    live: BTreeMap<usize, usize>,
-    capacity: usize,
-}
-
-impl Allocator {
-    /// An allocator whose whole range `base..base + len` is free.
-    pub fn new(base: usize, len: usize) -> Self {
-        assert!(
-            base.is_multiple_of(MIN_ALIGN),
-            "heap base must be cache-line aligned"
-        );
-        let len = len - len % MIN_ALIGN;
-        let mut free = BTreeMap::new();
-        if len > 0 {
-            free.insert(base, len);
-        }
-        Allocator {
-            free,
-            live: BTreeMap::new(),
-            capacity: len,
-        }
-    }
-
-    /// Usable bytes in total.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// Reserves `size` bytes aligned to `align` (a power of two; at least [`MIN_ALIGN`] is
-    /// used). A zero-byte request takes one granule, so every allocation has its own offset.
-    pub fn alloc(&mut self, size: usize, align: usize) -> Result<usize, Exhausted> {
-        debug_assert!(align.is_power_of_two());
-        let align = align.max(MIN_ALIGN);
-        let Some(size) = size.max(1).checked_next_multiple_of(MIN_ALIGN) else {
-            return Err(self.exhausted());
-        };
-        let found = self.free.iter().find_map(|(&start, &len)| {
-            let aligned = start.checked_next_multiple_of(align)?;
-            let end = aligned.checked_add(size)?;
-            (end <= start + len).then_some((start, len, aligned))
-        });
-        let Some((start, len, aligned)) = found else {
-            return Err(self.exhausted());
-        };
-        self.free.remove(&start);
-        if aligned > start {
-            self.free.insert(start, aligned - start);
-        }
-        let tail = start + len - (aligned + size);
-        if tail > 0 {
-            self.free.insert(aligned + size, tail);
-        }
-        self.live.insert(aligned, size);
-        Ok(aligned)
-    }
-
-    /// Returns the block at `offset`. Returns false when no live block starts there.
-    pub fn free(&mut self, offset: usize) -> bool {
-        let Some(size) = self.live.remove(&offset) else {
-            return false;
-        };
-        let (mut start, mut len) = (offset, size);
-        if let Some((&prev, &prev_len)) = self.free.range(..offset).next_back() {
-            if prev + prev_len == offset {
-                self.free.remove(&prev);
-                start = prev;
-                len += prev_len;
+impl Request {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(25);
+        match *self {
+            Request::Alloc { bytes, align, zero } => {
+                v.push(if zero { 2 } else { 1 });
+                v.extend_from_slice(&(bytes as u64).to_le_bytes());
+                v.extend_from_slice(&(align as u64).to_le_bytes());
+            }
+            Request::Free { id, offset } => {
+                v.push(3);
+                v.extend_from_slice(&id.to_le_bytes());
+                v.extend_from_slice(&(offset as u64).to_le_bytes());
             }
         }
-        if let Some(next_len) = self.free.remove(&(offset + size)) {
-            len += next_len;
+        v
+    }
+
+    /// Human-readable form of an encoded request.
+    fn describe(bytes: &[u8]) -> String {
+        if bytes.len() != 17 {
+            return format!("an unknown request ({} bytes)", bytes.len());
         }
-        self.free.insert(start, len);
-        true
-    }
-
-    fn exhausted(&self) -> Exhausted {
-        Exhausted {
-            free: self.free.values().sum(),
-            largest_free: self.free.values().copied().max().unwrap_or(0),
+        let a = u64::from_le_bytes(bytes[1..9].try_into().unwrap());
+        let b = u64::from_le_bytes(bytes[9..17].try_into().unwrap());
+        match bytes[0] {
+            1 => format!("alloc({a} bytes, align {b})"),
+            2 => format!("calloc({a} bytes, align {b})"),
+            3 => format!("free(allocation #{a} at offset {b:#x})"),
+            t => format!("an unknown request (tag {t})"),
         }
-    }
-
-    /// Bytes currently free.
-    pub fn free_bytes(&self) -> usize {
-        self.free.values().sum()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn first_fit_alignment_and_coalescing() {
-        let mut a = Allocator::new(4096, 1 << 20);
-        let x = a.alloc(10, 8).unwrap();
-        let y = a.alloc(100, 8).unwrap();
-        let z = a.alloc(1, 4096).unwrap();
-        assert_eq!(x, 4096);
-        assert_eq!(y, 4096 + 64);
-        assert_eq!(z % 4096, 0);
-        assert!(a.free(y));
-        assert!(!a.free(y), "double free is refused");
-        // The hole left by y is reused first.
-        assert_eq!(a.alloc(128, 64).unwrap(), y);
-        assert!(a.free(x) && a.free(y) && a.free(z));
-        assert_eq!(a.free_bytes(), a.capacity());
-        // Everything coalesced back into one block.
-        assert_eq!(a.alloc(1 << 20, 64).unwrap(), 4096);
-    }
-
-    #[test]
-    fn exhaustion_reports_free_space() {
-        let mut a = Allocator::new(0, 1024);
-        let x = a.alloc(512, 64).unwrap();
-        a.alloc(256, 64).unwrap();
-        a.free(x);
-        let e = a.alloc(600, 64).unwrap_err();
-        assert_eq!(
-            e,
-            Exhausted {
-                free: 768,
-                largest_free: 512
-            }
-        );
-        assert!(a.alloc(usize::MAX, 64).is_err());
-    }
-
-    #[test]
-    fn same_sequence_same_offsets() {
-        let run = || {
-            let mut a = Allocator::new(0, 1 << 24);
-            let mut out = Vec::new();
-            let mut live = Vec::new();
-            for i in 0..200usize {
-                if i % 3 == 2 {
-                    let off = live.remove((i * 7) % live.len());
-                    a.free(off);
-                } else {
-                    let off = a.alloc((i * 37) % 5000, 1 << (i % 8)).unwrap();
-                    live.push(off);
-                    out.push(off);
-                }
-            }
-            out
-        };
-        assert_eq!(run(), run());
     }
 }

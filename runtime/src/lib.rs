@@ -5,6 +5,7 @@
 //! dropped or explicitly through [`Runtime::finalize`].
 
 mod alloc;
+mod allocator;
 mod amo;
 mod backoff;
 mod barrier;
@@ -21,6 +22,7 @@ pub mod local;
 mod logging;
 mod module;
 mod ordering;
+mod pe_device;
 mod rma;
 mod route;
 mod runtime;

@@ -1,7 +1,6 @@
 //! The runtime handle: init, finalize, queries, collective allocation, and the shared
 //! wait loop.
 
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -9,13 +8,15 @@ use std::time::Instant;
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
 use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
 
-use crate::alloc::Allocator;
+use crate::alloc::AllocState;
+use crate::allocator::Allocator;
 use crate::backoff::Backoff;
 use crate::barrier::BarrierState;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::heap::{self, Backend, MemfdHeap, SymmetricHeap, RESERVED};
+use crate::heap::{self, SymmetricHeap, RESERVED};
 use crate::liveness::PeerWatch;
+use crate::pe_device::{create_backend, device_error_word, device_peer_table, device_resources};
 use crate::route::Route;
 use crate::sym::SymBuf;
 use crate::topology::{PeInfo, Topology};
@@ -66,13 +67,6 @@ pub fn init_with_bootstrap(bootstrap: Box<dyn Bootstrap>) -> Result<Runtime> {
     Runtime::start(config, bootstrap)
 }
 
-/// Allocation bookkeeping, guarded by one lock: collective calls are serialized.
-struct AllocState {
-    allocator: Allocator,
-    /// Number of collective allocation calls so far (alloc and free alike).
-    calls: u64,
-}
-
 /// A running PE: owns the bootstrap, the symmetric heap and the peer mappings.
 ///
 /// `Runtime` is `Send + Sync`: one-sided operations may be issued from several threads.
@@ -85,7 +79,7 @@ pub struct Runtime {
     pub(crate) topo: Topology,
     pub(crate) heap: SymmetricHeap,
     watch: PeerWatch,
-    allocs: Mutex<AllocState>,
+    pub(crate) allocs: Mutex<AllocState>,
     /// Serializes barrier_all and holds its epoch counter.
     pub(crate) barrier: BarrierState,
     /// Every PE's heap is mapped here, so `barrier_all` can use the heap flags. Fixed
@@ -374,151 +368,6 @@ impl Runtime {
         }
     }
 
-    fn lock_allocs(&self) -> std::sync::MutexGuard<'_, AllocState> {
-        self.allocs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Collectively allocates `len` elements of `T` (`nvshmem_malloc`). The contents are
-    /// unspecified (possibly data from an earlier, freed allocation).
-    pub fn alloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuf<T>> {
-        self.alloc_impl("alloc", len, std::mem::align_of::<T>(), false)
-    }
-
-    /// Collectively allocates `len` zeroed elements of `T` (`nvshmem_calloc`). Returns
-    /// after every PE has zeroed its part, so no peer's write can be lost to the zeroing.
-    pub fn calloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuf<T>> {
-        self.alloc_impl("calloc", len, std::mem::align_of::<T>(), true)
-    }
-
-    /// Collectively allocates `len` elements of `T` aligned to `align` bytes, a power of
-    /// two (`nvshmem_align`).
-    pub fn alloc_aligned<T: bytemuck::Pod>(&self, len: usize, align: usize) -> Result<SymBuf<T>> {
-        if !align.is_power_of_two() {
-            return Err(Error::InvalidArgument {
-                op: "alloc_aligned",
-                reason: format!("alignment {align} is not a power of two"),
-            });
-        }
-        self.alloc_impl(
-            "alloc_aligned",
-            len,
-            align.max(std::mem::align_of::<T>()),
-            false,
-        )
-    }
-
-    fn alloc_impl<T>(
-        &self,
-        op: &'static str,
-        len: usize,
-        align: usize,
-        zero: bool,
-    ) -> Result<SymBuf<T>> {
-        let bytes =
-            len.checked_mul(std::mem::size_of::<T>())
-                .ok_or_else(|| Error::InvalidArgument {
-                    op,
-                    reason: format!(
-                        "{len} elements of {} bytes overflow",
-                        std::mem::size_of::<T>()
-                    ),
-                })?;
-        let mut state = self.lock_allocs();
-        let call = state.calls;
-        // Every collective call takes a number, failed or not, the same on every PE.
-        state.calls += 1;
-        self.verify_collective(call, &Request::Alloc { bytes, align, zero })?;
-        let offset = state
-            .allocator
-            .alloc(bytes, align)
-            .map_err(|ex| Error::OutOfMemory {
-                requested: bytes,
-                align,
-                free: ex.free,
-                largest_free: ex.largest_free,
-                heap_size: state.allocator.capacity(),
-            })?;
-        drop(state);
-        tracing::debug!(target: "symmem_runtime::alloc", id = call, offset, bytes, align, "allocated");
-        if zero {
-            self.zero_own(op, offset, bytes)?;
-            self.barrier_all()?;
-        }
-        Ok(SymBuf {
-            runtime: self.id,
-            id: call,
-            offset,
-            len,
-            _elem: PhantomData,
-        })
-    }
-
-    /// Zeroes `bytes` at heap offset `offset` of this PE's heap, on whichever memory it is.
-    fn zero_own(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
-        let base = self
-            .heap
-            .base(self.my_pe())
-            .expect("own heap is always mapped");
-        match self.routes[self.my_pe()] {
-            // SAFETY: offset..offset+bytes is a live allocation inside this PE's heap.
-            // Peers cannot write it yet: they are held by the caller's barrier.
-            Route::Direct(_) => unsafe { (base as *mut u8).add(offset).write_bytes(0, bytes) },
-            // SAFETY: as above, in device memory mapped in this PE's context.
-            #[cfg(feature = "cuda")]
-            Route::Copy(_) => unsafe {
-                self.gpu_for(op, self.my_pe())?
-                    .zero(op, base + offset as u64, bytes)?
-            },
-            Route::Unreachable => unreachable!("own heap is always mapped"),
-        }
-        let _ = op;
-        Ok(())
-    }
-
-    /// Collectively frees `buf` (`nvshmem_free`). Every PE must free the same allocation.
-    pub fn free<T>(&self, buf: SymBuf<T>) -> Result<()> {
-        self.check_buf("free", &buf)?;
-        let mut state = self.lock_allocs();
-        let call = state.calls;
-        state.calls += 1;
-        self.verify_collective(
-            call,
-            &Request::Free {
-                id: buf.id,
-                offset: buf.offset,
-            },
-        )?;
-        let freed = state.allocator.free(buf.offset);
-        debug_assert!(freed, "a live SymBuf always names a live block");
-        Ok(())
-    }
-
-    /// Allgathers this PE's request and checks that every PE made the same one.
-    fn verify_collective(&self, call: u64, request: &Request) -> Result<()> {
-        let all = self.bootstrap.allgather(&request.encode())?;
-        if all.iter().all(|r| *r == all[self.my_pe()]) {
-            return Ok(());
-        }
-        // Group PEs by what they asked for, so the message stays short on big jobs.
-        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-        for (pe, bytes) in all.iter().enumerate() {
-            let text = Request::describe(bytes);
-            match groups.iter_mut().find(|(t, _)| *t == text) {
-                Some((_, pes)) => pes.push(pe),
-                None => groups.push((text, vec![pe])),
-            }
-        }
-        let detail = groups
-            .iter()
-            .map(|(text, pes)| {
-                let pes: Vec<String> = pes.iter().map(|p| p.to_string()).collect();
-                format!("PE {} called {text}", pes.join(", "))
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        Err(Error::AllocMismatch { call, detail })
-    }
-
     /// Waits until `ready()` returns true, backing off, checking for dead peers and
     /// `SYMMEM_TIMEOUT` once the wait is no longer short. `waiting_for` names what the wait
     /// depends on, for the error message.
@@ -658,163 +507,4 @@ impl std::fmt::Debug for Runtime {
             .field("heap", &self.heap)
             .finish()
     }
-}
-
-/// A collective allocation call, as compared across PEs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Request {
-    Alloc {
-        bytes: usize,
-        align: usize,
-        zero: bool,
-    },
-    Free {
-        id: u64,
-        offset: usize,
-    },
-}
-
-impl Request {
-    fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(25);
-        match *self {
-            Request::Alloc { bytes, align, zero } => {
-                v.push(if zero { 2 } else { 1 });
-                v.extend_from_slice(&(bytes as u64).to_le_bytes());
-                v.extend_from_slice(&(align as u64).to_le_bytes());
-            }
-            Request::Free { id, offset } => {
-                v.push(3);
-                v.extend_from_slice(&id.to_le_bytes());
-                v.extend_from_slice(&(offset as u64).to_le_bytes());
-            }
-        }
-        v
-    }
-
-    /// Human-readable form of an encoded request.
-    fn describe(bytes: &[u8]) -> String {
-        if bytes.len() != 17 {
-            return format!("an unknown request ({} bytes)", bytes.len());
-        }
-        let a = u64::from_le_bytes(bytes[1..9].try_into().unwrap());
-        let b = u64::from_le_bytes(bytes[9..17].try_into().unwrap());
-        match bytes[0] {
-            1 => format!("alloc({a} bytes, align {b})"),
-            2 => format!("calloc({a} bytes, align {b})"),
-            3 => format!("free(allocation #{a} at offset {b:#x})"),
-            t => format!("an unknown request (tag {t})"),
-        }
-    }
-}
-
-/// Chooses this PE's device and creates its data heap there; also says, per PE, whether
-/// its data heap may be mapped here (a GPU this one can access). Collective: every PE
-/// allgathers its device.
-fn create_backend(
-    config: &Config,
-    bootstrap: &dyn Bootstrap,
-    topo: &Topology,
-) -> Result<(Backend, Vec<bool>)> {
-    let me = topo.my_pe();
-    #[cfg(feature = "cuda")]
-    let gpu = match crate::cuda::select(config.device, me)? {
-        None => None,
-        Some(visible) => {
-            let local = topo.local_pes();
-            let local_rank = local.iter().position(|&p| p == me).expect("in own node");
-            let ordinal = local_rank % visible;
-            let sharers = (0..local.len()).filter(|r| r % visible == ordinal).count();
-            Some(std::sync::Arc::new(crate::cuda::Gpu::open(
-                ordinal, me, sharers,
-            )?))
-        }
-    };
-    #[cfg(not(feature = "cuda"))]
-    if config.device == crate::config::DeviceChoice::Cuda {
-        return Err(Error::NoGpu {
-            op: "init (SYMMEM_DEVICE=cuda)",
-            pe: me,
-            reason: "this build of symmem has no CUDA support (the `cuda` feature is off)".into(),
-        });
-    }
-    // Every PE learns every PE's device: "cpu", or "cuda:<PCI bus id>".
-    #[cfg(feature = "cuda")]
-    let mine = gpu
-        .as_ref()
-        .map_or("cpu".to_string(), |g| format!("cuda:{}", g.pci_bus_id));
-    #[cfg(not(feature = "cuda"))]
-    let mine = "cpu".to_string();
-    let all: Vec<String> = bootstrap
-        .allgather(mine.as_bytes())?
-        .into_iter()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .collect();
-    let kind = |d: &str| d.split(':').next().unwrap_or("").to_string();
-    if let Some(other) = all.iter().position(|d| kind(d) != kind(&mine)) {
-        let list = |k: &str| {
-            let pes: Vec<String> = (0..all.len())
-                .filter(|&p| kind(&all[p]) == k)
-                .map(|p| p.to_string())
-                .collect();
-            pes.join(", ")
-        };
-        return Err(Error::Inconsistent {
-            what: "device kind (SYMMEM_DEVICE)",
-            detail: format!(
-                "PE {} are {} PEs but PE {} are {} PEs; a job is all CPU PEs or all GPU PEs (set SYMMEM_DEVICE the same everywhere)",
-                list(&kind(&mine)),
-                kind(&mine),
-                list(&kind(&all[other])),
-                kind(&all[other])
-            ),
-        });
-    }
-    #[cfg(feature = "cuda")]
-    if let Some(gpu) = gpu {
-        let reachable = all
-            .iter()
-            .map(|d| gpu.can_access(d.trim_start_matches("cuda:")))
-            .collect::<Result<Vec<bool>>>()?;
-        let heap = crate::heap::cuda::CudaHeap::create(&gpu, config.symmetric_size)?;
-        return Ok((Backend::Cuda(heap), reachable));
-    }
-    Ok((
-        Backend::Memfd(MemfdHeap::create(me, config.symmetric_size)?),
-        vec![true; all.len()],
-    ))
-}
-
-/// The GPU resources of a GPU PE (None on a CPU PE).
-#[cfg(feature = "cuda")]
-fn device_resources(heap: &SymmetricHeap, peer_bases: &[u64]) -> Result<Option<Device>> {
-    match heap.backend() {
-        Backend::Cuda(h) => Ok(Some(crate::cuda::DeviceResources::new(
-            h.gpu(),
-            peer_bases,
-        )?)),
-        Backend::Memfd(_) => Ok(None),
-    }
-}
-
-/// There are no GPU PEs without the `cuda` feature.
-#[cfg(not(feature = "cuda"))]
-fn device_resources(_heap: &SymmetricHeap, _peer_bases: &[u64]) -> Result<Option<Device>> {
-    Ok(None)
-}
-
-/// The device address of the peer base table of a GPU PE.
-fn device_peer_table(device: &Option<Device>) -> Option<u64> {
-    #[cfg(feature = "cuda")]
-    return device.as_ref().map(|d| d.peer_table());
-    #[cfg(not(feature = "cuda"))]
-    return device.as_ref().map(|d| match *d {});
-}
-
-/// The device address of the error word of a GPU PE.
-fn device_error_word(device: &Option<Device>) -> Option<u64> {
-    #[cfg(feature = "cuda")]
-    return device.as_ref().map(|d| d.error_word());
-    #[cfg(not(feature = "cuda"))]
-    return device.as_ref().map(|d| match *d {});
 }
