@@ -111,6 +111,9 @@ pub(crate) struct Gpu {
     pub(crate) pci_bus_id: String,
     pub(crate) name: String,
     pub(crate) compute_capability: (i32, i32),
+    /// Failures of driver calls made in `Drop` (which cannot return them), reported by
+    /// the next call that binds the context.
+    drop_failures: std::sync::Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -204,6 +207,7 @@ impl Gpu {
             pci_bus_id,
             name,
             compute_capability,
+            drop_failures: Default::default(),
         })
     }
 
@@ -212,7 +216,33 @@ impl Gpu {
     pub(crate) fn bind(&self) -> Result<()> {
         self.ctx
             .bind_to_thread()
-            .map_err(|e| cuda_error(e.0, "cuCtxSetCurrent".into(), self.pe, String::new()))
+            .map_err(|e| cuda_error(e.0, "cuCtxSetCurrent".into(), self.pe, String::new()))?;
+        let failed =
+            std::mem::take(&mut *self.drop_failures.lock().unwrap_or_else(|p| p.into_inner()));
+        if failed.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Cuda {
+            call: "releasing an earlier module or buffer".into(),
+            pe: self.pe,
+            name: "failed".into(),
+            code: 0,
+            detail: format!(": {}", failed.join("; ")),
+        })
+    }
+
+    /// Records the failure of a driver call made in `Drop`: logged now, and returned by
+    /// the next call that binds the context.
+    pub(crate) fn record_drop_failure(&self, rc: sys::CUresult, call: &str) {
+        if rc == sys::CUresult::CUDA_SUCCESS {
+            return;
+        }
+        let e = cuda_error(rc, call.to_string(), self.pe, String::new());
+        tracing::warn!("{e}");
+        self.drop_failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e.to_string());
     }
 
     /// An attribute of this GPU.
@@ -424,10 +454,16 @@ impl Drop for DeviceResources {
         // allocated.
         unsafe {
             if self.peer_table != 0 {
-                let _ = sys::cuMemFree_v2(self.peer_table);
+                self.gpu.record_drop_failure(
+                    sys::cuMemFree_v2(self.peer_table),
+                    "cuMemFree(peer base table)",
+                );
             }
             if !self.error_host.is_null() {
-                let _ = sys::cuMemFreeHost(self.error_host.cast());
+                self.gpu.record_drop_failure(
+                    sys::cuMemFreeHost(self.error_host.cast()),
+                    "cuMemFreeHost(device error word)",
+                );
             }
         }
     }

@@ -287,10 +287,13 @@ impl CudaModule {
 
 impl Drop for CudaModule {
     fn drop(&mut self) {
-        if self.gpu.bind().is_ok() {
-            // SAFETY: loaded by `load`, unloaded once; nothing uses its functions after.
-            let _ = unsafe { sys::cuModuleUnload(self.module) };
+        if let Err(e) = self.gpu.bind() {
+            tracing::warn!("unloading module {}: {e}", self.name);
         }
+        // SAFETY: loaded by `load`, unloaded once; nothing uses its functions after.
+        let rc = unsafe { sys::cuModuleUnload(self.module) };
+        self.gpu
+            .record_drop_failure(rc, &format!("cuModuleUnload({})", self.name));
     }
 }
 

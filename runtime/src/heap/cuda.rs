@@ -185,32 +185,46 @@ impl Range {
 
 impl Drop for Range {
     fn drop(&mut self) {
-        // Errors cannot be acted on here: the memory goes away with the context anyway.
+        // Heaps are released at finalize, when no later call could report a failure: it is
+        // logged, and the memory goes away with the context in any case.
         match self {
             Range::Vmm { va, len, handles } => {
                 if *va != 0 {
                     let mapped: usize = handles.iter().map(|h| h.1).sum();
                     // SAFETY: unmaps the range `map` mapped; after a failed `map` part of it
                     // may be unmapped already, and the error is ignored.
-                    let _ = unsafe { sys::cuMemUnmap(*va, mapped) };
+                    log_release(unsafe { sys::cuMemUnmap(*va, mapped) }, "cuMemUnmap");
                     // SAFETY: the range was reserved by `map` with this length.
-                    let _ = unsafe { sys::cuMemAddressFree(*va, *len) };
+                    log_release(
+                        unsafe { sys::cuMemAddressFree(*va, *len) },
+                        "cuMemAddressFree",
+                    );
                 }
                 for (h, _) in handles.drain(..) {
                     // SAFETY: each handle came from cuMemCreate or an import and is
                     // released once.
-                    let _ = unsafe { sys::cuMemRelease(h) };
+                    log_release(unsafe { sys::cuMemRelease(h) }, "cuMemRelease");
                 }
             }
             Range::Allocated { va } => {
                 // SAFETY: allocated by cuMemAlloc, freed once.
-                let _ = unsafe { sys::cuMemFree_v2(*va) };
+                log_release(unsafe { sys::cuMemFree_v2(*va) }, "cuMemFree");
             }
             Range::Opened { va } => {
                 // SAFETY: opened by cuIpcOpenMemHandle, closed once.
-                let _ = unsafe { sys::cuIpcCloseMemHandle(*va) };
+                log_release(
+                    unsafe { sys::cuIpcCloseMemHandle(*va) },
+                    "cuIpcCloseMemHandle",
+                );
             }
         }
+    }
+}
+
+/// Logs a failed release of GPU heap memory.
+fn log_release(rc: sys::CUresult, call: &str) {
+    if rc != sys::CUresult::CUDA_SUCCESS {
+        tracing::warn!("releasing the GPU heap: {call} failed: {rc:?}");
     }
 }
 
