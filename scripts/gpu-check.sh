@@ -97,6 +97,8 @@ run() {
   local pes_list="2"
   [ "$gpus" -ge 2 ] && pes_list="2 4"
   check "bad module (1 PE)" "$bin/gpu_check_pe" --pes 1 bad_module
+  check "cooperative launch: occupancy limit (2 PEs)" "$bin/gpu_check_pe" --pes 2 cooperative
+  check "device put to an unreachable PE traps (2 nodes)" "$bin/gpu_check_pe" --pes 2 trap
   local n
   for n in $pes_list; do
     check "IPC mapping + device put_signal ($n PEs)" "$bin/gpu_check_pe" --pes "$n" ipc

@@ -38,6 +38,20 @@ fn bad_module_scenario_on_the_default_device() {
 }
 
 #[test]
+fn cooperative_and_trap_scenarios_on_the_default_device() {
+    for scenario in ["cooperative", "trap"] {
+        let job = run_job(
+            &Launcher::SelfLaunch,
+            2,
+            GPU_CHECK,
+            &[scenario],
+            &[("SYMMEM_SYMMETRIC_SIZE", "64M")],
+        );
+        job.assert_ok(2, scenario);
+    }
+}
+
+#[test]
 fn cuda_demanded_without_a_gpu_is_an_error_naming_what_is_missing() {
     if gpu_present() {
         eprintln!("SKIPPED: libcuda is present here, so SYMMEM_DEVICE=cuda is expected to work (the other tests run on the GPU)");

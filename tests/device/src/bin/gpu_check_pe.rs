@@ -9,6 +9,12 @@
 //!   `SYMMEM_DEVICE_STATE` is refused naming the symbol; a launch whose declared
 //!   parameters differ from the PTX entry is refused before it runs.
 //!
+//! - `cooperative`: a cooperative launch larger than the GPU can hold at once is refused
+//!   naming the limit; one that fits runs every thread once.
+//! - `trap` (2 PEs, split into two "nodes"): a device put to the other node's PE, which has
+//!   no P2P path, fails the launch with an error naming that PE (on the GPU: the error
+//!   word, then a trap).
+//!
 //! Each PE prints its device and `PE i: SCENARIO ok` and exits 0, or `FAILED: …` and exits 1.
 //! On a CPU PE the scenarios run too (where they make sense), so CI runs them.
 
@@ -16,7 +22,7 @@ use std::process::ExitCode;
 
 use symmem::device::{Kernel, Param};
 use symmem::{Runtime, SelfLaunch, SymBuf};
-use symmem_test_kernels::{ring as k, PTX};
+use symmem_test_kernels::{failure as kf, ring as k, threads as kt, PTX};
 
 type Outcome = Result<(), String>;
 
@@ -36,11 +42,24 @@ fn main() -> ExitCode {
     let run: fn(&Runtime) -> Outcome = match scenario.as_str() {
         "ipc" => ipc,
         "bad_module" => bad_module,
+        "cooperative" => cooperative,
+        "trap" => trap,
         other => {
-            eprintln!("unknown scenario {other:?}; known: ipc bad_module");
+            eprintln!("unknown scenario {other:?}; known: ipc bad_module cooperative trap");
             return ExitCode::from(2);
         }
     };
+    if scenario == "trap" {
+        // Each PE its own node, so the other PE has no direct path. Set before init
+        // starts any thread (edition 2021).
+        match std::env::var("SYMMEM_LAUNCH_RANK") {
+            Ok(rank) => std::env::set_var("SYMMEM_NODE_ID", format!("gpu-check-node{rank}")),
+            Err(_) => {
+                eprintln!("FAILED: trap needs the built-in launcher (--pes 2)");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let rt = match symmem::init() {
         Ok(rt) => rt,
         Err(e) => {
@@ -212,4 +231,76 @@ fn bad_module(rt: &Runtime) -> Outcome {
         }
         Err(e) => Err(format!("wrong parameters: unexpected error: {e}")),
     }
+}
+
+fn cooperative(rt: &Runtime) -> Outcome {
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    let counter = rt.calloc::<u64>(1).map_err(e2s)?;
+    let c = sym(rt, &counter)?;
+    // SAFETY: `c` is the symmetric address of one u64; the first launch is refused
+    // before it runs.
+    match unsafe {
+        rt.launch_cooperative(&module, kt::count_threads::KERNEL, 1_000_000, 1024, (c,))
+    } {
+        Ok(()) => return Err("a cooperative launch of 10^6 blocks of 1024 threads ran".into()),
+        Err(e) => {
+            let text = e.to_string();
+            println!("PE {}: oversized cooperative launch: {text}", rt.my_pe());
+            if !text.contains("launch_cooperative") || !text.contains("1000000") {
+                return Err(format!("unexpected error: {text}"));
+            }
+        }
+    }
+    // SAFETY: as above; 4 blocks of 64 threads fit on any GPU and the CPU executor.
+    unsafe { rt.launch_cooperative(&module, kt::count_threads::KERNEL, 4, 64, (c,)) }
+        .map_err(e2s)?;
+    let mut got = [0u64];
+    rt.get(counter.at(0), &mut got, rt.my_pe()).map_err(e2s)?;
+    if got[0] != 256 {
+        return Err(format!(
+            "count_threads counted {} threads, want 256",
+            got[0]
+        ));
+    }
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(counter).map_err(e2s)
+}
+
+fn trap(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    if n != 2 {
+        return Err(format!("trap runs on 2 PEs, not {n}"));
+    }
+    let other = 1 - me;
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    let buf = rt.calloc::<u64>(2).map_err(e2s)?;
+    let b = sym(rt, &buf)?;
+    if rt.ptr(&buf, other).map_err(e2s)?.is_some() {
+        return Err(format!(
+            "PE {other} is on another node but has a direct pointer"
+        ));
+    }
+    // SAFETY: `b` is the symmetric address of 2 u64s; the put to the unreachable PE is
+    // refused on the device, which reports it and stops the kernel.
+    match unsafe {
+        rt.launch(
+            &module,
+            kf::remote_op::KERNEL,
+            1,
+            32,
+            (b, 0u32, other as u32, 0u32),
+        )
+    } {
+        Ok(()) => Err(format!("a device put to unreachable PE {other} succeeded")),
+        Err(e) => {
+            let text = e.to_string();
+            println!("PE {me}: device put to PE {other}: {text}");
+            if text.contains(&format!("PE {other}")) {
+                Ok(())
+            } else {
+                Err(format!("the error does not name PE {other}: {text}"))
+            }
+        }
+    }
+    // A trapped GPU context cannot be used again; the PE finalizes without freeing.
 }
