@@ -102,7 +102,13 @@ run() {
   local n
   for n in $pes_list; do
     check "IPC mapping + device put_signal ($n PEs)" "$bin/gpu_check_pe" --pes "$n" ipc
+    check "stream-ordered put_signal vs consumer kernel ($n PEs)" "$bin/gpu_check_pe" --pes "$n" stream
     check "device_pipeline example ($n PEs)" "$bin/device_pipeline" --pes "$n"
+  done
+  # The host-API suite on GPU PEs (the same scenarios CI runs on CPU PEs).
+  local api
+  for api in rma put_signal signals wait_test wait_arrays atomics fence_quiet barrier_sync errors stress; do
+    check "host API on GPU PEs: $api (2 PEs)" env SYMMEM_TEST_EXPECT_PES=2 "$bin/symrun" -n 2 "$bin/symmem-test-pe" "api_$api"
   done
   if "$bin/device-test-pe" --list-gpu >/dev/null 2>&1; then
     local s

@@ -153,6 +153,75 @@ pub enum SignalOp {
     Add,
 }
 
+/// An atomic memory operation, as host operations encode it for the runtime's GPU helper
+/// kernels (and, later, for the proxy ring and the wire): the one op vocabulary beside
+/// [`SignalOp`] and [`Cmp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum AmoKind {
+    /// Acquire load; returns the value.
+    Fetch = 0,
+    /// Release store of the first operand; returns 0.
+    Set = 1,
+    /// Swap in the first operand; returns the old value.
+    Swap = 2,
+    /// If the word equals the first operand, store the second; returns the old value.
+    CompareSwap = 3,
+    /// Add the first operand; returns the old value.
+    FetchAdd = 4,
+    /// And with the first operand; returns the old value.
+    FetchAnd = 5,
+    /// Or with the first operand; returns the old value.
+    FetchOr = 6,
+    /// Xor with the first operand; returns the old value.
+    FetchXor = 7,
+}
+
+impl AmoKind {
+    /// Every kind, in encoding order.
+    pub const ALL: [AmoKind; 8] = [
+        AmoKind::Fetch,
+        AmoKind::Set,
+        AmoKind::Swap,
+        AmoKind::CompareSwap,
+        AmoKind::FetchAdd,
+        AmoKind::FetchAnd,
+        AmoKind::FetchOr,
+        AmoKind::FetchXor,
+    ];
+
+    /// The kind encoded as `code`, if any.
+    pub const fn from_u32(code: u32) -> Option<Self> {
+        if code < Self::ALL.len() as u32 {
+            Some(Self::ALL[code as usize])
+        } else {
+            None
+        }
+    }
+}
+
+impl SignalOp {
+    /// The operation encoded as `code` (`SignalOp as u32`), if any.
+    pub const fn from_u32(code: u32) -> Option<Self> {
+        match code {
+            0 => Some(SignalOp::Set),
+            1 => Some(SignalOp::Add),
+            _ => None,
+        }
+    }
+}
+
+impl Cmp {
+    /// The comparison encoded as `code` (`Cmp as u32`), if any.
+    pub const fn from_u32(code: u32) -> Option<Self> {
+        if code < Self::ALL.len() as u32 {
+            Some(Self::ALL[code as usize])
+        } else {
+            None
+        }
+    }
+}
+
 /// Declares a kernel that compiles to a PTX entry point on nvptx64 and to a host-callable
 /// `unsafe fn` for the CPU executor.
 ///

@@ -40,10 +40,16 @@ pub trait SymInt:
     fn fetch_or(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
     #[doc(hidden)]
     fn fetch_xor(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
+    #[doc(hidden)]
+    /// The value's bits, zero-extended to 64 (how GPU helper kernels take operands).
+    fn to_bits(self) -> u64;
+    #[doc(hidden)]
+    /// The value whose bits are the low `size_of::<Self>()` bytes of `bits`.
+    fn from_bits(bits: u64) -> Self;
 }
 
 macro_rules! sym_int {
-    ($t:ty, $atomic:ty) => {
+    ($t:ty, $atomic:ty, $bits:ty) => {
         impl sealed::Sealed for $t {}
         impl SymInt for $t {
             type Atomic = $atomic;
@@ -87,13 +93,21 @@ macro_rules! sym_int {
             fn fetch_xor(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
                 a.fetch_xor(v, o)
             }
+            #[inline]
+            fn to_bits(self) -> u64 {
+                self as $bits as u64
+            }
+            #[inline]
+            fn from_bits(bits: u64) -> Self {
+                bits as $bits as $t
+            }
         }
     };
 }
 
-sym_int!(u32, AtomicU32);
-sym_int!(u64, AtomicU64);
-sym_int!(i32, AtomicI32);
-sym_int!(i64, AtomicI64);
+sym_int!(u32, AtomicU32, u32);
+sym_int!(u64, AtomicU64, u64);
+sym_int!(i32, AtomicI32, u32);
+sym_int!(i64, AtomicI64, u64);
 
 pub use symmem_device::{Cmp, SignalOp};

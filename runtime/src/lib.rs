@@ -14,6 +14,8 @@ pub mod config;
 pub mod cuda;
 mod error;
 pub mod executor;
+#[cfg(feature = "cuda")]
+mod gpu_host;
 mod heap;
 mod int;
 mod launch;
@@ -27,11 +29,15 @@ mod rma;
 mod route;
 mod runtime;
 mod signal;
+mod stream;
 mod sym;
 mod topology;
 mod wait;
 
 pub use config::{Config, DeviceChoice};
+/// The CUDA driver bindings symmem uses (for [`Stream::cuda`] and your own launches).
+#[cfg(feature = "cuda")]
+pub use cudarc;
 pub use error::{Error, Result};
 pub use int::{Cmp, SignalOp, SymInt};
 pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
@@ -39,6 +45,7 @@ pub use module::Module;
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;
 pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
+pub use stream::Stream;
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};

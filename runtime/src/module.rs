@@ -146,6 +146,31 @@ impl Runtime {
         }
     }
 
+    /// Launches `kernel` on a GPU PE's `stream`, without waiting: what the stream-ordered
+    /// operations do. Errors of the kernel itself surface when the stream is synchronized.
+    ///
+    /// # Safety
+    /// As for [`Self::launch`].
+    #[cfg(feature = "cuda")]
+    pub(crate) unsafe fn launch_on_stream<A: KernelArgs>(
+        &self,
+        op: &'static str,
+        module: &Module,
+        kernel: Kernel<A>,
+        args: A,
+        stream: cudarc::driver::sys::CUstream,
+    ) -> Result<()> {
+        let ModuleKind::Cuda(m) = &module.kind else {
+            unreachable!("stream launches are made on GPU PEs with their helper module")
+        };
+        let mut ptrs: Vec<*mut std::ffi::c_void> = Vec::with_capacity(kernel.params().len());
+        args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
+        let one = Dim3::new(1, 1, 1);
+        // SAFETY: `ptrs` point into `args`, which lives until the launch call returns (the
+        // driver copies parameters at launch); the rest is forwarded from the caller.
+        unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, one, false, stream) }
+    }
+
     #[allow(clippy::too_many_arguments)] // the public forms' arguments plus two flags
     unsafe fn launch_kernel<A: KernelArgs>(
         &self,
@@ -188,7 +213,17 @@ impl Runtime {
                 let info = kernel.info();
                 // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
                 // forwarded from the caller.
-                let result = unsafe { m.launch(op, &info, &mut ptrs, grid, block, cooperative) };
+                let result = unsafe {
+                    m.launch(
+                        op,
+                        &info,
+                        &mut ptrs,
+                        grid,
+                        block,
+                        cooperative,
+                        std::ptr::null_mut(),
+                    )
+                };
                 let device = self
                     .device
                     .as_ref()

@@ -7,6 +7,7 @@
 //! routes of their own.
 
 use crate::error::{Error, Result};
+use crate::int::SymInt;
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
 
@@ -187,5 +188,55 @@ pub(crate) fn bytes<T>(l: Located<T>) -> Located<u8> {
         Located::Host(p) => Located::Host(p.cast()),
         #[cfg(feature = "cuda")]
         Located::Device(a) => Located::Device(a),
+    }
+}
+
+/// An integer that an atomic-only operation (a wait, a signal) reads or updates, by its
+/// route: a host atomic, or a word of a GPU heap.
+pub(crate) enum Word<'a, T: SymInt> {
+    /// Host memory: an atomic reference.
+    Host(&'a T::Atomic),
+    /// A GPU heap: the device address (for reads by copy) and the symmetric address (for
+    /// updates by helper kernel).
+    #[cfg(feature = "cuda")]
+    Device {
+        /// Address in this PE's context.
+        addr: u64,
+        /// Symmetric address, translated to the target PE by device operations.
+        sym: u64,
+    },
+}
+
+impl Runtime {
+    /// The word at `r` on `pe`, after every check.
+    #[inline(always)]
+    pub(crate) fn word<T: SymInt>(
+        &self,
+        op: &'static str,
+        r: SymRef<'_, T>,
+        pe: usize,
+    ) -> Result<Word<'_, T>> {
+        match self.locate(op, r, 1, pe)? {
+            // SAFETY: in bounds, aligned (typed handle, aligned allocation), mapped while
+            // `self` lives; words are only accessed atomically.
+            Located::Host(p) => Ok(Word::Host(unsafe { T::atomic(p) })),
+            #[cfg(feature = "cuda")]
+            Located::Device(addr) => Ok(Word::Device {
+                addr,
+                sym: self.sym_addr(r),
+            }),
+        }
+    }
+
+    /// Reads a word with Acquire semantics (on a GPU heap: a device-to-host copy, ordered
+    /// after every earlier GPU write that the copy engine can see).
+    #[inline(always)]
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op names copy errors
+    pub(crate) fn load_word<T: SymInt>(&self, op: &'static str, w: &Word<'_, T>) -> Result<T> {
+        match w {
+            Word::Host(a) => Ok(T::load(a, std::sync::atomic::Ordering::Acquire)),
+            #[cfg(feature = "cuda")]
+            Word::Device { addr, .. } => self.gpu_read::<T>(op, *addr),
+        }
     }
 }

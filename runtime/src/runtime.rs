@@ -93,6 +93,9 @@ pub struct Runtime {
     _peer_bases: Box<[u64]>,
     /// The GPU of a GPU PE and what its kernels need; None on a CPU PE.
     pub(crate) device: Option<Device>,
+    /// The runtime's helper kernels on a GPU PE (host atomics, signals, on-stream ops).
+    #[cfg(feature = "cuda")]
+    pub(crate) helpers: crate::gpu_host::Helpers,
     finalized: bool,
 }
 
@@ -212,6 +215,8 @@ impl Runtime {
             device_state,
             _peer_bases: peer_bases,
             device,
+            #[cfg(feature = "cuda")]
+            helpers: Default::default(),
             finalized: false,
         };
         tracing::info!(

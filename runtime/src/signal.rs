@@ -5,11 +5,16 @@
 //! signal before the data: on a mapped peer the data is copied with plain stores, then
 //! the signal is updated with a Release store or RMW, and the waiter reads it with an
 //! Acquire load, so every data byte happens-before the waiter's return.
+//!
+//! On a GPU heap the data goes by copy and the signal by the `host_signal` helper kernel
+//! on the same (null) stream, after a system-scope fence, so the order holds there too;
+//! waits and fetches read the signal with small device-to-host copies.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Result;
 use crate::int::{Cmp, SignalOp};
+use crate::route::Word;
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
 
@@ -43,10 +48,9 @@ impl Runtime {
         pe: usize,
     ) -> Result<()> {
         // Check the signal first so that a bad signal address leaves the target untouched.
-        let s = self.signal_word(name, sig, pe)?;
+        let s = self.word(name, sig, pe)?;
         self.copy_to(name, dst, src, pe)?;
-        apply_signal(s, signal, op);
-        Ok(())
+        self.update_signal(name, &s, signal, op, pe)
     }
 
     /// Non-blocking [`put_signal`](Self::put_signal) (`nvshmem_put_signal_nbi`): `src`
@@ -74,16 +78,15 @@ impl Runtime {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
-        apply_signal(self.signal_word("signal_op", sig, pe)?, signal, op);
-        Ok(())
+        let s = self.word("signal_op", sig, pe)?;
+        self.update_signal("signal_op", &s, signal, op, pe)
     }
 
     /// Reads this PE's signal `sig` (`nvshmem_signal_fetch`).
     #[inline]
     pub fn signal_fetch(&self, sig: SymRef<'_, u64>) -> Result<u64> {
-        Ok(self
-            .signal_word("signal_fetch", sig, self.my_pe())?
-            .load(Ordering::Acquire))
+        let s = self.word("signal_fetch", sig, self.my_pe())?;
+        self.load_word("signal_fetch", &s)
     }
 
     /// Waits until this PE's signal `sig` satisfies `cmp value` and returns its value
@@ -91,7 +94,19 @@ impl Runtime {
     /// and after `SYMMEM_TIMEOUT` if one is set.
     #[inline]
     pub fn signal_wait_until(&self, sig: SymRef<'_, u64>, cmp: Cmp, value: u64) -> Result<u64> {
-        let word = self.signal_word("signal_wait_until", sig, self.my_pe())?;
+        let word = match self.word("signal_wait_until", sig, self.my_pe())? {
+            Word::Host(w) => w,
+            #[allow(unreachable_patterns)] // only with the cuda feature
+            w => {
+                return self.wait_word(
+                    "signal_wait_until",
+                    &w,
+                    || format!("signal #{}[{}]", sig.buf.id, sig.index),
+                    cmp,
+                    value,
+                )
+            }
+        };
         let mut seen = 0;
         self.wait_for(
             "signal_wait_until",
@@ -111,12 +126,25 @@ impl Runtime {
         Ok(seen)
     }
 
-    #[inline]
-    fn signal_word(&self, op: &'static str, sig: SymRef<'_, u64>, pe: usize) -> Result<&AtomicU64> {
-        let p = self.target(op, sig, 1, pe)?;
-        // SAFETY: in bounds, 8-byte aligned (typed handle, aligned allocation) and mapped
-        // while `self` lives; signal words are only accessed atomically.
-        Ok(unsafe { AtomicU64::from_ptr(p) })
+    /// Applies `op(signal)` to a signal word by its route.
+    #[inline(always)]
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // name, pe: the GPU path
+    fn update_signal(
+        &self,
+        name: &'static str,
+        s: &Word<'_, u64>,
+        signal: u64,
+        op: SignalOp,
+        pe: usize,
+    ) -> Result<()> {
+        match s {
+            Word::Host(w) => {
+                apply_signal(w, signal, op);
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            Word::Device { sym, .. } => self.gpu_signal(name, *sym, pe, signal, op),
+        }
     }
 }
 

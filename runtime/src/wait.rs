@@ -7,13 +7,18 @@
 //! once the condition holds. Waits back off (spin, yield, sleep) and fail, naming the
 //! peer, if a peer dies, and after `SYMMEM_TIMEOUT` when one is set.
 //!
+//! On a GPU heap the words are read with small device-to-host copies, polled under the
+//! same backoff (each poll costs a copy, ~10 µs, instead of a load).
+//!
 //! Array forms take a whole allocation of `ivars` and an optional `exclude` mask (the
 //! OpenSHMEM `status` array: `true` leaves an element out).
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
 use crate::int::{Cmp, SymInt};
+use crate::route::Word;
 use crate::runtime::Runtime;
 use crate::sym::{SymBuf, SymRef};
 
@@ -36,7 +41,9 @@ impl<T: Copy> Values<'_, T> {
 
 /// A validated view of this PE's `ivars` for the array forms.
 struct Ivars<'a, T: SymInt> {
-    atomics: Vec<&'a T::Atomic>,
+    rt: &'a Runtime,
+    op: &'static str,
+    words: Vec<Word<'a, T>>,
     exclude: Option<&'a [bool]>,
     cmp: Cmp,
     values: Values<'a, T>,
@@ -47,38 +54,75 @@ impl<T: SymInt> Ivars<'_, T> {
         self.exclude.is_none_or(|e| !e[i])
     }
 
-    fn holds(&self, i: usize) -> bool {
-        self.cmp.holds(
-            T::load(self.atomics[i], Ordering::Acquire),
-            self.values.get(i),
-        )
+    fn holds(&self, i: usize) -> Result<bool> {
+        let v = self.rt.load_word(self.op, &self.words[i])?;
+        Ok(self.cmp.holds(v, self.values.get(i)))
     }
 
-    fn all(&self) -> bool {
-        (0..self.atomics.len()).all(|i| !self.included(i) || self.holds(i))
+    fn all(&self) -> Result<bool> {
+        for i in 0..self.words.len() {
+            if self.included(i) && !self.holds(i)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
-    fn any(&self) -> Option<usize> {
-        (0..self.atomics.len()).find(|&i| self.included(i) && self.holds(i))
+    fn any(&self) -> Result<Option<usize>> {
+        for i in 0..self.words.len() {
+            if self.included(i) && self.holds(i)? {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
     }
 
-    fn some(&self) -> Vec<usize> {
-        (0..self.atomics.len())
-            .filter(|&i| self.included(i) && self.holds(i))
-            .collect()
+    fn some(&self) -> Result<Vec<usize>> {
+        let mut out = Vec::new();
+        for i in 0..self.words.len() {
+            if self.included(i) && self.holds(i)? {
+                out.push(i);
+            }
+        }
+        Ok(out)
     }
 
     fn none_included(&self) -> bool {
-        (0..self.atomics.len()).all(|i| !self.included(i))
+        (0..self.words.len()).all(|i| !self.included(i))
     }
 }
 
 impl Runtime {
-    fn own_atomic<T: SymInt>(&self, op: &'static str, r: SymRef<'_, T>) -> Result<&T::Atomic> {
-        let p = self.target(op, r, 1, self.my_pe())?;
-        // SAFETY: in bounds, aligned (typed handle, aligned allocation), mapped while
-        // `self` lives, and only accessed atomically here.
-        Ok(unsafe { T::atomic(p) })
+    /// Waits on a word by any route until `cmp value` holds; the general (GPU heap) path
+    /// of the waits, whose host path is inlined in each.
+    pub(crate) fn wait_word<T: SymInt>(
+        &self,
+        op: &'static str,
+        w: &Word<'_, T>,
+        what: impl Fn() -> String,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<T> {
+        let seen = Cell::new(None);
+        let failed = Cell::new(None);
+        self.wait_for(
+            op,
+            || format!("{} {cmp:?} {value:?} (last seen {:?})", what(), seen.get()),
+            || match self.load_word(op, w) {
+                Ok(v) => {
+                    seen.set(Some(v));
+                    cmp.holds(v, value)
+                }
+                Err(e) => {
+                    failed.set(Some(e));
+                    true
+                }
+            },
+        )?;
+        match failed.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(seen.get().expect("the wait ended on a value")),
+        }
     }
 
     fn ivars<'a, T: SymInt>(
@@ -112,11 +156,13 @@ impl Runtime {
                 });
             }
         }
-        let atomics = (0..n)
-            .map(|i| self.own_atomic(op, ivars.at(i)))
+        let words = (0..n)
+            .map(|i| self.word(op, ivars.at(i), self.my_pe()))
             .collect::<Result<_>>()?;
         Ok(Ivars {
-            atomics,
+            rt: self,
+            op,
+            words,
             exclude,
             cmp,
             values,
@@ -126,7 +172,19 @@ impl Runtime {
     /// Waits until this PE's `ivar` satisfies `cmp value`; returns the value seen
     /// (`shmem_wait_until`).
     pub fn wait_until<T: SymInt>(&self, ivar: SymRef<'_, T>, cmp: Cmp, value: T) -> Result<T> {
-        let a = self.own_atomic("wait_until", ivar)?;
+        let a = match self.word("wait_until", ivar, self.my_pe())? {
+            Word::Host(a) => a,
+            #[allow(unreachable_patterns)] // only with the cuda feature
+            w => {
+                return self.wait_word(
+                    "wait_until",
+                    &w,
+                    || format!("allocation #{}[{}]", ivar.buf.id, ivar.index),
+                    cmp,
+                    value,
+                )
+            }
+        };
         let mut seen = value;
         self.wait_for(
             "wait_until",
@@ -148,26 +206,26 @@ impl Runtime {
 
     /// Whether this PE's `ivar` satisfies `cmp value` now (`shmem_test`).
     pub fn test<T: SymInt>(&self, ivar: SymRef<'_, T>, cmp: Cmp, value: T) -> Result<bool> {
-        let a = self.own_atomic("test", ivar)?;
-        Ok(cmp.holds(T::load(a, Ordering::Acquire), value))
+        let w = self.word("test", ivar, self.my_pe())?;
+        Ok(cmp.holds(self.load_word("test", &w)?, value))
     }
 
     fn wait_ivars<R>(
         &self,
         op: &'static str,
         id: u64,
-        mut probe: impl FnMut() -> Option<R>,
+        mut probe: impl FnMut() -> Result<Option<R>>,
     ) -> Result<R> {
         let mut out = None;
         self.wait_for(
             op,
             || format!("ivars of allocation #{id}"),
             || {
-                out = probe();
+                out = probe().transpose();
                 out.is_some()
             },
         )?;
-        Ok(out.expect("the wait ended because the probe succeeded"))
+        out.expect("the wait ended because the probe succeeded or failed")
     }
 
     /// The all-form of the array waits: returns when every included element holds.
@@ -180,7 +238,7 @@ impl Runtime {
         values: Values<'_, T>,
     ) -> Result<()> {
         let v = self.ivars(op, ivars, exclude, cmp, values)?;
-        self.wait_ivars(op, ivars.id, || v.all().then_some(()))
+        self.wait_ivars(op, ivars.id, || Ok(v.all()?.then_some(())))
     }
 
     /// The any-form: the index of one included element that holds, `None` when every
@@ -214,7 +272,9 @@ impl Runtime {
         if v.none_included() {
             return Ok(Vec::new());
         }
-        self.wait_ivars(op, ivars.id, || Some(v.some()).filter(|s| !s.is_empty()))
+        self.wait_ivars(op, ivars.id, || {
+            Ok(Some(v.some()?).filter(|s| !s.is_empty()))
+        })
     }
 
     /// Waits until every included element satisfies `cmp value` (`shmem_wait_until_all`).
@@ -314,9 +374,8 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<bool> {
-        Ok(self
-            .ivars("test_all", ivars, exclude, cmp, Values::One(value))?
-            .all())
+        self.ivars("test_all", ivars, exclude, cmp, Values::One(value))?
+            .all()
     }
 
     /// The index of an included element that satisfies `cmp value` now (`shmem_test_any`).
@@ -327,9 +386,8 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<Option<usize>> {
-        Ok(self
-            .ivars("test_any", ivars, exclude, cmp, Values::One(value))?
-            .any())
+        self.ivars("test_any", ivars, exclude, cmp, Values::One(value))?
+            .any()
     }
 
     /// The indices of the included elements that satisfy `cmp value` now (`shmem_test_some`).
@@ -340,9 +398,8 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<Vec<usize>> {
-        Ok(self
-            .ivars("test_some", ivars, exclude, cmp, Values::One(value))?
-            .some())
+        self.ivars("test_some", ivars, exclude, cmp, Values::One(value))?
+            .some()
     }
 
     /// [`test_all`](Self::test_all) with per-element values (`shmem_test_all_vector`).
@@ -353,9 +410,8 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<bool> {
-        Ok(self
-            .ivars("test_all_vector", ivars, exclude, cmp, Values::Each(values))?
-            .all())
+        self.ivars("test_all_vector", ivars, exclude, cmp, Values::Each(values))?
+            .all()
     }
 
     /// [`test_any`](Self::test_any) with per-element values (`shmem_test_any_vector`).
@@ -366,9 +422,8 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<Option<usize>> {
-        Ok(self
-            .ivars("test_any_vector", ivars, exclude, cmp, Values::Each(values))?
-            .any())
+        self.ivars("test_any_vector", ivars, exclude, cmp, Values::Each(values))?
+            .any()
     }
 
     /// [`test_some`](Self::test_some) with per-element values (`shmem_test_some_vector`).
@@ -379,14 +434,13 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<Vec<usize>> {
-        Ok(self
-            .ivars(
-                "test_some_vector",
-                ivars,
-                exclude,
-                cmp,
-                Values::Each(values),
-            )?
-            .some())
+        self.ivars(
+            "test_some_vector",
+            ivars,
+            exclude,
+            cmp,
+            Values::Each(values),
+        )?
+        .some()
     }
 }

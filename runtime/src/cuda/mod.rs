@@ -409,8 +409,11 @@ impl DeviceResources {
             pe,
         )?;
         res.error_host = host.cast();
-        // SAFETY: a fresh 8-byte pinned allocation.
-        unsafe { res.error_host.write_volatile(0) };
+        // SAFETY: a fresh 16-byte pinned allocation: the error word, then the result word.
+        unsafe {
+            res.error_host.write_volatile(0);
+            res.error_host.add(1).write_volatile(0);
+        }
         // SAFETY: `host` is a DEVICEMAP allocation of this context.
         check(
             unsafe { sys::cuMemHostGetDevicePointer_v2(&mut res.error_dev, host, 0) },
@@ -429,6 +432,18 @@ impl DeviceResources {
     /// Device address of the error word.
     pub(crate) fn error_word(&self) -> u64 {
         self.error_dev
+    }
+
+    /// Device address of the result word the helper kernels write.
+    pub(crate) fn result_word(&self) -> u64 {
+        self.error_dev + 8
+    }
+
+    /// Reads the result word after a helper kernel has finished.
+    pub(crate) fn take_result(&self) -> u64 {
+        // SAFETY: the second word of the pinned allocation; the kernel that wrote it has
+        // finished (the launch synchronized).
+        unsafe { self.error_host.add(1).read_volatile() }
     }
 
     /// Takes the error word: what a kernel reported before trapping, if anything.

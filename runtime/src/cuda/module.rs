@@ -173,8 +173,8 @@ impl CudaModule {
         Ok(f)
     }
 
-    /// Launches `info` with the argument addresses `args`, then waits for it and reports
-    /// a device-side error word.
+    /// Launches `info` with the argument addresses `args` on `stream` (null: the legacy
+    /// default stream, then waits for it); a launch on another stream is asynchronous.
     ///
     /// # Safety
     /// `args` point at values matching the kernel's parameters; the kernel's memory
@@ -187,6 +187,7 @@ impl CudaModule {
         grid: Dim3,
         block: Dim3,
         cooperative: bool,
+        stream: sys::CUstream,
     ) -> Result<()> {
         self.gpu.bind()?;
         let pe = self.gpu.pe;
@@ -237,7 +238,7 @@ impl CudaModule {
                     block.y,
                     block.z,
                     0,
-                    std::ptr::null_mut(),
+                    stream,
                     args.as_mut_ptr(),
                 )
             } else {
@@ -250,7 +251,7 @@ impl CudaModule {
                     block.y,
                     block.z,
                     0,
-                    std::ptr::null_mut(),
+                    stream,
                     args.as_mut_ptr(),
                     std::ptr::null_mut(),
                 )
@@ -271,6 +272,9 @@ impl CudaModule {
             },
             pe,
         )?;
+        if !stream.is_null() {
+            return Ok(());
+        }
         // SAFETY: the context is current.
         let rc = unsafe { sys::cuCtxSynchronize() };
         if rc != sys::CUresult::CUDA_SUCCESS {

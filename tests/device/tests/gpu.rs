@@ -38,6 +38,20 @@ fn bad_module_scenario_on_the_default_device() {
 }
 
 #[test]
+fn stream_ordered_operations_on_the_default_device() {
+    for n in [2, 4] {
+        let job = run_job(
+            &Launcher::SelfLaunch,
+            n,
+            GPU_CHECK,
+            &["stream"],
+            &[("SYMMEM_SYMMETRIC_SIZE", "64M")],
+        );
+        job.assert_ok(n, "stream");
+    }
+}
+
+#[test]
 fn cooperative_and_trap_scenarios_on_the_default_device() {
     for scenario in ["cooperative", "trap"] {
         let job = run_job(

@@ -123,3 +123,11 @@ fn parameter_declarations_parse() {
         vec![("k".to_string(), vec![8, 4, 24]), ("e".to_string(), vec![])]
     );
 }
+
+#[test]
+fn runtime_helper_kernels_match_their_ptx() {
+    check(
+        &symmem_runtime_kernels::PTX,
+        symmem_runtime_kernels::KERNELS,
+    );
+}

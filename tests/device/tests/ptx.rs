@@ -23,6 +23,7 @@ fn kernel_crates() -> Vec<PathBuf> {
         "tests/kernels",
         "examples/kernels",
         "benches/kernels",
+        "runtime/kernels",
     ]
     .iter()
     .map(|c| workspace().join(c))

@@ -60,6 +60,7 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     failure::early_exit_sync::KERNEL.info(),
     pipeline::pipe_produce::KERNEL.info(),
     pipeline::pipe_consume::KERNEL.info(),
+    pipeline::stream_consume::KERNEL.info(),
     ring::ring_put_signal::KERNEL.info(),
     ring::wait_signal::KERNEL.info(),
     ring::identity::KERNEL.info(),

@@ -90,3 +90,41 @@ kernel! {
         out.add(2 * t + 1).write(bad);
     }
 }
+
+/// Elements of chunk `i` in the stream-ordering check: sizes from 1 to `max_len` in a
+/// scrambled order.
+#[inline(always)]
+pub const fn stream_chunk_len(i: u32, max_len: usize) -> usize {
+    1 + (i as usize * 7919) % max_len
+}
+
+kernel! {
+    /// The consumer of the stream-ordering check: chunk `i` (of `iters`) arrives in region
+    /// `i` (`max_len` u64s each) of `regions` (sym) with `put_signal_on_stream`, which adds
+    /// 1 to `sig` (sym). For each chunk, thread 0 waits until `sig` reaches `i + 1`, then
+    /// the block checks every element against `pattern(producer, i, j)` at once: a signal
+    /// that overtook its data shows as mismatches, which are added to `bad` (sym) on this
+    /// PE.
+    pub fn stream_consume(regions: *const u64, max_len: usize, iters: u32, sig: *mut u64, producer: u32, bad: *mut u64) {
+        let (t, threads) = (thread_rank() as usize, block_dim().volume() as usize);
+        let mut wrong = 0u64;
+        for i in 0..iters {
+            if t == 0 {
+                signal_wait_until(sig, Cmp::Ge, i as u64 + 1);
+            }
+            sync_threads();
+            let data = regions.add(i as usize * max_len);
+            let mut j = t;
+            while j < stream_chunk_len(i, max_len) {
+                if data.add(j).read() != pattern(producer, i, j) {
+                    wrong += 1;
+                }
+                j += threads;
+            }
+            sync_threads();
+        }
+        if wrong != 0 {
+            atomic_add(bad, wrong, my_pe());
+        }
+    }
+}

@@ -15,14 +15,22 @@
 //!   no P2P path, fails the launch with an error naming that PE (on the GPU: the error
 //!   word, then a trap).
 //!
+//! - `stream` (an even number of PEs): each even PE sends 200 chunks of 1 to 4096 u64s to
+//!   the next PE with `put_signal_on_stream` while that PE's kernel waits for each signal
+//!   and checks the chunk at once (a signal ahead of its data would show); then
+//!   `signal_wait_until_on_stream`, `put_on_stream`, `quiet_on_stream` and
+//!   `barrier_all_on_stream` in a round trip.
+//!
 //! Each PE prints its device and `PE i: SCENARIO ok` and exits 0, or `FAILED: …` and exits 1.
 //! On a CPU PE the scenarios run too (where they make sense), so CI runs them.
 
 use std::process::ExitCode;
 
 use symmem::device::{Kernel, Param};
+use symmem::{Cmp, SignalOp};
 use symmem::{Runtime, SelfLaunch, SymBuf};
-use symmem_test_kernels::{failure as kf, ring as k, threads as kt, PTX};
+use symmem_test_kernels::pipeline::{stream_chunk_len, stream_consume};
+use symmem_test_kernels::{failure as kf, pattern, ring as k, threads as kt, PTX};
 
 type Outcome = Result<(), String>;
 
@@ -44,8 +52,9 @@ fn main() -> ExitCode {
         "bad_module" => bad_module,
         "cooperative" => cooperative,
         "trap" => trap,
+        "stream" => stream,
         other => {
-            eprintln!("unknown scenario {other:?}; known: ipc bad_module cooperative trap");
+            eprintln!("unknown scenario {other:?}; known: ipc bad_module cooperative trap stream");
             return ExitCode::from(2);
         }
     };
@@ -303,4 +312,126 @@ fn trap(rt: &Runtime) -> Outcome {
         }
     }
     // A trapped GPU context cannot be used again; the PE finalizes without freeing.
+}
+
+fn stream(rt: &Runtime) -> Outcome {
+    const ITERS: u32 = 200;
+    const MAX_LEN: usize = 4096;
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    if n % 2 != 0 {
+        return Err(format!(
+            "stream pairs PEs up: run it on an even number, not {n}"
+        ));
+    }
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    let total = ITERS as usize * MAX_LEN;
+    let regions = rt.calloc::<u64>(total).map_err(e2s)?;
+    let src = rt.alloc::<u64>(total).map_err(e2s)?;
+    let sig = rt.calloc::<u64>(2).map_err(e2s)?;
+    let bad = rt.calloc::<u64>(1).map_err(e2s)?;
+    let stream = rt.create_stream().map_err(e2s)?;
+    let data: Vec<u64> = (0..total)
+        .map(|x| pattern(me as u32, (x / MAX_LEN) as u32, x % MAX_LEN))
+        .collect();
+    rt.put(src.at(0), &data, me).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    if me % 2 == 0 {
+        let to = me + 1;
+        for i in 0..ITERS {
+            let at = i as usize * MAX_LEN;
+            rt.put_signal_on_stream(
+                regions.at(at),
+                src.at(at),
+                stream_chunk_len(i, MAX_LEN),
+                sig.at(0),
+                1,
+                SignalOp::Add,
+                to,
+                &stream,
+            )
+            .map_err(e2s)?;
+        }
+        stream.synchronize().map_err(e2s)?;
+    } else {
+        let (r, s, b) = (sym(rt, &regions)?, sym(rt, &sig)?, sym(rt, &bad)?);
+        // SAFETY: symmetric addresses of live allocations of the sizes the kernel uses.
+        unsafe {
+            rt.launch(
+                &module,
+                stream_consume::KERNEL,
+                1,
+                128,
+                (r.cast_const(), MAX_LEN, ITERS, s, (me - 1) as u32, b),
+            )
+            .map_err(e2s)?
+        };
+        let mut wrong = [0u64];
+        rt.get(bad.at(0), &mut wrong, me).map_err(e2s)?;
+        if wrong[0] != 0 {
+            return Err(format!(
+                "the consumer saw {} elements whose signal came before the data",
+                wrong[0]
+            ));
+        }
+        let mut got = vec![0u64; total];
+        rt.get(regions.at(0), &mut got, me).map_err(e2s)?;
+        for i in 0..ITERS {
+            for j in 0..stream_chunk_len(i, MAX_LEN) {
+                let want = pattern((me - 1) as u32, i, j);
+                let v = got[i as usize * MAX_LEN + j];
+                if v != want {
+                    return Err(format!("chunk {i} element {j} is {v:#x}, want {want:#x}"));
+                }
+            }
+        }
+    }
+    // A round trip in stream order: the odd PE waits on the stream for the even PE's
+    // signal, sends chunk 0 back with put_on_stream and signals with a put_signal.
+    rt.barrier_all_on_stream(&stream).map_err(e2s)?;
+    stream.synchronize().map_err(e2s)?;
+    if me % 2 == 0 {
+        rt.put_signal_on_stream(
+            regions.at(0),
+            src.at(0),
+            1,
+            sig.at(1),
+            7,
+            SignalOp::Set,
+            me + 1,
+            &stream,
+        )
+        .map_err(e2s)?;
+        rt.quiet_on_stream(&stream).map_err(e2s)?;
+        rt.signal_wait_until_on_stream(sig.at(1), Cmp::Eq, 9, &stream)
+            .map_err(e2s)?;
+        stream.synchronize().map_err(e2s)?;
+        let mut back = [0u64];
+        rt.get(regions.at(0), &mut back, me).map_err(e2s)?;
+        if back[0] != pattern(me as u32 + 1, 5, 0) {
+            return Err(format!("round trip: got {:#x}", back[0]));
+        }
+    } else {
+        rt.signal_wait_until_on_stream(sig.at(1), Cmp::Eq, 7, &stream)
+            .map_err(e2s)?;
+        rt.put_on_stream(regions.at(0), src.at(5 * MAX_LEN), 1, me - 1, &stream)
+            .map_err(e2s)?;
+        rt.quiet_on_stream(&stream).map_err(e2s)?;
+        rt.put_signal_on_stream(
+            regions.at(1),
+            src.at(1),
+            1,
+            sig.at(1),
+            9,
+            SignalOp::Set,
+            me - 1,
+            &stream,
+        )
+        .map_err(e2s)?;
+        stream.synchronize().map_err(e2s)?;
+    }
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(bad).map_err(e2s)?;
+    rt.free(sig).map_err(e2s)?;
+    rt.free(src).map_err(e2s)?;
+    rt.free(regions).map_err(e2s)
 }

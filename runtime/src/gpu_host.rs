@@ -1,0 +1,153 @@
+//! Host operations on GPU heaps that a copy cannot do: atomics and signals run in the
+//! runtime's own helper kernels (`symmem-runtime-kernels`, one thread, system-scope
+//! atomics through the device API), and waits poll the word with small device-to-host
+//! copies under the shared backoff.
+//!
+//! The helper module is loaded on first use. Helper launches of one PE are serialized:
+//! they share one host-mapped result word.
+
+use std::sync::{Arc, Mutex};
+
+use symmem_device::{AmoKind, Kernel, KernelArgs, SignalOp};
+use symmem_runtime_kernels as helpers;
+
+use crate::error::{Error, Result};
+use crate::module::Module;
+use crate::runtime::Runtime;
+use crate::sym::SymRef;
+
+/// The loaded helper module of a GPU PE, and the lock that serializes its launches.
+#[derive(Debug, Default)]
+pub(crate) struct Helpers {
+    module: Mutex<Option<Arc<Module>>>,
+    launch: Mutex<()>,
+}
+
+impl Runtime {
+    /// The symmetric address (in this PE's own heap) of `r`, which device operations
+    /// translate to any PE.
+    #[inline]
+    pub(crate) fn sym_addr<T>(&self, r: SymRef<'_, T>) -> u64 {
+        self.device_state.heap_base + (r.buf.offset + r.index * std::mem::size_of::<T>()) as u64
+    }
+
+    /// The helper module, loaded on first use.
+    pub(crate) fn helper_module(&self, op: &'static str) -> Result<Arc<Module>> {
+        let mut slot = self
+            .helpers
+            .module
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = &*slot {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(
+            self.load_module(&helpers::PTX)
+                .map_err(|e| Error::Unsupported {
+                    op,
+                    pe: self.my_pe(),
+                    reason: format!("the runtime's GPU helper kernels cannot be loaded: {e}"),
+                })?,
+        );
+        *slot = Some(m.clone());
+        Ok(m)
+    }
+
+    /// Launches one helper kernel on one thread and waits for it.
+    fn run_helper<A: KernelArgs>(
+        &self,
+        op: &'static str,
+        kernel: Kernel<A>,
+        args: A,
+    ) -> Result<()> {
+        let module = self.helper_module(op)?;
+        // SAFETY: the helper kernels only touch the symmetric addresses and the
+        // host-mapped result word they are given, which the callers derive from checked
+        // references and this PE's device resources.
+        unsafe { self.launch(&module, kernel, 1, 1, args) }
+    }
+
+    /// One atomic of `kind` on the `size`-byte word at symmetric address `sym` on `pe`;
+    /// the old value's bits.
+    #[allow(clippy::too_many_arguments)] // the encoded AMO: address, PE, width, kind, operands
+    pub(crate) fn gpu_amo(
+        &self,
+        op: &'static str,
+        sym: u64,
+        pe: usize,
+        size: usize,
+        kind: AmoKind,
+        a: u64,
+        b: u64,
+    ) -> Result<u64> {
+        let device = self.device_resources(op)?;
+        let _one_at_a_time = self
+            .helpers
+            .launch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.run_helper(
+            op,
+            helpers::host_amo::KERNEL,
+            (
+                sym as *mut u64,
+                pe as u32,
+                size as u32,
+                kind as u32,
+                a,
+                b,
+                device.result_word() as *mut u64,
+            ),
+        )?;
+        Ok(device.take_result())
+    }
+
+    /// Updates the signal at symmetric address `sym` on `pe`, after everything this GPU
+    /// did before (the data of a put_signal) is visible.
+    pub(crate) fn gpu_signal(
+        &self,
+        op: &'static str,
+        sym: u64,
+        pe: usize,
+        signal: u64,
+        how: SignalOp,
+    ) -> Result<()> {
+        let _one_at_a_time = self
+            .helpers
+            .launch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.run_helper(
+            op,
+            helpers::host_signal::KERNEL,
+            (sym as *mut u64, signal, how as u32, pe as u32),
+        )
+    }
+
+    /// Reads the `T` at device address `addr` of this PE's context.
+    pub(crate) fn gpu_read<T: bytemuck::Pod>(&self, op: &'static str, addr: u64) -> Result<T> {
+        let mut v = T::zeroed();
+        // SAFETY: `addr` was located for one T; `v` is a local T.
+        unsafe {
+            self.gpu_for(op, self.my_pe())?.copy_from_device(
+                op,
+                (&mut v as *mut T).cast(),
+                addr,
+                std::mem::size_of::<T>(),
+            )?
+        };
+        Ok(v)
+    }
+
+    /// This PE's device resources, or the error for a host-memory PE.
+    pub(crate) fn device_resources(
+        &self,
+        op: &'static str,
+    ) -> Result<&crate::cuda::DeviceResources> {
+        self.device.as_ref().ok_or_else(|| Error::NoGpu {
+            op,
+            pe: self.my_pe(),
+            reason: "this is a CPU PE".into(),
+        })
+    }
+}

@@ -1,0 +1,304 @@
+//! Stream-ordered operations (NVSHMEM's `nvshmemx_*_on_stream`): queued on a CUDA stream
+//! of a GPU PE, behind the kernels and copies already on it, without blocking the host.
+//!
+//! | operation | on a GPU PE | on a CPU PE |
+//! |---|---|---|
+//! | `put_on_stream` | `cuMemcpyDtoDAsync` into the peer-mapped heap | `put` |
+//! | `put_signal_on_stream` | the copy, then the `host_signal` helper kernel (fence, signal) | `put_signal` |
+//! | `signal_wait_until_on_stream` | the `stream_wait` helper kernel (one thread spins with backoff) | `signal_wait_until` |
+//! | `quiet_on_stream` | the `stream_quiet` helper kernel (`fence.sc.sys`) | `quiet` |
+//! | `barrier_all_on_stream` | the `stream_barrier_all` helper kernel (device `barrier_all`) | `barrier_all` |
+//!
+//! On a CPU PE a [`Stream`] is the calling thread: each call runs at once, in order, so
+//! one program runs on both kinds of PE.
+
+use crate::error::{Error, Result};
+use crate::int::{Cmp, SignalOp};
+use crate::runtime::Runtime;
+use crate::sym::SymRef;
+
+/// Where stream-ordered operations run: a CUDA stream of this PE's GPU, or the calling
+/// thread on a CPU PE.
+#[derive(Debug, Clone)]
+pub struct Stream {
+    kind: StreamKind,
+    runtime: u64,
+}
+
+#[derive(Debug, Clone)]
+enum StreamKind {
+    Host,
+    #[cfg(feature = "cuda")]
+    Cuda(std::sync::Arc<cudarc::driver::CudaStream>),
+}
+
+impl Stream {
+    /// Waits until everything queued on the stream has run (on a CPU PE: at once).
+    pub fn synchronize(&self) -> Result<()> {
+        match &self.kind {
+            StreamKind::Host => Ok(()),
+            #[cfg(feature = "cuda")]
+            StreamKind::Cuda(s) => s.synchronize().map_err(|e| {
+                crate::cuda::cuda_error(
+                    e.0,
+                    "cuStreamSynchronize".into(),
+                    usize::MAX,
+                    String::new(),
+                )
+            }),
+        }
+    }
+
+    /// The cudarc stream of a GPU PE's stream, to queue your own kernels and copies on.
+    #[cfg(feature = "cuda")]
+    pub fn cuda(&self) -> Option<&std::sync::Arc<cudarc::driver::CudaStream>> {
+        match &self.kind {
+            StreamKind::Host => None,
+            StreamKind::Cuda(s) => Some(s),
+        }
+    }
+}
+
+impl Runtime {
+    /// A new stream: a CUDA stream of this PE's GPU, or the calling thread on a CPU PE.
+    pub fn create_stream(&self) -> Result<Stream> {
+        #[cfg(feature = "cuda")]
+        if let Some(d) = &self.device {
+            let s = d.gpu.ctx.new_stream().map_err(|e| {
+                crate::cuda::cuda_error(e.0, "cuStreamCreate".into(), self.my_pe(), String::new())
+            })?;
+            return Ok(Stream {
+                kind: StreamKind::Cuda(s),
+                runtime: self.id,
+            });
+        }
+        Ok(Stream {
+            kind: StreamKind::Host,
+            runtime: self.id,
+        })
+    }
+
+    /// Wraps a cudarc stream of this PE's GPU context (e.g. one your framework created),
+    /// for the `*_on_stream` operations.
+    #[cfg(feature = "cuda")]
+    pub fn stream_from_cuda(
+        &self,
+        stream: std::sync::Arc<cudarc::driver::CudaStream>,
+    ) -> Result<Stream> {
+        let d = self.device_resources("stream_from_cuda")?;
+        if stream.context().cu_ctx() != d.gpu.ctx.cu_ctx() {
+            return Err(Error::InvalidArgument {
+                op: "stream_from_cuda",
+                reason: format!(
+                    "the stream belongs to another CUDA context than PE {}'s (GPU {})",
+                    self.my_pe(),
+                    d.gpu.ordinal
+                ),
+            });
+        }
+        Ok(Stream {
+            kind: StreamKind::Cuda(stream),
+            runtime: self.id,
+        })
+    }
+
+    /// The stream's CUDA handle on a GPU PE, `None` on a CPU PE, after checking that it
+    /// belongs to this runtime.
+    #[cfg(feature = "cuda")]
+    fn cu_stream(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+    ) -> Result<Option<cudarc::driver::sys::CUstream>> {
+        self.check_stream(op, stream)?;
+        Ok(match &stream.kind {
+            StreamKind::Host => None,
+            StreamKind::Cuda(s) => Some(s.cu_stream()),
+        })
+    }
+
+    fn check_stream(&self, op: &'static str, stream: &Stream) -> Result<()> {
+        if stream.runtime != self.id {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: "the stream was created by another runtime instance".into(),
+            });
+        }
+        let on_gpu = !matches!(stream.kind, StreamKind::Host);
+        if on_gpu != self.device.is_some() {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "a {} stream on a {} PE",
+                    if on_gpu { "GPU" } else { "host" },
+                    if on_gpu { "CPU" } else { "GPU" }
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies `count` elements from `src` (this PE's heap) to `dst` on `pe`, in stream
+    /// order (`nvshmemx_putmem_on_stream`).
+    pub fn put_on_stream<T: bytemuck::Pod>(
+        &self,
+        dst: SymRef<'_, T>,
+        src: SymRef<'_, T>,
+        count: usize,
+        pe: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.copy_on_stream("put_on_stream", dst, src, count, pe, stream)
+    }
+
+    /// The copy of `put_on_stream` and `put_signal_on_stream`.
+    fn copy_on_stream<T: bytemuck::Pod>(
+        &self,
+        op: &'static str,
+        dst: SymRef<'_, T>,
+        src: SymRef<'_, T>,
+        count: usize,
+        pe: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.check_stream(op, stream)?;
+        let to = self.locate(op, dst, count, pe)?;
+        let from = self.locate(op, src, count, self.my_pe())?;
+        match (to, from) {
+            (crate::route::Located::Host(d), crate::route::Located::Host(s)) => {
+                // SAFETY: both ranges were located for `count` elements; `copy` allows
+                // the overlap of a put to this PE's own allocation.
+                unsafe { std::ptr::copy(s.cast_const(), d, count) };
+                Ok(())
+            }
+            #[cfg(feature = "cuda")]
+            (crate::route::Located::Device(d), crate::route::Located::Device(s)) => {
+                let bytes = count * std::mem::size_of::<T>();
+                let cu = self
+                    .cu_stream(op, stream)?
+                    .expect("a GPU heap implies a GPU stream");
+                let gpu = self.gpu_for(op, pe)?;
+                gpu.bind()?;
+                // SAFETY: both ranges are device memory mapped in this context, located
+                // for `bytes` bytes; the copy is queued on the caller's stream.
+                crate::cuda::check(
+                    unsafe { cudarc::driver::sys::cuMemcpyDtoDAsync_v2(d, s, bytes, cu) },
+                    || format!("cuMemcpyDtoDAsync of {bytes} bytes ({op})"),
+                    self.my_pe(),
+                )
+            }
+            #[allow(unreachable_patterns)] // host and device heaps never mix in one job
+            _ => Err(Error::Unsupported {
+                op,
+                pe,
+                reason: "source and destination are on different kinds of memory".into(),
+            }),
+        }
+    }
+
+    /// Copies `count` elements from `src` (this PE's heap) to `dst` on `pe`, then updates
+    /// `sig` on `pe` with `op(signal)`, in stream order; the target never sees the signal
+    /// before the data (`nvshmemx_putmem_signal_on_stream`).
+    #[allow(clippy::too_many_arguments)] // NVSHMEM's argument list plus the stream
+    pub fn put_signal_on_stream<T: bytemuck::Pod>(
+        &self,
+        dst: SymRef<'_, T>,
+        src: SymRef<'_, T>,
+        count: usize,
+        sig: SymRef<'_, u64>,
+        signal: u64,
+        op: SignalOp,
+        pe: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        const OP: &str = "put_signal_on_stream";
+        // Check the signal first so that a bad signal address leaves the target untouched.
+        let word = self.word(OP, sig, pe)?;
+        self.copy_on_stream(OP, dst, src, count, pe, stream)?;
+        match word {
+            crate::route::Word::Host(_) => self.signal_op(sig, signal, op, pe),
+            #[cfg(feature = "cuda")]
+            crate::route::Word::Device { sym, .. } => self.helper_on_stream(
+                OP,
+                stream,
+                symmem_runtime_kernels::host_signal::KERNEL,
+                (sym as *mut u64, signal, op as u32, pe as u32),
+            ),
+        }
+    }
+
+    /// Makes `stream` wait (without blocking the host) until this PE's `sig` satisfies
+    /// `cmp value` (`nvshmemx_signal_wait_until_on_stream`).
+    pub fn signal_wait_until_on_stream(
+        &self,
+        sig: SymRef<'_, u64>,
+        cmp: Cmp,
+        value: u64,
+        stream: &Stream,
+    ) -> Result<()> {
+        const OP: &str = "signal_wait_until_on_stream";
+        self.check_stream(OP, stream)?;
+        match self.word(OP, sig, self.my_pe())? {
+            crate::route::Word::Host(_) => self.signal_wait_until(sig, cmp, value).map(drop),
+            #[cfg(feature = "cuda")]
+            crate::route::Word::Device { sym, .. } => self.helper_on_stream(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_wait::KERNEL,
+                (sym as *mut u64, cmp as u32, value),
+            ),
+        }
+    }
+
+    /// Completes and makes visible every earlier operation of `stream` before later ones
+    /// run (`nvshmemx_quiet_on_stream`).
+    pub fn quiet_on_stream(&self, stream: &Stream) -> Result<()> {
+        const OP: &str = "quiet_on_stream";
+        self.check_stream(OP, stream)?;
+        #[cfg(feature = "cuda")]
+        if self.device.is_some() {
+            return self.helper_on_stream(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_quiet::KERNEL,
+                (),
+            );
+        }
+        self.quiet()
+    }
+
+    /// A barrier of all PEs in stream order: later work of `stream` starts once every PE
+    /// has reached it (`nvshmemx_barrier_all_on_stream`).
+    pub fn barrier_all_on_stream(&self, stream: &Stream) -> Result<()> {
+        const OP: &str = "barrier_all_on_stream";
+        self.check_stream(OP, stream)?;
+        #[cfg(feature = "cuda")]
+        if self.device.is_some() {
+            return self.helper_on_stream(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_barrier_all::KERNEL,
+                (),
+            );
+        }
+        self.barrier_all()
+    }
+
+    /// Queues one helper kernel on a GPU PE's stream.
+    #[cfg(feature = "cuda")]
+    fn helper_on_stream<A: symmem_device::KernelArgs>(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+        kernel: symmem_device::Kernel<A>,
+        args: A,
+    ) -> Result<()> {
+        let cu = self
+            .cu_stream(op, stream)?
+            .expect("GPU PEs have GPU streams");
+        let module = self.helper_module(op)?;
+        // SAFETY: the helper kernels only touch the symmetric addresses they are given,
+        // which the callers derive from checked references.
+        unsafe { self.launch_on_stream(op, &module, kernel, args, cu) }
+    }
+}
