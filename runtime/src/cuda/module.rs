@@ -179,6 +179,7 @@ impl CudaModule {
     /// # Safety
     /// `args` point at values matching the kernel's parameters; the kernel's memory
     /// accesses are valid.
+    #[allow(clippy::too_many_arguments)] // cuLaunchKernel's own argument list, grouped
     pub(crate) unsafe fn launch(
         &self,
         op: &'static str,
