@@ -1,10 +1,18 @@
-//! The PE side of the device-API tests: `device-test-pe [--pes N] SCENARIO`.
+//! The PE side of the device-API tests: `device-test-pe [--pes N] SCENARIO`, or
+//! `device-test-pe --list-gpu`.
 //!
-//! Each scenario launches kernels from `symmem-test-kernels` on the CPU executor and
-//! checks the results exactly; it prints `PE i: SCENARIO ok` and exits 0, or prints
-//! `FAILED: ...` and exits non-zero. Scenarios that expect an error print it on stdout as
-//! `ERROR...`. A PE whose check fails exits at once, without finalizing, so that peers
-//! waiting for it fail promptly instead of hanging.
+//! Each scenario loads `symmem-test-kernels` (`Runtime::load_module`), launches its
+//! kernels with `Runtime::launch` (on the CPU executor on CPU PEs, on the GPU with
+//! `SYMMEM_DEVICE=cuda`) and checks the results exactly; it prints `PE i: SCENARIO ok`
+//! and exits 0, or prints `FAILED: ...` and exits non-zero. Scenarios that expect an
+//! error print it on stdout as `ERROR...`. A PE whose check fails exits at once, without
+//! finalizing, so that peers waiting for it fail promptly instead of hanging.
+//!
+//! Kernels on a GPU PE reach only device memory, so every buffer a kernel reads or writes
+//! is a symmetric allocation: the host fills it with `put` and reads it back with `get`
+//! from its own PE. `--list-gpu` prints the scenarios that may run on GPU PEs, one per
+//! line; the others check what only the CPU executor does, or use host atomics and waits
+//! on the heap, and refuse to run on a GPU PE.
 //!
 //! With `--pes N` the program self-launches N PEs; under another launcher (mpirun) the
 //! test sets `SYMMEM_TEST_EXPECT_PES`, which every PE checks against the job's size (and
@@ -37,27 +45,36 @@ type Outcome = Result<(), String>;
 /// A scenario: runs on an initialised runtime, checks, and says what was wrong.
 type Scenario = fn(&Runtime) -> Outcome;
 
-/// Every scenario, by name.
-const SCENARIOS: &[(&str, Scenario)] = &[
-    ("ring_put_signal", ring::ring_put_signal),
-    ("identity", ring::identity),
-    ("two_nodes", ring::two_nodes),
-    ("rma", rma::rma),
-    ("put_signal", signal::put_signal),
-    ("signal_cmp", signal::signal_cmp),
-    ("wait_test", signal::wait_test),
-    ("atomics", amo::atomics),
-    ("fence_quiet", sync::fence_quiet),
-    ("barriers", sync::barriers),
-    ("geometry", threads::geometry),
-    ("thread_sync", threads::thread_sync),
-    ("big_grid", threads::big_grid),
-    ("cooperative", threads::cooperative),
-    ("launch_args", threads::launch_args),
-    ("pipeline", pipeline::pipeline),
-    ("kernel_panic", failure::kernel_panic),
-    ("kill_in_wait", failure::kill_in_wait),
-    ("early_exit", failure::early_exit),
+/// Marks a scenario that may run on GPU PEs.
+const GPU: bool = true;
+/// Marks a scenario that only makes sense on the CPU executor.
+const CPU_ONLY: bool = false;
+
+/// Every scenario: name, function, and whether it may run on GPU PEs (`--list-gpu`).
+const SCENARIOS: &[(&str, Scenario, bool)] = &[
+    ("ring_put_signal", ring::ring_put_signal, GPU),
+    ("identity", ring::identity, GPU),
+    // Asserts `KernelFailed` naming block and thread: a CPU-executor error (a GPU traps).
+    ("two_nodes", ring::two_nodes, CPU_ONLY),
+    ("rma", rma::rma, GPU),
+    ("put_signal", signal::put_signal, GPU),
+    ("signal_cmp", signal::signal_cmp, GPU),
+    ("wait_test", signal::wait_test, GPU),
+    ("atomics", amo::atomics, GPU),
+    ("fence_quiet", sync::fence_quiet, GPU),
+    ("barriers", sync::barriers, GPU),
+    ("geometry", threads::geometry, GPU),
+    ("thread_sync", threads::thread_sync, GPU),
+    ("big_grid", threads::big_grid, GPU),
+    ("cooperative", threads::cooperative, GPU),
+    // Asserts the CPU executor's error texts and its 4096-thread cooperative limit.
+    ("launch_args", threads::launch_args, CPU_ONLY),
+    ("pipeline", pipeline::pipeline, GPU),
+    // Asserts `KernelFailed` from a panicking kernel thread (a GPU trap kills the context).
+    ("kernel_panic", failure::kernel_panic, CPU_ONLY),
+    // Host atomics and waits on the heap, and `KernelFailed` naming the dead PE.
+    ("kill_in_wait", failure::kill_in_wait, CPU_ONLY),
+    ("early_exit", failure::early_exit, GPU),
 ];
 
 /// The environment variable with the number of PEs the job must have.
@@ -65,6 +82,14 @@ const EXPECT_PES: &str = "SYMMEM_TEST_EXPECT_PES";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list-gpu") {
+        for (name, _, gpu) in SCENARIOS {
+            if *gpu {
+                println!("{name}");
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
     // A self-launched job expects the number of PEs it was asked for. Set before any
     // thread exists, and inherited by the PEs.
     if let Some(n) = args
@@ -89,8 +114,8 @@ fn main() -> ExitCode {
         .find(|a| !a.starts_with("--"))
         .cloned()
         .unwrap_or_default();
-    let Some(&(name, run)) = SCENARIOS.iter().find(|(name, _)| *name == scenario) else {
-        let known: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
+    let Some(&(name, run, gpu)) = SCENARIOS.iter().find(|(name, ..)| *name == scenario) else {
+        let known: Vec<&str> = SCENARIOS.iter().map(|(n, ..)| *n).collect();
         eprintln!("unknown scenario {scenario:?}; known: {}", known.join(" "));
         return ExitCode::from(2);
     };
@@ -107,7 +132,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(msg) = run(&rt) {
+    let result = if rt.is_gpu() && !gpu {
+        Err(format!(
+            "{name} is a CPU-only scenario and this is a GPU PE ({})",
+            rt.device_description()
+        ))
+    } else {
+        run(&rt)
+    };
+    if let Err(msg) = result {
         eprintln!("FAILED: PE {}: {msg}", rt.my_pe());
         // Exit without finalizing: peers may be waiting for this PE in another operation
         // (a barrier, a signal), and they detect an exited PE at once.
@@ -178,11 +211,20 @@ fn sym<T>(rt: &Runtime, buf: &SymBuf<T>) -> Result<*mut T, String> {
         .as_ptr())
 }
 
-/// This PE's copy of `buf`.
+/// This PE's copy of `buf`, copied out with `get` (a GPU heap is reached by copies only).
 fn read_all<T: symmem::Pod>(rt: &Runtime, buf: &SymBuf<T>) -> Result<Vec<T>, String> {
     let mut out = vec![T::zeroed(); buf.len()];
-    rt.read_local(buf.at(0), &mut out).map_err(e2s)?;
+    rt.get(buf.at(0), &mut out, rt.my_pe()).map_err(e2s)?;
     Ok(out)
+}
+
+/// A new symmetric allocation holding `data` on this PE, for a kernel's input or output
+/// (a GPU kernel cannot reach host memory). Collective: every PE calls it with the same
+/// length at the same point.
+fn sym_from<T: symmem::Pod>(rt: &Runtime, data: &[T]) -> Result<SymBuf<T>, String> {
+    let buf = rt.alloc::<T>(data.len()).map_err(e2s)?;
+    rt.put(buf.at(0), data, rt.my_pe()).map_err(e2s)?;
+    Ok(buf)
 }
 
 /// Checks that a launch failed with `KernelFailed` on this PE, first in `block` and

@@ -3,10 +3,12 @@
 
 use std::fmt::Debug;
 
+use symmem::device::Kernel;
 use symmem::{Pod, Runtime};
 use symmem_test_kernels::amo::{self as k, *};
+use symmem_test_kernels::PTX;
 
-use super::{check_eq, e2s, read_all, sym, Outcome};
+use super::{check_eq, e2s, read_all, sym, sym_from, Outcome};
 
 /// Launch shape: 2 blocks of 64 threads per PE.
 const GRID: u32 = 2;
@@ -108,8 +110,11 @@ fn sorted<T: Ord + Clone>(v: &[T]) -> Vec<T> {
 fn amo_case<T: Int>(
     rt: &Runtime,
     name: &str,
-    kernel: unsafe fn(*mut T, *mut T, *const T, *const T, *mut T),
+    kernel: Kernel<(*mut T, *mut T, *const T, *const T, *mut T)>,
 ) -> Outcome {
+    // Loaded here rather than once per scenario: symmem does not export the module's
+    // type, so a function cannot take it as an argument.
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let all = n * PER_PE;
     let slots = rt.calloc::<T>(SLOTS_SHARED + n).map_err(e2s)?;
@@ -119,14 +124,16 @@ fn amo_case<T: Int>(
     let vals: Vec<T> = (0..PER_PE)
         .flat_map(|g| thread_vals::<T>(me * PER_PE + g))
         .collect();
-    let solo = solo_vals::<T>(me);
-    let mut solo_out = vec![T::zeroed(); n * SOLO_RESULTS];
+    let vals = sym_from(rt, &vals)?;
+    let solo = sym_from(rt, &solo_vals::<T>(me))?;
+    let solo_out = rt.calloc::<T>(n * SOLO_RESULTS).map_err(e2s)?;
     let (sp, rp) = (sym(rt, &slots)?, sym(rt, &res)?);
-    let (vp, solop, outp) = (vals.as_ptr(), solo.as_ptr(), solo_out.as_mut_ptr());
-    // SAFETY: `sp` and `rp` are symmetric addresses of `SLOTS_SHARED + n` and `3 * all`
-    // T; `vp` holds `VALS_PER_THREAD` T per thread, `solop` `SOLO_VALUES`, `outp`
-    // `SOLO_RESULTS` per PE (written by thread 0 only); all outlive the launch.
-    unsafe { rt.launch_closure(GRID, BLOCK, || kernel(sp, rp, vp, solop, outp)) }
+    let (vp, solop) = (sym(rt, &vals)?.cast_const(), sym(rt, &solo)?.cast_const());
+    let outp = sym(rt, &solo_out)?;
+    // SAFETY: `sp`, `rp`, `vp`, `solop` and `outp` are symmetric addresses of
+    // `SLOTS_SHARED + n`, `3 * all`, `VALS_PER_THREAD * PER_PE`, `SOLO_VALUES` and
+    // `SOLO_RESULTS * n` T; `outp` is written by thread 0 only.
+    unsafe { rt.launch(&m, kernel, GRID, BLOCK, (sp, rp, vp, solop, outp)) }
         .map_err(|e| format!("{name}: {e}"))?;
     rt.barrier_all().map_err(e2s)?;
 
@@ -175,18 +182,21 @@ fn amo_case<T: Int>(
     let want_solo: Vec<T> = (0..n).flat_map(|_| solo_expected::<T>(me).0).collect();
     check_eq(
         &format!("{name}: thread 0's fetched values on every PE"),
-        &solo_out,
+        &read_all(rt, &solo_out)?,
         &want_solo,
     )?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(slots).map_err(e2s)?;
-    rt.free(res).map_err(e2s)
+    rt.free(res).map_err(e2s)?;
+    rt.free(vals).map_err(e2s)?;
+    rt.free(solo).map_err(e2s)?;
+    rt.free(solo_out).map_err(e2s)
 }
 
 /// Every atomic on every integer type.
 pub fn atomics(rt: &Runtime) -> Outcome {
-    amo_case::<u32>(rt, "u32", k::amo_u32)?;
-    amo_case::<i32>(rt, "i32", k::amo_i32)?;
-    amo_case::<u64>(rt, "u64", k::amo_u64)?;
-    amo_case::<i64>(rt, "i64", k::amo_i64)
+    amo_case::<u32>(rt, "u32", k::amo_u32::KERNEL)?;
+    amo_case::<i32>(rt, "i32", k::amo_i32::KERNEL)?;
+    amo_case::<u64>(rt, "u64", k::amo_u64::KERNEL)?;
+    amo_case::<i64>(rt, "i64", k::amo_i64::KERNEL)
 }

@@ -1,9 +1,10 @@
-//! Failing kernels: a panic while sibling threads wait, and a wait for a PE that dies.
+//! Failing kernels: a panic while sibling threads wait, and a wait for a PE that dies
+//! (CPU executor only), and threads that exit before a barrier.
 
 use std::time::{Duration, Instant};
 
 use symmem::Runtime;
-use symmem_test_kernels::{failure as k, threads::count_threads};
+use symmem_test_kernels::{failure as k, threads::count_threads, PTX};
 
 use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, Outcome};
 
@@ -15,6 +16,7 @@ const FAIL_WITHIN: Duration = Duration::from_secs(10);
 /// `sync_warp` and `sync_threads`: `launch` (1-D and 2-D) and `launch_cooperative` return
 /// `KernelFailed` naming the block and thread, promptly; afterwards kernels run normally.
 pub fn kernel_panic(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let me = rt.my_pe();
     let sig = rt.calloc::<u64>(1).map_err(e2s)?;
     let counter = rt.calloc::<u64>(1).map_err(e2s)?;
@@ -38,14 +40,13 @@ pub fn kernel_panic(rt: &Runtime) -> Outcome {
         // Blocks before the victim's pass their wait; the victim's never does.
         rt.put(sig.at(0), &[victim_block as u64], me).map_err(e2s)?;
         let start = Instant::now();
+        let args = (s, victim_block, victim_thread);
         // SAFETY: `s` is a symmetric address of one u64.
         let r = unsafe {
             if cooperative {
-                rt.launch_closure_cooperative(grid, block, || {
-                    k::panic_one(s, victim_block, victim_thread)
-                })
+                rt.launch_cooperative(&m, k::panic_one::KERNEL, grid, block, args)
             } else {
-                rt.launch_closure(grid, block, || k::panic_one(s, victim_block, victim_thread))
+                rt.launch(&m, k::panic_one::KERNEL, grid, block, args)
             }
         };
         let took = start.elapsed();
@@ -57,7 +58,7 @@ pub fn kernel_panic(rt: &Runtime) -> Outcome {
         println!("ERROR (expected, after {took:?}): {text}");
     }
     // SAFETY: `c` is a symmetric address of one u64.
-    unsafe { rt.launch_closure(2, 64, || count_threads(c)) }
+    unsafe { rt.launch(&m, count_threads::KERNEL, 2, 64, (c,)) }
         .map_err(|e| format!("launch after the failures: {e}"))?;
     check_eq(
         "threads run after the failures",
@@ -74,6 +75,7 @@ pub fn kernel_panic(rt: &Runtime) -> Outcome {
 /// `KernelFailed` naming the dead PE; the survivor prints `ERROR after …: …` and exits 3
 /// at once (finalize would only report the same failure again).
 pub fn kill_in_wait(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let victim = n - 1;
     let sig = rt.calloc::<u64>(1).map_err(e2s)?;
@@ -90,7 +92,7 @@ pub fn kill_in_wait(rt: &Runtime) -> Outcome {
     rt.atomic_inc(ready.at(0), victim).map_err(e2s)?;
     let start = Instant::now();
     // SAFETY: `s` is a symmetric address of one u64.
-    let r = unsafe { rt.launch_closure(1, 64, || k::wait_forever(s)) };
+    let r = unsafe { rt.launch(&m, k::wait_forever::KERNEL, 1, 64, (s,)) };
     let needle = format!("PE {victim} failed while PE {me} was in a kernel wait");
     let text = expect_kernel_failed(rt, r, (0, 0, 0), (0, 0, 0), &[&needle])?;
     println!("ERROR after {:?}: {text}", start.elapsed());
@@ -98,17 +100,19 @@ pub fn kill_in_wait(rt: &Runtime) -> Outcome {
 }
 
 /// Thread 0 of every block returns before the others call `sync_threads` and `sync_warp`:
-/// the exited thread counts as arrived, so `launch` (3 blocks, reusing threads) and
-/// `launch_cooperative` complete, and every other thread passes both barriers.
+/// the exited thread counts as arrived (on the GPU as on the CPU executor, where `launch`
+/// reuses the threads for its 3 blocks), so `launch` and `launch_cooperative` complete,
+/// and every other thread passes both barriers.
 pub fn early_exit(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let counter = rt.calloc::<u64>(1).map_err(e2s)?;
     let c = sym(rt, &counter)?;
     let start = Instant::now();
     // SAFETY: `c` is a symmetric address of one u64.
     unsafe {
-        rt.launch_closure(3, 64, || k::early_exit_sync(c))
+        rt.launch(&m, k::early_exit_sync::KERNEL, 3, 64, (c,))
             .map_err(e2s)?;
-        rt.launch_closure_cooperative(2, 48, || k::early_exit_sync(c))
+        rt.launch_cooperative(&m, k::early_exit_sync::KERNEL, 2, 48, (c,))
             .map_err(e2s)?;
     }
     ensure(start.elapsed() < FAIL_WITHIN, || {

@@ -1,8 +1,8 @@
 //! The device-side put-with-signal pipeline (see `symmem_test_kernels::pipeline`).
 
 use symmem::{Runtime, SignalOp};
-use symmem_test_kernels::pattern;
 use symmem_test_kernels::pipeline::{self as k, chunk_signal};
+use symmem_test_kernels::{pattern, PTX};
 
 use super::{check_eq, e2s, ensure, read_all, sym, Outcome};
 
@@ -26,6 +26,12 @@ pub fn pipeline(rt: &Runtime) -> Outcome {
         format!("the pipeline pairs PEs up; {n} PEs cannot")
     })?;
     let partner = me ^ 1;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    // The producer's chunks and the consumer's counts: every PE allocates both
+    // (allocation is collective) and uses the one of its role in each run.
+    let src = rt.alloc::<u64>(CHUNKS as usize * CHUNK).map_err(e2s)?;
+    let out = rt.alloc::<u64>(2 * THREADS as usize).map_err(e2s)?;
+    let (sp, outp) = (sym(rt, &src)?.cast_const(), sym(rt, &out)?);
     for (run, (op, even_produces)) in [
         (SignalOp::Set, true),
         (SignalOp::Add, true),
@@ -42,28 +48,38 @@ pub fn pipeline(rt: &Runtime) -> Outcome {
         let (sl, sg, cr) = (sym(rt, &slots)?, sym(rt, &sig)?, sym(rt, &credit)?);
         let producing = (me % 2 == 0) == even_produces;
         if producing {
-            let src: Vec<u64> = (0..CHUNKS)
+            let data: Vec<u64> = (0..CHUNKS)
                 .flat_map(|c| (0..CHUNK).map(move |i| pattern(me, c, i)))
                 .collect();
-            let sp = src.as_ptr();
-            // SAFETY: `sl`, `sg` and `cr` are symmetric addresses of `NSLOTS * CHUNK`,
-            // `NSLOTS` and 1 u64s; `sp` holds `CHUNKS * CHUNK` u64s and outlives the launch.
+            rt.put(src.at(0), &data, rt.my_pe()).map_err(e2s)?;
+            // SAFETY: `sl`, `sp`, `sg` and `cr` are symmetric addresses of
+            // `NSLOTS * CHUNK`, `CHUNKS * CHUNK`, `NSLOTS` and 1 u64s.
             unsafe {
-                rt.launch_closure(1, THREADS, || {
-                    k::pipe_produce(sl, sp, CHUNK, CHUNKS, NSLOTS, sg, cr, op, partner)
-                })
+                rt.launch(
+                    &m,
+                    k::pipe_produce::KERNEL,
+                    1,
+                    THREADS,
+                    (sl, sp, CHUNK, CHUNKS, NSLOTS, sg, cr, op, partner),
+                )
             }
             .map_err(|e| format!("{name}: producer: {e}"))?;
         } else {
-            let mut out = vec![u64::MAX; 2 * THREADS as usize];
-            let op_ = out.as_mut_ptr();
-            // SAFETY: as above; `op_` holds two u64s per thread, each written by its thread.
+            rt.put(out.at(0), &[u64::MAX; 2 * THREADS as usize], rt.my_pe())
+                .map_err(e2s)?;
+            // SAFETY: as above; `outp` is a symmetric address of two u64s per thread,
+            // each written by its thread.
             unsafe {
-                rt.launch_closure(1, THREADS, || {
-                    k::pipe_consume(sl, CHUNK, CHUNKS, NSLOTS, sg, cr, op, partner, op_)
-                })
+                rt.launch(
+                    &m,
+                    k::pipe_consume::KERNEL,
+                    1,
+                    THREADS,
+                    (sl, CHUNK, CHUNKS, NSLOTS, sg, cr, op, partner, outp),
+                )
             }
             .map_err(|e| format!("{name}: consumer: {e}"))?;
+            let out = read_all(rt, &out)?;
             let bad: u64 = out.iter().skip(1).step_by(2).sum();
             let sum = out.iter().step_by(2).fold(0u64, |a, &s| a.wrapping_add(s));
             let want_sum = (0..CHUNKS)
@@ -102,5 +118,6 @@ pub fn pipeline(rt: &Runtime) -> Outcome {
         rt.free(sig).map_err(e2s)?;
         rt.free(credit).map_err(e2s)?;
     }
-    Ok(())
+    rt.free(src).map_err(e2s)?;
+    rt.free(out).map_err(e2s)
 }

@@ -2,28 +2,29 @@
 //! split into two nodes, where device operations on the other node fail the launch.
 
 use symmem::Runtime;
-use symmem_test_kernels::{failure as kf, pattern, ring as k};
+use symmem_test_kernels::{failure as kf, pattern, ring as k, PTX};
 
-use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, Outcome};
+use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, sym_from, Outcome};
 
 /// A block puts to the right neighbour with put_signal_block; the neighbour's kernel waits
 /// for the signal and then every element is checked.
 pub fn ring_put_signal(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let len = 10_000usize;
     let dst = rt.calloc::<u64>(len).map_err(e2s)?;
     let sig = rt.calloc::<u64>(1).map_err(e2s)?;
-    let src: Vec<u64> = (0..len as u64)
+    let data: Vec<u64> = (0..len as u64)
         .map(|i| i * 7 + me as u64 * 1_000_000)
         .collect();
-    let (d, s) = (sym(rt, &dst)?, sym(rt, &sig)?);
-    let srcp = src.as_ptr();
-    // SAFETY: `d` and `s` are symmetric addresses of live allocations with `len` and 1
-    // elements; `srcp` points at `len` readable u64s that outlive the launch.
+    let src = sym_from(rt, &data)?;
+    let (d, s, srcp) = (sym(rt, &dst)?, sym(rt, &sig)?, sym(rt, &src)?.cast_const());
+    // SAFETY: `d`, `srcp` and `s` are symmetric addresses of live allocations of `len`,
+    // `len` and 1 u64s.
     unsafe {
-        rt.launch_closure(1, 64, || k::ring_put_signal(d, srcp, len, s))
+        rt.launch(&m, k::ring_put_signal::KERNEL, 1, 64, (d, srcp, len, s))
             .map_err(e2s)?;
-        rt.launch_closure(1, 1, || k::wait_signal(s, 1))
+        rt.launch(&m, k::wait_signal::KERNEL, 1, 1, (s, 1u64))
             .map_err(e2s)?;
     }
     let left = (me + n - 1) % n;
@@ -31,24 +32,32 @@ pub fn ring_put_signal(rt: &Runtime) -> Outcome {
         .map(|i| i * 7 + left as u64 * 1_000_000)
         .collect();
     check_eq("ring data", &read_all(rt, &dst)?, &want)?;
-    rt.barrier_all().map_err(e2s)
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(dst).map_err(e2s)?;
+    rt.free(sig).map_err(e2s)?;
+    rt.free(src).map_err(e2s)
 }
 
-/// Runs the `identity` kernel on a 32-thread block and checks what every thread saw:
+/// Threads of the `identity` launch.
+const IDENTITY_THREADS: u32 = 32;
+
+/// Runs the `identity` kernel on a block of [`IDENTITY_THREADS`] and checks what every thread saw:
 /// `my_pe`, `n_pes`, `ptr(buf, pe)` equal to the host's `Runtime::ptr` (null exactly for
 /// PEs on another node), and the values stored through those pointers. Returns the PEs
 /// whose pointer was null.
 fn check_identity(rt: &Runtime) -> Result<Vec<usize>, String> {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let buf = rt.calloc::<u64>(n).map_err(e2s)?;
-    let threads = 32;
-    let mut ids = vec![u32::MAX; 2 * threads];
-    let mut ptrs = vec![u64::MAX; n];
-    let b = sym(rt, &buf)?;
-    let (idp, ptrp) = (ids.as_mut_ptr(), ptrs.as_mut_ptr());
-    // SAFETY: `b` is a symmetric address of `n` u64s; `ids` holds 2 u32s per thread and
-    // `ptrs` one u64 per PE, each written by one thread only; all outlive the launch.
-    unsafe { rt.launch_closure(1, threads as u32, || k::identity(b, idp, ptrp)) }.map_err(e2s)?;
+    let threads = IDENTITY_THREADS as usize;
+    let ids_buf = sym_from(rt, &vec![u32::MAX; 2 * threads])?;
+    let ptrs_buf = sym_from(rt, &vec![u64::MAX; n])?;
+    let (b, idp, ptrp) = (sym(rt, &buf)?, sym(rt, &ids_buf)?, sym(rt, &ptrs_buf)?);
+    // SAFETY: `b`, `idp` and `ptrp` are symmetric addresses of `n` u64s, 2 u32s per
+    // thread and `n` u64s; each element of `idp` and `ptrp` is written by one thread.
+    unsafe { rt.launch(&m, k::identity::KERNEL, 1, IDENTITY_THREADS, (b, idp, ptrp)) }
+        .map_err(e2s)?;
+    let (ids, ptrs) = (read_all(rt, &ids_buf)?, read_all(rt, &ptrs_buf)?);
     let want_ids: Vec<u32> = (0..threads).flat_map(|_| [me as u32, n as u32]).collect();
     check_eq("my_pe/n_pes per thread", &ids, &want_ids)?;
     let mut unreachable = Vec::new();
@@ -80,6 +89,8 @@ fn check_identity(rt: &Runtime) -> Result<Vec<usize>, String> {
     check_eq("values stored through ptr", &read_all(rt, &buf)?, &want)?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)?;
+    rt.free(ids_buf).map_err(e2s)?;
+    rt.free(ptrs_buf).map_err(e2s)?;
     Ok(unreachable)
 }
 
@@ -119,6 +130,7 @@ pub fn split_into_two_nodes() -> Outcome {
 pub fn two_nodes(rt: &Runtime) -> Outcome {
     let (me, n, per_node) = (rt.my_pe(), rt.n_pes(), per_node()?);
     let unreachable = check_identity(rt)?;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let want: Vec<usize> = (0..n)
         .filter(|&pe| pe / per_node != me / per_node)
         .collect();
@@ -136,8 +148,15 @@ pub fn two_nodes(rt: &Runtime) -> Outcome {
             // Thread 37 of block 1 (a 2 × 64 grid) issues the operation.
             // SAFETY: `b` is a symmetric address of 2 u64s; the failing operation is
             // refused before it touches memory.
-            let r =
-                unsafe { rt.launch_closure(2, 64, || kf::remote_op(b, op, pe as u32, 64 + 37)) };
+            let r = unsafe {
+                rt.launch(
+                    &m,
+                    kf::remote_op::KERNEL,
+                    2,
+                    64,
+                    (b, op, pe as u32, 64 + 37),
+                )
+            };
             let text = expect_kernel_failed(rt, r, (1, 0, 0), (37, 0, 0), &[&needle])
                 .map_err(|e| format!("op {op} on PE {pe}: {e}"))?;
             if op == 0 {

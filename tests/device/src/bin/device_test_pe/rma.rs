@@ -1,16 +1,17 @@
 //! Put and get at thread, warp and block scope, blocking and `_nbi`, and `p`/`g` (see
 //! `symmem_test_kernels::rma` for the units and regions).
 
+use symmem::device::Kernel;
 use symmem::Runtime;
-use symmem_test_kernels::pattern;
 use symmem_test_kernels::rma::{self as k, put_target};
+use symmem_test_kernels::{pattern, PTX};
 
-use super::{check_eq, e2s, read_all, sym, Outcome};
+use super::{check_eq, e2s, read_all, sym, sym_from, Outcome};
 
 /// Untouched u64s after the last region: a put that writes past its end shows there.
 const GUARD: usize = 64;
 
-/// A launch of a put (or get) kernel: `(dst, src or got)`.
+/// A launch of a put (or get) kernel: `(dst, src or got)`, symmetric addresses.
 type Phase<'a> = &'a dyn Fn(*mut u64, *mut u64) -> symmem::Result<()>;
 
 /// One put phase and one get phase over `units` units of `len` u64s, checked exactly:
@@ -28,11 +29,13 @@ fn run_case(
     let dst = rt
         .calloc::<u64>(n as usize * units as usize * len + GUARD)
         .map_err(e2s)?;
-    let d = sym(rt, &dst)?;
-    let mut src: Vec<u64> = (0..units)
+    let data: Vec<u64> = (0..units)
         .flat_map(|u| (0..len).map(move |i| pattern(me, u, i)))
         .collect();
-    put(d, src.as_mut_ptr()).map_err(|e| format!("{name} put: {e}"))?;
+    let src = sym_from(rt, &data)?;
+    let got = rt.calloc::<u64>(units as usize * len).map_err(e2s)?;
+    let d = sym(rt, &dst)?;
+    put(d, sym(rt, &src)?).map_err(|e| format!("{name} put: {e}"))?;
     rt.barrier_all().map_err(e2s)?;
     let mut want = vec![0u64; dst.len()];
     for s in 0..n {
@@ -48,15 +51,16 @@ fn run_case(
         &read_all(rt, &dst)?,
         &want,
     )?;
-    let mut got = vec![0u64; units as usize * len];
-    get(d, got.as_mut_ptr()).map_err(|e| format!("{name} get: {e}"))?;
+    get(d, sym(rt, &got)?).map_err(|e| format!("{name} get: {e}"))?;
     let writer = (me + 1) % n;
     let want: Vec<u64> = (0..units)
         .flat_map(|u| (0..len).map(move |i| pattern(writer, u, i)))
         .collect();
-    check_eq(&format!("{name}: gotten data"), &got, &want)?;
+    check_eq(&format!("{name}: gotten data"), &read_all(rt, &got)?, &want)?;
     rt.barrier_all().map_err(e2s)?;
-    rt.free(dst).map_err(e2s)
+    rt.free(dst).map_err(e2s)?;
+    rt.free(src).map_err(e2s)?;
+    rt.free(got).map_err(e2s)
 }
 
 /// Every put/get form at every scope. Thread scope: 2 blocks of 32 threads, 100 u64s
@@ -64,8 +68,9 @@ fn run_case(
 /// threads (a full and a 16-lane warp each), 1003 u64s per warp. Block scope: 3 blocks of
 /// 256 threads, 10007 u64s per block.
 pub fn rma(rt: &Runtime) -> Outcome {
-    type Put = unsafe fn(*mut u64, *const u64, usize, u32);
-    type Get = unsafe fn(*mut u64, *mut u64, usize, u32);
+    type Put = Kernel<(*mut u64, *const u64, usize, u32)>;
+    type Get = Kernel<(*mut u64, *mut u64, usize, u32)>;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let scopes: [(&str, u32, u32, u32, usize, Put, Get); 3] = [
         (
             "thread",
@@ -73,42 +78,51 @@ pub fn rma(rt: &Runtime) -> Outcome {
             32,
             64,
             100,
-            k::rma_put_threads,
-            k::rma_get_threads,
+            k::rma_put_threads::KERNEL,
+            k::rma_get_threads::KERNEL,
         ),
-        ("warp", 2, 48, 4, 1003, k::rma_put_warps, k::rma_get_warps),
+        (
+            "warp",
+            2,
+            48,
+            4,
+            1003,
+            k::rma_put_warps::KERNEL,
+            k::rma_get_warps::KERNEL,
+        ),
         (
             "block",
             3,
             256,
             3,
             10_007,
-            k::rma_put_blocks,
-            k::rma_get_blocks,
+            k::rma_put_blocks::KERNEL,
+            k::rma_get_blocks::KERNEL,
         ),
     ];
     for (scope, grid, block, units, len, put, get) in scopes {
         for nbi in [0, 1] {
             let name = format!("{scope} scope, nbi = {nbi}");
             // SAFETY (both launches): `d` is a symmetric address of `n * units * len`
-            // u64s; `s` holds `units * len` readable and `g` as many writable u64s, which
-            // outlive the launch and are written by one unit each.
+            // u64s; `s` and `g` are symmetric addresses of `units * len` u64s of this PE,
+            // read (`s`) or written (`g`) by one unit each.
             let put_phase = |d: *mut u64, s: *mut u64| unsafe {
-                rt.launch_closure(grid, block, || put(d, s, len, nbi))
+                rt.launch(&m, put, grid, block, (d, s.cast_const(), len, nbi))
             };
             let get_phase = |d: *mut u64, g: *mut u64| unsafe {
-                rt.launch_closure(grid, block, || get(d, g, len, nbi))
+                rt.launch(&m, get, grid, block, (d, g, len, nbi))
             };
             run_case(rt, &name, units, len, &put_phase, &get_phase)?;
         }
     }
     let len = 100;
     // SAFETY: as above; `p`/`g` touch the same regions element by element.
-    let p_phase =
-        |d: *mut u64, _: *mut u64| unsafe { rt.launch_closure(2, 32, || k::rma_p_threads(d, len)) };
+    let p_phase = |d: *mut u64, _: *mut u64| unsafe {
+        rt.launch(&m, k::rma_p_threads::KERNEL, 2, 32, (d, len))
+    };
     // SAFETY: as above.
     let g_phase = |d: *mut u64, g: *mut u64| unsafe {
-        rt.launch_closure(2, 32, || k::rma_g_threads(d, g, len))
+        rt.launch(&m, k::rma_g_threads::KERNEL, 2, 32, (d, g, len))
     };
     run_case(rt, "thread scope, p and g", 64, len, &p_phase, &g_phase)
 }

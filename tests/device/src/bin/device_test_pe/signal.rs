@@ -3,12 +3,13 @@
 
 use std::fmt::Debug;
 
+use symmem::device::Kernel;
 use symmem::{Cmp, Pod, Runtime, SignalOp};
-use symmem_test_kernels::pattern;
 use symmem_test_kernels::rma::put_target;
 use symmem_test_kernels::signal as k;
+use symmem_test_kernels::{pattern, PTX};
 
-use super::{check_eq, e2s, ensure, read_all, sym, Outcome};
+use super::{check_eq, e2s, ensure, read_all, sym, sym_from, Outcome};
 
 /// Untouched u64s after the last region.
 const GUARD: usize = 64;
@@ -21,12 +22,13 @@ const CONSUMERS: usize = 64;
 /// on every target waits for the signals and checks every element; the host then checks
 /// the whole buffer and the exact signal words.
 pub fn put_signal(rt: &Runtime) -> Outcome {
-    type Producer = unsafe fn(*mut u64, *const u64, usize, *mut u64, SignalOp, u32);
+    type Producer = Kernel<(*mut u64, *const u64, usize, *mut u64, SignalOp, u32)>;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
     let scopes: [(&str, u32, u32, u32, usize, Producer); 3] = [
-        ("thread", 1, 64, 64, 64, k::ps_put_threads),
-        ("warp", 2, 48, 4, 1003, k::ps_put_warps),
-        ("block", 3, 128, 3, 5003, k::ps_put_blocks),
+        ("thread", 1, 64, 64, 64, k::ps_put_threads::KERNEL),
+        ("warp", 2, 48, 4, 1003, k::ps_put_warps::KERNEL),
+        ("block", 3, 128, 3, 5003, k::ps_put_blocks::KERNEL),
     ];
     for (scope, grid, block, units, len, producer) in scopes {
         for op in [SignalOp::Set, SignalOp::Add] {
@@ -35,23 +37,30 @@ pub fn put_signal(rt: &Runtime) -> Outcome {
                 let regions = (n * units) as usize;
                 let dst = rt.calloc::<u64>(regions * len + GUARD).map_err(e2s)?;
                 let sig = rt.calloc::<u64>(regions + 1).map_err(e2s)?;
-                let (d, s) = (sym(rt, &dst)?, sym(rt, &sig)?);
-                let src: Vec<u64> = (0..units)
+                let data: Vec<u64> = (0..units)
                     .flat_map(|u| (0..len).map(move |i| pattern(me, u, i)))
                     .collect();
-                let mut out = vec![u64::MAX; 2 * CONSUMERS];
-                let (srcp, outp) = (src.as_ptr(), out.as_mut_ptr());
-                // SAFETY: `d` and `s` are symmetric addresses of `regions * len` and
-                // `regions + 1` u64s; `srcp` holds `units * len` u64s, `outp` two per
-                // consumer thread (each written by its thread); all outlive the launches.
+                let src = sym_from(rt, &data)?;
+                let out_buf = sym_from(rt, &[u64::MAX; 2 * CONSUMERS])?;
+                let (d, s) = (sym(rt, &dst)?, sym(rt, &sig)?);
+                let (srcp, outp) = (sym(rt, &src)?.cast_const(), sym(rt, &out_buf)?);
+                // SAFETY: `d`, `s`, `srcp` and `outp` are symmetric addresses of
+                // `regions * len + GUARD`, `regions + 1`, `units * len` and
+                // `2 * CONSUMERS` u64s; each consumer thread writes its own two `outp`
+                // entries.
                 unsafe {
-                    rt.launch_closure(grid, block, || producer(d, srcp, len, s, op, nbi))
+                    rt.launch(&m, producer, grid, block, (d, srcp, len, s, op, nbi))
                         .map_err(|e| format!("{name}: producer: {e}"))?;
-                    rt.launch_closure(1, CONSUMERS as u32, || {
-                        k::ps_consume(d, len, units, s, op, outp)
-                    })
+                    rt.launch(
+                        &m,
+                        k::ps_consume::KERNEL,
+                        1,
+                        CONSUMERS as u32,
+                        (d, len, units, s, op, outp),
+                    )
                     .map_err(|e| format!("{name}: consumer: {e}"))?;
                 }
+                let out = read_all(rt, &out_buf)?;
                 let checked: u64 = out.iter().step_by(2).sum();
                 let bad: u64 = out.iter().skip(1).step_by(2).sum();
                 ensure(checked == units as u64 * len as u64 && bad == 0, || {
@@ -81,6 +90,8 @@ pub fn put_signal(rt: &Runtime) -> Outcome {
                 rt.barrier_all().map_err(e2s)?;
                 rt.free(dst).map_err(e2s)?;
                 rt.free(sig).map_err(e2s)?;
+                rt.free(src).map_err(e2s)?;
+                rt.free(out_buf).map_err(e2s)?;
             }
         }
     }
@@ -97,22 +108,23 @@ pub fn signal_cmp(rt: &Runtime) -> Outcome {
     let seen = [7, 9, total, total, 3, 4];
     let fin = [7, 9, total, total, 3, 4, 110];
     let want: Vec<u64> = initial.iter().chain(&seen).chain(&fin).copied().collect();
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     for round in 0..3 {
         let sig = rt.calloc::<u64>(7).map_err(e2s)?;
         rt.put(sig.at(4), &initial[4..], me).map_err(e2s)?;
-        let s = sym(rt, &sig)?;
-        let mut out = vec![u64::MAX; want.len()];
-        let outp = out.as_mut_ptr();
-        // SAFETY: `s` is a symmetric address of 7 u64s; `outp` holds 20 u64s written by
-        // distinct threads (or thread 0 alone) and outlives the launch.
-        unsafe { rt.launch_closure(1, 8, || k::signal_cmp(s, outp)) }.map_err(e2s)?;
+        let out = sym_from(rt, &vec![u64::MAX; want.len()])?;
+        let (s, outp) = (sym(rt, &sig)?, sym(rt, &out)?);
+        // SAFETY: `s` and `outp` are symmetric addresses of 7 and 20 u64s; each element
+        // of `outp` is written by one thread (or thread 0 alone).
+        unsafe { rt.launch(&m, k::signal_cmp::KERNEL, 1, 8, (s, outp)) }.map_err(e2s)?;
         check_eq(
             &format!("round {round}: fetched before, seen by waits, fetched after"),
-            &out,
+            &read_all(rt, &out)?,
             &want,
         )?;
         rt.barrier_all().map_err(e2s)?;
         rt.free(sig).map_err(e2s)?;
+        rt.free(out).map_err(e2s)?;
     }
     Ok(())
 }
@@ -124,7 +136,7 @@ fn wait_case<T: Pod + PartialOrd + Debug>(
     rt: &Runtime,
     name: &str,
     table: [[T; 4]; 6],
-    kernel: unsafe fn(*mut T, *const T, *mut T, *mut u32),
+    kernel: Kernel<(*mut T, *const T, *mut T, *mut u32)>,
 ) -> Outcome {
     // The table must make every check meaningful; judged with Rust's own operators, not
     // with the `Cmp` under test.
@@ -147,30 +159,40 @@ fn wait_case<T: Pod + PartialOrd + Debug>(
             },
         )?;
     }
+    // Loaded here rather than once per scenario: symmem does not export the module's
+    // type, so a function cannot take it as an argument.
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let ivar = rt.calloc::<T>(6).map_err(e2s)?;
-    let iv = sym(rt, &ivar)?;
     let flat: Vec<T> = table.iter().flatten().copied().collect();
-    let mut seen = vec![T::zeroed(); 6];
-    let mut flags = vec![u32::MAX; 18];
-    let (tp, sp, fp) = (flat.as_ptr(), seen.as_mut_ptr(), flags.as_mut_ptr());
-    // SAFETY: `iv` is a symmetric address of 6 T; `tp` holds 24 T, `sp` 6 and `fp` 18
-    // entries, written by distinct threads; all outlive the launch.
-    unsafe { rt.launch_closure(1, 6, || kernel(iv, tp, sp, fp)) }
-        .map_err(|e| format!("{name}: {e}"))?;
+    let table_buf = sym_from(rt, &flat)?;
+    let seen = rt.calloc::<T>(6).map_err(e2s)?;
+    let flags = sym_from(rt, &[u32::MAX; 18])?;
+    let (iv, tp) = (sym(rt, &ivar)?, sym(rt, &table_buf)?.cast_const());
+    let (sp, fp) = (sym(rt, &seen)?, sym(rt, &flags)?);
+    // SAFETY: `iv`, `tp`, `sp` and `fp` are symmetric addresses of 6, 24 and 6 T and 18
+    // u32s; each element of `sp` and `fp` is written by one thread.
+    unsafe { rt.launch(&m, kernel, 1, 6, (iv, tp, sp, fp)) }.map_err(|e| format!("{name}: {e}"))?;
     check_eq(
         &format!("{name}: test on init, mid, fin"),
-        &flags,
+        &read_all(rt, &flags)?,
         &[0, 0, 1].repeat(6),
     )?;
     let fins: Vec<T> = table.iter().map(|row| row[3]).collect();
-    check_eq(&format!("{name}: values wait_until returned"), &seen, &fins)?;
+    check_eq(
+        &format!("{name}: values wait_until returned"),
+        &read_all(rt, &seen)?,
+        &fins,
+    )?;
     check_eq(
         &format!("{name}: final words"),
         &read_all(rt, &ivar)?,
         &fins,
     )?;
     rt.barrier_all().map_err(e2s)?;
-    rt.free(ivar).map_err(e2s)
+    rt.free(ivar).map_err(e2s)?;
+    rt.free(table_buf).map_err(e2s)?;
+    rt.free(seen).map_err(e2s)?;
+    rt.free(flags).map_err(e2s)
 }
 
 /// `wait_until` and `test` with every comparison on u32, i32, u64 and i64, with values
@@ -188,7 +210,7 @@ pub fn wait_test(rt: &Runtime) -> Outcome {
             [u32::MAX, H, H, H - 1],
             [u32::MAX, H, H + 1, H],
         ],
-        k::wait_cmp_u32,
+        k::wait_cmp_u32::KERNEL,
     )?;
     wait_case::<i32>(
         rt,
@@ -201,7 +223,7 @@ pub fn wait_test(rt: &Runtime) -> Outcome {
             [5, -10, -10, -11],
             [i32::MAX, -1, 0, i32::MIN],
         ],
-        k::wait_cmp_i32,
+        k::wait_cmp_i32::KERNEL,
     )?;
     const T32: u64 = 1 << 32;
     const H64: u64 = 1 << 63;
@@ -216,7 +238,7 @@ pub fn wait_test(rt: &Runtime) -> Outcome {
             [u64::MAX, 2 * T32, 2 * T32, 2 * T32 - 1],
             [u64::MAX, H64, H64 + 1, 3],
         ],
-        k::wait_cmp_u64,
+        k::wait_cmp_u64::KERNEL,
     )?;
     wait_case::<i64>(
         rt,
@@ -229,6 +251,6 @@ pub fn wait_test(rt: &Runtime) -> Outcome {
             [i64::MAX, -(1 << 33), -(1 << 33), -(1 << 33) - 1],
             [0, -1, 0, i64::MIN],
         ],
-        k::wait_cmp_i64,
+        k::wait_cmp_i64::KERNEL,
     )
 }

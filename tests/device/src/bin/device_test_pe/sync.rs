@@ -1,15 +1,15 @@
 //! `fence`, `quiet`, `quiet_block` and the device barriers, repeated many times.
 
 use symmem::Runtime;
-use symmem_test_kernels::pattern;
 use symmem_test_kernels::sync as k;
+use symmem_test_kernels::{pattern, PTX};
 
-use super::{check_eq, e2s, ensure, read_all, sym, Outcome};
+use super::{check_eq, e2s, ensure, read_all, sym, sym_from, Outcome};
 
 /// One producer/consumer ring run over `rounds` rounds of `len` u64s. `launch(data, src,
-/// flags)` runs the kernel and returns its counts: wrong values seen (data or flags) and
-/// elements checked. Checks those, then the last round's data and the final flag and
-/// acknowledgement.
+/// flags)` runs the kernel (all three are symmetric addresses) and returns its counts:
+/// wrong values seen (data or flags) and elements checked. Checks those, then the last
+/// round's data and the final flag and acknowledgement.
 fn flag_ring(
     rt: &Runtime,
     name: &str,
@@ -21,10 +21,16 @@ fn flag_ring(
     let left = (me + n - 1) % n;
     let data = rt.calloc::<u64>(len).map_err(e2s)?;
     let flags = rt.calloc::<u64>(2).map_err(e2s)?;
-    let src: Vec<u64> = (1..=rounds)
+    let rounds_data: Vec<u64> = (1..=rounds)
         .flat_map(|r| (0..len).map(move |i| pattern(me, r, i)))
         .collect();
-    let (bad, checked) = launch(sym(rt, &data)?, src.as_ptr(), sym(rt, &flags)?)?;
+    let src = sym_from(rt, &rounds_data)?;
+    let (d, s, f) = (
+        sym(rt, &data)?,
+        sym(rt, &src)?.cast_const(),
+        sym(rt, &flags)?,
+    );
+    let (bad, checked) = launch(d, s, f)?;
     ensure(bad == 0 && checked == rounds as u64 * len as u64, || {
         format!(
             "{name}: {bad} wrong values in {checked} checked (want {})",
@@ -45,25 +51,37 @@ fn flag_ring(
     )?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(data).map_err(e2s)?;
-    rt.free(flags).map_err(e2s)
+    rt.free(flags).map_err(e2s)?;
+    rt.free(src).map_err(e2s)
 }
 
 /// Data, then `fence` (or `quiet`, or `quiet_block`), then a flag: the consumer waits for
 /// the flag and must see every element of the round, over hundreds of rounds around the
 /// ring, each acknowledged before the next overwrites the data.
 pub fn fence_quiet(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     for (name, mode, len, rounds) in [
         ("p + fence + p", 0u32, 64usize, 300u32),
         ("put_nbi + quiet + p", 1, 256, 300),
     ] {
         flag_ring(rt, name, len, rounds, &|d, s, f| {
-            let mut out = [u64::MAX; 3];
-            let o = out.as_mut_ptr();
-            // SAFETY: `d` and `f` are symmetric addresses of `len` and 2 u64s; `s` holds
-            // `rounds * len` u64s and `o` 3; all outlive the launch.
-            unsafe { rt.launch_closure(1, 1, || k::fence_flag(d, s, len, f, rounds, mode, o)) }
-                .map_err(e2s)?;
-            Ok((out[0] + out[1], out[2]))
+            let out = sym_from(rt, &[u64::MAX; 3])?;
+            let o = sym(rt, &out)?;
+            // SAFETY: `d`, `s`, `f` and `o` are symmetric addresses of `len`,
+            // `rounds * len`, 2 and 3 u64s.
+            unsafe {
+                rt.launch(
+                    &m,
+                    k::fence_flag::KERNEL,
+                    1,
+                    1,
+                    (d, s, len, f, rounds, mode, o),
+                )
+            }
+            .map_err(e2s)?;
+            let got = read_all(rt, &out)?;
+            rt.free(out).map_err(e2s)?;
+            Ok((got[0] + got[1], got[2]))
         })?;
     }
     let threads = 64;
@@ -73,18 +91,24 @@ pub fn fence_quiet(rt: &Runtime) -> Outcome {
         1000,
         100,
         &|d, s, f| {
-            let mut out = vec![u64::MAX; 2 * threads];
-            let o = out.as_mut_ptr();
+            let out = sym_from(rt, &vec![u64::MAX; 2 * threads])?;
+            let o = sym(rt, &out)?;
             // SAFETY: as above; `o` holds 2 u64s per thread, each written by its thread.
             unsafe {
-                rt.launch_closure(1, threads as u32, || {
-                    k::quiet_block_flag(d, s, 1000, f, 100, o)
-                })
+                rt.launch(
+                    &m,
+                    k::quiet_block_flag::KERNEL,
+                    1,
+                    threads as u32,
+                    (d, s, 1000, f, 100, o),
+                )
             }
             .map_err(e2s)?;
+            let got = read_all(rt, &out)?;
+            rt.free(out).map_err(e2s)?;
             Ok((
-                out.iter().step_by(2).sum(),
-                out.iter().skip(1).step_by(2).sum(),
+                got.iter().step_by(2).sum(),
+                got.iter().skip(1).step_by(2).sum(),
             ))
         },
     )
@@ -95,19 +119,21 @@ pub fn fence_quiet(rt: &Runtime) -> Outcome {
 /// `sync_all_block` / `quiet_block` by a 32-thread block (100 iterations, twice): no
 /// thread ever sees a value of an earlier iteration.
 pub fn barriers(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let n = rt.n_pes();
     let slots = rt.calloc::<u64>(n).map_err(e2s)?;
-    let s = sym(rt, &slots)?;
+    let bad = rt.calloc::<u64>(1).map_err(e2s)?;
+    let (s, b) = (sym(rt, &slots)?, sym(rt, &bad)?);
     let iters = 300;
     for launch in 0..2u64 {
-        let mut bad = u64::MAX;
-        let b = &mut bad as *mut u64;
+        rt.put(bad.at(0), &[u64::MAX], rt.my_pe()).map_err(e2s)?;
         let base = launch * iters as u64;
-        // SAFETY: `s` is a symmetric address of `n` u64s, `b` one u64; both outlive the
-        // launch.
-        unsafe { rt.launch_closure(1, 1, || k::barrier_rounds(s, base, iters, b)) }.map_err(e2s)?;
-        ensure(bad == 0, || {
-            format!("barrier_rounds launch {launch}: {bad} stale values")
+        // SAFETY: `s` and `b` are symmetric addresses of `n` u64s and one u64.
+        unsafe { rt.launch(&m, k::barrier_rounds::KERNEL, 1, 1, (s, base, iters, b)) }
+            .map_err(e2s)?;
+        let stale = read_all(rt, &bad)?[0];
+        ensure(stale == 0, || {
+            format!("barrier_rounds launch {launch}: {stale} stale values")
         })?;
         rt.barrier_all().map_err(e2s)?;
         check_eq(
@@ -120,23 +146,28 @@ pub fn barriers(rt: &Runtime) -> Outcome {
     }
     let threads = 32usize;
     let block_slots = rt.calloc::<u64>(n * threads).map_err(e2s)?;
-    let s = sym(rt, &block_slots)?;
+    let block_bad = rt.calloc::<u64>(threads).map_err(e2s)?;
+    let (s, b) = (sym(rt, &block_slots)?, sym(rt, &block_bad)?);
     let iters = 100;
     for launch in 0..2u64 {
-        let mut bad = vec![u64::MAX; threads];
-        let b = bad.as_mut_ptr();
+        rt.put(block_bad.at(0), &vec![u64::MAX; threads], rt.my_pe())
+            .map_err(e2s)?;
         let base = launch * iters as u64;
-        // SAFETY: `s` is a symmetric address of `n * threads` u64s, `b` one u64 per
-        // thread; both outlive the launch.
+        // SAFETY: `s` and `b` are symmetric addresses of `n * threads` u64s and one u64
+        // per thread, each written by its thread.
         unsafe {
-            rt.launch_closure(1, threads as u32, || {
-                k::barrier_rounds_block(s, base, iters, b)
-            })
+            rt.launch(
+                &m,
+                k::barrier_rounds_block::KERNEL,
+                1,
+                threads as u32,
+                (s, base, iters, b),
+            )
         }
         .map_err(e2s)?;
         check_eq(
             &format!("barrier_rounds_block launch {launch}: stale values per thread"),
-            &bad,
+            &read_all(rt, &block_bad)?,
             &vec![0; threads],
         )?;
         rt.barrier_all().map_err(e2s)?;
@@ -148,5 +179,7 @@ pub fn barriers(rt: &Runtime) -> Outcome {
         rt.barrier_all().map_err(e2s)?;
     }
     rt.free(slots).map_err(e2s)?;
-    rt.free(block_slots).map_err(e2s)
+    rt.free(bad).map_err(e2s)?;
+    rt.free(block_slots).map_err(e2s)?;
+    rt.free(block_bad).map_err(e2s)
 }

@@ -2,10 +2,10 @@
 //! launch argument checks.
 
 use symmem::{Dim3, Error, Runtime};
-use symmem_test_kernels::pattern;
 use symmem_test_kernels::threads::{self as k, exchange_value, GEOMETRY_FIELDS};
+use symmem_test_kernels::{pattern, PTX};
 
-use super::{check_eq, e2s, read_all, sym, Outcome};
+use super::{check_eq, e2s, read_all, sym, sym_from, Outcome};
 
 /// Threads per warp.
 const WARP: u32 = symmem::device::WARP_SIZE;
@@ -46,6 +46,7 @@ fn geometry_record(grid: Dim3, block: Dim3, b: Dim3, t: Dim3) -> Vec<u32> {
 /// Thread geometry in 1-D, 2-D and 3-D launches, blocks with a partial last warp (48 and
 /// 45 threads), and a cooperative launch: every field of every thread, exactly.
 pub fn geometry(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let shapes: [(bool, Dim3, Dim3); 5] = [
         (false, 3.into(), 48.into()),
         (false, (2, 3).into(), (8, 6).into()),
@@ -55,15 +56,15 @@ pub fn geometry(rt: &Runtime) -> Outcome {
     ];
     for (cooperative, grid, block) in shapes {
         let all = indices(grid, block);
-        let mut out = vec![u32::MAX; all.len() * GEOMETRY_FIELDS];
-        let o = out.as_mut_ptr();
-        // SAFETY: `o` holds one record per thread of the launch, each written by its
-        // thread only, and outlives the launch.
+        let out = sym_from(rt, &vec![u32::MAX; all.len() * GEOMETRY_FIELDS])?;
+        let o = sym(rt, &out)?;
+        // SAFETY: `o` is a symmetric address of one record per thread of the launch, each
+        // written by its thread only.
         let r = unsafe {
             if cooperative {
-                rt.launch_closure_cooperative(grid, block, || k::geometry(o))
+                rt.launch_cooperative(&m, k::geometry::KERNEL, grid, block, (o,))
             } else {
-                rt.launch_closure(grid, block, || k::geometry(o))
+                rt.launch(&m, k::geometry::KERNEL, grid, block, (o,))
             }
         };
         r.map_err(e2s)?;
@@ -73,9 +74,10 @@ pub fn geometry(rt: &Runtime) -> Outcome {
             .collect();
         check_eq(
             &format!("geometry of grid {grid:?} × block {block:?} (cooperative: {cooperative})"),
-            &out,
+            &read_all(rt, &out)?,
             &want,
         )?;
+        rt.free(out).map_err(e2s)?;
     }
     Ok(())
 }
@@ -84,21 +86,22 @@ pub fn geometry(rt: &Runtime) -> Outcome {
 /// threads (a partial last warp), of 256 threads, and in a cooperative launch where the
 /// blocks run at once: every sum, exactly.
 pub fn thread_sync(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     for (cooperative, grid, block, rounds) in [
         (false, 2u32, 48u32, 40u32),
         (false, 1, 256, 20),
         (true, 3, 48, 20),
     ] {
-        let mut scratch = vec![0u32; (4 * block * grid) as usize];
-        let mut out = vec![u64::MAX; (2 * block * grid) as usize];
-        let (s, o) = (scratch.as_mut_ptr(), out.as_mut_ptr());
-        // SAFETY: `s` holds 4 u32s per thread (each block uses its own area) and `o` two
-        // u64s per thread; both outlive the launch.
+        let scratch = rt.calloc::<u32>((4 * block * grid) as usize).map_err(e2s)?;
+        let out = sym_from(rt, &vec![u64::MAX; (2 * block * grid) as usize])?;
+        let (s, o) = (sym(rt, &scratch)?, sym(rt, &out)?);
+        // SAFETY: `s` and `o` are symmetric addresses of 4 u32s per thread (each block
+        // uses its own area) and two u64s per thread (each written by its thread).
         let r = unsafe {
             if cooperative {
-                rt.launch_closure_cooperative(grid, block, || k::sync_exchange(s, rounds, o))
+                rt.launch_cooperative(&m, k::sync_exchange::KERNEL, grid, block, (s, rounds, o))
             } else {
-                rt.launch_closure(grid, block, || k::sync_exchange(s, rounds, o))
+                rt.launch(&m, k::sync_exchange::KERNEL, grid, block, (s, rounds, o))
             }
         };
         r.map_err(e2s)?;
@@ -118,9 +121,11 @@ pub fn thread_sync(rt: &Runtime) -> Outcome {
         }
         check_eq(
             &format!("sums of grid {grid} × block {block} (cooperative: {cooperative})"),
-            &out,
+            &read_all(rt, &out)?,
             &want,
         )?;
+        rt.free(scratch).map_err(e2s)?;
+        rt.free(out).map_err(e2s)?;
     }
     Ok(())
 }
@@ -129,24 +134,37 @@ pub fn thread_sync(rt: &Runtime) -> Outcome {
 /// thread runs exactly once, adds to a counter on every PE, and each block puts its chunk
 /// to the right neighbour.
 pub fn big_grid(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
     let (blocks, threads, chunk) = (16u32, 256u32, 1024usize);
     let dst = rt
         .calloc::<u64>((n * blocks) as usize * chunk)
         .map_err(e2s)?;
     let counter = rt.calloc::<u64>(1).map_err(e2s)?;
-    let src: Vec<u64> = (0..blocks)
+    let data: Vec<u64> = (0..blocks)
         .flat_map(|b| (0..chunk).map(move |i| pattern(me, b, i)))
         .collect();
-    let mut ran = vec![0u32; (blocks * threads) as usize];
+    let src = sym_from(rt, &data)?;
+    let ran = rt.calloc::<u32>((blocks * threads) as usize).map_err(e2s)?;
     let (d, c) = (sym(rt, &dst)?, sym(rt, &counter)?);
-    let (sp, rp) = (src.as_ptr(), ran.as_mut_ptr());
-    // SAFETY: `d` and `c` are symmetric addresses of `n * blocks * chunk` and 1 u64s;
-    // `sp` holds `blocks * chunk` u64s, `rp` one u32 per thread (written by its thread);
-    // all outlive the launch.
-    unsafe { rt.launch_closure(blocks, threads, || k::big_grid(d, sp, chunk, c, rp)) }
-        .map_err(e2s)?;
-    check_eq("runs of each thread", &ran, &vec![1; ran.len()])?;
+    let (sp, rp) = (sym(rt, &src)?.cast_const(), sym(rt, &ran)?);
+    // SAFETY: `d`, `c`, `sp` and `rp` are symmetric addresses of `n * blocks * chunk`
+    // u64s, 1 u64, `blocks * chunk` u64s and one u32 per thread (written by its thread).
+    unsafe {
+        rt.launch(
+            &m,
+            k::big_grid::KERNEL,
+            blocks,
+            threads,
+            (d, sp, chunk, c, rp),
+        )
+    }
+    .map_err(e2s)?;
+    check_eq(
+        "runs of each thread",
+        &read_all(rt, &ran)?,
+        &vec![1; ran.len()],
+    )?;
     rt.barrier_all().map_err(e2s)?;
     check_eq(
         "counter",
@@ -168,39 +186,54 @@ pub fn big_grid(rt: &Runtime) -> Outcome {
     )?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(dst).map_err(e2s)?;
-    rt.free(counter).map_err(e2s)
+    rt.free(counter).map_err(e2s)?;
+    rt.free(src).map_err(e2s)?;
+    rt.free(ran).map_err(e2s)
 }
 
 /// `launch_cooperative` with 8 blocks of 32 threads that wait for each other: a chain in
 /// which each block waits for the next (so they finish in reverse order), then 20
-/// grid-wide barriers exchanging data between blocks. Under `launch`, which runs blocks
-/// one after another, the first block would wait forever.
+/// grid-wide barriers exchanging data between blocks. Under `launch` on the CPU executor,
+/// which runs blocks one after another, the first block would wait forever.
 pub fn cooperative(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let (blocks, threads, rounds) = (8u32, 32u32, 20u32);
     let words = rt.calloc::<u32>(blocks as usize + 2).map_err(e2s)?;
+    let order = rt.alloc::<u32>(blocks as usize).map_err(e2s)?;
+    let data = rt.alloc::<u64>((blocks * threads) as usize).map_err(e2s)?;
+    let bad = rt.alloc::<u32>((blocks * threads) as usize).map_err(e2s)?;
     let w = sym(rt, &words)?;
+    let (op, dp, bp) = (sym(rt, &order)?, sym(rt, &data)?, sym(rt, &bad)?);
+    let me = rt.my_pe();
     for launch in 0..2 {
-        rt.put(words.at(0), &vec![0; words.len()], rt.my_pe())
+        rt.put(words.at(0), &vec![0; words.len()], me)
             .map_err(e2s)?;
-        let mut order = vec![u32::MAX; blocks as usize];
-        let mut data = vec![0u64; (blocks * threads) as usize];
-        let mut bad = vec![u32::MAX; (blocks * threads) as usize];
-        let (op, dp, bp) = (order.as_mut_ptr(), data.as_mut_ptr(), bad.as_mut_ptr());
-        // SAFETY: `w` is a symmetric address of `blocks + 2` u32s; `op` holds one u32
-        // per block, `dp` one u64 and `bp` one u32 per thread; all outlive the launch.
+        rt.put(order.at(0), &vec![u32::MAX; order.len()], me)
+            .map_err(e2s)?;
+        rt.put(data.at(0), &vec![0; data.len()], me).map_err(e2s)?;
+        rt.put(bad.at(0), &vec![u32::MAX; bad.len()], me)
+            .map_err(e2s)?;
+        // SAFETY: `w`, `op`, `dp` and `bp` are symmetric addresses of `blocks + 2` u32s,
+        // one u32 per block, one u64 and one u32 per thread.
         unsafe {
-            rt.launch_closure_cooperative(blocks, threads, || k::coop_blocks(w, op, dp, rounds, bp))
+            rt.launch_cooperative(
+                &m,
+                k::coop_blocks::KERNEL,
+                blocks,
+                threads,
+                (w, op, dp, rounds, bp),
+            )
         }
         .map_err(e2s)?;
         let reverse: Vec<u32> = (0..blocks).rev().collect();
         check_eq(
             &format!("launch {launch}: order in which the blocks finished the chain"),
-            &order,
+            &read_all(rt, &order)?,
             &reverse,
         )?;
         check_eq(
             &format!("launch {launch}: mismatches per thread"),
-            &bad,
+            &read_all(rt, &bad)?,
             &vec![0; bad.len()],
         )?;
         let mut want = vec![1u32; blocks as usize];
@@ -212,13 +245,17 @@ pub fn cooperative(rt: &Runtime) -> Outcome {
         )?;
     }
     rt.barrier_all().map_err(e2s)?;
-    rt.free(words).map_err(e2s)
+    rt.free(words).map_err(e2s)?;
+    rt.free(order).map_err(e2s)?;
+    rt.free(data).map_err(e2s)?;
+    rt.free(bad).map_err(e2s)
 }
 
 /// Bad launch shapes are `InvalidArgument` errors naming the problem and run nothing;
 /// the largest allowed block (1024 threads) and a cooperative launch of 1024 threads run
 /// every thread once.
 pub fn launch_args(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
     let counter = rt.calloc::<u64>(1).map_err(e2s)?;
     let c = sym(rt, &counter)?;
     let bad: [(bool, Dim3, Dim3, &str); 7] = [
@@ -264,9 +301,9 @@ pub fn launch_args(rt: &Runtime) -> Outcome {
         // SAFETY: `c` is a symmetric address of one u64 (the kernel never runs).
         let r = unsafe {
             if cooperative {
-                rt.launch_closure_cooperative(grid, block, || k::count_threads(c))
+                rt.launch_cooperative(&m, k::count_threads::KERNEL, grid, block, (c,))
             } else {
-                rt.launch_closure(grid, block, || k::count_threads(c))
+                rt.launch(&m, k::count_threads::KERNEL, grid, block, (c,))
             }
         };
         let op = if cooperative {
@@ -288,9 +325,9 @@ pub fn launch_args(rt: &Runtime) -> Outcome {
     )?;
     // SAFETY: as above; the kernel only adds to `c` atomically.
     unsafe {
-        rt.launch_closure(1, 1024, || k::count_threads(c))
+        rt.launch(&m, k::count_threads::KERNEL, 1, 1024, (c,))
             .map_err(e2s)?;
-        rt.launch_closure_cooperative(4, 256, || k::count_threads(c))
+        rt.launch_cooperative(&m, k::count_threads::KERNEL, 4, 256, (c,))
             .map_err(e2s)?;
     }
     check_eq(
