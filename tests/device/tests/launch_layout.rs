@@ -117,7 +117,7 @@ fn bench_kernels_match_their_ptx() {
 
 #[test]
 fn parameter_declarations_parse() {
-    let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 k_param_1,\n\t.param .align 8 .b8 k_param_2[24]\n)\n{\n}\n.visible .entry e()\n{\n}\n";
+    let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 k_param_1,\n\t.param .align 8 .b8 k_param_2[24]\n)\n{\n}\n.visible .entry e()          // @e\n{\n}\n";
     assert_eq!(
         entries(ptx),
         vec![("k".to_string(), vec![8, 4, 24]), ("e".to_string(), vec![])]
