@@ -15,6 +15,8 @@ fn entries(ptx: &str) -> Vec<(String, Vec<usize>)> {
         let Some(rest) = line.strip_prefix(".visible .entry ") else {
             continue;
         };
+        // Drop a trailing `// @name` comment.
+        let rest = rest.split("//").next().unwrap_or("").trim();
         let name = rest
             .trim_end_matches('(')
             .trim_end_matches("()")
