@@ -211,6 +211,14 @@ impl Runtime {
                     Vec::with_capacity(kernel.params().len());
                 args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
                 let info = kernel.info();
+                tracing::debug!(
+                    pe = self.my_pe(),
+                    kernel = info.name,
+                    ?grid,
+                    ?block,
+                    cooperative,
+                    "GPU launch"
+                );
                 // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
                 // forwarded from the caller.
                 let result = unsafe {
@@ -224,6 +232,12 @@ impl Runtime {
                         std::ptr::null_mut(),
                     )
                 };
+                tracing::debug!(
+                    pe = self.my_pe(),
+                    kernel = info.name,
+                    ok = result.is_ok(),
+                    "GPU kernel finished"
+                );
                 let device = self
                     .device
                     .as_ref()

@@ -35,9 +35,10 @@ impl Runtime {
     /// additionally orders them before everything this PE does afterwards, including
     /// loads, as `quiet` requires.
     ///
-    /// On a GPU PE it also waits for the GPU: a host-to-device `cuMemcpy` from pageable
-    /// memory may return before the data has landed, so `quiet` synchronizes the
-    /// context (the copy route's completion point).
+    /// On a GPU PE it also waits for the runtime's work on the GPU's default stream
+    /// (host copies and helper kernels; each already completes before its call returns,
+    /// so this is a formality that keeps the contract explicit). Streams of the
+    /// program's own are not waited for: use `quiet_on_stream` for those.
     #[inline]
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);

@@ -284,18 +284,21 @@ impl Gpu {
         Ok(ok != 0)
     }
 
-    /// Waits until all work this PE gave the GPU has finished.
+    /// Waits until the work the runtime queued on the legacy default stream (host copies,
+    /// helper kernels, launches) has finished. Streams of the program's own
+    /// (`create_stream`, non-blocking) are not waited for: a stream that waits for a
+    /// peer's signal cannot hold up a host operation.
     pub(crate) fn synchronize(&self, op: &str) -> Result<()> {
         self.bind()?;
-        // SAFETY: the context is current.
+        // SAFETY: the context is current; the null stream is always valid.
         check(
-            unsafe { sys::cuCtxSynchronize() },
-            || format!("cuCtxSynchronize ({op})"),
+            unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) },
+            || format!("cuStreamSynchronize ({op})"),
             self.pe,
         )
     }
 
-    /// Copies `len` bytes from host `src` to device address `dst` and waits for it.
+    /// Copies `len` bytes from host `src` to device address `dst`; complete on return.
     ///
     /// # Safety
     /// `src` is valid for `len` bytes; `dst..dst+len` is device memory mapped in this
@@ -308,13 +311,15 @@ impl Gpu {
         len: usize,
     ) -> Result<()> {
         self.bind()?;
-        // SAFETY: forwarded from the caller. cuMemcpyHtoD from pageable memory returns
-        // once the source is staged; `quiet` synchronizes the context.
+        // SAFETY: forwarded from the caller.
         check(
             unsafe { sys::cuMemcpyHtoD_v2(dst, src.cast(), len) },
             || format!("cuMemcpyHtoD of {len} bytes ({op})"),
             self.pe,
-        )
+        )?;
+        // From pageable memory the copy returns once the source is staged, before the
+        // data lands: wait, so that a put is complete (visible to peers) on return.
+        self.synchronize(op)
     }
 
     /// Copies `len` bytes from device address `src` to host `dst`; complete on return.

@@ -276,8 +276,8 @@ impl CudaModule {
         if !stream.is_null() {
             return Ok(());
         }
-        // SAFETY: the context is current.
-        let rc = unsafe { sys::cuCtxSynchronize() };
+        // SAFETY: the context is current; the null stream is always valid.
+        let rc = unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) };
         if rc != sys::CUresult::CUDA_SUCCESS {
             return Err(cuda_error(
                 rc,

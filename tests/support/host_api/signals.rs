@@ -81,7 +81,8 @@ fn put_signal_inner(rt: &Runtime) -> Outcome {
             check_eq!(rt.signal_fetch(sigs.at(s)).or_fail()?, it, "signal_fetch");
             let len = ps_len(s, me, it);
             let seed = ps_seed(s, me, it);
-            let data: &[u64] = if it % 2 == 0 {
+            // GPU heaps have no host slices: read them by copy there.
+            let data: &[u64] = if it % 2 == 0 && !rt.is_gpu() {
                 // SAFETY: PE s writes inbox[s] here only after this PE's ack below, and no
                 // other PE writes it at all; the slice ends before the ack.
                 unsafe { rt.local_slice(&inbox[s]) }.or_fail()?

@@ -269,8 +269,18 @@ fn stress_inner(rt: &Runtime) -> Outcome {
             "epoch {epoch}: shared sum and xor"
         );
         {
-            // SAFETY: between the two barriers around this check nobody writes `region`.
-            let mine = unsafe { rt.local_slice(&region) }.or_fail()?;
+            // GPU heaps have no host slices: read them by copy there.
+            let copy;
+            let mine = if rt.is_gpu() {
+                let mut v = vec![bytemuck::Zeroable::zeroed(); region.len()];
+                rt.read_local(region.at(0), &mut v).or_fail()?;
+                copy = v;
+                &copy[..]
+            } else {
+                // SAFETY: between the two barriers around this check nobody writes
+                // `region`.
+                unsafe { rt.local_slice(&region) }.or_fail()?
+            };
             if let Some(i) = (0..mine.len()).find(|&i| mine[i] != shadow.region[i]) {
                 return Err(format!(
                     "epoch {epoch}: byte {} of the region of PE {} is {}, expected {}",
