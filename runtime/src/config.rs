@@ -35,6 +35,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "comma-separated RDMA devices to use" },
     Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE" },
     Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
+    Variable { name: "SYMMEM_TEST_EXIT_AT", default: "(unset)", doc: "testing only: this process kills itself (SIGKILL) when init reaches the named point (rendezvous_join, rendezvous, topology, heap_connect, heap_serve, heap_served_one, heap_receive, init_barrier), so fault tests place a PE's death at each init step" },
 ];
 
 /// Prefixes of variables set by launchers and test harnesses, not by users.
@@ -78,6 +79,9 @@ pub struct Config {
     pub ib_gid_index: Option<u32>,
     /// `SYMMEM_SOCKET_IFNAME`.
     pub socket_ifname: Option<String>,
+    /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
+    #[doc(hidden)]
+    pub test_exit_at: Option<String>,
 }
 
 /// The subsystems `SYMMEM_DEBUG_SUBSYS` accepts; each is a `tracing` target.
@@ -184,6 +188,13 @@ impl Config {
                 })?),
                 None => None,
             };
+        // Testing only: read where it acts (symmem_bootstrap::fault), checked here so that
+        // a misspelt point is an error rather than a test that silently kills nobody.
+        let test_exit_at = get(symmem_bootstrap::fault::EXIT_AT_VAR);
+        if let Some(v) = &test_exit_at {
+            symmem_bootstrap::fault::check_exit_point(v)
+                .map_err(|why| bad("SYMMEM_TEST_EXIT_AT", v, why))?;
+        }
         Ok(Config {
             symmetric_size,
             bootstrap,
@@ -197,6 +208,7 @@ impl Config {
             hca_list,
             ib_gid_index,
             socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
+            test_exit_at,
         })
     }
 
@@ -253,6 +265,12 @@ impl Config {
                 self.socket_ifname
                     .clone()
                     .unwrap_or_else(|| "(auto)".into()),
+            ),
+            (
+                "SYMMEM_TEST_EXIT_AT",
+                self.test_exit_at
+                    .clone()
+                    .unwrap_or_else(|| "(unset)".into()),
             ),
         ]
     }
@@ -375,6 +393,19 @@ mod tests {
     }
 
     #[test]
+    fn every_test_exit_point_is_documented() {
+        let var = VARIABLES
+            .iter()
+            .find(|v| v.name == symmem_bootstrap::fault::EXIT_AT_VAR)
+            .expect("SYMMEM_TEST_EXIT_AT is in the table");
+        for (point, _) in symmem_bootstrap::fault::EXIT_POINTS {
+            assert!(var.doc.contains(point), "{point} is missing from the doc");
+        }
+        let c = cfg(&[("SYMMEM_TEST_EXIT_AT", "heap_serve")]).unwrap();
+        assert_eq!(c.test_exit_at.as_deref(), Some("heap_serve"));
+    }
+
+    #[test]
     fn bad_values_name_the_variable() {
         for (var, val) in [
             ("SYMMEM_SYMMETRIC_SIZE", "lots"),
@@ -387,6 +418,7 @@ mod tests {
             ("SYMMEM_DISABLE_P2P", "maybe"),
             ("SYMMEM_REMOTE_TRANSPORT", "pigeon"),
             ("SYMMEM_IB_GID_INDEX", "-3"),
+            ("SYMMEM_TEST_EXIT_AT", "halfway"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");

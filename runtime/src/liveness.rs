@@ -1,22 +1,30 @@
 //! Watching same-node peer processes, so that a wait on a dead peer ends with an error
-//! naming it instead of spinning forever.
+//! naming it instead of spinning forever, and working out which peer a failed init
+//! should be blamed on.
 //!
 //! Each same-node peer is watched through a pidfd (Linux ≥ 5.3), which becomes readable
 //! when the process exits, zombie or not. Peers on other nodes are watched by the
 //! bootstrap (its connection drops when they die).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use symmem_bootstrap::{Bootstrap, BootstrapError};
+
+use crate::error::Error;
+use crate::topology::Topology;
 
 /// Watches a set of peer processes.
 #[derive(Debug, Default)]
 pub struct PeerWatch {
-    /// (PE, pid, pidfd)
-    peers: Vec<(usize, u32, OwnedFd)>,
+    /// (PE, pid, pidfd); no pidfd for a process that was already gone when the watch began.
+    peers: Vec<(usize, u32, Option<OwnedFd>)>,
 }
 
 impl PeerWatch {
-    /// Starts watching `(pe, pid)` pairs. A peer whose pidfd cannot be opened (a kernel
-    /// without pidfd, or the process is already gone) is reported by [`Self::first_dead`].
+    /// Starts watching `(pe, pid)` pairs. A peer whose process is already gone is reported
+    /// dead at once; one whose pidfd cannot be opened for another reason (a kernel without
+    /// pidfd) is not watched.
     pub fn new(peers: impl IntoIterator<Item = (usize, u32)>) -> Self {
         let mut watched = Vec::new();
         for (pe, pid) in peers {
@@ -24,11 +32,16 @@ impl PeerWatch {
             let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
             if fd < 0 {
                 let err = std::io::Error::last_os_error();
-                tracing::debug!(pe, pid, "cannot watch peer through a pidfd: {err}");
+                if err.raw_os_error() == Some(libc::ESRCH) {
+                    // Exited (and reaped) before we looked: as dead as a readable pidfd.
+                    watched.push((pe, pid, None));
+                } else {
+                    tracing::debug!(pe, pid, "cannot watch peer through a pidfd: {err}");
+                }
                 continue;
             }
             // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-            watched.push((pe, pid, unsafe { OwnedFd::from_raw_fd(fd as i32) }));
+            watched.push((pe, pid, Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })));
         }
         PeerWatch { peers: watched }
     }
@@ -42,20 +55,154 @@ impl PeerWatch {
             .peers
             .iter()
             .map(|(_, _, fd)| libc::pollfd {
-                fd: fd.as_raw_fd(),
+                // poll ignores negative fds (their revents stay 0).
+                fd: fd.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
                 events: libc::POLLIN,
                 revents: 0,
             })
             .collect();
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs; timeout 0 never blocks.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-        if n <= 0 {
-            return Vec::new();
-        }
         fds.iter()
             .zip(&self.peers)
-            .filter(|(p, _)| p.revents != 0)
+            .filter(|(p, (_, _, fd))| fd.is_none() || (n > 0 && p.revents != 0))
             .map(|(_, (pe, pid, _))| (*pe, *pid))
             .collect()
     }
+}
+
+/// The steps of init, to say where a failure happened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum InitStep {
+    /// Joining the bootstrap and agreeing on the job id.
+    #[default]
+    Rendezvous,
+    /// Allgathering every PE's node, pid and heap size.
+    Topology,
+    /// Passing heap fds between same-node PEs and mapping them.
+    HeapExchange,
+    /// The barrier after which peers may use each other's heaps.
+    Barrier,
+}
+
+impl InitStep {
+    /// The operation named in errors.
+    fn op(self) -> &'static str {
+        match self {
+            InitStep::Rendezvous => "init (rendezvous)",
+            InitStep::Topology => "init (topology allgather)",
+            InitStep::HeapExchange => "init (heap fd exchange)",
+            InitStep::Barrier => "init (final barrier)",
+        }
+    }
+
+    /// The testing-only exit point at the start of this step (`SYMMEM_TEST_EXIT_AT`).
+    fn exit_point(self) -> &'static str {
+        match self {
+            InitStep::Rendezvous => "rendezvous",
+            InitStep::Topology => "topology",
+            InitStep::HeapExchange => "heap_connect",
+            InitStep::Barrier => "init_barrier",
+        }
+    }
+}
+
+/// How far init got: the current step and, once the topology is known, the same-node
+/// peers whose processes can be watched.
+#[derive(Debug, Default)]
+pub(crate) struct InitProgress {
+    step: InitStep,
+    peers: Vec<(usize, u32)>,
+}
+
+impl InitProgress {
+    /// Init enters `step`.
+    pub(crate) fn enter(&mut self, step: InitStep) {
+        self.step = step;
+        tracing::trace!(step = step.op(), "init step");
+        symmem_bootstrap::fault::exit_point(step.exit_point());
+    }
+
+    /// The topology is known: same-node peers can be watched from now on.
+    pub(crate) fn learn(&mut self, topo: &Topology) {
+        self.peers = topo
+            .local_pes()
+            .iter()
+            .filter(|&&pe| pe != topo.my_pe())
+            .map(|&pe| (pe, topo.pid(pe)))
+            .collect();
+    }
+}
+
+/// How long a failed init waits for the bootstrap to report a failed peer. It normally
+/// reports within milliseconds (a dead process's connection closes at once); the bound
+/// only matters when no peer failed, or for a bootstrap that reports nothing (MPI).
+const ROOT_CAUSE_WAIT: Duration = Duration::from_secs(2);
+
+/// Turns init's error `err` into the error to return, naming the root cause.
+///
+/// A PE's init often fails *because* a peer died: a heap socket is reset, a connection
+/// is refused, a collective breaks. Such an error may name a bystander (a peer that
+/// failed for the same reason and exited first), or no PE at all. So before returning,
+/// this waits (bounded, with backoff) for the bootstrap to report a failed PE, then looks
+/// for same-node peers whose processes are gone, and names that PE, keeping `err` as
+/// detail. The bootstrap's report comes first because it names the PE whose connection
+/// dropped, which is the one that died, not one that exited in reaction.
+///
+/// Only when no peer is to blame is this PE the root cause: then it aborts the bootstrap,
+/// so the others fail at once, naming this PE. A PE that failed because of a peer does
+/// not abort: its abort could reach the others before the dead peer's report and make
+/// them blame this PE.
+pub(crate) fn fail_init(bootstrap: &dyn Bootstrap, progress: &InitProgress, err: Error) -> Error {
+    let me = bootstrap.rank();
+    let op = progress.step.op();
+    let Some((pe, how)) = root_cause(bootstrap, &progress.peers, &err) else {
+        bootstrap.abort(&format!("init failed: {err}"));
+        return err;
+    };
+    let already_said =
+        matches!(&err, Error::Bootstrap(BootstrapError::PeerFailed { rank, .. }) if *rank == pe);
+    let reason = if already_said {
+        how
+    } else {
+        format!("{how}; this PE then failed with: {err}")
+    };
+    tracing::debug!(pe, me, op, "init failed because a peer failed");
+    Error::PeerFailed { pe, me, op, reason }
+}
+
+/// The peer to blame for `err`, with what is known of its failure; see [`fail_init`].
+fn root_cause(
+    bootstrap: &dyn Bootstrap,
+    peers: &[(usize, u32)],
+    err: &Error,
+) -> Option<(usize, String)> {
+    if let Error::Bootstrap(BootstrapError::PeerFailed { rank, reason }) = err {
+        return Some((*rank, reason.clone()));
+    }
+    let watch = PeerWatch::new(peers.iter().copied());
+    let deadline = Instant::now() + ROOT_CAUSE_WAIT;
+    let mut nap = Duration::from_millis(1);
+    loop {
+        match bootstrap.failure() {
+            Some(BootstrapError::PeerFailed { rank, reason }) => return Some((rank, reason)),
+            // Failed otherwise (a timeout, a lost launcher): it will report nothing more.
+            Some(_) => break,
+            None if Instant::now() >= deadline => break,
+            None => {}
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(50));
+    }
+    let dead = watch.dead();
+    let ((pe, pid), others) = dead.split_first()?;
+    let mut how = format!("its process {pid} exited");
+    if !others.is_empty() {
+        let list: Vec<String> = others
+            .iter()
+            .map(|(pe, pid)| format!("PE {pe} (process {pid})"))
+            .collect();
+        how.push_str(&format!(", and so did {}", list.join(", ")));
+    }
+    Some((*pe, how))
 }

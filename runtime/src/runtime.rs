@@ -15,7 +15,7 @@ use crate::barrier::BarrierState;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::heap::{self, ControlBlock, SymmetricHeap, RESERVED};
-use crate::liveness::PeerWatch;
+use crate::liveness::{self, InitProgress, InitStep, PeerWatch};
 use crate::sym::SymBuf;
 use crate::topology::{PeInfo, Topology};
 
@@ -100,7 +100,9 @@ pub struct Runtime {
 impl Runtime {
     fn start(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Self> {
         let rank = bootstrap.rank();
+        let mut progress = InitProgress::default();
         let setup = (|| {
+            progress.enter(InitStep::Rendezvous);
             let job_bytes =
                 bootstrap.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
             let job = u64::from_le_bytes(job_bytes.as_slice().try_into().map_err(|_| {
@@ -110,6 +112,7 @@ impl Runtime {
                 }
             })?);
             let pending = SymmetricHeap::create(job, rank, config.symmetric_size)?;
+            progress.enter(InitStep::Topology);
             let me = PeInfo {
                 node: config.node_id.clone(),
                 pid: std::process::id(),
@@ -122,20 +125,20 @@ impl Runtime {
                 .map(|(pe, b)| PeInfo::decode(b, pe))
                 .collect::<Result<Vec<_>>>()?;
             let topo = Topology::new(rank, infos);
+            progress.learn(&topo);
             heap::check_sizes(&topo.heap_lens())?;
+            progress.enter(InitStep::HeapExchange);
             let deadline = Instant::now() + config.bootstrap_timeout;
             let heap = pending.connect(&topo, !config.disable_p2p, deadline)?;
+            progress.enter(InitStep::Barrier);
             // Nobody may use a peer's heap before that peer has mapped everyone's.
             bootstrap.barrier()?;
             Ok::<_, Error>((topo, heap))
         })();
         let (topo, heap) = match setup {
             Ok(v) => v,
-            Err(e) => {
-                // Tell the others at once instead of letting them wait for the deadline.
-                bootstrap.abort(&format!("init failed: {e}"));
-                return Err(e);
-            }
+            // Name the root cause (a dead peer, or this PE, which then aborts the others).
+            Err(e) => return Err(liveness::fail_init(&*bootstrap, &progress, e)),
         };
         let watch = PeerWatch::new(
             topo.local_pes()

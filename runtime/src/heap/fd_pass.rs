@@ -5,14 +5,25 @@
 //! connects to each same-node peer's socket, accepts the same number of connections on its
 //! own, answers each with its memfd, and then reads the peers' memfds. Connections are
 //! only answered when the connecting process (SO_PEERCRED) is one of the expected peers.
+//!
+//! No step waits on a dead peer: a peer that dies closes its end of every connection,
+//! which ends a read at once, and waiting for peers to fetch this PE's heap also watches
+//! their processes (pidfds). The error then says what failed here; init's error path
+//! (`liveness::fail_init`) names the PE that died.
 
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use symmem_bootstrap::fault::exit_point;
 
 use crate::error::{Error, Result};
+use crate::liveness::PeerWatch;
+
+/// How often a wait for peers to fetch this PE's heap checks whether they are alive.
+const LIVENESS_POLL: Duration = Duration::from_millis(20);
 
 /// What accompanies the fd: job id, sender rank, heap length.
 const HEADER_LEN: usize = 8 + 4 + 8;
@@ -38,8 +49,14 @@ pub fn connect(job: u64, peer: usize) -> Result<UnixStream> {
         .map_err(|e| Error::io(format!("connecting to PE {peer}'s heap socket @{name}"), e))
 }
 
-/// Waits until `fd` is readable or `deadline` passes.
-fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant, what: &str) -> Result<()> {
+/// Waits until `fd` is readable or `deadline` passes. Every [`LIVENESS_POLL`], `gone()`
+/// may end the wait with an error: a description of a peer that will never come.
+fn wait_readable(
+    fd: BorrowedFd<'_>,
+    deadline: Instant,
+    what: &str,
+    gone: impl Fn() -> Option<String>,
+) -> Result<()> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let mut p = libc::pollfd {
@@ -47,7 +64,7 @@ fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant, what: &str) -> Result<()
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        let ms = left.min(LIVENESS_POLL).as_millis() as i32;
         // SAFETY: one valid pollfd.
         let n = unsafe { libc::poll(&mut p, 1, ms) };
         if n > 0 {
@@ -58,6 +75,15 @@ fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant, what: &str) -> Result<()
         }
         if n < 0 {
             return Err(Error::last_os(what.to_string()));
+        }
+        if let Some(why) = gone() {
+            return Err(Error::io(
+                what.to_string(),
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, why),
+            ));
+        }
+        if !left.is_zero() {
+            continue;
         }
         return Err(Error::io(
             what.to_string(),
@@ -94,7 +120,8 @@ fn peer_pid(stream: &UnixStream) -> Result<u32> {
     Ok(cred.pid as u32)
 }
 
-/// Accepts one connection from each expected peer pid and sends it `fd`.
+/// Accepts one connection from each expected peer pid and sends it `fd`. Fails at once
+/// when an expected peer's process exits before it connected.
 pub fn serve(
     listener: &UnixListener,
     job: u64,
@@ -104,12 +131,22 @@ pub fn serve(
     expected_pids: &[u32],
     deadline: Instant,
 ) -> Result<()> {
+    exit_point("heap_serve");
+    let watch = PeerWatch::new(expected_pids.iter().copied().enumerate());
     let mut served = Vec::new();
     while served.len() < expected_pids.len() {
+        let gone = || {
+            let dead = watch.dead();
+            let (_, pid) = dead.iter().find(|(_, pid)| !served.contains(pid))?;
+            Some(format!(
+                "process {pid}, a same-node PE, exited before it fetched this PE's heap"
+            ))
+        };
         wait_readable(
             listener_fd(listener),
             deadline,
             "waiting for same-node PEs to fetch this PE's heap",
+            gone,
         )?;
         let (stream, _) = listener
             .accept()
@@ -123,8 +160,9 @@ pub fn serve(
         header[..8].copy_from_slice(&job.to_le_bytes());
         header[8..12].copy_from_slice(&(me as u32).to_le_bytes());
         header[12..].copy_from_slice(&(heap_len as u64).to_le_bytes());
-        send_fd(&stream, &header, fd)?;
+        send_fd(&stream, &header, fd, pid)?;
         served.push(pid);
+        exit_point("heap_served_one");
     }
     Ok(())
 }
@@ -143,10 +181,13 @@ pub fn receive(
     deadline: Instant,
 ) -> Result<OwnedFd> {
     use std::os::fd::AsFd;
+    exit_point("heap_receive");
+    // A dead peer's end of the connection is closed, which makes the stream readable.
     wait_readable(
         stream.as_fd(),
         deadline,
         &format!("waiting for PE {peer} to send its heap"),
+        || None,
     )?;
     let (header, fd) = recv_fd(stream, peer)?;
     let got_job = u64::from_le_bytes(header[..8].try_into().unwrap());
@@ -164,7 +205,7 @@ pub fn receive(
     Ok(fd)
 }
 
-fn send_fd(stream: &UnixStream, payload: &[u8], fd: BorrowedFd<'_>) -> Result<()> {
+fn send_fd(stream: &UnixStream, payload: &[u8], fd: BorrowedFd<'_>, pid: u32) -> Result<()> {
     let raw = fd.as_raw_fd();
     // SAFETY: CMSG_SPACE is a pure size computation.
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
@@ -188,7 +229,9 @@ fn send_fd(stream: &UnixStream, payload: &[u8], fd: BorrowedFd<'_>) -> Result<()
     // SAFETY: `msg` and everything it points to outlive the call.
     let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
     if n != payload.len() as isize {
-        return Err(Error::last_os("sending the heap fd to a same-node PE"));
+        return Err(Error::last_os(format!(
+            "sending this PE's heap fd to process {pid}, a same-node PE"
+        )));
     }
     Ok(())
 }
