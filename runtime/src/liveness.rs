@@ -177,8 +177,15 @@ fn root_cause(
     peers: &[(usize, u32)],
     err: &Error,
 ) -> Option<(usize, String)> {
-    if let Error::Bootstrap(BootstrapError::PeerFailed { rank, reason }) = err {
-        return Some((*rank, reason.clone()));
+    match err {
+        Error::Bootstrap(BootstrapError::PeerFailed { rank, reason }) => {
+            return Some((*rank, reason.clone()))
+        }
+        // What a dead peer can cause: a broken collective or socket.
+        Error::Bootstrap(_) | Error::Io { .. } if bootstrap.size() > 1 => {}
+        // A verdict every PE reaches alike (e.g. different heap sizes), or a lone PE:
+        // no peer to wait for.
+        _ => return None,
     }
     let watch = PeerWatch::new(peers.iter().copied());
     let deadline = Instant::now() + ROOT_CAUSE_WAIT;
@@ -205,4 +212,147 @@ fn root_cause(
         how.push_str(&format!(", and so did {}", list.join(", ")));
     }
     Some((*pe, how))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A bootstrap of 3 ranks (this is rank 0) that reports `failure` once `after` passed
+    /// and records aborts.
+    struct Fake {
+        failure: Option<(Duration, BootstrapError)>,
+        start: Instant,
+        aborted: Mutex<Vec<String>>,
+    }
+
+    impl Fake {
+        fn new(failure: Option<(Duration, BootstrapError)>) -> Self {
+            Fake {
+                failure,
+                start: Instant::now(),
+                aborted: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    impl Bootstrap for Fake {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn size(&self) -> usize {
+            3
+        }
+        fn kind(&self) -> symmem_bootstrap::BootstrapKind {
+            symmem_bootstrap::BootstrapKind::Tcp
+        }
+        fn timeout(&self) -> Duration {
+            Duration::from_secs(10)
+        }
+        fn allgather(&self, _: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+            unimplemented!()
+        }
+        fn alltoall(&self, _: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+            unimplemented!()
+        }
+        fn barrier(&self) -> Result<(), BootstrapError> {
+            unimplemented!()
+        }
+        fn broadcast(&self, _: usize, _: &[u8]) -> Result<Vec<u8>, BootstrapError> {
+            unimplemented!()
+        }
+        fn abort(&self, reason: &str) {
+            self.aborted.lock().unwrap().push(reason.to_string());
+        }
+        fn failure(&self) -> Option<BootstrapError> {
+            self.failure
+                .as_ref()
+                .filter(|(after, _)| self.start.elapsed() >= *after)
+                .map(|(_, e)| e.clone())
+        }
+    }
+
+    fn reset() -> Error {
+        Error::io(
+            "receiving PE 1's heap fd",
+            std::io::Error::from_raw_os_error(libc::ECONNRESET),
+        )
+    }
+
+    fn peer_failed(rank: usize) -> BootstrapError {
+        BootstrapError::PeerFailed {
+            rank,
+            reason: "its connection closed".into(),
+        }
+    }
+
+    fn at(step: InitStep, peers: Vec<(usize, u32)>) -> InitProgress {
+        InitProgress { step, peers }
+    }
+
+    #[test]
+    fn a_late_bootstrap_report_names_the_dead_pe_not_the_local_error() {
+        let b = Fake::new(Some((Duration::from_millis(50), peer_failed(2))));
+        let e = fail_init(&b, &at(InitStep::HeapExchange, vec![]), reset()).to_string();
+        assert!(
+            e.starts_with("PE 2 failed while PE 0 was in init (heap fd exchange)")
+                && e.contains("receiving PE 1's heap fd"),
+            "{e}"
+        );
+        assert!(b.aborted.lock().unwrap().is_empty(), "a bystander aborted");
+    }
+
+    #[test]
+    fn a_bootstrap_error_naming_a_pe_is_the_root_cause_at_once() {
+        let b = Fake::new(None);
+        let start = Instant::now();
+        let e = fail_init(&b, &at(InitStep::Topology, vec![]), peer_failed(1).into());
+        assert_eq!(
+            e.to_string(),
+            "PE 1 failed while PE 0 was in init (topology allgather): its connection closed"
+        );
+        assert!(start.elapsed() < ROOT_CAUSE_WAIT);
+    }
+
+    #[test]
+    fn a_same_node_peer_that_is_gone_is_named_without_a_bootstrap_report() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap(); // reaped: pidfd_open fails with ESRCH
+        let b = Fake::new(None);
+        let e = fail_init(&b, &at(InitStep::HeapExchange, vec![(2, pid)]), reset());
+        let e = e.to_string();
+        assert!(
+            e.starts_with(&format!(
+                "PE 2 failed while PE 0 was in init (heap fd exchange): its process {pid} exited"
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_verdict_every_pe_reaches_aborts_at_once() {
+        let b = Fake::new(None);
+        let start = Instant::now();
+        let err = Error::Inconsistent {
+            what: "SYMMEM_SYMMETRIC_SIZE",
+            detail: "PE 0: 1, PE 1: 2".into(),
+        };
+        let e = fail_init(&b, &at(InitStep::Topology, vec![]), err);
+        assert!(matches!(e, Error::Inconsistent { .. }), "{e}");
+        assert!(start.elapsed() < ROOT_CAUSE_WAIT);
+        assert_eq!(b.aborted.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn with_no_culprit_this_pe_aborts_after_the_wait() {
+        let b = Fake::new(None);
+        let start = Instant::now();
+        let e = fail_init(&b, &at(InitStep::HeapExchange, vec![]), reset());
+        assert!(matches!(e, Error::Io { .. }), "{e}");
+        assert!(start.elapsed() >= ROOT_CAUSE_WAIT);
+        let aborted = b.aborted.lock().unwrap();
+        assert!(aborted.len() == 1 && aborted[0].contains("receiving PE 1's heap fd"));
+    }
 }
