@@ -52,14 +52,21 @@ fn killed_pe_is_named_by_the_others_within_the_timeout() {
 
 #[test]
 fn no_pe_survives_a_killed_run() {
-    let job = run_symrun(4, "kill", &[]);
+    // Tags this job's PEs: other tests (run in parallel) use the same scenario.
+    let tag = "SYMMEM_TEST_TAG=no_pe_survives_a_killed_run";
+    let job = run_symrun(4, "kill", &[tag.split_once('=').unwrap()]);
     assert!(!job.status.success());
     // symrun reaps every child before it exits; no test PE process of this job remains.
     let ours = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("cmdline")).ok())
-        .filter(|c| c.starts_with(TEST_PE) && c.contains("kill"))
+        .filter(|e| {
+            let read = |f: &str| std::fs::read(e.path().join(f)).unwrap_or_default();
+            let has = |hay: &[u8], needle: &str| {
+                hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+            };
+            read("cmdline").starts_with(TEST_PE.as_bytes()) && has(&read("environ"), tag)
+        })
         .count();
     assert_eq!(ours, 0, "leftover PE processes");
 }
@@ -117,33 +124,173 @@ fn bootstrap_times_out_naming_the_rank_that_never_started() {
     }
 }
 
-#[test]
-fn killed_rank_is_named_in_unique_id_mode_too() {
-    // No launcher watches these processes: the rendezvous (in rank 0) sees rank 2's
-    // connection drop, and rank 0 and 1 see its pidfd.
-    let env = [("SYMMEM_BOOTSTRAP_TIMEOUT", "30")];
-    let mut root = spawn_pe(&["uid_root", "3"], &env);
-    let uid = read_uid_line(&mut root);
-    let one = spawn_pe(&["uid_join", "1", "3", &uid], &env);
-    // Rank 2 joins, then is killed before the first collective allocation completes.
-    let mut two = spawn_pe(&["uid_join", "2", "3", &uid], &env);
-    std::thread::sleep(Duration::from_millis(300));
-    two.kill().unwrap();
-    two.wait().unwrap();
-    for child in [root, one] {
-        let job = wait_output(child, Duration::from_secs(30));
-        if job.status.success() {
-            // Rank 2 finished before it was killed: nothing to detect on a machine this fast.
-            continue;
-        }
-        let all = format!("{}{}", job.stdout, job.stderr);
-        assert!(all.contains("PE 2"), "{all}");
+/// Where the fault tests kill a PE, in the order init passes them: symmem's testing-only
+/// `SYMMEM_TEST_EXIT_AT` points (see `symmem_bootstrap::fault`), then `first_alloc` (the
+/// test program dies after init, while the others make their first allocation).
+const DEATH_POINTS: &[&str] = &[
+    "rendezvous_join",
+    "rendezvous",
+    "topology",
+    "heap_connect",
+    "heap_serve",
+    "heap_served_one",
+    "heap_receive",
+    "init_barrier",
+    "first_alloc",
+];
+
+/// The bootstrap deadline in the fault-at-init tests. Survivors must be done well before
+/// it: a failure found by a timeout, not by watching the victim, fails the test.
+const FAULT_TIMEOUT: &str = "30";
+
+/// Checks that `victim` died at `point`, from its stderr.
+fn assert_died_at(stderr: &str, victim: usize, point: &str, context: &str) {
+    let marker = if point == "first_alloc" {
+        "first_alloc: process".to_string()
+    } else {
+        format!("SYMMEM_TEST_EXIT_AT={point}: process")
+    };
+    assert!(
+        stderr.contains(&marker),
+        "{context}: PE {victim} did not die at {point}:\n{stderr}"
+    );
+}
+
+/// Checks a survivor's error: it names the victim as the failed PE and no other PE.
+fn assert_names_victim(error: &str, victim: usize, n: usize, context: &str) {
+    assert!(
+        error.contains(&format!("PE {victim} failed")),
+        "{context}: the error does not name PE {victim}: {error}"
+    );
+    for pe in (0..n).filter(|&p| p != victim) {
         assert!(
-            job.elapsed < Duration::from_secs(25),
-            "took {:?}",
+            !error.contains(&format!("PE {pe} failed")),
+            "{context}: the error blames PE {pe}, not PE {victim}: {error}"
+        );
+    }
+    assert!(
+        !error.contains("timed out"),
+        "{context}: found by a timeout, not by watching PE {victim}: {error}"
+    );
+}
+
+#[test]
+fn a_pe_killed_at_any_init_step_is_named_by_every_survivor_under_symrun() {
+    let victim = 1;
+    for point in DEATH_POINTS {
+        let context = format!("symrun, PE {victim} killed at {point}");
+        let victim_s = victim.to_string();
+        let job = run_symrun(
+            3,
+            "init_fault",
+            &[
+                ("SYMMEM_BOOTSTRAP_TIMEOUT", FAULT_TIMEOUT),
+                ("SYMMEM_TEST_VICTIM", &victim_s),
+                ("SYMMEM_TEST_VICTIM_AT", point),
+            ],
+        );
+        if job.status.code() != Some(137) {
+            job.fail(&format!("{context}: symrun should exit 137 (SIGKILL)"));
+        }
+        assert!(
+            job.stderr.contains(&format!("symrun: PE {victim} ")),
+            "{context}: {}",
+            job.stderr
+        );
+        assert_died_at(&job.stderr, victim, point, &context);
+        let errors = job.lines_with("ERROR");
+        if errors.len() != 2 {
+            job.fail(&format!("{context}: expected one error from each survivor"));
+        }
+        for e in errors {
+            assert_names_victim(e, victim, 3, &context);
+        }
+        assert!(
+            job.elapsed < Duration::from_secs(20),
+            "{context}: took {:?}",
             job.elapsed
         );
     }
+}
+
+/// Runs a 3-rank unique-id job in which `victim` dies at `point`; each other rank must
+/// fail naming it. With `late` set, that rank starts only after the victim is dead.
+fn unique_id_job_with_a_victim(victim: usize, point: &str, late: Option<usize>) {
+    let context = format!("unique id, rank {victim} killed at {point}");
+    let victim_s = victim.to_string();
+    let env = [
+        ("SYMMEM_BOOTSTRAP_TIMEOUT", FAULT_TIMEOUT),
+        ("SYMMEM_TEST_VICTIM", victim_s.as_str()),
+        ("SYMMEM_TEST_VICTIM_AT", point),
+    ];
+    let mut root = spawn_pe(&["uid_root", "3"], &env);
+    let uid = read_uid_line(&mut root);
+    let mut ranks = vec![(0, root)];
+    let mut jobs = Vec::new();
+    for r in 1..3 {
+        if Some(r) == late {
+            // The victim is gone before this rank starts.
+            let at = ranks.iter().position(|(r, _)| *r == victim).unwrap();
+            let (v, child) = ranks.remove(at);
+            jobs.push((v, wait_output(child, Duration::from_secs(60))));
+        }
+        ranks.push((r, spawn_pe(&["uid_join", &r.to_string(), "3", &uid], &env)));
+    }
+    jobs.extend(
+        ranks
+            .into_iter()
+            .map(|(r, child)| (r, wait_output(child, Duration::from_secs(60)))),
+    );
+    for (rank, job) in &jobs {
+        if *rank == victim {
+            use std::os::unix::process::ExitStatusExt;
+            if job.status.signal() != Some(9) {
+                job.fail(&format!("{context}: the victim was not killed"));
+            }
+            assert_died_at(&job.stderr, victim, point, &context);
+            continue;
+        }
+        let context = format!("{context}, survivor rank {rank}");
+        if job.status.success() {
+            job.fail(&format!("{context}: succeeded"));
+        }
+        let errors = job.lines_with("ERROR: ");
+        if errors.len() != 1 {
+            job.fail(&format!("{context}: expected one ERROR line"));
+        }
+        assert_names_victim(errors[0], victim, 3, &context);
+        assert!(
+            job.elapsed < Duration::from_secs(20),
+            "{context}: took {:?}",
+            job.elapsed
+        );
+    }
+}
+
+#[test]
+fn killed_rank_is_named_in_unique_id_mode_too() {
+    // No launcher watches these processes: the rendezvous (in rank 0) sees rank 2's
+    // connection drop, and rank 0 and 1 see its pidfd once they know its pid.
+    for point in DEATH_POINTS {
+        unique_id_job_with_a_victim(2, point, None);
+    }
+}
+
+#[test]
+fn killed_rank_0_is_named_in_unique_id_mode() {
+    // Rank 0 hosts the rendezvous, which dies with it. Not at rendezvous_join: a rank
+    // that finds no rendezvous cannot tell a dead rank 0 from one not started yet, and
+    // waits for SYMMEM_BOOTSTRAP_TIMEOUT (as for any rank that never arrives).
+    for point in &DEATH_POINTS[1..] {
+        unique_id_job_with_a_victim(0, point, None);
+    }
+}
+
+#[test]
+fn a_rank_that_starts_after_another_died_in_the_rendezvous_names_it() {
+    // Rank 0 has given up by the time rank 2 starts, but its rendezvous stays up (within
+    // the join deadline) until rank 2 has joined and been told that rank 1 failed.
+    unique_id_job_with_a_victim(1, "rendezvous_join", Some(2));
 }
 
 #[test]

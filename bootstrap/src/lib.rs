@@ -14,6 +14,8 @@
 //! the rank(s) instead of hanging.
 
 pub mod error;
+#[doc(hidden)]
+pub mod fault;
 pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;

@@ -62,13 +62,13 @@ impl UniqueId {
             )));
         }
         if rank != 0 {
-            return TcpBootstrap::connect(
+            return TcpBootstrap::connect_hosted_by(
                 &self.addr.to_string(),
                 self.nonce,
-                0,
                 rank,
                 size,
                 timeout,
+                0,
             );
         }
         let listener = match &self.listener {

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use symmem_bootstrap::tcp::TcpBootstrap;
+use symmem_bootstrap::tcp::{RendezvousServer, TcpBootstrap};
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
 
 /// Runs `f(rank, bootstrap)` on `n` threads joined through a fresh unique id.
@@ -131,4 +131,55 @@ fn a_wrong_nonce_is_refused() {
     assert!(err.contains("wrong job nonce"), "{err}");
     let host_err = host.join().unwrap().unwrap().to_string();
     assert!(host_err.contains("rank(s) 1 never arrived"), "{host_err}");
+}
+
+/// Set in the child process of [`a_rank_that_joins_after_another_died_names_it`].
+const DYING_RANK_ADDR: &str = "SYMMEM_TEST_DYING_RANK_ADDR";
+
+/// Not a test of its own: the dying rank of
+/// [`a_rank_that_joins_after_another_died_names_it`], run in a child process (this test
+/// binary, re-executed). It joins as rank 1 and kills itself right after its hello.
+#[test]
+fn dying_rank_child() {
+    let Ok(addr) = std::env::var(DYING_RANK_ADDR) else {
+        return;
+    };
+    let _ = TcpBootstrap::connect(&addr, 7, 0, 1, 3, Duration::from_secs(20));
+    unreachable!("SYMMEM_TEST_EXIT_AT=rendezvous_join did not kill this process");
+}
+
+#[test]
+fn a_rank_that_joins_after_another_died_names_it() {
+    let timeout = Duration::from_secs(20);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = RendezvousServer::start(listener, 7, 3, timeout).unwrap();
+    let addr = server.addr().to_string();
+    let join = |rank: usize| {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let err = TcpBootstrap::connect(&addr, 7, 0, rank, 3, timeout)
+                .err()
+                .expect("joined a job whose rank 1 died")
+                .to_string();
+            (err, start.elapsed())
+        })
+    };
+    let early = join(0);
+    // Rank 1 joins and dies (SIGKILL, no goodbye) before rank 2 has started.
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "dying_rank_child", "--nocapture"])
+        .env(DYING_RANK_ADDR, &addr)
+        .env("SYMMEM_TEST_EXIT_AT", "rendezvous_join")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(child.status.signal(), Some(9), "{child:?}");
+    // Rank 0 learns of it first, so the group has failed before rank 2 joins.
+    let early = early.join().unwrap();
+    let late = join(2).join().unwrap();
+    for (err, took) in [early, late] {
+        assert!(err.contains("PE 1 failed"), "{err}");
+        assert!(took < Duration::from_secs(10), "{err} after {took:?}");
+    }
 }

@@ -107,6 +107,11 @@ impl Runtime {
                 },
             )?;
             if left && flag.load(Ordering::Acquire) < epoch {
+                // Like `check_health`: peers that find this PE gone (it exits on this
+                // error, usually) must blame `from`, not this PE.
+                mine.failure_cause
+                    .0
+                    .store(from as u64 + 1, Ordering::Release);
                 return Err(Error::PeerFailed {
                     pe: from,
                     me,

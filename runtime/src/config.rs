@@ -36,6 +36,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE" },
     Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
     Variable { name: "SYMMEM_DEVICE", default: "auto", doc: "what a PE is: auto (a GPU PE when libcuda loads and a GPU is visible, else a CPU PE), cpu, cuda (an error if no GPU can be used)" },
+    Variable { name: "SYMMEM_TEST_EXIT_AT", default: "(unset)", doc: "testing only: this process kills itself (SIGKILL) when init reaches the named point (rendezvous_join, rendezvous, topology, heap_connect, heap_serve, heap_served_one, heap_receive, init_barrier), so fault tests place a PE's death at each init step" },
 ];
 
 /// Prefixes of variables set by launchers and test harnesses, not by users.
@@ -92,6 +93,9 @@ pub struct Config {
     pub socket_ifname: Option<String>,
     /// `SYMMEM_DEVICE`.
     pub device: DeviceChoice,
+    /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
+    #[doc(hidden)]
+    pub test_exit_at: Option<String>,
 }
 
 /// The subsystems `SYMMEM_DEBUG_SUBSYS` accepts; each is a `tracing` target.
@@ -207,6 +211,13 @@ impl Config {
             Some("cuda") | Some("gpu") => DeviceChoice::Cuda,
             Some(v) => return Err(bad("SYMMEM_DEVICE", v, "expected auto, cpu or cuda")),
         };
+        // Testing only: read where it acts (symmem_bootstrap::fault), checked here so that
+        // a misspelt point is an error rather than a test that silently kills nobody.
+        let test_exit_at = get(symmem_bootstrap::fault::EXIT_AT_VAR);
+        if let Some(v) = &test_exit_at {
+            symmem_bootstrap::fault::check_exit_point(v)
+                .map_err(|why| bad("SYMMEM_TEST_EXIT_AT", v, why))?;
+        }
         Ok(Config {
             device,
             symmetric_size,
@@ -221,6 +232,7 @@ impl Config {
             hca_list,
             ib_gid_index,
             socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
+            test_exit_at,
         })
     }
 
@@ -279,6 +291,12 @@ impl Config {
                     .unwrap_or_else(|| "(auto)".into()),
             ),
             ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
+            (
+                "SYMMEM_TEST_EXIT_AT",
+                self.test_exit_at
+                    .clone()
+                    .unwrap_or_else(|| "(unset)".into()),
+            ),
         ]
     }
 }
@@ -400,6 +418,19 @@ mod tests {
     }
 
     #[test]
+    fn every_test_exit_point_is_documented() {
+        let var = VARIABLES
+            .iter()
+            .find(|v| v.name == symmem_bootstrap::fault::EXIT_AT_VAR)
+            .expect("SYMMEM_TEST_EXIT_AT is in the table");
+        for (point, _) in symmem_bootstrap::fault::EXIT_POINTS {
+            assert!(var.doc.contains(point), "{point} is missing from the doc");
+        }
+        let c = cfg(&[("SYMMEM_TEST_EXIT_AT", "heap_serve")]).unwrap();
+        assert_eq!(c.test_exit_at.as_deref(), Some("heap_serve"));
+    }
+
+    #[test]
     fn bad_values_name_the_variable() {
         for (var, val) in [
             ("SYMMEM_SYMMETRIC_SIZE", "lots"),
@@ -412,6 +443,7 @@ mod tests {
             ("SYMMEM_DISABLE_P2P", "maybe"),
             ("SYMMEM_REMOTE_TRANSPORT", "pigeon"),
             ("SYMMEM_IB_GID_INDEX", "-3"),
+            ("SYMMEM_TEST_EXIT_AT", "halfway"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");

@@ -15,7 +15,7 @@ use crate::barrier::BarrierState;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::heap::{self, SymmetricHeap, RESERVED};
-use crate::liveness::PeerWatch;
+use crate::liveness::{self, InitProgress, InitStep, PeerWatch};
 use crate::pe_device::{create_backend, device_error_word, device_peer_table, device_resources};
 use crate::route::Route;
 use crate::sym::SymBuf;
@@ -109,7 +109,9 @@ pub(crate) type Device = std::convert::Infallible;
 impl Runtime {
     fn start(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Self> {
         let rank = bootstrap.rank();
+        let mut progress = InitProgress::default();
         let setup = (|| {
+            progress.enter(InitStep::Rendezvous);
             let job_bytes =
                 bootstrap.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
             let job = u64::from_le_bytes(job_bytes.as_slice().try_into().map_err(|_| {
@@ -119,6 +121,7 @@ impl Runtime {
                 }
             })?);
             let pending = SymmetricHeap::create(job, rank)?;
+            progress.enter(InitStep::Topology);
             let me = PeInfo {
                 node: config.node_id.clone(),
                 pid: std::process::id(),
@@ -131,8 +134,10 @@ impl Runtime {
                 .map(|(pe, b)| PeInfo::decode(b, pe))
                 .collect::<Result<Vec<_>>>()?;
             let topo = Topology::new(rank, infos);
+            progress.learn(&topo);
             heap::check_sizes(&topo.heap_lens())?;
             let (backend, reachable) = create_backend(&config, &*bootstrap, &topo)?;
+            progress.enter(InitStep::HeapExchange);
             let deadline = Instant::now() + config.bootstrap_timeout;
             let heap = pending.connect(
                 &topo,
@@ -142,17 +147,15 @@ impl Runtime {
                 |p| reachable[p],
                 deadline,
             )?;
+            progress.enter(InitStep::Barrier);
             // Nobody may use a peer's heap before that peer has mapped everyone's.
             bootstrap.barrier()?;
             Ok::<_, Error>((topo, heap))
         })();
         let (topo, heap) = match setup {
             Ok(v) => v,
-            Err(e) => {
-                // Tell the others at once instead of letting them wait for the deadline.
-                bootstrap.abort(&format!("init failed: {e}"));
-                return Err(e);
-            }
+            // Name the root cause (a dead peer, or this PE, which then aborts the others).
+            Err(e) => return Err(liveness::fail_init(&*bootstrap, &progress, e)),
         };
         let watch = PeerWatch::new(
             topo.local_pes()

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         "oom" => with_init(oom),
         "bad_args" => with_init(bad_args),
         "kill" => with_init(kill),
+        "init_fault" => init_fault(),
         "finalize_in_barrier" => finalize_in_barrier(),
         "panic_with_runtime" => panic_with_runtime(),
         "reinit" => reinit(),
@@ -469,6 +470,7 @@ fn uid_join(args: &[String]) -> Outcome {
 }
 
 fn uid_run(rank: usize, n: usize, id: &symmem::UniqueId) -> Outcome {
+    let die_after_init = arm_victim(rank)?;
     let rt = match symmem::init_with_unique_id(rank, n, id) {
         Ok(rt) => rt,
         Err(e) => {
@@ -479,8 +481,75 @@ fn uid_run(rank: usize, n: usize, id: &symmem::UniqueId) -> Outcome {
     ensure(rt.my_pe() == rank && rt.n_pes() == n, || {
         "wrong rank or size".into()
     })?;
-    put_get(&rt)?;
+    if die_after_init {
+        die_before_first_alloc();
+    }
+    put_get(&rt).inspect_err(|e| println!("ERROR: {e}"))?;
     rt.finalize().map_err(e2s)
+}
+
+/// Fault tests place one PE's death at a point of init: `SYMMEM_TEST_VICTIM=<rank>` and
+/// `SYMMEM_TEST_VICTIM_AT=<point>`, where the point is one of symmem's testing-only
+/// `SYMMEM_TEST_EXIT_AT` points, or `first_alloc` (after init, before the first
+/// collective allocation), which this program handles. If `rank` is the victim, arms the
+/// point; returns whether this process must die right after init. Call before init.
+fn arm_victim(rank: usize) -> Result<bool, String> {
+    let Ok(victim) = std::env::var("SYMMEM_TEST_VICTIM") else {
+        return Ok(false);
+    };
+    let victim: usize = victim.parse().map_err(|_| "bad SYMMEM_TEST_VICTIM")?;
+    let at = std::env::var("SYMMEM_TEST_VICTIM_AT").map_err(|_| "no SYMMEM_TEST_VICTIM_AT")?;
+    if rank != victim {
+        return Ok(false);
+    }
+    if at == "first_alloc" {
+        return Ok(true);
+    }
+    // Set before init starts any thread that reads the environment.
+    std::env::set_var("SYMMEM_TEST_EXIT_AT", at);
+    Ok(false)
+}
+
+/// The `first_alloc` victim: dies (SIGKILL) while its peers enter their first allocation.
+fn die_before_first_alloc() -> ! {
+    eprintln!(
+        "first_alloc: process {} kills itself before the first allocation",
+        std::process::id()
+    );
+    // SAFETY: raising a signal on our own process; nothing runs after it.
+    unsafe { libc::raise(libc::SIGKILL) };
+    unreachable!("SIGKILL returned")
+}
+
+/// The PE launched as `SYMMEM_TEST_VICTIM` dies at `SYMMEM_TEST_VICTIM_AT` (see
+/// [`arm_victim`]); every other PE must fail in init or in its first allocation with an
+/// error naming the victim. Survivors print `ERROR: ...` and exit with 3.
+fn init_fault() -> Outcome {
+    let rank: usize = std::env::var("SYMMEM_LAUNCH_RANK")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .ok_or("init_fault runs under symrun (SYMMEM_LAUNCH_RANK)")?;
+    let die_after_init = arm_victim(rank)?;
+    let fail = |e: Error| -> ! {
+        println!("ERROR: {e}");
+        std::process::exit(3)
+    };
+    let rt = symmem::init().unwrap_or_else(|e| fail(e));
+    check_world_size(&rt)?;
+    if die_after_init {
+        die_before_first_alloc();
+    }
+    let first = (|| {
+        let buf = rt.calloc::<u64>(16)?;
+        rt.barrier_all()?;
+        rt.free(buf)
+    })();
+    if let Err(e) = first {
+        fail(e);
+    }
+    Err(format!(
+        "PE {rank}: init and the first allocation succeeded although a PE was to die"
+    ))
 }
 
 /// init must fail (the test sets a bad variable); print the error.

@@ -64,6 +64,9 @@ pub struct TcpBootstrap {
     reader: Option<JoinHandle<()>>,
     /// The server, when this rank hosts it (rank 0 in unique-id init). Dropped last.
     hosted: Option<RendezvousServer>,
+    /// The rank whose process hosts the server, when another rank does (unique-id init):
+    /// losing the server then means that rank died.
+    host_rank: Option<usize>,
 }
 
 impl TcpBootstrap {
@@ -78,7 +81,28 @@ impl TcpBootstrap {
         size: usize,
         timeout: Duration,
     ) -> Result<Self, BootstrapError> {
-        Self::join(addr, nonce, session, rank, size, timeout, None)
+        Self::join(addr, nonce, session, rank, size, timeout, Join::Client)
+    }
+
+    /// Joins like [`Self::connect`] a rendezvous hosted by rank `host_rank`'s process
+    /// (unique-id init), so that losing the server is reported as that rank's failure.
+    pub(crate) fn connect_hosted_by(
+        addr: &str,
+        nonce: u64,
+        rank: usize,
+        size: usize,
+        timeout: Duration,
+        host_rank: usize,
+    ) -> Result<Self, BootstrapError> {
+        Self::join(
+            addr,
+            nonce,
+            0,
+            rank,
+            size,
+            timeout,
+            Join::HostedBy(host_rank),
+        )
     }
 
     /// Hosts the rendezvous on `listener` and joins it as `rank` (normally 0).
@@ -92,7 +116,7 @@ impl TcpBootstrap {
         let mut server = RendezvousServer::start(listener, nonce, size, timeout)?;
         server.set_host_rank(rank);
         let addr = server.addr().to_string();
-        Self::join(&addr, nonce, 0, rank, size, timeout, Some(server))
+        Self::join(&addr, nonce, 0, rank, size, timeout, Join::Host(server))
     }
 
     fn join(
@@ -102,8 +126,13 @@ impl TcpBootstrap {
         rank: usize,
         size: usize,
         timeout: Duration,
-        hosted: Option<RendezvousServer>,
+        how: Join,
     ) -> Result<Self, BootstrapError> {
+        let (hosted, host_rank) = match how {
+            Join::Client => (None, None),
+            Join::HostedBy(r) => (None, Some(r)),
+            Join::Host(server) => (Some(server), None),
+        };
         if rank >= size {
             return Err(BootstrapError::Config(format!(
                 "rank {rank} is out of range for {size} ranks"
@@ -123,6 +152,7 @@ impl TcpBootstrap {
             },
         )
         .map_err(|e| BootstrapError::io(format!("sending hello to {addr}"), &e))?;
+        crate::fault::exit_point("rendezvous_join");
         let reader_stream = stream
             .try_clone()
             .map_err(|e| BootstrapError::io("cloning the bootstrap socket", &e))?;
@@ -133,7 +163,7 @@ impl TcpBootstrap {
             let (failure, closing, addr) = (failure.clone(), closing.clone(), addr.to_string());
             std::thread::Builder::new()
                 .name("symmem-bootstrap-rx".into())
-                .spawn(move || read_loop(reader_stream, addr, tx, failure, closing))
+                .spawn(move || read_loop(reader_stream, addr, host_rank, tx, failure, closing))
                 .map_err(|e| BootstrapError::io("spawning the bootstrap reader", &e))?
         };
         let this = TcpBootstrap {
@@ -150,6 +180,7 @@ impl TcpBootstrap {
             closing,
             reader: Some(reader),
             hosted,
+            host_rank,
         };
         // The server enforces the join deadline from its own start; wait a little longer.
         let wait = deadline.saturating_duration_since(Instant::now()) + SERVER_GRACE;
@@ -188,15 +219,13 @@ impl TcpBootstrap {
                         reason: format!("no answer within {wait:?} while {what}"),
                     }))
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(self
-                    .failure
-                    .get()
-                    .unwrap_or_else(|| BootstrapError::ServerLost {
-                        addr: self.server_addr.clone(),
-                        reason: format!("connection closed while {what}"),
-                    }))
-            }
+            Err(RecvTimeoutError::Disconnected) => Err(self.failure.get().unwrap_or_else(|| {
+                server_lost(
+                    &self.server_addr,
+                    self.host_rank,
+                    format!("connection closed while {what}"),
+                )
+            })),
         }
     }
 
@@ -219,12 +248,13 @@ impl TcpBootstrap {
             parts,
         };
         wire::send(&mut chan.writer, &msg).map_err(|e| {
-            self.failure
-                .get()
-                .unwrap_or_else(|| BootstrapError::ServerLost {
-                    addr: self.server_addr.clone(),
-                    reason: format!("sending {} #{seq}: {e}", op.name()),
-                })
+            self.failure.get().unwrap_or_else(|| {
+                server_lost(
+                    &self.server_addr,
+                    self.host_rank,
+                    format!("sending {} #{seq}: {e}", op.name()),
+                )
+            })
         })?;
         let what = format!("in {} #{seq}", op.name());
         match self.wait_reply(&chan, self.timeout + SERVER_GRACE, &what)? {
@@ -234,6 +264,33 @@ impl TcpBootstrap {
                 detail: format!("unexpected reply to {} #{seq}", op.name()),
             }),
         }
+    }
+}
+
+/// How [`TcpBootstrap::join`] reaches the server.
+enum Join {
+    /// The server is the launcher's (symrun) or the caller's.
+    Client,
+    /// The server runs in rank `.0`'s process (unique-id init).
+    HostedBy(usize),
+    /// This rank hosts the server.
+    Host(RendezvousServer),
+}
+
+/// The error for a lost connection to the server at `addr`. When a rank's process hosts
+/// the server, that rank is named: the server goes away only when its process does.
+fn server_lost(addr: &str, host_rank: Option<usize>, reason: String) -> BootstrapError {
+    match host_rank {
+        Some(rank) => BootstrapError::PeerFailed {
+            rank,
+            reason: format!(
+                "the rendezvous its process hosts at {addr} is gone ({reason}): the process exited or was killed"
+            ),
+        },
+        None => BootstrapError::ServerLost {
+            addr: addr.to_string(),
+            reason,
+        },
     }
 }
 
@@ -276,6 +333,7 @@ fn connect_until(
 fn read_loop(
     mut stream: TcpStream,
     addr: String,
+    host_rank: Option<usize>,
     tx: Sender<Reply>,
     failure: Arc<FailureLatch>,
     closing: Arc<AtomicBool>,
@@ -299,12 +357,19 @@ fn read_loop(
             }
             Ok(Recv::Closed) | Err(_) if closing.load(Ordering::Relaxed) => return,
             Ok(Recv::Closed) => {
-                let e = BootstrapError::ServerLost {
-                    addr: addr.clone(),
-                    reason:
-                        "connection closed (the launcher or the rank hosting the rendezvous exited)"
-                            .into(),
-                };
+                let e = server_lost(
+                    &addr,
+                    host_rank,
+                    "connection closed (the launcher or the rank hosting the rendezvous exited)"
+                        .into(),
+                );
+                failure.set(e.clone());
+                let _ = tx.send(Reply::Failed(e));
+                return;
+            }
+            // A reset connection: the hosting process died with data unread.
+            Err(BootstrapError::Io { context, message }) if host_rank.is_some() => {
+                let e = server_lost(&addr, host_rank, format!("{context}: {message}"));
                 failure.set(e.clone());
                 let _ = tx.send(Reply::Failed(e));
                 return;

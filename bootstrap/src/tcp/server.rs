@@ -11,6 +11,10 @@
 //! [`BootstrapError::Timeout`] sent to every member. A connection that closes without a
 //! goodbye fails the group with [`BootstrapError::PeerFailed`] naming that rank, and so do
 //! aborts and failures reported by the launcher ([`RendezvousServer::report_failure`]).
+//! A rank that joins a group after it failed gets the same error. A server hosted by a
+//! rank (unique-id init) that stops while its failed group still misses ranks stays up
+//! until they have joined or the join deadline passes, so that they too learn which rank
+//! failed instead of finding no rendezvous.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -286,7 +290,8 @@ struct Group {
     ready: bool,
     next_seq: u64,
     pending: Option<Pending>,
-    failed: bool,
+    /// Why the group failed, once it has; kept for members that join after that.
+    failure: Option<BootstrapError>,
 }
 
 impl Group {
@@ -297,8 +302,12 @@ impl Group {
             ready: false,
             next_seq: 0,
             pending: None,
-            failed: false,
+            failure: None,
         }
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.is_some()
     }
 
     fn send(&mut self, rank: usize, msg: &Msg) {
@@ -312,18 +321,27 @@ impl Group {
 
     /// Fails the group: every live member except `except` gets `err`.
     fn fail(&mut self, err: BootstrapError, except: Option<usize>) {
-        if self.failed {
+        if self.failed() {
             return;
         }
-        self.failed = true;
         self.pending = None;
         tracing::debug!("rendezvous group failed: {err}");
+        self.failure = Some(err.clone());
         let msg = Msg::Error(err);
         for rank in 0..self.members.len() {
             if Some(rank) != except {
                 self.send(rank, &msg);
             }
         }
+    }
+
+    /// Until when a stopping server must stay up for this group: it failed before every
+    /// rank joined, so ranks may still arrive, and they should learn why the job failed
+    /// rather than find no rendezvous. Bounded by the join deadline, which the hosting
+    /// rank would have waited for anyway had nobody failed.
+    fn late_joiner_deadline(&self, timeout: Duration) -> Option<Instant> {
+        (self.failed() && !self.ready && !self.missing_members().is_empty())
+            .then(|| self.created + timeout)
     }
 
     fn missing_members(&self) -> Vec<usize> {
@@ -336,11 +354,11 @@ impl Group {
         self.members
             .iter()
             .all(|m| m.as_ref().is_some_and(|m| m.said_goodbye || m.closed))
-            && (self.failed || self.members.iter().flatten().all(|m| m.said_goodbye))
+            && (self.failed() || self.members.iter().flatten().all(|m| m.said_goodbye))
     }
 
     fn contribute(&mut self, rank: usize, seq: u64, op: CollOp, root: u32, parts: Vec<Vec<u8>>) {
-        if self.failed {
+        if self.failed() {
             return;
         }
         let size = self.members.len();
@@ -404,7 +422,7 @@ impl Group {
 
     /// The next instant at which this group times out, if it is waiting for anyone.
     fn deadline(&self, timeout: Duration) -> Option<Instant> {
-        if self.failed {
+        if self.failed() {
             None
         } else if !self.ready {
             Some(self.created + timeout)
@@ -463,9 +481,17 @@ impl Coordinator {
         let mut closing: Option<(usize, Instant)> = None;
         loop {
             let now = Instant::now();
+            // A stopping server stays up while a failed group still has ranks to tell.
+            let linger = self
+                .groups
+                .values()
+                .filter_map(|g| g.late_joiner_deadline(self.timeout))
+                .filter(|&d| now < d)
+                .max()
+                .filter(|_| closing.is_some());
             if let Some((rank, until)) = closing {
                 let connected = self.conns.values().any(|&(_, r)| r == rank);
-                if !connected || now >= until {
+                if (!connected || now >= until) && linger.is_none() {
                     break;
                 }
             }
@@ -473,7 +499,8 @@ impl Coordinator {
                 .groups
                 .values()
                 .filter_map(|g| g.deadline(self.timeout))
-                .chain(closing.map(|(_, until)| until))
+                .chain(closing.map(|(_, until)| until).filter(|&u| now < u))
+                .chain(linger)
                 .min();
             let event = match next {
                 Some(d) => match rx.recv_timeout(d.saturating_duration_since(now)) {
@@ -490,7 +517,18 @@ impl Coordinator {
                 Some(Event::Shutdown { after_rank: None }) => break,
                 Some(Event::Shutdown {
                     after_rank: Some(rank),
-                }) => closing = Some((rank, Instant::now() + CLOSE_GRACE)),
+                }) => {
+                    closing = Some((rank, Instant::now() + CLOSE_GRACE));
+                    for g in self.groups.values() {
+                        if let Some(d) = g.late_joiner_deadline(self.timeout) {
+                            tracing::warn!(
+                                "the job failed before rank(s) {} joined: the rendezvous stays up to tell them, for at most {:?}",
+                                fmt_ranks(&g.missing_members()),
+                                d.saturating_duration_since(Instant::now())
+                            );
+                        }
+                    }
+                }
                 Some(e) => self.handle(e),
                 None => {}
             }
@@ -544,7 +582,13 @@ impl Coordinator {
                     group.send(rank, &Msg::Error(err));
                     return;
                 }
-                if group.missing_members().is_empty() && !group.ready && !group.failed {
+                if let Some(err) = group.failure.clone() {
+                    // A rank that joins after the group failed (e.g. a rank died while the
+                    // others were still starting) learns why instead of waiting for ready.
+                    group.send(rank, &Msg::Error(err));
+                    return;
+                }
+                if group.missing_members().is_empty() && !group.ready && !group.failed() {
                     group.ready = true;
                     for r in 0..size {
                         group.send(r, &Msg::Ready);

@@ -7,14 +7,25 @@
 //! connects to each same-node peer's socket, accepts the same number of connections on its
 //! own, answers each with its memfd, and then reads the peers' memfds. Connections are
 //! only answered when the connecting process (SO_PEERCRED) is one of the expected peers.
+//!
+//! No step waits on a dead peer: a peer that dies closes its end of every connection,
+//! which ends a read at once, and waiting for peers to fetch this PE's heap also watches
+//! their processes (pidfds). The error then says what failed here; init's error path
+//! (`liveness::fail_init`) names the PE that died.
 
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use symmem_bootstrap::fault::exit_point;
 
 use crate::error::{Error, Result};
+use crate::liveness::PeerWatch;
+
+/// How often a wait for peers to fetch this PE's heap checks whether they are alive.
+const LIVENESS_POLL: Duration = Duration::from_millis(20);
 
 /// What accompanies the fds: job id, sender rank, heap length, description length.
 const HEADER_LEN: usize = 8 + 4 + 8 + 4;
@@ -46,8 +57,14 @@ pub fn connect(job: u64, peer: usize) -> Result<UnixStream> {
         .map_err(|e| Error::io(format!("connecting to PE {peer}'s heap socket @{name}"), e))
 }
 
-/// Waits until `fd` is readable or `deadline` passes.
-fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant, what: &str) -> Result<()> {
+/// Waits until `fd` is readable or `deadline` passes. Every [`LIVENESS_POLL`], `gone()`
+/// may end the wait with an error: a description of a peer that will never come.
+fn wait_readable(
+    fd: BorrowedFd<'_>,
+    deadline: Instant,
+    what: &str,
+    gone: impl Fn() -> Option<String>,
+) -> Result<()> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let mut p = libc::pollfd {
@@ -55,7 +72,7 @@ fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant, what: &str) -> Result<()
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        let ms = left.min(LIVENESS_POLL).as_millis() as i32;
         // SAFETY: one valid pollfd.
         let n = unsafe { libc::poll(&mut p, 1, ms) };
         if n > 0 {
@@ -66,6 +83,15 @@ fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant, what: &str) -> Result<()
         }
         if n < 0 {
             return Err(Error::last_os(what.to_string()));
+        }
+        if let Some(why) = gone() {
+            return Err(Error::io(
+                what.to_string(),
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, why),
+            ));
+        }
+        if !left.is_zero() {
+            continue;
         }
         return Err(Error::io(
             what.to_string(),
@@ -103,7 +129,7 @@ fn peer_pid(stream: &UnixStream) -> Result<u32> {
 }
 
 /// Accepts one connection from each expected peer pid and sends it `description` and
-/// `fds`.
+/// `fds`. Fails at once when an expected peer's process exits before it connected.
 #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 pub fn serve(
     listener: &UnixListener,
@@ -116,12 +142,22 @@ pub fn serve(
     deadline: Instant,
 ) -> Result<()> {
     assert!(description.len() <= MAX_DESCRIPTION && fds.len() <= MAX_FDS && !fds.is_empty());
+    exit_point("heap_serve");
+    let watch = PeerWatch::new(expected_pids.iter().copied().enumerate());
     let mut served = Vec::new();
     while served.len() < expected_pids.len() {
+        let gone = || {
+            let dead = watch.dead();
+            let (_, pid) = dead.iter().find(|(_, pid)| !served.contains(pid))?;
+            Some(format!(
+                "process {pid}, a same-node PE, exited before it fetched this PE's heap"
+            ))
+        };
         wait_readable(
             listener_fd(listener),
             deadline,
             "waiting for same-node PEs to fetch this PE's heap",
+            gone,
         )?;
         let (stream, _) = listener
             .accept()
@@ -137,8 +173,9 @@ pub fn serve(
         message.extend_from_slice(&(heap_len as u64).to_le_bytes());
         message.extend_from_slice(&(description.len() as u32).to_le_bytes());
         message.extend_from_slice(description);
-        send_fds(&stream, &message, fds)?;
+        send_fds(&stream, &message, fds, pid)?;
         served.push(pid);
+        exit_point("heap_served_one");
     }
     Ok(())
 }
@@ -157,10 +194,13 @@ pub fn receive(
     deadline: Instant,
 ) -> Result<(Vec<u8>, Vec<OwnedFd>)> {
     use std::os::fd::AsFd;
+    exit_point("heap_receive");
+    // A dead peer's end of the connection is closed, which makes the stream readable.
     wait_readable(
         stream.as_fd(),
         deadline,
         &format!("waiting for PE {peer} to send its heap"),
+        || None,
     )?;
     let (message, fds) = recv_fds(stream, peer)?;
     let header = &message[..HEADER_LEN];
@@ -193,7 +233,7 @@ pub fn receive(
     Ok((message[HEADER_LEN..].to_vec(), fds))
 }
 
-fn send_fds(stream: &UnixStream, payload: &[u8], fds: &[BorrowedFd<'_>]) -> Result<()> {
+fn send_fds(stream: &UnixStream, payload: &[u8], fds: &[BorrowedFd<'_>], pid: u32) -> Result<()> {
     let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
     let bytes = std::mem::size_of_val(raw.as_slice()) as u32;
     // SAFETY: CMSG_SPACE is a pure size computation.
@@ -222,7 +262,9 @@ fn send_fds(stream: &UnixStream, payload: &[u8], fds: &[BorrowedFd<'_>]) -> Resu
     // SAFETY: `msg` and everything it points to outlive the call.
     let n = unsafe { libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
     if n != payload.len() as isize {
-        return Err(Error::last_os("sending the heap fd to a same-node PE"));
+        return Err(Error::last_os(format!(
+            "sending this PE's heap fd to process {pid}, a same-node PE"
+        )));
     }
     Ok(())
 }
