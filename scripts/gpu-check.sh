@@ -4,7 +4,7 @@
 #   bash scripts/gpu-check.sh bundle     on any x86-64 machine (no GPU needed): builds every
 #                                        GPU test program, example and perftest, with the
 #                                        kernels' PTX embedded, into target/gpu-bundle/
-#   bash target/gpu-bundle/gpu-check.sh run [--mps]
+#   bash target/gpu-bundle/gpu-check.sh run [--mps]   (GPU_CHECK_TIMEOUT: seconds per check, 300)
 #                                        on a machine with an NVIDIA GPU and only the driver:
 #                                        runs the checks on GPU PEs (SYMMEM_DEVICE=cuda) and
 #                                        prints one "N passed, N failed" line.
@@ -81,7 +81,7 @@ run() {
     shift
     local t0 rc log ms
     t0=$(date +%s%N)
-    log=$(timeout 300 "$@" 2>&1)
+    log=$(timeout "${GPU_CHECK_TIMEOUT:-300}" "$@" 2>&1)
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
     if [ $rc = 0 ]; then
