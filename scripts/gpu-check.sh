@@ -4,11 +4,14 @@
 #   bash scripts/gpu-check.sh bundle     on any x86-64 machine (no GPU needed): builds every
 #                                        GPU test program, example and perftest, with the
 #                                        kernels' PTX embedded, into target/gpu-bundle/
-#   bash target/gpu-bundle/gpu-check.sh run [--mps]   (GPU_CHECK_TIMEOUT: seconds per check, 300)
+#   bash target/gpu-bundle/gpu-check.sh run [--mps] [--perf]   (GPU_CHECK_TIMEOUT: seconds per check, 300)
 #                                        on a machine with an NVIDIA GPU and only the driver:
 #                                        runs the checks on GPU PEs (SYMMEM_DEVICE=cuda) and
 #                                        prints one "N passed, N failed" line.
 #
+# --perf also runs symmem-perf on GPU PEs and, where nvcc and NVSHMEM (the
+# nvidia-nvshmem-cu13 wheel) are found, the same rows with NVSHMEM, and prints them side
+# by side with the copy limit.
 # --mps starts a private MPS daemon first (so kernels of several PEs on one GPU run at
 # the same time rather than taking turns) and stops it at the end.
 set -uo pipefail
@@ -33,6 +36,8 @@ bundle() {
   cp target/release/examples/device_pipeline target/release/examples/hello "$out/bin/"
   strip "$out"/bin/*
   cp scripts/gpu-check.sh "$out/gpu-check.sh"
+  mkdir -p "$out/compare"
+  cp benches/compare/nvshmem_perf.cu benches/compare/gpu_table.py "$out/compare/"
   git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
   local size
   size=$(du -sm "$out" | cut -f1)
@@ -48,7 +53,14 @@ run() {
   local here bin mps=0
   here="$(cd "$(dirname "$0")" && pwd)"
   bin="$here/bin"
-  [ "${1:-}" = "--mps" ] && mps=1
+  local perf=0 a
+  for a in "$@"; do
+    case "$a" in
+      --mps) mps=1 ;;
+      --perf) perf=1 ;;
+      *) echo "unknown option $a" >&2; exit 2 ;;
+    esac
+  done
   if [ ! -x "$bin/gpu_check_pe" ]; then
     echo "no bundle at $here (run 'bash scripts/gpu-check.sh bundle' first, then this script from target/gpu-bundle)" >&2
     exit 2
@@ -118,9 +130,44 @@ run() {
   else
     echo "NOTE: this device-test-pe has no --list-gpu: device-op suite not run on the GPU"
   fi
+  if [ "$perf" = 1 ]; then
+    perf_rows "$here" "$bin"
+  fi
   echo
   echo "$passed passed, $failed failed"
   [ "$failed" = 0 ] || { printf 'failed: %s\n' "${failures[@]}"; return 1; }
+}
+
+# symmem-perf on GPU PEs, NVSHMEM's numbers for the same rows, and the table.
+perf_rows() {
+  local here=$1 bin=$2 work
+  work=$(mktemp -d)
+  echo
+  echo "=== performance on GPU PEs (2 PEs on GPU 0)"
+  "$bin/symmem-perf" --pes 2 --json --reps 5 > "$work/symmem.json" 2> "$work/symmem.err" ||
+    { echo "symmem-perf failed:"; tail -5 "$work/symmem.err"; }
+  local nvs inc lib
+  nvs=$(python3 -c 'import nvidia.nvshmem, os; print(list(nvidia.nvshmem.__path__)[0])' 2>/dev/null || true)
+  if command -v nvcc >/dev/null && [ -n "$nvs" ] && [ -d "$nvs/include" ]; then
+    inc="$nvs/include"
+    lib="$nvs/lib"
+    if nvcc -O2 -rdc=true -arch=sm_90 -I"$inc" "$here/compare/nvshmem_perf.cu" -o "$work/nvshmem_perf" \
+        "$lib/libnvshmem_device.a" -L"$lib" -l:libnvshmem_host.so.3 -Xlinker -rpath,"$lib" -lcuda \
+        > "$work/nvcc.log" 2>&1; then
+      rm -f "$work/uid"
+      ( "$work/nvshmem_perf" 0 2 "$work/uid" > "$work/nvshmem.json" 2> "$work/nvshmem0.err" ) &
+      local p0=$!
+      timeout 300 "$work/nvshmem_perf" 1 2 "$work/uid" > /dev/null 2> "$work/nvshmem1.err"
+      wait $p0 || { echo "nvshmem_perf failed:"; tail -5 "$work/nvshmem0.err" "$work/nvshmem1.err"; }
+    else
+      echo "NVSHMEM comparison not built (nvcc failed):"
+      tail -20 "$work/nvcc.log"
+    fi
+  else
+    echo "NVSHMEM comparison skipped: needs nvcc and the nvidia-nvshmem-cu13 wheel (python3 -c 'import nvidia.nvshmem')"
+  fi
+  python3 "$here/compare/gpu_table.py" "$work/symmem.json" "$work/nvshmem.json"
+  if [ -n "${GPU_CHECK_RESULTS:-}" ]; then mkdir -p "$GPU_CHECK_RESULTS" && cp "$work"/*.json "$work"/*.err "$GPU_CHECK_RESULTS/" 2>/dev/null; fi
 }
 
 case "${1:-}" in

@@ -83,8 +83,12 @@ enum Initiator {
     Thread,
     /// A 32-thread warp of a kernel on the CPU executor (`_warp` operations).
     Warp,
-    /// A 64-thread block of a kernel on the CPU executor (`_block` operations).
+    /// A 64-thread block of a kernel (`_block` operations).
     Block,
+    /// Every block of a many-block grid (bandwidth rows on GPUs).
+    Grid,
+    /// Stream-ordered operations (`*_on_stream`) queued by a host thread.
+    Stream,
 }
 
 impl Initiator {
@@ -95,15 +99,18 @@ impl Initiator {
             Initiator::Thread => "thread",
             Initiator::Warp => "warp",
             Initiator::Block => "block",
+            Initiator::Grid => "grid",
+            Initiator::Stream => "stream",
         }
     }
 
     /// Threads per block of the kernel launch, and the kernels' `scope` argument.
     fn launch(self) -> (u32, u32) {
         match self {
-            Initiator::Host | Initiator::Thread => (1, kernels::THREAD),
+            Initiator::Host | Initiator::Thread | Initiator::Stream => (1, kernels::THREAD),
             Initiator::Warp => (32, kernels::WARP),
             Initiator::Block => (64, kernels::BLOCK),
+            Initiator::Grid => (GRID_THREADS, kernels::BLOCK),
         }
     }
 }
@@ -183,8 +190,37 @@ impl Kind {
     }
 }
 
+/// Which kind of PE a benchmark runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum On {
+    /// CPU and GPU PEs.
+    Both,
+    /// CPU PEs only (host-memory baselines).
+    Cpu,
+    /// GPU PEs only (device-memory baselines, grid bandwidth).
+    Gpu,
+}
+
+impl On {
+    /// Whether a benchmark marked so runs on this kind of PE.
+    fn includes(self, gpu: bool) -> bool {
+        match self {
+            On::Both => true,
+            On::Cpu => !gpu,
+            On::Gpu => gpu,
+        }
+    }
+}
+
+/// Blocks of the grid bandwidth kernel: enough to fill an H100's 132 SMs twice.
+const GRID_BLOCKS: u32 = 264;
+/// Threads per block of the grid bandwidth kernel.
+const GRID_THREADS: u32 = 1024;
+
 /// One benchmark: a metric measured at some sizes by one run function.
 struct Bench {
+    /// Which kind of PE it runs on.
+    on: On,
     /// The metric name in the output.
     metric: &'static str,
     /// Who issues the operations.
@@ -209,6 +245,7 @@ struct Bench {
 /// Every benchmark, in the order run and printed.
 const BENCHES: &[Bench] = &[
     Bench {
+        on: On::Cpu,
         metric: "flag_pingpong_latency",
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 2.0 },
@@ -219,6 +256,7 @@ const BENCHES: &[Bench] = &[
         run: flag_pingpong,
     },
     Bench {
+        on: On::Both,
         metric: "put_signal_pingpong_latency",
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 2.0 },
@@ -229,6 +267,7 @@ const BENCHES: &[Bench] = &[
         run: put_signal_pingpong,
     },
     Bench {
+        on: On::Both,
         metric: "put_latency",
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 1.0 },
@@ -239,6 +278,7 @@ const BENCHES: &[Bench] = &[
         run: put_latency,
     },
     Bench {
+        on: On::Both,
         metric: "get_latency",
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 1.0 },
@@ -249,6 +289,7 @@ const BENCHES: &[Bench] = &[
         run: get_latency,
     },
     Bench {
+        on: On::Both,
         metric: "p_latency",
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 1.0 },
@@ -259,6 +300,7 @@ const BENCHES: &[Bench] = &[
         run: p_latency,
     },
     Bench {
+        on: On::Both,
         metric: "g_latency",
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 1.0 },
@@ -269,6 +311,7 @@ const BENCHES: &[Bench] = &[
         run: g_latency,
     },
     Bench {
+        on: On::Both,
         metric: "atomic_fetch_add_latency",
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 1.0 },
@@ -279,6 +322,7 @@ const BENCHES: &[Bench] = &[
         run: atomic_fetch_add_latency,
     },
     Bench {
+        on: On::Cpu,
         metric: "memcpy_bw",
         initiator: Initiator::Host,
         kind: Kind::Bandwidth,
@@ -289,6 +333,7 @@ const BENCHES: &[Bench] = &[
         run: memcpy_bw,
     },
     Bench {
+        on: On::Both,
         metric: "put_bw",
         initiator: Initiator::Host,
         kind: Kind::Bandwidth,
@@ -299,6 +344,7 @@ const BENCHES: &[Bench] = &[
         run: put_bw,
     },
     Bench {
+        on: On::Both,
         metric: "barrier_all_latency",
         initiator: Initiator::Host,
         kind: Kind::Latency { ops: 1.0 },
@@ -309,6 +355,7 @@ const BENCHES: &[Bench] = &[
         run: barrier_all_latency,
     },
     Bench {
+        on: On::Both,
         metric: "put_signal_pingpong_latency",
         initiator: Initiator::Thread,
         kind: Kind::Latency { ops: 2.0 },
@@ -319,6 +366,7 @@ const BENCHES: &[Bench] = &[
         run: device_pingpong::<{ Initiator::Thread as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "put_signal_pingpong_latency",
         initiator: Initiator::Warp,
         kind: Kind::Latency { ops: 2.0 },
@@ -329,6 +377,7 @@ const BENCHES: &[Bench] = &[
         run: device_pingpong::<{ Initiator::Warp as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "put_signal_pingpong_latency",
         initiator: Initiator::Block,
         kind: Kind::Latency { ops: 2.0 },
@@ -339,6 +388,7 @@ const BENCHES: &[Bench] = &[
         run: device_pingpong::<{ Initiator::Block as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "put_latency",
         initiator: Initiator::Thread,
         kind: Kind::Latency { ops: 1.0 },
@@ -349,6 +399,7 @@ const BENCHES: &[Bench] = &[
         run: device_put::<{ Initiator::Thread as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "put_latency",
         initiator: Initiator::Warp,
         kind: Kind::Latency { ops: 1.0 },
@@ -359,6 +410,7 @@ const BENCHES: &[Bench] = &[
         run: device_put::<{ Initiator::Warp as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "put_latency",
         initiator: Initiator::Block,
         kind: Kind::Latency { ops: 1.0 },
@@ -369,6 +421,7 @@ const BENCHES: &[Bench] = &[
         run: device_put::<{ Initiator::Block as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "get_latency",
         initiator: Initiator::Thread,
         kind: Kind::Latency { ops: 1.0 },
@@ -379,6 +432,7 @@ const BENCHES: &[Bench] = &[
         run: device_get::<{ Initiator::Thread as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "get_latency",
         initiator: Initiator::Warp,
         kind: Kind::Latency { ops: 1.0 },
@@ -389,6 +443,7 @@ const BENCHES: &[Bench] = &[
         run: device_get::<{ Initiator::Warp as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "get_latency",
         initiator: Initiator::Block,
         kind: Kind::Latency { ops: 1.0 },
@@ -399,6 +454,7 @@ const BENCHES: &[Bench] = &[
         run: device_get::<{ Initiator::Block as u8 }>,
     },
     Bench {
+        on: On::Both,
         metric: "atomic_fetch_add_latency",
         initiator: Initiator::Thread,
         kind: Kind::Latency { ops: 1.0 },
@@ -408,7 +464,43 @@ const BENCHES: &[Bench] = &[
         about: "device thread: atomic_fetch_add, in a kernel loop (AMOs have no warp/block forms)",
         run: device_fetch_add,
     },
+    Bench {
+        on: On::Both,
+        metric: "put_signal_pingpong_latency",
+        initiator: Initiator::Stream,
+        kind: Kind::Latency { ops: 2.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: Some(STREAM_ITERS),
+        about: "stream-ordered: put_signal_on_stream + signal_wait_until_on_stream ping-pong, queued by the host, one stream sync at the end",
+        run: stream_pingpong,
+    },
+    Bench {
+        on: On::Gpu,
+        metric: "dtod_bw",
+        initiator: Initiator::Host,
+        kind: Kind::Bandwidth,
+        sizes: SWEEP,
+        baseline: None,
+        max_iters: None,
+        about: "baseline: cuMemcpyDtoD between two buffers of PE 0's GPU (the limit a put on one GPU can reach)",
+        run: dtod_bw,
+    },
+    Bench {
+        on: On::Gpu,
+        metric: "put_bw",
+        initiator: Initiator::Grid,
+        kind: Kind::Bandwidth,
+        sizes: SWEEP,
+        baseline: Some("dtod_bw"),
+        max_iters: None,
+        about: "device grid (264 blocks × 1024 threads): each block put_block's its share, then quiet_block; back to back",
+        run: device_put_bw,
+    },
 ];
+
+/// Most iterations of a stream ping-pong repetition: each is two kernels on a stream.
+const STREAM_ITERS: usize = 2_000;
 
 /// What this PE does in the point-to-point benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,6 +531,13 @@ struct Ctx<'a> {
     src: Vec<Page>,
     /// Local destination of gets and of the memcpy baseline, pre-touched.
     scratch: RefCell<Vec<Page>>,
+    /// Symmetric source (and device get destination) of transfers, [`MAX_SIZE`] bytes:
+    /// what device code on a GPU PE can read, where `src` is host memory.
+    gsrc: SymBuf<u64>,
+    /// The benchmark kernels, loaded for this PE (PTX on a GPU PE).
+    module: symmem::Module,
+    /// The stream of the stream-ordered rows.
+    stream: symmem::Stream,
 }
 
 /// One page of a local buffer. Local buffers are vectors of pages, so they start on a
@@ -663,14 +762,35 @@ fn sym(c: &Ctx, buf: &SymBuf<u64>) -> symmem::Result<*mut u64> {
     Ok(p.expect("a PE's own heap is always mapped").as_ptr())
 }
 
-/// Times one launch of `kernel` with the initiator's block size on this PE.
-fn time_launch(c: &Ctx, initiator: Initiator, kernel: impl Fn()) -> symmem::Result<Duration> {
+/// Times one launch of `kernel` from the benchmark module with the initiator's block size
+/// on this PE (a GPU launch on a GPU PE, the CPU executor otherwise).
+fn time_launch<A: symmem::device::KernelArgs>(
+    c: &Ctx,
+    initiator: Initiator,
+    kernel: symmem::device::Kernel<A>,
+    args: A,
+) -> symmem::Result<Duration> {
     let (threads, _) = initiator.launch();
+    let blocks = if initiator == Initiator::Grid {
+        GRID_BLOCKS
+    } else {
+        1
+    };
     let t0 = Instant::now();
-    // SAFETY: the kernels get symmetric addresses of live allocations of `c` and local
-    // buffers of `c` that outlive the launch, with sizes within those allocations.
-    unsafe { c.rt.launch_closure(1, threads, kernel)? };
+    // SAFETY: the kernels get symmetric addresses of live allocations of `c` and (on CPU
+    // PEs) local buffers of `c` that outlive the launch, with sizes within them.
+    unsafe { c.rt.launch(&c.module, kernel, blocks, threads, args)? };
     Ok(t0.elapsed())
+}
+
+/// The source of device transfers: host memory on a CPU PE (as the host rows use), the
+/// symmetric copy on a GPU PE (device code cannot read host memory there).
+fn device_src(c: &Ctx, size: usize) -> symmem::Result<*const u64> {
+    Ok(if c.rt.is_gpu() {
+        sym(c, &c.gsrc)?.cast_const()
+    } else {
+        words(&c.src, size).as_ptr()
+    })
 }
 
 /// A kernel on PE 0 puts `size` bytes and quiets, `iters` times.
@@ -680,10 +800,27 @@ fn device_put<const I: u8>(c: &Ctx, size: usize, iters: usize) -> symmem::Result
     }
     let initiator = device_initiator(I);
     let (_, scope) = initiator.launch();
-    let (dst, src, peer) = (sym(c, &c.big)?, words(&c.src, size).as_ptr(), c.peer as u32);
-    time_launch(c, initiator, || unsafe {
-        kernels::bench_put(dst, src, size / ELEM, iters, peer, scope)
-    })
+    let (dst, src, peer) = (sym(c, &c.big)?, device_src(c, size)?, c.peer as u32);
+    time_launch(
+        c,
+        initiator,
+        kernels::bench_put::KERNEL,
+        (dst, src, size / ELEM, iters, peer, scope),
+    )
+}
+
+/// A grid on PE 0 puts `size` bytes, `iters` times back to back.
+fn device_put_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    if c.role != Role::Initiator {
+        return Ok(Duration::ZERO);
+    }
+    let (dst, src, peer) = (sym(c, &c.big)?, device_src(c, size)?, c.peer as u32);
+    time_launch(
+        c,
+        Initiator::Grid,
+        kernels::bench_put_bw::KERNEL,
+        (dst, src, size / ELEM, iters, peer),
+    )
 }
 
 /// A kernel on PE 0 gets `size` bytes, `iters` times.
@@ -694,11 +831,18 @@ fn device_get<const I: u8>(c: &Ctx, size: usize, iters: usize) -> symmem::Result
     let initiator = device_initiator(I);
     let (_, scope) = initiator.launch();
     let mut scratch = c.scratch.borrow_mut();
-    let dst = words_mut(&mut scratch, size).as_mut_ptr();
-    let (src, peer) = (sym(c, &c.big)?, c.peer as u32);
-    time_launch(c, initiator, || unsafe {
-        kernels::bench_get(dst, src, size / ELEM, iters, peer, scope)
-    })
+    let dst = if c.rt.is_gpu() {
+        sym(c, &c.gsrc)?
+    } else {
+        words_mut(&mut scratch, size).as_mut_ptr()
+    };
+    let (src, peer) = (sym(c, &c.big)?.cast_const(), c.peer as u32);
+    time_launch(
+        c,
+        initiator,
+        kernels::bench_get::KERNEL,
+        (dst, src, size / ELEM, iters, peer, scope),
+    )
 }
 
 /// A kernel thread on PE 0 fetch-adds to one u64 of PE 1, `iters` times.
@@ -707,9 +851,12 @@ fn device_fetch_add(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Durat
         return Ok(Duration::ZERO);
     }
     let (word, peer) = (sym(c, &c.word)?, c.peer as u32);
-    time_launch(c, Initiator::Thread, || unsafe {
-        kernels::bench_fetch_add(word, iters, peer)
-    })
+    time_launch(
+        c,
+        Initiator::Thread,
+        kernels::bench_fetch_add::KERNEL,
+        (word, iters, peer),
+    )
 }
 
 /// Kernels on PE 0 and PE 1 ping-pong `size` bytes with a signal, `iters` round trips.
@@ -725,16 +872,91 @@ fn device_pingpong<const I: u8>(c: &Ctx, size: usize, iters: usize) -> symmem::R
     let initiator = device_initiator(I);
     let (_, scope) = initiator.launch();
     let (dst, sig) = (sym(c, &c.big)?, sym(c, &c.sig)?);
-    let (src, peer) = (words(&c.src, size).as_ptr(), c.peer as u32);
+    let (src, peer) = (device_src(c, size)?, c.peer as u32);
     let first = u32::from(c.role == Role::Initiator);
-    let elapsed = time_launch(c, initiator, || unsafe {
-        kernels::bench_pingpong(dst, src, size / ELEM, sig, iters, peer, scope, first)
-    })?;
+    let elapsed = time_launch(
+        c,
+        initiator,
+        kernels::bench_pingpong::KERNEL,
+        (dst, src, size / ELEM, sig, iters, peer, scope, first),
+    )?;
     Ok(if c.role == Role::Initiator {
         elapsed
     } else {
         Duration::ZERO
     })
+}
+
+/// PE 0 and PE 1 ping-pong `size` bytes with stream-ordered put_signal and signal waits:
+/// the host queues every operation, then synchronizes the stream once.
+fn stream_pingpong(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let rt = c.rt;
+    rt.atomic_set(c.sig.at(0), 0, rt.my_pe())?;
+    rt.barrier_all()?;
+    if c.role == Role::Idle {
+        return Ok(Duration::ZERO);
+    }
+    let n = size / ELEM;
+    let t0 = Instant::now();
+    for i in 0..iters {
+        let seq = i as u64 + 1;
+        let send = || {
+            rt.put_signal_on_stream(
+                c.big.at(0),
+                c.gsrc.at(0),
+                n,
+                c.sig.at(0),
+                seq,
+                SignalOp::Set,
+                c.peer,
+                &c.stream,
+            )
+        };
+        let wait = || rt.signal_wait_until_on_stream(c.sig.at(0), Cmp::Ge, seq, &c.stream);
+        if c.role == Role::Initiator {
+            send()?;
+            wait()?;
+        } else {
+            wait()?;
+            send()?;
+        }
+    }
+    c.stream.synchronize()?;
+    Ok(if c.role == Role::Initiator {
+        t0.elapsed()
+    } else {
+        Duration::ZERO
+    })
+}
+
+/// PE 0 copies `size` bytes between two buffers of its GPU with `cuMemcpyDtoD`.
+fn dtod_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    if c.role != Role::Initiator {
+        return Ok(Duration::ZERO);
+    }
+    let (dst, src) = (sym(c, &c.big)? as u64, sym(c, &c.gsrc)? as u64);
+    let t0 = Instant::now();
+    for _ in 0..iters {
+        // SAFETY: two device buffers of this PE's context of at least `size` bytes each.
+        let rc = unsafe {
+            symmem::cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, size, std::ptr::null_mut())
+        };
+        if rc != symmem::cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+            return Err(symmem::Error::InvalidArgument {
+                op: "dtod_bw",
+                reason: format!("cuMemcpyDtoDAsync failed: {rc:?}"),
+            });
+        }
+    }
+    // SAFETY: the default stream of the current context (the runtime bound it).
+    let rc = unsafe { symmem::cudarc::driver::sys::cuStreamSynchronize(std::ptr::null_mut()) };
+    if rc != symmem::cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        return Err(symmem::Error::InvalidArgument {
+            op: "dtod_bw",
+            reason: format!("cuStreamSynchronize failed: {rc:?}"),
+        });
+    }
+    Ok(t0.elapsed())
 }
 
 /// Median, minimum and maximum over the repetitions of one point.
@@ -870,24 +1092,32 @@ fn human_size(bytes: usize) -> String {
 
 /// Prints one benchmark's rows (PE 0 only): JSON lines or a table, the latter with the
 /// ratio to `base`, the rows of its baseline measured alongside.
-fn print_rows(bench: &Bench, rows: &[Row], base: &[Row], transport: Transport, json: bool) {
+fn print_rows(
+    bench: &Bench,
+    rows: &[Row],
+    base: &[Row],
+    transport: Transport,
+    device: &str,
+    json: bool,
+) {
     if json {
         for r in rows {
             println!(
-                "{{\"metric\":\"{}\",\"size\":{},\"value\":{:.4},\"unit\":\"{}\",\"transport\":\"{}\",\"initiator\":\"{}\"}}",
+                "{{\"metric\":\"{}\",\"size\":{},\"value\":{:.4},\"unit\":\"{}\",\"transport\":\"{}\",\"initiator\":\"{}\",\"device\":\"{}\"}}",
                 r.metric,
                 r.size,
                 r.stats.median,
                 bench.kind.unit(),
                 transport.name(),
-                bench.initiator.name()
+                bench.initiator.name(),
+                device
             );
         }
         return;
     }
     println!();
     println!(
-        "{} — {} ({}, {})",
+        "{} — {} ({}, {}, {device})",
         bench.metric,
         bench.about,
         bench.initiator.name(),
@@ -919,23 +1149,33 @@ fn print_rows(bench: &Bench, rows: &[Row], base: &[Row], transport: Transport, j
     }
 }
 
-/// The benchmark named `metric`.
-fn bench(metric: &str) -> &'static Bench {
+/// The benchmark named `metric` that runs on this kind of PE, if any (a CPU baseline has
+/// no GPU counterpart of the same name).
+fn bench(metric: &str, gpu: bool) -> Option<&'static Bench> {
     BENCHES
         .iter()
-        .find(|b| b.metric == metric)
-        .expect("every baseline names an entry of BENCHES")
+        .find(|b| b.metric == metric && b.on.includes(gpu))
 }
 
 /// The selected benchmarks in measuring order, each with its baseline in front: a group
 /// is measured together. A baseline that a selected benchmark refers to is measured in
 /// that benchmark's group rather than on its own.
-fn groups(o: &Options) -> Vec<Vec<&'static Bench>> {
-    let selected: Vec<&Bench> = BENCHES.iter().filter(|b| o.selected(b.metric)).collect();
+fn groups(o: &Options, gpu: bool) -> Vec<Vec<&'static Bench>> {
+    let selected: Vec<&Bench> = BENCHES
+        .iter()
+        .filter(|b| o.selected(b.metric) && b.on.includes(gpu))
+        .collect();
     selected
         .iter()
         .filter(|b| !selected.iter().any(|d| d.baseline == Some(b.metric)))
-        .map(|b| b.baseline.map(bench).into_iter().chain([*b]).collect())
+        .map(|b| {
+            b.baseline
+                .map(|m| bench(m, gpu))
+                .into_iter()
+                .flatten()
+                .chain([*b])
+                .collect()
+        })
         .collect()
 }
 
@@ -987,7 +1227,12 @@ fn run(o: &Options) -> symmem::Result<ExitCode> {
         big: rt.alloc_aligned::<u64>(MAX_SIZE / ELEM, PAGE)?,
         src: pages(0x5a),
         scratch: RefCell::new(pages(0xa5)),
+        gsrc: rt.alloc_aligned::<u64>(MAX_SIZE / ELEM, PAGE)?,
+        module: rt.load_module(&kernels::PTX)?,
+        stream: rt.create_stream()?,
     };
+    rt.put(c.gsrc.at(0), words(&c.src, MAX_SIZE), me)?;
+    let device = if rt.is_gpu() { "cuda" } else { "cpu" };
     // Pre-touch: each PE writes every page of its own copy of `big`, so no page is
     // first allocated inside a measurement; the warm-up then maps PE 1's pages into PE 0.
     rt.put(c.big.at(0), words(&c.src, MAX_SIZE), me)?;
@@ -995,14 +1240,15 @@ fn run(o: &Options) -> symmem::Result<ExitCode> {
     let transport = Transport::detect(&rt, &c.word, 1)?;
     if me == 0 && !o.json {
         println!(
-            "symmem-perf: {n} PEs, PE 0 → PE 1 over {}; median of {} repetitions of up to {} iterations (after a warm-up)",
+            "symmem-perf: {n} PEs ({}), PE 0 → PE 1 over {}; median of {} repetitions of up to {} iterations (after a warm-up)",
+            rt.device_description(),
             transport.name(),
             o.reps,
             o.iters
         );
     }
     let mut printed: Vec<(&str, Initiator)> = Vec::new();
-    for group in groups(o) {
+    for group in groups(o, rt.is_gpu()) {
         // The last member is the benchmark; its sizes apply to its baseline too.
         let sizes = group[group.len() - 1].sizes;
         let mut rows: Vec<Vec<Row>> = group.iter().map(|_| Vec::new()).collect();
@@ -1024,11 +1270,18 @@ fn run(o: &Options) -> symmem::Result<ExitCode> {
             if !printed.contains(&(b.metric, b.initiator)) {
                 printed.push((b.metric, b.initiator));
                 let base = if i > 0 { rows[0].as_slice() } else { &[] };
-                print_rows(b, &rows[i], base, transport, o.json);
+                print_rows(b, &rows[i], base, transport, device, o.json);
             }
         }
     }
-    let Ctx { word, sig, big, .. } = c;
+    let Ctx {
+        word,
+        sig,
+        big,
+        gsrc,
+        ..
+    } = c;
+    rt.free(gsrc)?;
     rt.free(big)?;
     rt.free(sig)?;
     rt.free(word)?;

@@ -54,6 +54,21 @@ symmem_device::kernel! {
         }
     }
 
+    /// Bandwidth form: `iters` times, the grid puts `n` u64s from `src` to `dst` on `pe`,
+    /// each block its contiguous share with `put_block`, then quiets.
+    pub fn bench_put_bw(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32) {
+        let blocks = grid_dim().volume() as usize;
+        let share = n.div_ceil(blocks);
+        let start = (block_rank() as usize * share).min(n);
+        let len = share.min(n - start);
+        let mut i = 0;
+        while i < iters {
+            put_block(dst.add(start), src.add(start), len, pe);
+            quiet_block();
+            i += 1;
+        }
+    }
+
     /// `iters` times: get `n` u64s from `src` on `pe` into local `dst` at `scope`.
     pub fn bench_get(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, scope: u32) {
         let mut i = 0;
@@ -109,6 +124,7 @@ symmem_device::kernel! {
 #[cfg(not(target_arch = "nvptx64"))]
 pub const KERNELS: &[symmem_device::KernelInfo] = &[
     bench_put::KERNEL.info(),
+    bench_put_bw::KERNEL.info(),
     bench_get::KERNEL.info(),
     bench_fetch_add::KERNEL.info(),
     bench_pingpong::KERNEL.info(),
