@@ -144,7 +144,7 @@ perf_rows() {
   work=$(mktemp -d)
   echo
   echo "=== performance on GPU PEs (2 PEs on GPU 0)"
-  "$bin/symmem-perf" --pes 2 --json --reps 5 > "$work/symmem.json" 2> "$work/symmem.err" ||
+  "$bin/symmem-perf" --pes 2 --json --reps 5 --iters "${GPU_PERF_ITERS:-5000}" > "$work/symmem.json" 2> "$work/symmem.err" ||
     { echo "symmem-perf failed:"; tail -5 "$work/symmem.err"; }
   local nvs inc lib
   nvs=$(python3 -c 'import nvidia.nvshmem, os; print(list(nvidia.nvshmem.__path__)[0])' 2>/dev/null || true)
