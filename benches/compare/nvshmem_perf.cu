@@ -90,7 +90,9 @@ __global__ void put_bw(char *dst, const char *src, size_t bytes, int iters, int 
     size_t len = min(share, bytes - start);
     for (int i = 0; i < iters; i++) {
         nvshmemx_putmem_block(dst + start, src + start, len, pe);
-        nvshmemx_quiet_block();
+        __syncthreads();
+        if (threadIdx.x == 0) nvshmem_quiet();
+        __syncthreads();
     }
 }
 
