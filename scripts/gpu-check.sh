@@ -162,10 +162,14 @@ perf_rows() {
         "$lib/libnvshmem_device.a" -L"$lib" -l:libnvshmem_host.so.3 -Xlinker -rpath,"$lib" -lcuda \
         > "$work/nvcc.log" 2>&1; then
       rm -f "$work/uid"
+      # Under MPS, NVSHMEM allows its full API to several PEs on one GPU only if their
+      # MPS thread percentages add up to 100 or this is set; symmem's PEs run unlimited
+      # too, so the comparison is like for like.
+      export NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1
       ( "$work/nvshmem_perf" 0 2 "$work/uid" > "$work/nvshmem.json" 2> "$work/nvshmem0.err" ) &
       local p0=$!
       timeout 300 "$work/nvshmem_perf" 1 2 "$work/uid" > /dev/null 2> "$work/nvshmem1.err"
-      wait $p0 || { echo "nvshmem_perf failed:"; tail -5 "$work/nvshmem0.err" "$work/nvshmem1.err"; }
+      wait $p0 || { echo "nvshmem_perf failed:"; tail -n 5 "$work/nvshmem0.err" "$work/nvshmem1.err"; }
     else
       echo "NVSHMEM comparison not built (nvcc failed):"
       tail -20 "$work/nvcc.log"
