@@ -124,15 +124,8 @@ run() {
   done
   if "$bin/device-test-pe" --list-gpu >/dev/null 2>&1; then
     local s
-    # Scenarios that have hung on a GPU run last: a killed hanging kernel can leave an
-    # MPS server unusable for the next client (docs/gpu-verification.md).
-    local known_hangs=" signal_cmp "
     for s in $("$bin/device-test-pe" --list-gpu); do
-      case "$known_hangs" in *" $s "*) continue ;; esac
       check "device ops: $s (2 PEs)" "$bin/device-test-pe" --pes 2 "$s"
-    done
-    for s in $known_hangs; do
-      check "device ops: $s (2 PEs; has hung on an H100)" "$bin/device-test-pe" --pes 2 "$s"
     done
   else
     echo "NOTE: this device-test-pe has no --list-gpu: device-op suite not run on the GPU"

@@ -72,12 +72,19 @@ pub fn grid_dim() -> Dim3 {
     }
 }
 
-/// `__syncthreads()`.
+/// `__syncthreads()`, as the non-aligned `barrier.sync 0`.
+///
+/// Not `bar.sync` (what `_syncthreads` emits), which is `barrier.sync.aligned`: it
+/// requires every thread to execute the *same* barrier instruction. LLVM does not know
+/// that: it duplicated the barrier after `if thread_rank() == 0 { … }` into both branches,
+/// and on an H100 the warp then deadlocked, lane 0 waiting at one copy's `WARPSYNC.ALL`
+/// and lanes 1–7 at the other's (seen with cuda-gdb in the `signal_cmp` test). The
+/// non-aligned form lets threads arrive at different barrier instructions (sm_70+).
 #[inline(always)]
 pub fn sync_threads() {
-    // SAFETY: a block-wide barrier; every thread of the block must reach it (caller
-    // contract of the public API).
-    unsafe { nvptx::_syncthreads() }
+    // SAFETY: a block-wide barrier; every thread of the block must reach one (caller
+    // contract of the public API). Not `nomem`: memory accesses stay on their side.
+    unsafe { asm!("barrier.sync 0;", options(nostack)) }
 }
 
 /// `__syncwarp()` over the threads of this warp: all 32 lanes, or the lanes that exist in
