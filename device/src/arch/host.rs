@@ -177,31 +177,6 @@ macro_rules! ld_st {
 ld_st!(load_acquire_u32, store_release_u32, u32, AtomicU32);
 ld_st!(load_acquire_u64, store_release_u64, u64, AtomicU64);
 
-/// A wait's poll: on the host an Acquire load already (x86 gives it for free), so
-/// [`fence_acquire`] has nothing left to do.
-///
-/// # Safety
-/// `p` must be a valid, aligned address.
-#[inline]
-pub unsafe fn load_poll_u32(p: *const u32) -> u32 {
-    // SAFETY: forwarded caller contract.
-    unsafe { load_acquire_u32(p) }
-}
-
-/// A wait's poll: see [`load_poll_u32`].
-///
-/// # Safety
-/// `p` must be a valid, aligned address.
-#[inline]
-pub unsafe fn load_poll_u64(p: *const u64) -> u64 {
-    // SAFETY: forwarded caller contract.
-    unsafe { load_acquire_u64(p) }
-}
-
-/// The acquire half of a wait: the polls were Acquire loads on the host.
-#[inline]
-pub fn fence_acquire() {}
-
 /// A relaxed atomic store: whole, and ordered after an earlier fence.
 ///
 /// # Safety

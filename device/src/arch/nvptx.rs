@@ -121,43 +121,6 @@ pub fn fence_sys() {
     unsafe { asm!("fence.sc.sys;", options(nostack)) }
 }
 
-/// `fence.acq_rel.sys`: after a relaxed load that saw a peer's release, makes everything
-/// the peer wrote before it visible here (the acquire half of a wait).
-#[inline(always)]
-pub fn fence_acquire() {
-    // SAFETY: a fence has no operands.
-    unsafe { asm!("fence.acq_rel.sys;", options(nostack)) }
-}
-
-/// `ld.relaxed.sys.u32`: a wait's poll. Cheaper than `ld.acquire.sys` on every round; the
-/// wait ends with [`fence_acquire`].
-///
-/// # Safety
-/// `p` must be a valid, aligned address.
-#[inline(always)]
-pub unsafe fn load_poll_u32(p: *const u32) -> u32 {
-    let v: u32;
-    // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe {
-        asm!("ld.relaxed.sys.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p, options(nostack))
-    };
-    v
-}
-
-/// `ld.relaxed.sys.u64`: see [`load_poll_u32`].
-///
-/// # Safety
-/// `p` must be a valid, aligned address.
-#[inline(always)]
-pub unsafe fn load_poll_u64(p: *const u64) -> u64 {
-    let v: u64;
-    // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe {
-        asm!("ld.relaxed.sys.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p, options(nostack))
-    };
-    v
-}
-
 /// Sleeps about `ns` nanoseconds (PTX `nanosleep`, sm_70+).
 #[inline(always)]
 pub fn nanosleep(ns: u32) {

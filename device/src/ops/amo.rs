@@ -16,8 +16,6 @@ pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn load_acquire(p: *const Self) -> Self;
     #[doc(hidden)]
-    unsafe fn load_poll(p: *const Self) -> Self;
-    #[doc(hidden)]
     unsafe fn store_release(p: *mut Self, v: Self);
     #[doc(hidden)]
     unsafe fn fetch_add(p: *mut Self, v: Self) -> Self;
@@ -34,7 +32,7 @@ pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
 }
 
 macro_rules! device_int {
-    ($t:ty, $bits:ty, $ld:ident, $poll:ident, $st:ident, $add:ident, $exch:ident, $cas:ident, $and:ident, $or:ident, $xor:ident) => {
+    ($t:ty, $bits:ty, $ld:ident, $st:ident, $add:ident, $exch:ident, $cas:ident, $and:ident, $or:ident, $xor:ident) => {
         impl sealed::Sealed for $t {}
         // Signed types share the unsigned instructions: two's complement makes add, exch,
         // cas and the bitwise ops identical bit for bit.
@@ -44,11 +42,6 @@ macro_rules! device_int {
             unsafe fn load_acquire(p: *const Self) -> Self {
                 // SAFETY: forwarded caller contract (valid, aligned).
                 unsafe { arch::$ld(p as *const $bits) as $t }
-            }
-            #[inline(always)]
-            unsafe fn load_poll(p: *const Self) -> Self {
-                // SAFETY: forwarded caller contract (valid, aligned).
-                unsafe { arch::$poll(p as *const $bits) as $t }
             }
             #[inline(always)]
             unsafe fn store_release(p: *mut Self, v: Self) {
@@ -93,7 +86,6 @@ device_int!(
     u32,
     u32,
     load_acquire_u32,
-    load_poll_u32,
     store_release_u32,
     atom_add_u32,
     atom_exch_u32,
@@ -106,7 +98,6 @@ device_int!(
     i32,
     u32,
     load_acquire_u32,
-    load_poll_u32,
     store_release_u32,
     atom_add_u32,
     atom_exch_u32,
@@ -119,7 +110,6 @@ device_int!(
     u64,
     u64,
     load_acquire_u64,
-    load_poll_u64,
     store_release_u64,
     atom_add_u64,
     atom_exch_u64,
@@ -132,7 +122,6 @@ device_int!(
     i64,
     u64,
     load_acquire_u64,
-    load_poll_u64,
     store_release_u64,
     atom_add_u64,
     atom_exch_u64,

@@ -188,12 +188,9 @@ pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
 pub unsafe fn wait_until<T: DeviceInt>(ivar: *mut T, cmp: Cmp, value: T) -> T {
     let mut step = 0;
     loop {
-        // Relaxed polls, then one acquire fence: on the GPU an `ld.acquire.sys` on every
-        // round slowed the put_signal ping-pong.
         // SAFETY: caller contract.
-        let seen = unsafe { T::load_poll(ivar) };
+        let seen = unsafe { T::load_acquire(ivar) };
         if cmp.holds(seen, value) {
-            arch::fence_acquire();
             return seen;
         }
         arch::wait_step(&mut step);

@@ -49,10 +49,9 @@ pub fn sync_all() {
         unsafe { arch::store_release_u64(peer(mine, to), epoch) };
         let mut step = 0;
         // SAFETY: `mine` is this PE's own flag for this round.
-        while unsafe { arch::load_poll_u64(mine) } < epoch {
+        while unsafe { arch::load_acquire_u64(mine) } < epoch {
             arch::wait_step(&mut step);
         }
-        arch::fence_acquire();
         dist *= 2;
         round += 1;
     }

@@ -115,14 +115,9 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
             assert!(signals > 0, "{what}: {name} has no signal instruction");
         }
         if name.contains("wait") {
-            // Either every poll acquires, or relaxed system-scope polls end in an
-            // acquire fence.
-            let acquires = body.iter().any(|l| l.starts_with("ld.acquire.sys"));
-            let polls_then_fences = body.iter().any(|l| l.starts_with("ld.relaxed.sys"))
-                && body.iter().any(|l| l.starts_with("fence.acq_rel.sys"));
             assert!(
-                acquires || polls_then_fences,
-                "{what}: {name} waits without ld.acquire.sys or ld.relaxed.sys + fence.acq_rel.sys"
+                body.iter().any(|l| l.starts_with("ld.acquire.sys")),
+                "{what}: {name} waits without ld.acquire.sys"
             );
         }
     }
