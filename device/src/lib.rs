@@ -292,3 +292,26 @@ macro_rules! kernel {
         }
     )*};
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The codes the host encodes into helper-kernel arguments decode to the same
+    /// operations on the device, and nothing else decodes.
+    #[test]
+    fn op_codes_round_trip() {
+        for k in AmoKind::ALL {
+            assert_eq!(AmoKind::from_u32(k as u32), Some(k));
+        }
+        assert_eq!(AmoKind::from_u32(AmoKind::ALL.len() as u32), None);
+        for c in Cmp::ALL {
+            assert_eq!(Cmp::from_u32(c as u32), Some(c));
+        }
+        assert_eq!(Cmp::from_u32(6), None);
+        for op in [SignalOp::Set, SignalOp::Add] {
+            assert_eq!(SignalOp::from_u32(op as u32), Some(op));
+        }
+        assert_eq!(SignalOp::from_u32(2), None);
+    }
+}
