@@ -6,7 +6,6 @@
 
 mod alloc;
 mod amo;
-mod backoff;
 mod barrier;
 pub mod config;
 mod error;

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
 use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
+use symmem_sync::Backoff;
 
 use crate::alloc::Allocator;
-use crate::backoff::Backoff;
 use crate::barrier::BarrierState;
 use crate::config::Config;
 use crate::error::{Error, Result};

@@ -287,13 +287,27 @@ pub unsafe fn atom_cas_u64(p: *mut u64, cond: u64, v: u64) -> u64 {
     old
 }
 
-/// One step of a device wait loop: a short spin, then `nanosleep` with a growing period.
-#[inline(always)]
-pub fn wait_step(step: &mut u32) {
-    if *step >= 8 {
-        nanosleep(32u32 << (*step - 8).min(5));
+/// The backoff of a device wait loop: a short spin, then `nanosleep` with a growing period.
+#[derive(Default)]
+pub struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    /// A fresh backoff, for one wait.
+    #[inline(always)]
+    pub fn new() -> Self {
+        Backoff { step: 0 }
     }
-    *step = step.saturating_add(1);
+
+    /// Waits a little, longer each time after the first few rounds.
+    #[inline(always)]
+    pub fn snooze(&mut self) {
+        if self.step >= 8 {
+            nanosleep(32u32 << (self.step - 8).min(5));
+        }
+        self.step = self.step.saturating_add(1);
+    }
 }
 
 #[panic_handler]
