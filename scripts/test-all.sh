@@ -44,8 +44,11 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --features mpi -- -D warnings
 
-step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90)"
+step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; loom models)"
 cargo test --workspace
+# The loom models of the barrier's flag protocol (symmem-sync), in their own target dir so
+# that the --cfg loom build does not replace the workspace's artifacts.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-sync --release --test loom
 
 step "the demo: hello on 4 self-launched PEs"
 cargo run --release --example hello -- --pes 4

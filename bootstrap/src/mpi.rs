@@ -17,12 +17,13 @@
 //! **Immediate collectives polled against a deadline.** Every blocking MPI collective can wait
 //! forever for a rank that never arrives. The bootstrap promises to return within its deadline,
 //! so it starts each step as a nonblocking ("immediate") collective inside
-//! [`mpi::request::scope`] and polls it with `MPI_Test` under a backoff (spin, then yield, then
-//! sleeps of at most 1 ms) until it completes or the deadline passes. Variable-length payloads
-//! take two steps (exchange the lengths, then `MPI_Iallgatherv` / `MPI_Ialltoallv` /
-//! `MPI_Ibcast` the bytes); one deadline covers both. Duplicating the communicator uses
-//! `MPI_Comm_idup` for the same reason. MPI cannot tell which rank is missing, so a timeout
-//! names the operation and the deadline but no rank.
+//! [`mpi::request::scope`] and polls it with `MPI_Test` under symmem's one wait policy,
+//! [`symmem_sync::Backoff`] (spin, then yield, then sleeps of at most 1 ms), until it
+//! completes or the deadline passes. Variable-length payloads take two steps (exchange the
+//! lengths, then `MPI_Iallgatherv` / `MPI_Ialltoallv` / `MPI_Ibcast` the bytes); one deadline
+//! covers both. Duplicating the communicator uses `MPI_Comm_idup` for the same reason. MPI
+//! cannot tell which rank is missing, so a timeout names the operation and the deadline but
+//! no rank.
 //!
 //! **A timed-out operation leaks its buffers.** MPI offers no way to withdraw a pending
 //! collective (`MPI_Cancel` and `MPI_Request_free` are erroneous on them): it may still read the
@@ -63,6 +64,7 @@ use mpi::raw::FromRaw;
 use mpi::request::{self, Request, Scope};
 use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 use mpi::Count;
+use symmem_sync::Backoff;
 
 use crate::{Bootstrap, BootstrapError, BootstrapKind};
 
@@ -79,15 +81,6 @@ const LAUNCHER_SIZE_VARS: [&str; 2] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"];
 /// started by `srun` (`SLURM_STEP_ID` set): a batch script also carries `SLURM_NTASKS` and
 /// `SLURM_NPROCS` for the whole allocation, although a program it runs without `srun` is alone.
 const SLURM_SIZE_VARS: [&str; 3] = ["SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"];
-
-/// Spins (with growing spin counts) before the backoff starts yielding.
-const BACKOFF_SPINS: u32 = 8;
-/// `yield_now` calls before the backoff starts sleeping.
-const BACKOFF_YIELDS: u32 = 16;
-/// The first sleep of the backoff; each further sleep doubles, up to [`BACKOFF_MAX_SLEEP`].
-const BACKOFF_FIRST_SLEEP: Duration = Duration::from_micros(10);
-/// The longest sleep between two polls.
-const BACKOFF_MAX_SLEEP: Duration = Duration::from_millis(1);
 
 /// Reads the number of processes that the launcher announced through the environment, as
 /// `(variable, size)`.
@@ -688,7 +681,7 @@ fn timeout_error(op: &str, deadline: Deadline) -> BootstrapError {
 /// On `false`, the request has been detached from its scope while still active: the caller must
 /// leak every buffer it uses, through [`abandon`].
 fn wait<'a, D: ?Sized, S: Scope<'a>>(mut pending: Request<'a, D, S>, deadline: Deadline) -> bool {
-    let mut round = 0u32;
+    let mut backoff = Backoff::new();
     loop {
         pending = match pending.test() {
             Ok(_) => return true,
@@ -702,23 +695,7 @@ fn wait<'a, D: ?Sized, S: Scope<'a>>(mut pending: Request<'a, D, S>, deadline: D
             let _abandoned = unsafe { pending.into_raw() };
             return false;
         }
-        backoff(round);
-        round = round.saturating_add(1);
-    }
-}
-
-/// Waits a little before poll number `round + 1`: spins first, then yields, then sleeps
-/// 10 µs, 20 µs, ... up to 1 ms.
-fn backoff(round: u32) {
-    if round < BACKOFF_SPINS {
-        for _ in 0..(4u32 << round) {
-            std::hint::spin_loop();
-        }
-    } else if round < BACKOFF_SPINS + BACKOFF_YIELDS {
-        std::thread::yield_now();
-    } else {
-        let doublings = (round - BACKOFF_SPINS - BACKOFF_YIELDS).min(10);
-        std::thread::sleep((BACKOFF_FIRST_SLEEP * (1 << doublings)).min(BACKOFF_MAX_SLEEP));
+        backoff.snooze();
     }
 }
 

@@ -4,38 +4,20 @@
 //! dissemination barrier over the [`ControlBlock`](crate::heap::ControlBlock) flags:
 //! ceil(log2 n) rounds, in round `r` PE `i` signals PE `i + 2^r` and waits for PE `i - 2^r`.
 //! Flags hold a monotonically increasing epoch, so they never need resetting and a fast
-//! partner that already signalled the next epoch is harmless (`flag >= epoch`).
-//! Otherwise the bootstrap's barrier is used until a remote transport exists.
+//! partner that already signalled the next epoch is harmless (`flag >= epoch`). The
+//! schedule, the orderings and the epochs are [`symmem_sync::barrier`]'s, model-checked
+//! with loom there; this module adds the waits, with their dead-peer, finalize and timeout
+//! checks. Otherwise the bootstrap's barrier is used until a remote transport exists.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+
+use symmem_sync::barrier::{self, Round};
 
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
-/// This PE's barrier state.
-///
-/// A `Mutex<u64>` used to hold the epoch; its lock and unlock are two locked
-/// instructions per barrier, measured at ~15% of a 2-PE `barrier_all` (about 0.02 µs of
-/// 0.15 µs in `symmem-perf`). Now one compare-exchange takes the turn and a plain Release
-/// store gives it back. Two threads of one PE that call `barrier_all` at once (which the
-/// API forbids) are still serialized, as they were by the Mutex: the second waits, with
-/// the usual backoff and dead-peer checks, until the first has left.
-#[derive(Debug, Default)]
-pub(crate) struct BarrierState {
-    /// True while a thread of this PE is inside the dissemination barrier.
-    busy: AtomicBool,
-    /// Epoch of the last barrier; only read and written by the thread holding `busy`.
-    epoch: AtomicU64,
-}
-
-/// This thread's turn at the barrier; gives it back on drop (also on early return).
-struct Turn<'a>(&'a AtomicBool);
-
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
+/// This PE's barrier state: its epoch, advanced by one thread at a time.
+pub(crate) type BarrierState = barrier::Epoch;
 
 impl Runtime {
     /// Blocks until every PE has called `barrier_all`, after completing all of this PE's
@@ -55,35 +37,26 @@ impl Runtime {
             return Ok(self.bootstrap.barrier()?);
         }
         let state = &self.barrier;
-        let take = || {
-            state
-                .busy
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        };
-        if !take() {
+        let mut turn = state.try_next();
+        if turn.is_none() {
             self.wait_for(
                 "barrier_all",
                 || "another thread of this PE to leave barrier_all".to_string(),
-                take,
+                || {
+                    turn = state.try_next();
+                    turn.is_some()
+                },
             )?;
         }
-        let _turn = Turn(&state.busy);
-        // Relaxed: `busy` (Acquire above, Release in `Turn::drop`) orders the epoch
-        // between threads of this PE; peers never read it.
-        let epoch = state.epoch.load(Ordering::Relaxed) + 1;
-        state.epoch.store(epoch, Ordering::Relaxed);
+        let Some(turn) = turn else {
+            unreachable!("wait_for returns Ok only once the turn is taken")
+        };
+        let epoch = turn.epoch();
         let mine = self.heap.control(me).expect("own heap is mapped");
-        let (mut dist, mut round) = (1, 0);
-        while dist < n {
-            let to = (me + dist) % n;
-            let from = (me + n - dist) % n;
+        for Round { index, to, from } in barrier::rounds(me, n) {
             let partner = self.heap.control(to).expect("all heaps are mapped");
-            // Release: everything this PE wrote before the barrier (and everything it
-            // learned of through earlier rounds' Acquire loads) is visible to `to` once it
-            // sees this epoch. The chain of rounds makes the barrier transitive.
-            partner.barrier[round].0.store(epoch, Ordering::Release);
-            let flag = &mine.barrier[round].0;
+            barrier::signal(&partner.barrier[index].0, epoch);
+            let flag = &mine.barrier[index].0;
             let gone = &self
                 .heap
                 .control(from)
@@ -93,9 +66,9 @@ impl Runtime {
             let (mut polls, mut left) = (0u32, false);
             self.wait_for(
                 "barrier_all",
-                || format!("PE {from} (round {round} of the barrier, epoch {epoch})"),
+                || format!("PE {from} (round {index} of the barrier, epoch {epoch})"),
                 || {
-                    if flag.load(Ordering::Acquire) >= epoch {
+                    if barrier::arrived(flag, epoch) {
                         return true;
                     }
                     // A partner that entered finalize will never join this barrier; it is
@@ -106,7 +79,7 @@ impl Runtime {
                     left
                 },
             )?;
-            if left && flag.load(Ordering::Acquire) < epoch {
+            if left && !barrier::arrived(flag, epoch) {
                 // Like `check_health`: peers that find this PE gone (it exits on this
                 // error, usually) must blame `from`, not this PE.
                 mine.failure_cause
@@ -120,8 +93,6 @@ impl Runtime {
                         .into(),
                 });
             }
-            dist *= 2;
-            round += 1;
         }
         Ok(())
     }

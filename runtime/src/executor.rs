@@ -227,7 +227,6 @@ impl Launch<'_> {
             block_dim: self.block_dim,
             grid_dim,
             executor: self,
-            wait_started: std::cell::Cell::new(None),
         };
         // SAFETY: the state is this runtime's, whose heap mappings outlive the launch.
         let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { with_context(&ctx, kernel) }));

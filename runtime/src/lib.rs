@@ -7,7 +7,6 @@
 mod alloc;
 mod allocator;
 mod amo;
-mod backoff;
 mod barrier;
 pub mod config;
 #[cfg(feature = "cuda")]

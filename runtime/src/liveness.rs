@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use symmem_bootstrap::{Bootstrap, BootstrapError};
 
-use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 use crate::topology::Topology;
+use symmem_sync::Backoff;
 
 /// Watches a set of peer processes.
 #[derive(Debug, Default)]

@@ -41,8 +41,6 @@ pub struct ThreadContext<'a> {
     pub grid_dim: Dim3,
     /// The executor running the launch.
     pub executor: &'a dyn Executor,
-    /// When this thread's current device wait began (set by the wait loop).
-    pub wait_started: Cell<Option<std::time::Instant>>,
 }
 
 std::thread_local! {
@@ -256,40 +254,38 @@ macro_rules! cas {
 cas!(atom_cas_u32, u32, AtomicU32);
 cas!(atom_cas_u64, u64, AtomicU64);
 
-/// One step of a device wait loop: spin, then yield, then sleep; slow rounds let the
-/// executor stop the kernel, so it never waits forever on a dead peer or a crashed
-/// sibling thread.
-///
-/// The phases match the host runtime's `Backoff` (measured there with symmem-perf): a
-/// partner's answer in a ping-pong arrives within a few hundred checks, so a long spin
-/// catches it without a syscall, and a yield every `YIELD_EVERY` checks lets an
-/// oversubscribed partner (4 PEs on 2 cores) run.
-pub fn wait_step(step: &mut u32) {
-    const SPIN: u32 = 2048;
-    const YIELD_EVERY: u32 = 128;
-    const YIELD: u32 = SPIN + 16;
-    if *step < SPIN {
-        if *step % YIELD_EVERY == YIELD_EVERY - 1 {
-            std::thread::yield_now();
-        } else {
-            core::hint::spin_loop();
-        }
-    } else if *step < YIELD {
-        std::thread::yield_now();
-    } else {
-        let ctx = current();
-        // The first slow round of a wait starts its clock; `step` restarts at 0 per wait.
-        let started = match ctx.wait_started.get() {
-            Some(t) if *step > YIELD => t,
-            _ => {
-                let now = std::time::Instant::now();
-                ctx.wait_started.set(Some(now));
-                now
-            }
-        };
-        ctx.executor.check(started.elapsed());
-        let doublings = (*step - YIELD).min(6);
-        std::thread::sleep(core::time::Duration::from_micros(10 << doublings));
+/// The backoff of a device wait loop: the shared [`symmem_sync::Backoff`] policy (spin,
+/// then yield, then sleep), whose slow rounds let the executor stop the kernel, so it never
+/// waits forever on a dead peer or a crashed sibling thread.
+#[derive(Default)]
+pub struct Backoff {
+    policy: symmem_sync::Backoff,
+    /// When the wait's first slow round began: the executor's timeout counts from there.
+    slow_since: Option<std::time::Instant>,
+}
+
+impl Backoff {
+    /// A fresh backoff, for one wait.
+    #[inline]
+    pub fn new() -> Self {
+        Backoff::default()
     }
-    *step = step.saturating_add(1);
+
+    /// Waits a little; once past the spin phase, also runs the executor's checks, which
+    /// unwind the kernel thread if the launch must stop.
+    #[inline]
+    pub fn snooze(&mut self) {
+        self.policy.snooze();
+        if self.policy.is_slow() {
+            self.check();
+        }
+    }
+
+    /// The executor's checks, out of line to keep the spin loop tight.
+    #[cold]
+    #[inline(never)]
+    fn check(&mut self) {
+        let since = *self.slow_since.get_or_insert_with(std::time::Instant::now);
+        current().executor.check(since.elapsed());
+    }
 }

@@ -300,14 +300,28 @@ pub unsafe fn atom_cas_u64(p: *mut u64, cond: u64, v: u64) -> u64 {
 /// NVSHMEM's, which spins.
 const SPIN_POLLS: u32 = 1024;
 
-/// One step of a device wait loop: a spin of [`SPIN_POLLS`] polls, then `nanosleep` with
-/// a period growing from 32 to 256 ns, short enough not to delay a late answer much.
-#[inline(always)]
-pub fn wait_step(step: &mut u32) {
-    if *step >= SPIN_POLLS {
-        nanosleep(32u32 << (*step - SPIN_POLLS).min(3));
+/// The backoff of a device wait loop: a spin of [`SPIN_POLLS`] polls, then `nanosleep`
+/// with a period growing from 32 to 256 ns, short enough not to delay a late answer much.
+#[derive(Default)]
+pub struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    /// A fresh backoff, for one wait.
+    #[inline(always)]
+    pub fn new() -> Self {
+        Backoff { step: 0 }
     }
-    *step = step.saturating_add(1);
+
+    /// Waits a little, longer each time once past the spin.
+    #[inline(always)]
+    pub fn snooze(&mut self) {
+        if self.step >= SPIN_POLLS {
+            nanosleep(32u32 << (self.step - SPIN_POLLS).min(3));
+        }
+        self.step = self.step.saturating_add(1);
+    }
 }
 
 #[panic_handler]

@@ -186,14 +186,14 @@ pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
 /// `ivar` must be a symmetric (or any valid, aligned) address of a `T`.
 #[inline(always)]
 pub unsafe fn wait_until<T: DeviceInt>(ivar: *mut T, cmp: Cmp, value: T) -> T {
-    let mut step = 0;
+    let mut backoff = arch::Backoff::new();
     loop {
         // SAFETY: caller contract.
         let seen = unsafe { T::load_acquire(ivar) };
         if cmp.holds(seen, value) {
             return seen;
         }
-        arch::wait_step(&mut step);
+        backoff.snooze();
     }
 }
 

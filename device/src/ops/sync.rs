@@ -47,10 +47,10 @@ pub fn sync_all() {
         // fails visibly when `to` has no P2P path. Release publishes this PE's earlier
         // writes (and, transitively, what it learned in earlier rounds) to `to`.
         unsafe { arch::store_release_u64(peer(mine, to), epoch) };
-        let mut step = 0;
+        let mut backoff = arch::Backoff::new();
         // SAFETY: `mine` is this PE's own flag for this round.
         while unsafe { arch::load_acquire_u64(mine) } < epoch {
-            arch::wait_step(&mut step);
+            backoff.snooze();
         }
         dist *= 2;
         round += 1;

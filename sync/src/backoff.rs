@@ -1,4 +1,7 @@
-//! The one wait policy of the runtime: spin, then yield, then sleep.
+//! The one wait policy of symmem: spin, then yield, then sleep. The host runtime's waits
+//! (`wait_for`: signals, quiet, `barrier_all`), the CPU executor's device waits and the MPI
+//! bootstrap's `MPI_Test` polls all use it; each adds its own checks (dead peers, deadlines)
+//! on the rounds where [`Backoff::is_slow`] is true.
 //!
 //! Machines here may run more PEs than cores (4 PEs on 2 cores in CI), so a pure busy
 //! spin can starve the very PE it waits for. Short waits stay in the spin phase and pay no
@@ -23,8 +26,12 @@
 //!   took 17–75 µs without these yields and 3–4 µs with them; without a hog, the yields
 //!   (a syscall that returns at once when nothing else is runnable) did not change the
 //!   ping-pong latency.
+//!
+//! Under loom every round is a yield: the model only needs to know that the thread waits.
 
 use std::time::Duration;
+
+use crate::{hint, thread};
 
 /// Checks in the spin phase, one `pause` (or, every [`YIELD_EVERY`]-th, one yield)
 /// apart. `pause` takes ~3–50 ns depending on the CPU: roughly 5–100 µs of spinning.
@@ -38,7 +45,8 @@ const MIN_SLEEP: Duration = Duration::from_micros(20);
 /// Longest sleep between two checks.
 const MAX_SLEEP: Duration = Duration::from_millis(1);
 
-/// Backoff state for one wait.
+/// Backoff state for one wait: call [`snooze`](Self::snooze) each time the awaited
+/// condition is still false.
 #[derive(Debug, Default)]
 pub struct Backoff {
     step: u32,
@@ -57,9 +65,9 @@ impl Backoff {
         if self.step < SPIN_ROUNDS {
             self.step += 1;
             if self.step.is_multiple_of(YIELD_EVERY) {
-                std::thread::yield_now();
+                thread::yield_now();
             } else {
-                std::hint::spin_loop();
+                hint::spin_loop();
             }
         } else {
             self.snooze_slow();
@@ -72,10 +80,10 @@ impl Backoff {
     fn snooze_slow(&mut self) {
         let past_spin = self.step - SPIN_ROUNDS;
         if past_spin < YIELD_ROUNDS {
-            std::thread::yield_now();
+            thread::yield_now();
         } else {
             let doublings = (past_spin - YIELD_ROUNDS).min(16);
-            std::thread::sleep((MIN_SLEEP * (1 << doublings)).min(MAX_SLEEP));
+            thread::sleep((MIN_SLEEP * (1 << doublings)).min(MAX_SLEEP));
         }
         self.step = self.step.saturating_add(1);
     }

@@ -1,0 +1,50 @@
+//! symmem's synchronization toolkit, shared by the host runtime, the CPU executor's device
+//! waits and the MPI bootstrap:
+//!
+//! - [`atomic`], [`thread`], [`hint`]: the loom facade. Code that imports its atomics and
+//!   thread operations from here runs on std's in every normal build and on loom's under
+//!   `RUSTFLAGS="--cfg loom"`, so it can be model-checked without `cfg` in its own source
+//!   (crossbeam-utils' `primitive` module does the same).
+//! - [`Backoff`]: the one wait policy (spin, then yield, then sleep) of every wait loop.
+//! - [`CachePadded`]: a value alone on its cache line.
+//! - [`barrier`]: the flag protocol of the dissemination barrier behind `barrier_all`, which
+//!   `tests/loom.rs` model-checks:
+//!   `RUSTFLAGS="--cfg loom" cargo test -p symmem-sync --release --test loom`.
+
+mod backoff;
+pub mod barrier;
+mod cache_padded;
+
+pub use backoff::Backoff;
+pub use cache_padded::CachePadded;
+
+/// Atomics: std's, or loom's under `cfg(loom)`.
+pub mod atomic {
+    #[cfg(loom)]
+    pub use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+    #[cfg(not(loom))]
+    pub use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+}
+
+/// Threads: std's, or loom's under `cfg(loom)`.
+pub mod thread {
+    #[cfg(loom)]
+    pub use loom::thread::{spawn, yield_now, JoinHandle};
+    #[cfg(not(loom))]
+    pub use std::thread::{sleep, spawn, yield_now, JoinHandle};
+
+    /// Under loom, time does not pass: a sleep is a yield, which lets the model run the
+    /// other threads (what a sleeping waiter is waiting for).
+    #[cfg(loom)]
+    pub fn sleep(_: std::time::Duration) {
+        loom::thread::yield_now();
+    }
+}
+
+/// Spin-loop hints: std's, or loom's under `cfg(loom)` (where a spin is a yield).
+pub mod hint {
+    #[cfg(loom)]
+    pub use loom::hint::spin_loop;
+    #[cfg(not(loom))]
+    pub use std::hint::spin_loop;
+}
