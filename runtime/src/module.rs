@@ -253,6 +253,17 @@ impl Runtime {
                             crate::cuda::describe_error_word(w)
                         ),
                     }),
+                    (Err(Error::Cuda { call, pe, name, code, detail }), None)
+                        if name == "CUDA_ERROR_LAUNCH_FAILED" =>
+                    {
+                        Err(Error::Cuda {
+                            call,
+                            pe,
+                            name,
+                            code,
+                            detail: format!("{detail}; the kernel reported no error of its own: a GPU fault stopped it (under MPS, a fault in another process's kernel on this GPU stops every client's kernels)"),
+                        })
+                    }
                     (Err(e), None) => Err(e),
                 }
             }

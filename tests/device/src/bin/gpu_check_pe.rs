@@ -11,9 +11,9 @@
 //!
 //! - `cooperative`: a cooperative launch larger than the GPU can hold at once is refused
 //!   naming the limit; one that fits runs every thread once.
-//! - `trap` (2 PEs, split into two "nodes"): a device put to the other node's PE, which has
-//!   no P2P path, fails the launch with an error naming that PE (on the GPU: the error
-//!   word, then a trap).
+//! - `trap` (2 PEs, split into two "nodes"): PE 0's device put to PE 1, on the other node
+//!   and without a P2P path, fails the launch with an error naming PE 1 (on the GPU: the
+//!   error word, then a trap).
 //!
 //! - `stream` (an even number of PEs): each even PE sends 200 chunks of 1 to 4096 u64s to
 //!   the next PE with `put_signal_on_stream` while that PE's kernel waits for each signal
@@ -288,6 +288,12 @@ fn trap(rt: &Runtime) -> Outcome {
         return Err(format!(
             "PE {other} is on another node but has a direct pointer"
         ));
+    }
+    if me != 0 {
+        // Only PE 0 traps: under MPS a fatal fault in one client's kernel stops the
+        // kernels of every client on the GPU, so a second trapping PE could see its
+        // kernel stopped by the first before it reports its own error.
+        return Ok(());
     }
     // SAFETY: `b` is the symmetric address of 2 u64s; the put to the unreachable PE is
     // refused on the device, which reports it and stops the kernel.
