@@ -99,6 +99,7 @@ impl Runtime {
     }
 
     /// Zeroes `bytes` at heap offset `offset` of this PE's heap, on whichever memory it is.
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op: the GPU path
     fn zero_own(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
         let base = self
             .heap
@@ -110,13 +111,9 @@ impl Runtime {
             Route::Direct(_) => unsafe { (base as *mut u8).add(offset).write_bytes(0, bytes) },
             // SAFETY: as above, in device memory mapped in this PE's context.
             #[cfg(feature = "cuda")]
-            Route::Copy(_) => unsafe {
-                self.gpu_for(op, self.my_pe())?
-                    .zero(op, base + offset as u64, bytes)?
-            },
+            Route::Copy(_) => unsafe { self.gpu(op)?.zero(op, base + offset as u64, bytes)? },
             Route::Unreachable => unreachable!("own heap is always mapped"),
         }
-        let _ = op;
         Ok(())
     }
 

@@ -3,8 +3,8 @@
 //! atomics through the device API), and waits poll the word with small device-to-host
 //! copies under the shared backoff.
 //!
-//! The helper module is loaded on first use. Helper launches of one PE are serialized:
-//! they share one host-mapped result word.
+//! The helper module is loaded on first use. AMO launches of one PE are serialized: they
+//! share one host-mapped result word.
 
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +16,7 @@ use crate::module::Module;
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
 
-/// The loaded helper module of a GPU PE, and the lock that serializes its launches.
+/// The loaded helper module of a GPU PE, and the lock that serializes its AMO launches.
 #[derive(Debug, Default)]
 pub(crate) struct Helpers {
     module: Mutex<Option<Arc<Module>>>,
@@ -112,11 +112,6 @@ impl Runtime {
         signal: u64,
         how: SignalOp,
     ) -> Result<()> {
-        let _one_at_a_time = self
-            .helpers
-            .launch
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
         self.run_helper(
             op,
             helpers::host_signal::KERNEL,
@@ -129,7 +124,7 @@ impl Runtime {
         let mut v = T::zeroed();
         // SAFETY: `addr` was located for one T; `v` is a local T.
         unsafe {
-            self.gpu_for(op, self.my_pe())?.copy_from_device(
+            self.gpu(op)?.copy_from_device(
                 op,
                 (&mut v as *mut T).cast(),
                 addr,
@@ -137,6 +132,11 @@ impl Runtime {
             )?
         };
         Ok(v)
+    }
+
+    /// This PE's GPU, or the error for a CPU PE (copy routes exist on GPU PEs only).
+    pub(crate) fn gpu(&self, op: &'static str) -> Result<&crate::cuda::Gpu> {
+        Ok(&self.device_resources(op)?.gpu)
     }
 
     /// This PE's device resources, or the error for a host-memory PE.

@@ -60,6 +60,7 @@ impl Runtime {
 
     /// Loads PTX text as a module named `name` (see [`Self::load_module`]). On a CPU PE
     /// the text is not used: kernels run from their host functions.
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // ptx: GPU PEs only
     pub fn load_ptx(&self, name: &str, ptx: &str) -> Result<Module> {
         #[cfg(feature = "cuda")]
         if let Some(d) = &self.device {
@@ -71,7 +72,6 @@ impl Runtime {
                 kind: ModuleKind::Cuda(m),
             });
         }
-        let _ = ptx;
         Ok(self.host_module(name))
     }
 

@@ -87,7 +87,6 @@ impl Runtime {
                 bytes(to),
                 src.as_ptr().cast(),
                 std::mem::size_of_val(src),
-                pe,
             )
         }
     }
@@ -117,7 +116,7 @@ impl Runtime {
         let len = std::mem::size_of_val(dst);
         // SAFETY: `from` is valid for `dst.len()` elements; `dst` is local and exclusive.
         // T: Pod, so whatever bytes a concurrent writer left form a valid T.
-        unsafe { self.read_located(op, bytes(from), dst.as_mut_ptr().cast(), len, pe) }
+        unsafe { self.read_located(op, bytes(from), dst.as_mut_ptr().cast(), len) }
     }
 
     /// Non-blocking put (`nvshmem_put_nbi`): `src` may be reused when the call returns;
@@ -158,13 +157,7 @@ impl Runtime {
             to @ Located::Device(_) => {
                 // SAFETY: `to` is valid for one T; `value` is local.
                 return unsafe {
-                    self.write_located(
-                        "p",
-                        bytes(to),
-                        (&value as *const T).cast(),
-                        size_of::<T>(),
-                        pe,
-                    )
+                    self.write_located("p", bytes(to), (&value as *const T).cast(), size_of::<T>())
                 };
             }
         };
@@ -197,14 +190,14 @@ impl Runtime {
     pub fn putmem<T>(&self, dst: &SymBuf<T>, at: usize, src: &[u8], pe: usize) -> Result<()> {
         let to = self.target_bytes("putmem", dst, at, src.len(), pe)?;
         // SAFETY: `to` is valid for `src.len()` bytes (checked); `src` is local.
-        unsafe { self.write_located("putmem", to, src.as_ptr(), src.len(), pe) }
+        unsafe { self.write_located("putmem", to, src.as_ptr(), src.len()) }
     }
 
     /// Copies raw bytes from byte offset `at` of `src` on `pe` (`nvshmem_getmem`).
     pub fn getmem<T>(&self, src: &SymBuf<T>, at: usize, dst: &mut [u8], pe: usize) -> Result<()> {
         let from = self.target_bytes("getmem", src, at, dst.len(), pe)?;
         // SAFETY: `from` is valid for `dst.len()` bytes (checked); `dst` is local.
-        unsafe { self.read_located("getmem", from, dst.as_mut_ptr(), dst.len(), pe) }
+        unsafe { self.read_located("getmem", from, dst.as_mut_ptr(), dst.len()) }
     }
 
     fn target_bytes<T>(

@@ -120,14 +120,13 @@ impl Runtime {
     /// `src` is valid for `len` bytes and does not overlap the destination; `dst` was
     /// located for at least `len` bytes.
     #[inline(always)]
-    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op, pe name copy-route errors
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op names copy-route errors
     pub(crate) unsafe fn write_located(
         &self,
         op: &'static str,
         dst: Located<u8>,
         src: *const u8,
         len: usize,
-        pe: usize,
     ) -> Result<()> {
         match dst {
             // SAFETY: forwarded from the caller.
@@ -135,7 +134,7 @@ impl Runtime {
             #[cfg(feature = "cuda")]
             // SAFETY: forwarded from the caller; the copy route's addresses are mapped in
             // this PE's context.
-            Located::Device(a) => unsafe { self.gpu_for(op, pe)?.copy_to_device(op, a, src, len)? },
+            Located::Device(a) => unsafe { self.gpu(op)?.copy_to_device(op, a, src, len)? },
         }
         Ok(())
     }
@@ -146,38 +145,22 @@ impl Runtime {
     /// `dst` is valid for `len` bytes of writes and does not overlap the source; `src`
     /// was located for at least `len` bytes.
     #[inline(always)]
-    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op, pe name copy-route errors
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op names copy-route errors
     pub(crate) unsafe fn read_located(
         &self,
         op: &'static str,
         src: Located<u8>,
         dst: *mut u8,
         len: usize,
-        pe: usize,
     ) -> Result<()> {
         match src {
             // SAFETY: forwarded from the caller.
             Located::Host(p) => unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst, len) },
             #[cfg(feature = "cuda")]
             // SAFETY: as in `write_located`.
-            Located::Device(a) => unsafe {
-                self.gpu_for(op, pe)?.copy_from_device(op, dst, a, len)?
-            },
+            Located::Device(a) => unsafe { self.gpu(op)?.copy_from_device(op, dst, a, len)? },
         }
         Ok(())
-    }
-
-    /// This PE's GPU, for an operation on the copy route to `pe`.
-    #[cfg(feature = "cuda")]
-    pub(crate) fn gpu_for(&self, op: &'static str, pe: usize) -> Result<&crate::cuda::Gpu> {
-        match &self.device {
-            Some(d) => Ok(&d.gpu),
-            None => Err(Error::NoGpu {
-                op,
-                pe: self.my_pe(),
-                reason: format!("PE {pe}'s heap is on a GPU but this PE has none"),
-            }),
-        }
     }
 }
 

@@ -23,6 +23,9 @@ use crate::sym::SymRef;
 pub struct Stream {
     kind: StreamKind,
     runtime: u64,
+    /// The PE that created it, for errors.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // read by GPU errors
+    pe: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -39,12 +42,7 @@ impl Stream {
             StreamKind::Host => Ok(()),
             #[cfg(feature = "cuda")]
             StreamKind::Cuda(s) => s.synchronize().map_err(|e| {
-                crate::cuda::cuda_error(
-                    e.0,
-                    "cuStreamSynchronize".into(),
-                    usize::MAX,
-                    String::new(),
-                )
+                crate::cuda::cuda_error(e.0, "cuStreamSynchronize".into(), self.pe, String::new())
             }),
         }
     }
@@ -70,11 +68,13 @@ impl Runtime {
             return Ok(Stream {
                 kind: StreamKind::Cuda(s),
                 runtime: self.id,
+                pe: self.my_pe(),
             });
         }
         Ok(Stream {
             kind: StreamKind::Host,
             runtime: self.id,
+            pe: self.my_pe(),
         })
     }
 
@@ -99,6 +99,7 @@ impl Runtime {
         Ok(Stream {
             kind: StreamKind::Cuda(stream),
             runtime: self.id,
+            pe: self.my_pe(),
         })
     }
 
@@ -177,7 +178,7 @@ impl Runtime {
                 let cu = self
                     .cu_stream(op, stream)?
                     .expect("a GPU heap implies a GPU stream");
-                let gpu = self.gpu_for(op, pe)?;
+                let gpu = self.gpu(op)?;
                 gpu.bind()?;
                 // SAFETY: both ranges are device memory mapped in this context, located
                 // for `bytes` bytes; the copy is queued on the caller's stream.

@@ -101,6 +101,23 @@ pub(crate) fn select(choice: DeviceChoice, pe: usize) -> Result<Option<usize>> {
     }
 }
 
+/// An attribute of `device`; `what` and `pe` name it in errors.
+fn device_attribute(
+    device: sys::CUdevice,
+    a: sys::CUdevice_attribute,
+    what: &str,
+    pe: usize,
+) -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: a valid device and out-parameter.
+    check(
+        unsafe { sys::cuDeviceGetAttribute(&mut v, a, device) },
+        || format!("cuDeviceGetAttribute({what})"),
+        pe,
+    )?;
+    Ok(v)
+}
+
 /// The GPU a GPU PE runs on, with its primary context.
 pub(crate) struct Gpu {
     pub(crate) ctx: Arc<CudaContext>,
@@ -139,16 +156,7 @@ impl Gpu {
             )
         })?;
         let device = ctx.cu_device();
-        let attr = |a: sys::CUdevice_attribute, what: &str| -> Result<i32> {
-            let mut v = 0;
-            // SAFETY: a valid device and out-parameter.
-            check(
-                unsafe { sys::cuDeviceGetAttribute(&mut v, a, device) },
-                || format!("cuDeviceGetAttribute({what})"),
-                pe,
-            )?;
-            Ok(v)
-        };
+        let attr = |a, what: &str| device_attribute(device, a, what, pe);
         let mut name = [0 as std::ffi::c_char; 256];
         // SAFETY: the buffer holds 256 bytes, as passed.
         check(
@@ -247,14 +255,7 @@ impl Gpu {
 
     /// An attribute of this GPU.
     pub(crate) fn attribute(&self, a: sys::CUdevice_attribute, what: &str) -> Result<i32> {
-        let mut v = 0;
-        // SAFETY: a valid device and out-parameter.
-        check(
-            unsafe { sys::cuDeviceGetAttribute(&mut v, a, self.device) },
-            || format!("cuDeviceGetAttribute({what})"),
-            self.pe,
-        )?;
-        Ok(v)
+        device_attribute(self.device, a, what, self.pe)
     }
 
     /// Whether this GPU can load and store to memory on the GPU with PCI id `peer_bus`:

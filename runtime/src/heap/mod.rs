@@ -214,6 +214,7 @@ impl PendingHeap {
     /// `map_peers` is false) and maps them. The data heap of peer `p` is mapped only if
     /// `reachable(p)` (e.g. its GPU can be accessed from this one); its control block
     /// always is.
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // reachable: GPU heaps
     pub fn connect(
         self,
         topo: &Topology,
@@ -283,7 +284,6 @@ impl PendingHeap {
                     None
                 }
                 (_, t) => {
-                    let _ = rest;
                     return Err(Error::Inconsistent {
                         what: "heap kind",
                         detail: format!(
@@ -296,7 +296,6 @@ impl PendingHeap {
                 }
             };
         }
-        let _ = &reachable;
         tracing::debug!(
             mapped = bases.iter().filter(|b| b.is_some()).count(),
             len,
