@@ -30,6 +30,7 @@
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
 )]
 
+pub mod request;
 pub mod state;
 
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
@@ -50,6 +51,7 @@ mod arch;
 #[path = "arch/host.rs"]
 mod arch;
 
+pub use request::{Opcode, Request};
 pub use state::{DeviceState, DEVICE_STATE_VERSION};
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -31,6 +31,7 @@ mod signal;
 mod stream;
 mod sym;
 mod topology;
+mod transport;
 mod wait;
 
 pub use config::{Config, DeviceChoice};
