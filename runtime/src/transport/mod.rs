@@ -52,3 +52,32 @@ pub(crate) trait Transport: Send + Sync {
     /// Called once, before the heap is unmapped.
     fn shutdown(&self);
 }
+
+/// This PE's heap as a transport sees it: what incoming requests are applied to (socket)
+/// or what is registered with the NIC (ibverbs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HeapRegion {
+    /// Address of this PE's heap: a host pointer, or a device address on a GPU PE.
+    pub base: u64,
+    /// Bytes.
+    pub len: usize,
+    /// Whether `base` is host memory (a CPU PE) or GPU memory (a GPU PE).
+    pub host: bool,
+}
+
+/// What a transport needs to connect. Connecting is collective: every PE of the job calls
+/// it, in the same order relative to other bootstrap collectives.
+pub(crate) struct Setup<'a> {
+    /// The job's bootstrap, for exchanging addresses and keys.
+    pub bootstrap: &'a dyn symmem_bootstrap::Bootstrap,
+    /// The runtime's configuration.
+    pub config: &'a crate::config::Config,
+    /// This PE.
+    pub me: usize,
+    /// `remote[pe]`: whether this PE reaches `pe` through the transport.
+    pub remote: &'a [bool],
+    /// This PE's heap.
+    pub heap: HeapRegion,
+    /// When connecting must be done.
+    pub deadline: std::time::Instant,
+}
