@@ -18,9 +18,67 @@ use crate::BootstrapError;
 const MAGIC: u32 = 0x5359_4d42; // "SYMB"
 /// Version of this wire format; peers with another version are refused.
 pub const VERSION: u16 = 1;
-const HEADER_LEN: usize = 12;
+/// Bytes of a [`Header`].
+pub const HEADER_LEN: usize = 12;
 /// Largest payload accepted in one frame.
 const MAX_PAYLOAD: usize = 1 << 30;
+
+/// The checked 12-byte header every symmem frame starts with (the rendezvous here, the
+/// socket transport's frames in the runtime, each with its own magic and version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Identifies the protocol.
+    pub magic: u32,
+    /// Version of the protocol.
+    pub version: u16,
+    /// Frame kind, protocol-defined.
+    pub kind: u16,
+    /// Payload bytes that follow the header.
+    pub len: u32,
+}
+
+impl Header {
+    /// The header's wire form (little-endian fields).
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..4].copy_from_slice(&self.magic.to_le_bytes());
+        b[4..6].copy_from_slice(&self.version.to_le_bytes());
+        b[6..8].copy_from_slice(&self.kind.to_le_bytes());
+        b[8..12].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    /// Parses and checks a header: the magic must be `magic` (else the peer speaks another
+    /// protocol, named `what` in the message), the version `version`, and the length at
+    /// most `max_len`. The kind is the caller's to check.
+    pub fn decode(
+        b: &[u8; HEADER_LEN],
+        magic: u32,
+        version: u16,
+        max_len: usize,
+        what: &str,
+    ) -> Result<Header, String> {
+        let h = Header {
+            magic: u32::from_le_bytes(b[0..4].try_into().unwrap()),
+            version: u16::from_le_bytes(b[4..6].try_into().unwrap()),
+            kind: u16::from_le_bytes(b[6..8].try_into().unwrap()),
+            len: u32::from_le_bytes(b[8..12].try_into().unwrap()),
+        };
+        if h.magic != magic {
+            return Err(format!("bad magic {:#010x} (not a {what} peer?)", h.magic));
+        }
+        if h.version != version {
+            return Err(format!(
+                "wire version {}, this build speaks {version}",
+                h.version
+            ));
+        }
+        if h.len as usize > max_len {
+            return Err(format!("frame length {} exceeds limit {max_len}", h.len));
+        }
+        Ok(h)
+    }
+}
 
 /// Collective operations, as carried in a [`Msg::Coll`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,11 +351,14 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
         }
     };
     let payload = e.0;
+    let header = Header {
+        magic: MAGIC,
+        version: VERSION,
+        kind,
+        len: payload.len() as u32,
+    };
     let mut frame = Vec::with_capacity(HEADER_LEN + payload.len());
-    frame.extend_from_slice(&MAGIC.to_le_bytes());
-    frame.extend_from_slice(&VERSION.to_le_bytes());
-    frame.extend_from_slice(&kind.to_le_bytes());
-    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&header.encode());
     frame.extend_from_slice(&payload);
     frame
 }
@@ -374,25 +435,9 @@ pub fn recv(stream: &mut impl Read, peer: &str) -> Result<Recv, BootstrapError> 
         peer: peer.to_string(),
         detail,
     };
-    let magic = u32::from_le_bytes(header[0..4].try_into().unwrap());
-    if magic != MAGIC {
-        return Err(proto(format!(
-            "bad magic {magic:#010x} (not a symmem bootstrap peer?)"
-        )));
-    }
-    let version = u16::from_le_bytes(header[4..6].try_into().unwrap());
-    if version != VERSION {
-        return Err(proto(format!(
-            "wire version {version}, this build speaks {VERSION}"
-        )));
-    }
-    let kind = u16::from_le_bytes(header[6..8].try_into().unwrap());
-    let len = u32::from_le_bytes(header[8..12].try_into().unwrap()) as usize;
-    if len > MAX_PAYLOAD {
-        return Err(proto(format!(
-            "frame length {len} exceeds limit {MAX_PAYLOAD}"
-        )));
-    }
+    let h = Header::decode(&header, MAGIC, VERSION, MAX_PAYLOAD, "symmem bootstrap")
+        .map_err(&proto)?;
+    let (kind, len) = (h.kind, h.len as usize);
     let mut payload = vec![0u8; len];
     stream
         .read_exact(&mut payload)
