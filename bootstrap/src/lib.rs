@@ -23,11 +23,11 @@ pub mod select;
 pub mod single;
 pub mod tcp;
 mod unique_id;
-mod wire;
+pub mod wire;
 
 pub use error::BootstrapError;
 pub use select::{from_env, BootstrapChoice, LaunchEnv};
-pub use unique_id::{random_nonce, UniqueId};
+pub use unique_id::{advertised_ip, random_nonce, UniqueId};
 
 use std::time::Duration;
 

@@ -151,8 +151,10 @@ pub fn random_nonce() -> Result<u64, BootstrapError> {
     Ok(u64::from_le_bytes(buf))
 }
 
-/// The IPv4 address other hosts should use to reach this one.
-fn advertised_ip(ifname: Option<&str>) -> Result<IpAddr, BootstrapError> {
+/// The IPv4 address other hosts should use to reach this one: `ifname`'s (an error naming
+/// `SYMMEM_SOCKET_IFNAME` and the interfaces found if it has none), else the first up,
+/// non-loopback interface's, else loopback.
+pub fn advertised_ip(ifname: Option<&str>) -> Result<IpAddr, BootstrapError> {
     let mut found: Option<(String, Ipv4Addr)> = None;
     let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs writes a list head into `ifap`, which we free below.

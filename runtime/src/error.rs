@@ -204,6 +204,32 @@ pub enum Error {
         /// What does not match.
         reason: String,
     },
+    /// A remote transport could not carry an operation to a peer (connection lost,
+    /// malformed frame, timeout, NIC error).
+    #[error("{op} from PE {me} to PE {pe} over {transport}: {detail}")]
+    Transport {
+        /// The transport (`socket`, `ib`).
+        transport: &'static str,
+        /// The operation.
+        op: &'static str,
+        /// This PE.
+        me: usize,
+        /// The peer.
+        pe: usize,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The remote transport configuration cannot be satisfied (e.g. `ib` asked for where
+    /// no RDMA device is usable).
+    #[error("{variable}={value}: {reason}")]
+    TransportConfig {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+        /// What was found instead.
+        reason: String,
+    },
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Io {
