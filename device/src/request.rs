@@ -16,7 +16,8 @@
 //! 16      remote     u64   heap offset on the target: destination (Put, PutSignal, Amo,
 //!                          Signal) or source (Get)
 //! 24      local      u64   address on the issuing PE: source (Put, PutSignal), destination
-//!                          (Get), where a fetched value goes (Amo); 0 = none
+//!                          (Get), where a fetched value goes (Amo; 0 = not wanted, and
+//!                          on the wire only this zero/nonzero flag is sent)
 //! 32      signal     u64   heap offset of the signal word on the target (PutSignal)
 //! 40      value      u64   AMO operand (the new value for CompareSwap), signal value
 //! 48      compare    u64   CompareSwap's expected value
@@ -264,12 +265,13 @@ impl Request {
         SignalOp::from_u32(self.signal_op as u32)
     }
 
-    /// Whether the issuer waits for a value back (a get or a fetching AMO) rather than
-    /// only for completion.
+    /// Whether the issuer waits for a value back (a get, or an AMO whose `local` names
+    /// where the old value goes) rather than only for completion. On the wire `local` is
+    /// not an address but this flag: nonzero when the value is wanted.
     pub const fn returns_data(&self) -> bool {
         match Opcode::from_u8(self.opcode) {
             Some(Opcode::Get) => true,
-            Some(Opcode::Amo) => !matches!(AmoKind::from_u32(self.amo as u32), Some(AmoKind::Set)),
+            Some(Opcode::Amo) => self.local != 0,
             _ => false,
         }
     }
@@ -298,7 +300,7 @@ mod tests {
         assert_eq!(a.amo_kind(), Some(AmoKind::CompareSwap));
         assert_eq!((a.width, a.value, a.compare, a.local), (4, 9, 5, 0x1000));
         assert!(a.returns_data());
-        assert!(!Request::amo(1, AmoKind::Set, 8, 0, 1, 0, 0).returns_data());
+        assert!(!Request::amo(1, AmoKind::FetchAdd, 8, 0, 1, 0, 0).returns_data());
         assert!(Request::get(0, 1, 2, 3).returns_data());
         assert!(!Request::put(0, 1, 2, 3).returns_data());
         let bytes = bytemuck::bytes_of(&r);

@@ -112,7 +112,7 @@ impl Runtime {
             // SAFETY: as above, in device memory mapped in this PE's context.
             #[cfg(feature = "cuda")]
             Route::Copy(_) => unsafe { self.gpu(op)?.zero(op, base + offset as u64, bytes)? },
-            Route::Unreachable => unreachable!("own heap is always mapped"),
+            Route::Remote | Route::Unreachable => unreachable!("own heap is always mapped"),
         }
         Ok(())
     }

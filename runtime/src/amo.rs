@@ -14,13 +14,14 @@
 
 use std::sync::atomic::Ordering;
 
-use symmem_device::AmoKind;
+use symmem_device::{AmoKind, Request};
 
 use crate::error::Result;
 use crate::int::SymInt;
 use crate::route::Located;
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
+use crate::transport::Io;
 
 impl Runtime {
     /// Runs `host` on the atomic at `r` on `pe` when it is host memory; on a GPU heap runs
@@ -28,7 +29,6 @@ impl Runtime {
     /// result with `from_old`.
     #[inline]
     #[allow(clippy::too_many_arguments)] // the host form and the encoded form of one op
-    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // the encoded form
     fn amo<T: SymInt, R>(
         &self,
         op: &'static str,
@@ -55,6 +55,19 @@ impl Runtime {
                     a.to_bits(),
                     b.to_bits(),
                 )?;
+                Ok(from_old(T::from_bits(old)))
+            }
+            Located::Remote { pe, off } => {
+                // A zero-sized result (`()`) means the caller wants no value back: the
+                // AMO is then non-fetching, complete at the target after `quiet`.
+                let fetch = std::mem::size_of::<R>() != 0;
+                let (value, compare) = match kind {
+                    AmoKind::CompareSwap => (b.to_bits(), a.to_bits()),
+                    _ => (a.to_bits(), 0),
+                };
+                let width = std::mem::size_of::<T>() as u8;
+                let req = Request::amo(pe as u32, kind, width, off, value, compare, fetch as u64);
+                let old = self.remote().submit(&req, Io::None)?;
                 Ok(from_old(T::from_bits(old)))
             }
         }

@@ -32,6 +32,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
     Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
     Variable { name: "SYMMEM_NODE_ID", default: "hostname", doc: "node identity; PEs with equal ids share memory. Lets one machine act as several nodes" },
+    Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
     Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "comma-separated RDMA devices to use" },
     Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE" },
     Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
@@ -85,6 +86,8 @@ pub struct Config {
     pub remote_transport: RemoteTransport,
     /// `SYMMEM_NODE_ID`, or the hostname.
     pub node_id: String,
+    /// `SYMMEM_SIMULATE_NODES`: the job's PEs form this many nodes (1 = by node id only).
+    pub simulate_nodes: usize,
     /// `SYMMEM_HCA_LIST`; empty = all.
     pub hca_list: Vec<String>,
     /// `SYMMEM_IB_GID_INDEX`.
@@ -192,6 +195,19 @@ impl Config {
             Some(v) => v,
             None => hostname()?,
         };
+        let simulate_nodes = match get("SYMMEM_SIMULATE_NODES") {
+            Some(v) => match v.parse::<usize>() {
+                Ok(k) if k >= 1 => k,
+                _ => {
+                    return Err(bad(
+                        "SYMMEM_SIMULATE_NODES",
+                        &v,
+                        "expected a number of nodes, at least 1",
+                    ))
+                }
+            },
+            None => 1,
+        };
         let hca_list = get("SYMMEM_HCA_LIST")
             .map(|v| split_list(&v))
             .unwrap_or_default();
@@ -229,6 +245,7 @@ impl Config {
             disable_p2p,
             remote_transport,
             node_id,
+            simulate_nodes,
             hca_list,
             ib_gid_index,
             socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
@@ -279,6 +296,7 @@ impl Config {
                 format!("{:?}", self.remote_transport).to_lowercase(),
             ),
             ("SYMMEM_NODE_ID", self.node_id.clone()),
+            ("SYMMEM_SIMULATE_NODES", self.simulate_nodes.to_string()),
             ("SYMMEM_HCA_LIST", list(&self.hca_list)),
             (
                 "SYMMEM_IB_GID_INDEX",

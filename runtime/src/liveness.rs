@@ -84,6 +84,8 @@ pub(crate) enum InitStep {
     Topology,
     /// Passing heap fds between same-node PEs and mapping them.
     HeapExchange,
+    /// Connecting the remote transport to PEs whose heaps are not mapped here.
+    Transport,
     /// The barrier after which peers may use each other's heaps.
     Barrier,
 }
@@ -95,6 +97,7 @@ impl InitStep {
             InitStep::Rendezvous => "init (rendezvous)",
             InitStep::Topology => "init (topology allgather)",
             InitStep::HeapExchange => "init (heap fd exchange)",
+            InitStep::Transport => "init (remote transport)",
             InitStep::Barrier => "init (final barrier)",
         }
     }
@@ -105,6 +108,7 @@ impl InitStep {
             InitStep::Rendezvous => "rendezvous",
             InitStep::Topology => "topology",
             InitStep::HeapExchange => "heap_connect",
+            InitStep::Transport => "transport",
             InitStep::Barrier => "init_barrier",
         }
     }
@@ -241,6 +245,10 @@ impl Runtime {
         let mut started: Option<Instant> = None;
         loop {
             backoff.snooze();
+            if let Some(t) = &self.transport {
+                // Serve peers while spinning: their requests may be what this waits for.
+                t.progress()?;
+            }
             if ready() {
                 return Ok(());
             }

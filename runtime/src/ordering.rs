@@ -25,7 +25,10 @@ impl Runtime {
     #[inline]
     pub fn fence(&self) -> Result<()> {
         fence(Ordering::Release);
-        Ok(())
+        match &self.transport {
+            Some(t) => t.fence(),
+            None => Ok(()),
+        }
     }
 
     /// Returns when every put, get, AMO and signal this PE issued earlier is complete and
@@ -42,6 +45,9 @@ impl Runtime {
     #[inline]
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
+        if let Some(t) = &self.transport {
+            t.quiet()?;
+        }
         #[cfg(feature = "cuda")]
         if let Some(d) = &self.device {
             d.gpu.synchronize("quiet")?;

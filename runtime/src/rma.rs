@@ -152,9 +152,9 @@ impl Runtime {
         use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
         let p = match self.locate("p", dst, 1, pe)? {
             Located::Host(p) => p,
-            #[cfg(feature = "cuda")]
-            // One copy of the whole element: a single store of it on the GPU side.
-            to @ Located::Device(_) => {
+            // One copy of the whole element: a single store of it on the GPU side, one
+            // request on a remote transport.
+            to => {
                 // SAFETY: `to` is valid for one T; `value` is local.
                 return unsafe {
                     self.write_located("p", bytes(to), (&value as *const T).cast(), size_of::<T>())
@@ -241,6 +241,10 @@ impl Runtime {
             Located::Host(p) => Located::Host(unsafe { p.add(at) }),
             #[cfg(feature = "cuda")]
             Located::Device(a) => Located::Device(a + at as u64),
+            Located::Remote { pe, off } => Located::Remote {
+                pe,
+                off: off + at as u64,
+            },
         })
     }
 
@@ -268,8 +272,7 @@ impl Runtime {
         }
         let p = match self.locate("iput", dst, dspan, pe)? {
             Located::Host(p) => p,
-            #[cfg(feature = "cuda")]
-            Located::Device(_) => {
+            _ => {
                 // One copy per element: other elements of the span may be written by
                 // others meanwhile, so the span is never rewritten as a whole.
                 for i in 0..nelems {
@@ -315,8 +318,7 @@ impl Runtime {
         }
         let p = match self.locate("iget", src, sspan, pe)? {
             Located::Host(p) => p,
-            #[cfg(feature = "cuda")]
-            Located::Device(_) => {
+            _ => {
                 // One copy of the span, then the strided picks on the host.
                 let mut span = vec![T::zeroed(); sspan];
                 self.copy_from("iget", src, &mut span, pe)?;

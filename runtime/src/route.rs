@@ -3,13 +3,16 @@
 //! Every host operation first does the transport-independent checks (PE, allocation,
 //! bounds) and then dispatches on the target's [`Route`]. The direct route is the CPU fast
 //! path: loads, stores and atomics through the mapped heap. The copy route serves
-//! host-initiated operations on GPU heaps with `cuMemcpy`. Remote transports will add
-//! routes of their own.
+//! host-initiated operations on GPU heaps with `cuMemcpy`. The remote route carries
+//! requests to PEs on other nodes (or with P2P disabled) over the job's transport.
+
+use symmem_device::{AmoKind, Request};
 
 use crate::error::{Error, Result};
 use crate::int::SymInt;
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
+use crate::transport::Io;
 
 /// How this PE reaches one PE's heap.
 #[derive(Debug, Clone, Copy)]
@@ -20,7 +23,9 @@ pub(crate) enum Route {
     /// the host copies with `cuMemcpy`.
     #[cfg(feature = "cuda")]
     Copy(u64),
-    /// No path (another node, P2P disabled, or a GPU that is not peer-accessible).
+    /// Another node, or P2P disabled: requests go over the remote transport.
+    Remote,
+    /// No path (a GPU that is not peer-accessible, and no remote transport).
     Unreachable,
 }
 
@@ -37,6 +42,13 @@ pub(crate) enum Located<T> {
     /// Device memory of this PE's GPU context.
     #[cfg(feature = "cuda")]
     Device(u64),
+    /// Heap offset `off` on `pe`, reached through the remote transport.
+    Remote {
+        /// The target PE.
+        pe: usize,
+        /// Heap offset of the first element.
+        off: u64,
+    },
 }
 
 impl Runtime {
@@ -65,6 +77,10 @@ impl Runtime {
             Route::Direct(base) => Ok(Located::Host(unsafe { base.add(at) }.cast())),
             #[cfg(feature = "cuda")]
             Route::Copy(base) => Ok(Located::Device(base + at as u64)),
+            Route::Remote => Ok(Located::Remote {
+                pe,
+                off: at as u64,
+            }),
             Route::Unreachable => Err(self.unreachable(op, pe)),
         }
     }
@@ -83,7 +99,16 @@ impl Runtime {
             Located::Host(p) => Ok(p),
             #[cfg(feature = "cuda")]
             Located::Device(_) => Err(self.not_host_accessible(op, pe)),
+            Located::Remote { .. } => Err(self.unreachable(op, pe)),
         }
+    }
+
+    /// The remote transport; only called for PEs whose route is [`Route::Remote`], which
+    /// exists only with a transport.
+    pub(crate) fn remote(&self) -> &dyn crate::transport::Transport {
+        self.transport
+            .as_deref()
+            .expect("a remote route implies a transport")
     }
 
     /// The error for a host-side atomic, wait or view on a GPU heap.
@@ -135,6 +160,12 @@ impl Runtime {
             // SAFETY: forwarded from the caller; the copy route's addresses are mapped in
             // this PE's context.
             Located::Device(a) => unsafe { self.gpu(op)?.copy_to_device(op, a, src, len)? },
+            Located::Remote { pe, off } => {
+                // SAFETY: forwarded from the caller.
+                let data = unsafe { std::slice::from_raw_parts(src, len) };
+                let req = Request::put(pe as u32, off, 0, len as u64);
+                self.remote().submit(&req, Io::Src(data))?;
+            }
         }
         Ok(())
     }
@@ -159,6 +190,12 @@ impl Runtime {
             #[cfg(feature = "cuda")]
             // SAFETY: as in `write_located`.
             Located::Device(a) => unsafe { self.gpu(op)?.copy_from_device(op, dst, a, len)? },
+            Located::Remote { pe, off } => {
+                // SAFETY: forwarded from the caller.
+                let out = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+                let req = Request::get(pe as u32, 0, off, len as u64);
+                self.remote().submit(&req, Io::Dst(out))?;
+            }
         }
         Ok(())
     }
@@ -171,6 +208,7 @@ pub(crate) fn bytes<T>(l: Located<T>) -> Located<u8> {
         Located::Host(p) => Located::Host(p.cast()),
         #[cfg(feature = "cuda")]
         Located::Device(a) => Located::Device(a),
+        Located::Remote { pe, off } => Located::Remote { pe, off },
     }
 }
 
@@ -187,6 +225,13 @@ pub(crate) enum Word<'a, T: SymInt> {
         addr: u64,
         /// Symmetric address, translated to the target PE by device operations.
         sym: u64,
+    },
+    /// Heap offset `off` on `pe`, reached through the remote transport.
+    Remote {
+        /// The target PE.
+        pe: usize,
+        /// Heap offset of the word.
+        off: u64,
     },
 }
 
@@ -208,6 +253,7 @@ impl Runtime {
                 addr,
                 sym: self.sym_addr(r),
             }),
+            Located::Remote { pe, off } => Ok(Word::Remote { pe, off }),
         }
     }
 
@@ -220,6 +266,11 @@ impl Runtime {
             Word::Host(a) => Ok(T::load(a, std::sync::atomic::Ordering::Acquire)),
             #[cfg(feature = "cuda")]
             Word::Device { addr, .. } => self.gpu_read::<T>(op, *addr),
+            Word::Remote { pe, off } => {
+                let width = std::mem::size_of::<T>() as u8;
+                let req = Request::amo(*pe as u32, AmoKind::Fetch, width, *off, 0, 0, 0);
+                Ok(T::from_bits(self.remote().submit(&req, Io::None)?))
+            }
         }
     }
 }

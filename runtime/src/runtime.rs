@@ -2,7 +2,7 @@
 //! shared wait loop and health checks in `liveness.rs`, device setup in `pe_device.rs`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
@@ -19,6 +19,7 @@ use crate::pe_device::{create_backend, device_error_word, device_peer_table, dev
 use crate::route::Route;
 use crate::sym::SymBuf;
 use crate::topology::{PeInfo, Topology};
+use crate::transport::{self, HeapRegion, Transport};
 
 /// Distinguishes runtime instances, so handles from one are refused by another.
 static NEXT_RUNTIME_ID: AtomicU64 = AtomicU64::new(1);
@@ -76,6 +77,10 @@ pub struct Runtime {
     pub(crate) config: Config,
     pub(crate) bootstrap: Box<dyn Bootstrap>,
     pub(crate) topo: Topology,
+    /// The transport to PEs whose heaps are not mapped here; None when every PE is.
+    /// Declared before `heap`: it is shut down (its threads joined) before the heap is
+    /// unmapped.
+    pub(crate) transport: Option<Arc<dyn Transport>>,
     pub(crate) heap: SymmetricHeap,
     pub(crate) watch: PeerWatch,
     pub(crate) allocs: Mutex<AllocState>,
@@ -105,6 +110,15 @@ pub(crate) type Device = crate::cuda::DeviceResources;
 #[cfg(not(feature = "cuda"))]
 pub(crate) type Device = std::convert::Infallible;
 
+/// This PE's node identity: the configured one, split into `SYMMEM_SIMULATE_NODES`
+/// nodes of consecutive PEs when asked.
+fn node_of(config: &Config, rank: usize, n_pes: usize) -> String {
+    match config.simulate_nodes {
+        1 => config.node_id.clone(),
+        k => format!("{}/sim{}", config.node_id, rank * k / n_pes),
+    }
+}
+
 impl Runtime {
     fn start(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Self> {
         let rank = bootstrap.rank();
@@ -122,7 +136,7 @@ impl Runtime {
             let pending = SymmetricHeap::create(job, rank)?;
             progress.enter(InitStep::Topology);
             let me = PeInfo {
-                node: config.node_id.clone(),
+                node: node_of(&config, rank, bootstrap.size()),
                 pid: std::process::id(),
                 heap_len: config.symmetric_size,
             };
@@ -146,12 +160,28 @@ impl Runtime {
                 |p| reachable[p],
                 deadline,
             )?;
+            progress.enter(InitStep::Transport);
+            let remote: Vec<bool> = (0..topo.n_pes())
+                .map(|pe| pe != rank && heap.base(pe).is_none())
+                .collect();
+            let transport = transport::connect(&transport::Setup {
+                bootstrap: &*bootstrap,
+                config: &config,
+                me: rank,
+                remote: &remote,
+                heap: HeapRegion {
+                    base: heap.base(rank).expect("own heap is mapped"),
+                    len: heap.len(),
+                    host: heap.host_accessible(),
+                },
+                deadline,
+            })?;
             progress.enter(InitStep::Barrier);
             // Nobody may use a peer's heap before that peer has mapped everyone's.
             bootstrap.barrier()?;
-            Ok::<_, Error>((topo, heap))
+            Ok::<_, Error>((topo, heap, transport))
         })();
-        let (topo, heap) = match setup {
+        let (topo, heap, transport) = match setup {
             Ok(v) => v,
             // Name the root cause (a dead peer, or this PE, which then aborts the others).
             Err(e) => return Err(liveness::fail_init(&*bootstrap, &progress, e)),
@@ -169,6 +199,7 @@ impl Runtime {
             .collect();
         let routes: Box<[Route]> = (0..topo.n_pes())
             .map(|pe| match heap.base(pe) {
+                None if transport.is_some() => Route::Remote,
                 None => Route::Unreachable,
                 Some(b) if heap.host_accessible() => Route::Direct(b as *mut u8),
                 #[cfg(feature = "cuda")]
@@ -205,6 +236,7 @@ impl Runtime {
             config,
             bootstrap,
             topo,
+            transport,
             heap,
             watch,
             allocs: Mutex::new(AllocState {
@@ -224,7 +256,7 @@ impl Runtime {
         tracing::info!(
             pe = rank,
             n_pes = rt.n_pes(),
-            node = %rt.config.node_id,
+            node = %rt.topo.node(rank),
             local_pes = ?rt.topo.local_pes(),
             bootstrap = %rt.bootstrap.kind(),
             heap_bytes = rt.heap.len(),
@@ -389,8 +421,15 @@ impl Runtime {
         if let Some(cb) = self.heap.control(self.my_pe()) {
             cb.finalizing.0.store(1, Ordering::Release);
         }
-        // Peers may still read or write this PE's heap until they, too, reach finalize.
-        self.bootstrap.barrier()?;
+        // This PE's remote puts must land before peers leave; then peers may still read
+        // or write this PE's heap until they, too, reach finalize.
+        let quiet = self.transport.as_ref().map_or(Ok(()), |t| t.quiet());
+        let barrier = self.bootstrap.barrier();
+        if let Some(t) = &self.transport {
+            t.shutdown();
+        }
+        quiet?;
+        barrier?;
         tracing::debug!(pe = self.my_pe(), "symmem finalized");
         Ok(())
     }
@@ -407,6 +446,9 @@ impl Drop for Runtime {
             }
             self.bootstrap
                 .abort(&format!("PE {} panicked", self.my_pe()));
+            if let Some(t) = &self.transport {
+                t.shutdown();
+            }
             return;
         }
         if let Err(e) = self.finalize_inner() {
@@ -420,7 +462,7 @@ impl std::fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("my_pe", &self.my_pe())
             .field("n_pes", &self.n_pes())
-            .field("node", &self.config.node_id)
+            .field("node", &self.topo.node(self.my_pe()))
             .field("bootstrap", &self.bootstrap.kind())
             .field("heap", &self.heap)
             .finish()

@@ -14,9 +14,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Result;
 use crate::int::{Cmp, SignalOp};
-use crate::route::Word;
+use crate::route::{Located, Word};
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
+use crate::transport::Io;
+use symmem_device::Request;
 
 impl Runtime {
     /// Puts `src` to `dst` on `pe`, then updates the signal `sig` on `pe` with
@@ -49,6 +51,15 @@ impl Runtime {
     ) -> Result<()> {
         // Check the signal first so that a bad signal address leaves the target untouched.
         let s = self.word(name, sig, pe)?;
+        if let Word::Remote { off: sig_off, .. } = s {
+            // One request: the transport applies the data, then the signal.
+            let Located::Remote { off, .. } = self.locate(name, dst, src.len(), pe)? else {
+                unreachable!("a PE's words and data share its route")
+            };
+            let data: &[u8] = bytemuck::cast_slice(src);
+            let req = Request::put_signal(pe as u32, off, 0, data.len() as u64, sig_off, op, signal);
+            return self.remote().submit(&req, Io::Src(data)).map(drop);
+        }
         self.copy_to(name, dst, src, pe)?;
         self.update_signal(name, &s, signal, op, pe)
     }
@@ -144,6 +155,10 @@ impl Runtime {
             }
             #[cfg(feature = "cuda")]
             Word::Device { sym, .. } => self.gpu_signal(name, *sym, pe, signal, op),
+            Word::Remote { pe, off } => {
+                let req = Request::signal(*pe as u32, *off, op, signal);
+                self.remote().submit(&req, Io::None).map(drop)
+            }
         }
     }
 }

@@ -188,6 +188,11 @@ impl Runtime {
                     self.my_pe(),
                 )
             }
+            (crate::route::Located::Remote { .. }, _) => Err(Error::Unsupported {
+                op,
+                pe,
+                reason: "stream-ordered operations reach PEs of this node only; PE is reached over the remote transport (use put/put_signal from the host after synchronizing the stream)".into(),
+            }),
             #[allow(unreachable_patterns)] // host and device heaps never mix in one job
             _ => Err(Error::Unsupported {
                 op,
@@ -225,6 +230,9 @@ impl Runtime {
                 symmem_runtime_kernels::host_signal::KERNEL,
                 (sym as *mut u64, signal, op as u32, pe as u32),
             ),
+            crate::route::Word::Remote { .. } => {
+                unreachable!("copy_on_stream refuses remote PEs first")
+            }
         }
     }
 
@@ -248,6 +256,7 @@ impl Runtime {
                 symmem_runtime_kernels::stream_wait::KERNEL,
                 (sym as *mut u64, cmp as u32, value),
             ),
+            crate::route::Word::Remote { .. } => unreachable!("this PE's heap is never remote"),
         }
     }
 

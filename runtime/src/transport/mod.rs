@@ -11,9 +11,12 @@
 //! only after [`Transport::quiet`]. Requests from one PE to one target are applied in the
 //! order they were submitted, so a put_signal's signal is never visible before its data.
 
+use std::sync::Arc;
+
 use symmem_device::Request;
 
-use crate::error::Result;
+use crate::config::RemoteTransport;
+use crate::error::{Error, Result};
 
 /// The buffer a request reads from or writes to on the issuing PE.
 pub(crate) enum Io<'a> {
@@ -80,4 +83,100 @@ pub(crate) struct Setup<'a> {
     pub heap: HeapRegion,
     /// When connecting must be done.
     pub deadline: std::time::Instant,
+}
+
+mod socket;
+mod target;
+
+/// The transports a build can choose between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Socket = 1,
+    Ib = 2,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Socket => "socket",
+            Kind::Ib => "ib",
+        }
+    }
+}
+
+/// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
+fn probe_ib(config: &crate::config::Config) -> std::result::Result<String, String> {
+    let _ = config;
+    Err("this build has no ibverbs support (build symmem with --features ib)".into())
+}
+
+/// What this PE would use, and why (`SYMMEM_REMOTE_TRANSPORT`).
+fn choose(config: &crate::config::Config) -> Result<(Kind, String)> {
+    match config.remote_transport {
+        RemoteTransport::Socket => Ok((Kind::Socket, "SYMMEM_REMOTE_TRANSPORT=socket".into())),
+        RemoteTransport::Ib => match probe_ib(config) {
+            Ok(dev) => Ok((Kind::Ib, format!("SYMMEM_REMOTE_TRANSPORT=ib, {dev}"))),
+            Err(why) => Err(Error::TransportConfig {
+                variable: "SYMMEM_REMOTE_TRANSPORT",
+                value: "ib".into(),
+                reason: format!("no usable RDMA device: {why}; use socket or auto"),
+            }),
+        },
+        RemoteTransport::Auto => match probe_ib(config) {
+            Ok(dev) => Ok((Kind::Ib, format!("auto: RDMA device {dev}"))),
+            Err(why) => Ok((Kind::Socket, format!("auto: no RDMA device ({why})"))),
+        },
+    }
+}
+
+/// Connects the remote transport when any PE has a peer whose heap it cannot map, and
+/// logs which transport reaches which peer and why. Collective: every PE calls it, and
+/// all of them agree on one transport (a job where PEs choose differently fails, naming
+/// them).
+pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
+    let b = setup.bootstrap;
+    if b.size() == 1 {
+        return Ok(None);
+    }
+    let needs = setup.remote.iter().any(|&r| r);
+    let all = b.allgather(&[needs as u8])?;
+    if all.iter().all(|v| v.first() != Some(&1)) {
+        return Ok(None);
+    }
+    let (kind, why) = choose(setup.config)?;
+    let kinds = b.allgather(&[kind as u8])?;
+    let differ: Vec<String> = kinds
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| k.first() != Some(&(kind as u8)))
+        .map(|(pe, k)| {
+            let theirs = match k.first() {
+                Some(1) => "socket",
+                Some(2) => "ib",
+                _ => "?",
+            };
+            format!("PE {pe} chose {theirs}")
+        })
+        .collect();
+    if !differ.is_empty() {
+        return Err(Error::TransportConfig {
+            variable: "SYMMEM_REMOTE_TRANSPORT",
+            value: format!("{:?}", setup.config.remote_transport).to_lowercase(),
+            reason: format!(
+                "PE {} chose {} ({why}) but {}; set SYMMEM_REMOTE_TRANSPORT to the same transport on every PE",
+                setup.me,
+                kind.name(),
+                differ.join(", ")
+            ),
+        });
+    }
+    for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
+        tracing::info!(target: "init", "PE {} reaches PE {pe} over {} ({why})", setup.me, kind.name());
+    }
+    let t: Arc<dyn Transport> = match kind {
+        Kind::Socket => Arc::new(socket::SocketTransport::connect(setup)?),
+        Kind::Ib => unreachable!("probe_ib never succeeds without the ib feature"),
+    };
+    Ok(Some(t))
 }

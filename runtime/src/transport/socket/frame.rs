@@ -1,0 +1,184 @@
+//! Frames of the socket transport.
+//!
+//! Every frame is the bootstrap's checked 12-byte header
+//! ([`symmem_bootstrap::wire::Header`]) with this protocol's magic and version, then a
+//! body whose size the header states and whose layout the kind fixes:
+//!
+//! ```text
+//! kind          body
+//! HELLO    1    job key u64 | sender PE u32 | n_pes u32                   (16 bytes)
+//! REQUEST  2    Request (64 bytes, `local` zeroed, `tag` = request id) | payload
+//!               (req.len bytes for Put and PutSignal, none otherwise)
+//! RESPONSE 3    request id u64 | value u64 | payload (a Get's data)
+//! FLUSH    4    flush id u64
+//! FLUSHED  5    flush id u64: every request before the FLUSH has been applied
+//! GOODBYE  6    (empty) the sender is shutting down cleanly
+//! REFUSED  7    UTF-8 reason (at most MAX_REASON bytes); the connection closes
+//! ```
+//!
+//! Lengths are checked against the kind before a body is read: a frame whose length
+//! does not fit its kind, or whose payload exceeds [`MAX_CHUNK`], closes the connection
+//! and nothing of it reaches memory.
+
+use symmem_bootstrap::wire::{Header, HEADER_LEN};
+use symmem_device::{Opcode, Request};
+
+/// "SYMT".
+pub(super) const MAGIC: u32 = 0x5359_4d54;
+/// Version of these frames; a peer with another version is refused.
+pub(super) const VERSION: u16 = 1;
+/// Largest payload of one frame; longer puts and gets are split into chunks.
+pub(super) const MAX_CHUNK: usize = 1 << 20;
+/// Largest REFUSED reason.
+pub(super) const MAX_REASON: usize = 4096;
+/// Bytes of a [`Request`] on the wire.
+pub(super) const REQUEST_LEN: usize = std::mem::size_of::<Request>();
+/// Largest frame body.
+pub(super) const MAX_BODY: usize = REQUEST_LEN + MAX_CHUNK;
+
+/// Frame kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub(super) enum Kind {
+    Hello = 1,
+    Request = 2,
+    Response = 3,
+    Flush = 4,
+    Flushed = 5,
+    Goodbye = 6,
+    Refused = 7,
+}
+
+impl Kind {
+    fn from_u16(k: u16) -> Option<Kind> {
+        Some(match k {
+            1 => Kind::Hello,
+            2 => Kind::Request,
+            3 => Kind::Response,
+            4 => Kind::Flush,
+            5 => Kind::Flushed,
+            6 => Kind::Goodbye,
+            7 => Kind::Refused,
+            _ => return None,
+        })
+    }
+}
+
+/// A frame header's wire form.
+pub(super) fn header(kind: Kind, body: usize) -> [u8; HEADER_LEN] {
+    Header {
+        magic: MAGIC,
+        version: VERSION,
+        kind: kind as u16,
+        len: body as u32,
+    }
+    .encode()
+}
+
+/// Checks a received header: magic, version, a known kind, and a body length that kind
+/// can have.
+pub(super) fn check_header(b: &[u8; HEADER_LEN]) -> Result<(Kind, usize), String> {
+    let h = Header::decode(b, MAGIC, VERSION, MAX_BODY, "symmem socket transport")?;
+    let kind = Kind::from_u16(h.kind).ok_or_else(|| format!("unknown frame kind {}", h.kind))?;
+    let len = h.len as usize;
+    let ok = match kind {
+        Kind::Hello => len == 16,
+        Kind::Request => len >= REQUEST_LEN,
+        Kind::Response => (16..=16 + MAX_CHUNK).contains(&len),
+        Kind::Flush | Kind::Flushed => len == 8,
+        Kind::Goodbye => len == 0,
+        Kind::Refused => len <= MAX_REASON,
+    };
+    if !ok {
+        return Err(format!("a {kind:?} frame cannot be {len} bytes long"));
+    }
+    Ok((kind, len))
+}
+
+/// Checks that a REQUEST frame's body length matches its request: the payload is the
+/// request's data for puts, nothing otherwise.
+pub(super) fn check_request_len(req: &Request, body: usize) -> Result<(), String> {
+    let payload = body - REQUEST_LEN;
+    let want = match req.opcode() {
+        Some(Opcode::Put | Opcode::PutSignal) => req.len,
+        _ => 0,
+    };
+    if payload as u64 != want {
+        return Err(format!(
+            "request frame carries {payload} payload bytes, its {} request says {want}",
+            req.opcode().map_or("unknown", Opcode::name)
+        ));
+    }
+    if req.opcode() == Some(Opcode::Get) && req.len > MAX_CHUNK as u64 {
+        return Err(format!("get of {} bytes exceeds the {MAX_CHUNK}-byte chunk", req.len));
+    }
+    Ok(())
+}
+
+/// A HELLO body.
+pub(super) fn hello(key: u64, pe: u32, n_pes: u32) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&key.to_le_bytes());
+    b[8..12].copy_from_slice(&pe.to_le_bytes());
+    b[12..].copy_from_slice(&n_pes.to_le_bytes());
+    b
+}
+
+/// Decodes a HELLO body into (key, PE, n_pes).
+pub(super) fn parse_hello(b: &[u8; 16]) -> (u64, u32, u32) {
+    (
+        u64::from_le_bytes(b[..8].try_into().unwrap()),
+        u32::from_le_bytes(b[8..12].try_into().unwrap()),
+        u32::from_le_bytes(b[12..].try_into().unwrap()),
+    )
+}
+
+/// Two little-endian u64s.
+pub(super) fn two_u64(a: u64, b: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&a.to_le_bytes());
+    out[8..].copy_from_slice(&b.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use symmem_device::SignalOp;
+
+    #[test]
+    fn headers_are_checked_before_any_body_is_read() {
+        let h = header(Kind::Request, REQUEST_LEN + 8);
+        assert_eq!(check_header(&h), Ok((Kind::Request, REQUEST_LEN + 8)));
+        let e = check_header(&header(Kind::Request, MAX_BODY + 1)).unwrap_err();
+        assert!(e.contains("exceeds limit"), "{e}");
+        let e = check_header(&header(Kind::Hello, 17)).unwrap_err();
+        assert!(e.contains("Hello frame cannot be 17"), "{e}");
+        let e = check_header(&header(Kind::Request, 3)).unwrap_err();
+        assert!(e.contains("cannot be 3"), "{e}");
+        let mut bad = header(Kind::Flush, 8);
+        bad[6] = 99;
+        assert!(check_header(&bad).unwrap_err().contains("unknown frame kind 99"));
+        let mut other = header(Kind::Flush, 8);
+        other[0] ^= 1;
+        assert!(check_header(&other).unwrap_err().contains("bad magic"));
+        let mut old = header(Kind::Flush, 8);
+        old[4] = 0;
+        assert!(check_header(&old).unwrap_err().contains("wire version 0"));
+    }
+
+    #[test]
+    fn request_payloads_must_match_their_request() {
+        let put = Request::put(1, 0, 0, 100);
+        assert!(check_request_len(&put, REQUEST_LEN + 100).is_ok());
+        let e = check_request_len(&put, REQUEST_LEN + 99).unwrap_err();
+        assert!(e.contains("carries 99 payload bytes, its put request says 100"), "{e}");
+        let ps = Request::put_signal(1, 0, 0, 8, 64, SignalOp::Set, 1);
+        assert!(check_request_len(&ps, REQUEST_LEN + 8).is_ok());
+        let sig = Request::signal(1, 0, SignalOp::Add, 1);
+        assert!(check_request_len(&sig, REQUEST_LEN + 1).is_err());
+        let big_get = Request::get(1, 0, 0, MAX_CHUNK as u64 + 1);
+        assert!(check_request_len(&big_get, REQUEST_LEN).is_err());
+        assert_eq!(parse_hello(&hello(7, 3, 4)), (7, 3, 4));
+    }
+}

@@ -1,0 +1,1038 @@
+//! The socket transport: one TCP connection per pair of PEs that reach each other remotely.
+//!
+//! Each PE listens on the IPv4 address of `SYMMEM_SOCKET_IFNAME` (else its first up,
+//! non-loopback interface), and the addresses and a job key go round through the
+//! bootstrap. Of each pair the higher PE connects and introduces itself with a HELLO
+//! carrying the key; the listener reads at most one fixed-size HELLO from a connection
+//! before it is authenticated, one connection at a time, so strangers cost nothing.
+//!
+//! Both directions of a connection carry requests ([`frame`]). A target applies the
+//! requests of one source in the order they were sent (one connection, read by one thread
+//! at a time), so a put_signal's signal is never visible before its data, and a FLUSH is
+//! answered only after everything before it was applied: that is `quiet`. `fence` has
+//! nothing to do, since order per target is already kept.
+//!
+//! Sockets are non-blocking and nobody ever blocks holding a connection's receive side:
+//! a sender whose socket is full reads from the same connection while it waits, and
+//! responses that cannot be written at once are queued and written by the next writer or
+//! by the service thread. Two PEs writing to each other at once therefore cannot deadlock.
+//! Incoming frames are read by whichever thread gets there first: the PE's service thread
+//! (sleeping in `poll`), a thread waiting for a response, or a host wait that calls
+//! [`Transport::progress`] while it spins, which keeps a ping-pong near the cost of a bare
+//! busy-polling TCP exchange.
+//!
+//! A connection that fails (the peer died, a malformed frame, `SYMMEM_TIMEOUT`) fails
+//! every outstanding and later operation to that peer with an error naming it; a malformed
+//! frame is answered with REFUSED and never applied.
+
+mod frame;
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use symmem_bootstrap::wire::HEADER_LEN;
+use symmem_device::{Opcode, Request};
+use symmem_sync::Backoff;
+
+use self::frame::{Kind, MAX_CHUNK, REQUEST_LEN};
+use super::target::Target;
+use super::{Io, Setup, Transport};
+use crate::error::{Error, Result};
+
+/// How long the listener waits for an accepted connection's HELLO.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+/// Bytes the receive side reads ahead of the frame it parses.
+const READ_AHEAD: usize = 64 << 10;
+
+/// The socket transport of one PE.
+pub(crate) struct SocketTransport {
+    shared: Arc<Shared>,
+    service: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// What the service thread and the issuing threads share.
+struct Shared {
+    me: usize,
+    /// `conns[pe]`: the connection to `pe`, if this PE reaches it through sockets.
+    conns: Vec<Option<Conn>>,
+    target: Target,
+    timeout: Option<Duration>,
+    next_id: AtomicU64,
+    stopping: AtomicBool,
+}
+
+/// One TCP connection to a peer.
+struct Conn {
+    pe: usize,
+    stream: TcpStream,
+    fd: RawFd,
+    /// Held while a frame is being written, so frames never interleave.
+    tx: Mutex<()>,
+    /// Response frames waiting for the socket (written by whoever holds `tx` next).
+    out: Mutex<OutQueue>,
+    /// The receive side; only ever `try_lock`ed by readers, who never block holding it.
+    rx: Mutex<Rx>,
+    /// Requests waiting for a RESPONSE or FLUSHED, by id.
+    pending: Mutex<HashMap<u64, Arc<Slot>>>,
+    /// Requests sent since the last flush (what `quiet` must wait for).
+    unflushed: AtomicU64,
+    failure: OnceLock<String>,
+    said_goodbye: AtomicBool,
+}
+
+#[derive(Default)]
+struct OutQueue {
+    frames: VecDeque<Vec<u8>>,
+    /// Bytes of the front frame already written.
+    sent: usize,
+}
+
+/// Where a response lands.
+#[derive(Default)]
+struct Slot {
+    done: AtomicBool,
+    value: AtomicU64,
+    /// A get's expected length, then its data.
+    expect: usize,
+    data: Mutex<Vec<u8>>,
+}
+
+/// Receive-side state: a read-ahead buffer and the frame being parsed.
+struct Rx {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    state: RxState,
+}
+
+enum RxState {
+    /// Waiting for a header.
+    Header,
+    /// Waiting for `len` body bytes of `kind` (all of it for small kinds; the request
+    /// or response head for those with payloads).
+    Body { kind: Kind, len: usize },
+    /// Reading a payload of `len` bytes into `dest`.
+    Payload {
+        dest: Dest,
+        filled: usize,
+        len: usize,
+        then: Then,
+    },
+}
+
+enum Dest {
+    /// Straight into this PE's heap (a checked put).
+    Heap(*mut u8),
+    /// Into a buffer (a get's response).
+    Buf(Vec<u8>),
+}
+
+enum Then {
+    /// A put: nothing more.
+    Put,
+    /// A put_signal: update its signal.
+    Signal(Request),
+    /// A response: complete the slot.
+    Respond(Arc<Slot>),
+}
+
+// SAFETY: `Dest::Heap` points into the heap mapping, which outlives the transport.
+unsafe impl Send for Rx {}
+
+/// Why a receive step stopped.
+enum Stop {
+    /// No more bytes for now.
+    Drained,
+    /// The connection failed with this reason.
+    Failed(String),
+}
+
+impl SocketTransport {
+    /// Connects to every PE `setup.remote` names. Collective: every PE calls it.
+    pub(crate) fn connect(setup: &Setup<'_>) -> Result<Self> {
+        let me = setup.me;
+        let n = setup.remote.len();
+        let b = setup.bootstrap;
+        if !setup.heap.host {
+            return Err(Error::Unsupported {
+                op: "init",
+                pe: me,
+                reason: "the socket transport cannot yet apply peers' requests to a GPU heap; run GPU PEs on one node, or as CPU PEs (SYMMEM_DEVICE=cpu) across nodes".into(),
+            });
+        }
+        let key_bytes = b.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
+        let key = u64::from_le_bytes(key_bytes.as_slice().try_into().map_err(|_| {
+            Error::Transport {
+                transport: "socket",
+                op: "init",
+                me,
+                pe: 0,
+                detail: "the job key broadcast has the wrong length".into(),
+            }
+        })?);
+        let ip = symmem_bootstrap::advertised_ip(setup.config.socket_ifname.as_deref())?;
+        let listener = TcpListener::bind((ip, 0))
+            .map_err(|e| Error::io(format!("socket transport: binding a listener on {ip}"), e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::io("socket transport: listener address", e))?;
+        let addrs = b.allgather(addr.to_string().as_bytes())?;
+        let init_err = |pe: usize, detail: String| Error::Transport {
+            transport: "socket",
+            op: "init",
+            me,
+            pe,
+            detail,
+        };
+        let mut streams: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+        for pe in (0..me).filter(|&p| setup.remote[p]) {
+            let text = String::from_utf8_lossy(&addrs[pe]).into_owned();
+            let peer: SocketAddr = text
+                .parse()
+                .map_err(|_| init_err(pe, format!("its address {text:?} does not parse")))?;
+            let mut s = connect_until(peer, setup.deadline)
+                .map_err(|e| init_err(pe, format!("connecting to {peer}: {e}")))?;
+            let mut hello = frame::header(Kind::Hello, 16).to_vec();
+            hello.extend_from_slice(&frame::hello(key, me as u32, n as u32));
+            s.write_all(&hello)
+                .map_err(|e| init_err(pe, format!("sending HELLO to {peer}: {e}")))?;
+            streams[pe] = Some(s);
+        }
+        let mut expected: Vec<usize> = (me + 1..n).filter(|&p| setup.remote[p]).collect();
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io("socket transport: listener", e))?;
+        while !expected.is_empty() {
+            if Instant::now() >= setup.deadline {
+                let missing = expected.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+                return Err(init_err(
+                    expected[0],
+                    format!(
+                        "PEs {} did not connect to {addr} within the bootstrap timeout",
+                        missing.join(", ")
+                    ),
+                ));
+            }
+            match listener.accept() {
+                Ok((s, from)) => match read_hello(s, key, n) {
+                    Ok((pe, s)) if expected.contains(&pe) => {
+                        expected.retain(|&p| p != pe);
+                        streams[pe] = Some(s);
+                    }
+                    Ok((pe, _)) => tracing::warn!(
+                        target: "init",
+                        "socket transport: connection from {from} claims PE {pe}, which is not expected to connect to PE {me}; closed"
+                    ),
+                    Err(why) => tracing::warn!(
+                        target: "init",
+                        "socket transport: refused a connection from {from}: {why}"
+                    ),
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    poll_one(listener.as_raw_fd(), libc::POLLIN, 20)
+                }
+                Err(e) => return Err(Error::io("socket transport: accept", e)),
+            }
+        }
+        let mut conns = Vec::with_capacity(n);
+        for (pe, s) in streams.into_iter().enumerate() {
+            conns.push(match s {
+                None => None,
+                Some(s) => {
+                    s.set_nodelay(true)
+                        .and_then(|()| s.set_nonblocking(true))
+                        .and_then(|()| s.set_read_timeout(None))
+                        .map_err(|e| init_err(pe, format!("configuring its socket: {e}")))?;
+                    Some(Conn::new(pe, s))
+                }
+            });
+        }
+        let shared = Arc::new(Shared {
+            me,
+            conns,
+            target: Target::new(setup.heap),
+            timeout: setup.config.timeout,
+            next_id: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+        });
+        let worker = Arc::clone(&shared);
+        let service = std::thread::Builder::new()
+            .name(format!("symmem-socket-{me}"))
+            .spawn(move || worker.serve())
+            .map_err(|e| Error::io("socket transport: starting the service thread", e))?;
+        Ok(SocketTransport {
+            shared,
+            service: Mutex::new(Some(service)),
+        })
+    }
+}
+
+/// Connects to `peer`, retrying refusals until `deadline`.
+fn connect_until(peer: SocketAddr, deadline: Instant) -> std::io::Result<TcpStream> {
+    let mut backoff = Backoff::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match TcpStream::connect_timeout(&peer, left.max(Duration::from_millis(1))) {
+            Ok(s) => return Ok(s),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => backoff.snooze(),
+        }
+    }
+}
+
+/// Reads and checks the HELLO of an accepted connection: exactly one header and a 16-byte
+/// body, with a timeout; returns the peer's PE.
+fn read_hello(mut s: TcpStream, key: u64, n: usize) -> std::result::Result<(usize, TcpStream), String> {
+    s.set_nonblocking(false)
+        .and_then(|()| s.set_read_timeout(Some(HELLO_TIMEOUT)))
+        .map_err(|e| e.to_string())?;
+    let mut h = [0u8; HEADER_LEN];
+    s.read_exact(&mut h).map_err(|e| format!("reading HELLO: {e}"))?;
+    match frame::check_header(&h)? {
+        (Kind::Hello, _) => {}
+        (k, _) => return Err(format!("first frame is {k:?}, not HELLO")),
+    }
+    let mut body = [0u8; 16];
+    s.read_exact(&mut body)
+        .map_err(|e| format!("reading HELLO: {e}"))?;
+    let (their_key, pe, their_n) = frame::parse_hello(&body);
+    if their_key != key {
+        return Err("wrong job key (another job, or not a symmem PE)".into());
+    }
+    if their_n as usize != n || pe as usize >= n {
+        return Err(format!("claims PE {pe} of {their_n}, this job has {n} PEs"));
+    }
+    Ok((pe as usize, s))
+}
+
+/// Waits up to `ms` milliseconds for `events` on `fd`.
+fn poll_one(fd: RawFd, events: libc::c_short, ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, ms) };
+}
+
+impl Conn {
+    fn new(pe: usize, stream: TcpStream) -> Self {
+        Conn {
+            pe,
+            fd: stream.as_raw_fd(),
+            stream,
+            tx: Mutex::new(()),
+            out: Mutex::default(),
+            rx: Mutex::new(Rx {
+                buf: vec![0; READ_AHEAD],
+                start: 0,
+                end: 0,
+                state: RxState::Header,
+            }),
+            pending: Mutex::default(),
+            unflushed: AtomicU64::new(0),
+            failure: OnceLock::new(),
+            said_goodbye: AtomicBool::new(false),
+        }
+    }
+
+    /// Records the first failure and wakes everyone using the connection.
+    fn fail(&self, why: String) {
+        if self.failure.set(why).is_ok() {
+            let why = self.failure.get().map_or("", String::as_str);
+            if self.said_goodbye.load(Ordering::Acquire) {
+                tracing::debug!(target: "rma", "socket transport: connection to PE {} closed: {why}", self.pe);
+            } else {
+                tracing::warn!(target: "rma", "socket transport: connection to PE {} failed: {why}", self.pe);
+            }
+            let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn failed(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    fn conn(&self, pe: usize) -> Option<&Conn> {
+        self.conns.get(pe).and_then(Option::as_ref)
+    }
+
+    fn error(&self, op: &'static str, pe: usize, detail: impl Into<String>) -> Error {
+        Error::Transport {
+            transport: "socket",
+            op,
+            me: self.me,
+            pe,
+            detail: detail.into(),
+        }
+    }
+
+    fn check(&self, c: &Conn, op: &'static str) -> Result<()> {
+        match c.failed() {
+            None => Ok(()),
+            Some(why) => Err(self.error(op, c.pe, why)),
+        }
+    }
+
+    /// The service thread: sleeps in `poll` until a connection is readable (or writable
+    /// with queued responses) and serves it.
+    fn serve(&self) {
+        let live: Vec<&Conn> = self.conns.iter().flatten().collect();
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(live.len());
+        while !self.stopping.load(Ordering::Acquire) {
+            fds.clear();
+            for c in &live {
+                let mut events = 0;
+                if c.failed().is_none() {
+                    events |= libc::POLLIN;
+                    if !lock(&c.out).frames.is_empty() {
+                        events |= libc::POLLOUT;
+                    }
+                }
+                fds.push(libc::pollfd {
+                    fd: if events == 0 { -1 } else { c.fd },
+                    events,
+                    revents: 0,
+                });
+            }
+            // SAFETY: `fds` holds fds.len() valid pollfds.
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
+            if ready <= 0 {
+                continue;
+            }
+            let mut busy = false;
+            for (c, p) in live.iter().zip(&fds) {
+                if p.revents == 0 {
+                    continue;
+                }
+                if p.revents & libc::POLLOUT != 0 {
+                    self.flush_out(c);
+                }
+                if p.revents & !libc::POLLOUT != 0 && !self.receive(c) {
+                    busy = true;
+                }
+            }
+            if busy {
+                // Another thread is reading; let it finish instead of polling hot.
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+    }
+
+    /// Reads and applies whatever `c` has; returns false if another thread holds the
+    /// receive side.
+    fn receive(&self, c: &Conn) -> bool {
+        let Ok(mut rx) = c.rx.try_lock() else {
+            return false;
+        };
+        if c.failed().is_some() {
+            return true;
+        }
+        if let Stop::Failed(why) = self.drain(c, &mut rx) {
+            c.fail(why);
+        }
+        true
+    }
+
+    /// Runs the receive state machine until the socket has no more bytes.
+    fn drain(&self, c: &Conn, rx: &mut Rx) -> Stop {
+        loop {
+            let step = match std::mem::replace(&mut rx.state, RxState::Header) {
+                RxState::Header => self.on_header(c, rx),
+                RxState::Body { kind, len } => self.on_body(c, rx, kind, len),
+                RxState::Payload {
+                    dest,
+                    filled,
+                    len,
+                    then,
+                } => self.on_payload(c, rx, dest, filled, len, then),
+            };
+            match step {
+                Ok(true) => {}
+                Ok(false) => return Stop::Drained,
+                Err(stop) => return stop,
+            }
+        }
+    }
+
+    /// Makes `want` bytes available at `rx.buf[rx.start..]`, reading more if needed.
+    /// `Ok(false)`: not yet (the state is left for the caller to restore).
+    fn fill(&self, c: &Conn, rx: &mut Rx, want: usize) -> std::result::Result<bool, Stop> {
+        while rx.end - rx.start < want {
+            if rx.buf.len() - rx.start < want {
+                rx.buf.copy_within(rx.start..rx.end, 0);
+                rx.end -= rx.start;
+                rx.start = 0;
+            }
+            let free = rx.buf.len() - rx.end;
+            // SAFETY: the buffer has `free` writable bytes from `end`.
+            match read_raw(c.fd, unsafe { rx.buf.as_mut_ptr().add(rx.end) }, free) {
+                Ok(0) => return Err(Stop::Failed(self.eof_reason(c, rx))),
+                Ok(k) => rx.end += k,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(Stop::Failed(format!("reading from PE {}: {e}", c.pe))),
+            }
+        }
+        Ok(true)
+    }
+
+    fn eof_reason(&self, c: &Conn, rx: &Rx) -> String {
+        let mid = !matches!(rx.state, RxState::Header) || rx.end > rx.start;
+        if c.said_goodbye.load(Ordering::Acquire) && !mid {
+            format!("PE {} has shut down", c.pe)
+        } else {
+            format!(
+                "connection to PE {} closed{} (the peer exited or crashed)",
+                c.pe,
+                if mid { " in the middle of a frame" } else { "" }
+            )
+        }
+    }
+
+    fn on_header(&self, c: &Conn, rx: &mut Rx) -> std::result::Result<bool, Stop> {
+        if !self.fill(c, rx, HEADER_LEN)? {
+            rx.state = RxState::Header;
+            return Ok(false);
+        }
+        let h: [u8; HEADER_LEN] = rx.buf[rx.start..rx.start + HEADER_LEN].try_into().unwrap();
+        let (kind, len) = frame::check_header(&h).map_err(|why| self.refuse(c, why))?;
+        rx.start += HEADER_LEN;
+        rx.state = RxState::Body { kind, len };
+        Ok(true)
+    }
+
+    fn on_body(
+        &self,
+        c: &Conn,
+        rx: &mut Rx,
+        kind: Kind,
+        len: usize,
+    ) -> std::result::Result<bool, Stop> {
+        let head = match kind {
+            Kind::Request => REQUEST_LEN,
+            Kind::Response => 16,
+            _ => len,
+        };
+        if !self.fill(c, rx, head)? {
+            rx.state = RxState::Body { kind, len };
+            return Ok(false);
+        }
+        let body = &rx.buf[rx.start..rx.start + head];
+        let u64_at = |i: usize| u64::from_le_bytes(body[i..i + 8].try_into().unwrap());
+        match kind {
+            Kind::Request => {
+                let req: Request = bytemuck::pod_read_unaligned(body);
+                rx.start += head;
+                self.on_request(c, rx, req, len)?;
+            }
+            Kind::Response => {
+                let (id, value) = (u64_at(0), u64_at(8));
+                rx.start += head;
+                let slot = lock(&c.pending).remove(&id).ok_or_else(|| {
+                    self.refuse(c, format!("a response to request {id}, which is not outstanding"))
+                })?;
+                let data = len - 16;
+                if data != slot.expect {
+                    return Err(self.refuse(
+                        c,
+                        format!("a {data}-byte response to request {id}, which asked for {}", slot.expect),
+                    ));
+                }
+                slot.value.store(value, Ordering::Relaxed);
+                rx.state = RxState::Payload {
+                    dest: Dest::Buf(vec![0; data]),
+                    filled: 0,
+                    len: data,
+                    then: Then::Respond(slot),
+                };
+            }
+            Kind::Flush => {
+                let id = u64_at(0);
+                rx.start += head;
+                let mut f = frame::header(Kind::Flushed, 8).to_vec();
+                f.extend_from_slice(&id.to_le_bytes());
+                self.respond(c, f);
+            }
+            Kind::Flushed => {
+                let id = u64_at(0);
+                rx.start += head;
+                let slot = lock(&c.pending).remove(&id).ok_or_else(|| {
+                    self.refuse(c, format!("FLUSHED {id}, which is not outstanding"))
+                })?;
+                slot.done.store(true, Ordering::Release);
+            }
+            Kind::Goodbye => c.said_goodbye.store(true, Ordering::Release),
+            Kind::Refused => {
+                let why = String::from_utf8_lossy(body).into_owned();
+                rx.start += head;
+                return Err(Stop::Failed(format!("PE {} refused a frame: {why}", c.pe)));
+            }
+            Kind::Hello => {
+                return Err(self.refuse(c, "a second HELLO".into()));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Checks and applies a request whose 64-byte head has been read.
+    fn on_request(
+        &self,
+        c: &Conn,
+        rx: &mut Rx,
+        req: Request,
+        body: usize,
+    ) -> std::result::Result<(), Stop> {
+        let op = self
+            .target
+            .check(&req)
+            .and_then(|op| frame::check_request_len(&req, body).map(|()| op))
+            .map_err(|why| self.refuse(c, why))?;
+        match op {
+            Opcode::Put | Opcode::PutSignal => {
+                rx.state = RxState::Payload {
+                    dest: Dest::Heap(self.target.at(req.remote)),
+                    filled: 0,
+                    len: req.len as usize,
+                    then: if op == Opcode::Put {
+                        Then::Put
+                    } else {
+                        Then::Signal(req)
+                    },
+                };
+            }
+            Opcode::Get => {
+                let len = req.len as usize;
+                let mut f = Vec::with_capacity(HEADER_LEN + 16 + len);
+                f.extend_from_slice(&frame::header(Kind::Response, 16 + len));
+                f.extend_from_slice(&frame::two_u64(req.tag, 0));
+                let at = f.len();
+                f.resize(at + len, 0);
+                // SAFETY: checked to lie within the heap; the destination is a fresh
+                // buffer. Peers may write the range concurrently, as with any get.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(self.target.at(req.remote), f[at..].as_mut_ptr(), len)
+                };
+                self.respond(c, f);
+            }
+            Opcode::Amo => {
+                // SAFETY: checked as an AMO.
+                let old = unsafe { self.target.amo(&req) };
+                if req.returns_data() {
+                    let mut f = frame::header(Kind::Response, 16).to_vec();
+                    f.extend_from_slice(&frame::two_u64(req.tag, old));
+                    self.respond(c, f);
+                }
+            }
+            Opcode::Signal => {
+                let sig = req.signal_kind().expect("checked");
+                // SAFETY: checked as a signal.
+                unsafe { self.target.signal(req.remote, sig, req.value) };
+            }
+            Opcode::Fence | Opcode::Quiet => unreachable!("refused by Target::check"),
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_payload(
+        &self,
+        c: &Conn,
+        rx: &mut Rx,
+        mut dest: Dest,
+        mut filled: usize,
+        len: usize,
+        then: Then,
+    ) -> std::result::Result<bool, Stop> {
+        let ptr = match &mut dest {
+            Dest::Heap(p) => *p,
+            Dest::Buf(v) => v.as_mut_ptr(),
+        };
+        // What the read-ahead buffer already holds, then straight from the socket.
+        let have = (rx.end - rx.start).min(len - filled);
+        // SAFETY: `ptr` has `len` bytes (a checked heap range, or a buffer of `len`).
+        unsafe { std::ptr::copy_nonoverlapping(rx.buf[rx.start..].as_ptr(), ptr.add(filled), have) };
+        rx.start += have;
+        filled += have;
+        while filled < len {
+            // SAFETY: as above.
+            match read_raw(c.fd, unsafe { ptr.add(filled) }, len - filled) {
+                Ok(0) => {
+                    rx.state = RxState::Payload { dest, filled, len, then };
+                    return Err(Stop::Failed(self.eof_reason(c, rx)));
+                }
+                Ok(k) => filled += k,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    rx.state = RxState::Payload { dest, filled, len, then };
+                    return Ok(false);
+                }
+                Err(e) => return Err(Stop::Failed(format!("reading from PE {}: {e}", c.pe))),
+            }
+        }
+        match then {
+            Then::Put => {}
+            Then::Signal(req) => {
+                let op = req.signal_kind().expect("checked");
+                // SAFETY: checked with the request.
+                unsafe { self.target.signal(req.signal, op, req.value) };
+            }
+            Then::Respond(slot) => {
+                if let Dest::Buf(v) = dest {
+                    *lock(&slot.data) = v;
+                }
+                slot.done.store(true, Ordering::Release);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Sends REFUSED with `why` (best effort) and returns the failure that closes `c`.
+    fn refuse(&self, c: &Conn, why: String) -> Stop {
+        let why = format!("malformed frame from PE {}: {why}", c.pe);
+        let text = &why.as_bytes()[..why.len().min(frame::MAX_REASON)];
+        let mut f = frame::header(Kind::Refused, text.len()).to_vec();
+        f.extend_from_slice(text);
+        self.respond(c, f);
+        Stop::Failed(why)
+    }
+
+    /// Queues a response frame and writes it if the socket is free.
+    fn respond(&self, c: &Conn, f: Vec<u8>) {
+        lock(&c.out).frames.push_back(f);
+        self.flush_out(c);
+    }
+
+    /// Writes queued responses if no one is writing to `c`; whoever releases `tx` next
+    /// (or the service thread, on POLLOUT) writes the rest.
+    fn flush_out(&self, c: &Conn) {
+        loop {
+            let Ok(tx) = c.tx.try_lock() else { return };
+            let blocked = self.write_queued(c);
+            drop(tx);
+            if blocked || lock(&c.out).frames.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// With `tx` held: writes queued responses until done or the socket is full (true).
+    fn write_queued(&self, c: &Conn) -> bool {
+        let mut q = lock(&c.out);
+        while let Some(front) = q.frames.front() {
+            let rest = &front[q.sent..];
+            match write_raw(c.fd, &[rest]) {
+                Ok(k) if k == rest.len() => {
+                    q.frames.pop_front();
+                    q.sent = 0;
+                }
+                Ok(k) => {
+                    q.sent += k;
+                    return true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) => {
+                    drop(q);
+                    c.fail(format!("writing to PE {}: {e}", c.pe));
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Writes one whole frame made of `parts`, waiting (and reading, so the peer can
+    /// make progress too) while the socket is full.
+    fn send(&self, c: &Conn, op: &'static str, parts: &[&[u8]]) -> Result<()> {
+        self.check(c, op)?;
+        let tx = lock(&c.tx);
+        let started = Instant::now();
+        // Queued responses first: they may be the rest of a partly written frame.
+        while self.write_queued(c) {
+            self.wait_writable(c, op, started)?;
+        }
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let mut done = 0;
+        while done < total {
+            let mut skip = done;
+            let mut iov: [&[u8]; 3] = [&[]; 3];
+            let mut k = 0;
+            for p in parts {
+                if skip >= p.len() {
+                    skip -= p.len();
+                    continue;
+                }
+                iov[k] = &p[skip..];
+                skip = 0;
+                k += 1;
+            }
+            match write_raw(c.fd, &iov[..k]) {
+                Ok(w) => done += w,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.wait_writable(c, op, started)?
+                }
+                Err(e) => {
+                    c.fail(format!("writing to PE {}: {e}", c.pe));
+                    return self.check(c, op);
+                }
+            }
+        }
+        self.write_queued(c);
+        drop(tx);
+        if !lock(&c.out).frames.is_empty() {
+            self.flush_out(c);
+        }
+        Ok(())
+    }
+
+    /// While a write waits for room: serve incoming frames, then sleep in `poll` briefly.
+    fn wait_writable(&self, c: &Conn, op: &'static str, started: Instant) -> Result<()> {
+        self.receive(c);
+        self.check(c, op)?;
+        if let Some(limit) = self.timeout {
+            if started.elapsed() >= limit {
+                c.fail(format!(
+                    "PE {} has not read what PE {} sent for {limit:?} (SYMMEM_TIMEOUT)",
+                    c.pe, self.me
+                ));
+                return self.check(c, op);
+            }
+        }
+        poll_one(c.fd, libc::POLLOUT | libc::POLLIN, 1);
+        Ok(())
+    }
+
+    /// Waits for `slot`, serving the connection meanwhile.
+    fn wait(&self, c: &Conn, op: &'static str, slot: &Slot) -> Result<()> {
+        let mut backoff = Backoff::new();
+        let started = Instant::now();
+        loop {
+            if slot.done.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            self.check(c, op)?;
+            self.receive(c);
+            if slot.done.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            if backoff.is_slow() {
+                if let Some(limit) = self.timeout {
+                    if started.elapsed() >= limit {
+                        c.fail(format!(
+                            "no answer from PE {} within {limit:?} (SYMMEM_TIMEOUT)",
+                            c.pe
+                        ));
+                        return self.check(c, op);
+                    }
+                }
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Registers a slot for a response to request `id`.
+    fn expect(&self, c: &Conn, id: u64, len: usize) -> Arc<Slot> {
+        let slot = Arc::new(Slot {
+            expect: len,
+            ..Slot::default()
+        });
+        lock(&c.pending).insert(id, Arc::clone(&slot));
+        slot
+    }
+
+    /// Sends one request (with its payload) and, for gets and fetching AMOs, waits for
+    /// the answer.
+    fn request(&self, c: &Conn, op: &'static str, mut req: Request, payload: &[u8]) -> Result<(u64, Vec<u8>)> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        req.tag = id;
+        // Addresses of this process mean nothing to the peer: only whether a value is
+        // wanted back crosses the wire.
+        req.local = req.returns_data() as u64;
+        let mut head = [0u8; HEADER_LEN + REQUEST_LEN];
+        head[..HEADER_LEN].copy_from_slice(&frame::header(Kind::Request, REQUEST_LEN + payload.len()));
+        head[HEADER_LEN..].copy_from_slice(bytemuck::bytes_of(&req));
+        if !req.returns_data() {
+            self.send(c, op, &[&head, payload])?;
+            c.unflushed.fetch_add(1, Ordering::Release);
+            return Ok((0, Vec::new()));
+        }
+        let expect = if req.opcode() == Some(Opcode::Get) { req.len as usize } else { 0 };
+        let slot = self.expect(c, id, expect);
+        if let Err(e) = self.send(c, op, &[&head, payload]) {
+            lock(&c.pending).remove(&id);
+            return Err(e);
+        }
+        self.wait(c, op, &slot)?;
+        let data = std::mem::take(&mut *lock(&slot.data));
+        Ok((slot.value.load(Ordering::Relaxed), data))
+    }
+}
+
+impl Transport for SocketTransport {
+    fn name(&self) -> &'static str {
+        "socket"
+    }
+
+    fn submit(&self, req: &Request, io: Io<'_>) -> Result<u64> {
+        let sh = &*self.shared;
+        let pe = req.pe as usize;
+        let op = req.opcode().map_or("request", |o| o.name());
+        let c = sh
+            .conn(pe)
+            .ok_or_else(|| sh.error(op, pe, "no socket connection to this PE"))?;
+        match (req.opcode(), io) {
+            (Some(Opcode::Put), Io::Src(data)) => {
+                for (i, chunk) in data.chunks(MAX_CHUNK).enumerate() {
+                    let mut r = *req;
+                    r.remote += (i * MAX_CHUNK) as u64;
+                    r.len = chunk.len() as u64;
+                    sh.request(c, op, r, chunk)?;
+                }
+                Ok(0)
+            }
+            (Some(Opcode::PutSignal), Io::Src(data)) => {
+                // Every chunk but the last as a plain put; the last carries the signal.
+                let last = data.len().saturating_sub(1) / MAX_CHUNK;
+                for (i, chunk) in data.chunks(MAX_CHUNK).enumerate().take(last) {
+                    let r = Request::put(req.pe, req.remote + (i * MAX_CHUNK) as u64, 0, chunk.len() as u64);
+                    sh.request(c, op, r, chunk)?;
+                }
+                let tail = &data[(last * MAX_CHUNK).min(data.len())..];
+                let mut r = *req;
+                r.remote += (last * MAX_CHUNK) as u64;
+                r.len = tail.len() as u64;
+                sh.request(c, op, r, tail)?;
+                Ok(0)
+            }
+            (Some(Opcode::Get), Io::Dst(out)) => {
+                for (i, chunk) in out.chunks_mut(MAX_CHUNK).enumerate() {
+                    let mut r = *req;
+                    r.remote += (i * MAX_CHUNK) as u64;
+                    r.len = chunk.len() as u64;
+                    let (_, data) = sh.request(c, op, r, &[])?;
+                    chunk.copy_from_slice(&data);
+                }
+                Ok(0)
+            }
+            (Some(Opcode::Amo | Opcode::Signal), Io::None) => Ok(sh.request(c, op, *req, &[])?.0),
+            (Some(Opcode::Fence), _) => self.fence().map(|()| 0),
+            (Some(Opcode::Quiet), _) => self.quiet().map(|()| 0),
+            (code, _) => Err(sh.error(
+                op,
+                pe,
+                format!("request {code:?} submitted with the wrong kind of buffer"),
+            )),
+        }
+    }
+
+    fn fence(&self) -> Result<()> {
+        // One connection per target, applied in order: earlier requests already precede
+        // later ones.
+        Ok(())
+    }
+
+    fn quiet(&self) -> Result<()> {
+        let sh = &*self.shared;
+        let mut waits = Vec::new();
+        for c in sh.conns.iter().flatten() {
+            if c.unflushed.swap(0, Ordering::AcqRel) == 0 {
+                continue;
+            }
+            let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
+            let slot = sh.expect(c, id, 0);
+            let mut f = [0u8; HEADER_LEN + 8];
+            f[..HEADER_LEN].copy_from_slice(&frame::header(Kind::Flush, 8));
+            f[HEADER_LEN..].copy_from_slice(&id.to_le_bytes());
+            sh.send(c, "quiet", &[&f])?;
+            waits.push((c, slot));
+        }
+        for (c, slot) in waits {
+            sh.wait(c, "quiet", &slot)?;
+        }
+        Ok(())
+    }
+
+    fn progress(&self) -> Result<()> {
+        for c in self.shared.conns.iter().flatten() {
+            self.shared.receive(c);
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self) {
+        let sh = &*self.shared;
+        for c in sh.conns.iter().flatten() {
+            if c.failed().is_none() {
+                let _ = sh.send(c, "finalize", &[&frame::header(Kind::Goodbye, 0)]);
+            }
+        }
+        sh.stopping.store(true, Ordering::Release);
+        if let Some(t) = lock(&self.service).take() {
+            let _ = t.join();
+        }
+        for c in sh.conns.iter().flatten() {
+            c.said_goodbye.store(true, Ordering::Release);
+            c.fail("this PE has shut the transport down".into());
+        }
+    }
+}
+
+impl Drop for SocketTransport {
+    fn drop(&mut self) {
+        if lock(&self.service).is_some() {
+            self.shutdown();
+        }
+    }
+}
+
+/// `read(2)` into raw memory (which may be shared with other processes).
+fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
+    loop {
+        // SAFETY: the caller provides `len` writable bytes at `ptr`.
+        let r = unsafe { libc::read(fd, ptr.cast(), len) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// `sendmsg(2)` of up to three slices, without SIGPIPE on a closed connection.
+fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; 3];
+    for (v, p) in iov.iter_mut().zip(parts) {
+        v.iov_base = p.as_ptr() as *mut libc::c_void;
+        v.iov_len = p.len();
+    }
+    // SAFETY: an all-zero msghdr is valid (no name, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = parts.len().min(3) as _;
+    loop {
+        // SAFETY: `msg` describes live slices, which sendmsg only reads.
+        let r = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

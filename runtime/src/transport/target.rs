@@ -1,0 +1,225 @@
+//! The target side of a message-based transport: checks a peer's request against this
+//! PE's heap and applies it.
+//!
+//! Every request is checked completely (opcode, kinds, widths, alignment, and that every
+//! byte it touches lies inside the heap) before anything is written, so a malformed request
+//! never reaches memory. Atomics use the orderings of the host API: RMWs are `SeqCst`,
+//! fetches Acquire, sets and signals Release, so data written before a signal (a
+//! put_signal's payload) is visible to a PE that observes the signal.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use symmem_device::{AmoKind, Opcode, Request, SignalOp};
+
+use super::HeapRegion;
+
+/// This PE's heap as the target of peers' requests.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target {
+    heap: HeapRegion,
+}
+
+// SAFETY: the heap region is a mapping owned by the runtime that outlives the transport
+// (the runtime shuts the transport down before unmapping); it is only accessed through
+// raw pointers and atomics.
+unsafe impl Send for Target {}
+// SAFETY: see above.
+unsafe impl Sync for Target {}
+
+impl Target {
+    /// A target for `heap`, which must be host memory.
+    pub(crate) fn new(heap: HeapRegion) -> Self {
+        Target { heap }
+    }
+
+    /// Checks `req`, as received from a peer, against the heap; the error says what is
+    /// wrong with it.
+    pub(crate) fn check(&self, req: &Request) -> Result<Opcode, String> {
+        let op = req
+            .opcode()
+            .ok_or_else(|| format!("unknown opcode {}", req.opcode))?;
+        let range = |what: &str, off: u64, len: u64| -> Result<(), String> {
+            match off.checked_add(len) {
+                Some(end) if end <= self.heap.len as u64 => Ok(()),
+                _ => Err(format!(
+                    "{what} bytes {off:#x}..+{len} lie outside the {}-byte heap",
+                    self.heap.len
+                )),
+            }
+        };
+        let word = |what: &str, off: u64, width: u8| -> Result<(), String> {
+            if width != 4 && width != 8 {
+                return Err(format!("{what} width {width} is not 4 or 8"));
+            }
+            if off % width as u64 != 0 {
+                return Err(format!("{what} at {off:#x} is not {width}-byte aligned"));
+            }
+            range(what, off, width as u64)
+        };
+        let signal = || -> Result<(), String> {
+            req.signal_kind()
+                .ok_or_else(|| format!("unknown signal operation {}", req.signal_op))?;
+            if req.width != 8 {
+                return Err(format!("signal width {} is not 8", req.width));
+            }
+            Ok(())
+        };
+        match op {
+            Opcode::Put => range("put", req.remote, req.len)?,
+            Opcode::Get => range("get", req.remote, req.len)?,
+            Opcode::Amo => {
+                req.amo_kind()
+                    .ok_or_else(|| format!("unknown AMO kind {}", req.amo))?;
+                word("AMO", req.remote, req.width)?;
+            }
+            Opcode::PutSignal => {
+                range("put_signal data", req.remote, req.len)?;
+                signal()?;
+                word("signal", req.signal, 8)?;
+            }
+            Opcode::Signal => {
+                signal()?;
+                word("signal", req.remote, 8)?;
+            }
+            Opcode::Fence | Opcode::Quiet => {
+                return Err(format!("{} is not a request a peer sends", op.name()))
+            }
+        }
+        Ok(op)
+    }
+
+    /// The address of heap offset `off`, checked by [`Self::check`].
+    pub(crate) fn at(&self, off: u64) -> *mut u8 {
+        (self.heap.base + off) as *mut u8
+    }
+
+    /// Performs a checked AMO; returns the old value (0 for Set).
+    ///
+    /// # Safety
+    /// `req` passed [`Self::check`] as an [`Opcode::Amo`].
+    pub(crate) unsafe fn amo(&self, req: &Request) -> u64 {
+        let kind = req.amo_kind().expect("checked");
+        let (v, c) = (req.value, req.compare);
+        if req.width == 8 {
+            // SAFETY: in bounds and 8-byte aligned (checked); heap words touched by peers
+            // are only accessed atomically.
+            let a = unsafe { AtomicU64::from_ptr(self.at(req.remote).cast()) };
+            match kind {
+                AmoKind::Fetch => a.load(Ordering::Acquire),
+                AmoKind::Set => {
+                    a.store(v, Ordering::Release);
+                    0
+                }
+                AmoKind::Swap => a.swap(v, Ordering::SeqCst),
+                AmoKind::CompareSwap => a
+                    .compare_exchange(c, v, Ordering::SeqCst, Ordering::SeqCst)
+                    .unwrap_or_else(|old| old),
+                AmoKind::FetchAdd => a.fetch_add(v, Ordering::SeqCst),
+                AmoKind::FetchAnd => a.fetch_and(v, Ordering::SeqCst),
+                AmoKind::FetchOr => a.fetch_or(v, Ordering::SeqCst),
+                AmoKind::FetchXor => a.fetch_xor(v, Ordering::SeqCst),
+            }
+        } else {
+            // SAFETY: as above, 4-byte aligned.
+            let a = unsafe { AtomicU32::from_ptr(self.at(req.remote).cast()) };
+            let (v, c) = (v as u32, c as u32);
+            (match kind {
+                AmoKind::Fetch => a.load(Ordering::Acquire),
+                AmoKind::Set => {
+                    a.store(v, Ordering::Release);
+                    0
+                }
+                AmoKind::Swap => a.swap(v, Ordering::SeqCst),
+                AmoKind::CompareSwap => a
+                    .compare_exchange(c, v, Ordering::SeqCst, Ordering::SeqCst)
+                    .unwrap_or_else(|old| old),
+                AmoKind::FetchAdd => a.fetch_add(v, Ordering::SeqCst),
+                AmoKind::FetchAnd => a.fetch_and(v, Ordering::SeqCst),
+                AmoKind::FetchOr => a.fetch_or(v, Ordering::SeqCst),
+                AmoKind::FetchXor => a.fetch_xor(v, Ordering::SeqCst),
+            }) as u64
+        }
+    }
+
+    /// Updates the signal word at heap offset `off` with a Release store or add, after
+    /// every earlier write of this thread (a put_signal's data).
+    ///
+    /// # Safety
+    /// `off` and `op` come from a request that passed [`Self::check`].
+    pub(crate) unsafe fn signal(&self, off: u64, op: SignalOp, value: u64) {
+        // SAFETY: in bounds and 8-byte aligned (checked); signal words are only accessed
+        // atomically.
+        let a = unsafe { AtomicU64::from_ptr(self.at(off).cast()) };
+        match op {
+            SignalOp::Set => a.store(value, Ordering::Release),
+            SignalOp::Add => {
+                a.fetch_add(value, Ordering::Release);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(mem: &mut [u64]) -> Target {
+        Target::new(HeapRegion {
+            base: mem.as_mut_ptr() as u64,
+            len: mem.len() * 8,
+            host: true,
+        })
+    }
+
+    #[test]
+    fn requests_outside_the_heap_or_misaligned_are_refused() {
+        let mut mem = [0u64; 8];
+        let t = target(&mut mem);
+        assert!(t.check(&Request::put(0, 0, 0, 64)).is_ok());
+        let e = t.check(&Request::put(0, 8, 0, 64)).unwrap_err();
+        assert!(e.contains("outside the 64-byte heap"), "{e}");
+        let e = t.check(&Request::get(0, 0, u64::MAX, 2)).unwrap_err();
+        assert!(e.contains("outside"), "{e}");
+        let e = t
+            .check(&Request::amo(0, AmoKind::FetchAdd, 8, 4, 1, 0, 0))
+            .unwrap_err();
+        assert!(e.contains("not 8-byte aligned"), "{e}");
+        let e = t
+            .check(&Request::amo(0, AmoKind::FetchAdd, 2, 0, 1, 0, 0))
+            .unwrap_err();
+        assert!(e.contains("width 2"), "{e}");
+        let mut bad = Request::signal(0, 0, SignalOp::Set, 1);
+        bad.signal_op = 9;
+        assert!(t.check(&bad).unwrap_err().contains("signal operation 9"));
+        let e = t
+            .check(&Request::put_signal(0, 0, 0, 8, 64, SignalOp::Set, 1))
+            .unwrap_err();
+        assert!(e.contains("signal bytes 0x40"), "{e}");
+        assert!(t.check(&Request::quiet()).is_err());
+        let mut junk = Request::put(0, 0, 0, 0);
+        junk.opcode = 0xee;
+        assert!(t.check(&junk).unwrap_err().contains("unknown opcode 238"));
+    }
+
+    #[test]
+    fn amos_and_signals_apply_with_their_width() {
+        let mut mem = [0u64; 4];
+        let t = target(&mut mem);
+        let add = Request::amo(0, AmoKind::FetchAdd, 8, 8, 5, 0, 0);
+        t.check(&add).unwrap();
+        // SAFETY: checked above.
+        unsafe {
+            assert_eq!(t.amo(&add), 0);
+            assert_eq!(t.amo(&add), 5);
+            let cas = Request::amo(0, AmoKind::CompareSwap, 4, 16, 7, 0, 0);
+            t.check(&cas).unwrap();
+            assert_eq!(t.amo(&cas), 0);
+            assert_eq!(t.amo(&cas), 7);
+            t.signal(24, SignalOp::Add, 3);
+            t.signal(24, SignalOp::Add, 3);
+        }
+        assert_eq!(mem[1], 10);
+        assert_eq!(mem[2] as u32, 7);
+        assert_eq!(mem[3], 6);
+    }
+}
