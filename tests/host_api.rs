@@ -20,9 +20,22 @@ use common::{run_scenario, run_symrun, Job};
 /// test with a message instead of hanging it.
 const SAFETY_NET: (&str, &str) = ("SYMMEM_TIMEOUT", "120");
 
+/// Two simulated nodes over the socket transport (see `SYMMEM_SIMULATE_NODES`): within a
+/// node PEs map each other's heaps, across nodes every operation is a socket request.
+const TWO_NODES: [(&str, &str); 2] = [
+    ("SYMMEM_SIMULATE_NODES", "2"),
+    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+];
+
 /// Runs a scenario that must succeed on every PE, each printing `<name> ok`.
 fn run_ok(n: usize, scenario: &str) -> Job {
-    let job = run_scenario(n, &format!("api_{scenario}"), &[SAFETY_NET]);
+    run_ok_with(n, scenario, &[])
+}
+
+/// [`run_ok`] with extra variables.
+fn run_ok_with(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    let env: Vec<(&str, &str)> = std::iter::once(SAFETY_NET).chain(env.iter().copied()).collect();
+    let job = run_scenario(n, &format!("api_{scenario}"), &env);
     job.assert_success();
     let oks = job
         .stdout
@@ -48,6 +61,24 @@ macro_rules! on_2_and_4 {
                 #[test]
                 fn $name() {
                     super::run_ok(4, stringify!($name));
+                }
+            )*
+        }
+        /// 2 nodes x 1 PE: everything crosses the socket transport.
+        mod on_2_nodes_of_1_pe {
+            $(
+                #[test]
+                fn $name() {
+                    super::run_ok_with(2, stringify!($name), &super::TWO_NODES);
+                }
+            )*
+        }
+        /// 2 nodes x 2 PEs: direct within a node, sockets across.
+        mod on_2_nodes_of_2_pes {
+            $(
+                #[test]
+                fn $name() {
+                    super::run_ok_with(4, stringify!($name), &super::TWO_NODES);
                 }
             )*
         }

@@ -29,11 +29,18 @@ impl Runtime {
 
     /// Blocks until every PE has called `sync_all` (`nvshmem_sync_all`). Orders memory
     /// like a barrier for stores already performed but does not complete nonblocking
-    /// operations.
+    /// operations (except those over the remote transport, which it completes so that
+    /// blocking puts and AMOs are visible after it on every route).
     pub fn sync_all(&self) -> Result<()> {
         let n = self.n_pes();
         let me = self.my_pe();
         if !self.all_mapped {
+            if let Some(t) = &self.transport {
+                // Blocking puts and AMOs to mapped peers are visible once they return;
+                // completing the remote ones too keeps that true on every route (more
+                // than sync requires, and free when nothing is outstanding).
+                t.quiet()?;
+            }
             return Ok(self.bootstrap.barrier()?);
         }
         let state = &self.barrier;
