@@ -34,7 +34,9 @@ fn run_ok(n: usize, scenario: &str) -> Job {
 
 /// [`run_ok`] with extra variables.
 fn run_ok_with(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
-    let env: Vec<(&str, &str)> = std::iter::once(SAFETY_NET).chain(env.iter().copied()).collect();
+    let env: Vec<(&str, &str)> = std::iter::once(SAFETY_NET)
+        .chain(env.iter().copied())
+        .collect();
     let job = run_scenario(n, &format!("api_{scenario}"), &env);
     job.assert_success();
     let oks = job
@@ -203,4 +205,49 @@ fn wait_until_names_a_killed_peer_2_pes() {
 #[test]
 fn wait_until_names_a_killed_peer_4_pes() {
     check_kill(4);
+}
+
+#[test]
+fn put_signal_never_shows_the_signal_before_large_data_across_sockets() {
+    run_ok_with(2, "put_signal_large", &TWO_NODES);
+    run_ok_with(4, "put_signal_large", &TWO_NODES);
+}
+
+#[test]
+fn put_signal_large_on_one_node() {
+    run_ok(2, "put_signal_large");
+}
+
+/// The last PE dies while the others stream puts to it over sockets: every survivor fails
+/// within seconds, naming it, and nobody hangs.
+#[test]
+fn a_peer_killed_mid_transfer_is_named_by_every_survivor() {
+    let n = 4;
+    let mut env = vec![("SYMMEM_TIMEOUT", "20")];
+    env.extend(TWO_NODES);
+    let job = run_symrun(n, "api_kill_transfer", &env);
+    assert_eq!(
+        job.status.code(),
+        Some(137),
+        "{}\n{}",
+        job.stdout,
+        job.stderr
+    );
+    let errors = job.lines_with("ERROR in transfer");
+    assert_eq!(errors.len(), n - 1, "{}\n{}", job.stdout, job.stderr);
+    for e in errors {
+        assert!(e.contains("PE 3"), "the error names the dead PE: {e}");
+        let ms: u64 = e
+            .split(" after ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|v| v.parse().ok())
+            .expect("ms");
+        assert!(ms < 15_000, "detected after {ms} ms: {e}");
+    }
+    assert!(
+        job.elapsed < Duration::from_secs(40),
+        "took {:?}",
+        job.elapsed
+    );
 }

@@ -295,7 +295,10 @@ mod tests {
         let r = Request::put_signal(3, 0x100, 0xdead, 64, 0x40, SignalOp::Add, 7);
         assert_eq!(r.opcode(), Some(Opcode::PutSignal));
         assert_eq!((r.pe, r.remote, r.local, r.len), (3, 0x100, 0xdead, 64));
-        assert_eq!((r.signal, r.signal_kind(), r.value), (0x40, Some(SignalOp::Add), 7));
+        assert_eq!(
+            (r.signal, r.signal_kind(), r.value),
+            (0x40, Some(SignalOp::Add), 7)
+        );
         let a = Request::amo(1, AmoKind::CompareSwap, 4, 0x80, 9, 5, 0x1000);
         assert_eq!(a.amo_kind(), Some(AmoKind::CompareSwap));
         assert_eq!((a.width, a.value, a.compare, a.local), (4, 9, 5, 0x1000));

@@ -77,10 +77,7 @@ impl Runtime {
             Route::Direct(base) => Ok(Located::Host(unsafe { base.add(at) }.cast())),
             #[cfg(feature = "cuda")]
             Route::Copy(base) => Ok(Located::Device(base + at as u64)),
-            Route::Remote => Ok(Located::Remote {
-                pe,
-                off: at as u64,
-            }),
+            Route::Remote => Ok(Located::Remote { pe, off: at as u64 }),
             Route::Unreachable => Err(self.unreachable(op, pe)),
         }
     }

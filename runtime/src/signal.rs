@@ -57,7 +57,8 @@ impl Runtime {
                 unreachable!("a PE's words and data share its route")
             };
             let data: &[u8] = bytemuck::cast_slice(src);
-            let req = Request::put_signal(pe as u32, off, 0, data.len() as u64, sig_off, op, signal);
+            let req =
+                Request::put_signal(pe as u32, off, 0, data.len() as u64, sig_off, op, signal);
             return self.remote().submit(&req, Io::Src(data)).map(drop);
         }
         self.copy_to(name, dst, src, pe)?;

@@ -47,6 +47,8 @@ fn main() -> ExitCode {
         "api_wait_timeout" => with_init(host_api::wait_timeout),
         "api_kill_wait" => with_init(host_api::kill_wait),
         "api_stress" => with_init(host_api::stress),
+        "api_put_signal_large" => with_init(host_api::put_signal_large),
+        "api_kill_transfer" => with_init(host_api::kill_transfer),
         other => Err(format!("unknown scenario {other}")),
     };
     match result {

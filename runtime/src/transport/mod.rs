@@ -171,12 +171,12 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
             ),
         });
     }
-    for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
-        tracing::info!(target: "init", "PE {} reaches PE {pe} over {} ({why})", setup.me, kind.name());
-    }
     let t: Arc<dyn Transport> = match kind {
         Kind::Socket => Arc::new(socket::SocketTransport::connect(setup)?),
         Kind::Ib => unreachable!("probe_ib never succeeds without the ib feature"),
     };
+    for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
+        tracing::info!(target: "init", "PE {} reaches PE {pe} over {} ({why})", setup.me, t.name());
+    }
     Ok(Some(t))
 }

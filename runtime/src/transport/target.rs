@@ -51,7 +51,7 @@ impl Target {
             if width != 4 && width != 8 {
                 return Err(format!("{what} width {width} is not 4 or 8"));
             }
-            if off % width as u64 != 0 {
+            if !off.is_multiple_of(width as u64) {
                 return Err(format!("{what} at {off:#x} is not {width}-byte aligned"));
             }
             range(what, off, width as u64)

@@ -110,7 +110,10 @@ pub(super) fn check_request_len(req: &Request, body: usize) -> Result<(), String
         ));
     }
     if req.opcode() == Some(Opcode::Get) && req.len > MAX_CHUNK as u64 {
-        return Err(format!("get of {} bytes exceeds the {MAX_CHUNK}-byte chunk", req.len));
+        return Err(format!(
+            "get of {} bytes exceeds the {MAX_CHUNK}-byte chunk",
+            req.len
+        ));
     }
     Ok(())
 }
@@ -158,7 +161,9 @@ mod tests {
         assert!(e.contains("cannot be 3"), "{e}");
         let mut bad = header(Kind::Flush, 8);
         bad[6] = 99;
-        assert!(check_header(&bad).unwrap_err().contains("unknown frame kind 99"));
+        assert!(check_header(&bad)
+            .unwrap_err()
+            .contains("unknown frame kind 99"));
         let mut other = header(Kind::Flush, 8);
         other[0] ^= 1;
         assert!(check_header(&other).unwrap_err().contains("bad magic"));
@@ -172,7 +177,10 @@ mod tests {
         let put = Request::put(1, 0, 0, 100);
         assert!(check_request_len(&put, REQUEST_LEN + 100).is_ok());
         let e = check_request_len(&put, REQUEST_LEN + 99).unwrap_err();
-        assert!(e.contains("carries 99 payload bytes, its put request says 100"), "{e}");
+        assert!(
+            e.contains("carries 99 payload bytes, its put request says 100"),
+            "{e}"
+        );
         let ps = Request::put_signal(1, 0, 0, 8, 64, SignalOp::Set, 1);
         assert!(check_request_len(&ps, REQUEST_LEN + 8).is_ok());
         let sig = Request::signal(1, 0, SignalOp::Add, 1);

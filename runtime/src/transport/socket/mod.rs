@@ -166,15 +166,19 @@ impl SocketTransport {
             });
         }
         let key_bytes = b.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
-        let key = u64::from_le_bytes(key_bytes.as_slice().try_into().map_err(|_| {
-            Error::Transport {
-                transport: "socket",
-                op: "init",
-                me,
-                pe: 0,
-                detail: "the job key broadcast has the wrong length".into(),
-            }
-        })?);
+        let key =
+            u64::from_le_bytes(
+                key_bytes
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| Error::Transport {
+                        transport: "socket",
+                        op: "init",
+                        me,
+                        pe: 0,
+                        detail: "the job key broadcast has the wrong length".into(),
+                    })?,
+            );
         let ip = symmem_bootstrap::advertised_ip(setup.config.socket_ifname.as_deref())?;
         let listener = TcpListener::bind((ip, 0))
             .map_err(|e| Error::io(format!("socket transport: binding a listener on {ip}"), e))?;
@@ -287,12 +291,17 @@ fn connect_until(peer: SocketAddr, deadline: Instant) -> std::io::Result<TcpStre
 
 /// Reads and checks the HELLO of an accepted connection: exactly one header and a 16-byte
 /// body, with a timeout; returns the peer's PE.
-fn read_hello(mut s: TcpStream, key: u64, n: usize) -> std::result::Result<(usize, TcpStream), String> {
+fn read_hello(
+    mut s: TcpStream,
+    key: u64,
+    n: usize,
+) -> std::result::Result<(usize, TcpStream), String> {
     s.set_nonblocking(false)
         .and_then(|()| s.set_read_timeout(Some(HELLO_TIMEOUT)))
         .map_err(|e| e.to_string())?;
     let mut h = [0u8; HEADER_LEN];
-    s.read_exact(&mut h).map_err(|e| format!("reading HELLO: {e}"))?;
+    s.read_exact(&mut h)
+        .map_err(|e| format!("reading HELLO: {e}"))?;
     match frame::check_header(&h)? {
         (Kind::Hello, _) => {}
         (k, _) => return Err(format!("first frame is {k:?}, not HELLO")),
@@ -541,13 +550,19 @@ impl Shared {
                 let (id, value) = (u64_at(0), u64_at(8));
                 rx.start += head;
                 let slot = lock(&c.pending).remove(&id).ok_or_else(|| {
-                    self.refuse(c, format!("a response to request {id}, which is not outstanding"))
+                    self.refuse(
+                        c,
+                        format!("a response to request {id}, which is not outstanding"),
+                    )
                 })?;
                 let data = len - 16;
                 if data != slot.expect {
                     return Err(self.refuse(
                         c,
-                        format!("a {data}-byte response to request {id}, which asked for {}", slot.expect),
+                        format!(
+                            "a {data}-byte response to request {id}, which asked for {}",
+                            slot.expect
+                        ),
                     ));
                 }
                 slot.value.store(value, Ordering::Relaxed);
@@ -622,7 +637,11 @@ impl Shared {
                 // SAFETY: checked to lie within the heap; the destination is a fresh
                 // buffer. Peers may write the range concurrently, as with any get.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(self.target.at(req.remote), f[at..].as_mut_ptr(), len)
+                    std::ptr::copy_nonoverlapping(
+                        self.target.at(req.remote),
+                        f[at..].as_mut_ptr(),
+                        len,
+                    )
                 };
                 self.respond(c, f);
             }
@@ -662,19 +681,31 @@ impl Shared {
         // What the read-ahead buffer already holds, then straight from the socket.
         let have = (rx.end - rx.start).min(len - filled);
         // SAFETY: `ptr` has `len` bytes (a checked heap range, or a buffer of `len`).
-        unsafe { std::ptr::copy_nonoverlapping(rx.buf[rx.start..].as_ptr(), ptr.add(filled), have) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(rx.buf[rx.start..].as_ptr(), ptr.add(filled), have)
+        };
         rx.start += have;
         filled += have;
         while filled < len {
             // SAFETY: as above.
             match read_raw(c.fd, unsafe { ptr.add(filled) }, len - filled) {
                 Ok(0) => {
-                    rx.state = RxState::Payload { dest, filled, len, then };
+                    rx.state = RxState::Payload {
+                        dest,
+                        filled,
+                        len,
+                        then,
+                    };
                     return Err(Stop::Failed(self.eof_reason(c, rx)));
                 }
                 Ok(k) => filled += k,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    rx.state = RxState::Payload { dest, filled, len, then };
+                    rx.state = RxState::Payload {
+                        dest,
+                        filled,
+                        len,
+                        then,
+                    };
                     return Ok(false);
                 }
                 Err(e) => return Err(Stop::Failed(format!("reading from PE {}: {e}", c.pe))),
@@ -852,21 +883,32 @@ impl Shared {
 
     /// Sends one request (with its payload) and, for gets and fetching AMOs, waits for
     /// the answer.
-    fn request(&self, c: &Conn, op: &'static str, mut req: Request, payload: &[u8]) -> Result<(u64, Vec<u8>)> {
+    fn request(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        mut req: Request,
+        payload: &[u8],
+    ) -> Result<(u64, Vec<u8>)> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         req.tag = id;
         // Addresses of this process mean nothing to the peer: only whether a value is
         // wanted back crosses the wire.
         req.local = req.returns_data() as u64;
         let mut head = [0u8; HEADER_LEN + REQUEST_LEN];
-        head[..HEADER_LEN].copy_from_slice(&frame::header(Kind::Request, REQUEST_LEN + payload.len()));
+        head[..HEADER_LEN]
+            .copy_from_slice(&frame::header(Kind::Request, REQUEST_LEN + payload.len()));
         head[HEADER_LEN..].copy_from_slice(bytemuck::bytes_of(&req));
         if !req.returns_data() {
             self.send(c, op, &[&head, payload])?;
             c.unflushed.fetch_add(1, Ordering::Release);
             return Ok((0, Vec::new()));
         }
-        let expect = if req.opcode() == Some(Opcode::Get) { req.len as usize } else { 0 };
+        let expect = if req.opcode() == Some(Opcode::Get) {
+            req.len as usize
+        } else {
+            0
+        };
         let slot = self.expect(c, id, expect);
         if let Err(e) = self.send(c, op, &[&head, payload]) {
             lock(&c.pending).remove(&id);
@@ -904,7 +946,12 @@ impl Transport for SocketTransport {
                 // Every chunk but the last as a plain put; the last carries the signal.
                 let last = data.len().saturating_sub(1) / MAX_CHUNK;
                 for (i, chunk) in data.chunks(MAX_CHUNK).enumerate().take(last) {
-                    let r = Request::put(req.pe, req.remote + (i * MAX_CHUNK) as u64, 0, chunk.len() as u64);
+                    let r = Request::put(
+                        req.pe,
+                        req.remote + (i * MAX_CHUNK) as u64,
+                        0,
+                        chunk.len() as u64,
+                    );
                     sh.request(c, op, r, chunk)?;
                 }
                 let tail = &data[(last * MAX_CHUNK).min(data.len())..];
@@ -1034,5 +1081,156 @@ fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
         if e.kind() != std::io::ErrorKind::Interrupted {
             return Err(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::HeapRegion;
+    use symmem_device::SignalOp;
+
+    /// A transport state for PE 0 whose connection to "PE 1" is the other end of `client`,
+    /// over `heap`.
+    fn with_client(heap: &mut [u64]) -> (Shared, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        server.set_nonblocking(true).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let shared = Shared {
+            me: 0,
+            conns: vec![None, Some(Conn::new(1, server))],
+            target: Target::new(HeapRegion {
+                base: heap.as_mut_ptr() as u64,
+                len: heap.len() * 8,
+                host: true,
+            }),
+            timeout: Some(Duration::from_secs(5)),
+            next_id: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+        };
+        (shared, client)
+    }
+
+    /// Serves PE 1's connection until `done` holds or it fails; returns the failure.
+    fn serve_until(sh: &Shared, mut done: impl FnMut() -> bool) -> Option<String> {
+        let c = sh.conn(1).unwrap();
+        let t0 = Instant::now();
+        while !done() && c.failed().is_none() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "nothing happened");
+            sh.receive(c);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        c.failed().map(str::to_owned)
+    }
+
+    fn request_frame(req: &Request, payload: &[u8]) -> Vec<u8> {
+        let mut f = frame::header(Kind::Request, REQUEST_LEN + payload.len()).to_vec();
+        f.extend_from_slice(bytemuck::bytes_of(req));
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// Reads one frame from the test client's side.
+    fn read_frame(client: &mut TcpStream) -> (Kind, Vec<u8>) {
+        let mut h = [0u8; HEADER_LEN];
+        client.read_exact(&mut h).unwrap();
+        let (kind, len) = frame::check_header(&h).unwrap();
+        let mut body = vec![0; len];
+        client.read_exact(&mut body).unwrap();
+        (kind, body)
+    }
+
+    #[test]
+    fn an_oversized_frame_is_refused_naming_the_peer_and_nothing_is_written() {
+        let mut heap = [7u64; 16];
+        let (sh, mut client) = with_client(&mut heap);
+        let mut f = frame::header(Kind::Request, 0).to_vec();
+        f[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        client.write_all(&f).unwrap();
+        let why = serve_until(&sh, || false).expect("the connection fails");
+        assert!(why.contains("malformed frame from PE 1"), "{why}");
+        assert!(why.contains("exceeds limit"), "{why}");
+        let (kind, body) = read_frame(&mut client);
+        assert_eq!(kind, Kind::Refused);
+        assert!(String::from_utf8_lossy(&body).contains("exceeds limit"));
+        drop(sh);
+        assert_eq!(heap, [7u64; 16]);
+    }
+
+    #[test]
+    fn a_put_outside_the_heap_is_refused_before_its_payload_is_read() {
+        let mut heap = [7u64; 16];
+        let (sh, mut client) = with_client(&mut heap);
+        let req = Request::put(0, 120, 0, 16);
+        client.write_all(&request_frame(&req, &[1; 16])).unwrap();
+        let why = serve_until(&sh, || false).expect("the connection fails");
+        assert!(
+            why.contains(
+                "malformed frame from PE 1: put bytes 0x78..+16 lie outside the 128-byte heap"
+            ),
+            "{why}"
+        );
+        assert_eq!(read_frame(&mut client).0, Kind::Refused);
+        drop(sh);
+        assert_eq!(heap, [7u64; 16]);
+    }
+
+    #[test]
+    fn a_frame_cut_short_fails_the_connection_without_applying_it() {
+        let mut heap = [7u64; 16];
+        let (sh, mut client) = with_client(&mut heap);
+        let req = Request::put_signal(0, 0, 0, 64, 64, SignalOp::Set, 1);
+        let f = request_frame(&req, &[1; 64]);
+        client.write_all(&f[..f.len() - 8]).unwrap();
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        let why = serve_until(&sh, || false).expect("the connection fails");
+        assert!(
+            why.contains("connection to PE 1 closed in the middle of a frame"),
+            "{why}"
+        );
+        drop(sh);
+        assert_eq!(
+            heap[8], 7,
+            "the signal of an incomplete put_signal is never set"
+        );
+    }
+
+    #[test]
+    fn put_signal_applies_data_then_signal_and_get_answers_with_data() {
+        let mut heap = [0u64; 16];
+        let base = heap.as_ptr();
+        let (sh, mut client) = with_client(&mut heap);
+        let data: Vec<u8> = (0..64u8).collect();
+        let req = Request::put_signal(0, 0, 0, 64, 64, SignalOp::Add, 5);
+        client.write_all(&request_frame(&req, &data)).unwrap();
+        // SAFETY: heap[8] is the signal word, written atomically by the target.
+        let sig = unsafe { AtomicU64::from_ptr(base.add(8).cast_mut()) };
+        assert_eq!(serve_until(&sh, || sig.load(Ordering::Acquire) == 5), None);
+        let mut get = Request::get(0, 0, 0, 64);
+        get.tag = 42;
+        client.write_all(&request_frame(&get, &[])).unwrap();
+        let c = sh.conn(1).unwrap();
+        sh.receive(c);
+        let (kind, body) = read_frame(&mut client);
+        assert_eq!(kind, Kind::Response);
+        assert_eq!(u64::from_le_bytes(body[..8].try_into().unwrap()), 42);
+        assert_eq!(&body[16..], &data[..]);
+        let mut amo = Request::amo(0, symmem_device::AmoKind::FetchAdd, 8, 64, 1, 0, 1);
+        amo.tag = 43;
+        client.write_all(&request_frame(&amo, &[])).unwrap();
+        let t0 = Instant::now();
+        while sig.load(Ordering::Acquire) != 6 {
+            assert!(t0.elapsed() < Duration::from_secs(5));
+            sh.receive(c);
+        }
+        let (kind, body) = read_frame(&mut client);
+        assert_eq!(kind, Kind::Response);
+        assert_eq!(&body[..16], &frame::two_u64(43, 5));
+        drop(sh);
+        assert_eq!(heap[..8], bytemuck::cast_slice::<u8, u64>(&data)[..]);
     }
 }

@@ -1,0 +1,103 @@
+//! Scenarios for the remote transport (run on simulated nodes, see tests/host_api.rs).
+
+use std::time::Instant;
+
+use symmem::{Cmp, Runtime, SignalOp};
+
+use super::{check, finish, OrFail, Outcome};
+
+/// Payload of each large put_signal: 3 MiB + 8 bytes, so it spans several transport
+/// chunks and ends in a partial one.
+const LARGE: usize = (3 << 20) / 8 + 1;
+const LARGE_ROUNDS: u64 = 6;
+
+/// Each PE put_signals a large payload to its right neighbour, round after round, with
+/// the signal set to the round; the receiver checks every element of the payload as soon
+/// as the signal shows the round. The data must never lag behind the signal.
+pub fn put_signal_large(rt: &Runtime) -> Outcome {
+    finish(rt, "put_signal_large", put_signal_large_inner(rt))
+}
+
+fn put_signal_large_inner(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    let data = rt.calloc::<u64>(LARGE).or_fail()?;
+    let sig = rt.calloc::<u64>(1).or_fail()?;
+    let ack = rt.calloc::<u64>(1).or_fail()?;
+    let mut src = vec![0u64; LARGE];
+    let mut got = vec![0u64; LARGE];
+    for round in 1..=LARGE_ROUNDS {
+        for (i, v) in src.iter_mut().enumerate() {
+            *v = (me as u64) << 48 | round << 32 | i as u64;
+        }
+        rt.put_signal(data.at(0), &src, sig.at(0), round, SignalOp::Set, right)
+            .or_fail()?;
+        rt.signal_wait_until(sig.at(0), Cmp::Ge, round).or_fail()?;
+        rt.read_local(data.at(0), &mut got).or_fail()?;
+        for (i, &v) in got.iter().enumerate() {
+            let want = (left as u64) << 48 | round << 32 | i as u64;
+            check!(
+                v == want,
+                "round {round}: element {i} from PE {left} is {v:#x}, expected {want:#x} (data behind its signal)"
+            );
+        }
+        // The left neighbour may overwrite `data` only after this PE has checked it.
+        rt.atomic_add(ack.at(0), 1, left).or_fail()?;
+        rt.wait_until(ack.at(0), Cmp::Ge, round).or_fail()?;
+    }
+    rt.barrier_all().or_fail()?;
+    rt.free(data).or_fail()?;
+    rt.free(sig).or_fail()?;
+    rt.free(ack).or_fail()
+}
+
+/// Run under symrun on 2 simulated nodes: the last PE kills itself (SIGKILL) while the
+/// PEs of the other node stream large puts to it and quiet (and those of its own node wait
+/// on it). Each survivor must fail with an error naming
+/// the dead PE, print `ERROR in transfer after <ms> ms: <error>` and exit with code 3.
+pub fn kill_transfer(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let victim = n - 1;
+    let buf = rt.calloc::<u64>(1 << 18).or_fail()?;
+    let started = rt.calloc::<u64>(1).or_fail()?;
+    if me == victim {
+        rt.wait_until(started.at(0), Cmp::Ge, (n - 1) as u64)
+            .or_fail()?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        // SAFETY: raising a signal on our own process; nothing runs after it.
+        unsafe { libc::raise(libc::SIGKILL) };
+        unreachable!("SIGKILL returned");
+    }
+    let src = vec![me as u64; 1 << 18];
+    let start = Instant::now();
+    rt.atomic_add(started.at(0), 1, victim).or_fail()?;
+    let mapped = rt.ptr(&buf, victim).or_fail()?.is_some();
+    let err = loop {
+        if mapped {
+            // A same-node PE writes the victim's heap directly, which cannot fail: it
+            // waits for the victim instead, and the liveness watch names it.
+            match rt.wait_until(started.at(0), Cmp::Eq, u64::MAX) {
+                Err(e) => break e,
+                Ok(_) => {
+                    return Err(format!(
+                        "PE {me}: wait_until returned although nobody wrote"
+                    ))
+                }
+            }
+        }
+        let r = rt.put(buf.at(0), &src, victim).and_then(|()| rt.quiet());
+        if let Err(e) = r {
+            break e;
+        }
+        check!(
+            start.elapsed().as_secs() < 60,
+            "a minute of transfers to a killed PE {victim} without an error"
+        );
+    };
+    println!(
+        "ERROR in transfer after {} ms: {err}",
+        start.elapsed().as_millis()
+    );
+    std::process::exit(3);
+}
