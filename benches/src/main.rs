@@ -51,12 +51,14 @@ const DEFAULT_REPS: usize = 11;
 
 /// The `--help` text (the metric list is appended from [`BENCHES`]).
 const USAGE: &str = "\
-usage: symmem-perf --pes N [--json] [--quick] [--iters N] [--bytes N] [--reps N] [--only M,M…]
+usage: symmem-perf --pes N [--transport p2p|socket|ib] [--json] [--quick] [--iters N] [--bytes N] [--reps N] [--only M,M…]
 
 Measures symmem's host API between PE 0 (initiator) and PE 1 (target); launches its own
 N local PEs with --pes (at least 2), or runs under symrun / mpirun.
 
   --pes N      start N PEs of this program (self-launch)
+  --transport T  p2p (default: PE 1's heap is mapped) or socket / ib (every PE its own
+               simulated node, so PE 0 reaches PE 1 over that transport; host initiator)
   --json       one JSON object per line: metric, size, value, unit, transport, initiator
   --quick      smoke run: few iterations and repetitions (defaults below still overridable)
   --iters N    most timed iterations per repetition (default 100000; quick 1000)
@@ -120,9 +122,9 @@ impl Initiator {
 enum Transport {
     /// PE 1's heap is mapped into PE 0: loads, stores and atomics.
     P2p,
-    /// TCP sockets (not built yet: operations fail, naming the unreachable PE).
+    /// TCP sockets.
     Socket,
-    /// ibverbs (not built yet: operations fail, naming the unreachable PE).
+    /// ibverbs.
     Ib,
 }
 
@@ -1011,6 +1013,8 @@ struct Options {
     reps: usize,
     /// Metrics to run; all if `None`.
     only: Option<Vec<String>>,
+    /// `--transport`: the remote transport to measure instead of the P2P mapping.
+    remote: Option<&'static str>,
 }
 
 impl Options {
@@ -1040,6 +1044,7 @@ enum Command {
 fn parse_args(args: &[String]) -> Result<Command, String> {
     let (mut json, mut quick) = (false, false);
     let (mut iters, mut bytes, mut reps, mut only) = (None, None, None, None);
+    let mut remote = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut number = |name: &str| -> Result<usize, String> {
@@ -1054,6 +1059,14 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
             "--quick" => quick = true,
             "--pes" => {
                 number("--pes")?;
+            }
+            "--transport" => {
+                remote = match it.next().map(String::as_str) {
+                    Some("p2p") => None,
+                    Some("socket") => Some("socket"),
+                    Some("ib") => Some("ib"),
+                    other => return Err(format!("--transport {other:?}: expected p2p, socket or ib")),
+                }
             }
             "--iters" => iters = Some(number("--iters")?),
             "--bytes" => bytes = Some(number("--bytes")?),
@@ -1078,6 +1091,7 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         bytes: bytes.unwrap_or(if quick { 4 << 20 } else { DEFAULT_BYTES }),
         reps: reps.unwrap_or(if quick { 3 } else { DEFAULT_REPS }),
         only,
+        remote,
     }))
 }
 
@@ -1160,16 +1174,23 @@ fn bench(metric: &str, gpu: bool) -> Option<&'static Bench> {
 /// The selected benchmarks in measuring order, each with its baseline in front: a group
 /// is measured together. A baseline that a selected benchmark refers to is measured in
 /// that benchmark's group rather than on its own.
-fn groups(o: &Options, gpu: bool) -> Vec<Vec<&'static Bench>> {
+fn groups(o: &Options, gpu: bool, transport: Transport) -> Vec<Vec<&'static Bench>> {
+    // Remote PEs are measured from the host: device initiators reach them only through
+    // the proxy channel.
+    // Baselines (memcpy, a flag ping-pong through the mapping) need P2P.
+    let p2p = transport == Transport::P2p;
+    let is_baseline = |b: &Bench| BENCHES.iter().any(|d| d.baseline == Some(b.metric));
+    let reaches = |b: &Bench| p2p || (b.initiator == Initiator::Host && !is_baseline(b));
     let selected: Vec<&Bench> = BENCHES
         .iter()
-        .filter(|b| o.selected(b.metric) && b.on.includes(gpu))
+        .filter(|b| o.selected(b.metric) && b.on.includes(gpu) && reaches(b))
         .collect();
     selected
         .iter()
         .filter(|b| !selected.iter().any(|d| d.baseline == Some(b.metric)))
         .map(|b| {
             b.baseline
+                .filter(|_| p2p)
                 .map(|m| bench(m, gpu))
                 .into_iter()
                 .flatten()
@@ -1237,7 +1258,8 @@ fn run(o: &Options) -> symmem::Result<ExitCode> {
     // first allocated inside a measurement; the warm-up then maps PE 1's pages into PE 0.
     rt.put(c.big.at(0), words(&c.src, MAX_SIZE), me)?;
     rt.barrier_all()?;
-    let transport = Transport::detect(&rt, &c.word, 1)?;
+    // The PE 0 <-> PE 1 route, seen from whichever end this PE is (idle PEs look at PE 1).
+    let transport = Transport::detect(&rt, &c.word, if me == 1 { 0 } else { 1 })?;
     if me == 0 && !o.json {
         println!(
             "symmem-perf: {n} PEs ({}), PE 0 → PE 1 over {}; median of {} repetitions of up to {} iterations (after a warm-up)",
@@ -1248,7 +1270,7 @@ fn run(o: &Options) -> symmem::Result<ExitCode> {
         );
     }
     let mut printed: Vec<(&str, Initiator)> = Vec::new();
-    for group in groups(o, rt.is_gpu()) {
+    for group in groups(o, rt.is_gpu(), transport) {
         // The last member is the benchmark; its sizes apply to its baseline too.
         let sizes = group[group.len() - 1].sizes;
         let mut rows: Vec<Vec<Row>> = group.iter().map(|_| Vec::new()).collect();
@@ -1310,6 +1332,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(t) = options.remote {
+        // Every PE its own (simulated) node, so PE 0 reaches PE 1 over the transport.
+        std::env::set_var("SYMMEM_SIMULATE_NODES", "65536");
+        std::env::set_var("SYMMEM_REMOTE_TRANSPORT", t);
+    }
     let result = symmem::self_launch().and_then(|launch| match launch {
         SelfLaunch::Finished(code) => Ok(ExitCode::from(code.clamp(0, 255) as u8)),
         SelfLaunch::InJob => run(&options),
