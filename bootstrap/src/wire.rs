@@ -435,8 +435,8 @@ pub fn recv(stream: &mut impl Read, peer: &str) -> Result<Recv, BootstrapError> 
         peer: peer.to_string(),
         detail,
     };
-    let h = Header::decode(&header, MAGIC, VERSION, MAX_PAYLOAD, "symmem bootstrap")
-        .map_err(&proto)?;
+    let h =
+        Header::decode(&header, MAGIC, VERSION, MAX_PAYLOAD, "symmem bootstrap").map_err(&proto)?;
     let (kind, len) = (h.kind, h.len as usize);
     let mut payload = vec![0u8; len];
     stream

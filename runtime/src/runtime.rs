@@ -3,7 +3,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
 use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
@@ -137,7 +136,7 @@ impl Runtime {
             heap::check_sizes(&topo.heap_lens())?;
             let (backend, reachable) = create_backend(&config, &*bootstrap, &topo)?;
             progress.enter(InitStep::HeapExchange);
-            let deadline = Instant::now() + config.bootstrap_timeout;
+            let deadline = symmem_bootstrap::duration::deadline_after(config.bootstrap_timeout);
             let heap = pending.connect(
                 &topo,
                 config.symmetric_size,

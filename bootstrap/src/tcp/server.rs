@@ -78,6 +78,8 @@ impl RendezvousServer {
         size: usize,
         timeout: Duration,
     ) -> Result<Self, BootstrapError> {
+        // Capped so that `created + timeout` and the like cannot overflow.
+        let timeout = crate::duration::capped(timeout);
         let addr = listener
             .local_addr()
             .map_err(|e| BootstrapError::io("reading the rendezvous address", &e))?;
