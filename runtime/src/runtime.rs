@@ -385,6 +385,7 @@ impl Runtime {
         if std::mem::replace(&mut self.finalized, true) {
             return Ok(());
         }
+        self.record_failure_cause();
         if let Some(cb) = self.heap.control(self.my_pe()) {
             cb.finalizing.0.store(1, Ordering::Release);
         }
@@ -401,6 +402,7 @@ impl Drop for Runtime {
             // A panicking PE will not take part in anything collective again: tell the
             // others now instead of making them wait in finalize's barrier.
             self.finalized = true;
+            self.record_failure_cause();
             if let Some(cb) = self.heap.control(self.my_pe()) {
                 cb.finalizing.0.store(1, Ordering::Release);
             }
