@@ -412,3 +412,51 @@ fn a_pe_that_panics_is_named_by_the_others_at_once() {
         job.elapsed
     );
 }
+
+#[test]
+fn a_pe_that_leaves_because_another_died_is_not_blamed_by_a_barrier() {
+    // A (PE 0) dies while B (PE 1) waits for it; B drops its runtime; only then does C
+    // (PE 2) enter barrier_all, whose first round waits for B. The order is fixed by the
+    // scenario (C waits for B's marker file), so C always finds B in finalize rather
+    // than A dead, and must still name A: the cause B recorded wins.
+    let dir = std::env::temp_dir();
+    for round in 0..3 {
+        let marker = dir.join(format!(
+            "symmem-cascade-{}-{round}.marker",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&marker);
+        let job = run_symrun(
+            3,
+            "cascade_to_barrier",
+            &[
+                ("SYMMEM_BOOTSTRAP_TIMEOUT", "60"),
+                ("SYMMEM_TEST_MARKER", marker.to_str().unwrap()),
+            ],
+        );
+        let _ = std::fs::remove_file(&marker);
+        let context = format!("round {round}");
+        if job.status.code() != Some(137) {
+            job.fail(&format!(
+                "{context}: symrun should report PE 0's SIGKILL (137)"
+            ));
+        }
+        for (who, op) in [(1, "wait_until"), (2, "barrier_all")] {
+            let errors = job.lines_with(&format!("ERROR (PE {who} in {op}): "));
+            if errors.len() != 1 {
+                job.fail(&format!("{context}: expected one error from PE {who}"));
+            }
+            assert_names_victim(errors[0], 0, 3, &format!("{context}, PE {who}"));
+        }
+        let c = job.lines_with("ERROR (PE 2 in barrier_all): ")[0];
+        assert!(
+            c.contains("PE 1 entered finalize") && c.contains("failure of PE 0"),
+            "{context}: C should say that B left because of A: {c}"
+        );
+        assert!(
+            job.elapsed < Duration::from_secs(20),
+            "{context}: took {:?}",
+            job.elapsed
+        );
+    }
+}

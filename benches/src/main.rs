@@ -1065,7 +1065,9 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
                     Some("p2p") => None,
                     Some("socket") => Some("socket"),
                     Some("ib") => Some("ib"),
-                    other => return Err(format!("--transport {other:?}: expected p2p, socket or ib")),
+                    other => {
+                        return Err(format!("--transport {other:?}: expected p2p, socket or ib"))
+                    }
                 }
             }
             "--iters" => iters = Some(number("--iters")?),

@@ -150,7 +150,7 @@ fn supervise(children: &mut [Option<Child>], server: &RendezvousServer, grace: D
                 eprintln!("symrun: PE {rank} (pid {pid}) {reason}");
                 server.report_failure(rank, &format!("process {pid} {reason}"));
                 first_failure = Some(exit_code(status));
-                kill_at = Some(Instant::now() + grace);
+                kill_at = Some(crate::duration::deadline_after(grace));
             }
         }
         if !running {

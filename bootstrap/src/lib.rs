@@ -13,6 +13,7 @@
 //! Every blocking call has a deadline. When a peer never arrives or dies, the error names
 //! the rank(s) instead of hanging.
 
+pub mod duration;
 pub mod error;
 #[doc(hidden)]
 pub mod fault;

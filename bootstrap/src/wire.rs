@@ -9,19 +9,32 @@
 //!
 //! A frame with a wrong magic, version, kind or an oversized length is rejected with an
 //! error that names the peer; it is never interpreted.
+//!
+//! # Memory
+//! A frame's length is checked against the caller's limit before anything is allocated:
+//! [`MAX_HELLO_PAYLOAD`] for a connection's first frame, which comes before the peer has
+//! proved it belongs to the job, and [`MAX_PAYLOAD`] after. Even within the limit, the
+//! payload is read 64 KiB at a time, so a length that lies reserves memory only as fast as
+//! data actually arrives.
 
 use std::io::{Read, Write};
 use std::time::Duration;
 
 use crate::BootstrapError;
 
-const MAGIC: u32 = 0x5359_4d42; // "SYMB"
+/// Magic of the rendezvous protocol's frames ("SYMB").
+pub const MAGIC: u32 = 0x5359_4d42;
 /// Version of this wire format; peers with another version are refused.
 pub const VERSION: u16 = 1;
 /// Bytes of a [`Header`].
 pub const HEADER_LEN: usize = 12;
-/// Largest payload accepted in one frame.
-const MAX_PAYLOAD: usize = 1 << 30;
+/// Largest payload accepted in one frame from an authenticated peer.
+pub const MAX_PAYLOAD: usize = 1 << 30;
+/// Largest payload accepted in a connection's first frame, the hello (28 bytes today),
+/// before the peer has shown the job's nonce.
+pub const MAX_HELLO_PAYLOAD: usize = 256;
+/// A frame's payload is read at most this many bytes at a time (see [Memory](self#memory)).
+const READ_CHUNK: usize = 64 << 10;
 
 /// The checked 12-byte header every symmem frame starts with (the rendezvous here, the
 /// socket transport's frames in the runtime, each with its own magic and version).
@@ -413,8 +426,19 @@ pub enum Recv {
     Closed,
 }
 
-/// Reads one frame from `stream`. `peer` names the other side in errors.
+/// Reads one frame from `stream` whose payload may be up to [`MAX_PAYLOAD`] bytes.
+/// `peer` names the other side in errors.
 pub fn recv(stream: &mut impl Read, peer: &str) -> Result<Recv, BootstrapError> {
+    recv_limited(stream, peer, MAX_PAYLOAD)
+}
+
+/// Reads one frame from `stream`, refusing a header that claims more than `max_len`
+/// payload bytes before allocating anything. `peer` names the other side in errors.
+pub fn recv_limited(
+    stream: &mut impl Read,
+    peer: &str,
+    max_len: usize,
+) -> Result<Recv, BootstrapError> {
     let mut header = [0u8; HEADER_LEN];
     let mut filled = 0;
     while filled < HEADER_LEN {
@@ -435,16 +459,24 @@ pub fn recv(stream: &mut impl Read, peer: &str) -> Result<Recv, BootstrapError> 
         peer: peer.to_string(),
         detail,
     };
-    let h =
-        Header::decode(&header, MAGIC, VERSION, MAX_PAYLOAD, "symmem bootstrap").map_err(&proto)?;
+    let h = Header::decode(&header, MAGIC, VERSION, max_len, "symmem bootstrap").map_err(&proto)?;
     let (kind, len) = (h.kind, h.len as usize);
-    let mut payload = vec![0u8; len];
-    stream
-        .read_exact(&mut payload)
+    let payload = read_payload(stream, len)
         .map_err(|e| proto(format!("connection lost inside a {len}-byte frame: {e}")))?;
     decode_payload(kind, &payload, peer)
         .map(Recv::Msg)
         .map_err(proto)
+}
+
+/// Reads exactly `len` bytes, growing the buffer `READ_CHUNK` at a time as data arrives.
+fn read_payload(stream: &mut impl Read, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut payload = Vec::with_capacity(len.min(READ_CHUNK));
+    while payload.len() < len {
+        let start = payload.len();
+        payload.resize(start + (len - start).min(READ_CHUNK), 0);
+        stream.read_exact(&mut payload[start..])?;
+    }
+    Ok(payload)
 }
 
 #[cfg(test)]
@@ -528,5 +560,75 @@ mod tests {
         frame[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         let err = recv(&mut frame.as_slice(), "rank 0").err().unwrap();
         assert!(err.to_string().contains("exceeds limit"), "{err}");
+    }
+
+    #[test]
+    fn a_hello_sized_limit_refuses_a_big_header_before_reading_it() {
+        let mut frame = encode(&Msg::Ready);
+        frame[8..12].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        let err = recv_limited(
+            &mut frame.as_slice(),
+            "peer 10.0.0.9:4000",
+            MAX_HELLO_PAYLOAD,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.contains("10.0.0.9:4000") && err.contains("exceeds limit 256"),
+            "{err}"
+        );
+        // A real hello fits.
+        let hello = encode(&Msg::Hello {
+            nonce: 1,
+            session: 0,
+            rank: 0,
+            size: 1,
+            pid: 1,
+        });
+        assert!(hello.len() - HEADER_LEN <= MAX_HELLO_PAYLOAD);
+        assert!(recv_limited(&mut hello.as_slice(), "x", MAX_HELLO_PAYLOAD).is_ok());
+    }
+
+    /// A reader that hands out `left` bytes, then reports end of stream, and remembers the
+    /// largest buffer it was asked to fill.
+    struct Trickle {
+        header: Vec<u8>,
+        left: usize,
+        largest_ask: usize,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if !self.header.is_empty() {
+                let n = buf.len().min(self.header.len());
+                buf[..n].copy_from_slice(&self.header[..n]);
+                self.header.drain(..n);
+                return Ok(n);
+            }
+            self.largest_ask = self.largest_ask.max(buf.len());
+            let n = buf.len().min(self.left);
+            self.left -= n;
+            buf[..n].fill(0);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_lying_length_is_read_in_chunks() {
+        let mut header = encode(&Msg::Ready);
+        header[8..12].copy_from_slice(&((1u32 << 30) - 1).to_le_bytes());
+        let mut r = Trickle {
+            header,
+            left: 100_000,
+            largest_ask: 0,
+        };
+        let err = recv(&mut r, "rank 3").err().unwrap().to_string();
+        assert!(
+            err.contains("rank 3") && err.contains("inside a 1073741823-byte frame"),
+            "{err}"
+        );
+        // Never more than one chunk asked for beyond the data that came.
+        assert!(r.largest_ask <= READ_CHUNK, "{}", r.largest_ask);
     }
 }

@@ -87,20 +87,50 @@ impl Runtime {
                 },
             )?;
             if left && !barrier::arrived(flag, epoch) {
-                // Like `check_health`: peers that find this PE gone (it exits on this
-                // error, usually) must blame `from`, not this PE.
-                mine.failure_cause
-                    .0
-                    .store(from as u64 + 1, Ordering::Release);
-                return Err(Error::PeerFailed {
-                    pe: from,
-                    me,
-                    op: "barrier_all",
-                    reason: "it entered finalize (or dropped its runtime) instead of this barrier"
-                        .into(),
-                });
+                return Err(self.partner_left(from));
             }
         }
         Ok(())
+    }
+
+    /// The error of a barrier whose partner `from` entered finalize (or dropped its
+    /// runtime) instead of joining. If `from` recorded that it gave up because another PE
+    /// failed, that PE is the root cause and is named; otherwise `from` is. Either way the
+    /// PE named is recorded in this PE's control block, like `check_health` does, so that
+    /// peers that find this PE gone (it exits on this error, usually) blame it too.
+    #[cold]
+    fn partner_left(&self, from: usize) -> Error {
+        let me = self.my_pe();
+        // The Acquire load of `from`'s finalizing flag that got us here synchronizes with
+        // `from`'s Release store of it, which follows its store of the cause, so a cause
+        // recorded before finalize is visible here.
+        let cause = self
+            .heap
+            .control(from)
+            .map(|cb| cb.failure_cause.0.load(Ordering::Acquire))
+            .and_then(|c| c.checked_sub(1))
+            .map(|c| c as usize)
+            .filter(|&c| c != me && c != from && c < self.n_pes());
+        let (pe, reason) = match cause {
+            Some(root) => (
+                root,
+                format!(
+                    "PE {from} entered finalize (or dropped its runtime) instead of this barrier after it detected the failure of PE {root}"
+                ),
+            ),
+            None => (
+                from,
+                "it entered finalize (or dropped its runtime) instead of this barrier".into(),
+            ),
+        };
+        if let Some(mine) = self.heap.control(me) {
+            mine.failure_cause.0.store(pe as u64 + 1, Ordering::Release);
+        }
+        Error::PeerFailed {
+            pe,
+            me,
+            op: "barrier_all",
+            reason,
+        }
     }
 }

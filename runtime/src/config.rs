@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use symmem_bootstrap::duration;
 use symmem_bootstrap::BootstrapChoice;
 
 use crate::error::Error;
@@ -25,8 +26,8 @@ pub struct Variable {
 pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_SYMMETRIC_SIZE", default: "1G", doc: "bytes of symmetric heap per PE; suffixes K, M, G, T (powers of 1024); sparse, so unused space costs nothing" },
     Variable { name: "SYMMEM_BOOTSTRAP", default: "auto", doc: "how PEs find each other: auto (symrun, else MPI launcher, else one PE), tcp (symrun), mpi" },
-    Variable { name: "SYMMEM_BOOTSTRAP_TIMEOUT", default: "60", doc: "seconds each bootstrap call (init, alloc, finalize) may wait for the other PEs" },
-    Variable { name: "SYMMEM_TIMEOUT", default: "0", doc: "seconds a wait (barrier, wait_until, quiet) may block before failing; 0 = no limit (dead peers are still detected)" },
+    Variable { name: "SYMMEM_BOOTSTRAP_TIMEOUT", default: "60", doc: "seconds each bootstrap call (init, alloc, finalize) may wait for the other PEs; 1 year or more (e.g. inf) = no limit" },
+    Variable { name: "SYMMEM_TIMEOUT", default: "0", doc: "seconds a wait (barrier, wait_until, quiet) may block before failing; 0, or 1 year or more (e.g. inf), = no limit (dead peers are still detected)" },
     Variable { name: "SYMMEM_DEBUG", default: "warn", doc: "log level: error, warn, info, debug, trace" },
     Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma), or all" },
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
@@ -72,9 +73,9 @@ pub struct Config {
     pub symmetric_size: usize,
     /// `SYMMEM_BOOTSTRAP`.
     pub bootstrap: BootstrapChoice,
-    /// `SYMMEM_BOOTSTRAP_TIMEOUT`.
+    /// `SYMMEM_BOOTSTRAP_TIMEOUT`; [`duration::MAX_WAIT`] (one year) = no limit.
     pub bootstrap_timeout: Duration,
-    /// `SYMMEM_TIMEOUT`; `None` = no limit.
+    /// `SYMMEM_TIMEOUT`; `None` = no limit (`0`, or one year or more).
     pub timeout: Option<Duration>,
     /// `SYMMEM_DEBUG`.
     pub debug: String,
@@ -140,7 +141,8 @@ impl Config {
             None => Duration::from_secs(60),
         };
         let timeout = match get("SYMMEM_TIMEOUT") {
-            Some(v) => Some(parse_seconds("SYMMEM_TIMEOUT", &v)?).filter(|d| !d.is_zero()),
+            Some(v) => Some(parse_seconds("SYMMEM_TIMEOUT", &v)?)
+                .filter(|d| !d.is_zero() && !duration::is_unlimited(*d)),
             None => None,
         };
         let debug = match get("SYMMEM_DEBUG") {
@@ -285,7 +287,11 @@ impl Config {
             ),
             (
                 "SYMMEM_BOOTSTRAP_TIMEOUT",
-                self.bootstrap_timeout.as_secs_f64().to_string(),
+                if duration::is_unlimited(self.bootstrap_timeout) {
+                    "inf (no limit)".to_string()
+                } else {
+                    self.bootstrap_timeout.as_secs_f64().to_string()
+                },
             ),
             ("SYMMEM_TIMEOUT", opt(self.timeout)),
             ("SYMMEM_DEBUG", self.debug.clone()),
@@ -358,14 +364,10 @@ fn parse_size(var: &'static str, v: &str) -> Result<usize, Error> {
     Ok(bytes)
 }
 
+/// Parses seconds by the one rule for durations from outside ([`symmem_bootstrap::duration`]):
+/// one year or more (`inf` included) is [`duration::MAX_WAIT`], meaning no limit.
 fn parse_seconds(var: &'static str, v: &str) -> Result<Duration, Error> {
-    let secs: f64 = v
-        .parse()
-        .map_err(|_| bad(var, v, "expected a number of seconds, e.g. 30 or 0.5"))?;
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(bad(var, v, "expected a non-negative number of seconds"));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    symmem_bootstrap::duration::parse_seconds(v).map_err(|why| bad(var, v, why))
 }
 
 fn parse_bool(var: &'static str, v: &str) -> Result<bool, Error> {
@@ -433,6 +435,39 @@ mod tests {
                 .symmetric_size,
             4096
         );
+    }
+
+    #[test]
+    fn huge_durations_mean_no_limit() {
+        for v in ["1e19", "1e20", "inf", "31536000"] {
+            let c = cfg(&[("SYMMEM_TIMEOUT", v), ("SYMMEM_BOOTSTRAP_TIMEOUT", v)])
+                .unwrap_or_else(|e| panic!("{v}: {e}"));
+            assert_eq!(c.timeout, None, "SYMMEM_TIMEOUT={v}");
+            assert_eq!(c.bootstrap_timeout, duration::MAX_WAIT, "{v}");
+            // What init does with it: no overflow, no panic.
+            let _ = duration::deadline_after(c.bootstrap_timeout);
+            let described = c.describe();
+            let shown = &described
+                .iter()
+                .find(|(k, _)| *k == "SYMMEM_BOOTSTRAP_TIMEOUT")
+                .unwrap()
+                .1;
+            assert!(shown.contains("no limit"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn bad_durations_name_the_variable_and_value() {
+        for var in ["SYMMEM_TIMEOUT", "SYMMEM_BOOTSTRAP_TIMEOUT"] {
+            for val in ["nan", "-1", "-inf", "abc"] {
+                let err = cfg(&[(var, val)]).unwrap_err().to_string();
+                assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
+            }
+        }
+        let err = cfg(&[("SYMMEM_BOOTSTRAP_TIMEOUT", "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("greater than 0"), "{err}");
     }
 
     #[test]

@@ -315,6 +315,23 @@ impl Runtime {
         }
         Err(err)
     }
+
+    /// Before this PE announces that it is leaving (the `finalizing` flag, set by finalize
+    /// and by a drop), makes sure its control block names the failed PE it is leaving
+    /// because of, if one is known: a peer waiting for it in a barrier then names that PE,
+    /// the root cause, instead of this one. A wait that found the failure has recorded it
+    /// already; this covers the other ways of learning it (a bootstrap collective that
+    /// failed in alloc, say) and is a no-op when all is well.
+    pub(crate) fn record_failure_cause(&self) {
+        let Some(cb) = self.heap.control(self.my_pe()) else {
+            return;
+        };
+        if cb.failure_cause.0.load(Ordering::Acquire) == 0 {
+            // `check_health` records the PE it blames; its error is only reported by the
+            // wait that found it, not by finalize.
+            let _ = self.check_health("finalize");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
 use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
@@ -151,7 +150,7 @@ impl Runtime {
             heap::check_sizes(&topo.heap_lens())?;
             let (backend, reachable) = create_backend(&config, &*bootstrap, &topo)?;
             progress.enter(InitStep::HeapExchange);
-            let deadline = Instant::now() + config.bootstrap_timeout;
+            let deadline = symmem_bootstrap::duration::deadline_after(config.bootstrap_timeout);
             let heap = pending.connect(
                 &topo,
                 config.symmetric_size,
@@ -418,6 +417,7 @@ impl Runtime {
         if std::mem::replace(&mut self.finalized, true) {
             return Ok(());
         }
+        self.record_failure_cause();
         if let Some(cb) = self.heap.control(self.my_pe()) {
             cb.finalizing.0.store(1, Ordering::Release);
         }
@@ -441,6 +441,7 @@ impl Drop for Runtime {
             // A panicking PE will not take part in anything collective again: tell the
             // others now instead of making them wait in finalize's barrier.
             self.finalized = true;
+            self.record_failure_cause();
             if let Some(cb) = self.heap.control(self.my_pe()) {
                 cb.finalizing.0.store(1, Ordering::Release);
             }

@@ -18,7 +18,8 @@ const USAGE: &str =
   -n, --np N            number of PEs to start on this machine
   --tag-output          prefix each output line with [PE i]
   --kill-grace SECONDS  after the first PE fails, how long the others may take to exit
-                        on their own before they are killed (default 5)
+                        on their own before they are killed (default 5; 1 year or
+                        more, e.g. inf, = never killed)
 
 Environment: SYMMEM_BOOTSTRAP_TIMEOUT bounds every bootstrap call (default 60 s).";
 
@@ -46,12 +47,8 @@ fn parse(args: Vec<OsString>) -> Result<(usize, bool, Duration, OsString, Vec<Os
             Some("--tag-output") => tag = true,
             Some("--kill-grace") => {
                 let v = text(&it.next().ok_or("--kill-grace needs seconds")?);
-                let secs: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s >= 0.0)
-                    .ok_or_else(|| format!("--kill-grace {v}: expected seconds"))?;
-                grace = Duration::from_secs_f64(secs);
+                grace = symmem::bootstrap::duration::parse_seconds(&v)
+                    .map_err(|why| format!("--kill-grace {v}: {why}"))?;
             }
             Some("-h" | "--help") => return Err(String::new()),
             Some("--") => {
@@ -100,6 +97,32 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("symrun: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grace(v: &str) -> Result<Duration, String> {
+        let args = ["-n", "2", "--kill-grace", v, "prog"];
+        parse(args.iter().map(OsString::from).collect()).map(|(_, _, g, _, _)| g)
+    }
+
+    #[test]
+    fn kill_grace_follows_the_duration_rule() {
+        assert_eq!(grace("0.5"), Ok(Duration::from_millis(500)));
+        for v in ["1e20", "1e19", "inf"] {
+            let g = grace(v).unwrap_or_else(|e| panic!("{v}: {e}"));
+            assert!(symmem::bootstrap::duration::is_unlimited(g), "{v}: {g:?}");
+        }
+        for v in ["nan", "-1", "abc"] {
+            let err = grace(v).unwrap_err();
+            assert!(
+                err.contains("--kill-grace") && err.contains(v),
+                "{v}: {err}"
+            );
         }
     }
 }

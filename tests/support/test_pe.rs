@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         "init_fault" => init_fault(),
         "finalize_in_barrier" => finalize_in_barrier(),
         "panic_with_runtime" => panic_with_runtime(),
+        "cascade_to_barrier" => cascade_to_barrier(),
         "reinit" => reinit(),
         "two_nodes" => two_nodes(),
         "heap_is_memfd" => with_init(heap_is_memfd),
@@ -347,6 +348,62 @@ fn panic_with_runtime() -> Outcome {
         }
     }
     Err("two barriers completed without PE 1".into())
+}
+
+/// A cascade: PE 0 (A) is killed while PE 1 (B) waits for it; B notices, drops its runtime
+/// and then leaves a marker file (`SYMMEM_TEST_MARKER`); only then does PE 2 (C) enter
+/// `barrier_all`, whose first partner is B. C finds B in finalize, not in the barrier,
+/// and must name A, the failure B recorded, not B. Each survivor prints
+/// `ERROR (PE i in op): <error>` and exits with code 3.
+fn cascade_to_barrier() -> Outcome {
+    let marker = std::env::var("SYMMEM_TEST_MARKER")
+        .map_err(|_| "SYMMEM_TEST_MARKER is not set".to_string())?;
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    ensure(rt.n_pes() == 3, || "cascade_to_barrier needs 3 PEs".into())?;
+    let never = rt.calloc::<u64>(1).map_err(e2s)?;
+    let waiting = rt.calloc::<u64>(1).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    match rt.my_pe() {
+        0 => {
+            // Die once B is (about to be) waiting for this PE.
+            rt.wait_until(waiting.at(0), symmem::Cmp::Eq, 1)
+                .map_err(e2s)?;
+            // SAFETY: raising a signal on our own process; nothing runs after it.
+            unsafe { libc::raise(libc::SIGKILL) };
+            unreachable!("SIGKILL returned");
+        }
+        1 => {
+            rt.atomic_inc(waiting.at(0), 0).map_err(e2s)?;
+            let err = match rt.wait_until(never.at(0), symmem::Cmp::Eq, 1) {
+                Ok(_) => return Err("wait_until returned although PE 0 never wrote".into()),
+                Err(e) => e,
+            };
+            println!("ERROR (PE 1 in wait_until): {err}");
+            // Drop the runtime (finalize fails: PE 0 is gone; the drop logs it), then let C
+            // go on: by now B's finalizing flag is set.
+            drop(rt);
+            std::fs::write(&marker, b"B dropped its runtime")
+                .map_err(|e| format!("writing {marker}: {e}"))?;
+            std::process::exit(3);
+        }
+        _ => {
+            let start = Instant::now();
+            while !std::path::Path::new(&marker).exists() {
+                if start.elapsed() > std::time::Duration::from_secs(20) {
+                    return Err(format!("PE 1 never wrote {marker}"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            match rt.barrier_all() {
+                Ok(()) => Err("barrier_all completed without PE 0 and PE 1".into()),
+                Err(e) => {
+                    println!("ERROR (PE 2 in barrier_all): {e}");
+                    std::process::exit(3);
+                }
+            }
+        }
+    }
 }
 
 /// init → use → finalize → init again in one process; a handle from the first runtime is

@@ -138,7 +138,9 @@ impl TcpBootstrap {
                 "rank {rank} is out of range for {size} ranks"
             )));
         }
-        let deadline = Instant::now() + timeout;
+        // A library caller may pass any Duration: cap it so deadlines cannot overflow.
+        let timeout = crate::duration::capped(timeout);
+        let deadline = crate::duration::deadline_after(timeout);
         let mut stream = connect_until(addr, deadline, timeout)?;
         let _ = stream.set_nodelay(true);
         wire::send(

@@ -7,4 +7,4 @@ mod client;
 mod server;
 
 pub use client::TcpBootstrap;
-pub use server::RendezvousServer;
+pub use server::{RendezvousServer, HELLO_TIMEOUT, MAX_UNAUTHENTICATED};

@@ -43,8 +43,9 @@ pub struct ControlBlock {
     /// `barrier[r]` is written by this PE's round-`r` partner in the dissemination barrier.
     pub barrier: [PaddedU64; MAX_BARRIER_ROUNDS],
     /// 0, or 1 + the PE whose failure this PE detected. Written by this PE before it gives
-    /// up, read by peers that find this PE dead, so that they name the root cause rather
-    /// than a PE that merely exited in reaction to it. The mapping outlives the process.
+    /// up, and always before it sets `finalizing`; read by peers that find this PE dead or
+    /// finalizing, so that they name the root cause rather than a PE that merely left in
+    /// reaction to it. The mapping outlives the process.
     pub failure_cause: PaddedU64,
     /// Nonzero once this PE has entered finalize: peers waiting for it in a barrier it
     /// will never join fail instead of waiting for the bootstrap deadline.

@@ -1,0 +1,219 @@
+//! What a rendezvous server spends on connections that lie or never authenticate.
+//!
+//! The tests share process-wide measures (allocated bytes, thread count), so they take
+//! turns through [`serial`], and this file is its own test binary.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use symmem_bootstrap::tcp::{RendezvousServer, TcpBootstrap};
+use symmem_bootstrap::wire::{self, Header, Msg};
+use symmem_bootstrap::Bootstrap;
+
+/// The system allocator, keeping count of the bytes live now and the most ever live.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+impl Counting {
+    fn added(size: usize) {
+        let now = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+        PEAK.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; the counters do not affect
+// what is allocated.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is `System`'s.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            Self::added(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            Self::added(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System` with this layout (every path above uses it).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as for `alloc`; `ptr` and `layout` are the caller's, from `System`.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            Self::added(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// More than any honest exchange below needs; far less than the 1 GiB the frames claim.
+const MEMORY_BOUND: usize = 16 << 20;
+
+fn serial() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn start(nonce: u64, size: usize) -> RendezvousServer {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    RendezvousServer::start(listener, nonce, size, Duration::from_secs(20)).unwrap()
+}
+
+/// A frame header of the rendezvous protocol claiming `len` payload bytes.
+fn header(kind: u16, len: u32) -> [u8; wire::HEADER_LEN] {
+    Header {
+        magic: wire::MAGIC,
+        version: wire::VERSION,
+        kind,
+        len,
+    }
+    .encode()
+}
+
+/// Everything the server sends until it closes the connection (or 10 s pass).
+fn read_until_closed(stream: &mut TcpStream) -> (Vec<u8>, Duration) {
+    let start = Instant::now();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return (got, start.elapsed()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn threads() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("a Threads: line in /proc/self/status")
+}
+
+#[test]
+fn a_huge_frame_before_the_hello_is_refused_at_once() {
+    let _turn = serial();
+    let server = start(7, 2);
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    let me = s.local_addr().unwrap().to_string();
+    // Kind 3 (a collective) claiming 1 GiB, where the hello must come first.
+    s.write_all(&header(3, 1 << 30)).unwrap();
+    let (reply, took) = read_until_closed(&mut s);
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(
+        reply.contains(&me) && reply.contains("exceeds limit 256"),
+        "the rejection names the peer {me} and the limit: {reply:?}"
+    );
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    assert!(peak < MEMORY_BOUND, "{peak} bytes allocated");
+}
+
+#[test]
+fn an_authenticated_lying_length_reserves_nothing_ahead_of_data() {
+    let _turn = serial();
+    let server = start(7, 2);
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    let hello = Msg::Hello {
+        nonce: 7,
+        session: 0,
+        rank: 0,
+        size: 2,
+        pid: std::process::id(),
+    };
+    s.write_all(&wire::encode(&hello)).unwrap();
+    // A collective claiming 1 GiB - 1 bytes, of which 1 MiB arrives.
+    s.write_all(&header(3, (1 << 30) - 1)).unwrap();
+    s.write_all(&vec![0u8; 1 << 20]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    assert!(
+        peak < MEMORY_BOUND,
+        "{peak} bytes allocated for 1 MiB of data"
+    );
+    drop(s);
+}
+
+#[test]
+fn idle_connections_do_not_take_unbounded_threads() {
+    let _turn = serial();
+    let server = start(7, 2);
+    let base = threads();
+    let limit = symmem_bootstrap::tcp::MAX_UNAUTHENTICATED;
+    let idle: Vec<TcpStream> = (0..3 * limit)
+        .map(|_| TcpStream::connect(server.addr()).unwrap())
+        .collect();
+    // Let the acceptor take them all.
+    std::thread::sleep(Duration::from_millis(500));
+    let during = threads();
+    assert!(
+        during <= base + limit + 2,
+        "{during} threads with {} idle connections (base {base}, limit {limit})",
+        idle.len()
+    );
+    // The excess was closed, not left waiting: reading finds the end of the stream (or a
+    // reset) at once, where an open connection would have nothing to read yet.
+    let closed = idle
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            match (&**s).read(&mut [0u8; 1]) {
+                Ok(0) => true,
+                Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+                Ok(_) => panic!("the server sent something to an idle connection"),
+            }
+        })
+        .count();
+    assert!(
+        closed >= 2 * limit && closed < idle.len(),
+        "{closed} of {} closed",
+        idle.len()
+    );
+    // Once they go, the slots are free again and a job can join.
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(200));
+    let addr = server.addr().to_string();
+    let ranks: Vec<_> = (0..2)
+        .map(|r| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let b = TcpBootstrap::connect(&addr, 7, 0, r, 2, Duration::from_secs(20))?;
+                b.barrier()
+            })
+        })
+        .collect();
+    for r in ranks {
+        r.join().unwrap().unwrap();
+    }
+}
