@@ -38,8 +38,9 @@ fn run() -> symmem::Result<ExitCode> {
     rt.get(inbox.at(0), &mut got, me)?;
     let left = (me + n - 1) % n;
     println!(
-        "PE {me} of {n} (node {}): received {} from PE {}",
-        rt.node_of(me)?,
+        "PE {me} of {n} (host {}, {} PEs on its node): received {} from PE {}",
+        rt.hostname_of(me)?,
+        rt.local_pes().len(),
         got[1],
         got[0]
     );

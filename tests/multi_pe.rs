@@ -2,7 +2,7 @@
 //! (with `SYMMEM_TEST_LAUNCHER=mpirun`) mpirun.
 
 mod common;
-use common::run_scenario;
+use common::{run_scenario, TEST_PE};
 
 #[test]
 fn put_get_2_pes() {
@@ -98,4 +98,35 @@ fn two_nodes_map_only_their_own_peers() {
 #[test]
 fn heap_is_an_anonymous_memfd_mapped_by_every_peer() {
     run_scenario(4, "heap_is_memfd", &[]).assert_success();
+}
+
+#[test]
+fn same_hostname_but_another_ipc_namespace_is_another_node() {
+    // `unshare -i` needs CAP_SYS_ADMIN (root, or a CI container that grants it).
+    let can_unshare = std::process::Command::new("unshare")
+        .args(["-i", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !can_unshare {
+        eprintln!("skipped: `unshare -i` is not permitted here");
+        return;
+    }
+    // Under symrun (the launcher this test is about), PE 1 in a new IPC namespace.
+    let script = format!(
+        r#"if [ "$SYMMEM_LAUNCH_RANK" = 1 ]; then exec unshare -i '{TEST_PE}' split_ipc_namespace; else exec '{TEST_PE}' split_ipc_namespace; fi"#
+    );
+    let job = symmem_test_harness::run_job(
+        &symmem_test_harness::Launcher::Symrun(common::SYMRUN.into()),
+        2,
+        "sh",
+        &["-c", &script],
+        &[],
+    );
+    job.assert_success();
+    assert_eq!(
+        job.stdout.matches("split_ipc_namespace ok").count(),
+        2,
+        "{}",
+        job.stdout
+    );
 }

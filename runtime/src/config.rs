@@ -32,7 +32,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma), or all" },
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
     Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
-    Variable { name: "SYMMEM_NODE_ID", default: "hostname", doc: "node identity; PEs with equal ids share memory. Lets one machine act as several nodes" },
+    Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC and network namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared). Setting it lets one machine act as several nodes" },
     Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
     Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "comma-separated RDMA devices to use" },
     Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE" },
@@ -85,10 +85,17 @@ pub struct Config {
     pub disable_p2p: bool,
     /// `SYMMEM_REMOTE_TRANSPORT`.
     pub remote_transport: RemoteTransport,
-    /// `SYMMEM_NODE_ID`, or the hostname.
+    /// `SYMMEM_NODE_ID`, or by default the kernel boot id and the IPC and network
+    /// namespaces (`boot=<boot id>,ipc=<inode>,net=<inode>`), or the hostname where
+    /// `/proc` cannot tell (see `node_id_fallback`).
     pub node_id: String,
     /// `SYMMEM_SIMULATE_NODES`: the job's PEs form this many nodes (1 = by node id only).
     pub simulate_nodes: usize,
+    /// This machine's hostname, for messages only (containers may share one).
+    pub hostname: String,
+    /// Why `node_id` is the hostname, when `/proc` could not tell the default identity
+    /// (logged at debug by init).
+    pub node_id_fallback: Option<String>,
     /// `SYMMEM_HCA_LIST`; empty = all.
     pub hca_list: Vec<String>,
     /// `SYMMEM_IB_GID_INDEX`.
@@ -193,9 +200,13 @@ impl Config {
                 ))
             }
         };
-        let node_id = match get("SYMMEM_NODE_ID") {
-            Some(v) => v,
-            None => hostname()?,
+        let hostname = hostname()?;
+        let (node_id, node_id_fallback) = match get("SYMMEM_NODE_ID") {
+            Some(v) => (v, None),
+            None => match crate::topology::default_node_id() {
+                Ok(id) => (id, None),
+                Err(why) => (hostname.clone(), Some(why)),
+            },
         };
         let simulate_nodes = match get("SYMMEM_SIMULATE_NODES") {
             Some(v) => match v.parse::<usize>() {
@@ -248,6 +259,8 @@ impl Config {
             remote_transport,
             node_id,
             simulate_nodes,
+            hostname,
+            node_id_fallback,
             hca_list,
             ib_gid_index,
             socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
@@ -384,7 +397,7 @@ fn hostname() -> Result<String, Error> {
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
     if rc != 0 {
         return Err(Error::io(
-            "reading the hostname for SYMMEM_NODE_ID",
+            "reading the hostname (shown in messages; the node identity where /proc is unreadable)",
             std::io::Error::last_os_error(),
         ));
     }
@@ -435,6 +448,21 @@ mod tests {
                 .symmetric_size,
             4096
         );
+    }
+
+    #[test]
+    fn node_id_defaults_to_the_proc_identity_and_can_be_overridden() {
+        let c = cfg(&[]).unwrap();
+        match crate::topology::default_node_id() {
+            Ok(id) => assert_eq!((c.node_id, c.node_id_fallback), (id, None)),
+            Err(why) => {
+                assert_eq!(c.node_id, c.hostname);
+                assert_eq!(c.node_id_fallback, Some(why));
+            }
+        }
+        assert!(!c.hostname.is_empty());
+        let c = cfg(&[("SYMMEM_NODE_ID", "rack3")]).unwrap();
+        assert_eq!(c.node_id, "rack3");
     }
 
     #[test]

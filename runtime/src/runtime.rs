@@ -134,8 +134,15 @@ impl Runtime {
             })?);
             let pending = SymmetricHeap::create(job, rank)?;
             progress.enter(InitStep::Topology);
+            if let Some(why) = &config.node_id_fallback {
+                tracing::debug!(
+                    host = %config.hostname,
+                    "the node identity is the hostname: /proc cannot tell the default (boot id and IPC/network namespaces): {why}"
+                );
+            }
             let me = PeInfo {
                 node: node_of(&config, rank, bootstrap.size()),
+                host: config.hostname.clone(),
                 pid: std::process::id(),
                 heap_len: config.symmetric_size,
             };
@@ -256,6 +263,7 @@ impl Runtime {
             pe = rank,
             n_pes = rt.n_pes(),
             node = %rt.topo.node(rank),
+            host = %rt.config.hostname,
             local_pes = ?rt.topo.local_pes(),
             bootstrap = %rt.bootstrap.kind(),
             heap_bytes = rt.heap.len(),
@@ -284,10 +292,18 @@ impl Runtime {
         self.topo.n_pes()
     }
 
-    /// The node identity of `pe` (`SYMMEM_NODE_ID` or its hostname).
+    /// The node identity of `pe`: `SYMMEM_NODE_ID`, or by default its kernel boot id and
+    /// IPC and network namespaces. PEs with equal identities share memory.
     pub fn node_of(&self, pe: usize) -> Result<&str> {
         self.check_pe("node_of", pe)?;
         Ok(self.topo.node(pe))
+    }
+
+    /// The hostname of `pe`'s machine, for messages. Not a node identity: containers on
+    /// different machines may share a hostname (compare [`Self::node_of`] instead).
+    pub fn hostname_of(&self, pe: usize) -> Result<&str> {
+        self.check_pe("hostname_of", pe)?;
+        Ok(self.topo.host(pe))
     }
 
     /// PEs that share this PE's node (and so its memory), including this PE.
@@ -464,6 +480,7 @@ impl std::fmt::Debug for Runtime {
             .field("my_pe", &self.my_pe())
             .field("n_pes", &self.n_pes())
             .field("node", &self.topo.node(self.my_pe()))
+            .field("host", &self.config.hostname)
             .field("bootstrap", &self.bootstrap.kind())
             .field("heap", &self.heap)
             .finish()

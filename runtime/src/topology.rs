@@ -1,12 +1,88 @@
 //! Who is where: node identity and process id of every PE.
+//!
+//! # Node identity
+//! PEs with equal node identities share memory (they map each other's heaps and watch each
+//! other's processes). `SYMMEM_NODE_ID` sets it, so that one machine can act as several
+//! nodes. By default it is what decides whether two processes *can* share memory and
+//! see each other's processes: the kernel they run on (its boot id,
+//! `/proc/sys/kernel/random/boot_id`) and the IPC and network namespaces they are in
+//! (`/proc/self/ns/ipc`, `/proc/self/ns/net`; abstract Unix sockets, which carry the heap
+//! fds, are per network namespace), composed by [`compose_node_id`]. Hostnames are not
+//! an identity: containers on different machines often share one. They are only shown in
+//! messages. Where `/proc` cannot be read, the hostname is the identity, and init says
+//! why in a debug log.
 
 use crate::error::{Error, Result};
+
+/// The kernel's boot id: unique per boot of a machine.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+/// This process's IPC namespace (a link such as `ipc:[4026531839]`).
+const IPC_NS: &str = "/proc/self/ns/ipc";
+/// This process's network namespace (a link such as `net:[4026531840]`).
+const NET_NS: &str = "/proc/self/ns/net";
+
+/// The default node identity of this process (see [Node identity](self#node-identity)),
+/// or, where `/proc` cannot tell, why not (each file that could not be read, and the
+/// error); the caller then uses the hostname.
+pub fn default_node_id() -> std::result::Result<String, String> {
+    let link =
+        |path: &str| std::fs::read_link(path).map(|target| target.to_string_lossy().into_owned());
+    node_id_from(std::fs::read_to_string(BOOT_ID), link(IPC_NS), link(NET_NS))
+}
+
+/// The node identity from what was read of the boot id and the IPC and network namespace
+/// links, or what could not be read.
+fn node_id_from(
+    boot_id: std::io::Result<String>,
+    ipc_ns: std::io::Result<String>,
+    net_ns: std::io::Result<String>,
+) -> std::result::Result<String, String> {
+    match (boot_id, ipc_ns, net_ns) {
+        (Ok(boot), Ok(ipc), Ok(net)) if !boot.trim().is_empty() => {
+            Ok(compose_node_id(&boot, &ipc, &net))
+        }
+        (boot, ipc, net) => Err([(BOOT_ID, boot), (IPC_NS, ipc), (NET_NS, net)]
+            .into_iter()
+            .filter_map(|(path, r)| match r {
+                Err(e) => Some(format!("cannot read {path}: {e}")),
+                Ok(v) if v.trim().is_empty() => Some(format!("{path} is empty")),
+                Ok(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .join("; ")),
+    }
+}
+
+/// Composes a node identity from the kernel boot id and the IPC and network namespace
+/// links (`ipc:[N]`, `net:[N]`; namespace inode numbers are unique within one boot):
+/// `boot=<boot id>,ipc=<N>,net=<N>`. Equal on two processes exactly when they run on the
+/// same kernel in the same IPC and network namespaces.
+pub fn compose_node_id(boot_id: &str, ipc_ns: &str, net_ns: &str) -> String {
+    // `ipc:[4026531839]` → `4026531839`; an unexpected form is kept whole.
+    let inode = |link: &str| {
+        let link = link.trim();
+        link.split_once(":[")
+            .and_then(|(_, rest)| rest.strip_suffix(']'))
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .unwrap_or(link)
+            .to_string()
+    };
+    format!(
+        "boot={},ipc={},net={}",
+        boot_id.trim(),
+        inode(ipc_ns),
+        inode(net_ns)
+    )
+}
 
 /// What each PE tells the others at init.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeInfo {
-    /// `SYMMEM_NODE_ID` or the hostname.
+    /// Node identity: `SYMMEM_NODE_ID`, or by default the boot id and IPC and network
+    /// namespaces (see [Node identity](self#node-identity)).
     pub node: String,
+    /// Hostname, for messages only.
+    pub host: String,
     /// Process id.
     pub pid: u32,
     /// `SYMMEM_SYMMETRIC_SIZE` in bytes.
@@ -14,12 +90,15 @@ pub struct PeInfo {
 }
 
 impl PeInfo {
-    /// Serializes for the allgather.
+    /// Serializes for the allgather: pid, heap length, the node identity's length, the
+    /// node identity, then the hostname.
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(12 + self.node.len());
+        let mut v = Vec::with_capacity(16 + self.node.len() + self.host.len());
         v.extend_from_slice(&self.pid.to_le_bytes());
         v.extend_from_slice(&(self.heap_len as u64).to_le_bytes());
+        v.extend_from_slice(&(self.node.len() as u32).to_le_bytes());
         v.extend_from_slice(self.node.as_bytes());
+        v.extend_from_slice(self.host.as_bytes());
         v
     }
 
@@ -32,13 +111,21 @@ impl PeInfo {
                 bytes.len()
             ),
         };
-        if bytes.len() < 12 {
+        if bytes.len() < 16 {
             return Err(malformed());
         }
+        let node_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let rest = &bytes[16..];
+        if node_len > rest.len() {
+            return Err(malformed());
+        }
+        let (node, host) = rest.split_at(node_len);
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| malformed());
         Ok(PeInfo {
             pid: u32::from_le_bytes(bytes[..4].try_into().unwrap()),
             heap_len: u64::from_le_bytes(bytes[4..12].try_into().unwrap()) as usize,
-            node: String::from_utf8(bytes[12..].to_vec()).map_err(|_| malformed())?,
+            node: text(node)?,
+            host: text(host)?,
         })
     }
 }
@@ -80,6 +167,11 @@ impl Topology {
         &self.infos[pe].node
     }
 
+    /// `pe`'s hostname (for messages; not an identity).
+    pub fn host(&self, pe: usize) -> &str {
+        &self.infos[pe].host
+    }
+
     /// `pe`'s process id.
     pub fn pid(&self, pe: usize) -> u32 {
         self.infos[pe].pid
@@ -99,11 +191,14 @@ mod tests {
     fn info_roundtrip_and_locality() {
         let a = PeInfo {
             node: "n0".into(),
+            host: "box".into(),
             pid: 10,
             heap_len: 1 << 20,
         };
+        // Same hostname, another node: the hostname does not decide.
         let b = PeInfo {
             node: "n1".into(),
+            host: "box".into(),
             pid: 11,
             heap_len: 1 << 20,
         };
@@ -114,5 +209,86 @@ mod tests {
             .contains("PE 3"));
         let t = Topology::new(2, vec![a.clone(), b.clone(), a, b]);
         assert_eq!(t.local_pes(), &[0, 2]);
+        assert_eq!((t.node(1), t.host(1)), ("n1", "box"));
+        // A node length past the end is malformed, not a panic.
+        let mut bad = t.infos[0].encode();
+        bad[12..16].copy_from_slice(&1000u32.to_le_bytes());
+        assert!(PeInfo::decode(&bad, 1).is_err());
+    }
+
+    const BOOT: &str = "b965e65f-a9f3-4be0-a7e7-4654661f12e6\n";
+
+    #[test]
+    fn node_identity_is_boot_id_and_namespaces() {
+        let id = compose_node_id(BOOT, "ipc:[4026531839]", "net:[4026531833]");
+        assert_eq!(
+            id,
+            "boot=b965e65f-a9f3-4be0-a7e7-4654661f12e6,ipc=4026531839,net=4026531833"
+        );
+        // Each part tells nodes apart: another boot, another IPC or network namespace.
+        let other_boot = compose_node_id(
+            "0d7c3f0e-1111-4222-8333-944445555666",
+            "ipc:[4026531839]",
+            "net:[4026531833]",
+        );
+        let other_ipc = compose_node_id(BOOT, "ipc:[4026532000]", "net:[4026531833]");
+        let other_net = compose_node_id(BOOT, "ipc:[4026531839]", "net:[4026532001]");
+        for other in [other_boot, other_ipc, other_net] {
+            assert_ne!(id, other);
+        }
+        // The same inputs, however read (trailing newline or not), give the same identity.
+        assert_eq!(
+            id,
+            compose_node_id(BOOT.trim(), "ipc:[4026531839]\n", "net:[4026531833]")
+        );
+        // An unexpected link form is kept whole rather than lost.
+        assert_eq!(
+            compose_node_id("b", "weird", "net:[]"),
+            "boot=b,ipc=weird,net=net:[]"
+        );
+    }
+
+    #[test]
+    fn unreadable_proc_says_what_could_not_be_read() {
+        let ok = |s: &str| Ok(s.to_string());
+        let denied = || Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        assert_eq!(
+            node_id_from(ok(BOOT), ok("ipc:[1]"), ok("net:[2]")),
+            Ok(compose_node_id(BOOT, "ipc:[1]", "net:[2]"))
+        );
+        for (r, path) in [
+            (
+                node_id_from(denied(), ok("ipc:[1]"), ok("net:[2]")),
+                BOOT_ID,
+            ),
+            (node_id_from(ok(BOOT), denied(), ok("net:[2]")), IPC_NS),
+            (node_id_from(ok(BOOT), ok("ipc:[1]"), denied()), NET_NS),
+            (
+                node_id_from(ok(" \n"), ok("ipc:[1]"), ok("net:[2]")),
+                BOOT_ID,
+            ),
+        ] {
+            let why = r.unwrap_err();
+            assert!(why.contains(path), "{why}");
+        }
+        let why = node_id_from(denied(), ok("ipc:[1]"), denied()).unwrap_err();
+        assert!(
+            why.contains(BOOT_ID) && why.contains(NET_NS) && !why.contains(IPC_NS),
+            "{why}"
+        );
+        assert!(why.contains("Permission denied"), "{why}");
+    }
+
+    #[test]
+    fn this_process_has_a_proc_node_identity() {
+        // Where /proc is mounted (every Linux CI machine), the default is not the hostname.
+        if std::path::Path::new(BOOT_ID).exists() {
+            let id = default_node_id().unwrap();
+            assert!(
+                id.starts_with("boot=") && id.contains(",ipc=") && id.contains(",net="),
+                "{id}"
+            );
+            assert_eq!(Ok(id), default_node_id(), "stable within a process");
+        }
     }
 }

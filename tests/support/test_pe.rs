@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         "cascade_to_barrier" => cascade_to_barrier(),
         "reinit" => reinit(),
         "two_nodes" => two_nodes(),
+        "split_ipc_namespace" => with_init(split_ipc_namespace),
         "heap_is_memfd" => with_init(heap_is_memfd),
         "uid_root" => uid_root(&args[1..]),
         "uid_join" => uid_join(&args[1..]),
@@ -476,6 +477,40 @@ fn two_nodes() -> Outcome {
     rt.free(buf).map_err(e2s)?;
     rt.finalize().map_err(e2s)?;
     println!("PE {me}: two_nodes ok");
+    Ok(())
+}
+
+/// Run with PE 1 in an IPC namespace of its own (`unshare -i`) and no `SYMMEM_NODE_ID`:
+/// the two PEs share a kernel and a hostname, as containers on one machine can, yet are
+/// different nodes, so neither maps the other's heap.
+fn split_ipc_namespace(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    ensure(n == 2, || "split_ipc_namespace needs 2 PEs".into())?;
+    let other = 1 - me;
+    let (host, other_host) = (
+        rt.hostname_of(me).map_err(e2s)?,
+        rt.hostname_of(other).map_err(e2s)?,
+    );
+    ensure(host == other_host, || {
+        format!("hostnames differ: {host} and {other_host}")
+    })?;
+    let (node, other_node) = (
+        rt.node_of(me).map_err(e2s)?,
+        rt.node_of(other).map_err(e2s)?,
+    );
+    ensure(node != other_node && node.contains(",ipc="), || {
+        format!("PE {me} is on node {node}, PE {other} on {other_node}")
+    })?;
+    ensure(rt.local_pes() == [me], || {
+        format!("local PEs {:?}", rt.local_pes())
+    })?;
+    let buf = rt.calloc::<u64>(1).map_err(e2s)?;
+    ensure(rt.ptr(&buf, other).map_err(e2s)?.is_none(), || {
+        format!("PE {me} maps PE {other}'s heap across IPC namespaces")
+    })?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(buf).map_err(e2s)?;
+    println!("PE {me}: split_ipc_namespace ok (host {host}, node {node})");
     Ok(())
 }
 

@@ -156,6 +156,7 @@ fn errors_inner(rt: &Runtime) -> Outcome {
         )?;
         expect_err(rt.ptr(&buf, pe), "InvalidPe", &bad("ptr"))?;
         expect_err(rt.node_of(pe), "InvalidPe", &bad("node_of"))?;
+        expect_err(rt.hostname_of(pe), "InvalidPe", &bad("hostname_of"))?;
     }
 
     // Out of bounds, element forms, against every PE.
