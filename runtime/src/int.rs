@@ -105,6 +105,31 @@ macro_rules! sym_int {
     };
 }
 
+/// Performs `kind` on `a` with the host API's orderings (fetch Acquire, set Release, the
+/// read-modify-writes SeqCst) and returns the old value (0 for a set): how requests that
+/// arrive encoded, from peers over a transport, are applied.
+pub(crate) fn apply_amo<T: SymInt>(
+    a: &T::Atomic,
+    kind: symmem_device::AmoKind,
+    v: T,
+    cond: T,
+) -> T {
+    use symmem_device::AmoKind;
+    match kind {
+        AmoKind::Fetch => T::load(a, Ordering::Acquire),
+        AmoKind::Set => {
+            T::store(a, v, Ordering::Release);
+            T::from_bits(0)
+        }
+        AmoKind::Swap => T::swap(a, v, Ordering::SeqCst),
+        AmoKind::CompareSwap => T::compare_swap(a, cond, v, Ordering::SeqCst),
+        AmoKind::FetchAdd => T::fetch_add(a, v, Ordering::SeqCst),
+        AmoKind::FetchAnd => T::fetch_and(a, v, Ordering::SeqCst),
+        AmoKind::FetchOr => T::fetch_or(a, v, Ordering::SeqCst),
+        AmoKind::FetchXor => T::fetch_xor(a, v, Ordering::SeqCst),
+    }
+}
+
 sym_int!(u32, AtomicU32, u32);
 sym_int!(u64, AtomicU64, u64);
 sym_int!(i32, AtomicI32, u32);

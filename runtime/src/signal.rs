@@ -167,7 +167,7 @@ impl Runtime {
 /// Updates a signal word. Release: the data stores before it become visible to whoever
 /// Acquire-loads the new value.
 #[inline]
-fn apply_signal(word: &AtomicU64, signal: u64, op: SignalOp) {
+pub(crate) fn apply_signal(word: &AtomicU64, signal: u64, op: SignalOp) {
     match op {
         SignalOp::Set => word.store(signal, Ordering::Release),
         SignalOp::Add => {

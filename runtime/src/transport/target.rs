@@ -7,11 +7,13 @@
 //! fetches Acquire, sets and signals Release, so data written before a signal (a
 //! put_signal's payload) is visible to a PE that observes the signal.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 
 use super::HeapRegion;
+use crate::int::{apply_amo, SymInt};
+use crate::signal::apply_signal;
 
 /// This PE's heap as the target of peers' requests.
 #[derive(Debug, Clone, Copy)]
@@ -99,45 +101,24 @@ impl Target {
     /// `req` passed [`Self::check`] as an [`Opcode::Amo`].
     pub(crate) unsafe fn amo(&self, req: &Request) -> u64 {
         let kind = req.amo_kind().expect("checked");
-        let (v, c) = (req.value, req.compare);
-        if req.width == 8 {
-            // SAFETY: in bounds and 8-byte aligned (checked); heap words touched by peers
-            // are only accessed atomically.
-            let a = unsafe { AtomicU64::from_ptr(self.at(req.remote).cast()) };
-            match kind {
-                AmoKind::Fetch => a.load(Ordering::Acquire),
-                AmoKind::Set => {
-                    a.store(v, Ordering::Release);
-                    0
-                }
-                AmoKind::Swap => a.swap(v, Ordering::SeqCst),
-                AmoKind::CompareSwap => a
-                    .compare_exchange(c, v, Ordering::SeqCst, Ordering::SeqCst)
-                    .unwrap_or_else(|old| old),
-                AmoKind::FetchAdd => a.fetch_add(v, Ordering::SeqCst),
-                AmoKind::FetchAnd => a.fetch_and(v, Ordering::SeqCst),
-                AmoKind::FetchOr => a.fetch_or(v, Ordering::SeqCst),
-                AmoKind::FetchXor => a.fetch_xor(v, Ordering::SeqCst),
+        /// The AMO on the `T` at `p`.
+        ///
+        /// # Safety
+        /// `p` is in bounds and aligned for `T` (checked); heap words touched by peers are
+        /// only accessed atomically.
+        unsafe fn on<T: SymInt>(p: *mut u8, kind: AmoKind, v: u64, c: u64) -> u64 {
+            // SAFETY: forwarded from the caller.
+            let a = unsafe { T::atomic(p.cast()) };
+            apply_amo::<T>(a, kind, T::from_bits(v), T::from_bits(c)).to_bits()
+        }
+        let p = self.at(req.remote);
+        // SAFETY: `check` verified bounds and alignment for the request's width.
+        unsafe {
+            if req.width == 8 {
+                on::<u64>(p, kind, req.value, req.compare)
+            } else {
+                on::<u32>(p, kind, req.value, req.compare)
             }
-        } else {
-            // SAFETY: as above, 4-byte aligned.
-            let a = unsafe { AtomicU32::from_ptr(self.at(req.remote).cast()) };
-            let (v, c) = (v as u32, c as u32);
-            (match kind {
-                AmoKind::Fetch => a.load(Ordering::Acquire),
-                AmoKind::Set => {
-                    a.store(v, Ordering::Release);
-                    0
-                }
-                AmoKind::Swap => a.swap(v, Ordering::SeqCst),
-                AmoKind::CompareSwap => a
-                    .compare_exchange(c, v, Ordering::SeqCst, Ordering::SeqCst)
-                    .unwrap_or_else(|old| old),
-                AmoKind::FetchAdd => a.fetch_add(v, Ordering::SeqCst),
-                AmoKind::FetchAnd => a.fetch_and(v, Ordering::SeqCst),
-                AmoKind::FetchOr => a.fetch_or(v, Ordering::SeqCst),
-                AmoKind::FetchXor => a.fetch_xor(v, Ordering::SeqCst),
-            }) as u64
         }
     }
 
@@ -150,12 +131,7 @@ impl Target {
         // SAFETY: in bounds and 8-byte aligned (checked); signal words are only accessed
         // atomically.
         let a = unsafe { AtomicU64::from_ptr(self.at(off).cast()) };
-        match op {
-            SignalOp::Set => a.store(value, Ordering::Release),
-            SignalOp::Add => {
-                a.fetch_add(value, Ordering::Release);
-            }
-        }
+        apply_signal(a, value, op);
     }
 }
 
