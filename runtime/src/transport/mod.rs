@@ -140,8 +140,23 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
         return Ok(None);
     }
     let needs = setup.remote.iter().any(|&r| r);
-    let all = b.allgather(&[needs as u8])?;
+    let all = b.allgather(&[needs as u8, setup.heap.host as u8])?;
     if all.iter().all(|v| v.first() != Some(&1)) {
+        return Ok(None);
+    }
+    let gpu_heaps: Vec<String> = (0..all.len())
+        .filter(|&pe| all[pe].get(1) != Some(&1))
+        .map(|pe| pe.to_string())
+        .collect();
+    if !gpu_heaps.is_empty() {
+        // Every PE sees the same allgather, so all of them take this branch together.
+        // Operations to PEs without a P2P path then fail naming them (Error::Unreachable).
+        tracing::warn!(
+            target: "init",
+            "PE {}: no remote transport: PEs {} have GPU heaps, which the socket transport cannot serve yet; PEs without a P2P path are unreachable",
+            setup.me,
+            gpu_heaps.join(", ")
+        );
         return Ok(None);
     }
     let (kind, why) = choose(setup.config)?;

@@ -158,13 +158,6 @@ impl SocketTransport {
         let me = setup.me;
         let n = setup.remote.len();
         let b = setup.bootstrap;
-        if !setup.heap.host {
-            return Err(Error::Unsupported {
-                op: "init",
-                pe: me,
-                reason: "the socket transport cannot yet apply peers' requests to a GPU heap; run GPU PEs on one node, or as CPU PEs (SYMMEM_DEVICE=cpu) across nodes".into(),
-            });
-        }
         let key_bytes = b.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
         let key =
             u64::from_le_bytes(

@@ -80,6 +80,16 @@ const SCENARIOS: &[(&str, Scenario, bool)] = &[
 /// The environment variable with the number of PEs the job must have.
 const EXPECT_PES: &str = "SYMMEM_TEST_EXPECT_PES";
 
+/// Writes one `FAILED: …` line to stderr in a single write, so that lines of PEs sharing
+/// the stderr pipe never interleave (`eprintln!` writes each formatted piece separately).
+macro_rules! fail_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let line = format!("{}\n", format_args!($($arg)*));
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }};
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--list-gpu") {
@@ -121,14 +131,14 @@ fn main() -> ExitCode {
     };
     if name == "two_nodes" {
         if let Err(msg) = ring::split_into_two_nodes() {
-            eprintln!("FAILED: {msg}");
+            fail_line!("FAILED: {msg}");
             return ExitCode::FAILURE;
         }
     }
     let rt = match init() {
         Ok(rt) => rt,
         Err(msg) => {
-            eprintln!("FAILED: {msg}");
+            fail_line!("FAILED: {msg}");
             return ExitCode::FAILURE;
         }
     };
@@ -141,7 +151,7 @@ fn main() -> ExitCode {
         run(&rt)
     };
     if let Err(msg) = result {
-        eprintln!("FAILED: PE {}: {msg}", rt.my_pe());
+        fail_line!("FAILED: PE {}: {msg}", rt.my_pe());
         // Exit without finalizing: peers may be waiting for this PE in another operation
         // (a barrier, a signal), and they detect an exited PE at once.
         std::process::exit(1);
@@ -150,7 +160,7 @@ fn main() -> ExitCode {
     match rt.finalize() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("FAILED: finalize: {e}");
+            fail_line!("FAILED: finalize: {e}");
             ExitCode::FAILURE
         }
     }

@@ -34,12 +34,22 @@ use symmem_test_kernels::{failure as kf, pattern, ring as k, threads as kt, PTX}
 
 type Outcome = Result<(), String>;
 
+/// Writes one `FAILED: …` line to stderr in a single write, so that lines of PEs sharing
+/// the stderr pipe never interleave (`eprintln!` writes each formatted piece separately).
+macro_rules! fail_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let line = format!("{}\n", format_args!($($arg)*));
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }};
+}
+
 fn main() -> ExitCode {
     match symmem::self_launch() {
         Ok(SelfLaunch::Finished(code)) => return ExitCode::from(code.clamp(0, 255) as u8),
         Ok(SelfLaunch::InJob) => {}
         Err(e) => {
-            eprintln!("FAILED: {e}");
+            fail_line!("FAILED: {e}");
             return ExitCode::FAILURE;
         }
     }
@@ -64,7 +74,7 @@ fn main() -> ExitCode {
         match std::env::var("SYMMEM_LAUNCH_RANK") {
             Ok(rank) => std::env::set_var("SYMMEM_NODE_ID", format!("gpu-check-node{rank}")),
             Err(_) => {
-                eprintln!("FAILED: trap needs the built-in launcher (--pes 2)");
+                fail_line!("FAILED: trap needs the built-in launcher (--pes 2)");
                 return ExitCode::FAILURE;
             }
         }
@@ -72,12 +82,12 @@ fn main() -> ExitCode {
     let rt = match symmem::init() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("FAILED: init: {e}");
+            fail_line!("FAILED: init: {e}");
             return ExitCode::FAILURE;
         }
     };
     if let Err(msg) = run(&rt) {
-        eprintln!(
+        fail_line!(
             "FAILED: PE {} ({}): {scenario}: {msg}",
             rt.my_pe(),
             rt.device_description()
@@ -89,7 +99,7 @@ fn main() -> ExitCode {
     match rt.finalize() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("FAILED: finalize: {e}");
+            fail_line!("FAILED: finalize: {e}");
             ExitCode::FAILURE
         }
     }
