@@ -1,0 +1,931 @@
+//! The ibverbs transport (feature `ib`): RC queue pairs to every remote peer, the whole
+//! heap registered once, RDMA WRITE/READ and NIC atomics, through `sideway` (which loads
+//! libibverbs at run time, so an `ib` build runs everywhere).
+//!
+//! # Connecting
+//! Each PE opens the first usable port ([`device`]), registers its heap ([`mr`]) and a
+//! bounce buffer, creates one CQ and `SYMMEM_IB_QPS_PER_PEER` RC QPs per remote peer and
+//! moves them to INIT. Its [`endpoint`] (LID, GID, MTU, heap rkey/base/len, and the QP
+//! numbers and PSNs it made for each peer) goes round through the bootstrap's allgather,
+//! together with a failure flag, so one PE without a device fails every PE with its
+//! reason instead of leaving them waiting. Then each QP goes to RTR and RTS ([`qp`]) and
+//! a barrier makes sure every peer can receive before anyone sends.
+//!
+//! # Issuing
+//! [`Transport::submit`] turns a request into work requests ([`wr`]) on one QP of the
+//! target (round-robin per request, so a put_signal's data and signal share a QP), every
+//! WR signaled. A payload inside this PE's host heap is used in place; anything else goes
+//! through a bounce slot. Completion is local, as the trait says: a put returns once its
+//! data is copied into bounce slots (or, in place, once its WRITEs completed); a get, a
+//! fetching AMO or a CAS loop once their completions arrived. `quiet` waits until no WR
+//! is outstanding; `fence` flags the next WR of each QP with `IBV_SEND_FENCE` (with
+//! several QPs per peer it waits like `quiet`, as NVSHMEM does).
+//!
+//! # Completions
+//! One CQ, polled by whoever waits (submit, quiet, progress) under the state lock, with
+//! the runtime's [`Backoff`] between polls (2 cores: a busy spin would starve peers).
+//! Waits release the lock while they back off. A failed completion fails that operation
+//! and every later one to the same peer, with an error naming the peer, device, opcode
+//! and status ([`error`]). `SYMMEM_TIMEOUT` bounds every wait; the RC retry limits
+//! (about 30 s) bound them anyway.
+
+mod device;
+mod endpoint;
+mod error;
+mod mr;
+mod qp;
+mod wr;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use sideway::ibverbs::completion::GenericCompletionQueue;
+use sideway::ibverbs::memory_region::MemoryRegion;
+use sideway::ibverbs::queue_pair::{
+    GenericQueuePair, PostSendGuard, QueuePair, SetScatterGatherEntry, WorkRequestFlags,
+};
+use symmem_device::{Opcode, Request};
+use symmem_sync::Backoff;
+
+use self::device::LocalPort;
+use self::endpoint::{Endpoint, QpAddr, PSN_MASK};
+use self::mr::{Bounce, SLOT_BYTES};
+use self::wr::{Fences, Local, Plan, Wr, WrOp, MAX_MSG};
+use super::target::Target;
+use super::{HeapRegion, Io, Setup, Transport};
+use crate::error::{Error, Result};
+
+pub(crate) use self::device::probe;
+
+/// Most WRs outstanding per QP.
+const QP_DEPTH: u32 = 256;
+
+/// The ibverbs transport of one PE.
+pub(crate) struct IbTransport {
+    me: usize,
+    /// "mlx5_0 port 1", for errors.
+    device: String,
+    qps_per_peer: usize,
+    timeout: Option<Duration>,
+    /// `None` once shut down.
+    state: Mutex<Option<State>>,
+}
+
+/// Everything the NIC work needs, under one lock.
+struct State {
+    peers: Vec<Option<Peer>>,
+    cq: GenericCompletionQueue,
+    heap: HeapRegion,
+    heap_mr: Arc<MemoryRegion>,
+    bounce: Bounce,
+    /// Posted WRs not yet completed, by WR id.
+    pending: HashMap<u64, Pending>,
+    /// Completed WRs whose issuer waits for them, by WR id.
+    done: HashMap<u64, Done>,
+    next_id: u64,
+    depth: u32,
+}
+
+/// A remote peer: its QPs and heap.
+struct Peer {
+    qps: Vec<Qp>,
+    /// The QP the next request uses.
+    next: usize,
+    rkey: u32,
+    base: u64,
+    len: u64,
+    /// The first failure on any of its QPs; every later operation fails with it.
+    failure: Option<String>,
+}
+
+struct Qp {
+    qp: GenericQueuePair,
+    outstanding: u32,
+    fences: Fences,
+}
+
+/// A bounce-buffer piece a WR holds until it completes.
+#[derive(Debug, Clone, Copy)]
+enum Held {
+    None,
+    Slot(usize),
+    Word(usize),
+}
+
+struct Pending {
+    pe: usize,
+    qp: usize,
+    /// The request's name (`put`, `amo` …).
+    op: &'static str,
+    /// The WR's opcode name.
+    wr: &'static str,
+    held: Held,
+    /// Whether the issuer collects the completion (else it is retired when polled).
+    wait: bool,
+}
+
+struct Done {
+    status: u32,
+    vendor: u32,
+    wr: &'static str,
+    held: Held,
+}
+
+/// Where a request goes: its name, the target PE and the QP index.
+#[derive(Debug, Clone, Copy)]
+struct To {
+    op: &'static str,
+    pe: usize,
+    qi: usize,
+}
+
+/// What to do with a collected completion.
+enum Finish {
+    /// Nothing (a WRITE from the heap in place).
+    Nothing,
+    /// Copy `len` bytes from bounce slot to `dst + offset` (a get through the bounce).
+    CopyOut { offset: usize, len: usize },
+    /// Read the fetched value from the word.
+    Value,
+}
+
+impl IbTransport {
+    /// Connects to every PE `setup.remote` names. Collective: every PE calls it.
+    pub(crate) fn connect(setup: &Setup<'_>) -> Result<Self> {
+        let me = setup.me;
+        let n = setup.remote.len();
+        let q = setup.config.ib_qps_per_peer;
+        let b = setup.bootstrap;
+        // Local setup; a failure is sent round instead of the endpoint, so every PE
+        // fails with its reason instead of waiting for it.
+        let local = Prepared::open(setup);
+        let blob = match &local {
+            Ok(l) => {
+                let mut v = vec![0u8];
+                v.extend_from_slice(&l.endpoint.encode());
+                v
+            }
+            Err(e) => {
+                let mut v = vec![1u8];
+                v.extend_from_slice(e.to_string().as_bytes());
+                v
+            }
+        };
+        let all = b.allgather(&blob)?;
+        let mut local = local?;
+        let init_err = |pe: usize, detail: String| Error::Transport {
+            transport: "ib",
+            op: "init",
+            me,
+            pe,
+            detail,
+        };
+        let mut eps: Vec<Option<Endpoint>> = (0..n).map(|_| None).collect();
+        for (pe, blob) in all.iter().enumerate() {
+            match blob.split_first() {
+                Some((0, rest)) => {
+                    if setup.remote[pe] {
+                        eps[pe] =
+                            Some(Endpoint::decode(rest, n, q).map_err(|why| init_err(pe, why))?);
+                    }
+                }
+                Some((1, why)) => {
+                    return Err(init_err(
+                        pe,
+                        format!(
+                            "PE {pe} could not set up ib: {}",
+                            String::from_utf8_lossy(why)
+                        ),
+                    ))
+                }
+                _ => return Err(init_err(pe, "its endpoint blob is malformed".into())),
+            }
+        }
+        let port = local.port.clone();
+        let mut peers: Vec<Option<Peer>> = (0..n).map(|_| None).collect();
+        for pe in (0..n).filter(|&p| setup.remote[p]) {
+            let ep = eps[pe].as_ref().expect("decoded above");
+            let mut qps = Vec::with_capacity(q);
+            for (i, mut qp) in local.qps[pe].drain(..).enumerate() {
+                let mine = local.endpoint.qp_for(pe, i);
+                let theirs = ep.qp_for(me, i);
+                let rtr = qp::rtr_plan(&port, ep, theirs).map_err(|why| init_err(pe, why))?;
+                qp.modify(&qp::rtr_attr(&rtr)).map_err(|e| {
+                    init_err(
+                        pe,
+                        format!("{}: QP {} to RTR: {e} ({:?})", port.name(), mine.qpn, e.0),
+                    )
+                })?;
+                let rts = qp::rts_plan(&port, ep, mine);
+                qp.modify(&qp::rts_attr(&rts)).map_err(|e| {
+                    init_err(
+                        pe,
+                        format!("{}: QP {} to RTS: {e} ({:?})", port.name(), mine.qpn, e.0),
+                    )
+                })?;
+                qps.push(Qp {
+                    qp,
+                    outstanding: 0,
+                    fences: Fences::default(),
+                });
+            }
+            peers[pe] = Some(Peer {
+                qps,
+                next: 0,
+                rkey: ep.rkey,
+                base: ep.base,
+                len: ep.len,
+                failure: None,
+            });
+        }
+        // Nobody sends before every peer's QPs can receive.
+        b.barrier()?;
+        tracing::info!(
+            target: "init",
+            "PE {me}: ib transport on {}, {q} RC queue pair(s) per peer, heap rkey {:#x}",
+            port.describe(),
+            local.heap_mr.rkey()
+        );
+        Ok(IbTransport {
+            me,
+            device: port.name(),
+            qps_per_peer: q,
+            timeout: setup.config.timeout,
+            state: Mutex::new(Some(State {
+                peers,
+                cq: local.cq,
+                heap: setup.heap,
+                heap_mr: local.heap_mr,
+                bounce: local.bounce,
+                pending: HashMap::new(),
+                done: HashMap::new(),
+                next_id: 1,
+                depth: local.depth,
+            })),
+        })
+    }
+
+    fn err(&self, op: &'static str, pe: usize, detail: impl Into<String>) -> Error {
+        Error::Transport {
+            transport: "ib",
+            op,
+            me: self.me,
+            pe,
+            detail: detail.into(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<State>> {
+        // A panic while holding the lock leaves NIC bookkeeping we cannot trust, but
+        // poisoning must not turn into a second panic here: the state is still memory-safe.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Polls and backs off until `ready` holds, returning the locked state; fails when the
+    /// transport is shut down, `pe`'s connection failed (`pe` = `usize::MAX`: any peer's
+    /// failure does not stop the wait), or `SYMMEM_TIMEOUT` passes.
+    fn wait_until(
+        &self,
+        op: &'static str,
+        pe: usize,
+        what: &str,
+        mut ready: impl FnMut(&State) -> bool,
+    ) -> Result<MutexGuard<'_, Option<State>>> {
+        let start = Instant::now();
+        let mut backoff = Backoff::new();
+        loop {
+            let mut g = self.lock();
+            let Some(st) = g.as_mut() else {
+                return Err(self.err(op, pe, "the ib transport is shut down"));
+            };
+            st.poll(self.me, &self.device);
+            if ready(st) {
+                return Ok(g);
+            }
+            if let Some(f) = st.peers.get(pe).and_then(|p| p.as_ref()?.failure.clone()) {
+                return Err(self.err(op, pe, f));
+            }
+            drop(g);
+            if backoff.is_slow() {
+                if let Some(t) = self.timeout {
+                    if start.elapsed() > t {
+                        return Err(self.err(
+                            op,
+                            pe,
+                            format!(
+                                "timed out after {:.1} s (SYMMEM_TIMEOUT) waiting for {what} on {}",
+                                t.as_secs_f64(),
+                                self.device
+                            ),
+                        ));
+                    }
+                }
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Waits for the completions of `waits`, then finishes each (copies out, reads the
+    /// fetched value, gives back bounce pieces). Returns the last fetched value.
+    fn collect(
+        &self,
+        op: &'static str,
+        pe: usize,
+        waits: &mut Vec<(u64, Finish)>,
+        dst: &mut Option<&mut [u8]>,
+    ) -> Result<u64> {
+        if waits.is_empty() {
+            return Ok(0);
+        }
+        let mut g = self.wait_until(op, pe, "work completions", |st| {
+            waits.iter().all(|(id, _)| st.done.contains_key(id))
+        })?;
+        let st = g.as_mut().expect("checked by wait_until");
+        let mut value = 0;
+        let mut failed = None;
+        for (id, finish) in waits.drain(..) {
+            let d = st.done.remove(&id).expect("waited for");
+            if d.status != 0 {
+                failed.get_or_insert_with(|| {
+                    error::completion_error(self.me, pe, &self.device, op, d.status, d.vendor)
+                        .to_string()
+                        + &format!(" ({})", d.wr)
+                });
+            } else {
+                match (finish, d.held) {
+                    (Finish::CopyOut { offset, len }, Held::Slot(s)) => {
+                        if let Some(out) = dst.as_deref_mut() {
+                            // SAFETY: slot `s` holds `len` bytes the READ wrote; the
+                            // completion was polled, so the NIC is done with them.
+                            let src = unsafe { std::slice::from_raw_parts(st.bounce.slot(s), len) };
+                            out[offset..offset + len].copy_from_slice(src);
+                        }
+                    }
+                    (Finish::Value, Held::Word(w)) => {
+                        // SAFETY: word `w` holds the fetched value, written by the NIC
+                        // before the completion that was polled.
+                        value = unsafe { std::ptr::read_volatile(st.bounce.word(w)) };
+                    }
+                    _ => {}
+                }
+            }
+            st.give_back(d.held);
+        }
+        match failed {
+            Some(f) => Err(self.err(op, pe, f)),
+            None => Ok(value),
+        }
+    }
+
+    /// Posts `wrs` of one request on QP `to.qi` of `to.pe`; returns the fetched value
+    /// when `fetch`.
+    fn run(
+        &self,
+        to: To,
+        wrs: &[Wr],
+        src: Option<&[u8]>,
+        mut dst: Option<&mut [u8]>,
+        fetch: bool,
+    ) -> Result<u64> {
+        let To { op, pe, qi } = to;
+        let mut waits: Vec<(u64, Finish)> = Vec::new();
+        for wr in wrs {
+            // Where the local side lives: in place in the heap, or a bounce piece.
+            let in_heap = |st: &State, p: *const u8, len: usize| {
+                st.heap.host
+                    && p as u64 >= st.heap.base
+                    && (p as u64 + len as u64) <= st.heap.base + st.heap.len as u64
+            };
+            let needs_slot = match wr.local {
+                Local::Payload { offset } => {
+                    let p = match (&src, &dst) {
+                        (Some(s), _) => s.as_ptr(),
+                        (None, Some(d)) => d.as_ptr(),
+                        _ => return Err(self.err(op, pe, "a payload request without a buffer")),
+                    };
+                    let g = self.lock();
+                    let st = g
+                        .as_ref()
+                        .ok_or_else(|| self.err(op, pe, "the ib transport is shut down"))?;
+                    // SAFETY: offset + len is within the payload (planned from its length).
+                    !in_heap(st, unsafe { p.add(offset as usize) }, wr.len as usize)
+                }
+                _ => false,
+            };
+            let needs_word = !matches!(wr.local, Local::Payload { .. });
+            // Our own gets hold slots until collected: collect them before waiting for
+            // more, or we would wait for ourselves.
+            if needs_slot || needs_word {
+                let starved = {
+                    let g = self.lock();
+                    g.as_ref().is_some_and(|st| {
+                        (needs_slot && st.bounce.slots.all_taken())
+                            || (needs_word && st.bounce.words.all_taken())
+                    })
+                };
+                if starved && !waits.is_empty() {
+                    self.collect(op, pe, &mut waits, &mut dst)?;
+                }
+            }
+            let mut g =
+                self.wait_until(op, pe, "a free bounce slot and send-queue entry", |st| {
+                    let qp_room = st.peers[pe]
+                        .as_ref()
+                        .is_some_and(|p| p.qps[qi].outstanding < st.depth);
+                    qp_room
+                        && (!needs_slot || !st.bounce.slots.all_taken())
+                        && (!needs_word || !st.bounce.words.all_taken())
+                })?;
+            let st = g.as_mut().expect("checked by wait_until");
+            let (lkey, addr, held, finish, wait) = match wr.local {
+                Local::Payload { offset } => {
+                    let (o, l) = (offset as usize, wr.len as usize);
+                    if !needs_slot {
+                        let p = match (&src, &dst) {
+                            (Some(s), _) => s[o..o + l].as_ptr() as u64,
+                            (_, Some(d)) => d[o..o + l].as_ptr() as u64,
+                            _ => unreachable!("checked above"),
+                        };
+                        // In place: the issuer must wait until the NIC is done with it.
+                        (st.heap_mr.lkey(), p, Held::None, Finish::Nothing, true)
+                    } else {
+                        let s = st.bounce.slots.take().expect("waited for a free slot");
+                        let at = st.bounce.slot(s);
+                        match (&src, wr.op) {
+                            (Some(data), WrOp::Write) => {
+                                // SAFETY: slot `s` is free (taken just now) and SLOT_BYTES
+                                // ≥ l (planned with chunk ≤ SLOT_BYTES).
+                                unsafe {
+                                    std::ptr::copy_nonoverlapping(data[o..o + l].as_ptr(), at, l)
+                                };
+                                // The data is copied: the put is locally complete.
+                                (
+                                    st.bounce.lkey(),
+                                    at as u64,
+                                    Held::Slot(s),
+                                    Finish::Nothing,
+                                    false,
+                                )
+                            }
+                            _ => (
+                                st.bounce.lkey(),
+                                at as u64,
+                                Held::Slot(s),
+                                Finish::CopyOut { offset: o, len: l },
+                                true,
+                            ),
+                        }
+                    }
+                }
+                Local::Value(v) => {
+                    let w = st.bounce.words.take().expect("waited for a free word");
+                    // SAFETY: word `w` is free (taken just now).
+                    unsafe { std::ptr::write_volatile(st.bounce.word(w), v) };
+                    (
+                        st.bounce.lkey(),
+                        st.bounce.word(w) as u64,
+                        Held::Word(w),
+                        Finish::Nothing,
+                        false,
+                    )
+                }
+                Local::Result => {
+                    let w = st.bounce.words.take().expect("waited for a free word");
+                    (
+                        st.bounce.lkey(),
+                        st.bounce.word(w) as u64,
+                        Held::Word(w),
+                        Finish::Value,
+                        fetch,
+                    )
+                }
+            };
+            let id = st
+                .post(pe, qi, wr, lkey, addr, held, op, wait)
+                .map_err(|e| {
+                    st.give_back(held);
+                    error::verbs_error(self.me, pe, &self.device, op, e)
+                })?;
+            if wait {
+                waits.push((id, finish));
+            }
+        }
+        let last = self.collect(op, pe, &mut waits, &mut dst)?;
+        Ok(if fetch { last } else { 0 })
+    }
+
+    /// Issues a compare-and-swap loop on QP `qi` of `pe`; returns the AMO's result.
+    fn cas_loop(&self, pe: usize, qi: usize, c: wr::CasLoop) -> Result<u64> {
+        let step = |op: WrOp| Wr {
+            op,
+            remote: c.word,
+            len: 8,
+            local: Local::Result,
+        };
+        let to = To { op: "amo", pe, qi };
+        let mut old = self.run(to, &[step(WrOp::FetchAdd { add: 0 })], None, None, true)?;
+        loop {
+            let Some(new) = c.next(old) else {
+                return Ok(c.result(old));
+            };
+            let got = self.run(
+                to,
+                &[step(WrOp::CompareSwap {
+                    compare: old,
+                    swap: new,
+                })],
+                None,
+                None,
+                true,
+            )?;
+            if got == old {
+                return Ok(c.result(old));
+            }
+            old = got;
+        }
+    }
+}
+
+impl State {
+    /// Retires every available completion.
+    fn poll(&mut self, me: usize, device: &str) {
+        let mut got: Vec<(u64, u32, u32)> = Vec::new();
+        if let Ok(poller) = self.cq.start_poll() {
+            for wc in poller {
+                got.push((wc.wr_id(), wc.status(), wc.vendor_err()));
+            }
+        }
+        for (id, status, vendor) in got {
+            let Some(p) = self.pending.remove(&id) else {
+                continue;
+            };
+            if let Some(peer) = self.peers[p.pe].as_mut() {
+                peer.qps[p.qp].outstanding -= 1;
+                if status != 0 && peer.failure.is_none() {
+                    let e = error::completion_error(me, p.pe, device, p.op, status, vendor);
+                    tracing::error!(target: "rma", "{e} ({})", p.wr);
+                    peer.failure = Some(format!(
+                        "the connection failed earlier: {e} ({}); every later operation to this PE fails",
+                        p.wr
+                    ));
+                }
+            }
+            if p.wait {
+                self.done.insert(
+                    id,
+                    Done {
+                        status,
+                        vendor,
+                        wr: p.wr,
+                        held: p.held,
+                    },
+                );
+            } else {
+                self.give_back(p.held);
+            }
+        }
+    }
+
+    fn give_back(&mut self, held: Held) {
+        match held {
+            Held::None => {}
+            Held::Slot(s) => self.bounce.slots.give(s),
+            Held::Word(w) => self.bounce.words.give(w),
+        }
+    }
+
+    /// Posts one signaled WR; returns its id.
+    #[allow(clippy::too_many_arguments)]
+    fn post(
+        &mut self,
+        pe: usize,
+        qi: usize,
+        wr: &Wr,
+        lkey: u32,
+        addr: u64,
+        held: Held,
+        op: &'static str,
+        wait: bool,
+    ) -> std::result::Result<u64, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let peer = self.peers[pe].as_mut().expect("checked by the caller");
+        let (rkey, raddr) = (peer.rkey, peer.base + wr.remote);
+        let q = &mut peer.qps[qi];
+        let mut flags = WorkRequestFlags::Signaled;
+        if q.fences.take() {
+            flags |= WorkRequestFlags::Fence;
+        }
+        let mut guard = q.qp.start_post_send();
+        let h = guard.construct_wr(id, flags);
+        let lb = match wr.op {
+            WrOp::Write => h.setup_write(rkey, raddr),
+            WrOp::Read => h.setup_read(rkey, raddr),
+            WrOp::FetchAdd { add } => h.setup_atomic_fetch_add(rkey, raddr, add),
+            WrOp::CompareSwap { compare, swap } => {
+                h.setup_atomic_compare_swap(rkey, raddr, compare, swap)
+            }
+        };
+        // SAFETY: `addr..addr + len` is registered under `lkey` (the heap or the bounce
+        // buffer) and stays valid until the completion is polled: bounce pieces are held
+        // until then, and in-place payloads are waited for by their issuer.
+        unsafe { lb.setup_sge(lkey, addr, wr.len) };
+        guard
+            .post()
+            .map_err(|e| format!("ibv_post_send of {} failed: {e} ({e:?})", wr.op.name()))?;
+        q.outstanding += 1;
+        self.pending.insert(
+            id,
+            Pending {
+                pe,
+                qp: qi,
+                op,
+                wr: wr.op.name(),
+                held,
+                wait,
+            },
+        );
+        Ok(id)
+    }
+}
+
+impl Transport for IbTransport {
+    fn name(&self) -> &'static str {
+        "ib"
+    }
+
+    fn submit(&self, req: &Request, io: Io<'_>) -> Result<u64> {
+        let Some(opcode) = req.opcode() else {
+            return Err(self.err(
+                "submit",
+                req.pe as usize,
+                format!("unknown opcode {}", req.opcode),
+            ));
+        };
+        let op = opcode.name();
+        let pe = req.pe as usize;
+        match opcode {
+            Opcode::Fence => return self.fence().map(|()| 0),
+            Opcode::Quiet => return self.quiet().map(|()| 0),
+            _ => {}
+        }
+        // The payload's length is the buffer's.
+        let mut r = *req;
+        let (src, dst) = match io {
+            Io::Src(s) => {
+                r.len = s.len() as u64;
+                (Some(s), None)
+            }
+            Io::Dst(d) => {
+                r.len = d.len() as u64;
+                (None, Some(d))
+            }
+            Io::None => (None, None),
+        };
+        match (opcode, &src, &dst) {
+            (Opcode::Put | Opcode::PutSignal, None, _) | (Opcode::Get, _, None) => {
+                return Err(self.err(op, pe, "the payload buffer is missing"))
+            }
+            _ => {}
+        }
+        let (qi, in_place) = {
+            let mut g = self.lock();
+            let st = g
+                .as_mut()
+                .ok_or_else(|| self.err(op, pe, "the ib transport is shut down"))?;
+            let heap = st.heap;
+            let Some(peer) = st.peers.get_mut(pe).and_then(|p| p.as_mut()) else {
+                return Err(self.err(op, pe, "this PE has no ib connection to it"));
+            };
+            if let Some(f) = &peer.failure {
+                return Err(self.err(op, pe, f.clone()));
+            }
+            // The same checks a target applies, against the peer's heap.
+            Target::new(HeapRegion {
+                base: 0,
+                len: peer.len as usize,
+                host: true,
+            })
+            .check(&r)
+            .map_err(|why| self.err(op, pe, why))?;
+            let qi = peer.next;
+            peer.next = (peer.next + 1) % peer.qps.len();
+            let buf = src
+                .map(|s| (s.as_ptr(), s.len()))
+                .or(dst.as_ref().map(|d| (d.as_ptr(), d.len())));
+            let in_place = buf.is_some_and(|(p, l)| {
+                heap.host
+                    && p as u64 >= heap.base
+                    && p as u64 + l as u64 <= heap.base + heap.len as u64
+            });
+            (qi, in_place)
+        };
+        let chunk = if in_place { MAX_MSG } else { SLOT_BYTES as u64 };
+        match wr::plan(&r, chunk).map_err(|why| self.err(op, pe, why))? {
+            Plan::Wrs(wrs) => {
+                let fetch = opcode == Opcode::Amo && req.local != 0;
+                self.run(To { op, pe, qi }, &wrs, src, dst, fetch)
+            }
+            Plan::CasLoop(c) => self.cas_loop(pe, qi, c),
+        }
+    }
+
+    fn fence(&self) -> Result<()> {
+        if self.qps_per_peer > 1 {
+            // Separate QPs are not ordered with each other: complete everything.
+            return self.quiet();
+        }
+        let mut g = self.lock();
+        if let Some(st) = g.as_mut() {
+            for peer in st.peers.iter_mut().flatten() {
+                for q in &mut peer.qps {
+                    q.fences.mark();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn quiet(&self) -> Result<()> {
+        let g = self.wait_until(
+            "quiet",
+            usize::MAX,
+            "every outstanding work request",
+            |st| st.pending.values().all(|p| p.wait),
+        )?;
+        let st = g.as_ref().expect("checked by wait_until");
+        if let Some((pe, f)) = st
+            .peers
+            .iter()
+            .enumerate()
+            .find_map(|(pe, p)| Some((pe, p.as_ref()?.failure.clone()?)))
+        {
+            return Err(self.err("quiet", pe, f));
+        }
+        Ok(())
+    }
+
+    fn progress(&self) -> Result<()> {
+        if let Ok(mut g) = self.state.try_lock() {
+            if let Some(st) = g.as_mut() {
+                st.poll(self.me, &self.device);
+            }
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self) {
+        // Dropping the state destroys the QPs, then the CQ, and deregisters the heap and
+        // the bounce buffer (sideway's Arcs order it) before the runtime unmaps the heap.
+        let st = self.lock().take();
+        drop(st);
+    }
+}
+
+/// What a PE sets up before the exchange.
+struct Prepared {
+    port: LocalPort,
+    endpoint: Endpoint,
+    cq: GenericCompletionQueue,
+    heap_mr: Arc<MemoryRegion>,
+    bounce: Bounce,
+    /// `qps[pe]`: the QPs (in INIT) for `pe`.
+    qps: Vec<Vec<GenericQueuePair>>,
+    depth: u32,
+}
+
+impl Prepared {
+    fn open(setup: &Setup<'_>) -> Result<Self> {
+        let me = setup.me;
+        let n = setup.remote.len();
+        let q = setup.config.ib_qps_per_peer;
+        let cfg_err = |reason: String| Error::TransportConfig {
+            variable: "SYMMEM_REMOTE_TRANSPORT",
+            value: "ib".into(),
+            reason: format!("PE {me}: {reason}"),
+        };
+        let (ctx, port) = device::open(setup.config)
+            .map_err(|why| cfg_err(format!("no usable RDMA device: {why}")))?;
+        let at = |what: &str, e: &dyn std::fmt::Debug| {
+            cfg_err(format!("{}: {what} failed: {e:?}", port.name()))
+        };
+        let pd = ctx.alloc_pd().map_err(|e| at("ibv_alloc_pd", &e))?;
+        let heap_mr = mr::register_heap(&pd, setup.heap, setup.config, me, &port)?;
+        let bounce = Bounce::new(&pd).map_err(|why| cfg_err(format!("{}: {why}", port.name())))?;
+        let remotes = setup.remote.iter().filter(|&&r| r).count().max(1) as u32;
+        let qps_total = remotes * q as u32;
+        let depth = QP_DEPTH
+            .min(port.max_qp_wr)
+            .min((port.max_cqe / qps_total).max(1));
+        let cq = ctx
+            .create_cq_builder()
+            .setup_cqe((qps_total * depth).min(port.max_cqe))
+            .build()
+            .map_err(|e| at("ibv_create_cq", &e))?;
+        let cq = GenericCompletionQueue::from(cq);
+        let mut seed = symmem_bootstrap::random_nonce()? | 1;
+        let mut psn = || {
+            // xorshift64: distinct, unpredictable initial PSNs.
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed as u32) & PSN_MASK
+        };
+        let mut addrs = vec![QpAddr::default(); n * q];
+        let mut qps: Vec<Vec<GenericQueuePair>> = (0..n).map(|_| Vec::new()).collect();
+        for pe in (0..n).filter(|&p| setup.remote[p]) {
+            for i in 0..q {
+                let mut b = pd.create_qp_builder();
+                b.setup_max_send_wr(depth)
+                    .setup_max_recv_wr(1)
+                    .setup_max_send_sge(1)
+                    .setup_max_recv_sge(1)
+                    .setup_max_inline_data(0)
+                    .setup_send_cq(cq.clone())
+                    .setup_recv_cq(cq.clone());
+                let mut qp: GenericQueuePair =
+                    b.build().map_err(|e| at("ibv_create_qp", &e))?.into();
+                qp.modify(&qp::init_attr(&qp::init_plan(&port)))
+                    .map_err(|e| at("QP to INIT", &e))?;
+                addrs[pe * q + i] = QpAddr {
+                    qpn: qp.qp_number(),
+                    psn: psn(),
+                };
+                qps[pe].push(qp);
+            }
+        }
+        let endpoint = Endpoint {
+            link: port.link,
+            mtu: port.mtu,
+            lid: port.lid,
+            rd_atomic: port.rd_atomic.clamp(1, qp::MAX_RD_ATOMIC),
+            qps_per_peer: q as u16,
+            n_pes: n as u32,
+            rkey: heap_mr.rkey(),
+            base: setup.heap.base,
+            len: setup.heap.len as u64,
+            gid: port.gid,
+            qps: addrs,
+        };
+        Ok(Prepared {
+            port,
+            endpoint,
+            cq,
+            heap_mr,
+            bounce,
+            qps,
+            depth,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `SYMMEM_REMOTE_TRANSPORT=ib` on a machine without a usable device is an error that
+    /// names the variable and what the probe found; `auto` falls back to sockets with the
+    /// same reason.
+    #[test]
+    fn asking_for_ib_here_names_the_variable_and_the_reason() {
+        let config = crate::config::Config::from_lookup(|k| {
+            (k == "SYMMEM_REMOTE_TRANSPORT").then(|| "ib".to_string())
+        })
+        .unwrap();
+        let Err(why) = probe(&config) else {
+            eprintln!("this machine has a usable RDMA device; nothing to check");
+            return;
+        };
+        let err = super::super::choose(&config).unwrap_err().to_string();
+        eprintln!("probe here: {why}\nSYMMEM_REMOTE_TRANSPORT=ib: {err}");
+        assert!(err.contains("SYMMEM_REMOTE_TRANSPORT=ib"), "{err}");
+        assert!(err.contains(&why), "{err} does not carry {why:?}");
+        assert!(
+            err.contains("libibverbs not found") || err.contains("no RDMA devices"),
+            "{err}"
+        );
+        let auto = crate::config::Config::from_lookup(|_| None).unwrap();
+        let (kind, reason) = super::super::choose(&auto).unwrap();
+        assert_eq!(kind.name(), "socket");
+        assert!(reason.contains(&why), "{reason}");
+    }
+
+    #[test]
+    fn an_hca_list_that_matches_nothing_is_reported() {
+        let config = crate::config::Config::from_lookup(|k| {
+            (k == "SYMMEM_HCA_LIST").then(|| "=no_such_hca0".to_string())
+        })
+        .unwrap();
+        if let Err(why) = probe(&config) {
+            // Without libibverbs or devices the list is never reached; with devices, the
+            // answer names the filter and what exists.
+            assert!(
+                why.starts_with("libibverbs not found")
+                    || why.starts_with("no RDMA devices")
+                    || (why.contains("SYMMEM_HCA_LIST") && why.contains("no_such_hca0")),
+                "{why}"
+            );
+        }
+    }
+}
