@@ -51,13 +51,24 @@ fn hint(status: u32) -> &'static str {
     }
 }
 
-/// The error for a work completion with a failed `status` (`vendor` is the provider's
-/// syndrome) of a `op` request from PE `me` to PE `pe` through `device`.
+/// What went wrong with a work completion of opcode `wr` (`RDMA_WRITE` …) on `device`
+/// that failed with `status` (`vendor` is the provider's syndrome).
+pub(crate) fn completion_detail(device: &str, wr: &str, status: u32, vendor: u32) -> String {
+    format!(
+        "{wr} work completion on {device} failed with {} (status {status}, vendor error {vendor:#x}){}",
+        status_name(status),
+        hint(status)
+    )
+}
+
+/// The error for a failed work completion (see [`completion_detail`]) of a `op` request
+/// from PE `me` to PE `pe`.
 pub(crate) fn completion_error(
     me: usize,
     pe: usize,
     device: &str,
     op: &'static str,
+    wr: &str,
     status: u32,
     vendor: u32,
 ) -> Error {
@@ -66,11 +77,7 @@ pub(crate) fn completion_error(
         op,
         me,
         pe,
-        detail: format!(
-            "work completion on {device} failed with {} (status {status}, vendor error {vendor:#x}){}",
-            status_name(status),
-            hint(status)
-        ),
+        detail: completion_detail(device, wr, status, vendor),
     }
 }
 
@@ -126,13 +133,15 @@ mod tests {
 
     #[test]
     fn a_failed_completion_names_peer_device_op_and_status() {
-        let e = completion_error(3, 5, "mlx5_0 port 1", "put_signal", 12, 0x81).to_string();
+        let e = completion_error(3, 5, "mlx5_0 port 1", "put_signal", "RDMA_WRITE", 12, 0x81)
+            .to_string();
         for part in [
             "PE 3",
             "PE 5",
             "ib",
             "mlx5_0 port 1",
             "put_signal",
+            "RDMA_WRITE",
             "IBV_WC_RETRY_EXC_ERR",
             "status 12",
             "0x81",
@@ -140,7 +149,7 @@ mod tests {
         ] {
             assert!(e.contains(part), "{part:?} missing from {e}");
         }
-        let e = completion_error(0, 1, "rxe0 port 1", "get", 10, 0).to_string();
+        let e = completion_error(0, 1, "rxe0 port 1", "get", "RDMA_READ", 10, 0).to_string();
         assert!(
             e.contains("IBV_WC_REM_ACCESS_ERR") && e.contains("rkey"),
             "{e}"

@@ -140,6 +140,23 @@ struct To {
     qi: usize,
 }
 
+/// A request's payload: the put's source or the get's destination, and whether it lies
+/// in this PE's registered host heap (used in place) or goes through bounce slots.
+struct Payload<'a> {
+    src: Option<&'a [u8]>,
+    dst: Option<&'a mut [u8]>,
+    in_place: bool,
+}
+
+impl Payload<'_> {
+    /// No payload (AMOs, signals).
+    const NONE: Payload<'static> = Payload {
+        src: None,
+        dst: None,
+        in_place: false,
+    };
+}
+
 /// What to do with a collected completion.
 enum Finish {
     /// Nothing (a WRITE from the heap in place).
@@ -283,45 +300,50 @@ impl IbTransport {
     }
 
     /// Polls and backs off until `ready` holds, returning the locked state; fails when the
-    /// transport is shut down, `pe`'s connection failed (`pe` = `usize::MAX`: any peer's
-    /// failure does not stop the wait), or `SYMMEM_TIMEOUT` passes.
+    /// transport is shut down, `pe`'s connection failed (`None`: a wait on every peer,
+    /// which failures do not stop), or `SYMMEM_TIMEOUT` passes (the error names the PEs
+    /// with work outstanding).
     fn wait_until(
         &self,
         op: &'static str,
-        pe: usize,
+        pe: Option<usize>,
         what: &str,
         mut ready: impl FnMut(&State) -> bool,
     ) -> Result<MutexGuard<'_, Option<State>>> {
         let start = Instant::now();
         let mut backoff = Backoff::new();
+        let named = pe.unwrap_or(self.me);
         loop {
             let mut g = self.lock();
             let Some(st) = g.as_mut() else {
-                return Err(self.err(op, pe, "the ib transport is shut down"));
+                return Err(self.err(op, named, "the ib transport is shut down"));
             };
             st.poll(self.me, &self.device);
             if ready(st) {
                 return Ok(g);
             }
-            if let Some(f) = st.peers.get(pe).and_then(|p| p.as_ref()?.failure.clone()) {
-                return Err(self.err(op, pe, f));
+            if let Some(f) = pe.and_then(|pe| st.peers.get(pe)?.as_ref()?.failure.clone()) {
+                return Err(self.err(op, named, f));
             }
-            drop(g);
             if backoff.is_slow() {
-                if let Some(t) = self.timeout {
-                    if start.elapsed() > t {
-                        return Err(self.err(
-                            op,
-                            pe,
-                            format!(
-                                "timed out after {:.1} s (SYMMEM_TIMEOUT) waiting for {what} on {}",
-                                t.as_secs_f64(),
-                                self.device
-                            ),
-                        ));
-                    }
+                if let Some(t) = self.timeout.filter(|&t| start.elapsed() > t) {
+                    let mut waiting: Vec<usize> = st.pending.values().map(|p| p.pe).collect();
+                    waiting.sort_unstable();
+                    waiting.dedup();
+                    let list: Vec<String> = waiting.iter().map(|p| p.to_string()).collect();
+                    return Err(self.err(
+                        op,
+                        pe.or(waiting.first().copied()).unwrap_or(named),
+                        format!(
+                            "timed out after {:.1} s (SYMMEM_TIMEOUT) waiting for {what} on {}; work requests outstanding to PEs [{}]",
+                            t.as_secs_f64(),
+                            self.device,
+                            list.join(", ")
+                        ),
+                    ));
                 }
             }
+            drop(g);
             backoff.snooze();
         }
     }
@@ -338,7 +360,7 @@ impl IbTransport {
         if waits.is_empty() {
             return Ok(0);
         }
-        let mut g = self.wait_until(op, pe, "work completions", |st| {
+        let mut g = self.wait_until(op, Some(pe), "work completions", |st| {
             waits.iter().all(|(id, _)| st.done.contains_key(id))
         })?;
         let st = g.as_mut().expect("checked by wait_until");
@@ -348,9 +370,7 @@ impl IbTransport {
             let d = st.done.remove(&id).expect("waited for");
             if d.status != 0 {
                 failed.get_or_insert_with(|| {
-                    error::completion_error(self.me, pe, &self.device, op, d.status, d.vendor)
-                        .to_string()
-                        + &format!(" ({})", d.wr)
+                    error::completion_error(self.me, pe, &self.device, op, d.wr, d.status, d.vendor)
                 });
             } else {
                 match (finish, d.held) {
@@ -373,132 +393,123 @@ impl IbTransport {
             st.give_back(d.held);
         }
         match failed {
-            Some(f) => Err(self.err(op, pe, f)),
+            Some(e) => Err(e),
             None => Ok(value),
         }
     }
 
     /// Posts `wrs` of one request on QP `to.qi` of `to.pe`; returns the fetched value
-    /// when `fetch`.
-    fn run(
+    /// when `fetch`. On an error, the completions it was waiting for are left to the
+    /// poller, which gives their bounce pieces back.
+    fn run(&self, to: To, wrs: &[Wr], mut payload: Payload<'_>, fetch: bool) -> Result<u64> {
+        let mut waits: Vec<(u64, Finish)> = Vec::new();
+        let r = self.run_into(to, wrs, &mut payload, fetch, &mut waits);
+        if r.is_err() && !waits.is_empty() {
+            let mut g = self.lock();
+            if let Some(st) = g.as_mut() {
+                for (id, _) in waits.drain(..) {
+                    if let Some(d) = st.done.remove(&id) {
+                        st.give_back(d.held);
+                    } else if let Some(p) = st.pending.get_mut(&id) {
+                        p.wait = false;
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    fn run_into(
         &self,
         to: To,
         wrs: &[Wr],
-        src: Option<&[u8]>,
-        mut dst: Option<&mut [u8]>,
+        payload: &mut Payload<'_>,
         fetch: bool,
+        waits: &mut Vec<(u64, Finish)>,
     ) -> Result<u64> {
         let To { op, pe, qi } = to;
-        let mut waits: Vec<(u64, Finish)> = Vec::new();
         for wr in wrs {
-            // Where the local side lives: in place in the heap, or a bounce piece.
-            let in_heap = |st: &State, p: *const u8, len: usize| {
-                st.heap.host
-                    && p as u64 >= st.heap.base
-                    && (p as u64 + len as u64) <= st.heap.base + st.heap.len as u64
-            };
-            let needs_slot = match wr.local {
-                Local::Payload { offset } => {
-                    let p = match (&src, &dst) {
-                        (Some(s), _) => s.as_ptr(),
-                        (None, Some(d)) => d.as_ptr(),
-                        _ => return Err(self.err(op, pe, "a payload request without a buffer")),
-                    };
-                    let g = self.lock();
-                    let st = g
-                        .as_ref()
-                        .ok_or_else(|| self.err(op, pe, "the ib transport is shut down"))?;
-                    // SAFETY: offset + len is within the payload (planned from its length).
-                    !in_heap(st, unsafe { p.add(offset as usize) }, wr.len as usize)
-                }
-                _ => false,
-            };
+            // The local side: in place in the heap, or a bounce piece.
+            let needs_slot = matches!(wr.local, Local::Payload { .. }) && !payload.in_place;
             let needs_word = !matches!(wr.local, Local::Payload { .. });
             // Our own gets hold slots until collected: collect them before waiting for
             // more, or we would wait for ourselves.
-            if needs_slot || needs_word {
-                let starved = {
-                    let g = self.lock();
-                    g.as_ref().is_some_and(|st| {
-                        (needs_slot && st.bounce.slots.all_taken())
-                            || (needs_word && st.bounce.words.all_taken())
-                    })
-                };
-                if starved && !waits.is_empty() {
-                    self.collect(op, pe, &mut waits, &mut dst)?;
+            if !waits.is_empty() {
+                let starved = self.lock().as_ref().is_some_and(|st| {
+                    (needs_slot && st.bounce.slots.all_taken())
+                        || (needs_word && st.bounce.words.all_taken())
+                });
+                if starved {
+                    self.collect(op, pe, waits, &mut payload.dst)?;
                 }
             }
-            let mut g =
-                self.wait_until(op, pe, "a free bounce slot and send-queue entry", |st| {
+            let mut g = self.wait_until(
+                op,
+                Some(pe),
+                "a free bounce slot and send-queue entry",
+                |st| {
                     let qp_room = st.peers[pe]
                         .as_ref()
                         .is_some_and(|p| p.qps[qi].outstanding < st.depth);
                     qp_room
                         && (!needs_slot || !st.bounce.slots.all_taken())
                         && (!needs_word || !st.bounce.words.all_taken())
-                })?;
+                },
+            )?;
             let st = g.as_mut().expect("checked by wait_until");
             let (lkey, addr, held, finish, wait) = match wr.local {
                 Local::Payload { offset } => {
                     let (o, l) = (offset as usize, wr.len as usize);
+                    let place = match (&payload.src, &payload.dst) {
+                        (Some(s), _) => s[o..o + l].as_ptr(),
+                        (None, Some(d)) => d[o..o + l].as_ptr(),
+                        (None, None) => {
+                            return Err(self.err(op, pe, "a payload request without a buffer"))
+                        }
+                    };
                     if !needs_slot {
-                        let p = match (&src, &dst) {
-                            (Some(s), _) => s[o..o + l].as_ptr() as u64,
-                            (_, Some(d)) => d[o..o + l].as_ptr() as u64,
-                            _ => unreachable!("checked above"),
-                        };
-                        // In place: the issuer must wait until the NIC is done with it.
-                        (st.heap_mr.lkey(), p, Held::None, Finish::Nothing, true)
+                        // In place: the issuer waits until the NIC is done with it.
+                        (
+                            st.heap_mr.lkey(),
+                            place as u64,
+                            Held::None,
+                            Finish::Nothing,
+                            true,
+                        )
                     } else {
                         let s = st.bounce.slots.take().expect("waited for a free slot");
                         let at = st.bounce.slot(s);
-                        match (&src, wr.op) {
-                            (Some(data), WrOp::Write) => {
-                                // SAFETY: slot `s` is free (taken just now) and SLOT_BYTES
-                                // ≥ l (planned with chunk ≤ SLOT_BYTES).
-                                unsafe {
-                                    std::ptr::copy_nonoverlapping(data[o..o + l].as_ptr(), at, l)
-                                };
-                                // The data is copied: the put is locally complete.
-                                (
-                                    st.bounce.lkey(),
-                                    at as u64,
-                                    Held::Slot(s),
-                                    Finish::Nothing,
-                                    false,
-                                )
-                            }
-                            _ => (
+                        if wr.op == WrOp::Write {
+                            // SAFETY: slot `s` was free (taken just now) and holds
+                            // SLOT_BYTES >= l (planned with chunk <= SLOT_BYTES); `place`
+                            // is `l` readable bytes of the source.
+                            unsafe { std::ptr::copy_nonoverlapping(place, at, l) };
+                            // The data is copied: the put is locally complete.
+                            (
                                 st.bounce.lkey(),
                                 at as u64,
                                 Held::Slot(s),
-                                Finish::CopyOut { offset: o, len: l },
-                                true,
-                            ),
+                                Finish::Nothing,
+                                false,
+                            )
+                        } else {
+                            let finish = Finish::CopyOut { offset: o, len: l };
+                            (st.bounce.lkey(), at as u64, Held::Slot(s), finish, true)
                         }
                     }
                 }
                 Local::Value(v) => {
                     let w = st.bounce.words.take().expect("waited for a free word");
-                    // SAFETY: word `w` is free (taken just now).
+                    // SAFETY: word `w` was free (taken just now); the NIC reads it only
+                    // after the post below.
                     unsafe { std::ptr::write_volatile(st.bounce.word(w), v) };
-                    (
-                        st.bounce.lkey(),
-                        st.bounce.word(w) as u64,
-                        Held::Word(w),
-                        Finish::Nothing,
-                        false,
-                    )
+                    let at = st.bounce.word(w) as u64;
+                    (st.bounce.lkey(), at, Held::Word(w), Finish::Nothing, false)
                 }
                 Local::Result => {
                     let w = st.bounce.words.take().expect("waited for a free word");
-                    (
-                        st.bounce.lkey(),
-                        st.bounce.word(w) as u64,
-                        Held::Word(w),
-                        Finish::Value,
-                        fetch,
-                    )
+                    let at = st.bounce.word(w) as u64;
+                    (st.bounce.lkey(), at, Held::Word(w), Finish::Value, fetch)
                 }
             };
             let id = st
@@ -511,7 +522,7 @@ impl IbTransport {
                 waits.push((id, finish));
             }
         }
-        let last = self.collect(op, pe, &mut waits, &mut dst)?;
+        let last = self.collect(op, pe, waits, &mut payload.dst)?;
         Ok(if fetch { last } else { 0 })
     }
 
@@ -524,7 +535,7 @@ impl IbTransport {
             local: Local::Result,
         };
         let to = To { op: "amo", pe, qi };
-        let mut old = self.run(to, &[step(WrOp::FetchAdd { add: 0 })], None, None, true)?;
+        let mut old = self.run(to, &[step(WrOp::FetchAdd { add: 0 })], Payload::NONE, true)?;
         loop {
             let Some(new) = c.next(old) else {
                 return Ok(c.result(old));
@@ -535,8 +546,7 @@ impl IbTransport {
                     compare: old,
                     swap: new,
                 })],
-                None,
-                None,
+                Payload::NONE,
                 true,
             )?;
             if got == old {
@@ -563,11 +573,12 @@ impl State {
             if let Some(peer) = self.peers[p.pe].as_mut() {
                 peer.qps[p.qp].outstanding -= 1;
                 if status != 0 && peer.failure.is_none() {
-                    let e = error::completion_error(me, p.pe, device, p.op, status, vendor);
-                    tracing::error!(target: "rma", "{e} ({})", p.wr);
+                    let e = error::completion_error(me, p.pe, device, p.op, p.wr, status, vendor);
+                    tracing::error!(target: "rma", "{e}");
                     peer.failure = Some(format!(
-                        "the connection failed earlier: {e} ({}); every later operation to this PE fails",
-                        p.wr
+                        "the connection failed (a {}: {}); every later operation to this PE fails",
+                        p.op,
+                        error::completion_detail(device, p.wr, status, vendor)
                     ));
                 }
             }
@@ -725,7 +736,12 @@ impl Transport for IbTransport {
         match wr::plan(&r, chunk).map_err(|why| self.err(op, pe, why))? {
             Plan::Wrs(wrs) => {
                 let fetch = opcode == Opcode::Amo && req.local != 0;
-                self.run(To { op, pe, qi }, &wrs, src, dst, fetch)
+                self.run(
+                    To { op, pe, qi },
+                    &wrs,
+                    Payload { src, dst, in_place },
+                    fetch,
+                )
             }
             Plan::CasLoop(c) => self.cas_loop(pe, qi, c),
         }
@@ -748,12 +764,9 @@ impl Transport for IbTransport {
     }
 
     fn quiet(&self) -> Result<()> {
-        let g = self.wait_until(
-            "quiet",
-            usize::MAX,
-            "every outstanding work request",
-            |st| st.pending.values().all(|p| p.wait),
-        )?;
+        let g = self.wait_until("quiet", None, "every outstanding work request", |st| {
+            st.pending.values().all(|p| p.wait)
+        })?;
         let st = g.as_ref().expect("checked by wait_until");
         if let Some((pe, f)) = st
             .peers
