@@ -167,7 +167,7 @@ fn register_gpu(
         let name =
             crate::cuda::cuda_error(rc, "cuMemGetHandleForAddressRange".into(), 0, String::new());
         format!(
-            "no dma-buf support: cuMemGetHandleForAddressRange(DMA_BUFFER_FD) failed ({name}; dma-buf needs the NVIDIA open kernel module, driver 515+ and Linux 5.12+)"
+            "no dma-buf support: cuMemGetHandleForAddressRange(DMA_BUF_FD) failed ({name}; dma-buf needs the NVIDIA open kernel module, driver 515+ and Linux 5.12+)"
         )
     };
     // SAFETY: as above; with nvidia_peermem the provider pins the GPU pages behind the
