@@ -735,7 +735,10 @@ impl Transport for IbTransport {
         let chunk = if in_place { MAX_MSG } else { SLOT_BYTES as u64 };
         match wr::plan(&r, chunk).map_err(|why| self.err(op, pe, why))? {
             Plan::Wrs(wrs) => {
-                let fetch = opcode == Opcode::Amo && req.local != 0;
+                // A fetching AMO waits for its value. A fetch is always fetching, whatever
+                // its result flag says (the host API's remote `load_word` sends 0).
+                let fetch = opcode == Opcode::Amo
+                    && (req.local != 0 || req.amo_kind() == Some(symmem_device::AmoKind::Fetch));
                 self.run(
                     To { op, pe, qi },
                     &wrs,
