@@ -33,6 +33,7 @@ mod device;
 mod endpoint;
 mod error;
 mod mr;
+mod nic;
 mod qp;
 mod wr;
 
@@ -42,15 +43,14 @@ use std::time::{Duration, Instant};
 
 use sideway::ibverbs::completion::GenericCompletionQueue;
 use sideway::ibverbs::memory_region::MemoryRegion;
-use sideway::ibverbs::queue_pair::{
-    GenericQueuePair, PostSendGuard, QueuePair, SetScatterGatherEntry, WorkRequestFlags,
-};
+use sideway::ibverbs::queue_pair::{GenericQueuePair, QueuePair};
 use symmem_device::{Opcode, Request};
 use symmem_sync::Backoff;
 
 use self::device::LocalPort;
 use self::endpoint::{Endpoint, QpAddr, PSN_MASK};
 use self::mr::{Bounce, SLOT_BYTES};
+use self::nic::{Nic, Posted, RcNic};
 use self::wr::{Fences, Local, Plan, Wr, WrOp, MAX_MSG};
 use super::target::Target;
 use super::{HeapRegion, Io, Setup, Transport};
@@ -74,10 +74,11 @@ pub(crate) struct IbTransport {
 
 /// Everything the NIC work needs, under one lock.
 struct State {
+    /// Declared first: its QPs and memory regions go before the bounce memory.
+    nic: Box<dyn Nic>,
     peers: Vec<Option<Peer>>,
-    cq: GenericCompletionQueue,
     heap: HeapRegion,
-    heap_mr: Arc<MemoryRegion>,
+    heap_lkey: u32,
     bounce: Bounce,
     /// Posted WRs not yet completed, by WR id.
     pending: HashMap<u64, Pending>,
@@ -99,8 +100,8 @@ struct Peer {
     failure: Option<String>,
 }
 
+/// Bookkeeping of one QP (the QP itself is the NIC's).
 struct Qp {
-    qp: GenericQueuePair,
     outstanding: u32,
     fences: Fences,
 }
@@ -221,6 +222,7 @@ impl IbTransport {
         }
         let port = local.port.clone();
         let mut peers: Vec<Option<Peer>> = (0..n).map(|_| None).collect();
+        let mut rc: Vec<Vec<GenericQueuePair>> = (0..n).map(|_| Vec::new()).collect();
         for pe in (0..n).filter(|&p| setup.remote[p]) {
             let ep = eps[pe].as_ref().expect("decoded above");
             let mut qps = Vec::with_capacity(q);
@@ -241,8 +243,8 @@ impl IbTransport {
                         format!("{}: QP {} to RTS: {e} ({:?})", port.name(), mine.qpn, e.0),
                     )
                 })?;
+                rc[pe].push(qp);
                 qps.push(Qp {
-                    qp,
                     outstanding: 0,
                     fences: Fences::default(),
                 });
@@ -262,7 +264,7 @@ impl IbTransport {
             target: "init",
             "PE {me}: ib transport on {}, {q} RC queue pair(s) per peer, heap rkey {:#x}",
             port.describe(),
-            local.heap_mr.rkey()
+            local.endpoint.rkey
         );
         Ok(IbTransport {
             me,
@@ -270,10 +272,14 @@ impl IbTransport {
             qps_per_peer: q,
             timeout: setup.config.timeout,
             state: Mutex::new(Some(State {
+                nic: Box::new(RcNic {
+                    qps: rc,
+                    cq: local.cq,
+                    _mrs: vec![local.heap_mr.clone(), local.bounce_mr],
+                }),
                 peers,
-                cq: local.cq,
                 heap: setup.heap,
-                heap_mr: local.heap_mr,
+                heap_lkey: local.heap_mr.lkey(),
                 bounce: local.bounce,
                 pending: HashMap::new(),
                 done: HashMap::new(),
@@ -470,7 +476,7 @@ impl IbTransport {
                     if !needs_slot {
                         // In place: the issuer waits until the NIC is done with it.
                         (
-                            st.heap_mr.lkey(),
+                            st.heap_lkey,
                             place as u64,
                             Held::None,
                             Finish::Nothing,
@@ -486,7 +492,7 @@ impl IbTransport {
                             unsafe { std::ptr::copy_nonoverlapping(place, at, l) };
                             // The data is copied: the put is locally complete.
                             (
-                                st.bounce.lkey(),
+                                st.bounce.lkey,
                                 at as u64,
                                 Held::Slot(s),
                                 Finish::Nothing,
@@ -494,7 +500,7 @@ impl IbTransport {
                             )
                         } else {
                             let finish = Finish::CopyOut { offset: o, len: l };
-                            (st.bounce.lkey(), at as u64, Held::Slot(s), finish, true)
+                            (st.bounce.lkey, at as u64, Held::Slot(s), finish, true)
                         }
                     }
                 }
@@ -504,12 +510,12 @@ impl IbTransport {
                     // after the post below.
                     unsafe { std::ptr::write_volatile(st.bounce.word(w), v) };
                     let at = st.bounce.word(w) as u64;
-                    (st.bounce.lkey(), at, Held::Word(w), Finish::Nothing, false)
+                    (st.bounce.lkey, at, Held::Word(w), Finish::Nothing, false)
                 }
                 Local::Result => {
                     let w = st.bounce.words.take().expect("waited for a free word");
                     let at = st.bounce.word(w) as u64;
-                    (st.bounce.lkey(), at, Held::Word(w), Finish::Value, fetch)
+                    (st.bounce.lkey, at, Held::Word(w), Finish::Value, fetch)
                 }
             };
             let id = st
@@ -560,12 +566,8 @@ impl IbTransport {
 impl State {
     /// Retires every available completion.
     fn poll(&mut self, me: usize, device: &str) {
-        let mut got: Vec<(u64, u32, u32)> = Vec::new();
-        if let Ok(poller) = self.cq.start_poll() {
-            for wc in poller {
-                got.push((wc.wr_id(), wc.status(), wc.vendor_err()));
-            }
-        }
+        let mut got = Vec::new();
+        self.nic.poll(&mut got);
         for (id, status, vendor) in got {
             let Some(p) = self.pending.remove(&id) else {
                 continue;
@@ -622,29 +624,18 @@ impl State {
         let id = self.next_id;
         self.next_id += 1;
         let peer = self.peers[pe].as_mut().expect("checked by the caller");
-        let (rkey, raddr) = (peer.rkey, peer.base + wr.remote);
         let q = &mut peer.qps[qi];
-        let mut flags = WorkRequestFlags::Signaled;
-        if q.fences.take() {
-            flags |= WorkRequestFlags::Fence;
-        }
-        let mut guard = q.qp.start_post_send();
-        let h = guard.construct_wr(id, flags);
-        let lb = match wr.op {
-            WrOp::Write => h.setup_write(rkey, raddr),
-            WrOp::Read => h.setup_read(rkey, raddr),
-            WrOp::FetchAdd { add } => h.setup_atomic_fetch_add(rkey, raddr, add),
-            WrOp::CompareSwap { compare, swap } => {
-                h.setup_atomic_compare_swap(rkey, raddr, compare, swap)
-            }
+        let posted = Posted {
+            id,
+            op: wr.op,
+            rkey: peer.rkey,
+            raddr: peer.base + wr.remote,
+            lkey,
+            laddr: addr,
+            len: wr.len,
+            fence: q.fences.take(),
         };
-        // SAFETY: `addr..addr + len` is registered under `lkey` (the heap or the bounce
-        // buffer) and stays valid until the completion is polled: bounce pieces are held
-        // until then, and in-place payloads are waited for by their issuer.
-        unsafe { lb.setup_sge(lkey, addr, wr.len) };
-        guard
-            .post()
-            .map_err(|e| format!("ibv_post_send of {} failed: {e} ({e:?})", wr.op.name()))?;
+        self.nic.post(pe, qi, &posted)?;
         q.outstanding += 1;
         self.pending.insert(
             id,
@@ -806,6 +797,7 @@ struct Prepared {
     cq: GenericCompletionQueue,
     heap_mr: Arc<MemoryRegion>,
     bounce: Bounce,
+    bounce_mr: Arc<MemoryRegion>,
     /// `qps[pe]`: the QPs (in INIT) for `pe`.
     qps: Vec<Vec<GenericQueuePair>>,
     depth: u32,
@@ -828,7 +820,9 @@ impl Prepared {
         };
         let pd = ctx.alloc_pd().map_err(|e| at("ibv_alloc_pd", &e))?;
         let heap_mr = mr::register_heap(&pd, setup.heap, setup.config, me, &port)?;
-        let bounce = Bounce::new(&pd).map_err(|why| cfg_err(format!("{}: {why}", port.name())))?;
+        let mut bounce = Bounce::new();
+        let bounce_mr = mr::register_bounce(&pd, &mut bounce)
+            .map_err(|why| cfg_err(format!("{}: {why}", port.name())))?;
         let remotes = setup.remote.iter().filter(|&&r| r).count().max(1) as u32;
         let qps_total = remotes * q as u32;
         let depth = QP_DEPTH
@@ -890,6 +884,7 @@ impl Prepared {
             cq,
             heap_mr,
             bounce,
+            bounce_mr,
             qps,
             depth,
         })

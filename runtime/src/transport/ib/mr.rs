@@ -236,13 +236,15 @@ impl Pool {
     }
 }
 
-/// The registered bounce buffer: `WORDS` words, then `SLOTS` payload slots.
+/// The bounce buffer: `WORDS` words, then `SLOTS` payload slots. Registered by
+/// [`register_bounce`]; the registration is owned by the NIC, which the transport drops
+/// before this memory.
 pub(crate) struct Bounce {
-    /// Declared before `_buf`, so the region is deregistered before its memory is freed.
-    mr: Arc<MemoryRegion>,
     /// Owns the memory; `u64` for 8-byte alignment of the words.
     _buf: Box<[u64]>,
     base: *mut u8,
+    /// The registration's local key (0 until registered).
+    pub lkey: u32,
     /// Free payload slots.
     pub slots: Pool,
     /// Free words.
@@ -253,34 +255,21 @@ pub(crate) struct Bounce {
 // bounce buffer is only used under the transport's state lock.
 unsafe impl Send for Bounce {}
 
+/// Bytes of the bounce buffer.
+pub(crate) const BOUNCE_BYTES: usize = WORDS * 8 + SLOTS * SLOT_BYTES;
+
 impl Bounce {
-    /// Allocates and registers the bounce buffer.
-    pub(crate) fn new(pd: &Arc<ProtectionDomain>) -> std::result::Result<Self, String> {
-        let bytes = WORDS * 8 + SLOTS * SLOT_BYTES;
-        let mut buf = vec![0u64; bytes / 8].into_boxed_slice();
+    /// Allocates the bounce buffer (zeroed).
+    pub(crate) fn new() -> Self {
+        let mut buf = vec![0u64; BOUNCE_BYTES / 8].into_boxed_slice();
         let base = buf.as_mut_ptr().cast::<u8>();
-        // SAFETY: `buf` is `bytes` bytes; the returned Bounce owns it and drops the MR
-        // before it (field order), so the registration never outlives the memory.
-        let mr =
-            unsafe { pd.reg_mr(base as usize, bytes, AccessFlags::LocalWrite) }.map_err(|e| {
-                format!(
-                    "registering the {bytes}-byte bounce buffer: ibv_reg_mr failed: {:?}{}",
-                    e.0,
-                    reg_hint(reg_errno(&e))
-                )
-            })?;
-        Ok(Bounce {
-            mr,
+        Bounce {
             _buf: buf,
             base,
+            lkey: 0,
             slots: Pool::new(SLOTS),
             words: Pool::new(WORDS),
-        })
-    }
-
-    /// The bounce buffer's local key.
-    pub(crate) fn lkey(&self) -> u32 {
-        self.mr.lkey()
+        }
     }
 
     /// Address of word `i`.
@@ -296,6 +285,27 @@ impl Bounce {
         // SAFETY: in bounds of the buffer (i < SLOTS).
         unsafe { self.base.add(WORDS * 8 + i * SLOT_BYTES) }
     }
+}
+
+/// Registers `bounce` for local writes (READ destinations, atomic results) and records its
+/// local key. The caller keeps the region alive no longer than `bounce`.
+pub(crate) fn register_bounce(
+    pd: &Arc<ProtectionDomain>,
+    bounce: &mut Bounce,
+) -> std::result::Result<Arc<MemoryRegion>, String> {
+    // SAFETY: the buffer is BOUNCE_BYTES bytes owned by `bounce`; the transport state
+    // declares the NIC (which owns this region) before the bounce buffer, so the region is
+    // deregistered before the memory is freed.
+    let mr = unsafe { pd.reg_mr(bounce.base as usize, BOUNCE_BYTES, AccessFlags::LocalWrite) }
+        .map_err(|e| {
+            format!(
+                "registering the {BOUNCE_BYTES}-byte bounce buffer: ibv_reg_mr failed: {:?}{}",
+                e.0,
+                reg_hint(reg_errno(&e))
+            )
+        })?;
+    bounce.lkey = mr.lkey();
+    Ok(mr)
 }
 
 #[cfg(test)]
