@@ -940,3 +940,471 @@ mod tests {
         }
     }
 }
+
+/// The transport's bookkeeping (bounce slots, waits, QP round-robin, fences, CAS loops,
+/// failures, timeouts) driven through a fake NIC that performs each work request on
+/// ordinary memory when the CQ is polled, as a NIC would complete them later.
+#[cfg(test)]
+mod fake_nic_tests {
+    use std::collections::VecDeque;
+
+    use symmem_device::{AmoKind, SignalOp};
+
+    use super::mr::{SLOTS, WORDS};
+    use super::nic::Completion;
+    use super::*;
+
+    const DEVICE: &str = "fake0 port 1";
+    const HEAP_LKEY: u32 = 0x77;
+    const BOUNCE_LKEY: u32 = 0x55;
+
+    #[derive(Default)]
+    struct Ctl {
+        /// Complete nothing.
+        stall: bool,
+        /// The n-th WR performed (1-based) fails with this status; every later WR on
+        /// the same peer is flushed.
+        fail_at: Option<(u64, u32)>,
+    }
+
+    struct FakeNic {
+        queue: VecDeque<(usize, Posted)>,
+        log: Arc<Mutex<Vec<(usize, usize, Posted)>>>,
+        ctl: Arc<Mutex<Ctl>>,
+        performed: u64,
+        failed_pe: Option<usize>,
+    }
+
+    impl Nic for FakeNic {
+        fn post(&mut self, pe: usize, qi: usize, wr: &Posted) -> std::result::Result<(), String> {
+            self.log.lock().unwrap().push((pe, qi, *wr));
+            self.queue.push_back((pe, *wr));
+            Ok(())
+        }
+
+        fn poll(&mut self, out: &mut Vec<Completion>) {
+            let ctl = self.ctl.lock().unwrap();
+            if ctl.stall {
+                return;
+            }
+            while let Some((pe, w)) = self.queue.pop_front() {
+                self.performed += 1;
+                if self.failed_pe == Some(pe) {
+                    out.push((w.id, 5, 0));
+                    continue;
+                }
+                if let Some((n, status)) = ctl.fail_at {
+                    if n == self.performed {
+                        self.failed_pe = Some(pe);
+                        out.push((w.id, status, 0x81));
+                        continue;
+                    }
+                }
+                // SAFETY: the tests' remote heaps and the transport's local buffers are
+                // live, and the transport keeps local buffers until their completion.
+                unsafe { perform(&w) };
+                out.push((w.id, 0, 0));
+            }
+        }
+    }
+
+    /// Does what the NIC would do for `w`.
+    ///
+    /// # Safety
+    /// `w.raddr` and `w.laddr` are valid for `w.len` bytes (8-byte aligned for atomics).
+    unsafe fn perform(w: &Posted) {
+        let (r, l, n) = (w.raddr as *mut u8, w.laddr as *mut u8, w.len as usize);
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match w.op {
+                WrOp::Write => std::ptr::copy_nonoverlapping(l, r, n),
+                WrOp::Read => std::ptr::copy_nonoverlapping(r, l, n),
+                WrOp::FetchAdd { add } => {
+                    let old = (r as *mut u64).read();
+                    (r as *mut u64).write(old.wrapping_add(add));
+                    (l as *mut u64).write(old);
+                }
+                WrOp::CompareSwap { compare, swap } => {
+                    let old = (r as *mut u64).read();
+                    if old == compare {
+                        (r as *mut u64).write(swap);
+                    }
+                    (l as *mut u64).write(old);
+                }
+            }
+        }
+    }
+
+    struct Rig {
+        t: IbTransport,
+        /// Heaps of PEs 1.. (index 0 is this PE's own heap).
+        heaps: Vec<Box<[u64]>>,
+        log: Arc<Mutex<Vec<(usize, usize, Posted)>>>,
+        ctl: Arc<Mutex<Ctl>>,
+    }
+
+    impl Rig {
+        /// PE 0 of `n` PEs, reaching PEs 1.. through the fake NIC; heaps of `heap` bytes.
+        fn new(n: usize, heap: usize, q: usize, timeout: Option<Duration>) -> Rig {
+            let mut heaps: Vec<Box<[u64]>> = (0..n)
+                .map(|_| vec![0u64; heap / 8].into_boxed_slice())
+                .collect();
+            let peers = (0..n)
+                .map(|pe| {
+                    (pe != 0).then(|| Peer {
+                        qps: (0..q)
+                            .map(|_| Qp {
+                                outstanding: 0,
+                                fences: Fences::default(),
+                            })
+                            .collect(),
+                        next: 0,
+                        rkey: 0x1000 + pe as u32,
+                        base: heaps[pe].as_mut_ptr() as u64,
+                        len: heap as u64,
+                        failure: None,
+                    })
+                })
+                .collect();
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let ctl = Arc::new(Mutex::new(Ctl::default()));
+            let mut bounce = Bounce::new();
+            bounce.lkey = BOUNCE_LKEY;
+            let st = State {
+                nic: Box::new(FakeNic {
+                    queue: VecDeque::new(),
+                    log: log.clone(),
+                    ctl: ctl.clone(),
+                    performed: 0,
+                    failed_pe: None,
+                }),
+                peers,
+                heap: HeapRegion {
+                    base: heaps[0].as_mut_ptr() as u64,
+                    len: heap,
+                    host: true,
+                },
+                heap_lkey: HEAP_LKEY,
+                bounce,
+                pending: HashMap::new(),
+                done: HashMap::new(),
+                next_id: 1,
+                depth: 8,
+            };
+            Rig {
+                t: IbTransport {
+                    me: 0,
+                    device: DEVICE.into(),
+                    qps_per_peer: q,
+                    timeout,
+                    state: Mutex::new(Some(st)),
+                },
+                heaps,
+                log,
+                ctl,
+            }
+        }
+
+        fn bytes(&self, pe: usize) -> &[u8] {
+            bytemuck::cast_slice(&self.heaps[pe])
+        }
+
+        fn take_log(&self) -> Vec<(usize, usize, Posted)> {
+            std::mem::take(&mut *self.log.lock().unwrap())
+        }
+
+        /// Every bounce piece is back in its pool and nothing is outstanding.
+        fn idle(&self) -> bool {
+            let g = self.t.lock();
+            let st = g.as_ref().unwrap();
+            st.pending.is_empty()
+                && st.done.is_empty()
+                && st.bounce.slots_free() == SLOTS
+                && st.bounce.words_free() == WORDS
+        }
+    }
+
+    fn pattern(n: usize, seed: u8) -> Vec<u8> {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn puts_through_bounce_slots_land_after_quiet_and_gets_read_them_back() {
+        let r = Rig::new(2, 1 << 20, 1, None);
+        let data = pattern(300 << 10, 7);
+        r.t.submit(&Request::put(1, 64, 0, 0), Io::Src(&data))
+            .unwrap();
+        let log = r.take_log();
+        assert_eq!(log.len(), 3, "300 KiB in 128 KiB slots");
+        for (k, (pe, qi, w)) in log.iter().enumerate() {
+            assert_eq!(
+                (*pe, *qi, w.op, w.lkey, w.rkey),
+                (1, 0, WrOp::Write, BOUNCE_LKEY, 0x1001)
+            );
+            assert_eq!(
+                w.raddr,
+                r.heaps[1].as_ptr() as u64 + 64 + (k as u64) * (128 << 10)
+            );
+        }
+        // Locally complete, not yet performed: the slots still hold the data.
+        assert!(!r.idle());
+        r.t.quiet().unwrap();
+        assert!(r.idle());
+        assert_eq!(&r.bytes(1)[64..64 + data.len()], &data[..]);
+
+        let mut back = vec![0u8; data.len()];
+        r.t.submit(&Request::get(1, 0, 64, 0), Io::Dst(&mut back))
+            .unwrap();
+        assert_eq!(back, data);
+        assert!(r.idle());
+    }
+
+    #[test]
+    fn gets_larger_than_every_slot_collect_their_own_slots() {
+        let len = SLOTS * SLOT_BYTES + (SLOT_BYTES / 2) + 3;
+        let r = Rig::new(2, 8 << 20, 1, None);
+        let data = pattern(len, 3);
+        r.t.submit(&Request::put(1, 8, 0, 0), Io::Src(&data))
+            .unwrap();
+        let mut back = vec![0u8; len];
+        r.t.submit(&Request::get(1, 0, 8, 0), Io::Dst(&mut back))
+            .unwrap();
+        assert!(back == data, "the get read back different bytes");
+        r.t.quiet().unwrap();
+        assert!(r.idle());
+    }
+
+    #[test]
+    fn heap_payloads_are_used_in_place_and_waited_for() {
+        let mut r = Rig::new(2, 1 << 20, 1, None);
+        let src = pattern(200 << 10, 9);
+        let local: &mut [u8] = bytemuck::cast_slice_mut(&mut r.heaps[0]);
+        local[4096..4096 + src.len()].copy_from_slice(&src);
+        let base = local.as_ptr() as u64;
+        // SAFETY: the slice lies inside the heap box, which outlives the submit.
+        let in_heap = unsafe { std::slice::from_raw_parts((base + 4096) as *const u8, src.len()) };
+        r.t.submit(&Request::put(1, 0, 0, 0), Io::Src(in_heap))
+            .unwrap();
+        let log = r.take_log();
+        assert_eq!(log.len(), 1, "one WR: no bounce chunking in place");
+        assert_eq!((log[0].2.lkey, log[0].2.laddr), (HEAP_LKEY, base + 4096));
+        assert!(r.idle(), "an in-place put returns after its completion");
+        assert_eq!(&r.bytes(1)[..src.len()], &src[..]);
+    }
+
+    #[test]
+    fn put_signal_posts_data_then_signal_on_one_qp() {
+        let r = Rig::new(2, 1 << 20, 2, None);
+        let data = pattern(200 << 10, 1);
+        let ps = Request::put_signal(1, 0, 0, 0, 0x8_0000, SignalOp::Add, 5);
+        r.t.submit(&ps, Io::Src(&data)).unwrap();
+        r.t.submit(&ps, Io::Src(&data)).unwrap();
+        let ps = Request::put_signal(1, 0, 0, 0, 0x8_0008, SignalOp::Set, 42);
+        r.t.submit(&ps, Io::Src(&data)).unwrap();
+        r.t.quiet().unwrap();
+        let log = r.take_log();
+        assert_eq!(log.len(), 9);
+        for (req, wrs) in log.chunks(3).enumerate() {
+            // Round-robin per request, every WR of one put_signal on the same QP.
+            assert!(
+                wrs.iter().all(|(_, qi, _)| *qi == req % 2),
+                "{req}: {wrs:?}"
+            );
+            assert!(wrs[..2]
+                .iter()
+                .all(|(_, _, w)| w.op == WrOp::Write && w.len > 8));
+        }
+        assert_eq!(log[2].2.op, WrOp::FetchAdd { add: 5 });
+        assert_eq!((log[8].2.op, log[8].2.len), (WrOp::Write, 8));
+        let words: &[u64] = &r.heaps[1];
+        assert_eq!(words[0x8_0000 / 8], 10);
+        assert_eq!(words[0x8_0008 / 8], 42);
+        assert_eq!(&r.bytes(1)[..data.len()], &data[..]);
+        assert!(r.idle());
+    }
+
+    #[test]
+    fn amos_native_and_by_cas_loop() {
+        let mut r = Rig::new(2, 1 << 16, 1, None);
+        r.heaps[1][2] = 100;
+        r.heaps[1][3] = 0xaaaa_aaaa_0000_0005;
+        let t = &r.t;
+        let amo = |kind, width, at, v, c, fetch: bool| {
+            t.submit(
+                &Request::amo(1, kind, width, at, v, c, fetch as u64),
+                Io::None,
+            )
+            .unwrap()
+        };
+        assert_eq!(amo(AmoKind::FetchAdd, 8, 16, 7, 0, true), 100);
+        assert_eq!(
+            amo(AmoKind::FetchAdd, 8, 16, 1, 0, false),
+            0,
+            "non-fetching"
+        );
+        t.quiet().unwrap();
+        // A fetch returns its value even with the result flag at 0 (load_word's way).
+        assert_eq!(amo(AmoKind::Fetch, 8, 16, 0, 0, false), 108);
+        assert_eq!(amo(AmoKind::CompareSwap, 8, 16, 9, 108, true), 108);
+        assert_eq!(
+            amo(AmoKind::CompareSwap, 8, 16, 1, 108, true),
+            9,
+            "failed compare"
+        );
+        assert_eq!(amo(AmoKind::Swap, 8, 16, 77, 0, true), 9);
+        assert_eq!(amo(AmoKind::Set, 8, 16, 78, 0, false), 0);
+        assert_eq!(amo(AmoKind::Fetch, 8, 16, 0, 0, false), 78);
+        // 4-byte words in both halves of 0xaaaaaaaa_00000005 at offset 24.
+        assert_eq!(amo(AmoKind::FetchOr, 4, 24, 0xf0, 0, true), 5);
+        assert_eq!(
+            amo(AmoKind::FetchAdd, 4, 28, 0x5555_5556, 0, true),
+            0xaaaa_aaaa
+        );
+        assert_eq!(amo(AmoKind::CompareSwap, 4, 24, 1, 0xf5, true), 0xf5);
+        t.quiet().unwrap();
+        assert_eq!(r.heaps[1][2], 78);
+        assert_eq!(
+            r.heaps[1][3], 0x0000_0000_0000_0001,
+            "upper half wrapped to 0"
+        );
+        assert!(r.idle());
+        // Every atomic the NIC saw is 8 bytes on an 8-byte-aligned address.
+        for (_, _, w) in r.take_log() {
+            if !matches!(w.op, WrOp::Write | WrOp::Read) {
+                assert!(w.len == 8 && w.raddr % 8 == 0, "{w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_fence_flags_the_next_wr_of_each_qp_and_waits_with_several_qps() {
+        let r = Rig::new(3, 1 << 16, 1, None);
+        let x = [1u8; 8];
+        r.t.submit(&Request::put(1, 0, 0, 0), Io::Src(&x)).unwrap();
+        r.t.fence().unwrap();
+        r.t.submit(&Request::put(1, 8, 0, 0), Io::Src(&x)).unwrap();
+        r.t.submit(&Request::put(2, 8, 0, 0), Io::Src(&x)).unwrap();
+        r.t.submit(&Request::put(1, 16, 0, 0), Io::Src(&x)).unwrap();
+        let fences: Vec<bool> = r.take_log().iter().map(|(_, _, w)| w.fence).collect();
+        assert_eq!(fences, vec![false, true, true, false]);
+
+        let r = Rig::new(2, 1 << 16, 2, None);
+        r.t.submit(&Request::put(1, 0, 0, 0), Io::Src(&x)).unwrap();
+        assert!(!r.idle());
+        r.t.fence().unwrap();
+        assert!(r.idle(), "with 2 QPs per peer a fence completes everything");
+    }
+
+    #[test]
+    fn a_failed_completion_fails_that_peer_naming_everything() {
+        let r = Rig::new(3, 1 << 16, 1, None);
+        r.ctl.lock().unwrap().fail_at = Some((1, 12));
+        let x = [1u8; 8];
+        // The put is locally complete before the NIC reports its failure…
+        r.t.submit(&Request::put(1, 0, 0, 0), Io::Src(&x)).unwrap();
+        // … so quiet reports it.
+        let e = r.t.quiet().unwrap_err().to_string();
+        for part in [
+            "PE 0",
+            "PE 1",
+            DEVICE,
+            "put",
+            "RDMA_WRITE",
+            "IBV_WC_RETRY_EXC_ERR",
+        ] {
+            assert!(e.contains(part), "{part:?} missing from {e}");
+        }
+        let e =
+            r.t.submit(&Request::put(1, 0, 0, 0), Io::Src(&x))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("PE 1") && e.contains("IBV_WC_RETRY_EXC_ERR"),
+            "{e}"
+        );
+        // Another peer still works (quiet keeps reporting PE 1, so poll by progress).
+        r.t.submit(&Request::put(2, 0, 0, 0), Io::Src(&x)).unwrap();
+        r.t.progress().unwrap();
+        assert!(r.idle());
+        assert_eq!(&r.bytes(2)[..8], &x);
+
+        // A waited-for request fails with its own completion.
+        let r = Rig::new(2, 1 << 16, 1, None);
+        r.ctl.lock().unwrap().fail_at = Some((1, 10));
+        let mut back = [0u8; 8];
+        let e =
+            r.t.submit(&Request::get(1, 0, 0, 0), Io::Dst(&mut back))
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("RDMA_READ") && e.contains("IBV_WC_REM_ACCESS_ERR"),
+            "{e}"
+        );
+        assert!(r.idle());
+    }
+
+    #[test]
+    fn a_silent_nic_times_out_naming_the_peer_and_gives_slots_back() {
+        let r = Rig::new(2, 1 << 16, 1, Some(Duration::from_millis(50)));
+        r.ctl.lock().unwrap().stall = true;
+        let mut back = [0u8; 64];
+        let e =
+            r.t.submit(&Request::get(1, 0, 0, 0), Io::Dst(&mut back))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("SYMMEM_TIMEOUT") && e.contains("PE 1"), "{e}");
+        let e = r.t.quiet().unwrap_err().to_string();
+        assert!(e.contains("PEs [1]"), "{e}");
+        r.ctl.lock().unwrap().stall = false;
+        r.t.quiet().unwrap();
+        assert!(
+            r.idle(),
+            "the abandoned get's slot went back when it completed"
+        );
+    }
+
+    #[test]
+    fn bad_requests_are_refused_before_anything_is_posted() {
+        let r = Rig::new(2, 1 << 16, 1, None);
+        let x = [0u8; 16];
+        let e =
+            r.t.submit(&Request::put(1, (1 << 16) - 8, 0, 0), Io::Src(&x))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("outside"), "{e}");
+        let e =
+            r.t.submit(&Request::amo(1, AmoKind::FetchAdd, 8, 4, 1, 0, 1), Io::None)
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("aligned"), "{e}");
+        let e =
+            r.t.submit(&Request::put(0, 0, 0, 0), Io::Src(&x))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("no ib connection"), "{e}");
+        assert!(r.take_log().is_empty());
+        r.t.shutdown();
+        let e =
+            r.t.submit(&Request::put(1, 0, 0, 0), Io::Src(&x))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("shut down"), "{e}");
+    }
+
+    #[test]
+    fn a_full_send_queue_applies_back_pressure() {
+        let r = Rig::new(2, 1 << 16, 1, None);
+        for i in 0..100u64 {
+            r.t.submit(&Request::put(1, i * 8, 0, 0), Io::Src(&i.to_le_bytes()))
+                .unwrap();
+            let g = r.t.lock();
+            let st = g.as_ref().unwrap();
+            assert!(st.peers[1].as_ref().unwrap().qps[0].outstanding <= st.depth);
+        }
+        r.t.quiet().unwrap();
+        let words: &[u64] = &r.heaps[1];
+        assert!((0..100u64).all(|i| words[i as usize] == i));
+    }
+}

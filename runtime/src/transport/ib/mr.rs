@@ -272,6 +272,18 @@ impl Bounce {
         }
     }
 
+    /// Free payload slots (tests check that every slot comes back).
+    #[cfg(test)]
+    pub(crate) fn slots_free(&self) -> usize {
+        self.slots.free.len()
+    }
+
+    /// Free words.
+    #[cfg(test)]
+    pub(crate) fn words_free(&self) -> usize {
+        self.words.free.len()
+    }
+
     /// Address of word `i`.
     pub(crate) fn word(&self, i: usize) -> *mut u64 {
         debug_assert!(i < WORDS);
