@@ -178,18 +178,7 @@ impl IbTransport {
         // Local setup; a failure is sent round instead of the endpoint, so every PE
         // fails with its reason instead of waiting for it.
         let local = Prepared::open(setup);
-        let blob = match &local {
-            Ok(l) => {
-                let mut v = vec![0u8];
-                v.extend_from_slice(&l.endpoint.encode());
-                v
-            }
-            Err(e) => {
-                let mut v = vec![1u8];
-                v.extend_from_slice(e.to_string().as_bytes());
-                v
-            }
-        };
+        let blob = exchange_blob(local.as_ref().map(|l| &l.endpoint));
         let all = b.allgather(&blob)?;
         let mut local = local?;
         let init_err = |pe: usize, detail: String| Error::Transport {
@@ -199,27 +188,7 @@ impl IbTransport {
             pe,
             detail,
         };
-        let mut eps: Vec<Option<Endpoint>> = (0..n).map(|_| None).collect();
-        for (pe, blob) in all.iter().enumerate() {
-            match blob.split_first() {
-                Some((0, rest)) => {
-                    if setup.remote[pe] {
-                        eps[pe] =
-                            Some(Endpoint::decode(rest, n, q).map_err(|why| init_err(pe, why))?);
-                    }
-                }
-                Some((1, why)) => {
-                    return Err(init_err(
-                        pe,
-                        format!(
-                            "PE {pe} could not set up ib: {}",
-                            String::from_utf8_lossy(why)
-                        ),
-                    ))
-                }
-                _ => return Err(init_err(pe, "its endpoint blob is malformed".into())),
-            }
-        }
+        let eps = read_exchange(&all, setup.remote, q).map_err(|(pe, why)| init_err(pe, why))?;
         let port = local.port.clone();
         let mut peers: Vec<Option<Peer>> = (0..n).map(|_| None).collect();
         let mut rc: Vec<Vec<GenericQueuePair>> = (0..n).map(|_| Vec::new()).collect();
@@ -790,6 +759,60 @@ impl Transport for IbTransport {
     }
 }
 
+/// What this PE sends through the allgather: 0 and its endpoint, or 1 and why its setup
+/// failed (so that every PE fails naming it instead of waiting for it).
+fn exchange_blob(local: std::result::Result<&Endpoint, &Error>) -> Vec<u8> {
+    match local {
+        Ok(ep) => {
+            let mut v = vec![0u8];
+            v.extend_from_slice(&ep.encode());
+            v
+        }
+        Err(e) => {
+            let mut v = vec![1u8];
+            v.extend_from_slice(e.to_string().as_bytes());
+            v
+        }
+    }
+}
+
+/// Every PE's endpoint (`None` for PEs this PE does not reach through ib) from the
+/// allgather of [`exchange_blob`]s, or the first PE that failed and why.
+fn read_exchange(
+    all: &[Vec<u8>],
+    remote: &[bool],
+    q: usize,
+) -> std::result::Result<Vec<Option<Endpoint>>, (usize, String)> {
+    let n = remote.len();
+    if all.len() != n {
+        return Err((
+            0,
+            format!("the exchange returned {} endpoints for {n} PEs", all.len()),
+        ));
+    }
+    let mut eps: Vec<Option<Endpoint>> = (0..n).map(|_| None).collect();
+    for (pe, blob) in all.iter().enumerate() {
+        match blob.split_first() {
+            Some((0, rest)) => {
+                if remote[pe] {
+                    eps[pe] = Some(Endpoint::decode(rest, n, q).map_err(|why| (pe, why))?);
+                }
+            }
+            Some((1, why)) => {
+                return Err((
+                    pe,
+                    format!(
+                        "PE {pe} could not set up ib: {}",
+                        String::from_utf8_lossy(why)
+                    ),
+                ))
+            }
+            _ => return Err((pe, "its endpoint blob is malformed".into())),
+        }
+    }
+    Ok(eps)
+}
+
 /// What a PE sets up before the exchange.
 struct Prepared {
     port: LocalPort,
@@ -920,6 +943,51 @@ mod tests {
         let (kind, reason) = super::super::choose(&auto).unwrap();
         assert_eq!(kind.name(), "socket");
         assert!(reason.contains(&why), "{reason}");
+    }
+
+    #[test]
+    fn a_pe_whose_setup_failed_fails_everyone_naming_it() {
+        let ep = Endpoint {
+            link: endpoint::Link::Ethernet,
+            mtu: 3,
+            lid: 0,
+            rd_atomic: 16,
+            qps_per_peer: 1,
+            n_pes: 3,
+            rkey: 9,
+            base: 0x1000,
+            len: 1 << 20,
+            gid: [1; 16],
+            qps: vec![QpAddr { qpn: 5, psn: 1 }; 3],
+        };
+        let ok = exchange_blob(Ok(&ep));
+        let remote = [false, true, true];
+        let eps = read_exchange(&[ok.clone(), ok.clone(), ok.clone()], &remote, 1).unwrap();
+        assert!(eps[0].is_none(), "PE 0 is not reached through ib");
+        assert_eq!(eps[1].as_ref(), Some(&ep));
+
+        let down = Error::TransportConfig {
+            variable: "SYMMEM_REMOTE_TRANSPORT",
+            value: "ib".into(),
+            reason: "PE 2: no usable RDMA device: mlx5_0 port 1 is DOWN".into(),
+        };
+        let failed = exchange_blob(Err(&down));
+        let (pe, why) = read_exchange(&[ok.clone(), ok.clone(), failed], &remote, 1).unwrap_err();
+        assert_eq!(pe, 2);
+        assert!(
+            why.contains("PE 2 could not set up ib") && why.contains("mlx5_0 port 1 is DOWN"),
+            "{why}"
+        );
+        let (pe, why) = read_exchange(&[ok.clone(), vec![], ok.clone()], &remote, 1).unwrap_err();
+        assert_eq!((pe, why.contains("malformed")), (1, true), "{why}");
+        let (pe, why) =
+            read_exchange(&[ok.clone(), ok[..20].to_vec(), ok.clone()], &remote, 1).unwrap_err();
+        assert_eq!((pe, why.contains("bytes")), (1, true), "{why}");
+        let (_, why) =
+            read_exchange(&[ok.clone(), ok.clone(), ok.clone()], &remote, 2).unwrap_err();
+        assert!(why.contains("SYMMEM_IB_QPS_PER_PEER"), "{why}");
+        let (_, why) = read_exchange(&[ok.clone(), ok.clone()], &remote, 1).unwrap_err();
+        assert!(why.contains("2 endpoints for 3 PEs"), "{why}");
     }
 
     #[test]
@@ -1391,6 +1459,42 @@ mod fake_nic_tests {
                 .unwrap_err()
                 .to_string();
         assert!(e.contains("shut down"), "{e}");
+    }
+
+    #[test]
+    fn threads_share_one_transport() {
+        let r = Rig::new(3, 1 << 20, 2, None);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let tr = &r.t;
+                s.spawn(move || {
+                    let pe = 1 + (t % 2) as u32;
+                    let base = (t / 2) * 1000;
+                    for i in 0..50u64 {
+                        let v = (base + i).to_le_bytes();
+                        tr.submit(&Request::put(pe, (base + i) * 8, 0, 0), Io::Src(&v))
+                            .unwrap();
+                        let c = Request::amo(pe, AmoKind::FetchAdd, 8, 0x8_0000, 1, 0, 1);
+                        tr.submit(&c, Io::None).unwrap();
+                        if i % 10 == 0 {
+                            let mut big = vec![0u8; 300 << 10];
+                            tr.submit(&Request::get(pe, 0, 0x4_0000, 0), Io::Dst(&mut big))
+                                .unwrap();
+                        }
+                    }
+                    tr.quiet().unwrap();
+                });
+            }
+        });
+        r.t.quiet().unwrap();
+        assert!(r.idle());
+        for pe in 1..3 {
+            let words: &[u64] = &r.heaps[pe];
+            assert_eq!(words[0x8_0000 / 8], 100, "PE {pe}'s counter");
+            for i in (0..50).chain(1000..1050) {
+                assert_eq!(words[i as usize], i, "PE {pe} word {i}");
+            }
+        }
     }
 
     #[test]
