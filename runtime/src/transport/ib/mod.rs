@@ -407,30 +407,33 @@ impl IbTransport {
             // The local side: in place in the heap, or a bounce piece.
             let needs_slot = matches!(wr.local, Local::Payload { .. }) && !payload.in_place;
             let needs_word = !matches!(wr.local, Local::Payload { .. });
-            // Our own gets hold slots until collected: collect them before waiting for
-            // more, or we would wait for ourselves.
-            if !waits.is_empty() {
-                let starved = self.lock().as_ref().is_some_and(|st| {
-                    (needs_slot && st.bounce.slots.all_taken())
-                        || (needs_word && st.bounce.words.all_taken())
-                });
-                if starved {
-                    self.collect(op, pe, waits, &mut payload.dst)?;
+            // Our own gets hold slots until collected. While pieces are short, collect
+            // them instead of waiting for more, or two threads could each wait for the
+            // pieces the other holds.
+            let mut g = loop {
+                let mine = !waits.is_empty();
+                let g = self.wait_until(
+                    op,
+                    Some(pe),
+                    "a free bounce slot and send-queue entry",
+                    |st| {
+                        let starved = (needs_slot && st.bounce.slots.all_taken())
+                            || (needs_word && st.bounce.words.all_taken());
+                        let qp_room = st.peers[pe]
+                            .as_ref()
+                            .is_some_and(|p| p.qps[qi].outstanding < st.depth);
+                        (starved && mine) || (!starved && qp_room)
+                    },
+                )?;
+                let st = g.as_ref().expect("checked by wait_until");
+                let starved = (needs_slot && st.bounce.slots.all_taken())
+                    || (needs_word && st.bounce.words.all_taken());
+                if !starved {
+                    break g;
                 }
-            }
-            let mut g = self.wait_until(
-                op,
-                Some(pe),
-                "a free bounce slot and send-queue entry",
-                |st| {
-                    let qp_room = st.peers[pe]
-                        .as_ref()
-                        .is_some_and(|p| p.qps[qi].outstanding < st.depth);
-                    qp_room
-                        && (!needs_slot || !st.bounce.slots.all_taken())
-                        && (!needs_word || !st.bounce.words.all_taken())
-                },
-            )?;
+                drop(g);
+                self.collect(op, pe, waits, &mut payload.dst)?;
+            };
             let st = g.as_mut().expect("checked by wait_until");
             let (lkey, addr, held, finish, wait) = match wr.local {
                 Local::Payload { offset } => {
@@ -1495,6 +1498,31 @@ mod fake_nic_tests {
                 assert_eq!(words[i as usize], i, "PE {pe} word {i}");
             }
         }
+    }
+
+    #[test]
+    fn concurrent_gets_larger_than_every_slot_do_not_wait_for_each_other() {
+        // A deadlock would show as a SYMMEM_TIMEOUT error, not a hang.
+        let len = SLOTS * SLOT_BYTES * 3 / 2;
+        let r = Rig::new(2, 8 << 20, 1, Some(Duration::from_secs(20)));
+        let data = pattern(len, 5);
+        r.t.submit(&Request::put(1, 0, 0, 0), Io::Src(&data))
+            .unwrap();
+        r.t.quiet().unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                let (tr, data) = (&r.t, &data);
+                s.spawn(move || {
+                    for _ in 0..3 {
+                        let mut back = vec![0u8; len];
+                        tr.submit(&Request::get(1, 0, 0, 0), Io::Dst(&mut back))
+                            .unwrap();
+                        assert!(back == *data);
+                    }
+                });
+            }
+        });
+        assert!(r.idle());
     }
 
     #[test]
