@@ -490,12 +490,10 @@ impl IbTransport {
                     (st.bounce.lkey, at, Held::Word(w), Finish::Value, fetch)
                 }
             };
-            let id = st
-                .post(pe, qi, wr, lkey, addr, held, op, wait)
-                .map_err(|e| {
-                    st.give_back(held);
-                    error::verbs_error(self.me, pe, &self.device, op, e)
-                })?;
+            let id = st.post(to, wr, (lkey, addr), held, wait).map_err(|e| {
+                st.give_back(held);
+                error::verbs_error(self.me, pe, &self.device, op, e)
+            })?;
             if wait {
                 waits.push((id, finish));
             }
@@ -580,19 +578,17 @@ impl State {
         }
     }
 
-    /// Posts one signaled WR; returns its id.
-    #[allow(clippy::too_many_arguments)]
+    /// Posts one signaled WR of request `to` with local buffer `(lkey, addr)`, holding
+    /// `held` until it completes; returns its id.
     fn post(
         &mut self,
-        pe: usize,
-        qi: usize,
+        to: To,
         wr: &Wr,
-        lkey: u32,
-        addr: u64,
+        (lkey, addr): (u32, u64),
         held: Held,
-        op: &'static str,
         wait: bool,
     ) -> std::result::Result<u64, String> {
+        let To { op, pe, qi } = to;
         let id = self.next_id;
         self.next_id += 1;
         let peer = self.peers[pe].as_mut().expect("checked by the caller");
