@@ -85,6 +85,8 @@ pub(crate) struct Setup<'a> {
     pub deadline: std::time::Instant,
 }
 
+#[cfg(feature = "ib")]
+mod ib;
 mod socket;
 mod target;
 
@@ -107,8 +109,13 @@ impl Kind {
 
 /// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
 fn probe_ib(config: &crate::config::Config) -> std::result::Result<String, String> {
-    let _ = config;
-    Err("this build has no ibverbs support (build symmem with --features ib)".into())
+    #[cfg(feature = "ib")]
+    return ib::probe(config);
+    #[cfg(not(feature = "ib"))]
+    {
+        let _ = config;
+        Err("this build has no ibverbs support (build symmem with --features ib)".into())
+    }
 }
 
 /// What this PE would use, and why (`SYMMEM_REMOTE_TRANSPORT`).
@@ -188,6 +195,9 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     }
     let t: Arc<dyn Transport> = match kind {
         Kind::Socket => Arc::new(socket::SocketTransport::connect(setup)?),
+        #[cfg(feature = "ib")]
+        Kind::Ib => Arc::new(ib::IbTransport::connect(setup)?),
+        #[cfg(not(feature = "ib"))]
         Kind::Ib => unreachable!("probe_ib never succeeds without the ib feature"),
     };
     for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
