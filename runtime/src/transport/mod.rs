@@ -151,21 +151,6 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     if all.iter().all(|v| v.first() != Some(&1)) {
         return Ok(None);
     }
-    let gpu_heaps: Vec<String> = (0..all.len())
-        .filter(|&pe| all[pe].get(1) != Some(&1))
-        .map(|pe| pe.to_string())
-        .collect();
-    if !gpu_heaps.is_empty() {
-        // Every PE sees the same allgather, so all of them take this branch together.
-        // Operations to PEs without a P2P path then fail naming them (Error::Unreachable).
-        tracing::warn!(
-            target: "init",
-            "PE {}: no remote transport: PEs {} have GPU heaps, which the socket transport cannot serve yet; PEs without a P2P path are unreachable",
-            setup.me,
-            gpu_heaps.join(", ")
-        );
-        return Ok(None);
-    }
     let (kind, why) = choose(setup.config)?;
     let kinds = b.allgather(&[kind as u8])?;
     let differ: Vec<String> = kinds
@@ -192,6 +177,21 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
                 differ.join(", ")
             ),
         });
+    }
+    let gpu_heaps: Vec<String> = (0..all.len())
+        .filter(|&pe| all[pe].get(1) != Some(&1))
+        .map(|pe| pe.to_string())
+        .collect();
+    if kind == Kind::Socket && !gpu_heaps.is_empty() {
+        // Every PE sees the same allgather, so all of them take this branch together.
+        // Operations to PEs without a P2P path then fail naming them (Error::Unreachable).
+        tracing::warn!(
+            target: "init",
+            "PE {}: no remote transport: PEs {} have GPU heaps, which the socket transport cannot serve yet (the ib transport registers them through dma-buf); PEs without a P2P path are unreachable",
+            setup.me,
+            gpu_heaps.join(", ")
+        );
+        return Ok(None);
     }
     let t: Arc<dyn Transport> = match kind {
         Kind::Socket => Arc::new(socket::SocketTransport::connect(setup)?),
