@@ -32,7 +32,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma), or all" },
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
     Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
-    Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC and network namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared). Setting it lets one machine act as several nodes" },
+    Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net/PID namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC, network and PID namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared). Setting it lets one machine act as several nodes" },
     Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
     Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "RDMA devices (ib transport), NCCL-style: comma-separated name prefixes with an optional :port (mlx5_0:1,mlx5_1); a leading = matches names exactly, a leading ^ excludes the listed devices" },
     Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE (ib transport); auto prefers a RoCE v2 GID of an IPv4 address" },
@@ -87,8 +87,8 @@ pub struct Config {
     pub disable_p2p: bool,
     /// `SYMMEM_REMOTE_TRANSPORT`.
     pub remote_transport: RemoteTransport,
-    /// `SYMMEM_NODE_ID`, or by default the kernel boot id and the IPC and network
-    /// namespaces (`boot=<boot id>,ipc=<inode>,net=<inode>`), or the hostname where
+    /// `SYMMEM_NODE_ID`, or by default the kernel boot id and the IPC, network and PID
+    /// namespaces (`boot=<boot id>,ipc=<inode>,net=<inode>,pid=<inode>`), or the hostname where
     /// `/proc` cannot tell (see `node_id_fallback`).
     pub node_id: String,
     /// `SYMMEM_SIMULATE_NODES`: the job's PEs form this many nodes (1 = by node id only).
