@@ -121,3 +121,33 @@ pub(crate) fn device_error_word(device: &Option<Device>) -> Option<u64> {
     #[cfg(not(feature = "cuda"))]
     return device.as_ref().map(|d| match *d {});
 }
+
+/// Lets the remote transport apply peers' requests to this PE's heap when it is GPU
+/// memory (the socket transport copies and launches helper kernels; `state` describes the
+/// heap). Before the init barrier, so no request can arrive first.
+#[cfg(feature = "cuda")]
+pub(crate) fn serve_gpu_heap(
+    heap: &SymmetricHeap,
+    transport: Option<&std::sync::Arc<dyn crate::transport::Transport>>,
+    peer_bases: &[u64],
+    state: symmem_device::DeviceState,
+) -> Result<()> {
+    let (Backend::Cuda(h), Some(t)) = (heap.backend(), transport) else {
+        return Ok(());
+    };
+    t.serve_device_heap(&|| {
+        let target = crate::cuda::GpuTarget::new(h.gpu(), peer_bases, state)?;
+        Ok(std::sync::Arc::new(target))
+    })
+}
+
+/// There are no GPU heaps without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn serve_gpu_heap(
+    _heap: &SymmetricHeap,
+    _transport: Option<&std::sync::Arc<dyn crate::transport::Transport>>,
+    _peer_bases: &[u64],
+    _state: symmem_device::DeviceState,
+) -> Result<()> {
+    Ok(())
+}

@@ -14,7 +14,9 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::heap::{self, SymmetricHeap, RESERVED};
 use crate::liveness::{self, InitProgress, InitStep, PeerWatch};
-use crate::pe_device::{create_backend, device_error_word, device_peer_table, device_resources};
+use crate::pe_device::{
+    create_backend, device_error_word, device_peer_table, device_resources, serve_gpu_heap,
+};
 use crate::route::Route;
 use crate::sym::SymBuf;
 use crate::topology::{PeInfo, Topology};
@@ -109,6 +111,30 @@ pub(crate) type Device = crate::cuda::DeviceResources;
 #[cfg(not(feature = "cuda"))]
 pub(crate) type Device = std::convert::Infallible;
 
+/// The [`DeviceState`] of PE `rank` on `heap`, with the peer base table at `peer_bases`
+/// and the error word at `error` (addresses its kernels use).
+fn device_state(
+    rank: usize,
+    topo: &Topology,
+    heap: &SymmetricHeap,
+    peer_bases: u64,
+    error: u64,
+) -> DeviceState {
+    DeviceState {
+        version: DEVICE_STATE_VERSION,
+        my_pe: rank as u32,
+        n_pes: topo.n_pes() as u32,
+        _reserved: 0,
+        heap_base: heap.base(rank).expect("own heap is mapped"),
+        heap_size: heap.len() as u64,
+        peer_bases,
+        barrier_off: heap::DEVICE_BARRIER_OFF as u64,
+        epoch_off: heap::DEVICE_EPOCH_OFF as u64,
+        error,
+        proxy: 0,
+    }
+}
+
 /// This PE's node identity: the configured one, split into `SYMMEM_SIMULATE_NODES`
 /// nodes of consecutive PEs when asked.
 fn node_of(config: &Config, rank: usize, n_pes: usize) -> String {
@@ -182,6 +208,15 @@ impl Runtime {
                 },
                 deadline,
             })?;
+            let peer_bases: Vec<u64> = (0..topo.n_pes())
+                .map(|pe| heap.base(pe).unwrap_or(0))
+                .collect();
+            serve_gpu_heap(
+                &heap,
+                transport.as_ref(),
+                &peer_bases,
+                device_state(rank, &topo, &heap, 0, 0),
+            )?;
             progress.enter(InitStep::Barrier);
             // Nobody may use a peer's heap before that peer has mapped everyone's.
             bootstrap.barrier()?;
@@ -221,22 +256,16 @@ impl Runtime {
                 return Err(e);
             }
         };
-        let device_state = DeviceState {
-            version: DEVICE_STATE_VERSION,
-            my_pe: rank as u32,
-            n_pes: topo.n_pes() as u32,
-            _reserved: 0,
-            heap_base: heap.base(rank).expect("own heap is mapped"),
-            heap_size: heap.len() as u64,
-            // On a CPU PE the boxed slice's buffer, which does not move when the box
-            // does; on a GPU PE its device copy.
-            peer_bases: device_peer_table(&device).unwrap_or(peer_bases.as_ptr() as u64),
-            barrier_off: heap::DEVICE_BARRIER_OFF as u64,
-            epoch_off: heap::DEVICE_EPOCH_OFF as u64,
-            // The CPU executor reports device errors as panics, not through a word.
-            error: device_error_word(&device).unwrap_or(0),
-            proxy: 0,
-        };
+        // On a CPU PE the boxed slice's buffer, which does not move when the box does;
+        // on a GPU PE its device copy. The CPU executor reports device errors as panics,
+        // not through a word.
+        let device_state = device_state(
+            rank,
+            &topo,
+            &heap,
+            device_peer_table(&device).unwrap_or(peer_bases.as_ptr() as u64),
+            device_error_word(&device).unwrap_or(0),
+        );
         let rt = Runtime {
             id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
             config,

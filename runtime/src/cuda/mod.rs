@@ -6,6 +6,7 @@
 //! name for the code.
 
 mod module;
+mod remote_target;
 
 use std::ffi::CStr;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use crate::config::DeviceChoice;
 use crate::error::{Error, Result};
 
 pub(crate) use module::CudaModule;
+pub(crate) use remote_target::GpuTarget;
 
 /// Turns a driver result into this crate's error, naming `call` and `pe`.
 pub(crate) fn check(rc: sys::CUresult, call: impl FnOnce() -> String, pe: usize) -> Result<()> {

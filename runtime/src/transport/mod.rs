@@ -54,6 +54,15 @@ pub(crate) trait Transport: Send + Sync {
     /// Stops the transport's threads and closes its connections; later submits fail.
     /// Called once, before the heap is unmapped.
     fn shutdown(&self);
+
+    /// Gives the transport this PE's GPU heap access path, built by `make`, if it applies
+    /// peers' requests itself (socket). Called once at init, before any peer may send. A
+    /// transport whose NIC reaches the heap itself (ib) does not call `make`.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // GPU heaps need the cuda feature
+    fn serve_device_heap(&self, make: &dyn Fn() -> Result<Arc<dyn DeviceHeap>>) -> Result<()> {
+        let _ = make;
+        Ok(())
+    }
 }
 
 /// This PE's heap as a transport sees it: what incoming requests are applied to (socket)
@@ -89,6 +98,8 @@ pub(crate) struct Setup<'a> {
 mod ib;
 mod socket;
 mod target;
+
+pub(crate) use target::DeviceHeap;
 
 /// The transports a build can choose between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +158,7 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
         return Ok(None);
     }
     let needs = setup.remote.iter().any(|&r| r);
-    let all = b.allgather(&[needs as u8, setup.heap.host as u8])?;
+    let all = b.allgather(&[needs as u8])?;
     if all.iter().all(|v| v.first() != Some(&1)) {
         return Ok(None);
     }
@@ -177,21 +188,6 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
                 differ.join(", ")
             ),
         });
-    }
-    let gpu_heaps: Vec<String> = (0..all.len())
-        .filter(|&pe| all[pe].get(1) != Some(&1))
-        .map(|pe| pe.to_string())
-        .collect();
-    if kind == Kind::Socket && !gpu_heaps.is_empty() {
-        // Every PE sees the same allgather, so all of them take this branch together.
-        // Operations to PEs without a P2P path then fail naming them (Error::Unreachable).
-        tracing::warn!(
-            target: "init",
-            "PE {}: no remote transport: PEs {} have GPU heaps, which the socket transport cannot serve yet (the ib transport registers them through dma-buf); PEs without a P2P path are unreachable",
-            setup.me,
-            gpu_heaps.join(", ")
-        );
-        return Ok(None);
     }
     let t: Arc<dyn Transport> = match kind {
         Kind::Socket => Arc::new(socket::SocketTransport::connect(setup)?),

@@ -6,8 +6,14 @@
 //! never reaches memory. Atomics use the orderings of the host API: RMWs are `SeqCst`,
 //! fetches Acquire, sets and signals Release, so data written before a signal (a
 //! put_signal's payload) is visible to a PE that observes the signal.
+//!
+//! A host heap is applied to with loads, stores and atomics. A GPU heap cannot be: its
+//! requests go through a [`DeviceHeap`] (copies, and the runtime's helper kernels for
+//! atomics and signals), which the runtime attaches once its GPU resources exist, before
+//! any peer may send.
 
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
 
 use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 
@@ -15,10 +21,31 @@ use super::HeapRegion;
 use crate::int::{apply_amo, SymInt};
 use crate::signal::apply_signal;
 
+/// A GPU heap as the target of peers' requests: what loads and stores cannot reach. Offsets
+/// are checked by [`Target::check`] before any call; errors are the reason, for the peer.
+pub(crate) trait DeviceHeap: Send + Sync {
+    /// Copies `src` to heap offset `off`; complete (visible to the GPU) on return.
+    fn write(&self, off: u64, src: &[u8]) -> Result<(), String>;
+    /// Copies `dst.len()` bytes from heap offset `off` into `dst`.
+    fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), String>;
+    /// The AMO `kind` on the `width`-byte word at `off`; returns the old value's bits.
+    fn amo(
+        &self,
+        off: u64,
+        width: u8,
+        kind: AmoKind,
+        value: u64,
+        compare: u64,
+    ) -> Result<u64, String>;
+    /// Updates the signal word at `off`, after every earlier [`Self::write`].
+    fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), String>;
+}
+
 /// This PE's heap as the target of peers' requests.
-#[derive(Debug, Clone, Copy)]
 pub(crate) struct Target {
     heap: HeapRegion,
+    /// A GPU heap's access path, attached by the runtime (see [`Self::attach`]).
+    device: OnceLock<Arc<dyn DeviceHeap>>,
 }
 
 // SAFETY: the heap region is a mapping owned by the runtime that outlives the transport
@@ -29,9 +56,31 @@ unsafe impl Send for Target {}
 unsafe impl Sync for Target {}
 
 impl Target {
-    /// A target for `heap`, which must be host memory.
+    /// A target for `heap`; a GPU heap (`heap.host == false`) also needs [`Self::attach`].
     pub(crate) fn new(heap: HeapRegion) -> Self {
-        Target { heap }
+        Target {
+            heap,
+            device: OnceLock::new(),
+        }
+    }
+
+    /// Gives a GPU heap its access path. Called once, before peers may send requests.
+    pub(crate) fn attach(&self, device: Arc<dyn DeviceHeap>) {
+        if self.device.set(device).is_err() {
+            tracing::warn!(target: "init", "a second GPU heap access path was attached; the first one stays");
+        }
+    }
+
+    /// Whether the heap is host memory, applied to directly.
+    pub(crate) fn is_host(&self) -> bool {
+        self.heap.host
+    }
+
+    /// The GPU heap's access path, or why there is none.
+    fn device(&self) -> Result<&dyn DeviceHeap, String> {
+        self.device.get().map(|d| &**d).ok_or_else(|| {
+            "this PE's GPU heap is not ready for remote requests yet (a request arrived before init finished)".into()
+        })
     }
 
     /// Checks `req`, as received from a peer, against the heap; the error says what is
@@ -90,17 +139,40 @@ impl Target {
         Ok(op)
     }
 
-    /// The address of heap offset `off`, checked by [`Self::check`].
+    /// The address of heap offset `off` of a host heap, checked by [`Self::check`].
     pub(crate) fn at(&self, off: u64) -> *mut u8 {
+        debug_assert!(self.heap.host, "direct addresses exist only in a host heap");
         (self.heap.base + off) as *mut u8
+    }
+
+    /// Copies the checked range at `off` into `dst` (a get).
+    pub(crate) fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), String> {
+        if !self.heap.host {
+            return self.device()?.read(off, dst);
+        }
+        // SAFETY: checked to lie within the heap; `dst` is a separate buffer. Peers may
+        // write the range concurrently, as with any get.
+        unsafe { std::ptr::copy_nonoverlapping(self.at(off), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Copies `src` to the checked range at `off` of a GPU heap (a staged put; puts to a
+    /// host heap are read straight into [`Self::at`]).
+    pub(crate) fn write_device(&self, off: u64, src: &[u8]) -> Result<(), String> {
+        self.device()?.write(off, src)
     }
 
     /// Performs a checked AMO; returns the old value (0 for Set).
     ///
     /// # Safety
     /// `req` passed [`Self::check`] as an [`Opcode::Amo`].
-    pub(crate) unsafe fn amo(&self, req: &Request) -> u64 {
+    pub(crate) unsafe fn amo(&self, req: &Request) -> Result<u64, String> {
         let kind = req.amo_kind().expect("checked");
+        if !self.heap.host {
+            return self
+                .device()?
+                .amo(req.remote, req.width, kind, req.value, req.compare);
+        }
         /// The AMO on the `T` at `p`.
         ///
         /// # Safety
@@ -113,13 +185,13 @@ impl Target {
         }
         let p = self.at(req.remote);
         // SAFETY: `check` verified bounds and alignment for the request's width.
-        unsafe {
+        Ok(unsafe {
             if req.width == 8 {
                 on::<u64>(p, kind, req.value, req.compare)
             } else {
                 on::<u32>(p, kind, req.value, req.compare)
             }
-        }
+        })
     }
 
     /// Updates the signal word at heap offset `off` with a Release store or add, after
@@ -127,11 +199,15 @@ impl Target {
     ///
     /// # Safety
     /// `off` and `op` come from a request that passed [`Self::check`].
-    pub(crate) unsafe fn signal(&self, off: u64, op: SignalOp, value: u64) {
+    pub(crate) unsafe fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), String> {
+        if !self.heap.host {
+            return self.device()?.signal(off, op, value);
+        }
         // SAFETY: in bounds and 8-byte aligned (checked); signal words are only accessed
         // atomically.
         let a = unsafe { AtomicU64::from_ptr(self.at(off).cast()) };
         apply_signal(a, value, op);
+        Ok(())
     }
 }
 
@@ -185,14 +261,14 @@ mod tests {
         t.check(&add).unwrap();
         // SAFETY: checked above.
         unsafe {
-            assert_eq!(t.amo(&add), 0);
-            assert_eq!(t.amo(&add), 5);
+            assert_eq!(t.amo(&add), Ok(0));
+            assert_eq!(t.amo(&add), Ok(5));
             let cas = Request::amo(0, AmoKind::CompareSwap, 4, 16, 7, 0, 0);
             t.check(&cas).unwrap();
-            assert_eq!(t.amo(&cas), 0);
-            assert_eq!(t.amo(&cas), 7);
-            t.signal(24, SignalOp::Add, 3);
-            t.signal(24, SignalOp::Add, 3);
+            assert_eq!(t.amo(&cas), Ok(0));
+            assert_eq!(t.amo(&cas), Ok(7));
+            t.signal(24, SignalOp::Add, 3).unwrap();
+            t.signal(24, SignalOp::Add, 3).unwrap();
         }
         assert_eq!(mem[1], 10);
         assert_eq!(mem[2] as u32, 7);

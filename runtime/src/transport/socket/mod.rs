@@ -135,8 +135,10 @@ enum RxState {
 }
 
 enum Dest {
-    /// Straight into this PE's heap (a checked put).
+    /// Straight into this PE's host heap (a checked put).
     Heap(*mut u8),
+    /// Into a buffer, then copied to offset `off` of this PE's GPU heap (a checked put).
+    Staged { off: u64, buf: Vec<u8> },
     /// Into a buffer (a get's response).
     Buf(Vec<u8>),
 }
@@ -656,8 +658,16 @@ impl Shared {
             .map_err(|why| self.refuse(c, why))?;
         match op {
             Opcode::Put | Opcode::PutSignal => {
+                let dest = if self.target.is_host() {
+                    Dest::Heap(self.target.at(req.remote))
+                } else {
+                    Dest::Staged {
+                        off: req.remote,
+                        buf: vec![0; req.len as usize],
+                    }
+                };
                 rx.state = RxState::Payload {
-                    dest: Dest::Heap(self.target.at(req.remote)),
+                    dest,
                     filled: 0,
                     len: req.len as usize,
                     then: if op == Opcode::Put {
@@ -674,20 +684,15 @@ impl Shared {
                 f.extend_from_slice(&frame::two_u64(req.tag, 0));
                 let at = f.len();
                 f.resize(at + len, 0);
-                // SAFETY: checked to lie within the heap; the destination is a fresh
-                // buffer. Peers may write the range concurrently, as with any get.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        self.target.at(req.remote),
-                        f[at..].as_mut_ptr(),
-                        len,
-                    )
-                };
+                self.target
+                    .read(req.remote, &mut f[at..])
+                    .map_err(|why| self.apply_failed(c, "get", why))?;
                 self.respond(c, f);
             }
             Opcode::Amo => {
                 // SAFETY: checked as an AMO.
-                let old = unsafe { self.target.amo(&req) };
+                let old = unsafe { self.target.amo(&req) }
+                    .map_err(|why| self.apply_failed(c, "AMO", why))?;
                 if req.returns_data() {
                     let mut f = frame::header(Kind::Response, 16).to_vec();
                     f.extend_from_slice(&frame::two_u64(req.tag, old));
@@ -697,7 +702,8 @@ impl Shared {
             Opcode::Signal => {
                 let sig = req.signal_kind().expect("checked");
                 // SAFETY: checked as a signal.
-                unsafe { self.target.signal(req.remote, sig, req.value) };
+                unsafe { self.target.signal(req.remote, sig, req.value) }
+                    .map_err(|why| self.apply_failed(c, "signal", why))?;
             }
             Opcode::Fence | Opcode::Quiet => unreachable!("refused by Target::check"),
         }
@@ -716,7 +722,7 @@ impl Shared {
     ) -> std::result::Result<bool, Stop> {
         let ptr = match &mut dest {
             Dest::Heap(p) => *p,
-            Dest::Buf(v) => v.as_mut_ptr(),
+            Dest::Staged { buf, .. } | Dest::Buf(buf) => buf.as_mut_ptr(),
         };
         // What the read-ahead buffer already holds, then straight from the socket.
         let have = (rx.end - rx.start).min(len - filled);
@@ -751,12 +757,18 @@ impl Shared {
                 Err(e) => return Err(Stop::Failed(format!("reading from PE {}: {e}", c.pe))),
             }
         }
+        if let Dest::Staged { off, buf } = &dest {
+            self.target
+                .write_device(*off, buf)
+                .map_err(|why| self.apply_failed(c, "put", why))?;
+        }
         match then {
             Then::Put => {}
             Then::Signal(req) => {
                 let op = req.signal_kind().expect("checked");
                 // SAFETY: checked with the request.
-                unsafe { self.target.signal(req.signal, op, req.value) };
+                unsafe { self.target.signal(req.signal, op, req.value) }
+                    .map_err(|why| self.apply_failed(c, "put_signal's signal", why))?;
             }
             Then::Respond(slot) => {
                 if let Dest::Buf(v) = dest {
@@ -766,6 +778,16 @@ impl Shared {
             }
         }
         Ok(true)
+    }
+
+    /// A well-formed request from `c` that this PE could not apply to its heap (a GPU
+    /// heap's copy or helper kernel failed): the failure that closes `c`, so the peer's
+    /// operations fail naming this PE instead of being lost.
+    fn apply_failed(&self, c: &Conn, what: &str, why: String) -> Stop {
+        Stop::Failed(format!(
+            "PE {} could not apply a {what} from PE {} to its heap: {why}",
+            self.me, c.pe
+        ))
     }
 
     /// Sends REFUSED with `why` (best effort) and returns the failure that closes `c`.
@@ -1060,6 +1082,16 @@ impl Transport for SocketTransport {
         Ok(())
     }
 
+    fn serve_device_heap(
+        &self,
+        make: &dyn Fn() -> Result<Arc<dyn super::DeviceHeap>>,
+    ) -> Result<()> {
+        if !self.shared.target.is_host() {
+            self.shared.target.attach(make()?);
+        }
+        Ok(())
+    }
+
     fn shutdown(&self) {
         let sh = &*self.shared;
         for c in sh.conns.iter().flatten() {
@@ -1137,6 +1169,14 @@ mod tests {
     /// A transport state for PE 0 whose connection to "PE 1" is the other end of `client`,
     /// over `heap`.
     fn with_client(heap: &mut [u64]) -> (Shared, TcpStream) {
+        with_client_on(HeapRegion {
+            base: heap.as_mut_ptr() as u64,
+            len: heap.len() * 8,
+            host: true,
+        })
+    }
+
+    fn with_client_on(region: HeapRegion) -> (Shared, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (server, _) = l.accept().unwrap();
@@ -1147,11 +1187,7 @@ mod tests {
         let shared = Shared {
             me: 0,
             conns: vec![None, Some(Conn::new(1, server))],
-            target: Target::new(HeapRegion {
-                base: heap.as_mut_ptr() as u64,
-                len: heap.len() * 8,
-                host: true,
-            }),
+            target: Target::new(region),
             timeout: Some(Duration::from_secs(5)),
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
@@ -1277,5 +1313,134 @@ mod tests {
         assert_eq!(&body[..16], &frame::two_u64(43, 5));
         drop(sh);
         assert_eq!(heap[..8], bytemuck::cast_slice::<u8, u64>(&data)[..]);
+    }
+
+    /// A GPU heap stand-in: host memory behind the [`super::super::DeviceHeap`] calls,
+    /// recording their order.
+    struct FakeGpuHeap {
+        mem: Mutex<Vec<u8>>,
+        log: Mutex<Vec<String>>,
+        fail_writes: bool,
+    }
+
+    impl super::super::DeviceHeap for FakeGpuHeap {
+        fn write(&self, off: u64, src: &[u8]) -> std::result::Result<(), String> {
+            if self.fail_writes {
+                return Err("cuMemcpyHtoD failed: CUDA_ERROR_ILLEGAL_ADDRESS".into());
+            }
+            let off = off as usize;
+            lock(&self.mem)[off..off + src.len()].copy_from_slice(src);
+            lock(&self.log).push(format!("write {off} {}", src.len()));
+            Ok(())
+        }
+        fn read(&self, off: u64, dst: &mut [u8]) -> std::result::Result<(), String> {
+            let off = off as usize;
+            dst.copy_from_slice(&lock(&self.mem)[off..off + dst.len()]);
+            lock(&self.log).push(format!("read {off} {}", dst.len()));
+            Ok(())
+        }
+        fn amo(
+            &self,
+            off: u64,
+            width: u8,
+            kind: symmem_device::AmoKind,
+            value: u64,
+            _compare: u64,
+        ) -> std::result::Result<u64, String> {
+            assert_eq!((width, kind), (8, symmem_device::AmoKind::FetchAdd));
+            let off = off as usize;
+            let mut m = lock(&self.mem);
+            let old = u64::from_le_bytes(m[off..off + 8].try_into().unwrap());
+            m[off..off + 8].copy_from_slice(&(old + value).to_le_bytes());
+            lock(&self.log).push(format!("amo {off}"));
+            Ok(old)
+        }
+        fn signal(&self, off: u64, op: SignalOp, value: u64) -> std::result::Result<(), String> {
+            assert_eq!(op, SignalOp::Set);
+            let off = off as usize;
+            lock(&self.mem)[off..off + 8].copy_from_slice(&value.to_le_bytes());
+            lock(&self.log).push(format!("signal {off}"));
+            Ok(())
+        }
+    }
+
+    fn gpu_region() -> HeapRegion {
+        // A device address: never dereferenced by the transport.
+        HeapRegion {
+            base: 0x7f00_0000_0000,
+            len: 128,
+            host: false,
+        }
+    }
+
+    #[test]
+    fn a_gpu_heap_gets_staged_puts_then_signals_and_answers_gets_and_amos_in_order() {
+        let (sh, mut client) = with_client_on(gpu_region());
+        let gpu = Arc::new(FakeGpuHeap {
+            mem: Mutex::new(vec![0; 128]),
+            log: Mutex::default(),
+            fail_writes: false,
+        });
+        let g = gpu.clone();
+        sh.target.attach(g);
+        let data: Vec<u8> = (0..64u8).collect();
+        let req = Request::put_signal(0, 0, 0, 64, 64, SignalOp::Set, 9);
+        client.write_all(&request_frame(&req, &data)).unwrap();
+        assert_eq!(
+            serve_until(&sh, || lock(&gpu.log).len() == 2),
+            None,
+            "{:?}",
+            lock(&gpu.log)
+        );
+        let mut get = Request::get(0, 0, 0, 64);
+        get.tag = 42;
+        client.write_all(&request_frame(&get, &[])).unwrap();
+        let mut amo = Request::amo(0, symmem_device::AmoKind::FetchAdd, 8, 64, 1, 0, 1);
+        amo.tag = 43;
+        client.write_all(&request_frame(&amo, &[])).unwrap();
+        assert_eq!(serve_until(&sh, || lock(&gpu.log).len() == 4), None);
+        let (kind, body) = read_frame(&mut client);
+        assert_eq!(kind, Kind::Response);
+        assert_eq!(u64::from_le_bytes(body[..8].try_into().unwrap()), 42);
+        assert_eq!(&body[16..], &data[..]);
+        let (kind, body) = read_frame(&mut client);
+        assert_eq!(kind, Kind::Response);
+        assert_eq!(&body[..16], &frame::two_u64(43, 9));
+        assert_eq!(
+            *lock(&gpu.log),
+            ["write 0 64", "signal 64", "read 0 64", "amo 64"],
+            "the signal is applied only after its data"
+        );
+    }
+
+    #[test]
+    fn a_gpu_heap_that_cannot_apply_a_put_fails_the_connection_naming_both_pes() {
+        let (sh, mut client) = with_client_on(gpu_region());
+        let gpu = Arc::new(FakeGpuHeap {
+            mem: Mutex::new(vec![0; 128]),
+            log: Mutex::default(),
+            fail_writes: true,
+        });
+        let g = gpu.clone();
+        sh.target.attach(g);
+        let req = Request::put_signal(0, 0, 0, 8, 64, SignalOp::Set, 9);
+        client.write_all(&request_frame(&req, &[1; 8])).unwrap();
+        let why = serve_until(&sh, || false).expect("the connection fails");
+        assert!(
+            why.contains("PE 0 could not apply a put from PE 1")
+                && why.contains("CUDA_ERROR_ILLEGAL_ADDRESS"),
+            "{why}"
+        );
+        assert!(lock(&gpu.log).is_empty(), "no signal after a lost put");
+    }
+
+    #[test]
+    fn a_gpu_heap_without_its_access_path_refuses_to_guess() {
+        let (sh, mut client) = with_client_on(gpu_region());
+        let mut get = Request::get(0, 0, 0, 8);
+        get.tag = 1;
+        client.write_all(&request_frame(&get, &[])).unwrap();
+        let why = serve_until(&sh, || false).expect("the connection fails");
+        assert!(why.contains("not ready for remote requests"), "{why}");
     }
 }
