@@ -246,8 +246,12 @@ impl Runtime {
         loop {
             backoff.snooze();
             if let Some(t) = &self.transport {
-                // Serve peers while spinning: their requests may be what this waits for.
-                t.progress()?;
+                if !backoff.is_slow() {
+                    // Serve peers while spinning: their requests may be what this waits
+                    // for. Once the wait sleeps, the transport's own thread serves them
+                    // (it stands aside only while threads spin here).
+                    t.progress()?;
+                }
             }
             if ready() {
                 return Ok(());

@@ -48,7 +48,8 @@ pub(crate) trait Transport: Send + Sync {
     fn quiet(&self) -> Result<()>;
 
     /// Makes progress on incoming and outgoing traffic without blocking; waits call it
-    /// between polls so that a PE spinning on its own heap serves its peers.
+    /// between polls while they spin, so that a PE spinning on its own heap serves its
+    /// peers at once (a sleeping wait leaves that to the transport's own thread).
     fn progress(&self) -> Result<()>;
 
     /// Stops the transport's threads and closes its connections; later submits fail.
