@@ -115,7 +115,12 @@ impl TcpBootstrap {
     ) -> Result<Self, BootstrapError> {
         let mut server = RendezvousServer::start(listener, nonce, size, timeout)?;
         server.set_host_rank(rank);
-        let addr = server.addr().to_string();
+        // A server listening on every interface is reached here through loopback.
+        let mut addr = server.addr();
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        let addr = addr.to_string();
         Self::join(&addr, nonce, 0, rank, size, timeout, Join::Host(server))
     }
 
