@@ -40,11 +40,21 @@ fn owned(vars: &[(&str, String)]) -> Vec<(String, String)> {
 /// Runs `n` ranks, `vars_of(rank)` giving each its launcher variables, and checks that
 /// rank r printed exactly `PE r of n`.
 fn run_ranks(n: usize, vars_of: impl Fn(usize) -> Vec<(String, String)>) {
-    let children: Vec<Child> = (0..n).map(|r| start("hello", n, &vars_of(r))).collect();
+    run_scenario_ranks("hello", n, vars_of, |rank| format!("PE {rank} of {n}"));
+}
+
+/// Runs `scenario` on `n` ranks and checks that rank r printed the line `want(r)`.
+fn run_scenario_ranks(
+    scenario: &str,
+    n: usize,
+    vars_of: impl Fn(usize) -> Vec<(String, String)>,
+    want: impl Fn(usize) -> String,
+) {
+    let children: Vec<Child> = (0..n).map(|r| start(scenario, n, &vars_of(r))).collect();
     for (rank, child) in children.into_iter().enumerate() {
         let job = wait_output(child, Duration::from_secs(60));
         job.assert_success();
-        let want = format!("PE {rank} of {n}");
+        let want = want(rank);
         if !job.stdout.lines().any(|l| l == want) {
             job.fail(&format!("rank {rank} did not print {want:?}"));
         }
@@ -100,6 +110,19 @@ fn torchrun_workers_form_one_job_and_leave_master_port_to_the_agent() {
     let port = store.local_addr().unwrap().port();
     run_ranks(3, |r| owned(&torchrun_vars(r, 3, port)));
     drop(store);
+}
+
+#[test]
+fn torchrun_workers_can_init_again_after_finalize() {
+    // Every rank's second init joins rank 0's second rendezvous, not its first.
+    let store = agent_store();
+    let port = store.local_addr().unwrap().port();
+    run_scenario_ranks(
+        "reinit",
+        3,
+        |r| owned(&torchrun_vars(r, 3, port)),
+        |r| format!("PE {r}: reinit ok"),
+    );
 }
 
 #[test]

@@ -26,7 +26,8 @@
 pub mod hostlist;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::tcp::TcpBootstrap;
 use crate::BootstrapError;
@@ -539,13 +540,43 @@ impl EnvJob {
 
     /// Joins the job: rank 0 hosts the rendezvous on its port, the others connect to it,
     /// retrying until `timeout`.
+    ///
+    /// # Successive inits
+    /// A process may init, finalize and init again; each rank counts its inits and the count
+    /// is part of the nonce. A rank that comes back faster than rank 0 may still reach rank
+    /// 0's previous rendezvous, which refuses its new nonce or closes while shutting down:
+    /// after the first init, such refusals are retried until the deadline.
     pub fn join(&self, timeout: Duration) -> Result<TcpBootstrap, BootstrapError> {
+        let generation = GENERATION.fetch_add(1, Ordering::Relaxed);
+        let nonce = nonce_of(&format!("{:016x}#{generation}", self.nonce));
         let addr = self.root_addr();
         if self.rank != 0 {
-            return TcpBootstrap::connect_hosted_by(
-                &addr, self.nonce, self.rank, self.size, timeout, 0,
-            )
-            .map_err(|e| self.name_origin(e));
+            let deadline = crate::duration::deadline_after(timeout);
+            let mut pause = Duration::from_millis(20);
+            loop {
+                let attempt = TcpBootstrap::connect_hosted_by(
+                    &addr,
+                    nonce,
+                    self.rank,
+                    self.size,
+                    timeout,
+                    0,
+                    Some(deadline),
+                );
+                match attempt {
+                    Ok(b) => return Ok(b),
+                    Err(e)
+                        if generation > 0
+                            && is_stale_root(&e)
+                            && Instant::now() + pause < deadline =>
+                    {
+                        tracing::debug!(%e, "rank 0's previous rendezvous answered; retrying");
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_millis(500));
+                    }
+                    Err(e) => return Err(self.name_origin(e)),
+                }
+            }
         }
         if let Some(from) = &self.derived_from {
             tracing::warn!(
@@ -565,7 +596,7 @@ impl EnvJob {
                 self.root_port, self.origin
             ))
         })?;
-        TcpBootstrap::host(listener, self.nonce, 0, self.size, timeout)
+        TcpBootstrap::host(listener, nonce, 0, self.size, timeout)
     }
 
     /// Rank 0 hosts the rendezvous, so the address the others use must be this host's.
@@ -603,6 +634,20 @@ impl EnvJob {
         }
     }
 }
+
+/// Whether `err` may come from rank 0's previous rendezvous (see [`EnvJob::join`]): it
+/// refused the nonce, or it closed while this rank was joining.
+fn is_stale_root(err: &BootstrapError) -> bool {
+    match err {
+        BootstrapError::Protocol { detail, .. } => detail.contains("wrong job nonce"),
+        BootstrapError::PeerFailed { rank, .. } => *rank == 0,
+        BootstrapError::ServerLost { .. } => true,
+        _ => false,
+    }
+}
+
+/// Counts this process's `env` inits; part of the nonce, so each init is its own job.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 #[cfg(test)]
 mod tests;
