@@ -17,7 +17,7 @@
 //! (or divide `WORLD_SIZE`). Without torchrun, PyTorch variables and another launcher's
 //! describe the same process and must agree on rank and size. Disagreement is an error
 //! naming both sources, unless `SYMMEM_BOOTSTRAP` names the one to use (`env:torchrun`,
-//! `env:slurm`, `env:k8s`, `mpi`). Which source won, and why, is logged at info level.
+//! `env:slurm`, `env:k8s`, `mpi`; plain `env` checks like `auto`). Which source won, and why, is logged at info level.
 //!
 //! A mismatch between how the job was launched and what the binary supports is an error,
 //! never a silent fall back to N independent single-PE jobs.
@@ -199,9 +199,13 @@ pub fn decide(choice: BootstrapChoice, get: Lookup) -> Result<Decision, Bootstra
             )
         }
         (BootstrapChoice::Env(None), None) => {
-            let source = if launch_vars::pytorch_claim(get)?.is_some() {
-                torch_source(get)
-            } else if launch_vars::k8s_claim(get)?.is_some() {
+            if let Some(d) = torch_decision(get)? {
+                return Ok(Decision {
+                    why: format!("SYMMEM_BOOTSTRAP=env and {}", d.why),
+                    ..d
+                });
+            }
+            let source = if launch_vars::k8s_claim(get)?.is_some() {
                 EnvSource::K8sIndexed
             } else if launch_vars::slurm_claim(get)?.is_some() {
                 EnvSource::Slurm
@@ -238,47 +242,56 @@ fn torch_source(get: Lookup) -> EnvSource {
     }
 }
 
+/// The PyTorch variables' job, when they are set and every other launcher's variables
+/// agree with them ([`launch_vars::check_agreement`]); an error naming both otherwise.
+fn torch_decision(get: Lookup) -> Result<Option<Decision>, BootstrapError> {
+    let Some(torch) = launch_vars::pytorch_claim(get)? else {
+        return Ok(None);
+    };
+    let source = torch_source(get);
+    let torchrun = source == EnvSource::Torchrun;
+    let groups = get("GROUP_WORLD_SIZE").and_then(|g| g.parse().ok());
+    let outer: Vec<_> = launch_vars::slurm_claim(get)?
+        .into_iter()
+        .chain(launch_vars::k8s_claim(get)?)
+        .chain(launch_vars::pmi_claims(get))
+        .collect();
+    for o in &outer {
+        launch_vars::check_agreement(&torch, torchrun, groups, o)?;
+    }
+    let job = launch_vars::job(source, get)?;
+    let mut why = format!("{source} variables are set ({})", torch.vars);
+    if torchrun {
+        why.push_str(" and TORCHELASTIC_RUN_ID says torchrun started this worker");
+    }
+    if !outer.is_empty() {
+        let others: Vec<String> = outer
+            .iter()
+            .map(|o| format!("{} ({})", o.source, o.vars))
+            .collect();
+        why.push_str(&format!(
+            "; they are checked before {}, which agree{}",
+            others.join(", "),
+            if torchrun {
+                " as the launcher of torchrun's agents"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(Some(Decision {
+        plan: Plan::Env(job),
+        why,
+    }))
+}
+
 /// `SYMMEM_BOOTSTRAP=auto` without symrun.
 fn auto(get: Lookup) -> Result<Decision, BootstrapError> {
+    if let Some(d) = torch_decision(get)? {
+        return Ok(d);
+    }
     let slurm = launch_vars::slurm_claim(get)?;
     let k8s = launch_vars::k8s_claim(get)?;
-    if let Some(torch) = launch_vars::pytorch_claim(get)? {
-        let source = torch_source(get);
-        let torchrun = source == EnvSource::Torchrun;
-        let groups = get("GROUP_WORLD_SIZE").and_then(|g| g.parse().ok());
-        let outer: Vec<_> = slurm
-            .into_iter()
-            .chain(k8s)
-            .chain(launch_vars::pmi_claims(get))
-            .collect();
-        for o in &outer {
-            launch_vars::check_agreement(&torch, torchrun, groups, o)?;
-        }
-        let job = launch_vars::job(source, get)?;
-        let mut why = format!("{source} variables are set ({})", torch.vars);
-        if torchrun {
-            why.push_str(" and TORCHELASTIC_RUN_ID says torchrun started this worker");
-        }
-        if !outer.is_empty() {
-            let others: Vec<String> = outer
-                .iter()
-                .map(|o| format!("{} ({})", o.source, o.vars))
-                .collect();
-            why.push_str(&format!(
-                "; they are checked before {}, which agree{}",
-                others.join(", "),
-                if torchrun {
-                    " as the launcher of torchrun's agents"
-                } else {
-                    ""
-                }
-            ));
-        }
-        return Ok(Decision {
-            plan: Plan::Env(job),
-            why,
-        });
-    }
     if let Some((var, value)) = MPI_LAUNCHER_VARS
         .iter()
         .find_map(|v| get(v).map(|val| (*v, val)))
@@ -333,7 +346,7 @@ pub fn from_env(
     let Decision { plan, why } = decide(choice, &process_env)?;
     match plan {
         Plan::Symrun(env) => {
-            tracing::debug!(why, "bootstrap: symrun");
+            tracing::info!(why, "bootstrap: symrun");
             let session = LAUNCH_SESSION.fetch_add(1, Ordering::Relaxed);
             let b =
                 TcpBootstrap::connect(&env.addr, env.nonce, session, env.rank, env.size, timeout)?;
@@ -356,6 +369,7 @@ pub fn from_env(
                 why,
                 rank = job.rank,
                 size = job.size,
+                local_rank = ?job.local_rank,
                 root = %job.root_addr(),
                 origin = %job.origin,
                 "bootstrap: env ({})",
@@ -364,7 +378,7 @@ pub fn from_env(
             Ok(Box::new(job.join(timeout)?))
         }
         Plan::Single => {
-            tracing::debug!(why, "bootstrap: single PE");
+            tracing::info!(why, "bootstrap: single PE");
             Ok(Box::new(SingleBootstrap::new(timeout)))
         }
     }

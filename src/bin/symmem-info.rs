@@ -76,10 +76,12 @@ fn describe_launch(config: &symmem::Config) -> String {
         Plan::Mpi => "MPI, but this build has no `mpi` feature: init would fail".into(),
         Plan::Env(job) if job.size == 1 => format!("{}: a job of one PE", job.source),
         Plan::Env(job) => format!(
-            "{}: rank {} of {}; rank 0 hosts the rendezvous at {} ({}); secret: {}",
+            "{}: rank {} of {}{}; rank 0 hosts the rendezvous at {} ({}); secret: {}",
             job.source,
             job.rank,
             job.size,
+            job.local_rank
+                .map_or(String::new(), |l| format!(" (local rank {l})")),
             job.root_addr(),
             job.origin,
             match &job.derived_from {

@@ -100,6 +100,9 @@ pub struct EnvJob {
     pub rank: usize,
     /// The number of ranks.
     pub size: usize,
+    /// This process's rank among those on its node, where the launcher tells
+    /// (`LOCAL_RANK`, `SLURM_LOCALID`).
+    pub local_rank: Option<usize>,
     /// Rank 0's host name or address.
     pub root_host: String,
     /// Rank 0's rendezvous port.
@@ -119,6 +122,7 @@ impl std::fmt::Debug for EnvJob {
             .field("source", &self.source)
             .field("rank", &self.rank)
             .field("size", &self.size)
+            .field("local_rank", &self.local_rank)
             .field("root_host", &self.root_host)
             .field("root_port", &self.root_port)
             .field("origin", &self.origin)
@@ -509,6 +513,15 @@ pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
             )
         }
     };
+    let local_var = match source {
+        EnvSource::Torchrun | EnvSource::PyTorchEnv => Some("LOCAL_RANK"),
+        EnvSource::Slurm => Some("SLURM_LOCALID"),
+        EnvSource::K8sIndexed => None,
+    };
+    let local_rank = match local_var.and_then(|v| get(v).map(|val| (v, val))) {
+        Some((var, val)) => Some(number(var, &val)?),
+        None => None,
+    };
     let (nonce, derived_from) = match get(ENV_JOB_SECRET) {
         Some(secret) => (nonce_of(&secret), None),
         None => {
@@ -520,6 +533,7 @@ pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
         source,
         rank,
         size,
+        local_rank,
         root_host: host,
         root_port: port_,
         origin,

@@ -159,6 +159,7 @@ fn slurm_fallback_uses_the_first_step_node_and_reserved_ports() {
     ];
     let job = env_job(&base);
     assert_eq!((job.source, job.rank, job.size), (EnvSource::Slurm, 5, 8));
+    assert_eq!(job.local_rank, Some(1));
     assert_eq!(job.root_host, "node03");
     assert_eq!(job.root_port, slurm_derived_port("4242", "0"));
     assert!((20000..32000).contains(&job.root_port));
@@ -217,7 +218,14 @@ fn conflicting_sources_fail_naming_both_unless_one_is_chosen() {
     };
     assert_eq!(chosen("env:torchrun"), (EnvSource::PyTorchEnv, 2));
     assert_eq!(chosen("env:slurm"), (EnvSource::Slurm, 8));
-    assert_eq!(chosen("env"), (EnvSource::PyTorchEnv, 2));
+    // Plain `env` does not say which of the two.
+    let err = decide_with(BootstrapChoice::Env(None), &both)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("SLURM_NTASKS=8") && err.contains("WORLD_SIZE=2"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -354,6 +362,16 @@ fn bad_values_name_the_variable() {
             "SLURM_NTASKS=0",
         ),
         (vec![("JOB_COMPLETION_INDEX", "a")], "JOB_COMPLETION_INDEX"),
+        (
+            vec![
+                ("RANK", "0"),
+                ("WORLD_SIZE", "2"),
+                ("MASTER_ADDR", "h"),
+                ("MASTER_PORT", "1"),
+                ("LOCAL_RANK", "first"),
+            ],
+            "LOCAL_RANK=\"first\"",
+        ),
     ] {
         let err = auto_err(&pairs);
         assert!(err.contains(needle), "{pairs:?}: {err}");
