@@ -259,6 +259,15 @@ fn torch_decision(get: Lookup) -> Result<Option<Decision>, BootstrapError> {
     for o in &outer {
         launch_vars::check_agreement(&torch, torchrun, groups, o)?;
     }
+    if torch.size == Some(1) {
+        return Ok(Some(Decision {
+            plan: Plan::Single,
+            why: format!(
+                "{source} variables say this is a job of one ({})",
+                torch.vars
+            ),
+        }));
+    }
     let job = launch_vars::job(source, get)?;
     let mut why = format!("{source} variables are set ({})", torch.vars);
     if torchrun {
@@ -310,6 +319,16 @@ fn auto(get: Lookup) -> Result<Decision, BootstrapError> {
         return Ok(Decision {
             plan: Plan::Single,
             why: format!("{var}={value}: a job of one"),
+        });
+    }
+    if let Some(one) = [&k8s, &slurm]
+        .into_iter()
+        .flatten()
+        .find(|c| c.size == Some(1))
+    {
+        return Ok(Decision {
+            plan: Plan::Single,
+            why: format!("{} says this is a job of one ({})", one.source, one.vars),
         });
     }
     if k8s.is_some() {

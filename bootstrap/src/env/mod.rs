@@ -185,11 +185,16 @@ pub fn pytorch_claim(get: Lookup) -> Result<Option<Claim>, BootstrapError> {
         return Ok(None);
     };
     let size = check_size("WORLD_SIZE", number("WORLD_SIZE", &size_text)?)?;
-    let rank_text = get("RANK").ok_or_else(|| {
-        config(format!(
-            "WORLD_SIZE={size_text} is set but RANK is not: set both (torchrun and Kubeflow's PyTorchJob do), or unset WORLD_SIZE"
-        ))
-    })?;
+    let rank_text = match get("RANK") {
+        Some(r) => r,
+        // A job of one: its only rank is 0.
+        None if size == 1 => "0".into(),
+        None => {
+            return Err(config(format!(
+                "WORLD_SIZE={size_text} is set but RANK is not: set both (torchrun and Kubeflow's PyTorchJob do), or unset WORLD_SIZE"
+            )))
+        }
+    };
     let rank = number("RANK", &rank_text)?;
     check_rank("RANK", rank, "WORLD_SIZE", size)?;
     let torchrun = get("TORCHELASTIC_RUN_ID").is_some();

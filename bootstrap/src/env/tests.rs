@@ -407,13 +407,19 @@ fn secrets_separate_jobs_and_the_user_secret_wins() {
 #[test]
 fn world_size_one_and_no_variables() {
     assert_eq!(auto(&[]).unwrap().plan, Plan::Single);
-    let job = env_job(&[
-        ("RANK", "0"),
-        ("WORLD_SIZE", "1"),
-        ("MASTER_ADDR", "h"),
-        ("MASTER_PORT", "1"),
-    ]);
-    assert_eq!(job.size, 1);
+    // A job of one needs no rendezvous, so no MASTER_ADDR either.
+    for one in [
+        &[("RANK", "0"), ("WORLD_SIZE", "1")][..],
+        &[("WORLD_SIZE", "1")],
+        &[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "1"),
+            ("SLURM_STEP_ID", "0"),
+        ],
+        &[("JOB_COMPLETION_INDEX", "0"), ("SYMMEM_WORLD_SIZE", "1")],
+    ] {
+        assert_eq!(auto(one).unwrap().plan, Plan::Single, "{one:?}");
+    }
     let err = decide_with(BootstrapChoice::Env(None), &[])
         .unwrap_err()
         .to_string();
@@ -451,6 +457,24 @@ fn rank_zero_refuses_a_root_address_of_another_host() {
         err.contains("MASTER_ADDR")
             && err.contains("192.0.2.1")
             && err.contains("SYMMEM_ROOT_ADDR"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rank_zero_names_the_port_it_cannot_bind() {
+    let taken = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let job = env_job(&[
+        ("RANK", "0"),
+        ("WORLD_SIZE", "2"),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", "1"),
+        ("SYMMEM_ROOT_PORT", &port),
+    ]);
+    let err = job.join(Duration::from_secs(1)).err().unwrap().to_string();
+    assert!(
+        err.contains(&port) && err.contains("SYMMEM_ROOT_PORT"),
         "{err}"
     );
 }
