@@ -6,7 +6,7 @@
 //!
 //! - [`tcp::TcpBootstrap`]: a TCP rendezvous hosted by the `symrun` launcher or by rank 0
 //!   (unique-id init, see [`UniqueId`], or launcher variables such as torchrun's and
-//!   Slurm's, see [`env`]);
+//!   Slurm's, see [`env`](mod@env));
 //! - [`single::SingleBootstrap`]: a program started without any launcher is one PE;
 //! - `mpi::MpiBootstrap` (feature `mpi`): rsmpi, under mpirun/srun or from an existing
 //!   communicator.

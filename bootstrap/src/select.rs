@@ -5,10 +5,10 @@
 //! | # | started by | picks |
 //! |---|---|---|
 //! | 1 | `symrun` (sets `SYMMEM_LAUNCH_*`) | TCP rendezvous hosted by symrun |
-//! | 2 | torchrun, Kubeflow PyTorchJob (`WORLD_SIZE`, `RANK`) | [`env`](crate::env), rank 0 hosts |
+//! | 2 | torchrun, Kubeflow PyTorchJob (`WORLD_SIZE`, `RANK`) | [`env`](mod@crate::env), rank 0 hosts |
 //! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`) | MPI, if built with the `mpi` feature; otherwise an error |
-//! | 4 | a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`) | [`env`](crate::env) |
-//! | 5 | `srun` without a PMI plugin (`SLURM_PROCID`, `SLURM_NTASKS`) | [`env`](crate::env) |
+//! | 4 | a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`) | [`env`](mod@crate::env) |
+//! | 5 | `srun` without a PMI plugin (`SLURM_PROCID`, `SLURM_NTASKS`) | [`env`](mod@crate::env) |
 //! | 6 | nothing | a single PE |
 //!
 //! torchrun comes before PMI and Slurm because its workers inherit the variables of the
