@@ -188,7 +188,10 @@ fn kubernetes_indexed_job_pods_form_one_job() {
     });
 }
 
-/// Slurm 23.x `srun -n N --mpi=none --resv-ports` task `rank` on one node.
+/// Slurm 23.x `srun -n N --mpi=none --resv-ports` task `rank` on one node. (Slurm
+/// 22.05.8's srun, run by hand on this kind of machine, set the same ones; its batch script
+/// has `SLURM_PROCID=0` and the allocation's `SLURM_NTASKS` but no step id, and runs as one
+/// PE.)
 fn slurm_vars(rank: usize, n: usize, resv_port: u16) -> Vec<(&'static str, String)> {
     vec![
         ("SLURM_PROCID", rank.to_string()),
