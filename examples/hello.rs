@@ -6,6 +6,8 @@
 //! ```text
 //! cargo run --release --example hello -- --pes 4        # self-launch 4 PEs
 //! cargo run --release --bin symrun -- -n 4 --tag-output target/release/examples/hello
+//! torchrun --nproc-per-node 4 --no-python target/release/examples/hello
+//! srun -n 4 --mpi=none target/release/examples/hello       # Slurm without PMI
 //! ```
 
 use std::process::ExitCode;

@@ -5,7 +5,8 @@
 //! finalize. It is never on a data path. Three implementations exist:
 //!
 //! - [`tcp::TcpBootstrap`]: a TCP rendezvous hosted by the `symrun` launcher or by rank 0
-//!   (unique-id init, see [`UniqueId`]);
+//!   (unique-id init, see [`UniqueId`], or launcher variables such as torchrun's and
+//!   Slurm's, see [`env`](mod@env));
 //! - [`single::SingleBootstrap`]: a program started without any launcher is one PE;
 //! - `mpi::MpiBootstrap` (feature `mpi`): rsmpi, under mpirun/srun or from an existing
 //!   communicator.
@@ -14,6 +15,7 @@
 //! the rank(s) instead of hanging.
 
 pub mod duration;
+pub mod env;
 pub mod error;
 #[doc(hidden)]
 pub mod fault;
@@ -27,7 +29,7 @@ mod unique_id;
 pub mod wire;
 
 pub use error::BootstrapError;
-pub use select::{from_env, BootstrapChoice, LaunchEnv};
+pub use select::{decide, from_env, BootstrapChoice, Decision, LaunchEnv, Plan};
 pub use unique_id::{advertised_ip, random_nonce, UniqueId};
 
 use std::time::Duration;

@@ -1,10 +1,23 @@
 //! Choosing a bootstrap from the process environment.
 //!
-//! | started by | `SYMMEM_BOOTSTRAP=auto` picks |
-//! |---|---|
-//! | `symrun` (sets `SYMMEM_LAUNCH_*`) | TCP rendezvous hosted by symrun |
-//! | mpirun / srun / hydra | MPI, if built with the `mpi` feature; otherwise an error |
-//! | nothing | a single PE |
+//! `SYMMEM_BOOTSTRAP=auto` checks, in this order:
+//!
+//! | # | started by | picks |
+//! |---|---|---|
+//! | 1 | `symrun` (sets `SYMMEM_LAUNCH_*`) | TCP rendezvous hosted by symrun |
+//! | 2 | torchrun, Kubeflow PyTorchJob (`WORLD_SIZE`, `RANK`) | [`env`](mod@crate::env), rank 0 hosts |
+//! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`) | MPI, if built with the `mpi` feature; otherwise an error |
+//! | 4 | a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`) | [`env`](mod@crate::env) |
+//! | 5 | `srun` without a PMI plugin (`SLURM_PROCID`, `SLURM_NTASKS`) | [`env`](mod@crate::env) |
+//! | 6 | nothing | a single PE |
+//!
+//! torchrun comes before PMI and Slurm because its workers inherit the variables of the
+//! launcher that started the torchrun agent (`PMI_FD`, `PMIX_*`, `SLURM_*`). Those then
+//! describe the agents, not the worker: they must agree with torchrun's `GROUP_WORLD_SIZE`
+//! (or divide `WORLD_SIZE`). Without torchrun, PyTorch variables and another launcher's
+//! describe the same process and must agree on rank and size. Disagreement is an error
+//! naming both sources, unless `SYMMEM_BOOTSTRAP` names the one to use (`env:torchrun`,
+//! `env:slurm`, `env:k8s`, `mpi`; plain `env` checks like `auto`). Which source won, and why, is logged at info level.
 //!
 //! A mismatch between how the job was launched and what the binary supports is an error,
 //! never a silent fall back to N independent single-PE jobs.
@@ -12,6 +25,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::env::{self as launch_vars, EnvJob, EnvSource, Lookup};
 use crate::launcher::{ENV_ADDR, ENV_NONCE, ENV_RANK, ENV_SIZE};
 use crate::single::SingleBootstrap;
 use crate::tcp::TcpBootstrap;
@@ -26,6 +40,9 @@ pub enum BootstrapChoice {
     Tcp,
     /// MPI (requires the `mpi` feature and an MPI launcher).
     Mpi,
+    /// Launcher variables ([`crate::env`]): the first source found in the `auto` order, or
+    /// the one named (`env:torchrun`, `env:k8s`, `env:slurm`).
+    Env(Option<EnvSource>),
 }
 
 impl std::str::FromStr for BootstrapChoice {
@@ -35,8 +52,25 @@ impl std::str::FromStr for BootstrapChoice {
             "auto" => Ok(BootstrapChoice::Auto),
             "tcp" => Ok(BootstrapChoice::Tcp),
             "mpi" => Ok(BootstrapChoice::Mpi),
-            _ => Err("expected one of auto, tcp, mpi".into()),
+            "env" => Ok(BootstrapChoice::Env(None)),
+            "env:torchrun" => Ok(BootstrapChoice::Env(Some(EnvSource::Torchrun))),
+            "env:k8s" => Ok(BootstrapChoice::Env(Some(EnvSource::K8sIndexed))),
+            "env:slurm" => Ok(BootstrapChoice::Env(Some(EnvSource::Slurm))),
+            _ => {
+                Err("expected one of auto, tcp, mpi, env, env:torchrun, env:k8s, env:slurm".into())
+            }
         }
+    }
+}
+
+impl std::fmt::Display for BootstrapChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BootstrapChoice::Auto => "auto",
+            BootstrapChoice::Tcp => "tcp",
+            BootstrapChoice::Mpi => "mpi",
+            BootstrapChoice::Env(named) => env_choice_name(*named),
+        })
     }
 }
 
@@ -56,7 +90,11 @@ pub struct LaunchEnv {
 impl LaunchEnv {
     /// Reads the `SYMMEM_LAUNCH_*` variables; `Ok(None)` when none is set.
     pub fn from_env() -> Result<Option<Self>, BootstrapError> {
-        let get = |var: &str| std::env::var(var).ok();
+        Self::from_lookup(&process_env)
+    }
+
+    /// Reads the `SYMMEM_LAUNCH_*` variables through `get`; `Ok(None)` when none is set.
+    pub fn from_lookup(get: Lookup) -> Result<Option<Self>, BootstrapError> {
         let (addr, nonce, rank, size) =
             (get(ENV_ADDR), get(ENV_NONCE), get(ENV_RANK), get(ENV_SIZE));
         if addr.is_none() && nonce.is_none() && rank.is_none() && size.is_none() {
@@ -95,14 +133,225 @@ impl LaunchEnv {
     }
 }
 
-/// Variables through which MPI launchers announce a job, and whether they carry its size.
+/// Reads a variable of this process's environment; blank counts as unset.
+pub fn process_env(var: &str) -> Option<String> {
+    std::env::var(var)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Variables through which MPI launchers announce a job.
 const MPI_LAUNCHER_VARS: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"];
 
-/// The first MPI launcher variable present, with its value.
-fn mpi_launcher_var() -> Option<(&'static str, String)> {
-    MPI_LAUNCHER_VARS
+/// What this process will bootstrap with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// The rendezvous hosted by `symrun`.
+    Symrun(LaunchEnv),
+    /// MPI (or an error, without the `mpi` feature).
+    Mpi,
+    /// Launcher variables: rank 0 hosts the rendezvous.
+    Env(EnvJob),
+    /// One PE on its own.
+    Single,
+}
+
+/// A [`Plan`] and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// What to do.
+    pub plan: Plan,
+    /// Why, for the info log and `symmem-info`.
+    pub why: String,
+}
+
+/// Chooses a bootstrap from the variables `get` reads (the process environment in
+/// [`from_env`], a map in tests), following the [order above](self).
+pub fn decide(choice: BootstrapChoice, get: Lookup) -> Result<Decision, BootstrapError> {
+    let decision = |plan, why: String| Ok(Decision { plan, why });
+    let launch = LaunchEnv::from_lookup(get)?;
+    match (choice, launch) {
+        (BootstrapChoice::Mpi, Some(_)) => Err(BootstrapError::Config(
+            "SYMMEM_BOOTSTRAP=mpi, but this process was started by symrun (SYMMEM_LAUNCH_* is set); launch with mpirun or use SYMMEM_BOOTSTRAP=tcp".into(),
+        )),
+        (BootstrapChoice::Mpi, None) => decision(Plan::Mpi, "SYMMEM_BOOTSTRAP=mpi".into()),
+        (BootstrapChoice::Auto | BootstrapChoice::Tcp, Some(env)) => decision(
+            Plan::Symrun(env),
+            "started by symrun (SYMMEM_LAUNCH_* is set)".into(),
+        ),
+        (BootstrapChoice::Tcp, None) => Err(BootstrapError::Config(
+            "SYMMEM_BOOTSTRAP=tcp, but SYMMEM_LAUNCH_* is not set: start the program with `symrun -n N`".into(),
+        )),
+        (BootstrapChoice::Env(named), Some(_)) => Err(BootstrapError::Config(format!(
+            "SYMMEM_BOOTSTRAP={}, but this process was started by symrun (SYMMEM_LAUNCH_* is set); use SYMMEM_BOOTSTRAP=auto",
+            env_choice_name(named)
+        ))),
+        (BootstrapChoice::Env(Some(source)), None) => {
+            let source = match source {
+                EnvSource::Torchrun | EnvSource::PyTorchEnv => torch_source(get),
+                other => other,
+            };
+            let job = launch_vars::job(source, get)?;
+            decision(
+                Plan::Env(job),
+                format!("SYMMEM_BOOTSTRAP={} names {source}", env_choice_name(Some(source))),
+            )
+        }
+        (BootstrapChoice::Env(None), None) => {
+            if let Some(d) = torch_decision(get)? {
+                return Ok(Decision {
+                    why: format!("SYMMEM_BOOTSTRAP=env and {}", d.why),
+                    ..d
+                });
+            }
+            let source = if launch_vars::k8s_claim(get)?.is_some() {
+                EnvSource::K8sIndexed
+            } else if launch_vars::slurm_claim(get)?.is_some() {
+                EnvSource::Slurm
+            } else {
+                return Err(BootstrapError::Config(
+                    "SYMMEM_BOOTSTRAP=env, but no launcher variables are set (WORLD_SIZE and RANK, JOB_COMPLETION_INDEX, or SLURM_PROCID and SLURM_NTASKS of an srun task)".into(),
+                ));
+            };
+            let job = launch_vars::job(source, get)?;
+            decision(
+                Plan::Env(job),
+                format!("SYMMEM_BOOTSTRAP=env and {source} variables are set"),
+            )
+        }
+        (BootstrapChoice::Auto, None) => auto(get),
+    }
+}
+
+fn env_choice_name(named: Option<EnvSource>) -> &'static str {
+    match named {
+        None => "env",
+        Some(EnvSource::Torchrun | EnvSource::PyTorchEnv) => "env:torchrun",
+        Some(EnvSource::K8sIndexed) => "env:k8s",
+        Some(EnvSource::Slurm) => "env:slurm",
+    }
+}
+
+/// torchrun when its run id is set, else PyTorch variables set by Kubeflow or by hand.
+fn torch_source(get: Lookup) -> EnvSource {
+    if get("TORCHELASTIC_RUN_ID").is_some() {
+        EnvSource::Torchrun
+    } else {
+        EnvSource::PyTorchEnv
+    }
+}
+
+/// The PyTorch variables' job, when they are set and every other launcher's variables
+/// agree with them ([`launch_vars::check_agreement`]); an error naming both otherwise.
+fn torch_decision(get: Lookup) -> Result<Option<Decision>, BootstrapError> {
+    let Some(torch) = launch_vars::pytorch_claim(get)? else {
+        return Ok(None);
+    };
+    let source = torch_source(get);
+    let torchrun = source == EnvSource::Torchrun;
+    let groups = get("GROUP_WORLD_SIZE").and_then(|g| g.parse().ok());
+    let outer: Vec<_> = launch_vars::slurm_claim(get)?
+        .into_iter()
+        .chain(launch_vars::k8s_claim(get)?)
+        .chain(launch_vars::pmi_claims(get))
+        .collect();
+    for o in &outer {
+        launch_vars::check_agreement(&torch, torchrun, groups, o)?;
+    }
+    if torch.size == Some(1) {
+        return Ok(Some(Decision {
+            plan: Plan::Single,
+            why: format!(
+                "{source} variables say this is a job of one ({})",
+                torch.vars
+            ),
+        }));
+    }
+    let job = launch_vars::job(source, get)?;
+    let mut why = format!("{source} variables are set ({})", torch.vars);
+    if torchrun {
+        why.push_str(" and TORCHELASTIC_RUN_ID says torchrun started this worker");
+    }
+    if !outer.is_empty() {
+        let others: Vec<String> = outer
+            .iter()
+            .map(|o| format!("{} ({})", o.source, o.vars))
+            .collect();
+        why.push_str(&format!(
+            "; they are checked before {}, which agree{}",
+            others.join(", "),
+            if torchrun {
+                " as the launcher of torchrun's agents"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(Some(Decision {
+        plan: Plan::Env(job),
+        why,
+    }))
+}
+
+/// `SYMMEM_BOOTSTRAP=auto` without symrun.
+fn auto(get: Lookup) -> Result<Decision, BootstrapError> {
+    if let Some(d) = torch_decision(get)? {
+        return Ok(d);
+    }
+    let slurm = launch_vars::slurm_claim(get)?;
+    let k8s = launch_vars::k8s_claim(get)?;
+    if let Some((var, value)) = MPI_LAUNCHER_VARS
         .iter()
-        .find_map(|v| std::env::var(v).ok().map(|val| (*v, val)))
+        .find_map(|v| get(v).map(|val| (*v, val)))
+    {
+        if cfg!(feature = "mpi") {
+            return Ok(Decision {
+                plan: Plan::Mpi,
+                why: format!("an MPI launcher started this process ({var}={value})"),
+            });
+        }
+        if var == "PMIX_RANK" || value != "1" {
+            return Err(BootstrapError::Config(format!(
+                "this process was started by an MPI launcher ({var}={value}), but symmem was built without the `mpi` feature; rebuild with `--features mpi` or launch with `symrun`"
+            )));
+        }
+        return Ok(Decision {
+            plan: Plan::Single,
+            why: format!("{var}={value}: a job of one"),
+        });
+    }
+    if let Some(one) = [&k8s, &slurm]
+        .into_iter()
+        .flatten()
+        .find(|c| c.size == Some(1))
+    {
+        return Ok(Decision {
+            plan: Plan::Single,
+            why: format!("{} says this is a job of one ({})", one.source, one.vars),
+        });
+    }
+    if k8s.is_some() {
+        let job = launch_vars::job(EnvSource::K8sIndexed, get)?;
+        return Ok(Decision {
+            plan: Plan::Env(job),
+            why: "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job)".into(),
+        });
+    }
+    if let Some(claim) = slurm {
+        let job = launch_vars::job(EnvSource::Slurm, get)?;
+        return Ok(Decision {
+            plan: Plan::Env(job),
+            why: format!(
+                "an srun task without PMI ({}; no PMI_SIZE, PMIX_RANK or OMPI_COMM_WORLD_SIZE)",
+                claim.vars
+            ),
+        });
+    }
+    Ok(Decision {
+        plan: Plan::Single,
+        why: "no launcher variables are set".into(),
+    })
 }
 
 /// Counts the inits of this process under one launcher, so each joins a fresh group.
@@ -113,33 +362,44 @@ pub fn from_env(
     choice: BootstrapChoice,
     timeout: Duration,
 ) -> Result<Box<dyn Bootstrap>, BootstrapError> {
-    let launch = LaunchEnv::from_env()?;
-    let mpi_var = mpi_launcher_var();
-    match (choice, launch, mpi_var) {
-        (BootstrapChoice::Mpi, Some(_), _) => Err(BootstrapError::Config(
-            "SYMMEM_BOOTSTRAP=mpi, but this process was started by symrun (SYMMEM_LAUNCH_* is set); launch with mpirun or use SYMMEM_BOOTSTRAP=tcp".into(),
-        )),
-        (BootstrapChoice::Mpi, None, _) => mpi_bootstrap(timeout),
-        (BootstrapChoice::Auto | BootstrapChoice::Tcp, Some(env), _) => {
+    let Decision { plan, why } = decide(choice, &process_env)?;
+    match plan {
+        Plan::Symrun(env) => {
+            tracing::info!(why, "bootstrap: symrun");
             let session = LAUNCH_SESSION.fetch_add(1, Ordering::Relaxed);
-            let b = TcpBootstrap::connect(&env.addr, env.nonce, session, env.rank, env.size, timeout)?;
+            let b =
+                TcpBootstrap::connect(&env.addr, env.nonce, session, env.rank, env.size, timeout)?;
             Ok(Box::new(b))
         }
-        (BootstrapChoice::Tcp, None, _) => Err(BootstrapError::Config(
-            "SYMMEM_BOOTSTRAP=tcp, but SYMMEM_LAUNCH_* is not set: start the program with `symrun -n N`".into(),
-        )),
-        (BootstrapChoice::Auto, None, Some((var, value))) => {
-            if cfg!(feature = "mpi") {
-                mpi_bootstrap(timeout)
-            } else if var == "PMIX_RANK" || value.trim() != "1" {
-                Err(BootstrapError::Config(format!(
-                    "this process was started by an MPI launcher ({var}={value}), but symmem was built without the `mpi` feature; rebuild with `--features mpi` or launch with `symrun`"
-                )))
-            } else {
-                Ok(Box::new(SingleBootstrap::new(timeout)))
-            }
+        Plan::Mpi => {
+            tracing::info!(why, "bootstrap: mpi");
+            mpi_bootstrap(timeout)
         }
-        (BootstrapChoice::Auto, None, None) => Ok(Box::new(SingleBootstrap::new(timeout))),
+        Plan::Env(job) if job.size == 1 => {
+            tracing::info!(
+                why,
+                "bootstrap: {} with a world size of 1: a single PE",
+                job.source
+            );
+            Ok(Box::new(SingleBootstrap::new(timeout)))
+        }
+        Plan::Env(job) => {
+            tracing::info!(
+                why,
+                rank = job.rank,
+                size = job.size,
+                local_rank = ?job.local_rank,
+                root = %job.root_addr(),
+                origin = %job.origin,
+                "bootstrap: env ({})",
+                job.source
+            );
+            Ok(Box::new(job.join(timeout)?))
+        }
+        Plan::Single => {
+            tracing::info!(why, "bootstrap: single PE");
+            Ok(Box::new(SingleBootstrap::new(timeout)))
+        }
     }
 }
 

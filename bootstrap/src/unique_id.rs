@@ -69,6 +69,7 @@ impl UniqueId {
                 size,
                 timeout,
                 0,
+                None,
             );
         }
         let listener = match &self.listener {

@@ -25,7 +25,11 @@ pub struct Variable {
 /// Every variable symmem reads.
 pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_SYMMETRIC_SIZE", default: "1G", doc: "bytes of symmetric heap per PE; suffixes K, M, G, T (powers of 1024); sparse, so unused space costs nothing" },
-    Variable { name: "SYMMEM_BOOTSTRAP", default: "auto", doc: "how PEs find each other: auto (symrun, else MPI launcher, else one PE), tcp (symrun), mpi" },
+    Variable { name: "SYMMEM_BOOTSTRAP", default: "auto", doc: "how PEs find each other: auto (in order: symrun, torchrun/PyTorch variables, MPI launcher, Kubernetes Indexed Job, srun without PMI, else one PE; the choice and why is logged at info), tcp (symrun), mpi, env (launcher variables, first found), env:torchrun, env:k8s, env:slurm (that source, also when another disagrees)" },
+    Variable { name: "SYMMEM_ROOT_ADDR", default: "(from the launcher)", doc: "env bootstrap: host of rank 0's rendezvous; overrides MASTER_ADDR and Slurm's first step node; required for Kubernetes Indexed Jobs (the index-0 pod's DNS name)" },
+    Variable { name: "SYMMEM_ROOT_PORT", default: "(from the launcher)", doc: "env bootstrap: port of rank 0's rendezvous; default MASTER_PORT+1000 under torchrun/PyTorchJob (MASTER_PORT is left to torchrun's store), 29650 for Kubernetes Indexed Jobs, the first of SLURM_STEP_RESV_PORTS or a port derived from the Slurm job and step ids" },
+    Variable { name: "SYMMEM_JOB_SECRET", default: "(derived from the job identity)", doc: "env bootstrap: secret every rank presents to rank 0's rendezvous (e.g. from a Kubernetes Secret); without it the secret is derived from the launcher's job identity and anyone who can reach the port and guess it can join (a warning says so)" },
+    Variable { name: "SYMMEM_WORLD_SIZE", default: "(unset)", doc: "env bootstrap: number of PEs of a Kubernetes Indexed Job (its completions), which Kubernetes does not export" },
     Variable { name: "SYMMEM_BOOTSTRAP_TIMEOUT", default: "60", doc: "seconds each bootstrap call (init, alloc, finalize) may wait for the other PEs; 1 year or more (e.g. inf) = no limit" },
     Variable { name: "SYMMEM_TIMEOUT", default: "0", doc: "seconds a wait (barrier, wait_until, quiet) may block before failing; 0, or 1 year or more (e.g. inf), = no limit (dead peers are still detected)" },
     Variable { name: "SYMMEM_DEBUG", default: "warn", doc: "log level: error, warn, info, debug, trace" },
@@ -326,10 +330,7 @@ impl Config {
         };
         vec![
             ("SYMMEM_SYMMETRIC_SIZE", self.symmetric_size.to_string()),
-            (
-                "SYMMEM_BOOTSTRAP",
-                format!("{:?}", self.bootstrap).to_lowercase(),
-            ),
+            ("SYMMEM_BOOTSTRAP", self.bootstrap.to_string()),
             (
                 "SYMMEM_BOOTSTRAP_TIMEOUT",
                 if duration::is_unlimited(self.bootstrap_timeout) {

@@ -1,8 +1,12 @@
 //! `symmem-info`: prints symmem's version, every configuration variable with its
-//! effective value and meaning, and what this build supports.
+//! effective value and meaning, what this build supports, and which launcher it detects
+//! in the current environment and what init would do.
 
 use std::process::ExitCode;
 
+use symmem::bootstrap::env::ENV_JOB_SECRET;
+use symmem::bootstrap::select::process_env;
+use symmem::bootstrap::{decide, Plan};
 use symmem::config::VARIABLES;
 
 fn main() -> ExitCode {
@@ -32,8 +36,13 @@ fn main() -> ExitCode {
         let value = values
             .iter()
             .find(|(name, _)| *name == var.name)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("?");
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| match process_env(var.name) {
+                // The secret is not printed, only whether there is one.
+                Some(_) if var.name == ENV_JOB_SECRET => "(set)".into(),
+                Some(v) => v,
+                None => "(unset)".into(),
+            });
         let origin = if std::env::var_os(var.name).is_some() {
             "from the environment"
         } else {
@@ -47,5 +56,42 @@ fn main() -> ExitCode {
     for unknown in symmem::Config::unknown_variables() {
         println!("  warning: {unknown} is not a symmem variable (typo?)");
     }
+    println!("\nlauncher (SYMMEM_BOOTSTRAP={}):", config.bootstrap);
+    println!("  {}", describe_launch(&config));
     ExitCode::SUCCESS
+}
+
+/// What `symmem::init()` would do in this environment, in one or two lines.
+fn describe_launch(config: &symmem::Config) -> String {
+    let decision = match decide(config.bootstrap, &process_env) {
+        Ok(d) => d,
+        Err(e) => return format!("init would fail: {e}"),
+    };
+    let what = match &decision.plan {
+        Plan::Symrun(env) => format!(
+            "symrun: rank {} of {}, rendezvous at {}",
+            env.rank, env.size, env.addr
+        ),
+        Plan::Mpi if cfg!(feature = "mpi") => "MPI: rank and size come from MPI_COMM_WORLD".into(),
+        Plan::Mpi => "MPI, but this build has no `mpi` feature: init would fail".into(),
+        Plan::Env(job) if job.size == 1 => format!("{}: a job of one PE", job.source),
+        Plan::Env(job) => format!(
+            "{}: rank {} of {}{}; rank 0 hosts the rendezvous at {} ({}); secret: {}",
+            job.source,
+            job.rank,
+            job.size,
+            job.local_rank
+                .map_or(String::new(), |l| format!(" (local rank {l})")),
+            job.root_addr(),
+            job.origin,
+            match &job.derived_from {
+                None => ENV_JOB_SECRET.to_string(),
+                Some(from) => format!(
+                    "derived from {from} (anyone who can reach the port and guess these can join; set {ENV_JOB_SECRET})"
+                ),
+            }
+        ),
+        Plan::Single => "none: this process is a single PE".into(),
+    };
+    format!("{what}\n  why: {}", decision.why)
 }

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let result = match scenario.as_str() {
+        "hello" => with_init(hello),
         "put_get" => with_init(put_get),
         "barrier" => with_init(barrier),
         "alloc_mismatch" => with_init(alloc_mismatch),
@@ -69,6 +70,27 @@ fn with_init(f: fn(&Runtime) -> Outcome) -> Outcome {
     check_world_size(&rt)?;
     f(&rt)?;
     rt.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+/// `examples/hello` in short: a ring of puts, then `PE r of n` (the launcher tests match it).
+fn hello(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let inbox = rt.calloc::<u64>(1).map_err(e2s)?;
+    rt.put(inbox.at(0), &[1000 + me as u64], (me + 1) % n)
+        .map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    let mut got = [0u64];
+    rt.get(inbox.at(0), &mut got, me).map_err(e2s)?;
+    let left = (me + n - 1) % n;
+    if got[0] != 1000 + left as u64 {
+        return Err(format!(
+            "PE {me}: got {} from the left, expected {}",
+            got[0],
+            1000 + left
+        ));
+    }
+    println!("PE {me} of {n}");
+    rt.free(inbox).map_err(e2s)
 }
 
 /// The launcher's announced size must match what symmem sees: an MPI binary started by a

@@ -85,7 +85,10 @@ impl TcpBootstrap {
     }
 
     /// Joins like [`Self::connect`] a rendezvous hosted by rank `host_rank`'s process
-    /// (unique-id init), so that losing the server is reported as that rank's failure.
+    /// (unique-id init, the `env` bootstrap), so that losing the server is reported as that
+    /// rank's failure. `join_by`, when given, is the deadline for connecting and joining
+    /// instead of `timeout` from now (for callers that retry); `timeout` still applies to
+    /// every later call.
     pub(crate) fn connect_hosted_by(
         addr: &str,
         nonce: u64,
@@ -93,6 +96,7 @@ impl TcpBootstrap {
         size: usize,
         timeout: Duration,
         host_rank: usize,
+        join_by: Option<Instant>,
     ) -> Result<Self, BootstrapError> {
         Self::join(
             addr,
@@ -101,7 +105,7 @@ impl TcpBootstrap {
             rank,
             size,
             timeout,
-            Join::HostedBy(host_rank),
+            Join::HostedBy { host_rank, join_by },
         )
     }
 
@@ -115,7 +119,12 @@ impl TcpBootstrap {
     ) -> Result<Self, BootstrapError> {
         let mut server = RendezvousServer::start(listener, nonce, size, timeout)?;
         server.set_host_rank(rank);
-        let addr = server.addr().to_string();
+        // A server listening on every interface is reached here through loopback.
+        let mut addr = server.addr();
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        let addr = addr.to_string();
         Self::join(&addr, nonce, 0, rank, size, timeout, Join::Host(server))
     }
 
@@ -128,10 +137,10 @@ impl TcpBootstrap {
         timeout: Duration,
         how: Join,
     ) -> Result<Self, BootstrapError> {
-        let (hosted, host_rank) = match how {
-            Join::Client => (None, None),
-            Join::HostedBy(r) => (None, Some(r)),
-            Join::Host(server) => (Some(server), None),
+        let (hosted, host_rank, join_by) = match how {
+            Join::Client => (None, None, None),
+            Join::HostedBy { host_rank, join_by } => (None, Some(host_rank), join_by),
+            Join::Host(server) => (Some(server), None, None),
         };
         if rank >= size {
             return Err(BootstrapError::Config(format!(
@@ -140,7 +149,7 @@ impl TcpBootstrap {
         }
         // A library caller may pass any Duration: cap it so deadlines cannot overflow.
         let timeout = crate::duration::capped(timeout);
-        let deadline = crate::duration::deadline_after(timeout);
+        let deadline = join_by.unwrap_or_else(|| crate::duration::deadline_after(timeout));
         let mut stream = connect_until(addr, deadline, timeout)?;
         let _ = stream.set_nodelay(true);
         wire::send(
@@ -273,8 +282,12 @@ impl TcpBootstrap {
 enum Join {
     /// The server is the launcher's (symrun) or the caller's.
     Client,
-    /// The server runs in rank `.0`'s process (unique-id init).
-    HostedBy(usize),
+    /// The server runs in rank `host_rank`'s process (unique-id init, `env` bootstrap);
+    /// `join_by` overrides the join deadline.
+    HostedBy {
+        host_rank: usize,
+        join_by: Option<Instant>,
+    },
     /// This rank hosts the server.
     Host(RendezvousServer),
 }
