@@ -1,0 +1,73 @@
+//! Teams on 1, 2, 3 and 4 PEs, and on 2 simulated nodes of 2 PEs (TEAM_NODE is then each
+//! node's pair; team barriers cross the socket transport): TEAM_WORLD and TEAM_NODE,
+//! strided, nested and 2D splits (every `xrange` from 1 to n_pes + 1, so non-dividing ones
+//! and one past the team), translation, team barriers with their data checked, slot
+//! reuse past `SYMMEM_MAX_TEAMS`, the error cases (bad triplets and `xrange`, PEs that
+//! disagree, destroying the predefined teams) and the team limit. The PE side is
+//! tests/support/host_api/teams.rs.
+
+mod common;
+
+use common::{run_scenario, Job};
+
+/// Runs a scenario that must succeed on every PE, each printing `<name> ok`.
+fn run_ok(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "120"))
+        .chain(env.iter().copied())
+        .collect();
+    let job = run_scenario(n, &format!("api_{scenario}"), &env);
+    job.assert_success();
+    let oks = job
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with(&format!(": {scenario} ok")))
+        .count();
+    assert_eq!(oks, n, "every PE reports success:\n{}", job.stdout);
+    job
+}
+
+/// Two simulated nodes over the socket transport.
+const TWO_NODES: [(&str, &str); 2] = [
+    ("SYMMEM_SIMULATE_NODES", "2"),
+    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+];
+
+const LIMIT: [(&str, &str); 1] = [("SYMMEM_MAX_TEAMS", "4")];
+
+macro_rules! on_1_to_4 {
+    ($($name:ident: $scenario:literal, $env:expr;)*) => {
+        $(
+            mod $name {
+                #[test]
+                fn on_1_pe() {
+                    super::run_ok(1, $scenario, &$env);
+                }
+                #[test]
+                fn on_2_pes() {
+                    super::run_ok(2, $scenario, &$env);
+                }
+                #[test]
+                fn on_3_pes() {
+                    super::run_ok(3, $scenario, &$env);
+                }
+                #[test]
+                fn on_4_pes() {
+                    super::run_ok(4, $scenario, &$env);
+                }
+                /// 2 nodes x 2 PEs: TEAM_NODE is each pair; teams cross the sockets.
+                #[test]
+                fn on_2_nodes_of_2_pes() {
+                    let env: Vec<(&str, &str)> =
+                        $env.iter().chain(super::TWO_NODES.iter()).copied().collect();
+                    super::run_ok(4, $scenario, &env);
+                }
+            }
+        )*
+    };
+}
+
+on_1_to_4! {
+    teams: "teams", [];
+    errors: "team_errors", [];
+    limit: "team_limit", super::LIMIT;
+}
