@@ -71,3 +71,43 @@ on_1_to_4! {
     errors: "team_errors", [];
     limit: "team_limit", super::LIMIT;
 }
+
+/// A split that the last PE never calls: the others time out under `SYMMEM_TIMEOUT`, and
+/// the missing PE is named by at least one of them.
+fn check_timeout(n: usize, env: &[(&str, &str)]) {
+    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "1"))
+        .chain(env.iter().copied())
+        .collect();
+    let job = run_scenario(n, "api_team_timeout", &env);
+    job.assert_success();
+    let errors = job.lines_with("ERROR: ");
+    assert_eq!(
+        errors.len(),
+        n - 1,
+        "every other PE timed out:\n{}",
+        job.stdout
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains(&format!("waiting for PE {} (team PE", n - 1))),
+        "the missing PE is named:\n{}",
+        job.stdout
+    );
+    assert_eq!(job.stdout.matches("team_timeout ok").count(), n);
+}
+
+#[test]
+fn a_split_missing_a_pe_times_out_2_pes() {
+    check_timeout(2, &[]);
+}
+
+#[test]
+fn a_split_missing_a_pe_times_out_4_pes() {
+    check_timeout(4, &[]);
+}
+
+#[test]
+fn a_split_missing_a_pe_times_out_on_2_nodes_of_2_pes() {
+    check_timeout(4, &TWO_NODES);
+}

@@ -34,7 +34,7 @@ pub use rma::rma;
 pub use signals::{put_signal, signals};
 pub use stress::stress;
 pub use sync::barrier_sync;
-pub use teams::{team_errors, team_limit, teams};
+pub use teams::{team_errors, team_limit, team_timeout, teams};
 pub use waits::{wait_arrays, wait_test};
 
 use std::fmt::Debug;

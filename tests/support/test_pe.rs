@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         "api_teams" => with_init(host_api::teams),
         "api_team_errors" => with_init(host_api::team_errors),
         "api_team_limit" => with_init(host_api::team_limit),
+        "api_team_timeout" => with_init(host_api::team_timeout),
         other => Err(format!("unknown scenario {other}")),
     };
     match result {

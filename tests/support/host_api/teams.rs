@@ -433,3 +433,23 @@ fn team_limit_inner(rt: &Runtime) -> Outcome {
 fn s2(v: &str) -> String {
     v.to_string()
 }
+
+/// Run with `SYMMEM_TIMEOUT=1` on 2 or more PEs: the last PE never calls the split, so the
+/// others time out in the split's barrier, each naming the PE its round waits for (some
+/// name the missing PE itself) and the variable.
+pub fn team_timeout(rt: &Runtime) -> Outcome {
+    finish(rt, "team_timeout", team_timeout_inner(rt))
+}
+
+fn team_timeout_inner(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    check!(n >= 2, "needs 2 PEs");
+    if me == n - 1 {
+        return Ok(());
+    }
+    let r = rt.team_world().split_strided(0, 1, n);
+    if let Err(e) = &r {
+        println!("ERROR: PE {me}: {e}");
+    }
+    expect_err(r, "Timeout", &[s2("SYMMEM_TIMEOUT"), s2("team barrier 1)")])
+}
