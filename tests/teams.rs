@@ -111,3 +111,26 @@ fn a_split_missing_a_pe_times_out_4_pes() {
 fn a_split_missing_a_pe_times_out_on_2_nodes_of_2_pes() {
     check_timeout(4, &TWO_NODES);
 }
+
+/// A heap too small for the runtime's reserve and the team area fails init on every PE,
+/// naming both variables.
+#[test]
+fn a_heap_without_room_for_the_team_area_is_an_init_error() {
+    let job = run_scenario(
+        2,
+        "init_error",
+        &[
+            ("SYMMEM_SYMMETRIC_SIZE", "64K"),
+            ("SYMMEM_MAX_TEAMS", "100"),
+        ],
+    );
+    job.assert_success();
+    let errors = job.lines_with("ERROR: ");
+    assert_eq!(errors.len(), 2, "{}", job.stdout);
+    for e in errors {
+        assert!(
+            e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("SYMMEM_MAX_TEAMS = 100"),
+            "{e}"
+        );
+    }
+}

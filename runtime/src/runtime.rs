@@ -184,6 +184,7 @@ impl Runtime {
             let topo = Topology::new(rank, infos);
             progress.learn(&topo);
             heap::check_sizes(&topo.heap_lens())?;
+            TeamState::check(&*bootstrap, config.max_teams, config.symmetric_size)?;
             let (backend, reachable) = create_backend(&config, &*bootstrap, &topo)?;
             progress.enter(InitStep::HeapExchange);
             let deadline = symmem_bootstrap::duration::deadline_after(config.bootstrap_timeout);

@@ -83,6 +83,8 @@ struct Table {
     /// Bit `s` set: slot `s` is free on this PE.
     free: Vec<u64>,
     slots: Vec<SlotCounters>,
+    /// A split is under way on this PE (see [`Team::creating`]).
+    creating: bool,
 }
 
 /// A slot's counters on this PE, the same on every member (collectives on a team are
@@ -109,6 +111,45 @@ impl TeamState {
         ((rounds + exchange).div_ceil(8) * 8, rounds, mask_words)
     }
 
+    /// Init's check: every PE must use the same `SYMMEM_MAX_TEAMS` (the team area's size
+    /// decides where allocations start, so PEs that differ would disagree on every
+    /// symmetric offset), and the heap of `heap_len` bytes must hold the runtime's reserve
+    /// and the team area.
+    pub(crate) fn check(
+        bootstrap: &dyn symmem_bootstrap::Bootstrap,
+        max_teams: usize,
+        heap_len: usize,
+    ) -> Result<()> {
+        let all = bootstrap.allgather(&(max_teams as u64).to_le_bytes())?;
+        if all.iter().any(|v| *v != all[0]) {
+            let detail = all
+                .iter()
+                .enumerate()
+                .map(|(pe, v)| match <[u8; 8]>::try_from(v.as_slice()) {
+                    Ok(b) => format!("PE {pe}: {}", u64::from_le_bytes(b)),
+                    Err(_) => format!("PE {pe}: ({} bytes)", v.len()),
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Error::Inconsistent {
+                what: "SYMMEM_MAX_TEAMS",
+                detail,
+            });
+        }
+        let need = crate::heap::RESERVED + Self::area_bytes(max_teams, bootstrap.size());
+        if heap_len < need {
+            return Err(Error::Config {
+                var: "SYMMEM_SYMMETRIC_SIZE",
+                value: heap_len.to_string(),
+                reason: format!(
+                    "the heap must hold the runtime's reserve and the team area ({need} bytes for SYMMEM_MAX_TEAMS = {max_teams} on {} PEs)",
+                    bootstrap.size()
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The state of a new runtime whose team area starts at heap offset `offset` (zeroed,
     /// [`Self::area_bytes`] long).
     pub(crate) fn new(offset: usize, max_teams: usize, n_pes: usize) -> Self {
@@ -127,6 +168,7 @@ impl TeamState {
             table: Mutex::new(Table {
                 free,
                 slots: vec![SlotCounters::default(); max_teams],
+                creating: false,
             }),
         }
     }
@@ -441,6 +483,7 @@ impl<'rt> Team<'rt> {
         size: usize,
     ) -> Result<Option<Team<'rt>>> {
         const OP: &str = "team_split_strided";
+        let _creating = self.creating(OP)?;
         let requests = self.exchange(
             OP,
             Request::SplitStrided {
@@ -493,6 +536,7 @@ impl<'rt> Team<'rt> {
     /// parent is in both of its teams. `xrange` must be at least 1.
     pub fn split_2d(&self, xrange: usize) -> Result<(Team<'rt>, Team<'rt>)> {
         const OP: &str = "team_split_2d";
+        let _creating = self.creating(OP)?;
         let requests = self.exchange(OP, Request::Split2d { xrange })?;
         if xrange == 0 {
             return Err(Error::InvalidArgument {
@@ -576,6 +620,24 @@ impl<'rt> Team<'rt> {
         Ok(())
     }
 
+    /// Marks a split under way on this PE until the guard drops. Splits on one PE must not
+    /// overlap: two would see the same free slots and could both take one. OpenSHMEM leaves
+    /// this to the program; here a second, concurrent split on the same PE is an error
+    /// rather than two teams sharing a slot (its peers, still waiting for it, time out).
+    fn creating(&self, op: &'static str) -> Result<Creating<'_>> {
+        let mut table = self.rt.teams.lock();
+        if std::mem::replace(&mut table.creating, true) {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "another thread of PE {} is creating a team; splits on one PE must not overlap",
+                    self.rt.my_pe()
+                ),
+            });
+        }
+        Ok(Creating(&self.rt.teams))
+    }
+
     /// Puts `request` (and this PE's free slots) to every team PE's exchange buffer,
     /// synchronizes the team, and returns every team PE's request, in team order, after
     /// checking that their heads agree.
@@ -650,6 +712,15 @@ impl<'rt> Team<'rt> {
             .collect::<Vec<_>>()
             .join("; ");
         Err(Error::TeamMismatch { op, detail })
+    }
+}
+
+/// A split under way on this PE; clears the mark when dropped.
+struct Creating<'a>(&'a TeamState);
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        self.0.lock().creating = false;
     }
 }
 
@@ -807,6 +878,27 @@ mod tests {
             ts.lock().free.iter().map(|w| w.count_ones()).sum::<u32>(),
             68
         );
+    }
+
+    /// A single-PE runtime (no launcher in the environment of a unit test).
+    #[test]
+    fn overlapping_splits_on_one_pe_are_refused() {
+        let rt = crate::init().expect("a single-PE init");
+        assert_eq!(rt.n_pes(), 1);
+        let world = rt.team_world();
+        let guard = world.creating("test").unwrap();
+        let err = world.split_strided(0, 1, 1).unwrap_err().to_string();
+        assert!(
+            err.contains("another thread of PE 0 is creating a team"),
+            "{err}"
+        );
+        assert!(world.split_2d(1).is_err());
+        drop(guard);
+        let t = world.split_strided(0, 1, 1).unwrap().expect("a member");
+        assert_eq!((t.my_pe(), t.n_pes()), (0, 1));
+        t.sync().unwrap();
+        t.destroy().unwrap();
+        rt.finalize().unwrap();
     }
 
     #[test]
