@@ -8,7 +8,9 @@
 
 mod common;
 
-use common::{run_scenario, Job};
+use std::time::Duration;
+
+use common::{run_scenario, spawn_pe, wait_output, Job};
 
 /// Runs a scenario that must succeed on every PE, each printing `<name> ok`.
 fn run_ok(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
@@ -131,6 +133,35 @@ fn a_heap_without_room_for_the_team_area_is_an_init_error() {
         assert!(
             e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("SYMMEM_MAX_TEAMS = 100"),
             "{e}"
+        );
+    }
+}
+
+/// PEs started with different `SYMMEM_MAX_TEAMS` (which decides where allocations start)
+/// fail init, naming each PE's value.
+#[test]
+fn different_max_teams_on_two_pes_is_an_init_error() {
+    use std::io::Read;
+    let mut root = spawn_pe(&["uid_root", "2"], &[("SYMMEM_MAX_TEAMS", "8")]);
+    let out = root.stdout.as_mut().expect("piped stdout");
+    let (mut line, mut byte) = (Vec::new(), [0u8; 1]);
+    while out.read(&mut byte).expect("reading the UID line") == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line).expect("UTF-8");
+    let uid = line
+        .strip_prefix("UID ")
+        .unwrap_or_else(|| panic!("expected the UID line, got {line:?}"))
+        .to_string();
+    let other = spawn_pe(&["uid_join", "1", "2", &uid], &[("SYMMEM_MAX_TEAMS", "32")]);
+    for child in [root, other] {
+        let job = wait_output(child, Duration::from_secs(60));
+        let err = job.lines_with("ERROR: ").join("");
+        assert!(
+            err.contains("SYMMEM_MAX_TEAMS") && err.contains("PE 0: 8, PE 1: 32"),
+            "stdout:\n{}\nstderr:\n{}",
+            job.stdout,
+            job.stderr
         );
     }
 }
