@@ -296,6 +296,40 @@ enum Kind {
 /// `destroy` keeps its slot reserved until finalize (like a [`SymBuf`] dropped without
 /// `free`). [`Runtime::team_world`] and [`Runtime::team_node`] hand out new handles to the
 /// predefined teams whenever asked; those cannot be destroyed.
+///
+/// ```no_run
+/// # fn main() -> symmem_runtime::Result<()> {
+/// let rt = symmem_runtime::init()?;
+/// let world = rt.team_world();
+/// // Collective over the parent: every PE calls, with the same arguments.
+/// if let Some(evens) = world.split_strided(0, 2, rt.n_pes().div_ceil(2))? {
+///     // One-sided operations take world PE numbers.
+///     let next = evens.world_pe((evens.my_pe() + 1) % evens.n_pes())?;
+///     println!("my right neighbour among the even PEs is PE {next}");
+///     assert_eq!(evens.translate_pe(evens.my_pe(), &world), Some(rt.my_pe()));
+///     evens.barrier()?;
+///     evens.destroy()?;
+/// }
+/// let (row, column) = world.split_2d(2)?;
+/// assert_eq!((row.my_pe(), column.my_pe()), (rt.my_pe() % 2, rt.my_pe() / 2));
+/// row.destroy()?;
+/// column.destroy()?;
+/// # drop(world);
+/// # rt.finalize()
+/// # }
+/// ```
+///
+/// A team cannot outlive its runtime (E0505, `rt` moved while borrowed):
+///
+/// ```compile_fail
+/// # fn main() -> symmem_runtime::Result<()> {
+/// let rt = symmem_runtime::init()?;
+/// let world = rt.team_world();
+/// rt.finalize()?;
+/// world.sync()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Team<'rt> {
     rt: &'rt Runtime,
