@@ -610,8 +610,9 @@ impl<'rt> Team<'rt> {
         self.rt.team_sync(self)
     }
 
-    /// Completes this PE's outstanding operations (`quiet`), then [`Self::sync`]s the team
-    /// (`nvshmem_team_barrier`... as `shmem_quiet` + `shmem_team_sync`).
+    /// Completes this PE's outstanding operations ([`Runtime::quiet`]), then
+    /// [`Self::sync`]s the team (`nvshmem_barrier(team)`; OpenSHMEM's `shmem_quiet` followed
+    /// by `shmem_team_sync`).
     pub fn barrier(&self) -> Result<()> {
         self.rt.quiet()?;
         self.rt.team_sync(self)
