@@ -607,7 +607,7 @@ impl<'rt> Team<'rt> {
         if let Some(t) = &self.rt.transport {
             t.quiet()?;
         }
-        self.rt.team_sync(self)
+        self.rt.team_sync("team_sync", self)
     }
 
     /// Completes this PE's outstanding operations ([`Runtime::quiet`]), then
@@ -615,7 +615,7 @@ impl<'rt> Team<'rt> {
     /// by `shmem_team_sync`).
     pub fn barrier(&self) -> Result<()> {
         self.rt.quiet()?;
-        self.rt.team_sync(self)
+        self.rt.team_sync("team_barrier", self)
     }
 
     /// Destroys the team (`shmem_team_destroy`), freeing its slot. Collective over the
@@ -695,7 +695,7 @@ impl<'rt> Team<'rt> {
             rt.putmem(&area, at, bytes, self.members.world(i))?;
         }
         rt.quiet()?;
-        rt.team_sync(self)?;
+        rt.team_sync(op, self)?;
         let rw = ts.request_words();
         words.resize(rw * self.n_pes(), 0);
         rt.getmem(
@@ -760,8 +760,9 @@ impl Drop for Creating<'_> {
 }
 
 impl Runtime {
-    /// The dissemination barrier among `team`'s PEs, in its slot (see the module docs).
-    fn team_sync(&self, team: &Team<'_>) -> Result<()> {
+    /// The dissemination barrier among `team`'s PEs, in its slot (see the module docs);
+    /// `op` names the public operation in errors.
+    fn team_sync(&self, op: &'static str, team: &Team<'_>) -> Result<()> {
         let n = team.n_pes();
         if n == 1 {
             return Ok(());
@@ -777,13 +778,13 @@ impl Runtime {
         for Round { index, to, from } in barrier::rounds(team.my_index, n) {
             let flag = area.at(self.teams.flag(team.slot, index));
             self.signal_op(flag, 1, SignalOp::Add, team.members.world(to))?;
-            let word = self.word("team sync", flag, me)?;
+            let word = self.word(op, flag, me)?;
             self.wait_word(
-                "team sync",
+                op,
                 &word,
                 || {
                     format!(
-                        "PE {} (team PE {from} of a team of {n}; round {index} of team barrier {epoch})",
+                        "PE {} (team PE {from} of a team of {n}; round {index} of the team's barrier {epoch})",
                         team.members.world(from)
                     )
                 },

@@ -451,5 +451,13 @@ fn team_timeout_inner(rt: &Runtime) -> Outcome {
     if let Err(e) = &r {
         println!("ERROR: PE {me}: {e}");
     }
-    expect_err(r, "Timeout", &[s2("SYMMEM_TIMEOUT"), s2("team barrier 1)")])
+    expect_err(
+        r,
+        "Timeout",
+        &[
+            s2("SYMMEM_TIMEOUT"),
+            s2("team_split_strided on PE"),
+            s2("the team's barrier 1)"),
+        ],
+    )
 }
