@@ -38,6 +38,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
     Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net/PID namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC, network and PID namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared). Setting it lets one machine act as several nodes" },
     Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
+    Variable { name: "SYMMEM_MAX_TEAMS", default: "32", doc: "teams that may exist at once on a PE, TEAM_WORLD and TEAM_NODE included (2 to 4096; the default is NVSHMEM's); each is a slot of symmetric heap reserved at init, of about 16 * n_pes * (4 + ceil(SYMMEM_MAX_TEAMS / 64)) bytes" },
     Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "RDMA devices (ib transport), NCCL-style: comma-separated name prefixes with an optional :port (mlx5_0:1,mlx5_1); a leading = matches names exactly, a leading ^ excludes the listed devices" },
     Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE (ib transport); auto prefers a RoCE v2 GID of an IPv4 address" },
     Variable { name: "SYMMEM_IB_QPS_PER_PEER", default: "1", doc: "RC queue pairs per remote peer (ib transport), used round-robin per request; above 1, requests to one peer are ordered only by fence/quiet (fence waits like quiet) and a put_signal's signal after its own data" },
@@ -102,6 +103,8 @@ pub struct Config {
     /// Why `node_id` is the hostname, when `/proc` could not tell the default identity
     /// (logged at debug by init).
     pub node_id_fallback: Option<String>,
+    /// `SYMMEM_MAX_TEAMS`: teams that may exist at once on a PE, the predefined included.
+    pub max_teams: usize,
     /// `SYMMEM_HCA_LIST`; empty = all.
     pub hca_list: Vec<String>,
     /// `SYMMEM_HCA_LIST`, parsed.
@@ -233,6 +236,25 @@ impl Config {
             },
             None => 1,
         };
+        let max_teams = match get("SYMMEM_MAX_TEAMS") {
+            Some(v) => match v.parse::<usize>() {
+                Ok(t) if (crate::team::MIN_MAX_TEAMS..=crate::team::MAX_MAX_TEAMS).contains(&t) => {
+                    t
+                }
+                _ => {
+                    return Err(bad(
+                        "SYMMEM_MAX_TEAMS",
+                        &v,
+                        format!(
+                            "expected a number of teams from {} (TEAM_WORLD and TEAM_NODE) to {}",
+                            crate::team::MIN_MAX_TEAMS,
+                            crate::team::MAX_MAX_TEAMS
+                        ),
+                    ))
+                }
+            },
+            None => crate::team::DEFAULT_MAX_TEAMS,
+        };
         let hca_list = get("SYMMEM_HCA_LIST")
             .map(|v| split_list(&v))
             .unwrap_or_default();
@@ -292,6 +314,7 @@ impl Config {
             remote_transport,
             node_id,
             simulate_nodes,
+            max_teams,
             hostname,
             node_id_fallback,
             hca_list,
@@ -349,6 +372,7 @@ impl Config {
             ),
             ("SYMMEM_NODE_ID", self.node_id.clone()),
             ("SYMMEM_SIMULATE_NODES", self.simulate_nodes.to_string()),
+            ("SYMMEM_MAX_TEAMS", self.max_teams.to_string()),
             ("SYMMEM_HCA_LIST", list(&self.hca_list)),
             (
                 "SYMMEM_IB_GID_INDEX",
@@ -665,10 +689,23 @@ mod tests {
             ("SYMMEM_HCA_LIST", "mlx5 0"),
             ("SYMMEM_HCA_LIST", "^"),
             ("SYMMEM_TEST_EXIT_AT", "halfway"),
+            ("SYMMEM_MAX_TEAMS", "1"),
+            ("SYMMEM_MAX_TEAMS", "4097"),
+            ("SYMMEM_MAX_TEAMS", "many"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
         }
+    }
+
+    #[test]
+    fn max_teams_defaults_like_nvshmem() {
+        assert_eq!(cfg(&[]).unwrap().max_teams, crate::team::DEFAULT_MAX_TEAMS);
+        assert_eq!(cfg(&[("SYMMEM_MAX_TEAMS", "2")]).unwrap().max_teams, 2);
+        assert_eq!(
+            cfg(&[("SYMMEM_MAX_TEAMS", "4096")]).unwrap().max_teams,
+            4096
+        );
     }
 
     #[test]

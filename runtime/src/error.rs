@@ -87,6 +87,22 @@ pub enum Error {
         /// Which PEs asked for what.
         detail: String,
     },
+    /// PEs of a parent team made different team calls (split or destroy, arguments).
+    #[error("{op}: the PEs of the team disagree: {detail}")]
+    TeamMismatch {
+        /// The operation of the PE that reports it.
+        op: &'static str,
+        /// Which PEs called what, and the differing argument.
+        detail: String,
+    },
+    /// A new team needs a slot, and some of its PEs have none free.
+    #[error("{op}: no more teams available (SYMMEM_MAX_TEAMS = {max}, TEAM_WORLD and TEAM_NODE included, and every slot is taken on some PE of the new team); destroy teams no longer needed, or raise SYMMEM_MAX_TEAMS")]
+    TeamLimit {
+        /// The operation.
+        op: &'static str,
+        /// `SYMMEM_MAX_TEAMS`.
+        max: usize,
+    },
     /// A bad argument to an allocation.
     #[error("{op}: {reason}")]
     InvalidArgument {

@@ -30,6 +30,7 @@ mod runtime;
 mod signal;
 mod stream;
 mod sym;
+mod team;
 mod topology;
 mod transport;
 mod wait;
@@ -49,6 +50,7 @@ pub use stream::Stream;
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
+pub use team::{Team, DEFAULT_MAX_TEAMS};
 
 /// Re-exported so users can bound their element types.
 pub use bytemuck::Pod;

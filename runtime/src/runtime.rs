@@ -19,6 +19,7 @@ use crate::pe_device::{
 };
 use crate::route::Route;
 use crate::sym::SymBuf;
+use crate::team::TeamState;
 use crate::topology::{PeInfo, Topology};
 use crate::transport::{self, HeapRegion, Transport};
 
@@ -101,6 +102,8 @@ pub struct Runtime {
     /// The runtime's helper kernels on a GPU PE (host atomics, signals, on-stream ops).
     #[cfg(feature = "cuda")]
     pub(crate) helpers: crate::gpu_host::Helpers,
+    /// Team slots and counters (`team.rs`).
+    pub(crate) teams: TeamState,
     finalized: bool,
 }
 
@@ -181,6 +184,7 @@ impl Runtime {
             let topo = Topology::new(rank, infos);
             progress.learn(&topo);
             heap::check_sizes(&topo.heap_lens())?;
+            TeamState::check(&*bootstrap, config.max_teams, config.symmetric_size)?;
             let (backend, reachable) = create_backend(&config, &*bootstrap, &topo)?;
             progress.enter(InitStep::HeapExchange);
             let deadline = symmem_bootstrap::duration::deadline_after(config.bootstrap_timeout);
@@ -233,7 +237,14 @@ impl Runtime {
                 .filter(|&&p| p != rank)
                 .map(|&p| (p, topo.pid(p))),
         );
-        let allocator = Allocator::new(RESERVED, heap.len().saturating_sub(RESERVED));
+        // The team area follows the runtime's reserved part; allocations start after it.
+        let team_bytes = TeamState::area_bytes(config.max_teams, topo.n_pes())
+            .next_multiple_of(crate::allocator::MIN_ALIGN);
+        let teams = TeamState::new(RESERVED, config.max_teams, topo.n_pes());
+        let allocator = Allocator::new(
+            RESERVED + team_bytes,
+            heap.len().saturating_sub(RESERVED + team_bytes),
+        );
         let all_mapped = (0..topo.n_pes()).all(|pe| heap.control(pe).is_some());
         let peer_bases: Box<[u64]> = (0..topo.n_pes())
             .map(|pe| heap.base(pe).unwrap_or(0))
@@ -279,6 +290,7 @@ impl Runtime {
                 calls: 0,
             }),
             barrier: BarrierState::default(),
+            teams,
             all_mapped,
             routes,
             device_state,

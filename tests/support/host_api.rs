@@ -20,6 +20,7 @@ mod rma;
 mod signals;
 mod stress;
 mod sync;
+mod teams;
 mod waits;
 
 pub use atomics::atomics;
@@ -33,6 +34,7 @@ pub use rma::rma;
 pub use signals::{put_signal, signals};
 pub use stress::stress;
 pub use sync::barrier_sync;
+pub use teams::{team_errors, team_limit, team_timeout, teams};
 pub use waits::{wait_arrays, wait_test};
 
 use std::fmt::Debug;
@@ -188,6 +190,8 @@ fn kind(e: &Error) -> &'static str {
         Error::ForeignAllocation { .. } => "ForeignAllocation",
         Error::Timeout { .. } => "Timeout",
         Error::PeerFailed { .. } => "PeerFailed",
+        Error::TeamMismatch { .. } => "TeamMismatch",
+        Error::TeamLimit { .. } => "TeamLimit",
         _ => "other",
     }
 }

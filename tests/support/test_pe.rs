@@ -52,6 +52,10 @@ fn main() -> ExitCode {
         "api_stress" => with_init(host_api::stress),
         "api_put_signal_large" => with_init(host_api::put_signal_large),
         "api_kill_transfer" => with_init(host_api::kill_transfer),
+        "api_teams" => with_init(host_api::teams),
+        "api_team_errors" => with_init(host_api::team_errors),
+        "api_team_limit" => with_init(host_api::team_limit),
+        "api_team_timeout" => with_init(host_api::team_timeout),
         other => Err(format!("unknown scenario {other}")),
     };
     match result {

@@ -1,0 +1,964 @@
+//! Teams (OpenSHMEM 1.5 §9.4, NVSHMEM `nvshmem_team_*`): ordered subsets of the PEs, with
+//! their own PE numbering, created collectively by splitting a parent team.
+//!
+//! # Slots
+//! The runtime reserves a *team area* in the symmetric heap at init, right after its own
+//! reserved part: `SYMMEM_MAX_TEAMS` slots of the same size. Slot 0 belongs to
+//! [`Runtime::team_world`], slot 1 to [`Runtime::team_node`]. A new team takes the lowest
+//! slot that is free on every one of its members, so the slot, and everything in it, is at
+//! the same heap offset on all of them: the slot is the team's own symmetric memory. Today
+//! a slot holds the team's barrier flags and its two exchange buffers; the collectives add
+//! their pSync and scratch words to it, sized here.
+//!
+//! # Creating a team is verified like allocation
+//! Every PE of the parent calls the split with its arguments. Each puts its request (the
+//! operation, its arguments and its set of free slots) into every parent PE's exchange
+//! buffer in the parent's slot, completes the puts (`quiet`) and synchronizes the parent.
+//! Then every PE reads the same requests: if they differ, every PE returns
+//! [`Error::TeamMismatch`] naming which PEs asked for what and the differing argument;
+//! otherwise every PE computes the same new teams and the same slots from the same data, so
+//! argument errors and [`Error::TeamLimit`] are also returned on every PE alike. Two
+//! buffers alternate: a PE writes buffer `k % 2` for the parent's `k`-th exchange only after
+//! the barrier of exchange `k - 1`, which every PE enters after reading exchange `k - 2`.
+//!
+//! # Barrier: dissemination over signals
+//! `sync` is a dissemination barrier among the team's PEs: ceil(log2 n) rounds; in round `r`
+//! team PE `i` adds 1 to flag `r` of team PE `i + 2^r` (a `signal_op`, so it works on every
+//! route: mapped heaps, GPU heaps, and remote PEs over the transport) and waits until its
+//! own flag `r` reaches the barrier's epoch. Flags count barriers, so signals may arrive in
+//! any order and a partner one barrier ahead is harmless. A free slot's flags are zero:
+//! the heap starts zeroed, and `destroy` zeroes this PE's flags after the team's last
+//! barrier, when no member can signal them any more; a member of a later team in that slot
+//! signals them only after the creating exchange, which this PE enters after `destroy`.
+
+use std::sync::Mutex;
+
+use symmem_sync::barrier::{self, Round};
+
+use crate::error::{Error, Result};
+use crate::int::{Cmp, SignalOp};
+use crate::runtime::Runtime;
+use crate::sym::SymBuf;
+
+/// `SYMMEM_MAX_TEAMS` when unset: NVSHMEM's default (`NVSHMEM_MAX_TEAMS`), TEAM_WORLD and
+/// TEAM_NODE included.
+pub const DEFAULT_MAX_TEAMS: usize = 32;
+
+/// The smallest `SYMMEM_MAX_TEAMS`: room for TEAM_WORLD and TEAM_NODE.
+pub const MIN_MAX_TEAMS: usize = 2;
+
+/// The largest `SYMMEM_MAX_TEAMS`.
+pub const MAX_MAX_TEAMS: usize = 4096;
+
+/// The slot of TEAM_WORLD.
+const WORLD_SLOT: usize = 0;
+/// The slot of TEAM_NODE.
+const NODE_SLOT: usize = 1;
+
+/// The allocation id the team area reports in messages (user allocations count up from 0).
+const AREA_ID: u64 = u64::MAX;
+
+/// Words of a request before its free-slot mask: tag and three arguments.
+const REQUEST_HEAD: usize = 4;
+
+/// This PE's team bookkeeping.
+pub(crate) struct TeamState {
+    /// Heap offset of slot 0.
+    offset: usize,
+    /// `u64` words per slot (a multiple of 8, so slots stay 64-byte aligned).
+    slot_words: usize,
+    /// Barrier flag words at the start of each slot: enough rounds for a team of every PE.
+    rounds: usize,
+    /// Words of a free-slot mask.
+    mask_words: usize,
+    /// `SYMMEM_MAX_TEAMS`.
+    max_teams: usize,
+    /// The job's PE count (the largest team, so the size of an exchange buffer).
+    n_pes: usize,
+    table: Mutex<Table>,
+}
+
+/// What changes: free slots and per-slot counters, behind one lock.
+struct Table {
+    /// Bit `s` set: slot `s` is free on this PE.
+    free: Vec<u64>,
+    slots: Vec<SlotCounters>,
+    /// A split is under way on this PE (see [`Team::creating`]).
+    creating: bool,
+}
+
+/// A slot's counters on this PE, the same on every member (collectives on a team are
+/// called in the same order by all of its members).
+#[derive(Debug, Default, Clone, Copy)]
+struct SlotCounters {
+    /// Barriers started in this slot since the team was created.
+    epoch: u64,
+    /// Exchanges (creations and destroys) started in this slot.
+    exchanges: u64,
+}
+
+impl TeamState {
+    /// Bytes of the team area for `max_teams` slots in a job of `n_pes` PEs.
+    pub(crate) fn area_bytes(max_teams: usize, n_pes: usize) -> usize {
+        max_teams * Self::layout(max_teams, n_pes).0 * 8
+    }
+
+    /// `(slot_words, rounds, mask_words)`.
+    fn layout(max_teams: usize, n_pes: usize) -> (usize, usize, usize) {
+        let rounds = barrier::rounds(0, n_pes).count().max(1);
+        let mask_words = max_teams.div_ceil(64);
+        let exchange = 2 * n_pes * (REQUEST_HEAD + mask_words);
+        ((rounds + exchange).div_ceil(8) * 8, rounds, mask_words)
+    }
+
+    /// Init's check: every PE must use the same `SYMMEM_MAX_TEAMS` (the team area's size
+    /// decides where allocations start, so PEs that differ would disagree on every
+    /// symmetric offset), and the heap of `heap_len` bytes must hold the runtime's reserve
+    /// and the team area.
+    pub(crate) fn check(
+        bootstrap: &dyn symmem_bootstrap::Bootstrap,
+        max_teams: usize,
+        heap_len: usize,
+    ) -> Result<()> {
+        let all = bootstrap.allgather(&(max_teams as u64).to_le_bytes())?;
+        if all.iter().any(|v| *v != all[0]) {
+            let detail = all
+                .iter()
+                .enumerate()
+                .map(|(pe, v)| match <[u8; 8]>::try_from(v.as_slice()) {
+                    Ok(b) => format!("PE {pe}: {}", u64::from_le_bytes(b)),
+                    Err(_) => format!("PE {pe}: ({} bytes)", v.len()),
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Error::Inconsistent {
+                what: "SYMMEM_MAX_TEAMS",
+                detail,
+            });
+        }
+        let need = crate::heap::RESERVED + Self::area_bytes(max_teams, bootstrap.size());
+        if heap_len < need {
+            return Err(Error::Config {
+                var: "SYMMEM_SYMMETRIC_SIZE",
+                value: heap_len.to_string(),
+                reason: format!(
+                    "the heap must hold the runtime's reserve and the team area ({need} bytes for SYMMEM_MAX_TEAMS = {max_teams} on {} PEs)",
+                    bootstrap.size()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The state of a new runtime whose team area starts at heap offset `offset` (zeroed,
+    /// [`Self::area_bytes`] long).
+    pub(crate) fn new(offset: usize, max_teams: usize, n_pes: usize) -> Self {
+        let (slot_words, rounds, mask_words) = Self::layout(max_teams, n_pes);
+        let mut free = vec![0u64; mask_words];
+        for s in (NODE_SLOT + 1)..max_teams {
+            free[s / 64] |= 1 << (s % 64);
+        }
+        TeamState {
+            offset,
+            slot_words,
+            rounds,
+            mask_words,
+            max_teams,
+            n_pes,
+            table: Mutex::new(Table {
+                free,
+                slots: vec![SlotCounters::default(); max_teams],
+                creating: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Word index, in the team area, of flag `round` of `slot`.
+    fn flag(&self, slot: usize, round: usize) -> usize {
+        slot * self.slot_words + round
+    }
+
+    /// Word index of team PE `index`'s request in exchange buffer `parity` of `slot`.
+    fn request(&self, slot: usize, parity: usize, index: usize) -> usize {
+        slot * self.slot_words + self.rounds + (parity * self.n_pes + index) * self.request_words()
+    }
+
+    fn request_words(&self) -> usize {
+        REQUEST_HEAD + self.mask_words
+    }
+}
+
+/// A team's PEs (world PE numbers, ascending), in team order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Members {
+    /// `start + stride * i` for `i` in `0..size`; `stride >= 1`.
+    Strided {
+        start: usize,
+        stride: usize,
+        size: usize,
+    },
+    /// Any ascending list (TEAM_NODE when its PEs are not evenly spaced).
+    List(Box<[usize]>),
+}
+
+impl Members {
+    fn from_list(pes: &[usize]) -> Self {
+        let strided = match pes {
+            [] => None,
+            [one] => Some((*one, 1)),
+            [a, b, ..] => {
+                let stride = b - a;
+                pes.windows(2)
+                    .all(|w| w[1] - w[0] == stride)
+                    .then_some((*a, stride))
+            }
+        };
+        match strided {
+            Some((start, stride)) => Members::Strided {
+                start,
+                stride,
+                size: pes.len(),
+            },
+            None => Members::List(pes.into()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Members::Strided { size, .. } => *size,
+            Members::List(l) => l.len(),
+        }
+    }
+
+    /// The world PE of team PE `i < len`.
+    fn world(&self, i: usize) -> usize {
+        match self {
+            Members::Strided { start, stride, .. } => start + stride * i,
+            Members::List(l) => l[i],
+        }
+    }
+
+    /// The team PE of world PE `pe`, if it is a member.
+    fn index_of(&self, pe: usize) -> Option<usize> {
+        match self {
+            Members::Strided {
+                start,
+                stride,
+                size,
+            } => {
+                let d = pe.checked_sub(*start)?;
+                (d % stride == 0 && d / stride < *size).then_some(d / stride)
+            }
+            Members::List(l) => l.binary_search(&pe).ok(),
+        }
+    }
+
+    /// Team PEs `start + stride * i` of this team (a valid triplet, `stride >= 1`).
+    fn subset(&self, start: usize, stride: usize, size: usize) -> Members {
+        match self {
+            Members::Strided {
+                start: s0,
+                stride: st,
+                ..
+            } => Members::Strided {
+                start: s0 + st * start,
+                stride: if size == 1 { 1 } else { st * stride },
+                size,
+            },
+            Members::List(_) => Members::from_list(
+                &(0..size)
+                    .map(|i| self.world(start + stride * i))
+                    .collect::<Vec<_>>(),
+            ),
+        }
+    }
+}
+
+/// Which team a handle is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    World,
+    Node,
+    Split,
+}
+
+/// A team of PEs (OpenSHMEM 1.5 §9.4 `shmem_team_t`, NVSHMEM `nvshmem_team_t`), as seen by
+/// one of its members: it numbers its PEs `0..n_pes()` in the order of their world PE
+/// numbers.
+///
+/// A handle exists only on the team's members: a split returns `None` where
+/// OpenSHMEM returns `SHMEM_TEAM_INVALID`. It borrows the [`Runtime`], so it cannot outlive
+/// it, and it is not `Clone`: [`Team::destroy`] consumes it. Dropping a split team without
+/// `destroy` keeps its slot reserved until finalize (like a [`SymBuf`] dropped without
+/// `free`). [`Runtime::team_world`] and [`Runtime::team_node`] hand out new handles to the
+/// predefined teams whenever asked; those cannot be destroyed.
+///
+/// ```no_run
+/// # fn main() -> symmem_runtime::Result<()> {
+/// let rt = symmem_runtime::init()?;
+/// let world = rt.team_world();
+/// // Collective over the parent: every PE calls, with the same arguments.
+/// if let Some(evens) = world.split_strided(0, 2, rt.n_pes().div_ceil(2))? {
+///     // One-sided operations take world PE numbers.
+///     let next = evens.world_pe((evens.my_pe() + 1) % evens.n_pes())?;
+///     println!("my right neighbour among the even PEs is PE {next}");
+///     assert_eq!(evens.translate_pe(evens.my_pe(), &world), Some(rt.my_pe()));
+///     evens.barrier()?;
+///     evens.destroy()?;
+/// }
+/// let (row, column) = world.split_2d(2)?;
+/// assert_eq!((row.my_pe(), column.my_pe()), (rt.my_pe() % 2, rt.my_pe() / 2));
+/// row.destroy()?;
+/// column.destroy()?;
+/// # drop(world);
+/// # rt.finalize()
+/// # }
+/// ```
+///
+/// A team cannot outlive its runtime (E0505, `rt` moved while borrowed):
+///
+/// ```compile_fail
+/// # fn main() -> symmem_runtime::Result<()> {
+/// let rt = symmem_runtime::init()?;
+/// let world = rt.team_world();
+/// rt.finalize()?;
+/// world.sync()?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Team<'rt> {
+    rt: &'rt Runtime,
+    kind: Kind,
+    slot: usize,
+    members: Members,
+    my_index: usize,
+}
+
+impl Runtime {
+    /// TEAM_WORLD (`SHMEM_TEAM_WORLD`, `NVSHMEM_TEAM_WORLD`): every PE, numbered as in the
+    /// job.
+    pub fn team_world(&self) -> Team<'_> {
+        Team {
+            rt: self,
+            kind: Kind::World,
+            slot: WORLD_SLOT,
+            members: Members::Strided {
+                start: 0,
+                stride: 1,
+                size: self.n_pes(),
+            },
+            my_index: self.my_pe(),
+        }
+    }
+
+    /// TEAM_NODE (`SHMEM_TEAM_SHARED`, `NVSHMEM_TEAM_NODE`): the PEs on this PE's node,
+    /// those that share its memory ([`Runtime::local_pes`]), numbered in world order.
+    pub fn team_node(&self) -> Team<'_> {
+        let local = self.local_pes();
+        Team {
+            rt: self,
+            kind: Kind::Node,
+            slot: NODE_SLOT,
+            members: Members::from_list(local),
+            my_index: local
+                .binary_search(&self.my_pe())
+                .expect("a PE is on its own node"),
+        }
+    }
+
+    /// `SYMMEM_MAX_TEAMS`: how many teams may exist at once on a PE, TEAM_WORLD and
+    /// TEAM_NODE included.
+    pub fn max_teams(&self) -> usize {
+        self.teams.max_teams
+    }
+
+    /// How many more teams this PE could be a member of now (free slots).
+    pub fn teams_available(&self) -> usize {
+        self.teams
+            .lock()
+            .free
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum()
+    }
+
+    /// The team area as an allocation, for the host operations.
+    fn team_area(&self) -> SymBuf<u64> {
+        SymBuf {
+            runtime: self.id,
+            id: AREA_ID,
+            offset: self.teams.offset,
+            len: self.teams.max_teams * self.teams.slot_words,
+            _elem: std::marker::PhantomData,
+        }
+    }
+}
+
+/// A request in a team's exchange: what one PE called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Request {
+    SplitStrided {
+        start: usize,
+        stride: usize,
+        size: usize,
+    },
+    Split2d {
+        xrange: usize,
+    },
+    Destroy,
+}
+
+impl Request {
+    fn head(self) -> [u64; REQUEST_HEAD] {
+        match self {
+            Request::SplitStrided {
+                start,
+                stride,
+                size,
+            } => [1, start as u64, stride as u64, size as u64],
+            Request::Split2d { xrange } => [2, xrange as u64, 0, 0],
+            Request::Destroy => [3, 0, 0, 0],
+        }
+    }
+
+    /// The call as the user wrote it, from an exchanged head.
+    fn describe(head: &[u64]) -> String {
+        match head {
+            [1, start, stride, size] => {
+                format!("split_strided(start {start}, stride {stride}, size {size})")
+            }
+            [2, xrange, ..] => format!("split_2d(xrange {xrange})"),
+            [3, ..] => "destroy".into(),
+            other => format!("an unknown team call {other:?}"),
+        }
+    }
+
+    /// Names of the arguments in which two exchanged heads differ.
+    fn differing(a: &[u64], b: &[u64]) -> Vec<&'static str> {
+        if a[0] != b[0] {
+            return vec!["the operation"];
+        }
+        let names: &[&str] = match a[0] {
+            1 => &["start", "stride", "size"],
+            2 => &["xrange"],
+            _ => &[],
+        };
+        names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| a[i + 1] != b[i + 1])
+            .map(|(_, n)| *n)
+            .collect()
+    }
+}
+
+impl<'rt> Team<'rt> {
+    /// This PE's number in the team, `0..n_pes()` (`shmem_team_my_pe`).
+    pub fn my_pe(&self) -> usize {
+        self.my_index
+    }
+
+    /// The number of PEs in the team (`shmem_team_n_pes`).
+    pub fn n_pes(&self) -> usize {
+        self.members.len()
+    }
+
+    /// The world PE number of team PE `pe`, for the one-sided operations (which take world
+    /// PE numbers): `self.translate_pe(pe, &rt.team_world())`, but an error naming the
+    /// team's size when `pe` is not in the team.
+    pub fn world_pe(&self, pe: usize) -> Result<usize> {
+        if pe < self.n_pes() {
+            Ok(self.members.world(pe))
+        } else {
+            Err(Error::InvalidPe {
+                op: "Team::world_pe",
+                pe,
+                n_pes: self.n_pes(),
+                access: " in this team".into(),
+            })
+        }
+    }
+
+    /// The number in `dest` of this team's PE `pe` (`shmem_team_translate_pe`): `None` where
+    /// OpenSHMEM returns -1, that is when `pe` is not a PE of this team, when that PE is not
+    /// in `dest`, or when `dest` belongs to another runtime. Local, not collective.
+    pub fn translate_pe(&self, pe: usize, dest: &Team<'_>) -> Option<usize> {
+        if !std::ptr::eq(self.rt, dest.rt) || pe >= self.n_pes() {
+            return None;
+        }
+        dest.members.index_of(self.members.world(pe))
+    }
+
+    /// Whether this is TEAM_WORLD or TEAM_NODE (which cannot be destroyed).
+    pub fn is_predefined(&self) -> bool {
+        self.kind != Kind::Split
+    }
+
+    /// Splits this team (the parent) into a new team of its PEs `start + stride * i` for
+    /// `i` in `0..size`, numbered in that order (`shmem_team_split_strided`, OpenSHMEM 1.5
+    /// §9.4.3). Collective over the parent: every PE of this team must call it with the same
+    /// arguments, members of the new team or not; PEs that differ make every PE return
+    /// [`Error::TeamMismatch`], naming them and the differing argument.
+    ///
+    /// Returns the new team on its members and `None` on the other PEs of the parent
+    /// (OpenSHMEM's `SHMEM_TEAM_INVALID`). The triplet must lie in the parent: `size >= 1`,
+    /// `start + stride * (size - 1) < n_pes()`, and `stride >= 1` unless `size` is 1 (the
+    /// arguments are unsigned, so the team is in ascending parent order). When every PE
+    /// already has `SYMMEM_MAX_TEAMS` teams, [`Error::TeamLimit`] says so.
+    pub fn split_strided(
+        &self,
+        start: usize,
+        stride: usize,
+        size: usize,
+    ) -> Result<Option<Team<'rt>>> {
+        const OP: &str = "team_split_strided";
+        let _creating = self.creating(OP)?;
+        let requests = self.exchange(
+            OP,
+            Request::SplitStrided {
+                start,
+                stride,
+                size,
+            },
+        )?;
+        let n = self.n_pes();
+        let bad = |reason: String| {
+            Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!("start {start}, stride {stride}, size {size} in a parent team of {n} PEs: {reason}"),
+            })
+        };
+        if size == 0 {
+            return bad("size must be at least 1".into());
+        }
+        if stride == 0 && size > 1 {
+            return bad("stride 0 names one PE several times (a stride of at least 1 is needed when size > 1)".into());
+        }
+        let last = stride
+            .checked_mul(size - 1)
+            .and_then(|d| d.checked_add(start));
+        match last {
+            Some(l) if l < n => {}
+            _ => {
+                return bad(format!(
+                    "the last PE, start + stride * (size - 1), is past the parent's last PE {}",
+                    n - 1
+                ))
+            }
+        }
+        let members = self.members.subset(start, stride, size);
+        let slots = self
+            .rt
+            .assign_slots(OP, &requests, &self.members, &[&members])?;
+        Ok(self.rt.join(members, slots[0]))
+    }
+
+    /// Splits this team (the parent) along a 2D grid with `xrange` columns
+    /// (`shmem_team_split_2d`, OpenSHMEM 1.5 §9.4.4) and returns `(xteam, yteam)`: parent PE
+    /// `p` sits at `(x, y) = (p % xrange, p / xrange)`; its x-team is its row (the PEs with
+    /// the same `y`, numbered by `x`) and its y-team its column (the same `x`, numbered by
+    /// `y`). The grid has `ceil(n_pes() / xrange)` rows; when `xrange` does not divide
+    /// `n_pes()` the last row, and so the last columns, are shorter. An `xrange` above
+    /// `n_pes()` gives one row: the x-team is the whole parent and each y-team one PE.
+    ///
+    /// Collective over the parent, verified like [`Self::split_strided`]; every PE of the
+    /// parent is in both of its teams. `xrange` must be at least 1.
+    pub fn split_2d(&self, xrange: usize) -> Result<(Team<'rt>, Team<'rt>)> {
+        const OP: &str = "team_split_2d";
+        let _creating = self.creating(OP)?;
+        let requests = self.exchange(OP, Request::Split2d { xrange })?;
+        if xrange == 0 {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                reason: "xrange must be at least 1".into(),
+            });
+        }
+        let n = self.n_pes();
+        let xr = xrange.min(n);
+        let rows = n.div_ceil(xr);
+        let row = |y: usize| self.members.subset(y * xr, 1, xr.min(n - y * xr));
+        let column = |x: usize| self.members.subset(x, xr, (n - x).div_ceil(xr));
+        // Every PE assigns every row's and column's slot, so that a team limit reached by
+        // any of them is an error on every PE alike.
+        let mut teams: Vec<Members> = (0..rows).map(row).collect();
+        teams.extend((0..xr).map(column));
+        let refs: Vec<&Members> = teams.iter().collect();
+        let slots = self.rt.assign_slots(OP, &requests, &self.members, &refs)?;
+        let (x, y) = (self.my_index % xr, self.my_index / xr);
+        let xteam = self.rt.join(teams[y].clone(), slots[y]);
+        let yteam = self.rt.join(teams[rows + x].clone(), slots[rows + x]);
+        match (xteam, yteam) {
+            (Some(a), Some(b)) => Ok((a, b)),
+            _ => unreachable!("every parent PE is in its row and its column"),
+        }
+    }
+
+    /// Blocks until every PE of the team has called `sync` (`shmem_team_sync`), ordering
+    /// memory like [`Runtime::sync_all`] among the team: blocking puts and AMOs done
+    /// before it are visible to the team's PEs after it. Nonblocking operations are not
+    /// completed (except over the remote transport, which it completes as `sync_all`
+    /// does). Fails naming the PE waited for if it dies, and after `SYMMEM_TIMEOUT`.
+    pub fn sync(&self) -> Result<()> {
+        if let Some(t) = &self.rt.transport {
+            t.quiet()?;
+        }
+        self.rt.team_sync("team_sync", self)
+    }
+
+    /// Completes this PE's outstanding operations ([`Runtime::quiet`]), then
+    /// [`Self::sync`]s the team (`nvshmem_barrier(team)`; OpenSHMEM's `shmem_quiet` followed
+    /// by `shmem_team_sync`).
+    pub fn barrier(&self) -> Result<()> {
+        self.rt.quiet()?;
+        self.rt.team_sync("team_barrier", self)
+    }
+
+    /// Destroys the team (`shmem_team_destroy`), freeing its slot. Collective over the
+    /// team: every member must destroy it, and a member that calls another team operation on
+    /// it instead makes every member return [`Error::TeamMismatch`]. Destroying TEAM_WORLD
+    /// or TEAM_NODE is an [`Error::InvalidArgument`] (and not collective).
+    pub fn destroy(self) -> Result<()> {
+        const OP: &str = "team_destroy";
+        if self.is_predefined() {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                reason: format!(
+                    "{} is predefined and cannot be destroyed",
+                    if self.kind == Kind::World {
+                        "TEAM_WORLD"
+                    } else {
+                        "TEAM_NODE"
+                    }
+                ),
+            });
+        }
+        self.exchange(OP, Request::Destroy)?;
+        // The exchange's barrier was the team's last use of the slot: every member has
+        // received every signal and request sent to it there, so this PE's flags can be
+        // zeroed for the slot's next team.
+        let zeros = vec![0u8; self.rt.teams.rounds * 8];
+        let rt = self.rt;
+        rt.putmem(
+            &rt.team_area(),
+            rt.teams.flag(self.slot, 0) * 8,
+            &zeros,
+            rt.my_pe(),
+        )?;
+        let mut table = rt.teams.lock();
+        table.free[self.slot / 64] |= 1 << (self.slot % 64);
+        table.slots[self.slot] = SlotCounters::default();
+        Ok(())
+    }
+
+    /// Marks a split under way on this PE until the guard drops. Splits on one PE must not
+    /// overlap: two would see the same free slots and could both take one. OpenSHMEM leaves
+    /// this to the program; here a second, concurrent split on the same PE is an error
+    /// rather than two teams sharing a slot (its peers, still waiting for it, time out).
+    fn creating(&self, op: &'static str) -> Result<Creating<'_>> {
+        let mut table = self.rt.teams.lock();
+        if std::mem::replace(&mut table.creating, true) {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "another thread of PE {} is creating a team; splits on one PE must not overlap",
+                    self.rt.my_pe()
+                ),
+            });
+        }
+        Ok(Creating(&self.rt.teams))
+    }
+
+    /// Puts `request` (and this PE's free slots) to every team PE's exchange buffer,
+    /// synchronizes the team, and returns every team PE's request, in team order, after
+    /// checking that their heads agree.
+    fn exchange(&self, op: &'static str, request: Request) -> Result<Vec<Vec<u64>>> {
+        let rt = self.rt;
+        let ts = &rt.teams;
+        let (parity, mut words) = {
+            let mut table = ts.lock();
+            let counters = &mut table.slots[self.slot];
+            let parity = (counters.exchanges % 2) as usize;
+            counters.exchanges += 1;
+            let mut words = request.head().to_vec();
+            words.extend_from_slice(&table.free);
+            (parity, words)
+        };
+        let area = rt.team_area();
+        let bytes: &[u8] = bytemuck::cast_slice(&words);
+        let at = ts.request(self.slot, parity, self.my_index) * 8;
+        for i in 0..self.n_pes() {
+            rt.putmem(&area, at, bytes, self.members.world(i))?;
+        }
+        rt.quiet()?;
+        rt.team_sync(op, self)?;
+        let rw = ts.request_words();
+        words.resize(rw * self.n_pes(), 0);
+        rt.getmem(
+            &area,
+            ts.request(self.slot, parity, 0) * 8,
+            bytemuck::cast_slice_mut(&mut words),
+            rt.my_pe(),
+        )?;
+        let all: Vec<Vec<u64>> = words.chunks(rw).map(|c| c.to_vec()).collect();
+        let mine = &all[self.my_index][..REQUEST_HEAD];
+        if all.iter().all(|r| &r[..REQUEST_HEAD] == mine) {
+            return Ok(all);
+        }
+        // Group team PEs by what they called, so the message stays short on big teams.
+        let mut groups: Vec<(&[u64], Vec<usize>)> = Vec::new();
+        for (i, r) in all.iter().enumerate() {
+            let head = &r[..REQUEST_HEAD];
+            match groups.iter_mut().find(|(h, _)| *h == head) {
+                Some((_, pes)) => pes.push(i),
+                None => groups.push((head, vec![i])),
+            }
+        }
+        let first = groups[0].0;
+        let detail = groups
+            .iter()
+            .enumerate()
+            .map(|(g, (head, pes))| {
+                let list = |f: &dyn Fn(usize) -> usize| {
+                    pes.iter()
+                        .map(|&i| f(i).to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let diff = if g == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        " (differs in {})",
+                        Request::differing(first, head).join(", ")
+                    )
+                };
+                format!(
+                    "team PE {} (world PE {}) called {}{diff}",
+                    list(&|i| i),
+                    list(&|i| self.members.world(i)),
+                    Request::describe(head)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(Error::TeamMismatch { op, detail })
+    }
+}
+
+/// A split under way on this PE; clears the mark when dropped.
+struct Creating<'a>(&'a TeamState);
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        self.0.lock().creating = false;
+    }
+}
+
+impl Runtime {
+    /// The dissemination barrier among `team`'s PEs, in its slot (see the module docs);
+    /// `op` names the public operation in errors.
+    fn team_sync(&self, op: &'static str, team: &Team<'_>) -> Result<()> {
+        let n = team.n_pes();
+        if n == 1 {
+            return Ok(());
+        }
+        let epoch = {
+            let mut table = self.teams.lock();
+            let counters = &mut table.slots[team.slot];
+            counters.epoch += 1;
+            counters.epoch
+        };
+        let area = self.team_area();
+        let me = self.my_pe();
+        for Round { index, to, from } in barrier::rounds(team.my_index, n) {
+            let flag = area.at(self.teams.flag(team.slot, index));
+            self.signal_op(flag, 1, SignalOp::Add, team.members.world(to))?;
+            let word = self.word(op, flag, me)?;
+            self.wait_word(
+                op,
+                &word,
+                || {
+                    format!(
+                        "PE {} (team PE {from} of a team of {n}; round {index} of the team's barrier {epoch})",
+                        team.members.world(from)
+                    )
+                },
+                Cmp::Ge,
+                epoch,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Chooses a slot for each of `teams`, new teams split from the parent whose exchanged
+    /// `requests` (in parent order, over `parent`'s PEs) carry each PE's free slots: the
+    /// lowest slot free on every member, taking earlier teams' slots into account. The same
+    /// on every PE of the parent, since all see the same requests.
+    fn assign_slots(
+        &self,
+        op: &'static str,
+        requests: &[Vec<u64>],
+        parent: &Members,
+        teams: &[&Members],
+    ) -> Result<Vec<usize>> {
+        let mut free: Vec<Vec<u64>> = requests
+            .iter()
+            .map(|r| r[REQUEST_HEAD..].to_vec())
+            .collect();
+        let mut slots = Vec::with_capacity(teams.len());
+        for team in teams {
+            let parent_index = |i: usize| {
+                parent
+                    .index_of(team.world(i))
+                    .expect("a new team's PEs are in its parent")
+            };
+            let mut common = vec![u64::MAX; self.teams.mask_words];
+            for i in 0..team.len() {
+                for (c, f) in common.iter_mut().zip(&free[parent_index(i)]) {
+                    *c &= f;
+                }
+            }
+            let slot = common
+                .iter()
+                .enumerate()
+                .find(|(_, w)| **w != 0)
+                .map(|(k, w)| k * 64 + w.trailing_zeros() as usize)
+                .filter(|&s| s < self.teams.max_teams);
+            let Some(slot) = slot else {
+                return Err(Error::TeamLimit {
+                    op,
+                    max: self.teams.max_teams,
+                });
+            };
+            for i in 0..team.len() {
+                free[parent_index(i)][slot / 64] &= !(1 << (slot % 64));
+            }
+            slots.push(slot);
+        }
+        Ok(slots)
+    }
+
+    /// This PE's handle to the new team `members` in `slot`, reserving the slot, or `None`
+    /// if this PE is not a member.
+    fn join(&self, members: Members, slot: usize) -> Option<Team<'_>> {
+        let my_index = members.index_of(self.my_pe())?;
+        let mut table = self.teams.lock();
+        debug_assert!(table.free[slot / 64] & (1 << (slot % 64)) != 0);
+        table.free[slot / 64] &= !(1 << (slot % 64));
+        table.slots[slot] = SlotCounters::default();
+        Some(Team {
+            rt: self,
+            kind: Kind::Split,
+            slot,
+            members,
+            my_index,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_strided_and_lists() {
+        let world = Members::Strided {
+            start: 0,
+            stride: 1,
+            size: 8,
+        };
+        let odd = world.subset(1, 2, 4);
+        assert_eq!(
+            odd,
+            Members::Strided {
+                start: 1,
+                stride: 2,
+                size: 4
+            }
+        );
+        assert_eq!(odd.index_of(5), Some(2));
+        assert_eq!(odd.index_of(4), None);
+        assert_eq!(odd.index_of(9), None);
+        assert_eq!(odd.index_of(0), None);
+        let list = Members::from_list(&[0, 1, 5]);
+        assert!(matches!(list, Members::List(_)));
+        assert_eq!(list.subset(1, 1, 2), Members::from_list(&[1, 5]));
+        assert_eq!(
+            Members::from_list(&[3]),
+            Members::Strided {
+                start: 3,
+                stride: 1,
+                size: 1
+            }
+        );
+        // A one-PE subset with stride 0 is the one PE.
+        assert_eq!(world.subset(6, 0, 1).index_of(6), Some(0));
+    }
+
+    #[test]
+    fn layout_is_aligned_and_sized() {
+        for n in [1, 2, 3, 4, 17, 1024] {
+            let (words, rounds, mask) = TeamState::layout(DEFAULT_MAX_TEAMS, n);
+            assert_eq!(words % 8, 0);
+            assert!(rounds >= 1 && (1usize << rounds) >= n);
+            assert!(words >= rounds + 2 * n * (REQUEST_HEAD + mask));
+        }
+        let ts = TeamState::new(0, 70, 4);
+        assert_eq!(ts.mask_words, 2);
+        assert_eq!(
+            ts.lock().free.iter().map(|w| w.count_ones()).sum::<u32>(),
+            68
+        );
+    }
+
+    /// A single-PE runtime (no launcher in the environment of a unit test).
+    #[test]
+    fn overlapping_splits_on_one_pe_are_refused() {
+        let rt = crate::init().expect("a single-PE init");
+        assert_eq!(rt.n_pes(), 1);
+        let world = rt.team_world();
+        let guard = world.creating("test").unwrap();
+        let err = world.split_strided(0, 1, 1).unwrap_err().to_string();
+        assert!(
+            err.contains("another thread of PE 0 is creating a team"),
+            "{err}"
+        );
+        assert!(world.split_2d(1).is_err());
+        drop(guard);
+        let t = world.split_strided(0, 1, 1).unwrap().expect("a member");
+        assert_eq!((t.my_pe(), t.n_pes()), (0, 1));
+        t.sync().unwrap();
+        t.destroy().unwrap();
+        rt.finalize().unwrap();
+    }
+
+    #[test]
+    fn mismatch_names_the_argument() {
+        let a = Request::SplitStrided {
+            start: 0,
+            stride: 1,
+            size: 2,
+        }
+        .head();
+        let b = Request::SplitStrided {
+            start: 0,
+            stride: 2,
+            size: 3,
+        }
+        .head();
+        assert_eq!(Request::differing(&a, &b), vec!["stride", "size"]);
+        assert_eq!(
+            Request::differing(&a, &Request::Destroy.head()),
+            vec!["the operation"]
+        );
+        assert_eq!(
+            Request::describe(&b),
+            "split_strided(start 0, stride 2, size 3)"
+        );
+    }
+}
