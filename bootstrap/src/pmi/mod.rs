@@ -196,9 +196,18 @@ impl Conn for TcpStream {
 /// Set once this process has taken `PMI_FD` (see the module docs on one init per process).
 static FD_TAKEN: AtomicBool = AtomicBool::new(false);
 
+fn already_used(fd: RawFd) -> BootstrapError {
+    config(format!(
+        "{ENV_PMI_FD}={fd} was already used and finalized by an earlier init of this process: PMI-1 serves one init per process (init once, or launch with symrun or torchrun to init again)"
+    ))
+}
+
 /// Takes ownership of the inherited PMI socket `fd`, after checking that it is an open
 /// socket.
 fn take_fd(fd: RawFd) -> Result<Box<dyn Conn>, BootstrapError> {
+    if FD_TAKEN.load(Ordering::Acquire) {
+        return Err(already_used(fd));
+    }
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat only writes into `st`, which is valid for writes; an fd that is not
@@ -215,9 +224,7 @@ fn take_fd(fd: RawFd) -> Result<Box<dyn Conn>, BootstrapError> {
         )));
     }
     if FD_TAKEN.swap(true, Ordering::AcqRel) {
-        return Err(config(format!(
-            "{ENV_PMI_FD}={fd} was already used and finalized by an earlier init of this process: PMI-1 serves one init per process"
-        )));
+        return Err(already_used(fd));
     }
     let mut domain: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
