@@ -30,9 +30,14 @@ fn hydra() -> Option<&'static str> {
 
 /// Runs `scenario` on `n` PEs under Hydra.
 fn run_hydra(hydra: &str, n: usize, scenario: &str) -> Job {
+    run_hydra_with(hydra, &[], n, scenario)
+}
+
+/// Runs `scenario` on `n` PEs under Hydra with extra Hydra options `opts`.
+fn run_hydra_with(hydra: &str, opts: &[&str], n: usize, scenario: &str) -> Job {
     let n_s = n.to_string();
     let mut cmd = Command::new(hydra);
-    cmd.args(["-n", &n_s]);
+    cmd.args(opts).args(["-n", &n_s]);
     let mut genv = vec![
         ("SYMMEM_TEST_EXPECT_PES", n_s.as_str()),
         ("SYMMEM_BOOTSTRAP_TIMEOUT", "20"),
@@ -105,6 +110,18 @@ fn hydra_put_get_on_4_pes() {
     let Some(hydra) = hydra() else { return };
     let job = run_hydra(hydra, 4, "put_get");
     check(&job, 4, |r| format!("PE {r}: put_get ok"));
+}
+
+#[test]
+fn hydra_pmi_port_mode_gives_rank_and_size_over_the_wire() {
+    // `-pmi-port`: Hydra sets PMI_PORT and PMI_ID (no PMI_FD, PMI_RANK, PMI_SIZE); rank and
+    // size come from the `cmd=initack` handshake.
+    let Some(hydra) = hydra() else { return };
+    let job = run_hydra_with(hydra, &["-pmi-port"], 4, "hello");
+    check(&job, 4, |r| format!("PE {r} of 4"));
+    if !job.stderr.contains("PMI_PORT=") {
+        job.fail("the info log does not name PMI_PORT");
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! | 1 | `symrun` (sets `SYMMEM_LAUNCH_*`) | TCP rendezvous hosted by symrun |
 //! | 2 | torchrun, Kubeflow PyTorchJob (`WORLD_SIZE`, `RANK`) | [`env`](mod@crate::env), rank 0 hosts |
 //! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`), when built with the `mpi` feature | MPI |
-//! | 4 | a PMI-1 process manager: Hydra's `mpiexec`, `srun --mpi=pmi2`, Flux (`PMI_FD`, or `PMI_PORT`) | [`pmi`](crate::pmi), rank 0 hosts |
+//! | 4 | a PMI-1 process manager: Hydra's `mpiexec`, `srun --mpi=pmi2`, Flux (`PMI_FD`, or `PMI_PORT`) | [`pmi`](mod@crate::pmi), rank 0 hosts |
 //! | 5 | another MPI launcher (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`) without the `mpi` feature | an error |
 //! | 6 | a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`) | [`env`](mod@crate::env) |
 //! | 7 | `srun` without a PMI plugin (`SLURM_PROCID`, `SLURM_NTASKS`) | [`env`](mod@crate::env) |
