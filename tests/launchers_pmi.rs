@@ -125,17 +125,22 @@ fn hydra_pmi_port_mode_gives_rank_and_size_over_the_wire() {
 }
 
 #[test]
-fn hydra_reinit_is_refused_with_a_clear_error() {
-    // PMI-1 serves one init per process: the second init names PMI_FD instead of hanging
-    // or reusing a closed descriptor.
+fn hydra_reinit_reuses_the_pmi_session() {
+    // init, finalize, init twice more: each init publishes its rendezvous under its own
+    // key over the one PMI-1 session, finalized when the process exits.
     let Some(hydra) = hydra() else { return };
-    let job = run_hydra(hydra, 2, "reinit");
-    if job.status.success() {
-        job.fail("a second init under PMI-1 succeeded");
+    let job = run_hydra(hydra, 3, "reinit");
+    job.assert_success();
+    for rank in 0..3 {
+        let want = format!("PE {rank}: reinit ok");
+        if !job.stdout.lines().any(|l| l == want) {
+            job.fail(&format!("rank {rank} did not print {want:?}"));
+        }
     }
-    if !job.stdout.contains("PMI-1 serves one init per process")
-        && !job.stderr.contains("PMI-1 serves one init per process")
-    {
-        job.fail("the second init did not say that PMI-1 serves one init per process");
+    let pmi_inits = job.stderr.matches("bootstrap: pmi").count();
+    if pmi_inits != 9 {
+        job.fail(&format!(
+            "{pmi_inits} inits logged `bootstrap: pmi`, expected 3 per PE"
+        ));
     }
 }

@@ -4,8 +4,8 @@
 //! Flux) give each process a connection to a key-value store with a barrier. symmem uses it
 //! only to find rank 0: rank 0 binds the rendezvous of [unique-id init](crate::UniqueId),
 //! puts its text (rank 0's address and a fresh random job secret in hex) under
-//! [`RENDEZVOUS_KEY`], everyone enters the PMI barrier, the others get the key, and the TCP
-//! rendezvous does the rest. Then each process sends `cmd=finalize`.
+//! [`RENDEZVOUS_KEY`]`-<n>`, everyone enters the PMI barrier, the others get the key, and
+//! the TCP rendezvous does the rest. Each process sends `cmd=finalize` when it exits.
 //!
 //! # Wire protocol
 //! The "simple" PMI-1 protocol, as implemented by MPICH's `src/pmi/simple/simple_pmi.c`
@@ -29,16 +29,21 @@
 //! size come from `PMI_RANK`/`PMI_SIZE` (set with `PMI_FD`), or from the `cmd=set` lines of
 //! the `PMI_PORT`/`PMI_ID` handshake.
 //!
-//! # One init per process
-//! `PMI_FD` is one inherited socket; `cmd=finalize` ends the session and the process
-//! manager closes it. A second init in the same process is therefore refused with an
-//! error rather than reusing a file descriptor number that may by then be something else.
+//! # Successive inits
+//! `PMI_FD` is one inherited socket, and `cmd=finalize` ends the session (the process
+//! manager closes it). So the session stays open across inits: the first init opens it,
+//! each init publishes its rendezvous under its own key (`symmem-rendezvous-<n>` for the
+//! n-th init of the job) and passes one PMI barrier, and the session is finalized once, when
+//! the process exits (an `atexit` handler). A process killed by a signal never finalizes,
+//! which the process manager reports as an abnormal end, as it should. An init whose PMI
+//! exchange fails closes the session, and later inits of that process fail saying so.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use crate::env::Lookup;
@@ -55,7 +60,8 @@ pub const ENV_PMI_ID: &str = "PMI_ID";
 pub const ENV_PMI_RANK: &str = "PMI_RANK";
 /// The number of ranks.
 pub const ENV_PMI_SIZE: &str = "PMI_SIZE";
-/// The KVS key under which rank 0 publishes its rendezvous.
+/// The KVS key under which rank 0 publishes its rendezvous, suffixed `-<n>` for the n-th
+/// init of the job.
 pub const RENDEZVOUS_KEY: &str = "symmem-rendezvous";
 /// The longest line accepted from the server (MPICH's `PMIU_MAXLINE` is 1024; Hydra's
 /// replies can carry a value of up to `vallen_max` after other words).
@@ -193,12 +199,12 @@ impl Conn for TcpStream {
     }
 }
 
-/// Set once this process has taken `PMI_FD` (see the module docs on one init per process).
+/// Set once this process has taken `PMI_FD` (see the module docs on successive inits).
 static FD_TAKEN: AtomicBool = AtomicBool::new(false);
 
 fn already_used(fd: RawFd) -> BootstrapError {
     config(format!(
-        "{ENV_PMI_FD}={fd} was already used and finalized by an earlier init of this process: PMI-1 serves one init per process (init once, or launch with symrun or torchrun to init again)"
+        "{ENV_PMI_FD}={fd} was closed when an earlier init of this process failed in its PMI-1 exchange; a PMI-1 session cannot be reopened"
     ))
 }
 
@@ -313,6 +319,12 @@ impl PmiClient {
         }
     }
 
+    /// Starts a new deadline: `timeout` from now, for the calls of one init.
+    fn rearm(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+        self.deadline = crate::duration::deadline_after(timeout);
+    }
+
     fn lost(&self, cmd: &str, reason: String) -> BootstrapError {
         BootstrapError::ServerLost {
             addr: self.peer.clone(),
@@ -339,7 +351,7 @@ impl PmiClient {
     }
 
     fn send(&mut self, cmd: &str, line: &str) -> Result<(), BootstrapError> {
-        tracing::trace!(line, "PMI send");
+        tracing::trace!(line = %redacted(line), "PMI send");
         let wait = self.remaining(cmd)?;
         self.conn
             .set_timeouts(wait)
@@ -353,7 +365,7 @@ impl PmiClient {
             if let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=end).collect();
                 let text = String::from_utf8_lossy(&line[..end]).trim().to_string();
-                tracing::trace!(line = %text, "PMI receive");
+                tracing::trace!(line = %redacted(&text), "PMI receive");
                 return Ok(text);
             }
             if self.pending.len() > MAX_LINE {
@@ -517,6 +529,20 @@ impl PmiClient {
     }
 }
 
+/// `line` with its `value=` elided: the published rendezvous carries the job secret.
+fn redacted(line: &str) -> String {
+    line.split_whitespace()
+        .map(|w| {
+            if w.starts_with("value=") {
+                "value=<secret>"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Checks that `text` fits the server's limit (which counts C's terminating NUL) and is
 /// one word of the line protocol.
 fn check_word(
@@ -579,65 +605,127 @@ fn connect_port(addr: &str, deadline: Instant) -> Result<TcpStream, BootstrapErr
     }
 }
 
+/// An open PMI-1 session: the client and what the server told at init.
+struct Session {
+    client: PmiClient,
+    rank: usize,
+    size: usize,
+    maxes: Maxes,
+    kvsname: String,
+    /// The inits of this process made over this session so far.
+    inits: u64,
+}
+
+impl Session {
+    /// `cmd=initack` (with `PMI_ID`), `cmd=init`, `cmd=get_maxes`, `cmd=get_my_kvsname`.
+    fn open(mut client: PmiClient, env: &PmiEnv) -> Result<Self, BootstrapError> {
+        let (rank, size) = match (&env.endpoint, env.rank, env.size) {
+            (Endpoint::Port { id: Some(id), .. }, _, _) => {
+                let (rank, size) = client.initack(*id)?;
+                check_rank_size(rank, size, &format!("the {} handshake", client.peer))?;
+                (rank, size)
+            }
+            (_, Some(rank), Some(size)) => (rank, size),
+            _ => {
+                return Err(config(format!(
+                    "{}: {ENV_PMI_RANK} and {ENV_PMI_SIZE} are not set",
+                    env.vars
+                )))
+            }
+        };
+        client.init()?;
+        let maxes = client.get_maxes()?;
+        let kvsname = client.get_my_kvsname(&maxes)?;
+        tracing::debug!(rank, size, kvsname, ?maxes, "PMI-1 session open");
+        Ok(Session {
+            client,
+            rank,
+            size,
+            maxes,
+            kvsname,
+            inits: 0,
+        })
+    }
+
+    /// One init: rank 0 puts its rendezvous, barrier, the others get it; all join it.
+    fn exchange(
+        &mut self,
+        ifname: Option<&str>,
+        timeout: Duration,
+    ) -> Result<TcpBootstrap, BootstrapError> {
+        self.client.rearm(timeout);
+        let key = format!("{RENDEZVOUS_KEY}-{}", self.inits);
+        self.inits += 1;
+        let (maxes, kvsname) = (self.maxes, self.kvsname.as_str());
+        let own = if self.rank == 0 {
+            let id = UniqueId::bind(ifname)?;
+            self.client.put(&maxes, kvsname, &key, &id.to_string())?;
+            Some(id)
+        } else {
+            None
+        };
+        self.client.barrier()?;
+        let id = match own {
+            Some(id) => id,
+            None => {
+                let text = self.client.get(&maxes, kvsname, &key)?;
+                text.parse::<UniqueId>()
+                    .map_err(|e| BootstrapError::Protocol {
+                        peer: self.client.peer.clone(),
+                        detail: format!("rank 0's {key} in KVS {kvsname}: {e}"),
+                    })?
+            }
+        };
+        tracing::debug!(rank = self.rank, addr = %id.addr(), key, "joining the rendezvous published through PMI");
+        id.join(self.rank, self.size, timeout)
+    }
+}
+
+/// This process's PMI-1 session, open from its first init until it exits.
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+/// Registers [`finalize_at_exit`] once.
+static AT_EXIT: Once = Once::new();
+
+/// Sends `cmd=finalize` when the process exits (an `atexit` handler, so it must not
+/// unwind). Skipped when another thread holds the session, e.g. exits during an init.
+extern "C" fn finalize_at_exit() {
+    let Ok(mut guard) = SESSION.try_lock() else {
+        return;
+    };
+    if let Some(mut session) = guard.take() {
+        session.client.rearm(Duration::from_secs(5));
+        // The process is exiting: a failure here has no one left to report to.
+        let _ = session.client.finalize();
+    }
+}
+
 /// Joins the job whose PMI variables are `env`: the PMI-1 exchange of the [module
-/// docs](self), then the TCP rendezvous hosted by rank 0. `ifname` picks the interface
-/// rank 0 advertises (`SYMMEM_SOCKET_IFNAME`).
+/// docs](self) over this process's session (opened by its first init), then the TCP
+/// rendezvous hosted by rank 0. `ifname` picks the interface rank 0 advertises
+/// (`SYMMEM_SOCKET_IFNAME`).
 pub fn join(
     env: &PmiEnv,
     ifname: Option<&str>,
     timeout: Duration,
 ) -> Result<TcpBootstrap, BootstrapError> {
-    let client = PmiClient::connect(env, timeout)?;
-    join_over(client, env, ifname, timeout)
-}
-
-/// [`join`] over an already connected client.
-fn join_over(
-    mut client: PmiClient,
-    env: &PmiEnv,
-    ifname: Option<&str>,
-    timeout: Duration,
-) -> Result<TcpBootstrap, BootstrapError> {
-    let (rank, size) = match (&env.endpoint, env.rank, env.size) {
-        (Endpoint::Port { id: Some(id), .. }, _, _) => {
-            let (rank, size) = client.initack(*id)?;
-            check_rank_size(rank, size, &format!("the {} handshake", client.peer))?;
-            (rank, size)
-        }
-        (_, Some(rank), Some(size)) => (rank, size),
-        _ => {
-            return Err(config(format!(
-                "{}: {ENV_PMI_RANK} and {ENV_PMI_SIZE} are not set",
-                env.vars
-            )))
-        }
-    };
-    client.init()?;
-    let maxes = client.get_maxes()?;
-    let kvsname = client.get_my_kvsname(&maxes)?;
-    tracing::debug!(rank, size, kvsname, ?maxes, "PMI-1 session open");
-    let own = if rank == 0 {
-        let id = UniqueId::bind(ifname)?;
-        client.put(&maxes, &kvsname, RENDEZVOUS_KEY, &id.to_string())?;
-        Some(id)
-    } else {
-        None
-    };
-    client.barrier()?;
-    let id = match own {
-        Some(id) => id,
+    let mut guard = SESSION.lock().unwrap_or_else(|p| p.into_inner());
+    let mut session = match guard.take() {
+        Some(session) => session,
         None => {
-            let text = client.get(&maxes, &kvsname, RENDEZVOUS_KEY)?;
-            text.parse::<UniqueId>()
-                .map_err(|e| BootstrapError::Protocol {
-                    peer: client.peer.clone(),
-                    detail: format!("rank 0's {RENDEZVOUS_KEY} in KVS {kvsname}: {e}"),
-                })?
+            let session = Session::open(PmiClient::connect(env, timeout)?, env)?;
+            AT_EXIT.call_once(|| {
+                // SAFETY: atexit only records the function pointer; `finalize_at_exit` takes
+                // no arguments, never unwinds, and touches only statics that live until exit.
+                if unsafe { libc::atexit(finalize_at_exit) } != 0 {
+                    tracing::warn!("cannot register the PMI finalize at exit; the process manager may report this process as ended without PMI finalize");
+                }
+            });
+            session
         }
     };
-    tracing::debug!(rank, addr = %id.addr(), "joining the rendezvous published through PMI");
-    let joined = id.join(rank, size, timeout)?;
-    client.finalize()?;
+    // On error the session is dropped, closing it: its stream may be mid-reply.
+    let joined = session.exchange(ifname, timeout)?;
+    *guard = Some(session);
     Ok(joined)
 }
 

@@ -113,6 +113,19 @@ fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// One init over a fresh session, then finalize, as a process that inits once does.
+fn join_over(
+    client: PmiClient,
+    env: &PmiEnv,
+    ifname: Option<&str>,
+    timeout: Duration,
+) -> Result<TcpBootstrap, BootstrapError> {
+    let mut session = Session::open(client, env)?;
+    let joined = session.exchange(ifname, timeout)?;
+    session.client.finalize()?;
+    Ok(joined)
+}
+
 #[test]
 fn three_ranks_init_put_barrier_get_then_rendezvous() {
     let script = hydra_like(3, HYDRA_MAXES);
@@ -162,6 +175,42 @@ fn three_ranks_init_put_barrier_get_then_rendezvous() {
             seen[if rank == 0 { 3 } else { 4 }].contains(&kvs_words),
             "{seen:?}"
         );
+    }
+}
+
+#[test]
+fn successive_inits_reuse_the_session_with_a_key_per_init() {
+    let script = hydra_like(2, HYDRA_MAXES);
+    let ranks: Vec<_> = (0..2)
+        .map(|rank| {
+            let (client, server) = pair_client(script.clone(), TIMEOUT);
+            let joiner = std::thread::spawn(move || {
+                let mut session = Session::open(client, &env_of(rank, 2))?;
+                for round in 0..3u8 {
+                    let b = session.exchange(Some("lo"), TIMEOUT)?;
+                    assert_eq!(b.allgather(&[round])?, vec![vec![round]; 2]);
+                }
+                session.client.finalize()
+            });
+            (joiner, server)
+        })
+        .collect();
+    for (rank, (joiner, server)) in ranks.into_iter().enumerate() {
+        joiner.join().unwrap().unwrap();
+        let seen = server.join().unwrap();
+        assert_eq!(
+            seen.iter().filter(|l| l.starts_with("cmd=init ")).count(),
+            1,
+            "{seen:?}"
+        );
+        assert_eq!(seen.iter().filter(|l| *l == "cmd=barrier_in").count(), 3);
+        for n in 0..3 {
+            let key = format!("key={RENDEZVOUS_KEY}-{n}");
+            assert!(
+                seen.iter().any(|l| l.contains(&key)),
+                "rank {rank} never used {key}: {seen:?}"
+            );
+        }
     }
 }
 
