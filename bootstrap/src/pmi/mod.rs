@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-use crate::env::Lookup;
+use crate::env::{check_rank, check_size, number, Lookup};
 use crate::tcp::TcpBootstrap;
 use crate::{BootstrapError, UniqueId};
 
@@ -98,13 +98,7 @@ fn config(msg: String) -> BootstrapError {
     BootstrapError::Config(msg)
 }
 
-fn number(var: &str, value: &str) -> Result<usize, BootstrapError> {
-    value
-        .parse::<usize>()
-        .map_err(|_| config(format!("{var}={value:?} is not a non-negative integer")))
-}
-
-/// Checks a rank and size from the PMI server or its variables, naming where they came from.
+/// Checks a rank and size that the PMI server sent, naming it.
 fn check_rank_size(rank: usize, size: usize, origin: &str) -> Result<(), BootstrapError> {
     let max = crate::env::MAX_WORLD_SIZE;
     if size == 0 || size > max {
@@ -170,7 +164,8 @@ pub fn pmi_env(get: Lookup) -> Result<Option<PmiEnv>, BootstrapError> {
                 if matches!(endpoint, Endpoint::Fd(_)) { ENV_PMI_FD } else { ENV_PMI_PORT }
             )));
         };
-        check_rank_size(r, s, &vars)?;
+        check_size(ENV_PMI_SIZE, s)?;
+        check_rank(ENV_PMI_RANK, r, ENV_PMI_SIZE, s)?;
     }
     Ok(Some(PmiEnv {
         endpoint,

@@ -414,11 +414,15 @@ fn pmi_variables_are_checked_and_named() {
         ),
         (
             &[("PMI_FD", "5"), ("PMI_RANK", "2"), ("PMI_SIZE", "2")],
-            "rank 2 is out of range for size 2",
+            "PMI_RANK=2 is out of range for PMI_SIZE=2",
         ),
         (
             &[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "0")],
-            "size 0 is out of range",
+            "PMI_SIZE=0 is out of range",
+        ),
+        (
+            &[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "70000")],
+            "PMI_SIZE=70000 is out of range",
         ),
         (
             &[("PMI_FD", "5"), ("PMI_RANK", "x"), ("PMI_SIZE", "2")],
@@ -454,4 +458,34 @@ fn an_unreachable_pmi_port_fails_within_the_timeout() {
         "{err}"
     );
     assert!(start.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn a_handshake_rank_out_of_range_names_the_server() {
+    let (mine, theirs) = UnixStream::pair().unwrap();
+    let script: Arc<Script> = Arc::new(|_: &str| {
+        Some("cmd=initack\ncmd=set size=2\ncmd=set rank=5\ncmd=set debug=0".into())
+    });
+    let _server = serve(theirs.try_clone().unwrap(), theirs, script, 0);
+    let env = PmiEnv {
+        endpoint: Endpoint::Port {
+            addr: "127.0.0.1:1".into(),
+            id: Some(5),
+        },
+        rank: None,
+        size: None,
+        vars: "PMI_PORT=127.0.0.1:1, PMI_ID=5".into(),
+    };
+    let client = PmiClient::over(
+        Box::new(mine),
+        &env.vars,
+        TIMEOUT,
+        crate::duration::deadline_after(TIMEOUT),
+    );
+    let err = Session::open(client, &env).err().expect("an error");
+    let text = err.to_string();
+    assert!(
+        text.contains("PMI server (PMI_PORT=127.0.0.1:1, PMI_ID=5) handshake: rank 5 is out of range for size 2"),
+        "{text}"
+    );
 }
