@@ -36,7 +36,8 @@
 //! n-th init of the job) and passes one PMI barrier, and the session is finalized once, when
 //! the process exits (an `atexit` handler). A process killed by a signal never finalizes,
 //! which the process manager reports as an abnormal end, as it should. An init whose PMI
-//! exchange fails closes the session, and later inits of that process fail saying so.
+//! exchange fails closes the session; later inits of that process then fail saying so
+//! (with `PMI_FD`) or open a new session (with `PMI_PORT`).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
