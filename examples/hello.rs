@@ -8,6 +8,7 @@
 //! cargo run --release --bin symrun -- -n 4 --tag-output target/release/examples/hello
 //! torchrun --nproc-per-node 4 --no-python target/release/examples/hello
 //! srun -n 4 --mpi=none target/release/examples/hello       # Slurm without PMI
+//! mpiexec.hydra -n 4 target/release/examples/hello         # MPICH's Hydra (PMI-1)
 //! ```
 
 use std::process::ExitCode;

@@ -8,18 +8,33 @@ step() { printf '\n=== %s\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-step "system packages: Open MPI, libclang and cmake (for the mpi and ib features)"
+step "system packages: Open MPI, MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features)"
 need_apt=0
 command -v mpirun >/dev/null 2>&1 || need_apt=1
 command -v mpicc >/dev/null 2>&1 || need_apt=1
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt=1
 command -v cmake >/dev/null 2>&1 || need_apt=1
+command -v mpiexec.hydra >/dev/null 2>&1 || need_apt=1
 if [ "$need_apt" = 1 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    libopenmpi-dev openmpi-bin libclang-dev clang cmake pkg-config
+    libopenmpi-dev openmpi-bin mpich libclang-dev clang cmake pkg-config
 fi
-mpirun --version | head -1
+# MPICH beside Open MPI: the tests call Hydra as mpiexec.hydra, and mpirun, mpiexec and
+# mpicc must stay Open MPI's (the mpi feature builds and runs against Open MPI). Debian's
+# alternatives priorities keep them so; pin them in case an install switched them.
+for alt in mpi mpirun; do
+  want=$(update-alternatives --list "$alt" 2>/dev/null | grep openmpi | head -1 || true)
+  if [ -n "$want" ] && [ "$(readlink -f "/etc/alternatives/$alt")" != "$(readlink -f "$want")" ]; then
+    as_root update-alternatives --set "$alt" "$want"
+  fi
+done
+mpirun_version=$(mpirun --version | head -1)
+case "$mpirun_version" in
+  *"Open MPI"*) echo "$mpirun_version" ;;
+  *) echo "mpirun is not Open MPI's: $mpirun_version"; exit 1 ;;
+esac
+mpiexec.hydra --version | grep "^ *Version:"
 
 step "Rust components (rustfmt, clippy; rust-src, llvm-tools, llvm-bitcode-linker for PTX)"
 rustup component add rustfmt clippy rust-src llvm-tools llvm-bitcode-linker

@@ -6,7 +6,8 @@
 //!
 //! - [`tcp::TcpBootstrap`]: a TCP rendezvous hosted by the `symrun` launcher or by rank 0
 //!   (unique-id init, see [`UniqueId`], or launcher variables such as torchrun's and
-//!   Slurm's, see [`env`](mod@env));
+//!   Slurm's, see [`env`](mod@env); or a PMI-1 process manager such as Hydra's `mpiexec`,
+//!   see [`pmi`]);
 //! - [`single::SingleBootstrap`]: a program started without any launcher is one PE;
 //! - `mpi::MpiBootstrap` (feature `mpi`): rsmpi, under mpirun/srun or from an existing
 //!   communicator.
@@ -22,6 +23,7 @@ pub mod fault;
 pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod pmi;
 pub mod select;
 pub mod single;
 pub mod tcp;

@@ -6,10 +6,12 @@
 //! |---|---|---|
 //! | 1 | `symrun` (sets `SYMMEM_LAUNCH_*`) | TCP rendezvous hosted by symrun |
 //! | 2 | torchrun, Kubeflow PyTorchJob (`WORLD_SIZE`, `RANK`) | [`env`](mod@crate::env), rank 0 hosts |
-//! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`) | MPI, if built with the `mpi` feature; otherwise an error |
-//! | 4 | a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`) | [`env`](mod@crate::env) |
-//! | 5 | `srun` without a PMI plugin (`SLURM_PROCID`, `SLURM_NTASKS`) | [`env`](mod@crate::env) |
-//! | 6 | nothing | a single PE |
+//! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`), when built with the `mpi` feature | MPI |
+//! | 4 | a PMI-1 process manager: Hydra's `mpiexec`, `srun --mpi=pmi2`, Flux (`PMI_FD`, or `PMI_PORT`) | [`pmi`](mod@crate::pmi), rank 0 hosts |
+//! | 5 | another MPI launcher (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`) without the `mpi` feature | an error |
+//! | 6 | a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`) | [`env`](mod@crate::env) |
+//! | 7 | `srun` without a PMI plugin (`SLURM_PROCID`, `SLURM_NTASKS`) | [`env`](mod@crate::env) |
+//! | 8 | nothing | a single PE |
 //!
 //! torchrun comes before PMI and Slurm because its workers inherit the variables of the
 //! launcher that started the torchrun agent (`PMI_FD`, `PMIX_*`, `SLURM_*`). Those then
@@ -17,7 +19,10 @@
 //! (or divide `WORLD_SIZE`). Without torchrun, PyTorch variables and another launcher's
 //! describe the same process and must agree on rank and size. Disagreement is an error
 //! naming both sources, unless `SYMMEM_BOOTSTRAP` names the one to use (`env:torchrun`,
-//! `env:slurm`, `env:k8s`, `mpi`; plain `env` checks like `auto`). Which source won, and why, is logged at info level.
+//! `env:slurm`, `env:k8s`, `mpi`, `pmi`; plain `env` checks like `auto`). Under `srun
+//! --mpi=pmi2` the PMI and Slurm variables describe the same process and must agree too.
+//! With the `mpi` feature, MPI stays preferred under MPI launchers unless
+//! `SYMMEM_BOOTSTRAP=pmi`. Which source won, and why, is logged at info level.
 //!
 //! A mismatch between how the job was launched and what the binary supports is an error,
 //! never a silent fall back to N independent single-PE jobs.
@@ -27,6 +32,7 @@ use std::time::Duration;
 
 use crate::env::{self as launch_vars, EnvJob, EnvSource, Lookup};
 use crate::launcher::{ENV_ADDR, ENV_NONCE, ENV_RANK, ENV_SIZE};
+use crate::pmi::{self, PmiEnv};
 use crate::single::SingleBootstrap;
 use crate::tcp::TcpBootstrap;
 use crate::{Bootstrap, BootstrapError};
@@ -40,6 +46,8 @@ pub enum BootstrapChoice {
     Tcp,
     /// MPI (requires the `mpi` feature and an MPI launcher).
     Mpi,
+    /// A PMI-1 process manager ([`crate::pmi`]; requires `PMI_FD` or `PMI_PORT`).
+    Pmi,
     /// Launcher variables ([`crate::env`]): the first source found in the `auto` order, or
     /// the one named (`env:torchrun`, `env:k8s`, `env:slurm`).
     Env(Option<EnvSource>),
@@ -52,13 +60,14 @@ impl std::str::FromStr for BootstrapChoice {
             "auto" => Ok(BootstrapChoice::Auto),
             "tcp" => Ok(BootstrapChoice::Tcp),
             "mpi" => Ok(BootstrapChoice::Mpi),
+            "pmi" => Ok(BootstrapChoice::Pmi),
             "env" => Ok(BootstrapChoice::Env(None)),
             "env:torchrun" => Ok(BootstrapChoice::Env(Some(EnvSource::Torchrun))),
             "env:k8s" => Ok(BootstrapChoice::Env(Some(EnvSource::K8sIndexed))),
             "env:slurm" => Ok(BootstrapChoice::Env(Some(EnvSource::Slurm))),
-            _ => {
-                Err("expected one of auto, tcp, mpi, env, env:torchrun, env:k8s, env:slurm".into())
-            }
+            _ => Err(
+                "expected one of auto, tcp, mpi, pmi, env, env:torchrun, env:k8s, env:slurm".into(),
+            ),
         }
     }
 }
@@ -69,6 +78,7 @@ impl std::fmt::Display for BootstrapChoice {
             BootstrapChoice::Auto => "auto",
             BootstrapChoice::Tcp => "tcp",
             BootstrapChoice::Mpi => "mpi",
+            BootstrapChoice::Pmi => "pmi",
             BootstrapChoice::Env(named) => env_choice_name(*named),
         })
     }
@@ -151,6 +161,8 @@ pub enum Plan {
     Symrun(LaunchEnv),
     /// MPI (or an error, without the `mpi` feature).
     Mpi,
+    /// A PMI-1 process manager: rank 0 publishes the rendezvous through its KVS.
+    Pmi(PmiEnv),
     /// Launcher variables: rank 0 hosts the rendezvous.
     Env(EnvJob),
     /// One PE on its own.
@@ -176,6 +188,18 @@ pub fn decide(choice: BootstrapChoice, get: Lookup) -> Result<Decision, Bootstra
             "SYMMEM_BOOTSTRAP=mpi, but this process was started by symrun (SYMMEM_LAUNCH_* is set); launch with mpirun or use SYMMEM_BOOTSTRAP=tcp".into(),
         )),
         (BootstrapChoice::Mpi, None) => decision(Plan::Mpi, "SYMMEM_BOOTSTRAP=mpi".into()),
+        (BootstrapChoice::Pmi, Some(_)) => Err(BootstrapError::Config(
+            "SYMMEM_BOOTSTRAP=pmi, but this process was started by symrun (SYMMEM_LAUNCH_* is set); launch with mpiexec or use SYMMEM_BOOTSTRAP=auto".into(),
+        )),
+        (BootstrapChoice::Pmi, None) => match pmi::pmi_env(get)? {
+            Some(env) => {
+                let why = format!("SYMMEM_BOOTSTRAP=pmi ({})", env.vars);
+                decision(Plan::Pmi(env), why)
+            }
+            None => Err(BootstrapError::Config(
+                "SYMMEM_BOOTSTRAP=pmi, but neither PMI_FD nor PMI_PORT is set: start the program with a PMI-1 process manager (mpiexec.hydra, srun --mpi=pmi2)".into(),
+            )),
+        },
         (BootstrapChoice::Auto | BootstrapChoice::Tcp, Some(env)) => decision(
             Plan::Symrun(env),
             "started by symrun (SYMMEM_LAUNCH_* is set)".into(),
@@ -301,19 +325,24 @@ fn auto(get: Lookup) -> Result<Decision, BootstrapError> {
     }
     let slurm = launch_vars::slurm_claim(get)?;
     let k8s = launch_vars::k8s_claim(get)?;
-    if let Some((var, value)) = MPI_LAUNCHER_VARS
+    let mpi_var = MPI_LAUNCHER_VARS
         .iter()
-        .find_map(|v| get(v).map(|val| (*v, val)))
-    {
+        .find_map(|v| get(v).map(|val| (*v, val)));
+    if let Some((var, value)) = &mpi_var {
         if cfg!(feature = "mpi") {
             return Ok(Decision {
                 plan: Plan::Mpi,
                 why: format!("an MPI launcher started this process ({var}={value})"),
             });
         }
+    }
+    if let Some(env) = pmi::pmi_env(get)? {
+        return pmi_decision(env, slurm.as_ref());
+    }
+    if let Some((var, value)) = mpi_var {
         if var == "PMIX_RANK" || value != "1" {
             return Err(BootstrapError::Config(format!(
-                "this process was started by an MPI launcher ({var}={value}), but symmem was built without the `mpi` feature; rebuild with `--features mpi` or launch with `symrun`"
+                "this process was started by an MPI launcher ({var}={value}), but symmem was built without the `mpi` feature and no PMI-1 server is reachable (PMI_FD and PMI_PORT are unset); rebuild with `--features mpi` or launch with `symrun` or `mpiexec.hydra`"
             )));
         }
         return Ok(Decision {
@@ -354,6 +383,45 @@ fn auto(get: Lookup) -> Result<Decision, BootstrapError> {
     })
 }
 
+/// `auto`'s choice when a PMI-1 server is announced: checked against Slurm's variables
+/// (under `srun --mpi=pmi2` both describe this process), a single PE for a job of one.
+fn pmi_decision(
+    env: PmiEnv,
+    slurm: Option<&launch_vars::Claim>,
+) -> Result<Decision, BootstrapError> {
+    let claim = launch_vars::Claim {
+        source: "PMI".into(),
+        vars: env.vars.clone(),
+        rank: env.rank,
+        size: env.size,
+    };
+    if let Some(slurm) = slurm {
+        launch_vars::check_agreement(&claim, false, None, slurm)?;
+    }
+    if env.size == Some(1) {
+        return Ok(Decision {
+            plan: Plan::Single,
+            why: format!(
+                "a PMI-1 process manager says this is a job of one ({})",
+                env.vars
+            ),
+        });
+    }
+    let why = format!(
+        "a PMI-1 process manager started this process ({}){}",
+        env.vars,
+        if cfg!(feature = "mpi") {
+            ""
+        } else {
+            "; this build has no `mpi` feature, so PMI is used directly"
+        }
+    );
+    Ok(Decision {
+        plan: Plan::Pmi(env),
+        why,
+    })
+}
+
 /// Counts the inits of this process under one launcher, so each joins a fresh group.
 static LAUNCH_SESSION: AtomicU64 = AtomicU64::new(0);
 
@@ -374,6 +442,11 @@ pub fn from_env(
         Plan::Mpi => {
             tracing::info!(why, "bootstrap: mpi");
             mpi_bootstrap(timeout)
+        }
+        Plan::Pmi(env) => {
+            tracing::info!(why, rank = ?env.rank, size = ?env.size, "bootstrap: pmi");
+            let ifname = process_env("SYMMEM_SOCKET_IFNAME");
+            Ok(Box::new(pmi::join(&env, ifname.as_deref(), timeout)?))
         }
         Plan::Env(job) if job.size == 1 => {
             tracing::info!(

@@ -74,6 +74,10 @@ fn describe_launch(config: &symmem::Config) -> String {
         ),
         Plan::Mpi if cfg!(feature = "mpi") => "MPI: rank and size come from MPI_COMM_WORLD".into(),
         Plan::Mpi => "MPI, but this build has no `mpi` feature: init would fail".into(),
+        Plan::Pmi(env) => format!(
+            "PMI-1 ({}): rank 0 publishes its rendezvous address and a random job secret through the process manager's KVS",
+            env.vars
+        ),
         Plan::Env(job) if job.size == 1 => format!("{}: a job of one PE", job.source),
         Plan::Env(job) => format!(
             "{}: rank {} of {}{}; rank 0 hosts the rendezvous at {} ({}); secret: {}",

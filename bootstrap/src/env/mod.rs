@@ -136,7 +136,7 @@ fn config(msg: String) -> BootstrapError {
 }
 
 /// Parses a non-negative integer variable, naming it on error.
-fn number(var: &str, value: &str) -> Result<usize, BootstrapError> {
+pub(crate) fn number(var: &str, value: &str) -> Result<usize, BootstrapError> {
     value
         .trim()
         .parse::<usize>()
@@ -144,7 +144,7 @@ fn number(var: &str, value: &str) -> Result<usize, BootstrapError> {
 }
 
 /// Checks a job size, naming the variable.
-fn check_size(var: &str, size: usize) -> Result<usize, BootstrapError> {
+pub(crate) fn check_size(var: &str, size: usize) -> Result<usize, BootstrapError> {
     if size == 0 || size > MAX_WORLD_SIZE {
         return Err(config(format!(
             "{var}={size} is out of range: a job has 1 to {MAX_WORLD_SIZE} ranks"
@@ -154,7 +154,7 @@ fn check_size(var: &str, size: usize) -> Result<usize, BootstrapError> {
 }
 
 /// Checks a rank against the size, naming both variables.
-fn check_rank(
+pub(crate) fn check_rank(
     rank_var: &str,
     rank: usize,
     size_var: &str,
@@ -345,7 +345,7 @@ pub fn check_agreement(
         "both describe this process"
     };
     Err(config(format!(
-        "conflicting launchers: {} ({}) and {} ({}) disagree ({relation}); set SYMMEM_BOOTSTRAP to say which to use (env:torchrun, env:slurm, env:k8s, mpi)",
+        "conflicting launchers: {} ({}) and {} ({}) disagree ({relation}); set SYMMEM_BOOTSTRAP to say which to use (env:torchrun, env:slurm, env:k8s, mpi, pmi)",
         torch.source, torch.vars, outer.source, outer.vars
     )))
 }

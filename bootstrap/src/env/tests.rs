@@ -478,3 +478,88 @@ fn rank_zero_names_the_port_it_cannot_bind() {
         "{err}"
     );
 }
+
+#[test]
+fn pmi_fd_or_pmi_port_picks_the_pmi_bootstrap() {
+    // What Hydra (MPICH 4.0.2, Debian 12) gives each process.
+    let hydra = [("PMI_FD", "6"), ("PMI_RANK", "1"), ("PMI_SIZE", "4")];
+    let d = auto(&hydra).unwrap();
+    if cfg!(feature = "mpi") {
+        assert_eq!(d.plan, Plan::Mpi, "{d:?}");
+        // Unless named.
+        let d = decide_with(BootstrapChoice::Pmi, &hydra).unwrap();
+        assert!(matches!(d.plan, Plan::Pmi(_)), "{d:?}");
+    } else {
+        let Plan::Pmi(env) = &d.plan else {
+            panic!("expected pmi: {d:?}")
+        };
+        assert_eq!((env.rank, env.size), (Some(1), Some(4)));
+        assert!(d.why.contains("PMI_FD=6"), "{}", d.why);
+    }
+    // PMI_PORT with PMI_ID: rank and size come later, from the server.
+    let d = auto(&[("PMI_PORT", "node1:4000"), ("PMI_ID", "3")]).unwrap();
+    assert!(matches!(d.plan, Plan::Pmi(_)), "{d:?}");
+    // A job of one needs no server.
+    let d = auto(&[("PMI_FD", "6"), ("PMI_RANK", "0"), ("PMI_SIZE", "1")]).unwrap();
+    if !cfg!(feature = "mpi") {
+        assert_eq!(d.plan, Plan::Single, "{d:?}");
+    }
+}
+
+#[test]
+fn pmi_under_srun_must_agree_with_slurm_and_torchrun_still_wins() {
+    // srun --mpi=pmi2 (Slurm 22.05): both describe this process.
+    let srun = [
+        ("PMI_FD", "7"),
+        ("PMI_RANK", "2"),
+        ("PMI_SIZE", "4"),
+        ("SLURM_PROCID", "2"),
+        ("SLURM_NTASKS", "4"),
+        ("SLURM_STEP_ID", "0"),
+    ];
+    if !cfg!(feature = "mpi") {
+        assert!(matches!(auto(&srun).unwrap().plan, Plan::Pmi(_)));
+        let mut bad = srun.to_vec();
+        bad.retain(|(k, _)| *k != "SLURM_NTASKS");
+        bad.push(("SLURM_NTASKS", "8"));
+        let err = auto_err(&bad);
+        assert!(
+            err.contains("PMI (PMI_FD=7") && err.contains("SLURM_NTASKS=8"),
+            "{err}"
+        );
+    }
+    let mut torch = srun.to_vec();
+    torch.extend([
+        ("RANK", "5"),
+        ("WORLD_SIZE", "8"),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", "29500"),
+        ("TORCHELASTIC_RUN_ID", "x"),
+        ("GROUP_WORLD_SIZE", "4"),
+    ]);
+    assert!(matches!(auto(&torch).unwrap().plan, Plan::Env(_)));
+}
+
+#[test]
+fn bootstrap_pmi_needs_a_pmi_server_and_refuses_symrun() {
+    let err = decide_with(BootstrapChoice::Pmi, &[("PMI_SIZE", "2")])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("neither PMI_FD nor PMI_PORT is set"), "{err}");
+    let err = decide_with(
+        BootstrapChoice::Pmi,
+        &[
+            ("SYMMEM_LAUNCH_ADDR", "127.0.0.1:1"),
+            ("SYMMEM_LAUNCH_NONCE", "1"),
+            ("SYMMEM_LAUNCH_RANK", "0"),
+            ("SYMMEM_LAUNCH_SIZE", "2"),
+        ],
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.contains("started by symrun"), "{err}");
+    assert_eq!("pmi".parse::<BootstrapChoice>(), Ok(BootstrapChoice::Pmi));
+    assert_eq!(BootstrapChoice::Pmi.to_string(), "pmi");
+}
