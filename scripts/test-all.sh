@@ -35,6 +35,8 @@ case "$mpirun_version" in
   *) echo "mpirun is not Open MPI's: $mpirun_version"; exit 1 ;;
 esac
 mpiexec.hydra --version | grep "^ *Version:"
+# The mpi feature's build probe (rsmpi) asks $MPICC first: name Open MPI's wrapper outright.
+export MPICC=mpicc.openmpi
 
 step "Rust components (rustfmt, clippy; rust-src, llvm-tools, llvm-bitcode-linker for PTX)"
 rustup component add rustfmt clippy rust-src llvm-tools llvm-bitcode-linker
