@@ -8,16 +8,17 @@ step() { printf '\n=== %s\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-step "system packages: Open MPI, libclang and cmake (for the mpi feature)"
+step "system packages: Open MPI, libclang and cmake (for the mpi feature), iproute2 (netns test)"
 need_apt=0
 command -v mpirun >/dev/null 2>&1 || need_apt=1
 command -v mpicc >/dev/null 2>&1 || need_apt=1
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt=1
 command -v cmake >/dev/null 2>&1 || need_apt=1
+command -v ip >/dev/null 2>&1 || need_apt=1
 if [ "$need_apt" = 1 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    libopenmpi-dev openmpi-bin libclang-dev clang cmake pkg-config
+    libopenmpi-dev openmpi-bin libclang-dev clang cmake pkg-config iproute2
 fi
 mpirun --version | head -1
 
