@@ -8,7 +8,7 @@ step() { printf '\n=== %s\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-step "system packages: Open MPI, libclang and cmake (for the mpi feature), iproute2 (netns test)"
+step "system packages: Open MPI, libclang and cmake (for the mpi and ib features), iproute2 (netns test)"
 need_apt=0
 command -v mpirun >/dev/null 2>&1 || need_apt=1
 command -v mpicc >/dev/null 2>&1 || need_apt=1
@@ -44,6 +44,10 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --features mpi -- -D warnings
+
+step "the ib transport (feature ib: sideway builds with cmake + libclang, loads libibverbs at run time): lints, and the unit tests that need no RDMA device"
+cargo clippy -p symmem-runtime --all-targets --features ib -- -D warnings
+cargo test -p symmem-runtime --features ib --lib ib
 
 step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; loom models)"
 cargo test --workspace

@@ -100,20 +100,26 @@ fn heap_is_an_anonymous_memfd_mapped_by_every_peer() {
     run_scenario(4, "heap_is_memfd", &[]).assert_success();
 }
 
-#[test]
-fn same_hostname_but_another_ipc_namespace_is_another_node() {
-    // `unshare -i` needs CAP_SYS_ADMIN (root, or a CI container that grants it).
+/// Runs the `split_namespace` scenario on 2 PEs under symrun with PE 1 started by
+/// `unshare <flags>`; skips (saying so) where `unshare` is not permitted.
+fn run_with_pe_1_unshared(flags: &[&str]) {
+    // `unshare` needs CAP_SYS_ADMIN (root, or a CI container that grants it).
     let can_unshare = std::process::Command::new("unshare")
-        .args(["-i", "true"])
+        .args(flags)
+        .arg("true")
         .status()
         .is_ok_and(|s| s.success());
     if !can_unshare {
-        eprintln!("skipped: `unshare -i` is not permitted here");
+        eprintln!(
+            "skipped: `unshare {}` is not permitted here",
+            flags.join(" ")
+        );
         return;
     }
-    // Under symrun (the launcher this test is about), PE 1 in a new IPC namespace.
+    // Under symrun (the launcher this test is about), PE 1 in new namespaces.
     let script = format!(
-        r#"if [ "$SYMMEM_LAUNCH_RANK" = 1 ]; then exec unshare -i '{TEST_PE}' split_ipc_namespace; else exec '{TEST_PE}' split_ipc_namespace; fi"#
+        r#"if [ "$SYMMEM_LAUNCH_RANK" = 1 ]; then exec unshare {} '{TEST_PE}' split_namespace; else exec '{TEST_PE}' split_namespace; fi"#,
+        flags.join(" ")
     );
     let job = symmem_test_harness::run_job(
         &symmem_test_harness::Launcher::Symrun(common::SYMRUN.into()),
@@ -124,9 +130,21 @@ fn same_hostname_but_another_ipc_namespace_is_another_node() {
     );
     job.assert_success();
     assert_eq!(
-        job.stdout.matches("split_ipc_namespace ok").count(),
+        job.stdout.matches("split_namespace ok").count(),
         2,
         "{}",
         job.stdout
     );
+}
+
+#[test]
+fn same_hostname_but_another_ipc_namespace_is_another_node() {
+    run_with_pe_1_unshared(&["-i"]);
+}
+
+#[test]
+fn same_hostname_but_another_pid_namespace_is_another_node() {
+    // A pid names the same process only within one PID namespace, and the heap exchange
+    // and the peer watch go by pid: such PEs must not count as one node.
+    run_with_pe_1_unshared(&["-p", "-f"]);
 }

@@ -32,10 +32,12 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma), or all" },
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
     Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
-    Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC and network namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared). Setting it lets one machine act as several nodes" },
+    Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net/PID namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC, network and PID namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared). Setting it lets one machine act as several nodes" },
     Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
-    Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "comma-separated RDMA devices to use" },
-    Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE" },
+    Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "RDMA devices (ib transport), NCCL-style: comma-separated name prefixes with an optional :port (mlx5_0:1,mlx5_1); a leading = matches names exactly, a leading ^ excludes the listed devices" },
+    Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE (ib transport); auto prefers a RoCE v2 GID of an IPv4 address" },
+    Variable { name: "SYMMEM_IB_QPS_PER_PEER", default: "1", doc: "RC queue pairs per remote peer (ib transport), used round-robin per request; above 1, requests to one peer are ordered only by fence/quiet (fence waits like quiet) and a put_signal's signal after its own data" },
+    Variable { name: "SYMMEM_ALLOW_HOST_STAGING", default: "0", doc: "1 = when a GPU heap cannot be registered with the NIC (no dma-buf, no peermem), stage through host memory instead of failing (ib transport; not built yet: setting it is an error naming the registration failure)" },
     Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
     Variable { name: "SYMMEM_DEVICE", default: "auto", doc: "what a PE is: auto (a GPU PE when libcuda loads and a GPU is visible, else a CPU PE), cpu, cuda (an error if no GPU can be used)" },
     Variable { name: "SYMMEM_TEST_EXIT_AT", default: "(unset)", doc: "testing only: this process kills itself (SIGKILL) when init reaches the named point (rendezvous_join, rendezvous, topology, heap_connect, heap_serve, heap_served_one, heap_receive, init_barrier), so fault tests place a PE's death at each init step" },
@@ -85,8 +87,8 @@ pub struct Config {
     pub disable_p2p: bool,
     /// `SYMMEM_REMOTE_TRANSPORT`.
     pub remote_transport: RemoteTransport,
-    /// `SYMMEM_NODE_ID`, or by default the kernel boot id and the IPC and network
-    /// namespaces (`boot=<boot id>,ipc=<inode>,net=<inode>`), or the hostname where
+    /// `SYMMEM_NODE_ID`, or by default the kernel boot id and the IPC, network and PID
+    /// namespaces (`boot=<boot id>,ipc=<inode>,net=<inode>,pid=<inode>`), or the hostname where
     /// `/proc` cannot tell (see `node_id_fallback`).
     pub node_id: String,
     /// `SYMMEM_SIMULATE_NODES`: the job's PEs form this many nodes (1 = by node id only).
@@ -98,8 +100,14 @@ pub struct Config {
     pub node_id_fallback: Option<String>,
     /// `SYMMEM_HCA_LIST`; empty = all.
     pub hca_list: Vec<String>,
+    /// `SYMMEM_HCA_LIST`, parsed.
+    pub hca_filter: HcaFilter,
     /// `SYMMEM_IB_GID_INDEX`.
     pub ib_gid_index: Option<u32>,
+    /// `SYMMEM_IB_QPS_PER_PEER` (1 to [`MAX_IB_QPS_PER_PEER`]).
+    pub ib_qps_per_peer: usize,
+    /// `SYMMEM_ALLOW_HOST_STAGING`.
+    pub allow_host_staging: bool,
     /// `SYMMEM_SOCKET_IFNAME`.
     pub socket_ifname: Option<String>,
     /// `SYMMEM_DEVICE`.
@@ -224,6 +232,27 @@ impl Config {
         let hca_list = get("SYMMEM_HCA_LIST")
             .map(|v| split_list(&v))
             .unwrap_or_default();
+        let hca_filter = match get("SYMMEM_HCA_LIST") {
+            Some(v) => HcaFilter::parse(&v).map_err(|why| bad("SYMMEM_HCA_LIST", &v, why))?,
+            None => HcaFilter::default(),
+        };
+        let ib_qps_per_peer = match get("SYMMEM_IB_QPS_PER_PEER") {
+            Some(v) => match v.parse::<usize>() {
+                Ok(q) if (1..=MAX_IB_QPS_PER_PEER).contains(&q) => q,
+                _ => {
+                    return Err(bad(
+                        "SYMMEM_IB_QPS_PER_PEER",
+                        &v,
+                        format!("expected a number of queue pairs from 1 to {MAX_IB_QPS_PER_PEER}"),
+                    ))
+                }
+            },
+            None => 1,
+        };
+        let allow_host_staging = match get("SYMMEM_ALLOW_HOST_STAGING") {
+            Some(v) => parse_bool("SYMMEM_ALLOW_HOST_STAGING", &v)?,
+            None => false,
+        };
         let ib_gid_index =
             match get("SYMMEM_IB_GID_INDEX") {
                 Some(v) => Some(v.parse::<u32>().map_err(|_| {
@@ -262,7 +291,10 @@ impl Config {
             hostname,
             node_id_fallback,
             hca_list,
+            hca_filter,
             ib_gid_index,
+            ib_qps_per_peer,
+            allow_host_staging,
             socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
             test_exit_at,
         })
@@ -321,6 +353,11 @@ impl Config {
                 "SYMMEM_IB_GID_INDEX",
                 self.ib_gid_index.map_or("(auto)".into(), |g| g.to_string()),
             ),
+            ("SYMMEM_IB_QPS_PER_PEER", self.ib_qps_per_peer.to_string()),
+            (
+                "SYMMEM_ALLOW_HOST_STAGING",
+                (self.allow_host_staging as u8).to_string(),
+            ),
             (
                 "SYMMEM_SOCKET_IFNAME",
                 self.socket_ifname
@@ -335,6 +372,100 @@ impl Config {
                     .unwrap_or_else(|| "(unset)".into()),
             ),
         ]
+    }
+}
+
+/// The most queue pairs `SYMMEM_IB_QPS_PER_PEER` accepts.
+pub const MAX_IB_QPS_PER_PEER: usize = 64;
+
+/// Which RDMA devices and ports the ib transport may use (`SYMMEM_HCA_LIST`), with NCCL's
+/// syntax for `NCCL_IB_HCA`: `mlx5_0:1,mlx5_1` (name prefixes, each with an optional
+/// port), `=mlx5_0` (exact names), `^mlx5_1` (every device except those listed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HcaFilter {
+    /// `^`: the entries name what to leave out.
+    pub exclude: bool,
+    /// `=`: names match exactly instead of by prefix.
+    pub exact: bool,
+    /// The listed devices; empty = every device.
+    pub entries: Vec<HcaEntry>,
+}
+
+/// One entry of [`HcaFilter`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HcaEntry {
+    /// Device name, or a prefix of it.
+    pub name: String,
+    /// Port number (1-based); `None` = every port.
+    pub port: Option<u8>,
+}
+
+impl HcaFilter {
+    /// Parses `SYMMEM_HCA_LIST`'s value; the error says what is wrong with it.
+    pub fn parse(v: &str) -> Result<Self, String> {
+        let mut rest = v.trim();
+        let exclude = rest.starts_with('^');
+        if exclude {
+            rest = &rest[1..];
+        }
+        let exact = rest.starts_with('=');
+        if exact {
+            rest = &rest[1..];
+        }
+        let mut entries = Vec::new();
+        for item in split_list(rest) {
+            let (name, port) = match item.split_once(':') {
+                Some((name, port)) => {
+                    let p = port
+                        .trim()
+                        .parse::<u8>()
+                        .ok()
+                        .filter(|&p| p >= 1)
+                        .ok_or_else(|| {
+                            format!("{item:?}: the port after ':' must be a number from 1 to 255")
+                        })?;
+                    (name.trim(), Some(p))
+                }
+                None => (item.as_str(), None),
+            };
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+            {
+                return Err(format!(
+                    "{item:?} is not a device name (letters, digits, _ - .), optionally followed by :port"
+                ));
+            }
+            entries.push(HcaEntry {
+                name: name.to_string(),
+                port,
+            });
+        }
+        if entries.is_empty() && (exclude || exact) {
+            return Err("no device named after ^ or =".into());
+        }
+        Ok(HcaFilter {
+            exclude,
+            exact,
+            entries,
+        })
+    }
+
+    /// Whether port `port` of device `name` may be used.
+    pub fn allows(&self, name: &str, port: u8) -> bool {
+        if self.entries.is_empty() {
+            return true;
+        }
+        let listed = self.entries.iter().any(|e| {
+            let name_ok = if self.exact {
+                e.name == name
+            } else {
+                name.starts_with(&e.name)
+            };
+            name_ok && e.port.is_none_or(|p| p == port)
+        });
+        listed != self.exclude
     }
 }
 
@@ -524,10 +655,79 @@ mod tests {
             ("SYMMEM_DISABLE_P2P", "maybe"),
             ("SYMMEM_REMOTE_TRANSPORT", "pigeon"),
             ("SYMMEM_IB_GID_INDEX", "-3"),
+            ("SYMMEM_IB_QPS_PER_PEER", "0"),
+            ("SYMMEM_IB_QPS_PER_PEER", "65"),
+            ("SYMMEM_IB_QPS_PER_PEER", "two"),
+            ("SYMMEM_ALLOW_HOST_STAGING", "please"),
+            ("SYMMEM_HCA_LIST", "mlx5_0:0"),
+            ("SYMMEM_HCA_LIST", "mlx5_0:x"),
+            ("SYMMEM_HCA_LIST", "mlx5 0"),
+            ("SYMMEM_HCA_LIST", "^"),
             ("SYMMEM_TEST_EXIT_AT", "halfway"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
         }
+    }
+
+    #[test]
+    fn ib_variables_parse_with_defaults() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.ib_qps_per_peer, 1);
+        assert!(!c.allow_host_staging);
+        assert_eq!(c.hca_filter, HcaFilter::default());
+        let c = cfg(&[
+            ("SYMMEM_IB_QPS_PER_PEER", "4"),
+            ("SYMMEM_ALLOW_HOST_STAGING", "1"),
+            ("SYMMEM_HCA_LIST", "mlx5_0:1,mlx5_1"),
+        ])
+        .unwrap();
+        assert_eq!(c.ib_qps_per_peer, 4);
+        assert!(c.allow_host_staging);
+        assert_eq!(
+            c.hca_filter.entries,
+            vec![
+                HcaEntry {
+                    name: "mlx5_0".into(),
+                    port: Some(1)
+                },
+                HcaEntry {
+                    name: "mlx5_1".into(),
+                    port: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn hca_list_matches_like_nccl() {
+        let all = HcaFilter::default();
+        assert!(all.allows("mlx5_0", 1) && all.allows("rxe0", 2));
+
+        let f = HcaFilter::parse("mlx5_0:1,mlx5_1").unwrap();
+        assert!(f.allows("mlx5_0", 1));
+        assert!(!f.allows("mlx5_0", 2), "port 2 is not listed");
+        assert!(f.allows("mlx5_1", 1) && f.allows("mlx5_1", 2));
+        assert!(!f.allows("mlx5_2", 1));
+
+        // Prefixes by default: mlx5 is every mlx5 device.
+        let f = HcaFilter::parse("mlx5").unwrap();
+        assert!(f.allows("mlx5_0", 1) && f.allows("mlx5_10", 1) && !f.allows("bnxt_re0", 1));
+        // = matches exactly: mlx5_1 is not mlx5_10.
+        let f = HcaFilter::parse("=mlx5_1").unwrap();
+        assert!(f.allows("mlx5_1", 1) && !f.allows("mlx5_10", 1));
+        // ^ excludes.
+        let f = HcaFilter::parse("^mlx5_1:1").unwrap();
+        assert!(
+            f.exclude && !f.allows("mlx5_1", 1) && f.allows("mlx5_1", 2) && f.allows("mlx5_0", 1)
+        );
+        let f = HcaFilter::parse("^=mlx5_1").unwrap();
+        assert!(f.exclude && f.exact && !f.allows("mlx5_1", 1) && f.allows("mlx5_10", 1));
+
+        for bad in ["mlx5_0:0", "mlx5_0:256", "mlx5_0:", ":1", "a b", "^", "="] {
+            assert!(HcaFilter::parse(bad).is_err(), "{bad:?} parsed");
+        }
+        let why = HcaFilter::parse("mlx5_0:x").unwrap_err();
+        assert!(why.contains("mlx5_0:x") && why.contains("port"), "{why}");
     }
 }

@@ -265,7 +265,8 @@ impl Runtime {
             Word::Device { addr, .. } => self.gpu_read::<T>(op, *addr),
             Word::Remote { pe, off } => {
                 let width = std::mem::size_of::<T>() as u8;
-                let req = Request::amo(*pe as u32, AmoKind::Fetch, width, *off, 0, 0, 0);
+                // `result` nonzero: the fetched value is wanted back.
+                let req = Request::amo(*pe as u32, AmoKind::Fetch, width, *off, 0, 0, 1);
                 Ok(T::from_bits(self.remote().submit(&req, Io::None)?))
             }
         }

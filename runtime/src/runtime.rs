@@ -293,7 +293,7 @@ impl Runtime {
     }
 
     /// The node identity of `pe`: `SYMMEM_NODE_ID`, or by default its kernel boot id and
-    /// IPC and network namespaces. PEs with equal identities share memory.
+    /// IPC, network and PID namespaces. PEs with equal identities share memory.
     pub fn node_of(&self, pe: usize) -> Result<&str> {
         self.check_pe("node_of", pe)?;
         Ok(self.topo.node(pe))

@@ -5,9 +5,11 @@
 //! other's processes). `SYMMEM_NODE_ID` sets it, so that one machine can act as several
 //! nodes. By default it is what decides whether two processes *can* share memory and
 //! see each other's processes: the kernel they run on (its boot id,
-//! `/proc/sys/kernel/random/boot_id`) and the IPC and network namespaces they are in
-//! (`/proc/self/ns/ipc`, `/proc/self/ns/net`; abstract Unix sockets, which carry the heap
-//! fds, are per network namespace), composed by [`compose_node_id`]. Hostnames are not
+//! `/proc/sys/kernel/random/boot_id`) and the IPC, network and PID namespaces they are in
+//! (`/proc/self/ns/ipc`, `/proc/self/ns/net`, `/proc/self/ns/pid`; abstract Unix sockets,
+//! which carry the heap fds, are per network namespace, and the heap exchange and peer
+//! watch identify processes by pid, which means the same process only within one PID
+//! namespace), composed by [`compose_node_id`]. Hostnames are not
 //! an identity: containers on different machines often share one. They are only shown in
 //! messages. Where `/proc` cannot be read, the hostname is the identity, and init says
 //! why in a debug log.
@@ -20,6 +22,8 @@ const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 const IPC_NS: &str = "/proc/self/ns/ipc";
 /// This process's network namespace (a link such as `net:[4026531840]`).
 const NET_NS: &str = "/proc/self/ns/net";
+/// This process's PID namespace (a link such as `pid:[4026531836]`).
+const PID_NS: &str = "/proc/self/ns/pid";
 
 /// The default node identity of this process (see [Node identity](self#node-identity)),
 /// or, where `/proc` cannot tell, why not (each file that could not be read, and the
@@ -27,37 +31,43 @@ const NET_NS: &str = "/proc/self/ns/net";
 pub fn default_node_id() -> std::result::Result<String, String> {
     let link =
         |path: &str| std::fs::read_link(path).map(|target| target.to_string_lossy().into_owned());
-    node_id_from(std::fs::read_to_string(BOOT_ID), link(IPC_NS), link(NET_NS))
+    node_id_from(
+        std::fs::read_to_string(BOOT_ID),
+        [link(IPC_NS), link(NET_NS), link(PID_NS)],
+    )
 }
 
-/// The node identity from what was read of the boot id and the IPC and network namespace
-/// links, or what could not be read.
+/// The node identity from what was read of the boot id and the IPC, network and PID
+/// namespace links, or what could not be read.
 fn node_id_from(
     boot_id: std::io::Result<String>,
-    ipc_ns: std::io::Result<String>,
-    net_ns: std::io::Result<String>,
+    [ipc_ns, net_ns, pid_ns]: [std::io::Result<String>; 3],
 ) -> std::result::Result<String, String> {
-    match (boot_id, ipc_ns, net_ns) {
-        (Ok(boot), Ok(ipc), Ok(net)) if !boot.trim().is_empty() => {
-            Ok(compose_node_id(&boot, &ipc, &net))
+    match (boot_id, ipc_ns, net_ns, pid_ns) {
+        (Ok(boot), Ok(ipc), Ok(net), Ok(pid)) if !boot.trim().is_empty() => {
+            Ok(compose_node_id(&boot, &ipc, &net, &pid))
         }
-        (boot, ipc, net) => Err([(BOOT_ID, boot), (IPC_NS, ipc), (NET_NS, net)]
-            .into_iter()
-            .filter_map(|(path, r)| match r {
-                Err(e) => Some(format!("cannot read {path}: {e}")),
-                Ok(v) if v.trim().is_empty() => Some(format!("{path} is empty")),
-                Ok(_) => None,
-            })
-            .collect::<Vec<_>>()
-            .join("; ")),
+        (boot, ipc, net, pid) => {
+            Err(
+                [(BOOT_ID, boot), (IPC_NS, ipc), (NET_NS, net), (PID_NS, pid)]
+                    .into_iter()
+                    .filter_map(|(path, r)| match r {
+                        Err(e) => Some(format!("cannot read {path}: {e}")),
+                        Ok(v) if v.trim().is_empty() => Some(format!("{path} is empty")),
+                        Ok(_) => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        }
     }
 }
 
-/// Composes a node identity from the kernel boot id and the IPC and network namespace
-/// links (`ipc:[N]`, `net:[N]`; namespace inode numbers are unique within one boot):
-/// `boot=<boot id>,ipc=<N>,net=<N>`. Equal on two processes exactly when they run on the
-/// same kernel in the same IPC and network namespaces.
-pub fn compose_node_id(boot_id: &str, ipc_ns: &str, net_ns: &str) -> String {
+/// Composes a node identity from the kernel boot id and the IPC, network and PID
+/// namespace links (`ipc:[N]`, `net:[N]`, `pid:[N]`; namespace inode numbers are unique
+/// within one boot): `boot=<boot id>,ipc=<N>,net=<N>,pid=<N>`. Equal on two processes
+/// exactly when they run on the same kernel in the same IPC, network and PID namespaces.
+pub fn compose_node_id(boot_id: &str, ipc_ns: &str, net_ns: &str, pid_ns: &str) -> String {
     // `ipc:[4026531839]` → `4026531839`; an unexpected form is kept whole.
     let inode = |link: &str| {
         let link = link.trim();
@@ -68,17 +78,18 @@ pub fn compose_node_id(boot_id: &str, ipc_ns: &str, net_ns: &str) -> String {
             .to_string()
     };
     format!(
-        "boot={},ipc={},net={}",
+        "boot={},ipc={},net={},pid={}",
         boot_id.trim(),
         inode(ipc_ns),
-        inode(net_ns)
+        inode(net_ns),
+        inode(pid_ns)
     )
 }
 
 /// What each PE tells the others at init.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeInfo {
-    /// Node identity: `SYMMEM_NODE_ID`, or by default the boot id and IPC and network
+    /// Node identity: `SYMMEM_NODE_ID`, or by default the boot id and IPC, network and PID
     /// namespaces (see [Node identity](self#node-identity)).
     pub node: String,
     /// Hostname, for messages only.
@@ -220,31 +231,33 @@ mod tests {
 
     #[test]
     fn node_identity_is_boot_id_and_namespaces() {
-        let id = compose_node_id(BOOT, "ipc:[4026531839]", "net:[4026531833]");
+        const IPC: &str = "ipc:[4026531839]";
+        const NET: &str = "net:[4026531833]";
+        const PID: &str = "pid:[4026531836]";
+        let id = compose_node_id(BOOT, IPC, NET, PID);
         assert_eq!(
             id,
-            "boot=b965e65f-a9f3-4be0-a7e7-4654661f12e6,ipc=4026531839,net=4026531833"
+            "boot=b965e65f-a9f3-4be0-a7e7-4654661f12e6,ipc=4026531839,net=4026531833,pid=4026531836"
         );
-        // Each part tells nodes apart: another boot, another IPC or network namespace.
-        let other_boot = compose_node_id(
-            "0d7c3f0e-1111-4222-8333-944445555666",
-            "ipc:[4026531839]",
-            "net:[4026531833]",
-        );
-        let other_ipc = compose_node_id(BOOT, "ipc:[4026532000]", "net:[4026531833]");
-        let other_net = compose_node_id(BOOT, "ipc:[4026531839]", "net:[4026532001]");
-        for other in [other_boot, other_ipc, other_net] {
+        // Each part tells nodes apart: another boot, another IPC, network or PID namespace.
+        let others = [
+            compose_node_id("0d7c3f0e-1111-4222-8333-944445555666", IPC, NET, PID),
+            compose_node_id(BOOT, "ipc:[4026532000]", NET, PID),
+            compose_node_id(BOOT, IPC, "net:[4026532001]", PID),
+            compose_node_id(BOOT, IPC, NET, "pid:[4026532002]"),
+        ];
+        for other in others {
             assert_ne!(id, other);
         }
         // The same inputs, however read (trailing newline or not), give the same identity.
         assert_eq!(
             id,
-            compose_node_id(BOOT.trim(), "ipc:[4026531839]\n", "net:[4026531833]")
+            compose_node_id(BOOT.trim(), "ipc:[4026531839]\n", NET, "pid:[4026531836]\n")
         );
         // An unexpected link form is kept whole rather than lost.
         assert_eq!(
-            compose_node_id("b", "weird", "net:[]"),
-            "boot=b,ipc=weird,net=net:[]"
+            compose_node_id("b", "weird", "net:[]", "pid:[7]"),
+            "boot=b,ipc=weird,net=net:[],pid=7"
         );
     }
 
@@ -252,26 +265,24 @@ mod tests {
     fn unreadable_proc_says_what_could_not_be_read() {
         let ok = |s: &str| Ok(s.to_string());
         let denied = || Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        let links = || [ok("ipc:[1]"), ok("net:[2]"), ok("pid:[3]")];
         assert_eq!(
-            node_id_from(ok(BOOT), ok("ipc:[1]"), ok("net:[2]")),
-            Ok(compose_node_id(BOOT, "ipc:[1]", "net:[2]"))
+            node_id_from(ok(BOOT), links()),
+            Ok(compose_node_id(BOOT, "ipc:[1]", "net:[2]", "pid:[3]"))
         );
-        for (r, path) in [
-            (
-                node_id_from(denied(), ok("ipc:[1]"), ok("net:[2]")),
-                BOOT_ID,
-            ),
-            (node_id_from(ok(BOOT), denied(), ok("net:[2]")), IPC_NS),
-            (node_id_from(ok(BOOT), ok("ipc:[1]"), denied()), NET_NS),
-            (
-                node_id_from(ok(" \n"), ok("ipc:[1]"), ok("net:[2]")),
-                BOOT_ID,
-            ),
-        ] {
-            let why = r.unwrap_err();
+        assert!(node_id_from(denied(), links())
+            .unwrap_err()
+            .contains(BOOT_ID));
+        assert!(node_id_from(ok(" \n"), links())
+            .unwrap_err()
+            .contains(BOOT_ID));
+        for (i, path) in [IPC_NS, NET_NS, PID_NS].into_iter().enumerate() {
+            let mut l = links();
+            l[i] = denied();
+            let why = node_id_from(ok(BOOT), l).unwrap_err();
             assert!(why.contains(path), "{why}");
         }
-        let why = node_id_from(denied(), ok("ipc:[1]"), denied()).unwrap_err();
+        let why = node_id_from(denied(), [ok("ipc:[1]"), denied(), ok("pid:[3]")]).unwrap_err();
         assert!(
             why.contains(BOOT_ID) && why.contains(NET_NS) && !why.contains(IPC_NS),
             "{why}"
@@ -285,7 +296,10 @@ mod tests {
         if std::path::Path::new(BOOT_ID).exists() {
             let id = default_node_id().unwrap();
             assert!(
-                id.starts_with("boot=") && id.contains(",ipc=") && id.contains(",net="),
+                id.starts_with("boot=")
+                    && id.contains(",ipc=")
+                    && id.contains(",net=")
+                    && id.contains(",pid="),
                 "{id}"
             );
             assert_eq!(Ok(id), default_node_id(), "stable within a process");

@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         "cascade_to_barrier" => cascade_to_barrier(),
         "reinit" => reinit(),
         "two_nodes" => two_nodes(),
-        "split_ipc_namespace" => with_init(split_ipc_namespace),
+        "split_namespace" => with_init(split_namespace),
         "heap_is_memfd" => with_init(heap_is_memfd),
         "uid_root" => uid_root(&args[1..]),
         "uid_join" => uid_join(&args[1..]),
@@ -481,12 +481,13 @@ fn two_nodes() -> Outcome {
     Ok(())
 }
 
-/// Run with PE 1 in an IPC namespace of its own (`unshare -i`) and no `SYMMEM_NODE_ID`:
-/// the two PEs share a kernel and a hostname, as containers on one machine can, yet are
-/// different nodes, so neither maps the other's heap.
-fn split_ipc_namespace(rt: &Runtime) -> Outcome {
+/// Run with PE 1 in an IPC or PID namespace of its own (`unshare -i`, `unshare -p -f`)
+/// and no `SYMMEM_NODE_ID`: the two PEs share a kernel and a hostname, as containers on
+/// one machine can, yet are different nodes, so neither maps the other's heap and they
+/// talk over the remote transport.
+fn split_namespace(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
-    ensure(n == 2, || "split_ipc_namespace needs 2 PEs".into())?;
+    ensure(n == 2, || "split_namespace needs 2 PEs".into())?;
     let other = 1 - me;
     let (host, other_host) = (
         rt.hostname_of(me).map_err(e2s)?,
@@ -507,11 +508,18 @@ fn split_ipc_namespace(rt: &Runtime) -> Outcome {
     })?;
     let buf = rt.calloc::<u64>(1).map_err(e2s)?;
     ensure(rt.ptr(&buf, other).map_err(e2s)?.is_none(), || {
-        format!("PE {me} maps PE {other}'s heap across IPC namespaces")
+        format!("PE {me} maps PE {other}'s heap across namespaces")
+    })?;
+    // The peer is reached over the remote transport instead.
+    rt.p(buf.at(0), 100 + me as u64, other).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    let got = rt.g(buf.at(0), me).map_err(e2s)?;
+    ensure(got == 100 + other as u64, || {
+        format!("PE {me} holds {got}, PE {other} put {}", 100 + other)
     })?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)?;
-    println!("PE {me}: split_ipc_namespace ok (host {host}, node {node})");
+    println!("PE {me}: split_namespace ok (host {host}, node {node})");
     Ok(())
 }
 

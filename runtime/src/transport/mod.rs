@@ -85,6 +85,8 @@ pub(crate) struct Setup<'a> {
     pub deadline: std::time::Instant,
 }
 
+#[cfg(feature = "ib")]
+mod ib;
 mod socket;
 mod target;
 
@@ -107,8 +109,13 @@ impl Kind {
 
 /// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
 fn probe_ib(config: &crate::config::Config) -> std::result::Result<String, String> {
-    let _ = config;
-    Err("this build has no ibverbs support (build symmem with --features ib)".into())
+    #[cfg(feature = "ib")]
+    return ib::probe(config);
+    #[cfg(not(feature = "ib"))]
+    {
+        let _ = config;
+        Err("this build has no ibverbs support (build symmem with --features ib)".into())
+    }
 }
 
 /// What this PE would use, and why (`SYMMEM_REMOTE_TRANSPORT`).
@@ -144,21 +151,6 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     if all.iter().all(|v| v.first() != Some(&1)) {
         return Ok(None);
     }
-    let gpu_heaps: Vec<String> = (0..all.len())
-        .filter(|&pe| all[pe].get(1) != Some(&1))
-        .map(|pe| pe.to_string())
-        .collect();
-    if !gpu_heaps.is_empty() {
-        // Every PE sees the same allgather, so all of them take this branch together.
-        // Operations to PEs without a P2P path then fail naming them (Error::Unreachable).
-        tracing::warn!(
-            target: "init",
-            "PE {}: no remote transport: PEs {} have GPU heaps, which the socket transport cannot serve yet; PEs without a P2P path are unreachable",
-            setup.me,
-            gpu_heaps.join(", ")
-        );
-        return Ok(None);
-    }
     let (kind, why) = choose(setup.config)?;
     let kinds = b.allgather(&[kind as u8])?;
     let differ: Vec<String> = kinds
@@ -186,8 +178,26 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
             ),
         });
     }
+    let gpu_heaps: Vec<String> = (0..all.len())
+        .filter(|&pe| all[pe].get(1) != Some(&1))
+        .map(|pe| pe.to_string())
+        .collect();
+    if kind == Kind::Socket && !gpu_heaps.is_empty() {
+        // Every PE sees the same allgather, so all of them take this branch together.
+        // Operations to PEs without a P2P path then fail naming them (Error::Unreachable).
+        tracing::warn!(
+            target: "init",
+            "PE {}: no remote transport: PEs {} have GPU heaps, which the socket transport cannot serve yet (the ib transport registers them through dma-buf); PEs without a P2P path are unreachable",
+            setup.me,
+            gpu_heaps.join(", ")
+        );
+        return Ok(None);
+    }
     let t: Arc<dyn Transport> = match kind {
         Kind::Socket => Arc::new(socket::SocketTransport::connect(setup)?),
+        #[cfg(feature = "ib")]
+        Kind::Ib => Arc::new(ib::IbTransport::connect(setup)?),
+        #[cfg(not(feature = "ib"))]
         Kind::Ib => unreachable!("probe_ib never succeeds without the ib feature"),
     };
     for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
