@@ -4,7 +4,8 @@
 # floor), Open MPI two-sided over its TCP BTL (mpi_perf.c in tcp mode), and
 # `symmem-perf --transport socket`. Each of the three runs RUNS times, interleaved (so
 # drift hits all alike); prints every run's JSON lines, then a table of medians over the
-# runs with the ratios to the goals (tcp_table.py).
+# runs with the ratios to the goals (tcp_table.py). The rows stay in
+# target/tcp-compare.jsonl (`python3 benches/compare/tcp_table.py target/tcp-compare.jsonl`).
 #
 #   bash benches/compare/tcp.sh [--quick] [--runs N]
 #
@@ -36,9 +37,13 @@ mpicc -O2 -Wall -Wextra -Werror mpi_perf.c -o "$build/mpi_perf"
 (cd ../.. && cargo build --quiet --release --bin symmem-perf)
 perf=../../target/release/symmem-perf
 
-echo "# $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-rows="$build/rows.jsonl"
+# Every run's rows are kept (target/ is not tracked) for tcp_table.py to re-read.
+mkdir -p ../../target
+rows=../../target/tcp-compare.jsonl
+: >"$rows"
 for run in $(seq 1 "$runs"); do
+  # The load before each run: other work on the machine shows up here, and in the values.
+  echo "# run $run: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   tag() { sed -u "s/^{/{\"run\":$run,/" | tee -a "$rows"; }
   "$build/tcp_pingpong" "$iters" "$bytes" | tag
   # ob1 + the TCP BTL (not UCX, not shared memory) for sends; pt2pt one-sided over it.
