@@ -69,6 +69,11 @@ fn setup() -> Result<Guard, String> {
         // Interface names have at most 15 bytes.
         veth: [format!("smva{pid}"), format!("smvb{pid}")],
     };
+    // Names of a crashed earlier run whose pid this process reuses are stale: drop them.
+    drop(Guard(Ends {
+        ns: ends.ns.clone(),
+        veth: ends.veth.clone(),
+    }));
     ip(&["netns", "add", &ends.ns[0]]).map_err(|e| format!("ip netns unsupported: {e}"))?;
     let guard = Guard(ends);
     let Ends { ns, veth } = &guard.0;
