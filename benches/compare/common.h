@@ -29,12 +29,18 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-/* One line in symmem-perf's --json format. */
-static void print_json(const char *metric, long size, double value_us) {
-    printf("{\"metric\":\"%s\",\"size\":%ld,\"value\":%.4f,\"unit\":\"us\","
-           "\"transport\":\"p2p\",\"initiator\":\"host\"}\n",
-           metric, size, value_us);
+/* One line in symmem-perf's --json format, with its unit ("us" or "GB/s") and transport. */
+static inline void print_json_row(const char *metric, long size, double value, const char *unit,
+                           const char *transport) {
+    printf("{\"metric\":\"%s\",\"size\":%ld,\"value\":%.4f,\"unit\":\"%s\","
+           "\"transport\":\"%s\",\"initiator\":\"host\"}\n",
+           metric, size, value, unit, transport);
     fflush(stdout);
+}
+
+/* A latency line (µs) over shared memory. */
+static inline void print_json(const char *metric, long size, double value_us) {
+    print_json_row(metric, size, value_us, "us", "p2p");
 }
 
 /* Iterations per repetition: argv[1] if given (the --quick smoke run passes a small one). */

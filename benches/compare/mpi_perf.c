@@ -1,15 +1,21 @@
 /* MPI reference numbers for symmem-perf, rank 0 <-> rank 1 (Open MPI 4.1).
  *
  *   mpicc -O2 mpi_perf.c -o mpi_perf && mpirun -np 2 ./mpi_perf [ITERS]
+ *   mpirun --mca pml ob1 --mca btl tcp,self --mca osc pt2pt -np 2 ./mpi_perf ITERS tcp [BYTES]
  *
  * RMA: one MPI_Win_allocate'd window under MPI_Win_lock_all; each operation is followed
- * by MPI_Win_flush, so it is complete when timed (like symmem's blocking calls). */
+ * by MPI_Win_flush, so it is complete when timed (like symmem's blocking calls).
+ *
+ * With `tcp` (run over the TCP BTL, as above: the baseline of symmem's socket transport)
+ * the metrics are named mpi_tcp_*, their transport is "tcp", and a streaming bandwidth
+ * (mpi_tcp_send_bw: windows of WINDOW MPI_Isend of SIZE bytes, then a zero-byte answer,
+ * BYTES per repetition, default 256 MiB) is measured at symmem-perf's put_bw sizes. */
 #include <mpi.h>
 
 #include "common.h"
 
 /* Per-iteration time in µs of one repetition of `body` over `n` iterations, on rank 0. */
-#define TIME_REPS(metric, per_iter, body)                                           \
+#define TIME_REPS(name, per_iter, body)                                           \
     do {                                                                            \
         double vals[REPS];                                                          \
         for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */                     \
@@ -20,11 +26,52 @@
             double t = now_s() - t0;                                                \
             if (r >= 0) vals[r] = t * 1e6 / ((double)n * (per_iter));               \
         }                                                                           \
-        if (me == 0) print_json(metric, 8, median(vals, REPS));                     \
+        if (me == 0) {                                                              \
+            char metric[64];                                                        \
+            snprintf(metric, sizeof metric, "%s%s", prefix, name);                  \
+            print_json_row(metric, 8, median(vals, REPS), "us", transport);         \
+        }                                                                           \
     } while (0)
+
+/* Messages in flight per window of the bandwidth test (as OSU's osu_bw). */
+#define WINDOW 16
+
+/* Streaming bandwidth in GB/s from rank 0 to rank 1 (median of REPS): windows of WINDOW
+ * nonblocking sends of `size` bytes, each window answered by a zero-byte message, about
+ * `budget` bytes per repetition. Both ranks reuse one buffer, as osu_bw does. */
+static double send_bw(int me, size_t size, long budget, char *buf) {
+    long windows = budget / (long)(size * WINDOW);
+    if (windows < 1) windows = 1;
+    MPI_Request req[WINDOW];
+    double vals[REPS];
+    for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
+        long n = r < 0 ? 1 : windows;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = now_s();
+        for (long w = 0; w < n; w++) {
+            for (int i = 0; i < WINDOW; i++) {
+                if (me == 0)
+                    MPI_Isend(buf, (int)size, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req[i]);
+                else
+                    MPI_Irecv(buf, (int)size, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &req[i]);
+            }
+            MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+            if (me == 0)
+                MPI_Recv(NULL, 0, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else
+                MPI_Send(NULL, 0, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+        }
+        double t = now_s() - t0;
+        if (r >= 0) vals[r] = (double)n * WINDOW * (double)size / t * 1e-9;
+    }
+    return median(vals, REPS);
+}
 
 int main(int argc, char **argv) {
     long iters = iters_from_args(argc, argv);
+    int tcp = argc > 2 && strcmp(argv[2], "tcp") == 0;
+    long budget = argc > 3 && atol(argv[3]) > 0 ? atol(argv[3]) : 256L << 20;
+    const char *prefix = tcp ? "mpi_tcp_" : "mpi_", *transport = tcp ? "tcp" : "p2p";
     MPI_Init(&argc, &argv);
     int me, np;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -43,21 +90,21 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);
 
     long one = 1, result = 0, msg = 0;
-    TIME_REPS("mpi_fetch_and_op_latency", 1.0, {
+    TIME_REPS("fetch_and_op_latency", 1.0, {
         if (me == 0)
             for (long i = 0; i < n; i++) {
                 MPI_Fetch_and_op(&one, &result, MPI_LONG, peer, 0, MPI_SUM, win);
                 MPI_Win_flush(peer, win);
             }
     });
-    TIME_REPS("mpi_get_latency", 1.0, {
+    TIME_REPS("get_latency", 1.0, {
         if (me == 0)
             for (long i = 0; i < n; i++) {
                 MPI_Get(&result, 1, MPI_LONG, peer, 0, 1, MPI_LONG, win);
                 MPI_Win_flush(peer, win);
             }
     });
-    TIME_REPS("mpi_sendrecv_pingpong_latency", 2.0, {
+    TIME_REPS("sendrecv_pingpong_latency", 2.0, {
         if (me < 2)
             for (long i = 0; i < n; i++) {
                 if (me == 0) {
@@ -69,9 +116,21 @@ int main(int argc, char **argv) {
                 }
             }
     });
-    TIME_REPS("mpi_barrier_latency", 1.0, {
+    TIME_REPS("barrier_latency", 1.0, {
         for (long i = 0; i < n; i++) MPI_Barrier(MPI_COMM_WORLD);
     });
+
+    if (tcp) {
+        static const size_t sizes[] = {256 << 10, 1 << 20, 2 << 20, 16 << 20};
+        char *buf = malloc(16 << 20);
+        if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
+        memset(buf, 0x5a, 16 << 20);
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            double bw = send_bw(me, sizes[i], budget, buf);
+            if (me == 0) print_json_row("mpi_tcp_send_bw", (long)sizes[i], bw, "GB/s", "tcp");
+        }
+        free(buf);
+    }
 
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);

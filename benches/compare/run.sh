@@ -7,6 +7,7 @@
 #
 # Needs Open MPI (mpicc, mpirun, oshcc, oshrun). Open MPI 4.1's OSHMEM crashes in
 # shmem_finalize unless the rdma one-sided component is excluded: --mca osc ^rdma.
+# The socket transport's baselines (bare TCP, Open MPI over TCP) are in tcp.sh.
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         "heap_is_memfd" => with_init(heap_is_memfd),
         "uid_root" => uid_root(&args[1..]),
         "uid_join" => uid_join(&args[1..]),
+        "netns" => netns(&args[1..]),
         "init_error" => init_error(),
         "api_rma" => with_init(host_api::rma),
         "api_put_signal" => with_init(host_api::put_signal),
@@ -609,6 +610,76 @@ fn uid_run(rank: usize, n: usize, id: &symmem::UniqueId) -> Outcome {
     }
     put_get(&rt).inspect_err(|e| println!("ERROR: {e}"))?;
     rt.finalize().map_err(e2s)
+}
+
+/// One PE per network namespace (tests/netns.rs): `netns 0 N` creates a unique id on
+/// `SYMMEM_SOCKET_IFNAME`'s address and prints it as `UID <id>`; `netns RANK N UID` joins.
+/// Every other PE must be on another node and unmapped, so everything below crosses the
+/// socket transport over the veth pair: the host API's RMA, put_signal, atomics and large
+/// put_signal scenarios, then a 1 MiB put read back with a get.
+fn netns(args: &[String]) -> Outcome {
+    let (rank, n, id) = match args {
+        [rank, n] if rank == "0" => {
+            let id = symmem::unique_id().map_err(e2s)?;
+            println!("UID {id}");
+            use std::io::Write;
+            std::io::stdout().flush().map_err(|e| e.to_string())?;
+            (0, n, id)
+        }
+        [rank, n, id] => {
+            let id: symmem::UniqueId = id
+                .parse()
+                .map_err(|e: symmem::bootstrap::BootstrapError| e.to_string())?;
+            (rank.parse().map_err(|_| "bad rank")?, n, id)
+        }
+        _ => return Err("netns 0 N | netns RANK N UID".into()),
+    };
+    let n: usize = n.parse().map_err(|_| "bad N")?;
+    let rt = symmem::init_with_unique_id(rank, n, &id).map_err(|e| format!("init: {e}"))?;
+    let me = rt.my_pe();
+    let node = rt.node_of(me).map_err(e2s)?.to_string();
+    let probe = rt.calloc::<u64>(1).map_err(e2s)?;
+    for pe in (0..n).filter(|&pe| pe != me) {
+        let theirs = rt.node_of(pe).map_err(e2s)?;
+        ensure(theirs != node, || {
+            format!("PE {me} and PE {pe} are both on node {node}")
+        })?;
+        ensure(rt.ptr(&probe, pe).map_err(e2s)?.is_none(), || {
+            format!("PE {me} maps PE {pe}'s heap across network namespaces")
+        })?;
+        println!("PE {me}: node {node}, PE {pe}: node {theirs} (other node)");
+    }
+    ensure(rt.local_pes() == [me], || {
+        format!("local PEs {:?}", rt.local_pes())
+    })?;
+    rt.free(probe).map_err(e2s)?;
+    host_api::rma(&rt)?;
+    host_api::put_signal(&rt)?;
+    host_api::atomics(&rt)?;
+    host_api::put_signal_large(&rt)?;
+    // 1 MiB to the right neighbour, read back from the left one: at least this much
+    // crosses each veth (the test checks the interface counters).
+    const WORDS: usize = (1 << 20) / 8;
+    let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+    let big = rt.calloc::<u64>(WORDS).map_err(e2s)?;
+    let src: Vec<u64> = (0..WORDS).map(|i| pattern(me, right, i, 7)).collect();
+    rt.put(big.at(0), &src, right).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    let mut got = vec![0u64; WORDS];
+    rt.get(big.at(0), &mut got, right).map_err(e2s)?;
+    ensure(got == src, || {
+        format!("PE {me}: 1 MiB put to PE {right} read back differently")
+    })?;
+    rt.read_local(big.at(0), &mut got).map_err(e2s)?;
+    let first_bad = (0..WORDS).find(|&i| got[i] != pattern(left, me, i, 7));
+    ensure(first_bad.is_none(), || {
+        format!("PE {me}: element {first_bad:?} of PE {left}'s 1 MiB put is wrong")
+    })?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(big).map_err(e2s)?;
+    rt.finalize().map_err(e2s)?;
+    println!("PE {me}: netns ok");
+    Ok(())
 }
 
 /// Fault tests place one PE's death at a point of init: `SYMMEM_TEST_VICTIM=<rank>` and
