@@ -24,7 +24,8 @@
 //!   0     seq        2*lap: free for a ticket of that lap; 2*lap+1: request published
 //!   8     done       1 + ticket whose result is in `result` (fetching requests)
 //!  16     result     the fetched value
-//!  24     (pad)
+//!  24     waited     1: the producer waits for `done` (and frees the slot itself)
+//!  32     (pad)
 //!  64     request    the 64-byte Request, as 8 u64 words (`tag` = ticket)
 //! ```
 //!
@@ -41,8 +42,8 @@
 //! - The consumer takes tickets in order: it waits for `seq == 2*lap+1` at `head`, issues
 //!   the request, then frees the slot with a release store of `2*(lap+1)`, so the next
 //!   lap's producer cannot overwrite a request still being read.
-//! - A *fetching* request (get with an inline value, fetching AMO) is freed by its
-//!   producer instead: the consumer stores `result`, then `done = ticket+1` (release); the
+//! - A request whose producer waits for it (`waited`: blocking puts and gets, inline
+//!   `g`, fetching AMOs) is freed by its producer instead: the consumer stores `result`, then `done = ticket+1` (release); the
 //!   producer reads the result after an acquire load of `done` and then frees the slot.
 //!   Otherwise the next lap could overwrite the result before it is read.
 //! - `quiet`: the producer submits a Quiet request and waits until `quieted` exceeds its
@@ -92,7 +93,9 @@ pub struct Slot {
     pub done: AtomicU64,
     /// The fetched value of a fetching request.
     pub result: AtomicU64,
-    _pad: [u64; 5],
+    /// 1 when the producer waits for `done`.
+    pub waited: AtomicU64,
+    _pad: [u64; 4],
     /// The request's 8 words.
     pub request: [AtomicU64; REQUEST_WORDS],
 }
@@ -112,6 +115,7 @@ const _: () = {
     assert!(offset_of!(Slot, seq) == 0);
     assert!(offset_of!(Slot, done) == 8);
     assert!(offset_of!(Slot, result) == 16);
+    assert!(offset_of!(Slot, waited) == 24);
     assert!(offset_of!(Slot, request) == 64);
     assert!(size_of::<Request>() == REQUEST_WORDS * 8);
 };
@@ -140,7 +144,8 @@ impl Slot {
             seq: AtomicU64::new(0),
             done: AtomicU64::new(0),
             result: AtomicU64::new(0),
-            _pad: [0; 5],
+            waited: AtomicU64::new(0),
+            _pad: [0; 4],
             request: core::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
@@ -287,9 +292,15 @@ impl<'a> Ring<'a> {
     }
 
     /// Producer: submits `req` and returns its ticket, waiting (with `snooze`) while the
-    /// ring is full. Fails when the consumer has failed.
+    /// ring is full. With `wait`, the producer must then call [`Ring::wait_result`] (which
+    /// frees the slot). Fails when the consumer has failed.
     #[inline(always)]
-    pub fn submit(&self, req: &Request, mut snooze: impl FnMut()) -> Result<u64, Failed> {
+    pub fn submit(
+        &self,
+        req: &Request,
+        wait: bool,
+        mut snooze: impl FnMut(),
+    ) -> Result<u64, Failed> {
         let ticket = atom::fetch_add(&self.header.reserve, 1);
         let (slot, lap) = self.slot(ticket);
         while atom::load_acquire(&slot.seq) != 2 * lap {
@@ -304,13 +315,15 @@ impl<'a> Ring<'a> {
         for (w, v) in slot.request.iter().zip(words) {
             atom::store_relaxed(w, v);
         }
+        atom::store_relaxed(&slot.waited, wait as u64);
         // Release: the consumer's acquire of `seq` sees the request words and whatever
         // this thread wrote before (a put's source data).
         atom::store_release(&slot.seq, 2 * lap + 1);
         Ok(ticket)
     }
 
-    /// Producer: waits for the result of fetching request `ticket`, then frees its slot.
+    /// Producer: waits for the result of request `ticket` (submitted with `wait`), then
+    /// frees its slot.
     #[inline(always)]
     pub fn wait_result(&self, ticket: u64, mut snooze: impl FnMut()) -> Result<u64, Failed> {
         let (slot, lap) = self.slot(ticket);
@@ -338,9 +351,10 @@ impl<'a> Ring<'a> {
         Ok(())
     }
 
-    /// Consumer: the next published request (its ticket is its `tag`), or `None` when
-    /// the request at the head is not published yet. Only one thread may consume.
-    pub fn peek(&self) -> Option<Request> {
+    /// Consumer: the next published request (its ticket is its `tag`) and whether its
+    /// producer waits for it, or `None` when the request at the head is not published
+    /// yet. Only one thread may consume.
+    pub fn peek(&self) -> Option<(Request, bool)> {
         let ticket = atom::load_relaxed(&self.header.head);
         let (slot, lap) = self.slot(ticket);
         if atom::load_acquire(&slot.seq) != 2 * lap + 1 {
@@ -350,16 +364,16 @@ impl<'a> Ring<'a> {
         for (v, w) in words.iter_mut().zip(&slot.request) {
             *v = atom::load_relaxed(w);
         }
-        Some(bytemuck::cast(words))
+        Some((bytemuck::cast(words), atom::load_relaxed(&slot.waited) != 0))
     }
 
-    /// Consumer: completes the request at the head (the one [`Ring::peek`] returned).
-    /// A fetching request gets `result` and is freed by its producer; others are freed
-    /// here. A Quiet request also advances `quieted`.
-    pub fn complete(&self, req: &Request, fetching: bool, result: u64) {
+    /// Consumer: completes the request at the head (the one [`Ring::peek`] returned, with
+    /// its `waited`). A waited-for request gets `result` and is freed by its producer;
+    /// others are freed here. A Quiet request also advances `quieted`.
+    pub fn complete(&self, req: &Request, waited: bool, result: u64) {
         let ticket = req.tag;
         let (slot, lap) = self.slot(ticket);
-        if fetching {
+        if waited {
             atom::store_relaxed(&slot.result, result);
             atom::store_release(&slot.done, ticket + 1);
         } else {
@@ -406,19 +420,22 @@ mod tests {
             Ring::from_raw(base)
         };
         for i in 0..5u64 {
-            let t = ring.submit(&Request::put(1, i, 0, 8), || {}).unwrap();
+            let t = ring
+                .submit(&Request::put(1, i, 0, 8), false, || {})
+                .unwrap();
             assert_eq!(t, 2 * i);
-            let r = ring.peek().unwrap();
-            assert_eq!((r.remote, r.tag), (i, t));
+            let (r, waited) = ring.peek().unwrap();
+            assert_eq!((r.remote, r.tag, waited), (i, t, false));
             ring.complete(&r, false, 0);
-            let t = ring.submit(&Request::get(1, 0, i, 8), || {}).unwrap();
-            let r = ring.peek().unwrap();
+            let t = ring.submit(&Request::get(1, 0, i, 8), true, || {}).unwrap();
+            let (r, waited) = ring.peek().unwrap();
+            assert!(waited);
             ring.complete(&r, true, 100 + i);
             assert_eq!(ring.wait_result(t, || {}).unwrap(), 100 + i);
             assert!(ring.peek().is_none());
         }
-        let t = ring.submit(&Request::quiet(), || {}).unwrap();
-        let r = ring.peek().unwrap();
+        let t = ring.submit(&Request::quiet(), false, || {}).unwrap();
+        let (r, _) = ring.peek().unwrap();
         ring.complete(&r, false, 0);
         ring.wait_quiet(t, || {}).unwrap();
         ring.fail(Failed { pe: 1, opcode: 1 });

@@ -76,9 +76,9 @@ impl Drop for Wait {
 }
 
 /// Submits `req`, waiting as [`Wait`] says.
-fn submit(ring: Ring<'_>, req: &Request) -> u64 {
+fn submit(ring: Ring<'_>, req: &Request, wait: bool) -> u64 {
     let mut w = Wait::default();
-    ring.submit(req, || w.snooze()).unwrap()
+    ring.submit(req, wait, || w.snooze()).unwrap()
 }
 
 /// Runs `model` with a preemption bound, which keeps the search finite while producers
@@ -90,17 +90,21 @@ fn check(model: impl Fn() + Sync + Send + 'static) {
 }
 
 /// The consumer: takes `total` requests in ticket order and returns them, answering
-/// fetching AMOs with `1000 + value`.
+/// waited-for AMOs with `1000 + value`.
 fn consume(ring: Ring<'_>, total: usize) -> Vec<Request> {
     let mut got = Vec::new();
     let mut w = Wait::default();
     while got.len() < total {
         match ring.peek() {
-            Some(r) => {
+            Some((r, waited)) => {
                 drop(core::mem::take(&mut w));
                 assert_eq!(r.tag, got.len() as u64, "tickets are taken in order");
-                let fetching = r.opcode == Opcode::Amo as u8 && r.local != 0;
-                ring.complete(&r, fetching, 1000 + r.value);
+                assert_eq!(
+                    waited,
+                    r.opcode == Opcode::Amo as u8,
+                    "the waited flag travels"
+                );
+                ring.complete(&r, waited, 1000 + r.value);
                 got.push(r);
             }
             None => w.snooze(),
@@ -121,7 +125,7 @@ fn back_pressure_keeps_everything_in_order() {
                 thread::spawn(move || {
                     for i in 0..2u64 {
                         let req = Request::put(pe, i, 0x100 * pe as u64 + i, 8 + i);
-                        submit(ring.ring(), &req);
+                        submit(ring.ring(), &req, false);
                     }
                 })
             })
@@ -155,7 +159,7 @@ fn fetch_result_reaches_its_producer() {
             thread::spawn(move || {
                 let r = ring.ring();
                 let req = Request::amo(1, AmoKind::FetchAdd, 8, 0, 7, 0, 1);
-                let t = submit(r, &req);
+                let t = submit(r, &req, true);
                 let mut w = Wait::default();
                 assert_eq!(r.wait_result(t, || w.snooze()).unwrap(), 1007);
             })
@@ -163,7 +167,7 @@ fn fetch_result_reaches_its_producer() {
         let putter = {
             let ring = ring.clone();
             thread::spawn(move || {
-                submit(ring.ring(), &Request::put(2, 0, 0, 8));
+                submit(ring.ring(), &Request::put(2, 0, 0, 8), false);
             })
         };
         let got = consume(ring.ring(), 2);
@@ -185,8 +189,8 @@ fn quiet_covers_earlier_requests() {
             thread::spawn(move || consume(ring.ring(), 2))
         };
         let r = ring.ring();
-        submit(r, &Request::put(1, 0, 0, 8));
-        let t = submit(r, &Request::quiet());
+        submit(r, &Request::put(1, 0, 0, 8), false);
+        let t = submit(r, &Request::quiet(), false);
         let mut w = Wait::default();
         r.wait_quiet(t, || w.snooze()).unwrap();
         drop(w);

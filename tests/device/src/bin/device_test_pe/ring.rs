@@ -124,9 +124,9 @@ pub fn split_into_two_nodes() -> Outcome {
 }
 
 /// On two nodes (see [`split_into_two_nodes`]): `ptr` is null exactly for the other
-/// node's PEs, and every kind of device operation on such a PE, or on a PE that does not
-/// exist, fails the launch with `KernelFailed` naming the thread that issued it, its block
-/// and the PE, without touching memory.
+/// node's PEs. Every kind of device operation on a PE that does not exist fails the launch
+/// with `KernelFailed` naming the thread that issued it, its block and the PE, without
+/// touching memory; on the other node's PEs it goes through the proxy channel and succeeds.
 pub fn two_nodes(rt: &Runtime) -> Outcome {
     let (me, n, per_node) = (rt.my_pe(), rt.n_pes(), per_node()?);
     let unreachable = check_identity(rt)?;
@@ -141,27 +141,15 @@ pub fn two_nodes(rt: &Runtime) -> Outcome {
     let b = sym(rt, &buf)?;
     let other = want[0];
     for op in 0..kf::REMOTE_OPS {
-        for (pe, needle) in [
-            (other, format!("PE {other} is not reachable from PE {me}")),
-            (n, format!("PE {n} does not exist")),
-        ] {
-            // Thread 37 of block 1 (a 2 × 64 grid) issues the operation.
-            // SAFETY: `b` is a symmetric address of 2 u64s; the failing operation is
-            // refused before it touches memory.
-            let r = unsafe {
-                rt.launch(
-                    &m,
-                    kf::remote_op::KERNEL,
-                    2,
-                    64,
-                    (b, op, pe as u32, 64 + 37),
-                )
-            };
-            let text = expect_kernel_failed(rt, r, (1, 0, 0), (37, 0, 0), &[&needle])
-                .map_err(|e| format!("op {op} on PE {pe}: {e}"))?;
-            if op == 0 {
-                println!("ERROR (expected): {text}");
-            }
+        let needle = format!("PE {n} does not exist");
+        // Thread 37 of block 1 (a 2 × 64 grid) issues the operation.
+        // SAFETY: `b` is a symmetric address of 2 u64s; the failing operation is
+        // refused before it touches memory.
+        let r = unsafe { rt.launch(&m, kf::remote_op::KERNEL, 2, 64, (b, op, n as u32, 64 + 37)) };
+        let text = expect_kernel_failed(rt, r, (1, 0, 0), (37, 0, 0), &[&needle])
+            .map_err(|e| format!("op {op} on PE {n}: {e}"))?;
+        if op == 0 {
+            println!("ERROR (expected): {text}");
         }
     }
     check_eq(
@@ -169,6 +157,20 @@ pub fn two_nodes(rt: &Runtime) -> Outcome {
         &read_all(rt, &buf)?,
         &[0, 0],
     )?;
+    rt.barrier_all().map_err(e2s)?;
+    for op in 0..kf::REMOTE_OPS {
+        // SAFETY: as above; the other node's PE is reached through the proxy channel.
+        unsafe {
+            rt.launch(
+                &m,
+                kf::remote_op::KERNEL,
+                2,
+                64,
+                (b, op, other as u32, 64 + 37),
+            )
+        }
+        .map_err(|e| format!("op {op} on PE {other} through the proxy: {e}"))?;
+    }
     rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)
 }
