@@ -114,6 +114,16 @@ mod on_2_nodes_of_2_pes {
     );
 }
 
+/// A full proxy ring applies back-pressure and loses nothing: 128 threads per PE each
+/// store 16 values through a ring of 2 slots (`SYMMEM_PROXY_SLOTS=2`) to a PE on the other
+/// node, over the socket transport; every value and every thread's count arrive.
+#[test]
+fn proxy_full_ring_back_pressure() {
+    let env = [("SYMMEM_SIMULATE_NODES", "2"), ("SYMMEM_PROXY_SLOTS", "2")];
+    let job = common::run_with_env(4, "proxy_flood", &env);
+    job.assert_ok(4, "proxy_flood");
+}
+
 /// Errors of `two_nodes`: one per PE, for a put to a PE that does not exist (the other
 /// node's PEs are reached through the proxy channel).
 const TWO_NODE_ERRORS: [&str; 1] = ["does not exist"];

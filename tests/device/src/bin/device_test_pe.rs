@@ -56,6 +56,8 @@ const SCENARIOS: &[(&str, Scenario, bool)] = &[
     ("identity", ring::identity, GPU),
     // Asserts `KernelFailed` naming block and thread: a CPU-executor error (a GPU traps).
     ("two_nodes", ring::two_nodes, CPU_ONLY),
+    // Needs SYMMEM_SIMULATE_NODES=2 (remote partners); GPU PEs have no proxy channel yet.
+    ("proxy_flood", ring::proxy_flood, CPU_ONLY),
     ("rma", rma::rma, GPU),
     ("put_signal", signal::put_signal, GPU),
     ("signal_cmp", signal::signal_cmp, GPU),

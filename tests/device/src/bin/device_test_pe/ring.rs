@@ -2,7 +2,7 @@
 //! split into two nodes, where device operations on the other node fail the launch.
 
 use symmem::Runtime;
-use symmem_test_kernels::{failure as kf, pattern, ring as k, PTX};
+use symmem_test_kernels::{failure as kf, pattern, proxy as kp, ring as k, PTX};
 
 use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, sym_from, Outcome};
 
@@ -173,4 +173,62 @@ pub fn two_nodes(rt: &Runtime) -> Outcome {
     }
     rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)
+}
+
+/// Threads of the flood: 2 blocks of 64.
+const FLOOD_GRID: u32 = 2;
+const FLOOD_BLOCK: u32 = 64;
+/// `p`s per thread.
+const FLOOD_ROUNDS: u32 = 16;
+
+/// Every thread of every PE stores `FLOOD_ROUNDS` values with `p` to its partner on the
+/// other node (PE `me + n/2`), through the proxy channel; run with a tiny ring
+/// (`SYMMEM_PROXY_SLOTS`) so threads wait for slots. Every value and the count of
+/// finished threads arrive.
+pub fn proxy_flood(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let partner = (me + n / 2) % n;
+    let threads = (FLOOD_GRID * FLOOD_BLOCK) as usize;
+    let per_pe = threads * FLOOD_ROUNDS as usize;
+    let dst = rt.calloc::<u64>(n * per_pe).map_err(e2s)?;
+    let count = rt.calloc::<u64>(1).map_err(e2s)?;
+    ensure(rt.ptr(&count, partner).map_err(e2s)?.is_none(), || {
+        format!("PE {partner} must be on the other node (run with SYMMEM_SIMULATE_NODES=2)")
+    })?;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let (d, c) = (sym(rt, &dst)?, sym(rt, &count)?);
+    rt.barrier_all().map_err(e2s)?;
+    // SAFETY: `d` holds `n * per_pe` u64s and `c` one, on every PE.
+    unsafe {
+        rt.launch(
+            &m,
+            kp::proxy_flood::KERNEL,
+            FLOOD_GRID,
+            FLOOD_BLOCK,
+            (d, c, partner as u32, FLOOD_ROUNDS),
+        )
+    }
+    .map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    let got = read_all(rt, &dst)?;
+    // The partner's region holds its values; every other region is untouched.
+    let want: Vec<u64> = (0..n * per_pe)
+        .map(|j| {
+            let (from, i) = (j / per_pe, j % per_pe);
+            if from == partner {
+                pattern(from as u32, 7, i)
+            } else {
+                0
+            }
+        })
+        .collect();
+    check_eq("flooded values", &got, &want)?;
+    check_eq(
+        "finished threads",
+        &read_all(rt, &count)?,
+        &[threads as u64],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(count).map_err(e2s)?;
+    rt.free(dst).map_err(e2s)
 }
