@@ -77,6 +77,8 @@ const SCENARIOS: &[(&str, Scenario, bool)] = &[
     // Host atomics and waits on the heap, and `KernelFailed` naming the dead PE.
     ("kill_in_wait", failure::kill_in_wait, CPU_ONLY),
     ("early_exit", failure::early_exit, GPU),
+    // A device `g` through the proxy to a killed PE of another node (2 simulated nodes).
+    ("kill_remote", failure::kill_remote, CPU_ONLY),
 ];
 
 /// The environment variable with the number of PEs the job must have.

@@ -27,6 +27,11 @@ pub fn run_self_launched(n: usize, scenario: &str) -> Job {
     run_with(&Launcher::SelfLaunch, n, scenario)
 }
 
+/// [`run_self_launched`] with extra environment `env`.
+pub fn run_self_launched_with_env(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    run_env(&Launcher::SelfLaunch, n, scenario, env)
+}
+
 fn run_with(launcher: &Launcher, n: usize, scenario: &str) -> Job {
     run_env(launcher, n, scenario, &[])
 }
