@@ -23,12 +23,13 @@ use std::alloc::Layout;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use symmem_device::proxy::{ring_bytes, Failed, Header, Ring};
 use symmem_device::{Opcode, Request};
 use symmem_sync::Backoff;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::transport::{Io, Transport};
 
 /// The ring's memory: zeroed, 128-byte aligned host memory, freed on drop.
@@ -89,7 +90,7 @@ impl ProxyChannel {
             std::thread::Builder::new()
                 .name(format!("symmem-proxy-{me}"))
                 .spawn(move || run(me, memory.ring(), &*transport, &stop, &error))
-                .map_err(|e| crate::error::Error::Io {
+                .map_err(|e| Error::Io {
                     context: format!("PE {me}: starting the proxy thread"),
                     source: e,
                 })?
@@ -110,6 +111,49 @@ impl ProxyChannel {
     /// Why the channel failed, if it did: the transport's error, naming the PE and op.
     pub(crate) fn failure(&self) -> Option<String> {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits until the proxy thread has issued every request already in the ring, so a
+    /// host `quiet` after a kernel also completes the kernel's `_nbi` requests. Fails with
+    /// the channel's error, or after `timeout` (`SYMMEM_TIMEOUT`; a launch stopped while a
+    /// thread waited for a slot leaves a ticket that is never published).
+    pub(crate) fn drain(
+        &self,
+        me: usize,
+        transport: &'static str,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let ring = self.memory.ring();
+        let h = ring.header();
+        let start = Instant::now();
+        let mut backoff = Backoff::new();
+        let error = |pe: usize, detail: String| Error::Transport {
+            transport,
+            op: "quiet (device requests in the proxy ring)",
+            me,
+            pe,
+            detail,
+        };
+        loop {
+            if let Some(f) = ring.failed() {
+                return Err(error(f.pe as usize, self.failure().unwrap_or_default()));
+            }
+            let (head, reserve) = (
+                h.head.load(Ordering::Acquire),
+                h.reserve.load(Ordering::Acquire),
+            );
+            if head >= reserve {
+                return Ok(());
+            }
+            if timeout.is_some_and(|t| start.elapsed() > t) {
+                let detail = format!(
+                    "the proxy thread issued requests up to ticket {head} of {reserve} within SYMMEM_TIMEOUT ({:?})",
+                    start.elapsed()
+                );
+                return Err(error(me, detail));
+            }
+            backoff.snooze();
+        }
     }
 
     /// Stops the thread once the requests already in the ring are issued, and joins it.
@@ -205,7 +249,7 @@ fn issue(transport: &dyn Transport, req: &Request) -> Result<u64> {
         Some(Opcode::Amo | Opcode::Signal) => transport.submit(req, Io::None),
         Some(Opcode::Fence) => transport.fence().map(|()| 0),
         Some(Opcode::Quiet) => transport.quiet().map(|()| 0),
-        None => Err(crate::error::Error::InvalidArgument {
+        None => Err(Error::InvalidArgument {
             op: "proxy",
             reason: format!("invalid opcode {} in the proxy ring", req.opcode),
         }),
