@@ -301,6 +301,12 @@ impl<'a> Ring<'a> {
         wait: bool,
         mut snooze: impl FnMut(),
     ) -> Result<u64, Failed> {
+        // A failed channel issues nothing more: say so now rather than leave a request
+        // that is never issued (one racing with the failure is reported by the next wait
+        // or quiet, which sees `failed`).
+        if let Some(f) = self.failed() {
+            return Err(f);
+        }
         let ticket = atom::fetch_add(&self.header.reserve, 1);
         let (slot, lap) = self.slot(ticket);
         while atom::load_acquire(&slot.seq) != 2 * lap {
@@ -439,6 +445,10 @@ mod tests {
         ring.complete(&r, false, 0);
         ring.wait_quiet(t, || {}).unwrap();
         ring.fail(Failed { pe: 1, opcode: 1 });
+        assert_eq!(
+            ring.submit(&Request::quiet(), false, || {}),
+            Err(Failed { pe: 1, opcode: 1 })
+        );
         assert_eq!(
             ring.wait_result(99, || {}),
             Err(Failed { pe: 1, opcode: 1 })
