@@ -71,6 +71,8 @@ cargo test --workspace
 # The loom models of the barrier's flag protocol (symmem-sync), in their own target dir so
 # that the --cfg loom build does not replace the workspace's artifacts.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-sync --release --test loom
+# The proxy ring's protocol (symmem-device): producers, consumer, back-pressure, fetch, quiet.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-device --release --test loom
 
 step "the demo: hello on 4 self-launched PEs"
 cargo run --release --example hello -- --pes 4

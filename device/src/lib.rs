@@ -30,6 +30,7 @@
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
 )]
 
+pub mod proxy;
 pub mod request;
 pub mod state;
 

@@ -98,4 +98,7 @@ pub mod error_code {
     pub const INVALID_PE: u32 = 2;
     /// A device operation ran with no initialized `DeviceState`.
     pub const NOT_INITIALIZED: u32 = 3;
+    /// The proxy channel failed (the remote transport could not issue a request to the
+    /// PE in the high bits); the runtime holds the transport's error.
+    pub const PROXY_FAILED: u32 = 4;
 }

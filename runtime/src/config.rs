@@ -37,6 +37,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
     Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
     Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net/PID namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC, network and PID namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared). Setting it lets one machine act as several nodes" },
+    Variable { name: "SYMMEM_PROXY_SLOTS", default: "1024", doc: "slots of each PE's proxy ring (device-initiated requests to remote PEs); a full ring makes kernels wait, never drops" },
     Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
     Variable { name: "SYMMEM_MAX_TEAMS", default: "32", doc: "teams that may exist at once on a PE, TEAM_WORLD and TEAM_NODE included (2 to 4096; the default is NVSHMEM's); each is a slot of symmetric heap reserved at init, of about 16 * n_pes * (4 + ceil(SYMMEM_MAX_TEAMS / 64)) bytes" },
     Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "RDMA devices (ib transport), NCCL-style: comma-separated name prefixes with an optional :port (mlx5_0:1,mlx5_1); a leading = matches names exactly, a leading ^ excludes the listed devices" },
@@ -98,6 +99,8 @@ pub struct Config {
     pub node_id: String,
     /// `SYMMEM_SIMULATE_NODES`: the job's PEs form this many nodes (1 = by node id only).
     pub simulate_nodes: usize,
+    /// `SYMMEM_PROXY_SLOTS`: slots of the proxy ring.
+    pub proxy_slots: usize,
     /// This machine's hostname, for messages only (containers may share one).
     pub hostname: String,
     /// Why `node_id` is the hostname, when `/proc` could not tell the default identity
@@ -255,6 +258,19 @@ impl Config {
             },
             None => crate::team::DEFAULT_MAX_TEAMS,
         };
+        let proxy_slots = match get("SYMMEM_PROXY_SLOTS") {
+            Some(v) => match v.parse::<usize>() {
+                Ok(k) if (1..=1 << 20).contains(&k) => k,
+                _ => {
+                    return Err(bad(
+                        "SYMMEM_PROXY_SLOTS",
+                        &v,
+                        "expected a number of ring slots from 1 to 1048576",
+                    ))
+                }
+            },
+            None => 1024,
+        };
         let hca_list = get("SYMMEM_HCA_LIST")
             .map(|v| split_list(&v))
             .unwrap_or_default();
@@ -315,6 +331,7 @@ impl Config {
             node_id,
             simulate_nodes,
             max_teams,
+            proxy_slots,
             hostname,
             node_id_fallback,
             hca_list,
@@ -373,6 +390,7 @@ impl Config {
             ("SYMMEM_NODE_ID", self.node_id.clone()),
             ("SYMMEM_SIMULATE_NODES", self.simulate_nodes.to_string()),
             ("SYMMEM_MAX_TEAMS", self.max_teams.to_string()),
+            ("SYMMEM_PROXY_SLOTS", self.proxy_slots.to_string()),
             ("SYMMEM_HCA_LIST", list(&self.hca_list)),
             (
                 "SYMMEM_IB_GID_INDEX",

@@ -508,7 +508,11 @@ impl Runtime {
                 pe: self.my_pe(),
                 block: (block.x, block.y, block.z),
                 thread: (thread.x, thread.y, thread.z),
-                message,
+                // A failed proxy channel holds the transport's error, naming PE and op.
+                message: match self.proxy.as_ref().and_then(|p| p.failure()) {
+                    Some(why) => format!("{message} ({why})"),
+                    None => message,
+                },
             }),
         }
     }

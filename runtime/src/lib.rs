@@ -24,6 +24,7 @@ mod logging;
 mod module;
 mod ordering;
 mod pe_device;
+mod proxy;
 mod rma;
 mod route;
 mod runtime;

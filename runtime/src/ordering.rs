@@ -46,6 +46,10 @@ impl Runtime {
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
         if let Some(t) = &self.transport {
+            // Device requests a finished kernel left in the proxy ring (`_nbi`) first.
+            if let Some(p) = &self.proxy {
+                p.drain(self.my_pe(), t.name(), self.config.timeout)?;
+            }
             t.quiet()?;
         }
         #[cfg(feature = "cuda")]

@@ -79,6 +79,10 @@ pub struct Runtime {
     pub(crate) config: Config,
     pub(crate) bootstrap: Box<dyn Bootstrap>,
     pub(crate) topo: Topology,
+    /// The proxy channel of device-initiated requests to remote PEs (a CPU PE with a
+    /// transport); None otherwise. Declared before `transport`: its thread issues on the
+    /// transport, so it is joined first.
+    pub(crate) proxy: Option<crate::proxy::ProxyChannel>,
     /// The transport to PEs whose heaps are not mapped here; None when every PE is.
     /// Declared before `heap`: it is shut down (its threads joined) before the heap is
     /// unmapped.
@@ -270,18 +274,33 @@ impl Runtime {
         // On a CPU PE the boxed slice's buffer, which does not move when the box does;
         // on a GPU PE its device copy. The CPU executor reports device errors as panics,
         // not through a word.
-        let device_state = device_state(
+        let mut device_state = device_state(
             rank,
             &topo,
             &heap,
             device_peer_table(&device).unwrap_or(peer_bases.as_ptr() as u64),
             device_error_word(&device).unwrap_or(0),
         );
+        // GPU PEs get no channel yet (see `proxy`): their remote device ops fail visibly.
+        let proxy = match (&transport, &device) {
+            (Some(t), None) => {
+                match crate::proxy::ProxyChannel::start(rank, config.proxy_slots, t.clone()) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        bootstrap.abort(&format!("init failed: {e}"));
+                        return Err(e);
+                    }
+                }
+            }
+            _ => None,
+        };
+        device_state.proxy = proxy.as_ref().map_or(0, |p| p.address());
         let rt = Runtime {
             id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
             config,
             bootstrap,
             topo,
+            proxy,
             transport,
             heap,
             watch,
@@ -478,6 +497,10 @@ impl Runtime {
         if let Some(cb) = self.heap.control(self.my_pe()) {
             cb.finalizing.0.store(1, Ordering::Release);
         }
+        // No kernel runs now: the proxy issues what is left in its ring, then stops.
+        if let Some(p) = &self.proxy {
+            p.shutdown();
+        }
         // This PE's remote puts must land before peers leave; then peers may still read
         // or write this PE's heap until they, too, reach finalize.
         let quiet = self.transport.as_ref().map_or(Ok(()), |t| t.quiet());
@@ -504,6 +527,9 @@ impl Drop for Runtime {
             }
             self.bootstrap
                 .abort(&format!("PE {} panicked", self.my_pe()));
+            if let Some(p) = &self.proxy {
+                p.shutdown();
+            }
             if let Some(t) = &self.transport {
                 t.shutdown();
             }

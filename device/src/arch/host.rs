@@ -143,6 +143,10 @@ pub fn fail(code: u32, pe: u32) -> ! {
             st.my_pe
         ),
         INVALID_PE => panic!("symmem device: PE {pe} does not exist (n_pes = {})", st.n_pes),
+        PROXY_FAILED => panic!(
+            "symmem device: PE {}'s proxy channel failed issuing a request to PE {pe} on the remote transport",
+            st.my_pe
+        ),
         _ => panic!("symmem device error {code} (PE {pe})"),
     }
 }

@@ -1,9 +1,11 @@
 //! Atomic memory operations on `u32`, `u64`, `i32`, `i64` at system scope
 //! (`nvshmem_*_atomic_*`). Every operation is one `atom.acq_rel.sys` (GPU) or AcqRel
 //! atomic (CPU) on the target PE's word; fetch is an acquire load and set a release store.
+//! To a PE without a P2P path each is one proxy request ([`super::remote`]); fetching
+//! forms wait for the old value, the others return once the request is in the ring.
 
-use super::peer;
-use crate::arch;
+use super::{remote, route, Route};
+use crate::{arch, AmoKind};
 
 mod sealed {
     pub trait Sealed {}
@@ -13,6 +15,12 @@ mod sealed {
 pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
     /// One.
     const ONE: Self;
+    #[doc(hidden)]
+    const WIDTH: u8;
+    #[doc(hidden)]
+    fn to_bits(self) -> u64;
+    #[doc(hidden)]
+    fn from_bits(bits: u64) -> Self;
     #[doc(hidden)]
     unsafe fn load_acquire(p: *const Self) -> Self;
     #[doc(hidden)]
@@ -38,6 +46,15 @@ macro_rules! device_int {
         // cas and the bitwise ops identical bit for bit.
         impl DeviceInt for $t {
             const ONE: Self = 1;
+            const WIDTH: u8 = core::mem::size_of::<$t>() as u8;
+            #[inline(always)]
+            fn to_bits(self) -> u64 {
+                self as $bits as u64
+            }
+            #[inline(always)]
+            fn from_bits(bits: u64) -> Self {
+                bits as $bits as $t
+            }
             #[inline(always)]
             unsafe fn load_acquire(p: *const Self) -> Self {
                 // SAFETY: forwarded caller contract (valid, aligned).
@@ -131,14 +148,44 @@ device_int!(
     atom_xor_u64
 );
 
+/// One AMO on `dest` of `pe`: `direct` on the P2P pointer, or a proxy request of `kind`
+/// (waited for when `fetch`).
+#[inline(always)]
+unsafe fn amo<T: DeviceInt>(
+    dest: *const T,
+    pe: u32,
+    kind: AmoKind,
+    (value, compare): (T, T),
+    fetch: bool,
+    direct: impl FnOnce(*mut T) -> T,
+) -> T {
+    // SAFETY: caller contract: `dest` is an aligned symmetric address of a `T`.
+    match unsafe { route(dest, pe) } {
+        Route::Direct(d) => direct(d),
+        Route::Proxy(off) => T::from_bits(remote::amo(
+            pe,
+            kind,
+            T::WIDTH,
+            off,
+            value.to_bits(),
+            compare.to_bits(),
+            fetch,
+        )),
+    }
+}
+
 /// Atomically reads `dest` on `pe` (`nvshmem_atomic_fetch`).
 ///
 /// # Safety
 /// `dest` must be an aligned symmetric address of a `T`.
 #[inline(always)]
 pub unsafe fn atomic_fetch<T: DeviceInt>(dest: *const T, pe: u32) -> T {
-    // SAFETY: caller contract.
-    unsafe { T::load_acquire(peer(dest, pe)) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::Fetch, (T::ONE, T::ONE), true, |d| {
+            T::load_acquire(d)
+        })
+    }
 }
 
 /// Atomically writes `dest` on `pe` (`nvshmem_atomic_set`).
@@ -147,8 +194,13 @@ pub unsafe fn atomic_fetch<T: DeviceInt>(dest: *const T, pe: u32) -> T {
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_set<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
-    // SAFETY: caller contract.
-    unsafe { T::store_release(peer(dest, pe), value) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::Set, (value, value), false, |d| {
+            T::store_release(d, value);
+            value
+        })
+    };
 }
 
 /// Atomically replaces `dest` on `pe`; returns the old value (`nvshmem_atomic_swap`).
@@ -157,8 +209,12 @@ pub unsafe fn atomic_set<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_swap<T: DeviceInt>(dest: *mut T, value: T, pe: u32) -> T {
-    // SAFETY: caller contract.
-    unsafe { T::swap(peer(dest, pe), value) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::Swap, (value, value), true, |d| {
+            T::swap(d, value)
+        })
+    }
 }
 
 /// Stores `value` if `dest` on `pe` equals `cond`; returns the old value
@@ -168,8 +224,12 @@ pub unsafe fn atomic_swap<T: DeviceInt>(dest: *mut T, value: T, pe: u32) -> T {
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_compare_swap<T: DeviceInt>(dest: *mut T, cond: T, value: T, pe: u32) -> T {
-    // SAFETY: caller contract.
-    unsafe { T::compare_swap(peer(dest, pe), cond, value) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::CompareSwap, (value, cond), true, |d| {
+            T::compare_swap(d, cond, value)
+        })
+    }
 }
 
 /// Adds `value` (wrapping); returns the old value (`nvshmem_atomic_fetch_add`).
@@ -178,8 +238,12 @@ pub unsafe fn atomic_compare_swap<T: DeviceInt>(dest: *mut T, cond: T, value: T,
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_fetch_add<T: DeviceInt>(dest: *mut T, value: T, pe: u32) -> T {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_add(peer(dest, pe), value) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchAdd, (value, value), true, |d| {
+            T::fetch_add(d, value)
+        })
+    }
 }
 
 /// Adds `value` (wrapping) (`nvshmem_atomic_add`).
@@ -188,8 +252,12 @@ pub unsafe fn atomic_fetch_add<T: DeviceInt>(dest: *mut T, value: T, pe: u32) ->
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_add<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_add(peer(dest, pe), value) };
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchAdd, (value, value), false, |d| {
+            T::fetch_add(d, value)
+        })
+    };
 }
 
 /// Adds one; returns the old value (`nvshmem_atomic_fetch_inc`).
@@ -198,8 +266,12 @@ pub unsafe fn atomic_add<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_fetch_inc<T: DeviceInt>(dest: *mut T, pe: u32) -> T {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_add(peer(dest, pe), T::ONE) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchAdd, (T::ONE, T::ONE), true, |d| {
+            T::fetch_add(d, T::ONE)
+        })
+    }
 }
 
 /// Adds one (`nvshmem_atomic_inc`).
@@ -208,8 +280,12 @@ pub unsafe fn atomic_fetch_inc<T: DeviceInt>(dest: *mut T, pe: u32) -> T {
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_inc<T: DeviceInt>(dest: *mut T, pe: u32) {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_add(peer(dest, pe), T::ONE) };
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchAdd, (T::ONE, T::ONE), false, |d| {
+            T::fetch_add(d, T::ONE)
+        })
+    };
 }
 
 /// Bitwise AND; returns the old value (`nvshmem_atomic_fetch_and`).
@@ -218,8 +294,12 @@ pub unsafe fn atomic_inc<T: DeviceInt>(dest: *mut T, pe: u32) {
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_fetch_and<T: DeviceInt>(dest: *mut T, value: T, pe: u32) -> T {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_and(peer(dest, pe), value) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchAnd, (value, value), true, |d| {
+            T::fetch_and(d, value)
+        })
+    }
 }
 
 /// Bitwise AND (`nvshmem_atomic_and`).
@@ -228,8 +308,12 @@ pub unsafe fn atomic_fetch_and<T: DeviceInt>(dest: *mut T, value: T, pe: u32) ->
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_and<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_and(peer(dest, pe), value) };
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchAnd, (value, value), false, |d| {
+            T::fetch_and(d, value)
+        })
+    };
 }
 
 /// Bitwise OR; returns the old value (`nvshmem_atomic_fetch_or`).
@@ -238,8 +322,12 @@ pub unsafe fn atomic_and<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_fetch_or<T: DeviceInt>(dest: *mut T, value: T, pe: u32) -> T {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_or(peer(dest, pe), value) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchOr, (value, value), true, |d| {
+            T::fetch_or(d, value)
+        })
+    }
 }
 
 /// Bitwise OR (`nvshmem_atomic_or`).
@@ -248,8 +336,12 @@ pub unsafe fn atomic_fetch_or<T: DeviceInt>(dest: *mut T, value: T, pe: u32) -> 
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_or<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_or(peer(dest, pe), value) };
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchOr, (value, value), false, |d| {
+            T::fetch_or(d, value)
+        })
+    };
 }
 
 /// Bitwise XOR; returns the old value (`nvshmem_atomic_fetch_xor`).
@@ -258,8 +350,12 @@ pub unsafe fn atomic_or<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_fetch_xor<T: DeviceInt>(dest: *mut T, value: T, pe: u32) -> T {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_xor(peer(dest, pe), value) }
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchXor, (value, value), true, |d| {
+            T::fetch_xor(d, value)
+        })
+    }
 }
 
 /// Bitwise XOR (`nvshmem_atomic_xor`).
@@ -268,6 +364,10 @@ pub unsafe fn atomic_fetch_xor<T: DeviceInt>(dest: *mut T, value: T, pe: u32) ->
 /// As [`atomic_fetch`].
 #[inline(always)]
 pub unsafe fn atomic_xor<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
-    // SAFETY: caller contract.
-    unsafe { T::fetch_xor(peer(dest, pe), value) };
+    // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
+    unsafe {
+        amo(dest, pe, AmoKind::FetchXor, (value, value), false, |d| {
+            T::fetch_xor(d, value)
+        })
+    };
 }

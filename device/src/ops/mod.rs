@@ -1,6 +1,7 @@
 //! The device operations, written once over the per-target primitives in `arch`.
 
 mod amo;
+mod remote;
 mod rma;
 mod signal;
 mod sync;
@@ -43,19 +44,37 @@ pub unsafe fn ptr<T>(sym: *const T, pe: u32) -> *mut T {
     (base + (sym as u64 - st.heap_base)) as *mut T
 }
 
-/// Like [`ptr`], but fails the kernel visibly (error word + trap on the GPU, a panic on
-/// the CPU executor) when `pe` does not exist or has no P2P path. Requests to PEs without
-/// a P2P path will go to the proxy channel once a remote transport exists; until then they
-/// must never be dropped silently.
+/// How an operation reaches its target PE.
+pub(crate) enum Route<T> {
+    /// Through this P2P pointer.
+    Direct(*mut T),
+    /// Through the proxy channel, at this heap offset on the target.
+    Proxy(u64),
+}
+
+/// The route of an operation on symmetric address `sym` of `pe`: its P2P pointer, or the
+/// proxy channel when `pe` has no P2P path and the PE has one. Fails the kernel visibly
+/// (error word + trap on the GPU, a panic on the CPU executor) when `pe` does not exist or
+/// cannot be reached at all: requests are never dropped silently.
 #[inline(always)]
-pub(crate) unsafe fn peer<T>(sym: *const T, pe: u32) -> *mut T {
+pub(crate) unsafe fn route<T>(sym: *const T, pe: u32) -> Route<T> {
     if pe >= n_pes() {
         arch::fail(error_code::INVALID_PE, pe);
     }
     // SAFETY: `pe < n_pes` was just checked; the caller guarantees `sym` is symmetric.
     let p = unsafe { ptr(sym, pe) };
-    if p.is_null() {
+    if !p.is_null() {
+        return Route::Direct(p);
+    }
+    let st = arch::state();
+    if st.proxy == 0 {
         arch::fail(error_code::UNREACHABLE_PE, pe);
     }
-    p
+    Route::Proxy(sym as u64 - st.heap_base)
+}
+
+/// Whether this PE has a proxy channel (so `fence`/`quiet` must also cover it).
+#[inline(always)]
+pub(crate) fn has_proxy() -> bool {
+    arch::state().proxy != 0
 }

@@ -6,8 +6,96 @@
 //! GPU makes neighbouring lanes touch neighbouring addresses) and end with the group's
 //! barrier, so the whole copy is done when any member returns. The `_nbi` forms are the
 //! same on P2P paths (nothing is left in flight); `quiet` is their portable completion.
+//!
+//! To a PE without a P2P path the transfer goes through the proxy channel
+//! ([`super::remote`]): one request per call (group forms: one request, from the group's
+//! first thread), waited for unless `_nbi`.
 
-use super::{lane_id, peer, sync_threads, sync_warp, thread_rank, warp_width};
+use super::{lane_id, remote, route, sync_threads, sync_warp, thread_rank, warp_width, Route};
+
+/// Which threads of a group an operation runs on.
+#[derive(Clone, Copy)]
+pub(crate) enum Group {
+    /// One thread.
+    Thread,
+    /// A warp: lanes split a P2P copy, lane 0 submits a proxy request.
+    Warp,
+    /// A block: threads split a P2P copy, thread 0 submits a proxy request.
+    Block,
+}
+
+impl Group {
+    /// (this thread's first element, stride, whether this thread submits proxy requests).
+    #[inline(always)]
+    fn split(self) -> (usize, usize, bool) {
+        match self {
+            Group::Thread => (0, 1, true),
+            Group::Warp => (lane_id() as usize, warp_width() as usize, lane_id() == 0),
+            Group::Block => {
+                let r = thread_rank() as usize;
+                (r, super::block_dim().volume() as usize, r == 0)
+            }
+        }
+    }
+
+    /// The group's barrier (none for one thread).
+    #[inline(always)]
+    fn sync(self) {
+        match self {
+            Group::Thread => {}
+            Group::Warp => sync_warp(),
+            Group::Block => sync_threads(),
+        }
+    }
+}
+
+/// A put by `group`, through P2P or the proxy.
+#[inline(always)]
+pub(crate) unsafe fn put_group<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    pe: u32,
+    group: Group,
+    nbi: bool,
+) {
+    let (first, stride, leader) = group.split();
+    // SAFETY: caller contract.
+    match unsafe { route(dest, pe) } {
+        // SAFETY: caller contract: both ranges hold `nelems` elements.
+        Route::Direct(d) => unsafe { copy_strided(d, src, nelems, first, stride) },
+        Route::Proxy(off) if leader => {
+            let len = (nelems * core::mem::size_of::<T>()) as u64;
+            remote::put(pe, off, src as u64, len, nbi)
+        }
+        Route::Proxy(_) => {}
+    }
+    group.sync();
+}
+
+/// A get by `group`, through P2P or the proxy.
+#[inline(always)]
+pub(crate) unsafe fn get_group<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    pe: u32,
+    group: Group,
+    nbi: bool,
+) {
+    let (first, stride, leader) = group.split();
+    // SAFETY: caller contract.
+    match unsafe { route(src, pe) } {
+        // SAFETY: caller contract: both ranges hold `nelems` elements.
+        Route::Direct(s) => unsafe { copy_strided(dest, s.cast_const(), nelems, first, stride) },
+        Route::Proxy(off) if leader => {
+            let len = (nelems * core::mem::size_of::<T>()) as u64;
+            remote::get(pe, dest as u64, off, len, nbi)
+        }
+        Route::Proxy(_) => {}
+    }
+    group.sync();
+}
 
 /// Copies elements `first, first + stride, …` below `n`.
 #[inline(always)]
@@ -28,7 +116,7 @@ unsafe fn copy_strided<T: Copy>(dst: *mut T, src: *const T, n: usize, first: usi
 #[inline(always)]
 pub unsafe fn put<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { copy_strided(peer(dest, pe), src, nelems, 0, 1) }
+    unsafe { put_group(dest, src, nelems, pe, Group::Thread, false) }
 }
 
 /// Copies `nelems` elements from symmetric `src` on `pe` to local `dest` (`nvshmem_get`).
@@ -39,7 +127,7 @@ pub unsafe fn put<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) 
 #[inline(always)]
 pub unsafe fn get<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { copy_strided(dest, peer(src, pe), nelems, 0, 1) }
+    unsafe { get_group(dest, src, nelems, pe, Group::Thread, false) }
 }
 
 /// Non-blocking [`put`] (`nvshmem_put_nbi`); complete after `quiet`.
@@ -49,7 +137,7 @@ pub unsafe fn get<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) 
 #[inline(always)]
 pub unsafe fn put_nbi<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { put(dest, src, nelems, pe) }
+    unsafe { put_group(dest, src, nelems, pe, Group::Thread, true) }
 }
 
 /// Non-blocking [`get`] (`nvshmem_get_nbi`); complete after `quiet`.
@@ -59,7 +147,7 @@ pub unsafe fn put_nbi<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u
 #[inline(always)]
 pub unsafe fn get_nbi<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { get(dest, src, nelems, pe) }
+    unsafe { get_group(dest, src, nelems, pe, Group::Thread, true) }
 }
 
 /// Stores one element to symmetric `dest` on `pe` (`nvshmem_p`).
@@ -70,7 +158,19 @@ pub unsafe fn get_nbi<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u
 pub unsafe fn p<T: Copy>(dest: *mut T, value: T, pe: u32) {
     use core::mem::{align_of, size_of, transmute_copy};
     // SAFETY: caller contract.
-    let d = unsafe { peer(dest, pe) };
+    let d = match unsafe { route(dest, pe) } {
+        Route::Direct(d) => d,
+        Route::Proxy(off) if size_of::<T>() <= 8 => {
+            let mut bits = [0u8; 8];
+            // SAFETY: `T` fits in the 8 bytes.
+            unsafe { bits.as_mut_ptr().cast::<T>().write_unaligned(value) };
+            return remote::p(pe, off, u64::from_le_bytes(bits), size_of::<T>() as u64);
+        }
+        Route::Proxy(off) => {
+            let len = size_of::<T>() as u64;
+            return remote::put(pe, off, &value as *const T as u64, len, false);
+        }
+    };
     // A 4- or 8-byte element is stored with one system-scope strong store, so the
     // "put data; fence; p(flag)" idiom publishes the data (as NVSHMEM's volatile store
     // does); a weak store could become visible out of the fence's order.
@@ -93,8 +193,24 @@ pub unsafe fn p<T: Copy>(dest: *mut T, value: T, pe: u32) {
 /// `src` must be a symmetric address of a `T`.
 #[inline(always)]
 pub unsafe fn g<T: Copy>(src: *const T, pe: u32) -> T {
+    use core::mem::{size_of, MaybeUninit};
     // SAFETY: caller contract.
-    unsafe { peer(src, pe).read() }
+    match unsafe { route(src, pe) } {
+        // SAFETY: caller contract.
+        Route::Direct(s) => unsafe { s.read() },
+        Route::Proxy(off) if size_of::<T>() <= 8 => {
+            let bits = remote::g(pe, off, size_of::<T>() as u64).to_le_bytes();
+            // SAFETY: the proxy returned the `size_of::<T>()` bytes of a `T`.
+            unsafe { bits.as_ptr().cast::<T>().read_unaligned() }
+        }
+        Route::Proxy(off) => {
+            // A larger `T` goes by address, which only a CPU PE's proxy can write.
+            let mut v = MaybeUninit::<T>::uninit();
+            remote::get(pe, v.as_mut_ptr() as u64, off, size_of::<T>() as u64, false);
+            // SAFETY: the blocking get wrote the whole value.
+            unsafe { v.assume_init() }
+        }
+    }
 }
 
 /// [`put`] by a whole warp (`nvshmemx_put_warp`).
@@ -104,16 +220,7 @@ pub unsafe fn g<T: Copy>(src: *const T, pe: u32) -> T {
 #[inline(always)]
 pub unsafe fn put_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe {
-        copy_strided(
-            peer(dest, pe),
-            src,
-            nelems,
-            lane_id() as usize,
-            warp_width() as usize,
-        )
-    };
-    sync_warp();
+    unsafe { put_group(dest, src, nelems, pe, Group::Warp, false) }
 }
 
 /// [`get`] by a whole warp (`nvshmemx_get_warp`).
@@ -123,16 +230,7 @@ pub unsafe fn put_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: 
 #[inline(always)]
 pub unsafe fn get_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe {
-        copy_strided(
-            dest,
-            peer(src, pe),
-            nelems,
-            lane_id() as usize,
-            warp_width() as usize,
-        )
-    };
-    sync_warp();
+    unsafe { get_group(dest, src, nelems, pe, Group::Warp, false) }
 }
 
 /// [`put`] by a whole block (`nvshmemx_put_block`).
@@ -141,10 +239,8 @@ pub unsafe fn get_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: 
 /// As [`put`]; every thread of the block must call it with the same arguments.
 #[inline(always)]
 pub unsafe fn put_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
-    let threads = super::block_dim().volume() as usize;
     // SAFETY: caller contract.
-    unsafe { copy_strided(peer(dest, pe), src, nelems, thread_rank() as usize, threads) };
-    sync_threads();
+    unsafe { put_group(dest, src, nelems, pe, Group::Block, false) }
 }
 
 /// [`get`] by a whole block (`nvshmemx_get_block`).
@@ -153,10 +249,8 @@ pub unsafe fn put_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe:
 /// As [`get`]; every thread of the block must call it with the same arguments.
 #[inline(always)]
 pub unsafe fn get_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
-    let threads = super::block_dim().volume() as usize;
     // SAFETY: caller contract.
-    unsafe { copy_strided(dest, peer(src, pe), nelems, thread_rank() as usize, threads) };
-    sync_threads();
+    unsafe { get_group(dest, src, nelems, pe, Group::Block, false) }
 }
 
 /// Non-blocking [`put_warp`] (`nvshmemx_put_nbi_warp`).
@@ -166,7 +260,7 @@ pub unsafe fn get_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe:
 #[inline(always)]
 pub unsafe fn put_nbi_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { put_warp(dest, src, nelems, pe) }
+    unsafe { put_group(dest, src, nelems, pe, Group::Warp, true) }
 }
 
 /// Non-blocking [`get_warp`] (`nvshmemx_get_nbi_warp`).
@@ -176,7 +270,7 @@ pub unsafe fn put_nbi_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, 
 #[inline(always)]
 pub unsafe fn get_nbi_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { get_warp(dest, src, nelems, pe) }
+    unsafe { get_group(dest, src, nelems, pe, Group::Warp, true) }
 }
 
 /// Non-blocking [`put_block`] (`nvshmemx_put_nbi_block`).
@@ -186,7 +280,7 @@ pub unsafe fn get_nbi_warp<T: Copy>(dest: *mut T, src: *const T, nelems: usize, 
 #[inline(always)]
 pub unsafe fn put_nbi_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { put_block(dest, src, nelems, pe) }
+    unsafe { put_group(dest, src, nelems, pe, Group::Block, true) }
 }
 
 /// Non-blocking [`get_block`] (`nvshmemx_get_nbi_block`).
@@ -196,5 +290,5 @@ pub unsafe fn put_nbi_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize,
 #[inline(always)]
 pub unsafe fn get_nbi_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
-    unsafe { get_block(dest, src, nelems, pe) }
+    unsafe { get_group(dest, src, nelems, pe, Group::Block, true) }
 }

@@ -5,8 +5,14 @@
 //! the group, ordered under the signalling thread by the group barrier) are followed by
 //! `fence.sc.sys`, then a release store or release add of the signal. Waits spin on
 //! acquire loads at system scope, so the data is visible once the signal is.
+//!
+//! To a PE without a P2P path, the data and then the signal are two requests from the same
+//! thread in the proxy ring; the proxy issues them in order on one ordered path (one
+//! socket connection, applied in order by the target), so the signal still follows the
+//! data. The `_nbi` forms do not wait for the proxy to read the source.
 
-use super::{lane_id, peer, put, put_block, put_warp, thread_rank, DeviceInt};
+use super::rma::{put_group, Group};
+use super::{lane_id, remote, route, thread_rank, DeviceInt, Route};
 use crate::{arch, Cmp, SignalOp};
 
 /// Updates the signal word `sig` on `pe`, after a system-scope fence that orders every
@@ -14,7 +20,10 @@ use crate::{arch, Cmp, SignalOp};
 #[inline(always)]
 unsafe fn signal_after_fence(sig: *mut u64, signal: u64, op: SignalOp, pe: u32) {
     // SAFETY: caller contract: `sig` is a symmetric u64.
-    let s = unsafe { peer(sig, pe) };
+    let s = match unsafe { route(sig, pe) } {
+        Route::Direct(s) => s,
+        Route::Proxy(off) => return remote::signal(pe, off, op, signal),
+    };
     arch::fence_sys();
     match op {
         // SAFETY: `s` is valid and aligned.
@@ -41,7 +50,7 @@ pub unsafe fn put_signal<T: Copy>(
 ) {
     // SAFETY: caller contract.
     unsafe {
-        put(dest, src, nelems, pe);
+        put_group(dest, src, nelems, pe, Group::Thread, false);
         signal_after_fence(sig, signal, op, pe);
     }
 }
@@ -61,7 +70,10 @@ pub unsafe fn put_signal_nbi<T: Copy>(
     pe: u32,
 ) {
     // SAFETY: caller contract.
-    unsafe { put_signal(dest, src, nelems, sig, signal, op, pe) }
+    unsafe {
+        put_group(dest, src, nelems, pe, Group::Thread, true);
+        signal_after_fence(sig, signal, op, pe);
+    }
 }
 
 /// [`put_signal`] by a whole warp: lanes split the copy, lane 0 signals after the warp
@@ -79,9 +91,9 @@ pub unsafe fn put_signal_warp<T: Copy>(
     op: SignalOp,
     pe: u32,
 ) {
-    // SAFETY: caller contract; `put_warp` ends with the warp barrier.
+    // SAFETY: caller contract; `put_group` ends with the group's barrier.
     unsafe {
-        put_warp(dest, src, nelems, pe);
+        put_group(dest, src, nelems, pe, Group::Warp, false);
         if lane_id() == 0 {
             signal_after_fence(sig, signal, op, pe);
         }
@@ -103,9 +115,9 @@ pub unsafe fn put_signal_block<T: Copy>(
     op: SignalOp,
     pe: u32,
 ) {
-    // SAFETY: caller contract; `put_block` ends with the block barrier.
+    // SAFETY: caller contract; `put_group` ends with the group's barrier.
     unsafe {
-        put_block(dest, src, nelems, pe);
+        put_group(dest, src, nelems, pe, Group::Block, false);
         if thread_rank() == 0 {
             signal_after_fence(sig, signal, op, pe);
         }
@@ -126,8 +138,13 @@ pub unsafe fn put_signal_nbi_warp<T: Copy>(
     op: SignalOp,
     pe: u32,
 ) {
-    // SAFETY: caller contract.
-    unsafe { put_signal_warp(dest, src, nelems, sig, signal, op, pe) }
+    // SAFETY: caller contract; `put_group` ends with the group's barrier.
+    unsafe {
+        put_group(dest, src, nelems, pe, Group::Warp, true);
+        if lane_id() == 0 {
+            signal_after_fence(sig, signal, op, pe);
+        }
+    }
 }
 
 /// Non-blocking [`put_signal_block`] (`nvshmemx_put_signal_nbi_block`).
@@ -144,8 +161,13 @@ pub unsafe fn put_signal_nbi_block<T: Copy>(
     op: SignalOp,
     pe: u32,
 ) {
-    // SAFETY: caller contract.
-    unsafe { put_signal_block(dest, src, nelems, sig, signal, op, pe) }
+    // SAFETY: caller contract; `put_group` ends with the group's barrier.
+    unsafe {
+        put_group(dest, src, nelems, pe, Group::Block, true);
+        if thread_rank() == 0 {
+            signal_after_fence(sig, signal, op, pe);
+        }
+    }
 }
 
 /// Updates the signal `sig` on `pe` without data (`nvshmemx_signal_op`).

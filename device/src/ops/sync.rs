@@ -7,25 +7,35 @@
 //! host's barrier flags so host and device barriers never mix epochs. The epoch counter
 //! lives in this PE's heap, so successive launches continue the sequence.
 
-use super::{peer, sync_threads, thread_rank};
+use super::{has_proxy, remote, route, sync_threads, thread_rank, Route};
 use crate::arch;
+use crate::SignalOp;
 
 /// Bytes between two rounds' flags: one cache line each.
 const FLAG_STRIDE: u64 = 64;
 
 /// Orders this PE's puts, AMOs and signals to each PE (`nvshmem_fence`). A flag published
 /// after it must be a strong store: `p` of a 4- or 8-byte value, `atomic_set`,
-/// `signal_op` or `put_signal` (not a multi-element `put`).
+/// `signal_op` or `put_signal` (not a multi-element `put`). With a proxy channel it also
+/// orders this PE's proxy requests (a Fence request in the ring).
 #[inline(always)]
 pub fn fence() {
     arch::fence_sys();
+    if has_proxy() {
+        remote::fence();
+    }
 }
 
 /// Completes every earlier put, get, AMO and signal of this thread (`nvshmem_quiet`).
-/// On P2P paths they are complete already; the fence makes them visible system-wide.
+/// On P2P paths they are complete already; the fence makes them visible system-wide. With
+/// a proxy channel it also waits until the proxy has completed every earlier request of
+/// this PE on the transport.
 #[inline(always)]
 pub fn quiet() {
     arch::fence_sys();
+    if has_proxy() {
+        remote::quiet();
+    }
 }
 
 /// Waits until every PE has called `sync_all` (`nvshmem_sync_all`). One thread per PE.
@@ -43,10 +53,14 @@ pub fn sync_all() {
         let to = (me + dist) % n;
         let flag_off = st.barrier_off + round * FLAG_STRIDE;
         let mine = (st.heap_base + flag_off) as *mut u64;
-        // SAFETY: barrier flags are reserved, aligned u64s in every PE's heap; `peer`
-        // fails visibly when `to` has no P2P path. Release publishes this PE's earlier
-        // writes (and, transitively, what it learned in earlier rounds) to `to`.
-        unsafe { arch::store_release_u64(peer(mine, to), epoch) };
+        // SAFETY: barrier flags are reserved, aligned u64s in every PE's heap; `route`
+        // fails visibly when `to` cannot be reached. Release publishes this PE's earlier
+        // writes (and, transitively, what it learned in earlier rounds) to `to`; through
+        // the proxy, the flag is a signal Set ordered after this PE's earlier requests.
+        match unsafe { route(mine, to) } {
+            Route::Direct(p) => unsafe { arch::store_release_u64(p, epoch) },
+            Route::Proxy(off) => remote::signal(to, off, SignalOp::Set, epoch),
+        }
         let mut backoff = arch::Backoff::new();
         // SAFETY: `mine` is this PE's own flag for this round.
         while unsafe { arch::load_acquire_u64(mine) } < epoch {

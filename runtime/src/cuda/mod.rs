@@ -497,7 +497,8 @@ pub(crate) fn describe_error_word(w: u64) -> String {
     use symmem_device::state::error_code::*;
     let (code, pe) = (w as u32, (w >> 32) as u32);
     match code {
-        UNREACHABLE_PE => format!("a device operation targeted PE {pe}, which has no P2P path from this GPU (and remote transports do not exist yet)"),
+        UNREACHABLE_PE => format!("a device operation targeted PE {pe}, which has no P2P path from this GPU (and GPU PEs have no proxy channel yet)"),
+        PROXY_FAILED => format!("the proxy channel failed issuing a device operation to PE {pe} on the remote transport"),
         INVALID_PE => format!("a device operation named PE {pe}, which does not exist"),
         NOT_INITIALIZED => "a device operation ran before SYMMEM_DEVICE_STATE was filled (launch through Runtime::launch)".into(),
         c => format!("device error code {c} (PE {pe})"),

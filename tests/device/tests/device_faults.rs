@@ -82,6 +82,26 @@ fn kernel_waiting_for_a_killed_pe_fails_4_pes() {
     kill_in_wait(4);
 }
 
+/// A device `g` through the proxy channel to a PE of another node that was killed fails
+/// the launch naming that PE, the op and the transport, within the deadline: the proxy
+/// thread marks its ring failed and the waiting kernel thread sees it (no hang).
+#[test]
+fn device_op_through_the_proxy_to_a_killed_pe_fails_naming_it() {
+    let job =
+        common::run_self_launched_with_env(2, "kill_remote", &[("SYMMEM_SIMULATE_NODES", "2")]);
+    if job.status.code() != Some(137) {
+        job.fail("want exit status 137 (SIGKILL of the victim)");
+    }
+    let errors = job.lines_with("ERROR after");
+    let needle = "kernel failed on PE 0 in block (0, 0, 0) thread (0, 0, 0): symmem device: PE 0's proxy channel failed issuing a request to PE 1 on the remote transport (PE 0's proxy thread: device-initiated get to PE 1 failed on the socket transport:";
+    if errors.len() != 1 || !errors[0].contains(needle) {
+        job.fail(&format!("want one error line with {needle:?}"));
+    }
+    if job.elapsed >= Duration::from_secs(20) {
+        job.fail("the failure took too long to detect");
+    }
+}
+
 /// Threads that return before their siblings' `sync_threads` count as arrived: the
 /// launch completes instead of hanging.
 #[test]

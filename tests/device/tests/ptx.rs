@@ -91,7 +91,9 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
             "{what}: volatile access instead of acquire/release: {line}"
         );
     }
-    for (name, body) in functions(text) {
+    let funcs = functions(text);
+    check_proxy_path(&funcs, &what, crate_dir.ends_with("tests/kernels"));
+    for (name, body) in funcs {
         let mut signals = 0;
         for (i, line) in body.iter().enumerate() {
             // A release add is only ever a signal; a release store is one in put_signal
@@ -121,6 +123,36 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
             );
         }
     }
+}
+
+/// The proxy ring's producer (`ops::remote::submit`, kept out of line) takes its ticket
+/// with `atom.acq_rel.sys.add.u64`, waits for its slot and result with
+/// `ld.acquire.sys.u64` and publishes with `st.release.sys.u64`: the host's proxy thread
+/// observes the ring at system scope. `required`: the crate's kernels use remote ops, so
+/// the path must be there.
+fn check_proxy_path(funcs: &[(String, Vec<&str>)], what: &str, required: bool) {
+    let mut found = false;
+    // Definitions only: a forward declaration's "body" is its parameter list.
+    let definitions = funcs
+        .iter()
+        .filter(|(n, b)| n.contains("remote6submit") && b.contains(&"{"));
+    for (name, body) in definitions {
+        found = true;
+        for needed in [
+            "atom.acq_rel.sys.add.u64",
+            "ld.acquire.sys.u64",
+            "st.release.sys.u64",
+        ] {
+            assert!(
+                body.iter().any(|l| l.starts_with(needed)),
+                "{what}: the proxy producer {name} has no {needed}"
+            );
+        }
+    }
+    assert!(
+        found || !required,
+        "{what}: no proxy producer (ops::remote::submit) in the PTX"
+    );
 }
 
 fn fake_ptx(body: &str) -> Ptx {

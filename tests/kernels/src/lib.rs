@@ -19,6 +19,7 @@ pub static PTX: symmem_device::EmbeddedPtx = symmem_device::embedded_ptx!();
 pub mod amo;
 pub mod failure;
 pub mod pipeline;
+pub mod proxy;
 pub mod ring;
 pub mod rma;
 pub mod signal;
@@ -58,6 +59,7 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     failure::remote_op::KERNEL.info(),
     failure::wait_forever::KERNEL.info(),
     failure::early_exit_sync::KERNEL.info(),
+    proxy::proxy_flood::KERNEL.info(),
     pipeline::pipe_produce::KERNEL.info(),
     pipeline::pipe_consume::KERNEL.info(),
     pipeline::stream_consume::KERNEL.info(),

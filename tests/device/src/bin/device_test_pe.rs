@@ -56,6 +56,8 @@ const SCENARIOS: &[(&str, Scenario, bool)] = &[
     ("identity", ring::identity, GPU),
     // Asserts `KernelFailed` naming block and thread: a CPU-executor error (a GPU traps).
     ("two_nodes", ring::two_nodes, CPU_ONLY),
+    // Needs SYMMEM_SIMULATE_NODES=2 (remote partners); GPU PEs have no proxy channel yet.
+    ("proxy_flood", ring::proxy_flood, CPU_ONLY),
     ("rma", rma::rma, GPU),
     ("put_signal", signal::put_signal, GPU),
     ("signal_cmp", signal::signal_cmp, GPU),
@@ -75,6 +77,8 @@ const SCENARIOS: &[(&str, Scenario, bool)] = &[
     // Host atomics and waits on the heap, and `KernelFailed` naming the dead PE.
     ("kill_in_wait", failure::kill_in_wait, CPU_ONLY),
     ("early_exit", failure::early_exit, GPU),
+    // A device `g` through the proxy to a killed PE of another node (2 simulated nodes).
+    ("kill_remote", failure::kill_remote, CPU_ONLY),
 ];
 
 /// The environment variable with the number of PEs the job must have.

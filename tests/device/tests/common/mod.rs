@@ -27,12 +27,22 @@ pub fn run_self_launched(n: usize, scenario: &str) -> Job {
     run_with(&Launcher::SelfLaunch, n, scenario)
 }
 
+/// [`run_self_launched`] with extra environment `env`.
+pub fn run_self_launched_with_env(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    run_env(&Launcher::SelfLaunch, n, scenario, env)
+}
+
 fn run_with(launcher: &Launcher, n: usize, scenario: &str) -> Job {
-    run_job(
-        launcher,
-        n,
-        PE_PROGRAM,
-        &[scenario],
-        &[("SYMMEM_TIMEOUT", WAIT_LIMIT)],
-    )
+    run_env(launcher, n, scenario, &[])
+}
+
+/// Runs `scenario` on `n` PEs with the chosen launcher and extra environment `env`.
+pub fn run_with_env(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    run_env(&Launcher::from_env(Launcher::SelfLaunch), n, scenario, env)
+}
+
+fn run_env(launcher: &Launcher, n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    let mut all = vec![("SYMMEM_TIMEOUT", WAIT_LIMIT)];
+    all.extend_from_slice(env);
+    run_job(launcher, n, PE_PROGRAM, &[scenario], &all)
 }

@@ -99,6 +99,45 @@ pub fn kill_in_wait(rt: &Runtime) -> Outcome {
     std::process::exit(3);
 }
 
+/// On 2 nodes of 1 PE (`SYMMEM_SIMULATE_NODES=2`): PE 1 kills itself (SIGKILL) once PE 0
+/// is ready; PE 0 then launches kernels whose one thread does `g` from PE 1 through the
+/// proxy channel until one fails. The launch must fail (within the deadline, no hang) with
+/// an error naming PE 1; PE 0 prints `ERROR after …: …` and exits 3.
+pub fn kill_remote(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let victim = n - 1;
+    let buf = rt.calloc::<u64>(2).map_err(e2s)?;
+    let ready = rt.calloc::<u64>(1).map_err(e2s)?;
+    if me == victim {
+        rt.wait_until(ready.at(0), symmem::Cmp::Ge, n as u64 - 1)
+            .map_err(e2s)?;
+        // SAFETY: raising a signal on our own process; nothing runs after it.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    ensure(rt.ptr(&buf, victim).map_err(e2s)?.is_none(), || {
+        format!("PE {victim} must be on another node (SYMMEM_SIMULATE_NODES={n})")
+    })?;
+    let b = sym(rt, &buf)?;
+    rt.atomic_inc(ready.at(0), victim).map_err(e2s)?;
+    let start = Instant::now();
+    loop {
+        // Op 3: `g` from PE `victim`, by thread 0 of a 1-thread launch.
+        // SAFETY: `b` is a symmetric address of 2 u64s.
+        let r = unsafe { rt.launch(&m, k::remote_op::KERNEL, 1, 1, (b, 3, victim as u32, 0)) };
+        let took = start.elapsed();
+        ensure(took < FAIL_WITHIN, || {
+            format!("g from the dead PE {victim} did not fail within {took:?}")
+        })?;
+        if r.is_err() {
+            let needle = format!("PE {victim}");
+            let text = expect_kernel_failed(rt, r, (0, 0, 0), (0, 0, 0), &[&needle])?;
+            println!("ERROR after {took:?}: {text}");
+            std::process::exit(3);
+        }
+    }
+}
+
 /// Thread 0 of every block returns before the others call `sync_threads` and `sync_warp`:
 /// the exited thread counts as arrived (on the GPU as on the CPU executor, where `launch`
 /// reuses the threads for its 3 blocks), so `launch` and `launch_cooperative` complete,

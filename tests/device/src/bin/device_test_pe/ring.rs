@@ -2,7 +2,7 @@
 //! split into two nodes, where device operations on the other node fail the launch.
 
 use symmem::Runtime;
-use symmem_test_kernels::{failure as kf, pattern, ring as k, PTX};
+use symmem_test_kernels::{failure as kf, pattern, proxy as kp, ring as k, PTX};
 
 use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, sym_from, Outcome};
 
@@ -124,9 +124,9 @@ pub fn split_into_two_nodes() -> Outcome {
 }
 
 /// On two nodes (see [`split_into_two_nodes`]): `ptr` is null exactly for the other
-/// node's PEs, and every kind of device operation on such a PE, or on a PE that does not
-/// exist, fails the launch with `KernelFailed` naming the thread that issued it, its block
-/// and the PE, without touching memory.
+/// node's PEs. Every kind of device operation on a PE that does not exist fails the launch
+/// with `KernelFailed` naming the thread that issued it, its block and the PE, without
+/// touching memory; on the other node's PEs it goes through the proxy channel and succeeds.
 pub fn two_nodes(rt: &Runtime) -> Outcome {
     let (me, n, per_node) = (rt.my_pe(), rt.n_pes(), per_node()?);
     let unreachable = check_identity(rt)?;
@@ -141,27 +141,15 @@ pub fn two_nodes(rt: &Runtime) -> Outcome {
     let b = sym(rt, &buf)?;
     let other = want[0];
     for op in 0..kf::REMOTE_OPS {
-        for (pe, needle) in [
-            (other, format!("PE {other} is not reachable from PE {me}")),
-            (n, format!("PE {n} does not exist")),
-        ] {
-            // Thread 37 of block 1 (a 2 × 64 grid) issues the operation.
-            // SAFETY: `b` is a symmetric address of 2 u64s; the failing operation is
-            // refused before it touches memory.
-            let r = unsafe {
-                rt.launch(
-                    &m,
-                    kf::remote_op::KERNEL,
-                    2,
-                    64,
-                    (b, op, pe as u32, 64 + 37),
-                )
-            };
-            let text = expect_kernel_failed(rt, r, (1, 0, 0), (37, 0, 0), &[&needle])
-                .map_err(|e| format!("op {op} on PE {pe}: {e}"))?;
-            if op == 0 {
-                println!("ERROR (expected): {text}");
-            }
+        let needle = format!("PE {n} does not exist");
+        // Thread 37 of block 1 (a 2 × 64 grid) issues the operation.
+        // SAFETY: `b` is a symmetric address of 2 u64s; the failing operation is
+        // refused before it touches memory.
+        let r = unsafe { rt.launch(&m, kf::remote_op::KERNEL, 2, 64, (b, op, n as u32, 64 + 37)) };
+        let text = expect_kernel_failed(rt, r, (1, 0, 0), (37, 0, 0), &[&needle])
+            .map_err(|e| format!("op {op} on PE {n}: {e}"))?;
+        if op == 0 {
+            println!("ERROR (expected): {text}");
         }
     }
     check_eq(
@@ -170,5 +158,77 @@ pub fn two_nodes(rt: &Runtime) -> Outcome {
         &[0, 0],
     )?;
     rt.barrier_all().map_err(e2s)?;
+    for op in 0..kf::REMOTE_OPS {
+        // SAFETY: as above; the other node's PE is reached through the proxy channel.
+        unsafe {
+            rt.launch(
+                &m,
+                kf::remote_op::KERNEL,
+                2,
+                64,
+                (b, op, other as u32, 64 + 37),
+            )
+        }
+        .map_err(|e| format!("op {op} on PE {other} through the proxy: {e}"))?;
+    }
+    rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)
+}
+
+/// Threads of the flood: 2 blocks of 64.
+const FLOOD_GRID: u32 = 2;
+const FLOOD_BLOCK: u32 = 64;
+/// `p`s per thread.
+const FLOOD_ROUNDS: u32 = 16;
+
+/// Every thread of every PE stores `FLOOD_ROUNDS` values with `p` to its partner on the
+/// other node (PE `me + n/2`), through the proxy channel; run with a tiny ring
+/// (`SYMMEM_PROXY_SLOTS`) so threads wait for slots. Every value and the count of
+/// finished threads arrive.
+pub fn proxy_flood(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let partner = (me + n / 2) % n;
+    let threads = (FLOOD_GRID * FLOOD_BLOCK) as usize;
+    let per_pe = threads * FLOOD_ROUNDS as usize;
+    let dst = rt.calloc::<u64>(n * per_pe).map_err(e2s)?;
+    let count = rt.calloc::<u64>(1).map_err(e2s)?;
+    ensure(rt.ptr(&count, partner).map_err(e2s)?.is_none(), || {
+        format!("PE {partner} must be on the other node (run with SYMMEM_SIMULATE_NODES=2)")
+    })?;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let (d, c) = (sym(rt, &dst)?, sym(rt, &count)?);
+    rt.barrier_all().map_err(e2s)?;
+    // SAFETY: `d` holds `n * per_pe` u64s and `c` one, on every PE.
+    unsafe {
+        rt.launch(
+            &m,
+            kp::proxy_flood::KERNEL,
+            FLOOD_GRID,
+            FLOOD_BLOCK,
+            (d, c, partner as u32, FLOOD_ROUNDS),
+        )
+    }
+    .map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    let got = read_all(rt, &dst)?;
+    // The partner's region holds its values; every other region is untouched.
+    let want: Vec<u64> = (0..n * per_pe)
+        .map(|j| {
+            let (from, i) = (j / per_pe, j % per_pe);
+            if from == partner {
+                pattern(from as u32, 7, i)
+            } else {
+                0
+            }
+        })
+        .collect();
+    check_eq("flooded values", &got, &want)?;
+    check_eq(
+        "finished threads",
+        &read_all(rt, &count)?,
+        &[threads as u64],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(count).map_err(e2s)?;
+    rt.free(dst).map_err(e2s)
 }

@@ -1,0 +1,128 @@
+//! The cold path of every device operation to a PE with no P2P pointer: the request goes
+//! through this PE's proxy channel ([`crate::proxy`]) to the proxy thread, which issues it
+//! on the remote transport.
+//!
+//! - Puts and gets carry `local` addresses, which the proxy reads or writes (on CPU PEs
+//!   plain host memory; on GPU PEs the runtime stages them by copy). A blocking put or get
+//!   waits until the proxy has read the source or written the destination; `_nbi` forms
+//!   return once the request is in the ring, and `quiet` completes them.
+//! - `p` and `g` of at most 8 bytes carry the value inline (`local == 0`, the value in
+//!   `value` or the slot's result), so they need no staging on any PE.
+//! - Warp and block forms: one thread (lane 0, thread 0) submits the whole transfer and
+//!   the group barrier follows, so each group transfer is one request.
+//! - A failed channel (the transport failed) fails the kernel with
+//!   [`error_code::PROXY_FAILED`] and the PE of the failed request; the runtime reports
+//!   the transport's error with it.
+
+use crate::proxy::{Failed, Ring};
+use crate::state::error_code;
+use crate::{arch, AmoKind, Request, SignalOp};
+
+/// The PE's ring. Only called when `DeviceState::proxy != 0`.
+#[inline(always)]
+fn ring() -> Ring<'static> {
+    // SAFETY: the runtime points `proxy` at a ring it keeps mapped (and capacity set)
+    // for as long as kernels of this PE can run.
+    unsafe { Ring::from_raw(arch::state().proxy as *mut u8) }
+}
+
+/// Fails the kernel for a failed channel.
+#[cold]
+fn failed(f: Failed) -> ! {
+    arch::fail(error_code::PROXY_FAILED, f.pe)
+}
+
+/// Submits `req`; with `wait`, waits for its completion and returns the result.
+#[inline(never)]
+#[cold]
+pub(crate) fn submit(req: Request, wait: bool) -> u64 {
+    let ring = ring();
+    let mut backoff = arch::Backoff::new();
+    let ticket = match ring.submit(&req, wait, || backoff.snooze()) {
+        Ok(t) => t,
+        Err(f) => failed(f),
+    };
+    if !wait {
+        return 0;
+    }
+    let mut backoff = arch::Backoff::new();
+    match ring.wait_result(ticket, || backoff.snooze()) {
+        Ok(v) => v,
+        Err(f) => failed(f),
+    }
+}
+
+/// A put of `len` bytes from local `src` to heap offset `dst` on `pe`.
+#[inline(always)]
+pub(crate) fn put(pe: u32, dst: u64, src: u64, len: u64, nbi: bool) {
+    if len != 0 {
+        submit(Request::put(pe, dst, src, len), !nbi);
+    }
+}
+
+/// A get of `len` bytes from heap offset `src` on `pe` to local `dst`.
+#[inline(always)]
+pub(crate) fn get(pe: u32, dst: u64, src: u64, len: u64, nbi: bool) {
+    if len != 0 {
+        submit(Request::get(pe, dst, src, len), !nbi);
+    }
+}
+
+/// `p` of a value of `len <= 8` bytes (little-endian in `bits`), inline.
+#[inline(always)]
+pub(crate) fn p(pe: u32, dst: u64, bits: u64, len: u64) {
+    let mut r = Request::put(pe, dst, 0, len);
+    r.value = bits;
+    submit(r, false);
+}
+
+/// `g` of a value of `len <= 8` bytes, returned inline.
+#[inline(always)]
+pub(crate) fn g(pe: u32, src: u64, len: u64) -> u64 {
+    submit(Request::get(pe, 0, src, len), true)
+}
+
+/// An AMO of `width` bytes; waits for (and returns) the old value when `fetch`.
+#[inline(always)]
+pub(crate) fn amo(
+    pe: u32,
+    kind: AmoKind,
+    width: u8,
+    at: u64,
+    value: u64,
+    compare: u64,
+    fetch: bool,
+) -> u64 {
+    submit(
+        Request::amo(pe, kind, width, at, value, compare, fetch as u64),
+        fetch,
+    )
+}
+
+/// A signal update of the u64 at heap offset `sig` on `pe`.
+#[inline(always)]
+pub(crate) fn signal(pe: u32, sig: u64, op: SignalOp, value: u64) {
+    submit(Request::signal(pe, sig, op, value), false);
+}
+
+/// `fence`: orders this PE's earlier proxy requests to each PE before later ones.
+#[inline(always)]
+pub(crate) fn fence() {
+    submit(Request::fence(), false);
+}
+
+/// `quiet`: returns once every earlier proxy request of this PE is complete at its target.
+#[inline(never)]
+#[cold]
+pub(crate) fn quiet() {
+    let ring = ring();
+    let mut backoff = arch::Backoff::new();
+    let ticket = match ring.submit(&Request::quiet(), false, || backoff.snooze()) {
+        Ok(t) => t,
+        Err(f) => failed(f),
+    };
+    let mut backoff = arch::Backoff::new();
+    if let Err(f) = ring.wait_quiet(ticket, || backoff.snooze()) {
+        failed(f)
+    }
+}
