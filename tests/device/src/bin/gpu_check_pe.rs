@@ -299,6 +299,36 @@ fn trap(rt: &Runtime) -> Outcome {
             "PE {other} is on another node but has a direct pointer"
         ));
     }
+    if !rt.is_gpu() {
+        // CPU PEs have a proxy channel: the device op reaches the other node over the
+        // remote transport instead of trapping (GPU PEs have none yet).
+        if me == 0 {
+            // SAFETY: `b` is the symmetric address of 2 u64s; `p` stores 1 into buf[0]
+            // of PE `other`.
+            unsafe {
+                rt.launch(
+                    &module,
+                    kf::remote_op::KERNEL,
+                    1,
+                    32,
+                    (b, 2u32, other as u32, 0u32),
+                )
+            }
+            .map_err(|e| format!("a device p to PE {other} through the proxy: {e}"))?;
+            rt.quiet().map_err(e2s)?;
+        }
+        rt.barrier_all().map_err(e2s)?;
+        let got = rt.g(buf.at(0), me).map_err(e2s)?;
+        let want = if me == 1 { 1 } else { 0 };
+        if got != want {
+            return Err(format!(
+                "PE {me} holds {got} after the proxied p, want {want}"
+            ));
+        }
+        println!("PE {me}: a device p to another node went through the proxy channel");
+        rt.barrier_all().map_err(e2s)?;
+        return rt.free(buf).map_err(e2s);
+    }
     if me != 0 {
         // Only PE 0 traps: under MPS a fatal fault in one client's kernel stops the
         // kernels of every client on the GPU, so a second trapping PE could see its
