@@ -66,6 +66,20 @@ on_1_to_4! {
     errors: "collective_errors";
 }
 
+/// One node with P2P off: every PE reaches the others over the socket transport, so the
+/// reductions take the all-gather algorithm within a node too.
+#[test]
+fn collectives_on_4_pes_without_p2p() {
+    run_ok(
+        4,
+        "collectives",
+        &[
+            ("SYMMEM_DISABLE_P2P", "1"),
+            ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+        ],
+    );
+}
+
 /// A broadcast that the last PE never calls: the others time out under `SYMMEM_TIMEOUT`,
 /// and the missing PE is named by at least one of them.
 fn check_timeout(n: usize, env: &[(&str, &str)]) {

@@ -3,7 +3,7 @@
 //! [`Team::collect`], [`Team::alltoall`], [`Team::reduce`] and [`Team::reducescatter`].
 //!
 //! # Algorithm: direct push between team barriers
-//! Every collective here runs the same steps, on every route:
+//! Broadcast, fcollect, collect and alltoall run the same steps, on every route:
 //! 1. copy this PE's contribution out of its `src` (so `src` and `dest` may be the same
 //!    allocation, which OpenSHMEM allows only for reductions);
 //! 2. the team barrier (*entry*): every member has entered the call, so no member still
@@ -12,22 +12,29 @@
 //! 3. *direct push*: each PE puts its contribution straight into the memory of the PEs
 //!    that need it, starting with its right neighbour in the team so that PEs do not all
 //!    write to the same PE first. Within a node (every member's heap mapped here, that is
-//!    [`Runtime::ptr`] is `Some` for all) a put is a copy of stores through the P2P
+//!    [`crate::Runtime::ptr`] is `Some` for all) a put is a copy of stores through the P2P
 //!    mapping; to a GPU heap a copy by the copy engine; to another node a `put_nbi` over
 //!    the remote transport;
 //! 4. the team barrier (*exit*) after a `quiet`, so every put is complete and visible
 //!    when any member returns.
 //!
-//! Reductions ([`Team::reduce`], [`Team::reducescatter`]) push into the team's scratch in
-//! its slot rather than into `dest`, then each PE combines the team's contributions
-//! itself ("all-gather reduce"): chunk by chunk, `SCRATCH_WORDS` words per PE a chunk, each
-//! PE puts its chunk into every receiving PE's scratch (for `reducescatter` only the block
-//! of that PE), the team barrier, then each receiver reduces the `n` contributions **in
-//! team order** (`((x_0 op x_1) op x_2) ...`) into its `dest`. The two halves of the scratch
-//! alternate: a PE writes half `c % 2` for chunk `c` only after the barrier of chunk `c - 1`,
-//! which every PE enters after reading chunk `c - 2` (the same argument as the team's
-//! exchange buffers). Every receiver combines in the same order, so floating-point results
-//! are the same on every PE and do not depend on timing.
+//! Reductions ([`Team::reduce`], [`Team::reducescatter`]) pick one of two algorithms, the
+//! same on every member since it depends only on where the members are:
+//! - **direct-load reduce**, when every member's heap is mapped here (one node, P2P on):
+//!   the entry barrier, then each PE loads its block of every member's `src` straight from
+//!   that member's heap, combining as it goes, then the exit barrier (which keeps every
+//!   `src` unchanged until all loads are done), and only then writes its `dest`: two
+//!   barriers whatever the size;
+//! - **all-gather reduce** otherwise (members on several nodes, or P2P off): chunk by
+//!   chunk, `SCRATCH_WORDS` words per PE a chunk, each PE puts its chunk into every
+//!   receiving PE's part of the team's scratch in its slot (for `reducescatter`, only
+//!   the block of that PE), the team barrier, then each receiver combines the `n`
+//!   contributions. The two halves of the scratch alternate: a PE writes half `c % 2` for
+//!   chunk `c` only after the barrier of chunk `c - 1`, which every PE enters after reading
+//!   chunk `c - 2` (the same argument as the team's exchange buffers): one barrier a chunk.
+//!
+//! Both combine **in team order** (`((x_0 op x_1) op x_2) ...`), so floating-point results
+//! are the same on every PE and do not depend on timing or on the algorithm.
 //!
 //! # Where this differs from OpenSHMEM 1.5
 //! - Arguments must be the same on every member (as in OpenSHMEM), but unlike a team split
@@ -302,8 +309,7 @@ impl Team<'_> {
         self.fits(OP, "dest", dest, Some(nelems), || {
             format!("nelems {nelems}")
         })?;
-        let data = self.read_src(OP, src, nelems)?;
-        self.reduce_blocks(OP, dest, nelems, |_| &data[..], op)
+        self.reduce_blocks(OP, dest, src, nelems, |_| 0, op)
     }
 
     /// Reduces and scatters: team PE `j` receives in `dest` the combination with `op` of
@@ -327,14 +333,7 @@ impl Team<'_> {
         self.fits(OP, "dest", dest, Some(nelems), || {
             format!("nelems {nelems}")
         })?;
-        let data = self.read_src(OP, src, nelems * n)?;
-        self.reduce_blocks(
-            OP,
-            dest,
-            nelems,
-            |j| &data[j * nelems..(j + 1) * nelems],
-            op,
-        )
+        self.reduce_blocks(OP, dest, src, nelems, |j| j * nelems, op)
     }
 
     /// Fails unless `buf` belongs to this runtime and holds `need` elements (`None`: the
@@ -395,9 +394,70 @@ impl Team<'_> {
         rt.team_sync(op, self)
     }
 
+    /// Whether every member's heap is mapped here ([`crate::Runtime::ptr`] is `Some`):
+    /// the team is within one P2P domain, and the direct-load reduce applies.
+    fn all_mapped(&self) -> Result<bool> {
+        let area = self.rt.team_area();
+        for j in 0..self.n_pes() {
+            if self.rt.ptr(&area, self.members.world(j))?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A reduction of `nelems` elements into `dest`, where team PE `j` combines the blocks
+    /// at element `first(j)` of every PE's `src`: the direct-load reduce when every member
+    /// is mapped here, else the all-gather reduce (see the module docs). `name` names the
+    /// public operation in errors and `_op` is the operator (its type, `O`, is what counts).
+    fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
+        &self,
+        name: &'static str,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        first: impl Fn(usize) -> usize,
+        _op: O,
+    ) -> Result<()> {
+        let rt = self.rt;
+        let n = self.n_pes();
+        let me = rt.my_pe();
+        if self.all_mapped()? {
+            // Direct-load reduce: after the entry barrier every `src` holds its data; this
+            // PE loads its block from each member in team order; the exit barrier keeps
+            // every `src` unchanged until all loads are done, so `dest` (which may be
+            // `src`) is written only after it.
+            rt.team_sync(name, self)?;
+            let at = first(self.my_index);
+            let mut out = vec![T::zeroed(); nelems];
+            let mut got = vec![T::zeroed(); nelems];
+            for i in 0..n {
+                let into = if i == 0 { &mut out } else { &mut got };
+                rt.copy_from(name, src.at(at), into, self.members.world(i))?;
+                if i > 0 {
+                    for (o, g) in out.iter_mut().zip(&got) {
+                        *o = O::apply(*o, *g);
+                    }
+                }
+            }
+            rt.team_sync(name, self)?;
+            return rt.copy_to(name, dest.at(0), &out, me);
+        }
+        let count = (0..n).map(|j| first(j) + nelems).max().unwrap_or(0);
+        let data = self.read_src(name, src, count)?;
+        self.gather_reduce(
+            name,
+            dest,
+            nelems,
+            |j| &data[first(j)..first(j) + nelems],
+            _op,
+        )
+    }
+
     /// The all-gather reduce (see the module docs): `nelems` elements into `dest`, where
-    /// this PE contributes `block(j)` to team PE `j`.
-    fn reduce_blocks<'a, T: Reducible, O: ReduceOp<T>>(
+    /// this PE contributes `block(j)` to team PE `j`; `name` and `_op` as in
+    /// [`Self::reduce_blocks`].
+    fn gather_reduce<'a, T: Reducible, O: ReduceOp<T>>(
         &self,
         name: &'static str,
         dest: &SymBuf<T>,
