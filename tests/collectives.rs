@@ -67,18 +67,24 @@ on_1_to_4! {
 }
 
 /// One node with P2P off: every PE reaches the others over the socket transport, so the
-/// reductions take the all-gather algorithm within a node too.
+/// reductions take the recursive-doubling (4 PEs: world) and the all-gather (3 PEs: world;
+/// reducescatter) algorithms within a node too.
+#[test]
+fn collectives_on_3_pes_without_p2p() {
+    run_ok(3, "collectives", &NO_P2P);
+}
+
+/// See [`collectives_on_3_pes_without_p2p`].
 #[test]
 fn collectives_on_4_pes_without_p2p() {
-    run_ok(
-        4,
-        "collectives",
-        &[
-            ("SYMMEM_DISABLE_P2P", "1"),
-            ("SYMMEM_REMOTE_TRANSPORT", "socket"),
-        ],
-    );
+    run_ok(4, "collectives", &NO_P2P);
 }
+
+/// P2P off: the remote transport within one node.
+const NO_P2P: [(&str, &str); 2] = [
+    ("SYMMEM_DISABLE_P2P", "1"),
+    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+];
 
 /// A broadcast that the last PE never calls: the others time out under `SYMMEM_TIMEOUT`,
 /// and the missing PE is named by at least one of them.

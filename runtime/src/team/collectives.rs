@@ -18,23 +18,33 @@
 //! 4. the team barrier (*exit*) after a `quiet`, so every put is complete and visible
 //!    when any member returns.
 //!
-//! Reductions ([`Team::reduce`], [`Team::reducescatter`]) pick one of two algorithms, the
-//! same on every member since it depends only on where the members are:
+//! Reductions ([`Team::reduce`], [`Team::reducescatter`]) pick one of three algorithms,
+//! the same on every member since the choice depends only on the team's size and where
+//! its members are:
 //! - **direct-load reduce**, when every member's heap is mapped here (one node, P2P on):
 //!   the entry barrier, then each PE loads its block of every member's `src` straight from
 //!   that member's heap, combining as it goes, then the exit barrier (which keeps every
 //!   `src` unchanged until all loads are done), and only then writes its `dest`: two
 //!   barriers whatever the size;
-//! - **all-gather reduce** otherwise (members on several nodes, or P2P off): chunk by
-//!   chunk, `SCRATCH_WORDS` words per PE a chunk, each PE puts its chunk into every
-//!   receiving PE's part of the team's scratch in its slot (for `reducescatter`, only
-//!   the block of that PE), the team barrier, then each receiver combines the `n`
-//!   contributions. The two halves of the scratch alternate: a PE writes half `c % 2` for
-//!   chunk `c` only after the barrier of chunk `c - 1`, which every PE enters after reading
-//!   chunk `c - 2` (the same argument as the team's exchange buffers): one barrier a chunk.
+//! - **recursive-doubling reduce** for [`Team::reduce`] on a team of `2^k` PEs that are
+//!   not all mapped here (several nodes, or P2P off): chunk by chunk (`SCRATCH_WORDS`
+//!   words per chunk), `k` rounds; in round `r` each PE puts its partial result into part
+//!   `r` of team PE `i ^ 2^r`'s scratch, the team barrier, then combines it with its own,
+//!   the lower PE's partial first. After round `r` every PE holds the reduction of its
+//!   aligned group of `2^(r+1)` PEs, so every PE ends with the same tree,
+//!   `((x_0 op x_1) op (x_2 op x_3)) ...`;
+//! - **all-gather reduce** otherwise (other team sizes, and every [`Team::reducescatter`]
+//!   not within one node): chunk by chunk, `SCRATCH_WORDS` words per PE a chunk, each PE
+//!   puts its chunk into every receiving PE's part of the team's scratch (for
+//!   `reducescatter`, only the block of that PE), the team barrier, then each receiver
+//!   combines the `n` contributions in team order, `((x_0 op x_1) op x_2) ...`.
 //!
-//! Both combine **in team order** (`((x_0 op x_1) op x_2) ...`), so floating-point results
-//! are the same on every PE and do not depend on timing or on the algorithm.
+//! The chunked algorithms alternate the two halves of the scratch: a PE writes half
+//! `c % 2` for chunk `c` only after the last barrier of chunk `c - 1`, which every PE enters
+//! after reading chunk `c - 2` (the same argument as the team's exchange buffers). Each
+//! algorithm combines in one fixed order, so floating-point results are the same on every
+//! PE and do not depend on timing; the tree of recursive doubling may round differently
+//! from the team-order fold of the others.
 //!
 //! # Where this differs from OpenSHMEM 1.5
 //! - Arguments must be the same on every member (as in OpenSHMEM), but unlike a team split
@@ -50,8 +60,9 @@
 //! # Not yet
 //! These are the host, blocking forms. The stream-ordered `*_on_stream` forms and the
 //! device (thread, warp, block) forms are not implemented, and the algorithms are the
-//! simple ones above: a tree or ring for large broadcasts across nodes, and recursive
-//! doubling for reductions, are not (see the README).
+//! ones above: a tree or ring for large broadcasts across nodes, recursive halving for
+//! `reducescatter`, and recursive doubling for teams whose size is not a power of two, are
+//! not (see the README).
 
 use std::ops::{BitAnd, BitOr, BitXor};
 
@@ -309,6 +320,11 @@ impl Team<'_> {
         self.fits(OP, "dest", dest, Some(nelems), || {
             format!("nelems {nelems}")
         })?;
+        let n = self.n_pes();
+        if n >= 2 && n.is_power_of_two() && !self.all_mapped()? {
+            let data = self.read_src(OP, src, nelems)?;
+            return self.recursive_doubling(OP, dest, &data, op);
+        }
         self.reduce_blocks(OP, dest, src, nelems, |_| 0, op)
     }
 
@@ -452,6 +468,61 @@ impl Team<'_> {
             |j| &data[first(j)..first(j) + nelems],
             _op,
         )
+    }
+
+    /// The recursive-doubling reduce (see the module docs) of `data` into `dest`, on a team
+    /// of `2^k >= 2` PEs; `name` and `_op` as in [`Self::reduce_blocks`].
+    fn recursive_doubling<T: Reducible, O: ReduceOp<T>>(
+        &self,
+        name: &'static str,
+        dest: &SymBuf<T>,
+        data: &[T],
+        _op: O,
+    ) -> Result<()> {
+        let rt = self.rt;
+        let ts = &rt.teams;
+        let n = self.n_pes();
+        debug_assert!(n >= 2 && n.is_power_of_two());
+        let me = rt.my_pe();
+        let i = self.my_index;
+        let area = rt.team_area();
+        let per = (SCRATCH_WORDS * 8 / std::mem::size_of::<T>()).max(1);
+        rt.team_sync(name, self)?;
+        let mut theirs = vec![T::zeroed(); per];
+        for (c, start) in (0..data.len()).step_by(per).enumerate() {
+            let len = per.min(data.len() - start);
+            let half = c % 2;
+            let mut partial = data[start..start + len].to_vec();
+            // Round r: exchange partials with team PE i ^ 2^r through scratch part r of
+            // the partner's half; the lower PE's partial goes first, so both partners
+            // (and, inductively, every PE) combine the same tree in team order.
+            for r in 0..n.trailing_zeros() as usize {
+                let partner = i ^ (1 << r);
+                rt.putmem(
+                    &area,
+                    ts.scratch(self.slot, half, r) * 8,
+                    bytemuck::cast_slice(&partial),
+                    self.members.world(partner),
+                )?;
+                rt.quiet()?;
+                rt.team_sync(name, self)?;
+                rt.getmem(
+                    &area,
+                    ts.scratch(self.slot, half, r) * 8,
+                    bytemuck::cast_slice_mut(&mut theirs[..len]),
+                    me,
+                )?;
+                for (p, t) in partial.iter_mut().zip(&theirs[..len]) {
+                    *p = if partner < i {
+                        O::apply(*t, *p)
+                    } else {
+                        O::apply(*p, *t)
+                    };
+                }
+            }
+            rt.copy_to(name, dest.at(start), &partial, me)?;
+        }
+        Ok(())
     }
 
     /// The all-gather reduce (see the module docs): `nelems` elements into `dest`, where
