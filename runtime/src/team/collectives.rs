@@ -1,4 +1,4 @@
-//! Collectives on a team from host code (OpenSHMEM 1.5 §9.9, NVSHMEM's `nvshmem_*`
+//! Collectives on a team from host code (OpenSHMEM 1.5 collective routines, NVSHMEM's `nvshmem_*`
 //! collectives with a team argument): [`Team::broadcast`], [`Team::fcollect`],
 //! [`Team::collect`], [`Team::alltoall`], [`Team::reduce`] and [`Team::reducescatter`].
 //!
@@ -167,7 +167,7 @@ reduce_op! {
 
 impl Team<'_> {
     /// Copies `nelems` elements of `src` on team PE `root` into `dest` on every PE of the
-    /// team, the root included (`shmem_broadcast`, OpenSHMEM 1.5 §9.9.7;
+    /// team, the root included (`shmem_broadcast`, OpenSHMEM 1.5;
     /// `nvshmem_broadcast`). Collective over the team; algorithm: direct push by the root
     /// (see the [module docs](self)).
     ///
@@ -205,7 +205,7 @@ impl Team<'_> {
 
     /// Concatenates `nelems` elements of `src` from every PE of the team, in team order,
     /// into `dest` on every PE: team PE `i`'s block lands at `dest[i * nelems..]`
-    /// (`shmem_fcollect`, OpenSHMEM 1.5 §9.9.8; `nvshmem_fcollect`). `dest` must hold
+    /// (`shmem_fcollect`, OpenSHMEM 1.5; `nvshmem_fcollect`). `dest` must hold
     /// `nelems * n_pes()` elements. Collective over the team; algorithm: direct push of each
     /// PE's block to every PE.
     pub fn fcollect<T: Pod>(&self, dest: &SymBuf<T>, src: &SymBuf<T>, nelems: usize) -> Result<()> {
@@ -222,7 +222,7 @@ impl Team<'_> {
 
     /// Concatenates `nelems` elements of `src` from every PE of the team, where `nelems`
     /// may differ between PEs, in team order, into `dest` on every PE (`shmem_collect`,
-    /// OpenSHMEM 1.5 §9.9.8). `dest` must hold the sum of every PE's `nelems`; when it does
+    /// OpenSHMEM 1.5). `dest` must hold the sum of every PE's `nelems`; when it does
     /// not, every PE returns the same error. Collective over the team; algorithm: the PEs
     /// first push their `nelems` to every PE's scratch (one barrier), then their blocks
     /// to every PE, each at the sum of the `nelems` of the PEs before it.
@@ -274,7 +274,7 @@ impl Team<'_> {
 
     /// Exchanges blocks of `nelems` elements between every pair of team PEs: block `j` of
     /// `src` on team PE `i` (`src[j * nelems..]`) lands in block `i` of `dest` on team PE
-    /// `j` (`shmem_alltoall`, OpenSHMEM 1.5 §9.9.9; `nvshmem_alltoall`). Both must hold
+    /// `j` (`shmem_alltoall`, OpenSHMEM 1.5; `nvshmem_alltoall`). Both must hold
     /// `nelems * n_pes()` elements. Collective over the team; algorithm: direct push of each
     /// block to its PE.
     pub fn alltoall<T: Pod>(&self, dest: &SymBuf<T>, src: &SymBuf<T>, nelems: usize) -> Result<()> {
@@ -292,7 +292,7 @@ impl Team<'_> {
     }
 
     /// Combines `nelems` elements of `src` from every PE of the team with `op`, element by
-    /// element, into `dest` on every PE (`shmem_<op>_reduce`, OpenSHMEM 1.5 §9.9.10;
+    /// element, into `dest` on every PE (`shmem_<op>_reduce`, OpenSHMEM 1.5;
     /// `nvshmem_<op>_reduce`): `reduce(&dest, &src, n, Sum)`. `src` and `dest` may be the
     /// same allocation. Collective over the team; algorithm: all-gather reduce through the
     /// team's scratch, combining in team order (see the [module docs](self)).
