@@ -51,7 +51,7 @@ pub use stream::Stream;
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
-pub use team::{Team, DEFAULT_MAX_TEAMS};
+pub use team::{collectives, Team, DEFAULT_MAX_TEAMS};
 
 /// Re-exported so users can bound their element types.
 pub use bytemuck::Pod;

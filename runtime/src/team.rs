@@ -7,8 +7,8 @@
 //! [`Runtime::team_world`], slot 1 to [`Runtime::team_node`]. A new team takes the lowest
 //! slot that is free on every one of its members, so the slot, and everything in it, is at
 //! the same heap offset on all of them: the slot is the team's own symmetric memory. Today
-//! a slot holds the team's barrier flags and its two exchange buffers; the collectives add
-//! their pSync and scratch words to it, sized here.
+//! a slot holds the team's barrier flags, its two exchange buffers and the two halves of
+//! the collectives' scratch (`SCRATCH_WORDS` words per PE each, see [`collectives`]).
 //!
 //! # Creating a team is verified like allocation
 //! Every PE of the parent calls the split with its arguments. Each puts its request (the
@@ -30,6 +30,8 @@
 //! the heap starts zeroed, and `destroy` zeroes this PE's flags after the team's last
 //! barrier, when no member can signal them any more; a member of a later team in that slot
 //! signals them only after the creating exchange, which this PE enters after `destroy`.
+
+pub mod collectives;
 
 use std::sync::Mutex;
 
@@ -60,6 +62,10 @@ const AREA_ID: u64 = u64::MAX;
 
 /// Words of a request before its free-slot mask: tag and three arguments.
 const REQUEST_HEAD: usize = 4;
+
+/// Scratch words per team PE in each of the two halves of a slot's collective scratch
+/// (see [`collectives`]).
+const SCRATCH_WORDS: usize = 64;
 
 /// This PE's team bookkeeping.
 pub(crate) struct TeamState {
@@ -108,7 +114,12 @@ impl TeamState {
         let rounds = barrier::rounds(0, n_pes).count().max(1);
         let mask_words = max_teams.div_ceil(64);
         let exchange = 2 * n_pes * (REQUEST_HEAD + mask_words);
-        ((rounds + exchange).div_ceil(8) * 8, rounds, mask_words)
+        let scratch = 2 * n_pes * SCRATCH_WORDS;
+        (
+            (rounds + exchange + scratch).div_ceil(8) * 8,
+            rounds,
+            mask_words,
+        )
     }
 
     /// Init's check: every PE must use the same `SYMMEM_MAX_TEAMS` (the team area's size
@@ -189,6 +200,12 @@ impl TeamState {
 
     fn request_words(&self) -> usize {
         REQUEST_HEAD + self.mask_words
+    }
+
+    /// Word index of team PE `index`'s part of scratch half `half` of `slot` (after the
+    /// exchange buffers; `SCRATCH_WORDS` words).
+    fn scratch(&self, slot: usize, half: usize, index: usize) -> usize {
+        self.request(slot, 2, 0) + (half * self.n_pes + index) * SCRATCH_WORDS
     }
 }
 
@@ -906,7 +923,7 @@ mod tests {
             let (words, rounds, mask) = TeamState::layout(DEFAULT_MAX_TEAMS, n);
             assert_eq!(words % 8, 0);
             assert!(rounds >= 1 && (1usize << rounds) >= n);
-            assert!(words >= rounds + 2 * n * (REQUEST_HEAD + mask));
+            assert!(words >= rounds + 2 * n * (REQUEST_HEAD + mask + SCRATCH_WORDS));
         }
         let ts = TeamState::new(0, 70, 4);
         assert_eq!(ts.mask_words, 2);

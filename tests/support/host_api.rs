@@ -10,6 +10,7 @@
 
 // The scenarios, a file per group; test_pe.rs runs them by name.
 mod atomics;
+mod collectives;
 mod errors;
 mod failures;
 mod foreign;
@@ -24,6 +25,7 @@ mod teams;
 mod waits;
 
 pub use atomics::atomics;
+pub use collectives::{collective_errors, collective_timeout, collectives};
 pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;

@@ -57,6 +57,9 @@ fn main() -> ExitCode {
         "api_team_errors" => with_init(host_api::team_errors),
         "api_team_limit" => with_init(host_api::team_limit),
         "api_team_timeout" => with_init(host_api::team_timeout),
+        "api_collectives" => with_init(host_api::collectives),
+        "api_collective_errors" => with_init(host_api::collective_errors),
+        "api_collective_timeout" => with_init(host_api::collective_timeout),
         other => Err(format!("unknown scenario {other}")),
     };
     match result {

@@ -1,0 +1,127 @@
+//! Host-API collectives on teams (broadcast, fcollect, collect, alltoall, reduce and
+//! reducescatter with every operator and type) on 1, 2, 3 and 4 PEs, and on 2 simulated
+//! nodes of 2 PEs (TEAM_NODE is then each node's pair and world, strided, row and column
+//! teams cross the socket transport); the argument errors; a collective that one PE never
+//! calls times out naming the missing PE. The PE side is
+//! tests/support/host_api/collectives.rs.
+
+mod common;
+
+use common::{run_scenario, Job};
+
+/// Runs a scenario that must succeed on every PE, each printing `<name> ok`.
+fn run_ok(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "120"))
+        .chain(env.iter().copied())
+        .collect();
+    let job = run_scenario(n, &format!("api_{scenario}"), &env);
+    job.assert_success();
+    let oks = job
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with(&format!(": {scenario} ok")))
+        .count();
+    assert_eq!(oks, n, "every PE reports success:\n{}", job.stdout);
+    job
+}
+
+/// Two simulated nodes over the socket transport.
+const TWO_NODES: [(&str, &str); 2] = [
+    ("SYMMEM_SIMULATE_NODES", "2"),
+    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+];
+
+macro_rules! on_1_to_4 {
+    ($($name:ident: $scenario:literal;)*) => {
+        $(
+            mod $name {
+                #[test]
+                fn on_1_pe() {
+                    super::run_ok(1, $scenario, &[]);
+                }
+                #[test]
+                fn on_2_pes() {
+                    super::run_ok(2, $scenario, &[]);
+                }
+                #[test]
+                fn on_3_pes() {
+                    super::run_ok(3, $scenario, &[]);
+                }
+                #[test]
+                fn on_4_pes() {
+                    super::run_ok(4, $scenario, &[]);
+                }
+                /// 2 nodes x 2 PEs: teams cross the sockets.
+                #[test]
+                fn on_2_nodes_of_2_pes() {
+                    super::run_ok(4, $scenario, &super::TWO_NODES);
+                }
+            }
+        )*
+    };
+}
+
+on_1_to_4! {
+    collectives: "collectives";
+    errors: "collective_errors";
+}
+
+/// One node with P2P off: every PE reaches the others over the socket transport, so the
+/// reductions take the recursive-doubling (4 PEs: world) and the all-gather (3 PEs: world;
+/// reducescatter) algorithms within a node too.
+#[test]
+fn collectives_on_3_pes_without_p2p() {
+    run_ok(3, "collectives", &NO_P2P);
+}
+
+/// See [`collectives_on_3_pes_without_p2p`].
+#[test]
+fn collectives_on_4_pes_without_p2p() {
+    run_ok(4, "collectives", &NO_P2P);
+}
+
+/// P2P off: the remote transport within one node.
+const NO_P2P: [(&str, &str); 2] = [
+    ("SYMMEM_DISABLE_P2P", "1"),
+    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+];
+
+/// A broadcast that the last PE never calls: the others time out under `SYMMEM_TIMEOUT`,
+/// and the missing PE is named by at least one of them.
+fn check_timeout(n: usize, env: &[(&str, &str)]) {
+    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "1"))
+        .chain(env.iter().copied())
+        .collect();
+    let job = run_scenario(n, "api_collective_timeout", &env);
+    job.assert_success();
+    let errors = job.lines_with("ERROR: ");
+    assert_eq!(
+        errors.len(),
+        n - 1,
+        "every other PE timed out:\n{}",
+        job.stdout
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains(&format!("waiting for PE {} (team PE", n - 1))),
+        "the missing PE is named:\n{}",
+        job.stdout
+    );
+    assert_eq!(job.stdout.matches("collective_timeout ok").count(), n);
+}
+
+#[test]
+fn a_broadcast_missing_a_pe_times_out_2_pes() {
+    check_timeout(2, &[]);
+}
+
+#[test]
+fn a_broadcast_missing_a_pe_times_out_4_pes() {
+    check_timeout(4, &[]);
+}
+
+#[test]
+fn a_broadcast_missing_a_pe_times_out_on_2_nodes_of_2_pes() {
+    check_timeout(4, &TWO_NODES);
+}

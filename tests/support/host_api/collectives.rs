@@ -1,0 +1,500 @@
+//! Collectives on teams: broadcast (every root), fcollect, collect (different sizes per
+//! PE), alltoall, reduce and reducescatter with every operator on i32/i64/u32/u64/f32/f64,
+//! on TEAM_WORLD, TEAM_NODE, strided and 2D teams, with sizes that cross the reductions'
+//! scratch chunks; the argument errors (the same on every PE, and the team works after
+//! them) and a collective that one PE never calls.
+//!
+//! Results are checked exactly against models computed here with std's arithmetic:
+//! integers get full-range inputs (so sums and products wrap), floats small integers, whose
+//! sums and products are exact in any order.
+
+use std::fmt::Debug;
+
+use symmem::collectives::{And, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
+use symmem::{Runtime, SymBuf, Team};
+
+use super::{check, check_eq, expect_err, finish, key, OrFail, Outcome};
+
+/// Element counts tried: one, a few, and more than one scratch chunk of every type (64
+/// 8-byte or 128 4-byte elements).
+const NELEMS: [usize; 3] = [1, 3, 300];
+/// The largest of [`NELEMS`].
+const MAX_NELEMS: usize = 300;
+
+/// A reduction type with the arithmetic of the models.
+trait CT: Reducible + Debug + PartialEq {
+    /// The type's name, for messages.
+    const NAME: &'static str;
+    /// An input value from a hash: full range for integers, a small integer for floats.
+    fn input(h: u64) -> Self;
+    /// A value of a plain (non-reduced) collective: exact in every type.
+    fn of(v: u64) -> Self;
+    /// The model's `+` (wrapping for integers).
+    fn m_add(self, o: Self) -> Self;
+    /// The model's `*` (wrapping for integers).
+    fn m_mul(self, o: Self) -> Self;
+    /// The model's minimum.
+    fn m_min(self, o: Self) -> Self {
+        if o < self {
+            o
+        } else {
+            self
+        }
+    }
+    /// The model's maximum.
+    fn m_max(self, o: Self) -> Self {
+        if o > self {
+            o
+        } else {
+            self
+        }
+    }
+}
+
+macro_rules! ct_int {
+    ($($t:ty),*) => {$(
+        impl CT for $t {
+            const NAME: &'static str = stringify!($t);
+            fn input(h: u64) -> Self {
+                h as $t
+            }
+            fn of(v: u64) -> Self {
+                v as $t
+            }
+            fn m_add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn m_mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+        }
+    )*};
+}
+ct_int!(i32, i64, u32, u64);
+
+macro_rules! ct_float {
+    ($($t:ty),*) => {$(
+        impl CT for $t {
+            const NAME: &'static str = stringify!($t);
+            fn input(h: u64) -> Self {
+                // -3..=4: with at most 4 PEs, products stay below 2^8, sums exact.
+                (h % 8) as $t - 3.0
+            }
+            fn of(v: u64) -> Self {
+                (v % (1 << 20)) as $t
+            }
+            fn m_add(self, o: Self) -> Self {
+                self + o
+            }
+            fn m_mul(self, o: Self) -> Self {
+                self * o
+            }
+        }
+    )*};
+}
+ct_float!(f32, f64);
+
+/// Every collective on every team: `collectives ok` on every PE.
+pub fn collectives(rt: &Runtime) -> Outcome {
+    finish(rt, "collectives", collectives_inner(rt))
+}
+
+fn collectives_inner(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let world = rt.team_world();
+    all_types(rt, &world, 1)?;
+    all_types(rt, &rt.team_node(), 2)?;
+    // Strided: the even and the odd PEs.
+    let evens = world.split_strided(0, 2, n.div_ceil(2)).or_fail()?;
+    let odds = if n >= 2 {
+        world.split_strided(1, 2, n / 2).or_fail()?
+    } else {
+        None
+    };
+    let mine = if me % 2 == 0 { evens } else { odds };
+    let team = mine.ok_or("no handle to my parity's team")?;
+    all_types(rt, &team, 3)?;
+    team.destroy().or_fail()?;
+    // 2D with two columns: rows of 2 PEs, columns of ceil(n / 2) or fewer.
+    let (row, column) = world.split_2d(2).or_fail()?;
+    all_types(rt, &row, 4)?;
+    all_types(rt, &column, 5)?;
+    row.destroy().or_fail()?;
+    column.destroy().or_fail()?;
+    rt.barrier_all().or_fail()
+}
+
+/// [`typed`] for every type. Every PE calls it the same number of times (it allocates,
+/// which is collective over the world), whatever its team.
+fn all_types(rt: &Runtime, team: &Team<'_>, tag: u64) -> Outcome {
+    typed::<i32>(rt, team, tag)?;
+    typed::<i64>(rt, team, tag)?;
+    typed::<u32>(rt, team, tag)?;
+    typed::<u64>(rt, team, tag)?;
+    typed::<f32>(rt, team, tag)?;
+    typed::<f64>(rt, team, tag)?;
+    bitwise::<i32>(rt, team, tag)?;
+    bitwise::<i64>(rt, team, tag)?;
+    bitwise::<u32>(rt, team, tag)?;
+    bitwise::<u64>(rt, team, tag)
+}
+
+/// Symmetric buffers sized for the world (so every PE allocates alike): `src`, `dest`.
+struct Bufs<T> {
+    src: SymBuf<T>,
+    dest: SymBuf<T>,
+}
+
+impl<T: CT> Bufs<T> {
+    fn new(rt: &Runtime) -> Result<Self, String> {
+        let len = rt.n_pes() * MAX_NELEMS + 1;
+        Ok(Bufs {
+            src: rt.alloc::<T>(len).or_fail()?,
+            dest: rt.alloc::<T>(len).or_fail()?,
+        })
+    }
+
+    fn free(self, rt: &Runtime) -> Outcome {
+        rt.free(self.src).or_fail()?;
+        rt.free(self.dest).or_fail()
+    }
+
+    /// Fills this PE's `dest` with a sentinel, so writes past a collective's range show.
+    fn poison(&self, rt: &Runtime) -> Outcome {
+        let s = vec![T::of(0xDEAD); self.dest.len()];
+        rt.put(self.dest.at(0), &s, rt.my_pe()).or_fail()
+    }
+
+    fn read_dest(&self, rt: &Runtime) -> Result<Vec<T>, String> {
+        let mut got = vec![T::of(0); self.dest.len()];
+        rt.read_local(self.dest.at(0), &mut got).or_fail()?;
+        Ok(got)
+    }
+}
+
+/// Value `k` of a plain collective's block `b` from team PE `i`.
+fn val<T: CT>(tag: u64, i: usize, b: usize, k: usize) -> T {
+    T::of(tag * 1_000 + (i as u64) * 97 + (b as u64) * 13 + k as u64 * 3)
+}
+
+/// Broadcast, fcollect, collect, alltoall, and the arithmetic reductions, for one type.
+fn typed<T: CT>(rt: &Runtime, team: &Team<'_>, tag: u64) -> Outcome {
+    let b = Bufs::<T>::new(rt)?;
+    plain(rt, team, tag, &b)?;
+    reductions(rt, team, tag, &b, Sum, T::m_add)?;
+    reductions(rt, team, tag, &b, Prod, T::m_mul)?;
+    reductions(rt, team, tag, &b, Min, T::m_min)?;
+    reductions(rt, team, tag, &b, Max, T::m_max)?;
+    rt.barrier_all().or_fail()?;
+    b.free(rt)
+}
+
+/// The bitwise reductions, for one integer type.
+fn bitwise<T: CT + symmem::collectives::BitwiseReducible>(
+    rt: &Runtime,
+    team: &Team<'_>,
+    tag: u64,
+) -> Outcome {
+    let b = Bufs::<T>::new(rt)?;
+    reductions(rt, team, tag, &b, And, |a, c| a & c)?;
+    reductions(rt, team, tag, &b, Or, |a, c| a | c)?;
+    reductions(rt, team, tag, &b, Xor, |a, c| a ^ c)?;
+    rt.barrier_all().or_fail()?;
+    b.free(rt)
+}
+
+fn plain<T: CT>(rt: &Runtime, team: &Team<'_>, tag: u64, b: &Bufs<T>) -> Outcome {
+    let (i, m, me) = (team.my_pe(), team.n_pes(), rt.my_pe());
+    let ty = T::NAME;
+    for ne in NELEMS {
+        // Broadcast from every root; the root's dest is written too.
+        for root in 0..m {
+            b.poison(rt)?;
+            let mine: Vec<T> = (0..ne).map(|k| val(tag, i, root, k)).collect();
+            rt.put(b.src.at(0), &mine, me).or_fail()?;
+            team.broadcast(&b.dest, &b.src, ne, root).or_fail()?;
+            let got = b.read_dest(rt)?;
+            for k in 0..ne {
+                check_eq!(
+                    got[k],
+                    val::<T>(tag, root, root, k),
+                    "{ty} broadcast ne {ne} root {root} [{k}]"
+                );
+            }
+            check_eq!(
+                got[ne],
+                T::of(0xDEAD),
+                "{ty} broadcast ne {ne}: past nelems"
+            );
+        }
+        // fcollect.
+        b.poison(rt)?;
+        let mine: Vec<T> = (0..ne).map(|k| val(tag, i, 0, k)).collect();
+        rt.put(b.src.at(0), &mine, me).or_fail()?;
+        team.fcollect(&b.dest, &b.src, ne).or_fail()?;
+        let got = b.read_dest(rt)?;
+        for s in 0..m {
+            for k in 0..ne {
+                check_eq!(
+                    got[s * ne + k],
+                    val::<T>(tag, s, 0, k),
+                    "{ty} fcollect ne {ne} from team PE {s} [{k}]"
+                );
+            }
+        }
+        check_eq!(
+            got[m * ne],
+            T::of(0xDEAD),
+            "{ty} fcollect ne {ne}: past the end"
+        );
+        // collect: team PE s contributes (s + ne) % 4 elements (some PEs none).
+        let size = |s: usize| (s + ne) % 4;
+        b.poison(rt)?;
+        let mine: Vec<T> = (0..size(i)).map(|k| val(tag, i, 1, k)).collect();
+        rt.put(b.src.at(0), &mine, me).or_fail()?;
+        team.collect(&b.dest, &b.src, size(i)).or_fail()?;
+        let got = b.read_dest(rt)?;
+        let mut at = 0;
+        for s in 0..m {
+            for k in 0..size(s) {
+                check_eq!(
+                    got[at],
+                    val::<T>(tag, s, 1, k),
+                    "{ty} collect ne {ne} from team PE {s} [{k}]"
+                );
+                at += 1;
+            }
+        }
+        check_eq!(got[at], T::of(0xDEAD), "{ty} collect ne {ne}: past the end");
+        // alltoall: block j of team PE s goes to team PE j, at block s.
+        b.poison(rt)?;
+        let mine: Vec<T> = (0..m * ne).map(|x| val(tag, i, x / ne, x % ne)).collect();
+        rt.put(b.src.at(0), &mine, me).or_fail()?;
+        team.alltoall(&b.dest, &b.src, ne).or_fail()?;
+        let got = b.read_dest(rt)?;
+        for s in 0..m {
+            for k in 0..ne {
+                check_eq!(
+                    got[s * ne + k],
+                    val::<T>(tag, s, i, k),
+                    "{ty} alltoall ne {ne} from team PE {s} [{k}]"
+                );
+            }
+        }
+        check_eq!(
+            got[m * ne],
+            T::of(0xDEAD),
+            "{ty} alltoall ne {ne}: past the end"
+        );
+    }
+    // In place (src and dest the same allocation): fcollect.
+    let ne = 5;
+    let mine: Vec<T> = (0..ne).map(|k| val(tag, i, 2, k)).collect();
+    rt.put(b.dest.at(i * ne), &mine, me).or_fail()?;
+    rt.put(b.dest.at(0), &mine, me).or_fail()?;
+    team.fcollect(&b.dest, &b.dest, ne).or_fail()?;
+    let got = b.read_dest(rt)?;
+    for s in 0..m {
+        for k in 0..ne {
+            check_eq!(
+                got[s * ne + k],
+                val::<T>(tag, s, 2, k),
+                "{ty} in-place fcollect from team PE {s} [{k}]"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Input `k` of block `j` of team PE `s` for reductions.
+fn rin<T: CT>(tag: u64, op: &str, s: usize, j: usize, k: usize) -> T {
+    T::input(key(&[
+        tag,
+        op.len() as u64,
+        op.as_bytes()[0] as u64,
+        s as u64,
+        j as u64,
+        k as u64,
+    ]))
+}
+
+/// `reduce` (also in place) and `reducescatter` with `op`, against `model` folded in team
+/// order.
+fn reductions<T: CT, O: ReduceOp<T>>(
+    rt: &Runtime,
+    team: &Team<'_>,
+    tag: u64,
+    b: &Bufs<T>,
+    op: O,
+    model: fn(T, T) -> T,
+) -> Outcome {
+    let (i, m, me) = (team.my_pe(), team.n_pes(), rt.my_pe());
+    let (ty, name) = (T::NAME, O::NAME);
+    let expect = |j: usize, k: usize| {
+        (1..m).fold(rin::<T>(tag, name, 0, j, k), |acc, s| {
+            model(acc, rin(tag, name, s, j, k))
+        })
+    };
+    for ne in NELEMS {
+        // reduce: every PE's block 0.
+        b.poison(rt)?;
+        let mine: Vec<T> = (0..ne).map(|k| rin(tag, name, i, 0, k)).collect();
+        rt.put(b.src.at(0), &mine, me).or_fail()?;
+        team.reduce(&b.dest, &b.src, ne, op).or_fail()?;
+        let got = b.read_dest(rt)?;
+        for k in 0..ne {
+            check_eq!(got[k], expect(0, k), "{ty} {name}_reduce ne {ne} [{k}]");
+        }
+        check_eq!(
+            got[ne],
+            T::of(0xDEAD),
+            "{ty} {name}_reduce ne {ne}: past nelems"
+        );
+        // reducescatter: team PE i gets block i reduced.
+        b.poison(rt)?;
+        let mine: Vec<T> = (0..m * ne)
+            .map(|x| rin(tag, name, i, x / ne, x % ne))
+            .collect();
+        rt.put(b.src.at(0), &mine, me).or_fail()?;
+        team.reducescatter(&b.dest, &b.src, ne, op).or_fail()?;
+        let got = b.read_dest(rt)?;
+        for k in 0..ne {
+            check_eq!(
+                got[k],
+                expect(i, k),
+                "{ty} {name}_reducescatter ne {ne} [{k}]"
+            );
+        }
+        check_eq!(
+            got[ne],
+            T::of(0xDEAD),
+            "{ty} {name}_reducescatter ne {ne}: past nelems"
+        );
+    }
+    // In place, across chunks.
+    let ne = MAX_NELEMS;
+    let mine: Vec<T> = (0..ne).map(|k| rin(tag, name, i, 0, k)).collect();
+    rt.put(b.dest.at(0), &mine, me).or_fail()?;
+    team.reduce(&b.dest, &b.dest, ne, op).or_fail()?;
+    let got = b.read_dest(rt)?;
+    for k in 0..ne {
+        check_eq!(got[k], expect(0, k), "{ty} in-place {name}_reduce [{k}]");
+    }
+    Ok(())
+}
+
+/// The argument errors: every PE gets the same error, and the team works afterwards.
+pub fn collective_errors(rt: &Runtime) -> Outcome {
+    finish(rt, "collective_errors", collective_errors_inner(rt))
+}
+
+fn collective_errors_inner(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let world = rt.team_world();
+    let small = rt.alloc::<u64>(2).or_fail()?;
+    let big = rt.alloc::<u64>(4 * n).or_fail()?;
+    let s = |v: &str| v.to_string();
+    expect_err(
+        world.broadcast(&big, &big, 1, n),
+        "InvalidPe",
+        &[format!(
+            "team_broadcast: PE {n} does not exist (n_pes = {n}) in this team (the root)"
+        )],
+    )?;
+    expect_err(
+        world.broadcast(&small, &big, 3, 0),
+        "InvalidArgument",
+        &[format!(
+            "team_broadcast: on PE {me}: dest (allocation #{}, 2 elements of 8 bytes) is too small: 3 elements needed (nelems 3)",
+            small.id()
+        )],
+    )?;
+    expect_err(
+        world.fcollect(&big, &small, 3),
+        "InvalidArgument",
+        &[s("src (allocation #"), s("3 elements needed (nelems 3)")],
+    )?;
+    expect_err(
+        world.fcollect(&small, &big, 3),
+        "InvalidArgument",
+        &[
+            format!("dest (allocation #{}", small.id()),
+            format!("{} elements needed (nelems 3 × {n} PEs of the team)", 3 * n),
+        ],
+    )?;
+    expect_err(
+        world.alltoall(&big, &small, 3),
+        "InvalidArgument",
+        &[s("team_alltoall"), s("src (allocation #")],
+    )?;
+    if n >= 2 {
+        expect_err(
+            world.alltoall(&big, &big, usize::MAX),
+            "InvalidArgument",
+            &[s("more than usize::MAX elements needed")],
+        )?;
+    }
+    expect_err(
+        world.reduce(&small, &big, 3, Sum),
+        "InvalidArgument",
+        &[s("team_reduce"), s("dest (allocation #")],
+    )?;
+    expect_err(
+        world.reducescatter(&big, &small, 3, Max),
+        "InvalidArgument",
+        &[
+            s("team_reducescatter"),
+            s("src (allocation #"),
+            format!("nelems 3 × {n} PEs of the team"),
+        ],
+    )?;
+    // collect: the sum of the sizes is known only after the exchange; every PE fails alike.
+    expect_err(
+        world.collect(&small, &big, 3),
+        "InvalidArgument",
+        &[
+            s("team_collect"),
+            format!(
+                "{} elements needed (the sum of the team's nelems: team PE 0: 3",
+                3 * n
+            ),
+        ],
+    )?;
+    // The team still works.
+    rt.put(big.at(0), &[me as u64 + 1], me).or_fail()?;
+    world.reduce(&big, &big, 1, Sum).or_fail()?;
+    let mut got = [0u64];
+    rt.read_local(big.at(0), &mut got).or_fail()?;
+    check_eq!(got[0], (n * (n + 1) / 2) as u64, "sum after the errors");
+    rt.barrier_all().or_fail()?;
+    rt.free(small).or_fail()?;
+    rt.free(big).or_fail()
+}
+
+/// Run with `SYMMEM_TIMEOUT=1` on 2 or more PEs: the last PE never calls the broadcast, so
+/// the others time out in its barrier, naming the PE they wait for.
+pub fn collective_timeout(rt: &Runtime) -> Outcome {
+    finish(rt, "collective_timeout", collective_timeout_inner(rt))
+}
+
+fn collective_timeout_inner(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    check!(n >= 2, "needs 2 PEs");
+    let buf = rt.calloc::<u64>(1).or_fail()?;
+    if me == n - 1 {
+        return Ok(());
+    }
+    let r = rt.team_world().broadcast(&buf, &buf, 1, 0);
+    if let Err(e) = &r {
+        println!("ERROR: PE {me}: {e}");
+    }
+    expect_err(
+        r,
+        "Timeout",
+        &[
+            "SYMMEM_TIMEOUT".to_string(),
+            "team_broadcast on PE".to_string(),
+            "waiting for PE".to_string(),
+        ],
+    )
+}
