@@ -6,9 +6,9 @@
 //! It takes requests in ticket order and issues each one: puts and gets with the payload
 //! at the request's `local` address (or inline, `local == 0`, for `p`/`g` of up to 8 bytes),
 //! AMOs and signals as they are, Fence as `transport.fence()`, Quiet as `transport.quiet()`
-//! before the ring's `quieted` counter advances. While the ring is empty it calls
-//! `transport.progress()` and backs off with the shared [`Backoff`] (spin, yield, sleep:
-//! the machines here have 2 cores for 4 PEs). When the transport fails, the thread records
+//! before the ring's `quieted` counter advances. While the ring is empty it backs off with
+//! the shared [`Backoff`] (spin, yield, sleep: the machines here have 2 cores for 4 PEs),
+//! calling `transport.progress()` only while it spins. When the transport fails, the thread records
 //! the error (naming the PE and the operation), marks the ring failed so every waiting and
 //! later device operation fails instead of hanging, and stops.
 //!
@@ -189,8 +189,13 @@ fn run(
             if stop.load(Ordering::Acquire) {
                 return;
             }
-            // Progress errors (a dead peer) surface on the next request to it.
-            let _ = transport.progress();
+            // Serve the transport while spinning, as waits do (progress errors, a dead
+            // peer, surface on the next request to it). Once idle long enough to sleep,
+            // leave the sockets to the transport's own thread: a sleeping caller of
+            // progress would hold it off and delay every peer's request by the sleep.
+            if !idle.is_slow() {
+                let _ = transport.progress();
+            }
             idle.snooze();
             continue;
         };
