@@ -7,29 +7,7 @@
 
 mod common;
 
-use common::{run_scenario, Job};
-
-/// Runs a scenario that must succeed on every PE, each printing `<name> ok`.
-fn run_ok(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
-    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "120"))
-        .chain(env.iter().copied())
-        .collect();
-    let job = run_scenario(n, &format!("api_{scenario}"), &env);
-    job.assert_success();
-    let oks = job
-        .stdout
-        .lines()
-        .filter(|l| l.ends_with(&format!(": {scenario} ok")))
-        .count();
-    assert_eq!(oks, n, "every PE reports success:\n{}", job.stdout);
-    job
-}
-
-/// Two simulated nodes over the socket transport.
-const TWO_NODES: [(&str, &str); 2] = [
-    ("SYMMEM_SIMULATE_NODES", "2"),
-    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
-];
+use common::{check_missing_pe_times_out, run_ok, TWO_NODES};
 
 macro_rules! on_1_to_4 {
     ($($name:ident: $scenario:literal;)*) => {
@@ -89,26 +67,7 @@ const NO_P2P: [(&str, &str); 2] = [
 /// A broadcast that the last PE never calls: the others time out under `SYMMEM_TIMEOUT`,
 /// and the missing PE is named by at least one of them.
 fn check_timeout(n: usize, env: &[(&str, &str)]) {
-    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "1"))
-        .chain(env.iter().copied())
-        .collect();
-    let job = run_scenario(n, "api_collective_timeout", &env);
-    job.assert_success();
-    let errors = job.lines_with("ERROR: ");
-    assert_eq!(
-        errors.len(),
-        n - 1,
-        "every other PE timed out:\n{}",
-        job.stdout
-    );
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.contains(&format!("waiting for PE {} (team PE", n - 1))),
-        "the missing PE is named:\n{}",
-        job.stdout
-    );
-    assert_eq!(job.stdout.matches("collective_timeout ok").count(), n);
+    check_missing_pe_times_out(n, "collective_timeout", env);
 }
 
 #[test]

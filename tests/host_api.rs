@@ -14,39 +14,7 @@
 mod common;
 use std::time::Duration;
 
-use common::{run_scenario, run_symrun, Job};
-
-/// A generous `SYMMEM_TIMEOUT`, so that a wait that would hang because of a bug fails the
-/// test with a message instead of hanging it.
-const SAFETY_NET: (&str, &str) = ("SYMMEM_TIMEOUT", "120");
-
-/// Two simulated nodes over the socket transport (see `SYMMEM_SIMULATE_NODES`): within a
-/// node PEs map each other's heaps, across nodes every operation is a socket request.
-const TWO_NODES: [(&str, &str); 2] = [
-    ("SYMMEM_SIMULATE_NODES", "2"),
-    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
-];
-
-/// Runs a scenario that must succeed on every PE, each printing `<name> ok`.
-fn run_ok(n: usize, scenario: &str) -> Job {
-    run_ok_with(n, scenario, &[])
-}
-
-/// [`run_ok`] with extra variables.
-fn run_ok_with(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
-    let env: Vec<(&str, &str)> = std::iter::once(SAFETY_NET)
-        .chain(env.iter().copied())
-        .collect();
-    let job = run_scenario(n, &format!("api_{scenario}"), &env);
-    job.assert_success();
-    let oks = job
-        .stdout
-        .lines()
-        .filter(|l| l.ends_with(&format!(": {scenario} ok")))
-        .count();
-    assert_eq!(oks, n, "every PE reports success:\n{}", job.stdout);
-    job
-}
+use common::{run_ok, run_scenario, run_symrun, TWO_NODES};
 
 macro_rules! on_2_and_4 {
     ($($name:ident),* $(,)?) => {
@@ -54,7 +22,7 @@ macro_rules! on_2_and_4 {
             $(
                 #[test]
                 fn $name() {
-                    super::run_ok(2, stringify!($name));
+                    super::run_ok(2, stringify!($name), &[]);
                 }
             )*
         }
@@ -62,7 +30,7 @@ macro_rules! on_2_and_4 {
             $(
                 #[test]
                 fn $name() {
-                    super::run_ok(4, stringify!($name));
+                    super::run_ok(4, stringify!($name), &[]);
                 }
             )*
         }
@@ -71,7 +39,7 @@ macro_rules! on_2_and_4 {
             $(
                 #[test]
                 fn $name() {
-                    super::run_ok_with(2, stringify!($name), &super::TWO_NODES);
+                    super::run_ok(2, stringify!($name), &super::TWO_NODES);
                 }
             )*
         }
@@ -80,7 +48,7 @@ macro_rules! on_2_and_4 {
             $(
                 #[test]
                 fn $name() {
-                    super::run_ok_with(4, stringify!($name), &super::TWO_NODES);
+                    super::run_ok(4, stringify!($name), &super::TWO_NODES);
                 }
             )*
         }
@@ -209,13 +177,13 @@ fn wait_until_names_a_killed_peer_4_pes() {
 
 #[test]
 fn put_signal_never_shows_the_signal_before_large_data_across_sockets() {
-    run_ok_with(2, "put_signal_large", &TWO_NODES);
-    run_ok_with(4, "put_signal_large", &TWO_NODES);
+    run_ok(2, "put_signal_large", &TWO_NODES);
+    run_ok(4, "put_signal_large", &TWO_NODES);
 }
 
 #[test]
 fn put_signal_large_on_one_node() {
-    run_ok(2, "put_signal_large");
+    run_ok(2, "put_signal_large", &[]);
 }
 
 /// The last PE dies while the others stream puts to it over sockets: every survivor fails

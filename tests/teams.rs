@@ -10,29 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{run_scenario, run_symrun, spawn_pe, wait_output, Job};
-
-/// Runs a scenario that must succeed on every PE, each printing `<name> ok`.
-fn run_ok(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
-    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "120"))
-        .chain(env.iter().copied())
-        .collect();
-    let job = run_scenario(n, &format!("api_{scenario}"), &env);
-    job.assert_success();
-    let oks = job
-        .stdout
-        .lines()
-        .filter(|l| l.ends_with(&format!(": {scenario} ok")))
-        .count();
-    assert_eq!(oks, n, "every PE reports success:\n{}", job.stdout);
-    job
-}
-
-/// Two simulated nodes over the socket transport.
-const TWO_NODES: [(&str, &str); 2] = [
-    ("SYMMEM_SIMULATE_NODES", "2"),
-    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
-];
+use common::{check_missing_pe_times_out, run_ok, run_symrun, spawn_pe, wait_output, TWO_NODES};
 
 const LIMIT: [(&str, &str); 1] = [("SYMMEM_MAX_TEAMS", "4")];
 
@@ -77,26 +55,7 @@ on_1_to_4! {
 /// A split that the last PE never calls: the others time out under `SYMMEM_TIMEOUT`, and
 /// the missing PE is named by at least one of them.
 fn check_timeout(n: usize, env: &[(&str, &str)]) {
-    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "1"))
-        .chain(env.iter().copied())
-        .collect();
-    let job = run_scenario(n, "api_team_timeout", &env);
-    job.assert_success();
-    let errors = job.lines_with("ERROR: ");
-    assert_eq!(
-        errors.len(),
-        n - 1,
-        "every other PE timed out:\n{}",
-        job.stdout
-    );
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.contains(&format!("waiting for PE {} (team PE", n - 1))),
-        "the missing PE is named:\n{}",
-        job.stdout
-    );
-    assert_eq!(job.stdout.matches("team_timeout ok").count(), n);
+    check_missing_pe_times_out(n, "team_timeout", env);
 }
 
 #[test]

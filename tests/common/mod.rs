@@ -52,3 +52,57 @@ pub fn spawn_pe(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
 pub fn wait_output(child: std::process::Child, limit: Duration) -> Job {
     wait_job(child, limit)
 }
+
+/// Two simulated nodes over the socket transport (see `SYMMEM_SIMULATE_NODES`): within a
+/// node PEs map each other's heaps, across nodes every operation is a socket request.
+pub const TWO_NODES: [(&str, &str); 2] = [
+    ("SYMMEM_SIMULATE_NODES", "2"),
+    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+];
+
+/// `SYMMEM_TIMEOUT` for scenarios that must succeed: far above any run's time here, it
+/// only turns a hang into a failed test with a message.
+const SAFETY_NET: (&str, &str) = ("SYMMEM_TIMEOUT", "120");
+
+/// Runs the `api_<scenario>` scenario on `n` PEs with `env`; every PE must succeed and
+/// print `<scenario> ok`.
+pub fn run_ok(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    let env: Vec<(&str, &str)> = std::iter::once(SAFETY_NET)
+        .chain(env.iter().copied())
+        .collect();
+    let job = run_scenario(n, &format!("api_{scenario}"), &env);
+    job.assert_success();
+    let oks = job
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with(&format!(": {scenario} ok")))
+        .count();
+    assert_eq!(oks, n, "every PE reports success:\n{}", job.stdout);
+    job
+}
+
+/// Runs the `api_<scenario>` scenario, in which the last PE skips a collective call, on
+/// `n` PEs with `SYMMEM_TIMEOUT=1`: every other PE times out, at least one names the
+/// missing PE, and every PE prints `<scenario> ok`.
+pub fn check_missing_pe_times_out(n: usize, scenario: &str, env: &[(&str, &str)]) {
+    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "1"))
+        .chain(env.iter().copied())
+        .collect();
+    let job = run_scenario(n, &format!("api_{scenario}"), &env);
+    job.assert_success();
+    let errors = job.lines_with("ERROR: ");
+    assert_eq!(
+        errors.len(),
+        n - 1,
+        "every other PE timed out:\n{}",
+        job.stdout
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains(&format!("waiting for PE {} (team PE", n - 1))),
+        "the missing PE is named:\n{}",
+        job.stdout
+    );
+    assert_eq!(job.stdout.matches(&format!("{scenario} ok")).count(), n);
+}
