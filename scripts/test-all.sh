@@ -67,7 +67,7 @@ cargo clippy -p symmem-runtime --all-targets --features ib -- -D warnings
 cargo test -p symmem-runtime --features ib --lib ib
 
 step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; loom models)"
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 # The loom models of the barrier's flag protocol (symmem-sync), in their own target dir so
 # that the --cfg loom build does not replace the workspace's artifacts.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-sync --release --test loom
@@ -85,6 +85,6 @@ step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with 
 bash scripts/gpu-check.sh bundle
 
 step "the multi-PE tests again under mpirun (2 and 4 PEs), built with --features mpi"
-SYMMEM_TEST_LAUNCHER=mpirun cargo test --workspace --features mpi
+SYMMEM_TEST_LAUNCHER=mpirun cargo test --workspace --features mpi --no-fail-fast
 
 step "all tests passed"
