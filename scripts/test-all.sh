@@ -8,7 +8,7 @@ step() { printf '\n=== %s\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-step "system packages: Open MPI, MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test)"
+step "system packages: Open MPI, MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test), Slurm and munge (a single-node Slurm for the launcher tests)"
 need_apt=0
 command -v mpirun >/dev/null 2>&1 || need_apt=1
 command -v mpicc >/dev/null 2>&1 || need_apt=1
@@ -16,10 +16,12 @@ ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt=1
 command -v cmake >/dev/null 2>&1 || need_apt=1
 command -v mpiexec.hydra >/dev/null 2>&1 || need_apt=1
 command -v ip >/dev/null 2>&1 || need_apt=1
+command -v srun >/dev/null 2>&1 || need_apt=1
+command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || need_apt=1
 if [ "$need_apt" = 1 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    libopenmpi-dev openmpi-bin mpich libclang-dev clang cmake pkg-config iproute2
+    libopenmpi-dev openmpi-bin mpich libclang-dev clang cmake pkg-config iproute2 slurm-wlm munge
 fi
 # MPICH beside Open MPI: the tests call Hydra as mpiexec.hydra, and mpirun, mpiexec and
 # mpicc must stay Open MPI's (the mpi feature builds and runs against Open MPI). Debian's
@@ -65,6 +67,20 @@ cargo clippy --workspace --all-targets --features mpi -- -D warnings
 step "the ib transport (feature ib: sideway builds with cmake + libclang, loads libibverbs at run time): lints, and the unit tests that need no RDMA device"
 cargo clippy -p symmem-runtime --all-targets --features ib -- -D warnings
 cargo test -p symmem-runtime --features ib --lib ib
+
+step "a single-node Slurm (munged, slurmctld, slurmd) for the srun tests"
+slurm_dir=target/slurm
+if slurm_out=$(as_root bash scripts/slurm-single-node.sh start "$slurm_dir" 2>&1); then
+  SYMMEM_TEST_SLURM_CONF=${slurm_out##*SLURM_CONF=}
+  export SYMMEM_TEST_SLURM_CONF
+  echo "Slurm is up: SLURM_CONF=$SYMMEM_TEST_SLURM_CONF"
+  trap 'as_root bash scripts/slurm-single-node.sh stop "$slurm_dir"' EXIT
+else
+  # The srun tests then print this reason and count as skipped, never as passed.
+  SYMMEM_TEST_SLURM_SKIP=$(printf '%s' "$slurm_out" | tr '\n' ' ')
+  export SYMMEM_TEST_SLURM_SKIP
+  echo "Slurm did not start; the srun tests will be skipped: $SYMMEM_TEST_SLURM_SKIP"
+fi
 
 step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; loom models)"
 cargo test --workspace --no-fail-fast

@@ -1,0 +1,125 @@
+//! symmem under a real single-node Slurm (Debian 12's `slurm-wlm` 22.05 and `munge`),
+//! started by `scripts/slurm-single-node.sh`, which `scripts/test-all.sh` runs before the
+//! tests and whose `SLURM_CONF` it passes on as `SYMMEM_TEST_SLURM_CONF`:
+//!
+//! - `srun --mpi=pmi2`: Slurm's agent gives each task `PMI_FD`, `PMI_RANK`, `PMI_SIZE`, and
+//!   the `pmi` bootstrap speaks PMI-1 on that descriptor;
+//! - `srun --mpi=none`: no PMI at all; the `env` bootstrap's Slurm fallback rendezvouses at
+//!   the first host of `SLURM_STEP_NODELIST` on the first of `SLURM_STEP_RESV_PORTS`.
+//!
+//! Each test checks that every PE printed its own line (with `SYMMEM_TEST_EXPECT_PES`
+//! making the test PE fail when the world size is wrong), so n one-PE jobs cannot pass,
+//! and that every PE logged the expected bootstrap. When Slurm could not be started, the
+//! tests print `SKIPPED: <why>` (the reason test-all.sh recorded in
+//! `SYMMEM_TEST_SLURM_SKIP`) and pass; they never pass without running otherwise.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{wait_output, Job, TEST_PE};
+
+/// The `slurm.conf` of the running single-node Slurm, or `None` after printing why the
+/// test is skipped.
+fn slurm() -> Option<String> {
+    if let Ok(conf) = std::env::var("SYMMEM_TEST_SLURM_CONF") {
+        return Some(conf);
+    }
+    match std::env::var("SYMMEM_TEST_SLURM_SKIP") {
+        Ok(why) => println!("SKIPPED: Slurm did not start here: {why}"),
+        Err(_) => println!(
+            "SKIPPED: no single-node Slurm; start one with `scripts/slurm-single-node.sh start DIR` \
+             and export SYMMEM_TEST_SLURM_CONF=DIR/slurm.conf (scripts/test-all.sh does both)"
+        ),
+    }
+    None
+}
+
+/// Runs `scenario` on `n` tasks with `srun --mpi=<mpi>`, overcommitting the 2 cores.
+fn run_srun(conf: &str, mpi: &str, n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
+    let n_s = n.to_string();
+    let mut cmd = Command::new("srun");
+    cmd.args(["-n", &n_s, "-O", "--mpi", mpi, "--kill-on-bad-exit=1"])
+        .arg(TEST_PE)
+        .arg(scenario)
+        .env("SLURM_CONF", conf)
+        .env("SYMMEM_TEST_EXPECT_PES", &n_s)
+        .env("SYMMEM_BOOTSTRAP_TIMEOUT", "20")
+        .env("SYMMEM_SYMMETRIC_SIZE", "16M")
+        .env("SYMMEM_DEBUG", "info")
+        .env("RUST_BACKTRACE", "0")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // srun passes its environment on: no other launcher's variables may leak in.
+    for var in [
+        "SYMMEM_LAUNCH_ADDR",
+        "SYMMEM_LAUNCH_NONCE",
+        "SYMMEM_LAUNCH_RANK",
+        "SYMMEM_LAUNCH_SIZE",
+        "RANK",
+        "WORLD_SIZE",
+        "JOB_COMPLETION_INDEX",
+        "OMPI_COMM_WORLD_SIZE",
+        "PMIX_RANK",
+        "PMI_FD",
+    ] {
+        cmd.env_remove(var);
+    }
+    if !env.iter().any(|(k, _)| *k == "SYMMEM_BOOTSTRAP") {
+        cmd.env_remove("SYMMEM_BOOTSTRAP");
+    }
+    let child = cmd.spawn().expect("starting srun");
+    wait_output(child, Duration::from_secs(90))
+}
+
+/// Checks that task r printed `want(r)` and that every PE logged `bootstrap: <bootstrap>`.
+fn check(job: &Job, n: usize, bootstrap: &str, want: impl Fn(usize) -> String) {
+    job.assert_success();
+    for rank in 0..n {
+        let want = want(rank);
+        if !job.stdout.lines().any(|l| l == want) {
+            job.fail(&format!("task {rank} did not print {want:?}"));
+        }
+    }
+    let tag = format!("bootstrap: {bootstrap}");
+    let inits = job.stderr.matches(&tag).count();
+    if inits != n {
+        job.fail(&format!("{inits} PEs logged `{tag}`, expected {n}"));
+    }
+}
+
+/// The bootstrap to name on a build with the `mpi` feature, which prefers MPI under a PMI
+/// launcher: it links Open MPI, whose `MPI_Init` cannot use Slurm's PMI-2 agent.
+const PMI_ON_MPI_BUILDS: &[(&str, &str)] = if cfg!(feature = "mpi") {
+    &[("SYMMEM_BOOTSTRAP", "pmi")]
+} else {
+    &[]
+};
+
+#[test]
+fn srun_pmi2_hello_on_2_and_4_tasks() {
+    let Some(conf) = slurm() else { return };
+    for n in [2, 4] {
+        let job = run_srun(&conf, "pmi2", n, "hello", PMI_ON_MPI_BUILDS);
+        check(&job, n, "pmi", |r| format!("PE {r} of {n}"));
+    }
+}
+
+#[test]
+fn srun_pmi2_put_get_on_4_tasks() {
+    let Some(conf) = slurm() else { return };
+    let job = run_srun(&conf, "pmi2", 4, "put_get", PMI_ON_MPI_BUILDS);
+    check(&job, 4, "pmi", |r| format!("PE {r}: put_get ok"));
+}
+
+#[test]
+fn srun_without_a_pmi_plugin_uses_the_slurm_variables() {
+    let Some(conf) = slurm() else { return };
+    let job = run_srun(&conf, "none", 4, "put_get", &[]);
+    check(&job, 4, "env (Slurm srun (no PMI plugin))", |r| {
+        format!("PE {r}: put_get ok")
+    });
+}
