@@ -31,6 +31,13 @@ const MAX_SIZE: usize = 16 << 20;
 /// Transfer sizes of the sweeps: 8 B to 16 MiB in ×8 steps.
 const SWEEP: &[usize] = &[8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, MAX_SIZE];
 
+/// Sizes of the data-moving collectives: 64 B to 2 MiB in ×8 steps (at least 8 bytes per
+/// PE's block with up to 8 PEs).
+const COLLECTIVE_SWEEP: &[usize] = &[64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20];
+
+/// Sizes of the reduction: 8 B to 32 KiB in ×8 steps.
+const REDUCE_SIZES: &[usize] = &[8, 64, 512, 4 << 10, 32 << 10];
+
 /// The size of the single-word metrics.
 const WORD: &[usize] = &[8];
 
@@ -355,6 +362,39 @@ const BENCHES: &[Bench] = &[
         max_iters: None,
         about: "barrier_all on every PE (size is not meaningful)",
         run: barrier_all_latency,
+    },
+    Bench {
+        on: On::Cpu,
+        metric: "alltoall_bw",
+        initiator: Initiator::Host,
+        kind: Kind::Bandwidth,
+        sizes: COLLECTIVE_SWEEP,
+        baseline: None,
+        max_iters: None,
+        about: "team_world alltoall of u64s: size is what each PE sends in all (one block per PE, its own included)",
+        run: alltoall_bw,
+    },
+    Bench {
+        on: On::Cpu,
+        metric: "fcollect_bw",
+        initiator: Initiator::Host,
+        kind: Kind::Bandwidth,
+        sizes: COLLECTIVE_SWEEP,
+        baseline: None,
+        max_iters: None,
+        about: "team_world fcollect of u64s: size is what each PE receives (its block times the PEs)",
+        run: fcollect_bw,
+    },
+    Bench {
+        on: On::Cpu,
+        metric: "reduce_latency",
+        initiator: Initiator::Host,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: REDUCE_SIZES,
+        baseline: None,
+        max_iters: None,
+        about: "team_world sum reduce of size bytes of u64s into every PE",
+        run: reduce_latency,
     },
     Bench {
         on: On::Both,
@@ -744,6 +784,34 @@ fn put_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
 /// Every PE runs `iters` barriers; PE 0's time is reported.
 fn barrier_all_latency(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration> {
     timed(iters, |_| c.rt.barrier_all())
+}
+
+/// Elements per PE's block of a collective moving `size` bytes in all (at least one).
+fn block_elems(c: &Ctx, size: usize) -> usize {
+    (size / ELEM / c.rt.n_pes()).max(1)
+}
+
+/// Every PE runs `iters` alltoalls of `size` bytes from `gsrc` into `big`.
+fn alltoall_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world();
+    let nelems = block_elems(c, size);
+    timed(iters, |_| team.alltoall(&c.big, &c.gsrc, nelems))
+}
+
+/// Every PE runs `iters` fcollects of `size` bytes in all from `gsrc` into `big`.
+fn fcollect_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world();
+    let nelems = block_elems(c, size);
+    timed(iters, |_| team.fcollect(&c.big, &c.gsrc, nelems))
+}
+
+/// Every PE runs `iters` sum reductions of `size` bytes of `gsrc` into `big`.
+fn reduce_latency(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world();
+    let nelems = size / ELEM;
+    timed(iters, |_| {
+        team.reduce(&c.big, &c.gsrc, nelems, symmem::collectives::Sum)
+    })
 }
 
 /// Timed iterations of warp and block benchmarks: each iteration synchronizes 32 or 64
