@@ -59,7 +59,7 @@ pub enum BootstrapError {
         message: String,
     },
     /// A PMIx call returned an error status.
-    #[error("PMIx bootstrap: {call} failed with {name} (PMIx status {status})")]
+    #[error("PMIx bootstrap: {call} failed with {name} (PMIx status {status}){context}")]
     Pmix {
         /// The call, e.g. `PMIx_Fence`.
         call: String,
@@ -67,6 +67,8 @@ pub enum BootstrapError {
         status: i32,
         /// `PMIx_Error_string(status)`.
         name: String,
+        /// The launcher's variables and a hint, as `; ...`, or empty.
+        context: String,
     },
     /// The MPI layer reported an error.
     #[error("MPI bootstrap: {0}")]

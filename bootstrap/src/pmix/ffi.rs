@@ -29,6 +29,8 @@ pub const KEY_LEN: usize = 512;
 pub const RANK_WILDCARD: u32 = u32::MAX - 1;
 /// `PMIX_SUCCESS`.
 pub const SUCCESS: c_int = 0;
+/// `PMIX_ERR_UNREACHABLE`: no PMIx server answers.
+pub const ERR_UNREACH: c_int = -25;
 /// `PMIX_BOOL`.
 const TYPE_BOOL: u16 = 1;
 /// `PMIX_STRING`.
@@ -298,6 +300,7 @@ impl Lib {
             call: call.to_string(),
             status,
             name: self.status_name(status),
+            context: String::new(),
         })
     }
 

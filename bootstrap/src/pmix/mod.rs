@@ -151,6 +151,21 @@ fn bounded<T: Send + 'static>(
         .map_err(|e| BootstrapError::io(format!("starting a thread for {what}"), &e))?;
     let left = deadline.saturating_duration_since(Instant::now());
     match rx.recv_timeout(left) {
+        Ok(Err(BootstrapError::Pmix {
+            call, status, name, ..
+        })) => {
+            let hint = if status == ffi::ERR_UNREACH {
+                "; is this process started by a PMIx launcher that is still running (Open MPI's mpirun, srun --mpi=pmix)?"
+            } else {
+                ""
+            };
+            Err(BootstrapError::Pmix {
+                call,
+                status,
+                name,
+                context: format!("; launcher variables: {vars}{hint}"),
+            })
+        }
         Ok(result) => result,
         Err(mpsc::RecvTimeoutError::Timeout) => Err(BootstrapError::ServerLost {
             addr: format!("PMIx server ({vars})"),
