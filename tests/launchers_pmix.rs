@@ -190,6 +190,74 @@ fn a_killed_pe_ends_the_job_under_mpirun_by_default() {
     }
 }
 
+#[test]
+fn a_pe_killed_before_the_fence_fails_the_others_at_once() {
+    // Rank 3 dies before the PMIx fence (SYMMEM_TEST_EXIT_AT=launcher_exchange, set for
+    // it alone through mpirun's second app context); with --enable-recovery mpirun keeps
+    // the others running. Their fence fails at once (PMIX_ERR_PARTIAL_SUCCESS), or, when
+    // the server has dropped rank 3 from the fence before they enter it, the fence
+    // completes and the TCP rendezvous names rank 3 at the bootstrap timeout. Either way
+    // every survivor fails within the timeout, saying why.
+    let Some(mpirun) = open_mpi() else { return };
+    let mut cmd = Command::new(mpirun);
+    cmd.arg("--enable-recovery")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    for var in FOREIGN_VARS {
+        cmd.env_remove(var);
+    }
+    let mut vars = vec![
+        ("SYMMEM_TEST_EXPECT_PES", "4"),
+        ("SYMMEM_BOOTSTRAP_TIMEOUT", "8"),
+        ("SYMMEM_SYMMETRIC_SIZE", "16M"),
+        ("RUST_BACKTRACE", "0"),
+    ];
+    if cfg!(feature = "mpi") {
+        vars.push(("SYMMEM_BOOTSTRAP", "pmix"));
+    }
+    for (k, v) in vars {
+        cmd.env(k, v).args(["-x", k]);
+    }
+    cmd.args(["-n", "3", TEST_PE, "hello", ":", "-n", "1"])
+        .args([
+            "-x",
+            "SYMMEM_TEST_EXIT_AT=launcher_exchange",
+            TEST_PE,
+            "hello",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let job = wait_output(
+        cmd.spawn().expect("starting mpirun"),
+        Duration::from_secs(90),
+    );
+    if !job
+        .stderr
+        .contains("SYMMEM_TEST_EXIT_AT=launcher_exchange: process")
+    {
+        job.fail("rank 3 did not die before the fence");
+    }
+    let out = format!("{}{}", job.stdout, job.stderr);
+    let failures: Vec<&str> = out.lines().filter(|l| l.contains("FAILED: ")).collect();
+    if failures.len() != 3 {
+        job.fail(&format!("{} survivors failed, expected 3", failures.len()));
+    }
+    for f in failures {
+        let fence = f.contains("PMIx_Fence") && f.contains("ended before reaching the fence");
+        let rendezvous = f.contains("rank(s) 3 never arrived");
+        if !(fence || rendezvous) {
+            job.fail(&format!(
+                "a survivor's error explains neither the fence nor rank 3: {f}"
+            ));
+        }
+    }
+    if job.elapsed >= Duration::from_secs(30) {
+        job.fail(&format!("took {:?}", job.elapsed));
+    }
+}
+
 /// Runs the test PE alone with `env` (PMIx variables of a job that does not exist).
 fn run_alone(env: &[(&str, &str)]) -> Job {
     let mut vars = vec![

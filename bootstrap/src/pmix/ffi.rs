@@ -29,8 +29,10 @@ pub const KEY_LEN: usize = 512;
 pub const RANK_WILDCARD: u32 = u32::MAX - 1;
 /// `PMIX_SUCCESS`.
 pub const SUCCESS: c_int = 0;
-/// `PMIX_ERR_UNREACHABLE`: no PMIx server answers.
+/// `PMIX_ERR_UNREACH`: no PMIx server answers.
 pub const ERR_UNREACH: c_int = -25;
+/// `PMIX_ERR_PARTIAL_SUCCESS`: what a fence returns when a participant has ended.
+pub const ERR_PARTIAL_SUCCESS: c_int = -52;
 /// `PMIX_BOOL`.
 const TYPE_BOOL: u16 = 1;
 /// `PMIX_STRING`.

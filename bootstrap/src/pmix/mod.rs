@@ -19,9 +19,11 @@
 //! # Deadlines
 //! PMIx calls block in C. Each step runs on a helper thread that the caller waits for until
 //! `SYMMEM_BOOTSTRAP_TIMEOUT`, and the fence and gets also carry `PMIX_TIMEOUT` so the
-//! server gives up too. A rank that never starts, or dies before the fence, therefore
-//! yields an error naming the call within the timeout (PMIx does not say which rank is
-//! missing; launchers such as `mpirun` usually end the whole job first when a rank dies).
+//! server gives up too. A rank that never starts therefore yields an error naming the call
+//! within the timeout. A rank that dies before the fence: Open MPI's `mpirun` ends the
+//! whole job by default; with `--enable-recovery` its PMIx server fails the fence at once
+//! with `PMIX_ERR_PARTIAL_SUCCESS`, which the error names (PMIx does not say which rank
+//! ended; the launcher's output does).
 //! After such a timeout the helper thread may still be inside libpmix: the session is
 //! marked broken, later inits of the process fail naming the first failure, and
 //! `PMIx_Finalize` is skipped at exit.
@@ -154,10 +156,10 @@ fn bounded<T: Send + 'static>(
         Ok(Err(BootstrapError::Pmix {
             call, status, name, ..
         })) => {
-            let hint = if status == ffi::ERR_UNREACH {
-                "; is this process started by a PMIx launcher that is still running (Open MPI's mpirun, srun --mpi=pmix)?"
-            } else {
-                ""
+            let hint = match status {
+                ffi::ERR_UNREACH => "; is this process started by a PMIx launcher that is still running (Open MPI's mpirun, srun --mpi=pmix)?",
+                ffi::ERR_PARTIAL_SUCCESS => "; a process of the job ended before reaching the fence (PMIx does not say which; the launcher's output names it)",
+                _ => "",
             };
             Err(BootstrapError::Pmix {
                 call,
@@ -265,6 +267,7 @@ impl Session {
         } else {
             None
         };
+        crate::fault::exit_point("launcher_exchange");
         let published = own.as_ref().map(UniqueId::to_string);
         let (lib, me, secs) = (self.lib, self.me, pmix_seconds(timeout));
         let step_key = key.clone();
