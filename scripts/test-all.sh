@@ -8,7 +8,7 @@ step() { printf '\n=== %s\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-step "system packages: Open MPI, MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test)"
+step "system packages: Open MPI (its mpirun serves PMIx to the pmix bootstrap), pmix.h (libpmix-dev, for the pmix layout test), MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test)"
 need_apt=0
 command -v mpirun >/dev/null 2>&1 || need_apt=1
 command -v mpicc >/dev/null 2>&1 || need_apt=1
@@ -16,10 +16,11 @@ ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt=1
 command -v cmake >/dev/null 2>&1 || need_apt=1
 command -v mpiexec.hydra >/dev/null 2>&1 || need_apt=1
 command -v ip >/dev/null 2>&1 || need_apt=1
+ls /usr/lib/*/pmix2/include/pmix.h >/dev/null 2>&1 || need_apt=1
 if [ "$need_apt" = 1 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    libopenmpi-dev openmpi-bin mpich libclang-dev clang cmake pkg-config iproute2
+    libopenmpi-dev openmpi-bin libpmix-dev mpich libclang-dev clang cmake pkg-config iproute2
 fi
 # MPICH beside Open MPI: the tests call Hydra as mpiexec.hydra, and mpirun, mpiexec and
 # mpicc must stay Open MPI's (the mpi feature builds and runs against Open MPI). Debian's
