@@ -64,9 +64,12 @@ fn open_mpi() -> Option<&'static str> {
 /// Whether the dynamic loader knows `libpmix.so.2` (`ldconfig -p`); prints why the test is
 /// skipped when it does not.
 fn libpmix_present() -> bool {
-    let cache = Command::new("ldconfig").arg("-p").output();
+    // ldconfig is in /sbin, which a user's PATH may lack.
+    let cache = ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"]
+        .iter()
+        .find_map(|l| Command::new(l).arg("-p").output().ok());
     let known =
-        cache.is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("libpmix.so.2"));
+        cache.is_some_and(|out| String::from_utf8_lossy(&out.stdout).contains("libpmix.so.2"));
     if !known {
         println!("SKIPPED: libpmix.so.2 is not in the loader cache (install libpmix2)");
     }
