@@ -427,18 +427,20 @@ impl Lib {
         timeout_s: c_int,
     ) -> Result<String, BootstrapError> {
         self.get(proc, key, timeout_s, |v| {
-            // SAFETY: read only when the type tag says the union holds a string.
-            let p = (v.ty == TYPE_STRING).then(|| unsafe { v.data.string });
-            match p {
-                Some(p) if !p.is_null() => {
-                    // SAFETY: a PMIX_STRING value holds a NUL-terminated string.
-                    Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-                }
-                _ => Err(format!(
-                    "a value of PMIx type {}, expected PMIX_STRING ({TYPE_STRING})",
+            let p = if v.ty == TYPE_STRING {
+                // SAFETY: the type tag says the union holds a string pointer.
+                unsafe { v.data.string }
+            } else {
+                std::ptr::null_mut()
+            };
+            if p.is_null() {
+                return Err(format!(
+                    "a value of PMIx type {}, expected a PMIX_STRING ({TYPE_STRING})",
                     v.ty
-                )),
+                ));
             }
+            // SAFETY: a non-null PMIX_STRING value holds a NUL-terminated string.
+            Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
         })
     }
 }

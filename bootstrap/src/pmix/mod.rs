@@ -197,7 +197,7 @@ enum State {
     /// `PMIx_Init` has not run.
     Closed,
     /// `PMIx_Init` succeeded.
-    Open(Session),
+    Open(Box<Session>),
     /// A PMIx step failed or overran its deadline (its thread may still be in libpmix).
     Broken(String),
 }
@@ -348,7 +348,7 @@ pub fn join(
         State::Closed => {
             let lib = library(&env.libraries)?;
             let session = match Session::open(lib, env, timeout, deadline) {
-                Ok(s) => s,
+                Ok(s) => Box::new(s),
                 Err(e) => {
                     *guard = State::Broken(e.to_string());
                     return Err(e);
