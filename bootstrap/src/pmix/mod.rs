@@ -45,7 +45,7 @@ use crate::env::{number, Lookup};
 use crate::tcp::TcpBootstrap;
 use crate::{BootstrapError, UniqueId};
 
-pub use ffi::{major_version, DEFAULT_NAMES, MIN_MAJOR};
+use ffi::DEFAULT_NAMES;
 
 /// This process's rank, as set by the PMIx server's launcher.
 pub const ENV_PMIX_RANK: &str = "PMIX_RANK";

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
+use super::ffi::{major_version, MIN_MAJOR};
 use super::*;
 use crate::select::{decide, BootstrapChoice, Decision, Plan};
 
