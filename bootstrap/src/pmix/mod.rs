@@ -2,7 +2,7 @@
 //! Open MPI's `mpirun` (4.x and later, built without symmem's `mpi` feature), `prterun`
 //! and `srun --mpi=pmix`.
 //!
-//! libpmix is loaded at run time ([`ffi`], `dlopen` of `libpmix.so.2`, or of
+//! libpmix is loaded at run time (`ffi.rs`: `dlopen` of `libpmix.so.2`, or of
 //! `SYMMEM_PMIX_LIB`), so one binary runs on machines with and without PMIx and the build
 //! needs neither PMIx headers nor the library.
 //!
@@ -20,13 +20,16 @@
 //! PMIx calls block in C. Each step runs on a helper thread that the caller waits for until
 //! `SYMMEM_BOOTSTRAP_TIMEOUT`, and the fence and gets also carry `PMIX_TIMEOUT` so the
 //! server gives up too. A rank that never starts therefore yields an error naming the call
-//! within the timeout. A rank that dies before the fence: Open MPI's `mpirun` ends the
-//! whole job by default; with `--enable-recovery` its PMIx server fails the fence at once
-//! with `PMIX_ERR_PARTIAL_SUCCESS`, which the error names (PMIx does not say which rank
-//! ended; the launcher's output does).
-//! After such a timeout the helper thread may still be inside libpmix: the session is
-//! marked broken, later inits of the process fail naming the first failure, and
-//! `PMIx_Finalize` is skipped at exit.
+//! within the timeout. After a failed or overrun step the helper thread may still be
+//! inside libpmix: the session is marked broken, later inits of the process fail naming
+//! the first failure, and `PMIx_Finalize` is skipped at exit.
+//!
+//! A rank that dies before the fence: Open MPI's `mpirun` ends the whole job by default.
+//! With `--enable-recovery` its PMIx server fails the fence at once with
+//! `PMIX_ERR_PARTIAL_SUCCESS`, which the error explains (PMIx does not say which rank
+//! ended; the launcher's output does), or, when the server dropped the dead rank from the
+//! fence before the others entered it, the fence completes and the TCP rendezvous names
+//! the missing rank at the timeout.
 //!
 //! # Successive inits
 //! `PMIx_Init` runs once, at the first init of the process; each init runs steps 2 to 4
@@ -60,7 +63,7 @@ pub const ENV_PMIX_SERVER_URIS: [&str; 6] = [
     "PMIX_SERVER_URI2",
     "PMIX_SERVER_URI",
 ];
-/// The libpmix to load instead of [`DEFAULT_NAMES`]: a file name or a path.
+/// The libpmix to load instead of `libpmix.so.2`, then `libpmix.so`: a file name or a path.
 pub const ENV_PMIX_LIB: &str = "SYMMEM_PMIX_LIB";
 /// The key under which rank 0 publishes its rendezvous, suffixed `-<n>` for the n-th init
 /// of the process.
@@ -75,7 +78,7 @@ pub struct PmixEnv {
     pub rank: Option<usize>,
     /// `PMIX_NAMESPACE`, when set.
     pub namespace: Option<String>,
-    /// The libraries to try, in order: `SYMMEM_PMIX_LIB`, else [`DEFAULT_NAMES`].
+    /// The libraries to try, in order: `SYMMEM_PMIX_LIB`, else `libpmix.so.2`, `libpmix.so`.
     pub libraries: Vec<String>,
     /// The variables, as `NAME=value, NAME=value` (server URIs by name only), for messages.
     pub vars: String,
