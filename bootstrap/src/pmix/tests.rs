@@ -302,3 +302,60 @@ fn declared_layouts_match_pmix_h_when_installed() {
     assert_eq!(c["key_len"], ffi::KEY_LEN);
     assert_eq!(c["wildcard"], ffi::RANK_WILDCARD as usize);
 }
+
+#[test]
+fn a_step_that_overruns_the_deadline_fails_naming_it() {
+    let timeout = Duration::from_millis(200);
+    let start = std::time::Instant::now();
+    let deadline = crate::duration::deadline_after(timeout);
+    let err = bounded("PMIx_Fence", "PMIX_RANK=1", timeout, deadline, || {
+        std::thread::sleep(Duration::from_secs(5));
+        Ok(())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        err.contains("PMIx_Fence")
+            && err.contains("SYMMEM_BOOTSTRAP_TIMEOUT")
+            && err.contains("PMIX_RANK=1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn pmix_errors_carry_the_launcher_variables_and_a_hint() {
+    let vars = "PMIX_RANK=0, PMIX_NAMESPACE=x";
+    let fail = |status| {
+        let deadline = crate::duration::deadline_after(Duration::from_secs(5));
+        bounded(
+            "PMIx_Init",
+            vars,
+            Duration::from_secs(5),
+            deadline,
+            move || {
+                Err::<(), _>(BootstrapError::Pmix {
+                    call: "PMIx_Init".into(),
+                    status,
+                    name: "UNREACHABLE".into(),
+                    context: String::new(),
+                })
+            },
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    let err = fail(ffi::ERR_UNREACH);
+    assert!(
+        err.contains("PMIx_Init failed with UNREACHABLE (PMIx status -25)")
+            && err.contains(vars)
+            && err.contains("still running"),
+        "{err}"
+    );
+    let err = fail(ffi::ERR_PARTIAL_SUCCESS);
+    assert!(err.contains("ended before reaching the fence"), "{err}");
+}
