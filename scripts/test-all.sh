@@ -85,6 +85,9 @@ cargo run --release --example device_pipeline -- --pes 2
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle
 
+step "the multi-PE tests again under mpirun over the pmix bootstrap (2 and 4 PEs; PMIx, no mpi feature)"
+SYMMEM_TEST_LAUNCHER=mpirun-pmix cargo test --no-fail-fast --test multi_pe --test host_api --test collectives --test teams
+
 step "the multi-PE tests again under mpirun (2 and 4 PEs), built with --features mpi"
 SYMMEM_TEST_LAUNCHER=mpirun cargo test --workspace --features mpi --no-fail-fast
 

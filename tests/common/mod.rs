@@ -1,7 +1,8 @@
 //! Launching the test PE program (`symmem-test-pe`) from the facade's integration tests.
 //!
 //! `SYMMEM_TEST_LAUNCHER=mpirun` runs the launcher-agnostic tests under Open MPI's
-//! `mpirun` (build with `--features mpi`); otherwise they run under `symrun`.
+//! `mpirun` (build with `--features mpi`), `SYMMEM_TEST_LAUNCHER=mpirun-pmix` under the
+//! same `mpirun` over the `pmix` bootstrap; otherwise they run under `symrun`.
 #![allow(dead_code)] // each test file uses a different subset
 
 use std::process::{Command, Stdio};
