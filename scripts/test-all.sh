@@ -87,6 +87,7 @@ bash scripts/gpu-check.sh bundle
 
 step "the multi-PE tests again under mpirun over the pmix bootstrap (2 and 4 PEs; PMIx, no mpi feature)"
 SYMMEM_TEST_LAUNCHER=mpirun-pmix cargo test --no-fail-fast --test multi_pe --test host_api --test collectives --test teams
+SYMMEM_TEST_LAUNCHER=mpirun-pmix cargo test --no-fail-fast -p symmem-device-tests --test device_ops --test device_faults
 
 step "the multi-PE tests again under mpirun (2 and 4 PEs), built with --features mpi"
 SYMMEM_TEST_LAUNCHER=mpirun cargo test --workspace --features mpi --no-fail-fast
