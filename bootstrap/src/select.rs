@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | 1 | `symrun` (sets `SYMMEM_LAUNCH_*`) | TCP rendezvous hosted by symrun |
 //! | 2 | torchrun, Kubeflow PyTorchJob (`WORLD_SIZE`, `RANK`) | [`env`](mod@crate::env), rank 0 hosts |
-//! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`), when built with the `mpi` feature | MPI |
+//! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`, `PMIX_NAMESPACE`), when built with the `mpi` feature | MPI |
 //! | 4 | a PMI-1 process manager: Hydra's `mpiexec`, `srun --mpi=pmi2`, Flux (`PMI_FD`, or `PMI_PORT`) | [`pmi`](mod@crate::pmi), rank 0 hosts |
 //! | 5 | a PMIx server: Open MPI's `mpirun`, `prterun`, `srun --mpi=pmix` (`PMIX_RANK`, `PMIX_NAMESPACE` or `PMIX_SERVER_URI*`) | [`pmix`](mod@crate::pmix), rank 0 hosts |
 //! | 6 | another MPI launcher (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`) without the `mpi` feature | an error |
