@@ -208,10 +208,11 @@ fn a_killed_pe_ends_the_job_under_mpirun_by_default() {
 fn a_pe_killed_before_the_fence_fails_the_others_at_once() {
     // Rank 3 dies before the PMIx fence (SYMMEM_TEST_EXIT_AT=launcher_exchange, set for
     // it alone through mpirun's second app context); with --enable-recovery mpirun keeps
-    // the others running. Their fence fails at once (PMIX_ERR_PARTIAL_SUCCESS), or, when
-    // the server has dropped rank 3 from the fence before they enter it, the fence
-    // completes and the TCP rendezvous names rank 3 at the bootstrap timeout. Either way
-    // every survivor fails within the timeout, saying why.
+    // the others running. Depending on when the server learns of the death, their fence
+    // fails at once (PMIX_ERR_PARTIAL_SUCCESS), or blocks until the bootstrap timeout
+    // (the error names the fence step), or completes without rank 3, after which the TCP
+    // rendezvous names rank 3 at the timeout. Every survivor fails within the timeout,
+    // saying why.
     let Some(mpirun) = open_mpi() else { return };
     let mut cmd = Command::new(mpirun);
     cmd.arg("--enable-recovery")
@@ -260,14 +261,17 @@ fn a_pe_killed_before_the_fence_fails_the_others_at_once() {
     }
     for f in failures {
         let fence = f.contains("PMIx_Fence") && f.contains("ended before reaching the fence");
+        let blocked = f.contains("Fence") && f.contains("SYMMEM_BOOTSTRAP_TIMEOUT");
         let rendezvous = f.contains("rank(s) 3 never arrived");
-        if !(fence || rendezvous) {
+        if !(fence || blocked || rendezvous) {
             job.fail(&format!(
                 "a survivor's error explains neither the fence nor rank 3: {f}"
             ));
         }
     }
-    if job.elapsed >= Duration::from_secs(30) {
+    // The survivors fail at the 8 s timeout at most; mpirun then takes a few seconds to
+    // tear the job down.
+    if job.elapsed >= Duration::from_secs(45) {
         job.fail(&format!("took {:?}", job.elapsed));
     }
 }

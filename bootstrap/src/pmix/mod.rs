@@ -25,11 +25,11 @@
 //! the first failure, and `PMIx_Finalize` is skipped at exit.
 //!
 //! A rank that dies before the fence: Open MPI's `mpirun` ends the whole job by default.
-//! With `--enable-recovery` its PMIx server fails the fence at once with
-//! `PMIX_ERR_PARTIAL_SUCCESS`, which the error explains (PMIx does not say which rank
-//! ended; the launcher's output does), or, when the server dropped the dead rank from the
-//! fence before the others entered it, the fence completes and the TCP rendezvous names
-//! the missing rank at the timeout.
+//! With `--enable-recovery`, depending on when its PMIx server learns of the death, the
+//! fence fails at once with `PMIX_ERR_PARTIAL_SUCCESS`, which the error explains (PMIx does
+//! not say which rank ended; the launcher's output does), or blocks until the timeout
+//! (the error names the fence step), or completes without the dead rank, after which the
+//! TCP rendezvous names the missing rank at the timeout.
 //!
 //! # Successive inits
 //! `PMIx_Init` runs once, at the first init of the process; each init runs steps 2 to 4
