@@ -269,9 +269,10 @@ fn a_pe_killed_before_the_fence_fails_the_others_at_once() {
             ));
         }
     }
-    // The survivors fail at the 8 s timeout at most; mpirun then takes a few seconds to
-    // tear the job down.
-    if job.elapsed >= Duration::from_secs(45) {
+    // The survivors fail at the 8 s timeout at most. The whole job usually ends within
+    // 10 s, but one run on this loaded 2-core machine took 41 s (mpirun's teardown, not
+    // pinned down); a hang is what this bound is for.
+    if job.elapsed >= Duration::from_secs(75) {
         job.fail(&format!("took {:?}", job.elapsed));
     }
 }
