@@ -8,7 +8,7 @@ step() { printf '\n=== %s\n' "$*"; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-step "system packages: Open MPI, MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test), Slurm and munge (a single-node Slurm for the launcher tests)"
+step "system packages: Open MPI (its mpirun serves PMIx to the pmix bootstrap), pmix.h (libpmix-dev, for the pmix layout test), MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test), Slurm and munge (a single-node Slurm for the launcher tests)"
 need_apt=0
 command -v mpirun >/dev/null 2>&1 || need_apt=1
 command -v mpicc >/dev/null 2>&1 || need_apt=1
@@ -16,12 +16,13 @@ ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt=1
 command -v cmake >/dev/null 2>&1 || need_apt=1
 command -v mpiexec.hydra >/dev/null 2>&1 || need_apt=1
 command -v ip >/dev/null 2>&1 || need_apt=1
+ls /usr/lib/*/pmix2/include/pmix.h >/dev/null 2>&1 || need_apt=1
 command -v srun >/dev/null 2>&1 || need_apt=1
 command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || need_apt=1
 if [ "$need_apt" = 1 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    libopenmpi-dev openmpi-bin mpich libclang-dev clang cmake pkg-config iproute2 slurm-wlm munge
+    libopenmpi-dev openmpi-bin libpmix-dev mpich libclang-dev clang cmake pkg-config iproute2 slurm-wlm munge
 fi
 # MPICH beside Open MPI: the tests call Hydra as mpiexec.hydra, and mpirun, mpiexec and
 # mpicc must stay Open MPI's (the mpi feature builds and runs against Open MPI). Debian's
@@ -99,6 +100,10 @@ cargo run --release --example device_pipeline -- --pes 2
 
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle
+
+step "the multi-PE tests again under mpirun over the pmix bootstrap (2 and 4 PEs; PMIx, no mpi feature)"
+SYMMEM_TEST_LAUNCHER=mpirun-pmix cargo test --no-fail-fast --test multi_pe --test host_api --test collectives --test teams
+SYMMEM_TEST_LAUNCHER=mpirun-pmix cargo test --no-fail-fast -p symmem-device-tests --test device_ops --test device_faults
 
 step "the multi-PE tests again under mpirun (2 and 4 PEs), built with --features mpi"
 SYMMEM_TEST_LAUNCHER=mpirun cargo test --workspace --features mpi --no-fail-fast

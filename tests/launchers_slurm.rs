@@ -4,6 +4,8 @@
 //!
 //! - `srun --mpi=pmi2`: Slurm's agent gives each task `PMI_FD`, `PMI_RANK`, `PMI_SIZE`, and
 //!   the `pmi` bootstrap speaks PMI-1 on that descriptor;
+//! - `srun --mpi=pmix` (Slurm's `pmix_v4` plugin): `PMIX_*`, and the `pmix` bootstrap
+//!   speaks PMIx through libpmix;
 //! - `srun --mpi=none`: no PMI at all; the `env` bootstrap's Slurm fallback rendezvouses at
 //!   the first host of `SLURM_STEP_NODELIST` on the first of `SLURM_STEP_RESV_PORTS`.
 //!
@@ -99,6 +101,13 @@ const PMI_ON_MPI_BUILDS: &[(&str, &str)] = if cfg!(feature = "mpi") {
     &[]
 };
 
+/// As [`PMI_ON_MPI_BUILDS`], for `srun --mpi=pmix`.
+const PMIX_ON_MPI_BUILDS: &[(&str, &str)] = if cfg!(feature = "mpi") {
+    &[("SYMMEM_BOOTSTRAP", "pmix")]
+} else {
+    &[]
+};
+
 #[test]
 fn srun_pmi2_hello_on_2_and_4_tasks() {
     let Some(conf) = slurm() else { return };
@@ -122,4 +131,20 @@ fn srun_without_a_pmi_plugin_uses_the_slurm_variables() {
     check(&job, 4, "env (Slurm srun (no PMI plugin))", |r| {
         format!("PE {r}: put_get ok")
     });
+}
+
+#[test]
+fn srun_pmix_hello_on_2_and_4_tasks() {
+    let Some(conf) = slurm() else { return };
+    for n in [2, 4] {
+        let job = run_srun(&conf, "pmix", n, "hello", PMIX_ON_MPI_BUILDS);
+        check(&job, n, "pmix", |r| format!("PE {r} of {n}"));
+    }
+}
+
+#[test]
+fn srun_pmix_put_get_on_4_tasks() {
+    let Some(conf) = slurm() else { return };
+    let job = run_srun(&conf, "pmix", 4, "put_get", PMIX_ON_MPI_BUILDS);
+    check(&job, 4, "pmix", |r| format!("PE {r}: put_get ok"));
 }

@@ -58,6 +58,18 @@ pub enum BootstrapError {
         /// The OS error text.
         message: String,
     },
+    /// A PMIx call returned an error status.
+    #[error("PMIx bootstrap: {call} failed with {name} (PMIx status {status}){context}")]
+    Pmix {
+        /// The call, e.g. `PMIx_Fence`.
+        call: String,
+        /// The `pmix_status_t` it returned.
+        status: i32,
+        /// `PMIx_Error_string(status)`.
+        name: String,
+        /// The launcher's variables and a hint, as `; ...`, or empty.
+        context: String,
+    },
     /// The MPI layer reported an error.
     #[error("MPI bootstrap: {0}")]
     Mpi(String),

@@ -15,6 +15,10 @@ pub const EXIT_AT_VAR: &str = "SYMMEM_TEST_EXIT_AT";
 /// Every point, in the order init passes them, with where it lies.
 pub const EXIT_POINTS: &[(&str, &str)] = &[
     (
+        "launcher_exchange",
+        "pmi and pmix bootstraps: before the process manager's barrier (PMI-1) or fence (PMIx) that publishes rank 0's rendezvous",
+    ),
+    (
         "rendezvous_join",
         "joining the rendezvous: after this rank's hello, before every rank has joined",
     ),

@@ -7,7 +7,7 @@
 //! - [`tcp::TcpBootstrap`]: a TCP rendezvous hosted by the `symrun` launcher or by rank 0
 //!   (unique-id init, see [`UniqueId`], or launcher variables such as torchrun's and
 //!   Slurm's, see [`env`](mod@env); or a PMI-1 process manager such as Hydra's `mpiexec`,
-//!   see [`pmi`]);
+//!   see [`pmi`]; or a PMIx server such as Open MPI's `mpirun`, see [`pmix`]);
 //! - [`single::SingleBootstrap`]: a program started without any launcher is one PE;
 //! - `mpi::MpiBootstrap` (feature `mpi`): rsmpi, under mpirun/srun or from an existing
 //!   communicator.
@@ -24,6 +24,7 @@ pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod pmi;
+pub mod pmix;
 pub mod select;
 pub mod single;
 pub mod tcp;

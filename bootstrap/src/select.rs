@@ -6,12 +6,13 @@
 //! |---|---|---|
 //! | 1 | `symrun` (sets `SYMMEM_LAUNCH_*`) | TCP rendezvous hosted by symrun |
 //! | 2 | torchrun, Kubeflow PyTorchJob (`WORLD_SIZE`, `RANK`) | [`env`](mod@crate::env), rank 0 hosts |
-//! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`), when built with the `mpi` feature | MPI |
+//! | 3 | mpirun / srun with PMI / hydra (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`, `PMIX_NAMESPACE`), when built with the `mpi` feature | MPI |
 //! | 4 | a PMI-1 process manager: Hydra's `mpiexec`, `srun --mpi=pmi2`, Flux (`PMI_FD`, or `PMI_PORT`) | [`pmi`](mod@crate::pmi), rank 0 hosts |
-//! | 5 | another MPI launcher (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK`) without the `mpi` feature | an error |
-//! | 6 | a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`) | [`env`](mod@crate::env) |
-//! | 7 | `srun` without a PMI plugin (`SLURM_PROCID`, `SLURM_NTASKS`) | [`env`](mod@crate::env) |
-//! | 8 | nothing | a single PE |
+//! | 5 | a PMIx server: Open MPI's `mpirun`, `prterun`, `srun --mpi=pmix` (`PMIX_RANK`, `PMIX_NAMESPACE` or `PMIX_SERVER_URI*`) | [`pmix`](mod@crate::pmix), rank 0 hosts |
+//! | 6 | another MPI launcher (`OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`) without the `mpi` feature | an error |
+//! | 7 | a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`) | [`env`](mod@crate::env) |
+//! | 8 | `srun` without a PMI plugin (`SLURM_PROCID`, `SLURM_NTASKS`) | [`env`](mod@crate::env) |
+//! | 9 | nothing | a single PE |
 //!
 //! torchrun comes before PMI and Slurm because its workers inherit the variables of the
 //! launcher that started the torchrun agent (`PMI_FD`, `PMIX_*`, `SLURM_*`). Those then
@@ -19,10 +20,11 @@
 //! (or divide `WORLD_SIZE`). Without torchrun, PyTorch variables and another launcher's
 //! describe the same process and must agree on rank and size. Disagreement is an error
 //! naming both sources, unless `SYMMEM_BOOTSTRAP` names the one to use (`env:torchrun`,
-//! `env:slurm`, `env:k8s`, `mpi`, `pmi`; plain `env` checks like `auto`). Under `srun
-//! --mpi=pmi2` the PMI and Slurm variables describe the same process and must agree too.
-//! With the `mpi` feature, MPI stays preferred under MPI launchers unless
-//! `SYMMEM_BOOTSTRAP=pmi`. Which source won, and why, is logged at info level.
+//! `env:slurm`, `env:k8s`, `mpi`, `pmi`, `pmix`; plain `env` checks like `auto`). Under
+//! `srun --mpi=pmi2` (or `--mpi=pmix`) the PMI (PMIx) and Slurm variables describe the same
+//! process and must agree too. PMI-1 comes before PMIx when a process has both. With the
+//! `mpi` feature, MPI stays preferred under MPI launchers (Open MPI's `mpirun` included)
+//! unless `SYMMEM_BOOTSTRAP=pmi` or `pmix`. Which source won, and why, is logged at info level.
 //!
 //! A mismatch between how the job was launched and what the binary supports is an error,
 //! never a silent fall back to N independent single-PE jobs.
@@ -33,6 +35,7 @@ use std::time::Duration;
 use crate::env::{self as launch_vars, EnvJob, EnvSource, Lookup};
 use crate::launcher::{ENV_ADDR, ENV_NONCE, ENV_RANK, ENV_SIZE};
 use crate::pmi::{self, PmiEnv};
+use crate::pmix::{self, PmixEnv};
 use crate::single::SingleBootstrap;
 use crate::tcp::TcpBootstrap;
 use crate::{Bootstrap, BootstrapError};
@@ -48,6 +51,9 @@ pub enum BootstrapChoice {
     Mpi,
     /// A PMI-1 process manager ([`crate::pmi`]; requires `PMI_FD` or `PMI_PORT`).
     Pmi,
+    /// A PMIx server ([`crate::pmix`]; requires `PMIX_RANK`, `PMIX_NAMESPACE` or
+    /// `PMIX_SERVER_URI*`).
+    Pmix,
     /// Launcher variables ([`crate::env`]): the first source found in the `auto` order, or
     /// the one named (`env:torchrun`, `env:k8s`, `env:slurm`).
     Env(Option<EnvSource>),
@@ -61,12 +67,14 @@ impl std::str::FromStr for BootstrapChoice {
             "tcp" => Ok(BootstrapChoice::Tcp),
             "mpi" => Ok(BootstrapChoice::Mpi),
             "pmi" => Ok(BootstrapChoice::Pmi),
+            "pmix" => Ok(BootstrapChoice::Pmix),
             "env" => Ok(BootstrapChoice::Env(None)),
             "env:torchrun" => Ok(BootstrapChoice::Env(Some(EnvSource::Torchrun))),
             "env:k8s" => Ok(BootstrapChoice::Env(Some(EnvSource::K8sIndexed))),
             "env:slurm" => Ok(BootstrapChoice::Env(Some(EnvSource::Slurm))),
             _ => Err(
-                "expected one of auto, tcp, mpi, pmi, env, env:torchrun, env:k8s, env:slurm".into(),
+                "expected one of auto, tcp, mpi, pmi, pmix, env, env:torchrun, env:k8s, env:slurm"
+                    .into(),
             ),
         }
     }
@@ -79,6 +87,7 @@ impl std::fmt::Display for BootstrapChoice {
             BootstrapChoice::Tcp => "tcp",
             BootstrapChoice::Mpi => "mpi",
             BootstrapChoice::Pmi => "pmi",
+            BootstrapChoice::Pmix => "pmix",
             BootstrapChoice::Env(named) => env_choice_name(*named),
         })
     }
@@ -152,7 +161,12 @@ pub fn process_env(var: &str) -> Option<String> {
 }
 
 /// Variables through which MPI launchers announce a job.
-const MPI_LAUNCHER_VARS: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"];
+const MPI_LAUNCHER_VARS: [&str; 4] = [
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    "PMIX_RANK",
+    "PMIX_NAMESPACE",
+];
 
 /// What this process will bootstrap with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,6 +177,8 @@ pub enum Plan {
     Mpi,
     /// A PMI-1 process manager: rank 0 publishes the rendezvous through its KVS.
     Pmi(PmiEnv),
+    /// A PMIx server: rank 0 publishes the rendezvous through `PMIx_Put`.
+    Pmix(PmixEnv),
     /// Launcher variables: rank 0 hosts the rendezvous.
     Env(EnvJob),
     /// One PE on its own.
@@ -198,6 +214,18 @@ pub fn decide(choice: BootstrapChoice, get: Lookup) -> Result<Decision, Bootstra
             }
             None => Err(BootstrapError::Config(
                 "SYMMEM_BOOTSTRAP=pmi, but neither PMI_FD nor PMI_PORT is set: start the program with a PMI-1 process manager (mpiexec.hydra, srun --mpi=pmi2)".into(),
+            )),
+        },
+        (BootstrapChoice::Pmix, Some(_)) => Err(BootstrapError::Config(
+            "SYMMEM_BOOTSTRAP=pmix, but this process was started by symrun (SYMMEM_LAUNCH_* is set); launch with mpirun or srun --mpi=pmix, or use SYMMEM_BOOTSTRAP=auto".into(),
+        )),
+        (BootstrapChoice::Pmix, None) => match pmix::pmix_env(get)? {
+            Some(env) => {
+                let why = format!("SYMMEM_BOOTSTRAP=pmix ({})", env.vars);
+                decision(Plan::Pmix(env), why)
+            }
+            None => Err(BootstrapError::Config(
+                "SYMMEM_BOOTSTRAP=pmix, but none of PMIX_RANK, PMIX_NAMESPACE and PMIX_SERVER_URI* is set: start the program with a PMIx launcher (Open MPI's mpirun, prterun, srun --mpi=pmix)".into(),
             )),
         },
         (BootstrapChoice::Auto | BootstrapChoice::Tcp, Some(env)) => decision(
@@ -339,10 +367,13 @@ fn auto(get: Lookup) -> Result<Decision, BootstrapError> {
     if let Some(env) = pmi::pmi_env(get)? {
         return pmi_decision(env, slurm.as_ref());
     }
+    if let Some(env) = pmix::pmix_env(get)? {
+        return pmix_decision(env, slurm.as_ref());
+    }
     if let Some((var, value)) = mpi_var {
-        if var == "PMIX_RANK" || value != "1" {
+        if value != "1" {
             return Err(BootstrapError::Config(format!(
-                "this process was started by an MPI launcher ({var}={value}), but symmem was built without the `mpi` feature and no PMI-1 server is reachable (PMI_FD and PMI_PORT are unset); rebuild with `--features mpi` or launch with `symrun` or `mpiexec.hydra`"
+                "this process was started by an MPI launcher ({var}={value}), but symmem was built without the `mpi` feature and neither a PMI-1 server (PMI_FD, PMI_PORT) nor a PMIx server (PMIX_RANK, PMIX_NAMESPACE, PMIX_SERVER_URI*) is announced; rebuild with `--features mpi` or launch with `symrun`, `mpiexec.hydra` or Open MPI's `mpirun`"
             )));
         }
         return Ok(Decision {
@@ -422,6 +453,37 @@ fn pmi_decision(
     })
 }
 
+/// `auto`'s choice when a PMIx server is announced: `PMIX_RANK` checked against Slurm's
+/// variables (under `srun --mpi=pmix` both describe this process). The size comes from the
+/// server at init, so even a job of one goes through PMIx.
+fn pmix_decision(
+    env: PmixEnv,
+    slurm: Option<&launch_vars::Claim>,
+) -> Result<Decision, BootstrapError> {
+    if let Some(slurm) = slurm {
+        let claim = launch_vars::Claim {
+            source: "PMIx".into(),
+            vars: env.vars.clone(),
+            rank: env.rank,
+            size: None,
+        };
+        launch_vars::check_agreement(slurm, false, None, &claim)?;
+    }
+    let why = format!(
+        "a PMIx server started this process ({}){}",
+        env.vars,
+        if cfg!(feature = "mpi") {
+            ""
+        } else {
+            "; this build has no `mpi` feature, so PMIx is used directly"
+        }
+    );
+    Ok(Decision {
+        plan: Plan::Pmix(env),
+        why,
+    })
+}
+
 /// Counts the inits of this process under one launcher, so each joins a fresh group.
 static LAUNCH_SESSION: AtomicU64 = AtomicU64::new(0);
 
@@ -447,6 +509,11 @@ pub fn from_env(
             tracing::info!(why, rank = ?env.rank, size = ?env.size, "bootstrap: pmi");
             let ifname = process_env("SYMMEM_SOCKET_IFNAME");
             Ok(Box::new(pmi::join(&env, ifname.as_deref(), timeout)?))
+        }
+        Plan::Pmix(env) => {
+            tracing::info!(why, rank = ?env.rank, "bootstrap: pmix");
+            let ifname = process_env("SYMMEM_SOCKET_IFNAME");
+            Ok(Box::new(pmix::join(&env, ifname.as_deref(), timeout)?))
         }
         Plan::Env(job) if job.size == 1 => {
             tracing::info!(

@@ -78,6 +78,11 @@ fn describe_launch(config: &symmem::Config) -> String {
             "PMI-1 ({}): rank 0 publishes its rendezvous address and a random job secret through the process manager's KVS",
             env.vars
         ),
+        Plan::Pmix(env) => format!(
+            "PMIx ({}): loads {} at init; PMIx_Init gives the rank, PMIX_JOB_SIZE the size; rank 0 publishes its rendezvous address and a random job secret with PMIx_Put, the others read it after PMIx_Fence",
+            env.vars,
+            env.libraries.join(" or ")
+        ),
         Plan::Env(job) if job.size == 1 => format!("{}: a job of one PE", job.source),
         Plan::Env(job) => format!(
             "{}: rank {} of {}{}; rank 0 hosts the rendezvous at {} ({}); secret: {}",

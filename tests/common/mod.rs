@@ -1,7 +1,8 @@
 //! Launching the test PE program (`symmem-test-pe`) from the facade's integration tests.
 //!
 //! `SYMMEM_TEST_LAUNCHER=mpirun` runs the launcher-agnostic tests under Open MPI's
-//! `mpirun` (build with `--features mpi`); otherwise they run under `symrun`.
+//! `mpirun` (build with `--features mpi`), `SYMMEM_TEST_LAUNCHER=mpirun-pmix` under the
+//! same `mpirun` over the `pmix` bootstrap; otherwise they run under `symrun`.
 #![allow(dead_code)] // each test file uses a different subset
 
 use std::process::{Command, Stdio};
@@ -105,4 +106,17 @@ pub fn check_missing_pe_times_out(n: usize, scenario: &str, env: &[(&str, &str)]
         job.stdout
     );
     assert_eq!(job.stdout.matches(&format!("{scenario} ok")).count(), n);
+}
+
+/// Whether a survivor's `ERROR ... PE d failed while PE r was in ...` line names a PE
+/// other than the reporter (`d != r`), with `d < n`. Under launchers that kill the other
+/// ranks when one dies (Hydra, plain mpirun), `d` may be a rank the launcher killed.
+pub fn names_another_pe(line: &str, n: usize) -> bool {
+    let named = (0..n).find(|pe| line.contains(&format!("PE {pe} failed while PE")));
+    let reporter = line
+        .split(" was in ")
+        .next()
+        .and_then(|head| head.rsplit("while PE ").next())
+        .and_then(|pe| pe.trim().parse::<usize>().ok());
+    matches!((named, reporter), (Some(dead), Some(me)) if dead != me)
 }

@@ -345,7 +345,7 @@ pub fn check_agreement(
         "both describe this process"
     };
     Err(config(format!(
-        "conflicting launchers: {} ({}) and {} ({}) disagree ({relation}); set SYMMEM_BOOTSTRAP to say which to use (env:torchrun, env:slurm, env:k8s, mpi, pmi)",
+        "conflicting launchers: {} ({}) and {} ({}) disagree ({relation}); set SYMMEM_BOOTSTRAP to say which to use (env:torchrun, env:slurm, env:k8s, mpi, pmi, pmix)",
         torch.source, torch.vars, outer.source, outer.vars
     )))
 }

@@ -660,6 +660,7 @@ impl Session {
         } else {
             None
         };
+        crate::fault::exit_point("launcher_exchange");
         self.client.barrier()?;
         let id = match own {
             Some(id) => id,

@@ -2,7 +2,8 @@
 //!
 //! A job is a PE program started as N PEs by [`Launcher::Symrun`], by its own `--pes N`
 //! ([`Launcher::SelfLaunch`]) or by Open MPI's `mpirun` ([`Launcher::Mpirun`], chosen with
-//! `SYMMEM_TEST_LAUNCHER=mpirun`). Every job gets `SYMMEM_TEST_EXPECT_PES` and
+//! `SYMMEM_TEST_LAUNCHER=mpirun`, over MPI; [`Launcher::MpirunPmix`], chosen with
+//! `SYMMEM_TEST_LAUNCHER=mpirun-pmix`, over the `pmix` bootstrap). Every job gets `SYMMEM_TEST_EXPECT_PES` and
 //! `SYMMEM_TEST_EXPECT_BOOTSTRAP`, which the PE programs check, so N one-PE jobs started by
 //! a foreign launcher cannot pass. A job that outlives [`HANG_LIMIT`] is killed and fails.
 
@@ -23,22 +24,30 @@ pub enum Launcher {
     SelfLaunch,
     /// `mpirun -np N --oversubscribe PROGRAM ARGS` (build with `--features mpi`).
     Mpirun,
+    /// The same `mpirun` command with `SYMMEM_BOOTSTRAP=pmix`: the PEs join through PMIx
+    /// (any build; the CI runs it without the `mpi` feature).
+    MpirunPmix,
 }
 
 impl Launcher {
-    /// `Mpirun` when `SYMMEM_TEST_LAUNCHER=mpirun`, else `default`.
+    /// `Mpirun` when `SYMMEM_TEST_LAUNCHER=mpirun`, `MpirunPmix` when it is `mpirun-pmix`,
+    /// else `default`.
     pub fn from_env(default: Launcher) -> Launcher {
         match std::env::var("SYMMEM_TEST_LAUNCHER").as_deref() {
             Ok("mpirun") => Launcher::Mpirun,
+            Ok("mpirun-pmix") => Launcher::MpirunPmix,
             Ok("symrun") | Err(_) => default,
-            Ok(other) => panic!("SYMMEM_TEST_LAUNCHER={other}: expected symrun or mpirun"),
+            Ok(other) => {
+                panic!("SYMMEM_TEST_LAUNCHER={other}: expected symrun, mpirun or mpirun-pmix")
+            }
         }
     }
 
     /// The bootstrap the PEs must report.
     fn bootstrap(&self) -> &'static str {
         match self {
-            Launcher::Symrun(_) | Launcher::SelfLaunch => "tcp",
+            // The pmix bootstrap joins the TCP rendezvous that rank 0 publishes.
+            Launcher::Symrun(_) | Launcher::SelfLaunch | Launcher::MpirunPmix => "tcp",
             Launcher::Mpirun => "mpi",
         }
     }
@@ -57,13 +66,16 @@ impl Launcher {
                 c.args(["--pes", &n]).args(args);
                 c
             }
-            Launcher::Mpirun => {
+            Launcher::Mpirun | Launcher::MpirunPmix => {
                 let mut c = Command::new("mpirun");
                 c.args(["-np", &n, "--oversubscribe", program])
                     .args(args)
                     .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                     .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
                     .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+                if *self == Launcher::MpirunPmix {
+                    c.env("SYMMEM_BOOTSTRAP", "pmix");
+                }
                 c
             }
         }
