@@ -120,6 +120,15 @@ pub fn launcher_world_size() -> Result<Option<(&'static str, usize)>, BootstrapE
     Ok(None)
 }
 
+/// Whether the MPI library this binary links can join a job whose launcher offers only a
+/// PMI-1 server (`PMI_FD`/`PMI_PORT`, as Hydra and `srun --mpi=pmi2` do). Open MPI cannot:
+/// its `MPI_Init` needs PMIx or its own launcher, and fails with "OPAL ERROR: Unreachable"
+/// under `srun --mpi=pmi2`. Reads `MPI_Get_library_version`, which MPI allows before
+/// `MPI_Init`.
+pub(crate) fn speaks_pmi1() -> bool {
+    mpi::environment::library_version().map_or(true, |v| !v.contains("Open MPI"))
+}
+
 /// A [`Bootstrap`] over a private duplicate of an MPI intra-communicator.
 ///
 /// Created by [`MpiBootstrap::from_world`] or [`MpiBootstrap::from_communicator`]; dropping it

@@ -346,6 +346,15 @@ fn torch_decision(get: Lookup) -> Result<Option<Decision>, BootstrapError> {
     }))
 }
 
+/// Whether the MPI library of an `mpi` build can join a job that offers only PMI-1
+/// (always false without the feature: there is no MPI to ask).
+pub(crate) fn linked_mpi_speaks_pmi1() -> bool {
+    #[cfg(feature = "mpi")]
+    return crate::mpi::speaks_pmi1();
+    #[cfg(not(feature = "mpi"))]
+    false
+}
+
 /// `SYMMEM_BOOTSTRAP=auto` without symrun.
 fn auto(get: Lookup) -> Result<Decision, BootstrapError> {
     if let Some(d) = torch_decision(get)? {
@@ -357,7 +366,7 @@ fn auto(get: Lookup) -> Result<Decision, BootstrapError> {
         .iter()
         .find_map(|v| get(v).map(|val| (*v, val)));
     if let Some((var, value)) = &mpi_var {
-        if cfg!(feature = "mpi") {
+        if cfg!(feature = "mpi") && (*var != "PMI_SIZE" || linked_mpi_speaks_pmi1()) {
             return Ok(Decision {
                 plan: Plan::Mpi,
                 why: format!("an MPI launcher started this process ({var}={value})"),
@@ -441,10 +450,12 @@ fn pmi_decision(
     let why = format!(
         "a PMI-1 process manager started this process ({}){}",
         env.vars,
-        if cfg!(feature = "mpi") {
-            ""
-        } else {
+        if !cfg!(feature = "mpi") {
             "; this build has no `mpi` feature, so PMI is used directly"
+        } else if !linked_mpi_speaks_pmi1() {
+            "; this build's MPI is Open MPI, which cannot use a PMI-1 server, so PMI is used directly"
+        } else {
+            ""
         }
     );
     Ok(Decision {
