@@ -52,8 +52,8 @@ fn stream_ordered_operations_on_the_default_device() {
 }
 
 #[test]
-fn cooperative_and_trap_scenarios_on_the_default_device() {
-    for scenario in ["cooperative", "trap"] {
+fn cooperative_trap_and_remote_scenarios_on_the_default_device() {
+    for scenario in ["cooperative", "trap", "remote"] {
         let job = run_job(
             &Launcher::SelfLaunch,
             2,
