@@ -50,8 +50,7 @@ type Scenario = fn(&Runtime) -> Outcome;
 /// Where a scenario may run.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Runs {
-    /// On GPU PEs of one node (`--list-gpu`) and of two (`--list-gpu-2-nodes`), as the
-    /// two-node tests of `tests/device_ops.rs` run it on CPU PEs.
+    /// On GPU PEs of one node (`--list-gpu`) and of two (`--list-gpu-2-nodes`).
     Gpu,
     /// On GPU PEs of one node only.
     GpuOneNode,
@@ -79,8 +78,7 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("put_signal", signal::put_signal, GPU),
     ("signal_cmp", signal::signal_cmp, GPU),
     ("wait_test", signal::wait_test, GPU),
-    // Not in the two-node test list (device_ops.rs).
-    ("atomics", amo::atomics, Runs::GpuOneNode),
+    ("atomics", amo::atomics, GPU),
     ("fence_quiet", sync::fence_quiet, GPU),
     ("barriers", sync::barriers, GPU),
     ("geometry", threads::geometry, GPU),

@@ -289,15 +289,16 @@ fn cooperative(rt: &Runtime) -> Outcome {
 
 fn trap(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    // Collective: every PE allocates.
+    let buf = rt.calloc::<u64>(2).map_err(e2s)?;
+    let b = sym(rt, &buf)?;
     if me != 0 {
         // Only PE 0 traps: under MPS a fatal fault in one client's kernel stops the
         // kernels of every client on the GPU, so a second trapping PE could see its
         // kernel stopped by the first before it reports its own error.
         return Ok(());
     }
-    let module = rt.load_module(&PTX).map_err(e2s)?;
-    let buf = rt.calloc::<u64>(2).map_err(e2s)?;
-    let b = sym(rt, &buf)?;
     // SAFETY: `b` is the symmetric address of 2 u64s; the put to PE `n`, which does not
     // exist, is refused on the device, which reports it and stops the kernel.
     match unsafe {
