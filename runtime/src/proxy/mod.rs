@@ -42,7 +42,9 @@ use crate::error::{Error, Result};
 use crate::transport::{Io, Transport};
 
 use payload::Failure;
-pub(crate) use payload::{Payloads, Staging, STAGING_BYTES};
+pub(crate) use payload::Payloads;
+#[cfg(feature = "cuda")]
+pub(crate) use payload::{Staging, STAGING_BYTES};
 
 /// Memory a ring lives in: at least [`ring_bytes`] of the ring's capacity, zeroed,
 /// 128-byte aligned, reachable by the proxy thread at [`RingMemory::host`] and by the

@@ -26,6 +26,7 @@ use crate::transport::{Io, Transport};
 /// proxy thread moves at once. Larger transfers go in several chunks, in order. 1 MiB
 /// amortizes the copy's fixed cost (some µs per copy) over enough bytes that the copy
 /// runs near PCIe bandwidth, and costs one pinned MiB per GPU PE.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))] // GPU PEs need the cuda feature
 pub(crate) const STAGING_BYTES: usize = 1 << 20;
 
 /// A bounded host buffer and copies between it and GPU memory. Each copy is complete when
@@ -45,6 +46,7 @@ pub(crate) enum Payloads {
     /// Host memory of this process (CPU PEs): read and written in place.
     Host,
     /// GPU memory (GPU PEs): staged in chunks through a pinned host buffer.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // GPU PEs need the cuda feature
     Device(Box<dyn Staging>),
 }
 
