@@ -71,7 +71,7 @@ impl CopyStream {
     /// # Safety
     /// `src` is valid for `len` bytes; `dst..dst+len` is device memory mapped in this
     /// context.
-    pub(crate) unsafe fn to_device(
+    pub(crate) unsafe fn copy_to_device(
         &self,
         op: &str,
         dst: u64,
@@ -93,7 +93,7 @@ impl CopyStream {
     /// # Safety
     /// `dst` is valid for `len` bytes of writes; `src..src+len` is device memory mapped
     /// in this context.
-    pub(crate) unsafe fn from_device(
+    pub(crate) unsafe fn copy_from_device(
         &self,
         op: &str,
         dst: *mut u8,

@@ -35,7 +35,7 @@ impl Staging for GpuStaging {
         // operation of this PE named as a put's source, valid until the request completes.
         unsafe {
             self.stream
-                .from_device("proxy: a device put's source", dst, src, len)
+                .copy_from_device("proxy: a device put's source", dst, src, len)
         }
     }
 
@@ -44,7 +44,7 @@ impl Staging for GpuStaging {
         // SAFETY: as in `fetch`, for a get's destination.
         unsafe {
             self.stream
-                .to_device("proxy: a device get's destination", dst, src, len)
+                .copy_to_device("proxy: a device get's destination", dst, src, len)
         }
     }
 }

@@ -99,7 +99,7 @@ impl DeviceHeap for GpuTarget {
         // SAFETY: `off..off+len` was checked to lie in the heap, mapped in this context.
         unsafe {
             self.stream
-                .to_device("remote put", self.base + off, src.as_ptr(), src.len())
+                .copy_to_device("remote put", self.base + off, src.as_ptr(), src.len())
         }
         .map_err(|e| e.to_string())
     }
@@ -108,7 +108,7 @@ impl DeviceHeap for GpuTarget {
         // SAFETY: as in `write`; `dst` is a buffer of exactly the copied length.
         unsafe {
             self.stream
-                .from_device("remote get", dst.as_mut_ptr(), self.base + off, dst.len())
+                .copy_from_device("remote get", dst.as_mut_ptr(), self.base + off, dst.len())
         }
         .map_err(|e| e.to_string())
     }
