@@ -8,9 +8,10 @@
 //! AMOs and signals as they are, Fence as `transport.fence()`, Quiet as `transport.quiet()`
 //! before the ring's `quieted` counter advances. While the ring is empty it backs off with
 //! the shared [`Backoff`] (spin, yield, sleep: the machines here have 2 cores for 4 PEs),
-//! calling `transport.progress()` only while it spins. When the transport fails, the thread records
-//! the error (naming the PE and the operation), marks the ring failed so every waiting and
-//! later device operation fails instead of hanging, and stops.
+//! calling `transport.progress()` only while it spins. When the transport or a staging copy
+//! fails, the thread records the error (naming this PE, the operation, its target PE and
+//! size, and what failed), marks the ring failed so every waiting and later device
+//! operation fails instead of hanging, and stops.
 //!
 //! # Memory
 //! The ring lives in [`RingMemory`]: host memory both sides reach. On a CPU PE that is
