@@ -18,7 +18,8 @@
 //!   PEs: the ring in mapped pinned memory, payloads staged by the proxy thread). A
 //!   block's `put_signal` of 2.4 MB (three staging chunks) observed by the other PE's
 //!   kernel, every element checked; then one thread's `get`, `g`, `atomic_fetch_add`,
-//!   `p` and `put` to the other PE, each result checked exactly.
+//!   `p` and `put` to the other PE, and `p`/`g` of a 16-byte value (the g one PE at a time), each result checked
+//!   exactly.
 //!
 //! - `stream` (an even number of PEs): each even PE sends 200 chunks of 1 to 4096 u64s to
 //!   the next PE with `put_signal_on_stream` while that PE's kernel waits for each signal
@@ -439,7 +440,30 @@ fn remote(rt: &Runtime) -> Outcome {
         own_pair(rt, &buf)?,
         [mine, theirs],
     )?;
-    println!("PE {me}: device put_signal, get, g, atomic_fetch_add, p and put to PE {other} on the other node went through the proxy channel");
+    rt.barrier_all().map_err(e2s)?;
+    // A 16-byte value: several inline requests, never the address of the thread's value.
+    remote_op(rt, &module, b, 6, other)?; // p: other's buf = [0x5eed_0001, 0x5eed_0002]
+    rt.barrier_all().map_err(e2s)?;
+    expect_pair(
+        "after the other PE's device p of 16 bytes",
+        own_pair(rt, &buf)?,
+        [0x5eed_0001, 0x5eed_0002],
+    )?;
+    // One PE at a time: the g overwrites what the other PE's g would read.
+    for turn in 0..2 {
+        rt.put(buf.at(0), &[mine, theirs], me).map_err(e2s)?;
+        rt.barrier_all().map_err(e2s)?;
+        if me == turn {
+            remote_op(rt, &module, b, 7, other)?; // g: buf = other's buf
+            expect_pair(
+                "after a device g of 16 bytes",
+                own_pair(rt, &buf)?,
+                [theirs, mine],
+            )?;
+        }
+        rt.barrier_all().map_err(e2s)?;
+    }
+    println!("PE {me}: device put_signal, get, g, atomic_fetch_add, p and put (8 and 16 bytes) to PE {other} on the other node went through the proxy channel");
     rt.barrier_all().map_err(e2s)?;
     rt.free(buf).map_err(e2s)?;
     rt.free(sig).map_err(e2s)?;
