@@ -4,9 +4,9 @@
 //!
 //! - Puts and gets carry `local` addresses, which the proxy reads or writes (on CPU PEs
 //!   plain host memory; on GPU PEs the proxy thread stages them through a pinned buffer
-//!   with copies on its own stream). A blocking put or get
-//!   waits until the proxy has read the source or written the destination; `_nbi` forms
-//!   return once the request is in the ring, and `quiet` completes them.
+//!   with copies on its own stream). A blocking put or get waits until the proxy has read
+//!   the source or written the destination; `_nbi` forms return once the request is in
+//!   the ring, and `quiet` completes them.
 //! - Puts and gets on a GPU PE must name global memory (the symmetric heap, or other
 //!   device allocations): the proxy copies them with the CUDA driver, which cannot reach a
 //!   thread's local or shared memory.
@@ -15,7 +15,7 @@
 //!   a thread's value.
 //! - Warp and block forms: one thread (lane 0, thread 0) submits the whole transfer and
 //!   the group barrier follows, so each group transfer is one request.
-//! - A failed channel (the transport failed) fails the kernel with
+//! - A failed channel (the transport or a staging copy failed) fails the kernel with
 //!   [`error_code::PROXY_FAILED`] and the PE of the failed request; the runtime reports
 //!   the transport's error with it.
 
