@@ -32,7 +32,7 @@ pub(crate) const STAGING_BYTES: usize = 1 << 20;
 /// A bounded host buffer and copies between it and GPU memory. Each copy is complete when
 /// it returns.
 pub(crate) trait Staging: Send {
-    /// The staging buffer; its length is the chunk size.
+    /// The staging buffer; its length (not 0) is the chunk size.
     fn buffer(&mut self) -> &mut [u8];
     /// Copies `len` bytes from GPU address `src` to the start of the buffer.
     fn fetch(&mut self, src: u64, len: usize) -> Result<(), Error>;
