@@ -110,7 +110,8 @@ run() {
   [ "$gpus" -ge 2 ] && pes_list="2 4"
   check "bad module (1 PE)" "$bin/gpu_check_pe" --pes 1 bad_module
   check "cooperative launch: occupancy limit (2 PEs)" "$bin/gpu_check_pe" --pes 2 cooperative
-  check "device put to an unreachable PE traps (2 nodes)" "$bin/gpu_check_pe" --pes 2 trap
+  check "device put to a PE that does not exist traps (2 PEs)" "$bin/gpu_check_pe" --pes 2 trap
+  check "device ops to another node through the GPU proxy channel (2 nodes)" env SYMMEM_SIMULATE_NODES=2 "$bin/gpu_check_pe" --pes 2 remote
   local n
   for n in $pes_list; do
     check "IPC mapping + device put_signal ($n PEs)" "$bin/gpu_check_pe" --pes "$n" ipc
@@ -134,6 +135,19 @@ run() {
     done
   else
     echo "NOTE: this device-test-pe has no --list-gpu: device-op suite not run on the GPU"
+  fi
+  # The device-op suite with each PE its own simulated node: every device operation to
+  # the partner goes through the GPU proxy channel (mapped ring, staged payloads) and the
+  # socket transport; proxy_flood fills a 2-slot ring (back-pressure).
+  if "$bin/device-test-pe" --list-gpu-2-nodes >/dev/null 2>&1; then
+    local slots
+    for s in $("$bin/device-test-pe" --list-gpu-2-nodes); do
+      slots=1024
+      [ "$s" = proxy_flood ] && slots=2
+      check "device ops through the proxy: $s (2 nodes)" env SYMMEM_SIMULATE_NODES=2 SYMMEM_PROXY_SLOTS=$slots "$bin/device-test-pe" --pes 2 "$s"
+    done
+  else
+    echo "NOTE: this device-test-pe has no --list-gpu-2-nodes: device ops through the GPU proxy channel not run"
   fi
   if [ "$perf" = 1 ]; then
     perf_rows "$here" "$bin"

@@ -34,7 +34,9 @@
 //! thread), after Vyukov's bounded queue. Ticket `t` uses slot `t % capacity` in lap
 //! `t / capacity`.
 //!
-//! - A producer takes a ticket with a fetch_add on `reserve`, waits until the slot's `seq`
+//! - A producer takes a ticket with a fetch_add on `reserve` (on a GPU at GPU scope: only
+//!   its threads take tickets, and mapped host memory guarantees system-scope RMWs only
+//!   with `hostNativeAtomicSupported`), waits until the slot's `seq`
 //!   is `2*lap` (the slot's previous lap is finished: a full ring applies back-pressure, it
 //!   never drops), writes the request, and publishes it with a *release* store of
 //!   `2*lap+1`: the consumer's acquire load of `seq` then sees the whole request (and, on
@@ -206,12 +208,16 @@ mod atom {
     }
 
     /// Takes a ticket. Relaxed would do for the ticket itself; AcqRel keeps the ticket
-    /// order consistent with this thread's earlier requests on every target.
+    /// order consistent with this thread's earlier requests on every target. On a GPU the
+    /// RMW is at GPU scope: only that GPU's threads take tickets (the consumer only loads
+    /// `reserve`), and on the mapped host memory the ring lives in a system-scope RMW is
+    /// atomic only where the GPU reports `hostNativeAtomicSupported`. What the consumer
+    /// sees is published by each slot's system-scope release store, not by the ticket.
     #[inline(always)]
     pub fn fetch_add(a: &AtomicU64, v: u64) -> u64 {
         #[cfg(target_arch = "nvptx64")]
         // SAFETY: as for the load.
-        return unsafe { crate::arch::atom_add_u64(a.as_ptr(), v) };
+        return unsafe { crate::arch::atom_add_gpu_u64(a.as_ptr(), v) };
         #[cfg(not(target_arch = "nvptx64"))]
         a.fetch_add(v, Ordering::AcqRel)
     }

@@ -248,9 +248,15 @@ impl Runtime {
                         op,
                         pe: self.my_pe(),
                         reason: format!(
-                            "kernel {} failed: {}",
+                            "kernel {} failed: {}{}",
                             info.name,
-                            crate::cuda::describe_error_word(w)
+                            crate::cuda::describe_error_word(w),
+                            // A failed proxy channel holds the transport's error, naming
+                            // PE, op and size.
+                            match self.proxy.as_ref().and_then(|p| p.failure()) {
+                                Some(why) => format!(": {why}"),
+                                None => String::new(),
+                            }
                         ),
                     }),
                     (Err(Error::Cuda { call, pe, name, code, detail }), None)

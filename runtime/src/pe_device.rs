@@ -1,9 +1,10 @@
-//! Which device a PE runs on (`SYMMEM_DEVICE`), the data heap created there, and what a
-//! GPU PE's kernels need besides the heap.
+//! Which device a PE runs on (`SYMMEM_DEVICE`), the data heap created there, what a
+//! GPU PE's kernels need besides the heap, and where its proxy channel's memory lives.
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::heap::{Backend, MemfdHeap, SymmetricHeap};
+use crate::proxy::{HostMemory, Payloads, ProxyChannel};
 use crate::runtime::Device;
 use crate::topology::Topology;
 use symmem_bootstrap::Bootstrap;
@@ -150,4 +151,32 @@ pub(crate) fn serve_gpu_heap(
     _state: symmem_device::DeviceState,
 ) -> Result<()> {
     Ok(())
+}
+
+/// Starts PE `me`'s proxy channel of `slots` slots on `transport`: on a CPU PE the ring
+/// and the payloads are host memory of this process; on a GPU PE the ring is mapped
+/// pinned memory the GPU reaches and the payloads are staged through the GPU's copies.
+pub(crate) fn start_proxy(
+    me: usize,
+    slots: usize,
+    device: &Option<Device>,
+    transport: std::sync::Arc<dyn crate::transport::Transport>,
+) -> Result<ProxyChannel> {
+    #[cfg(feature = "cuda")]
+    if let Some(d) = device {
+        let (memory, staging) =
+            crate::cuda::proxy_memory(&d.gpu, symmem_device::proxy::ring_bytes(slots))?;
+        return ProxyChannel::start(me, slots, memory, Payloads::Device(staging), transport);
+    }
+    #[cfg(not(feature = "cuda"))]
+    if let Some(d) = device {
+        match *d {}
+    }
+    ProxyChannel::start(
+        me,
+        slots,
+        std::sync::Arc::new(HostMemory::new(slots)),
+        Payloads::Host,
+        transport,
+    )
 }

@@ -16,6 +16,7 @@ use crate::heap::{self, SymmetricHeap, RESERVED};
 use crate::liveness::{self, InitProgress, InitStep, PeerWatch};
 use crate::pe_device::{
     create_backend, device_error_word, device_peer_table, device_resources, serve_gpu_heap,
+    start_proxy,
 };
 use crate::route::Route;
 use crate::sym::SymBuf;
@@ -79,7 +80,7 @@ pub struct Runtime {
     pub(crate) config: Config,
     pub(crate) bootstrap: Box<dyn Bootstrap>,
     pub(crate) topo: Topology,
-    /// The proxy channel of device-initiated requests to remote PEs (a CPU PE with a
+    /// The proxy channel of device-initiated requests to remote PEs (a PE with a
     /// transport); None otherwise. Declared before `transport`: its thread issues on the
     /// transport, so it is joined first.
     pub(crate) proxy: Option<crate::proxy::ProxyChannel>,
@@ -281,18 +282,15 @@ impl Runtime {
             device_peer_table(&device).unwrap_or(peer_bases.as_ptr() as u64),
             device_error_word(&device).unwrap_or(0),
         );
-        // GPU PEs get no channel yet (see `proxy`): their remote device ops fail visibly.
-        let proxy = match (&transport, &device) {
-            (Some(t), None) => {
-                match crate::proxy::ProxyChannel::start(rank, config.proxy_slots, t.clone()) {
-                    Ok(p) => Some(p),
-                    Err(e) => {
-                        bootstrap.abort(&format!("init failed: {e}"));
-                        return Err(e);
-                    }
+        let proxy = match &transport {
+            Some(t) => match start_proxy(rank, config.proxy_slots, &device, t.clone()) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    bootstrap.abort(&format!("init failed: {e}"));
+                    return Err(e);
                 }
-            }
-            _ => None,
+            },
+            None => None,
         };
         device_state.proxy = proxy.as_ref().map_or(0, |p| p.address());
         let rt = Runtime {

@@ -264,6 +264,29 @@ atom!(atom_or_u64, "or.b64", u64, reg64);
 atom!(atom_xor_u32, "xor.b32", u32, reg32);
 atom!(atom_xor_u64, "xor.b64", u64, reg64);
 
+/// `atom.acq_rel.gpu.add.u64`: returns the old value. For counters only this GPU's
+/// threads update: at GPU scope an RMW is atomic on any memory, including mapped pinned
+/// host memory, where a system-scope RMW is atomic only on systems whose GPU reports
+/// `hostNativeAtomicSupported` (the proxy ring's ticket counter).
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn atom_add_gpu_u64(p: *mut u64, v: u64) -> u64 {
+    let old: u64;
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe {
+        asm!(
+            "atom.acq_rel.gpu.add.u64 {o}, [{p}], {v};",
+            o = out(reg64) old,
+            p = in(reg64) p,
+            v = in(reg64) v,
+            options(nostack)
+        )
+    };
+    old
+}
+
 /// `atom.acq_rel.sys.cas.b32`: stores `v` if `*p == cond`; returns the old value.
 ///
 /// # Safety

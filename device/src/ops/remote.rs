@@ -3,14 +3,19 @@
 //! on the remote transport.
 //!
 //! - Puts and gets carry `local` addresses, which the proxy reads or writes (on CPU PEs
-//!   plain host memory; on GPU PEs the runtime stages them by copy). A blocking put or get
-//!   waits until the proxy has read the source or written the destination; `_nbi` forms
-//!   return once the request is in the ring, and `quiet` completes them.
-//! - `p` and `g` of at most 8 bytes carry the value inline (`local == 0`, the value in
-//!   `value` or the slot's result), so they need no staging on any PE.
+//!   plain host memory; on GPU PEs the proxy thread stages them through a pinned buffer
+//!   with copies on its own stream). A blocking put or get waits until the proxy has read
+//!   the source or written the destination; `_nbi` forms return once the request is in
+//!   the ring, and `quiet` completes them.
+//! - Puts and gets on a GPU PE must name global memory (the symmetric heap, or other
+//!   device allocations): the proxy copies them with the CUDA driver, which cannot reach a
+//!   thread's local or shared memory.
+//! - `p` and `g` carry the value inline (`local == 0`, the value in `value` or the slot's
+//!   result), 8 bytes per request, so they need no staging and never take the address of
+//!   a thread's value.
 //! - Warp and block forms: one thread (lane 0, thread 0) submits the whole transfer and
 //!   the group barrier follows, so each group transfer is one request.
-//! - A failed channel (the transport failed) fails the kernel with
+//! - A failed channel (the transport or a staging copy failed) fails the kernel with
 //!   [`error_code::PROXY_FAILED`] and the PE of the failed request; the runtime reports
 //!   the transport's error with it.
 
@@ -68,18 +73,42 @@ pub(crate) fn get(pe: u32, dst: u64, src: u64, len: u64, nbi: bool) {
     }
 }
 
-/// `p` of a value of `len <= 8` bytes (little-endian in `bits`), inline.
+/// `p` of the `len` bytes at `value` to heap offset `dst` on `pe`: inline requests of up
+/// to 8 bytes each. Never by address: a thread's value lives in registers or, on a GPU,
+/// in local memory, which the proxy cannot copy from.
+///
+/// # Safety
+/// `value` must be readable for `len` bytes.
 #[inline(always)]
-pub(crate) fn p(pe: u32, dst: u64, bits: u64, len: u64) {
-    let mut r = Request::put(pe, dst, 0, len);
-    r.value = bits;
-    submit(r, false);
+pub(crate) unsafe fn p_bytes(pe: u32, dst: u64, value: *const u8, len: usize) {
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(8);
+        let mut bits = [0u8; 8];
+        // SAFETY: `at + n <= len` bytes of `value` are readable (caller contract).
+        unsafe { core::ptr::copy_nonoverlapping(value.add(at), bits.as_mut_ptr(), n) };
+        let mut r = Request::put(pe, dst + at as u64, 0, n as u64);
+        r.value = u64::from_le_bytes(bits);
+        submit(r, false);
+        at += n;
+    }
 }
 
-/// `g` of a value of `len <= 8` bytes, returned inline.
+/// `g` of `len` bytes at heap offset `src` on `pe` into `out`: inline requests of up to 8
+/// bytes each (see [`p_bytes`]).
+///
+/// # Safety
+/// `out` must be writable for `len` bytes.
 #[inline(always)]
-pub(crate) fn g(pe: u32, src: u64, len: u64) -> u64 {
-    submit(Request::get(pe, 0, src, len), true)
+pub(crate) unsafe fn g_bytes(pe: u32, src: u64, out: *mut u8, len: usize) {
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(8);
+        let bits = submit(Request::get(pe, 0, src + at as u64, n as u64), true).to_le_bytes();
+        // SAFETY: `at + n <= len` bytes of `out` are writable (caller contract).
+        unsafe { core::ptr::copy_nonoverlapping(bits.as_ptr(), out.add(at), n) };
+        at += n;
+    }
 }
 
 /// An AMO of `width` bytes; waits for (and returns) the old value when `fetch`.

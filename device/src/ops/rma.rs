@@ -160,15 +160,10 @@ pub unsafe fn p<T: Copy>(dest: *mut T, value: T, pe: u32) {
     // SAFETY: caller contract.
     let d = match unsafe { route(dest, pe) } {
         Route::Direct(d) => d,
-        Route::Proxy(off) if size_of::<T>() <= 8 => {
-            let mut bits = [0u8; 8];
-            // SAFETY: `T` fits in the 8 bytes.
-            unsafe { bits.as_mut_ptr().cast::<T>().write_unaligned(value) };
-            return remote::p(pe, off, u64::from_le_bytes(bits), size_of::<T>() as u64);
-        }
         Route::Proxy(off) => {
-            let len = size_of::<T>() as u64;
-            return remote::put(pe, off, &value as *const T as u64, len, false);
+            // SAFETY: the value's bytes, read while `value` lives.
+            unsafe { remote::p_bytes(pe, off, (&value as *const T).cast(), size_of::<T>()) };
+            return;
         }
     };
     // A 4- or 8-byte element is stored with one system-scope strong store, so the
@@ -198,16 +193,11 @@ pub unsafe fn g<T: Copy>(src: *const T, pe: u32) -> T {
     match unsafe { route(src, pe) } {
         // SAFETY: caller contract.
         Route::Direct(s) => unsafe { s.read() },
-        Route::Proxy(off) if size_of::<T>() <= 8 => {
-            let bits = remote::g(pe, off, size_of::<T>() as u64).to_le_bytes();
-            // SAFETY: the proxy returned the `size_of::<T>()` bytes of a `T`.
-            unsafe { bits.as_ptr().cast::<T>().read_unaligned() }
-        }
         Route::Proxy(off) => {
-            // A larger `T` goes by address, which only a CPU PE's proxy can write.
             let mut v = MaybeUninit::<T>::uninit();
-            remote::get(pe, v.as_mut_ptr() as u64, off, size_of::<T>() as u64, false);
-            // SAFETY: the blocking get wrote the whole value.
+            // SAFETY: `v` has room for the `size_of::<T>()` bytes.
+            unsafe { remote::g_bytes(pe, off, v.as_mut_ptr().cast(), size_of::<T>()) };
+            // SAFETY: the proxy returned all `size_of::<T>()` bytes of a `T`.
             unsafe { v.assume_init() }
         }
     }

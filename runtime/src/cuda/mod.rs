@@ -5,7 +5,10 @@
 //! Every driver error becomes [`Error::Cuda`] naming the call, the PE and the driver's
 //! name for the code.
 
+mod copy_stream;
+mod mapped;
 mod module;
+mod proxy;
 mod remote_target;
 
 use std::ffi::CStr;
@@ -17,7 +20,10 @@ use cudarc::driver::CudaContext;
 use crate::config::DeviceChoice;
 use crate::error::{Error, Result};
 
+pub(crate) use copy_stream::CopyStream;
+pub(crate) use mapped::MappedHost;
 pub(crate) use module::CudaModule;
+pub(crate) use proxy::proxy_memory;
 pub(crate) use remote_target::GpuTarget;
 
 /// Turns a driver result into this crate's error, naming `call` and `pe`.
@@ -224,9 +230,7 @@ impl Gpu {
     /// Makes this PE's context current on the calling thread. Cheap; every entry point
     /// that calls the driver does it first, since any thread may call the runtime.
     pub(crate) fn bind(&self) -> Result<()> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| cuda_error(e.0, "cuCtxSetCurrent".into(), self.pe, String::new()))?;
+        self.make_current()?;
         let failed =
             std::mem::take(&mut *self.drop_failures.lock().unwrap_or_else(|p| p.into_inner()));
         if failed.is_empty() {
@@ -239,6 +243,15 @@ impl Gpu {
             code: 0,
             detail: format!(": {}", failed.join("; ")),
         })
+    }
+
+    /// Makes this PE's context current on the calling thread, and only that: for `Drop`
+    /// and for threads that report their own errors (the proxy thread), which must not
+    /// take the failures [`Self::bind`] reports.
+    pub(crate) fn make_current(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_error(e.0, "cuCtxSetCurrent".into(), self.pe, String::new()))
     }
 
     /// Records the failure of a driver call made in `Drop`: logged now, and returned by
@@ -367,25 +380,19 @@ impl Gpu {
 pub(crate) struct DeviceResources {
     /// Device copy of `DeviceState::peer_bases`.
     peer_table: u64,
-    /// The error word, in pinned host memory mapped for the device: readable by the host
-    /// even after a trap has broken the context.
-    error_host: *mut u64,
-    error_dev: u64,
+    /// The error word, then the result word the helper kernels write, in mapped pinned
+    /// host memory: readable by the host even after a trap has broken the context.
+    words: MappedHost,
     /// Last: freed while the context is still retained.
     pub(crate) gpu: Arc<Gpu>,
 }
-
-// SAFETY: device addresses and a pinned host word that the runtime reads with volatile
-// loads; the driver is thread-safe.
-unsafe impl Send for DeviceResources {}
-// SAFETY: see above.
-unsafe impl Sync for DeviceResources {}
 
 impl DeviceResources {
     /// Uploads `peer_bases` and allocates the error word.
     pub(crate) fn new(gpu: &Arc<Gpu>, peer_bases: &[u64]) -> Result<Self> {
         gpu.bind()?;
         let pe = gpu.pe;
+        let words = MappedHost::new(gpu, 16, "device error and result words")?;
         let bytes = std::mem::size_of_val(peer_bases).max(8);
         let mut peer_table = 0;
         // SAFETY: valid out-parameter; the context is current.
@@ -394,10 +401,9 @@ impl DeviceResources {
             || "cuMemAlloc(peer base table)".into(),
             pe,
         )?;
-        let mut res = DeviceResources {
+        let res = DeviceResources {
             peer_table,
-            error_host: std::ptr::null_mut(),
-            error_dev: 0,
+            words,
             gpu: gpu.clone(),
         };
         // SAFETY: the table holds `bytes` >= the source's bytes.
@@ -409,25 +415,6 @@ impl DeviceResources {
                 std::mem::size_of_val(peer_bases),
             )?
         };
-        let mut host = std::ptr::null_mut();
-        // SAFETY: valid out-parameter; flag 2 = CU_MEMHOSTALLOC_DEVICEMAP.
-        check(
-            unsafe { sys::cuMemHostAlloc(&mut host, 8, 2) },
-            || "cuMemHostAlloc(device error word)".into(),
-            pe,
-        )?;
-        res.error_host = host.cast();
-        // SAFETY: a fresh 16-byte pinned allocation: the error word, then the result word.
-        unsafe {
-            res.error_host.write_volatile(0);
-            res.error_host.add(1).write_volatile(0);
-        }
-        // SAFETY: `host` is a DEVICEMAP allocation of this context.
-        check(
-            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut res.error_dev, host, 0) },
-            || "cuMemHostGetDevicePointer(device error word)".into(),
-            pe,
-        )?;
         gpu.synchronize("init")?;
         Ok(res)
     }
@@ -439,19 +426,25 @@ impl DeviceResources {
 
     /// Device address of the error word.
     pub(crate) fn error_word(&self) -> u64 {
-        self.error_dev
+        self.words.device()
     }
 
     /// Device address of the result word the helper kernels write.
     pub(crate) fn result_word(&self) -> u64 {
-        self.error_dev + 8
+        self.words.device() + 8
+    }
+
+    /// The host address of word `i` (0: error, 1: result).
+    fn word(&self, i: usize) -> *mut u64 {
+        // SAFETY: the allocation holds two u64 words.
+        unsafe { self.words.host().cast::<u64>().add(i) }
     }
 
     /// Reads the result word after a helper kernel has finished.
     pub(crate) fn take_result(&self) -> u64 {
         // SAFETY: the second word of the pinned allocation; the kernel that wrote it has
         // finished (the launch synchronized).
-        unsafe { self.error_host.add(1).read_volatile() }
+        unsafe { self.word(1).read_volatile() }
     }
 
     /// Takes the error word: what a kernel reported before trapping, if anything.
@@ -459,10 +452,10 @@ impl DeviceResources {
         // SAFETY: the word stays allocated as long as `self`; the device writes it with
         // system-scope stores, so a volatile load sees the last value once the kernel
         // ended.
-        let w = unsafe { self.error_host.read_volatile() };
+        let w = unsafe { self.word(0).read_volatile() };
         if w != 0 {
             // SAFETY: as above.
-            unsafe { self.error_host.write_volatile(0) };
+            unsafe { self.word(0).write_volatile(0) };
         }
         (w != 0).then_some(w)
     }
@@ -470,25 +463,13 @@ impl DeviceResources {
 
 impl Drop for DeviceResources {
     fn drop(&mut self) {
-        if self.gpu.bind().is_err() {
+        if self.peer_table == 0 || self.gpu.make_current().is_err() {
             return;
         }
-        // SAFETY: each was allocated in `new` and is freed once; a null/zero was never
-        // allocated.
-        unsafe {
-            if self.peer_table != 0 {
-                self.gpu.record_drop_failure(
-                    sys::cuMemFree_v2(self.peer_table),
-                    "cuMemFree(peer base table)",
-                );
-            }
-            if !self.error_host.is_null() {
-                self.gpu.record_drop_failure(
-                    sys::cuMemFreeHost(self.error_host.cast()),
-                    "cuMemFreeHost(device error word)",
-                );
-            }
-        }
+        // SAFETY: allocated in `new` and freed once.
+        let rc = unsafe { sys::cuMemFree_v2(self.peer_table) };
+        self.gpu
+            .record_drop_failure(rc, "cuMemFree(peer base table)");
     }
 }
 
@@ -497,7 +478,7 @@ pub(crate) fn describe_error_word(w: u64) -> String {
     use symmem_device::state::error_code::*;
     let (code, pe) = (w as u32, (w >> 32) as u32);
     match code {
-        UNREACHABLE_PE => format!("a device operation targeted PE {pe}, which has no P2P path from this GPU (and GPU PEs have no proxy channel yet)"),
+        UNREACHABLE_PE => format!("a device operation targeted PE {pe}, which has no P2P path from this GPU and no proxy channel (a job without a remote transport)"),
         PROXY_FAILED => format!("the proxy channel failed issuing a device operation to PE {pe} on the remote transport"),
         INVALID_PE => format!("a device operation named PE {pe}, which does not exist"),
         NOT_INITIALIZED => "a device operation ran before SYMMEM_DEVICE_STATE was filled (launch through Runtime::launch)".into(),

@@ -3,10 +3,13 @@
 //! same kernels the host API uses on GPU heaps).
 //!
 //! It runs on the transport's threads, beside the PE's own use of the GPU, so it owns its
-//! resources: a peer table and error/result words ([`DeviceResources`]) and its own copy of
-//! the helper module. Launches go to the legacy default stream and are waited for, so each
-//! request is complete, in order, before the next one of that peer is read: a
-//! put_signal's signal kernel runs after its data copy has landed.
+//! resources: a peer table and error/result words ([`DeviceResources`]), its own copy of
+//! the helper module, and a non-blocking stream ([`CopyStream`]). Copies and launches go
+//! to that stream and are waited for, so each request is complete, in order, before the
+//! next one of that peer is read: a put_signal's signal kernel runs after its data copy
+//! has landed. Not the legacy default stream: this PE's own kernels run there, and a
+//! kernel waiting for a peer's signal would hold back the very copy and launch that
+//! deliver it.
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -14,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use symmem_device::{AmoKind, DeviceState, Dim3, Kernel, KernelArgs, SignalOp};
 use symmem_runtime_kernels as helpers;
 
-use super::{CudaModule, DeviceResources, Gpu};
+use super::{CopyStream, CudaModule, DeviceResources, Gpu};
 use crate::error::Result;
 use crate::transport::DeviceHeap;
 
@@ -28,8 +31,8 @@ pub(crate) struct GpuTarget {
     resources: DeviceResources,
     /// One helper launch at a time: they share the result word.
     launch: Mutex<()>,
-    /// Last: the context outlives the module and resources.
-    gpu: Arc<Gpu>,
+    /// Where copies and launches go.
+    stream: CopyStream,
 }
 
 impl GpuTarget {
@@ -56,7 +59,7 @@ impl GpuTarget {
             module,
             resources,
             launch: Mutex::new(()),
-            gpu: gpu.clone(),
+            stream: CopyStream::new(gpu, "requests of remote peers")?,
         })
     }
 
@@ -68,7 +71,7 @@ impl GpuTarget {
         let one = Dim3::new(1, 1, 1);
         // SAFETY: `ptrs` point into `args`, alive until the launch returns (the driver
         // copies parameters at launch); the kernels touch only the checked heap word they
-        // are given and this target's result word. The null stream waits for the kernel.
+        // are given and this target's result word.
         let launched = unsafe {
             self.module.launch(
                 "remote request",
@@ -77,9 +80,10 @@ impl GpuTarget {
                 one,
                 one,
                 false,
-                std::ptr::null_mut(),
+                self.stream.raw(),
             )
-        };
+        }
+        .and_then(|()| self.stream.synchronize("remote request"));
         if let Some(code) = self.resources.take_error() {
             return Err(format!(
                 "{what}: the helper kernel reported {}",
@@ -94,7 +98,7 @@ impl DeviceHeap for GpuTarget {
     fn write(&self, off: u64, src: &[u8]) -> Result<(), String> {
         // SAFETY: `off..off+len` was checked to lie in the heap, mapped in this context.
         unsafe {
-            self.gpu
+            self.stream
                 .copy_to_device("remote put", self.base + off, src.as_ptr(), src.len())
         }
         .map_err(|e| e.to_string())
@@ -103,7 +107,7 @@ impl DeviceHeap for GpuTarget {
     fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), String> {
         // SAFETY: as in `write`; `dst` is a buffer of exactly the copied length.
         unsafe {
-            self.gpu
+            self.stream
                 .copy_from_device("remote get", dst.as_mut_ptr(), self.base + off, dst.len())
         }
         .map_err(|e| e.to_string())
@@ -118,7 +122,7 @@ impl DeviceHeap for GpuTarget {
         compare: u64,
     ) -> Result<u64, String> {
         let _one_at_a_time = self.launch.lock().unwrap_or_else(|p| p.into_inner());
-        let me = self.gpu.pe as u32;
+        let me = self.resources.gpu.pe as u32;
         self.run(
             "remote AMO",
             helpers::host_amo::KERNEL,
@@ -136,7 +140,7 @@ impl DeviceHeap for GpuTarget {
     }
 
     fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), String> {
-        let me = self.gpu.pe as u32;
+        let me = self.resources.gpu.pe as u32;
         self.run(
             "remote signal",
             helpers::host_signal::KERNEL,

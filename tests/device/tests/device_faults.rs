@@ -96,7 +96,7 @@ fn device_op_through_the_proxy_to_a_killed_pe_fails_naming_it() {
     }
     let errors = job.lines_with("ERROR after");
     let prefix = "kernel failed on PE 0 in block (0, 0, 0) thread (0, 0, 0): ";
-    let by_proxy = "symmem device: PE 0's proxy channel failed issuing a request to PE 1 on the remote transport (PE 0's proxy thread: device-initiated get to PE 1 failed on the socket transport:";
+    let by_proxy = "symmem device: PE 0's proxy channel failed issuing a request to PE 1 on the remote transport (PE 0's proxy thread: device-initiated get of 8 bytes to PE 1 failed on the socket transport:";
     let by_bootstrap = "PE 1 failed while PE 0 was in a kernel wait";
     let named = |e: &str| {
         e.split_once(prefix)

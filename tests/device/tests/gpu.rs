@@ -52,8 +52,8 @@ fn stream_ordered_operations_on_the_default_device() {
 }
 
 #[test]
-fn cooperative_and_trap_scenarios_on_the_default_device() {
-    for scenario in ["cooperative", "trap"] {
+fn cooperative_trap_and_remote_scenarios_on_the_default_device() {
+    for scenario in ["cooperative", "trap", "remote"] {
         let job = run_job(
             &Launcher::SelfLaunch,
             2,
@@ -62,6 +62,39 @@ fn cooperative_and_trap_scenarios_on_the_default_device() {
             &[("SYMMEM_SYMMETRIC_SIZE", "64M")],
         );
         job.assert_ok(2, scenario);
+    }
+}
+
+/// What `gpu-check.sh run` runs through the GPU proxy channel, on the default device:
+/// every scenario `device-test-pe --list-gpu-2-nodes` names, on 2 PEs that are 2
+/// simulated nodes (`proxy_flood` on a 2-slot ring), as the script runs them.
+#[test]
+fn the_two_node_device_suite_of_the_gpu_check_on_the_default_device() {
+    let pe = env!("CARGO_BIN_EXE_device-test-pe");
+    let out = std::process::Command::new(pe)
+        .arg("--list-gpu-2-nodes")
+        .output()
+        .expect("device-test-pe runs");
+    let list = String::from_utf8(out.stdout).expect("utf-8");
+    let scenarios: Vec<&str> = list.lines().collect();
+    assert!(
+        scenarios.contains(&"proxy_flood") && scenarios.contains(&"rma"),
+        "{list}"
+    );
+    for s in scenarios {
+        let slots = if s == "proxy_flood" { "2" } else { "1024" };
+        let job = run_job(
+            &Launcher::SelfLaunch,
+            2,
+            pe,
+            &[s],
+            &[
+                ("SYMMEM_SIMULATE_NODES", "2"),
+                ("SYMMEM_PROXY_SLOTS", slots),
+                ("SYMMEM_SYMMETRIC_SIZE", "64M"),
+            ],
+        );
+        job.assert_ok(2, s);
     }
 }
 

@@ -77,6 +77,11 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
         "{what}: SYMMEM_DEVICE_STATE must be defined exactly once"
     );
     for line in text.lines().map(str::trim) {
+        // The proxy ring's ticket counter: GPU scope on purpose (checked where it belongs
+        // by `check_proxy_path`).
+        if line.starts_with(TICKET_RMW) {
+            continue;
+        }
         if line.starts_with("atom.") || line.starts_with("red.") {
             assert!(
                 line.contains(".sys")
@@ -125,24 +130,33 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
     }
 }
 
+/// The one RMW allowed below system scope: the proxy ring's ticket counter, which only
+/// the GPU's own threads update, in mapped host memory (where system-scope RMWs are atomic
+/// only with `hostNativeAtomicSupported`).
+const TICKET_RMW: &str = "atom.acq_rel.gpu.add.u64";
+
 /// The proxy ring's producer (`ops::remote::submit`, kept out of line) takes its ticket
-/// with `atom.acq_rel.sys.add.u64`, waits for its slot and result with
-/// `ld.acquire.sys.u64` and publishes with `st.release.sys.u64`: the host's proxy thread
-/// observes the ring at system scope. `required`: the crate's kernels use remote ops, so
-/// the path must be there.
+/// with [`TICKET_RMW`], waits for its slot and result with `ld.acquire.sys.u64` and
+/// publishes with `st.release.sys.u64`: the host's proxy thread observes the ring at
+/// system scope. The GPU-scope ticket RMW appears nowhere else. `required`: the crate's
+/// kernels use remote ops, so the path must be there.
 fn check_proxy_path(funcs: &[(String, Vec<&str>)], what: &str, required: bool) {
     let mut found = false;
+    // The producers: `submit`, and `quiet`, which submits its own request.
+    let producer = |n: &str| n.contains("remote6submit") || n.contains("remote5quiet");
+    for (name, body) in funcs.iter().filter(|(n, _)| !producer(n)) {
+        assert!(
+            !body.iter().any(|l| l.starts_with(TICKET_RMW)),
+            "{what}: {name} has a GPU-scope RMW ({TICKET_RMW}) outside the proxy producer"
+        );
+    }
     // Definitions only: a forward declaration's "body" is its parameter list.
     let definitions = funcs
         .iter()
         .filter(|(n, b)| n.contains("remote6submit") && b.contains(&"{"));
     for (name, body) in definitions {
         found = true;
-        for needed in [
-            "atom.acq_rel.sys.add.u64",
-            "ld.acquire.sys.u64",
-            "st.release.sys.u64",
-        ] {
+        for needed in [TICKET_RMW, "ld.acquire.sys.u64", "st.release.sys.u64"] {
             assert!(
                 body.iter().any(|l| l.starts_with(needed)),
                 "{what}: the proxy producer {name} has no {needed}"

@@ -5,7 +5,7 @@
 use symmem_device::*;
 
 /// Operations [`remote_op`] can issue, by number.
-pub const REMOTE_OPS: u32 = 6;
+pub const REMOTE_OPS: u32 = 8;
 
 kernel! {
     /// Thread `victim_thread` (thread rank) of block `victim_block` (block rank) panics.
@@ -26,7 +26,9 @@ kernel! {
 
     /// Thread `who` (grid-wide thread number) issues device operation `op` on `buf` (sym,
     /// at least 2 u64s) at PE `pe`: 0 `put`, 1 `get`, 2 `p`, 3 `g`, 4 `atomic_fetch_add`,
-    /// 5 `put_signal`. The others wait in `sync_threads`.
+    /// 5 `put_signal`, 6 `p` of the 16-byte `[0x5eed_0001, 0x5eed_0002]` to `buf[0..2]`,
+    /// 7 `g` of the 16 bytes `buf[0..2]` into this PE's `buf[0..2]`. The others wait in
+    /// `sync_threads`.
     pub fn remote_op(buf: *mut u64, op: u32, pe: u32, who: u32) {
         if crate::global_thread() == who {
             let local = buf.add(1);
@@ -37,6 +39,11 @@ kernel! {
                 3 => local.write(g(buf, pe)),
                 4 => {
                     atomic_fetch_add(buf, 1, pe);
+                }
+                6 => p(buf.cast::<[u64; 2]>(), [0x5eed_0001, 0x5eed_0002], pe),
+                7 => {
+                    let pair = buf.cast::<[u64; 2]>();
+                    pair.write(g(pair.cast_const(), pe));
                 }
                 _ => put_signal(buf, local, 1, local, 1, SignalOp::Add, pe),
             }

@@ -10,9 +10,11 @@
 //!
 //! Kernels on a GPU PE reach only device memory, so every buffer a kernel reads or writes
 //! is a symmetric allocation: the host fills it with `put` and reads it back with `get`
-//! from its own PE. `--list-gpu` prints the scenarios that may run on GPU PEs, one per
-//! line; the others check what only the CPU executor does, or use host atomics and waits
-//! on the heap, and refuse to run on a GPU PE.
+//! from its own PE. `--list-gpu` prints the scenarios that may run on GPU PEs of one node,
+//! one per line, and `--list-gpu-2-nodes` those that also run with every PE's partner on
+//! the other node (`SYMMEM_SIMULATE_NODES=2`: device operations through the proxy
+//! channel); the others check what only the CPU executor does, or use host atomics and
+//! waits on the heap, and refuse to run on a GPU PE.
 //!
 //! With `--pes N` the program self-launches N PEs; under another launcher (mpirun) the
 //! test sets `SYMMEM_TEST_EXPECT_PES`, which every PE checks against the job's size (and
@@ -45,19 +47,33 @@ type Outcome = Result<(), String>;
 /// A scenario: runs on an initialised runtime, checks, and says what was wrong.
 type Scenario = fn(&Runtime) -> Outcome;
 
-/// Marks a scenario that may run on GPU PEs.
-const GPU: bool = true;
-/// Marks a scenario that only makes sense on the CPU executor.
-const CPU_ONLY: bool = false;
+/// Where a scenario may run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Runs {
+    /// On GPU PEs of one node (`--list-gpu`) and of two (`--list-gpu-2-nodes`).
+    Gpu,
+    /// On GPU PEs of one node only.
+    GpuOneNode,
+    /// On GPU PEs, with `SYMMEM_SIMULATE_NODES=2` only (`--list-gpu-2-nodes`).
+    GpuTwoNodes,
+    /// On the CPU executor only.
+    CpuOnly,
+}
 
-/// Every scenario: name, function, and whether it may run on GPU PEs (`--list-gpu`).
-const SCENARIOS: &[(&str, Scenario, bool)] = &[
+/// Marks a scenario that may run on GPU PEs, on one node or two.
+const GPU: Runs = Runs::Gpu;
+/// Marks a scenario that only makes sense on the CPU executor.
+const CPU_ONLY: Runs = Runs::CpuOnly;
+
+/// Every scenario: name, function, and where it may run.
+const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("ring_put_signal", ring::ring_put_signal, GPU),
-    ("identity", ring::identity, GPU),
+    // Every PE's P2P pointer: one node only.
+    ("identity", ring::identity, Runs::GpuOneNode),
     // Asserts `KernelFailed` naming block and thread: a CPU-executor error (a GPU traps).
     ("two_nodes", ring::two_nodes, CPU_ONLY),
-    // Needs SYMMEM_SIMULATE_NODES=2 (remote partners); GPU PEs have no proxy channel yet.
-    ("proxy_flood", ring::proxy_flood, CPU_ONLY),
+    // Needs SYMMEM_SIMULATE_NODES=2 (remote partners).
+    ("proxy_flood", ring::proxy_flood, Runs::GpuTwoNodes),
     ("rma", rma::rma, GPU),
     ("put_signal", signal::put_signal, GPU),
     ("signal_cmp", signal::signal_cmp, GPU),
@@ -76,7 +92,7 @@ const SCENARIOS: &[(&str, Scenario, bool)] = &[
     ("kernel_panic", failure::kernel_panic, CPU_ONLY),
     // Host atomics and waits on the heap, and `KernelFailed` naming the dead PE.
     ("kill_in_wait", failure::kill_in_wait, CPU_ONLY),
-    ("early_exit", failure::early_exit, GPU),
+    ("early_exit", failure::early_exit, Runs::GpuOneNode),
     // A device `g` through the proxy to a killed PE of another node (2 simulated nodes).
     ("kill_remote", failure::kill_remote, CPU_ONLY),
 ];
@@ -96,13 +112,19 @@ macro_rules! fail_line {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list-gpu") {
-        for (name, _, gpu) in SCENARIOS {
-            if *gpu {
+    let list = |wanted: &[Runs]| {
+        for (name, _, runs) in SCENARIOS {
+            if wanted.contains(runs) {
                 println!("{name}");
             }
         }
-        return ExitCode::SUCCESS;
+        ExitCode::SUCCESS
+    };
+    if args.iter().any(|a| a == "--list-gpu") {
+        return list(&[Runs::Gpu, Runs::GpuOneNode]);
+    }
+    if args.iter().any(|a| a == "--list-gpu-2-nodes") {
+        return list(&[Runs::Gpu, Runs::GpuTwoNodes]);
     }
     // A self-launched job expects the number of PEs it was asked for. Set before any
     // thread exists, and inherited by the PEs.
@@ -128,7 +150,7 @@ fn main() -> ExitCode {
         .find(|a| !a.starts_with("--"))
         .cloned()
         .unwrap_or_default();
-    let Some(&(name, run, gpu)) = SCENARIOS.iter().find(|(name, ..)| *name == scenario) else {
+    let Some(&(name, run, runs)) = SCENARIOS.iter().find(|(name, ..)| *name == scenario) else {
         let known: Vec<&str> = SCENARIOS.iter().map(|(n, ..)| *n).collect();
         eprintln!("unknown scenario {scenario:?}; known: {}", known.join(" "));
         return ExitCode::from(2);
@@ -146,7 +168,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = if rt.is_gpu() && !gpu {
+    let result = if rt.is_gpu() && runs == Runs::CpuOnly {
         Err(format!(
             "{name} is a CPU-only scenario and this is a GPU PE ({})",
             rt.device_description()

@@ -11,9 +11,15 @@
 //!
 //! - `cooperative`: a cooperative launch larger than the GPU can hold at once is refused
 //!   naming the limit; one that fits runs every thread once.
-//! - `trap` (2 PEs, split into two "nodes"): PE 0's device put to PE 1, on the other node
-//!   and without a P2P path, fails the launch with an error naming PE 1 (on the GPU: the
-//!   error word, then a trap).
+//! - `trap`: PE 0's device put to a PE that does not exist fails the launch with an error
+//!   naming that PE (on the GPU: the error word, then a trap).
+//! - `remote` (2 PEs, each its own simulated node: `SYMMEM_SIMULATE_NODES=2`, set here
+//!   unless given): device operations to the other node through the proxy channel (on GPU
+//!   PEs: the ring in mapped pinned memory, payloads staged by the proxy thread). A
+//!   block's `put_signal` of 2.4 MB (three staging chunks) observed by the other PE's
+//!   kernel, every element checked; then one thread's `get`, `g`, `atomic_fetch_add`,
+//!   `p` and `put` to the other PE, and `p`/`g` of a 16-byte value (the g one PE at a time), each result checked
+//!   exactly.
 //!
 //! - `stream` (an even number of PEs): each even PE sends 200 chunks of 1 to 4096 u64s to
 //!   the next PE with `put_signal_on_stream` while that PE's kernel waits for each signal
@@ -45,6 +51,15 @@ macro_rules! fail_line {
 }
 
 fn main() -> ExitCode {
+    let scenario = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--") && a.parse::<usize>().is_err())
+        .unwrap_or_default();
+    if scenario == "remote" && std::env::var_os("SYMMEM_SIMULATE_NODES").is_none() {
+        // Each PE its own node, so the other PE is reached through the proxy channel.
+        // Set before any thread exists (edition 2021), and inherited by the PEs.
+        std::env::set_var("SYMMEM_SIMULATE_NODES", "2");
+    }
     match symmem::self_launch() {
         Ok(SelfLaunch::Finished(code)) => return ExitCode::from(code.clamp(0, 255) as u8),
         Ok(SelfLaunch::InJob) => {}
@@ -53,32 +68,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let scenario = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with("--") && a.parse::<usize>().is_err())
-        .unwrap_or_default();
     let run: fn(&Runtime) -> Outcome = match scenario.as_str() {
         "ipc" => ipc,
         "bad_module" => bad_module,
         "cooperative" => cooperative,
         "trap" => trap,
+        "remote" => remote,
         "stream" => stream,
         other => {
-            eprintln!("unknown scenario {other:?}; known: ipc bad_module cooperative trap stream");
+            eprintln!(
+                "unknown scenario {other:?}; known: ipc bad_module cooperative trap remote stream"
+            );
             return ExitCode::from(2);
         }
     };
-    if scenario == "trap" {
-        // Each PE its own node, so the other PE has no direct path. Set before init
-        // starts any thread (edition 2021).
-        match std::env::var("SYMMEM_LAUNCH_RANK") {
-            Ok(rank) => std::env::set_var("SYMMEM_NODE_ID", format!("gpu-check-node{rank}")),
-            Err(_) => {
-                fail_line!("FAILED: trap needs the built-in launcher (--pes 2)");
-                return ExitCode::FAILURE;
-            }
-        }
-    }
     let rt = match symmem::init() {
         Ok(rt) => rt,
         Err(e) => {
@@ -287,77 +290,185 @@ fn cooperative(rt: &Runtime) -> Outcome {
 
 fn trap(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
-    if n != 2 {
-        return Err(format!("trap runs on 2 PEs, not {n}"));
-    }
-    let other = 1 - me;
     let module = rt.load_module(&PTX).map_err(e2s)?;
+    // Collective: every PE allocates.
     let buf = rt.calloc::<u64>(2).map_err(e2s)?;
     let b = sym(rt, &buf)?;
-    if rt.ptr(&buf, other).map_err(e2s)?.is_some() {
-        return Err(format!(
-            "PE {other} is on another node but has a direct pointer"
-        ));
-    }
-    if !rt.is_gpu() {
-        // CPU PEs have a proxy channel: the device op reaches the other node over the
-        // remote transport instead of trapping (GPU PEs have none yet).
-        if me == 0 {
-            // SAFETY: `b` is the symmetric address of 2 u64s; `p` stores 1 into buf[0]
-            // of PE `other`.
-            unsafe {
-                rt.launch(
-                    &module,
-                    kf::remote_op::KERNEL,
-                    1,
-                    32,
-                    (b, 2u32, other as u32, 0u32),
-                )
-            }
-            .map_err(|e| format!("a device p to PE {other} through the proxy: {e}"))?;
-            rt.quiet().map_err(e2s)?;
-        }
-        rt.barrier_all().map_err(e2s)?;
-        let got = rt.g(buf.at(0), me).map_err(e2s)?;
-        let want = if me == 1 { 1 } else { 0 };
-        if got != want {
-            return Err(format!(
-                "PE {me} holds {got} after the proxied p, want {want}"
-            ));
-        }
-        println!("PE {me}: a device p to another node went through the proxy channel");
-        rt.barrier_all().map_err(e2s)?;
-        return rt.free(buf).map_err(e2s);
-    }
     if me != 0 {
         // Only PE 0 traps: under MPS a fatal fault in one client's kernel stops the
         // kernels of every client on the GPU, so a second trapping PE could see its
         // kernel stopped by the first before it reports its own error.
         return Ok(());
     }
-    // SAFETY: `b` is the symmetric address of 2 u64s; the put to the unreachable PE is
-    // refused on the device, which reports it and stops the kernel.
+    // SAFETY: `b` is the symmetric address of 2 u64s; the put to PE `n`, which does not
+    // exist, is refused on the device, which reports it and stops the kernel.
     match unsafe {
         rt.launch(
             &module,
             kf::remote_op::KERNEL,
             1,
             32,
-            (b, 0u32, other as u32, 0u32),
+            (b, 0u32, n as u32, 0u32),
         )
     } {
-        Ok(()) => Err(format!("a device put to unreachable PE {other} succeeded")),
+        Ok(()) => Err(format!("a device put to PE {n} of {n} succeeded")),
         Err(e) => {
             let text = e.to_string();
-            println!("PE {me}: device put to PE {other}: {text}");
-            if text.contains(&format!("PE {other}")) {
+            println!("PE {me}: device put to PE {n}: {text}");
+            if text.contains(&format!("PE {n}")) {
                 Ok(())
             } else {
-                Err(format!("the error does not name PE {other}: {text}"))
+                Err(format!("the error does not name PE {n}: {text}"))
             }
         }
     }
     // A trapped GPU context cannot be used again; the PE finalizes without freeing.
+}
+
+/// One thread's device operation `op` of `remote_op` on `buf` (sym) at PE `pe`.
+fn remote_op(rt: &Runtime, module: &symmem::Module, buf: *mut u64, op: u32, pe: usize) -> Outcome {
+    // SAFETY: `buf` is the symmetric address of 2 u64s on every PE.
+    unsafe {
+        rt.launch(
+            module,
+            kf::remote_op::KERNEL,
+            1,
+            32,
+            (buf, op, pe as u32, 0u32),
+        )
+    }
+    .map_err(|e| format!("remote_op {op} to PE {pe}: {e}"))
+}
+
+/// Reads this PE's own `buf[0..2]`.
+fn own_pair(rt: &Runtime, buf: &SymBuf<u64>) -> Result<[u64; 2], String> {
+    let mut got = [0u64; 2];
+    rt.get(buf.at(0), &mut got, rt.my_pe()).map_err(e2s)?;
+    Ok(got)
+}
+
+fn expect_pair(what: &str, got: [u64; 2], want: [u64; 2]) -> Outcome {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{what}: this PE holds {got:?}, want {want:?}"))
+    }
+}
+
+fn remote(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    if n != 2 {
+        return Err(format!("remote runs on 2 PEs, not {n}"));
+    }
+    let other = 1 - me;
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    // A block's put_signal larger than the proxy's staging buffer, while the other PE's
+    // kernel waits for the signal.
+    let len = 300_000usize;
+    let dst = rt.calloc::<u64>(len).map_err(e2s)?;
+    let src = rt.alloc::<u64>(len).map_err(e2s)?;
+    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    if rt.ptr(&dst, other).map_err(e2s)?.is_some() {
+        return Err(format!(
+            "PE {other} must be on another node (SYMMEM_SIMULATE_NODES=2) but has a direct pointer"
+        ));
+    }
+    let data: Vec<u64> = (0..len as u64)
+        .map(|i| i * 3 + ((me as u64) << 48))
+        .collect();
+    rt.put(src.at(0), &data, me).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    let (d, s, sg) = (sym(rt, &dst)?, sym(rt, &src)?, sym(rt, &sig)?);
+    // SAFETY: symmetric addresses of live allocations of `len`, `len` and 1 elements.
+    unsafe {
+        rt.launch(
+            &module,
+            k::ring_put_signal::KERNEL,
+            1,
+            256,
+            (d, s.cast_const(), len, sg),
+        )
+        .map_err(|e| format!("put_signal of {len} u64s to PE {other}: {e}"))?;
+        rt.launch(&module, k::wait_signal::KERNEL, 1, 32, (sg, 1u64))
+            .map_err(|e| format!("waiting for PE {other}'s signal: {e}"))?;
+    }
+    let mut got = vec![0u64; len];
+    rt.get(dst.at(0), &mut got, me).map_err(e2s)?;
+    let want: Vec<u64> = (0..len as u64)
+        .map(|i| i * 3 + ((other as u64) << 48))
+        .collect();
+    first_difference(
+        &format!("device put_signal of {len} u64s from PE {other} on the other node"),
+        &got,
+        &want,
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    // One thread's operations, each checked before the next: buf = [1000 + me, 0].
+    let buf = rt.calloc::<u64>(2).map_err(e2s)?;
+    let b = sym(rt, &buf)?;
+    let mine = 1000 + me as u64;
+    let theirs = 1000 + other as u64;
+    rt.put(buf.at(0), &[mine], me).map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    remote_op(rt, &module, b, 1, other)?; // get: buf[1] = other's buf[0]
+    expect_pair("after a device get", own_pair(rt, &buf)?, [mine, theirs])?;
+    rt.put(buf.at(1), &[0], me).map_err(e2s)?;
+    remote_op(rt, &module, b, 3, other)?; // g: buf[1] = other's buf[0]
+    expect_pair("after a device g", own_pair(rt, &buf)?, [mine, theirs])?;
+    rt.barrier_all().map_err(e2s)?;
+    remote_op(rt, &module, b, 4, other)?; // atomic_fetch_add(other's buf[0], 1)
+    rt.barrier_all().map_err(e2s)?;
+    expect_pair(
+        "after the other PE's device atomic_fetch_add",
+        own_pair(rt, &buf)?,
+        [mine + 1, theirs],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    remote_op(rt, &module, b, 2, other)?; // p: other's buf[0] = 1
+    rt.barrier_all().map_err(e2s)?;
+    expect_pair(
+        "after the other PE's device p",
+        own_pair(rt, &buf)?,
+        [1, theirs],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    remote_op(rt, &module, b, 0, other)?; // put: other's buf[0] = my buf[1]
+    rt.quiet().map_err(e2s)?;
+    rt.barrier_all().map_err(e2s)?;
+    expect_pair(
+        "after the other PE's device put",
+        own_pair(rt, &buf)?,
+        [mine, theirs],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    // A 16-byte value: several inline requests, never the address of the thread's value.
+    remote_op(rt, &module, b, 6, other)?; // p: other's buf = [0x5eed_0001, 0x5eed_0002]
+    rt.barrier_all().map_err(e2s)?;
+    expect_pair(
+        "after the other PE's device p of 16 bytes",
+        own_pair(rt, &buf)?,
+        [0x5eed_0001, 0x5eed_0002],
+    )?;
+    // One PE at a time: the g overwrites what the other PE's g would read.
+    for turn in 0..2 {
+        rt.put(buf.at(0), &[mine, theirs], me).map_err(e2s)?;
+        rt.barrier_all().map_err(e2s)?;
+        if me == turn {
+            remote_op(rt, &module, b, 7, other)?; // g: buf = other's buf
+            expect_pair(
+                "after a device g of 16 bytes",
+                own_pair(rt, &buf)?,
+                [theirs, mine],
+            )?;
+        }
+        rt.barrier_all().map_err(e2s)?;
+    }
+    println!("PE {me}: device put_signal, get, g, atomic_fetch_add, p and put (8 and 16 bytes) to PE {other} on the other node went through the proxy channel");
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(buf).map_err(e2s)?;
+    rt.free(sig).map_err(e2s)?;
+    rt.free(src).map_err(e2s)?;
+    rt.free(dst).map_err(e2s)
 }
 
 fn stream(rt: &Runtime) -> Outcome {
