@@ -42,7 +42,7 @@ pub use ops::*;
 /// CPU-executor plumbing: the per-thread context and the executor interface.
 #[cfg(all(feature = "host", not(target_arch = "nvptx64")))]
 pub mod host {
-    pub use crate::arch::{with_context, Executor, ThreadContext};
+    pub use crate::arch::{set_context, Executor, ThreadContext};
 }
 
 #[cfg(target_arch = "nvptx64")]
