@@ -87,17 +87,19 @@ impl<'a> Launch<'a> {
         }
     }
 
-    /// Waits at the calling thread's barrier of `group`.
+    /// Waits at the calling thread's barrier of `group`. The thread gives way even when
+    /// it is the last to arrive, so that the order in which the group leaves the barrier
+    /// is the schedule's.
     fn barrier(&self, group: Group) {
         let barrier = worker::running_barriers().get(group);
-        let Some(generation) = barrier.arrive() else {
-            return;
-        };
+        let closed = barrier.arrive();
         fiber::suspend(Suspend::Arrived);
         self.check_stop();
-        while !barrier.is_open(generation) {
-            fiber::suspend(Suspend::Blocked(group));
-            self.check_stop();
+        if let Some(generation) = closed {
+            while !barrier.is_open(generation) {
+                fiber::suspend(Suspend::Blocked(group));
+                self.check_stop();
+            }
         }
     }
 

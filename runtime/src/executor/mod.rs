@@ -59,6 +59,8 @@ mod fiber;
 mod launch;
 mod order;
 mod overflow;
+#[cfg(test)]
+mod tests;
 mod worker;
 
 use std::num::NonZeroUsize;
