@@ -78,6 +78,30 @@ scenarios! {
     pipeline;
 }
 
+/// Scenarios whose kernels interleave their threads at barriers and waits, under seeded
+/// lane schedules (`SYMMEM_EXEC_SEED`) instead of thread index order: a correct kernel
+/// passes under every schedule.
+mod under_seeds {
+    use super::common::run_with_env;
+
+    /// Seeds each scenario runs under.
+    const SEEDS: [&str; 4] = ["1", "2", "1234", "18446744073709551615"];
+
+    macro_rules! seeded {
+        ($($name:ident),* $(,)?) => {$(
+            #[test]
+            fn $name() {
+                for seed in SEEDS {
+                    let job = run_with_env(2, stringify!($name), &[("SYMMEM_EXEC_SEED", seed)]);
+                    job.assert_ok(2, stringify!($name));
+                }
+            }
+        )*};
+    }
+
+    seeded!(thread_sync, rma, put_signal, cooperative, barriers);
+}
+
 /// The scenarios again on 4 PEs as 2 simulated nodes × 2 PEs (`SYMMEM_SIMULATE_NODES=2`):
 /// within a node device operations use P2P pointers, across nodes they go through each
 /// PE's proxy channel and the socket transport. Left out: `identity` (it asserts a P2P
