@@ -21,8 +21,11 @@ struct Stopped;
 
 /// One launch in progress, shared by its workers.
 pub(super) struct Launch<'a> {
+    /// The runtime whose PE runs the kernel.
     pub(super) rt: &'a Runtime,
+    /// `gridDim`.
     pub(super) grid_dim: Dim3,
+    /// `blockDim`.
     pub(super) block_dim: Dim3,
     /// `SYMMEM_EXEC_SEED`: the lane schedule.
     pub(super) seed: Option<u64>,

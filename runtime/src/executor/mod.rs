@@ -7,14 +7,19 @@
 //! `sync_threads`, `sync_warp` (so every `_warp`/`_block` operation, which end with them),
 //! and each round of a device wait (`wait_until`, `signal_wait_until`, waits for the proxy
 //! channel, `sync_all`). A barrier therefore costs a few context switches of a few
-//! nanoseconds each, not a futex wake-up per thread. The coroutines are
-//! [corosensei](https://docs.rs/corosensei)'s: a small, maintained crate (used by Wasmer)
-//! with hand-written context switches for x86-64, AArch64 and others, stacks with guard
-//! pages, unwinding across fibers (a panicking kernel thread unwinds its own stack and
-//! nothing else), and a trap handler that lets a fiber that overflowed its stack be ended
-//! cleanly. The alternatives were weaker: `generator` and `may` are larger and tied to
-//! their own schedulers, `context` is unmaintained, and OS threads are what made warp and
-//! block operations cost hundreds of microseconds.
+//! nanoseconds each, not a futex wake-up per thread.
+//!
+//! The coroutines are [corosensei](https://docs.rs/corosensei)'s, chosen for what this
+//! executor needs: hand-written context switches (a few instructions) for x86-64, AArch64
+//! and other targets; `mmap`ed stacks with a guard page; panics that unwind the fiber's
+//! own stack and come out of `resume` (so a panicking kernel thread fails only its launch);
+//! and a trap handler that can end a fiber that overflowed its stack, which is how an
+//! overflow is reported as such. It is small, has no runtime or scheduler of its own (this
+//! executor needs its own, deterministic or seeded), is written by a Rust library team
+//! member (Amanieu d'Antras, of `parking_lot` and `hashbrown`) and runs in production in
+//! Wasmer. Runtimes such as `may` bring an M:N scheduler of their own, which would take
+//! the lane order out of our hands; OS threads, the previous design, made every warp and
+//! block operation cost hundreds of microseconds.
 //!
 //! # What a kernel may assume
 //! - The threads of a block run interleaved on one OS thread, so `sync_threads`,
@@ -52,7 +57,7 @@
 //! `SYMMEM_TIMEOUT` passes, so no launch waits forever. Each thread has a stack of
 //! `SYMMEM_EXEC_STACK_SIZE` bytes (256 KiB by default); overflowing it fails the launch
 //! with a stack-overflow error naming the block and thread (on x86-64 Linux; see
-//! [`overflow`]).
+//! `executor/overflow.rs`).
 
 mod barrier;
 mod fiber;

@@ -185,13 +185,15 @@ impl<'l> Worker<'l> {
                     }
                 }
             });
-            fiber::give_back(
-                launch.stack_size,
-                ended
-                    .drain(..)
-                    .filter_map(|i| lanes[i].fiber.take())
-                    .map(Fiber::into_stack),
-            );
+            if !ended.is_empty() {
+                fiber::give_back(
+                    launch.stack_size,
+                    ended
+                        .drain(..)
+                        .filter_map(|i| lanes[i].fiber.take())
+                        .map(Fiber::into_stack),
+                );
+            }
             if !launch.stopping() {
                 for (block, _) in rounds
                     .iter()
