@@ -17,10 +17,14 @@ use super::overflow;
 /// Why a fiber gave way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Suspend {
-    /// It arrived at a barrier, which stays closed until the rest of its group arrives.
-    Arrived,
-    /// It is still at the barrier of `Group`, which has not opened.
-    Blocked(Group),
+    /// It arrived at its barrier of `group`; `closed` holds the generation to wait out
+    /// if the barrier did not open (the worker resumes it once the barrier opens).
+    Arrived {
+        /// The barrier.
+        group: Group,
+        /// `None` if this arrival opened the barrier, else its generation.
+        closed: Option<u64>,
+    },
     /// A device wait found its condition false; `first` on the wait's first round.
     Waiting {
         /// The wait's first round: the fiber did something since it last gave way.
@@ -32,7 +36,7 @@ impl Suspend {
     /// Whether the fiber did something since it was resumed (the worker need not back
     /// off).
     pub(super) fn made_progress(self) -> bool {
-        matches!(self, Suspend::Arrived | Suspend::Waiting { first: true })
+        !matches!(self, Suspend::Waiting { first: false })
     }
 }
 

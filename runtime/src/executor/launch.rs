@@ -92,18 +92,14 @@ impl<'a> Launch<'a> {
 
     /// Waits at the calling thread's barrier of `group`. The thread gives way even when
     /// it is the last to arrive, so that the order in which the group leaves the barrier
-    /// is the schedule's.
+    /// is the schedule's; the worker resumes it once the barrier has opened (or the launch
+    /// stops).
     fn barrier(&self, group: Group) {
         let barrier = worker::running_barriers().get(group);
         let closed = barrier.arrive();
-        fiber::suspend(Suspend::Arrived);
+        fiber::suspend(Suspend::Arrived { group, closed });
         self.check_stop();
-        if let Some(generation) = closed {
-            while !barrier.is_open(generation) {
-                fiber::suspend(Suspend::Blocked(group));
-                self.check_stop();
-            }
-        }
+        debug_assert!(closed.is_none_or(|g| barrier.is_open(g)));
     }
 
     /// The launch's result: `Ok`, or the first failure with the schedule that led to it.

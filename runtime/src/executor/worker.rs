@@ -40,22 +40,22 @@ pub(super) fn running_barriers() -> &'static BlockBarriers {
     unsafe { &*p }
 }
 
-/// One kernel thread: its fiber and where it last stopped.
+/// One kernel thread: its fiber and the barrier it waits at.
 struct Lane {
     /// `None` once the fiber has ended and its stack went back to the pool.
     fiber: Option<Fiber>,
-    /// Why it last gave way.
-    at: Option<Suspend>,
+    /// The barrier it arrived at and the generation to wait out, until it opens.
+    blocked: Option<(Group, u64)>,
 }
 
 /// How a block's running threads spent one round.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Round {
-    /// None of its threads ran.
+    /// It has no running threads.
     Idle,
-    /// Every thread that ran is at a closed barrier.
+    /// Every running thread is at a barrier that has not opened.
     Stuck,
-    /// Some thread did something else.
+    /// Some thread ran.
     Moving,
 }
 
@@ -119,7 +119,7 @@ impl<'l> Worker<'l> {
                 unsafe { Fiber::new(stack, move || launch.run_thread(kernel, block, thread)) };
             lanes.push(Lane {
                 fiber: Some(fiber),
-                at: None,
+                blocked: None,
             });
         }
         self.schedule(&contexts, &barriers, &mut lanes);
@@ -145,10 +145,22 @@ impl<'l> Worker<'l> {
             self.order.arrange(&mut live);
             rounds.fill(Round::Idle);
             let mut progress = false;
+            let mut waits = 0u32;
             let slow = idle.is_slow();
+            let stopping = launch.stopping();
             live.retain(|&i| {
                 let block = i / per_block;
                 let lane = &mut lanes[i];
+                if let Some((group, generation)) = lane.blocked {
+                    if !stopping && !barriers[block].get(group).is_open(generation) {
+                        if rounds[block] == Round::Idle {
+                            rounds[block] = Round::Stuck;
+                        }
+                        return true;
+                    }
+                    lane.blocked = None;
+                }
+                rounds[block] = Round::Moving;
                 let fiber = lane.fiber.as_mut().expect("a live lane has its fiber");
                 // SAFETY: `contexts` and `barriers` stay in place until every fiber has
                 // ended; the context is replaced before any other fiber runs.
@@ -157,17 +169,16 @@ impl<'l> Worker<'l> {
                 match fiber.resume(slow) {
                     CoroutineResult::Yield(why) => {
                         progress |= why.made_progress();
-                        let stuck = matches!(why, Suspend::Blocked(_));
-                        rounds[block] = match (rounds[block], stuck) {
-                            (Round::Idle | Round::Stuck, true) => Round::Stuck,
-                            _ => Round::Moving,
-                        };
-                        lane.at = Some(why);
+                        match why {
+                            Suspend::Arrived { group, closed } => {
+                                lane.blocked = closed.map(|g| (group, g));
+                            }
+                            Suspend::Waiting { .. } => waits += 1,
+                        }
                         true
                     }
                     CoroutineResult::Return(end) => {
                         progress = true;
-                        rounds[block] = Round::Moving;
                         let ctx = &contexts[i];
                         barriers[block].depart(ctx.block_dim, ctx.thread_idx);
                         if end == End::Overflowed {
@@ -206,7 +217,14 @@ impl<'l> Worker<'l> {
             if progress {
                 idle = Backoff::new();
             } else {
-                idle.snooze();
+                // One spin step per waiting fiber; past the spin phase, one yield or sleep
+                // per round.
+                for _ in 0..waits.max(1) {
+                    idle.snooze();
+                    if idle.is_slow() {
+                        break;
+                    }
+                }
             }
         }
     }
@@ -223,9 +241,9 @@ impl<'l> Worker<'l> {
         let (mut at_block, mut at_warp, mut exited) = (0, 0, 0);
         let mut first = None;
         for i in range {
-            match (lanes[i].fiber.is_some(), lanes[i].at) {
+            match (lanes[i].fiber.is_some(), lanes[i].blocked) {
                 (false, _) => exited += 1,
-                (true, Some(Suspend::Blocked(group))) => {
+                (true, Some((group, _))) => {
                     first.get_or_insert((i, group));
                     match group {
                         Group::Block => at_block += 1,
@@ -233,7 +251,7 @@ impl<'l> Worker<'l> {
                     }
                 }
                 // Not stuck: the round said otherwise.
-                (true, _) => return,
+                (true, None) => return,
             }
         }
         let Some((i, group)) = first else {
