@@ -210,9 +210,14 @@ mod fallback {
 
     use super::super::fiber::End;
 
+    /// Nothing is armed here: overflows end the process (see the module doc).
+    pub(in super::super) struct Armed;
+
     /// Nothing to arm: overflows end the process (see the module doc).
     #[inline]
-    pub(in super::super) fn arm(_handler: CoroutineTrapHandler<End>) {}
+    pub(in super::super) fn arm(_handler: CoroutineTrapHandler<End>) -> Armed {
+        Armed
+    }
 
     /// Nothing to prepare (see the module doc).
     pub(in super::super) fn prepare_thread() {}
