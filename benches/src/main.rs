@@ -747,7 +747,7 @@ fn barrier_all_latency(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Du
 }
 
 /// Timed iterations of warp and block benchmarks: each iteration synchronizes 32 or 64
-/// OS threads on the CPU executor.
+/// kernel threads (fibers) on the CPU executor.
 const GROUP_ITERS: usize = 500;
 
 /// The initiator a device benchmark's const parameter names.
