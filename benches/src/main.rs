@@ -815,7 +815,7 @@ fn reduce_latency(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration
 }
 
 /// Timed iterations of warp and block benchmarks: each iteration synchronizes 32 or 64
-/// OS threads on the CPU executor.
+/// kernel threads (fibers) on the CPU executor.
 const GROUP_ITERS: usize = 500;
 
 /// The initiator a device benchmark's const parameter names.

@@ -4,7 +4,8 @@
 //! - to PTX (`--target nvptx64-nvidia-cuda`), where peers are reached through P2P
 //!   pointers with system-scope PTX (inline asm, see `arch/nvptx.rs`), and
 //! - with the `host` feature, for the CPU executor of `symmem-runtime`, which runs each
-//!   kernel thread on an OS thread with the same semantics.
+//!   kernel thread as a fiber (the threads of a block interleave on one OS thread at
+//!   barriers and waits) with the same semantics.
 //!
 //! Without either, only the host/device contract ([`state`], [`Cmp`], [`SignalOp`],
 //! [`Dim3`]) is compiled.
@@ -42,7 +43,7 @@ pub use ops::*;
 /// CPU-executor plumbing: the per-thread context and the executor interface.
 #[cfg(all(feature = "host", not(target_arch = "nvptx64")))]
 pub mod host {
-    pub use crate::arch::{with_context, Executor, ThreadContext};
+    pub use crate::arch::{set_context, Executor, ThreadContext};
 }
 
 #[cfg(target_arch = "nvptx64")]

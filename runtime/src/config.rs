@@ -47,8 +47,16 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_ALLOW_HOST_STAGING", default: "0", doc: "1 = when a GPU heap cannot be registered with the NIC (no dma-buf, no peermem), stage through host memory instead of failing (ib transport; not built yet: setting it is an error naming the registration failure)" },
     Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
     Variable { name: "SYMMEM_DEVICE", default: "auto", doc: "what a PE is: auto (a GPU PE when libcuda loads and a GPU is visible, else a CPU PE), cpu, cuda (an error if no GPU can be used)" },
+    Variable { name: "SYMMEM_EXEC_SEED", default: "(unset)", doc: "CPU executor: order in which a block's kernel threads (fibers) run after each switch point (barrier, device wait); unset = thread index order, the same every run; a number = an order drawn from that seed, the same again with the same seed (within a PE); a failed launch names its schedule" },
+    Variable { name: "SYMMEM_EXEC_STACK_SIZE", default: "256K", doc: "CPU executor: stack of each kernel thread (fiber); suffixes K, M (powers of 1024); at least 16K; an overflow fails the launch as a stack overflow naming the block and thread" },
     Variable { name: "SYMMEM_TEST_EXIT_AT", default: "(unset)", doc: "testing only: this process kills itself (SIGKILL) when init reaches the named point (launcher_exchange, rendezvous_join, rendezvous, topology, heap_connect, heap_serve, heap_served_one, heap_receive, init_barrier), so fault tests place a PE's death at each init step" },
 ];
+
+/// Default `SYMMEM_EXEC_STACK_SIZE`: kernels keep little on the stack (a GPU thread has a
+/// few KiB), and 256 KiB leaves room for panic messages and debug builds.
+pub const DEFAULT_EXEC_STACK: usize = 256 << 10;
+/// Smallest `SYMMEM_EXEC_STACK_SIZE`.
+const MIN_EXEC_STACK: usize = 16 << 10;
 
 /// Prefixes of variables set by launchers and test harnesses, not by users.
 const INTERNAL_PREFIXES: &[&str] = &["SYMMEM_LAUNCH_", "SYMMEM_TEST_"];
@@ -123,6 +131,10 @@ pub struct Config {
     pub socket_ifname: Option<String>,
     /// `SYMMEM_DEVICE`.
     pub device: DeviceChoice,
+    /// `SYMMEM_EXEC_SEED`: the CPU executor's lane schedule; `None` = thread index order.
+    pub exec_seed: Option<u64>,
+    /// `SYMMEM_EXEC_STACK_SIZE`: bytes of stack per kernel thread of the CPU executor.
+    pub exec_stack_size: usize,
     /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
     #[doc(hidden)]
     pub test_exit_at: Option<String>,
@@ -312,6 +324,23 @@ impl Config {
             Some("cuda") | Some("gpu") => DeviceChoice::Cuda,
             Some(v) => return Err(bad("SYMMEM_DEVICE", v, "expected auto, cpu or cuda")),
         };
+        let exec_seed = match get("SYMMEM_EXEC_SEED") {
+            Some(v) => Some(v.parse::<u64>().map_err(|_| {
+                bad(
+                    "SYMMEM_EXEC_SEED",
+                    &v,
+                    "expected a non-negative integer seed",
+                )
+            })?),
+            None => None,
+        };
+        let exec_stack_size = match get("SYMMEM_EXEC_STACK_SIZE") {
+            Some(v) => match parse_size("SYMMEM_EXEC_STACK_SIZE", &v)? {
+                n if n >= MIN_EXEC_STACK => n,
+                _ => return Err(bad("SYMMEM_EXEC_STACK_SIZE", &v, "must be at least 16K")),
+            },
+            None => DEFAULT_EXEC_STACK,
+        };
         // Testing only: read where it acts (symmem_bootstrap::fault), checked here so that
         // a misspelt point is an error rather than a test that silently kills nobody.
         let test_exit_at = get(symmem_bootstrap::fault::EXIT_AT_VAR);
@@ -341,6 +370,8 @@ impl Config {
             ib_qps_per_peer,
             allow_host_staging,
             socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
+            exec_seed,
+            exec_stack_size,
             test_exit_at,
         })
     }
@@ -409,6 +440,12 @@ impl Config {
                     .unwrap_or_else(|| "(auto)".into()),
             ),
             ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
+            (
+                "SYMMEM_EXEC_SEED",
+                self.exec_seed
+                    .map_or("(unset: thread index order)".into(), |s| s.to_string()),
+            ),
+            ("SYMMEM_EXEC_STACK_SIZE", self.exec_stack_size.to_string()),
             (
                 "SYMMEM_TEST_EXIT_AT",
                 self.test_exit_at
@@ -600,6 +637,10 @@ mod tests {
         assert_eq!(c.bootstrap_timeout, Duration::from_secs(60));
         assert_eq!(c.timeout, None);
         assert!(!c.disable_p2p);
+        assert_eq!(c.exec_seed, None);
+        assert_eq!(c.exec_stack_size, 256 << 10);
+        let c = cfg(&[("SYMMEM_EXEC_SEED", "42"), ("SYMMEM_EXEC_STACK_SIZE", "1M")]).unwrap();
+        assert_eq!((c.exec_seed, c.exec_stack_size), (Some(42), 1 << 20));
     }
 
     #[test]
@@ -711,6 +752,10 @@ mod tests {
             ("SYMMEM_MAX_TEAMS", "1"),
             ("SYMMEM_MAX_TEAMS", "4097"),
             ("SYMMEM_MAX_TEAMS", "many"),
+            ("SYMMEM_EXEC_SEED", "-1"),
+            ("SYMMEM_EXEC_SEED", "lucky"),
+            ("SYMMEM_EXEC_STACK_SIZE", "8K"),
+            ("SYMMEM_EXEC_STACK_SIZE", "big"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");

@@ -1,10 +1,11 @@
 //! CPU-executor primitives: the same operations as on the GPU, with Rust atomics and a
 //! per-thread context installed by the executor.
 //!
-//! The executor (in `symmem-runtime`) runs each kernel thread on an OS thread and installs
-//! a [`ThreadContext`] for it: the PE's [`DeviceState`], the thread's indices, and the
-//! [`Executor`] that implements block and warp barriers and tells wait loops when to give
-//! up (a thread panicked, a peer died, a timeout).
+//! The executor (in `symmem-runtime`) runs kernel threads as fibers, several on one OS
+//! thread, and installs a [`ThreadContext`] for the fiber it resumes: the PE's
+//! [`DeviceState`], the thread's indices, and the [`Executor`] that implements block and
+//! warp barriers, lets a waiting thread give way to the others ([`Executor::pause`]) and
+//! tells wait loops when to give up (a thread panicked, a peer died, a timeout).
 
 extern crate std;
 
@@ -22,6 +23,10 @@ pub trait Executor: Sync {
     fn sync_threads(&self, ctx: &ThreadContext<'_>);
     /// Blocks until every thread of the calling thread's warp has called it.
     fn sync_warp(&self, ctx: &ThreadContext<'_>);
+    /// Called each time a device wait finds its condition still false (`first` on the
+    /// wait's first round): lets the other kernel threads run, and backs off when all of
+    /// them wait. Returns true when the wait should run [`check`](Self::check) now.
+    fn pause(&self, first: bool) -> bool;
     /// Called from slow rounds of device wait loops with how long the current wait has
     /// lasted; unwinds if the kernel must stop.
     fn check(&self, waited: core::time::Duration);
@@ -47,22 +52,17 @@ std::thread_local! {
     static CURRENT: Cell<*const ThreadContext<'static>> = const { Cell::new(core::ptr::null()) };
 }
 
-/// Runs `f` with `ctx` installed as this thread's kernel context.
+/// Installs `ctx` as this OS thread's kernel context (null: none), until the next call.
+/// An executor that switches between kernel threads on one OS thread installs the
+/// context of each thread it resumes.
 ///
 /// # Safety
-/// Device operations called by `f` dereference the addresses in `ctx.state` (heap base,
-/// peer bases, barrier offsets): they must describe live mappings for as long as `f` runs,
-/// as the runtime's executor guarantees.
-pub unsafe fn with_context<R>(ctx: &ThreadContext<'_>, f: impl FnOnce() -> R) -> R {
-    struct Restore(*const ThreadContext<'static>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            CURRENT.with(|c| c.set(self.0));
-        }
-    }
-    let erased = (ctx as *const ThreadContext<'_>).cast::<ThreadContext<'static>>();
-    let _restore = Restore(CURRENT.with(|c| c.replace(erased)));
-    f()
+/// Until it is replaced, `ctx` must point to a live context, and device operations called
+/// meanwhile dereference the addresses in its state (heap base, peer bases, barrier
+/// offsets): they must describe live mappings, as the runtime's executor guarantees.
+#[inline]
+pub unsafe fn set_context(ctx: *const ThreadContext<'_>) {
+    CURRENT.with(|c| c.set(ctx.cast::<ThreadContext<'static>>()));
 }
 
 fn current() -> &'static ThreadContext<'static> {
@@ -71,9 +71,9 @@ fn current() -> &'static ThreadContext<'static> {
         !p.is_null(),
         "a symmem device function was called outside a kernel launched by the CPU executor"
     );
-    // SAFETY: `with_context` installs the pointer only for the duration of `f`, during
-    // which `ctx` is borrowed and alive; the 'static is never observable outside it
-    // because no reference escapes a device function call.
+    // SAFETY: `set_context`'s caller keeps the context alive while it is installed; the
+    // 'static is never observable outside it because no reference escapes a device
+    // function call.
     unsafe { &*p }
 }
 
@@ -258,13 +258,20 @@ macro_rules! cas {
 cas!(atom_cas_u32, u32, AtomicU32);
 cas!(atom_cas_u64, u64, AtomicU64);
 
-/// The backoff of a device wait loop: the shared [`symmem_sync::Backoff`] policy (spin,
-/// then yield, then sleep), whose slow rounds let the executor stop the kernel, so it never
-/// waits forever on a dead peer or a crashed sibling thread.
+/// Rounds of one wait between two executor checks while the executor does not ask for
+/// them: bounds the time to notice a dead peer when other threads keep the OS thread busy.
+const CHECK_EVERY: u32 = 1024;
+
+/// The backoff of a device wait loop. Each round gives way to the launch's other kernel
+/// threads through the executor, which backs off at the OS level (spin, then yield, then
+/// sleep: the shared `symmem_sync::Backoff` policy) once every thread of its OS thread
+/// waits. Slow rounds let the executor stop the kernel, so it never waits forever on a
+/// dead peer or a crashed sibling thread.
 #[derive(Default)]
 pub struct Backoff {
-    policy: symmem_sync::Backoff,
-    /// When the wait's first slow round began: the executor's timeout counts from there.
+    /// Rounds so far.
+    rounds: u32,
+    /// When the wait's first check ran: the executor's timeout counts from there.
     slow_since: Option<std::time::Instant>,
 }
 
@@ -275,21 +282,24 @@ impl Backoff {
         Backoff::default()
     }
 
-    /// Waits a little; once past the spin phase, also runs the executor's checks, which
-    /// unwind the kernel thread if the launch must stop.
+    /// Gives way to the other kernel threads; when the executor asks for it (or every
+    /// [`CHECK_EVERY`] rounds), also runs its checks, which unwind the kernel thread if the
+    /// launch must stop.
     #[inline]
     pub fn snooze(&mut self) {
-        self.policy.snooze();
-        if self.policy.is_slow() {
-            self.check();
+        let executor = current().executor;
+        let check_now = executor.pause(self.rounds == 0);
+        self.rounds = self.rounds.wrapping_add(1);
+        if check_now || self.rounds.is_multiple_of(CHECK_EVERY) {
+            self.check(executor);
         }
     }
 
-    /// The executor's checks, out of line to keep the spin loop tight.
+    /// The executor's checks, out of line to keep the wait loop tight.
     #[cold]
     #[inline(never)]
-    fn check(&mut self) {
+    fn check(&mut self, executor: &dyn Executor) {
         let since = *self.slow_since.get_or_insert_with(std::time::Instant::now);
-        current().executor.check(since.elapsed());
+        executor.check(since.elapsed());
     }
 }

@@ -40,6 +40,22 @@ fn kernel_panic_4_pes() {
     kernel_panic(4);
 }
 
+/// Under a seeded lane schedule the same failures name the seed, so the interleaving
+/// that failed can be replayed with it.
+#[test]
+fn kernel_panic_names_its_seed_2_pes() {
+    let job = common::run_with_env(2, "kernel_panic", &[("SYMMEM_EXEC_SEED", "77")]);
+    job.assert_ok(2, "kernel_panic");
+    let errors = job.lines_with("ERROR (expected");
+    let seeded = errors
+        .iter()
+        .filter(|e| e.contains("deliberate kernel panic [lane schedule: SYMMEM_EXEC_SEED=77]"))
+        .count();
+    if errors.len() != 6 || seeded != 6 {
+        job.fail("want 3 expected-error lines per PE, each naming SYMMEM_EXEC_SEED=77");
+    }
+}
+
 /// The last PE raises SIGKILL while every other PE's kernel waits for a signal from it:
 /// each survivor's launch fails naming the dead PE (thread 0 of block 0 was waiting), the
 /// survivors exit 3 and the job exits 137 (the killed PE's status), well within the

@@ -1,0 +1,164 @@
+//! One launch in progress: what its workers share (stop flag, first failure, schedule and
+//! stack settings) and the [`Executor`] that device operations call.
+
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use symmem_device::host::{Executor, ThreadContext};
+use symmem_device::{Dim3, WARP_SIZE};
+
+use super::barrier::Group;
+use super::fiber::{self, Suspend};
+use super::worker;
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+
+/// The unwind payload of threads stopped because another thread failed: not a failure of
+/// their own, so it is never reported.
+struct Stopped;
+
+/// One launch in progress, shared by its workers.
+pub(super) struct Launch<'a> {
+    /// The runtime whose PE runs the kernel.
+    pub(super) rt: &'a Runtime,
+    /// `gridDim`.
+    pub(super) grid_dim: Dim3,
+    /// `blockDim`.
+    pub(super) block_dim: Dim3,
+    /// `SYMMEM_EXEC_SEED`: the lane schedule.
+    pub(super) seed: Option<u64>,
+    /// `SYMMEM_EXEC_STACK_SIZE`: bytes of stack per kernel thread.
+    pub(super) stack_size: usize,
+    stop: AtomicBool,
+    first_failure: Mutex<Option<(Dim3, Dim3, String)>>,
+}
+
+impl<'a> Launch<'a> {
+    /// A launch of `grid` blocks of `block` threads on `rt`'s executor.
+    pub(super) fn new(rt: &'a Runtime, grid: Dim3, block: Dim3) -> Self {
+        Launch {
+            rt,
+            grid_dim: grid,
+            block_dim: block,
+            seed: rt.config.exec_seed,
+            stack_size: rt.config.exec_stack_size,
+            stop: AtomicBool::new(false),
+            first_failure: Mutex::new(None),
+        }
+    }
+
+    /// Whether the launch is stopping (a thread failed).
+    pub(super) fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// Records a failure (the first one wins) and stops every other thread.
+    pub(super) fn fail(&self, block: Dim3, thread: Dim3, message: String) {
+        {
+            let mut first = self.first_failure.lock().unwrap_or_else(|p| p.into_inner());
+            if first.is_none() {
+                *first = Some((block, thread, message));
+            }
+        }
+        self.stop.store(true, Ordering::Release);
+    }
+
+    /// Runs the kernel as the thread `thread` of block `block` (its fiber's body).
+    pub(super) fn run_thread(&self, kernel: &dyn Fn(), block: Dim3, thread: Dim3) {
+        if self.stopping() {
+            return;
+        }
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(kernel)) {
+            if payload.is::<Stopped>() {
+                return;
+            }
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic with a non-string payload".into());
+            self.fail(block, thread, message);
+        }
+    }
+
+    /// Unwinds the calling kernel thread if the launch is stopping.
+    fn check_stop(&self) {
+        if self.stopping() {
+            resume_unwind(Box::new(Stopped));
+        }
+    }
+
+    /// Waits at the calling thread's barrier of `group`. The thread gives way even when
+    /// it is the last to arrive, so that the order in which the group leaves the barrier
+    /// is the schedule's; the worker resumes it once the barrier has opened (or the launch
+    /// stops).
+    fn barrier(&self, group: Group) {
+        let barrier = worker::running_barriers().get(group);
+        let closed = barrier.arrive();
+        fiber::suspend(Suspend::Arrived { group, closed });
+        self.check_stop();
+        debug_assert!(closed.is_none_or(|g| barrier.is_open(g)));
+    }
+
+    /// The launch's result: `Ok`, or the first failure with the schedule that led to it.
+    pub(super) fn outcome(&self) -> Result<()> {
+        let first = self
+            .first_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some((block, thread, message)) = first else {
+            return Ok(());
+        };
+        // A failed proxy channel holds the transport's error, naming PE and op.
+        let message = match self.rt.proxy.as_ref().and_then(|p| p.failure()) {
+            Some(why) => format!("{message} ({why})"),
+            None => message,
+        };
+        let schedule = match self.seed {
+            Some(seed) => format!("SYMMEM_EXEC_SEED={seed}"),
+            None => "thread index order (SYMMEM_EXEC_SEED unset)".into(),
+        };
+        Err(Error::KernelFailed {
+            pe: self.rt.my_pe(),
+            block: (block.x, block.y, block.z),
+            thread: (thread.x, thread.y, thread.z),
+            message: format!("{message} [lane schedule: {schedule}]"),
+        })
+    }
+}
+
+impl Executor for Launch<'_> {
+    fn sync_threads(&self, _ctx: &ThreadContext<'_>) {
+        self.barrier(Group::Block);
+    }
+
+    fn sync_warp(&self, ctx: &ThreadContext<'_>) {
+        self.barrier(Group::Warp(
+            ctx.block_dim.linear(ctx.thread_idx) / WARP_SIZE,
+        ));
+    }
+
+    fn pause(&self, first: bool) -> bool {
+        let slow = fiber::suspend(Suspend::Waiting { first });
+        self.check_stop();
+        slow
+    }
+
+    fn check(&self, waited: Duration) {
+        self.check_stop();
+        if let Err(e) = self.rt.check_health("a kernel wait") {
+            panic!("{e}");
+        }
+        if let Some(limit) = self.rt.config.timeout {
+            if waited >= limit {
+                panic!(
+                    "a kernel wait on PE {} timed out after {limit:?} (SYMMEM_TIMEOUT)",
+                    self.rt.my_pe()
+                );
+            }
+        }
+    }
+}
