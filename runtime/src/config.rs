@@ -46,6 +46,8 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_ALLOW_HOST_STAGING", default: "0", doc: "1 = when a GPU heap cannot be registered with the NIC (no dma-buf, no peermem), stage through host memory instead of failing (ib transport; not built yet: setting it is an error naming the registration failure)" },
     Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
     Variable { name: "SYMMEM_DEVICE", default: "auto", doc: "what a PE is: auto (a GPU PE when libcuda loads and a GPU is visible, else a CPU PE), cpu, cuda (an error if no GPU can be used)" },
+    Variable { name: "SYMMEM_ORDERING", default: "strict", doc: "CPU PEs: strict (puts, p, AMOs and signals to a peer are visible in program order, as x86 makes them), or weak (a debugging mode: they are buffered and delivered later in a seeded random order that only fence, quiet, barrier and put_signal constrain, so a missing fence fails on CPU PEs as it would on a GPU; peers have no ptr() and device operations to them go through the proxy). An error on GPU PEs" },
+    Variable { name: "SYMMEM_ORDERING_SEED", default: "(from the clock)", doc: "weak ordering: the seed of the delivery order and delays (the same on every PE; each PE derives its own stream). Logged at warn level when weak ordering starts, so a failing run can be replayed" },
     Variable { name: "SYMMEM_TEST_EXIT_AT", default: "(unset)", doc: "testing only: this process kills itself (SIGKILL) when init reaches the named point (rendezvous_join, rendezvous, topology, heap_connect, heap_serve, heap_served_one, heap_receive, init_barrier), so fault tests place a PE's death at each init step" },
 ];
 
@@ -72,6 +74,15 @@ pub enum DeviceChoice {
     Cpu,
     /// A GPU PE, or an error that says what is missing.
     Cuda,
+}
+
+/// When puts and signals to a peer become visible (`SYMMEM_ORDERING`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryOrdering {
+    /// In program order, as soon as issued (x86 CPU PEs, the default).
+    Strict,
+    /// Buffered and delivered in any order the memory model allows (a debugging mode).
+    Weak,
 }
 
 /// Parsed configuration.
@@ -122,6 +133,10 @@ pub struct Config {
     pub socket_ifname: Option<String>,
     /// `SYMMEM_DEVICE`.
     pub device: DeviceChoice,
+    /// `SYMMEM_ORDERING`.
+    pub ordering: MemoryOrdering,
+    /// `SYMMEM_ORDERING_SEED`; `None` = chosen from the clock at init.
+    pub ordering_seed: Option<u64>,
     /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
     #[doc(hidden)]
     pub test_exit_at: Option<String>,
@@ -311,6 +326,20 @@ impl Config {
             Some("cuda") | Some("gpu") => DeviceChoice::Cuda,
             Some(v) => return Err(bad("SYMMEM_DEVICE", v, "expected auto, cpu or cuda")),
         };
+        let ordering = match get("SYMMEM_ORDERING")
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("strict") => MemoryOrdering::Strict,
+            Some("weak") => MemoryOrdering::Weak,
+            Some(v) => return Err(bad("SYMMEM_ORDERING", v, "expected strict or weak")),
+        };
+        let ordering_seed = match get("SYMMEM_ORDERING_SEED") {
+            Some(v) => Some(v.parse::<u64>().map_err(|_| {
+                bad("SYMMEM_ORDERING_SEED", &v, "expected a non-negative integer")
+            })?),
+            None => None,
+        };
         // Testing only: read where it acts (symmem_bootstrap::fault), checked here so that
         // a misspelt point is an error rather than a test that silently kills nobody.
         let test_exit_at = get(symmem_bootstrap::fault::EXIT_AT_VAR);
@@ -340,6 +369,8 @@ impl Config {
             ib_qps_per_peer,
             allow_host_staging,
             socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
+            ordering,
+            ordering_seed,
             test_exit_at,
         })
     }
@@ -408,6 +439,15 @@ impl Config {
                     .unwrap_or_else(|| "(auto)".into()),
             ),
             ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
+            (
+                "SYMMEM_ORDERING",
+                format!("{:?}", self.ordering).to_lowercase(),
+            ),
+            (
+                "SYMMEM_ORDERING_SEED",
+                self.ordering_seed
+                    .map_or("(from the clock)".into(), |s| s.to_string()),
+            ),
             (
                 "SYMMEM_TEST_EXIT_AT",
                 self.test_exit_at
@@ -590,6 +630,18 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn weak_ordering_parses_and_bad_values_name_the_variable() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!((c.ordering, c.ordering_seed), (MemoryOrdering::Strict, None));
+        let c = cfg(&[("SYMMEM_ORDERING", "Weak"), ("SYMMEM_ORDERING_SEED", "7")]).unwrap();
+        assert_eq!((c.ordering, c.ordering_seed), (MemoryOrdering::Weak, Some(7)));
+        let e = cfg(&[("SYMMEM_ORDERING", "relaxed")]).unwrap_err().to_string();
+        assert!(e.contains("SYMMEM_ORDERING") && e.contains("relaxed"), "{e}");
+        let e = cfg(&[("SYMMEM_ORDERING_SEED", "-1")]).unwrap_err().to_string();
+        assert!(e.contains("SYMMEM_ORDERING_SEED"), "{e}");
     }
 
     #[test]
