@@ -79,6 +79,8 @@ const SCENARIOS: &[(&str, Scenario, bool)] = &[
     ("early_exit", failure::early_exit, GPU),
     // A device `g` through the proxy to a killed PE of another node (2 simulated nodes).
     ("kill_remote", failure::kill_remote, CPU_ONLY),
+    // Deliberately missing fences, for the weak-ordering tests (they decide what to expect).
+    ("flag_without_fence", sync::flag_without_fence, CPU_ONLY),
 ];
 
 /// The environment variable with the number of PEs the job must have.

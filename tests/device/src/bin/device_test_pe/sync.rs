@@ -183,3 +183,52 @@ pub fn barriers(rt: &Runtime) -> Outcome {
     rt.free(block_slots).map_err(e2s)?;
     rt.free(block_bad).map_err(e2s)
 }
+
+/// Deliberately wrong programs for the weak-ordering tests (tests/device/tests/
+/// weak_ordering.rs): a put and then its flag (`p`, or a second `put`) with no fence, 30
+/// rounds around the ring. Prints `PE i: stale <mode> S of R` per mode (the rounds in
+/// which the consumer saw the flag before the data); the test decides what is expected.
+pub fn flag_without_fence(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
+    let left = (me + n - 1) % n;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let (len, rounds) = (64usize, 30u32);
+    for mode in 0..2u32 {
+        let data = rt.calloc::<u64>(len).map_err(e2s)?;
+        let flags = rt.calloc::<u64>(2).map_err(e2s)?;
+        let rounds_data: Vec<u64> = (1..=rounds)
+            .flat_map(|r| (0..len).map(move |i| pattern(me, r, i)))
+            .collect();
+        let src = sym_from(rt, &rounds_data)?;
+        let out = sym_from(rt, &[u64::MAX])?;
+        let (d, s, f, o) = (
+            sym(rt, &data)?,
+            sym(rt, &src)?.cast_const(),
+            sym(rt, &flags)?,
+            sym(rt, &out)?,
+        );
+        // SAFETY: `d`, `s`, `f` and `o` are symmetric addresses of `len`, `rounds * len`,
+        // 2 and 1 u64s.
+        unsafe {
+            rt.launch(
+                &m,
+                k::flag_without_fence::KERNEL,
+                1,
+                1,
+                (d, s, len, f, rounds, mode, o),
+            )
+        }
+        .map_err(e2s)?;
+        let stale = read_all(rt, &out)?[0];
+        println!("PE {me}: stale {mode} {stale} of {rounds}");
+        rt.barrier_all().map_err(e2s)?;
+        // After the barrier every round has landed, however late.
+        let want: Vec<u64> = (0..len).map(|i| pattern(left, rounds, i)).collect();
+        check_eq("last round's data", &read_all(rt, &data)?, &want)?;
+        rt.barrier_all().map_err(e2s)?;
+        for b in [data, flags, src, out] {
+            rt.free(b).map_err(e2s)?;
+        }
+    }
+    Ok(())
+}
