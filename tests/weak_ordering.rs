@@ -46,7 +46,12 @@ fn caught_in_weak_mode(scenario: &str) -> u64 {
 fn passes_by_default(scenario: &str) {
     for _ in 0..2 {
         let job = run_ok(2, scenario, &[]);
-        assert_eq!(stale(&job), 0, "{scenario} in the default mode:\n{}", job.stdout);
+        assert_eq!(
+            stale(&job),
+            0,
+            "{scenario} in the default mode:\n{}",
+            job.stdout
+        );
     }
 }
 

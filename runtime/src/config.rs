@@ -336,7 +336,11 @@ impl Config {
         };
         let ordering_seed = match get("SYMMEM_ORDERING_SEED") {
             Some(v) => Some(v.parse::<u64>().map_err(|_| {
-                bad("SYMMEM_ORDERING_SEED", &v, "expected a non-negative integer")
+                bad(
+                    "SYMMEM_ORDERING_SEED",
+                    &v,
+                    "expected a non-negative integer",
+                )
             })?),
             None => None,
         };
@@ -635,12 +639,25 @@ mod tests {
     #[test]
     fn weak_ordering_parses_and_bad_values_name_the_variable() {
         let c = cfg(&[]).unwrap();
-        assert_eq!((c.ordering, c.ordering_seed), (MemoryOrdering::Strict, None));
+        assert_eq!(
+            (c.ordering, c.ordering_seed),
+            (MemoryOrdering::Strict, None)
+        );
         let c = cfg(&[("SYMMEM_ORDERING", "Weak"), ("SYMMEM_ORDERING_SEED", "7")]).unwrap();
-        assert_eq!((c.ordering, c.ordering_seed), (MemoryOrdering::Weak, Some(7)));
-        let e = cfg(&[("SYMMEM_ORDERING", "relaxed")]).unwrap_err().to_string();
-        assert!(e.contains("SYMMEM_ORDERING") && e.contains("relaxed"), "{e}");
-        let e = cfg(&[("SYMMEM_ORDERING_SEED", "-1")]).unwrap_err().to_string();
+        assert_eq!(
+            (c.ordering, c.ordering_seed),
+            (MemoryOrdering::Weak, Some(7))
+        );
+        let e = cfg(&[("SYMMEM_ORDERING", "relaxed")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SYMMEM_ORDERING") && e.contains("relaxed"),
+            "{e}"
+        );
+        let e = cfg(&[("SYMMEM_ORDERING_SEED", "-1")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("SYMMEM_ORDERING_SEED"), "{e}");
     }
 

@@ -205,7 +205,11 @@ impl Runtime {
                 .map(|pe| pe != rank && heap.base(pe).is_none())
                 .collect();
             let mapped: Vec<u64> = (0..topo.n_pes())
-                .map(|pe| heap.base(pe).filter(|_| heap.host_accessible()).unwrap_or(0))
+                .map(|pe| {
+                    heap.base(pe)
+                        .filter(|_| heap.host_accessible())
+                        .unwrap_or(0)
+                })
                 .collect();
             let transport = transport::connect(&transport::Setup {
                 bootstrap: &*bootstrap,

@@ -90,9 +90,16 @@ impl Transport for DirectTransport {
 
     fn submit(&self, req: &Request, io: Io<'_>) -> Result<u64> {
         let pe = req.pe as usize;
-        let target = self.targets.get(pe).and_then(Option::as_ref).ok_or_else(|| {
-            self.error(req, format!("PE {pe}'s heap is not mapped by PE {}", self.me))
-        })?;
+        let target = self
+            .targets
+            .get(pe)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| {
+                self.error(
+                    req,
+                    format!("PE {pe}'s heap is not mapped by PE {}", self.me),
+                )
+            })?;
         let op = target.check(req).map_err(|e| self.error(req, e))?;
         let payload_len = match &io {
             Io::Src(s) => Some(s.len()),
@@ -189,7 +196,8 @@ mod tests {
         let ps = Request::put_signal(1, 24, 0, 8, 32, SignalOp::Add, 2);
         t.submit(&ps, Io::Src(&data)).unwrap();
         let mut back = [0u8; 8];
-        t.submit(&Request::get(1, 0, 8, 8), Io::Dst(&mut back)).unwrap();
+        t.submit(&Request::get(1, 0, 8, 8), Io::Dst(&mut back))
+            .unwrap();
         assert_eq!(u64::from_le_bytes(back), 7);
         assert_eq!(&heap[1..5], &[7, 10, 7, 2]);
         let e = t

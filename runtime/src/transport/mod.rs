@@ -219,7 +219,9 @@ fn connect_weak(
     // Each PE its own stream, the same for the same job seed.
     let mine = seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     tracing::info!(target: "init", "PE {me}: weak ordering, SYMMEM_ORDERING_SEED={seed}");
-    Ok(Arc::new(weak::WeakTransport::start(me, mine, route, inners)?))
+    Ok(Arc::new(weak::WeakTransport::start(
+        me, mine, route, inners,
+    )?))
 }
 
 /// Connects the remote transport when any PE has a peer whose heap it cannot map, and

@@ -345,13 +345,7 @@ impl WeakTransport {
     }
 
     /// Buffers `req` with `data` to its target; `after` must be delivered first.
-    fn buffer(
-        &self,
-        st: &mut State,
-        req: Request,
-        data: &[u8],
-        after: Option<u64>,
-    ) -> Result<u64> {
+    fn buffer(&self, st: &mut State, req: Request, data: &[u8], after: Option<u64>) -> Result<u64> {
         let pe = req.pe as usize;
         let sh = &*self.shared;
         if st.closed || sh.inner(pe).is_none() {
@@ -542,8 +536,8 @@ mod tests {
 
     fn weak(seed: u64) -> (WeakTransport, Arc<Recorder>) {
         let rec = Arc::new(Recorder::default());
-        let t = WeakTransport::start(0, seed, vec![None, Some(0), Some(0)], vec![rec.clone()])
-            .unwrap();
+        let t =
+            WeakTransport::start(0, seed, vec![None, Some(0), Some(0)], vec![rec.clone()]).unwrap();
         (t, rec)
     }
 
@@ -605,14 +599,19 @@ mod tests {
     fn operations_on_the_same_bytes_keep_their_order() {
         for seed in 0..30 {
             let (t, rec) = weak(seed);
-            t.submit(&Request::put(1, 0, 0, 16), Io::Src(&[0; 16])).unwrap();
+            t.submit(&Request::put(1, 0, 0, 16), Io::Src(&[0; 16]))
+                .unwrap();
             t.submit(&Request::amo(1, AmoKind::Set, 8, 8, 1, 0, 0), Io::None)
                 .unwrap();
             t.submit(&Request::signal(1, 8, SignalOp::Add, 1), Io::None)
                 .unwrap();
             t.quiet().unwrap();
             let ops: Vec<Opcode> = log(&rec).iter().map(|&(op, _)| op).collect();
-            assert_eq!(ops, [Opcode::Put, Opcode::Amo, Opcode::Signal], "seed {seed}");
+            assert_eq!(
+                ops,
+                [Opcode::Put, Opcode::Amo, Opcode::Signal],
+                "seed {seed}"
+            );
         }
     }
 
@@ -649,7 +648,10 @@ mod tests {
             let fetched = at((Opcode::Amo, 24));
             assert!(at((Opcode::Put, 0)) < fetched, "seed {seed}: {l:?}");
             assert!(at((Opcode::Amo, 16)) < fetched, "seed {seed}: {l:?}");
-            assert!(at((Opcode::Put, 1000)) < at((Opcode::Get, 2000)), "seed {seed}: {l:?}");
+            assert!(
+                at((Opcode::Put, 1000)) < at((Opcode::Get, 2000)),
+                "seed {seed}: {l:?}"
+            );
         }
     }
 
@@ -715,7 +717,14 @@ mod tests {
         t.submit(&Request::put(1, 0x40, 0, 16), Io::Src(&[0; 16]))
             .unwrap();
         let e = t.quiet().unwrap_err().to_string();
-        for needle in ["put", "PE 1", "16 bytes", "0x40", "SYMMEM_ORDERING_SEED=42", "peer gone"] {
+        for needle in [
+            "put",
+            "PE 1",
+            "16 bytes",
+            "0x40",
+            "SYMMEM_ORDERING_SEED=42",
+            "peer gone",
+        ] {
             assert!(e.contains(needle), "{needle:?} in {e}");
         }
     }

@@ -56,7 +56,10 @@ fn put_then_flag_without_fence_passes_by_default_and_is_caught_in_weak_mode() {
             }
         }
         if caught.iter().all(Option::is_some) {
-            eprintln!("caught: p flag with seed {:?}, put flag with seed {:?}", caught[0], caught[1]);
+            eprintln!(
+                "caught: p flag with seed {:?}, put flag with seed {:?}",
+                caught[0], caught[1]
+            );
             return;
         }
     }
