@@ -201,7 +201,12 @@ fn run(
         };
         idle = Backoff::new();
         match issue(transport, &req) {
-            Ok(result) => ring.complete(&req, waited, result),
+            Ok(result) => {
+                if !waited {
+                    transport.nbi_issued(&req);
+                }
+                ring.complete(&req, waited, result)
+            }
             Err(e) => {
                 let op = Opcode::from_u8(req.opcode).map_or("invalid request", Opcode::name);
                 let what = match Opcode::from_u8(req.opcode) {

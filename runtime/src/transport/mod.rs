@@ -54,6 +54,14 @@ pub(crate) trait Transport: Send + Sync {
     /// peers at once (a sleeping wait leaves that to the transport's own thread).
     fn progress(&self) -> Result<()>;
 
+    /// Tells the transport that the issuer of `req`, a put it already submitted, does not
+    /// wait for it (`put_nbi` from a kernel): the source at `req.local` must stay unchanged
+    /// until the next quiet. Transports that copied the payload need nothing; weak
+    /// ordering fingerprints the source to report its reuse.
+    fn nbi_issued(&self, req: &Request) {
+        let _ = req;
+    }
+
     /// Stops the transport's threads and closes its connections; later submits fail.
     /// Called once, before the heap is unmapped.
     fn shutdown(&self);
@@ -219,8 +227,9 @@ fn connect_weak(
     // Each PE its own stream, the same for the same job seed.
     let mine = seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     tracing::info!(target: "init", "PE {me}: weak ordering, SYMMEM_ORDERING_SEED={seed}");
+    let heap = (setup.heap.base, setup.heap.len);
     Ok(Arc::new(weak::WeakTransport::start(
-        me, mine, route, inners,
+        me, mine, heap, route, inners,
     )?))
 }
 

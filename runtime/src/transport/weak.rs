@@ -124,6 +124,28 @@ fn bytes(req: &Request) -> (u64, u64) {
     (req.remote, req.remote.saturating_add(len.max(1)))
 }
 
+/// The source of a device `put_nbi`, fingerprinted when the proxy issued it.
+struct Source {
+    /// The put (its `local` is the source's address).
+    req: Request,
+    /// [`fingerprint`] of the source then.
+    hash: u64,
+}
+
+/// A hash of the `len` bytes at `addr`.
+///
+/// # Safety
+/// `addr..addr + len` lies in this PE's mapped symmetric heap.
+unsafe fn fingerprint(addr: u64, len: u64) -> u64 {
+    use std::hash::Hasher;
+    // SAFETY: forwarded from the caller. Only a buggy kernel writes the bytes meanwhile,
+    // which is what the check reports; any byte value is a valid u8.
+    let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len as usize) };
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(bytes);
+    h.finish()
+}
+
 /// The first delivery that failed.
 struct Failure {
     op: &'static str,
@@ -145,6 +167,8 @@ struct State {
     closed: bool,
     /// When the delivery thread wakes next (`None`: when woken).
     planned: Option<Instant>,
+    /// Sources of device `put_nbi`s since the last quiet.
+    sources: Vec<Source>,
 }
 
 impl State {
@@ -190,6 +214,8 @@ impl State {
 struct Shared {
     me: usize,
     seed: u64,
+    /// This PE's heap (address, bytes): `put_nbi` sources in it are checked.
+    heap: (u64, usize),
     /// `inners[route[pe]]` reaches `pe`; `None` for this PE (never a target here).
     route: Box<[Option<usize>]>,
     inners: Box<[Arc<dyn Transport>]>,
@@ -271,6 +297,40 @@ impl Shared {
         }
     }
 
+    /// Fails, naming the first one, if a `put_nbi` source changed since it was issued:
+    /// it was reused before the quiet that completes the put (NVSHMEM `nvshmem_put_nbi`:
+    /// the source must not be modified until `nvshmem_quiet`).
+    fn check_sources(&self, sources: &[Source]) -> Result<()> {
+        // SAFETY: every source was checked to lie in this PE's heap when recorded.
+        let changed = sources
+            .iter()
+            .find(|s| unsafe { fingerprint(s.req.local, s.req.len) } != s.hash);
+        match changed {
+            None => Ok(()),
+            Some(s) => {
+                let op = if s.req.opcode() == Some(Opcode::PutSignal) {
+                    "put_signal_nbi"
+                } else {
+                    "put_nbi"
+                };
+                Err(Error::Transport {
+                    transport: "weak",
+                    op,
+                    me: self.me,
+                    pe: s.req.pe as usize,
+                    detail: format!(
+                        "the source buffer of a device {op} of {} bytes (address {:#x}, heap offset {:#x}) to PE {} changed before the quiet that completes it: a put_nbi source may be reused only after quiet (SYMMEM_ORDERING_SEED={})",
+                        s.req.len,
+                        s.req.local,
+                        s.req.local - self.heap.0,
+                        s.req.pe,
+                        self.seed
+                    ),
+                })
+            }
+        }
+    }
+
     /// The delivery thread: applies operations as they fall due, until closed.
     fn run(&self) {
         let mut st = self.lock();
@@ -302,11 +362,13 @@ pub(crate) struct WeakTransport {
 }
 
 impl WeakTransport {
-    /// Starts the transport of PE `me` of `n_pes` with seed `seed` (already mixed with
-    /// `me`): `route[pe]` names the transport of `inners` that reaches `pe`.
+    /// Starts the transport of PE `me` with seed `seed` (already mixed with `me`) and
+    /// this PE's `heap` (address, bytes): `route[pe]` names the transport of `inners` that
+    /// reaches `pe`.
     pub(crate) fn start(
         me: usize,
         seed: u64,
+        heap: (u64, usize),
         route: Vec<Option<usize>>,
         inners: Vec<Arc<dyn Transport>>,
     ) -> Result<Self> {
@@ -314,6 +376,7 @@ impl WeakTransport {
         let shared = Arc::new(Shared {
             me,
             seed,
+            heap,
             route: route.into(),
             inners: inners.into(),
             state: Mutex::new(State {
@@ -325,6 +388,7 @@ impl WeakTransport {
                 lost: 0,
                 closed: false,
                 planned: None,
+                sources: Vec::new(),
             }),
             wake: Condvar::new(),
         });
@@ -451,11 +515,28 @@ impl Transport for WeakTransport {
             let mut st = sh.lock();
             sh.flush_all(&mut st);
             sh.check(&st)?;
+            let sources = std::mem::take(&mut st.sources);
+            sh.check_sources(&sources)?;
         }
         for t in sh.inners.iter() {
             t.quiet()?;
         }
         Ok(())
+    }
+
+    fn nbi_issued(&self, req: &Request) {
+        let (base, len) = self.shared.heap;
+        let in_heap = req
+            .local
+            .checked_sub(base)
+            .and_then(|off| off.checked_add(req.len))
+            .is_some_and(|end| end <= len as u64);
+        let put = matches!(req.opcode(), Some(Opcode::Put | Opcode::PutSignal));
+        if put && req.local != 0 && req.len != 0 && in_heap {
+            // SAFETY: the range lies in this PE's heap, mapped while the transport lives.
+            let hash = unsafe { fingerprint(req.local, req.len) };
+            self.shared.lock().sources.push(Source { req: *req, hash });
+        }
     }
 
     fn progress(&self) -> Result<()> {
@@ -536,8 +617,14 @@ mod tests {
 
     fn weak(seed: u64) -> (WeakTransport, Arc<Recorder>) {
         let rec = Arc::new(Recorder::default());
-        let t =
-            WeakTransport::start(0, seed, vec![None, Some(0), Some(0)], vec![rec.clone()]).unwrap();
+        let t = WeakTransport::start(
+            0,
+            seed,
+            (0, 0),
+            vec![None, Some(0), Some(0)],
+            vec![rec.clone()],
+        )
+        .unwrap();
         (t, rec)
     }
 
@@ -690,6 +777,38 @@ mod tests {
     }
 
     #[test]
+    fn a_put_nbi_source_changed_before_quiet_is_reported() {
+        let mut heap = [0u64; 16];
+        let base = heap.as_mut_ptr() as u64;
+        let rec: Arc<dyn Transport> = Arc::new(Recorder::default());
+        let t = WeakTransport::start(0, 5, (base, 128), vec![None, Some(0)], vec![rec]).unwrap();
+        let nbi = Request::put(1, 0, base + 64, 32);
+        t.submit(&nbi, Io::Src(&[0; 32])).unwrap();
+        t.nbi_issued(&nbi);
+        t.quiet().unwrap();
+        t.submit(&nbi, Io::Src(&[0; 32])).unwrap();
+        t.nbi_issued(&nbi);
+        // SAFETY: a plain write to the test's own array, which no other thread reads.
+        unsafe { (base as *mut u64).add(9).write_volatile(1) };
+        let e = t.quiet().unwrap_err().to_string();
+        let addr = format!("{:#x}", base + 64);
+        for needle in [
+            "put_nbi",
+            "PE 1",
+            "32 bytes",
+            addr.as_str(),
+            "heap offset 0x40",
+        ] {
+            assert!(e.contains(needle), "{needle:?} in {e}");
+        }
+        assert!(
+            t.quiet().is_ok(),
+            "reported once; the next quiet starts afresh"
+        );
+        let _ = heap;
+    }
+
+    #[test]
     fn a_failed_delivery_is_reported_naming_the_op_peer_size_and_seed() {
         struct Failing;
         impl Transport for Failing {
@@ -713,7 +832,8 @@ mod tests {
             }
             fn shutdown(&self) {}
         }
-        let t = WeakTransport::start(0, 42, vec![None, Some(0)], vec![Arc::new(Failing)]).unwrap();
+        let t = WeakTransport::start(0, 42, (0, 0), vec![None, Some(0)], vec![Arc::new(Failing)])
+            .unwrap();
         t.submit(&Request::put(1, 0x40, 0, 16), Io::Src(&[0; 16]))
             .unwrap();
         let e = t.quiet().unwrap_err().to_string();

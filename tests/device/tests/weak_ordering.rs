@@ -66,6 +66,37 @@ fn put_then_flag_without_fence_passes_by_default_and_is_caught_in_weak_mode() {
     panic!("weak ordering did not catch every mode in {MAX_SEEDS} seeds: {caught:?}");
 }
 
+#[test]
+fn a_put_nbi_source_reused_before_quiet_is_reported_in_weak_mode() {
+    let job = ok(2, "nbi_source_reused", &[]);
+    if job
+        .lines_with("PE ")
+        .iter()
+        .filter(|l| l.ends_with("reuse undetected"))
+        .count()
+        != 2
+    {
+        job.fail("the default mode cannot see the reuse");
+    }
+    let job = ok(2, "nbi_source_reused", &weak("1"));
+    let errors = job.lines_with("ERROR (expected)");
+    if errors.len() != 2 {
+        job.fail("want one expected error per PE");
+    }
+    for e in errors {
+        for needle in [
+            "put_nbi of 4096 bytes",
+            "changed before the quiet",
+            "address 0x",
+            "to PE ",
+        ] {
+            if !e.contains(needle) {
+                job.fail(&format!("{needle:?} missing from {e}"));
+            }
+        }
+    }
+}
+
 /// Device-op scenarios that are correct programs pass in weak mode. (`identity` is left
 /// out: it checks `ptr` to peers, which weak mode withholds by design.)
 macro_rules! correct_in_weak_mode {

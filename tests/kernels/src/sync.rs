@@ -87,6 +87,18 @@ kernel! {
         out.write(stale);
     }
 
+    /// A deliberately wrong kernel for the weak-ordering tests: `put_nbi`s `len` u64s of
+    /// `src` (sym) to the right neighbour's `data` (sym), waits with a blocking `g` from
+    /// that neighbour until the request has been issued, then changes `src[0]` before the
+    /// `quiet` that completes the put: a source reused too early.
+    pub fn nbi_source_reused(data: *mut u64, src: *mut u64, len: usize) {
+        let right = (my_pe() + 1) % n_pes();
+        put_nbi(data, src.cast_const(), len, right);
+        let _ = g(data.cast_const(), right);
+        src.write(src.read().wrapping_add(1));
+        quiet();
+    }
+
     /// [`fence_flag`] with a whole block: in every round each thread `put_nbi`s its share
     /// of round `r`'s part of `src` (host) to the right neighbour's `data` (sym),
     /// `quiet_block` completes all of them, and thread 0 then sets the flag with `p`.

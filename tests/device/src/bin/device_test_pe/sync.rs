@@ -232,3 +232,29 @@ pub fn flag_without_fence(rt: &Runtime) -> Outcome {
     }
     Ok(())
 }
+
+/// A `put_nbi` source changed before `quiet` (kernel `nbi_source_reused`): undetectable in
+/// the default mode (prints `PE i: reuse undetected`); with `SYMMEM_ORDERING=weak` the
+/// launch fails naming the op, the buffer and the PEs, printed as `ERROR (expected): …`,
+/// after which the PE exits at once (its proxy channel has failed, so it cannot finalize).
+pub fn nbi_source_reused(rt: &Runtime) -> Outcome {
+    let me = rt.my_pe();
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let len = 512usize;
+    let data = rt.calloc::<u64>(len).map_err(e2s)?;
+    let src = sym_from(rt, &(0..len as u64).collect::<Vec<_>>())?;
+    let (d, s) = (sym(rt, &data)?, sym(rt, &src)?);
+    // SAFETY: `d` and `s` are symmetric addresses of `len` u64s each.
+    let launched = unsafe { rt.launch(&m, k::nbi_source_reused::KERNEL, 1, 1, (d, s, len)) };
+    match launched {
+        Ok(()) => println!("PE {me}: reuse undetected"),
+        Err(e) => {
+            println!("ERROR (expected): PE {me}: {e}");
+            println!("PE {me}: nbi_source_reused ok");
+            std::process::exit(0);
+        }
+    }
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(data).map_err(e2s)?;
+    rt.free(src).map_err(e2s)
+}
