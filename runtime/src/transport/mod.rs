@@ -224,12 +224,10 @@ fn connect_weak(
         .collect();
     let mut inners: Vec<Arc<dyn Transport>> = vec![Arc::new(direct)];
     inners.extend(remote);
-    // Each PE its own stream, the same for the same job seed.
-    let mine = seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     tracing::info!(target: "init", "PE {me}: weak ordering, SYMMEM_ORDERING_SEED={seed}");
     let heap = (setup.heap.base, setup.heap.len);
     Ok(Arc::new(weak::WeakTransport::start(
-        me, mine, heap, route, inners,
+        me, seed, heap, route, inners,
     )?))
 }
 

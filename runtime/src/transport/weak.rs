@@ -362,7 +362,8 @@ pub(crate) struct WeakTransport {
 }
 
 impl WeakTransport {
-    /// Starts the transport of PE `me` with seed `seed` (already mixed with `me`) and
+    /// Starts the transport of PE `me` with the job's seed `seed` (mixed with `me`, so
+    /// that each PE has its own stream) and
     /// this PE's `heap` (address, bytes): `route[pe]` names the transport of `inners` that
     /// reaches `pe`.
     pub(crate) fn start(
@@ -382,7 +383,7 @@ impl WeakTransport {
             state: Mutex::new(State {
                 queues: (0..n).map(|_| VecDeque::new()).collect(),
                 epochs: vec![0; n],
-                rng: Rng(seed),
+                rng: Rng(seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
                 next_id: 0,
                 failure: None,
                 lost: 0,
