@@ -53,6 +53,14 @@
 //!   delivered first, then the operation runs on the inner transport. The specifications
 //!   allow a get to overtake an unfenced put to the same address; delivering first is
 //!   conservative, so that weak mode never reports a bug the specifications would not.
+//! - **`get_nbi` destinations are filled late** (OpenSHMEM §9.6 `shmem_get_nbi`: the
+//!   destination is defined only after `shmem_quiet`): a device `get_nbi` into the
+//!   symmetric heap is performed at once, but its destination holds [`LATE_GET_FILL`]
+//!   bytes until the quiet that completes it, so a kernel that reads it early reads junk.
+//! - **`put_nbi` sources are checked** (OpenSHMEM §9.6 `shmem_put_nbi`: the source may
+//!   not be modified until quiet): a device `put_nbi` from the symmetric heap is
+//!   fingerprinted when the proxy issues it and checked by quiet, which fails naming the
+//!   op, the buffer, its size and the PEs if it changed.
 //! - **Nothing is lost**: `shutdown` (finalize, or the drop of a failing PE) delivers
 //!   everything still buffered; an operation that cannot be delivered (its target died)
 //!   is reported by the next `submit`, `fence` or `quiet`, or logged at shutdown, naming
@@ -73,6 +81,9 @@ use symmem_device::{Opcode, Request};
 
 use super::{Io, Transport};
 use crate::error::{Error, Result};
+
+/// What a device `get_nbi`'s destination holds until the quiet that completes it.
+pub(crate) const LATE_GET_FILL: u8 = 0xdb;
 
 /// The longest delay of a buffered operation.
 pub(crate) const MAX_DELAY: Duration = Duration::from_micros(1000);
@@ -169,6 +180,9 @@ struct State {
     planned: Option<Instant>,
     /// Sources of device `put_nbi`s since the last quiet.
     sources: Vec<Source>,
+    /// Device `get_nbi`s since the last quiet: destination address and the fetched
+    /// bytes, written there by quiet.
+    late_gets: Vec<(u64, Vec<u8>)>,
 }
 
 impl State {
@@ -297,6 +311,17 @@ impl Shared {
         }
     }
 
+    /// Writes the fetched bytes of every device `get_nbi` into its destination.
+    fn fill_late_gets(&self, st: &mut State) {
+        for (addr, fetched) in st.late_gets.drain(..) {
+            // SAFETY: recorded by `nbi_issued` for a destination inside this PE's heap,
+            // mapped while the transport lives.
+            unsafe {
+                std::ptr::copy_nonoverlapping(fetched.as_ptr(), addr as *mut u8, fetched.len())
+            };
+        }
+    }
+
     /// Fails, naming the first one, if a `put_nbi` source changed since it was issued:
     /// it was reused before the quiet that completes the put (NVSHMEM `nvshmem_put_nbi`:
     /// the source must not be modified until `nvshmem_quiet`).
@@ -390,6 +415,7 @@ impl WeakTransport {
                 closed: false,
                 planned: None,
                 sources: Vec::new(),
+                late_gets: Vec::new(),
             }),
             wake: Condvar::new(),
         });
@@ -516,6 +542,7 @@ impl Transport for WeakTransport {
             let mut st = sh.lock();
             sh.flush_all(&mut st);
             sh.check(&st)?;
+            sh.fill_late_gets(&mut st);
             let sources = std::mem::take(&mut st.sources);
             sh.check_sources(&sources)?;
         }
@@ -532,11 +559,29 @@ impl Transport for WeakTransport {
             .checked_sub(base)
             .and_then(|off| off.checked_add(req.len))
             .is_some_and(|end| end <= len as u64);
-        let put = matches!(req.opcode(), Some(Opcode::Put | Opcode::PutSignal));
-        if put && req.local != 0 && req.len != 0 && in_heap {
-            // SAFETY: the range lies in this PE's heap, mapped while the transport lives.
-            let hash = unsafe { fingerprint(req.local, req.len) };
-            self.shared.lock().sources.push(Source { req: *req, hash });
+        if req.local == 0 || req.len == 0 || !in_heap {
+            return;
+        }
+        match req.opcode() {
+            Some(Opcode::Put | Opcode::PutSignal) => {
+                // SAFETY: the range lies in this PE's heap, mapped while the transport
+                // lives.
+                let hash = unsafe { fingerprint(req.local, req.len) };
+                self.shared.lock().sources.push(Source { req: *req, hash });
+            }
+            Some(Opcode::Get) => {
+                let dst = req.local as *mut u8;
+                let mut fetched = vec![0u8; req.len as usize];
+                // SAFETY: the destination lies in this PE's heap (checked above) and
+                // holds the fetched bytes; it is the kernel's until quiet, which restores
+                // them, and a kernel that reads it before then is what this exposes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(dst, fetched.as_mut_ptr(), fetched.len());
+                    std::ptr::write_bytes(dst, LATE_GET_FILL, fetched.len());
+                }
+                self.shared.lock().late_gets.push((req.local, fetched));
+            }
+            _ => {}
         }
     }
 
@@ -552,6 +597,7 @@ impl Transport for WeakTransport {
         {
             let mut st = sh.lock();
             sh.flush_all(&mut st);
+            sh.fill_late_gets(&mut st);
             st.closed = true;
             if st.lost > 0 {
                 tracing::error!(
@@ -806,6 +852,24 @@ mod tests {
             t.quiet().is_ok(),
             "reported once; the next quiet starts afresh"
         );
+        let _ = heap;
+    }
+
+    #[test]
+    fn a_get_nbi_destination_is_filled_by_quiet() {
+        let mut heap = [7u64; 4];
+        let base = heap.as_mut_ptr() as u64;
+        let rec: Arc<dyn Transport> = Arc::new(Recorder::default());
+        let t = WeakTransport::start(0, 5, (base, 32), vec![None, Some(0)], vec![rec]).unwrap();
+        let get = Request::get(1, base + 8, 0, 16);
+        t.nbi_issued(&get);
+        // SAFETY: the test's own array; no other thread writes it meanwhile.
+        let early = unsafe { std::ptr::read_volatile((base as *const u64).add(1)) };
+        assert_eq!(early, u64::from_ne_bytes([LATE_GET_FILL; 8]));
+        t.quiet().unwrap();
+        // SAFETY: as above.
+        let late = unsafe { std::ptr::read_volatile((base as *const u64).add(1)) };
+        assert_eq!(late, 7);
         let _ = heap;
     }
 

@@ -97,6 +97,34 @@ fn a_put_nbi_source_reused_before_quiet_is_reported_in_weak_mode() {
     }
 }
 
+/// `(early, late)` wrong elements summed over the PEs of a `get_nbi_read_early` job.
+fn early_late(job: &Job) -> (u64, u64) {
+    let mut sum = (0, 0);
+    for l in job.stdout.lines() {
+        let Some(rest) = l.split(": early ").nth(1) else {
+            continue;
+        };
+        let mut words = rest.split(' ');
+        let early: u64 = words.next().and_then(|w| w.parse().ok()).expect("early E");
+        let late: u64 = words.nth(1).and_then(|w| w.parse().ok()).expect("late L");
+        sum = (sum.0 + early, sum.1 + late);
+    }
+    sum
+}
+
+#[test]
+fn a_get_nbi_result_read_before_quiet_passes_by_default_and_is_caught_in_weak_mode() {
+    let job = ok(2, "get_nbi_read_early", &[]);
+    if early_late(&job) != (0, 0) {
+        job.fail("the default mode completes get_nbi at once");
+    }
+    let job = ok(2, "get_nbi_read_early", &weak("1"));
+    let (early, late) = early_late(&job);
+    if early == 0 || late != 0 {
+        job.fail("weak mode fills a get_nbi destination only at quiet");
+    }
+}
+
 /// Device-op scenarios that are correct programs pass in weak mode. (`identity` is left
 /// out: it checks `ptr` to peers, which weak mode withholds by design.)
 macro_rules! correct_in_weak_mode {

@@ -99,6 +99,20 @@ kernel! {
         quiet();
     }
 
+    /// A deliberately wrong kernel for the weak-ordering tests: `get_nbi`s `len` u64s of
+    /// the right neighbour's `src` (sym, `pattern(right, 0, i)`) into `dst` (sym), waits
+    /// with a blocking `g` until the request has been issued, and counts the elements
+    /// that are wrong when read before `quiet` (`out[0]`, host) and after it (`out[1]`).
+    pub fn get_nbi_read_early(dst: *mut u64, src: *const u64, len: usize, out: *mut u64) {
+        let right = (my_pe() + 1) % n_pes();
+        get_nbi(dst, src, len, right);
+        let _ = g(src, right);
+        let wrong = |dst: *mut u64| (0..len).filter(|&i| dst.add(i).read() != pattern(right, 0, i)).count() as u64;
+        out.write(wrong(dst));
+        quiet();
+        out.add(1).write(wrong(dst));
+    }
+
     /// [`fence_flag`] with a whole block: in every round each thread `put_nbi`s its share
     /// of round `r`'s part of `src` (host) to the right neighbour's `data` (sym),
     /// `quiet_block` completes all of them, and thread 0 then sets the flag with `p`.

@@ -82,6 +82,7 @@ const SCENARIOS: &[(&str, Scenario, bool)] = &[
     // Deliberately missing fences, for the weak-ordering tests (they decide what to expect).
     ("flag_without_fence", sync::flag_without_fence, CPU_ONLY),
     ("nbi_source_reused", sync::nbi_source_reused, CPU_ONLY),
+    ("get_nbi_read_early", sync::get_nbi_read_early, CPU_ONLY),
 ];
 
 /// The environment variable with the number of PEs the job must have.

@@ -258,3 +258,27 @@ pub fn nbi_source_reused(rt: &Runtime) -> Outcome {
     rt.free(data).map_err(e2s)?;
     rt.free(src).map_err(e2s)
 }
+
+/// A `get_nbi` destination read before `quiet` (kernel `get_nbi_read_early`): prints
+/// `PE i: early E late L`, the wrong elements read before and after the quiet; the test
+/// decides what is expected.
+pub fn get_nbi_read_early(rt: &Runtime) -> Outcome {
+    let me = rt.my_pe();
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let len = 256usize;
+    let dst = rt.calloc::<u64>(len).map_err(e2s)?;
+    let data: Vec<u64> = (0..len).map(|i| pattern(me as u32, 0, i)).collect();
+    let src = sym_from(rt, &data)?;
+    let out = sym_from(rt, &[u64::MAX; 2])?;
+    rt.barrier_all().map_err(e2s)?;
+    let (d, s, o) = (sym(rt, &dst)?, sym(rt, &src)?.cast_const(), sym(rt, &out)?);
+    // SAFETY: `d`, `s` and `o` are symmetric addresses of `len`, `len` and 2 u64s.
+    unsafe { rt.launch(&m, k::get_nbi_read_early::KERNEL, 1, 1, (d, s, len, o)) }.map_err(e2s)?;
+    let counts = read_all(rt, &out)?;
+    println!("PE {me}: early {} late {}", counts[0], counts[1]);
+    rt.barrier_all().map_err(e2s)?;
+    for b in [dst, src, out] {
+        rt.free(b).map_err(e2s)?;
+    }
+    Ok(())
+}
