@@ -13,7 +13,9 @@
 //! Each rule is the weakest that the specifications allow (OpenSHMEM 1.5: §9.6 RMA,
 //! §9.7 AMOs, §9.8 signaling operations, §9.9.1 `shmem_barrier_all`, §9.11 memory
 //! ordering; NVSHMEM: "Memory Ordering", the table of operations that `nvshmem_fence` and
-//! `nvshmem_quiet` order), except where noted as conservative:
+//! `nvshmem_quiet` order), except where noted as conservative. (The section numbers follow
+//! the 1.5 document's chapter 9 as recalled here, not checked against the PDF in this
+//! change; `ordering.rs` cites §9.9 for fence and quiet, so one of the two needs fixing.)
 //!
 //! - **Buffered**: puts (and `p`, `put_nbi`, `iput`), non-fetching AMOs and signal
 //!   operations are copied (payload included) and queued per target. `submit` returns at
