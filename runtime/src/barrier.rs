@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use symmem_sync::barrier::{self, Round};
 
+use crate::config::MemoryOrdering;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
@@ -34,6 +35,12 @@ impl Runtime {
     pub fn sync_all(&self) -> Result<()> {
         let n = self.n_pes();
         let me = self.my_pe();
+        if self.all_mapped && self.config.ordering == MemoryOrdering::Weak {
+            if let Some(t) = &self.transport {
+                // Weak ordering buffers puts to mapped peers too: complete them, as below.
+                t.quiet()?;
+            }
+        }
         if !self.all_mapped {
             if let Some(t) = &self.transport {
                 // Blocking puts and AMOs to mapped peers are visible once they return;

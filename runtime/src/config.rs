@@ -49,6 +49,8 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_DEVICE", default: "auto", doc: "what a PE is: auto (a GPU PE when libcuda loads and a GPU is visible, else a CPU PE), cpu, cuda (an error if no GPU can be used)" },
     Variable { name: "SYMMEM_EXEC_SEED", default: "(unset)", doc: "CPU executor: order in which a block's kernel threads (fibers) run after each switch point (barrier, device wait); unset = thread index order, the same every run; a number = an order drawn from that seed, the same again with the same seed (within a PE); a failed launch names its schedule" },
     Variable { name: "SYMMEM_EXEC_STACK_SIZE", default: "256K", doc: "CPU executor: stack of each kernel thread (fiber); suffixes K, M (powers of 1024); at least 16K; an overflow fails the launch as a stack overflow naming the block and thread" },
+    Variable { name: "SYMMEM_ORDERING", default: "strict", doc: "CPU PEs: strict (puts, p, AMOs and signals to a peer are visible in program order, as x86 makes them), or weak (a debugging mode: they are buffered and delivered later in a seeded random order that only fence, quiet, barrier and put_signal constrain, so a missing fence fails on CPU PEs as it would on a GPU; peers have no ptr() and device operations to them go through the proxy). An error on GPU PEs" },
+    Variable { name: "SYMMEM_ORDERING_SEED", default: "(from the clock)", doc: "weak ordering: the seed of the delivery order and delays (the same on every PE; each PE derives its own stream). Logged at warn level when weak ordering starts, so a failing run can be replayed" },
     Variable { name: "SYMMEM_TEST_EXIT_AT", default: "(unset)", doc: "testing only: this process kills itself (SIGKILL) when init reaches the named point (launcher_exchange, rendezvous_join, rendezvous, topology, heap_connect, heap_serve, heap_served_one, heap_receive, init_barrier), so fault tests place a PE's death at each init step" },
 ];
 
@@ -81,6 +83,15 @@ pub enum DeviceChoice {
     Cpu,
     /// A GPU PE, or an error that says what is missing.
     Cuda,
+}
+
+/// When puts and signals to a peer become visible (`SYMMEM_ORDERING`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryOrdering {
+    /// In program order, as soon as issued (x86 CPU PEs, the default).
+    Strict,
+    /// Buffered and delivered in any order the memory model allows (a debugging mode).
+    Weak,
 }
 
 /// Parsed configuration.
@@ -135,6 +146,10 @@ pub struct Config {
     pub exec_seed: Option<u64>,
     /// `SYMMEM_EXEC_STACK_SIZE`: bytes of stack per kernel thread of the CPU executor.
     pub exec_stack_size: usize,
+    /// `SYMMEM_ORDERING`.
+    pub ordering: MemoryOrdering,
+    /// `SYMMEM_ORDERING_SEED`; `None` = chosen from the clock at init.
+    pub ordering_seed: Option<u64>,
     /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
     #[doc(hidden)]
     pub test_exit_at: Option<String>,
@@ -334,6 +349,24 @@ impl Config {
             })?),
             None => None,
         };
+        let ordering = match get("SYMMEM_ORDERING")
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("strict") => MemoryOrdering::Strict,
+            Some("weak") => MemoryOrdering::Weak,
+            Some(v) => return Err(bad("SYMMEM_ORDERING", v, "expected strict or weak")),
+        };
+        let ordering_seed = match get("SYMMEM_ORDERING_SEED") {
+            Some(v) => Some(v.parse::<u64>().map_err(|_| {
+                bad(
+                    "SYMMEM_ORDERING_SEED",
+                    &v,
+                    "expected a non-negative integer",
+                )
+            })?),
+            None => None,
+        };
         let exec_stack_size = match get("SYMMEM_EXEC_STACK_SIZE") {
             Some(v) => match parse_size("SYMMEM_EXEC_STACK_SIZE", &v)? {
                 n if n >= MIN_EXEC_STACK => n,
@@ -372,6 +405,8 @@ impl Config {
             socket_ifname: get("SYMMEM_SOCKET_IFNAME"),
             exec_seed,
             exec_stack_size,
+            ordering,
+            ordering_seed,
             test_exit_at,
         })
     }
@@ -446,6 +481,15 @@ impl Config {
                     .map_or("(unset: thread index order)".into(), |s| s.to_string()),
             ),
             ("SYMMEM_EXEC_STACK_SIZE", self.exec_stack_size.to_string()),
+            (
+                "SYMMEM_ORDERING",
+                format!("{:?}", self.ordering).to_lowercase(),
+            ),
+            (
+                "SYMMEM_ORDERING_SEED",
+                self.ordering_seed
+                    .map_or("(from the clock)".into(), |s| s.to_string()),
+            ),
             (
                 "SYMMEM_TEST_EXIT_AT",
                 self.test_exit_at
@@ -628,6 +672,31 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn weak_ordering_parses_and_bad_values_name_the_variable() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(
+            (c.ordering, c.ordering_seed),
+            (MemoryOrdering::Strict, None)
+        );
+        let c = cfg(&[("SYMMEM_ORDERING", "Weak"), ("SYMMEM_ORDERING_SEED", "7")]).unwrap();
+        assert_eq!(
+            (c.ordering, c.ordering_seed),
+            (MemoryOrdering::Weak, Some(7))
+        );
+        let e = cfg(&[("SYMMEM_ORDERING", "relaxed")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SYMMEM_ORDERING") && e.contains("relaxed"),
+            "{e}"
+        );
+        let e = cfg(&[("SYMMEM_ORDERING_SEED", "-1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SYMMEM_ORDERING_SEED"), "{e}");
     }
 
     #[test]

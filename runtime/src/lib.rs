@@ -36,7 +36,7 @@ mod topology;
 mod transport;
 mod wait;
 
-pub use config::{Config, DeviceChoice};
+pub use config::{Config, DeviceChoice, MemoryOrdering};
 /// The CUDA driver bindings symmem uses (for [`Stream::cuda`] and your own launches).
 #[cfg(feature = "cuda")]
 pub use cudarc;

@@ -10,7 +10,7 @@ use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
 use crate::alloc::AllocState;
 use crate::allocator::Allocator;
 use crate::barrier::BarrierState;
-use crate::config::Config;
+use crate::config::{Config, MemoryOrdering};
 use crate::error::{Error, Result};
 use crate::heap::{self, SymmetricHeap, RESERVED};
 use crate::liveness::{self, InitProgress, InitStep, PeerWatch};
@@ -205,6 +205,13 @@ impl Runtime {
             let remote: Vec<bool> = (0..topo.n_pes())
                 .map(|pe| pe != rank && heap.base(pe).is_none())
                 .collect();
+            let mapped: Vec<u64> = (0..topo.n_pes())
+                .map(|pe| {
+                    heap.base(pe)
+                        .filter(|_| heap.host_accessible())
+                        .unwrap_or(0)
+                })
+                .collect();
             let transport = transport::connect(&transport::Setup {
                 bootstrap: &*bootstrap,
                 config: &config,
@@ -215,6 +222,7 @@ impl Runtime {
                     len: heap.len(),
                     host: heap.host_accessible(),
                 },
+                peer_bases: &mapped,
                 deadline,
             })?;
             let peer_bases: Vec<u64> = (0..topo.n_pes())
@@ -251,11 +259,14 @@ impl Runtime {
             heap.len().saturating_sub(RESERVED + team_bytes),
         );
         let all_mapped = (0..topo.n_pes()).all(|pe| heap.control(pe).is_some());
+        // Weak ordering reaches every peer through its transport: no P2P pointers.
+        let weak = config.ordering == MemoryOrdering::Weak && transport.is_some();
         let peer_bases: Box<[u64]> = (0..topo.n_pes())
-            .map(|pe| heap.base(pe).unwrap_or(0))
+            .map(|pe| heap.base(pe).filter(|_| !weak || pe == rank).unwrap_or(0))
             .collect();
         let routes: Box<[Route]> = (0..topo.n_pes())
             .map(|pe| match heap.base(pe) {
+                _ if weak && pe != rank => Route::Remote,
                 None if transport.is_some() => Route::Remote,
                 None => Route::Unreachable,
                 Some(b) if heap.host_accessible() => Route::Direct(b as *mut u8),
@@ -422,9 +433,15 @@ impl Runtime {
     ///
     /// Reading or writing through the pointer is up to the caller: other PEs may access
     /// the same memory concurrently.
+    ///
+    /// With `SYMMEM_ORDERING=weak` it is `None` for every peer, as for a peer on another
+    /// node: stores through a pointer would bypass the reordering that mode exists for.
     pub fn ptr<T>(&self, buf: &SymBuf<T>, pe: usize) -> Result<Option<std::ptr::NonNull<T>>> {
         self.check_buf("ptr", buf)?;
         self.check_pe("ptr", pe)?;
+        if pe != self.my_pe() && matches!(self.routes[pe], Route::Remote) {
+            return Ok(None);
+        }
         Ok(self
             .heap
             .base(pe)

@@ -23,6 +23,7 @@ mod stress;
 mod sync;
 mod teams;
 mod waits;
+mod weak;
 
 pub use atomics::atomics;
 pub use collectives::{collective_errors, collective_timeout, collectives};
@@ -38,6 +39,7 @@ pub use stress::stress;
 pub use sync::barrier_sync;
 pub use teams::{team_errors, team_limit, team_timeout, teams};
 pub use waits::{wait_arrays, wait_test};
+pub use weak::{bug_put_then_p, bug_put_then_put, bug_signal_first};
 
 use std::fmt::Debug;
 

@@ -6,10 +6,10 @@
 //! `fence.sc.sys`, then a release store or release add of the signal. Waits spin on
 //! acquire loads at system scope, so the data is visible once the signal is.
 //!
-//! To a PE without a P2P path, the data and then the signal are two requests from the same
-//! thread in the proxy ring; the proxy issues them in order on one ordered path (one
-//! socket connection, applied in order by the target), so the signal still follows the
-//! data. The `_nbi` forms do not wait for the proxy to read the source.
+//! To a PE without a P2P path, the data, a fence and then the signal are requests from
+//! the same thread in the proxy ring, so the signal follows the data on every transport,
+//! including those that do not apply one PE's requests in order. The `_nbi` forms do not
+//! wait for the proxy to read the source.
 
 use super::rma::{put_group, Group};
 use super::{lane_id, remote, route, thread_rank, DeviceInt, Route};
@@ -22,7 +22,13 @@ unsafe fn signal_after_fence(sig: *mut u64, signal: u64, op: SignalOp, pe: u32) 
     // SAFETY: caller contract: `sig` is a symmetric u64.
     let s = match unsafe { route(sig, pe) } {
         Route::Direct(s) => s,
-        Route::Proxy(off) => return remote::signal(pe, off, op, signal),
+        Route::Proxy(off) => {
+            // The proxy's fence, as `fence_sys` below: the data requests before the
+            // signal must land first even on a path that reorders (several ib QPs, or
+            // `SYMMEM_ORDERING=weak`, which caught put_signal without it).
+            remote::fence();
+            return remote::signal(pe, off, op, signal);
+        }
     };
     arch::fence_sys();
     match op {

@@ -254,7 +254,12 @@ fn run(
         };
         idle = Backoff::new();
         match issue(transport, &mut payloads, &req) {
-            Ok(result) => ring.complete(&req, waited, result),
+            Ok(result) => {
+                if !waited {
+                    transport.nbi_issued(&req);
+                }
+                ring.complete(&req, waited, result)
+            }
             Err(f) => {
                 let msg = describe(me, &req, transport.name(), &f);
                 tracing::error!("{msg}");

@@ -1,5 +1,7 @@
 //! Remote transports: how this PE reaches PEs whose heaps are not mapped here (other nodes,
-//! or P2P disabled), and which one each PE pair uses.
+//! or P2P disabled), and which one each PE pair uses. With `SYMMEM_ORDERING=weak` every
+//! peer is reached through the [`weak`] reordering transport, which delivers to same-node
+//! peers through the [`direct`] transport and to the others through socket or ib.
 //!
 //! Every transport carries the one op vocabulary, [`symmem_device::Request`]: host
 //! operations build requests, the proxy thread takes them off the device ring, and each
@@ -15,7 +17,7 @@ use std::sync::Arc;
 
 use symmem_device::Request;
 
-use crate::config::RemoteTransport;
+use crate::config::{MemoryOrdering, RemoteTransport};
 use crate::error::{Error, Result};
 
 /// The buffer a request reads from or writes to on the issuing PE.
@@ -51,6 +53,14 @@ pub(crate) trait Transport: Send + Sync {
     /// between polls while they spin, so that a PE spinning on its own heap serves its
     /// peers at once (a sleeping wait leaves that to the transport's own thread).
     fn progress(&self) -> Result<()>;
+
+    /// Tells the transport that the issuer of `req`, a put it already submitted, does not
+    /// wait for it (`put_nbi` from a kernel): the source at `req.local` must stay unchanged
+    /// until the next quiet. Transports that copied the payload need nothing; weak
+    /// ordering fingerprints the source to report its reuse.
+    fn nbi_issued(&self, req: &Request) {
+        let _ = req;
+    }
 
     /// Stops the transport's threads and closes its connections; later submits fail.
     /// Called once, before the heap is unmapped.
@@ -91,14 +101,18 @@ pub(crate) struct Setup<'a> {
     pub remote: &'a [bool],
     /// This PE's heap.
     pub heap: HeapRegion,
+    /// `peer_bases[pe]`: where `pe`'s heap is mapped here (host memory), 0 if it is not.
+    pub peer_bases: &'a [u64],
     /// When connecting must be done.
     pub deadline: std::time::Instant,
 }
 
+mod direct;
 #[cfg(feature = "ib")]
 mod ib;
 mod socket;
 mod target;
+mod weak;
 
 pub(crate) use target::DeviceHeap;
 
@@ -149,11 +163,79 @@ fn choose(config: &crate::config::Config) -> Result<(Kind, String)> {
     }
 }
 
+/// Connects the transports of this PE: the remote transport when any PE has a peer whose
+/// heap it cannot map, and with `SYMMEM_ORDERING=weak` the reordering transport in front
+/// of it and of the direct transport to same-node peers. Collective: every PE calls it.
+pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
+    let remote = connect_remote(setup)?;
+    if setup.config.ordering != MemoryOrdering::Weak || setup.bootstrap.size() == 1 {
+        return Ok(remote);
+    }
+    connect_weak(setup, remote).map(Some)
+}
+
+/// Starts the weak-ordering transport over `remote` and the direct transport, with the
+/// seed of PE 0 (`SYMMEM_ORDERING_SEED`, or from its clock). Collective.
+fn connect_weak(
+    setup: &Setup<'_>,
+    remote: Option<Arc<dyn Transport>>,
+) -> Result<Arc<dyn Transport>> {
+    let me = setup.me;
+    if !setup.heap.host {
+        return Err(Error::TransportConfig {
+            variable: "SYMMEM_ORDERING",
+            value: "weak".into(),
+            reason: format!(
+                "weak ordering is a mode of CPU PEs, and PE {me} is a GPU PE (whose memory model is weak already); set SYMMEM_DEVICE=cpu to debug its kernels on CPU PEs"
+            ),
+        });
+    }
+    let clock = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    };
+    let proposed = setup.config.ordering_seed.unwrap_or_else(clock);
+    let agreed = setup.bootstrap.broadcast(0, &proposed.to_le_bytes())?;
+    let seed = agreed
+        .as_slice()
+        .try_into()
+        .map(u64::from_le_bytes)
+        .map_err(|_| Error::Inconsistent {
+            what: "SYMMEM_ORDERING_SEED",
+            detail: format!(
+                "PE {me}: the SYMMEM_ORDERING_SEED broadcast from PE 0 has {} bytes, not 8",
+                agreed.len()
+            ),
+        })?;
+    if me == 0 {
+        tracing::warn!(
+            "weak ordering (SYMMEM_ORDERING=weak): puts and signals to peers are buffered and delivered in a seeded order; SYMMEM_ORDERING_SEED={seed} replays this run"
+        );
+    }
+    let direct = direct::DirectTransport::new(me, setup.heap.len, setup.peer_bases);
+    let route: Vec<Option<usize>> = (0..setup.remote.len())
+        .map(|pe| match pe {
+            _ if pe == me => None,
+            _ if direct.reaches(pe) => Some(0),
+            _ if setup.remote[pe] && remote.is_some() => Some(1),
+            _ => None,
+        })
+        .collect();
+    let mut inners: Vec<Arc<dyn Transport>> = vec![Arc::new(direct)];
+    inners.extend(remote);
+    tracing::info!(target: "init", "PE {me}: weak ordering, SYMMEM_ORDERING_SEED={seed}");
+    let heap = (setup.heap.base, setup.heap.len);
+    Ok(Arc::new(weak::WeakTransport::start(
+        me, seed, heap, route, inners,
+    )?))
+}
+
 /// Connects the remote transport when any PE has a peer whose heap it cannot map, and
 /// logs which transport reaches which peer and why. Collective: every PE calls it, and
 /// all of them agree on one transport (a job where PEs choose differently fails, naming
 /// them).
-pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
+fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     let b = setup.bootstrap;
     if b.size() == 1 {
         return Ok(None);

@@ -55,6 +55,64 @@ kernel! {
         out.add(2).write(checked);
     }
 
+    /// A deliberately wrong [`fence_flag`] for the weak-ordering tests: no fence between
+    /// the data and the flag. In round `r` (of `rounds`) the thread waits for the right
+    /// neighbour's acknowledgement of round `r - 1`, `put`s round `r`'s part of `src`
+    /// (host, `rounds * len`) to the neighbour's `data` (sym, `len`), and sets the
+    /// neighbour's flag (`flags`, sym, 2 words: flag, ack) to `r` with `p` (`mode == 0`)
+    /// or with a second one-element `put` (`mode == 1`). It then waits for its own flag to
+    /// reach `r`, counts the round in `out[0]` (host) if any element is not yet
+    /// `pattern(left, r, i)`, and acknowledges.
+    pub fn flag_without_fence(data: *mut u64, src: *const u64, len: usize, flags: *mut u64, rounds: u32, mode: u32, out: *mut u64) {
+        let (me, n) = (my_pe(), n_pes());
+        let (left, right) = ((me + n - 1) % n, (me + 1) % n);
+        let mut stale = 0u64;
+        for r in 1..=rounds {
+            if r > 1 {
+                wait_until(flags.add(ACK), Cmp::Ge, r as u64 - 1);
+            }
+            put(data, src.add((r as usize - 1) * len), len, right);
+            let flag = r as u64;
+            if mode == 0 {
+                p(flags.add(FLAG), flag, right);
+            } else {
+                put(flags.add(FLAG), &flag, 1, right);
+            }
+            wait_until(flags.add(FLAG), Cmp::Ge, r as u64);
+            if (0..len).any(|i| data.add(i).read() != pattern(left, r, i)) {
+                stale += 1;
+            }
+            atomic_set(flags.add(ACK), r as u64, left);
+        }
+        out.write(stale);
+    }
+
+    /// A deliberately wrong kernel for the weak-ordering tests: `put_nbi`s `len` u64s of
+    /// `src` (sym) to the right neighbour's `data` (sym), waits with a blocking `g` from
+    /// that neighbour until the request has been issued, then changes `src[0]` before the
+    /// `quiet` that completes the put: a source reused too early.
+    pub fn nbi_source_reused(data: *mut u64, src: *mut u64, len: usize) {
+        let right = (my_pe() + 1) % n_pes();
+        put_nbi(data, src.cast_const(), len, right);
+        let _ = g(data.cast_const(), right);
+        src.write(src.read().wrapping_add(1));
+        quiet();
+    }
+
+    /// A deliberately wrong kernel for the weak-ordering tests: `get_nbi`s `len` u64s of
+    /// the right neighbour's `src` (sym, `pattern(right, 0, i)`) into `dst` (sym), waits
+    /// with a blocking `g` until the request has been issued, and counts the elements
+    /// that are wrong when read before `quiet` (`out[0]`, host) and after it (`out[1]`).
+    pub fn get_nbi_read_early(dst: *mut u64, src: *const u64, len: usize, out: *mut u64) {
+        let right = (my_pe() + 1) % n_pes();
+        get_nbi(dst, src, len, right);
+        let _ = g(src, right);
+        let wrong = |dst: *mut u64| (0..len).filter(|&i| dst.add(i).read() != pattern(right, 0, i)).count() as u64;
+        out.write(wrong(dst));
+        quiet();
+        out.add(1).write(wrong(dst));
+    }
+
     /// [`fence_flag`] with a whole block: in every round each thread `put_nbi`s its share
     /// of round `r`'s part of `src` (host) to the right neighbour's `data` (sym),
     /// `quiet_block` completes all of them, and thread 0 then sets the flag with `p`.

@@ -95,6 +95,10 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("early_exit", failure::early_exit, Runs::GpuOneNode),
     // A device `g` through the proxy to a killed PE of another node (2 simulated nodes).
     ("kill_remote", failure::kill_remote, CPU_ONLY),
+    // Deliberately missing fences, for the weak-ordering tests (they decide what to expect).
+    ("flag_without_fence", sync::flag_without_fence, CPU_ONLY),
+    ("nbi_source_reused", sync::nbi_source_reused, CPU_ONLY),
+    ("get_nbi_read_early", sync::get_nbi_read_early, CPU_ONLY),
 ];
 
 /// The environment variable with the number of PEs the job must have.

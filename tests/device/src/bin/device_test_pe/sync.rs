@@ -183,3 +183,102 @@ pub fn barriers(rt: &Runtime) -> Outcome {
     rt.free(block_slots).map_err(e2s)?;
     rt.free(block_bad).map_err(e2s)
 }
+
+/// Deliberately wrong programs for the weak-ordering tests (tests/device/tests/
+/// weak_ordering.rs): a put and then its flag (`p`, or a second `put`) with no fence, 30
+/// rounds around the ring. Prints `PE i: stale <mode> S of R` per mode (the rounds in
+/// which the consumer saw the flag before the data); the test decides what is expected.
+pub fn flag_without_fence(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
+    let left = (me + n - 1) % n;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let (len, rounds) = (64usize, 30u32);
+    for mode in 0..2u32 {
+        let data = rt.calloc::<u64>(len).map_err(e2s)?;
+        let flags = rt.calloc::<u64>(2).map_err(e2s)?;
+        let rounds_data: Vec<u64> = (1..=rounds)
+            .flat_map(|r| (0..len).map(move |i| pattern(me, r, i)))
+            .collect();
+        let src = sym_from(rt, &rounds_data)?;
+        let out = sym_from(rt, &[u64::MAX])?;
+        let (d, s, f, o) = (
+            sym(rt, &data)?,
+            sym(rt, &src)?.cast_const(),
+            sym(rt, &flags)?,
+            sym(rt, &out)?,
+        );
+        // SAFETY: `d`, `s`, `f` and `o` are symmetric addresses of `len`, `rounds * len`,
+        // 2 and 1 u64s.
+        unsafe {
+            rt.launch(
+                &m,
+                k::flag_without_fence::KERNEL,
+                1,
+                1,
+                (d, s, len, f, rounds, mode, o),
+            )
+        }
+        .map_err(e2s)?;
+        let stale = read_all(rt, &out)?[0];
+        println!("PE {me}: stale {mode} {stale} of {rounds}");
+        rt.barrier_all().map_err(e2s)?;
+        // After the barrier every round has landed, however late.
+        let want: Vec<u64> = (0..len).map(|i| pattern(left, rounds, i)).collect();
+        check_eq("last round's data", &read_all(rt, &data)?, &want)?;
+        rt.barrier_all().map_err(e2s)?;
+        for b in [data, flags, src, out] {
+            rt.free(b).map_err(e2s)?;
+        }
+    }
+    Ok(())
+}
+
+/// A `put_nbi` source changed before `quiet` (kernel `nbi_source_reused`): undetectable in
+/// the default mode (prints `PE i: reuse undetected`); with `SYMMEM_ORDERING=weak` the
+/// launch fails naming the op, the buffer and the PEs, printed as `ERROR (expected): …`,
+/// after which the PE exits at once (its proxy channel has failed, so it cannot finalize).
+pub fn nbi_source_reused(rt: &Runtime) -> Outcome {
+    let me = rt.my_pe();
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let len = 512usize;
+    let data = rt.calloc::<u64>(len).map_err(e2s)?;
+    let src = sym_from(rt, &(0..len as u64).collect::<Vec<_>>())?;
+    let (d, s) = (sym(rt, &data)?, sym(rt, &src)?);
+    // SAFETY: `d` and `s` are symmetric addresses of `len` u64s each.
+    let launched = unsafe { rt.launch(&m, k::nbi_source_reused::KERNEL, 1, 1, (d, s, len)) };
+    match launched {
+        Ok(()) => println!("PE {me}: reuse undetected"),
+        Err(e) => {
+            println!("ERROR (expected): PE {me}: {e}");
+            println!("PE {me}: nbi_source_reused ok");
+            std::process::exit(0);
+        }
+    }
+    rt.barrier_all().map_err(e2s)?;
+    rt.free(data).map_err(e2s)?;
+    rt.free(src).map_err(e2s)
+}
+
+/// A `get_nbi` destination read before `quiet` (kernel `get_nbi_read_early`): prints
+/// `PE i: early E late L`, the wrong elements read before and after the quiet; the test
+/// decides what is expected.
+pub fn get_nbi_read_early(rt: &Runtime) -> Outcome {
+    let me = rt.my_pe();
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let len = 256usize;
+    let dst = rt.calloc::<u64>(len).map_err(e2s)?;
+    let data: Vec<u64> = (0..len).map(|i| pattern(me as u32, 0, i)).collect();
+    let src = sym_from(rt, &data)?;
+    let out = sym_from(rt, &[u64::MAX; 2])?;
+    rt.barrier_all().map_err(e2s)?;
+    let (d, s, o) = (sym(rt, &dst)?, sym(rt, &src)?.cast_const(), sym(rt, &out)?);
+    // SAFETY: `d`, `s` and `o` are symmetric addresses of `len`, `len` and 2 u64s.
+    unsafe { rt.launch(&m, k::get_nbi_read_early::KERNEL, 1, 1, (d, s, len, o)) }.map_err(e2s)?;
+    let counts = read_all(rt, &out)?;
+    println!("PE {me}: early {} late {}", counts[0], counts[1]);
+    rt.barrier_all().map_err(e2s)?;
+    for b in [dst, src, out] {
+        rt.free(b).map_err(e2s)?;
+    }
+    Ok(())
+}
