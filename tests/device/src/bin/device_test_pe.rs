@@ -79,6 +79,8 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("signal_cmp", signal::signal_cmp, GPU),
     ("wait_test", signal::wait_test, GPU),
     ("atomics", amo::atomics, GPU),
+    // The unsigned half of `atomics`, for the 2-node suite (each retry crosses the proxy).
+    ("atomics_unsigned", amo::atomics_unsigned, CPU_ONLY),
     ("fence_quiet", sync::fence_quiet, GPU),
     ("barriers", sync::barriers, GPU),
     ("geometry", threads::geometry, GPU),

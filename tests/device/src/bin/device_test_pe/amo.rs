@@ -193,6 +193,13 @@ fn amo_case<T: Int>(
     rt.free(solo_out).map_err(e2s)
 }
 
+/// Every atomic on the unsigned types: the half of [`atomics`] that the 2-node suite runs,
+/// where every compare-and-swap retry crosses the proxy and the socket transport.
+pub fn atomics_unsigned(rt: &Runtime) -> Outcome {
+    amo_case::<u32>(rt, "u32", k::amo_u32::KERNEL)?;
+    amo_case::<u64>(rt, "u64", k::amo_u64::KERNEL)
+}
+
 /// Every atomic on every integer type.
 pub fn atomics(rt: &Runtime) -> Outcome {
     amo_case::<u32>(rt, "u32", k::amo_u32::KERNEL)?;
