@@ -29,6 +29,7 @@ mod rma;
 mod route;
 mod runtime;
 mod signal;
+mod split_mix;
 mod stream;
 mod sym;
 mod team;

@@ -3,10 +3,12 @@
 //! it depends on nothing but the seed and the sequence of rounds, so a seed replays the
 //! same interleaving of a block's threads.
 
+use crate::split_mix::SplitMix64;
+
 /// A worker's lane order.
 pub(super) struct LaneOrder {
-    /// SplitMix64 state; `None` = index order.
-    rng: Option<u64>,
+    /// The seeded stream; `None` = index order.
+    rng: Option<SplitMix64>,
 }
 
 impl LaneOrder {
@@ -14,31 +16,22 @@ impl LaneOrder {
     /// (workers of one launch draw different orders from one seed).
     pub(super) fn new(seed: Option<u64>, worker: usize) -> Self {
         LaneOrder {
-            rng: seed.map(|s| s ^ (worker as u64).wrapping_mul(0xA076_1D64_78BD_642F)),
+            rng: seed
+                .map(|s| SplitMix64::new(s ^ (worker as u64).wrapping_mul(0xA076_1D64_78BD_642F))),
         }
     }
 
     /// Puts `lanes` (indices, kept in ascending order by the caller) in this round's
     /// order: unchanged by default, else a seeded Fisher–Yates shuffle.
     pub(super) fn arrange(&mut self, lanes: &mut [usize]) {
-        let Some(state) = self.rng.as_mut() else {
+        let Some(rng) = self.rng.as_mut() else {
             return;
         };
         for i in (1..lanes.len()).rev() {
-            let j = (split_mix64(state) % (i as u64 + 1)) as usize;
+            let j = rng.up_to(i as u64) as usize;
             lanes.swap(i, j);
         }
     }
-}
-
-/// One step of SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
-/// generators", 2014): small, fast, and good enough to pick interleavings.
-fn split_mix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

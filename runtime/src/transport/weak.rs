@@ -83,6 +83,7 @@ use symmem_device::{Opcode, Request};
 
 use super::{Io, Transport};
 use crate::error::{Error, Result};
+use crate::split_mix::SplitMix64;
 
 /// What a device `get_nbi`'s destination holds until the quiet that completes it.
 pub(crate) const LATE_GET_FILL: u8 = 0xdb;
@@ -98,19 +99,6 @@ pub(crate) const WINDOW: usize = 16;
 /// How long the delivery thread sleeps when nothing is buffered (it is woken by new
 /// operations and by shutdown).
 const IDLE_WAIT: Duration = Duration::from_millis(100);
-
-/// SplitMix64: a small, seedable generator for delays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
 
 /// One buffered operation.
 struct Op {
@@ -172,7 +160,7 @@ struct State {
     queues: Vec<VecDeque<Op>>,
     /// `epochs[pe]`: the epoch new operations to `pe` join; every fence advances them.
     epochs: Vec<u64>,
-    rng: Rng,
+    rng: SplitMix64,
     next_id: u64,
     failure: Option<Failure>,
     /// Operations that could not be delivered.
@@ -410,7 +398,7 @@ impl WeakTransport {
             state: Mutex::new(State {
                 queues: (0..n).map(|_| VecDeque::new()).collect(),
                 epochs: vec![0; n],
-                rng: Rng(seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                rng: SplitMix64::new(seed ^ (me as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
                 next_id: 0,
                 failure: None,
                 lost: 0,
@@ -454,7 +442,7 @@ impl WeakTransport {
                 },
             });
         }
-        let delay = st.rng.next() % (MAX_DELAY.as_micros() as u64 + 1);
+        let delay = st.rng.up_to(MAX_DELAY.as_micros() as u64);
         let id = st.next_id;
         st.next_id += 1;
         let epoch = st.epochs[pe];
