@@ -14,7 +14,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{names_another_pe, wait_output, Job, TEST_PE};
+use common::{
+    check_launched, launched_pe_env, names_another_pe, wait_output, Job, FOREIGN_LAUNCH_VARS,
+    TEST_PE,
+};
 
 const HYDRA: &str = "/usr/bin/mpiexec.hydra";
 
@@ -38,19 +41,9 @@ fn run_hydra_with(hydra: &str, opts: &[&str], n: usize, scenario: &str) -> Job {
     let n_s = n.to_string();
     let mut cmd = Command::new(hydra);
     cmd.args(opts).args(["-n", &n_s]);
-    let mut genv = vec![
-        ("SYMMEM_TEST_EXPECT_PES", n_s.as_str()),
-        ("SYMMEM_BOOTSTRAP_TIMEOUT", "20"),
-        ("SYMMEM_SYMMETRIC_SIZE", "16M"),
-        ("SYMMEM_DEBUG", "info"),
-        ("RUST_BACKTRACE", "0"),
-    ];
-    if cfg!(feature = "mpi") {
-        // A build with the `mpi` feature prefers MPI under MPI launchers; this one links
-        // Open MPI, which cannot run under Hydra, so the PMI-1 client is named.
-        genv.push(("SYMMEM_BOOTSTRAP", "pmi"));
-    }
-    for (k, v) in genv {
+    // A build with the `mpi` feature links Open MPI, which cannot use Hydra's PMI-1: it
+    // picks the PMI-1 client itself, so the bootstrap is not named.
+    for (k, v) in launched_pe_env(&n_s) {
         cmd.args(["-genv", k, v]);
     }
     cmd.arg(TEST_PE)
@@ -59,41 +52,11 @@ fn run_hydra_with(hydra: &str, opts: &[&str], n: usize, scenario: &str) -> Job {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // Hydra passes its environment on: no other launcher's variables may leak in.
-    for var in [
-        "SYMMEM_LAUNCH_ADDR",
-        "SYMMEM_LAUNCH_NONCE",
-        "SYMMEM_LAUNCH_RANK",
-        "SYMMEM_LAUNCH_SIZE",
-        "SYMMEM_BOOTSTRAP",
-        "RANK",
-        "WORLD_SIZE",
-        "JOB_COMPLETION_INDEX",
-        "SLURM_PROCID",
-        "SLURM_NTASKS",
-        "OMPI_COMM_WORLD_SIZE",
-        "PMIX_RANK",
-    ] {
+    for var in FOREIGN_LAUNCH_VARS {
         cmd.env_remove(var);
     }
     let child = cmd.spawn().expect("starting mpiexec.hydra");
     wait_output(child, Duration::from_secs(90))
-}
-
-/// Checks that rank r printed `want(r)` and that every PE used the `pmi` bootstrap.
-fn check(job: &Job, n: usize, want: impl Fn(usize) -> String) {
-    job.assert_success();
-    for rank in 0..n {
-        let want = want(rank);
-        if !job.stdout.lines().any(|l| l == want) {
-            job.fail(&format!("rank {rank} did not print {want:?}"));
-        }
-    }
-    let pmi_inits = job.stderr.matches("bootstrap: pmi").count();
-    if pmi_inits != n {
-        job.fail(&format!(
-            "{pmi_inits} PEs logged `bootstrap: pmi`, expected {n}"
-        ));
-    }
 }
 
 #[test]
@@ -101,7 +64,7 @@ fn hydra_hello_on_2_and_4_pes() {
     let Some(hydra) = hydra() else { return };
     for n in [2, 4] {
         let job = run_hydra(hydra, n, "hello");
-        check(&job, n, |r| format!("PE {r} of {n}"));
+        check_launched(&job, n, "pmi", n, |r| format!("PE {r} of {n}"));
     }
 }
 
@@ -109,7 +72,7 @@ fn hydra_hello_on_2_and_4_pes() {
 fn hydra_put_get_on_4_pes() {
     let Some(hydra) = hydra() else { return };
     let job = run_hydra(hydra, 4, "put_get");
-    check(&job, 4, |r| format!("PE {r}: put_get ok"));
+    check_launched(&job, 4, "pmi", 4, |r| format!("PE {r}: put_get ok"));
 }
 
 #[test]
@@ -118,7 +81,7 @@ fn hydra_pmi_port_mode_gives_rank_and_size_over_the_wire() {
     // size come from the `cmd=initack` handshake.
     let Some(hydra) = hydra() else { return };
     let job = run_hydra_with(hydra, &["-pmi-port"], 4, "hello");
-    check(&job, 4, |r| format!("PE {r} of 4"));
+    check_launched(&job, 4, "pmi", 4, |r| format!("PE {r} of 4"));
     if !job.stderr.contains("PMI_PORT=") {
         job.fail("the info log does not name PMI_PORT");
     }
@@ -130,19 +93,7 @@ fn hydra_reinit_reuses_the_pmi_session() {
     // key over the one PMI-1 session, finalized when the process exits.
     let Some(hydra) = hydra() else { return };
     let job = run_hydra(hydra, 3, "reinit");
-    job.assert_success();
-    for rank in 0..3 {
-        let want = format!("PE {rank}: reinit ok");
-        if !job.stdout.lines().any(|l| l == want) {
-            job.fail(&format!("rank {rank} did not print {want:?}"));
-        }
-    }
-    let pmi_inits = job.stderr.matches("bootstrap: pmi").count();
-    if pmi_inits != 9 {
-        job.fail(&format!(
-            "{pmi_inits} inits logged `bootstrap: pmi`, expected 3 per PE"
-        ));
-    }
+    check_launched(&job, 3, "pmi", 9, |r| format!("PE {r}: reinit ok"));
 }
 
 #[test]

@@ -20,7 +20,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{wait_output, Job, TEST_PE};
+use common::{check_launched, launched_pe_env, wait_output, Job, FOREIGN_LAUNCH_VARS, TEST_PE};
 
 /// The `slurm.conf` of the running single-node Slurm, or `None` after printing why the
 /// test is skipped.
@@ -46,51 +46,16 @@ fn run_srun(conf: &str, mpi: &str, n: usize, scenario: &str, env: &[(&str, &str)
         .arg(TEST_PE)
         .arg(scenario)
         .env("SLURM_CONF", conf)
-        .env("SYMMEM_TEST_EXPECT_PES", &n_s)
-        .env("SYMMEM_BOOTSTRAP_TIMEOUT", "20")
-        .env("SYMMEM_SYMMETRIC_SIZE", "16M")
-        .env("SYMMEM_DEBUG", "info")
-        .env("RUST_BACKTRACE", "0")
-        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // srun passes its environment on: no other launcher's variables may leak in.
-    for var in [
-        "SYMMEM_LAUNCH_ADDR",
-        "SYMMEM_LAUNCH_NONCE",
-        "SYMMEM_LAUNCH_RANK",
-        "SYMMEM_LAUNCH_SIZE",
-        "RANK",
-        "WORLD_SIZE",
-        "JOB_COMPLETION_INDEX",
-        "OMPI_COMM_WORLD_SIZE",
-        "PMIX_RANK",
-        "PMI_FD",
-    ] {
+    for var in FOREIGN_LAUNCH_VARS {
         cmd.env_remove(var);
     }
-    if !env.iter().any(|(k, _)| *k == "SYMMEM_BOOTSTRAP") {
-        cmd.env_remove("SYMMEM_BOOTSTRAP");
-    }
+    cmd.envs(launched_pe_env(&n_s)).envs(env.iter().copied());
     let child = cmd.spawn().expect("starting srun");
     wait_output(child, Duration::from_secs(90))
-}
-
-/// Checks that task r printed `want(r)` and that every PE logged `bootstrap: <bootstrap>`.
-fn check(job: &Job, n: usize, bootstrap: &str, want: impl Fn(usize) -> String) {
-    job.assert_success();
-    for rank in 0..n {
-        let want = want(rank);
-        if !job.stdout.lines().any(|l| l == want) {
-            job.fail(&format!("task {rank} did not print {want:?}"));
-        }
-    }
-    let tag = format!("bootstrap: {bootstrap}");
-    let inits = job.stderr.matches(&tag).count();
-    if inits != n {
-        job.fail(&format!("{inits} PEs logged `{tag}`, expected {n}"));
-    }
 }
 
 /// The bootstrap to name on a build with the `mpi` feature, which prefers MPI under a PMIx
@@ -108,7 +73,7 @@ fn srun_pmi2_hello_on_2_and_4_tasks() {
     let Some(conf) = slurm() else { return };
     for n in [2, 4] {
         let job = run_srun(&conf, "pmi2", n, "hello", &[]);
-        check(&job, n, "pmi", |r| format!("PE {r} of {n}"));
+        check_launched(&job, n, "pmi", n, |r| format!("PE {r} of {n}"));
     }
 }
 
@@ -116,14 +81,14 @@ fn srun_pmi2_hello_on_2_and_4_tasks() {
 fn srun_pmi2_put_get_on_4_tasks() {
     let Some(conf) = slurm() else { return };
     let job = run_srun(&conf, "pmi2", 4, "put_get", &[]);
-    check(&job, 4, "pmi", |r| format!("PE {r}: put_get ok"));
+    check_launched(&job, 4, "pmi", 4, |r| format!("PE {r}: put_get ok"));
 }
 
 #[test]
 fn srun_without_a_pmi_plugin_uses_the_slurm_variables() {
     let Some(conf) = slurm() else { return };
     let job = run_srun(&conf, "none", 4, "put_get", &[]);
-    check(&job, 4, "env (Slurm srun (no PMI plugin))", |r| {
+    check_launched(&job, 4, "env (Slurm srun (no PMI plugin))", 4, |r| {
         format!("PE {r}: put_get ok")
     });
 }
@@ -133,7 +98,7 @@ fn srun_pmix_hello_on_2_and_4_tasks() {
     let Some(conf) = slurm() else { return };
     for n in [2, 4] {
         let job = run_srun(&conf, "pmix", n, "hello", PMIX_ON_MPI_BUILDS);
-        check(&job, n, "pmix", |r| format!("PE {r} of {n}"));
+        check_launched(&job, n, "pmix", n, |r| format!("PE {r} of {n}"));
     }
 }
 
@@ -141,5 +106,5 @@ fn srun_pmix_hello_on_2_and_4_tasks() {
 fn srun_pmix_put_get_on_4_tasks() {
     let Some(conf) = slurm() else { return };
     let job = run_srun(&conf, "pmix", 4, "put_get", PMIX_ON_MPI_BUILDS);
-    check(&job, 4, "pmix", |r| format!("PE {r}: put_get ok"));
+    check_launched(&job, 4, "pmix", 4, |r| format!("PE {r}: put_get ok"));
 }

@@ -120,3 +120,60 @@ pub fn names_another_pe(line: &str, n: usize) -> bool {
         .and_then(|pe| pe.trim().parse::<usize>().ok());
     matches!((named, reporter), (Some(dead), Some(me)) if dead != me)
 }
+
+/// Variables that symrun or a launcher sets for its processes: the launcher tests remove
+/// them from the environment of the launcher they start, so none leaks into its job.
+pub const FOREIGN_LAUNCH_VARS: [&str; 16] = [
+    "SYMMEM_LAUNCH_ADDR",
+    "SYMMEM_LAUNCH_NONCE",
+    "SYMMEM_LAUNCH_RANK",
+    "SYMMEM_LAUNCH_SIZE",
+    "SYMMEM_BOOTSTRAP",
+    "SYMMEM_PMIX_LIB",
+    "RANK",
+    "WORLD_SIZE",
+    "JOB_COMPLETION_INDEX",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMIX_RANK",
+    "PMI_FD",
+    "PMI_PORT",
+    "PMI_SIZE",
+];
+
+/// The environment of every PE a launcher test starts on `n` (decimal) ranks: the test PE
+/// fails unless the world has `n` PEs, the bootstrap times out after 20 s, and the info
+/// log names the bootstrap each init used.
+pub fn launched_pe_env(n: &str) -> [(&'static str, &str); 5] {
+    [
+        ("SYMMEM_TEST_EXPECT_PES", n),
+        ("SYMMEM_BOOTSTRAP_TIMEOUT", "20"),
+        ("SYMMEM_SYMMETRIC_SIZE", "16M"),
+        ("SYMMEM_DEBUG", "info"),
+        ("RUST_BACKTRACE", "0"),
+    ]
+}
+
+/// Checks that a job a launcher started succeeded, that rank r printed `want(r)`, and
+/// that `inits` inits logged `bootstrap: <bootstrap>`, so that n one-PE jobs cannot pass.
+pub fn check_launched(
+    job: &Job,
+    n: usize,
+    bootstrap: &str,
+    inits: usize,
+    want: impl Fn(usize) -> String,
+) {
+    job.assert_success();
+    for rank in 0..n {
+        let want = want(rank);
+        if !job.stdout.lines().any(|l| l == want) {
+            job.fail(&format!("rank {rank} did not print {want:?}"));
+        }
+    }
+    let tag = format!("bootstrap: {bootstrap}");
+    let logged = job.stderr.matches(&tag).count();
+    if logged != inits {
+        job.fail(&format!("{logged} inits logged `{tag}`, expected {inits}"));
+    }
+}
