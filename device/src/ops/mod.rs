@@ -70,7 +70,13 @@ pub(crate) unsafe fn route<T>(sym: *const T, pe: u32) -> Route<T> {
     if st.proxy == 0 {
         arch::fail(error_code::UNREACHABLE_PE, pe);
     }
-    Route::Proxy(sym as u64 - st.heap_base)
+    Route::Proxy(heap_offset(sym))
+}
+
+/// The heap offset of symmetric address `sym` (the same on every PE).
+#[inline(always)]
+pub(crate) fn heap_offset<T>(sym: *const T) -> u64 {
+    sym as u64 - arch::state().heap_base
 }
 
 /// Whether this PE has a proxy channel (so `fence`/`quiet` must also cover it).

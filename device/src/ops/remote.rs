@@ -65,6 +65,24 @@ pub(crate) fn put(pe: u32, dst: u64, src: u64, len: u64, nbi: bool) {
     }
 }
 
+/// A put of `len` bytes from local `src` to heap offset `dst` on `pe`, then the signal
+/// update of the u64 at heap offset `sig`: one request, which every transport applies
+/// data first.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the request's fields, one by one
+pub(crate) fn put_signal(
+    pe: u32,
+    dst: u64,
+    src: u64,
+    len: u64,
+    sig: u64,
+    op: SignalOp,
+    value: u64,
+    nbi: bool,
+) {
+    submit(Request::put_signal(pe, dst, src, len, sig, op, value), !nbi);
+}
+
 /// A get of `len` bytes from heap offset `src` on `pe` to local `dst`.
 #[inline(always)]
 pub(crate) fn get(pe: u32, dst: u64, src: u64, len: u64, nbi: bool) {

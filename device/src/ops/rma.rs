@@ -38,9 +38,15 @@ impl Group {
         }
     }
 
+    /// Whether this thread is the group's first (the one that submits proxy requests).
+    #[inline(always)]
+    pub(crate) fn is_leader(self) -> bool {
+        self.split().2
+    }
+
     /// The group's barrier (none for one thread).
     #[inline(always)]
-    fn sync(self) {
+    pub(crate) fn sync(self) {
         match self {
             Group::Thread => {}
             Group::Warp => sync_warp(),

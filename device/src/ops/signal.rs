@@ -6,13 +6,14 @@
 //! `fence.sc.sys`, then a release store or release add of the signal. Waits spin on
 //! acquire loads at system scope, so the data is visible once the signal is.
 //!
-//! To a PE without a P2P path, the data, a fence and then the signal are requests from
-//! the same thread in the proxy ring, so the signal follows the data on every transport,
-//! including those that do not apply one PE's requests in order. The `_nbi` forms do not
-//! wait for the proxy to read the source.
+//! To a PE without a P2P path, a put_signal is one PutSignal request in the proxy ring
+//! (from the group's first thread), which every transport applies data first; a
+//! `signal_op` is a fence request and then the signal, so it follows every earlier
+//! request even on a transport that does not apply one PE's requests in order. The
+//! `_nbi` forms do not wait for the proxy to read the source.
 
 use super::rma::{put_group, Group};
-use super::{lane_id, remote, route, thread_rank, DeviceInt, Route};
+use super::{heap_offset, remote, route, DeviceInt, Route};
 use crate::{arch, Cmp, SignalOp};
 
 /// Updates the signal word `sig` on `pe`, after a system-scope fence that orders every
@@ -23,9 +24,8 @@ unsafe fn signal_after_fence(sig: *mut u64, signal: u64, op: SignalOp, pe: u32) 
     let s = match unsafe { route(sig, pe) } {
         Route::Direct(s) => s,
         Route::Proxy(off) => {
-            // The proxy's fence, as `fence_sys` below: the data requests before the
-            // signal must land first even on a path that reorders (several ib QPs, or
-            // `SYMMEM_ORDERING=weak`, which caught put_signal without it).
+            // The proxy's fence, as `fence_sys` below: earlier requests must land first
+            // even on a path that reorders (several ib QPs, `SYMMEM_ORDERING=weak`).
             remote::fence();
             return remote::signal(pe, off, op, signal);
         }
@@ -36,6 +36,47 @@ unsafe fn signal_after_fence(sig: *mut u64, signal: u64, op: SignalOp, pe: u32) 
         SignalOp::Set => unsafe { arch::store_release_u64(s, signal) },
         // SAFETY: as above.
         SignalOp::Add => unsafe { arch::add_release_u64(s, signal) },
+    }
+}
+
+/// A put_signal by `group`. To a P2P peer: the group's copy, then, after the group's
+/// barrier, the fenced signal from its first thread. Through the proxy: one PutSignal
+/// request from the first thread, then the group's barrier.
+///
+/// # Safety
+/// As [`put_signal`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // put_signal's arguments, and the group
+unsafe fn put_signal_group<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    sig: *mut u64,
+    signal: u64,
+    op: SignalOp,
+    pe: u32,
+    group: Group,
+    nbi: bool,
+) {
+    // SAFETY: caller contract: `dest` is symmetric.
+    match unsafe { route(dest, pe) } {
+        Route::Proxy(off) => {
+            if group.is_leader() {
+                let len = (nelems * core::mem::size_of::<T>()) as u64;
+                let sig_off = heap_offset(sig);
+                remote::put_signal(pe, off, src as u64, len, sig_off, op, signal, nbi);
+            }
+            group.sync();
+        }
+        Route::Direct(_) => {
+            // SAFETY: caller contract; `put_group` ends with the group's barrier.
+            unsafe {
+                put_group(dest, src, nelems, pe, group, nbi);
+                if group.is_leader() {
+                    signal_after_fence(sig, signal, op, pe);
+                }
+            }
+        }
     }
 }
 
@@ -55,10 +96,7 @@ pub unsafe fn put_signal<T: Copy>(
     pe: u32,
 ) {
     // SAFETY: caller contract.
-    unsafe {
-        put_group(dest, src, nelems, pe, Group::Thread, false);
-        signal_after_fence(sig, signal, op, pe);
-    }
+    unsafe { put_signal_group(dest, src, nelems, sig, signal, op, pe, Group::Thread, false) }
 }
 
 /// Non-blocking [`put_signal`] (`nvshmem_put_signal_nbi`).
@@ -76,10 +114,7 @@ pub unsafe fn put_signal_nbi<T: Copy>(
     pe: u32,
 ) {
     // SAFETY: caller contract.
-    unsafe {
-        put_group(dest, src, nelems, pe, Group::Thread, true);
-        signal_after_fence(sig, signal, op, pe);
-    }
+    unsafe { put_signal_group(dest, src, nelems, sig, signal, op, pe, Group::Thread, true) }
 }
 
 /// [`put_signal`] by a whole warp: lanes split the copy, lane 0 signals after the warp
@@ -97,13 +132,8 @@ pub unsafe fn put_signal_warp<T: Copy>(
     op: SignalOp,
     pe: u32,
 ) {
-    // SAFETY: caller contract; `put_group` ends with the group's barrier.
-    unsafe {
-        put_group(dest, src, nelems, pe, Group::Warp, false);
-        if lane_id() == 0 {
-            signal_after_fence(sig, signal, op, pe);
-        }
-    }
+    // SAFETY: caller contract.
+    unsafe { put_signal_group(dest, src, nelems, sig, signal, op, pe, Group::Warp, false) }
 }
 
 /// [`put_signal`] by a whole block: threads split the copy, thread 0 signals after the
@@ -121,13 +151,8 @@ pub unsafe fn put_signal_block<T: Copy>(
     op: SignalOp,
     pe: u32,
 ) {
-    // SAFETY: caller contract; `put_group` ends with the group's barrier.
-    unsafe {
-        put_group(dest, src, nelems, pe, Group::Block, false);
-        if thread_rank() == 0 {
-            signal_after_fence(sig, signal, op, pe);
-        }
-    }
+    // SAFETY: caller contract.
+    unsafe { put_signal_group(dest, src, nelems, sig, signal, op, pe, Group::Block, false) }
 }
 
 /// Non-blocking [`put_signal_warp`] (`nvshmemx_put_signal_nbi_warp`).
@@ -144,13 +169,8 @@ pub unsafe fn put_signal_nbi_warp<T: Copy>(
     op: SignalOp,
     pe: u32,
 ) {
-    // SAFETY: caller contract; `put_group` ends with the group's barrier.
-    unsafe {
-        put_group(dest, src, nelems, pe, Group::Warp, true);
-        if lane_id() == 0 {
-            signal_after_fence(sig, signal, op, pe);
-        }
-    }
+    // SAFETY: caller contract.
+    unsafe { put_signal_group(dest, src, nelems, sig, signal, op, pe, Group::Warp, true) }
 }
 
 /// Non-blocking [`put_signal_block`] (`nvshmemx_put_signal_nbi_block`).
@@ -167,13 +187,8 @@ pub unsafe fn put_signal_nbi_block<T: Copy>(
     op: SignalOp,
     pe: u32,
 ) {
-    // SAFETY: caller contract; `put_group` ends with the group's barrier.
-    unsafe {
-        put_group(dest, src, nelems, pe, Group::Block, true);
-        if thread_rank() == 0 {
-            signal_after_fence(sig, signal, op, pe);
-        }
-    }
+    // SAFETY: caller contract.
+    unsafe { put_signal_group(dest, src, nelems, sig, signal, op, pe, Group::Block, true) }
 }
 
 /// Updates the signal `sig` on `pe` without data (`nvshmemx_signal_op`).
