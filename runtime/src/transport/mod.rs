@@ -107,6 +107,7 @@ pub(crate) struct Setup<'a> {
     pub deadline: std::time::Instant,
 }
 
+mod agree;
 mod direct;
 #[cfg(feature = "ib")]
 mod ib;
@@ -118,19 +119,9 @@ pub(crate) use target::DeviceHeap;
 
 /// The transports a build can choose between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
 enum Kind {
-    Socket = 1,
-    Ib = 2,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Socket => "socket",
-            Kind::Ib => "ib",
-        }
-    }
+    Socket,
+    Ib,
 }
 
 /// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
@@ -160,6 +151,37 @@ fn choose(config: &crate::config::Config) -> Result<(Kind, String)> {
             Ok(dev) => Ok((Kind::Ib, format!("auto: RDMA device {dev}"))),
             Err(why) => Ok((Kind::Socket, format!("auto: no RDMA device ({why})"))),
         },
+    }
+}
+
+/// This PE's proposal for the job's transport: what [`choose`] picks, except that a GPU
+/// heap the NIC cannot register is [`agree::Proposal::Staged`] when
+/// `SYMMEM_ALLOW_HOST_STAGING=1` (checked by registering it once).
+fn propose(setup: &Setup<'_>) -> Result<(agree::Proposal, String)> {
+    let (kind, why) = choose(setup.config)?;
+    Ok(match kind {
+        Kind::Socket => (agree::Proposal::Socket, why),
+        Kind::Ib if setup.heap.host || !setup.config.allow_host_staging => {
+            (agree::Proposal::Ib, why)
+        }
+        Kind::Ib => match probe_gpu_heap(setup) {
+            Ok(()) => (agree::Proposal::Ib, why),
+            Err(cause) => (
+                agree::Proposal::Staged,
+                format!("{why}, but the GPU heap cannot be registered: {cause}"),
+            ),
+        },
+    })
+}
+
+/// Whether the NIC can register this PE's GPU heap, or why not.
+fn probe_gpu_heap(setup: &Setup<'_>) -> std::result::Result<(), String> {
+    #[cfg(feature = "ib")]
+    return ib::probe_gpu_registration(setup.config, setup.heap);
+    #[cfg(not(feature = "ib"))]
+    {
+        let _ = setup;
+        Err("this build has no ibverbs support".into())
     }
 }
 
@@ -245,33 +267,28 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     if all.iter().all(|v| v.first() != Some(&1)) {
         return Ok(None);
     }
-    let (kind, why) = choose(setup.config)?;
-    let kinds = b.allgather(&[kind as u8])?;
-    let differ: Vec<String> = kinds
-        .iter()
-        .enumerate()
-        .filter(|(_, k)| k.first() != Some(&(kind as u8)))
-        .map(|(pe, k)| {
-            let theirs = match k.first() {
-                Some(1) => "socket",
-                Some(2) => "ib",
-                _ => "?",
-            };
-            format!("PE {pe} chose {theirs}")
-        })
-        .collect();
-    if !differ.is_empty() {
-        return Err(Error::TransportConfig {
-            variable: "SYMMEM_REMOTE_TRANSPORT",
-            value: format!("{:?}", setup.config.remote_transport).to_lowercase(),
-            reason: format!(
-                "PE {} chose {} ({why}) but {}; set SYMMEM_REMOTE_TRANSPORT to the same transport on every PE",
+    let (proposal, why) = propose(setup)?;
+    let all = b.allgather(&agree::encode(proposal, setup.config.allow_host_staging))?;
+    let kind = match agree::agree(&all) {
+        Ok(agree::Verdict::Ib) => Kind::Ib,
+        Ok(agree::Verdict::Socket { staged }) if staged.is_empty() => Kind::Socket,
+        Ok(agree::Verdict::Socket { staged }) => {
+            let pes: Vec<String> = staged.iter().map(|p| p.to_string()).collect();
+            tracing::warn!(
+                "PE {}: host staging (SYMMEM_ALLOW_HOST_STAGING=1): the NIC cannot register the GPU heaps of PEs {}, so every remote op of this job goes over the socket transport, staged through host memory: expect far lower bandwidth than GPUDirect RDMA (this PE: {why})",
                 setup.me,
-                kind.name(),
-                differ.join(", ")
-            ),
-        });
-    }
+                pes.join(", ")
+            );
+            Kind::Socket
+        }
+        Err(reason) => {
+            return Err(Error::TransportConfig {
+                variable: "SYMMEM_REMOTE_TRANSPORT",
+                value: format!("{:?}", setup.config.remote_transport).to_lowercase(),
+                reason: format!("PE {} ({why}): {reason}", setup.me),
+            })
+        }
+    };
     let t: Arc<dyn Transport> = match kind {
         Kind::Socket => Arc::new(socket::SocketTransport::connect(setup)?),
         #[cfg(feature = "ib")]

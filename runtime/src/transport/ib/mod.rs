@@ -57,6 +57,7 @@ use super::{HeapRegion, Io, Setup, Transport};
 use crate::error::{Error, Result};
 
 pub(crate) use self::device::probe;
+pub(crate) use self::mr::probe_gpu_registration;
 
 /// Most WRs outstanding per QP.
 const QP_DEPTH: u32 = 256;
@@ -940,7 +941,7 @@ mod tests {
         );
         let auto = crate::config::Config::from_lookup(|_| None).unwrap();
         let (kind, reason) = super::super::choose(&auto).unwrap();
-        assert_eq!(kind.name(), "socket");
+        assert_eq!(kind, super::super::Kind::Socket);
         assert!(reason.contains(&why), "{reason}");
     }
 

@@ -6,8 +6,9 @@
 //! (`cuMemGetHandleForAddressRange`) and registers it with `ibv_reg_dmabuf_mr`. If that
 //! fails it tries `ibv_reg_mr` on the device address, which works where the
 //! `nvidia_peermem` module is loaded. If both fail, connecting fails with both causes.
-//! There is no silent fallback: `SYMMEM_ALLOW_HOST_STAGING=1` asks for a host-staging
-//! path, which is not built yet, so it turns the failure into an error that says so.
+//! There is no silent fallback: with `SYMMEM_ALLOW_HOST_STAGING=1` a PE first checks
+//! whether its GPU heap can be registered ([`probe_gpu_registration`]), and if not the
+//! job agrees on the socket transport instead (see `transport::agree`), with a warning.
 //!
 //! # Bounce buffer
 //! Host API payloads are user buffers the NIC cannot reach. They are copied through a
@@ -75,24 +76,35 @@ pub(crate) fn register_heap(
             )
         });
     }
-    match register_gpu(pd, heap) {
-        Ok(mr) => Ok(mr),
-        Err(cause) if config.allow_host_staging => Err(Error::TransportConfig {
-            variable: "SYMMEM_ALLOW_HOST_STAGING",
-            value: "1".into(),
-            reason: format!(
-                "PE {me}: the GPU heap cannot be registered with {} ({cause}), and host staging is not built in this ib transport yet; unset it and fix GPUDirect RDMA, or use SYMMEM_REMOTE_TRANSPORT=socket",
-                port.name()
-            ),
-        }),
-        Err(cause) => Err(init_error(
+    register_gpu(pd, heap).map_err(|cause| {
+        init_error(
             me,
             format!(
-                "the GPU heap cannot be registered with {} for GPUDirect RDMA: {cause}",
-                port.name()
+                "the GPU heap cannot be registered with {} for GPUDirect RDMA: {cause}{}",
+                port.name(),
+                if config.allow_host_staging {
+                    " (it could be when host staging was decided; SYMMEM_ALLOW_HOST_STAGING=1 cannot help now)"
+                } else {
+                    "; SYMMEM_ALLOW_HOST_STAGING=1 would stage the job through host memory over the socket transport instead"
+                }
             ),
-        )),
-    }
+        )
+    })
+}
+
+/// Whether the NIC that `config` selects can register the GPU heap `heap`: registers it
+/// once and releases it, or says why not (naming the device). Decides host staging.
+pub(crate) fn probe_gpu_registration(
+    config: &Config,
+    heap: HeapRegion,
+) -> std::result::Result<(), String> {
+    let (ctx, port) = super::device::open(config)?;
+    let pd = ctx
+        .alloc_pd()
+        .map_err(|e| format!("{}: ibv_alloc_pd failed: {e:?}", port.name()))?;
+    register_gpu(&pd, heap)
+        .map(drop)
+        .map_err(|cause| format!("{}: {cause}", port.name()))
 }
 
 fn init_error(me: usize, detail: String) -> Error {

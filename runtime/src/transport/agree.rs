@@ -1,0 +1,172 @@
+//! How the PEs of a job agree on one remote transport, including the host-staging
+//! fallback for GPU heaps the NIC cannot register.
+//!
+//! Every PE proposes what it would use ([`Proposal`]) and whether it allows host staging
+//! (`SYMMEM_ALLOW_HOST_STAGING`); the proposals are allgathered and every PE computes the
+//! same verdict from the same list with [`agree`], so a job either connects one transport
+//! everywhere or fails on every PE with the same reason.
+//!
+//! # Host staging
+//! A GPU PE that would use ib but whose heap the NIC cannot register (no dma-buf, no
+//! `nvidia_peermem`) proposes [`Proposal::Staged`] when it allows staging, instead of
+//! failing. Then the whole job uses the socket transport, whose target-side service
+//! receives into pinned host memory and copies into the GPU heap: data is staged through
+//! host memory, at TCP speed. Every PE that proposed ib must allow staging too, or the job
+//! fails naming the PEs that could not register and the variable to set. Staging is never
+//! chosen silently: each PE logs a warning naming the PEs that forced it.
+
+/// What one PE would use, as allgathered (one byte).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Proposal {
+    /// The socket transport (asked for, or no RDMA device).
+    Socket = 1,
+    /// The ib transport, with the heap registrable.
+    Ib = 2,
+    /// ib was chosen, the GPU heap cannot be registered and staging is allowed: socket.
+    Staged = 3,
+}
+
+impl Proposal {
+    fn from_byte(b: u8) -> Option<Proposal> {
+        match b {
+            1 => Some(Proposal::Socket),
+            2 => Some(Proposal::Ib),
+            3 => Some(Proposal::Staged),
+            _ => None,
+        }
+    }
+}
+
+/// One PE's entry in the agreement: its proposal and whether it allows host staging.
+pub(super) fn encode(proposal: Proposal, allow_staging: bool) -> [u8; 2] {
+    [proposal as u8, allow_staging as u8]
+}
+
+/// The job's transport.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Every PE connects the socket transport; `staged` lists the PEs whose GPU heaps
+    /// could not be registered (empty when nobody asked for ib).
+    Socket { staged: Vec<usize> },
+    /// Every PE connects the ib transport.
+    Ib,
+}
+
+/// The verdict every PE reaches from the allgathered entries `all` (`all[pe]` from
+/// [`encode`]), or why the job cannot agree (the same text on every PE).
+pub(super) fn agree(all: &[Vec<u8>]) -> Result<Verdict, String> {
+    let mut by_kind: [Vec<usize>; 3] = Default::default();
+    let mut strict_ib = Vec::new();
+    for (pe, entry) in all.iter().enumerate() {
+        let (Some(&p), Some(&allow)) = (entry.first(), entry.get(1)) else {
+            return Err(format!(
+                "PE {pe} sent a {}-byte transport proposal, not 2",
+                entry.len()
+            ));
+        };
+        let Some(p) = Proposal::from_byte(p) else {
+            return Err(format!("PE {pe} proposed unknown transport code {p}"));
+        };
+        by_kind[p as usize - 1].push(pe);
+        if p == Proposal::Ib && allow == 0 {
+            strict_ib.push(pe);
+        }
+    }
+    let [socket, ib, staged] = by_kind;
+    if staged.is_empty() {
+        return match (socket.is_empty(), ib.is_empty()) {
+            (_, true) => Ok(Verdict::Socket { staged }),
+            (true, false) => Ok(Verdict::Ib),
+            (false, false) => Err(format!(
+                "PEs {} chose socket but PEs {} chose ib; set SYMMEM_REMOTE_TRANSPORT to the same transport on every PE",
+                list(&socket),
+                list(&ib)
+            )),
+        };
+    }
+    if !strict_ib.is_empty() {
+        return Err(format!(
+            "the GPU heaps of PEs {} cannot be registered with their NICs and they allow host staging, but PEs {} use ib without SYMMEM_ALLOW_HOST_STAGING=1; set it on every PE (the whole job then stages over the socket transport), or fix GPUDirect RDMA (dma-buf or nvidia_peermem) on PEs {}",
+            list(&staged),
+            list(&strict_ib),
+            list(&staged)
+        ));
+    }
+    Ok(Verdict::Socket { staged })
+}
+
+fn list(pes: &[usize]) -> String {
+    pes.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(props: &[(Proposal, bool)]) -> Vec<Vec<u8>> {
+        props.iter().map(|&(p, a)| encode(p, a).to_vec()).collect()
+    }
+
+    #[test]
+    fn unanimous_proposals_win() {
+        use Proposal::*;
+        assert_eq!(agree(&entries(&[(Ib, false), (Ib, true)])), Ok(Verdict::Ib));
+        assert_eq!(
+            agree(&entries(&[(Socket, false), (Socket, true)])),
+            Ok(Verdict::Socket { staged: vec![] })
+        );
+    }
+
+    #[test]
+    fn socket_against_ib_without_staging_names_both_sides() {
+        use Proposal::*;
+        let e = agree(&entries(&[(Socket, false), (Ib, true), (Ib, false)])).unwrap_err();
+        assert!(
+            e.contains("PEs 0 chose socket but PEs 1, 2 chose ib"),
+            "{e}"
+        );
+        assert!(e.contains("SYMMEM_REMOTE_TRANSPORT"), "{e}");
+    }
+
+    #[test]
+    fn one_unregistrable_gpu_heap_stages_the_whole_job_over_socket() {
+        use Proposal::*;
+        assert_eq!(
+            agree(&entries(&[
+                (Ib, true),
+                (Staged, true),
+                (Ib, true),
+                (Staged, true)
+            ])),
+            Ok(Verdict::Socket { staged: vec![1, 3] })
+        );
+        // A PE that chose socket itself goes along.
+        assert_eq!(
+            agree(&entries(&[(Socket, false), (Staged, true)])),
+            Ok(Verdict::Socket { staged: vec![1] })
+        );
+    }
+
+    #[test]
+    fn staging_needs_the_consent_of_every_ib_pe() {
+        use Proposal::*;
+        let e = agree(&entries(&[(Ib, false), (Staged, true), (Ib, true)])).unwrap_err();
+        assert!(e.contains("GPU heaps of PEs 1 cannot be registered"), "{e}");
+        assert!(
+            e.contains("PEs 0 use ib without SYMMEM_ALLOW_HOST_STAGING=1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn garbled_entries_name_the_pe() {
+        let e = agree(&[vec![2, 0], vec![9, 0]]).unwrap_err();
+        assert!(e.contains("PE 1 proposed unknown transport code 9"), "{e}");
+        let e = agree(&[vec![2]]).unwrap_err();
+        assert!(e.contains("PE 0 sent a 1-byte transport proposal"), "{e}");
+    }
+}
