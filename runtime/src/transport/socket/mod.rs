@@ -117,6 +117,12 @@ struct Rx {
     start: usize,
     end: usize,
     state: RxState,
+    /// The last read of this drain returned less than it asked for, so the socket was
+    /// empty then: the drain stops instead of paying a read that fails with `EAGAIN`
+    /// (a ping-pong's receiver would pay it before seeing each signal). Bytes arriving
+    /// later are read by the next drain: spinners call `progress` again, and the service
+    /// thread's level-triggered `poll` reports them.
+    emptied: bool,
 }
 
 enum RxState {
@@ -348,6 +354,7 @@ impl Conn {
                 start: 0,
                 end: 0,
                 state: RxState::Header,
+                emptied: false,
             }),
             pending: Mutex::default(),
             unflushed: AtomicU64::new(0),
@@ -499,6 +506,7 @@ impl Shared {
 
     /// Runs the receive state machine until the socket has no more bytes.
     fn drain(&self, c: &Conn, rx: &mut Rx) -> Stop {
+        rx.emptied = false;
         loop {
             let step = match std::mem::replace(&mut rx.state, RxState::Header) {
                 RxState::Header => self.on_header(c, rx),
@@ -527,11 +535,17 @@ impl Shared {
                 rx.end -= rx.start;
                 rx.start = 0;
             }
+            if rx.emptied {
+                return Ok(false);
+            }
             let free = rx.buf.len() - rx.end;
             // SAFETY: the buffer has `free` writable bytes from `end`.
             match read_raw(c.fd, unsafe { rx.buf.as_mut_ptr().add(rx.end) }, free) {
                 Ok(0) => return Err(Stop::Failed(self.eof_reason(c, rx))),
-                Ok(k) => rx.end += k,
+                Ok(k) => {
+                    rx.end += k;
+                    rx.emptied = k < free;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) => return Err(Stop::Failed(format!("reading from PE {}: {e}", c.pe))),
             }
