@@ -220,6 +220,67 @@ fn srun_tasks_without_pmi_form_one_job() {
     run_ranks(4, |r| owned(&slurm_vars(r, 4, port)));
 }
 
+/// `slurm_vars` with Slurm placing task `rank` on node `node_of(rank)`.
+fn slurm_vars_on(
+    rank: usize,
+    n: usize,
+    port: u16,
+    node_of: impl Fn(usize) -> String,
+) -> Vec<(String, String)> {
+    let mut vars = slurm_vars(rank, n, port);
+    vars.retain(|(k, _)| *k != "SLURMD_NODENAME");
+    vars.push(("SLURMD_NODENAME", node_of(rank)));
+    vars.push(("SYMMEM_DEBUG", "info".into()));
+    owned(&vars)
+}
+
+#[test]
+fn slurm_node_names_decide_which_tasks_share_a_node() {
+    // Slurm places the tasks on two nodes that are this one machine (a simulated
+    // multi-node run): the launcher is followed, so each task is its own node.
+    let port = free_port();
+    run_scenario_ranks(
+        "node_layout",
+        2,
+        |r| slurm_vars_on(r, 2, port, |r| format!("node{r}")),
+        |r| format!("PE {r} local [{r}]"),
+    );
+    // Both on one node, which the machine identity confirms: one node.
+    let port = free_port();
+    run_scenario_ranks(
+        "node_layout",
+        2,
+        |r| slurm_vars_on(r, 2, port, |_| "node0".into()),
+        |r| format!("PE {r} local [0, 1]"),
+    );
+}
+
+#[test]
+fn symmem_info_shows_the_node_identity_source() {
+    let info = |vars: &[(&str, String)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_symmem-info"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(vars.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("running symmem-info");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let slurm = slurm_vars(1, 2, free_port());
+    let text = info(&slurm);
+    assert!(
+        text.contains("node identity: the launcher's node, localhost (Slurm SLURMD_NODENAME), and the kernel boot id"),
+        "{text}"
+    );
+    let mut forced = slurm.clone();
+    forced.push(("SYMMEM_NODE_ID", "rack3".into()));
+    let text = info(&forced);
+    assert!(text.contains("node identity: SYMMEM_NODE_ID=rack3"), "{text}");
+    let text = info(&[]);
+    assert!(text.contains("(the launcher tells no node)"), "{text}");
+}
+
 /// Runs one process expected to fail init; returns its `ERROR:` line.
 fn init_error(vars: &[(&str, String)]) -> (String, Job) {
     let job = wait_output(
