@@ -210,7 +210,7 @@ pub fn launcher_overruled(pe_a: usize, a: &PeInfo, pe_b: usize, b: &PeInfo) -> O
         format!("{:?} vs {:?}", a.node, b.node)
     };
     Some(format!(
-        "the launcher places PE {pe_a} (host {}) and PE {pe_b} (host {}) on one node, {launcher}, but their machine identities differ ({differs}): they are different nodes and do not share memory (separate kernels, or containers without shared IPC, network or PID namespaces)",
+        "the launcher places PE {pe_a} (host {}) and PE {pe_b} (host {}) on one node, {launcher}, but their machine identities differ ({differs}): they are different nodes and do not share memory (separate kernels, containers without shared IPC, network or PID namespaces, or SYMMEM_SIMULATE_NODES)",
         a.host, b.host
     ))
 }
