@@ -18,12 +18,7 @@ fn start(scenario: &str, n_pes: usize, vars: &[(String, String)]) -> Child {
 }
 
 /// [`start`] under `wrapper`, a command that runs the test PE (`unshare --ipc`), if any.
-fn start_under(
-    wrapper: &[&str],
-    scenario: &str,
-    n_pes: usize,
-    vars: &[(String, String)],
-) -> Child {
+fn start_under(wrapper: &[&str], scenario: &str, n_pes: usize, vars: &[(String, String)]) -> Child {
     let mut cmd = match wrapper.split_first() {
         Some((program, args)) => {
             let mut cmd = Command::new(program);
@@ -330,7 +325,10 @@ fn symmem_info_shows_the_node_identity_source() {
     let mut forced = slurm.clone();
     forced.push(("SYMMEM_NODE_ID", "rack3".into()));
     let text = info(&forced);
-    assert!(text.contains("node identity: SYMMEM_NODE_ID=rack3"), "{text}");
+    assert!(
+        text.contains("node identity: SYMMEM_NODE_ID=rack3"),
+        "{text}"
+    );
     let text = info(&[]);
     assert!(text.contains("(the launcher tells no node)"), "{text}");
 }

@@ -190,10 +190,7 @@ mod tests {
             ("(vector,(0,1,2)", "malformed block"),
             ("(vector,(0,1,2),)", "malformed block"),
             ("(vector,(0,1,2)(1,1,1))", "malformed block"),
-            (
-                "(vector,(0,18446744073709551615,2))",
-                "more ranks than fit",
-            ),
+            ("(vector,(0,18446744073709551615,2))", "more ranks than fit"),
         ] {
             let why = node_in_mapping(mapping, 0).unwrap_err();
             assert!(why.contains(needle), "{mapping:?}: {why}");
@@ -204,7 +201,11 @@ mod tests {
     fn launcher_variables_name_the_node() {
         let node = |source, pairs: &[(&str, &str)]| env_node(source, &lookup(pairs));
         assert_eq!(
-            node(EnvSource::Slurm, &[("SLURMD_NODENAME", "n07"), ("SLURM_NODEID", "3")]).unwrap(),
+            node(
+                EnvSource::Slurm,
+                &[("SLURMD_NODENAME", "n07"), ("SLURM_NODEID", "3")]
+            )
+            .unwrap(),
             Some(LauncherNode::new("n07", "Slurm SLURMD_NODENAME"))
         );
         assert_eq!(

@@ -195,9 +195,7 @@ impl Plan {
                 Some(slurm) => format!("{PMI_PROCESS_MAPPING} (read at init), else {slurm}"),
                 None => format!("{PMI_PROCESS_MAPPING} (read at init)"),
             }),
-            Plan::Pmix(_) => {
-                Some("PMIx PMIX_HOSTNAME, else PMIX_NODEID (read at init)".into())
-            }
+            Plan::Pmix(_) => Some("PMIx PMIX_HOSTNAME, else PMIX_NODEID (read at init)".into()),
             Plan::Env(job) if job.size > 1 => job.node.as_ref().map(ToString::to_string),
             Plan::Env(_) | Plan::Symrun(_) | Plan::Mpi | Plan::Single => None,
         }

@@ -440,7 +440,9 @@ impl Config {
             Some(_) => "the hostname (/proc cannot tell the boot id and namespaces)",
         };
         match launcher {
-            Some(l) => format!("the launcher's node, {l}, and {machine}: PEs share a node only when both agree"),
+            Some(l) => format!(
+                "the launcher's node, {l}, and {machine}: PEs share a node only when both agree"
+            ),
             None => format!("{machine} (the launcher tells no node)"),
         }
     }

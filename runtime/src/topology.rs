@@ -124,7 +124,10 @@ impl PeInfo {
         v.extend_from_slice(&(self.heap_len as u64).to_le_bytes());
         v.extend_from_slice(&(self.node.len() as u32).to_le_bytes());
         v.extend_from_slice(self.node.as_bytes());
-        let launcher_len = self.launcher.as_ref().map_or(NO_LAUNCHER, |l| l.len() as u32);
+        let launcher_len = self
+            .launcher
+            .as_ref()
+            .map_or(NO_LAUNCHER, |l| l.len() as u32);
         v.extend_from_slice(&launcher_len.to_le_bytes());
         v.extend_from_slice(launcher.as_bytes());
         v.extend_from_slice(self.host.as_bytes());
@@ -183,7 +186,10 @@ pub fn same_node(a: &PeInfo, b: &PeInfo) -> bool {
 /// Why PEs `pe_a` and `pe_b` are different nodes although the launcher placed them on one:
 /// which parts of their machine identities differ. `None` unless that is the case.
 pub fn launcher_overruled(pe_a: usize, a: &PeInfo, pe_b: usize, b: &PeInfo) -> Option<String> {
-    let launcher = a.launcher.as_ref().filter(|l| b.launcher.as_ref() == Some(l))?;
+    let launcher = a
+        .launcher
+        .as_ref()
+        .filter(|l| b.launcher.as_ref() == Some(l))?;
     if a.node == b.node {
         return None;
     }
@@ -358,7 +364,10 @@ mod tests {
         const L1: &str = "1 (PMI-1 PMI_process_mapping)";
         // Both agree: one node.
         assert!(same_node(&pe(M0, Some(L0)), &pe(M0, Some(L0))));
-        assert_eq!(launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M0, Some(L0))), None);
+        assert_eq!(
+            launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M0, Some(L0))),
+            None
+        );
         // The launcher says one node, the machines differ: two nodes, and why.
         let (a, b) = (pe(M0, Some(L0)), pe(M1, Some(L0)));
         assert!(!same_node(&a, &b));
@@ -370,10 +379,16 @@ mod tests {
         assert!(why.contains("ipc 1 vs 9") && !why.contains("net "), "{why}");
         // The launcher says two nodes on one machine (a simulated multi-node run): two.
         assert!(!same_node(&pe(M0, Some(L0)), &pe(M0, Some(L1))));
-        assert_eq!(launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M0, Some(L1))), None);
+        assert_eq!(
+            launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M0, Some(L1))),
+            None
+        );
         // Both say two nodes: two.
         assert!(!same_node(&pe(M0, Some(L0)), &pe(M1, Some(L1))));
-        assert_eq!(launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M1, Some(L1))), None);
+        assert_eq!(
+            launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M1, Some(L1))),
+            None
+        );
         // No launcher view (symrun, SYMMEM_NODE_ID): the machine identity alone.
         assert!(same_node(&pe(M0, None), &pe(M0, None)));
         assert!(!same_node(&pe(M0, None), &pe(M1, None)));

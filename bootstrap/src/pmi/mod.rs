@@ -48,8 +48,8 @@ use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use crate::env::{check_rank, check_size, number, Lookup};
-use crate::tcp::TcpBootstrap;
 use crate::node::{node_in_mapping, PMI_PROCESS_MAPPING};
+use crate::tcp::TcpBootstrap;
 use crate::{BootstrapError, LauncherNode, UniqueId};
 
 /// The variable naming the inherited PMI socket.
@@ -665,7 +665,12 @@ impl Session {
         let (maxes, kvsname) = (self.maxes, self.kvsname.as_str());
         let why = match self.client.get(&maxes, kvsname, PROCESS_MAPPING_KEY) {
             Ok(mapping) => match node_in_mapping(&mapping, self.rank) {
-                Ok(node) => return Ok(Some(LauncherNode::new(node.to_string(), PMI_PROCESS_MAPPING))),
+                Ok(node) => {
+                    return Ok(Some(LauncherNode::new(
+                        node.to_string(),
+                        PMI_PROCESS_MAPPING,
+                    )))
+                }
                 Err(why) => why,
             },
             // A refusal (no such key) or a reply that is not one: the line was read whole,

@@ -253,7 +253,10 @@ impl Session {
         let node = match node {
             Ok(node) => Some(node),
             Err(why) => {
-                tracing::debug!(rank, "the PMIx server does not tell this process's node: {why}");
+                tracing::debug!(
+                    rank,
+                    "the PMIx server does not tell this process's node: {why}"
+                );
                 None
             }
         };
