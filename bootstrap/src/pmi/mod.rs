@@ -6,6 +6,8 @@
 //! puts its text (rank 0's address and a fresh random job secret in hex) under
 //! [`RENDEZVOUS_KEY`]`-<n>`, everyone enters the PMI barrier, the others get the key, and
 //! the TCP rendezvous does the rest. Each process sends `cmd=finalize` when it exits.
+//! After the first barrier each process also gets [`PROCESS_MAPPING_KEY`], the node layout
+//! that Hydra and Slurm publish, for the launcher's node of [`crate::node`].
 //!
 //! # Wire protocol
 //! The "simple" PMI-1 protocol, as implemented by MPICH's `src/pmi/simple/simple_pmi.c`

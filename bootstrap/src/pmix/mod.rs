@@ -9,7 +9,9 @@
 //! # Exchange
 //! PMIx is used only to find rank 0, as in the [`pmi`](crate::pmi) bootstrap:
 //! 1. `PMIx_Init` gives this process's namespace and rank; `PMIx_Get(PMIX_JOB_SIZE)` on the
-//!    namespace's wildcard rank gives the size.
+//!    namespace's wildcard rank gives the size.  `PMIx_Get(PMIX_HOSTNAME)`, else `PMIX_NODEID`, on
+//!    this process's own rank gives the launcher's node ([`crate::node`]; where neither is
+//!    told, the debug log says why).
 //! 2. Rank 0 binds the rendezvous of [unique-id init](crate::UniqueId) and puts its text
 //!    (address and a fresh random job secret) under [`RENDEZVOUS_KEY`]`-<n>` for the n-th
 //!    init of the process (`PMIx_Put` with global scope, `PMIx_Commit`).
