@@ -14,7 +14,19 @@ use common::{wait_output, Job, TEST_PE};
 
 /// Starts the test PE with only `vars` (plus `PATH` and the test settings).
 fn start(scenario: &str, n_pes: usize, vars: &[(String, String)]) -> Child {
-    let mut cmd = Command::new(TEST_PE);
+    start_under(&[], scenario, n_pes, vars)
+}
+
+/// [`start`] under `wrapper`, a command that runs the test PE (`unshare --ipc`), if any.
+fn start_under(wrapper: &[&str], scenario: &str, n_pes: usize, vars: &[(String, String)]) -> Child {
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(TEST_PE);
+            cmd
+        }
+        None => Command::new(TEST_PE),
+    };
     cmd.arg(scenario)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -218,6 +230,107 @@ fn slurm_vars(rank: usize, n: usize, resv_port: u16) -> Vec<(&'static str, Strin
 fn srun_tasks_without_pmi_form_one_job() {
     let port = free_port();
     run_ranks(4, |r| owned(&slurm_vars(r, 4, port)));
+}
+
+/// `slurm_vars` with Slurm placing task `rank` on node `node_of(rank)`.
+fn slurm_vars_on(
+    rank: usize,
+    n: usize,
+    port: u16,
+    node_of: impl Fn(usize) -> String,
+) -> Vec<(String, String)> {
+    let mut vars = slurm_vars(rank, n, port);
+    vars.retain(|(k, _)| *k != "SLURMD_NODENAME");
+    vars.push(("SLURMD_NODENAME", node_of(rank)));
+    vars.push(("SYMMEM_DEBUG", "info".into()));
+    owned(&vars)
+}
+
+#[test]
+fn slurm_node_names_decide_which_tasks_share_a_node() {
+    // Slurm places the tasks on two nodes that are this one machine (a simulated
+    // multi-node run): the launcher is followed, so each task is its own node.
+    let port = free_port();
+    run_scenario_ranks(
+        "node_layout",
+        2,
+        |r| slurm_vars_on(r, 2, port, |r| format!("node{r}")),
+        |r| format!("PE {r} local [{r}]"),
+    );
+    // Both on one node, which the machine identity confirms: one node.
+    let port = free_port();
+    run_scenario_ranks(
+        "node_layout",
+        2,
+        |r| slurm_vars_on(r, 2, port, |_| "node0".into()),
+        |r| format!("PE {r} local [0, 1]"),
+    );
+}
+
+#[test]
+fn one_slurm_node_split_by_an_ipc_namespace_is_two_nodes() {
+    const UNSHARE: [&str; 2] = ["unshare", "--ipc"];
+    let can = Command::new(UNSHARE[0])
+        .args([UNSHARE[1], "true"])
+        .stderr(Stdio::null())
+        .status();
+    if !can.is_ok_and(|s| s.success()) {
+        println!("SKIPPED: `unshare --ipc` does not work here (needs root)");
+        return;
+    }
+    // Slurm says one node, but rank 1 runs in its own IPC namespace: two nodes, and rank
+    // 0's info log says why.
+    let port = free_port();
+    let vars = |r| slurm_vars_on(r, 2, port, |_| "node0".into());
+    let children = [
+        start("node_layout", 2, &vars(0)),
+        start_under(&UNSHARE, "node_layout", 2, &vars(1)),
+    ];
+    for (rank, child) in children.into_iter().enumerate() {
+        let job = wait_output(child, Duration::from_secs(60));
+        job.assert_success();
+        let want = format!("PE {rank} local [{rank}]");
+        if !job.stdout.lines().any(|l| l == want) {
+            job.fail(&format!("rank {rank} did not print {want:?}"));
+        }
+        let other = 1 - rank;
+        let why = format!("the launcher places PE {rank} (host ");
+        if !job.stderr.contains(&why)
+            || !job.stderr.contains(&format!("and PE {other} (host "))
+            || !job.stderr.contains("their machine identities differ (ipc ")
+        {
+            job.fail("the info log does not say why the launcher's node was split");
+        }
+    }
+}
+
+#[test]
+fn symmem_info_shows_the_node_identity_source() {
+    let info = |vars: &[(&str, String)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_symmem-info"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(vars.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("running symmem-info");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let slurm = slurm_vars(1, 2, free_port());
+    let text = info(&slurm);
+    assert!(
+        text.contains("node identity: the launcher's node, localhost (Slurm SLURMD_NODENAME), and the kernel boot id"),
+        "{text}"
+    );
+    let mut forced = slurm.clone();
+    forced.push(("SYMMEM_NODE_ID", "rack3".into()));
+    let text = info(&forced);
+    assert!(
+        text.contains("node identity: SYMMEM_NODE_ID=rack3"),
+        "{text}"
+    );
+    let text = info(&[]);
+    assert!(text.contains("(the launcher tells no node)"), "{text}");
 }
 
 /// Runs one process expected to fail init; returns its `ERROR:` line.

@@ -69,6 +69,34 @@ fn hydra_hello_on_2_and_4_pes() {
 }
 
 #[test]
+fn hydra_process_mapping_puts_both_pes_on_one_node() {
+    let Some(hydra) = hydra() else { return };
+    let job = run_hydra(hydra, 2, "node_layout");
+    check_launched(&job, 2, "pmi", 2, |r| format!("PE {r} local [0, 1]"));
+    let from_mapping = "the launcher's node, 0 (PMI-1 PMI_process_mapping)";
+    let logged = job.stderr.matches(from_mapping).count();
+    if logged != 2 {
+        job.fail(&format!("{logged} PEs logged {from_mapping:?}, expected 2"));
+    }
+}
+
+#[test]
+fn hydra_hosts_that_are_one_machine_are_two_nodes() {
+    // Two host names for this machine: Hydra maps one PE to each (a simulated multi-node
+    // run), and symmem follows the launcher although the machine identities agree.
+    let Some(hydra) = hydra() else { return };
+    let hosts = ["-hosts", "localhost:1,127.0.0.1:1"];
+    let job = run_hydra_with(hydra, &hosts, 2, "node_layout");
+    check_launched(&job, 2, "pmi", 2, |r| format!("PE {r} local [{r}]"));
+    for r in 0..2 {
+        let from_mapping = format!("the launcher's node, {r} (PMI-1 PMI_process_mapping)");
+        if !job.stderr.contains(&from_mapping) {
+            job.fail(&format!("no PE logged {from_mapping:?}"));
+        }
+    }
+}
+
+#[test]
 fn hydra_put_get_on_4_pes() {
     let Some(hydra) = hydra() else { return };
     let job = run_hydra(hydra, 4, "put_get");

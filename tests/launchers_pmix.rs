@@ -106,6 +106,18 @@ fn mpirun_hello_on_1_2_and_4_pes() {
 }
 
 #[test]
+fn mpirun_pmix_hostname_puts_the_pes_on_one_node() {
+    let Some(mpirun) = open_mpi() else { return };
+    let job = run_mpirun(mpirun, &[], 2, "node_layout", &[]);
+    check_launched(&job, 2, "pmix", 2, |r| format!("PE {r} local [0, 1]"));
+    let from_pmix = "(PMIx PMIX_HOSTNAME), and the kernel boot id";
+    let logged = job.stderr.matches(from_pmix).count();
+    if logged != 2 {
+        job.fail(&format!("{logged} PEs logged {from_pmix:?}, expected 2"));
+    }
+}
+
+#[test]
 fn mpirun_put_get_on_4_pes() {
     let Some(mpirun) = open_mpi() else { return };
     let job = run_mpirun(mpirun, &[], 4, "put_get", &[]);

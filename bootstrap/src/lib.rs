@@ -23,6 +23,7 @@ pub mod fault;
 pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod node;
 pub mod pmi;
 pub mod pmix;
 pub mod select;
@@ -32,6 +33,7 @@ mod unique_id;
 pub mod wire;
 
 pub use error::BootstrapError;
+pub use node::LauncherNode;
 pub use select::{decide, from_env, BootstrapChoice, Decision, LaunchEnv, Plan};
 pub use unique_id::{advertised_ip, random_nonce, UniqueId};
 
@@ -87,6 +89,12 @@ pub trait Bootstrap: Send + Sync {
     /// A failure reported asynchronously (a peer died or aborted), if any. Non-blocking, so
     /// wait loops elsewhere in the runtime can poll it.
     fn failure(&self) -> Option<BootstrapError>;
+    /// The node the launcher placed this rank on (see [`node`]), where it tells:
+    /// PMI-1, PMIx and launcher variables do; symrun, unique-id init, a single PE and MPI
+    /// do not (`None`, the default).
+    fn launcher_node(&self) -> Option<LauncherNode> {
+        None
+    }
 }
 
 /// Formats a list of ranks as `1, 3, 4`.

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use crate::env::{self as launch_vars, EnvJob, EnvSource, Lookup};
 use crate::launcher::{ENV_ADDR, ENV_NONCE, ENV_RANK, ENV_SIZE};
+use crate::node::PMI_PROCESS_MAPPING;
 use crate::pmi::{self, PmiEnv};
 use crate::pmix::{self, PmixEnv};
 use crate::single::SingleBootstrap;
@@ -183,6 +184,22 @@ pub enum Plan {
     Env(EnvJob),
     /// One PE on its own.
     Single,
+}
+
+impl Plan {
+    /// Where the launcher's node view (see [`crate::node`]) comes from under this plan,
+    /// for `symmem-info`; `None` where the launcher tells no node.
+    pub fn node_source(&self) -> Option<String> {
+        match self {
+            Plan::Pmi(env) => Some(match &env.slurm_node {
+                Some(slurm) => format!("{PMI_PROCESS_MAPPING} (read at init), else {slurm}"),
+                None => format!("{PMI_PROCESS_MAPPING} (read at init)"),
+            }),
+            Plan::Pmix(_) => Some("PMIx PMIX_HOSTNAME, else PMIX_NODEID (read at init)".into()),
+            Plan::Env(job) if job.size > 1 => job.node.as_ref().map(ToString::to_string),
+            Plan::Env(_) | Plan::Symrun(_) | Plan::Mpi | Plan::Single => None,
+        }
+    }
 }
 
 /// A [`Plan`] and why it was chosen.

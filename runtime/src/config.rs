@@ -37,7 +37,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma), or all" },
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
     Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
-    Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net/PID namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC, network and PID namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared). Setting it lets one machine act as several nodes" },
+    Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net/PID namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC, network and PID namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared), together with the launcher's node where it tells (PMI_process_mapping, PMIX_HOSTNAME, SLURMD_NODENAME, torchrun's GROUP_RANK): PEs share a node only when both agree. Setting it overrides both and lets one machine act as several nodes" },
     Variable { name: "SYMMEM_PROXY_SLOTS", default: "1024", doc: "slots of each PE's proxy ring (device-initiated requests to remote PEs); a full ring makes kernels wait, never drops" },
     Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
     Variable { name: "SYMMEM_MAX_TEAMS", default: "32", doc: "teams that may exist at once on a PE, TEAM_WORLD and TEAM_NODE included (2 to 4096; the default is NVSHMEM's); each is a slot of symmetric heap reserved at init, of about 16 * n_pes * (4 + ceil(SYMMEM_MAX_TEAMS / 64)) bytes" },
@@ -126,6 +126,9 @@ pub struct Config {
     /// Why `node_id` is the hostname, when `/proc` could not tell the default identity
     /// (logged at debug by init).
     pub node_id_fallback: Option<String>,
+    /// `SYMMEM_NODE_ID` is set: it alone is the node identity, the launcher's node view is
+    /// not used.
+    pub node_id_set: bool,
     /// `SYMMEM_MAX_TEAMS`: teams that may exist at once on a PE, the predefined included.
     pub max_teams: usize,
     /// `SYMMEM_HCA_LIST`; empty = all.
@@ -247,6 +250,7 @@ impl Config {
             }
         };
         let hostname = hostname()?;
+        let node_id_set = get("SYMMEM_NODE_ID").is_some();
         let (node_id, node_id_fallback) = match get("SYMMEM_NODE_ID") {
             Some(v) => (v, None),
             None => match crate::topology::default_node_id() {
@@ -397,6 +401,7 @@ impl Config {
             proxy_slots,
             hostname,
             node_id_fallback,
+            node_id_set,
             hca_list,
             hca_filter,
             ib_gid_index,
@@ -419,6 +424,27 @@ impl Config {
             .filter(|k| !INTERNAL_PREFIXES.iter().any(|p| k.starts_with(p)))
             .filter(|k| !VARIABLES.iter().any(|v| v.name == k))
             .collect()
+    }
+
+    /// Where the node identity comes from (see `topology`'s docs), for the info log and
+    /// `symmem-info`; `launcher` is the launcher's node view, as its bootstrap describes it.
+    pub fn node_identity_source(&self, launcher: Option<&str>) -> String {
+        if self.node_id_set {
+            return format!(
+                "SYMMEM_NODE_ID={} (the launcher's node and the machine identity are not used)",
+                self.node_id
+            );
+        }
+        let machine = match &self.node_id_fallback {
+            None => "the kernel boot id and IPC, network and PID namespaces",
+            Some(_) => "the hostname (/proc cannot tell the boot id and namespaces)",
+        };
+        match launcher {
+            Some(l) => format!(
+                "the launcher's node, {l}, and {machine}: PEs share a node only when both agree"
+            ),
+            None => format!("{machine} (the launcher tells no node)"),
+        }
     }
 
     /// The effective value of every variable, one `NAME=value` per entry.
@@ -739,15 +765,28 @@ mod tests {
     fn node_id_defaults_to_the_proc_identity_and_can_be_overridden() {
         let c = cfg(&[]).unwrap();
         match crate::topology::default_node_id() {
-            Ok(id) => assert_eq!((c.node_id, c.node_id_fallback), (id, None)),
+            Ok(id) => assert_eq!((&c.node_id, &c.node_id_fallback), (&id, &None)),
             Err(why) => {
                 assert_eq!(c.node_id, c.hostname);
                 assert_eq!(c.node_id_fallback, Some(why));
             }
         }
         assert!(!c.hostname.is_empty());
+        assert!(!c.node_id_set);
+        assert!(c
+            .node_identity_source(Some("n07 (Slurm SLURMD_NODENAME)"))
+            .contains("n07 (Slurm SLURMD_NODENAME)"));
+        assert!(c
+            .node_identity_source(None)
+            .contains("the launcher tells no node"));
         let c = cfg(&[("SYMMEM_NODE_ID", "rack3")]).unwrap();
         assert_eq!(c.node_id, "rack3");
+        assert!(c.node_id_set);
+        let source = c.node_identity_source(Some("n07 (Slurm SLURMD_NODENAME)"));
+        assert!(
+            source.contains("SYMMEM_NODE_ID=rack3") && !source.contains("n07"),
+            "{source}"
+        );
     }
 
     #[test]

@@ -174,8 +174,18 @@ impl Runtime {
                     "the node identity is the hostname: /proc cannot tell the default (boot id and IPC/network namespaces): {why}"
                 );
             }
+            let launcher = bootstrap
+                .launcher_node()
+                .filter(|_| !config.node_id_set)
+                .map(|l| l.to_string());
+            tracing::info!(
+                pe = rank,
+                "node identity: {}",
+                config.node_identity_source(launcher.as_deref())
+            );
             let me = PeInfo {
                 node: node_of(&config, rank, bootstrap.size()),
+                launcher,
                 host: config.hostname.clone(),
                 pid: std::process::id(),
                 heap_len: config.symmetric_size,
@@ -362,7 +372,8 @@ impl Runtime {
     }
 
     /// The node identity of `pe`: `SYMMEM_NODE_ID`, or by default its kernel boot id and
-    /// IPC, network and PID namespaces. PEs with equal identities share memory.
+    /// IPC, network and PID namespaces, preceded by the launcher's node where the launcher
+    /// tells one. PEs with equal identities share memory.
     pub fn node_of(&self, pe: usize) -> Result<&str> {
         self.check_pe("node_of", pe)?;
         Ok(self.topo.node(pe))

@@ -13,6 +13,16 @@
 //! an identity: containers on different machines often share one. They are only shown in
 //! messages. Where `/proc` cannot be read, the hostname is the identity, and init says
 //! why in a debug log.
+//!
+//! # The launcher's view
+//! Where the launcher tells which node it placed a PE on
+//! ([`Bootstrap::launcher_node`](symmem_bootstrap::Bootstrap::launcher_node): PMI-1's
+//! `PMI_process_mapping`, PMIx's `PMIX_HOSTNAME`, Slurm's `SLURMD_NODENAME`, torchrun's
+//! `GROUP_RANK`), two PEs are on one node only when the launcher *and* the machine identity
+//! both say so ([`same_node`]). Launcher-same but machine-different (containers without a
+//! shared IPC namespace, say) is two nodes, and init says why at info level; launcher-
+//! different but machine-same (a simulated multi-node run) is two nodes too, as the
+//! launcher says. `SYMMEM_NODE_ID` overrides both: the launcher's view is then not used.
 
 use crate::error::{Error, Result};
 
@@ -89,9 +99,12 @@ pub fn compose_node_id(boot_id: &str, ipc_ns: &str, net_ns: &str, pid_ns: &str) 
 /// What each PE tells the others at init.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeInfo {
-    /// Node identity: `SYMMEM_NODE_ID`, or by default the boot id and IPC, network and PID
-    /// namespaces (see [Node identity](self#node-identity)).
+    /// Machine identity: `SYMMEM_NODE_ID`, or by default the boot id and IPC, network and
+    /// PID namespaces (see [Node identity](self#node-identity)).
     pub node: String,
+    /// The node the launcher placed the PE on, as `name (source)`, where it tells and
+    /// `SYMMEM_NODE_ID` is not set (see [The launcher's view](self#the-launchers-view)).
+    pub launcher: Option<String>,
     /// Hostname, for messages only.
     pub host: String,
     /// Process id.
@@ -101,14 +114,22 @@ pub struct PeInfo {
 }
 
 impl PeInfo {
-    /// Serializes for the allgather: pid, heap length, the node identity's length, the
-    /// node identity, then the hostname.
+    /// Serializes for the allgather: pid, heap length, the machine identity's length and
+    /// text, the launcher's node's length ([`NO_LAUNCHER`] for none) and text, then the
+    /// hostname.
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(16 + self.node.len() + self.host.len());
+        let launcher = self.launcher.as_deref().unwrap_or_default();
+        let mut v = Vec::with_capacity(20 + self.node.len() + launcher.len() + self.host.len());
         v.extend_from_slice(&self.pid.to_le_bytes());
         v.extend_from_slice(&(self.heap_len as u64).to_le_bytes());
         v.extend_from_slice(&(self.node.len() as u32).to_le_bytes());
         v.extend_from_slice(self.node.as_bytes());
+        let launcher_len = self
+            .launcher
+            .as_ref()
+            .map_or(NO_LAUNCHER, |l| l.len() as u32);
+        v.extend_from_slice(&launcher_len.to_le_bytes());
+        v.extend_from_slice(launcher.as_bytes());
         v.extend_from_slice(self.host.as_bytes());
         v
     }
@@ -125,20 +146,79 @@ impl PeInfo {
         if bytes.len() < 16 {
             return Err(malformed());
         }
-        let node_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
-        let rest = &bytes[16..];
-        if node_len > rest.len() {
-            return Err(malformed());
-        }
-        let (node, host) = rest.split_at(node_len);
         let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| malformed());
+        // The length at the start of `rest`, and what follows it.
+        fn field(rest: &[u8]) -> Option<(u32, &[u8])> {
+            let (len, rest) = rest.split_first_chunk::<4>()?;
+            Some((u32::from_le_bytes(*len), rest))
+        }
+        let (node_len, rest) = field(&bytes[12..]).ok_or_else(malformed)?;
+        let (node, rest) = rest
+            .split_at_checked(node_len as usize)
+            .ok_or_else(malformed)?;
+        let (launcher_len, rest) = field(rest).ok_or_else(malformed)?;
+        let (launcher, host) = match launcher_len {
+            NO_LAUNCHER => (None, rest),
+            len => {
+                let (l, host) = rest.split_at_checked(len as usize).ok_or_else(malformed)?;
+                (Some(text(l)?), host)
+            }
+        };
         Ok(PeInfo {
             pid: u32::from_le_bytes(bytes[..4].try_into().unwrap()),
             heap_len: u64::from_le_bytes(bytes[4..12].try_into().unwrap()) as usize,
             node: text(node)?,
+            launcher,
             host: text(host)?,
         })
     }
+}
+
+/// The launcher-node length that [`PeInfo::encode`] writes when the launcher tells none.
+const NO_LAUNCHER: u32 = u32::MAX;
+
+/// Whether PEs `a` and `b` are on one node: both the launcher's view and the machine
+/// identity say so (see [The launcher's view](self#the-launchers-view)).
+pub fn same_node(a: &PeInfo, b: &PeInfo) -> bool {
+    a.launcher == b.launcher && a.node == b.node
+}
+
+/// Why PEs `pe_a` and `pe_b` are different nodes although the launcher placed them on one:
+/// which parts of their machine identities differ. `None` unless that is the case.
+pub fn launcher_overruled(pe_a: usize, a: &PeInfo, pe_b: usize, b: &PeInfo) -> Option<String> {
+    let launcher = a
+        .launcher
+        .as_ref()
+        .filter(|l| b.launcher.as_ref() == Some(l))?;
+    if a.node == b.node {
+        return None;
+    }
+    // `boot=..,ipc=..`: name the parts that differ; another form is shown whole.
+    let parts = |id: &str| -> Vec<(String, String)> {
+        id.split(',')
+            .map(|p| match p.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (String::new(), p.to_string()),
+            })
+            .collect()
+    };
+    let (pa, pb) = (parts(&a.node), parts(&b.node));
+    let keyed = pa.iter().chain(&pb).all(|(k, _)| !k.is_empty())
+        && pa.iter().map(|(k, _)| k).eq(pb.iter().map(|(k, _)| k));
+    let differs = if keyed {
+        pa.iter()
+            .zip(&pb)
+            .filter(|(x, y)| x.1 != y.1)
+            .map(|((k, va), (_, vb))| format!("{k} {va} vs {vb}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    } else {
+        format!("{:?} vs {:?}", a.node, b.node)
+    };
+    Some(format!(
+        "the launcher places PE {pe_a} (host {}) and PE {pe_b} (host {}) on one node, {launcher}, but their machine identities differ ({differs}): they are different nodes and do not share memory (separate kernels, containers without shared IPC, network or PID namespaces, or SYMMEM_SIMULATE_NODES)",
+        a.host, b.host
+    ))
 }
 
 /// The job's layout as seen from one PE.
@@ -146,16 +226,41 @@ impl PeInfo {
 pub struct Topology {
     me: usize,
     infos: Vec<PeInfo>,
+    /// Each PE's node identity: the launcher's node and the machine identity.
+    nodes: Vec<String>,
     local: Vec<usize>,
 }
 
 impl Topology {
-    /// Builds the topology from everyone's [`PeInfo`].
+    /// Builds the topology from everyone's [`PeInfo`]. When the launcher puts PEs on this
+    /// PE's node that the machine identity does not, says so once at info level.
     pub fn new(me: usize, infos: Vec<PeInfo>) -> Self {
         let local = (0..infos.len())
-            .filter(|&p| infos[p].node == infos[me].node)
+            .filter(|&p| same_node(&infos[p], &infos[me]))
             .collect();
-        Topology { me, infos, local }
+        let mut overruled =
+            (0..infos.len()).filter_map(|p| launcher_overruled(me, &infos[me], p, &infos[p]));
+        if let Some(why) = overruled.next() {
+            let more = overruled.count();
+            if more == 0 {
+                tracing::info!("{why}");
+            } else {
+                tracing::info!("{why}; so are {more} more PEs that the launcher places there");
+            }
+        }
+        let nodes = infos
+            .iter()
+            .map(|i| match &i.launcher {
+                Some(l) => format!("{l} on {}", i.node),
+                None => i.node.clone(),
+            })
+            .collect();
+        Topology {
+            me,
+            infos,
+            nodes,
+            local,
+        }
     }
 
     /// This PE.
@@ -173,9 +278,10 @@ impl Topology {
         &self.local
     }
 
-    /// `pe`'s node identity.
+    /// `pe`'s node identity: the launcher's node, where it tells, and the machine identity
+    /// (`n07 (Slurm SLURMD_NODENAME) on boot=…`). Equal exactly for PEs on one node.
     pub fn node(&self, pe: usize) -> &str {
-        &self.infos[pe].node
+        &self.nodes[pe]
     }
 
     /// `pe`'s hostname (for messages; not an identity).
@@ -202,6 +308,7 @@ mod tests {
     fn info_roundtrip_and_locality() {
         let a = PeInfo {
             node: "n0".into(),
+            launcher: None,
             host: "box".into(),
             pid: 10,
             heap_len: 1 << 20,
@@ -209,6 +316,7 @@ mod tests {
         // Same hostname, another node: the hostname does not decide.
         let b = PeInfo {
             node: "n1".into(),
+            launcher: None,
             host: "box".into(),
             pid: 11,
             heap_len: 1 << 20,
@@ -225,6 +333,86 @@ mod tests {
         let mut bad = t.infos[0].encode();
         bad[12..16].copy_from_slice(&1000u32.to_le_bytes());
         assert!(PeInfo::decode(&bad, 1).is_err());
+        // With a launcher node, and cut anywhere: malformed, never a panic.
+        let c = PeInfo {
+            launcher: Some("n07 (Slurm SLURMD_NODENAME)".into()),
+            ..t.infos[0].clone()
+        };
+        let bytes = c.encode();
+        assert_eq!(PeInfo::decode(&bytes, 0).unwrap(), c);
+        for cut in 0..bytes.len() - c.host.len() {
+            assert!(PeInfo::decode(&bytes[..cut], 0).is_err(), "cut at {cut}");
+        }
+    }
+
+    /// A PE on machine `machine` that the launcher places on `launcher`.
+    fn pe(machine: &str, launcher: Option<&str>) -> PeInfo {
+        PeInfo {
+            node: machine.into(),
+            launcher: launcher.map(Into::into),
+            host: "box".into(),
+            pid: 1,
+            heap_len: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn one_node_needs_the_launcher_and_the_machine_to_agree() {
+        const M0: &str = "boot=b0,ipc=1,net=2,pid=3";
+        const M1: &str = "boot=b0,ipc=9,net=2,pid=3";
+        const L0: &str = "0 (PMI-1 PMI_process_mapping)";
+        const L1: &str = "1 (PMI-1 PMI_process_mapping)";
+        // Both agree: one node.
+        assert!(same_node(&pe(M0, Some(L0)), &pe(M0, Some(L0))));
+        assert_eq!(
+            launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M0, Some(L0))),
+            None
+        );
+        // The launcher says one node, the machines differ: two nodes, and why.
+        let (a, b) = (pe(M0, Some(L0)), pe(M1, Some(L0)));
+        assert!(!same_node(&a, &b));
+        let why = launcher_overruled(0, &a, 3, &b).unwrap();
+        assert!(
+            why.contains("PE 0") && why.contains("PE 3") && why.contains(L0),
+            "{why}"
+        );
+        assert!(why.contains("ipc 1 vs 9") && !why.contains("net "), "{why}");
+        // The launcher says two nodes on one machine (a simulated multi-node run): two.
+        assert!(!same_node(&pe(M0, Some(L0)), &pe(M0, Some(L1))));
+        assert_eq!(
+            launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M0, Some(L1))),
+            None
+        );
+        // Both say two nodes: two.
+        assert!(!same_node(&pe(M0, Some(L0)), &pe(M1, Some(L1))));
+        assert_eq!(
+            launcher_overruled(0, &pe(M0, Some(L0)), 1, &pe(M1, Some(L1))),
+            None
+        );
+        // No launcher view (symrun, SYMMEM_NODE_ID): the machine identity alone.
+        assert!(same_node(&pe(M0, None), &pe(M0, None)));
+        assert!(!same_node(&pe(M0, None), &pe(M1, None)));
+        // An identity not of the k=v form is shown whole.
+        let why = launcher_overruled(0, &pe("rack3", Some(L0)), 1, &pe("rack4", Some(L0)));
+        assert!(why.unwrap().contains("\"rack3\" vs \"rack4\""));
+    }
+
+    #[test]
+    fn the_topology_follows_the_combined_rule() {
+        const M0: &str = "boot=b0,ipc=1,net=2,pid=3";
+        const M1: &str = "boot=b0,ipc=9,net=2,pid=3";
+        let infos = vec![
+            pe(M0, Some("a (torchrun GROUP_RANK)")),
+            pe(M0, Some("a (torchrun GROUP_RANK)")),
+            pe(M1, Some("a (torchrun GROUP_RANK)")),
+            pe(M0, Some("b (torchrun GROUP_RANK)")),
+        ];
+        let t = Topology::new(0, infos);
+        assert_eq!(t.local_pes(), &[0, 1]);
+        assert_eq!(t.node(0), format!("a (torchrun GROUP_RANK) on {M0}"));
+        assert_ne!(t.node(0), t.node(2));
+        assert_ne!(t.node(0), t.node(3));
+        assert_eq!(Topology::new(0, vec![pe(M0, None)]).node(0), M0);
     }
 
     const BOOT: &str = "b965e65f-a9f3-4be0-a7e7-4654661f12e6\n";

@@ -61,7 +61,7 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// What `symmem::init()` would do in this environment, in one or two lines.
+/// What `symmem::init()` would do in this environment, in a few lines.
 fn describe_launch(config: &symmem::Config) -> String {
     let decision = match decide(config.bootstrap, &process_env) {
         Ok(d) => d,
@@ -102,5 +102,9 @@ fn describe_launch(config: &symmem::Config) -> String {
         ),
         Plan::Single => "none: this process is a single PE".into(),
     };
-    format!("{what}\n  why: {}", decision.why)
+    format!(
+        "{what}\n  why: {}\n  node identity: {}",
+        decision.why,
+        config.node_identity_source(decision.plan.node_source().as_deref())
+    )
 }

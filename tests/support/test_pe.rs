@@ -19,6 +19,7 @@ fn main() -> ExitCode {
     };
     let result = match scenario.as_str() {
         "hello" => with_init(hello),
+        "node_layout" => with_init(node_layout),
         "put_get" => with_init(put_get),
         "barrier" => with_init(barrier),
         "alloc_mismatch" => with_init(alloc_mismatch),
@@ -102,6 +103,13 @@ fn hello(rt: &Runtime) -> Outcome {
     }
     println!("PE {me} of {n}");
     rt.free(inbox).map_err(e2s)
+}
+
+/// `hello`, then `PE r local [..]`: the PEs on this PE's node (the launcher tests match it).
+fn node_layout(rt: &Runtime) -> Outcome {
+    hello(rt)?;
+    println!("PE {} local {:?}", rt.my_pe(), rt.local_pes());
+    Ok(())
 }
 
 /// The launcher's announced size must match what symmem sees: an MPI binary started by a

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::tcp::TcpBootstrap;
-use crate::BootstrapError;
+use crate::{BootstrapError, LauncherNode};
 
 /// Overrides the host of rank 0's rendezvous (required for Kubernetes Indexed Jobs).
 pub const ENV_ROOT_ADDR: &str = "SYMMEM_ROOT_ADDR";
@@ -111,6 +111,9 @@ pub struct EnvJob {
     pub origin: String,
     /// The variables that make up the derived secret; `None` when `SYMMEM_JOB_SECRET` is set.
     pub derived_from: Option<String>,
+    /// The node the launcher placed this process on, where its variables tell (see
+    /// [`env_node`](crate::node::env_node)).
+    pub node: Option<LauncherNode>,
     /// The nonce every rank presents, computed from the secret.
     nonce: u64,
 }
@@ -127,6 +130,7 @@ impl std::fmt::Debug for EnvJob {
             .field("root_port", &self.root_port)
             .field("origin", &self.origin)
             .field("derived_from", &self.derived_from)
+            .field("node", &self.node)
             .finish_non_exhaustive()
     }
 }
@@ -543,6 +547,7 @@ pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
         root_port: port_,
         origin,
         derived_from,
+        node: crate::node::env_node(source, get)?,
         nonce,
     })
 }
@@ -566,6 +571,12 @@ impl EnvJob {
     /// 0's previous rendezvous, which refuses its new nonce or closes while shutting down:
     /// after the first init, such refusals are retried until the deadline.
     pub fn join(&self, timeout: Duration) -> Result<TcpBootstrap, BootstrapError> {
+        self.rendezvous(timeout)
+            .map(|b| b.with_launcher_node(self.node.clone()))
+    }
+
+    /// Joins the TCP rendezvous of [`Self::join`].
+    fn rendezvous(&self, timeout: Duration) -> Result<TcpBootstrap, BootstrapError> {
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed);
         let nonce = nonce_of(&format!("{:016x}#{generation}", self.nonce));
         let addr = self.root_addr();

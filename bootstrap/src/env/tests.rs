@@ -174,6 +174,45 @@ fn slurm_fallback_uses_the_first_step_node_and_reserved_ports() {
 }
 
 #[test]
+fn launcher_variables_give_the_node_view() {
+    let slurm = [
+        ("SLURM_PROCID", "1"),
+        ("SLURM_NTASKS", "2"),
+        ("SLURM_STEP_NODELIST", "node[03-04]"),
+        ("SLURMD_NODENAME", "node04"),
+    ];
+    let job = env_job(&slurm);
+    let node = crate::LauncherNode::new("node04", "Slurm SLURMD_NODENAME");
+    assert_eq!(job.node, Some(node.clone()));
+    assert_eq!(
+        auto(&slurm).unwrap().plan.node_source(),
+        Some(node.to_string())
+    );
+    let mut torchrun = vec![
+        ("TORCHELASTIC_RUN_ID", "r"),
+        ("RANK", "3"),
+        ("WORLD_SIZE", "4"),
+        ("GROUP_RANK", "1"),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", "29500"),
+    ];
+    assert_eq!(
+        env_job(&torchrun).node,
+        Some(crate::LauncherNode::new("1", "torchrun GROUP_RANK"))
+    );
+    torchrun.retain(|(k, _)| *k != "GROUP_RANK");
+    torchrun.push(("GROUP_RANK", "first"));
+    assert!(auto_err(&torchrun).contains("GROUP_RANK"));
+    // PMI-1 reads the mapping at init; Slurm's variables are its fallback.
+    let pmi = auto(&[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "2")]).unwrap();
+    assert_eq!(
+        pmi.plan.node_source().unwrap(),
+        "PMI-1 PMI_process_mapping (read at init)"
+    );
+    assert_eq!(auto(&[]).unwrap().plan.node_source(), None);
+}
+
+#[test]
 fn a_batch_script_is_not_an_srun_task() {
     // sbatch --ntasks=8: the script itself sees SLURM_PROCID=0 and the allocation's size.
     let d = auto(&[

@@ -6,6 +6,8 @@
 //! puts its text (rank 0's address and a fresh random job secret in hex) under
 //! [`RENDEZVOUS_KEY`]`-<n>`, everyone enters the PMI barrier, the others get the key, and
 //! the TCP rendezvous does the rest. Each process sends `cmd=finalize` when it exits.
+//! After the first barrier each process also gets [`PROCESS_MAPPING_KEY`], the node layout
+//! that Hydra and Slurm publish, for the launcher's node of [`crate::node`].
 //!
 //! # Wire protocol
 //! The "simple" PMI-1 protocol, as implemented by MPICH's `src/pmi/simple/simple_pmi.c`
@@ -48,8 +50,9 @@ use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use crate::env::{check_rank, check_size, number, Lookup};
+use crate::node::{node_in_mapping, PMI_PROCESS_MAPPING};
 use crate::tcp::TcpBootstrap;
-use crate::{BootstrapError, UniqueId};
+use crate::{BootstrapError, LauncherNode, UniqueId};
 
 /// The variable naming the inherited PMI socket.
 pub const ENV_PMI_FD: &str = "PMI_FD";
@@ -64,6 +67,9 @@ pub const ENV_PMI_SIZE: &str = "PMI_SIZE";
 /// The KVS key under which rank 0 publishes its rendezvous, suffixed `-<n>` for the n-th
 /// init of the job.
 pub const RENDEZVOUS_KEY: &str = "symmem-rendezvous";
+/// The KVS key under which Hydra and Slurm publish the job's node layout (see
+/// [`node_in_mapping`]).
+pub const PROCESS_MAPPING_KEY: &str = "PMI_process_mapping";
 /// The longest line accepted from the server (MPICH's `PMIU_MAXLINE` is 1024; Hydra's
 /// replies can carry a value of up to `vallen_max` after other words).
 const MAX_LINE: usize = 64 * 1024;
@@ -93,6 +99,9 @@ pub struct PmiEnv {
     pub size: Option<usize>,
     /// The variables, as `NAME=value, NAME=value`, for messages.
     pub vars: String,
+    /// Slurm's node of this process (`srun --mpi=pmi2`), the launcher's node view when the
+    /// process manager publishes no usable `PMI_process_mapping`.
+    pub slurm_node: Option<LauncherNode>,
 }
 
 fn config(msg: String) -> BootstrapError {
@@ -173,6 +182,7 @@ pub fn pmi_env(get: Lookup) -> Result<Option<PmiEnv>, BootstrapError> {
         rank,
         size,
         vars,
+        slurm_node: crate::node::slurm_node(get)?,
     }))
 }
 
@@ -610,6 +620,9 @@ struct Session {
     kvsname: String,
     /// The inits of this process made over this session so far.
     inits: u64,
+    /// The node the process manager placed this process on: read after the first
+    /// barrier, when every value put before it is visible.
+    node: Option<LauncherNode>,
 }
 
 impl Session {
@@ -640,16 +653,51 @@ impl Session {
             maxes,
             kvsname,
             inits: 0,
+            node: None,
         })
     }
 
+    /// The launcher's node of this process: node `i` of `PMI_process_mapping`, else
+    /// `fallback` (Slurm's variables). A missing or unreadable mapping is not an error
+    /// (not every process manager publishes one); the debug log says why it was not used.
+    fn launcher_node(
+        &mut self,
+        fallback: Option<LauncherNode>,
+    ) -> Result<Option<LauncherNode>, BootstrapError> {
+        let (maxes, kvsname) = (self.maxes, self.kvsname.as_str());
+        let why = match self.client.get(&maxes, kvsname, PROCESS_MAPPING_KEY) {
+            Ok(mapping) => match node_in_mapping(&mapping, self.rank) {
+                Ok(node) => {
+                    return Ok(Some(LauncherNode::new(
+                        node.to_string(),
+                        PMI_PROCESS_MAPPING,
+                    )))
+                }
+                Err(why) => why,
+            },
+            // A refusal (no such key) or a reply that is not one: the line was read whole,
+            // so the session goes on. Anything else (timeout, lost server) ends it.
+            Err(BootstrapError::Protocol { detail, .. }) => detail,
+            Err(e) => return Err(e),
+        };
+        tracing::debug!(
+            rank = self.rank,
+            fallback = ?fallback,
+            "{PROCESS_MAPPING_KEY} in KVS {kvsname} does not tell this process's node: {why}"
+        );
+        Ok(fallback)
+    }
+
     /// One init: rank 0 puts its rendezvous, barrier, the others get it; all join it.
+    /// The first init also reads the launcher's node, falling back to `slurm_node`.
     fn exchange(
         &mut self,
         ifname: Option<&str>,
+        slurm_node: Option<LauncherNode>,
         timeout: Duration,
     ) -> Result<TcpBootstrap, BootstrapError> {
         self.client.rearm(timeout);
+        let first = self.inits == 0;
         let key = format!("{RENDEZVOUS_KEY}-{}", self.inits);
         self.inits += 1;
         let (maxes, kvsname) = (self.maxes, self.kvsname.as_str());
@@ -673,8 +721,13 @@ impl Session {
                     })?
             }
         };
+        if first {
+            self.node = self.launcher_node(slurm_node)?;
+        }
         tracing::debug!(rank = self.rank, addr = %id.addr(), key, "joining the rendezvous published through PMI");
-        id.join(self.rank, self.size, timeout)
+        Ok(id
+            .join(self.rank, self.size, timeout)?
+            .with_launcher_node(self.node.clone()))
     }
 }
 
@@ -721,7 +774,7 @@ pub fn join(
         }
     };
     // On error the session is dropped, closing it: its stream may be mid-reply.
-    let joined = session.exchange(ifname, timeout)?;
+    let joined = session.exchange(ifname, env.slurm_node.clone(), timeout)?;
     *guard = Some(session);
     Ok(joined)
 }

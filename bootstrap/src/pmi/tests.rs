@@ -18,9 +18,17 @@ const KVS: &str = "kvs_4242_0";
 /// A fake server's answer to one request line: lines to send back, or `None` to close.
 type Script = dyn Fn(&str) -> Option<String> + Send + Sync;
 
-/// Hydra's answers, with a shared KVS and a barrier of `n` ranks.
+/// The node layout the fake process manager publishes: ranks 0 and 1 on node 0, rank 2 on
+/// node 1.
+const MAPPING: &str = "(vector,(0,1,2),(1,1,1))";
+
+/// Hydra's answers, with a shared KVS (holding [`MAPPING`] as `PMI_process_mapping`) and
+/// a barrier of `n` ranks.
 fn hydra_like(n: usize, maxes: &'static str) -> Arc<Script> {
-    let kvs: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+    let kvs: Arc<Mutex<HashMap<String, String>>> = Arc::new(Mutex::new(HashMap::from([(
+        PROCESS_MAPPING_KEY.to_string(),
+        MAPPING.to_string(),
+    )])));
     let barrier = Arc::new(Barrier::new(n));
     Arc::new(move |line: &str| {
         let words: HashMap<&str, &str> = line
@@ -100,6 +108,7 @@ fn env_of(rank: usize, size: usize) -> PmiEnv {
         rank: Some(rank),
         size: Some(size),
         vars: format!("PMI_RANK={rank}, PMI_SIZE={size}"),
+        slurm_node: None,
     }
 }
 
@@ -121,7 +130,7 @@ fn join_over(
     timeout: Duration,
 ) -> Result<TcpBootstrap, BootstrapError> {
     let mut session = Session::open(client, env)?;
-    let joined = session.exchange(ifname, timeout)?;
+    let joined = session.exchange(ifname, env.slurm_node.clone(), timeout)?;
     session.client.finalize()?;
     Ok(joined)
 }
@@ -135,15 +144,21 @@ fn three_ranks_init_put_barrier_get_then_rendezvous() {
             let joiner = std::thread::spawn(move || {
                 let b = join_over(client, &env_of(rank, 3), Some("lo"), TIMEOUT)?;
                 let all = b.allgather(&[rank as u8])?;
-                Ok::<_, BootstrapError>((b.rank(), b.size(), all))
+                Ok::<_, BootstrapError>((b.rank(), b.size(), all, b.launcher_node()))
             });
             (joiner, server)
         })
         .collect();
     for (rank, (joiner, server)) in ranks.into_iter().enumerate() {
-        let (r, n, all) = joiner.join().unwrap().unwrap();
+        let (r, n, all, node) = joiner.join().unwrap().unwrap();
         assert_eq!((r, n), (rank, 3));
         assert_eq!(all, vec![vec![0], vec![1], vec![2]]);
+        let want_node = if rank < 2 { "0" } else { "1" };
+        assert_eq!(
+            node,
+            Some(LauncherNode::new(want_node, PMI_PROCESS_MAPPING)),
+            "rank {rank}"
+        );
         let seen = server.join().unwrap();
         let cmds: Vec<&str> = seen
             .iter()
@@ -156,6 +171,7 @@ fn three_ranks_init_put_barrier_get_then_rendezvous() {
                 "cmd=get_my_kvsname",
                 "cmd=put",
                 "cmd=barrier_in",
+                "cmd=get",
                 "cmd=finalize",
             ]
         } else {
@@ -165,11 +181,16 @@ fn three_ranks_init_put_barrier_get_then_rendezvous() {
                 "cmd=get_my_kvsname",
                 "cmd=barrier_in",
                 "cmd=get",
+                "cmd=get",
                 "cmd=finalize",
             ]
         };
         assert_eq!(cmds, want, "rank {rank}: {seen:?}");
         assert_eq!(seen[0], "cmd=init pmi_version=1 pmi_subversion=1");
+        assert!(
+            seen[seen.len() - 2].ends_with(&format!("key={PROCESS_MAPPING_KEY}")),
+            "{seen:?}"
+        );
         let kvs_words = format!("kvsname={KVS} key={RENDEZVOUS_KEY}");
         assert!(
             seen[if rank == 0 { 3 } else { 4 }].contains(&kvs_words),
@@ -187,7 +208,7 @@ fn successive_inits_reuse_the_session_with_a_key_per_init() {
             let joiner = std::thread::spawn(move || {
                 let mut session = Session::open(client, &env_of(rank, 2))?;
                 for round in 0..3u8 {
-                    let b = session.exchange(Some("lo"), TIMEOUT)?;
+                    let b = session.exchange(Some("lo"), None, TIMEOUT)?;
                     assert_eq!(b.allgather(&[round])?, vec![vec![round]; 2]);
                 }
                 session.client.finalize()
@@ -475,6 +496,7 @@ fn a_handshake_rank_out_of_range_names_the_server() {
         rank: None,
         size: None,
         vars: "PMI_PORT=127.0.0.1:1, PMI_ID=5".into(),
+        slurm_node: None,
     };
     let client = PmiClient::over(
         Box::new(mine),
@@ -488,4 +510,46 @@ fn a_handshake_rank_out_of_range_names_the_server() {
         text.contains("PMI server (PMI_PORT=127.0.0.1:1, PMI_ID=5) handshake: rank 5 is out of range for size 2"),
         "{text}"
     );
+}
+
+#[test]
+fn without_a_usable_process_mapping_the_slurm_node_is_used() {
+    // One server that lacks the key, one whose value is not a vector mapping: neither is an
+    // error, and the session goes on to the rendezvous.
+    let hydra = hydra_like(1, HYDRA_MAXES);
+    let garbage: Arc<Script> = Arc::new(move |line: &str| {
+        if line.contains(&format!("key={PROCESS_MAPPING_KEY}")) {
+            Some("cmd=get_result rc=0 msg=success value=(block,(0,1,1))".into())
+        } else {
+            hydra(line)
+        }
+    });
+    let missing = hydra_like(1, HYDRA_MAXES);
+    let absent: Arc<Script> = Arc::new(move |line: &str| {
+        if line.contains(&format!("key={PROCESS_MAPPING_KEY}")) {
+            Some("cmd=get_result rc=-1 msg=key_not_found".into())
+        } else {
+            missing(line)
+        }
+    });
+    let slurm = LauncherNode::new("n07", "Slurm SLURMD_NODENAME");
+    for script in [garbage, absent] {
+        let (client, server) = pair_client(script, TIMEOUT);
+        let env = PmiEnv {
+            slurm_node: Some(slurm.clone()),
+            ..env_of(0, 1)
+        };
+        let b = join_over(client, &env, Some("lo"), TIMEOUT).unwrap();
+        assert_eq!(b.launcher_node(), Some(slurm.clone()));
+        drop(b);
+        server.join().unwrap();
+    }
+    // srun --mpi=pmi2 sets Slurm's node variables next to the PMI ones.
+    let get = lookup(&[
+        ("PMI_FD", "5"),
+        ("PMI_RANK", "0"),
+        ("PMI_SIZE", "2"),
+        ("SLURMD_NODENAME", "n07"),
+    ]);
+    assert_eq!(pmi_env(&get).unwrap().unwrap().slurm_node, Some(slurm));
 }

@@ -45,6 +45,10 @@ const TYPE_UINT32: u16 = 14;
 const SCOPE_GLOBAL: u8 = 3;
 /// `PMIX_JOB_SIZE`: the number of processes in the job (`uint32_t`).
 pub const KEY_JOB_SIZE: &str = "pmix.job.size";
+/// `PMIX_HOSTNAME`: the name of the host a process is on (`char *`).
+pub const KEY_HOSTNAME: &str = "pmix.hname";
+/// `PMIX_NODEID`: the id of the node a process is on (`uint32_t`).
+pub const KEY_NODEID: &str = "pmix.nodeid";
 /// `PMIX_COLLECT_DATA`: a fence that distributes what was put.
 const KEY_COLLECT_DATA: &str = "pmix.collect";
 /// `PMIX_TIMEOUT`: seconds before the server gives up on the operation.

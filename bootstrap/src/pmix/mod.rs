@@ -9,7 +9,9 @@
 //! # Exchange
 //! PMIx is used only to find rank 0, as in the [`pmi`](crate::pmi) bootstrap:
 //! 1. `PMIx_Init` gives this process's namespace and rank; `PMIx_Get(PMIX_JOB_SIZE)` on the
-//!    namespace's wildcard rank gives the size.
+//!    namespace's wildcard rank gives the size.  `PMIx_Get(PMIX_HOSTNAME)`, else `PMIX_NODEID`, on
+//!    this process's own rank gives the launcher's node ([`crate::node`]; where neither is
+//!    told, the debug log says why).
 //! 2. Rank 0 binds the rendezvous of [unique-id init](crate::UniqueId) and puts its text
 //!    (address and a fresh random job secret) under [`RENDEZVOUS_KEY`]`-<n>` for the n-th
 //!    init of the process (`PMIx_Put` with global scope, `PMIx_Commit`).
@@ -46,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use crate::env::{number, Lookup};
 use crate::tcp::TcpBootstrap;
-use crate::{BootstrapError, UniqueId};
+use crate::{BootstrapError, LauncherNode, UniqueId};
 
 use ffi::DEFAULT_NAMES;
 
@@ -68,6 +70,9 @@ pub const ENV_PMIX_LIB: &str = "SYMMEM_PMIX_LIB";
 /// The key under which rank 0 publishes its rendezvous, suffixed `-<n>` for the n-th init
 /// of the process.
 pub const RENDEZVOUS_KEY: &str = "symmem-rendezvous";
+/// How long the server may look for this process's node (`PMIX_TIMEOUT`, seconds) before
+/// it counts as untold.
+const NODE_GET_SECS: c_int = 2;
 /// How long `PMIx_Finalize` may take at exit.
 const FINALIZE_WAIT: Duration = Duration::from_secs(5);
 
@@ -193,6 +198,8 @@ struct Session {
     size: usize,
     /// The inits of this process made over this session so far.
     inits: u64,
+    /// The node the launcher placed this process on, where the server tells.
+    node: Option<LauncherNode>,
 }
 
 /// The PMIx session of this process.
@@ -219,10 +226,10 @@ impl Session {
         deadline: Instant,
     ) -> Result<Session, BootstrapError> {
         let secs = pmix_seconds(timeout);
-        let (me, size) = bounded("PMIx_Init", &env.vars, timeout, deadline, move || {
+        let (me, size, node) = bounded("PMIx_Init", &env.vars, timeout, deadline, move || {
             let me = lib.init()?;
             let size = lib.get_u32(&me.with_rank(ffi::RANK_WILDCARD), ffi::KEY_JOB_SIZE, secs)?;
-            Ok((me, size))
+            Ok((me, size, launcher_node(lib, &me)))
         })?;
         let (rank, size) = (me.rank as usize, size as usize);
         let origin = format!("PMIx ({}, namespace {})", env.vars, me.namespace());
@@ -245,12 +252,23 @@ impl Session {
             )));
         }
         tracing::debug!(rank, size, namespace = %me.namespace(), library = %lib.name, "PMIx session open");
+        let node = match node {
+            Ok(node) => Some(node),
+            Err(why) => {
+                tracing::debug!(
+                    rank,
+                    "the PMIx server does not tell this process's node: {why}"
+                );
+                None
+            }
+        };
         Ok(Session {
             lib,
             me,
             rank,
             size,
             inits: 0,
+            node,
         })
     }
 
@@ -304,6 +322,20 @@ impl Session {
         };
         tracing::debug!(rank = self.rank, addr = %id.addr(), key, "joining the rendezvous published through PMIx");
         Ok(id)
+    }
+}
+
+/// The node the launcher placed `me` on: `PMIX_HOSTNAME`, else `PMIX_NODEID`, or why
+/// neither could be read.
+fn launcher_node(lib: &ffi::Lib, me: &ffi::Proc) -> Result<LauncherNode, String> {
+    let no_host = match lib.get_string(me, ffi::KEY_HOSTNAME, NODE_GET_SECS) {
+        Ok(host) if !host.is_empty() => return Ok(LauncherNode::new(host, "PMIx PMIX_HOSTNAME")),
+        Ok(_) => format!("{} is empty", ffi::KEY_HOSTNAME),
+        Err(e) => e.to_string(),
+    };
+    match lib.get_u32(me, ffi::KEY_NODEID, NODE_GET_SECS) {
+        Ok(id) => Ok(LauncherNode::new(id.to_string(), "PMIx PMIX_NODEID")),
+        Err(e) => Err(format!("{no_host}; {e}")),
     }
 }
 
@@ -374,11 +406,11 @@ pub fn join(
             return Err(e);
         }
     };
-    let (rank, size) = (session.rank, session.size);
+    let (rank, size, node) = (session.rank, session.size, session.node.clone());
     *guard = State::Open(session);
     drop(guard);
     // A failed TCP join leaves the PMIx session usable for a later init.
-    id.join(rank, size, timeout)
+    Ok(id.join(rank, size, timeout)?.with_launcher_node(node))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::RendezvousServer;
 use crate::wire::{self, CollOp, Msg, Recv};
-use crate::{Bootstrap, BootstrapError, BootstrapKind};
+use crate::{Bootstrap, BootstrapError, BootstrapKind, LauncherNode};
 
 /// Extra time a client waits beyond the deadline, so that the server, which enforces the
 /// deadline and knows who is missing, can report first.
@@ -67,6 +67,8 @@ pub struct TcpBootstrap {
     /// The rank whose process hosts the server, when another rank does (unique-id init):
     /// losing the server then means that rank died.
     host_rank: Option<usize>,
+    /// The node the launcher placed this rank on, when a launcher that tells started it.
+    launcher_node: Option<LauncherNode>,
 }
 
 impl TcpBootstrap {
@@ -107,6 +109,12 @@ impl TcpBootstrap {
             timeout,
             Join::HostedBy { host_rank, join_by },
         )
+    }
+
+    /// Records the node the launcher placed this rank on, for [`Bootstrap::launcher_node`].
+    pub fn with_launcher_node(mut self, node: Option<LauncherNode>) -> Self {
+        self.launcher_node = node;
+        self
     }
 
     /// Hosts the rendezvous on `listener` and joins it as `rank` (normally 0).
@@ -192,6 +200,7 @@ impl TcpBootstrap {
             reader: Some(reader),
             hosted,
             host_rank,
+            launcher_node: None,
         };
         // The server enforces the join deadline from its own start; wait a little longer.
         let wait = deadline.saturating_duration_since(Instant::now()) + SERVER_GRACE;
@@ -412,6 +421,10 @@ impl Bootstrap for TcpBootstrap {
 
     fn kind(&self) -> BootstrapKind {
         BootstrapKind::Tcp
+    }
+
+    fn launcher_node(&self) -> Option<LauncherNode> {
+        self.launcher_node.clone()
     }
 
     fn timeout(&self) -> Duration {
