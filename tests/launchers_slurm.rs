@@ -85,6 +85,18 @@ fn srun_pmi2_put_get_on_4_tasks() {
 }
 
 #[test]
+fn srun_pmi2_process_mapping_puts_the_tasks_on_one_node() {
+    let Some(conf) = slurm() else { return };
+    let job = run_srun(&conf, "pmi2", 2, "node_layout", &[]);
+    check_launched(&job, 2, "pmi", 2, |r| format!("PE {r} local [0, 1]"));
+    let from_mapping = "the launcher's node, 0 (PMI-1 PMI_process_mapping)";
+    let logged = job.stderr.matches(from_mapping).count();
+    if logged != 2 {
+        job.fail(&format!("{logged} PEs logged {from_mapping:?}, expected 2"));
+    }
+}
+
+#[test]
 fn srun_without_a_pmi_plugin_uses_the_slurm_variables() {
     let Some(conf) = slurm() else { return };
     let job = run_srun(&conf, "none", 4, "put_get", &[]);
