@@ -1,4 +1,4 @@
-//! One-sided put and get (OpenSHMEM 1.5 §9.5, NVSHMEM `nvshmem_put*`/`get*`).
+//! One-sided put and get (OpenSHMEM 1.5 §9.6, NVSHMEM `nvshmem_put*`/`get*`).
 //!
 //! To a PE whose heap is mapped here (same node, P2P on) a put is a `memcpy` into that
 //! heap and a get a `memcpy` out of it, complete when the call returns: the `_nbi` forms
@@ -125,7 +125,7 @@ impl Runtime {
     ///
     /// The borrow of `src` ends with the call, and every path copies it by then, so
     /// reusing `src` at once is safe here. The specifications allow it only after `quiet`
-    /// (OpenSHMEM 1.5 §9.6 `shmem_put_nbi`, NVSHMEM `nvshmem_put_nbi`), and a GPU kernel
+    /// (OpenSHMEM 1.5 §9.6.2 `shmem_put_nbi`, NVSHMEM `nvshmem_put_nbi`), and a GPU kernel
     /// that reuses it earlier sends whatever the buffer holds when the copy runs. A source
     /// in this PE's symmetric heap (a [`local_slice`](Runtime::local_slice)) that changes
     /// before the next quiet is therefore reported by that quiet in weak-ordering mode
@@ -155,7 +155,7 @@ impl Runtime {
     /// [`Runtime::quiet`].
     ///
     /// Every path has filled `dst` when the call returns (the `&mut` borrow ends with
-    /// it), but the specifications define it only after `quiet` (OpenSHMEM 1.5 §9.6
+    /// it), but the specifications define it only after `quiet` (OpenSHMEM 1.5 §9.6.2
     /// `shmem_get_nbi`), as on a GPU. In weak-ordering mode (`SYMMEM_ORDERING=weak`) a
     /// destination in this PE's symmetric heap (a
     /// [`local_slice_mut`](Runtime::local_slice_mut), dropped before the quiet) fetched

@@ -13,9 +13,9 @@
 //! Each rule is the weakest that the specifications allow (OpenSHMEM 1.5: §9.6 RMA,
 //! §9.7 AMOs, §9.8 signaling operations, §9.9.1 `shmem_barrier_all`, §9.11 memory
 //! ordering; NVSHMEM: "Memory Ordering", the table of operations that `nvshmem_fence` and
-//! `nvshmem_quiet` order), except where noted as conservative. (The section numbers follow
-//! the 1.5 document's chapter 9 as recalled here, not checked against the PDF in this
-//! change; `ordering.rs` cites §9.9 for fence and quiet, so one of the two needs fixing.)
+//! `nvshmem_quiet` order), except where noted as conservative. (Section numbers as in the
+//! 1.5 document, tag `v1.5` of github.com/openshmem-org/specification: chapter 9 is the
+//! API, §9.11.3 "Synchronization and Communication Ordering" summarizes the rules.)
 //!
 //! - **Buffered**: puts (and `p`, `put_nbi`, `iput`), non-fetching AMOs and signal
 //!   operations are copied (payload included) and queued per target. `submit` returns at
@@ -46,7 +46,7 @@
 //!   and finalize all quiet first. The runtime's `sync_all` also quiets in weak mode, as
 //!   it does on remote routes in the default mode (conservative: the spec's `sync_all`
 //!   completes nothing).
-//! - **`put_signal` delivers its data before its signal** (OpenSHMEM §9.8.1
+//! - **`put_signal` delivers its data before its signal** (OpenSHMEM §9.8.3
 //!   `shmem_put_signal`: the signal is updated only after the data is delivered): it is
 //!   split into a put and a signal that depends on it; other operations of the same epoch
 //!   may land between the two.
@@ -55,12 +55,12 @@
 //!   delivered first, then the operation runs on the inner transport. The specifications
 //!   allow a get to overtake an unfenced put to the same address; delivering first is
 //!   conservative, so that weak mode never reports a bug the specifications would not.
-//! - **`get_nbi` destinations are filled late** (OpenSHMEM §9.6 `shmem_get_nbi`: the
+//! - **`get_nbi` destinations are filled late** (OpenSHMEM §9.6.2 `shmem_get_nbi`: the
 //!   destination is defined only after `shmem_quiet`): a `get_nbi` (device, or host
 //!   code's) into this PE's symmetric heap is performed at once, but its destination
 //!   holds [`LATE_GET_FILL`] bytes until the quiet that completes it, so a program that
 //!   reads it early reads junk.
-//! - **`put_nbi` sources are checked** (OpenSHMEM §9.6 `shmem_put_nbi`: the source may
+//! - **`put_nbi` sources are checked** (OpenSHMEM §9.6.2 `shmem_put_nbi`: the source may
 //!   not be modified until quiet): a `put_nbi` or `put_signal_nbi` (device, or host
 //!   code's) from this PE's symmetric heap is fingerprinted when it is issued and checked
 //!   by quiet, which fails naming the op, the buffer, its size and the PEs if it changed.
