@@ -83,7 +83,10 @@ fn signal_before_its_data_is_caught_in_weak_mode() {
 #[test]
 fn a_put_nbi_source_reused_before_quiet_passes_by_default_and_is_reported_in_weak_mode() {
     let job = run_ok(2, "bug_nbi_source_reused", &[]);
-    let undetected = job.stdout.lines().filter(|l| l.ends_with(" reuse undetected"));
+    let undetected = job
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with(" reuse undetected"));
     assert_eq!(undetected.count(), 4, "two ops on each PE:\n{}", job.stdout);
     assert!(job.lines_with("ERROR").is_empty(), "{}", job.stdout);
     let caught = (1..=MAX_SEEDS).find_map(|seed| {
@@ -93,7 +96,7 @@ fn a_put_nbi_source_reused_before_quiet_passes_by_default_and_is_reported_in_wea
             .into_iter()
             .map(str::to_owned)
             .collect();
-        (!errors.is_empty()).then(|| (seed, job.stdout, errors))
+        (!errors.is_empty()).then_some((seed, job.stdout, errors))
     });
     let Some((seed, stdout, errors)) = caught else {
         panic!("weak ordering did not report the reuse in {MAX_SEEDS} seeds");
@@ -147,11 +150,11 @@ fn early_late(job: &Job) -> (u64, u64) {
 fn a_get_nbi_result_read_before_quiet_passes_by_default_and_is_caught_in_weak_mode() {
     let job = run_ok(2, "bug_get_nbi_read_early", &[]);
     assert_eq!(early_late(&job), (0, 0), "default mode:\n{}", job.stdout);
-    let caught = (1..=MAX_SEEDS).find_map(|seed| {
+    let caught = (1..=MAX_SEEDS).find(|seed| {
         let job = run_ok(2, "bug_get_nbi_read_early", &weak(&seed.to_string()));
         let (early, late) = early_late(&job);
         assert_eq!(late, 0, "quiet fills the destination:\n{}", job.stdout);
-        (early > 0).then_some(seed)
+        early > 0
     });
     let Some(seed) = caught else {
         panic!("weak ordering did not hide a get_nbi result in {MAX_SEEDS} seeds");

@@ -66,7 +66,10 @@ impl Runtime {
                 // The weak-ordering transport checks a source in this PE's heap at quiet
                 // (see `put_nbi`); the submitted request keeps `local` 0, as the payload
                 // travels in `data`.
-                let issued = Request { local: data.as_ptr() as u64, ..req };
+                let issued = Request {
+                    local: data.as_ptr() as u64,
+                    ..req
+                };
                 self.remote().nbi_issued(&issued);
             }
             return Ok(());
