@@ -176,6 +176,20 @@ fn get_nbi_read_early(rt: &Runtime) -> Outcome {
     let late = wrong(rt)?;
     println!("PE {me}: early {early} late {late}");
     rt.barrier_all().or_fail()?;
+    // A correct use: `free` completes a get_nbi (it begins with a barrier), so its late
+    // result never lands in the next allocation at the same offset.
+    {
+        // SAFETY: as above.
+        let d = unsafe { rt.local_slice_mut(&mut dst) }.or_fail()?;
+        rt.get_nbi(src.at(0), d, right).or_fail()?;
+    }
+    rt.free(dst).or_fail()?;
+    let next = rt.calloc::<u64>(LEN).or_fail()?;
+    rt.quiet().or_fail()?;
+    let mut got = vec![u64::MAX; LEN];
+    rt.read_local(next.at(0), &mut got).or_fail()?;
+    check_eq!(got, vec![0u64; LEN], "a calloc after freeing a get_nbi destination");
+    rt.barrier_all().or_fail()?;
     rt.free(src).or_fail()?;
-    rt.free(dst).or_fail()
+    rt.free(next).or_fail()
 }
