@@ -43,7 +43,7 @@
 //! - **`quiet` delivers everything** before it returns (OpenSHMEM §9.11.2 `shmem_quiet`;
 //!   NVSHMEM `nvshmem_quiet`), then quiets the inner transports. `barrier_all` (§9.9.1:
 //!   quiet, then synchronize), a device `quiet`/`barrier_all` (the ring's Quiet request),
-//!   and finalize all quiet first. The runtime's `sync_all` also quiets in weak mode, as
+//!   `free` (§9.3.1: a barrier on entry) and finalize all quiet first. The runtime's `sync_all` also quiets in weak mode, as
 //!   it does on remote routes in the default mode (conservative: the spec's `sync_all`
 //!   completes nothing).
 //! - **`put_signal` delivers its data before its signal** (OpenSHMEM §9.8.3
