@@ -188,7 +188,11 @@ fn get_nbi_read_early(rt: &Runtime) -> Outcome {
     rt.quiet().or_fail()?;
     let mut got = vec![u64::MAX; LEN];
     rt.read_local(next.at(0), &mut got).or_fail()?;
-    check_eq!(got, vec![0u64; LEN], "a calloc after freeing a get_nbi destination");
+    check_eq!(
+        got,
+        vec![0u64; LEN],
+        "a calloc after freeing a get_nbi destination"
+    );
     rt.barrier_all().or_fail()?;
     rt.free(src).or_fail()?;
     rt.free(next).or_fail()
