@@ -6,6 +6,7 @@
 use std::marker::PhantomData;
 
 use crate::allocator::Allocator;
+use crate::config::MemoryOrdering;
 use crate::error::{Error, Result};
 use crate::route::Route;
 use crate::runtime::Runtime;
@@ -118,8 +119,19 @@ impl Runtime {
     }
 
     /// Collectively frees `buf` (`nvshmem_free`). Every PE must free the same allocation.
+    ///
+    /// In weak-ordering mode it first completes what this PE has buffered (OpenSHMEM 1.5
+    /// §9.3.1: `shmem_free` begins with a barrier, which quiets), so that no delayed put
+    /// or late `get_nbi` result lands in a later allocation at the same offset. An error
+    /// of that quiet (a reused `put_nbi` source) is returned after the free, which every
+    /// PE still completes.
     pub fn free<T>(&self, buf: SymBuf<T>) -> Result<()> {
         self.check_buf("free", &buf)?;
+        let quieted = match self.config.ordering {
+            // Also drains device requests a finished kernel left in the proxy ring.
+            MemoryOrdering::Weak => self.quiet(),
+            MemoryOrdering::Strict => Ok(()),
+        };
         let mut state = self.lock_allocs();
         let call = state.calls;
         state.calls += 1;
@@ -132,7 +144,7 @@ impl Runtime {
         )?;
         let freed = state.allocator.free(buf.offset);
         debug_assert!(freed, "a live SymBuf always names a live block");
-        Ok(())
+        quieted
     }
 
     /// Allgathers this PE's request and checks that every PE made the same one.

@@ -1,4 +1,4 @@
-//! `fence` and `quiet` (OpenSHMEM 1.5 §9.9, NVSHMEM `nvshmem_fence`/`nvshmem_quiet`).
+//! `fence` and `quiet` (OpenSHMEM 1.5 §9.11, NVSHMEM `nvshmem_fence`/`nvshmem_quiet`).
 //!
 //! To a mapped peer every put, get and AMO is performed by this thread's own loads,
 //! stores and atomics before the call returns, so nothing is ever outstanding. What is

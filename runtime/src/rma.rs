@@ -1,4 +1,4 @@
-//! One-sided put and get (OpenSHMEM 1.5 §9.5, NVSHMEM `nvshmem_put*`/`get*`).
+//! One-sided put and get (OpenSHMEM 1.5 §9.6, NVSHMEM `nvshmem_put*`/`get*`).
 //!
 //! To a PE whose heap is mapped here (same node, P2P on) a put is a `memcpy` into that
 //! heap and a get a `memcpy` out of it, complete when the call returns: the `_nbi` forms
@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::route::{bytes, Located};
 use crate::runtime::Runtime;
 use crate::sym::{SymBuf, SymRef};
+use symmem_device::Request;
 
 impl Runtime {
     /// The error for an access to `count` elements from `start` of `buf` on a PE that
@@ -119,9 +120,16 @@ impl Runtime {
         unsafe { self.read_located(op, bytes(from), dst.as_mut_ptr().cast(), len) }
     }
 
-    /// Non-blocking put (`nvshmem_put_nbi`): `src` may be reused when the call returns;
-    /// the data is complete at the target after [`Runtime::quiet`] (on a mapped peer it
-    /// already is).
+    /// Non-blocking put (`nvshmem_put_nbi`): the data is complete at the target after
+    /// [`Runtime::quiet`] (on a mapped peer it already is on return).
+    ///
+    /// The borrow of `src` ends with the call, and every path copies it by then, so
+    /// reusing `src` at once is safe here. The specifications allow it only after `quiet`
+    /// (OpenSHMEM 1.5 §9.6.2 `shmem_put_nbi`, NVSHMEM `nvshmem_put_nbi`), and a GPU kernel
+    /// that reuses it earlier sends whatever the buffer holds when the copy runs. A source
+    /// in this PE's symmetric heap (a [`local_slice`](Runtime::local_slice)) that changes
+    /// before the next quiet is therefore reported by that quiet in weak-ordering mode
+    /// (`SYMMEM_ORDERING=weak`), naming the op, the buffer, its size and the target PE.
     #[inline(always)]
     pub fn put_nbi<T: bytemuck::Pod>(
         &self,
@@ -129,12 +137,30 @@ impl Runtime {
         src: &[T],
         pe: usize,
     ) -> Result<()> {
-        self.copy_to("put_nbi", dst, src, pe)
+        let to = bytes(self.locate("put_nbi", dst, src.len(), pe)?);
+        let len = std::mem::size_of_val(src);
+        // SAFETY: `to` is valid for `src.len()` elements (checked by `locate`); `src` is
+        // local memory, so the ranges cannot overlap.
+        unsafe { self.write_located("put_nbi", to, src.as_ptr().cast(), len)? };
+        if let Located::Remote { pe, off } = to {
+            // Only the weak-ordering transport looks at the source again (at quiet), and
+            // only where it lies in this PE's heap, which stays mapped.
+            let req = Request::put(pe as u32, off, src.as_ptr() as u64, len as u64);
+            self.remote().nbi_issued(&req);
+        }
+        Ok(())
     }
 
-    /// Non-blocking get (`nvshmem_get_nbi`). The `&mut` borrow of `dst` ends with the
-    /// call, so the data is complete on return on every path (for a mapped peer, a plain
-    /// copy); [`Runtime::quiet`] is still the portable completion point.
+    /// Non-blocking get (`nvshmem_get_nbi`): `dst` holds the data after
+    /// [`Runtime::quiet`].
+    ///
+    /// Every path has filled `dst` when the call returns (the `&mut` borrow ends with
+    /// it), but the specifications define it only after `quiet` (OpenSHMEM 1.5 §9.6.2
+    /// `shmem_get_nbi`), as on a GPU. In weak-ordering mode (`SYMMEM_ORDERING=weak`) a
+    /// destination in this PE's symmetric heap (a
+    /// [`local_slice_mut`](Runtime::local_slice_mut), dropped before the quiet) fetched
+    /// from a peer holds `0xdb` bytes until the next quiet, so a program that reads it
+    /// early reads junk.
     #[inline]
     pub fn get_nbi<T: bytemuck::Pod>(
         &self,
@@ -142,7 +168,20 @@ impl Runtime {
         dst: &mut [T],
         pe: usize,
     ) -> Result<()> {
-        self.copy_from("get_nbi", src, dst, pe)
+        let from = bytes(self.locate("get_nbi", src, dst.len(), pe)?);
+        let len = std::mem::size_of_val(dst);
+        let at = dst.as_mut_ptr();
+        // SAFETY: `from` is valid for `dst.len()` elements; `dst` is local and exclusive.
+        // T: Pod, so whatever bytes a concurrent writer left form a valid T.
+        unsafe { self.read_located("get_nbi", from, at.cast(), len)? };
+        if let Located::Remote { pe, off } = from {
+            // The weak-ordering transport hides the fetched bytes until quiet where `dst`
+            // lies in this PE's heap (mapped while the runtime lives); elsewhere it
+            // ignores the request.
+            let req = Request::get(pe as u32, at as u64, off, len as u64);
+            self.remote().nbi_issued(&req);
+        }
+        Ok(())
     }
 
     /// Stores one element (`nvshmem_p`).

@@ -33,10 +33,11 @@ impl Runtime {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
-        self.put_then_signal("put_signal", dst, src, sig, signal, op, pe)
+        self.put_then_signal("put_signal", dst, src, sig, signal, op, pe, false)
     }
 
-    /// The body of both put_signal forms; `name` names the public operation in errors.
+    /// The body of both put_signal forms; `name` names the public operation in errors,
+    /// and `nbi` tells the remote transport that the caller does not wait for it.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn put_then_signal<T: bytemuck::Pod>(
@@ -48,6 +49,7 @@ impl Runtime {
         signal: u64,
         op: SignalOp,
         pe: usize,
+        nbi: bool,
     ) -> Result<()> {
         // Check the signal first so that a bad signal address leaves the target untouched.
         let s = self.word(name, sig, pe)?;
@@ -59,15 +61,28 @@ impl Runtime {
             let data: &[u8] = bytemuck::cast_slice(src);
             let req =
                 Request::put_signal(pe as u32, off, 0, data.len() as u64, sig_off, op, signal);
-            return self.remote().submit(&req, Io::Src(data)).map(drop);
+            self.remote().submit(&req, Io::Src(data))?;
+            if nbi {
+                // The weak-ordering transport checks a source in this PE's heap at quiet
+                // (see `put_nbi`); the submitted request keeps `local` 0, as the payload
+                // travels in `data`.
+                let issued = Request {
+                    local: data.as_ptr() as u64,
+                    ..req
+                };
+                self.remote().nbi_issued(&issued);
+            }
+            return Ok(());
         }
         self.copy_to(name, dst, src, pe)?;
         self.update_signal(name, &s, signal, op, pe)
     }
 
-    /// Non-blocking [`put_signal`](Self::put_signal) (`nvshmem_put_signal_nbi`): `src`
-    /// may be reused on return; data and signal are complete after `quiet` (on a mapped
-    /// peer, already on return).
+    /// Non-blocking [`put_signal`](Self::put_signal) (`nvshmem_put_signal_nbi`): data and
+    /// signal are complete after `quiet` (on a mapped peer, already on return). As for
+    /// [`put_nbi`](Self::put_nbi), `src` is copied by the time the call returns, and
+    /// weak-ordering mode reports a source in this PE's symmetric heap that changes
+    /// before the next quiet.
     #[inline]
     pub fn put_signal_nbi<T: bytemuck::Pod>(
         &self,
@@ -78,7 +93,7 @@ impl Runtime {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
-        self.put_then_signal("put_signal_nbi", dst, src, sig, signal, op, pe)
+        self.put_then_signal("put_signal_nbi", dst, src, sig, signal, op, pe, true)
     }
 
     /// Updates the signal `sig` on `pe` without data (`nvshmem_signal_op`).

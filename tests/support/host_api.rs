@@ -39,7 +39,10 @@ pub use stress::stress;
 pub use sync::barrier_sync;
 pub use teams::{team_errors, team_limit, team_timeout, teams};
 pub use waits::{wait_arrays, wait_test};
-pub use weak::{bug_put_then_p, bug_put_then_put, bug_signal_first};
+pub use weak::{
+    bug_get_nbi_read_early, bug_nbi_source_reused, bug_put_then_p, bug_put_then_put,
+    bug_signal_first,
+};
 
 use std::fmt::Debug;
 

@@ -55,6 +55,8 @@ fn main() -> ExitCode {
         "api_bug_put_then_p" => with_init(host_api::bug_put_then_p),
         "api_bug_put_then_put" => with_init(host_api::bug_put_then_put),
         "api_bug_signal_first" => with_init(host_api::bug_signal_first),
+        "api_bug_nbi_source_reused" => with_init(host_api::bug_nbi_source_reused),
+        "api_bug_get_nbi_read_early" => with_init(host_api::bug_get_nbi_read_early),
         "api_put_signal_large" => with_init(host_api::put_signal_large),
         "api_kill_transfer" => with_init(host_api::kill_transfer),
         "api_teams" => with_init(host_api::teams),

@@ -54,10 +54,12 @@ pub(crate) trait Transport: Send + Sync {
     /// peers at once (a sleeping wait leaves that to the transport's own thread).
     fn progress(&self) -> Result<()>;
 
-    /// Tells the transport that the issuer of `req`, a put it already submitted, does not
-    /// wait for it (`put_nbi` from a kernel): the source at `req.local` must stay unchanged
-    /// until the next quiet. Transports that copied the payload need nothing; weak
-    /// ordering fingerprints the source to report its reuse.
+    /// Tells the transport that the issuer of `req`, a put, put_signal or get it already
+    /// submitted, does not wait for it (`put_nbi`, `put_signal_nbi`, `get_nbi`, from a
+    /// kernel or from host code): the source at `req.local` must stay unchanged until the
+    /// next quiet, and a get's destination there is defined only after it. Transports that
+    /// copied the payload need nothing; weak ordering fingerprints a put's source to
+    /// report its reuse and hides a get's result until the quiet.
     fn nbi_issued(&self, req: &Request) {
         let _ = req;
     }

@@ -13,9 +13,9 @@
 //! Each rule is the weakest that the specifications allow (OpenSHMEM 1.5: §9.6 RMA,
 //! §9.7 AMOs, §9.8 signaling operations, §9.9.1 `shmem_barrier_all`, §9.11 memory
 //! ordering; NVSHMEM: "Memory Ordering", the table of operations that `nvshmem_fence` and
-//! `nvshmem_quiet` order), except where noted as conservative. (The section numbers follow
-//! the 1.5 document's chapter 9 as recalled here, not checked against the PDF in this
-//! change; `ordering.rs` cites §9.9 for fence and quiet, so one of the two needs fixing.)
+//! `nvshmem_quiet` order), except where noted as conservative. (Section numbers as in the
+//! 1.5 document, tag `v1.5` of github.com/openshmem-org/specification: chapter 9 is the
+//! API, §9.11.3 "Synchronization and Communication Ordering" summarizes the rules.)
 //!
 //! - **Buffered**: puts (and `p`, `put_nbi`, `iput`), non-fetching AMOs and signal
 //!   operations are copied (payload included) and queued per target. `submit` returns at
@@ -43,10 +43,10 @@
 //! - **`quiet` delivers everything** before it returns (OpenSHMEM §9.11.2 `shmem_quiet`;
 //!   NVSHMEM `nvshmem_quiet`), then quiets the inner transports. `barrier_all` (§9.9.1:
 //!   quiet, then synchronize), a device `quiet`/`barrier_all` (the ring's Quiet request),
-//!   and finalize all quiet first. The runtime's `sync_all` also quiets in weak mode, as
+//!   `free` (§9.3.1: a barrier on entry) and finalize all quiet first. The runtime's `sync_all` also quiets in weak mode, as
 //!   it does on remote routes in the default mode (conservative: the spec's `sync_all`
 //!   completes nothing).
-//! - **`put_signal` delivers its data before its signal** (OpenSHMEM §9.8.1
+//! - **`put_signal` delivers its data before its signal** (OpenSHMEM §9.8.3
 //!   `shmem_put_signal`: the signal is updated only after the data is delivered): it is
 //!   split into a put and a signal that depends on it; other operations of the same epoch
 //!   may land between the two.
@@ -55,14 +55,17 @@
 //!   delivered first, then the operation runs on the inner transport. The specifications
 //!   allow a get to overtake an unfenced put to the same address; delivering first is
 //!   conservative, so that weak mode never reports a bug the specifications would not.
-//! - **`get_nbi` destinations are filled late** (OpenSHMEM §9.6 `shmem_get_nbi`: the
-//!   destination is defined only after `shmem_quiet`): a device `get_nbi` into the
-//!   symmetric heap is performed at once, but its destination holds [`LATE_GET_FILL`]
-//!   bytes until the quiet that completes it, so a kernel that reads it early reads junk.
-//! - **`put_nbi` sources are checked** (OpenSHMEM §9.6 `shmem_put_nbi`: the source may
-//!   not be modified until quiet): a device `put_nbi` from the symmetric heap is
-//!   fingerprinted when the proxy issues it and checked by quiet, which fails naming the
-//!   op, the buffer, its size and the PEs if it changed.
+//! - **`get_nbi` destinations are filled late** (OpenSHMEM §9.6.2 `shmem_get_nbi`: the
+//!   destination is defined only after `shmem_quiet`): a `get_nbi` (device, or host
+//!   code's) into this PE's symmetric heap is performed at once, but its destination
+//!   holds [`LATE_GET_FILL`] bytes until the quiet that completes it, so a program that
+//!   reads it early reads junk.
+//! - **`put_nbi` sources are checked** (OpenSHMEM §9.6.2 `shmem_put_nbi`: the source may
+//!   not be modified until quiet): a `put_nbi` or `put_signal_nbi` (device, or host
+//!   code's) from this PE's symmetric heap is fingerprinted when it is issued and checked
+//!   by quiet, which fails naming the op, the buffer, its size and the PEs if it changed.
+//!   Sources and destinations outside the heap are not looked at: host code's are
+//!   copied before the call returns, and may be freed before the quiet.
 //! - **Nothing is lost**: `shutdown` (finalize, or the drop of a failing PE) delivers
 //!   everything still buffered; an operation that cannot be delivered (its target died)
 //!   is reported by the next `submit`, `fence` or `quiet`, or logged at shutdown, naming
@@ -85,7 +88,8 @@ use super::{Io, Transport};
 use crate::error::{Error, Result};
 use crate::split_mix::SplitMix64;
 
-/// What a device `get_nbi`'s destination holds until the quiet that completes it.
+/// What a `get_nbi`'s destination in this PE's heap holds until the quiet that
+/// completes it.
 pub(crate) const LATE_GET_FILL: u8 = 0xdb;
 
 /// The longest delay of a buffered operation.
@@ -125,7 +129,7 @@ fn bytes(req: &Request) -> (u64, u64) {
     (req.remote, req.remote.saturating_add(len.max(1)))
 }
 
-/// The source of a device `put_nbi`, fingerprinted when the proxy issued it.
+/// The source of a `put_nbi`, fingerprinted when it was issued.
 struct Source {
     /// The put (its `local` is the source's address).
     req: Request,
@@ -168,10 +172,10 @@ struct State {
     closed: bool,
     /// When the delivery thread wakes next (`None`: when woken).
     planned: Option<Instant>,
-    /// Sources of device `put_nbi`s since the last quiet.
+    /// Sources of `put_nbi`s since the last quiet.
     sources: Vec<Source>,
-    /// Device `get_nbi`s since the last quiet: destination address and the fetched
-    /// bytes, written there by quiet.
+    /// `get_nbi`s since the last quiet: destination address and the fetched bytes,
+    /// written there by quiet.
     late_gets: Vec<(u64, Vec<u8>)>,
 }
 
@@ -301,7 +305,7 @@ impl Shared {
         }
     }
 
-    /// Writes the fetched bytes of every device `get_nbi` into its destination.
+    /// Writes the fetched bytes of every `get_nbi` into its destination.
     fn fill_late_gets(&self, st: &mut State) {
         for (addr, fetched) in st.late_gets.drain(..) {
             // SAFETY: recorded by `nbi_issued` for a destination inside this PE's heap,
@@ -334,7 +338,7 @@ impl Shared {
                     me: self.me,
                     pe: s.req.pe as usize,
                     detail: format!(
-                        "the source buffer of a device {op} of {} bytes (address {:#x}, heap offset {:#x}) to PE {} changed before the quiet that completes it: a put_nbi source may be reused only after quiet (SYMMEM_ORDERING_SEED={})",
+                        "the source buffer of a {op} of {} bytes (address {:#x}, heap offset {:#x}) to PE {} changed before the quiet that completes it: an nbi source may be reused only after quiet (SYMMEM_ORDERING_SEED={})",
                         s.req.len,
                         s.req.local,
                         s.req.local - self.heap.0,

@@ -1,7 +1,8 @@
 //! The weak-ordering mode (`SYMMEM_ORDERING=weak`) from kernels on the CPU executor:
 //! device operations to peers go through the proxy ring to the reordering transport. A
 //! deliberately wrong kernel (a put and then its flag with no fence, the flag set by `p`
-//! or by a second `put`) passes in the default mode and is caught in weak mode within
+//! or by a second `put`; the signal before its data) passes in the default mode (the
+//! signal-first kernel only usually) and is caught in weak mode within
 //! [`MAX_SEEDS`] seeds; correct scenarios of the device-op suite pass in weak mode under
 //! several seeds.
 
@@ -37,17 +38,33 @@ fn ok(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
     job
 }
 
+/// Default-mode runs the racy mode 2 gets to pass once.
+const RACY_TRIES: usize = 5;
+
+/// Modes 0 and 1 (the flag by `p` or by a second `put`, no fence) pass by default and are
+/// caught in weak mode. Mode 2 (the signal before its data) is a real race even on x86,
+/// if a rare one: the consumer may look between the signal and the data, so by default
+/// it only has to pass once in [`RACY_TRIES`] runs ("usually passes").
 #[test]
 fn put_then_flag_without_fence_passes_by_default_and_is_caught_in_weak_mode() {
-    for _ in 0..2 {
+    let mut signal_first_passed = false;
+    for run in 0..RACY_TRIES {
+        if run >= 2 && signal_first_passed {
+            break;
+        }
         let job = ok(2, "flag_without_fence", &[]);
         for mode in 0..2 {
             if stale(&job, mode) != 0 {
                 job.fail(&format!("mode {mode} saw stale data in the default mode"));
             }
         }
+        signal_first_passed |= stale(&job, 2) == 0;
     }
-    let mut caught = [None; 2];
+    assert!(
+        signal_first_passed,
+        "mode 2 saw stale data in each of {RACY_TRIES} runs in the default mode"
+    );
+    let mut caught = [None; 3];
     for seed in 1..=MAX_SEEDS {
         let job = ok(2, "flag_without_fence", &weak(&seed.to_string()));
         for (mode, c) in caught.iter_mut().enumerate() {
@@ -57,8 +74,8 @@ fn put_then_flag_without_fence_passes_by_default_and_is_caught_in_weak_mode() {
         }
         if caught.iter().all(Option::is_some) {
             eprintln!(
-                "caught: p flag with seed {:?}, put flag with seed {:?}",
-                caught[0], caught[1]
+                "caught: p flag with seed {:?}, put flag with seed {:?}, signal first with seed {:?}",
+                caught[0], caught[1], caught[2]
             );
             return;
         }

@@ -60,9 +60,10 @@ kernel! {
     /// neighbour's acknowledgement of round `r - 1`, `put`s round `r`'s part of `src`
     /// (host, `rounds * len`) to the neighbour's `data` (sym, `len`), and sets the
     /// neighbour's flag (`flags`, sym, 2 words: flag, ack) to `r` with `p` (`mode == 0`)
-    /// or with a second one-element `put` (`mode == 1`). It then waits for its own flag to
-    /// reach `r`, counts the round in `out[0]` (host) if any element is not yet
-    /// `pattern(left, r, i)`, and acknowledges.
+    /// or with a second one-element `put` (`mode == 1`), or sets the flag with
+    /// `signal_op` before the `put` (`mode == 2`: the signal before its data). It then
+    /// waits for its own flag to reach `r`, counts the round in `out[0]` (host) if any
+    /// element is not yet `pattern(left, r, i)`, and acknowledges.
     pub fn flag_without_fence(data: *mut u64, src: *const u64, len: usize, flags: *mut u64, rounds: u32, mode: u32, out: *mut u64) {
         let (me, n) = (my_pe(), n_pes());
         let (left, right) = ((me + n - 1) % n, (me + 1) % n);
@@ -71,12 +72,21 @@ kernel! {
             if r > 1 {
                 wait_until(flags.add(ACK), Cmp::Ge, r as u64 - 1);
             }
-            put(data, src.add((r as usize - 1) * len), len, right);
+            let round = src.add((r as usize - 1) * len);
             let flag = r as u64;
-            if mode == 0 {
-                p(flags.add(FLAG), flag, right);
-            } else {
-                put(flags.add(FLAG), &flag, 1, right);
+            match mode {
+                0 => {
+                    put(data, round, len, right);
+                    p(flags.add(FLAG), flag, right);
+                }
+                1 => {
+                    put(data, round, len, right);
+                    put(flags.add(FLAG), &flag, 1, right);
+                }
+                _ => {
+                    signal_op(flags.add(FLAG), flag, SignalOp::Set, right);
+                    put(data, round, len, right);
+                }
             }
             wait_until(flags.add(FLAG), Cmp::Ge, r as u64);
             if (0..len).any(|i| data.add(i).read() != pattern(left, r, i)) {

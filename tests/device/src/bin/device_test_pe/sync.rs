@@ -185,15 +185,16 @@ pub fn barriers(rt: &Runtime) -> Outcome {
 }
 
 /// Deliberately wrong programs for the weak-ordering tests (tests/device/tests/
-/// weak_ordering.rs): a put and then its flag (`p`, or a second `put`) with no fence, 30
-/// rounds around the ring. Prints `PE i: stale <mode> S of R` per mode (the rounds in
-/// which the consumer saw the flag before the data); the test decides what is expected.
+/// weak_ordering.rs): a put and then its flag (`p`, or a second `put`) with no fence, or
+/// the flag's `signal_op` before the put, 30 rounds around the ring. Prints
+/// `PE i: stale <mode> S of R` per mode (the rounds in which the consumer saw the flag
+/// before the data); the test decides what is expected.
 pub fn flag_without_fence(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
     let left = (me + n - 1) % n;
     let m = rt.load_module(&PTX).map_err(e2s)?;
     let (len, rounds) = (64usize, 30u32);
-    for mode in 0..2u32 {
+    for mode in 0..3u32 {
         let data = rt.calloc::<u64>(len).map_err(e2s)?;
         let flags = rt.calloc::<u64>(2).map_err(e2s)?;
         let rounds_data: Vec<u64> = (1..=rounds)
