@@ -91,6 +91,11 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-sync --
 # The proxy ring's protocol (symmem-device): producers, consumer, back-pressure, fetch, quiet.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-device --release --test loom
 
+step "the collectives and teams suites in weak-ordering mode under two seeds (correct programs must pass)"
+for seed in 1 2; do
+  SYMMEM_ORDERING=weak SYMMEM_ORDERING_SEED=$seed cargo test --no-fail-fast --test collectives --test teams
+done
+
 step "the demo: hello on 4 self-launched PEs"
 cargo run --release --example hello -- --pes 4
 cargo run --release --bin symmem-perf -- --pes 2 --quick
