@@ -170,4 +170,8 @@ correct_in_weak_mode!(
     fence_quiet,
     barriers,
     pipeline,
+    geometry,
+    thread_sync,
+    big_grid,
+    cooperative,
 );
