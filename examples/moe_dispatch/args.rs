@@ -211,7 +211,11 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                     _ => return Err(format!("--scope expects block or warp, got {v:?}")),
                 }
             }
-            "--blocks" => p.blocks = positive(flag, v)?.try_into().map_err(|_| "--blocks is too large".to_string())?,
+            "--blocks" => {
+                p.blocks = positive(flag, v)?
+                    .try_into()
+                    .map_err(|_| "--blocks is too large".to_string())?
+            }
             "--threads" => {
                 p.threads = match positive(flag, v)? {
                     n @ 1..=1024 => n as u32,
@@ -253,7 +257,9 @@ impl Params {
             }
         }
         for &t in &self.tokens {
-            if t.checked_mul(self.top_k).is_none_or(|c| c > u32::MAX as usize) {
+            if t.checked_mul(self.top_k)
+                .is_none_or(|c| c > u32::MAX as usize)
+            {
                 return Err(format!(
                     "--tokens {t} × --top-k {} does not fit the 32-bit choice index",
                     self.top_k

@@ -42,7 +42,11 @@ pub fn check_output(
                 let choices: Vec<String> = (0..k)
                     .map(|j| {
                         let r = routes[t * k + j];
-                        let state = if got.kept[t * k + j] { "kept" } else { "dropped" };
+                        let state = if got.kept[t * k + j] {
+                            "kept"
+                        } else {
+                            "dropped"
+                        };
                         format!("expert {} weight {} {state}", expert(r), weight(r))
                     })
                     .collect();

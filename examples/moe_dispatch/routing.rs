@@ -148,7 +148,7 @@ pub fn weight(route: u64) -> u64 {
 
 /// PE `pe`'s token values: small integers, distinct per PE, token and element.
 pub fn token_values(shape: &Shape, pe: usize, seed: u64) -> Vec<u64> {
-    let mut rng = Rng::new(seed, &[0x746f_6b, pe as u64]);
+    let mut rng = Rng::new(seed, &[0x0074_6f6b, pe as u64]);
     (0..shape.tokens * shape.hidden)
         .map(|_| rng.next() % 65_536)
         .collect()

@@ -31,10 +31,10 @@
 //! ends, and each arrives before the signal that the receiver waits for.
 
 use symmem_device::{
-    atomic_add, atomic_fetch, atomic_fetch_add, block_dim, block_rank, grid_dim, lane_id,
-    my_pe, n_pes, p, put_nbi_block, put_nbi_warp, put_signal_nbi_block, put_signal_nbi_warp,
-    signal_op, signal_wait_until, sync_threads, sync_warp, thread_rank, warp_id, warp_width,
-    Cmp, SignalOp, WARP_SIZE,
+    atomic_add, atomic_fetch, atomic_fetch_add, block_dim, block_rank, grid_dim, lane_id, my_pe,
+    n_pes, p, put_nbi_block, put_nbi_warp, put_signal_nbi_block, put_signal_nbi_warp, signal_op,
+    signal_wait_until, sync_threads, sync_warp, thread_rank, warp_id, warp_width, Cmp, SignalOp,
+    WARP_SIZE,
 };
 
 /// `slot_of` value of a choice that found its expert full: the token was not sent there.
