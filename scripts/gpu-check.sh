@@ -118,7 +118,7 @@ run() {
     check "stream-ordered put_signal vs consumer kernel ($n PEs)" "$bin/gpu_check_pe" --pes "$n" stream
     check "device_pipeline example ($n PEs)" "$bin/device_pipeline" --pes "$n"
     # Its table (device path vs host alltoall, GPU numbers) is in the log lines shown.
-    check "moe_dispatch example ($n PEs)" env SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024,4096 --experts 8 --hidden 512 --blocks 32 --threads 256
+    check "moe_dispatch example ($n PEs)" env SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024,4096 --experts 8 --hidden 512
   done
   # The host-API suite on GPU PEs (the same scenarios CI runs on CPU PEs).
   local api

@@ -36,8 +36,9 @@ usage: moe_dispatch [--pes N] [options]
   --seed N             seed of the routing and the token values (default 1)
   --iters N            timed iterations per run (default 5), after one warm-up
   --scope block|warp   group that puts each token row (default block)
-  --blocks N           blocks per kernel launch (default 2)
-  --threads N          threads per block, 1..=1024 (default 64)
+  --blocks N           blocks per kernel launch (default: 1 on CPU PEs, 32 on GPU PEs)
+  --threads N          threads per block, 1..=1024 (default: 8 on CPU PEs, where every
+                       block-wide step costs a switch per thread; 256 on GPU PEs)
   --mode both|device|baseline
                        which paths to run (default both)
   --json               also print one JSON object per run on stdout
@@ -108,10 +109,10 @@ pub struct Params {
     pub iters: usize,
     /// Put scope.
     pub scope: Scope,
-    /// Blocks per launch.
-    pub blocks: u32,
-    /// Threads per block.
-    pub threads: u32,
+    /// Blocks per launch; `None` = by the kind of PE ([`Params::geometry`]).
+    pub blocks: Option<u32>,
+    /// Threads per block; `None` = by the kind of PE.
+    pub threads: Option<u32>,
     /// Paths to run.
     pub mode: Mode,
     /// Print JSON lines.
@@ -155,8 +156,8 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         seed: 1,
         iters: 5,
         scope: Scope::Block,
-        blocks: 2,
-        threads: 64,
+        blocks: None,
+        threads: None,
         mode: Mode::Both,
         json: false,
     };
@@ -212,13 +213,15 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 }
             }
             "--blocks" => {
-                p.blocks = positive(flag, v)?
-                    .try_into()
-                    .map_err(|_| "--blocks is too large".to_string())?
+                p.blocks = Some(
+                    positive(flag, v)?
+                        .try_into()
+                        .map_err(|_| format!("--blocks {v} is too large"))?,
+                )
             }
             "--threads" => {
                 p.threads = match positive(flag, v)? {
-                    n @ 1..=1024 => n as u32,
+                    n @ 1..=1024 => Some(n as u32),
                     n => return Err(format!("--threads must be at most 1024, got {n}")),
                 }
             }
@@ -267,6 +270,17 @@ impl Params {
             }
         }
         Ok(())
+    }
+
+    /// `(blocks, threads)` of each launch: as given, else small on CPU PEs (the CPU
+    /// executor runs a block's threads as fibers on one core, so more threads only add
+    /// switches) and enough to fill some SMs on GPU PEs.
+    pub fn geometry(&self, on_gpu: bool) -> (u32, u32) {
+        let (blocks, threads) = if on_gpu { (32, 256) } else { (1, 8) };
+        (
+            self.blocks.unwrap_or(blocks),
+            self.threads.unwrap_or(threads),
+        )
     }
 
     /// Slots per expert for a run with `tokens` tokens per PE.

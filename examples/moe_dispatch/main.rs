@@ -154,10 +154,11 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                     policy: params.on_overflow,
                 };
                 let (times, dropped) = if path == "device" {
+                    let (blocks, threads) = params.geometry(module.on_gpu());
                     let geometry = Geometry {
                         scope: params.scope,
-                        blocks: params.blocks,
-                        threads: params.threads,
+                        blocks,
+                        threads,
                     };
                     let dev = DevicePath::new(rt, &module, shape, geometry, &routes, &values)?;
                     let result = run.steps(params.iters, path, || {
@@ -181,7 +182,8 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                     hidden: shape.hidden,
                     capacity: shape.capacity,
                     scope: if path == "device" {
-                        params.scope.to_string()
+                        let (blocks, threads) = params.geometry(module.on_gpu());
+                        format!("{} {blocks}x{threads}", params.scope)
                     } else {
                         "-".into()
                     },

@@ -39,7 +39,7 @@ pub struct Row {
     pub hidden: usize,
     /// Slots per expert.
     pub capacity: usize,
-    /// Put scope (device path) or `-`.
+    /// Put scope and `blocks`x`threads` (device path), or `-`.
     pub scope: String,
     /// Tokens the job dropped per step.
     pub dropped: u64,
@@ -79,7 +79,7 @@ impl Row {
 /// The table of `rows`, with a header line.
 pub fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "{:<9} {:>6} {:>4} {:>2} {:>5} {:>6} {:>5} {:>7} {:>12} {:>10} {:>11} {:>10} {:>11}\n",
+        "{:<9} {:>6} {:>4} {:>2} {:>5} {:>6} {:>12} {:>7} {:>12} {:>10} {:>11} {:>10} {:>11}\n",
         "path",
         "T",
         "E",
@@ -97,7 +97,7 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         let us = |i: usize| r.median.0[i] as f64 / 1e3;
         s += &format!(
-            "{:<9} {:>6} {:>4} {:>2} {:>5} {:>6} {:>5} {:>7} {:>12.1} {:>10.1} {:>11.1} {:>10.1} {:>11.0}\n",
+            "{:<9} {:>6} {:>4} {:>2} {:>5} {:>6} {:>12} {:>7} {:>12.1} {:>10.1} {:>11.1} {:>10.1} {:>11.0}\n",
             r.path,
             r.tokens,
             r.experts,
