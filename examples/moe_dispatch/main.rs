@@ -161,17 +161,19 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                         threads,
                     };
                     let dev = DevicePath::new(rt, &module, shape, geometry, &routes, &values)?;
+                    // A failed step ends the job: no collective free after it, which the
+                    // other PEs (still in the step's collectives) could not match.
                     let result = run.steps(params.iters, path, || {
                         let t = dev.step()?;
                         Ok((t, dev.collect(&loads)?))
-                    });
+                    })?;
                     dev.free()?;
-                    result?
+                    result
                 } else {
                     let base = Baseline::new(rt, shape, &routes, &values)?;
-                    let result = run.steps(params.iters, path, || Ok(base.step()?));
+                    let result = run.steps(params.iters, path, || Ok(base.step()?))?;
                     base.free()?;
-                    result?
+                    result
                 };
                 rows.push(Row {
                     path,

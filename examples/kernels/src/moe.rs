@@ -14,7 +14,8 @@
 //!
 //! # Protocol (three launches per PE, no host round trip between them)
 //! 1. [`moe_dispatch`]: for each token and choice, one thread reserves a slot on the
-//!    expert's PE with `atomic_fetch_add` on the expert's counter. A slot at or beyond the
+//!    expert's PE with `atomic_fetch_add` on the expert's counter (a group's threads
+//!    reserve a batch of choices at once, so their atomics overlap). A slot at or beyond the
 //!    capacity is [`DROPPED`] and nothing is written (never out of bounds). Otherwise it
 //!    writes the origin word with `p` and the group (warp or block) puts the token row with
 //!    `put_nbi`. At the end each block tells every PE `q`, with one `signal_op` Add after the
@@ -136,13 +137,17 @@ symmem_device::kernel! {
         let (me, n) = (my_pe(), n_pes() as usize);
         let g = Groups::new(warp_scope != 0);
         let (first, end) = block_tokens(n_tokens);
+        // The block's choices go in batches, one batch per group at a time: every member
+        // reserves its own choices of the batch at once (the atomics are in flight
+        // together), then the group puts the batch's rows one by one.
+        let batch = if g.warp { WARP_SIZE as usize } else { g.width };
         let (offset, stride) = g.within_block();
-        let mut t = first + offset;
-        while t < end {
-            // Reserve: member j of the group takes choices j, j + width, ...
-            let mut j = g.rank;
-            while j < top_k {
-                let c = t * top_k + j;
+        let (first_c, end_c) = (first * top_k, end * top_k);
+        let mut base = first_c + offset * batch;
+        while base < end_c {
+            let stop = (base + batch).min(end_c);
+            let mut c = base + g.rank;
+            while c < stop {
                 let e = (route.add(c).read() & LOW) as usize;
                 let (pe, local) = ((e / experts_per_pe) as u32, e % experts_per_pe);
                 let slot = atomic_fetch_add(counters.add(local), 1, pe) as usize;
@@ -153,27 +158,27 @@ symmem_device::kernel! {
                 } else {
                     slot_of.add(c).write(DROPPED);
                 }
-                j += g.width;
+                c += g.width;
             }
             // The group barrier makes every member's `slot_of` writes visible to all.
             g.sync();
-            let mut j = 0;
-            while j < top_k {
-                let c = t * top_k + j;
+            let mut c = base;
+            while c < stop {
                 let slot = slot_of.add(c).read();
                 if slot != DROPPED {
                     let e = (route.add(c).read() & LOW) as usize;
                     let (pe, local) = ((e / experts_per_pe) as u32, e % experts_per_pe);
                     let dst = recv.add((local * capacity + slot as usize) * hidden);
+                    let src = tokens.add(c / top_k * hidden);
                     if g.warp {
-                        put_nbi_warp(dst, tokens.add(t * hidden), hidden, pe);
+                        put_nbi_warp(dst, src, hidden, pe);
                     } else {
-                        put_nbi_block(dst, tokens.add(t * hidden), hidden, pe);
+                        put_nbi_block(dst, src, hidden, pe);
                     }
                 }
-                j += 1;
+                c += 1;
             }
-            t += stride;
+            base += stride * batch;
         }
         // Every row of this block is issued; thread q tells PE q (the fence in
         // `signal_op` orders the block's puts, which the barrier made this thread's).
