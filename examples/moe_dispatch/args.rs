@@ -89,6 +89,8 @@ pub enum Mode {
 /// The parsed parameters.
 #[derive(Debug, Clone)]
 pub struct Params {
+    /// `--pes`, if given.
+    pub pes: Option<usize>,
     /// Tokens per PE, one run each.
     pub tokens: Vec<usize>,
     /// Experts in total, one run each.
@@ -143,9 +145,28 @@ fn list(flag: &str, v: &str) -> Result<Vec<usize>, String> {
     v.split(',').map(|x| positive(flag, x.trim())).collect()
 }
 
+/// The options that take a value.
+const WITH_VALUE: [&str; 14] = [
+    "--pes",
+    "--tokens",
+    "--experts",
+    "--hidden",
+    "--top-k",
+    "--capacity",
+    "--on-overflow",
+    "--skew",
+    "--seed",
+    "--iters",
+    "--scope",
+    "--blocks",
+    "--threads",
+    "--mode",
+];
+
 /// Parses `args` (without the program name; `--pes N` may still be among them).
 pub fn parse(args: &[String]) -> Result<Command, String> {
     let mut p = Params {
+        pes: None,
         tokens: vec![256, 1024],
         experts: vec![8, 16],
         hidden: 128,
@@ -172,13 +193,14 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             }
             _ => {}
         }
+        if !WITH_VALUE.contains(&flag) {
+            return Err(format!("unknown option {flag:?} (see --help)"));
+        }
         let v = it
             .next()
             .ok_or_else(|| format!("{flag} needs a value (see --help)"))?;
         match flag {
-            "--pes" => {
-                positive(flag, v)?;
-            }
+            "--pes" => p.pes = Some(positive(flag, v)?),
             "--tokens" => p.tokens = list(flag, v)?,
             "--experts" => p.experts = list(flag, v)?,
             "--hidden" => p.hidden = positive(flag, v)?,
@@ -237,7 +259,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                     }
                 }
             }
-            _ => return Err(format!("unknown option {flag:?} (see --help)")),
+            _ => unreachable!("{flag} is in WITH_VALUE"),
         }
     }
     Ok(Command::Run(p))

@@ -50,14 +50,15 @@ fn exit_code(code: i32) -> ExitCode {
 
 /// Outside any job and without `--pes`, starts [`args::DEFAULT_PES`] PEs of this program
 /// and returns the job's exit code; `None` when this process should go on as a PE.
-fn launch_default_job() -> Res<Option<i32>> {
-    if std::env::args().any(|a| a == "--pes") {
+fn launch_default_job(params: &Params) -> Res<Option<i32>> {
+    if params.pes.is_some() {
         return Ok(None);
     }
     let config = symmem::Config::from_env()?;
     if decide(config.bootstrap, &process_env)?.plan != Plan::Single {
         return Ok(None);
     }
+    params.validate(args::DEFAULT_PES)?;
     let opts = LaunchOptions {
         n_pes: args::DEFAULT_PES,
         program: std::env::current_exe()?.into_os_string(),
@@ -78,10 +79,16 @@ fn run() -> Res<ExitCode> {
         }
         Command::Run(p) => p,
     };
+    // Bad parameters fail once, before any PE starts, when the job's size is known here.
+    if std::env::var_os(launcher::ENV_RANK).is_none() {
+        if let Some(n) = params.pes {
+            params.validate(n)?;
+        }
+    }
     if let SelfLaunch::Finished(code) = symmem::self_launch()? {
         return Ok(exit_code(code));
     }
-    if let Some(code) = launch_default_job()? {
+    if let Some(code) = launch_default_job(&params)? {
         return Ok(exit_code(code));
     }
     let rt = symmem::init()?;
