@@ -26,14 +26,14 @@ bundle() {
     --bin symrun --bin symmem-test-pe --bin symmem-perf \
     -p symmem -p symmem-perf
   cargo build --release --locked -p symmem-device-tests --bins
-  cargo build --release --locked -p symmem --example device_pipeline --example hello
+  cargo build --release --locked -p symmem --example device_pipeline --example hello --example moe_dispatch
   rm -rf "$out"
   mkdir -p "$out/bin"
   local b
   for b in symrun symmem-test-pe symmem-perf device-test-pe gpu_check_pe; do
     cp "target/release/$b" "$out/bin/"
   done
-  cp target/release/examples/device_pipeline target/release/examples/hello "$out/bin/"
+  cp target/release/examples/device_pipeline target/release/examples/hello target/release/examples/moe_dispatch "$out/bin/"
   strip "$out"/bin/*
   cp scripts/gpu-check.sh "$out/gpu-check.sh"
   mkdir -p "$out/compare"
@@ -117,6 +117,8 @@ run() {
     check "IPC mapping + device put_signal ($n PEs)" "$bin/gpu_check_pe" --pes "$n" ipc
     check "stream-ordered put_signal vs consumer kernel ($n PEs)" "$bin/gpu_check_pe" --pes "$n" stream
     check "device_pipeline example ($n PEs)" "$bin/device_pipeline" --pes "$n"
+    # Its table (device path vs host alltoall, GPU numbers) is in the log lines shown.
+    check "moe_dispatch example ($n PEs)" env SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024,4096 --experts 8 --hidden 512
   done
   # The host-API suite on GPU PEs (the same scenarios CI runs on CPU PEs).
   local api

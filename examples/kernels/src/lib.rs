@@ -3,6 +3,8 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
+pub mod moe;
+
 /// This crate's kernels as PTX, built and embedded at build time, for
 /// `Runtime::load_module` on GPU PEs.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -55,6 +57,9 @@ symmem_device::kernel! {
 /// Every kernel of this crate, for the check of each descriptor against its PTX `.entry`.
 #[cfg(not(target_arch = "nvptx64"))]
 pub const KERNELS: &[symmem_device::KernelInfo] = &[
+    moe::moe_dispatch::KERNEL.info(),
+    moe::moe_expert::KERNEL.info(),
+    moe::moe_combine::KERNEL.info(),
     pipeline_produce::KERNEL.info(),
     pipeline_consume::KERNEL.info(),
 ];
