@@ -8,6 +8,8 @@
 #[cfg(not(target_arch = "nvptx64"))]
 pub static PTX: symmem_device::EmbeddedPtx = symmem_device::embedded_ptx!();
 
+pub mod transpose;
+
 use symmem_device::{
     atomic_add, block_dim, my_pe, put_signal_nbi_block, quiet_block, signal_wait_until,
     sync_threads, thread_rank, Cmp, SignalOp,
@@ -55,6 +57,9 @@ symmem_device::kernel! {
 /// Every kernel of this crate, for the check of each descriptor against its PTX `.entry`.
 #[cfg(not(target_arch = "nvptx64"))]
 pub const KERNELS: &[symmem_device::KernelInfo] = &[
+    transpose::transpose_staged::KERNEL.info(),
+    transpose::transpose_get::KERNEL.info(),
+    transpose::transpose_fused::KERNEL.info(),
     pipeline_produce::KERNEL.info(),
     pipeline_consume::KERNEL.info(),
 ];
