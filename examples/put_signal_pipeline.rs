@@ -35,7 +35,7 @@ const USAGE: &str = "\
 put_signal_pipeline: host put/signal pipeline vs per-chunk quiet vs synchronous copy
 
 usage: put_signal_pipeline [--pes N] [--chunk-kib LIST] [--chunks LIST]
-                           [--compute-us US] [--buffers 2|3]
+                           [--compute-us US] [--buffers 2|3] [--reps R]
 
   --pes N           PEs to self-launch (default 4; under a launcher, its PEs); even
   --chunk-kib LIST  chunk sizes in KiB, comma-separated (default 16,256)
@@ -43,6 +43,8 @@ usage: put_signal_pipeline [--pes N] [--chunk-kib LIST] [--chunks LIST]
   --compute-us US   stand-in compute per chunk in microseconds, a busy loop that also
                     fills the chunk (default 100)
   --buffers B       buffer slots on each side: 2 (double) or 3 (triple) (default 2)
+  --reps R          runs per variant and size; the one with the least exposed time is
+                    reported, the check covers all (default 3)
 
 PE p < n/2 produces for PE p + n/2. Per variant and size PE 0 prints total time, compute
 time, overlap ratio (1 - exposed / exposed_sync, exposed = total - compute) and whether
@@ -103,13 +105,31 @@ fn main() -> ExitCode {
     }
 }
 
+type Settings = (Vec<usize>, Vec<usize>, Duration, usize, usize);
+
+/// The options' values: chunk sizes in KiB, chunk counts, compute per chunk, buffers, reps.
+fn settings(opts: &Options) -> Result<Settings, String> {
+    let kib = opts.list("chunk-kib", &[16, 256])?;
+    let counts = opts.list("chunks", &[32, 128])?;
+    let compute = Duration::from_micros(opts.get("compute-us", 100u64)?);
+    let buffers = opts.get("buffers", 2usize)?;
+    if !(2..=3).contains(&buffers) {
+        return Err(format!("--buffers {buffers}: expected 2 or 3"));
+    }
+    let reps = opts.get("reps", 3usize)?;
+    if reps == 0 {
+        return Err("--reps must be positive".into());
+    }
+    Ok((kib, counts, compute, buffers, reps))
+}
+
 /// The value of element `j` of chunk `i` sent by `producer`: every element distinct.
 fn value(producer: usize, i: usize, j: usize) -> u64 {
     ((producer as u64) << 56) ^ ((i as u64) << 28) ^ j as u64
 }
 
 fn run() -> symmem::Result<ExitCode> {
-    let opts = match Options::parse(&["chunk-kib", "chunks", "compute-us", "buffers"]) {
+    let opts = match Options::parse(&["chunk-kib", "chunks", "compute-us", "buffers", "reps"]) {
         Ok(o) => o,
         Err(None) => {
             println!("{USAGE}");
@@ -120,17 +140,8 @@ fn run() -> symmem::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let parsed = (|| -> Result<_, String> {
-        let kib = opts.list("chunk-kib", &[16, 256])?;
-        let counts = opts.list("chunks", &[32, 128])?;
-        let compute = Duration::from_micros(opts.get("compute-us", 100u64)?);
-        let buffers = opts.get("buffers", 2usize)?;
-        if !(2..=3).contains(&buffers) {
-            return Err(format!("--buffers {buffers}: expected 2 or 3"));
-        }
-        Ok((kib, counts, compute, buffers))
-    })();
-    let (kib, counts, compute, buffers) = match parsed {
+    let parsed = settings(&opts);
+    let (kib, counts, compute, buffers, reps) = match parsed {
         Ok(p) => p,
         Err(why) => {
             eprintln!("put_signal_pipeline: {why}");
@@ -211,16 +222,18 @@ fn run() -> symmem::Result<ExitCode> {
         };
         let mut sync_exposed = None;
         for &v in &variants {
-            let (elapsed, computed, bad) = run_variant(&rt, &bufs, shape, v)?;
-            let [total, compute_ns] = all_reduce(
-                &rt,
-                &scratch,
-                &[elapsed.as_nanos() as u64, computed.as_nanos() as u64],
-                Max,
-            )?[..] else {
-                unreachable!("two values in, two out")
-            };
-            let bad = all_reduce(&rt, &scratch, &[bad], Sum)?[0];
+            // The best of `reps` runs (least exposed time), as the machine may be busy.
+            let (mut total, mut compute_ns, mut bad) = (u64::MAX, 0, 0);
+            for _ in 0..reps {
+                let (elapsed, computed, wrong) = run_variant(&rt, &bufs, shape, v)?;
+                let times = [elapsed.as_nanos() as u64, computed.as_nanos() as u64];
+                let tc = all_reduce(&rt, &scratch, &times, Max)?;
+                let (t, c) = (tc[0], tc[1]);
+                bad += all_reduce(&rt, &scratch, &[wrong], Sum)?[0];
+                if total == u64::MAX || t.saturating_sub(c) < total.saturating_sub(compute_ns) {
+                    (total, compute_ns) = (t, c);
+                }
+            }
             all_exact &= bad == 0;
             let exposed = total.saturating_sub(compute_ns) as f64;
             if v == Variant::Sync {
@@ -232,7 +245,7 @@ fn run() -> symmem::Result<ExitCode> {
             };
             if me == 0 {
                 let check = if bad == 0 {
-                    format!("exact ({} chunks)", n / 2 * chunks)
+                    format!("exact ({} chunks x {reps})", n / 2 * chunks)
                 } else {
                     format!("WRONG ({bad} elements)")
                 };

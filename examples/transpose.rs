@@ -88,6 +88,18 @@ fn init(r: usize, c: usize) -> f64 {
     ((r + 3 * c) % 17) as f64
 }
 
+/// The sizes asked for: matrix orders, timed runs, threads per block, blocks (0: default).
+fn settings(opts: &Options) -> Result<(Vec<usize>, usize, u32, u32), String> {
+    let sizes = opts.list("sizes", &[256, 512, 1024])?;
+    let iters = opts.get("iters", 3usize)?;
+    let threads = opts.get("threads", 128u32)?;
+    let grid = opts.get("grid", 0u32)?;
+    if iters == 0 || threads == 0 {
+        return Err("--iters and --threads must be positive".into());
+    }
+    Ok((sizes, iters, threads, grid))
+}
+
 /// The address of this PE's own copy of `buf`, for kernel arguments.
 fn own<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
     Ok(rt
@@ -108,16 +120,7 @@ fn run() -> symmem::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let parsed = (|| -> Result<_, String> {
-        let sizes = opts.list("sizes", &[256, 512, 1024])?;
-        let iters = opts.get("iters", 3usize)?.max(1);
-        let threads = opts.get("threads", 128u32)?;
-        let grid = opts.get("grid", 0u32)?;
-        if threads == 0 {
-            return Err("--threads must be positive".into());
-        }
-        Ok((sizes, iters, threads, grid))
-    })();
+    let parsed = settings(&opts);
     let (sizes, iters, threads, grid) = match parsed {
         Ok(p) => p,
         Err(why) => {

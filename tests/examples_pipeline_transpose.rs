@@ -56,7 +56,7 @@ fn check_pipeline(job: &Job, chunks: usize) {
             .stdout
             .lines()
             .filter(|l| l.starts_with(variant))
-            .filter(|l| l.ends_with(&format!("exact ({} chunks)", 2 * chunks)))
+            .filter(|l| l.ends_with(&format!("exact ({} chunks x 2)", 2 * chunks)))
             .count();
         if exact != 1 {
             job.fail(&format!("expected one exact row for {variant}, found {exact}"));
@@ -66,7 +66,16 @@ fn check_pipeline(job: &Job, chunks: usize) {
     expect_line(job, "check: every chunk exact on 4 PEs");
 }
 
-const PIPELINE_ARGS: &[&str] = &["--chunk-kib", "4", "--chunks", "24", "--compute-us", "20"];
+const PIPELINE_ARGS: &[&str] = &[
+    "--chunk-kib",
+    "4",
+    "--chunks",
+    "24",
+    "--compute-us",
+    "20",
+    "--reps",
+    "2",
+];
 
 #[test]
 fn pipeline_on_4_pes() {
