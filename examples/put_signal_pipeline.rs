@@ -27,9 +27,9 @@ mod support;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use support::{all_reduce, Options, Start};
 use symmem::collectives::{Max, Sum};
 use symmem::{Cmp, Runtime, SignalOp, SymBuf};
-use support::{all_reduce, Options, Start};
 
 const USAGE: &str = "\
 put_signal_pipeline: host put/signal pipeline vs per-chunk quiet vs synchronous copy
@@ -184,9 +184,7 @@ fn run() -> symmem::Result<ExitCode> {
         variants.push(Variant::Stream);
     }
     if me == 0 {
-        let pairs: Vec<String> = (0..n / 2)
-            .map(|p| format!("{p}->{}", p + n / 2))
-            .collect();
+        let pairs: Vec<String> = (0..n / 2).map(|p| format!("{p}->{}", p + n / 2)).collect();
         println!(
             "put_signal_pipeline: {n} PEs ({}), pairs {}, {buffers} buffers, compute {} us/chunk",
             rt.device_description(),

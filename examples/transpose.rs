@@ -26,11 +26,11 @@ mod support;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use support::{all_reduce, Options, Start};
 use symmem::collectives::Sum;
 use symmem::{Module, Runtime, SymBuf};
 use symmem_example_kernels::transpose::{transpose_fused, transpose_get, transpose_staged};
 use symmem_example_kernels::PTX;
-use support::{all_reduce, Options, Start};
 
 const USAGE: &str = "\
 transpose: distributed transpose with accumulation (alltoall | get | fused)

@@ -59,7 +59,9 @@ fn check_pipeline(job: &Job, chunks: usize) {
             .filter(|l| l.ends_with(&format!("exact ({} chunks x 2)", 2 * chunks)))
             .count();
         if exact != 1 {
-            job.fail(&format!("expected one exact row for {variant}, found {exact}"));
+            job.fail(&format!(
+                "expected one exact row for {variant}, found {exact}"
+            ));
         }
     }
     expect_line(job, "stream variant: skipped (CPU PEs");
@@ -106,7 +108,10 @@ fn pipeline_self_launches_4_pes_by_default() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let job = wait_job(cmd.spawn().expect("start the example"), Duration::from_secs(120));
+    let job = wait_job(
+        cmd.spawn().expect("start the example"),
+        Duration::from_secs(120),
+    );
     job.assert_success();
     check_pipeline(&job, 24);
 }

@@ -121,8 +121,7 @@ pub fn all_reduce<O: ReduceOp<u64>>(
     op: O,
 ) -> symmem::Result<Vec<u64>> {
     rt.put(scratch.at(0), values, rt.my_pe())?;
-    rt.team_world()
-        .reduce(scratch, scratch, values.len(), op)?;
+    rt.team_world().reduce(scratch, scratch, values.len(), op)?;
     let mut out = vec![0; values.len()];
     rt.get(scratch.at(0), &mut out, rt.my_pe())?;
     Ok(out)
