@@ -57,9 +57,9 @@ impl Warp {
 /// Adds the transpose of rows `a0..a1` of the `nb × nb` row-major block `src` to the
 /// `nb × nb` block `out`: `out[b][a] += src[a][b]`, tile by tile over the warps of `w`.
 ///
-/// Not inlined: inlined into `transpose_get`, the release host build divided by a
-/// register holding 0 (SIGFPE) where the debug build and the non-inlined call are right;
-/// not yet explained, see the README's transpose section.
+/// Not inlined: inlined into `transpose_get`, rustc 1.95.0 at opt-level >= 2 miscompiles
+/// the tile loop into a division by zero (SIGFPE); `docs/rustc_div_miscompile_repro.rs`
+/// reproduces it without symmem.
 ///
 /// # Safety
 /// `src` and `out` hold `nb²` elements; `a1 <= nb`.
