@@ -27,6 +27,7 @@ bundle() {
     -p symmem -p symmem-perf
   cargo build --release --locked -p symmem-device-tests --bins
   cargo build --release --locked -p symmem --example device_pipeline --example hello --example moe_dispatch
+  cargo build --release --locked -p symmem --example put_signal_pipeline --example transpose
   rm -rf "$out"
   mkdir -p "$out/bin"
   local b
@@ -34,6 +35,7 @@ bundle() {
     cp "target/release/$b" "$out/bin/"
   done
   cp target/release/examples/device_pipeline target/release/examples/hello target/release/examples/moe_dispatch "$out/bin/"
+  cp target/release/examples/put_signal_pipeline target/release/examples/transpose "$out/bin/"
   strip "$out"/bin/*
   cp scripts/gpu-check.sh "$out/gpu-check.sh"
   mkdir -p "$out/compare"
@@ -119,6 +121,8 @@ run() {
     check "device_pipeline example ($n PEs)" "$bin/device_pipeline" --pes "$n"
     # Its table (device path vs host alltoall, GPU numbers) is in the log lines shown.
     check "moe_dispatch example ($n PEs)" env SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024,4096 --experts 8 --hidden 512
+    check "put_signal_pipeline example, GPU numbers ($n PEs)" "$bin/put_signal_pipeline" --pes "$n" --chunk-kib 64,1024 --chunks 64
+    check "transpose example, GPU numbers ($n PEs)" "$bin/transpose" --pes "$n" --sizes 1024,2048 --iters 5
   done
   # The host-API suite on GPU PEs (the same scenarios CI runs on CPU PEs).
   local api

@@ -10,6 +10,8 @@ pub mod moe;
 #[cfg(not(target_arch = "nvptx64"))]
 pub static PTX: symmem_device::EmbeddedPtx = symmem_device::embedded_ptx!();
 
+pub mod transpose;
+
 use symmem_device::{
     atomic_add, block_dim, my_pe, put_signal_nbi_block, quiet_block, signal_wait_until,
     sync_threads, thread_rank, Cmp, SignalOp,
@@ -60,6 +62,9 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     moe::moe_dispatch::KERNEL.info(),
     moe::moe_expert::KERNEL.info(),
     moe::moe_combine::KERNEL.info(),
+    transpose::transpose_staged::KERNEL.info(),
+    transpose::transpose_get::KERNEL.info(),
+    transpose::transpose_fused::KERNEL.info(),
     pipeline_produce::KERNEL.info(),
     pipeline_consume::KERNEL.info(),
 ];

@@ -1,0 +1,319 @@
+//! Distributed transpose with accumulation, the benchmark of the reference doc (§3): an
+//! `n × n` f64 matrix distributed by column blocks over the PEs; each PE adds its column
+//! block of the transpose to an output block it already holds. Three variants, each
+//! checked exactly against a host reference (the values are small integers):
+//!
+//! - `alltoall`: `Team::alltoall` of the blocks, then one local transpose-and-accumulate
+//!   kernel (`transpose_staged`);
+//! - `get`: one kernel that, PE by PE, `get_block`s the remote block into a staging buffer
+//!   and transposes it, interleaved (`transpose_get`);
+//! - `fused`: one kernel that loads every remote block through `ptr(a, pe)` and transposes
+//!   and accumulates in place, no staging (`transpose_fused`). Only when every PE is P2P
+//!   reachable; otherwise the `get` kernel runs in its place and a line on stderr says so.
+//!
+//! The kernels are `symmem_example_kernels::transpose`: PTX on GPU PEs, the CPU executor
+//! on CPU PEs, one source. PE 0 prints aggregate GB/s (matrix bytes / time) per variant.
+//!
+//! ```text
+//! cargo run --release --example transpose                           # 4 PEs
+//! cargo run --release --example transpose -- --sizes 512,2048 --iters 5
+//! SYMMEM_SIMULATE_NODES=2 cargo run --release --example transpose  # fused falls back
+//! ```
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use support::{all_reduce, Options, Start};
+use symmem::collectives::Sum;
+use symmem::{Module, Runtime, SymBuf};
+use symmem_example_kernels::transpose::{transpose_fused, transpose_get, transpose_staged};
+use symmem_example_kernels::PTX;
+
+const USAGE: &str = "\
+transpose: distributed transpose with accumulation (alltoall | get | fused)
+
+usage: transpose [--pes N] [--sizes LIST] [--iters K] [--threads T] [--grid G]
+
+  --pes N       PEs to self-launch (default 4; under a launcher, its PEs)
+  --sizes LIST  matrix orders n, comma-separated, each a multiple of the PE count
+                (default 256,512,1024); the matrix is n x n f64
+  --iters K     timed runs per variant and size; the best is reported (default 3)
+  --threads T   threads per block of the kernels (default 128)
+  --grid G      blocks per launch, at most n / PEs (default 4 on CPU PEs, 264 on GPUs)
+
+Aggregate GB/s = n * n * 8 bytes / wall time of the slowest PE. The fused variant needs a
+P2P pointer to every PE (same node); otherwise get+transpose runs in its place.";
+
+/// One way of computing the transpose.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    Alltoall,
+    Get,
+    Fused,
+}
+
+/// A matrix size's buffers and kernel arguments.
+struct Setup<'rt> {
+    rt: &'rt Runtime,
+    module: &'rt Module,
+    nb: usize,
+    grid: u32,
+    threads: u32,
+    a: SymBuf<f64>,
+    recv: SymBuf<f64>,
+    staging: SymBuf<f64>,
+    out: SymBuf<f64>,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("transpose: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `M[r][c]`: small integers, so every sum is exact in f64.
+fn m(r: usize, c: usize) -> f64 {
+    ((r * 37 + c * 11) % 4093) as f64
+}
+
+/// The initial value of `out[r][c]` (what the transpose accumulates into).
+fn init(r: usize, c: usize) -> f64 {
+    ((r + 3 * c) % 17) as f64
+}
+
+/// The sizes asked for: matrix orders, timed runs, threads per block, blocks (0: default).
+fn settings(opts: &Options) -> Result<(Vec<usize>, usize, u32, u32), String> {
+    let sizes = opts.list("sizes", &[256, 512, 1024])?;
+    let iters = opts.get("iters", 3usize)?;
+    let threads = opts.get("threads", 128u32)?;
+    let grid = opts.get("grid", 0u32)?;
+    if iters == 0 || threads == 0 {
+        return Err("--iters and --threads must be positive".into());
+    }
+    Ok((sizes, iters, threads, grid))
+}
+
+/// The address of this PE's own copy of `buf`, for kernel arguments.
+fn own<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
+    Ok(rt
+        .ptr(buf, rt.my_pe())?
+        .expect("a PE's own heap is always mapped")
+        .as_ptr())
+}
+
+fn run() -> symmem::Result<ExitCode> {
+    let opts = match Options::parse(&["sizes", "iters", "threads", "grid"]) {
+        Ok(o) => o,
+        Err(None) => {
+            println!("{USAGE}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(Some(why)) => {
+            eprintln!("transpose: {why}\n\n{USAGE}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let parsed = settings(&opts);
+    let (sizes, iters, threads, grid) = match parsed {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("transpose: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if let Start::Done(code) = support::start(4)? {
+        return Ok(code);
+    }
+    let rt = symmem::init()?;
+    let (me, n_pes) = (rt.my_pe(), rt.n_pes());
+    if let Some(&bad) = sizes.iter().find(|&&s| s % n_pes != 0) {
+        if me == 0 {
+            eprintln!("transpose: --sizes {bad} is not a multiple of the {n_pes} PEs");
+        }
+        return Ok(ExitCode::from(2));
+    }
+    let module = rt.load_module(&PTX)?;
+    let grid = match grid {
+        0 if module.on_gpu() => 264,
+        0 => 4,
+        g => g,
+    };
+    let scratch = rt.calloc::<u64>(1)?;
+    if me == 0 {
+        println!(
+            "transpose: {n_pes} PEs ({}), kernels on {}, grid {grid} x {threads} threads, best of {iters}",
+            rt.device_description(),
+            if module.on_gpu() { "the GPU" } else { "the CPU executor" }
+        );
+        println!(
+            "{:<24} {:>6} {:>9} {:>10} {:>9}  check",
+            "variant", "n", "MiB", "best ms", "GB/s"
+        );
+    }
+    let mut all_exact = true;
+    for (step, &n) in sizes.iter().enumerate() {
+        if me == 0 {
+            eprintln!("progress: {}/{}: n = {n}", step + 1, sizes.len());
+        }
+        let nb = n / n_pes;
+        let setup = Setup {
+            rt: &rt,
+            module: &module,
+            nb,
+            grid: grid.min(nb as u32),
+            threads,
+            a: rt.alloc::<f64>(n * nb)?,
+            recv: rt.alloc::<f64>(n * nb)?,
+            staging: rt.alloc::<f64>(nb * nb)?,
+            out: rt.alloc::<f64>(n * nb)?,
+        };
+        let a: Vec<f64> = (0..n * nb).map(|i| m(i / nb, me * nb + i % nb)).collect();
+        rt.put(setup.a.at(0), &a, me)?;
+        // Fused needs a direct pointer to every PE, from every PE.
+        let unreachable: Vec<usize> = (0..n_pes)
+            .filter(|&j| matches!(rt.ptr(&setup.a, j), Ok(None)))
+            .collect();
+        let fused_ok = all_reduce(&rt, &scratch, &[unreachable.len() as u64], Sum)?[0] == 0;
+        if !fused_ok && me == 0 && step == 0 {
+            eprintln!(
+                "transpose: fused variant unavailable: not every PE is P2P reachable (PE 0 has no direct pointer to PE {:?}); running get+transpose in its place",
+                unreachable
+            );
+        }
+        for v in [Variant::Alltoall, Variant::Get, Variant::Fused] {
+            let (best, bad) = setup.time(v, fused_ok, iters)?;
+            let bad = all_reduce(&rt, &scratch, &[bad], Sum)?[0];
+            all_exact &= bad == 0;
+            if me == 0 {
+                let name = match v {
+                    Variant::Alltoall => "alltoall+transpose",
+                    Variant::Get => "get+transpose",
+                    Variant::Fused if fused_ok => "fused (ptr loads)",
+                    Variant::Fused => "fused -> get (fallback)",
+                };
+                let bytes = (n * n * 8) as f64;
+                let check = if bad == 0 {
+                    "exact".to_string()
+                } else {
+                    format!("WRONG ({bad} elements)")
+                };
+                println!(
+                    "{name:<24} {n:>6} {:>9.1} {:>10.3} {:>9.2}  {check}",
+                    bytes / (1 << 20) as f64,
+                    best.as_secs_f64() * 1e3,
+                    bytes / best.as_secs_f64() / 1e9,
+                );
+            }
+        }
+        rt.barrier_all()?;
+        rt.free(setup.out)?;
+        rt.free(setup.staging)?;
+        rt.free(setup.recv)?;
+        rt.free(setup.a)?;
+    }
+    if me == 0 {
+        println!(
+            "check: {} on {n_pes} PEs",
+            if all_exact {
+                "every variant exact"
+            } else {
+                "MISMATCHES"
+            }
+        );
+    }
+    rt.free(scratch)?;
+    rt.finalize()?;
+    Ok(if all_exact {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+impl Setup<'_> {
+    /// Runs `v` `iters` times from a fresh output; returns the best time (common start to
+    /// the slowest PE's end) and the wrong elements this PE saw over all runs.
+    fn time(&self, v: Variant, fused_ok: bool, iters: usize) -> symmem::Result<(Duration, u64)> {
+        let rt = self.rt;
+        let (me, nb) = (rt.my_pe(), self.nb);
+        let n = nb * rt.n_pes();
+        let fresh: Vec<f64> = (0..n * nb).map(|i| init(i / nb, i % nb)).collect();
+        // out[r][c] = init + M^T[r][me·nb + c] = init + M[me·nb + c][r].
+        let expected: Vec<f64> = (0..n * nb)
+            .map(|i| init(i / nb, i % nb) + m(me * nb + i % nb, i / nb))
+            .collect();
+        let mut got = vec![0f64; n * nb];
+        let (mut best, mut bad) = (Duration::MAX, 0u64);
+        for _ in 0..iters {
+            rt.put(self.out.at(0), &fresh, me)?;
+            rt.barrier_all()?;
+            let start = Instant::now();
+            self.once(v, fused_ok)?;
+            rt.barrier_all()?;
+            best = best.min(start.elapsed());
+            rt.get(self.out.at(0), &mut got, me)?;
+            bad += got.iter().zip(&expected).filter(|(g, e)| g != e).count() as u64;
+        }
+        Ok((best, bad))
+    }
+
+    /// One transpose with variant `v`.
+    fn once(&self, v: Variant, fused_ok: bool) -> symmem::Result<()> {
+        let rt = self.rt;
+        let (a, out) = (own(rt, &self.a)?.cast_const(), own(rt, &self.out)?);
+        let nb = self.nb;
+        // The launches' arguments: `a`, `recv`, `staging` and `out` are this PE's
+        // symmetric addresses of live allocations of n·nb, n·nb, nb² and n·nb f64s, the
+        // sizes the kernels index for this `nb` and PE count.
+        match v {
+            Variant::Alltoall => {
+                rt.team_world().alltoall(&self.recv, &self.a, nb * nb)?;
+                let recv = own(rt, &self.recv)?.cast_const();
+                let blocks = rt.n_pes();
+                // SAFETY: `recv` holds the n_pes blocks of nb² f64s the kernel reads and
+                // `out` the n·nb it updates.
+                unsafe {
+                    rt.launch(
+                        self.module,
+                        transpose_staged::KERNEL,
+                        self.grid,
+                        self.threads,
+                        (recv, out, nb, blocks),
+                    )
+                }
+            }
+            // SAFETY: `a` is symmetric (n·nb f64s on every PE, each reachable through
+            // `ptr`, as `fused_ok` says) and `out` holds n·nb.
+            Variant::Fused if fused_ok => unsafe {
+                rt.launch(
+                    self.module,
+                    transpose_fused::KERNEL,
+                    self.grid,
+                    self.threads,
+                    (a, out, nb),
+                )
+            },
+            Variant::Get | Variant::Fused => {
+                let staging = own(rt, &self.staging)?;
+                // SAFETY: `a` is symmetric (n·nb f64s), `staging` holds nb² and `out`
+                // n·nb; `grid <= nb` keeps every block's rows of `staging` in range.
+                unsafe {
+                    rt.launch(
+                        self.module,
+                        transpose_get::KERNEL,
+                        self.grid,
+                        self.threads,
+                        (a, staging, out, nb),
+                    )
+                }
+            }
+        }
+    }
+}
