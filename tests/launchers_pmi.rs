@@ -15,8 +15,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    check_launched, launched_pe_env, names_another_pe, wait_output, Job, FOREIGN_LAUNCH_VARS,
-    TEST_PE,
+    check_launched, check_one_node_from_process_mapping, launched_pe_env, names_another_pe,
+    wait_output, Job, FOREIGN_LAUNCH_VARS, TEST_PE,
 };
 
 const HYDRA: &str = "/usr/bin/mpiexec.hydra";
@@ -72,12 +72,7 @@ fn hydra_hello_on_2_and_4_pes() {
 fn hydra_process_mapping_puts_both_pes_on_one_node() {
     let Some(hydra) = hydra() else { return };
     let job = run_hydra(hydra, 2, "node_layout");
-    check_launched(&job, 2, "pmi", 2, |r| format!("PE {r} local [0, 1]"));
-    let from_mapping = "the launcher's node, 0 (PMI-1 PMI_process_mapping)";
-    let logged = job.stderr.matches(from_mapping).count();
-    if logged != 2 {
-        job.fail(&format!("{logged} PEs logged {from_mapping:?}, expected 2"));
-    }
+    check_one_node_from_process_mapping(&job, 2);
 }
 
 #[test]

@@ -20,7 +20,10 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{check_launched, launched_pe_env, wait_output, Job, FOREIGN_LAUNCH_VARS, TEST_PE};
+use common::{
+    check_launched, check_one_node_from_process_mapping, launched_pe_env, wait_output, Job,
+    FOREIGN_LAUNCH_VARS, TEST_PE,
+};
 
 /// The `slurm.conf` of the running single-node Slurm, or `None` after printing why the
 /// test is skipped.
@@ -88,12 +91,7 @@ fn srun_pmi2_put_get_on_4_tasks() {
 fn srun_pmi2_process_mapping_puts_the_tasks_on_one_node() {
     let Some(conf) = slurm() else { return };
     let job = run_srun(&conf, "pmi2", 2, "node_layout", &[]);
-    check_launched(&job, 2, "pmi", 2, |r| format!("PE {r} local [0, 1]"));
-    let from_mapping = "the launcher's node, 0 (PMI-1 PMI_process_mapping)";
-    let logged = job.stderr.matches(from_mapping).count();
-    if logged != 2 {
-        job.fail(&format!("{logged} PEs logged {from_mapping:?}, expected 2"));
-    }
+    check_one_node_from_process_mapping(&job, 2);
 }
 
 #[test]

@@ -155,6 +155,20 @@ pub fn launched_pe_env(n: &str) -> [(&'static str, &str); 5] {
     ]
 }
 
+/// Checks a `node_layout` job of `n` PEs that a PMI-1 launcher placed on one node: every PE
+/// has all of them as local PEs, and every init logged node 0 from `PMI_process_mapping`.
+pub fn check_one_node_from_process_mapping(job: &Job, n: usize) {
+    let all: Vec<usize> = (0..n).collect();
+    check_launched(job, n, "pmi", n, |r| format!("PE {r} local {all:?}"));
+    let from_mapping = "the launcher's node, 0 (PMI-1 PMI_process_mapping)";
+    let logged = job.stderr.matches(from_mapping).count();
+    if logged != n {
+        job.fail(&format!(
+            "{logged} PEs logged {from_mapping:?}, expected {n}"
+        ));
+    }
+}
+
 /// Checks that a job a launcher started succeeded, that rank r printed `want(r)`, and
 /// that `inits` inits logged `bootstrap: <bootstrap>`, so that n one-PE jobs cannot pass.
 pub fn check_launched(
