@@ -32,8 +32,10 @@
 )]
 
 pub mod proxy;
+pub mod reduce;
 pub mod request;
 pub mod state;
+pub mod team;
 
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
 mod ops;
@@ -54,7 +56,9 @@ mod arch;
 mod arch;
 
 pub use request::{Opcode, Request};
+pub use reduce::{And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
 pub use state::{DeviceState, DEVICE_STATE_VERSION};
+pub use team::DeviceTeam;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod kernel;
