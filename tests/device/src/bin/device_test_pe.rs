@@ -22,6 +22,8 @@
 
 #[path = "device_test_pe/amo.rs"]
 mod amo;
+#[path = "device_test_pe/collective.rs"]
+mod collective;
 #[path = "device_test_pe/failure.rs"]
 mod failure;
 #[path = "device_test_pe/pipeline.rs"]
@@ -83,6 +85,7 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("atomics_unsigned", amo::atomics_unsigned, CPU_ONLY),
     ("fence_quiet", sync::fence_quiet, GPU),
     ("barriers", sync::barriers, GPU),
+    ("team_collectives", collective::team_collectives, GPU),
     ("geometry", threads::geometry, GPU),
     ("thread_sync", threads::thread_sync, GPU),
     ("big_grid", threads::big_grid, GPU),
