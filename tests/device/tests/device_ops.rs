@@ -78,6 +78,41 @@ scenarios! {
     pipeline;
 }
 
+/// Device collectives on a team (barrier/sync, broadcast, fcollect, alltoall, reduce with
+/// every operator and type, in place and not) at thread, warp and block scope, on
+/// TEAM_WORLD and on the team of even PEs, with host and device barriers alternating on
+/// each team: on 1, 2, 3 (not a power of two) and 4 PEs, and on 2 simulated nodes × 2 PEs,
+/// where the even team's two PEs reach each other only through the proxy channel.
+mod team_collectives {
+    const SCENARIO: &str = "team_collectives";
+
+    #[test]
+    fn one_pe() {
+        super::ok(1, SCENARIO);
+    }
+
+    #[test]
+    fn two_pes() {
+        super::ok(2, SCENARIO);
+    }
+
+    #[test]
+    fn three_pes() {
+        super::ok(3, SCENARIO);
+    }
+
+    #[test]
+    fn four_pes() {
+        super::ok(4, SCENARIO);
+    }
+
+    #[test]
+    fn on_2_nodes_of_2_pes() {
+        let job = super::common::run_with_env(4, SCENARIO, &[("SYMMEM_SIMULATE_NODES", "2")]);
+        job.assert_ok(4, SCENARIO);
+    }
+}
+
 /// Scenarios whose kernels interleave their threads at barriers and waits, under seeded
 /// lane schedules (`SYMMEM_EXEC_SEED`) instead of thread index order: a correct kernel
 /// passes under every schedule.
