@@ -1,7 +1,8 @@
 //! Collectives on a team from kernels (NVSHMEM's `nvshmem_team_sync`, `nvshmem_barrier`,
-//! `nvshmem_TYPENAME_broadcast`, `_fcollect`, `_alltoall`, `nvshmem_TYPENAME_OP_reduce`
-//! and their `nvshmemx_*_warp` / `_block` forms), on a [`DeviceTeam`] the host got from
-//! `Team::device` and passed as a kernel argument.
+//! `nvshmem_TYPENAME_broadcast`, `_fcollect`, `_alltoall`, `nvshmem_TYPENAME_OP_reduce`,
+//! OpenSHMEM's `collect` and `reducescatter`, and their `nvshmemx_*_warp` / `_block`
+//! forms), on a [`DeviceTeam`] the host got from `Team::device` and passed as a kernel
+//! argument.
 //!
 //! # Scopes
 //! Thread-scope forms are called by one thread per PE, `_warp` forms by every thread of
@@ -20,24 +21,27 @@
 //!   `Team::sync`'s protocol on the same flags and epoch word, so host and device barriers
 //!   on one team interleave. `team_barrier` first completes this PE's operations
 //!   (`quiet`).
-//! - **Direct push between team barriers** (`broadcast`, `fcollect`, `alltoall`): the
+//! - **Direct push between team barriers** (`broadcast`, `fcollect`, `alltoall`,
+//!   `collect`, which first exchanges the sizes through the team's scratch): the
 //!   entry barrier (every member has entered, so no one still reads its `dest` from
 //!   before), then each PE puts its blocks straight into the `dest` of the PEs that need
 //!   them, its right neighbour first: through the P2P pointer a copy by the group's
 //!   threads, otherwise one `put_nbi` through the proxy channel per block; then `quiet`
 //!   and the exit barrier, so every block has landed when any member returns.
-//! - **Direct-load reduce** (`reduce`, when every member's heap has a P2P pointer and
-//!   `dest` is not `src`): the entry barrier, then each thread loads its elements of every
-//!   member's `src` through the P2P pointers, combining in team order, and stores them in
-//!   its own `dest`; the exit barrier keeps every `src` unchanged until all loads are done.
-//! - **All-gather reduce through the team's scratch** (`reduce` otherwise: members behind
-//!   the proxy, or `dest == src`): chunk by chunk, each PE puts its chunk of `src` into its
-//!   part of every member's scratch, `quiet` and the team barrier, then each PE combines
-//!   the `n` parts in team order into its `dest`. Chunks alternate the scratch's two
+//! - **Direct-load reduce** (`reduce` and `reducescatter`, when every member's heap has a
+//!   P2P pointer and `dest` is not `src`): the entry barrier, then each thread loads its
+//!   elements of every member's `src` (its own block, for `reducescatter`) through the
+//!   P2P pointers, combining in team order, and stores them in its own `dest`; the exit
+//!   barrier keeps every `src` unchanged until all loads are done.
+//! - **All-gather reduce through the team's scratch** (otherwise: members behind the
+//!   proxy, or `dest == src`): chunk by chunk, each PE puts its chunk of `src` (of the
+//!   receiver's block, for `reducescatter`) into its part of every member's scratch,
+//!   `quiet` and the team barrier, then each PE combines the `n` parts in team order into
+//!   its `dest`. Chunks alternate the scratch's two
 //!   halves, as the host collectives do: a PE writes half `c % 2` only after the barrier
 //!   of chunk `c - 1`, which every PE enters after reading chunk `c - 2`.
 //!
-//! Both reductions combine in team order, `((x_0 op x_1) op x_2) …`, so floating-point
+//! Both reduction algorithms combine in team order, `((x_0 op x_1) op x_2) …`, so floating-point
 //! results are the same on every PE and whatever the timing.
 //!
 //! # Buffers
@@ -245,7 +249,7 @@ unsafe fn alltoall_group<T: Copy>(
     unsafe { push(team, group, dest, nelems, |j| Some((at, src.add(j as usize * nelems)))) }
 }
 
-/// Reduce by `group`, with the direct-load or the all-gather algorithm.
+/// Reduce by `group`.
 ///
 /// # Safety
 /// As [`reduce`].
@@ -258,24 +262,64 @@ unsafe fn reduce_group<T: Reducible, O: ReduceOp<T>>(
     nelems: usize,
     _op: O,
 ) {
+    // SAFETY: caller contract.
+    unsafe { reduce_blocks::<T, O>(team, group, dest, src, nelems, false) }
+}
+
+/// Reducescatter by `group`.
+///
+/// # Safety
+/// As [`reducescatter`].
+#[inline(always)]
+unsafe fn reducescatter_group<T: Reducible, O: ReduceOp<T>>(
+    team: &DeviceTeam,
+    group: Group,
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    _op: O,
+) {
+    // SAFETY: caller contract.
+    unsafe { reduce_blocks::<T, O>(team, group, dest, src, nelems, true) }
+}
+
+/// The reductions, with the direct-load or the all-gather algorithm: each PE's `dest`
+/// gets the combination of one block of `nelems` elements of every member's `src`, the
+/// block at 0 (`reduce`) or, with `scatter`, the block at `my_index * nelems`
+/// (`reducescatter`).
+///
+/// # Safety
+/// As [`reduce`] or [`reducescatter`].
+#[inline(always)]
+unsafe fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
+    team: &DeviceTeam,
+    group: Group,
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    scatter: bool,
+) {
     check(team);
     let (n, me) = (team.size, team.my_index);
+    let block = |j: u32| if scatter { j as usize * nelems } else { 0 };
     let (first, stride, _) = group.split();
     // SAFETY: every member is a PE of the job (checked); `src` is symmetric.
-    let direct = dest.cast_const() != src && (0..n).all(|j| !unsafe { ptr(src, world(team, j)) }.is_null());
+    let direct = dest.cast_const() != src
+        && (0..n).all(|j| !unsafe { ptr(src, world(team, j)) }.is_null());
     // SAFETY: `team` passed `check`.
     unsafe { sync_group(team, group, false) };
     if direct {
-        let mut i = first;
-        while i < nelems {
-            // SAFETY: every member's `src` holds `nelems` elements, mapped here; `dest`
-            // does not overlap `src` (caller contract).
+        let mut i = block(me) + first;
+        let end = block(me) + nelems;
+        while i < end {
+            // SAFETY: every member's `src` holds this block, mapped here; `dest` does not
+            // overlap `src` (caller contract).
             unsafe {
                 let mut acc = ptr(src, world(team, 0)).add(i).read();
                 for j in 1..n {
                     acc = O::apply(acc, ptr(src, world(team, j)).add(i).read());
                 }
-                dest.add(i).write(acc);
+                dest.add(i - block(me)).write(acc);
             }
             i += stride;
         }
@@ -291,14 +335,15 @@ unsafe fn reduce_group<T: Reducible, O: ReduceOp<T>>(
         for k in 0..n {
             let j = (me + k) % n;
             // SAFETY: scratch parts hold `per >= len` elements at the same offset on
-            // every member; `src` holds `nelems` elements.
-            unsafe { put_group(part(me), src.add(at), len, world(team, j), group, true) };
+            // every member; `src` holds team PE `j`'s block.
+            unsafe { put_group(part(me), src.add(block(j) + at), len, world(team, j), group, true) };
         }
         // SAFETY: as above.
         unsafe { sync_group(team, group, true) };
         let mut i = first;
         while i < len {
-            // SAFETY: every member's part of this half now holds its chunk.
+            // SAFETY: every member's part of this half now holds its chunk. With
+            // `dest == src`, `dest[at..at + len]` has been sent already.
             unsafe {
                 let mut acc = part(0).add(i).read();
                 for j in 1..n {
@@ -312,6 +357,40 @@ unsafe fn reduce_group<T: Reducible, O: ReduceOp<T>>(
         chunk += 1;
     }
     group.sync();
+}
+
+/// Collect by `group`: the sizes through the team's scratch, then a direct push.
+///
+/// # Safety
+/// As [`collect`].
+#[inline(always)]
+unsafe fn collect_group<T: Copy>(
+    team: &DeviceTeam,
+    group: Group,
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+) {
+    check(team);
+    let (n, me) = (team.size, team.my_index);
+    let size = |p: u32| local::<u64>(team.scratch_part_off(0, p));
+    // SAFETY: `team` passed `check`.
+    unsafe { sync_group(team, group, false) };
+    if group.is_leader() {
+        for k in 0..n {
+            let j = (me + k) % n;
+            // SAFETY: this PE's size word in every member's scratch (the same offset);
+            // `p` carries the value inline, so it works through the proxy too.
+            unsafe { super::p(size(me), nelems as u64, world(team, j)) };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { sync_group(team, group, true) };
+    // SAFETY: every member's size word has landed (the barrier); nobody writes them again
+    // before the next collective's entry barrier, which this PE enters after returning.
+    let at: usize = (0..me).map(|j| unsafe { size(j).read() } as usize).sum();
+    // SAFETY: caller contract: `dest` holds every member's block.
+    unsafe { push(team, group, dest, nelems, |_| Some((at, src))) }
 }
 
 /// Defines the thread, warp and block forms of each collective over its `*_group` function.
@@ -412,4 +491,26 @@ scoped! {
     /// the same on every member, either equal or not overlapping.
     reduce, reduce_warp, reduce_block:
         <T: Reducible, O: ReduceOp<T>>(dest: *mut T, src: *const T, nelems: usize, op: O) => reduce_group;
+
+    /// Combines block `i` (`src[i * nelems..]`) of every PE's `src` with `op`, element by
+    /// element in team order, into `dest` on team PE `i` (`shmem_<op>_reducescatter`,
+    /// OpenSHMEM 1.5): the reduce algorithms, each PE combining only its block.
+    ///
+    /// # Safety
+    /// As [`team_sync`]; `src` (`nelems * n_pes` elements) and `dest` (`nelems`) are
+    /// symmetric addresses, the same on every member, either equal or not overlapping.
+    reducescatter, reducescatter_warp, reducescatter_block:
+        <T: Reducible, O: ReduceOp<T>>(dest: *mut T, src: *const T, nelems: usize, op: O) => reducescatter_group;
+
+    /// Concatenates `nelems` elements of `src` from every PE of the team, where `nelems`
+    /// may differ between PEs, in team order, into `dest` on every PE (`shmem_collect`,
+    /// OpenSHMEM 1.5): each PE first puts its `nelems` into every member's scratch (one
+    /// barrier), then pushes its block to every member at the sum of the `nelems` of the
+    /// team PEs before it, between team barriers.
+    ///
+    /// # Safety
+    /// As [`team_sync`]; `src` (`nelems` elements) and `dest` (the sum of every member's
+    /// `nelems`) are symmetric addresses that do not overlap, the same on every member.
+    collect, collect_warp, collect_block:
+        <T: Copy>(dest: *mut T, src: *const T, nelems: usize) => collect_group;
 }

@@ -1,5 +1,5 @@
 //! Collectives on a team from kernels: `team_barrier`/`team_sync`, `broadcast`,
-//! `fcollect`, `alltoall` and `reduce`, each at the scope `scope` names, in blocks of
+//! `fcollect`, `collect`, `alltoall`, `reduce` and `reducescatter`, each at the scope `scope` names, in blocks of
 //! [`THREADS`] threads:
 //! - `0`: thread 0 calls the thread form;
 //! - `1`: warp 1 (threads 32..48, a partial warp of 16) calls the `_warp` form;
@@ -76,13 +76,19 @@ macro_rules! at_scope {
     };
 }
 
-/// One reduction with `op` into `dest`, in place (`src` copied to `dest` first) or not.
+/// [`coll_reduce_i32`]'s `mode` bit: reduce each block onto itself (`src` copied first).
+pub const IN_PLACE: u32 = 1;
+/// [`coll_reduce_i32`]'s `mode` bit: `reducescatter` instead of `reduce`.
+pub const SCATTER: u32 = 2;
+
+/// One reduction with `op` into `dest`, as `mode` says.
 #[inline(always)]
-unsafe fn reduce_one<T: Reducible, O: ReduceOp<T>>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, in_place: u32, op: O) {
-    let from = if in_place != 0 {
+unsafe fn reduce_one<T: Reducible, O: ReduceOp<T>>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, mode: u32, op: O) {
+    let src_len = if mode & SCATTER != 0 { nelems * team.n_pes() as usize } else { nelems };
+    let from = if mode & IN_PLACE != 0 {
         if calls(scope) {
             if leads(scope) {
-                core::ptr::copy_nonoverlapping(src, dest, nelems);
+                core::ptr::copy_nonoverlapping(src, dest, src_len);
             }
             scope_sync(scope);
         }
@@ -90,31 +96,43 @@ unsafe fn reduce_one<T: Reducible, O: ReduceOp<T>>(team: &DeviceTeam, dest: *mut
     } else {
         src
     };
-    at_scope!(scope, reduce, reduce_warp, reduce_block, (team, dest, from, nelems, op));
+    if mode & SCATTER != 0 {
+        at_scope!(scope, reducescatter, reducescatter_warp, reducescatter_block, (team, dest, from, nelems, op));
+    } else {
+        at_scope!(scope, reduce, reduce_warp, reduce_block, (team, dest, from, nelems, op));
+    }
+}
+
+/// Block `k` of a reduction kernel's `dest`: `n * nelems` elements apart for
+/// reducescatter (room for an in-place source), `nelems` for reduce.
+#[inline(always)]
+unsafe fn dest_block<T>(team: &DeviceTeam, dest: *mut T, nelems: usize, mode: u32, k: usize) -> *mut T {
+    let stride = if mode & SCATTER != 0 { nelems * team.n_pes() as usize } else { nelems };
+    dest.add(k * stride)
 }
 
 /// Every operator on an integer type: sum, prod, min, max, and, or, xor into blocks 0..7
-/// of `dest` (`nelems` each).
+/// of `dest`.
 #[inline(always)]
-unsafe fn reduce_int<T: BitwiseReducible>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, in_place: u32) {
-    let d = |k: usize| dest.add(k * nelems);
-    reduce_one(team, d(0), src, nelems, scope, in_place, Sum);
-    reduce_one(team, d(1), src, nelems, scope, in_place, Prod);
-    reduce_one(team, d(2), src, nelems, scope, in_place, Min);
-    reduce_one(team, d(3), src, nelems, scope, in_place, Max);
-    reduce_one(team, d(4), src, nelems, scope, in_place, And);
-    reduce_one(team, d(5), src, nelems, scope, in_place, Or);
-    reduce_one(team, d(6), src, nelems, scope, in_place, Xor);
+unsafe fn reduce_int<T: BitwiseReducible>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, mode: u32) {
+    let d = |k: usize| dest_block(team, dest, nelems, mode, k);
+    reduce_one(team, d(0), src, nelems, scope, mode, Sum);
+    reduce_one(team, d(1), src, nelems, scope, mode, Prod);
+    reduce_one(team, d(2), src, nelems, scope, mode, Min);
+    reduce_one(team, d(3), src, nelems, scope, mode, Max);
+    reduce_one(team, d(4), src, nelems, scope, mode, And);
+    reduce_one(team, d(5), src, nelems, scope, mode, Or);
+    reduce_one(team, d(6), src, nelems, scope, mode, Xor);
 }
 
 /// Every operator on a float type: sum, prod, min, max into blocks 0..4 of `dest`.
 #[inline(always)]
-unsafe fn reduce_float<T: Reducible>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, in_place: u32) {
-    let d = |k: usize| dest.add(k * nelems);
-    reduce_one(team, d(0), src, nelems, scope, in_place, Sum);
-    reduce_one(team, d(1), src, nelems, scope, in_place, Prod);
-    reduce_one(team, d(2), src, nelems, scope, in_place, Min);
-    reduce_one(team, d(3), src, nelems, scope, in_place, Max);
+unsafe fn reduce_float<T: Reducible>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, mode: u32) {
+    let d = |k: usize| dest_block(team, dest, nelems, mode, k);
+    reduce_one(team, d(0), src, nelems, scope, mode, Sum);
+    reduce_one(team, d(1), src, nelems, scope, mode, Prod);
+    reduce_one(team, d(2), src, nelems, scope, mode, Min);
+    reduce_one(team, d(3), src, nelems, scope, mode, Max);
 }
 
 kernel! {
@@ -157,41 +175,49 @@ kernel! {
         at_scope!(scope, fcollect, fcollect_warp, fcollect_block, (&team, dest, src, nelems));
     }
 
+    /// `collect` of `nelems` u64s (different on each PE) from `src` (sym) into `dest` (sym,
+    /// the sum of every PE's `nelems`).
+    pub fn coll_collect(team: DeviceTeam, dest: *mut u64, src: *const u64, nelems: usize, scope: u32) {
+        at_scope!(scope, collect, collect_warp, collect_block, (&team, dest, src, nelems));
+    }
+
     /// `alltoall` of blocks of `nelems` u64s from `src` into `dest` (both sym, `nelems * n`).
     pub fn coll_alltoall(team: DeviceTeam, dest: *mut u64, src: *const u64, nelems: usize, scope: u32) {
         at_scope!(scope, alltoall, alltoall_warp, alltoall_block, (&team, dest, src, nelems));
     }
 
-    /// Every integer reduction of `nelems` i32s of `src` (sym) into blocks 0..7 of `dest`
-    /// (sym, `7 * nelems`): sum, prod, min, max, and, or, xor; `in_place != 0` copies `src`
-    /// into each block and reduces the block onto itself.
-    pub fn coll_reduce_i32(team: DeviceTeam, dest: *mut i32, src: *const i32, nelems: usize, scope: u32, in_place: u32) {
-        reduce_int(&team, dest, src, nelems, scope, in_place);
+    /// Every integer reduction of `src` (sym) into blocks 0..7 of `dest` (sym): sum, prod,
+    /// min, max, and, or, xor. `mode` ([`IN_PLACE`], [`SCATTER`]): `reduce` of `nelems`
+    /// elements into blocks of `nelems`, or `reducescatter` of `n * nelems` into blocks
+    /// `n * nelems` apart (each result in the block's first `nelems`); in place, `src` is
+    /// copied into each block, which is reduced onto itself.
+    pub fn coll_reduce_i32(team: DeviceTeam, dest: *mut i32, src: *const i32, nelems: usize, scope: u32, mode: u32) {
+        reduce_int(&team, dest, src, nelems, scope, mode);
     }
 
     /// [`coll_reduce_i32`] on i64.
-    pub fn coll_reduce_i64(team: DeviceTeam, dest: *mut i64, src: *const i64, nelems: usize, scope: u32, in_place: u32) {
-        reduce_int(&team, dest, src, nelems, scope, in_place);
+    pub fn coll_reduce_i64(team: DeviceTeam, dest: *mut i64, src: *const i64, nelems: usize, scope: u32, mode: u32) {
+        reduce_int(&team, dest, src, nelems, scope, mode);
     }
 
     /// [`coll_reduce_i32`] on u32.
-    pub fn coll_reduce_u32(team: DeviceTeam, dest: *mut u32, src: *const u32, nelems: usize, scope: u32, in_place: u32) {
-        reduce_int(&team, dest, src, nelems, scope, in_place);
+    pub fn coll_reduce_u32(team: DeviceTeam, dest: *mut u32, src: *const u32, nelems: usize, scope: u32, mode: u32) {
+        reduce_int(&team, dest, src, nelems, scope, mode);
     }
 
     /// [`coll_reduce_i32`] on u64.
-    pub fn coll_reduce_u64(team: DeviceTeam, dest: *mut u64, src: *const u64, nelems: usize, scope: u32, in_place: u32) {
-        reduce_int(&team, dest, src, nelems, scope, in_place);
+    pub fn coll_reduce_u64(team: DeviceTeam, dest: *mut u64, src: *const u64, nelems: usize, scope: u32, mode: u32) {
+        reduce_int(&team, dest, src, nelems, scope, mode);
     }
 
-    /// Every float reduction of `nelems` f32s of `src` (sym) into blocks 0..4 of `dest`
-    /// (sym, `4 * nelems`): sum, prod, min, max; `in_place` as in [`coll_reduce_i32`].
-    pub fn coll_reduce_f32(team: DeviceTeam, dest: *mut f32, src: *const f32, nelems: usize, scope: u32, in_place: u32) {
-        reduce_float(&team, dest, src, nelems, scope, in_place);
+    /// Every float reduction of `src` (sym) into blocks 0..4 of `dest` (sym): sum, prod,
+    /// min, max; `mode` as in [`coll_reduce_i32`].
+    pub fn coll_reduce_f32(team: DeviceTeam, dest: *mut f32, src: *const f32, nelems: usize, scope: u32, mode: u32) {
+        reduce_float(&team, dest, src, nelems, scope, mode);
     }
 
     /// [`coll_reduce_f32`] on f64.
-    pub fn coll_reduce_f64(team: DeviceTeam, dest: *mut f64, src: *const f64, nelems: usize, scope: u32, in_place: u32) {
-        reduce_float(&team, dest, src, nelems, scope, in_place);
+    pub fn coll_reduce_f64(team: DeviceTeam, dest: *mut f64, src: *const f64, nelems: usize, scope: u32, mode: u32) {
+        reduce_float(&team, dest, src, nelems, scope, mode);
     }
 }

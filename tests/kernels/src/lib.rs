@@ -59,6 +59,7 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     collective::coll_barrier::KERNEL.info(),
     collective::coll_broadcast::KERNEL.info(),
     collective::coll_fcollect::KERNEL.info(),
+    collective::coll_collect::KERNEL.info(),
     collective::coll_alltoall::KERNEL.info(),
     collective::coll_reduce_i32::KERNEL.info(),
     collective::coll_reduce_i64::KERNEL.info(),

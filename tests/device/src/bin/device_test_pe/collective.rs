@@ -1,5 +1,6 @@
 //! Device collectives on a team (`team_barrier`/`team_sync`, `broadcast`, `fcollect`,
-//! `alltoall`, `reduce` with every operator on every type, in place and not) at thread,
+//! `collect`, `alltoall`, `reduce` and `reducescatter` with every operator on every type,
+//! in place and not) at thread,
 //! warp and block scope, on TEAM_WORLD and on the team of even PEs, checked exactly;
 //! host and device barriers alternate on each team.
 
@@ -100,14 +101,22 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
             run.broadcast(&bufs).map_err(what)?;
             run.fcollect(&bufs).map_err(what)?;
             run.alltoall(&bufs).map_err(what)?;
-            for in_place in [0, 1] {
+            run.collect(&bufs).map_err(what)?;
+            // In place selects the all-gather reduce instead of the direct-load one; when
+            // some member is not mapped here, both run the all-gather reduce: once is enough.
+            let modes: &[u32] = if run.all_mapped(&bufs)? {
+                &[0, k::IN_PLACE, k::SCATTER, k::SCATTER | k::IN_PLACE]
+            } else {
+                &[0, k::SCATTER]
+            };
+            for &mode in modes {
                 let (a, b, c, d, e, f) = &reduce_bufs;
-                run.reduce(a, k::coll_reduce_i32::KERNEL, in_place).map_err(what)?;
-                run.reduce(b, k::coll_reduce_i64::KERNEL, in_place).map_err(what)?;
-                run.reduce(c, k::coll_reduce_u32::KERNEL, in_place).map_err(what)?;
-                run.reduce(d, k::coll_reduce_u64::KERNEL, in_place).map_err(what)?;
-                run.reduce(e, k::coll_reduce_f32::KERNEL, in_place).map_err(what)?;
-                run.reduce(f, k::coll_reduce_f64::KERNEL, in_place).map_err(what)?;
+                run.reduce(a, k::coll_reduce_i32::KERNEL, mode).map_err(what)?;
+                run.reduce(b, k::coll_reduce_i64::KERNEL, mode).map_err(what)?;
+                run.reduce(c, k::coll_reduce_u32::KERNEL, mode).map_err(what)?;
+                run.reduce(d, k::coll_reduce_u64::KERNEL, mode).map_err(what)?;
+                run.reduce(e, k::coll_reduce_f32::KERNEL, mode).map_err(what)?;
+                run.reduce(f, k::coll_reduce_f64::KERNEL, mode).map_err(what)?;
             }
         }
     }
@@ -118,7 +127,8 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
     Ok(())
 }
 
-/// A reduction's source (`NE`) and destination (7 blocks of `NE`, one per operator).
+/// A reduction's source (`NE` per PE, for reducescatter) and destination (7 blocks, one
+/// per operator, of `NE` per PE: room for an in-place reducescatter).
 struct ReduceBufs<T> {
     src: SymBuf<T>,
     dest: SymBuf<T>,
@@ -127,8 +137,8 @@ struct ReduceBufs<T> {
 impl<T: Elem> ReduceBufs<T> {
     fn new(rt: &Runtime) -> Result<Self, String> {
         Ok(ReduceBufs {
-            src: rt.calloc::<T>(NE).map_err(e2s)?,
-            dest: rt.calloc::<T>(7 * NE).map_err(e2s)?,
+            src: rt.calloc::<T>(NE * rt.n_pes()).map_err(e2s)?,
+            dest: rt.calloc::<T>(7 * NE * rt.n_pes()).map_err(e2s)?,
         })
     }
 }
@@ -189,6 +199,18 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Whether every member's heap is mapped here (the device reductions then load
+    /// directly).
+    fn all_mapped(&self, b: &Bufs) -> Result<bool, String> {
+        for j in 0..self.team.n_pes() {
+            let pe = self.team.world_pe(j).map_err(e2s)?;
+            if self.rt.ptr(&b.src, pe).map_err(e2s)?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Fills this PE's `buf` with `data` (a kernel's input; only this PE reads it before
     /// the collective's entry barrier).
     fn fill<T: Pod>(&self, buf: &SymBuf<T>, data: &[T]) -> Outcome {
@@ -227,6 +249,22 @@ impl Run<'_> {
         check_eq("fcollect", &read_all(rt, &b.dest)?[..NE * n as usize], &want)
     }
 
+    /// Collect with `20 + 37 * i` elements from team PE `i`.
+    fn collect(&self, b: &Bufs) -> Outcome {
+        let (rt, team) = (self.rt, self.team);
+        let (me, n) = (team.my_pe() as u32, team.n_pes() as u32);
+        let tag = 400 + self.case;
+        let len = |j: u32| 20 + 37 * j as usize;
+        self.fill(&b.src, &(0..len(me)).map(|i| coll_value(me, tag, i)).collect::<Vec<_>>())?;
+        let dt = team.device().map_err(e2s)?;
+        let (d, s) = (sym(rt, &b.dest)?, sym(rt, &b.src)?.cast_const());
+        self.launch_push(k::coll_collect::KERNEL, (dt, d, s, len(me), self.scope))?;
+        let want: Vec<u64> = (0..n)
+            .flat_map(|j| (0..len(j)).map(move |i| coll_value(j, tag, i)))
+            .collect();
+        check_eq("collect", &read_all(rt, &b.dest)?[..want.len()], &want)
+    }
+
     fn alltoall(&self, b: &Bufs) -> Outcome {
         let (rt, team) = (self.rt, self.team);
         let (me, n) = (team.my_pe() as u32, team.n_pes() as u32);
@@ -245,19 +283,27 @@ impl Run<'_> {
     }
 
     /// Every operator of a reduction kernel on `T` (sum, prod, min, max, then
-    /// [`Elem::BITWISE`]). Expected values fold the same inputs in team order with the
+    /// [`Elem::BITWISE`]), as `mode` says (reduce or reducescatter, in place or not). Expected values fold the same inputs in team order with the
     /// same operators in the same type, so float results match bit for bit.
     fn reduce<T: Elem>(
         &self,
         bufs: &ReduceBufs<T>,
         kernel: Kernel<(DeviceTeam, *mut T, *const T, usize, u32, u32)>,
-        in_place: u32,
+        mode: u32,
     ) -> Outcome {
         let (rt, team) = (self.rt, self.team);
         let (me, n) = (team.my_pe() as u32, team.n_pes() as u32);
-        let salt = self.case * 2 + in_place;
+        let salt = self.case * 4 + mode;
+        let scatter = mode & k::SCATTER != 0;
+        // Where this PE's result comes from in every PE's input, and how far apart the
+        // kernel puts the operators' blocks.
+        let (from, stride) = if scatter {
+            (me as usize * NE, n as usize * NE)
+        } else {
+            (0, NE)
+        };
         let input = |j: u32| -> Vec<T> {
-            (0..NE)
+            (0..NE * n as usize)
                 .map(|i| T::from_i64(reduce_input(j, salt, i)))
                 .collect()
         };
@@ -271,7 +317,7 @@ impl Run<'_> {
                 kernel,
                 1,
                 THREADS,
-                (dt, d, s, NE, self.scope, in_place),
+                (dt, d, s, NE, self.scope, mode),
             )
         }
         .map_err(e2s)?;
@@ -288,15 +334,17 @@ impl Run<'_> {
                 .map(|i| {
                     inputs[1..]
                         .iter()
-                        .fold(inputs[0][i], |acc, x| apply(acc, x[i]))
+                        .fold(inputs[0][from + i], |acc, x| apply(acc, x[from + i]))
                 })
                 .collect();
             check_eq(
                 &format!(
-                    "{name} reduce of {} (in place: {in_place})",
-                    std::any::type_name::<T>()
+                    "{name} {} of {} (in place: {})",
+                    if scatter { "reducescatter" } else { "reduce" },
+                    std::any::type_name::<T>(),
+                    mode & k::IN_PLACE != 0
                 ),
-                &got[k * NE..(k + 1) * NE],
+                &got[k * stride..k * stride + NE],
                 &want,
             )?;
         }
