@@ -111,6 +111,22 @@ mod team_collectives {
         let job = super::common::run_with_env(4, SCENARIO, &[("SYMMEM_SIMULATE_NODES", "2")]);
         job.assert_ok(4, SCENARIO);
     }
+
+    /// A broadcast root outside the team and a foreign team handle fail the launch with
+    /// `KernelFailed` naming them, on every PE, and leave the team usable.
+    #[test]
+    fn errors_3_pes() {
+        let job = super::ok(3, "team_collective_errors");
+        super::expected_errors(
+            &job,
+            3,
+            2,
+            &[
+                "team PE 3, which is not in the team",
+                "team handle that does not describe a team of this PE",
+            ],
+        );
+    }
 }
 
 /// Scenarios whose kernels interleave their threads at barriers and waits, under seeded

@@ -86,6 +86,8 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("fence_quiet", sync::fence_quiet, GPU),
     ("barriers", sync::barriers, GPU),
     ("team_collectives", collective::team_collectives, GPU),
+    // Asserts `KernelFailed` naming the thread (a GPU trap kills the context).
+    ("team_collective_errors", collective::team_collective_errors, CPU_ONLY),
     ("geometry", threads::geometry, GPU),
     ("thread_sync", threads::thread_sync, GPU),
     ("big_grid", threads::big_grid, GPU),

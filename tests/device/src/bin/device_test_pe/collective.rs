@@ -10,7 +10,7 @@ use symmem::{Module, Pod, Runtime, SymBuf, Team};
 use symmem_test_kernels::collective::{self as k, coll_value, reduce_input, THREADS};
 use symmem_test_kernels::PTX;
 
-use super::{check_eq, e2s, ensure, read_all, sym, Outcome};
+use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, Outcome};
 
 /// Elements per block: more than one scratch chunk of u64s (64) and of u32s (128), so the
 /// all-gather reduce runs several chunks and both scratch halves.
@@ -350,4 +350,45 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// Misuse fails the launch with `KernelFailed` naming the thread, before any barrier or
+/// copy: a broadcast root outside the team, and a team handle that does not describe a
+/// team of this PE. The team's barriers still work afterwards. Prints each error as
+/// `ERROR (expected): …`.
+pub fn team_collective_errors(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let world = rt.team_world();
+    let n = world.n_pes() as u32;
+    let src = rt.calloc::<u64>(NE).map_err(e2s)?;
+    let dest = rt.calloc::<u64>(NE).map_err(e2s)?;
+    let (d, s) = (sym(rt, &dest)?, sym(rt, &src)?.cast_const());
+    let dt = world.device().map_err(e2s)?;
+    // SAFETY: `d` and `s` are symmetric addresses of NE u64s; the launch fails before
+    // touching them.
+    let r = unsafe { rt.launch(&m, k::coll_broadcast::KERNEL, 1, THREADS, (dt, d, s, NE, n, 0)) };
+    let needle = format!("team PE {n}, which is not in the team");
+    let text = expect_kernel_failed(rt, r, (0, 0, 0), (0, 0, 0), &[&needle])
+        .map_err(|e| format!("broadcast from root {n}: {e}"))?;
+    println!("ERROR (expected): {text}");
+    let mut foreign = dt;
+    foreign.my_index = n;
+    let (slots, out) = (sym(rt, &src)?, sym(rt, &dest)?);
+    // SAFETY: as above.
+    let r = unsafe {
+        rt.launch(&m, k::coll_barrier::KERNEL, 1, THREADS, (foreign, slots, 0, 1, 2, out))
+    };
+    let text = expect_kernel_failed(
+        rt,
+        r,
+        (0, 0, 0),
+        (0, 0, 0),
+        &["team handle that does not describe a team of this PE"],
+    )
+    .map_err(|e| format!("barrier with a foreign handle: {e}"))?;
+    println!("ERROR (expected): {text}");
+    check_eq("dest after refused collectives", &read_all(rt, &dest)?, &[0; NE])?;
+    world.barrier().map_err(e2s)?;
+    rt.free(src).map_err(e2s)?;
+    rt.free(dest).map_err(e2s)
 }
