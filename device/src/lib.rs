@@ -7,8 +7,8 @@
 //!   kernel thread as a fiber (the threads of a block interleave on one OS thread at
 //!   barriers and waits) with the same semantics.
 //!
-//! Without either, only the host/device contract ([`state`], [`Cmp`], [`SignalOp`],
-//! [`Dim3`]) is compiled.
+//! Without either, only the host/device contract ([`state`], [`team`], [`reduce`](mod@reduce),
+//! [`Cmp`], [`SignalOp`], [`Dim3`]) is compiled.
 //!
 //! # Addresses
 //! Symmetric memory is named by *symmetric addresses*: pointers into this PE's own heap
@@ -21,6 +21,14 @@
 //! called by every thread of a warp with the same arguments, `_block` operations by every
 //! thread of a block: the copy is split across the group and one thread issues the
 //! completion or signal.
+//!
+//! # Teams and collectives
+//! A [`DeviceTeam`] (from the host's `Team::device`, passed as a kernel argument) names a
+//! team for the collectives [`team_sync`], [`team_barrier`], [`broadcast`], [`fcollect`],
+//! [`collect`], [`alltoall`], [`reduce()`] and [`reducescatter`], each with `_warp` and
+//! `_block` forms. Reductions take an operator of [`reduce`](mod@reduce): [`Sum`],
+//! [`Prod`], [`Min`], [`Max`] on every [`Reducible`] type, [`And`], [`Or`], [`Xor`] on
+//! integers only. The algorithms are named in the docs of [`team_sync`] and its module.
 //!
 //! # Kernels
 //! Declare kernels with [`kernel!`]: on nvptx64 it produces an `extern "ptx-kernel"` entry
@@ -55,8 +63,8 @@ mod arch;
 #[path = "arch/host.rs"]
 mod arch;
 
-pub use request::{Opcode, Request};
 pub use reduce::{And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
+pub use request::{Opcode, Request};
 pub use state::{DeviceState, DEVICE_STATE_VERSION};
 pub use team::DeviceTeam;
 

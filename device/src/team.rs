@@ -95,7 +95,9 @@ impl DeviceTeam {
     #[inline(always)]
     pub const fn scratch_part_off(&self, half: u32, part: u32) -> u64 {
         self.scratch_off
-            + (half as u64 * self.scratch_parts as u64 + part as u64) * self.scratch_words as u64 * 8
+            + (half as u64 * self.scratch_parts as u64 + part as u64)
+                * self.scratch_words as u64
+                * 8
     }
 }
 

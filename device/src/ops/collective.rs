@@ -210,7 +210,11 @@ unsafe fn broadcast_group<T: Copy>(
     }
     let me = team.my_index;
     // SAFETY: caller contract.
-    unsafe { push(team, group, dest, nelems, |_| (me == root).then_some((0, src))) }
+    unsafe {
+        push(team, group, dest, nelems, |_| {
+            (me == root).then_some((0, src))
+        })
+    }
 }
 
 /// Fcollect by `group`.
@@ -246,7 +250,11 @@ unsafe fn alltoall_group<T: Copy>(
     check(team);
     let at = team.my_index as usize * nelems;
     // SAFETY: caller contract: `src` holds `n * nelems` elements.
-    unsafe { push(team, group, dest, nelems, |j| Some((at, src.add(j as usize * nelems)))) }
+    unsafe {
+        push(team, group, dest, nelems, |j| {
+            Some((at, src.add(j as usize * nelems)))
+        })
+    }
 }
 
 /// Reduce by `group`.
@@ -304,8 +312,8 @@ unsafe fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
     let block = |j: u32| if scatter { j as usize * nelems } else { 0 };
     let (first, stride, _) = group.split();
     // SAFETY: every member is a PE of the job (checked); `src` is symmetric.
-    let direct = dest.cast_const() != src
-        && (0..n).all(|j| !unsafe { ptr(src, world(team, j)) }.is_null());
+    let direct =
+        dest.cast_const() != src && (0..n).all(|j| !unsafe { ptr(src, world(team, j)) }.is_null());
     // SAFETY: `team` passed `check`.
     unsafe { sync_group(team, group, false) };
     if direct {
@@ -336,7 +344,16 @@ unsafe fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
             let j = (me + k) % n;
             // SAFETY: scratch parts hold `per >= len` elements at the same offset on
             // every member; `src` holds team PE `j`'s block.
-            unsafe { put_group(part(me), src.add(block(j) + at), len, world(team, j), group, true) };
+            unsafe {
+                put_group(
+                    part(me),
+                    src.add(block(j) + at),
+                    len,
+                    world(team, j),
+                    group,
+                    true,
+                )
+            };
         }
         // SAFETY: as above.
         unsafe { sync_group(team, group, true) };

@@ -83,8 +83,20 @@ pub const SCATTER: u32 = 2;
 
 /// One reduction with `op` into `dest`, as `mode` says.
 #[inline(always)]
-unsafe fn reduce_one<T: Reducible, O: ReduceOp<T>>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, mode: u32, op: O) {
-    let src_len = if mode & SCATTER != 0 { nelems * team.n_pes() as usize } else { nelems };
+unsafe fn reduce_one<T: Reducible, O: ReduceOp<T>>(
+    team: &DeviceTeam,
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    scope: u32,
+    mode: u32,
+    op: O,
+) {
+    let src_len = if mode & SCATTER != 0 {
+        nelems * team.n_pes() as usize
+    } else {
+        nelems
+    };
     let from = if mode & IN_PLACE != 0 {
         if calls(scope) {
             if leads(scope) {
@@ -97,24 +109,53 @@ unsafe fn reduce_one<T: Reducible, O: ReduceOp<T>>(team: &DeviceTeam, dest: *mut
         src
     };
     if mode & SCATTER != 0 {
-        at_scope!(scope, reducescatter, reducescatter_warp, reducescatter_block, (team, dest, from, nelems, op));
+        at_scope!(
+            scope,
+            reducescatter,
+            reducescatter_warp,
+            reducescatter_block,
+            (team, dest, from, nelems, op)
+        );
     } else {
-        at_scope!(scope, reduce, reduce_warp, reduce_block, (team, dest, from, nelems, op));
+        at_scope!(
+            scope,
+            reduce,
+            reduce_warp,
+            reduce_block,
+            (team, dest, from, nelems, op)
+        );
     }
 }
 
 /// Block `k` of a reduction kernel's `dest`: `n * nelems` elements apart for
 /// reducescatter (room for an in-place source), `nelems` for reduce.
 #[inline(always)]
-unsafe fn dest_block<T>(team: &DeviceTeam, dest: *mut T, nelems: usize, mode: u32, k: usize) -> *mut T {
-    let stride = if mode & SCATTER != 0 { nelems * team.n_pes() as usize } else { nelems };
+unsafe fn dest_block<T>(
+    team: &DeviceTeam,
+    dest: *mut T,
+    nelems: usize,
+    mode: u32,
+    k: usize,
+) -> *mut T {
+    let stride = if mode & SCATTER != 0 {
+        nelems * team.n_pes() as usize
+    } else {
+        nelems
+    };
     dest.add(k * stride)
 }
 
 /// Every operator on an integer type: sum, prod, min, max, and, or, xor into blocks 0..7
 /// of `dest`.
 #[inline(always)]
-unsafe fn reduce_int<T: BitwiseReducible>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, mode: u32) {
+unsafe fn reduce_int<T: BitwiseReducible>(
+    team: &DeviceTeam,
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    scope: u32,
+    mode: u32,
+) {
     let d = |k: usize| dest_block(team, dest, nelems, mode, k);
     reduce_one(team, d(0), src, nelems, scope, mode, Sum);
     reduce_one(team, d(1), src, nelems, scope, mode, Prod);
@@ -127,7 +168,14 @@ unsafe fn reduce_int<T: BitwiseReducible>(team: &DeviceTeam, dest: *mut T, src: 
 
 /// Every operator on a float type: sum, prod, min, max into blocks 0..4 of `dest`.
 #[inline(always)]
-unsafe fn reduce_float<T: Reducible>(team: &DeviceTeam, dest: *mut T, src: *const T, nelems: usize, scope: u32, mode: u32) {
+unsafe fn reduce_float<T: Reducible>(
+    team: &DeviceTeam,
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    scope: u32,
+    mode: u32,
+) {
     let d = |k: usize| dest_block(team, dest, nelems, mode, k);
     reduce_one(team, d(0), src, nelems, scope, mode, Sum);
     reduce_one(team, d(1), src, nelems, scope, mode, Prod);

@@ -87,7 +87,11 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("barriers", sync::barriers, GPU),
     ("team_collectives", collective::team_collectives, GPU),
     // Asserts `KernelFailed` naming the thread (a GPU trap kills the context).
-    ("team_collective_errors", collective::team_collective_errors, CPU_ONLY),
+    (
+        "team_collective_errors",
+        collective::team_collective_errors,
+        CPU_ONLY,
+    ),
     ("geometry", threads::geometry, GPU),
     ("thread_sync", threads::thread_sync, GPU),
     ("big_grid", threads::big_grid, GPU),

@@ -111,12 +111,18 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
             };
             for &mode in modes {
                 let (a, b, c, d, e, f) = &reduce_bufs;
-                run.reduce(a, k::coll_reduce_i32::KERNEL, mode).map_err(what)?;
-                run.reduce(b, k::coll_reduce_i64::KERNEL, mode).map_err(what)?;
-                run.reduce(c, k::coll_reduce_u32::KERNEL, mode).map_err(what)?;
-                run.reduce(d, k::coll_reduce_u64::KERNEL, mode).map_err(what)?;
-                run.reduce(e, k::coll_reduce_f32::KERNEL, mode).map_err(what)?;
-                run.reduce(f, k::coll_reduce_f64::KERNEL, mode).map_err(what)?;
+                run.reduce(a, k::coll_reduce_i32::KERNEL, mode)
+                    .map_err(what)?;
+                run.reduce(b, k::coll_reduce_i64::KERNEL, mode)
+                    .map_err(what)?;
+                run.reduce(c, k::coll_reduce_u32::KERNEL, mode)
+                    .map_err(what)?;
+                run.reduce(d, k::coll_reduce_u64::KERNEL, mode)
+                    .map_err(what)?;
+                run.reduce(e, k::coll_reduce_f32::KERNEL, mode)
+                    .map_err(what)?;
+                run.reduce(f, k::coll_reduce_f64::KERNEL, mode)
+                    .map_err(what)?;
             }
         }
     }
@@ -227,7 +233,10 @@ impl Run<'_> {
         let (rt, team) = (self.rt, self.team);
         let (me, n) = (team.my_pe() as u32, team.n_pes() as u32);
         let (tag, root) = (100 + self.case, n - 1);
-        self.fill(&b.src, &(0..NE).map(|i| coll_value(me, tag, i)).collect::<Vec<_>>())?;
+        self.fill(
+            &b.src,
+            &(0..NE).map(|i| coll_value(me, tag, i)).collect::<Vec<_>>(),
+        )?;
         let dt = team.device().map_err(e2s)?;
         let (d, s) = (sym(rt, &b.dest)?, sym(rt, &b.src)?.cast_const());
         self.launch_push(k::coll_broadcast::KERNEL, (dt, d, s, NE, root, self.scope))?;
@@ -239,14 +248,21 @@ impl Run<'_> {
         let (rt, team) = (self.rt, self.team);
         let (me, n) = (team.my_pe() as u32, team.n_pes() as u32);
         let tag = 200 + self.case;
-        self.fill(&b.src, &(0..NE).map(|i| coll_value(me, tag, i)).collect::<Vec<_>>())?;
+        self.fill(
+            &b.src,
+            &(0..NE).map(|i| coll_value(me, tag, i)).collect::<Vec<_>>(),
+        )?;
         let dt = team.device().map_err(e2s)?;
         let (d, s) = (sym(rt, &b.dest)?, sym(rt, &b.src)?.cast_const());
         self.launch_push(k::coll_fcollect::KERNEL, (dt, d, s, NE, self.scope))?;
         let want: Vec<u64> = (0..n)
             .flat_map(|j| (0..NE).map(move |i| coll_value(j, tag, i)))
             .collect();
-        check_eq("fcollect", &read_all(rt, &b.dest)?[..NE * n as usize], &want)
+        check_eq(
+            "fcollect",
+            &read_all(rt, &b.dest)?[..NE * n as usize],
+            &want,
+        )
     }
 
     /// Collect with `20 + 37 * i` elements from team PE `i`.
@@ -255,7 +271,12 @@ impl Run<'_> {
         let (me, n) = (team.my_pe() as u32, team.n_pes() as u32);
         let tag = 400 + self.case;
         let len = |j: u32| 20 + 37 * j as usize;
-        self.fill(&b.src, &(0..len(me)).map(|i| coll_value(me, tag, i)).collect::<Vec<_>>())?;
+        self.fill(
+            &b.src,
+            &(0..len(me))
+                .map(|i| coll_value(me, tag, i))
+                .collect::<Vec<_>>(),
+        )?;
         let dt = team.device().map_err(e2s)?;
         let (d, s) = (sym(rt, &b.dest)?, sym(rt, &b.src)?.cast_const());
         self.launch_push(k::coll_collect::KERNEL, (dt, d, s, len(me), self.scope))?;
@@ -279,7 +300,11 @@ impl Run<'_> {
         let want: Vec<u64> = (0..n)
             .flat_map(|j| (0..NE).map(move |i| coll_value(j, tag(me), i)))
             .collect();
-        check_eq("alltoall", &read_all(rt, &b.dest)?[..NE * n as usize], &want)
+        check_eq(
+            "alltoall",
+            &read_all(rt, &b.dest)?[..NE * n as usize],
+            &want,
+        )
     }
 
     /// Every operator of a reduction kernel on `T` (sum, prod, min, max, then
@@ -311,16 +336,8 @@ impl Run<'_> {
         let dt = team.device().map_err(e2s)?;
         let (d, s) = (sym(rt, &bufs.dest)?, sym(rt, &bufs.src)?.cast_const());
         // SAFETY: `d` and `s` are symmetric addresses of 7 * NE and NE elements.
-        unsafe {
-            rt.launch(
-                self.m,
-                kernel,
-                1,
-                THREADS,
-                (dt, d, s, NE, self.scope, mode),
-            )
-        }
-        .map_err(e2s)?;
+        unsafe { rt.launch(self.m, kernel, 1, THREADS, (dt, d, s, NE, self.scope, mode)) }
+            .map_err(e2s)?;
         let inputs: Vec<Vec<T>> = (0..n).map(input).collect();
         let got = read_all(rt, &bufs.dest)?;
         let ops: [(&str, Apply<T>); 4] = [
@@ -366,7 +383,15 @@ pub fn team_collective_errors(rt: &Runtime) -> Outcome {
     let dt = world.device().map_err(e2s)?;
     // SAFETY: `d` and `s` are symmetric addresses of NE u64s; the launch fails before
     // touching them.
-    let r = unsafe { rt.launch(&m, k::coll_broadcast::KERNEL, 1, THREADS, (dt, d, s, NE, n, 0)) };
+    let r = unsafe {
+        rt.launch(
+            &m,
+            k::coll_broadcast::KERNEL,
+            1,
+            THREADS,
+            (dt, d, s, NE, n, 0),
+        )
+    };
     let needle = format!("team PE {n}, which is not in the team");
     let text = expect_kernel_failed(rt, r, (0, 0, 0), (0, 0, 0), &[&needle])
         .map_err(|e| format!("broadcast from root {n}: {e}"))?;
@@ -376,7 +401,13 @@ pub fn team_collective_errors(rt: &Runtime) -> Outcome {
     let (slots, out) = (sym(rt, &src)?, sym(rt, &dest)?);
     // SAFETY: as above.
     let r = unsafe {
-        rt.launch(&m, k::coll_barrier::KERNEL, 1, THREADS, (foreign, slots, 0, 1, 2, out))
+        rt.launch(
+            &m,
+            k::coll_barrier::KERNEL,
+            1,
+            THREADS,
+            (foreign, slots, 0, 1, 2, out),
+        )
     };
     let text = expect_kernel_failed(
         rt,
@@ -387,7 +418,11 @@ pub fn team_collective_errors(rt: &Runtime) -> Outcome {
     )
     .map_err(|e| format!("barrier with a foreign handle: {e}"))?;
     println!("ERROR (expected): {text}");
-    check_eq("dest after refused collectives", &read_all(rt, &dest)?, &[0; NE])?;
+    check_eq(
+        "dest after refused collectives",
+        &read_all(rt, &dest)?,
+        &[0; NE],
+    )?;
     world.barrier().map_err(e2s)?;
     rt.free(src).map_err(e2s)?;
     rt.free(dest).map_err(e2s)
