@@ -78,11 +78,12 @@ scenarios! {
     pipeline;
 }
 
-/// Device collectives on a team (barrier/sync, broadcast, fcollect, alltoall, reduce with
-/// every operator and type, in place and not) at thread, warp and block scope, on
-/// TEAM_WORLD and on the team of even PEs, with host and device barriers alternating on
-/// each team: on 1, 2, 3 (not a power of two) and 4 PEs, and on 2 simulated nodes × 2 PEs,
-/// where the even team's two PEs reach each other only through the proxy channel.
+/// Device collectives on a team (barrier/sync, broadcast, fcollect, collect, alltoall,
+/// reduce and reducescatter with every operator and type, in place and not) at thread,
+/// warp and block scope, on TEAM_WORLD and on the columns of a 2-D split ({0, 2}, {1, 3}),
+/// with host and device barriers alternating on each team: on 1, 2, 3 (not a power of
+/// two) and 4 PEs, and on 2 simulated nodes × 2 PEs, where each column's two PEs reach each
+/// other only through the proxy channel.
 mod team_collectives {
     const SCENARIO: &str = "team_collectives";
 

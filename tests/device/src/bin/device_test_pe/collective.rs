@@ -1,8 +1,8 @@
 //! Device collectives on a team (`team_barrier`/`team_sync`, `broadcast`, `fcollect`,
 //! `collect`, `alltoall`, `reduce` and `reducescatter` with every operator on every type,
-//! in place and not) at thread,
-//! warp and block scope, on TEAM_WORLD and on the team of even PEs, checked exactly;
-//! host and device barriers alternate on each team.
+//! in place and not) at thread, warp and block scope, on TEAM_WORLD and on the columns of
+//! a 2-D split (strided teams starting at PE 0 and at PE 1), checked exactly; host and
+//! device barriers alternate on each team.
 
 use symmem::collectives::{And, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
 use symmem::device::{DeviceTeam, Kernel, KernelArgs};
@@ -71,7 +71,9 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
     let m = rt.load_module(&PTX).map_err(e2s)?;
     let n = rt.n_pes();
     let world = rt.team_world();
-    let evens = world.split_strided(0, 2, n.div_ceil(2)).map_err(e2s)?;
+    // The columns of a 2-D split with 2 columns: PEs {0, 2, …} and {1, 3, …}, strided
+    // teams that start at 0 and at 1 and run side by side in one slot.
+    let (row, column) = world.split_2d(2).map_err(e2s)?;
     let bufs = Bufs {
         slots: rt.calloc::<u64>(n).map_err(e2s)?,
         out: rt.calloc::<u64>(1).map_err(e2s)?,
@@ -86,8 +88,7 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
         ReduceBufs::<f32>::new(rt)?,
         ReduceBufs::<f64>::new(rt)?,
     );
-    for (t, team) in [Some(&world), evens.as_ref()].into_iter().enumerate() {
-        let Some(team) = team else { continue };
+    for (t, team) in [&world, &column].into_iter().enumerate() {
         for scope in SCOPES {
             let run = Run {
                 rt,
@@ -127,10 +128,8 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
         }
     }
     rt.barrier_all().map_err(e2s)?;
-    if let Some(evens) = evens {
-        evens.destroy().map_err(e2s)?;
-    }
-    Ok(())
+    column.destroy().map_err(e2s)?;
+    row.destroy().map_err(e2s)
 }
 
 /// A reduction's source (`NE` per PE, for reducescatter) and destination (7 blocks, one
