@@ -103,6 +103,11 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("kernel_panic", failure::kernel_panic, CPU_ONLY),
     // Host atomics and waits on the heap, and `KernelFailed` naming the dead PE.
     ("kill_in_wait", failure::kill_in_wait, CPU_ONLY),
+    (
+        "kill_in_team_barrier",
+        failure::kill_in_team_barrier,
+        CPU_ONLY,
+    ),
     ("early_exit", failure::early_exit, Runs::GpuOneNode),
     // A device `g` through the proxy to a killed PE of another node (2 simulated nodes).
     ("kill_remote", failure::kill_remote, CPU_ONLY),
