@@ -151,7 +151,14 @@ mod under_seeds {
         )*};
     }
 
-    seeded!(thread_sync, rma, put_signal, cooperative, barriers);
+    seeded!(
+        thread_sync,
+        rma,
+        put_signal,
+        cooperative,
+        barriers,
+        team_collectives
+    );
 }
 
 /// The scenarios again on 4 PEs as 2 simulated nodes × 2 PEs (`SYMMEM_SIMULATE_NODES=2`):

@@ -125,6 +125,8 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
                 run.reduce(f, k::coll_reduce_f64::KERNEL, mode)
                     .map_err(what)?;
             }
+            // A host reduction right after the device ones, through the same scratch.
+            run.host_reduce(&reduce_bufs.3).map_err(what)?;
         }
     }
     rt.barrier_all().map_err(e2s)?;
@@ -302,6 +304,30 @@ impl Run<'_> {
         check_eq(
             "alltoall",
             &read_all(rt, &b.dest)?[..NE * n as usize],
+            &want,
+        )
+    }
+
+    /// The host `Team::reduce` (u64 sum) on the buffers the device reductions just used:
+    /// host and device collectives share the team's barrier and scratch.
+    fn host_reduce(&self, bufs: &ReduceBufs<u64>) -> Outcome {
+        let (me, n) = (self.team.my_pe() as u32, self.team.n_pes() as u32);
+        let salt = self.case * 4 + 3;
+        let input = |j: u32| (0..NE).map(move |i| reduce_input(j, salt, i) as u64);
+        self.fill(&bufs.src, &input(me).collect::<Vec<_>>())?;
+        self.team
+            .reduce(&bufs.dest, &bufs.src, NE, Sum)
+            .map_err(e2s)?;
+        let want: Vec<u64> = (0..NE)
+            .map(|i| {
+                (0..n).fold(0u64, |acc, j| {
+                    acc.wrapping_add(reduce_input(j, salt, i) as u64)
+                })
+            })
+            .collect();
+        check_eq(
+            "host sum reduce after device reductions",
+            &read_all(self.rt, &bufs.dest)?[..NE],
             &want,
         )
     }
