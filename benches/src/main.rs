@@ -398,6 +398,28 @@ const BENCHES: &[Bench] = &[
     },
     Bench {
         on: On::Both,
+        metric: "barrier_all_latency",
+        initiator: Initiator::Block,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: WORD,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device block: team_barrier_block on TEAM_WORLD by every PE, in a kernel loop",
+        run: device_team_barrier,
+    },
+    Bench {
+        on: On::Both,
+        metric: "reduce_latency",
+        initiator: Initiator::Block,
+        kind: Kind::Latency { ops: 1.0 },
+        sizes: REDUCE_SIZES,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device block: reduce_block (sum) on TEAM_WORLD of size bytes of u64s by every PE, in a kernel loop",
+        run: device_team_reduce,
+    },
+    Bench {
+        on: On::Both,
         metric: "put_signal_pingpong_latency",
         initiator: Initiator::Thread,
         kind: Kind::Latency { ops: 2.0 },
@@ -926,6 +948,30 @@ fn device_fetch_add(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Durat
         Initiator::Thread,
         kernels::bench_fetch_add::KERNEL,
         (word, iters, peer),
+    )
+}
+
+/// Every PE's kernel runs `iters` block-scope team barriers on TEAM_WORLD.
+fn device_team_barrier(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world().device()?;
+    time_launch(
+        c,
+        Initiator::Block,
+        kernels::bench_team_barrier::KERNEL,
+        (team, iters, kernels::BLOCK),
+    )
+}
+
+/// Every PE's kernel runs `iters` block-scope sum reductions of `size` bytes of `gsrc`
+/// into `big` on TEAM_WORLD.
+fn device_team_reduce(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world().device()?;
+    let (dst, src) = (sym(c, &c.big)?, sym(c, &c.gsrc)?.cast_const());
+    time_launch(
+        c,
+        Initiator::Block,
+        kernels::bench_team_reduce::KERNEL,
+        (team, dst, src, size / ELEM, iters, kernels::BLOCK),
     )
 }
 

@@ -7,8 +7,8 @@
 //!   kernel thread as a fiber (the threads of a block interleave on one OS thread at
 //!   barriers and waits) with the same semantics.
 //!
-//! Without either, only the host/device contract ([`state`], [`Cmp`], [`SignalOp`],
-//! [`Dim3`]) is compiled.
+//! Without either, only the host/device contract ([`state`], [`team`], [`reduce`](mod@reduce),
+//! [`Cmp`], [`SignalOp`], [`Dim3`]) is compiled.
 //!
 //! # Addresses
 //! Symmetric memory is named by *symmetric addresses*: pointers into this PE's own heap
@@ -22,6 +22,14 @@
 //! thread of a block: the copy is split across the group and one thread issues the
 //! completion or signal.
 //!
+//! # Teams and collectives
+//! A [`DeviceTeam`] (from the host's `Team::device`, passed as a kernel argument) names a
+//! team for the collectives [`team_sync`], [`team_barrier`], [`broadcast`], [`fcollect`],
+//! [`collect`], [`alltoall`], [`reduce()`] and [`reducescatter`], each with `_warp` and
+//! `_block` forms. Reductions take an operator of [`reduce`](mod@reduce): [`Sum`],
+//! [`Prod`], [`Min`], [`Max`] on every [`Reducible`] type, [`And`], [`Or`], [`Xor`] on
+//! integers only. The algorithms are named in the docs of [`team_sync`] and its module.
+//!
 //! # Kernels
 //! Declare kernels with [`kernel!`]: on nvptx64 it produces an `extern "ptx-kernel"` entry
 //! point, on the host an `unsafe fn` the CPU executor calls from each kernel thread.
@@ -32,8 +40,10 @@
 )]
 
 pub mod proxy;
+pub mod reduce;
 pub mod request;
 pub mod state;
+pub mod team;
 
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
 mod ops;
@@ -53,8 +63,10 @@ mod arch;
 #[path = "arch/host.rs"]
 mod arch;
 
+pub use reduce::{And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
 pub use request::{Opcode, Request};
 pub use state::{DeviceState, DEVICE_STATE_VERSION};
+pub use team::DeviceTeam;
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod kernel;

@@ -101,4 +101,10 @@ pub mod error_code {
     /// The proxy channel failed (the remote transport could not issue a request to the
     /// PE in the high bits); the runtime holds the transport's error.
     pub const PROXY_FAILED: u32 = 4;
+    /// A device collective named a team PE (the root of a broadcast) outside its team;
+    /// the high bits hold that team PE number.
+    pub const INVALID_TEAM_PE: u32 = 5;
+    /// A device collective got a team handle that does not describe a team of this PE
+    /// (not from `Team::device`, or another PE's); the high bits hold this PE.
+    pub const INVALID_TEAM: u32 = 6;
 }

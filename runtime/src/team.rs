@@ -7,8 +7,11 @@
 //! [`Runtime::team_world`], slot 1 to [`Runtime::team_node`]. A new team takes the lowest
 //! slot that is free on every one of its members, so the slot, and everything in it, is at
 //! the same heap offset on all of them: the slot is the team's own symmetric memory. Today
-//! a slot holds the team's barrier flags, its two exchange buffers and the two halves of
-//! the collectives' scratch (`SCRATCH_WORDS` words per PE each, see [`collectives`]).
+//! a slot holds the team's barrier flags, this PE's barrier epoch word, its two exchange
+//! buffers and the two halves of the collectives' scratch (`SCRATCH_WORDS` words per PE
+//! each, see [`collectives`]). [`Team::device`] hands these offsets to kernels, whose
+//! collectives (`symmem_device::team_sync` and the others) use the same flags, epoch and
+//! scratch.
 //!
 //! # Creating a team is verified like allocation
 //! Every PE of the parent calls the split with its arguments. Each puts its request (the
@@ -26,7 +29,11 @@
 //! team PE `i` adds 1 to flag `r` of team PE `i + 2^r` (a `signal_op`, so it works on every
 //! route: mapped heaps, GPU heaps, and remote PEs over the transport) and waits until its
 //! own flag `r` reaches the barrier's epoch. Flags count barriers, so signals may arrive in
-//! any order and a partner one barrier ahead is harmless. A free slot's flags are zero:
+//! any order and a partner one barrier ahead is harmless. The epoch (barriers this PE has
+//! started on the team) is a word of the slot in this PE's own heap rather than a host
+//! counter, so that device barriers on the team (which advance the same word) and host
+//! barriers continue one sequence when they follow each other. A free slot's flags and
+//! epoch are zero:
 //! the heap starts zeroed, and `destroy` zeroes this PE's flags after the team's last
 //! barrier, when no member can signal them any more; a member of a later team in that slot
 //! signals them only after the creating exchange, which this PE enters after `destroy`.
@@ -35,6 +42,7 @@ pub mod collectives;
 
 use std::sync::Mutex;
 
+use symmem_device::DeviceTeam;
 use symmem_sync::barrier::{self, Round};
 
 use crate::error::{Error, Result};
@@ -97,8 +105,6 @@ struct Table {
 /// called in the same order by all of its members).
 #[derive(Debug, Default, Clone, Copy)]
 struct SlotCounters {
-    /// Barriers started in this slot since the team was created.
-    epoch: u64,
     /// Exchanges (creations and destroys) started in this slot.
     exchanges: u64,
 }
@@ -116,7 +122,7 @@ impl TeamState {
         let exchange = 2 * n_pes * (REQUEST_HEAD + mask_words);
         let scratch = 2 * n_pes * SCRATCH_WORDS;
         (
-            (rounds + exchange + scratch).div_ceil(8) * 8,
+            (rounds + 1 + exchange + scratch).div_ceil(8) * 8,
             rounds,
             mask_words,
         )
@@ -193,9 +199,14 @@ impl TeamState {
         slot * self.slot_words + round
     }
 
+    /// Word index of this PE's barrier epoch word of `slot` (after the flags).
+    fn epoch(&self, slot: usize) -> usize {
+        slot * self.slot_words + self.rounds
+    }
+
     /// Word index of team PE `index`'s request in exchange buffer `parity` of `slot`.
     fn request(&self, slot: usize, parity: usize, index: usize) -> usize {
-        slot * self.slot_words + self.rounds + (parity * self.n_pes + index) * self.request_words()
+        self.epoch(slot) + 1 + (parity * self.n_pes + index) * self.request_words()
     }
 
     fn request_words(&self) -> usize {
@@ -516,6 +527,40 @@ impl<'rt> Team<'rt> {
         self.kind != Kind::Split
     }
 
+    /// The team's handle for kernels (NVSHMEM's `nvshmem_team_t` as a kernel argument):
+    /// pass it to a launch and call the device collectives (`symmem_device::team_sync`,
+    /// `broadcast`, `reduce` …) with it. It is this PE's: each PE passes its own. Host and
+    /// device barriers on the team share its flags and epoch, so they may alternate.
+    ///
+    /// Fails with [`Error::InvalidArgument`] for a team whose world PEs are not evenly
+    /// spaced (a TEAM_NODE such as PEs 0, 1 and 5), which the handle cannot describe.
+    pub fn device(&self) -> Result<DeviceTeam> {
+        let Members::Strided {
+            start,
+            stride,
+            size,
+        } = self.members
+        else {
+            return Err(Error::InvalidArgument {
+                op: "Team::device",
+                reason: "the team's world PEs are not evenly spaced; a device team handle describes only teams of PEs start + stride * i".into(),
+            });
+        };
+        let ts = &self.rt.teams;
+        let heap_off = |word: usize| (ts.offset + word * 8) as u64;
+        Ok(DeviceTeam {
+            start: start as u32,
+            stride: stride as u32,
+            size: size as u32,
+            my_index: self.my_index as u32,
+            flags_off: heap_off(ts.flag(self.slot, 0)),
+            epoch_off: heap_off(ts.epoch(self.slot)),
+            scratch_off: heap_off(ts.scratch(self.slot, 0, 0)),
+            scratch_words: SCRATCH_WORDS as u32,
+            scratch_parts: ts.n_pes as u32,
+        })
+    }
+
     /// Splits this team (the parent) into a new team of its PEs `start + stride * i` for
     /// `i` in `0..size`, numbered in that order (`shmem_team_split_strided`, OpenSHMEM 1.5
     /// §9.4.3). Collective over the parent: every PE of this team must call it with the same
@@ -656,9 +701,9 @@ impl<'rt> Team<'rt> {
         }
         self.exchange(OP, Request::Destroy)?;
         // The exchange's barrier was the team's last use of the slot: every member has
-        // received every signal and request sent to it there, so this PE's flags can be
-        // zeroed for the slot's next team.
-        let zeros = vec![0u8; self.rt.teams.rounds * 8];
+        // received every signal and request sent to it there, so this PE's flags (and its
+        // epoch word, after them) can be zeroed for the slot's next team.
+        let zeros = vec![0u8; (self.rt.teams.rounds + 1) * 8];
         let rt = self.rt;
         rt.putmem(
             &rt.team_area(),
@@ -784,14 +829,9 @@ impl Runtime {
         if n == 1 {
             return Ok(());
         }
-        let epoch = {
-            let mut table = self.teams.lock();
-            let counters = &mut table.slots[team.slot];
-            counters.epoch += 1;
-            counters.epoch
-        };
         let area = self.team_area();
         let me = self.my_pe();
+        let epoch = self.atomic_fetch_add(area.at(self.teams.epoch(team.slot)), 1, me)? + 1;
         for Round { index, to, from } in barrier::rounds(team.my_index, n) {
             let flag = area.at(self.teams.flag(team.slot, index));
             self.signal_op(flag, 1, SignalOp::Add, team.members.world(to))?;

@@ -92,6 +92,33 @@ symmem_device::kernel! {
         }
     }
 
+    /// `iters` times: `team_barrier` on `team` at `scope` (every PE of the team runs it).
+    pub fn bench_team_barrier(team: DeviceTeam, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => team_barrier_warp(&team),
+                BLOCK => team_barrier_block(&team),
+                _ => team_barrier(&team),
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: sum `reduce` of `n` u64s of `src` into `dst` on `team` at `scope`
+    /// (every PE of the team runs it).
+    pub fn bench_team_reduce(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => reduce_warp(&team, dst, src, n, Sum),
+                BLOCK => reduce_block(&team, dst, src, n, Sum),
+                _ => reduce(&team, dst, src, n, Sum),
+            }
+            i += 1;
+        }
+    }
+
     /// Ping-pong of `n` u64s with a signal between two PEs at `scope`: the side with
     /// `first != 0` sends first; each side waits for the other's signal `>= i` before
     /// its `i`-th answer.
@@ -128,4 +155,6 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     bench_get::KERNEL.info(),
     bench_fetch_add::KERNEL.info(),
     bench_pingpong::KERNEL.info(),
+    bench_team_barrier::KERNEL.info(),
+    bench_team_reduce::KERNEL.info(),
 ];

@@ -147,6 +147,12 @@ pub fn fail(code: u32, pe: u32) -> ! {
             "symmem device: PE {}'s proxy channel failed issuing a request to PE {pe} on the remote transport",
             st.my_pe
         ),
+        INVALID_TEAM_PE => panic!(
+            "symmem device: a collective named team PE {pe}, which is not in the team"
+        ),
+        INVALID_TEAM => panic!(
+            "symmem device: a collective on PE {pe} got a team handle that does not describe a team of this PE (get it from Team::device on this PE)"
+        ),
         _ => panic!("symmem device error {code} (PE {pe})"),
     }
 }

@@ -1,6 +1,7 @@
 //! The device operations, written once over the per-target primitives in `arch`.
 
 mod amo;
+mod collective;
 mod remote;
 mod rma;
 mod signal;
@@ -8,6 +9,7 @@ mod sync;
 mod thread;
 
 pub use amo::*;
+pub use collective::*;
 pub use rma::*;
 pub use signal::*;
 pub use sync::*;

@@ -27,7 +27,7 @@ pub(crate) enum Group {
 impl Group {
     /// (this thread's first element, stride, whether this thread submits proxy requests).
     #[inline(always)]
-    fn split(self) -> (usize, usize, bool) {
+    pub(crate) fn split(self) -> (usize, usize, bool) {
         match self {
             Group::Thread => (0, 1, true),
             Group::Warp => (lane_id() as usize, warp_width() as usize, lane_id() == 0),

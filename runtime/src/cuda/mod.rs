@@ -481,6 +481,8 @@ pub(crate) fn describe_error_word(w: u64) -> String {
         UNREACHABLE_PE => format!("a device operation targeted PE {pe}, which has no P2P path from this GPU and no proxy channel (a job without a remote transport)"),
         PROXY_FAILED => format!("the proxy channel failed issuing a device operation to PE {pe} on the remote transport"),
         INVALID_PE => format!("a device operation named PE {pe}, which does not exist"),
+        INVALID_TEAM_PE => format!("a device collective named team PE {pe}, which is not in the team"),
+        INVALID_TEAM => format!("a device collective on PE {pe} got a team handle that does not describe a team of this PE (get it from Team::device on this PE)"),
         NOT_INITIALIZED => "a device operation ran before SYMMEM_DEVICE_STATE was filled (launch through Runtime::launch)".into(),
         c => format!("device error code {c} (PE {pe})"),
     }

@@ -58,13 +58,13 @@
 //!   in the first contribution is kept and a later NaN ignored.
 //!
 //! # Not yet
-//! These are the host, blocking forms. The stream-ordered `*_on_stream` forms and the
-//! device (thread, warp, block) forms are not implemented, and the algorithms are the
+//! These are the host, blocking forms; the device (thread, warp, block) forms are
+//! `symmem_device`'s (`device/src/ops/collective.rs`, on a handle from [`Team::device`]),
+//! sharing this module's reduction vocabulary and each team's barrier and scratch. The
+//! stream-ordered `*_on_stream` forms are not implemented, and the algorithms are the
 //! ones above: a tree or ring for large broadcasts across nodes, recursive halving for
 //! `reducescatter`, and recursive doubling for teams whose size is not a power of two, are
 //! not (see the README).
-
-use std::ops::{BitAnd, BitOr, BitXor};
 
 use bytemuck::Pod;
 
@@ -72,98 +72,9 @@ use super::{Team, SCRATCH_WORDS};
 use crate::error::{Error, Result};
 use crate::sym::SymBuf;
 
-mod sealed {
-    /// Keeps [`super::Reducible`] and [`super::ReduceOp`] closed to this crate's types.
-    pub trait Sealed {}
-}
-
-/// An element type of reductions (OpenSHMEM's reduction types): `i32`, `i64`, `u32`,
-/// `u64`, `f32` and `f64`.
-pub trait Reducible: Pod + PartialOrd + sealed::Sealed {
-    /// `a + b`, wrapping for integers.
-    fn add(self, other: Self) -> Self;
-    /// `a * b`, wrapping for integers.
-    fn mul(self, other: Self) -> Self;
-}
-
-/// An integer element type, for the bitwise reductions ([`And`], [`Or`], [`Xor`]): floats
-/// do not implement it, so a bitwise reduction of floats does not compile.
-pub trait BitwiseReducible:
-    Reducible + BitAnd<Output = Self> + BitOr<Output = Self> + BitXor<Output = Self>
-{
-}
-
-macro_rules! reducible_int {
-    ($($t:ty),*) => {$(
-        impl sealed::Sealed for $t {}
-        impl Reducible for $t {
-            fn add(self, other: Self) -> Self {
-                self.wrapping_add(other)
-            }
-            fn mul(self, other: Self) -> Self {
-                self.wrapping_mul(other)
-            }
-        }
-        impl BitwiseReducible for $t {}
-    )*};
-}
-reducible_int!(i32, i64, u32, u64);
-
-macro_rules! reducible_float {
-    ($($t:ty),*) => {$(
-        impl sealed::Sealed for $t {}
-        impl Reducible for $t {
-            fn add(self, other: Self) -> Self {
-                self + other
-            }
-            fn mul(self, other: Self) -> Self {
-                self * other
-            }
-        }
-    )*};
-}
-reducible_float!(f32, f64);
-
-/// A reduction operator on `T`: [`Sum`], [`Prod`], [`Min`] and [`Max`] on every
-/// [`Reducible`] type; [`And`], [`Or`] and [`Xor`] on integers only.
-pub trait ReduceOp<T>: Copy + sealed::Sealed {
-    /// The operator's OpenSHMEM name (`sum` as in `shmem_sum_reduce`).
-    const NAME: &'static str;
-    /// Combines two values.
-    fn apply(a: T, b: T) -> T;
-}
-
-macro_rules! reduce_op {
-    ($($(#[$doc:meta])* $op:ident, $name:literal, $bound:ident, |$a:ident, $b:ident| $e:expr;)*) => {$(
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-        pub struct $op;
-        impl sealed::Sealed for $op {}
-        impl<T: $bound> ReduceOp<T> for $op {
-            const NAME: &'static str = $name;
-            fn apply($a: T, $b: T) -> T {
-                $e
-            }
-        }
-    )*};
-}
-
-reduce_op! {
-    /// Sum (`shmem_sum_reduce`), wrapping for integers.
-    Sum, "sum", Reducible, |a, b| a.add(b);
-    /// Product (`shmem_prod_reduce`), wrapping for integers.
-    Prod, "prod", Reducible, |a, b| a.mul(b);
-    /// Minimum (`shmem_min_reduce`).
-    Min, "min", Reducible, |a, b| if b < a { b } else { a };
-    /// Maximum (`shmem_max_reduce`).
-    Max, "max", Reducible, |a, b| if b > a { b } else { a };
-    /// Bitwise and (`shmem_and_reduce`), integers only.
-    And, "and", BitwiseReducible, |a, b| a & b;
-    /// Bitwise or (`shmem_or_reduce`), integers only.
-    Or, "or", BitwiseReducible, |a, b| a | b;
-    /// Bitwise exclusive or (`shmem_xor_reduce`), integers only.
-    Xor, "xor", BitwiseReducible, |a, b| a ^ b;
-}
+pub use symmem_device::reduce::{
+    And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor,
+};
 
 impl Team<'_> {
     /// Copies `nelems` elements of `src` on team PE `root` into `dest` on every PE of the

@@ -61,7 +61,13 @@ fn kernel_panic_names_its_seed_2_pes() {
 /// survivors exit 3 and the job exits 137 (the killed PE's status), well within the
 /// deadline.
 fn kill_in_wait(n: usize) {
-    let job = run_self_launched(n, "kill_in_wait");
+    kill_in(n, "kill_in_wait");
+}
+
+/// Runs `scenario`, in which the last PE raises SIGKILL while the others wait for it in a
+/// kernel, and checks what [`kill_in_wait`] says.
+fn kill_in(n: usize, scenario: &str) {
+    let job = run_self_launched(n, scenario);
     let victim = n - 1;
     if job.status.code() != Some(137) {
         job.fail("want exit status 137 (SIGKILL of the victim)");
@@ -96,6 +102,13 @@ fn kernel_waiting_for_a_killed_pe_fails_2_pes() {
 #[test]
 fn kernel_waiting_for_a_killed_pe_fails_4_pes() {
     kill_in_wait(4);
+}
+
+/// As [`kill_in_wait`], the survivors waiting in a device `team_barrier_block` on
+/// TEAM_WORLD (3 PEs: one survivor waits for the victim directly, the other through it).
+#[test]
+fn device_team_barrier_with_a_killed_pe_fails_3_pes() {
+    kill_in(3, "kill_in_team_barrier");
 }
 
 /// A device `g` through the proxy channel to a PE of another node that was killed fails

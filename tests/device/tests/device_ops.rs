@@ -78,6 +78,58 @@ scenarios! {
     pipeline;
 }
 
+/// Device collectives on a team (barrier/sync, broadcast, fcollect, collect, alltoall,
+/// reduce and reducescatter with every operator and type, in place and not) at thread,
+/// warp and block scope, on TEAM_WORLD and on the columns of a 2-D split ({0, 2}, {1, 3}),
+/// with host and device barriers alternating on each team: on 1, 2, 3 (not a power of
+/// two) and 4 PEs, and on 2 simulated nodes × 2 PEs, where each column's two PEs reach each
+/// other only through the proxy channel.
+mod team_collectives {
+    const SCENARIO: &str = "team_collectives";
+
+    #[test]
+    fn one_pe() {
+        super::ok(1, SCENARIO);
+    }
+
+    #[test]
+    fn two_pes() {
+        super::ok(2, SCENARIO);
+    }
+
+    #[test]
+    fn three_pes() {
+        super::ok(3, SCENARIO);
+    }
+
+    #[test]
+    fn four_pes() {
+        super::ok(4, SCENARIO);
+    }
+
+    #[test]
+    fn on_2_nodes_of_2_pes() {
+        let job = super::common::run_with_env(4, SCENARIO, &[("SYMMEM_SIMULATE_NODES", "2")]);
+        job.assert_ok(4, SCENARIO);
+    }
+
+    /// A broadcast root outside the team and a foreign team handle fail the launch with
+    /// `KernelFailed` naming them, on every PE, and leave the team usable.
+    #[test]
+    fn errors_3_pes() {
+        let job = super::ok(3, "team_collective_errors");
+        super::expected_errors(
+            &job,
+            3,
+            2,
+            &[
+                "team PE 3, which is not in the team",
+                "team handle that does not describe a team of this PE",
+            ],
+        );
+    }
+}
+
 /// Scenarios whose kernels interleave their threads at barriers and waits, under seeded
 /// lane schedules (`SYMMEM_EXEC_SEED`) instead of thread index order: a correct kernel
 /// passes under every schedule.
@@ -99,7 +151,14 @@ mod under_seeds {
         )*};
     }
 
-    seeded!(thread_sync, rma, put_signal, cooperative, barriers);
+    seeded!(
+        thread_sync,
+        rma,
+        put_signal,
+        cooperative,
+        barriers,
+        team_collectives
+    );
 }
 
 /// The scenarios again on 4 PEs as 2 simulated nodes × 2 PEs (`SYMMEM_SIMULATE_NODES=2`):

@@ -17,6 +17,7 @@
 pub static PTX: symmem_device::EmbeddedPtx = symmem_device::embedded_ptx!();
 
 pub mod amo;
+pub mod collective;
 pub mod failure;
 pub mod pipeline;
 pub mod proxy;
@@ -55,6 +56,17 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     amo::amo_i32::KERNEL.info(),
     amo::amo_u64::KERNEL.info(),
     amo::amo_i64::KERNEL.info(),
+    collective::coll_barrier::KERNEL.info(),
+    collective::coll_broadcast::KERNEL.info(),
+    collective::coll_fcollect::KERNEL.info(),
+    collective::coll_collect::KERNEL.info(),
+    collective::coll_alltoall::KERNEL.info(),
+    collective::coll_reduce_i32::KERNEL.info(),
+    collective::coll_reduce_i64::KERNEL.info(),
+    collective::coll_reduce_u32::KERNEL.info(),
+    collective::coll_reduce_u64::KERNEL.info(),
+    collective::coll_reduce_f32::KERNEL.info(),
+    collective::coll_reduce_f64::KERNEL.info(),
     failure::panic_one::KERNEL.info(),
     failure::remote_op::KERNEL.info(),
     failure::wait_forever::KERNEL.info(),

@@ -22,6 +22,8 @@
 
 #[path = "device_test_pe/amo.rs"]
 mod amo;
+#[path = "device_test_pe/collective.rs"]
+mod collective;
 #[path = "device_test_pe/failure.rs"]
 mod failure;
 #[path = "device_test_pe/pipeline.rs"]
@@ -83,6 +85,13 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("atomics_unsigned", amo::atomics_unsigned, CPU_ONLY),
     ("fence_quiet", sync::fence_quiet, GPU),
     ("barriers", sync::barriers, GPU),
+    ("team_collectives", collective::team_collectives, GPU),
+    // Asserts `KernelFailed` naming the thread (a GPU trap kills the context).
+    (
+        "team_collective_errors",
+        collective::team_collective_errors,
+        CPU_ONLY,
+    ),
     ("geometry", threads::geometry, GPU),
     ("thread_sync", threads::thread_sync, GPU),
     ("big_grid", threads::big_grid, GPU),
@@ -94,6 +103,11 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("kernel_panic", failure::kernel_panic, CPU_ONLY),
     // Host atomics and waits on the heap, and `KernelFailed` naming the dead PE.
     ("kill_in_wait", failure::kill_in_wait, CPU_ONLY),
+    (
+        "kill_in_team_barrier",
+        failure::kill_in_team_barrier,
+        CPU_ONLY,
+    ),
     ("early_exit", failure::early_exit, Runs::GpuOneNode),
     // A device `g` through the proxy to a killed PE of another node (2 simulated nodes).
     ("kill_remote", failure::kill_remote, CPU_ONLY),

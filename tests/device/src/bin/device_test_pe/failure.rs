@@ -1,10 +1,10 @@
-//! Failing kernels: a panic while sibling threads wait, and a wait for a PE that dies
-//! (CPU executor only), and threads that exit before a barrier.
+//! Failing kernels: a panic while sibling threads wait, and a wait (or a device team
+//! barrier) for a PE that dies (CPU executor only), and threads that exit before a barrier.
 
 use std::time::{Duration, Instant};
 
 use symmem::Runtime;
-use symmem_test_kernels::{failure as k, threads::count_threads, PTX};
+use symmem_test_kernels::{collective::coll_barrier, failure as k, threads::count_threads, PTX};
 
 use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym, Outcome};
 
@@ -75,10 +75,35 @@ pub fn kernel_panic(rt: &Runtime) -> Outcome {
 /// `KernelFailed` naming the dead PE; the survivor prints `ERROR after …: …` and exits 3
 /// at once (finalize would only report the same failure again).
 pub fn kill_in_wait(rt: &Runtime) -> Outcome {
+    die_while_others_wait(rt, &|m, s| {
+        // SAFETY: `s` is a symmetric address of one u64 (and more).
+        unsafe { rt.launch(m, k::wait_forever::KERNEL, 1, 64, (s,)) }
+    })
+}
+
+/// [`kill_in_wait`] with a device team barrier: the survivors' 64-thread blocks run
+/// `team_barrier_block` on TEAM_WORLD (thread 0 waits in the dissemination barrier, the
+/// others at the block barrier), which must fail naming the dead PE.
+pub fn kill_in_team_barrier(rt: &Runtime) -> Outcome {
+    let team = rt.team_world().device().map_err(e2s)?;
+    let n = rt.n_pes();
+    die_while_others_wait(rt, &|m, s| {
+        // SAFETY: `s` is a symmetric address of `n + 1` u64s: the slots and the count.
+        unsafe { rt.launch(m, coll_barrier::KERNEL, 1, 64, (team, s, 0, 1, 2, s.add(n))) }
+    })
+}
+
+/// The last PE kills itself once every other PE is about to `launch` a kernel that waits
+/// for it (given a symmetric, zeroed buffer of `n_pes + 1` u64s); each survivor checks
+/// that its launch fails naming the dead PE, prints `ERROR after …: …` and exits 3.
+fn die_while_others_wait(
+    rt: &Runtime,
+    launch: &dyn Fn(&symmem::Module, *mut u64) -> symmem::Result<()>,
+) -> Outcome {
     let m = rt.load_module(&PTX).map_err(e2s)?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let victim = n - 1;
-    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    let sig = rt.calloc::<u64>(n + 1).map_err(e2s)?;
     let ready = rt.calloc::<u64>(1).map_err(e2s)?;
     let s = sym(rt, &sig)?;
     if me == victim {
@@ -91,8 +116,7 @@ pub fn kill_in_wait(rt: &Runtime) -> Outcome {
     }
     rt.atomic_inc(ready.at(0), victim).map_err(e2s)?;
     let start = Instant::now();
-    // SAFETY: `s` is a symmetric address of one u64.
-    let r = unsafe { rt.launch(&m, k::wait_forever::KERNEL, 1, 64, (s,)) };
+    let r = launch(&m, s);
     let needle = format!("PE {victim} failed while PE {me} was in a kernel wait");
     let text = expect_kernel_failed(rt, r, (0, 0, 0), (0, 0, 0), &[&needle])?;
     println!("ERROR after {:?}: {text}", start.elapsed());
