@@ -40,13 +40,15 @@
 
 pub mod collectives;
 
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use symmem_device::DeviceTeam;
 use symmem_sync::barrier::{self, Round};
 
 use crate::error::{Error, Result};
-use crate::int::{Cmp, SignalOp};
+use crate::int::{Cmp, SignalOp, SymInt};
+use crate::route::Word;
 use crate::runtime::Runtime;
 use crate::sym::SymBuf;
 
@@ -831,7 +833,13 @@ impl Runtime {
         }
         let area = self.team_area();
         let me = self.my_pe();
-        let epoch = self.atomic_fetch_add(area.at(self.teams.epoch(team.slot)), 1, me)? + 1;
+        let epoch_word = area.at(self.teams.epoch(team.slot));
+        let epoch = match self.word(op, epoch_word, me)? {
+            // Only this PE advances its epoch word (host or device barriers, never both at
+            // once), so a plain atomic add on a mapped heap is enough: no route, no AMO.
+            Word::Host(a) => u64::fetch_add(a, 1, Ordering::AcqRel),
+            _ => self.atomic_fetch_add(epoch_word, 1, me)?,
+        } + 1;
         for Round { index, to, from } in barrier::rounds(team.my_index, n) {
             let flag = area.at(self.teams.flag(team.slot, index));
             self.signal_op(flag, 1, SignalOp::Add, team.members.world(to))?;
