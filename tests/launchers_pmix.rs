@@ -14,6 +14,8 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use symmem_test_harness::OmpiSession;
+
 use common::{
     check_launched, launched_pe_env, names_another_pe, spawn_pe, wait_output, Job,
     FOREIGN_LAUNCH_VARS, TEST_PE,
@@ -89,6 +91,7 @@ fn run_mpirun(mpirun: &str, opts: &[&str], n: usize, scenario: &str, env: &[(&st
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    let _session = OmpiSession::apply(&mut cmd);
     let child = cmd.spawn().expect("starting mpirun");
     wait_output(child, Duration::from_secs(90))
 }
@@ -221,6 +224,7 @@ fn a_pe_killed_before_the_fence_fails_the_others_at_once() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    let _session = OmpiSession::apply(&mut cmd);
     let job = wait_output(
         cmd.spawn().expect("starting mpirun"),
         Duration::from_secs(90),

@@ -15,6 +15,39 @@ use std::time::{Duration, Instant};
 /// A job still running after this long is hung: it is killed and its test fails.
 pub const HANG_LIMIT: Duration = Duration::from_secs(120);
 
+/// A session directory of its own for one `mpirun`, removed when dropped.
+///
+/// Open MPI 4.1 puts every `mpirun`'s session under `/tmp/ompi.<host>.<uid>`, creates that
+/// directory if it is missing and removes it when it is empty at exit. Two `mpirun`s of
+/// tests running side by side race there: one finds the directory missing, the other
+/// creates it, and the first one's `mkdir` fails with "File exists" and `orte_init` aborts
+/// the job. A fresh `orte_tmpdir_base` per job takes the race away.
+pub struct OmpiSession(PathBuf);
+
+impl OmpiSession {
+    /// Creates a fresh directory and points `cmd`'s Open MPI (`OMPI_MCA_orte_tmpdir_base`)
+    /// at it.
+    pub fn apply(cmd: &mut Command) -> OmpiSession {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "symmem-test-ompi.{}.{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        cmd.env("OMPI_MCA_orte_tmpdir_base", &dir);
+        OmpiSession(dir)
+    }
+}
+
+impl Drop for OmpiSession {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// How a job's PEs are started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Launcher {
@@ -150,6 +183,8 @@ pub fn run_job(
     for (k, v) in env {
         cmd.env(k, v);
     }
+    let _session = matches!(launcher, Launcher::Mpirun | Launcher::MpirunPmix)
+        .then(|| OmpiSession::apply(&mut cmd));
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
