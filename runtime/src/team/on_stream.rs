@@ -92,7 +92,9 @@ impl Team<'_> {
             });
         }
         self.fits_stream(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits_stream(OP, "dest", dest, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+            format!("nelems {nelems}")
+        })?;
         distinct(OP, dest, src)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
@@ -189,7 +191,9 @@ impl Team<'_> {
         const OP: &str = "team_reduce_on_stream";
         let _team = self.prepare(OP, stream)?;
         self.fits_stream(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits_stream(OP, "dest", dest, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+            format!("nelems {nelems}")
+        })?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
             let (d, s) = self.addrs(dest, src);
@@ -221,7 +225,9 @@ impl Team<'_> {
         self.fits_stream(OP, "src", src, nelems.checked_mul(n), || {
             format!("nelems {nelems} × {n} PEs of the team")
         })?;
-        self.fits_stream(OP, "dest", dest, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+            format!("nelems {nelems}")
+        })?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
             let (d, s) = self.addrs(dest, src);
@@ -324,7 +330,7 @@ fn words<T>(nelems: usize) -> (u32, usize) {
     let bytes = nelems * std::mem::size_of::<T>();
     let width = [8, 4, 2, 1]
         .into_iter()
-        .find(|w| bytes % w == 0)
+        .find(|w| bytes.is_multiple_of(*w))
         .unwrap_or(1);
     (width as u32, bytes / width)
 }

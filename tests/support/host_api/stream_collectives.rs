@@ -145,7 +145,11 @@ fn plain<T: Pod + PartialEq + Debug>(
                 .or_fail()?;
             let got = b.result(rt, stream)?;
             for (k, g) in got[..ne].iter().enumerate() {
-                check_eq!(*g, val(root, root, k), "broadcast ne {ne} root {root} [{k}]");
+                check_eq!(
+                    *g,
+                    val(root, root, k),
+                    "broadcast ne {ne} root {root} [{k}]"
+                );
             }
             check_eq!(got[ne], dead, "broadcast ne {ne}: past nelems");
         }
@@ -156,7 +160,11 @@ fn plain<T: Pod + PartialEq + Debug>(
         let got = b.result(rt, stream)?;
         for s in 0..m {
             for k in 0..ne {
-                check_eq!(got[s * ne + k], val(s, 0, k), "fcollect ne {ne} from team PE {s} [{k}]");
+                check_eq!(
+                    got[s * ne + k],
+                    val(s, 0, k),
+                    "fcollect ne {ne} from team PE {s} [{k}]"
+                );
             }
         }
         check_eq!(got[m * ne], dead, "fcollect ne {ne}: past the end");
@@ -168,7 +176,11 @@ fn plain<T: Pod + PartialEq + Debug>(
         let got = b.result(rt, stream)?;
         for s in 0..m {
             for k in 0..ne {
-                check_eq!(got[s * ne + k], val(s, i, k), "alltoall ne {ne} from team PE {s} [{k}]");
+                check_eq!(
+                    got[s * ne + k],
+                    val(s, i, k),
+                    "alltoall ne {ne} from team PE {s} [{k}]"
+                );
             }
         }
         check_eq!(got[m * ne], dead, "alltoall ne {ne}: past the end");
@@ -241,13 +253,20 @@ fn reductions<T: RT, O: ReduceOp<T>>(
     let (i, m, me) = (team.my_pe(), team.n_pes(), rt.my_pe());
     let name = O::NAME;
     let fold = |j: usize, k: usize| {
-        let v = (1..m).fold(input(tag, 0, j, k), |acc, s| model(acc, input(tag, s, j, k)));
+        let v = (1..m).fold(input(tag, 0, j, k), |acc, s| {
+            model(acc, input(tag, s, j, k))
+        });
         T::of(v)
     };
     let dead = T::of(99);
     // reduce: block 0 of every PE.
     b.poison(rt, dead)?;
-    b.source(rt, &(0..ne).map(|k| T::of(input(tag, i, 0, k))).collect::<Vec<_>>())?;
+    b.source(
+        rt,
+        &(0..ne)
+            .map(|k| T::of(input(tag, i, 0, k)))
+            .collect::<Vec<_>>(),
+    )?;
     team.reduce_on_stream(&b.dest, &b.src, ne, op, stream)
         .or_fail()?;
     let got = b.result(rt, stream)?;
@@ -302,7 +321,11 @@ fn errors_inner(rt: &Runtime) -> Outcome {
     expect_err(
         world.broadcast_on_stream(&big, &small, 3, 0, &stream),
         "InvalidArgument",
-        &[s("team_broadcast_on_stream"), s("src (allocation #"), s("3 elements needed")],
+        &[
+            s("team_broadcast_on_stream"),
+            s("src (allocation #"),
+            s("3 elements needed"),
+        ],
     )?;
     expect_err(
         world.fcollect_on_stream(&small, &big, 3, &stream),
