@@ -126,7 +126,7 @@ run() {
   done
   # The host-API suite on GPU PEs (the same scenarios CI runs on CPU PEs).
   local api
-  for api in rma put_signal signals wait_test wait_arrays atomics fence_quiet barrier_sync errors stress teams team_errors collectives collective_errors; do
+  for api in rma put_signal signals wait_test wait_arrays atomics fence_quiet barrier_sync errors stress teams team_errors collectives collective_errors stream_collectives stream_collective_errors; do
     check "host API on GPU PEs: $api (2 PEs)" env SYMMEM_TEST_EXPECT_PES=2 "$bin/symrun" -n 2 "$bin/symmem-test-pe" "api_$api"
   done
   # The same scenarios with each PE its own simulated node: GPU heaps served by the socket

@@ -2,8 +2,9 @@
 //! reducescatter with every operator and type) on 1, 2, 3 and 4 PEs, and on 2 simulated
 //! nodes of 2 PEs (TEAM_NODE is then each node's pair and world, strided, row and column
 //! teams cross the socket transport); the argument errors; a collective that one PE never
-//! calls times out naming the missing PE. The PE side is
-//! tests/support/host_api/collectives.rs.
+//! calls times out naming the missing PE; the stream-ordered forms (`Team::*_on_stream`,
+//! the host fallback on CPU PEs) and their errors. The PE side is
+//! tests/support/host_api/collectives.rs and stream_collectives.rs.
 
 mod common;
 
@@ -42,6 +43,8 @@ macro_rules! on_1_to_4 {
 on_1_to_4! {
     collectives: "collectives";
     errors: "collective_errors";
+    stream: "stream_collectives";
+    stream_errors: "stream_collective_errors";
 }
 
 /// One node with P2P off: every PE reaches the others over the socket transport, so the

@@ -420,6 +420,28 @@ const BENCHES: &[Bench] = &[
     },
     Bench {
         on: On::Both,
+        metric: "alltoall_bw",
+        initiator: Initiator::Block,
+        kind: Kind::Bandwidth,
+        sizes: COLLECTIVE_SWEEP,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device block: alltoall_block on TEAM_WORLD of u64s by every PE, in a kernel loop; size as the host row",
+        run: device_team_alltoall,
+    },
+    Bench {
+        on: On::Both,
+        metric: "fcollect_bw",
+        initiator: Initiator::Block,
+        kind: Kind::Bandwidth,
+        sizes: COLLECTIVE_SWEEP,
+        baseline: None,
+        max_iters: Some(GROUP_ITERS),
+        about: "device block: fcollect_block on TEAM_WORLD of u64s by every PE, in a kernel loop; size as the host row",
+        run: device_team_fcollect,
+    },
+    Bench {
+        on: On::Both,
         metric: "put_signal_pingpong_latency",
         initiator: Initiator::Thread,
         kind: Kind::Latency { ops: 2.0 },
@@ -972,6 +994,32 @@ fn device_team_reduce(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Dura
         Initiator::Block,
         kernels::bench_team_reduce::KERNEL,
         (team, dst, src, size / ELEM, iters, kernels::BLOCK),
+    )
+}
+
+/// Every PE's kernel runs `iters` block-scope alltoalls of `size` bytes in all from
+/// `gsrc` into `big` on TEAM_WORLD.
+fn device_team_alltoall(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world().device()?;
+    let (dst, src) = (sym(c, &c.big)?, sym(c, &c.gsrc)?.cast_const());
+    time_launch(
+        c,
+        Initiator::Block,
+        kernels::bench_team_alltoall::KERNEL,
+        (team, dst, src, block_elems(c, size), iters, kernels::BLOCK),
+    )
+}
+
+/// Every PE's kernel runs `iters` block-scope fcollects of `size` bytes in all from
+/// `gsrc` into `big` on TEAM_WORLD.
+fn device_team_fcollect(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world().device()?;
+    let (dst, src) = (sym(c, &c.big)?, sym(c, &c.gsrc)?.cast_const());
+    time_launch(
+        c,
+        Initiator::Block,
+        kernels::bench_team_fcollect::KERNEL,
+        (team, dst, src, block_elems(c, size), iters, kernels::BLOCK),
     )
 }
 

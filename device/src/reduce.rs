@@ -15,6 +15,9 @@ mod sealed {
 /// An element type of reductions (OpenSHMEM's reduction types): `i32`, `i64`, `u32`,
 /// `u64`, `f32` and `f64`.
 pub trait Reducible: Pod + PartialOrd + sealed::Sealed {
+    /// The type's code in kernel arguments (the runtime's stream-ordered reductions):
+    /// 0 `i32`, 1 `i64`, 2 `u32`, 3 `u64`, 4 `f32`, 5 `f64`.
+    const CODE: u32;
     /// `a + b`, wrapping for integers.
     fn add(self, other: Self) -> Self;
     /// `a * b`, wrapping for integers.
@@ -29,9 +32,10 @@ pub trait BitwiseReducible:
 }
 
 macro_rules! reducible_int {
-    ($($t:ty),*) => {$(
+    ($($t:ty = $code:literal),*) => {$(
         impl sealed::Sealed for $t {}
         impl Reducible for $t {
+            const CODE: u32 = $code;
             #[inline(always)]
             fn add(self, other: Self) -> Self {
                 self.wrapping_add(other)
@@ -44,12 +48,13 @@ macro_rules! reducible_int {
         impl BitwiseReducible for $t {}
     )*};
 }
-reducible_int!(i32, i64, u32, u64);
+reducible_int!(i32 = 0, i64 = 1, u32 = 2, u64 = 3);
 
 macro_rules! reducible_float {
-    ($($t:ty),*) => {$(
+    ($($t:ty = $code:literal),*) => {$(
         impl sealed::Sealed for $t {}
         impl Reducible for $t {
+            const CODE: u32 = $code;
             #[inline(always)]
             fn add(self, other: Self) -> Self {
                 self + other
@@ -61,25 +66,29 @@ macro_rules! reducible_float {
         }
     )*};
 }
-reducible_float!(f32, f64);
+reducible_float!(f32 = 4, f64 = 5);
 
 /// A reduction operator on `T`: [`Sum`], [`Prod`], [`Min`] and [`Max`] on every
 /// [`Reducible`] type; [`And`], [`Or`] and [`Xor`] on integers only.
 pub trait ReduceOp<T>: Copy + sealed::Sealed {
     /// The operator's OpenSHMEM name (`sum` as in `shmem_sum_reduce`).
     const NAME: &'static str;
+    /// The operator's code in kernel arguments (the runtime's stream-ordered
+    /// reductions): 0 sum, 1 prod, 2 min, 3 max, 4 and, 5 or, 6 xor.
+    const CODE: u32;
     /// Combines two values.
     fn apply(a: T, b: T) -> T;
 }
 
 macro_rules! reduce_op {
-    ($($(#[$doc:meta])* $op:ident, $name:literal, $bound:ident, |$a:ident, $b:ident| $e:expr;)*) => {$(
+    ($($(#[$doc:meta])* $op:ident, $name:literal, $code:literal, $bound:ident, |$a:ident, $b:ident| $e:expr;)*) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
         pub struct $op;
         impl sealed::Sealed for $op {}
         impl<T: $bound> ReduceOp<T> for $op {
             const NAME: &'static str = $name;
+            const CODE: u32 = $code;
             #[inline(always)]
             fn apply($a: T, $b: T) -> T {
                 $e
@@ -90,17 +99,17 @@ macro_rules! reduce_op {
 
 reduce_op! {
     /// Sum (`shmem_sum_reduce`), wrapping for integers.
-    Sum, "sum", Reducible, |a, b| a.add(b);
+    Sum, "sum", 0, Reducible, |a, b| a.add(b);
     /// Product (`shmem_prod_reduce`), wrapping for integers.
-    Prod, "prod", Reducible, |a, b| a.mul(b);
+    Prod, "prod", 1, Reducible, |a, b| a.mul(b);
     /// Minimum (`shmem_min_reduce`).
-    Min, "min", Reducible, |a, b| if b < a { b } else { a };
+    Min, "min", 2, Reducible, |a, b| if b < a { b } else { a };
     /// Maximum (`shmem_max_reduce`).
-    Max, "max", Reducible, |a, b| if b > a { b } else { a };
+    Max, "max", 3, Reducible, |a, b| if b > a { b } else { a };
     /// Bitwise and (`shmem_and_reduce`), integers only.
-    And, "and", BitwiseReducible, |a, b| a & b;
+    And, "and", 4, BitwiseReducible, |a, b| a & b;
     /// Bitwise or (`shmem_or_reduce`), integers only.
-    Or, "or", BitwiseReducible, |a, b| a | b;
+    Or, "or", 5, BitwiseReducible, |a, b| a | b;
     /// Bitwise exclusive or (`shmem_xor_reduce`), integers only.
-    Xor, "xor", BitwiseReducible, |a, b| a ^ b;
+    Xor, "xor", 6, BitwiseReducible, |a, b| a ^ b;
 }

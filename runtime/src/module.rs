@@ -146,8 +146,9 @@ impl Runtime {
         }
     }
 
-    /// Launches `kernel` on a GPU PE's `stream`, without waiting: what the stream-ordered
-    /// operations do. Errors of the kernel itself surface when the stream is synchronized.
+    /// Launches `kernel` as one block of `threads` threads on a GPU PE's `stream`, without
+    /// waiting: what the stream-ordered operations do. Errors of the kernel itself surface
+    /// when the stream is synchronized.
     ///
     /// # Safety
     /// As for [`Self::launch`].
@@ -158,6 +159,7 @@ impl Runtime {
         module: &Module,
         kernel: Kernel<A>,
         args: A,
+        threads: u32,
         stream: cudarc::driver::sys::CUstream,
     ) -> Result<()> {
         let ModuleKind::Cuda(m) = &module.kind else {
@@ -165,10 +167,10 @@ impl Runtime {
         };
         let mut ptrs: Vec<*mut std::ffi::c_void> = Vec::with_capacity(kernel.params().len());
         args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
-        let one = Dim3::new(1, 1, 1);
+        let (one, block) = (Dim3::new(1, 1, 1), Dim3::new(threads, 1, 1));
         // SAFETY: `ptrs` point into `args`, which lives until the launch call returns (the
         // driver copies parameters at launch); the rest is forwarded from the caller.
-        unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, one, false, stream) }
+        unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, block, false, stream) }
     }
 
     #[allow(clippy::too_many_arguments)] // the public forms' arguments plus two flags

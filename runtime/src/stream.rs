@@ -8,6 +8,7 @@
 //! | `signal_wait_until_on_stream` | the `stream_wait` helper kernel (one thread spins with backoff) | `signal_wait_until` |
 //! | `quiet_on_stream` | the `stream_quiet` helper kernel (`fence.sc.sys`) | `quiet` |
 //! | `barrier_all_on_stream` | the `stream_barrier_all` helper kernel (device `barrier_all`) | `barrier_all` |
+//! | `Team::*_on_stream` (barrier, sync, broadcast, fcollect, alltoall, reduce, reducescatter) | a `stream_team_*` helper kernel: one block running the `_block` device collective | the host collective |
 //!
 //! On a CPU PE a [`Stream`] is the calling thread: each call runs at once, in order, so
 //! one program runs on both kinds of PE.
@@ -118,7 +119,8 @@ impl Runtime {
         })
     }
 
-    fn check_stream(&self, op: &'static str, stream: &Stream) -> Result<()> {
+    /// Fails unless `stream` belongs to this runtime and to this kind of PE.
+    pub(crate) fn check_stream(&self, op: &'static str, stream: &Stream) -> Result<()> {
         if stream.runtime != self.id {
             return Err(Error::InvalidArgument {
                 op,
@@ -294,7 +296,7 @@ impl Runtime {
         self.barrier_all()
     }
 
-    /// Queues one helper kernel on a GPU PE's stream.
+    /// Queues one helper kernel, one thread, on a GPU PE's stream.
     #[cfg(feature = "cuda")]
     fn helper_on_stream<A: symmem_device::KernelArgs>(
         &self,
@@ -303,12 +305,25 @@ impl Runtime {
         kernel: symmem_device::Kernel<A>,
         args: A,
     ) -> Result<()> {
+        self.block_on_stream(op, stream, kernel, args, 1)
+    }
+
+    /// Queues one helper kernel as one block of `threads` threads on a GPU PE's stream.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn block_on_stream<A: symmem_device::KernelArgs>(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+        kernel: symmem_device::Kernel<A>,
+        args: A,
+        threads: u32,
+    ) -> Result<()> {
         let cu = self
             .cu_stream(op, stream)?
             .expect("GPU PEs have GPU streams");
         let module = self.helper_module(op)?;
         // SAFETY: the helper kernels only touch the symmetric addresses they are given,
         // which the callers derive from checked references.
-        unsafe { self.launch_on_stream(op, &module, kernel, args, cu) }
+        unsafe { self.launch_on_stream(op, &module, kernel, args, threads, cu) }
     }
 }

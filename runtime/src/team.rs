@@ -39,6 +39,7 @@
 //! signals them only after the creating exchange, which this PE enters after `destroy`.
 
 pub mod collectives;
+mod on_stream;
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;

@@ -119,6 +119,34 @@ symmem_device::kernel! {
         }
     }
 
+    /// `iters` times: `alltoall` of blocks of `n` u64s from `src` into `dst` on `team` at
+    /// `scope` (every PE of the team runs it).
+    pub fn bench_team_alltoall(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => alltoall_warp(&team, dst, src, n),
+                BLOCK => alltoall_block(&team, dst, src, n),
+                _ => alltoall(&team, dst, src, n),
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: `fcollect` of `n` u64s per PE from `src` into `dst` on `team` at
+    /// `scope` (every PE of the team runs it).
+    pub fn bench_team_fcollect(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => fcollect_warp(&team, dst, src, n),
+                BLOCK => fcollect_block(&team, dst, src, n),
+                _ => fcollect(&team, dst, src, n),
+            }
+            i += 1;
+        }
+    }
+
     /// Ping-pong of `n` u64s with a signal between two PEs at `scope`: the side with
     /// `first != 0` sends first; each side waits for the other's signal `>= i` before
     /// its `i`-th answer.
@@ -157,4 +185,6 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     bench_pingpong::KERNEL.info(),
     bench_team_barrier::KERNEL.info(),
     bench_team_reduce::KERNEL.info(),
+    bench_team_alltoall::KERNEL.info(),
+    bench_team_fcollect::KERNEL.info(),
 ];

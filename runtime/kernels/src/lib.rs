@@ -1,6 +1,8 @@
 //! The runtime's own GPU helper kernels: what host code cannot do to GPU memory with a
-//! copy. `Runtime` launches them, one thread each, for host atomics and signals on GPU
-//! heaps and for the stream-ordered operations (`*_on_stream`). The arguments are the
+//! copy. `Runtime` launches them for host atomics and signals on GPU heaps and for the
+//! stream-ordered operations (`*_on_stream`): one thread each, except the team
+//! collectives (`stream_team_*`), which run the device `_block` collectives in one block
+//! of [`TEAM_THREADS`] threads. The arguments are the
 //! encodings of the device crate's op vocabulary ([`AmoKind`], [`SignalOp`], [`Cmp`] as
 //! `u32`), so the layout test and the PTX check cover them like every other kernel crate.
 #![no_std]
@@ -11,6 +13,85 @@ use symmem_device::*;
 /// These kernels as PTX, built and embedded at build time.
 #[cfg(not(target_arch = "nvptx64"))]
 pub static PTX: symmem_device::EmbeddedPtx = symmem_device::embedded_ptx!();
+
+/// Threads of the one block the `stream_team_*` kernels are launched with.
+pub const TEAM_THREADS: u32 = 256;
+
+/// Calls a `_block` collective on elements of `width` bytes (8, 4, 2, else 1) at
+/// `dest`/`src`, with the arguments that follow the two pointers.
+macro_rules! by_width {
+    ($width:expr, $f:ident($team:expr, $dest:expr, $src:expr $(, $arg:expr)*)) => {
+        match $width {
+            8 => $f::<u64>($team, $dest.cast(), $src.cast() $(, $arg)*),
+            4 => $f::<u32>($team, $dest.cast(), $src.cast() $(, $arg)*),
+            2 => $f::<u16>($team, $dest.cast(), $src.cast() $(, $arg)*),
+            _ => $f::<u8>($team, $dest, $src $(, $arg)*),
+        }
+    };
+}
+
+/// `reduce_block`, or `reducescatter_block` when `scatter`, of `T` with the operator of
+/// code `op` (a [`ReduceOp::CODE`]; bitwise codes only when `bitwise`).
+///
+/// # Safety
+/// As the device reductions; `dest` and `src` are symmetric addresses of `T`s.
+#[inline(always)]
+unsafe fn reduce_typed<T: Reducible>(
+    team: &DeviceTeam,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    op: u32,
+    scatter: bool,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let (d, s) = (dest.cast::<T>(), src.cast::<T>());
+        macro_rules! call {
+            ($o:expr) => {
+                if scatter {
+                    reducescatter_block(team, d, s, nelems, $o)
+                } else {
+                    reduce_block(team, d, s, nelems, $o)
+                }
+            };
+        }
+        match op {
+            1 => call!(Prod),
+            2 => call!(Min),
+            3 => call!(Max),
+            _ => call!(Sum),
+        }
+    }
+}
+
+/// [`reduce_typed`] for integers, with the bitwise operators too.
+///
+/// # Safety
+/// As [`reduce_typed`].
+#[inline(always)]
+unsafe fn reduce_int<T: BitwiseReducible>(
+    team: &DeviceTeam,
+    dest: *mut u8,
+    src: *const u8,
+    nelems: usize,
+    op: u32,
+    scatter: bool,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let (d, s) = (dest.cast::<T>(), src.cast::<T>());
+        match op {
+            4 if scatter => reducescatter_block(team, d, s, nelems, And),
+            4 => reduce_block(team, d, s, nelems, And),
+            5 if scatter => reducescatter_block(team, d, s, nelems, Or),
+            5 => reduce_block(team, d, s, nelems, Or),
+            6 if scatter => reducescatter_block(team, d, s, nelems, Xor),
+            6 => reduce_block(team, d, s, nelems, Xor),
+            _ => reduce_typed::<T>(team, dest, src, nelems, op, scatter),
+        }
+    }
+}
 
 /// One atomic of `kind` on `dest` (symmetric) on `pe`; the old value.
 ///
@@ -89,6 +170,50 @@ kernel! {
             barrier_all();
         }
     }
+
+    /// Every thread of the block runs `team_barrier_block` on `team` (`team_sync_block`
+    /// when `sync_only != 0`): the stream-ordered team barrier.
+    pub fn stream_team_barrier(team: DeviceTeam, sync_only: u32) {
+        if sync_only != 0 {
+            team_sync_block(&team);
+        } else {
+            team_barrier_block(&team);
+        }
+    }
+
+    /// Every thread of the block runs `broadcast_block` of `nelems` elements of `width`
+    /// bytes from team PE `root`'s `src` into `dest` (symmetric addresses).
+    pub fn stream_team_broadcast(team: DeviceTeam, dest: *mut u8, src: *const u8, nelems: usize, width: u32, root: u32) {
+        by_width!(width, broadcast_block(&team, dest, src, nelems, root));
+    }
+
+    /// Every thread of the block runs `fcollect_block` of `nelems` elements of `width`
+    /// bytes per PE from `src` into `dest` (symmetric addresses).
+    pub fn stream_team_fcollect(team: DeviceTeam, dest: *mut u8, src: *const u8, nelems: usize, width: u32) {
+        by_width!(width, fcollect_block(&team, dest, src, nelems));
+    }
+
+    /// Every thread of the block runs `alltoall_block` of blocks of `nelems` elements of
+    /// `width` bytes from `src` into `dest` (symmetric addresses).
+    pub fn stream_team_alltoall(team: DeviceTeam, dest: *mut u8, src: *const u8, nelems: usize, width: u32) {
+        by_width!(width, alltoall_block(&team, dest, src, nelems));
+    }
+
+    /// Every thread of the block runs `reduce_block` (`reducescatter_block` when
+    /// `scatter != 0`) of `nelems` elements of the type of code `ty` (a
+    /// `Reducible::CODE`) with the operator of code `op` (a `ReduceOp::CODE`), from `src`
+    /// into `dest` (symmetric addresses). The host checks that the pair is valid.
+    pub fn stream_team_reduce(team: DeviceTeam, dest: *mut u8, src: *const u8, nelems: usize, ty: u32, op: u32, scatter: u32) {
+        let scatter = scatter != 0;
+        match ty {
+            0 => reduce_int::<i32>(&team, dest, src, nelems, op, scatter),
+            1 => reduce_int::<i64>(&team, dest, src, nelems, op, scatter),
+            2 => reduce_int::<u32>(&team, dest, src, nelems, op, scatter),
+            3 => reduce_int::<u64>(&team, dest, src, nelems, op, scatter),
+            4 => reduce_typed::<f32>(&team, dest, src, nelems, op, scatter),
+            _ => reduce_typed::<f64>(&team, dest, src, nelems, op, scatter),
+        }
+    }
 }
 
 /// Every kernel of this crate, for the check of each descriptor against its PTX `.entry`.
@@ -99,4 +224,9 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     stream_wait::KERNEL.info(),
     stream_quiet::KERNEL.info(),
     stream_barrier_all::KERNEL.info(),
+    stream_team_barrier::KERNEL.info(),
+    stream_team_broadcast::KERNEL.info(),
+    stream_team_fcollect::KERNEL.info(),
+    stream_team_alltoall::KERNEL.info(),
+    stream_team_reduce::KERNEL.info(),
 ];

@@ -1,0 +1,336 @@
+//! Stream-ordered collectives on a team (NVSHMEM's `nvshmemx_barrier_on_stream`,
+//! `nvshmemx_team_sync_on_stream`, `nvshmemx_TYPENAME_broadcast_on_stream`, `_fcollect_`,
+//! `_alltoall_`, `nvshmemx_TYPENAME_OP_reduce_on_stream` and `_reducescatter_`).
+//!
+//! On a GPU PE each call checks its arguments on the host, then queues one helper kernel
+//! of `symmem-runtime-kernels` (`stream_team_*`) on the stream: one block of
+//! `TEAM_THREADS` threads running the device `_block` collective on the team's
+//! [`Team::device`] handle, so the collective runs after the work already on the stream and
+//! before the work queued after it, without blocking the host. Errors of the kernel itself
+//! (a member that dies, `SYMMEM_TIMEOUT`) surface when the stream is synchronized. On a
+//! CPU PE a stream is the calling thread: the same checks, then the host collective.
+//!
+//! # Rules (beyond the host collectives')
+//! - The team's PEs must be evenly spaced (it needs a device handle), on both kinds of PE,
+//!   so that one program behaves the same on both.
+//! - `dest` and `src` must be different allocations, except for reductions (the device
+//!   collectives push straight from `src`, without copying it first).
+//! - Host collectives on a team must not run while a stream collective on the same team is
+//!   still queued: both advance the team's barrier epoch and use its scratch. Synchronize
+//!   the stream first (as NVSHMEM requires for its stream and host collectives).
+//! - Collect (sizes differing per PE) has no stream form: its `dest` could only be checked
+//!   against the sum of the sizes on the device, after queueing.
+
+use bytemuck::Pod;
+
+use super::collectives::{ReduceOp, Reducible};
+use super::Team;
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+use crate::sym::SymBuf;
+use symmem_device::DeviceTeam;
+
+impl Team<'_> {
+    /// A barrier of the team in stream order: every earlier operation of this PE's
+    /// `stream` is complete and visible, and later work of `stream` starts once every
+    /// member has reached it (`nvshmemx_barrier_on_stream`). GPU PE: `team_barrier_block`
+    /// in a helper kernel; CPU PE: [`Self::barrier`].
+    pub fn barrier_on_stream(&self, stream: &Stream) -> Result<()> {
+        const OP: &str = "team_barrier_on_stream";
+        let _team = self.prepare(OP, stream)?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            return self.queue(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_team_barrier::KERNEL,
+                (_team, 0u32),
+            );
+        }
+        self.barrier()
+    }
+
+    /// [`Self::barrier_on_stream`] without completing earlier operations first
+    /// (`nvshmemx_team_sync_on_stream`). GPU PE: `team_sync_block`; CPU PE:
+    /// [`Self::sync`].
+    pub fn sync_on_stream(&self, stream: &Stream) -> Result<()> {
+        const OP: &str = "team_sync_on_stream";
+        let _team = self.prepare(OP, stream)?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            return self.queue(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_team_barrier::KERNEL,
+                (_team, 1u32),
+            );
+        }
+        self.sync()
+    }
+
+    /// [`Self::broadcast`] in stream order (`nvshmemx_broadcast_on_stream`): `nelems`
+    /// elements of `src` on team PE `root` into `dest` on every member. `dest` and `src`
+    /// must be different allocations. Errors (before anything is queued): `root` outside
+    /// the team, `nelems` past `src` or `dest`, the same allocation twice, a team whose
+    /// PEs are not evenly spaced, a stream or allocation of another runtime.
+    pub fn broadcast_on_stream<T: Pod>(
+        &self,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        const OP: &str = "team_broadcast_on_stream";
+        let _team = self.prepare(OP, stream)?;
+        if root >= self.n_pes() {
+            return Err(Error::InvalidPe {
+                op: OP,
+                pe: root,
+                n_pes: self.n_pes(),
+                access: " in this team (the root)".into(),
+            });
+        }
+        self.fits_stream(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+            format!("nelems {nelems}")
+        })?;
+        distinct(OP, dest, src)?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            let (width, words) = words::<T>(nelems);
+            let (d, s) = self.addrs(dest, src);
+            return self.queue(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_team_broadcast::KERNEL,
+                (_team, d, s, words, width, root as u32),
+            );
+        }
+        self.broadcast(dest, src, nelems, root)
+    }
+
+    /// [`Self::fcollect`] in stream order (`nvshmemx_fcollect_on_stream`): team PE `i`'s
+    /// `nelems` elements of `src` land at `dest[i * nelems..]` on every member. `dest`
+    /// (`nelems * n_pes()` elements) and `src` must be different allocations. Errors as
+    /// [`Self::broadcast_on_stream`].
+    pub fn fcollect_on_stream<T: Pod>(
+        &self,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        const OP: &str = "team_fcollect_on_stream";
+        let _team = self.prepare(OP, stream)?;
+        let n = self.n_pes();
+        self.fits_stream(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits_stream(OP, "dest", dest, nelems.checked_mul(n), || {
+            format!("nelems {nelems} × {n} PEs of the team")
+        })?;
+        distinct(OP, dest, src)?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            let (width, words) = words::<T>(nelems);
+            let (d, s) = self.addrs(dest, src);
+            return self.queue(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_team_fcollect::KERNEL,
+                (_team, d, s, words, width),
+            );
+        }
+        self.fcollect(dest, src, nelems)
+    }
+
+    /// [`Self::alltoall`] in stream order (`nvshmemx_alltoall_on_stream`): block `j` of
+    /// `src` on team PE `i` lands in block `i` of `dest` on team PE `j`. Both hold
+    /// `nelems * n_pes()` elements and must be different allocations. Errors as
+    /// [`Self::broadcast_on_stream`].
+    pub fn alltoall_on_stream<T: Pod>(
+        &self,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        const OP: &str = "team_alltoall_on_stream";
+        let _team = self.prepare(OP, stream)?;
+        let n = self.n_pes();
+        let total = nelems.checked_mul(n);
+        let why = || format!("nelems {nelems} × {n} PEs of the team");
+        self.fits_stream(OP, "src", src, total, why)?;
+        self.fits_stream(OP, "dest", dest, total, why)?;
+        distinct(OP, dest, src)?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            let (width, words) = words::<T>(nelems);
+            let (d, s) = self.addrs(dest, src);
+            return self.queue(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_team_alltoall::KERNEL,
+                (_team, d, s, words, width),
+            );
+        }
+        self.alltoall(dest, src, nelems)
+    }
+
+    /// [`Self::reduce`] in stream order (`nvshmemx_<op>_reduce_on_stream`): `nelems`
+    /// elements of every member's `src` combined with `op` in team order into `dest` on
+    /// every member. `dest` and `src` may be the same allocation. Errors as
+    /// [`Self::broadcast_on_stream`], less the root.
+    pub fn reduce_on_stream<T: Reducible, O: ReduceOp<T>>(
+        &self,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        op: O,
+        stream: &Stream,
+    ) -> Result<()> {
+        const OP: &str = "team_reduce_on_stream";
+        let _team = self.prepare(OP, stream)?;
+        self.fits_stream(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+            format!("nelems {nelems}")
+        })?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            let (d, s) = self.addrs(dest, src);
+            return self.queue(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_team_reduce::KERNEL,
+                (_team, d, s, nelems, T::CODE, O::CODE, 0u32),
+            );
+        }
+        self.reduce(dest, src, nelems, op)
+    }
+
+    /// [`Self::reducescatter`] in stream order (`nvshmemx_<op>_reducescatter_on_stream`):
+    /// team PE `j` receives in `dest` (`nelems` elements) block `j` of every member's
+    /// `src` (`nelems * n_pes()` elements) combined with `op`. `dest` and `src` may be the
+    /// same allocation. Errors as [`Self::reduce_on_stream`].
+    pub fn reducescatter_on_stream<T: Reducible, O: ReduceOp<T>>(
+        &self,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        op: O,
+        stream: &Stream,
+    ) -> Result<()> {
+        const OP: &str = "team_reducescatter_on_stream";
+        let _team = self.prepare(OP, stream)?;
+        let n = self.n_pes();
+        self.fits_stream(OP, "src", src, nelems.checked_mul(n), || {
+            format!("nelems {nelems} × {n} PEs of the team")
+        })?;
+        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+            format!("nelems {nelems}")
+        })?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            let (d, s) = self.addrs(dest, src);
+            return self.queue(
+                OP,
+                stream,
+                symmem_runtime_kernels::stream_team_reduce::KERNEL,
+                (_team, d, s, nelems, T::CODE, O::CODE, 1u32),
+            );
+        }
+        self.reducescatter(dest, src, nelems, op)
+    }
+
+    /// The checks every stream collective starts with: `stream` is this runtime's and of
+    /// this kind of PE, and the team has a device handle (which this returns).
+    fn prepare(&self, op: &'static str, stream: &Stream) -> Result<DeviceTeam> {
+        self.rt.check_stream(op, stream)?;
+        self.device().map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => Error::InvalidArgument { op, reason },
+            e => e,
+        })
+    }
+
+    /// Fails unless `buf` belongs to this runtime and holds `need` elements (`None`: the
+    /// count overflowed); `name` is the argument and `why` says where `need` comes from.
+    fn fits_stream<T>(
+        &self,
+        op: &'static str,
+        name: &str,
+        buf: &SymBuf<T>,
+        need: Option<usize>,
+        why: impl FnOnce() -> String,
+    ) -> Result<()> {
+        self.rt.check_buf(op, buf)?;
+        match need {
+            Some(need) if need <= buf.len => Ok(()),
+            _ => Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "on PE {}: {name} (allocation #{}, {} elements of {} bytes) is too small: {} elements needed ({})",
+                    self.rt.my_pe(),
+                    buf.id,
+                    buf.len,
+                    std::mem::size_of::<T>(),
+                    need.map_or_else(|| "more than usize::MAX".into(), |n| n.to_string()),
+                    why()
+                ),
+            }),
+        }
+    }
+
+    /// The symmetric addresses of `dest` and `src` (this PE's copies), for a kernel.
+    #[cfg(feature = "cuda")]
+    fn addrs<T>(&self, dest: &SymBuf<T>, src: &SymBuf<T>) -> (*mut u8, *const u8) {
+        (
+            self.rt.sym_addr(dest.at(0)) as *mut u8,
+            self.rt.sym_addr(src.at(0)) as *const u8,
+        )
+    }
+
+    /// Queues a `stream_team_*` helper kernel (one block) on a GPU PE's stream.
+    #[cfg(feature = "cuda")]
+    fn queue<A: symmem_device::KernelArgs>(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+        kernel: symmem_device::Kernel<A>,
+        args: A,
+    ) -> Result<()> {
+        self.rt.block_on_stream(
+            op,
+            stream,
+            kernel,
+            args,
+            symmem_runtime_kernels::TEAM_THREADS,
+        )
+    }
+}
+
+/// Fails when `dest` and `src` are the same allocation (the non-reducing stream
+/// collectives push straight from `src`).
+fn distinct<T>(op: &'static str, dest: &SymBuf<T>, src: &SymBuf<T>) -> Result<()> {
+    if dest.id == src.id && dest.runtime == src.runtime {
+        return Err(Error::InvalidArgument {
+            op,
+            reason: format!(
+                "dest and src are the same allocation (#{}); the stream-ordered broadcast, fcollect and alltoall need separate buffers",
+                dest.id
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `nelems` elements of `T` as `(width, count)`: elements of the widest of 8, 4, 2 and 1
+/// bytes that divides the block's size, so every block stays aligned for them (allocations
+/// are at least 64-byte aligned). The same on every member, since `nelems` is.
+#[cfg(feature = "cuda")]
+fn words<T>(nelems: usize) -> (u32, usize) {
+    let bytes = nelems * std::mem::size_of::<T>();
+    let width = [8, 4, 2, 1]
+        .into_iter()
+        .find(|w| bytes.is_multiple_of(*w))
+        .unwrap_or(1);
+    (width as u32, bytes / width)
+}
