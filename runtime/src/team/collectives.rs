@@ -60,11 +60,11 @@
 //! # Not yet
 //! These are the host, blocking forms; the device (thread, warp, block) forms are
 //! `symmem_device`'s (`device/src/ops/collective.rs`, on a handle from [`Team::device`]),
-//! sharing this module's reduction vocabulary and each team's barrier and scratch. The
-//! stream-ordered `*_on_stream` forms are not implemented, and the algorithms are the
+//! sharing this module's reduction vocabulary and each team's barrier and scratch; the
+//! stream-ordered `*_on_stream` forms are in `team/on_stream.rs`. The algorithms are the
 //! ones above: a tree or ring for large broadcasts across nodes, recursive halving for
 //! `reducescatter`, and recursive doubling for teams whose size is not a power of two, are
-//! not (see the README).
+//! not built (see the README).
 
 use bytemuck::Pod;
 
