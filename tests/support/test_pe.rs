@@ -66,6 +66,7 @@ fn main() -> ExitCode {
         "api_collectives" => with_init(host_api::collectives),
         "api_collective_errors" => with_init(host_api::collective_errors),
         "api_collective_timeout" => with_init(host_api::collective_timeout),
+        "api_collective_mismatch" => with_init(host_api::collective_mismatch),
         other => Err(format!("unknown scenario {other}")),
     };
     match result {
