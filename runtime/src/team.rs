@@ -1001,7 +1001,10 @@ mod tests {
                         + 2 * n * (REQUEST_HEAD + mask + SCRATCH_WORDS + FINGERPRINT_WORDS)
             );
             let ts = TeamState::new(0, DEFAULT_MAX_TEAMS, n);
-            assert!(ts.fingerprint(0, 2, 0) <= ts.flag(1, 0), "fingerprints within slot 0");
+            assert!(
+                ts.fingerprint(0, 2, 0) <= ts.flag(1, 0),
+                "fingerprints within slot 0"
+            );
         }
         let ts = TeamState::new(0, 70, 4);
         assert_eq!(ts.mask_words, 2);

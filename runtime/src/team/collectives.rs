@@ -66,10 +66,13 @@
 //! `reducescatter`, and recursive doubling for teams whose size is not a power of two, are
 //! not (see the README).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use bytemuck::Pod;
 
 use super::{Team, FINGERPRINT_WORDS, SCRATCH_WORDS};
 use crate::error::{Error, Result};
+use crate::route::Located;
 use crate::sym::SymBuf;
 
 pub use symmem_device::reduce::{
@@ -541,13 +544,17 @@ fn name_words<const N: usize>(full: &str) -> [u64; N] {
     for (b, s) in bytes.iter_mut().zip(full[start..].bytes()).take(N * 8) {
         *b = s;
     }
-    std::array::from_fn(|i| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])))
+    std::array::from_fn(|i| {
+        u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+    })
 }
 
 /// The text of words from [`name_words`].
 fn words_name(words: &[u64]) -> String {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    String::from_utf8_lossy(&bytes).trim_end_matches('\0').to_string()
+    String::from_utf8_lossy(&bytes)
+        .trim_end_matches('\0')
+        .to_string()
 }
 
 /// The operator `O`'s name as one fingerprint word (`Sum`, `Max` …).
@@ -566,7 +573,10 @@ impl Call {
         root: Option<usize>,
         reduce_op: Option<u64>,
     ) -> Call {
-        let kind = COLLECTIVES.iter().position(|c| *c == op).map_or(0, |k| k + 1);
+        let kind = COLLECTIVES
+            .iter()
+            .position(|c| *c == op)
+            .map_or(0, |k| k + 1);
         let [n0, n1] = name_words::<2>(std::any::type_name::<T>());
         let opt = |v: Option<usize>| v.map_or(NONE, |v| v as u64);
         Call {
@@ -648,6 +658,14 @@ impl Team<'_> {
         let at = |i: usize| ts.fingerprint(self.slot, parity, i) * 8;
         let mine: &[u8] = bytemuck::cast_slice(&call.words);
         if direct {
+            if let Some(words) = self.fingerprint_words(call.op, at(self.my_index), me)? {
+                // Published by the barrier's release signal.
+                for (w, v) in words.iter().zip(&call.words) {
+                    w.store(*v, Ordering::Relaxed);
+                }
+                rt.team_sync(call.op, self)?;
+                return self.verify_mapped(call, parity);
+            }
             rt.putmem(&area, at(self.my_index), mine, me)?;
         } else {
             for k in 1..=n {
@@ -666,6 +684,62 @@ impl Team<'_> {
             return Ok(());
         }
         Err(self.mismatch(call.op, &all))
+    }
+
+    /// After the entry barrier on a team whose heaps are host memory mapped here: compares
+    /// every other member's fingerprint in buffer `parity`, loaded from its heap, with
+    /// `call`'s, and reads them all for the error when one differs.
+    fn verify_mapped(&self, call: &Call, parity: usize) -> Result<()> {
+        let ts = &self.rt.teams;
+        let n = self.n_pes();
+        let at = |i: usize| ts.fingerprint(self.slot, parity, i) * 8;
+        let load = |i: usize| -> Result<[u64; FINGERPRINT_WORDS]> {
+            let pe = self.members.world(i);
+            let words = self.fingerprint_words(call.op, at(i), pe)?;
+            let mut out = [0u64; FINGERPRINT_WORDS];
+            match words {
+                // The barrier's acquire wait made the member's stores visible.
+                Some(w) => out
+                    .iter_mut()
+                    .zip(w)
+                    .for_each(|(o, w)| *o = w.load(Ordering::Relaxed)),
+                None => self.rt.getmem(
+                    &self.rt.team_area(),
+                    at(i),
+                    bytemuck::cast_slice_mut(&mut out),
+                    pe,
+                )?,
+            }
+            Ok(out)
+        };
+        for k in 1..n {
+            if load((self.my_index + k) % n)? != call.words {
+                let all = (0..n).map(load).collect::<Result<Vec<_>>>()?;
+                return Err(self.mismatch(call.op, &all));
+            }
+        }
+        Ok(())
+    }
+
+    /// The fingerprint words at byte `at` of the team area in `pe`'s heap, as atomics,
+    /// when that heap is host memory mapped here (`None`: a GPU heap or a remote PE).
+    fn fingerprint_words(
+        &self,
+        op: &'static str,
+        at: usize,
+        pe: usize,
+    ) -> Result<Option<&[AtomicU64]>> {
+        let area = self.rt.team_area();
+        match self.rt.locate(op, area.at(at / 8), FINGERPRINT_WORDS, pe)? {
+            // SAFETY: `locate` checked that the FINGERPRINT_WORDS words lie in the team
+            // area, which is mapped, 8-byte aligned, while the runtime (which `self`
+            // borrows) lives; on a team whose members are all mapped, fingerprints are
+            // only accessed through these atomics.
+            Located::Host(p) => Ok(Some(unsafe {
+                std::slice::from_raw_parts(p.cast::<AtomicU64>(), FINGERPRINT_WORDS)
+            })),
+            _ => Ok(None),
+        }
     }
 
     /// The error for members whose fingerprints `all` (in team order) differ: groups of

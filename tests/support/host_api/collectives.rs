@@ -487,7 +487,10 @@ fn collective_mismatch_inner(rt: &Runtime) -> Outcome {
     let other = rt.calloc::<u64>(4 * n).or_fail()?;
     let small = rt.calloc::<u32>(4 * n).or_fail()?;
     let odd = me == n - 1;
-    let rest = (0..n - 1).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let rest = (0..n - 1)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let (bo, oo, so) = (big.offset(), other.offset(), small.offset());
     // Needles: the operation, the PEs that agree and what they called, the last PE and
     // what it called, and the differing argument.
@@ -508,7 +511,12 @@ fn collective_mismatch_inner(rt: &Runtime) -> Outcome {
     expect_err(
         world.broadcast(&big, &big, if odd { 1 } else { 2 }, 0),
         "TeamMismatch",
-        &needles("team_broadcast", &bcast(2, 0, bo), &bcast(1, 0, bo), "nelems"),
+        &needles(
+            "team_broadcast",
+            &bcast(2, 0, bo),
+            &bcast(1, 0, bo),
+            "nelems",
+        ),
     )?;
     expect_err(
         world.broadcast(&big, &big, 2, usize::from(odd)),
@@ -521,7 +529,9 @@ fn collective_mismatch_inner(rt: &Runtime) -> Outcome {
         &needles("team_broadcast", &bcast(2, 0, bo), &bcast(2, 0, oo), "dest"),
     )?;
     let red = |ty: &str, op: &str, d: usize| {
-        format!("team_reduce({ty}, {op}, nelems 3, dest at heap offset {d}, src at heap offset {d})")
+        format!(
+            "team_reduce({ty}, {op}, nelems 3, dest at heap offset {d}, src at heap offset {d})"
+        )
     };
     let r = if odd {
         world.reduce(&big, &big, 3, Max)
@@ -559,12 +569,19 @@ fn collective_mismatch_inner(rt: &Runtime) -> Outcome {
         (world.fcollect(&big, &other, 1), "team_fcollect")
     };
     let plain = |name: &str| {
-        format!("{name}(u64 (8 bytes), nelems 1, dest at heap offset {bo}, src at heap offset {oo})")
+        format!(
+            "{name}(u64 (8 bytes), nelems 1, dest at heap offset {bo}, src at heap offset {oo})"
+        )
     };
     expect_err(
         r,
         "TeamMismatch",
-        &needles(op, &plain("team_fcollect"), &plain("team_alltoall"), "the collective"),
+        &needles(
+            op,
+            &plain("team_fcollect"),
+            &plain("team_alltoall"),
+            "the collective",
+        ),
     )?;
     // collect's counts may differ; then the team still works.
     rt.put(other.at(0), &[me as u64 + 1], me).or_fail()?;
