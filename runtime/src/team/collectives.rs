@@ -46,11 +46,47 @@
 //! PE and do not depend on timing; the tree of recursive doubling may round differently
 //! from the team-order fold of the others.
 //!
+//! # Arguments verified across PEs
+//! Each call computes a *fingerprint* of its arguments, eight words: which collective and
+//! the element size, the element type's name (16 bytes), the operator's name
+//! (reductions), `nelems` (not for `collect`, whose counts may differ), the root
+//! (broadcast), and the heap offsets of `dest` and `src`. At the entry barrier every
+//! member compares every member's fingerprint with its own; when any differ, every member
+//! returns the same [`Error::TeamMismatch`] before the data phase, naming the groups of
+//! team (and world) PEs, what each called, and the differing arguments: "team PE 0, 1, 3
+//! (world PE 0, 1, 3) called team_broadcast(u64 (8 bytes), nelems 256, root 0, …); team
+//! PE 2 (world PE 2) called team_broadcast(u64 (8 bytes), nelems 128, root 0, …)
+//! (differs in nelems)". Every member reads the same `n` fingerprints, so all detect a
+//! mismatch or none does, and all have then passed exactly one team barrier: nothing waits
+//! for a member that left.
+//! - **Every member mapped here** (one node, P2P on; the teams of the direct-load
+//!   reduce): each PE stores its fingerprint into its own heap, in its part of the team
+//!   slot's fingerprint buffer, before the entry barrier (whose release signal publishes
+//!   it), and after it loads the others' straight through the P2P mapping. No put, no
+//!   quiet, no extra barrier: a few stores and `8 (n - 1)` loads a call.
+//! - **Some member remote** (several nodes, or P2P off): there is no exchange to fold the
+//!   check into (a broadcast's other PEs send nothing, recursive doubling talks to `log n`
+//!   partners only, and every algorithm's data moves after the entry barrier), so each PE
+//!   would have to put its fingerprint to every member and `quiet` (a round trip over the
+//!   transport) before the entry barrier. That is done only under
+//!   `SYMMEM_CHECK_COLLECTIVES=1`, which every PE must set alike; without it such teams are
+//!   not verified, and members that disagree get undefined results (or a timeout).
+//!
+//! Two buffers alternate by the parity of the entry barrier's epoch, the same on every
+//! member: a PE rewrites buffer `e % 2` for a later barrier `e + 2k` only after finishing
+//! barrier `e + 2k - 1 >= e + 1`, which every member enters after reading buffer `e % 2`,
+//! so no exit barrier is needed (a reduction of 0 elements has none). The buffers come
+//! after the slot's scratch, which the device collectives use with the flags and epoch.
+//!
+//! Limits: a PE's own argument errors (a root outside the team, a buffer too small) are
+//! returned before the entry barrier, as before, so a member whose arguments are wrong
+//! only on its PE makes the others time out under `SYMMEM_TIMEOUT`; a member that calls
+//! `sync`/`barrier` (no fingerprint) where the others call a collective is not detected.
+//!
 //! # Where this differs from OpenSHMEM 1.5
-//! - Arguments must be the same on every member (as in OpenSHMEM), but unlike a team split
-//!   they are not verified across PEs: each PE checks its own arguments, which are the
-//!   same on every PE when the program is correct, so every PE returns the same error.
-//!   Members that pass different `nelems` or roots get undefined results (or a timeout).
+//! - Arguments must be the same on every member (as in OpenSHMEM); they are verified
+//!   across PEs (above) on teams within one node, and across nodes under
+//!   `SYMMEM_CHECK_COLLECTIVES=1`.
 //! - Every call starts with a team barrier, so a PE's `dest` is written only after that PE
 //!   entered the call: OpenSHMEM lets a peer write `dest` as soon as it enters.
 //! - `src` and `dest` may be the same allocation for every collective.
