@@ -694,27 +694,26 @@ impl Team<'_> {
         let at = |i: usize| ts.fingerprint(self.slot, parity, i) * 8;
         let mine: &[u8] = bytemuck::cast_slice(&call.words);
         if direct {
-            if let Some(words) = self.fingerprint_words(call.op, at(self.my_index), me)? {
+            match self.fingerprint_words(call.op, at(self.my_index), me)? {
                 // Published by the barrier's release signal.
-                for (w, v) in words.iter().zip(&call.words) {
-                    w.store(*v, Ordering::Relaxed);
-                }
-                rt.team_sync(call.op, self)?;
-                return self.verify_mapped(call, parity);
+                Some(words) => words
+                    .iter()
+                    .zip(&call.words)
+                    .for_each(|(w, v)| w.store(*v, Ordering::Relaxed)),
+                None => rt.putmem(&area, at(self.my_index), mine, me)?,
             }
-            rt.putmem(&area, at(self.my_index), mine, me)?;
-        } else {
-            for k in 1..=n {
-                let j = (self.my_index + k) % n;
-                rt.putmem(&area, at(self.my_index), mine, self.members.world(j))?;
-            }
-            rt.quiet()?;
+            rt.team_sync(call.op, self)?;
+            return self.verify_mapped(call, parity);
         }
+        for k in 1..=n {
+            let j = (self.my_index + k) % n;
+            rt.putmem(&area, at(self.my_index), mine, self.members.world(j))?;
+        }
+        rt.quiet()?;
         rt.team_sync(call.op, self)?;
         let mut all = vec![[0u64; FINGERPRINT_WORDS]; n];
         for (i, theirs) in all.iter_mut().enumerate() {
-            let from = if direct { self.members.world(i) } else { me };
-            rt.getmem(&area, at(i), bytemuck::cast_slice_mut(theirs), from)?;
+            rt.getmem(&area, at(i), bytemuck::cast_slice_mut(theirs), me)?;
         }
         if all.iter().all(|w| *w == call.words) {
             return Ok(());
@@ -722,8 +721,8 @@ impl Team<'_> {
         Err(self.mismatch(call.op, &all))
     }
 
-    /// After the entry barrier on a team whose heaps are host memory mapped here: compares
-    /// every other member's fingerprint in buffer `parity`, loaded from its heap, with
+    /// After the entry barrier on a team whose heaps are all mapped here: compares every
+    /// other member's fingerprint in buffer `parity`, loaded from its heap, with
     /// `call`'s, and reads them all for the error when one differs.
     fn verify_mapped(&self, call: &Call, parity: usize) -> Result<()> {
         let ts = &self.rt.teams;
@@ -817,5 +816,53 @@ impl Team<'_> {
             op,
             detail: format!("a collective on a team of {}: {calls}", self.n_pes()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_words() {
+        assert_eq!(words_name(&name_words::<2>("u64")), "u64");
+        assert_eq!(
+            words_name(&[op_name::<Sum>()]),
+            "Sum",
+            "the operator's last path segment"
+        );
+        assert_eq!(
+            words_name(&name_words::<2>("my_crate::pixels::Rgba<f32>")),
+            "Rgba<f32>"
+        );
+        assert_eq!(
+            words_name(&name_words::<2>("a::AVeryLongTypeNameIndeed")),
+            "AVeryLongTypeNam",
+            "truncated to 16 bytes"
+        );
+    }
+
+    #[test]
+    fn differing_names_the_arguments() {
+        let [n0, n1] = name_words::<2>("u64");
+        let a = [5 | 8 << 8, n0, n1, op_name::<Sum>(), 3, NONE, 64, 128];
+        let mut b = a;
+        b[4] = 4;
+        b[7] = 192;
+        assert_eq!(Call::differing(&a, &b), vec!["nelems", "src"]);
+        assert_eq!(
+            Call::describe(&b),
+            "team_reduce(u64 (8 bytes), Sum, nelems 4, dest at heap offset 64, src at heap offset 192)"
+        );
+        let mut c = a;
+        c[0] = 1 | 8 << 8;
+        assert_eq!(Call::differing(&a, &c), vec!["the collective"]);
+        c = a;
+        c[0] = 5 | 4 << 8;
+        c[3] = op_name::<Max>();
+        assert_eq!(
+            Call::differing(&a, &c),
+            vec!["the element type", "the operator"]
+        );
     }
 }
