@@ -87,3 +87,47 @@ fn a_broadcast_missing_a_pe_times_out_4_pes() {
 fn a_broadcast_missing_a_pe_times_out_on_2_nodes_of_2_pes() {
     check_timeout(4, &TWO_NODES);
 }
+
+/// Members that pass different `nelems`, roots, operators, element types, `dest` or
+/// collectives all get the same `TeamMismatch` naming the PEs and the argument (scenario
+/// `collective_mismatch`) under `SYMMEM_CHECK_COLLECTIVES=1`; within one node each PE
+/// loads the others' fingerprints through the P2P mapping.
+#[test]
+fn mismatched_arguments_are_verified_2_pes() {
+    run_ok(2, "collective_mismatch", &[CHECK]);
+}
+
+/// See [`mismatched_arguments_are_verified_2_pes`].
+#[test]
+fn mismatched_arguments_are_verified_3_pes() {
+    run_ok(3, "collective_mismatch", &[CHECK]);
+}
+
+/// Across 2 simulated nodes the check runs under `SYMMEM_CHECK_COLLECTIVES=1` (puts of
+/// the fingerprints over the socket transport).
+#[test]
+fn mismatched_arguments_are_verified_on_2_nodes_of_2_pes() {
+    run_ok(
+        4,
+        "collective_mismatch",
+        &[TWO_NODES[0], TWO_NODES[1], CHECK],
+    );
+}
+
+/// P2P off under `SYMMEM_CHECK_COLLECTIVES=1`: the recursive-doubling (4 PEs) and
+/// all-gather (3 PEs) reductions verify their arguments too.
+#[test]
+fn mismatched_arguments_are_verified_without_p2p_3_and_4_pes() {
+    for n in [3, 4] {
+        run_ok(n, "collective_mismatch", &[NO_P2P[0], NO_P2P[1], CHECK]);
+    }
+}
+
+/// The collectives stay right with the check on across nodes.
+#[test]
+fn collectives_checked_on_2_nodes_of_2_pes() {
+    run_ok(4, "collectives", &[TWO_NODES[0], TWO_NODES[1], CHECK]);
+}
+
+/// Verify host collectives across nodes too.
+const CHECK: (&str, &str) = ("SYMMEM_CHECK_COLLECTIVES", "1");

@@ -41,6 +41,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_PROXY_SLOTS", default: "1024", doc: "slots of each PE's proxy ring (device-initiated requests to remote PEs); a full ring makes kernels wait, never drops" },
     Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
     Variable { name: "SYMMEM_MAX_TEAMS", default: "32", doc: "teams that may exist at once on a PE, TEAM_WORLD and TEAM_NODE included (2 to 4096; the default is NVSHMEM's); each is a slot of symmetric heap reserved at init, of about 16 * n_pes * (4 + ceil(SYMMEM_MAX_TEAMS / 64)) bytes" },
+    Variable { name: "SYMMEM_CHECK_COLLECTIVES", default: "0", doc: "1 = host team collectives verify their arguments across PEs and fail on every PE, naming the PEs and the differing argument, when they disagree (through the P2P mapping within a node; a put to every member and a quiet per call across nodes). Off by default: it doubles a small collective's latency. Set it on every PE alike" },
     Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "RDMA devices (ib transport), NCCL-style: comma-separated name prefixes with an optional :port (mlx5_0:1,mlx5_1); a leading = matches names exactly, a leading ^ excludes the listed devices" },
     Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE (ib transport); auto prefers a RoCE v2 GID of an IPv4 address" },
     Variable { name: "SYMMEM_IB_QPS_PER_PEER", default: "1", doc: "RC queue pairs per remote peer (ib transport), used round-robin per request; above 1, requests to one peer are ordered only by fence/quiet (fence waits like quiet) and a put_signal's signal after its own data" },
@@ -131,6 +132,9 @@ pub struct Config {
     pub node_id_set: bool,
     /// `SYMMEM_MAX_TEAMS`: teams that may exist at once on a PE, the predefined included.
     pub max_teams: usize,
+    /// `SYMMEM_CHECK_COLLECTIVES`: verify host collectives' arguments across PEs over the
+    /// remote transport too.
+    pub check_collectives: bool,
     /// `SYMMEM_HCA_LIST`; empty = all.
     pub hca_list: Vec<String>,
     /// `SYMMEM_HCA_LIST`, parsed.
@@ -271,6 +275,10 @@ impl Config {
             },
             None => 1,
         };
+        let check_collectives = match get("SYMMEM_CHECK_COLLECTIVES") {
+            Some(v) => parse_bool("SYMMEM_CHECK_COLLECTIVES", &v)?,
+            None => false,
+        };
         let max_teams = match get("SYMMEM_MAX_TEAMS") {
             Some(v) => match v.parse::<usize>() {
                 Ok(t) if (crate::team::MIN_MAX_TEAMS..=crate::team::MAX_MAX_TEAMS).contains(&t) => {
@@ -398,6 +406,7 @@ impl Config {
             node_id,
             simulate_nodes,
             max_teams,
+            check_collectives,
             proxy_slots,
             hostname,
             node_id_fallback,
@@ -483,6 +492,10 @@ impl Config {
             ("SYMMEM_NODE_ID", self.node_id.clone()),
             ("SYMMEM_SIMULATE_NODES", self.simulate_nodes.to_string()),
             ("SYMMEM_MAX_TEAMS", self.max_teams.to_string()),
+            (
+                "SYMMEM_CHECK_COLLECTIVES",
+                (self.check_collectives as u8).to_string(),
+            ),
             ("SYMMEM_PROXY_SLOTS", self.proxy_slots.to_string()),
             ("SYMMEM_HCA_LIST", list(&self.hca_list)),
             (

@@ -8,10 +8,12 @@
 //! slot that is free on every one of its members, so the slot, and everything in it, is at
 //! the same heap offset on all of them: the slot is the team's own symmetric memory. Today
 //! a slot holds the team's barrier flags, this PE's barrier epoch word, its two exchange
-//! buffers and the two halves of the collectives' scratch (`SCRATCH_WORDS` words per PE
-//! each, see [`collectives`]). [`Team::device`] hands these offsets to kernels, whose
-//! collectives (`symmem_device::team_sync` and the others) use the same flags, epoch and
-//! scratch.
+//! buffers, the two halves of the collectives' scratch (`SCRATCH_WORDS` words per PE
+//! each, see [`collectives`]) and, last, two buffers of host collectives' argument
+//! fingerprints (`FINGERPRINT_WORDS` words per PE each). [`Team::device`] hands the
+//! offsets of the flags, epoch and scratch to kernels, whose collectives
+//! (`symmem_device::team_sync` and the others) use them too; the fingerprints are the host
+//! collectives' alone.
 //!
 //! # Creating a team is verified like allocation
 //! Every PE of the parent calls the split with its arguments. Each puts its request (the
@@ -78,6 +80,9 @@ const REQUEST_HEAD: usize = 4;
 /// (see [`collectives`]).
 const SCRATCH_WORDS: usize = 64;
 
+/// Words of a host collective's argument fingerprint (see [`collectives`]).
+const FINGERPRINT_WORDS: usize = 8;
+
 /// This PE's team bookkeeping.
 pub(crate) struct TeamState {
     /// Heap offset of slot 0.
@@ -124,8 +129,9 @@ impl TeamState {
         let mask_words = max_teams.div_ceil(64);
         let exchange = 2 * n_pes * (REQUEST_HEAD + mask_words);
         let scratch = 2 * n_pes * SCRATCH_WORDS;
+        let fingerprints = 2 * n_pes * FINGERPRINT_WORDS;
         (
-            (rounds + 1 + exchange + scratch).div_ceil(8) * 8,
+            (rounds + 1 + exchange + scratch + fingerprints).div_ceil(8) * 8,
             rounds,
             mask_words,
         )
@@ -220,6 +226,12 @@ impl TeamState {
     /// exchange buffers; `SCRATCH_WORDS` words).
     fn scratch(&self, slot: usize, half: usize, index: usize) -> usize {
         self.request(slot, 2, 0) + (half * self.n_pes + index) * SCRATCH_WORDS
+    }
+
+    /// Word index of team PE `index`'s argument fingerprint in buffer `parity` of `slot`
+    /// (after the scratch, which device collectives also use; `FINGERPRINT_WORDS` words).
+    fn fingerprint(&self, slot: usize, parity: usize, index: usize) -> usize {
+        self.scratch(slot, 2, 0) + (parity * self.n_pes + index) * FINGERPRINT_WORDS
     }
 }
 
@@ -861,6 +873,17 @@ impl Runtime {
         Ok(())
     }
 
+    /// The barriers this PE has started on `team` (its epoch word): the next barrier's
+    /// epoch, less one, the same on every member between two of the team's barriers.
+    fn team_epoch(&self, op: &'static str, team: &Team<'_>) -> Result<u64> {
+        let area = self.team_area();
+        let word = area.at(self.teams.epoch(team.slot));
+        match self.word(op, word, self.my_pe())? {
+            Word::Host(a) => Ok(a.load(Ordering::Relaxed)),
+            _ => self.atomic_fetch(word, self.my_pe()),
+        }
+    }
+
     /// Chooses a slot for each of `teams`, new teams split from the parent whose exchanged
     /// `requests` (in parent order, over `parent`'s PEs) carry each PE's free slots: the
     /// lowest slot free on every member, taking earlier teams' slots into account. The same
@@ -972,7 +995,17 @@ mod tests {
             let (words, rounds, mask) = TeamState::layout(DEFAULT_MAX_TEAMS, n);
             assert_eq!(words % 8, 0);
             assert!(rounds >= 1 && (1usize << rounds) >= n);
-            assert!(words >= rounds + 2 * n * (REQUEST_HEAD + mask + SCRATCH_WORDS));
+            assert!(
+                words
+                    >= rounds
+                        + 1
+                        + 2 * n * (REQUEST_HEAD + mask + SCRATCH_WORDS + FINGERPRINT_WORDS)
+            );
+            let ts = TeamState::new(0, DEFAULT_MAX_TEAMS, n);
+            assert!(
+                ts.fingerprint(0, 2, 0) <= ts.flag(1, 0),
+                "fingerprints within slot 0"
+            );
         }
         let ts = TeamState::new(0, 70, 4);
         assert_eq!(ts.mask_words, 2);

@@ -27,7 +27,7 @@ mod waits;
 mod weak;
 
 pub use atomics::atomics;
-pub use collectives::{collective_errors, collective_timeout, collectives};
+pub use collectives::{collective_errors, collective_mismatch, collective_timeout, collectives};
 pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;

@@ -68,6 +68,7 @@ fn main() -> ExitCode {
         "api_collective_timeout" => with_init(host_api::collective_timeout),
         "api_stream_collectives" => with_init(host_api::stream_collectives),
         "api_stream_collective_errors" => with_init(host_api::stream_collective_errors),
+        "api_collective_mismatch" => with_init(host_api::collective_mismatch),
         other => Err(format!("unknown scenario {other}")),
     };
     match result {

@@ -471,6 +471,133 @@ fn collective_errors_inner(rt: &Runtime) -> Outcome {
     rt.free(big).or_fail()
 }
 
+/// Members that disagree (on 2 or more PEs; the last PE differs): `nelems`, root,
+/// operator, element type, `dest`, or which collective. Every PE gets the same
+/// `TeamMismatch` naming both groups of PEs, what each called and the differing argument,
+/// and the team works afterwards; `collect`'s counts may differ.
+pub fn collective_mismatch(rt: &Runtime) -> Outcome {
+    finish(rt, "collective_mismatch", collective_mismatch_inner(rt))
+}
+
+fn collective_mismatch_inner(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    check!(n >= 2, "needs 2 PEs");
+    let world = rt.team_world();
+    let big = rt.calloc::<u64>(4 * n).or_fail()?;
+    let other = rt.calloc::<u64>(4 * n).or_fail()?;
+    let small = rt.calloc::<u32>(4 * n).or_fail()?;
+    let odd = me == n - 1;
+    let rest = (0..n - 1)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (bo, oo, so) = (big.offset(), other.offset(), small.offset());
+    // Needles: the operation, the PEs that agree and what they called, the last PE and
+    // what it called, and the differing argument.
+    let needles = |op: &str, theirs: &str, last: &str, diff: &str| {
+        vec![
+            format!("{op}: the PEs of the team disagree: a collective on a team of {n}: "),
+            format!("team PE {rest} (world PE {rest}) called {theirs}; "),
+            format!(
+                "team PE {} (world PE {}) called {last} (differs in {diff})",
+                n - 1,
+                n - 1
+            ),
+        ]
+    };
+    let bcast = |ne: usize, root: usize, d: usize| {
+        format!("team_broadcast(u64 (8 bytes), nelems {ne}, root {root}, dest at heap offset {d}, src at heap offset {bo})")
+    };
+    expect_err(
+        world.broadcast(&big, &big, if odd { 1 } else { 2 }, 0),
+        "TeamMismatch",
+        &needles(
+            "team_broadcast",
+            &bcast(2, 0, bo),
+            &bcast(1, 0, bo),
+            "nelems",
+        ),
+    )?;
+    expect_err(
+        world.broadcast(&big, &big, 2, usize::from(odd)),
+        "TeamMismatch",
+        &needles("team_broadcast", &bcast(2, 0, bo), &bcast(2, 1, bo), "root"),
+    )?;
+    expect_err(
+        world.broadcast(if odd { &other } else { &big }, &big, 2, 0),
+        "TeamMismatch",
+        &needles("team_broadcast", &bcast(2, 0, bo), &bcast(2, 0, oo), "dest"),
+    )?;
+    let red = |ty: &str, op: &str, d: usize| {
+        format!(
+            "team_reduce({ty}, {op}, nelems 3, dest at heap offset {d}, src at heap offset {d})"
+        )
+    };
+    let r = if odd {
+        world.reduce(&big, &big, 3, Max)
+    } else {
+        world.reduce(&big, &big, 3, Sum)
+    };
+    expect_err(
+        r,
+        "TeamMismatch",
+        &needles(
+            "team_reduce",
+            &red("u64 (8 bytes)", "Sum", bo),
+            &red("u64 (8 bytes)", "Max", bo),
+            "the operator",
+        ),
+    )?;
+    let r = if odd {
+        world.reduce(&small, &small, 3, Sum)
+    } else {
+        world.reduce(&big, &big, 3, Sum)
+    };
+    expect_err(
+        r,
+        "TeamMismatch",
+        &needles(
+            "team_reduce",
+            &red("u64 (8 bytes)", "Sum", bo),
+            &red("u32 (4 bytes)", "Sum", so),
+            "the element type, dest, src",
+        ),
+    )?;
+    let (r, op) = if odd {
+        (world.alltoall(&big, &other, 1), "team_alltoall")
+    } else {
+        (world.fcollect(&big, &other, 1), "team_fcollect")
+    };
+    let plain = |name: &str| {
+        format!(
+            "{name}(u64 (8 bytes), nelems 1, dest at heap offset {bo}, src at heap offset {oo})"
+        )
+    };
+    expect_err(
+        r,
+        "TeamMismatch",
+        &needles(
+            op,
+            &plain("team_fcollect"),
+            &plain("team_alltoall"),
+            "the collective",
+        ),
+    )?;
+    // collect's counts may differ; then the team still works.
+    rt.put(other.at(0), &[me as u64 + 1], me).or_fail()?;
+    world.collect(&big, &other, usize::from(odd)).or_fail()?;
+    let mut got = [0u64];
+    rt.read_local(big.at(0), &mut got).or_fail()?;
+    check_eq!(got[0], n as u64, "collect of the last PE's one element");
+    world.reduce(&other, &other, 1, Sum).or_fail()?;
+    rt.read_local(other.at(0), &mut got).or_fail()?;
+    check_eq!(got[0], (n * (n + 1) / 2) as u64, "sum after the mismatches");
+    rt.barrier_all().or_fail()?;
+    rt.free(small).or_fail()?;
+    rt.free(other).or_fail()?;
+    rt.free(big).or_fail()
+}
+
 /// Run with `SYMMEM_TIMEOUT=1` on 2 or more PEs: the last PE never calls the broadcast, so
 /// the others time out in its barrier, naming the PE they wait for.
 pub fn collective_timeout(rt: &Runtime) -> Outcome {
