@@ -63,9 +63,10 @@ fn out_of_memory_names_the_variable() {
     for e in errors {
         assert!(
             // One byte more than 1 MiB less the runtime's 64 KiB reserve and the team
-            // area (SYMMEM_MAX_TEAMS = 32 slots of 2240 bytes on 2 PEs: barrier flags,
-            // exchange buffers and the collectives' scratch).
-            e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("requested 911361 bytes"),
+            // area (SYMMEM_MAX_TEAMS = 32 slots of 2496 bytes on 2 PEs: barrier flags,
+            // epoch, exchange buffers, the collectives' scratch and the two fingerprint
+            // buffers of SYMMEM_CHECK_COLLECTIVES).
+            e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("requested 903169 bytes"),
             "{e}"
         );
     }
