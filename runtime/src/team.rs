@@ -578,7 +578,7 @@ impl<'rt> Team<'rt> {
 
     /// Splits this team (the parent) into a new team of its PEs `start + stride * i` for
     /// `i` in `0..size`, numbered in that order (`shmem_team_split_strided`, OpenSHMEM 1.5
-    /// §9.4.3). Collective over the parent: every PE of this team must call it with the same
+    /// §9.4.6). Collective over the parent: every PE of this team must call it with the same
     /// arguments, members of the new team or not; PEs that differ make every PE return
     /// [`Error::TeamMismatch`], naming them and the differing argument.
     ///
@@ -636,7 +636,7 @@ impl<'rt> Team<'rt> {
     }
 
     /// Splits this team (the parent) along a 2D grid with `xrange` columns
-    /// (`shmem_team_split_2d`, OpenSHMEM 1.5 §9.4.4) and returns `(xteam, yteam)`: parent PE
+    /// (`shmem_team_split_2d`, OpenSHMEM 1.5 §9.4.7) and returns `(xteam, yteam)`: parent PE
     /// `p` sits at `(x, y) = (p % xrange, p / xrange)`; its x-team is its row (the PEs with
     /// the same `y`, numbered by `x`) and its y-team its column (the same `x`, numbered by
     /// `y`). The grid has `ceil(n_pes() / xrange)` rows; when `xrange` does not divide
