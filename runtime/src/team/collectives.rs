@@ -361,7 +361,7 @@ impl Team<'_> {
 
     /// Fails unless `buf` belongs to this runtime and holds `need` elements (`None`: the
     /// count overflowed); `name` is the argument and `why` says where `need` comes from.
-    fn fits<T>(
+    pub(super) fn fits<T>(
         &self,
         op: &'static str,
         name: &str,

@@ -91,8 +91,8 @@ impl Team<'_> {
                 access: " in this team (the root)".into(),
             });
         }
-        self.fits_stream(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits(OP, "dest", dest, Some(nelems), || {
             format!("nelems {nelems}")
         })?;
         distinct(OP, dest, src)?;
@@ -124,8 +124,8 @@ impl Team<'_> {
         const OP: &str = "team_fcollect_on_stream";
         let _team = self.prepare(OP, stream)?;
         let n = self.n_pes();
-        self.fits_stream(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits_stream(OP, "dest", dest, nelems.checked_mul(n), || {
+        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits(OP, "dest", dest, nelems.checked_mul(n), || {
             format!("nelems {nelems} × {n} PEs of the team")
         })?;
         distinct(OP, dest, src)?;
@@ -159,8 +159,8 @@ impl Team<'_> {
         let n = self.n_pes();
         let total = nelems.checked_mul(n);
         let why = || format!("nelems {nelems} × {n} PEs of the team");
-        self.fits_stream(OP, "src", src, total, why)?;
-        self.fits_stream(OP, "dest", dest, total, why)?;
+        self.fits(OP, "src", src, total, why)?;
+        self.fits(OP, "dest", dest, total, why)?;
         distinct(OP, dest, src)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
@@ -190,8 +190,8 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_reduce_on_stream";
         let _team = self.prepare(OP, stream)?;
-        self.fits_stream(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
+        self.fits(OP, "dest", dest, Some(nelems), || {
             format!("nelems {nelems}")
         })?;
         #[cfg(feature = "cuda")]
@@ -222,10 +222,10 @@ impl Team<'_> {
         const OP: &str = "team_reducescatter_on_stream";
         let _team = self.prepare(OP, stream)?;
         let n = self.n_pes();
-        self.fits_stream(OP, "src", src, nelems.checked_mul(n), || {
+        self.fits(OP, "src", src, nelems.checked_mul(n), || {
             format!("nelems {nelems} × {n} PEs of the team")
         })?;
-        self.fits_stream(OP, "dest", dest, Some(nelems), || {
+        self.fits(OP, "dest", dest, Some(nelems), || {
             format!("nelems {nelems}")
         })?;
         #[cfg(feature = "cuda")]
@@ -249,34 +249,6 @@ impl Team<'_> {
             Error::InvalidArgument { reason, .. } => Error::InvalidArgument { op, reason },
             e => e,
         })
-    }
-
-    /// Fails unless `buf` belongs to this runtime and holds `need` elements (`None`: the
-    /// count overflowed); `name` is the argument and `why` says where `need` comes from.
-    fn fits_stream<T>(
-        &self,
-        op: &'static str,
-        name: &str,
-        buf: &SymBuf<T>,
-        need: Option<usize>,
-        why: impl FnOnce() -> String,
-    ) -> Result<()> {
-        self.rt.check_buf(op, buf)?;
-        match need {
-            Some(need) if need <= buf.len => Ok(()),
-            _ => Err(Error::InvalidArgument {
-                op,
-                reason: format!(
-                    "on PE {}: {name} (allocation #{}, {} elements of {} bytes) is too small: {} elements needed ({})",
-                    self.rt.my_pe(),
-                    buf.id,
-                    buf.len,
-                    std::mem::size_of::<T>(),
-                    need.map_or_else(|| "more than usize::MAX".into(), |n| n.to_string()),
-                    why()
-                ),
-            }),
-        }
     }
 
     /// The symmetric addresses of `dest` and `src` (this PE's copies), for a kernel.
