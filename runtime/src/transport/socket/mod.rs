@@ -53,6 +53,9 @@ const SPINNER_CHECK_MS: i32 = 1;
 const HOT_WINDOW: Duration = Duration::from_micros(50);
 /// Bytes the receive side reads ahead of the frame it parses.
 const READ_AHEAD: usize = 64 << 10;
+/// Payloads up to this size are copied next to their request and sent with it in one
+/// contiguous write (`p`, signals, small puts).
+const INLINE_PAYLOAD: usize = 64;
 
 /// The socket transport of one PE.
 pub(crate) struct SocketTransport {
@@ -863,10 +866,11 @@ impl Shared {
     fn send(&self, c: &Conn, op: &'static str, parts: &[&[u8]]) -> Result<()> {
         self.check(c, op)?;
         let tx = lock(&c.tx);
-        let started = Instant::now();
+        // When the first wait for room began: read only if the socket fills.
+        let mut started = None;
         // Queued responses first: they may be the rest of a partly written frame.
         while self.write_queued(c) {
-            self.wait_writable(c, op, started)?;
+            self.wait_writable(c, op, &mut started)?;
         }
         let total: usize = parts.iter().map(|p| p.len()).sum();
         let mut done = 0;
@@ -886,7 +890,7 @@ impl Shared {
             match write_raw(c.fd, &iov[..k]) {
                 Ok(w) => done += w,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    self.wait_writable(c, op, started)?
+                    self.wait_writable(c, op, &mut started)?
                 }
                 Err(e) => {
                     c.fail(format!("writing to PE {}: {e}", c.pe));
@@ -903,11 +907,16 @@ impl Shared {
     }
 
     /// While a write waits for room: serve incoming frames, then sleep in `poll` briefly.
-    fn wait_writable(&self, c: &Conn, op: &'static str, started: Instant) -> Result<()> {
+    fn wait_writable(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        started: &mut Option<Instant>,
+    ) -> Result<()> {
         self.receive(c);
         self.check(c, op)?;
         if let Some(limit) = self.timeout {
-            if started.elapsed() >= limit {
+            if started.get_or_insert_with(Instant::now).elapsed() >= limit {
                 c.fail(format!(
                     "PE {} has not read what PE {} sent for {limit:?} (SYMMEM_TIMEOUT)",
                     c.pe, self.me
@@ -974,12 +983,22 @@ impl Shared {
         // Addresses of this process mean nothing to the peer: only whether a value is
         // wanted back crosses the wire.
         req.local = req.returns_data() as u64;
-        let mut head = [0u8; HEADER_LEN + REQUEST_LEN];
+        // A small payload travels in the same buffer as the header and request: one
+        // contiguous `send` instead of a two-part `sendmsg`.
+        let inline = if payload.len() <= INLINE_PAYLOAD {
+            payload.len()
+        } else {
+            0
+        };
+        let mut head = [0u8; HEADER_LEN + REQUEST_LEN + INLINE_PAYLOAD];
         head[..HEADER_LEN]
             .copy_from_slice(&frame::header(Kind::Request, REQUEST_LEN + payload.len()));
-        head[HEADER_LEN..].copy_from_slice(bytemuck::bytes_of(&req));
+        head[HEADER_LEN..HEADER_LEN + REQUEST_LEN].copy_from_slice(bytemuck::bytes_of(&req));
+        head[HEADER_LEN + REQUEST_LEN..][..inline].copy_from_slice(&payload[..inline]);
+        let head = &head[..HEADER_LEN + REQUEST_LEN + inline];
+        let payload = &payload[inline..];
         if !req.returns_data() {
-            self.send(c, op, &[&head, payload])?;
+            self.send(c, op, &[head, payload])?;
             c.unflushed.fetch_add(1, Ordering::Release);
             return Ok((0, Vec::new()));
         }
@@ -989,7 +1008,7 @@ impl Shared {
             0
         };
         let slot = self.expect(c, id, expect);
-        if let Err(e) = self.send(c, op, &[&head, payload]) {
+        if let Err(e) = self.send(c, op, &[head, payload]) {
             lock(&c.pending).remove(&id);
             return Err(e);
         }
@@ -1147,8 +1166,22 @@ fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
     }
 }
 
-/// `sendmsg(2)` of up to three slices, without SIGPIPE on a closed connection.
+/// `send(2)` of one slice, or `sendmsg(2)` of up to three, without SIGPIPE on a closed
+/// connection.
 fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
+    if let [one] = parts {
+        loop {
+            // SAFETY: `one` is a live slice, which send only reads.
+            let r = unsafe { libc::send(fd, one.as_ptr().cast(), one.len(), libc::MSG_NOSIGNAL) };
+            if r >= 0 {
+                return Ok(r as usize);
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
     let mut iov = [libc::iovec {
         iov_base: std::ptr::null_mut(),
         iov_len: 0,
