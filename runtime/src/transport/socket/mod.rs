@@ -21,6 +21,10 @@
 //! [`Transport::progress`] while it spins, which keeps a ping-pong near the cost of a bare
 //! busy-polling TCP exchange.
 //!
+//! [`Transport::submit_nowait`] sends a get or fetching AMO and returns at once with the
+//! answer's slot ([`InFlight`]); the proxy thread keeps many in flight, and their answers
+//! come back in order on each peer's connection, read by the same readers as any other.
+//!
 //! A connection that fails (the peer died, a malformed frame, `SYMMEM_TIMEOUT`) fails
 //! every outstanding and later operation to that peer with an error naming it; a malformed
 //! frame is answered with REFUSED and never applied.
@@ -41,7 +45,7 @@ use symmem_sync::Backoff;
 
 use self::frame::{Kind, MAX_CHUNK, REQUEST_LEN};
 use super::target::Target;
-use super::{Io, Setup, Transport};
+use super::{InFlight, Io, Pending, Setup, Transport};
 use crate::error::{Error, Result};
 
 /// How long the listener waits for an accepted connection's HELLO.
@@ -966,9 +970,26 @@ impl Shared {
         &self,
         c: &Conn,
         op: &'static str,
-        mut req: Request,
+        req: Request,
         payload: &[u8],
     ) -> Result<(u64, Vec<u8>)> {
+        let Some(slot) = self.send_request(c, op, req, payload)? else {
+            return Ok((0, Vec::new()));
+        };
+        self.wait(c, op, &slot)?;
+        let data = std::mem::take(&mut *lock(&slot.data));
+        Ok((slot.value.load(Ordering::Relaxed), data))
+    }
+
+    /// Sends one request (with its payload); for gets and fetching AMOs returns the slot
+    /// its answer lands in.
+    fn send_request(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        mut req: Request,
+        payload: &[u8],
+    ) -> Result<Option<Arc<Slot>>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         req.tag = id;
         // Addresses of this process mean nothing to the peer: only whether a value is
@@ -981,7 +1002,7 @@ impl Shared {
         if !req.returns_data() {
             self.send(c, op, &[&head, payload])?;
             c.unflushed.fetch_add(1, Ordering::Release);
-            return Ok((0, Vec::new()));
+            return Ok(None);
         }
         let expect = if req.opcode() == Some(Opcode::Get) {
             req.len as usize
@@ -993,9 +1014,62 @@ impl Shared {
             lock(&c.pending).remove(&id);
             return Err(e);
         }
-        self.wait(c, op, &slot)?;
-        let data = std::mem::take(&mut *lock(&slot.data));
-        Ok((slot.value.load(Ordering::Relaxed), data))
+        Ok(Some(slot))
+    }
+}
+
+/// How many polls of an [`InFlightReply`] go between checks of `SYMMEM_TIMEOUT` (reading
+/// the clock on every poll of every request in flight would cost more than the poll).
+const TIMEOUT_CHECK_POLLS: u32 = 64;
+
+/// A get or fetching AMO sent by [`Transport::submit_nowait`]: its answer lands in `slot`
+/// when whoever reads the connection (the service thread, a spinning waiter, `progress`)
+/// gets to it.
+struct InFlightReply {
+    shared: Arc<Shared>,
+    pe: usize,
+    op: &'static str,
+    slot: Arc<Slot>,
+    sent: Instant,
+    polls: u32,
+}
+
+impl InFlight for InFlightReply {
+    fn poll(&mut self, dst: &mut [u8]) -> Result<Option<u64>> {
+        let sh = &*self.shared;
+        let c = sh
+            .conn(self.pe)
+            .ok_or_else(|| sh.error(self.op, self.pe, "no socket connection to this PE"))?;
+        if self.slot.done.load(Ordering::Acquire) {
+            let data = std::mem::take(&mut *lock(&self.slot.data));
+            if data.len() != dst.len() {
+                return Err(sh.error(
+                    self.op,
+                    self.pe,
+                    format!(
+                        "a {}-byte answer collected into a {}-byte destination",
+                        data.len(),
+                        dst.len()
+                    ),
+                ));
+            }
+            dst.copy_from_slice(&data);
+            return Ok(Some(self.slot.value.load(Ordering::Relaxed)));
+        }
+        sh.check(c, self.op)?;
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls.is_multiple_of(TIMEOUT_CHECK_POLLS) {
+            if let Some(limit) = sh.timeout {
+                if self.sent.elapsed() >= limit {
+                    c.fail(format!(
+                        "no answer from PE {} within {limit:?} (SYMMEM_TIMEOUT)",
+                        c.pe
+                    ));
+                    sh.check(c, self.op)?;
+                }
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -1059,6 +1133,37 @@ impl Transport for SocketTransport {
                 format!("request {code:?} submitted with the wrong kind of buffer"),
             )),
         }
+    }
+
+    fn submit_nowait(&self, req: &Request, io: Io<'_>) -> Result<Pending> {
+        let fetching = match (req.opcode(), &io) {
+            (Some(Opcode::Amo), Io::None) => req.returns_data(),
+            // A get of more than one frame's chunk goes through `submit`, chunk by chunk.
+            (Some(Opcode::Get), Io::Dst(d)) => {
+                !d.is_empty() && d.len() <= MAX_CHUNK && d.len() as u64 == req.len
+            }
+            _ => false,
+        };
+        if !fetching {
+            return self.submit(req, io).map(Pending::Done);
+        }
+        let sh = &self.shared;
+        let pe = req.pe as usize;
+        let op = req.opcode().map_or("request", |o| o.name());
+        let c = sh
+            .conn(pe)
+            .ok_or_else(|| sh.error(op, pe, "no socket connection to this PE"))?;
+        let slot = sh
+            .send_request(c, op, *req, &[])?
+            .expect("a fetching request expects an answer");
+        Ok(Pending::Reply(Box::new(InFlightReply {
+            shared: Arc::clone(sh),
+            pe,
+            op,
+            slot,
+            sent: Instant::now(),
+            polls: 0,
+        })))
     }
 
     fn fence(&self) -> Result<()> {
