@@ -1434,6 +1434,144 @@ mod tests {
         assert_eq!(heap[..8], bytemuck::cast_slice::<u8, u64>(&data)[..]);
     }
 
+    /// A connected pair of non-blocking TCP streams.
+    fn tcp_pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        for s in [&a, &b] {
+            s.set_nodelay(true).unwrap();
+            s.set_nonblocking(true).unwrap();
+        }
+        (a, b)
+    }
+
+    /// PE `me`'s transport over `heap` with `conns`, its service thread running.
+    fn transport(me: usize, conns: Vec<Option<Conn>>, heap: &mut [u64]) -> SocketTransport {
+        let shared = Arc::new(Shared {
+            me,
+            conns,
+            target: Target::new(HeapRegion {
+                base: heap.as_mut_ptr() as u64,
+                len: heap.len() * 8,
+                host: true,
+            }),
+            timeout: Some(Duration::from_secs(10)),
+            next_id: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+            spins: AtomicU64::new(0),
+        });
+        let worker = Arc::clone(&shared);
+        let service = std::thread::spawn(move || worker.serve());
+        SocketTransport {
+            shared,
+            service: Mutex::new(Some(service)),
+        }
+    }
+
+    /// Polls `reply` (reading the sockets as the proxy thread does) until it is in.
+    fn collect(t: &SocketTransport, reply: &mut dyn InFlight, dst: &mut [u8]) -> Result<u64> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(v) = reply.poll(dst)? {
+                return Ok(v);
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "no reply");
+            t.progress()?;
+            std::thread::yield_now();
+        }
+    }
+
+    /// PE 0 sends 100 fetch-adds to PEs 1 and 2, alternating, plus a put and a get of
+    /// the put's word among them, all before collecting any reply: every old value is
+    /// exact (each peer applied its requests in the order sent), the get sees the put
+    /// sent before it, and the counters end at the sums.
+    #[test]
+    fn pipelined_fetch_adds_to_two_peers_get_exact_results() {
+        let (mut h0, mut h1, mut h2) = (vec![0u64; 8], vec![0u64; 8], vec![0u64; 8]);
+        let (a1, b1) = tcp_pair();
+        let (a2, b2) = tcp_pair();
+        let pe0 = transport(
+            0,
+            vec![None, Some(Conn::new(1, a1)), Some(Conn::new(2, a2))],
+            &mut h0,
+        );
+        let pe1 = transport(1, vec![Some(Conn::new(0, b1)), None, None], &mut h1);
+        let pe2 = transport(2, vec![Some(Conn::new(0, b2)), None, None], &mut h2);
+        let mut replies = Vec::new();
+        for i in 0..100u64 {
+            let (pe, at, add) = if i % 2 == 0 { (1, 8, 1) } else { (2, 16, 5) };
+            let req = Request::amo(pe, symmem_device::AmoKind::FetchAdd, 8, at, add, 0, 1);
+            match pe0.submit_nowait(&req, Io::None).unwrap() {
+                Pending::Reply(r) => replies.push((i, r)),
+                Pending::Done(_) => panic!("fetch-add {i} waited for its reply"),
+            }
+            if i == 10 {
+                let put = Request::put(1, 24, 0, 8);
+                pe0.submit(&put, Io::Src(&0xabcd_u64.to_le_bytes()))
+                    .unwrap();
+            }
+        }
+        let mut got = [0u8; 8];
+        let get = Request::get(1, 0, 24, 8);
+        let Pending::Reply(mut get_reply) = pe0.submit_nowait(&get, Io::Dst(&mut got)).unwrap()
+        else {
+            panic!("the get waited for its reply");
+        };
+        for (i, mut r) in replies {
+            let old = collect(&pe0, r.as_mut(), &mut []).unwrap();
+            let k = i / 2;
+            let want = if i % 2 == 0 { k } else { 5 * k };
+            assert_eq!(old, want, "fetch-add {i}");
+        }
+        assert_eq!(collect(&pe0, get_reply.as_mut(), &mut got).unwrap(), 0);
+        assert_eq!(u64::from_le_bytes(got), 0xabcd);
+        pe0.shutdown();
+        pe1.shutdown();
+        pe2.shutdown();
+        assert_eq!((h1[1], h2[2], h1[3]), (50, 250, 0xabcd));
+    }
+
+    /// A peer that dies with fetch-adds in flight: the one it answered is delivered, the
+    /// others fail naming it (no hang), and so does a later request.
+    #[test]
+    fn a_peer_dying_with_replies_in_flight_fails_them_naming_it() {
+        let mut heap = [0u64; 8];
+        let (sh, mut client) = with_client(&mut heap);
+        let t = SocketTransport {
+            shared: Arc::new(sh),
+            service: Mutex::new(None),
+        };
+        let mut replies: Vec<Box<dyn InFlight>> = (0..5u64)
+            .map(|i| {
+                let req = Request::amo(1, symmem_device::AmoKind::FetchAdd, 8, 0, i, 0, 1);
+                match t.submit_nowait(&req, Io::None).unwrap() {
+                    Pending::Reply(r) => r,
+                    Pending::Done(_) => panic!("fetch-add {i} waited for its reply"),
+                }
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let (kind, body) = read_frame(&mut client);
+            assert_eq!(kind, Kind::Request);
+            let req: Request = bytemuck::pod_read_unaligned(&body[..REQUEST_LEN]);
+            ids.push(req.tag);
+        }
+        let mut answer = frame::header(Kind::Response, 16).to_vec();
+        answer.extend_from_slice(&frame::two_u64(ids[0], 77));
+        client.write_all(&answer).unwrap();
+        drop(client);
+        assert_eq!(collect(&t, replies[0].as_mut(), &mut []).unwrap(), 77);
+        for r in &mut replies[1..] {
+            let why = collect(&t, r.as_mut(), &mut []).unwrap_err().to_string();
+            assert!(why.contains("PE 1") && why.contains("closed"), "{why}");
+        }
+        let req = Request::amo(1, symmem_device::AmoKind::FetchAdd, 8, 0, 1, 0, 1);
+        let why = t.submit_nowait(&req, Io::None).err().unwrap().to_string();
+        assert!(why.contains("PE 1"), "{why}");
+    }
+
     /// A GPU heap stand-in: host memory behind the [`super::super::DeviceHeap`] calls,
     /// recording their order.
     struct FakeGpuHeap {
