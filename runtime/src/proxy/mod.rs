@@ -275,7 +275,8 @@ fn run(
                 continue;
             }
             Ok(false) => {}
-            Err((req, f)) => {
+            Err(failed) => {
+                let (req, f) = *failed;
                 let msg = describe(me, &req, transport.name(), &f);
                 tracing::error!("{msg}");
                 *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(msg);
@@ -374,13 +375,13 @@ impl<'a> Pipeline<'a> {
         &mut self,
         transport: &dyn Transport,
         payloads: &mut Payloads,
-    ) -> std::result::Result<bool, (Request, Failure)> {
+    ) -> std::result::Result<bool, Box<(Request, Failure)>> {
         let mut moved = false;
         while let Some((req, waited)) = self.ring.peek_at(self.next) {
             if !self.may_issue(&req) {
                 break;
             }
-            let state = issue(transport, payloads, &req).map_err(|f| (req, f))?;
+            let state = issue(transport, payloads, &req).map_err(|f| Box::new((req, f)))?;
             if !waited {
                 transport.nbi_issued(&req);
             }
@@ -403,7 +404,7 @@ impl<'a> Pipeline<'a> {
                             v
                         }
                         Ok(None) => break,
-                        Err(e) => return Err((front.req, Failure::Transport(e))),
+                        Err(e) => return Err(Box::new((front.req, Failure::Transport(e)))),
                     }
                 }
             };
