@@ -194,7 +194,7 @@ impl ProxyChannel {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Waits until the proxy thread has issued every request already in the ring, so a
+    /// Waits until the proxy thread has issued and completed every request already in the ring, so a
     /// host `quiet` after a kernel also completes the kernel's `_nbi` requests. Fails with
     /// the channel's error, or after `timeout` (`SYMMEM_TIMEOUT`; a launch stopped while a
     /// thread waited for a slot leaves a ticket that is never published).
@@ -228,7 +228,7 @@ impl ProxyChannel {
             }
             if timeout.is_some_and(|t| start.elapsed() > t) {
                 let detail = format!(
-                    "the proxy thread issued requests up to ticket {head} of {reserve} within SYMMEM_TIMEOUT ({:?})",
+                    "the proxy thread completed requests up to ticket {head} of {reserve} within SYMMEM_TIMEOUT ({:?})",
                     start.elapsed()
                 );
                 return Err(error(me, detail));
