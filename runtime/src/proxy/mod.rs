@@ -194,10 +194,10 @@ impl ProxyChannel {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Waits until the proxy thread has issued and completed every request already in the ring, so a
-    /// host `quiet` after a kernel also completes the kernel's `_nbi` requests. Fails with
-    /// the channel's error, or after `timeout` (`SYMMEM_TIMEOUT`; a launch stopped while a
-    /// thread waited for a slot leaves a ticket that is never published).
+    /// Waits until the proxy thread has issued and completed every request already in the
+    /// ring, so a host `quiet` after a kernel also completes the kernel's `_nbi` requests.
+    /// Fails with the channel's error, or after `timeout` (`SYMMEM_TIMEOUT`; a launch
+    /// stopped while a thread waited for a slot leaves a ticket that is never published).
     pub(crate) fn drain(
         &self,
         me: usize,
