@@ -43,7 +43,9 @@
 //!   CPU PEs, the put's source data the producer wrote before).
 //! - The consumer takes tickets in order: it waits for `seq == 2*lap+1` at `head`, issues
 //!   the request, then frees the slot with a release store of `2*(lap+1)`, so the next
-//!   lap's producer cannot overwrite a request still being read.
+//!   lap's producer cannot overwrite a request still being read. It may read ahead
+//!   ([`Ring::peek_at`]: issue tickets past `head` while earlier ones wait for replies),
+//!   but it completes them in ticket order: `head` only ever moves to the next ticket.
 //! - A request whose producer waits for it (`waited`: blocking puts and gets, inline
 //!   `g`, fetching AMOs) is freed by its producer instead: the consumer stores `result`, then `done = ticket+1` (release); the
 //!   producer reads the result after an acquire load of `done` and then frees the slot.
@@ -367,7 +369,16 @@ impl<'a> Ring<'a> {
     /// producer waits for it, or `None` when the request at the head is not published
     /// yet. Only one thread may consume.
     pub fn peek(&self) -> Option<(Request, bool)> {
-        let ticket = atom::load_relaxed(&self.header.head);
+        self.peek_at(atom::load_relaxed(&self.header.head))
+    }
+
+    /// Consumer: the published request of `ticket`, at or after `head` (a consumer that
+    /// reads ahead, issuing several requests before it completes the first), or `None`
+    /// while it is not published. The slot stays the consumer's until [`Ring::complete`]:
+    /// no producer writes a published slot, and the next lap's producer waits for the
+    /// free `seq` that only completion stores. A ticket `capacity` or more past `head`
+    /// finds its slot still holding an earlier lap, and reads as not published.
+    pub fn peek_at(&self, ticket: u64) -> Option<(Request, bool)> {
         let (slot, lap) = self.slot(ticket);
         if atom::load_acquire(&slot.seq) != 2 * lap + 1 {
             return None;
@@ -381,9 +392,17 @@ impl<'a> Ring<'a> {
 
     /// Consumer: completes the request at the head (the one [`Ring::peek`] returned, with
     /// its `waited`). A waited-for request gets `result` and is freed by its producer;
-    /// others are freed here. A Quiet request also advances `quieted`.
+    /// others are freed here. A Quiet request also advances `quieted`. Requests are
+    /// completed in ticket order, whatever order their results came in: `head` counts
+    /// completed requests (a host `quiet` after a kernel waits for it to reach
+    /// `reserve`), and a producer's earlier request must be done when its later one is.
     pub fn complete(&self, req: &Request, waited: bool, result: u64) {
         let ticket = req.tag;
+        debug_assert_eq!(
+            ticket,
+            atom::load_relaxed(&self.header.head),
+            "completed out of ticket order"
+        );
         let (slot, lap) = self.slot(ticket);
         if waited {
             atom::store_relaxed(&slot.result, result);

@@ -113,6 +113,72 @@ fn consume(ring: Ring<'_>, total: usize) -> Vec<Request> {
     got
 }
 
+/// The consumer of a pipelining proxy: issues (reads) up to `ahead` tickets past the
+/// head before it completes the oldest, and completes in ticket order; answers waited-for
+/// AMOs with `1000 + value`.
+fn consume_ahead(ring: Ring<'_>, total: usize, ahead: usize) -> Vec<Request> {
+    let mut issued: std::collections::VecDeque<(Request, bool)> = Default::default();
+    let mut got = Vec::new();
+    let mut w = Wait::default();
+    while got.len() < total {
+        let next = (got.len() + issued.len()) as u64;
+        if issued.len() < ahead && (next as usize) < total {
+            if let Some((r, waited)) = ring.peek_at(next) {
+                drop(core::mem::take(&mut w));
+                assert_eq!(r.tag, next, "read ahead in ticket order");
+                issued.push_back((r, waited));
+                continue;
+            }
+        }
+        match issued.pop_front() {
+            Some((r, waited)) => {
+                ring.complete(&r, waited, 1000 + r.value);
+                got.push(r);
+            }
+            None => w.snooze(),
+        }
+    }
+    got
+}
+
+/// A consumer that reads ahead: two producers each submit a fetching AMO, a third a put
+/// that wraps the ring of two slots; the consumer issues two tickets before it completes
+/// the first, and each fetch gets its own result, nothing lost. (Each producer has one
+/// waited-for request at a time, as every device operation does: a producer that took a
+/// second waited-for ticket a lap after its first would wait for a slot only it frees.)
+#[test]
+fn read_ahead_delivers_each_result_to_its_ticket() {
+    check(|| {
+        let ring = Owned::new(2);
+        let fetchers: Vec<_> = [7u64, 9]
+            .into_iter()
+            .map(|value| {
+                let ring = ring.clone();
+                thread::spawn(move || {
+                    let r = ring.ring();
+                    let req = Request::amo(1, AmoKind::FetchAdd, 8, 0, value, 0, 1);
+                    let t = submit(r, &req, true);
+                    let mut w = Wait::default();
+                    assert_eq!(r.wait_result(t, || w.snooze()).unwrap(), 1000 + value);
+                })
+            })
+            .collect();
+        let putter = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                submit(ring.ring(), &Request::put(2, 0, 0, 8), false);
+            })
+        };
+        let got = consume_ahead(ring.ring(), 3, 2);
+        for f in fetchers {
+            f.join().unwrap();
+        }
+        putter.join().unwrap();
+        assert_eq!(got.iter().filter(|r| r.pe == 1).count(), 2);
+        assert_eq!(got.iter().filter(|r| r.pe == 2).count(), 1);
+    });
+}
+
 /// Two producers, two puts each, through a ring of one slot: every request arrives once,
 /// whole, in each producer's order.
 #[test]

@@ -6,12 +6,40 @@
 //! It takes requests in ticket order and issues each one: puts and gets with the payload
 //! at the request's `local` address (or inline, `local == 0`, for `p`/`g` of up to 8 bytes),
 //! AMOs and signals as they are, Fence as `transport.fence()`, Quiet as `transport.quiet()`
-//! before the ring's `quieted` counter advances. While the ring is empty it backs off with
-//! the shared [`Backoff`] (spin, yield, sleep: the machines here have 2 cores for 4 PEs),
-//! calling `transport.progress()` only while it spins. When the transport or a staging copy
-//! fails, the thread records the error (naming this PE, the operation, its target PE and
-//! size, and what failed), marks the ring failed so every waiting and later device
-//! operation fails instead of hanging, and stops.
+//! before the ring's `quieted` counter advances. While it has nothing to do it backs off
+//! with the shared [`Backoff`] (spin, yield, sleep: the machines here have 2 cores for 4
+//! PEs), calling `transport.progress()` only while it spins. When the transport or a
+//! staging copy fails, the thread records the error (naming this PE, the operation, its
+//! target PE and size, and what failed), marks the ring failed so every waiting and later
+//! device operation fails instead of hanging, and stops.
+//!
+//! # Pipelining
+//! Fetching requests (fetching AMOs, inline `g`, gets into host memory) are issued with
+//! [`Transport::submit_nowait`]: the thread goes on reading the ring
+//! ([`Ring::peek_at`]) and issuing while their replies are on the way, so the kernel
+//! threads' fetch-adds overlap instead of paying one round trip each. The rules:
+//! - **Completion in ticket order.** Results are published to the ring
+//!   ([`Ring::complete`]) oldest first; a later request whose result is in (or that needed
+//!   none: a put) waits until every earlier one is done. `head` therefore still counts
+//!   completed requests, and a producer's earlier request is done when its later one is.
+//! - **Order per target.** Requests are issued in ticket order, and each transport
+//!   applies one PE's requests to one target in submission order (socket: one
+//!   connection), so a put_signal's signal never precedes its data and Fence needs no
+//!   wait; the transports that cannot pipeline (direct, weak, ib) complete
+//!   `submit_nowait` synchronously.
+//! - **Quiet** is not issued until every earlier request is done (their replies
+//!   collected, the thread holding nothing in flight); then `transport.quiet()` covers
+//!   the rest, as before.
+//! - **Back-pressure.** At most [`IN_FLIGHT_PER_PE`] replies per target PE are awaited;
+//!   a request to a PE at the limit waits (and the reading with it) until that PE's
+//!   oldest is collected. The ring's capacity bounds everything else.
+//! - **Failure.** A reply that fails (the peer died, a malformed frame, no answer within
+//!   `SYMMEM_TIMEOUT`) fails the ring like any issue error, naming the peer; requests in
+//!   flight behind it are abandoned with the ring, so nothing waits for them.
+//! - **Staged gets** (GPU PEs, payload in GPU memory: [`payload`]) stay synchronous:
+//!   each chunk's bytes must reach the pinned staging buffer and be copied to the GPU
+//!   before the buffer is reused, so they wait for their replies (earlier replies land
+//!   meanwhile). Puts need no reply: they are done once their bytes are sent.
 //!
 //! # Memory
 //! The ring lives in [`RingMemory`]: host memory both sides reach. On a CPU PE that is
@@ -30,6 +58,7 @@
 mod payload;
 
 use std::alloc::Layout;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -40,7 +69,7 @@ use symmem_device::{Opcode, Request};
 use symmem_sync::Backoff;
 
 use crate::error::{Error, Result};
-use crate::transport::{Io, Transport};
+use crate::transport::{InFlight, Io, Pending, Transport};
 
 use payload::Failure;
 pub(crate) use payload::Payloads;
@@ -165,10 +194,10 @@ impl ProxyChannel {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Waits until the proxy thread has issued every request already in the ring, so a
-    /// host `quiet` after a kernel also completes the kernel's `_nbi` requests. Fails with
-    /// the channel's error, or after `timeout` (`SYMMEM_TIMEOUT`; a launch stopped while a
-    /// thread waited for a slot leaves a ticket that is never published).
+    /// Waits until the proxy thread has issued and completed every request already in the
+    /// ring, so a host `quiet` after a kernel also completes the kernel's `_nbi` requests.
+    /// Fails with the channel's error, or after `timeout` (`SYMMEM_TIMEOUT`; a launch
+    /// stopped while a thread waited for a slot leaves a ticket that is never published).
     pub(crate) fn drain(
         &self,
         me: usize,
@@ -199,7 +228,7 @@ impl ProxyChannel {
             }
             if timeout.is_some_and(|t| start.elapsed() > t) {
                 let detail = format!(
-                    "the proxy thread issued requests up to ticket {head} of {reserve} within SYMMEM_TIMEOUT ({:?})",
+                    "the proxy thread completed requests up to ticket {head} of {reserve} within SYMMEM_TIMEOUT ({:?})",
                     start.elapsed()
                 );
                 return Err(error(me, detail));
@@ -227,7 +256,8 @@ impl Drop for ProxyChannel {
     }
 }
 
-/// The proxy thread: drains `ring` until `stop` is set and the ring is empty.
+/// The proxy thread: drains `ring` until `stop` is set, the ring is empty and nothing is
+/// in flight.
 fn run(
     me: usize,
     ring: Ring<'_>,
@@ -236,31 +266,17 @@ fn run(
     stop: &AtomicBool,
     error: &Mutex<Option<String>>,
 ) {
+    let mut pipe = Pipeline::new(ring);
     let mut idle = Backoff::new();
     loop {
-        let Some((req, waited)) = ring.peek() else {
-            if stop.load(Ordering::Acquire) {
-                return;
+        match pipe.step(transport, &mut payloads) {
+            Ok(true) => {
+                idle = Backoff::new();
+                continue;
             }
-            // Serve the transport while spinning, as waits do (progress errors, a dead
-            // peer, surface on the next request to it). Once idle long enough to sleep,
-            // leave the sockets to the transport's own thread: a sleeping caller of
-            // progress would hold it off and delay every peer's request by the sleep.
-            if !idle.is_slow() {
-                let _ = transport.progress();
-            }
-            idle.snooze();
-            continue;
-        };
-        idle = Backoff::new();
-        match issue(transport, &mut payloads, &req) {
-            Ok(result) => {
-                if !waited {
-                    transport.nbi_issued(&req);
-                }
-                ring.complete(&req, waited, result)
-            }
-            Err(f) => {
+            Ok(false) => {}
+            Err(failed) => {
+                let (req, f) = *failed;
                 let msg = describe(me, &req, transport.name(), &f);
                 tracing::error!("{msg}");
                 *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(msg);
@@ -270,6 +286,159 @@ fn run(
                 });
                 return;
             }
+        }
+        if stop.load(Ordering::Acquire) && pipe.is_idle() {
+            return;
+        }
+        // Serve the transport while spinning, as waits do (this is also how replies in
+        // flight get read; progress errors, a dead peer, surface on the next request to
+        // it or the next poll of a reply). Once idle long enough to sleep, leave the
+        // sockets to the transport's own thread: a sleeping caller of progress would hold
+        // it off and delay every peer's request by the sleep.
+        if !idle.is_slow() {
+            let _ = transport.progress();
+        }
+        idle.snooze();
+    }
+}
+
+/// Replies one target PE may owe the proxy thread at once (see the module docs'
+/// back-pressure rule): enough to cover a ring of kernel threads' fetch-adds over a
+/// socket's round trip, few enough that the peer's socket buffers hold every reply.
+const IN_FLIGHT_PER_PE: usize = 64;
+
+/// A request taken off the ring and issued, not yet completed toward it.
+struct Issued {
+    req: Request,
+    waited: bool,
+    state: State,
+}
+
+/// Where an issued request stands.
+enum State {
+    /// Locally complete, with its result (the fetched value, else 0).
+    Done(u64),
+    /// Waiting for its target's reply, whose result lands as `into` says.
+    Waiting {
+        reply: Box<dyn InFlight>,
+        into: Landing,
+    },
+}
+
+/// What a pending reply's result is.
+#[derive(Clone, Copy)]
+enum Landing {
+    /// A fetching AMO: the reply's value.
+    Value,
+    /// An inline `g`: the reply's (up to 8) bytes, as the value.
+    Inline,
+    /// A get into host memory: the bytes go to `req.local`; the result is 0.
+    Host,
+}
+
+/// The proxy thread's requests issued and not yet completed toward the ring, oldest
+/// first (see the module docs' rules).
+struct Pipeline<'a> {
+    ring: Ring<'a>,
+    /// The next ticket to read off the ring.
+    next: u64,
+    issued: VecDeque<Issued>,
+    /// Replies awaited per target PE.
+    awaited: HashMap<u32, usize>,
+}
+
+impl<'a> Pipeline<'a> {
+    fn new(ring: Ring<'a>) -> Self {
+        Pipeline {
+            next: ring.header().head.load(Ordering::Acquire),
+            ring,
+            issued: VecDeque::new(),
+            awaited: HashMap::new(),
+        }
+    }
+
+    /// Whether `req`, next on the ring, may be issued now.
+    fn may_issue(&self, req: &Request) -> bool {
+        match Opcode::from_u8(req.opcode) {
+            Some(Opcode::Quiet) => self.issued.is_empty(),
+            Some(Opcode::Amo | Opcode::Get) => {
+                self.awaited.get(&req.pe).copied().unwrap_or(0) < IN_FLIGHT_PER_PE
+            }
+            _ => true,
+        }
+    }
+
+    /// Issues what the ring holds (as far as the rules allow), then completes toward the
+    /// ring, in ticket order, what is done. Returns whether anything moved, or the request
+    /// that failed and why.
+    fn step(
+        &mut self,
+        transport: &dyn Transport,
+        payloads: &mut Payloads,
+    ) -> std::result::Result<bool, Box<(Request, Failure)>> {
+        let mut moved = false;
+        while let Some((req, waited)) = self.ring.peek_at(self.next) {
+            if !self.may_issue(&req) {
+                break;
+            }
+            let state = issue(transport, payloads, &req).map_err(|f| Box::new((req, f)))?;
+            if !waited {
+                transport.nbi_issued(&req);
+            }
+            if matches!(state, State::Waiting { .. }) {
+                *self.awaited.entry(req.pe).or_default() += 1;
+            }
+            self.issued.push_back(Issued { req, waited, state });
+            self.next += 1;
+            moved = true;
+        }
+        while let Some(front) = self.issued.front_mut() {
+            let result = match &mut front.state {
+                State::Done(v) => *v,
+                State::Waiting { reply, into } => {
+                    match collect(&front.req, reply.as_mut(), *into) {
+                        Ok(Some(v)) => {
+                            if let Some(n) = self.awaited.get_mut(&front.req.pe) {
+                                *n -= 1;
+                            }
+                            v
+                        }
+                        Ok(None) => break,
+                        Err(e) => return Err(Box::new((front.req, Failure::Transport(e)))),
+                    }
+                }
+            };
+            self.ring.complete(&front.req, front.waited, result);
+            self.issued.pop_front();
+            moved = true;
+        }
+        Ok(moved)
+    }
+
+    /// Whether nothing is in flight and the ring holds no request.
+    fn is_idle(&self) -> bool {
+        self.issued.is_empty() && self.ring.peek_at(self.next).is_none()
+    }
+}
+
+/// Polls a pending reply; the request's result once the reply is in.
+fn collect(req: &Request, reply: &mut dyn InFlight, into: Landing) -> Result<Option<u64>> {
+    match into {
+        Landing::Value => reply.poll(&mut []),
+        Landing::Inline => {
+            let mut bytes = [0u8; 8];
+            let n = (req.len as usize).min(8);
+            Ok(reply
+                .poll(&mut bytes[..n])?
+                .map(|_| u64::from_le_bytes(bytes)))
+        }
+        Landing::Host => {
+            // SAFETY: as for the get's issue (`Payloads::get`): the device operation
+            // guarantees `local` holds `len` writable bytes that nothing else accesses
+            // until the request completes, which it has not yet.
+            let dst =
+                unsafe { std::slice::from_raw_parts_mut(req.local as *mut u8, req.len as usize) };
+            Ok(reply.poll(dst)?.map(|_| 0))
         }
     }
 }
@@ -295,28 +464,47 @@ fn describe(me: usize, req: &Request, transport: &str, f: &Failure) -> String {
     }
 }
 
-/// Issues one request; returns the fetched value (inline `g`, fetching AMOs), else 0.
+/// Issues one request: done with its result (the fetched value of an inline `g` or a
+/// fetching AMO, else 0), or waiting for its reply.
 fn issue(
     transport: &dyn Transport,
     payloads: &mut Payloads,
     req: &Request,
-) -> std::result::Result<u64, Failure> {
+) -> std::result::Result<State, Failure> {
     let len = req.len as usize;
+    let pending = |p: Pending, into: Landing| match p {
+        Pending::Done(v) => State::Done(v),
+        Pending::Reply(reply) => State::Waiting { reply, into },
+    };
     match Opcode::from_u8(req.opcode) {
         Some(Opcode::Put | Opcode::PutSignal) if req.local == 0 => {
             let bytes = req.value.to_le_bytes();
-            Ok(transport.submit(req, Io::Src(&bytes[..len.min(8)]))?)
+            Ok(State::Done(
+                transport.submit(req, Io::Src(&bytes[..len.min(8)]))?,
+            ))
         }
-        Some(Opcode::Put | Opcode::PutSignal) => payloads.put(transport, req).map(|()| 0),
+        Some(Opcode::Put | Opcode::PutSignal) => {
+            payloads.put(transport, req).map(|()| State::Done(0))
+        }
         Some(Opcode::Get) if req.local == 0 => {
             let mut bytes = [0u8; 8];
-            transport.submit(req, Io::Dst(&mut bytes[..len.min(8)]))?;
-            Ok(u64::from_le_bytes(bytes))
+            let p = transport.submit_nowait(req, Io::Dst(&mut bytes[..len.min(8)]))?;
+            let value = u64::from_le_bytes(bytes);
+            Ok(match p {
+                Pending::Done(_) => State::Done(value),
+                Pending::Reply(reply) => State::Waiting {
+                    reply,
+                    into: Landing::Inline,
+                },
+            })
         }
-        Some(Opcode::Get) => payloads.get(transport, req).map(|()| 0),
-        Some(Opcode::Amo | Opcode::Signal) => Ok(transport.submit(req, Io::None)?),
-        Some(Opcode::Fence) => Ok(transport.fence().map(|()| 0)?),
-        Some(Opcode::Quiet) => Ok(transport.quiet().map(|()| 0)?),
+        Some(Opcode::Get) => Ok(pending(payloads.get(transport, req)?, Landing::Host)),
+        Some(Opcode::Amo | Opcode::Signal) => Ok(pending(
+            transport.submit_nowait(req, Io::None)?,
+            Landing::Value,
+        )),
+        Some(Opcode::Fence) => Ok(transport.fence().map(|()| State::Done(0))?),
+        Some(Opcode::Quiet) => Ok(transport.quiet().map(|()| State::Done(0))?),
         None => Err(Failure::Transport(Error::InvalidArgument {
             op: "proxy",
             reason: format!("invalid opcode {} in the proxy ring", req.opcode),
@@ -331,8 +519,156 @@ mod tests {
 
     use symmem_device::SignalOp;
 
-    use super::payload::tests::{FakeGpu, FakeTransport, GPU_BASE};
+    use symmem_device::AmoKind;
+
+    use super::payload::tests::{FakeGpu, FakeTransport, Held, GPU_BASE};
     use super::*;
+
+    /// Waits (up to 10 s) until `cond` holds.
+    fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !cond() {
+            assert!(t0.elapsed() < Duration::from_secs(10), "never: {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A CPU PE's channel (host payloads) of `slots` slots over a transport whose
+    /// replies are held until released.
+    fn held_channel(slots: usize) -> (ProxyChannel, Arc<FakeTransport>, Arc<Held>) {
+        let held = Arc::new(Held::default());
+        let t = Arc::new(FakeTransport {
+            held: Some(held.clone()),
+            ..Default::default()
+        });
+        let memory: Arc<dyn RingMemory> = Arc::new(HostMemory::new(slots));
+        let ch = ProxyChannel::start(5, slots, memory, Payloads::Host, t.clone()).unwrap();
+        (ch, t, held)
+    }
+
+    fn fetch_add(pe: u32, value: u64) -> Request {
+        Request::amo(pe, AmoKind::FetchAdd, 8, 64, value, 0, 1)
+    }
+
+    /// 32 fetch-adds to two PEs, an inline `g` and a get into host memory, all submitted
+    /// before any reply: all are in flight at once; replies released newest first
+    /// complete nothing until the oldest is in (results are published in ticket order);
+    /// then each producer's ticket gets its own request's result, and a quiet after them
+    /// reaches the transport only once they are all done.
+    #[test]
+    fn fetches_are_in_flight_together_and_complete_in_ticket_order() {
+        let (ch, t, held) = held_channel(64);
+        let ring = producer(&ch);
+        let y = std::thread::yield_now;
+        let mut tickets = Vec::new();
+        for i in 0..32u64 {
+            let req = fetch_add(1 + (i % 2) as u32, 100 * i);
+            tickets.push(ring.submit(&req, true, y).unwrap());
+        }
+        let g = ring.submit(&Request::get(2, 0, 8, 8), true, y).unwrap();
+        let mut dst = vec![0u8; 40];
+        let get = Request::get(1, dst.as_mut_ptr() as u64, 200, 40);
+        let gt = ring.submit(&get, true, y).unwrap();
+        eventually("34 requests in flight", || {
+            held.sent.load(Ordering::Acquire) == 34
+        });
+        let h = ring.header();
+        for i in (1..34).rev() {
+            held.release(i);
+        }
+        // Give the thread time to (wrongly) publish a later result; it must not.
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(h.head.load(Ordering::Acquire), 0, "ticket 0 holds the rest");
+        let qt = ring.submit(&Request::quiet(), false, y).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            t.quiets.load(Ordering::Acquire),
+            0,
+            "quiet waits for the fetches"
+        );
+        held.release(0);
+        for (i, tk) in tickets.into_iter().enumerate() {
+            assert_eq!(
+                ring.wait_result(tk, y).unwrap(),
+                100 * i as u64 + 1,
+                "ticket {tk}"
+            );
+        }
+        assert_eq!(
+            ring.wait_result(g, y).unwrap(),
+            u64::from_le_bytes(std::array::from_fn(|i| 8 + i as u8))
+        );
+        ring.wait_result(gt, y).unwrap();
+        assert_eq!(dst, (200..240).map(|i| i as u8).collect::<Vec<u8>>());
+        ring.wait_quiet(qt, y).unwrap();
+        assert_eq!(t.quiets.load(Ordering::Acquire), 1);
+        assert!(ch.failure().is_none());
+        ch.shutdown();
+    }
+
+    /// Back-pressure: of 80 fetch-adds to one PE, at most [`IN_FLIGHT_PER_PE`] are in
+    /// flight; each reply collected lets one more go, and all complete.
+    #[test]
+    fn fetches_in_flight_per_pe_are_bounded() {
+        let (ch, _t, held) = held_channel(128);
+        let ring = producer(&ch);
+        let y = std::thread::yield_now;
+        let tickets: Vec<u64> = (0..80u64)
+            .map(|i| ring.submit(&fetch_add(3, i), true, y).unwrap())
+            .collect();
+        eventually("the limit reached", || {
+            held.sent.load(Ordering::Acquire) == IN_FLIGHT_PER_PE
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(held.sent.load(Ordering::Acquire), IN_FLIGHT_PER_PE);
+        held.release(0);
+        eventually("one more after a reply", || {
+            held.sent.load(Ordering::Acquire) == IN_FLIGHT_PER_PE + 1
+        });
+        for i in 1..80 {
+            held.release(i);
+        }
+        for (i, tk) in tickets.into_iter().enumerate() {
+            assert_eq!(ring.wait_result(tk, y).unwrap(), i as u64 + 1);
+        }
+        ch.shutdown();
+    }
+
+    /// A peer that dies with replies in flight: the replies before it are delivered, the
+    /// ring fails naming the dead peer, every producer waiting behind it (and a later
+    /// submit) fails instead of hanging, and the channel's error says what happened.
+    #[test]
+    fn a_dead_peer_fails_its_requests_in_flight_and_the_ring() {
+        let (ch, _t, held) = held_channel(16);
+        let ring = producer(&ch);
+        let y = std::thread::yield_now;
+        let tickets: Vec<u64> = (0..6u64)
+            .map(|i| {
+                ring.submit(&fetch_add(1 + (i % 2) as u32, i), true, y)
+                    .unwrap()
+            })
+            .collect();
+        eventually("6 in flight", || held.sent.load(Ordering::Acquire) == 6);
+        held.release(0);
+        held.release(2);
+        held.fail(1);
+        assert_eq!(ring.wait_result(tickets[0], y).unwrap(), 1);
+        for &tk in &tickets[1..] {
+            let f = ring.wait_result(tk, y).unwrap_err();
+            assert_eq!((f.pe, f.opcode), (2, Opcode::Amo as u8));
+        }
+        let msg = ch.failure().unwrap();
+        for needle in [
+            "PE 5's proxy thread",
+            "amo to PE 2",
+            "connection to PE 2 closed",
+        ] {
+            assert!(msg.contains(needle), "{needle:?} missing from {msg}");
+        }
+        assert!(ring.submit(&fetch_add(1, 0), true, y).is_err());
+        let err = ch.drain(5, "fake", None).unwrap_err().to_string();
+        assert!(err.contains("PE 2"), "{err}");
+    }
 
     fn channel(gpu: FakeGpu, transport: Arc<FakeTransport>) -> ProxyChannel {
         let memory: Arc<dyn RingMemory> = Arc::new(HostMemory::new(4));

@@ -20,7 +20,7 @@
 use symmem_device::{Opcode, Request};
 
 use crate::error::Error;
-use crate::transport::{Io, Transport};
+use crate::transport::{Io, Pending, Transport};
 
 /// Bytes of a GPU PE's staging buffer: the largest chunk of a device put or get that the
 /// proxy thread moves at once. Larger transfers go in several chunks, in order. 1 MiB
@@ -120,16 +120,22 @@ impl Payloads {
         }
     }
 
-    /// Issues a get whose destination is at `req.local` (not 0).
-    pub(crate) fn get(&mut self, transport: &dyn Transport, req: &Request) -> Result<(), Failure> {
+    /// Issues a get whose destination is at `req.local` (not 0). Into host memory it may
+    /// be left pending ([`Transport::submit_nowait`]; the reply's bytes then go to
+    /// `req.local` when it is collected); staged through GPU memory it completes here,
+    /// chunk by chunk, since the staging buffer is reused.
+    pub(crate) fn get(
+        &mut self,
+        transport: &dyn Transport,
+        req: &Request,
+    ) -> Result<Pending, Failure> {
         let len = req.len as usize;
         let staging = match self {
             Payloads::Host => {
                 // SAFETY: the device operation guarantees `local` holds `len` writable
                 // bytes that nothing else accesses until the request completes.
                 let dst = unsafe { std::slice::from_raw_parts_mut(req.local as *mut u8, len) };
-                transport.submit(req, Io::Dst(dst))?;
-                return Ok(());
+                return Ok(transport.submit_nowait(req, Io::Dst(dst))?);
             }
             Payloads::Device(s) => s,
         };
@@ -152,7 +158,7 @@ impl Payloads {
             })?;
             off += n;
         }
-        Ok(())
+        Ok(Pending::Done(0))
     }
 }
 
@@ -161,12 +167,15 @@ pub(crate) mod tests {
     //! The staging logic with a fake GPU (a byte array at a fake address) and a fake
     //! transport that records what it is given.
 
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
     use symmem_device::SignalOp;
 
     use super::*;
     use crate::error::Result;
+    use crate::transport::InFlight;
 
     /// The fake GPU memory's address.
     pub(crate) const GPU_BASE: u64 = 0x7f00_0000_0000;
@@ -235,11 +244,82 @@ pub(crate) mod tests {
     }
 
     /// A fake transport: records each request with its payload; a get's destination is
-    /// filled with `remote offset + i` (mod 256); `fail_at`: the submit that fails.
+    /// filled with `remote offset + i` (mod 256), a fetching AMO returns `value + 1`;
+    /// `fail_at`: the submit that fails. With `held`, it models round trips in flight:
+    /// `submit_nowait` of a fetching AMO or a get leaves the reply pending until the test
+    /// releases it ([`Held`]).
     #[derive(Default)]
     pub(crate) struct FakeTransport {
         pub(crate) sent: Mutex<Vec<(Request, Vec<u8>)>>,
         pub(crate) fail_at: Option<usize>,
+        pub(crate) held: Option<Arc<Held>>,
+        /// `quiet` calls so far.
+        pub(crate) quiets: AtomicUsize,
+    }
+
+    /// Pending replies of a [`FakeTransport`], numbered from 0 in the order they were
+    /// sent: each completes once released, or fails (as a dead peer's would) once failed.
+    #[derive(Default)]
+    pub(crate) struct Held {
+        /// Replies handed out so far.
+        pub(crate) sent: AtomicUsize,
+        released: Mutex<HashSet<usize>>,
+        failed: Mutex<HashSet<usize>>,
+    }
+
+    impl Held {
+        /// Lets reply `i` complete.
+        pub(crate) fn release(&self, i: usize) {
+            self.released.lock().unwrap().insert(i);
+        }
+
+        /// Makes reply `i` fail, as if its peer's connection had closed.
+        pub(crate) fn fail(&self, i: usize) {
+            self.failed.lock().unwrap().insert(i);
+        }
+    }
+
+    /// A held reply: number `index`, to `req`.
+    struct HeldReply {
+        held: Arc<Held>,
+        index: usize,
+        req: Request,
+    }
+
+    impl InFlight for HeldReply {
+        fn poll(&mut self, dst: &mut [u8]) -> Result<Option<u64>> {
+            if self.held.failed.lock().unwrap().contains(&self.index) {
+                return Err(Error::Transport {
+                    transport: "fake",
+                    op: "reply",
+                    me: 0,
+                    pe: self.req.pe as usize,
+                    detail: format!(
+                        "connection to PE {} closed (the peer exited or crashed)",
+                        self.req.pe
+                    ),
+                });
+            }
+            if !self.held.released.lock().unwrap().contains(&self.index) {
+                return Ok(None);
+            }
+            let get = self.req.opcode == Opcode::Get as u8;
+            let want = if get { self.req.len } else { 0 };
+            assert_eq!(dst.len() as u64, want, "the reply's destination");
+            fill(&self.req, dst);
+            Ok(Some(if self.req.opcode == Opcode::Amo as u8 {
+                self.req.value.wrapping_add(1)
+            } else {
+                0
+            }))
+        }
+    }
+
+    /// A get's bytes: `remote offset + i` (mod 256).
+    fn fill(req: &Request, dst: &mut [u8]) {
+        for (i, b) in dst.iter_mut().enumerate() {
+            *b = (req.remote as usize + i) as u8;
+        }
     }
 
     impl Transport for FakeTransport {
@@ -262,9 +342,7 @@ pub(crate) mod tests {
                 Io::None => Vec::new(),
                 Io::Src(s) => s.to_vec(),
                 Io::Dst(d) => {
-                    for (i, b) in d.iter_mut().enumerate() {
-                        *b = (req.remote as usize + i) as u8;
-                    }
+                    fill(req, d);
                     d.to_vec()
                 }
             };
@@ -272,11 +350,27 @@ pub(crate) mod tests {
             Ok(req.value.wrapping_add(1))
         }
 
+        fn submit_nowait(&self, req: &Request, io: Io<'_>) -> Result<Pending> {
+            match &self.held {
+                Some(held) if req.returns_data() => {
+                    self.sent.lock().unwrap().push((*req, Vec::new()));
+                    let index = held.sent.fetch_add(1, Ordering::AcqRel);
+                    Ok(Pending::Reply(Box::new(HeldReply {
+                        held: held.clone(),
+                        index,
+                        req: *req,
+                    })))
+                }
+                _ => self.submit(req, io).map(Pending::Done),
+            }
+        }
+
         fn fence(&self) -> Result<()> {
             Ok(())
         }
 
         fn quiet(&self) -> Result<()> {
+            self.quiets.fetch_add(1, Ordering::AcqRel);
             Ok(())
         }
 

@@ -12,6 +12,15 @@
 //! AMO's result is filled in). Puts, non-fetching AMOs and signals are *remotely* complete
 //! only after [`Transport::quiet`]. Requests from one PE to one target are applied in the
 //! order they were submitted, so a put_signal's signal is never visible before its data.
+//!
+//! # Pipelining
+//! [`Transport::submit_nowait`] issues a request without waiting for its reply, so the
+//! proxy thread can have many fetching requests (fetching AMOs, gets) in flight at once
+//! instead of paying a round trip each. Its result is then collected with
+//! [`InFlight::poll`]. The socket transport implements it for real (the frame is sent and
+//! the reply recorded as pending); the others complete at once through
+//! [`Transport::submit`] (the default), which is always allowed. Either way a request is
+//! applied at its target in submission order with every other request to that target.
 
 use std::sync::Arc;
 
@@ -30,6 +39,27 @@ pub(crate) enum Io<'a> {
     Dst(&'a mut [u8]),
 }
 
+/// A request issued with [`Transport::submit_nowait`].
+pub(crate) enum Pending {
+    /// Locally complete on return, like [`Transport::submit`]: the fetched value of a
+    /// fetching AMO (0 otherwise); a get's bytes are already in its `Io::Dst`.
+    Done(u64),
+    /// Sent; the reply, with the fetched value or bytes, comes later.
+    Reply(Box<dyn InFlight>),
+}
+
+/// A fetching request whose reply has not been collected yet. Dropping it abandons the
+/// reply: a reply that comes later is read and discarded.
+pub(crate) trait InFlight: Send {
+    /// Collects the reply if it has arrived: `Some(value)` (a fetching AMO's old value,
+    /// 0 for a get) with a get's `request.len` bytes copied into `dst` (empty for an
+    /// AMO); `None` while it has not. Never blocks and does not read the connection
+    /// itself: [`Transport::progress`] and the transport's own thread do. Fails naming
+    /// the target PE when its connection failed or no reply came within `SYMMEM_TIMEOUT`;
+    /// then every later poll of that peer's requests fails too.
+    fn poll(&mut self, dst: &mut [u8]) -> Result<Option<u64>>;
+}
+
 /// A way to reach remote PEs.
 pub(crate) trait Transport: Send + Sync {
     /// Short name for logs and errors (`socket`, `ib`).
@@ -40,6 +70,17 @@ pub(crate) trait Transport: Send + Sync {
     /// puts, `Dst` for gets, `None` for everything else. `req.local` is ignored: the
     /// payload is `io`.
     fn submit(&self, req: &Request, io: Io<'_>) -> Result<u64>;
+
+    /// Issues `req` like [`Transport::submit`], but a fetching request (a fetching AMO,
+    /// a get) may return [`Pending::Reply`] before its reply is in; `io` is as for
+    /// `submit` (a pending get's bytes go to the `dst` of the poll that collects them
+    /// instead). The request is ordered with every other request to `req.pe` as if
+    /// `submit` had been called, and a later [`Transport::quiet`] covers it. Callers
+    /// bound how many they leave in flight per peer. The default completes synchronously
+    /// through `submit`.
+    fn submit_nowait(&self, req: &Request, io: Io<'_>) -> Result<Pending> {
+        self.submit(req, io).map(Pending::Done)
+    }
 
     /// Orders every request submitted before the fence to each PE before those submitted
     /// after it (`nvshmem_fence`). Does not wait.

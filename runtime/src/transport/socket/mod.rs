@@ -21,6 +21,10 @@
 //! [`Transport::progress`] while it spins, which keeps a ping-pong near the cost of a bare
 //! busy-polling TCP exchange.
 //!
+//! [`Transport::submit_nowait`] sends a get or fetching AMO and returns at once with the
+//! answer's slot ([`InFlight`]); the proxy thread keeps many in flight, and their answers
+//! come back in order on each peer's connection, read by the same readers as any other.
+//!
 //! A connection that fails (the peer died, a malformed frame, `SYMMEM_TIMEOUT`) fails
 //! every outstanding and later operation to that peer with an error naming it; a malformed
 //! frame is answered with REFUSED and never applied.
@@ -41,7 +45,7 @@ use symmem_sync::Backoff;
 
 use self::frame::{Kind, MAX_CHUNK, REQUEST_LEN};
 use super::target::Target;
-use super::{Io, Setup, Transport};
+use super::{InFlight, Io, Pending, Setup, Transport};
 use crate::error::{Error, Result};
 
 /// How long the listener waits for an accepted connection's HELLO.
@@ -975,9 +979,26 @@ impl Shared {
         &self,
         c: &Conn,
         op: &'static str,
-        mut req: Request,
+        req: Request,
         payload: &[u8],
     ) -> Result<(u64, Vec<u8>)> {
+        let Some(slot) = self.send_request(c, op, req, payload)? else {
+            return Ok((0, Vec::new()));
+        };
+        self.wait(c, op, &slot)?;
+        let data = std::mem::take(&mut *lock(&slot.data));
+        Ok((slot.value.load(Ordering::Relaxed), data))
+    }
+
+    /// Sends one request (with its payload); for gets and fetching AMOs returns the slot
+    /// its answer lands in.
+    fn send_request(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        mut req: Request,
+        payload: &[u8],
+    ) -> Result<Option<Arc<Slot>>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         req.tag = id;
         // Addresses of this process mean nothing to the peer: only whether a value is
@@ -1000,7 +1021,7 @@ impl Shared {
         if !req.returns_data() {
             self.send(c, op, &[head, payload])?;
             c.unflushed.fetch_add(1, Ordering::Release);
-            return Ok((0, Vec::new()));
+            return Ok(None);
         }
         let expect = if req.opcode() == Some(Opcode::Get) {
             req.len as usize
@@ -1012,9 +1033,62 @@ impl Shared {
             lock(&c.pending).remove(&id);
             return Err(e);
         }
-        self.wait(c, op, &slot)?;
-        let data = std::mem::take(&mut *lock(&slot.data));
-        Ok((slot.value.load(Ordering::Relaxed), data))
+        Ok(Some(slot))
+    }
+}
+
+/// How many polls of an [`InFlightReply`] go between checks of `SYMMEM_TIMEOUT` (reading
+/// the clock on every poll of every request in flight would cost more than the poll).
+const TIMEOUT_CHECK_POLLS: u32 = 64;
+
+/// A get or fetching AMO sent by [`Transport::submit_nowait`]: its answer lands in `slot`
+/// when whoever reads the connection (the service thread, a spinning waiter, `progress`)
+/// gets to it.
+struct InFlightReply {
+    shared: Arc<Shared>,
+    pe: usize,
+    op: &'static str,
+    slot: Arc<Slot>,
+    sent: Instant,
+    polls: u32,
+}
+
+impl InFlight for InFlightReply {
+    fn poll(&mut self, dst: &mut [u8]) -> Result<Option<u64>> {
+        let sh = &*self.shared;
+        let c = sh
+            .conn(self.pe)
+            .ok_or_else(|| sh.error(self.op, self.pe, "no socket connection to this PE"))?;
+        if self.slot.done.load(Ordering::Acquire) {
+            let data = std::mem::take(&mut *lock(&self.slot.data));
+            if data.len() != dst.len() {
+                return Err(sh.error(
+                    self.op,
+                    self.pe,
+                    format!(
+                        "a {}-byte answer collected into a {}-byte destination",
+                        data.len(),
+                        dst.len()
+                    ),
+                ));
+            }
+            dst.copy_from_slice(&data);
+            return Ok(Some(self.slot.value.load(Ordering::Relaxed)));
+        }
+        sh.check(c, self.op)?;
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls.is_multiple_of(TIMEOUT_CHECK_POLLS) {
+            if let Some(limit) = sh.timeout {
+                if self.sent.elapsed() >= limit {
+                    c.fail(format!(
+                        "no answer from PE {} within {limit:?} (SYMMEM_TIMEOUT)",
+                        c.pe
+                    ));
+                    sh.check(c, self.op)?;
+                }
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -1078,6 +1152,37 @@ impl Transport for SocketTransport {
                 format!("request {code:?} submitted with the wrong kind of buffer"),
             )),
         }
+    }
+
+    fn submit_nowait(&self, req: &Request, io: Io<'_>) -> Result<Pending> {
+        let fetching = match (req.opcode(), &io) {
+            (Some(Opcode::Amo), Io::None) => req.returns_data(),
+            // A get of more than one frame's chunk goes through `submit`, chunk by chunk.
+            (Some(Opcode::Get), Io::Dst(d)) => {
+                !d.is_empty() && d.len() <= MAX_CHUNK && d.len() as u64 == req.len
+            }
+            _ => false,
+        };
+        if !fetching {
+            return self.submit(req, io).map(Pending::Done);
+        }
+        let sh = &self.shared;
+        let pe = req.pe as usize;
+        let op = req.opcode().map_or("request", |o| o.name());
+        let c = sh
+            .conn(pe)
+            .ok_or_else(|| sh.error(op, pe, "no socket connection to this PE"))?;
+        let slot = sh
+            .send_request(c, op, *req, &[])?
+            .expect("a fetching request expects an answer");
+        Ok(Pending::Reply(Box::new(InFlightReply {
+            shared: Arc::clone(sh),
+            pe,
+            op,
+            slot,
+            sent: Instant::now(),
+            polls: 0,
+        })))
     }
 
     fn fence(&self) -> Result<()> {
@@ -1360,6 +1465,144 @@ mod tests {
         assert_eq!(&body[..16], &frame::two_u64(43, 5));
         drop(sh);
         assert_eq!(heap[..8], bytemuck::cast_slice::<u8, u64>(&data)[..]);
+    }
+
+    /// A connected pair of non-blocking TCP streams.
+    fn tcp_pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        for s in [&a, &b] {
+            s.set_nodelay(true).unwrap();
+            s.set_nonblocking(true).unwrap();
+        }
+        (a, b)
+    }
+
+    /// PE `me`'s transport over `heap` with `conns`, its service thread running.
+    fn transport(me: usize, conns: Vec<Option<Conn>>, heap: &mut [u64]) -> SocketTransport {
+        let shared = Arc::new(Shared {
+            me,
+            conns,
+            target: Target::new(HeapRegion {
+                base: heap.as_mut_ptr() as u64,
+                len: heap.len() * 8,
+                host: true,
+            }),
+            timeout: Some(Duration::from_secs(10)),
+            next_id: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+            spins: AtomicU64::new(0),
+        });
+        let worker = Arc::clone(&shared);
+        let service = std::thread::spawn(move || worker.serve());
+        SocketTransport {
+            shared,
+            service: Mutex::new(Some(service)),
+        }
+    }
+
+    /// Polls `reply` (reading the sockets as the proxy thread does) until it is in.
+    fn collect(t: &SocketTransport, reply: &mut dyn InFlight, dst: &mut [u8]) -> Result<u64> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(v) = reply.poll(dst)? {
+                return Ok(v);
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "no reply");
+            t.progress()?;
+            std::thread::yield_now();
+        }
+    }
+
+    /// PE 0 sends 100 fetch-adds to PEs 1 and 2, alternating, plus a put and a get of
+    /// the put's word among them, all before collecting any reply: every old value is
+    /// exact (each peer applied its requests in the order sent), the get sees the put
+    /// sent before it, and the counters end at the sums.
+    #[test]
+    fn pipelined_fetch_adds_to_two_peers_get_exact_results() {
+        let (mut h0, mut h1, mut h2) = (vec![0u64; 8], vec![0u64; 8], vec![0u64; 8]);
+        let (a1, b1) = tcp_pair();
+        let (a2, b2) = tcp_pair();
+        let pe0 = transport(
+            0,
+            vec![None, Some(Conn::new(1, a1)), Some(Conn::new(2, a2))],
+            &mut h0,
+        );
+        let pe1 = transport(1, vec![Some(Conn::new(0, b1)), None, None], &mut h1);
+        let pe2 = transport(2, vec![Some(Conn::new(0, b2)), None, None], &mut h2);
+        let mut replies = Vec::new();
+        for i in 0..100u64 {
+            let (pe, at, add) = if i % 2 == 0 { (1, 8, 1) } else { (2, 16, 5) };
+            let req = Request::amo(pe, symmem_device::AmoKind::FetchAdd, 8, at, add, 0, 1);
+            match pe0.submit_nowait(&req, Io::None).unwrap() {
+                Pending::Reply(r) => replies.push((i, r)),
+                Pending::Done(_) => panic!("fetch-add {i} waited for its reply"),
+            }
+            if i == 10 {
+                let put = Request::put(1, 24, 0, 8);
+                pe0.submit(&put, Io::Src(&0xabcd_u64.to_le_bytes()))
+                    .unwrap();
+            }
+        }
+        let mut got = [0u8; 8];
+        let get = Request::get(1, 0, 24, 8);
+        let Pending::Reply(mut get_reply) = pe0.submit_nowait(&get, Io::Dst(&mut got)).unwrap()
+        else {
+            panic!("the get waited for its reply");
+        };
+        for (i, mut r) in replies {
+            let old = collect(&pe0, r.as_mut(), &mut []).unwrap();
+            let k = i / 2;
+            let want = if i % 2 == 0 { k } else { 5 * k };
+            assert_eq!(old, want, "fetch-add {i}");
+        }
+        assert_eq!(collect(&pe0, get_reply.as_mut(), &mut got).unwrap(), 0);
+        assert_eq!(u64::from_le_bytes(got), 0xabcd);
+        pe0.shutdown();
+        pe1.shutdown();
+        pe2.shutdown();
+        assert_eq!((h1[1], h2[2], h1[3]), (50, 250, 0xabcd));
+    }
+
+    /// A peer that dies with fetch-adds in flight: the one it answered is delivered, the
+    /// others fail naming it (no hang), and so does a later request.
+    #[test]
+    fn a_peer_dying_with_replies_in_flight_fails_them_naming_it() {
+        let mut heap = [0u64; 8];
+        let (sh, mut client) = with_client(&mut heap);
+        let t = SocketTransport {
+            shared: Arc::new(sh),
+            service: Mutex::new(None),
+        };
+        let mut replies: Vec<Box<dyn InFlight>> = (0..5u64)
+            .map(|i| {
+                let req = Request::amo(1, symmem_device::AmoKind::FetchAdd, 8, 0, i, 0, 1);
+                match t.submit_nowait(&req, Io::None).unwrap() {
+                    Pending::Reply(r) => r,
+                    Pending::Done(_) => panic!("fetch-add {i} waited for its reply"),
+                }
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let (kind, body) = read_frame(&mut client);
+            assert_eq!(kind, Kind::Request);
+            let req: Request = bytemuck::pod_read_unaligned(&body[..REQUEST_LEN]);
+            ids.push(req.tag);
+        }
+        let mut answer = frame::header(Kind::Response, 16).to_vec();
+        answer.extend_from_slice(&frame::two_u64(ids[0], 77));
+        client.write_all(&answer).unwrap();
+        drop(client);
+        assert_eq!(collect(&t, replies[0].as_mut(), &mut []).unwrap(), 77);
+        for r in &mut replies[1..] {
+            let why = collect(&t, r.as_mut(), &mut []).unwrap_err().to_string();
+            assert!(why.contains("PE 1") && why.contains("closed"), "{why}");
+        }
+        let req = Request::amo(1, symmem_device::AmoKind::FetchAdd, 8, 0, 1, 0, 1);
+        let why = t.submit_nowait(&req, Io::None).err().unwrap().to_string();
+        assert!(why.contains("PE 1"), "{why}");
     }
 
     /// A GPU heap stand-in: host memory behind the [`super::super::DeviceHeap`] calls,
