@@ -246,7 +246,8 @@ fn run_all_transports(args: &[String]) -> Result<(), String> {
     let mut transports = vec![Transport::P2p, Transport::Socket];
     match ib_unusable() {
         None => transports.push(Transport::Ib),
-        Some(why) => println!("symmem-perf: --transport all: ib skipped: {why}"),
+        // On stderr, so that --json output stays JSON lines only.
+        Some(why) => eprintln!("symmem-perf: --transport all: ib skipped: {why}"),
     }
     for t in transports {
         let mut child_args = args.to_vec();
