@@ -83,7 +83,7 @@ pub fn measure(c: &Ctx, group: &[&Bench], size: usize, o: &Options) -> symmem::R
             (false, _) => 0,
             // No warm-up to size the batches from: every operation is one sample.
             (true, 0) => 1,
-            (true, w) => Sampler::batch_for(elapsed / w as u32),
+            (true, w) => Sampler::batch_for(elapsed.div_f64(w as f64)),
         });
     }
     let mut reps = vec![Vec::with_capacity(o.reps); group.len()];
