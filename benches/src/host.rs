@@ -89,16 +89,17 @@ fn pingpong(
 /// The initiator puts `size` bytes with a signal; the target waits for the signal and
 /// answers alike.
 pub fn put_signal_pingpong(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
-    let src = words(&c.src, size);
+    let (src, peer) = (words(&c.src, size), c.peer());
     pingpong(c, iters, |seq| {
-        c.rt.put_signal(c.big.at(0), src, c.sig.at(0), seq, SignalOp::Set, c.peer())
+        c.rt.put_signal(c.big.at(0), src, c.sig.at(0), seq, SignalOp::Set, peer)
     })
 }
 
 /// As [`put_signal_pingpong`] with `signal_op` alone (no data).
 pub fn signal_pingpong(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration> {
+    let peer = c.peer();
     pingpong(c, iters, |seq| {
-        c.rt.signal_op(c.sig.at(0), seq, SignalOp::Set, c.peer())
+        c.rt.signal_op(c.sig.at(0), seq, SignalOp::Set, peer)
     })
 }
 
@@ -107,9 +108,9 @@ pub fn put_latency(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duratio
     if c.role() != Role::Initiator {
         return Ok(Duration::ZERO);
     }
-    let src = words(&c.src, size);
+    let (src, peer) = (words(&c.src, size), c.peer());
     timed(c, iters, |_| {
-        c.rt.put(c.big.at(0), black_box(src), c.peer())?;
+        c.rt.put(c.big.at(0), black_box(src), peer)?;
         c.rt.quiet()
     })
 }
@@ -120,9 +121,9 @@ pub fn get_latency(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duratio
         return Ok(Duration::ZERO);
     }
     let mut scratch = c.scratch.borrow_mut();
-    let dst = words_mut(&mut scratch, size);
+    let (dst, peer) = (words_mut(&mut scratch, size), c.peer());
     timed(c, iters, |_| {
-        c.rt.get(c.big.at(0), dst, c.peer())?;
+        c.rt.get(c.big.at(0), dst, peer)?;
         black_box(&mut *dst);
         Ok(())
     })
@@ -133,8 +134,9 @@ pub fn p_latency(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration
     if c.role() != Role::Initiator {
         return Ok(Duration::ZERO);
     }
+    let peer = c.peer();
     timed(c, iters, |i| {
-        c.rt.p(c.word.at(0), i as u64, c.peer())?;
+        c.rt.p(c.word.at(0), i as u64, peer)?;
         c.rt.quiet()
     })
 }
@@ -144,8 +146,9 @@ pub fn g_latency(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration
     if c.role() != Role::Initiator {
         return Ok(Duration::ZERO);
     }
+    let peer = c.peer();
     timed(c, iters, |_| {
-        black_box(c.rt.g(c.word.at(0), c.peer())?);
+        black_box(c.rt.g(c.word.at(0), peer)?);
         Ok(())
     })
 }
@@ -160,9 +163,9 @@ pub fn put_nbi_then<const THEN: u32>(
     if c.role() != Role::Initiator {
         return Ok(Duration::ZERO);
     }
-    let src = words(&c.src, size);
+    let (src, peer) = (words(&c.src, size), c.peer());
     let elapsed = timed(c, iters, |_| {
-        c.rt.put_nbi(c.big.at(0), black_box(src), c.peer())?;
+        c.rt.put_nbi(c.big.at(0), black_box(src), peer)?;
         match THEN {
             kernels::THEN_FENCE => c.rt.fence(),
             kernels::THEN_QUIET => c.rt.quiet(),
@@ -245,10 +248,10 @@ pub fn put_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
     if !c.sends() {
         return c.bw_done().map(|()| Duration::ZERO);
     }
-    let src = words(&c.src, size);
+    let (src, peer) = (words(&c.src, size), c.peer());
     let t0 = Instant::now();
     for _ in 0..iters {
-        c.rt.put_nbi(c.big.at(0), black_box(src), c.peer())?;
+        c.rt.put_nbi(c.big.at(0), black_box(src), peer)?;
     }
     c.rt.quiet()?;
     c.bw_done()?;
@@ -262,10 +265,10 @@ pub fn get_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
         return c.bw_done().map(|()| Duration::ZERO);
     }
     let mut scratch = c.scratch.borrow_mut();
-    let dst = words_mut(&mut scratch, size);
+    let (dst, peer) = (words_mut(&mut scratch, size), c.peer());
     let t0 = Instant::now();
     for _ in 0..iters {
-        c.rt.get_nbi(c.big.at(0), &mut *dst, c.peer())?;
+        c.rt.get_nbi(c.big.at(0), &mut *dst, peer)?;
     }
     c.rt.quiet()?;
     c.bw_done()?;

@@ -59,9 +59,10 @@ pub fn directions(b: &Bench, o: &Options) -> usize {
 /// Measures one size of a group: a warm-up run of each member, then `reps` rounds in
 /// which every member runs once, each run after a barrier. Interleaving keeps a benchmark
 /// and its baseline under the same conditions (clock speed and neighbours drift on a
-/// shared VM over seconds). Host latency rows are timed in batches sized from the warm-up
-/// (see [`Sampler::batch_for`]), each batch one sample. Returns one summary per member
-/// (meaningful on the initiator only).
+/// shared VM over seconds). Host latency rows run a second time in each round, timed in
+/// batches sized from the warm-up (see [`Sampler::batch_for`]), each batch one sample;
+/// the value comes from the first, bare run. Returns one summary per member (meaningful
+/// on the initiator only).
 pub fn measure(c: &Ctx, group: &[&Bench], size: usize, o: &Options) -> symmem::Result<Vec<Stats>> {
     let iters_of = |b: &Bench| {
         let iters = o.iters_for(size);
@@ -91,11 +92,16 @@ pub fn measure(c: &Ctx, group: &[&Bench], size: usize, o: &Options) -> symmem::R
     for _ in 0..o.reps {
         for (i, b) in group.iter().enumerate() {
             let iters = iters_of(b);
-            set_batch(c, batches[i]);
+            set_batch(c, 0);
             c.rt.barrier_all()?;
             let elapsed = (b.run)(c, size, iters)?;
             reps[i].push(b.kind.value(elapsed, iters, size, directions(b, o)));
             if sampled(b) {
+                // A second run, timed batch by batch: the clock reads and the batch
+                // loop stay out of the run the value comes from.
+                set_batch(c, batches[i]);
+                c.rt.barrier_all()?;
+                (b.run)(c, size, iters)?;
                 let sampler = c.sampler.borrow();
                 samples[i].extend(
                     sampler
