@@ -67,12 +67,13 @@ warmed up. Transfer buffers are page-aligned. Values: latency in µs per operati
 one-way time for ping-pongs), bandwidth in GB/s (10^9 bytes per second), one-way unless
 --bidir. The value is the median of the repetitions' means (min and max beside it).
 
-p50, p99 and stdev: host latency rows time their operations in batches sized to about
-2 µs of work (one operation per batch when an operation takes longer), each batch
-giving one per-operation sample; the percentiles and the standard deviation are over
-every batch of every repetition (sample_ops in --json is the batch size). Device and
-stream rows loop inside one launch, so their samples are the repetitions themselves
-(sample_ops = the iterations of a launch); bandwidth rows likewise.
+p50, p99 and stdev: host latency rows run each repetition a second time, timed in
+batches sized to about 2 µs of work (one operation per batch when an operation takes
+longer), each batch giving one per-operation sample; the percentiles and the standard
+deviation are over every batch of every repetition (sample_ops in --json is the batch
+size), and the value still comes from the bare, unbatched runs. Device and stream rows
+loop inside one launch, so their samples are the repetitions themselves (sample_ops =
+the iterations of a launch); bandwidth rows likewise.
 
 metrics (initiators in brackets; `*`: CPU PEs only, `+`: GPU PEs only):";
 
