@@ -57,8 +57,8 @@ pub fn json_line(metric: &str, size: usize, s: &Stats, l: &Labels) -> String {
 }
 
 /// Prints one benchmark's rows as a table (PE 0 only), with the ratio to `base`, the
-/// rows of its baseline measured alongside, and for latency rows the samples' p50, p99
-/// and standard deviation.
+/// rows of its baseline measured alongside (one-way rows only), and for latency rows the
+/// samples' p50, p99 and standard deviation.
 pub fn print_table(
     bench: &Bench,
     rows: &[Row],
@@ -76,7 +76,9 @@ pub fn print_table(
         bench.initiator.name(),
     );
     let latency = matches!(bench.kind, Kind::Latency { .. });
-    let ratio_heading = bench.baseline.map(|b| format!("  vs {b}"));
+    // A one-way baseline says nothing about both directions at once.
+    let baseline = bench.baseline.filter(|_| dirs == 1);
+    let ratio_heading = baseline.map(|b| format!("  vs {b}"));
     let dist_heading = if latency {
         format!("  {:>10}  {:>10}  {:>10}", "p50", "p99", "stdev")
     } else {
@@ -91,9 +93,10 @@ pub fn print_table(
         ratio_heading.as_deref().unwrap_or("")
     );
     for r in rows {
-        let width = 4 + bench.baseline.map_or(0, str::len);
+        let width = 4 + baseline.map_or(0, str::len);
         let ratio = base
             .iter()
+            .filter(|_| baseline.is_some())
             .find(|b| b.size == r.size)
             .map(|b| format!("  {:>width$.2}×", r.stats.median / b.stats.median))
             .unwrap_or_default();
