@@ -402,3 +402,40 @@ pub fn device_signal_pingpong(c: &Ctx, _size: usize, iters: usize) -> symmem::Re
         Duration::ZERO
     })
 }
+
+/// Every PE's kernel runs `iters` block-scope `team_sync`s on TEAM_WORLD.
+pub fn device_team_sync(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world().device()?;
+    time_launch(
+        c,
+        Initiator::Block,
+        kernels::bench_team_sync::KERNEL,
+        (team, iters, kernels::BLOCK),
+    )
+}
+
+/// Every PE's kernel runs `iters` block-scope sum reduce-scatters of `size` bytes of
+/// `gsrc` in all (each PE's block into `big`) on TEAM_WORLD.
+pub fn device_team_reducescatter(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world().device()?;
+    let (dst, src) = (sym(c, &c.big)?, sym(c, &c.gsrc)?.cast_const());
+    time_launch(
+        c,
+        Initiator::Block,
+        kernels::bench_team_reducescatter::KERNEL,
+        (team, dst, src, block_elems(c, size), iters, kernels::BLOCK),
+    )
+}
+
+/// Every PE's kernel runs `iters` block-scope collects of `size` bytes in all from
+/// `gsrc` into `big` on TEAM_WORLD.
+pub fn device_team_collect(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let team = c.rt.team_world().device()?;
+    let (dst, src) = (sym(c, &c.big)?, sym(c, &c.gsrc)?.cast_const());
+    time_launch(
+        c,
+        Initiator::Block,
+        kernels::bench_team_collect::KERNEL,
+        (team, dst, src, block_elems(c, size), iters, kernels::BLOCK),
+    )
+}

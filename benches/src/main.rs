@@ -49,7 +49,8 @@ use stats::Sampler;
 use table::{Initiator, On, Transport, BENCHES};
 
 /// Set by a run that launches others and charts their rows: the rows file they append to.
-const ROWS_ENV: &str = "SYMMEM_PERF_ROWS";
+/// Not `SYMMEM_*`: the runtime warns about every unknown variable of its own prefix.
+const ROWS_ENV: &str = "SYMPERF_ROWS";
 
 /// Runs every selected benchmark (or the matrix) on this PE; PE 0 prints, appends its
 /// rows to `rows_file` if given, and at the end charts `own` (the rows file and the chart

@@ -230,6 +230,47 @@ symmem_device::kernel! {
         }
     }
 
+    /// `iters` times: `team_sync` on `team` at `scope` (every PE of the team runs it).
+    pub fn bench_team_sync(team: DeviceTeam, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => team_sync_warp(&team),
+                BLOCK => team_sync_block(&team),
+                _ => team_sync(&team),
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: sum `reducescatter` on `team` at `scope`: `n` u64s per PE's block of
+    /// `src` into `dst` (every PE of the team runs it).
+    pub fn bench_team_reducescatter(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => reducescatter_warp(&team, dst, src, n, Sum),
+                BLOCK => reducescatter_block(&team, dst, src, n, Sum),
+                _ => reducescatter(&team, dst, src, n, Sum),
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: `collect` of `n` u64s per PE (the same on every PE) from `src` into
+    /// `dst` on `team` at `scope` (every PE of the team runs it).
+    pub fn bench_team_collect(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => collect_warp(&team, dst, src, n),
+                BLOCK => collect_block(&team, dst, src, n),
+                _ => collect(&team, dst, src, n),
+            }
+            i += 1;
+        }
+    }
+
     /// `iters` times: sum `reduce` of `n` u64s of `src` into `dst` on `team` at `scope`
     /// (every PE of the team runs it).
     pub fn bench_team_reduce(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
@@ -343,6 +384,9 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     bench_pg::KERNEL.info(),
     bench_rma_bw::KERNEL.info(),
     bench_team_broadcast::KERNEL.info(),
+    bench_team_sync::KERNEL.info(),
+    bench_team_reducescatter::KERNEL.info(),
+    bench_team_collect::KERNEL.info(),
     bench_signal_pingpong::KERNEL.info(),
     bench_pingpong::KERNEL.info(),
     bench_team_barrier::KERNEL.info(),
