@@ -19,6 +19,47 @@ pub const WARP: u32 = 1;
 /// `scope` value of block-initiated operations.
 pub const BLOCK: u32 = 2;
 
+/// `then` of [`bench_put_nbi`]: nothing after each put.
+pub const THEN_NOTHING: u32 = 0;
+/// `then` of [`bench_put_nbi`]: a fence after each put.
+pub const THEN_FENCE: u32 = 1;
+/// `then` of [`bench_put_nbi`]: a quiet after each put.
+pub const THEN_QUIET: u32 = 2;
+
+/// `kind` of [`bench_amo`]: `atomic_fetch`.
+pub const AMO_FETCH: u32 = 0;
+/// `kind` of [`bench_amo`]: `atomic_set`, then quiet.
+pub const AMO_SET: u32 = 1;
+/// `kind` of [`bench_amo`]: `atomic_swap`.
+pub const AMO_SWAP: u32 = 2;
+/// `kind` of [`bench_amo`]: `atomic_compare_swap`.
+pub const AMO_COMPARE_SWAP: u32 = 3;
+/// `kind` of [`bench_amo`]: `atomic_fetch_add`.
+pub const AMO_FETCH_ADD: u32 = 4;
+/// `kind` of [`bench_amo`]: `atomic_add`, then quiet.
+pub const AMO_ADD: u32 = 5;
+/// `kind` of [`bench_amo`]: `atomic_fetch_inc`.
+pub const AMO_FETCH_INC: u32 = 6;
+/// `kind` of [`bench_amo`]: `atomic_inc`, then quiet.
+pub const AMO_INC: u32 = 7;
+/// `kind` of [`bench_amo`]: `atomic_fetch_and`.
+pub const AMO_FETCH_AND: u32 = 8;
+/// `kind` of [`bench_amo`]: `atomic_and`, then quiet.
+pub const AMO_AND: u32 = 9;
+/// `kind` of [`bench_amo`]: `atomic_fetch_or`.
+pub const AMO_FETCH_OR: u32 = 10;
+/// `kind` of [`bench_amo`]: `atomic_or`, then quiet.
+pub const AMO_OR: u32 = 11;
+/// `kind` of [`bench_amo`]: `atomic_fetch_xor`.
+pub const AMO_FETCH_XOR: u32 = 12;
+/// `kind` of [`bench_amo`]: `atomic_xor`, then quiet.
+pub const AMO_XOR: u32 = 13;
+
+/// `op` of [`bench_pg`]: `p`, then quiet.
+pub const PG_P: u32 = 0;
+/// `op` of [`bench_pg`]: `g`.
+pub const PG_G: u32 = 1;
+
 /// The group barrier of `scope` (none for a single thread).
 #[inline(always)]
 fn group_sync(scope: u32) {
@@ -92,6 +133,90 @@ symmem_device::kernel! {
         }
     }
 
+    /// `iters` times: `put_nbi` of `n` u64s from `src` to `dst` on `pe` by one thread, then
+    /// what `then` names ([`THEN_NOTHING`], [`THEN_FENCE`], [`THEN_QUIET`]); a quiet at
+    /// the end.
+    pub fn bench_put_nbi(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, then: u32) {
+        let mut i = 0;
+        while i < iters {
+            put_nbi(dst, src, n, pe);
+            match then {
+                THEN_FENCE => fence(),
+                THEN_QUIET => quiet(),
+                _ => {}
+            }
+            i += 1;
+        }
+        quiet();
+    }
+
+    /// `iters` times: one thread runs the atomic `kind` (an `AMO_*` code) on `word` of
+    /// `pe`; the non-fetching kinds are followed by a quiet.
+    pub fn bench_amo(word: *mut u64, iters: usize, pe: u32, kind: u32) {
+        let mut i = 0;
+        while i < iters {
+            let v = i as u64;
+            match kind {
+                AMO_FETCH => { atomic_fetch(word, pe); }
+                AMO_SET => { atomic_set(word, v, pe); quiet(); }
+                AMO_SWAP => { atomic_swap(word, v, pe); }
+                AMO_COMPARE_SWAP => { atomic_compare_swap(word, v, v + 1, pe); }
+                AMO_FETCH_ADD => { atomic_fetch_add(word, 1u64, pe); }
+                AMO_ADD => { atomic_add(word, 1u64, pe); quiet(); }
+                AMO_FETCH_INC => { atomic_fetch_inc(word, pe); }
+                AMO_INC => { atomic_inc(word, pe); quiet(); }
+                AMO_FETCH_AND => { atomic_fetch_and(word, !0u64, pe); }
+                AMO_AND => { atomic_and(word, !0u64, pe); quiet(); }
+                AMO_FETCH_OR => { atomic_fetch_or(word, 1u64, pe); }
+                AMO_OR => { atomic_or(word, 1u64, pe); quiet(); }
+                AMO_FETCH_XOR => { atomic_fetch_xor(word, 1u64, pe); }
+                _ => { atomic_xor(word, 1u64, pe); quiet(); }
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: one thread runs `p` of `word` to `pe` then quiet ([`PG_P`]), or `g`
+    /// of it ([`PG_G`]); the loaded values' sum goes to this PE's `word` at the end, so
+    /// that no load is optimized away.
+    pub fn bench_pg(word: *mut u64, iters: usize, pe: u32, op: u32) {
+        let mut i = 0;
+        let mut sum = 0u64;
+        while i < iters {
+            if op == PG_P {
+                p(word, i as u64, pe);
+                quiet();
+            } else {
+                sum = sum.wrapping_add(g(word, pe));
+            }
+            i += 1;
+        }
+        if op == PG_G {
+            word.write_volatile(sum);
+        }
+    }
+
+    /// Bandwidth form at `scope`: `iters` back-to-back `put_nbi`s (or `get_nbi`s with
+    /// `get != 0`, from `src` on `pe` into local `dst`) of `n` u64s, then one quiet.
+    pub fn bench_rma_bw(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, scope: u32, get: u32) {
+        let mut i = 0;
+        while i < iters {
+            match (scope, get != 0) {
+                (WARP, false) => put_nbi_warp(dst, src, n, pe),
+                (BLOCK, false) => put_nbi_block(dst, src, n, pe),
+                (_, false) => put_nbi(dst, src, n, pe),
+                (WARP, true) => get_nbi_warp(dst, src, n, pe),
+                (BLOCK, true) => get_nbi_block(dst, src, n, pe),
+                (_, true) => get_nbi(dst, src, n, pe),
+            }
+            i += 1;
+        }
+        match scope {
+            BLOCK => quiet_block(),
+            _ => quiet(),
+        }
+    }
+
     /// `iters` times: `team_barrier` on `team` at `scope` (every PE of the team runs it).
     pub fn bench_team_barrier(team: DeviceTeam, iters: usize, scope: u32) {
         let mut i = 0;
@@ -100,6 +225,47 @@ symmem_device::kernel! {
                 WARP => team_barrier_warp(&team),
                 BLOCK => team_barrier_block(&team),
                 _ => team_barrier(&team),
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: `team_sync` on `team` at `scope` (every PE of the team runs it).
+    pub fn bench_team_sync(team: DeviceTeam, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => team_sync_warp(&team),
+                BLOCK => team_sync_block(&team),
+                _ => team_sync(&team),
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: sum `reducescatter` on `team` at `scope`: `n` u64s per PE's block of
+    /// `src` into `dst` (every PE of the team runs it).
+    pub fn bench_team_reducescatter(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => reducescatter_warp(&team, dst, src, n, Sum),
+                BLOCK => reducescatter_block(&team, dst, src, n, Sum),
+                _ => reducescatter(&team, dst, src, n, Sum),
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: `collect` of `n` u64s per PE (the same on every PE) from `src` into
+    /// `dst` on `team` at `scope` (every PE of the team runs it).
+    pub fn bench_team_collect(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => collect_warp(&team, dst, src, n),
+                BLOCK => collect_block(&team, dst, src, n),
+                _ => collect(&team, dst, src, n),
             }
             i += 1;
         }
@@ -114,6 +280,20 @@ symmem_device::kernel! {
                 WARP => reduce_warp(&team, dst, src, n, Sum),
                 BLOCK => reduce_block(&team, dst, src, n, Sum),
                 _ => reduce(&team, dst, src, n, Sum),
+            }
+            i += 1;
+        }
+    }
+
+    /// `iters` times: `broadcast` of `n` u64s of `src` on team PE 0 into `dst` on `team`
+    /// at `scope` (every PE of the team runs it).
+    pub fn bench_team_broadcast(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+        let mut i = 0;
+        while i < iters {
+            match scope {
+                WARP => broadcast_warp(&team, dst, src, n, 0),
+                BLOCK => broadcast_block(&team, dst, src, n, 0),
+                _ => broadcast(&team, dst, src, n, 0),
             }
             i += 1;
         }
@@ -142,6 +322,23 @@ symmem_device::kernel! {
                 WARP => fcollect_warp(&team, dst, src, n),
                 BLOCK => fcollect_block(&team, dst, src, n),
                 _ => fcollect(&team, dst, src, n),
+            }
+            i += 1;
+        }
+    }
+
+    /// Ping-pong of `signal_op` alone between two PEs, one thread each: the side with
+    /// `first != 0` sends first; each side waits for the other's signal `>= i` before its
+    /// `i`-th answer.
+    pub fn bench_signal_pingpong(sig: *mut u64, iters: usize, peer: u32, first: u32) {
+        let mut i = 1u64;
+        while i <= iters as u64 {
+            if first == 0 {
+                signal_wait_until(sig, Cmp::Ge, i);
+            }
+            signal_op(sig, i, SignalOp::Set, peer);
+            if first != 0 {
+                signal_wait_until(sig, Cmp::Ge, i);
             }
             i += 1;
         }
@@ -182,6 +379,15 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     bench_put_bw::KERNEL.info(),
     bench_get::KERNEL.info(),
     bench_fetch_add::KERNEL.info(),
+    bench_put_nbi::KERNEL.info(),
+    bench_amo::KERNEL.info(),
+    bench_pg::KERNEL.info(),
+    bench_rma_bw::KERNEL.info(),
+    bench_team_broadcast::KERNEL.info(),
+    bench_team_sync::KERNEL.info(),
+    bench_team_reducescatter::KERNEL.info(),
+    bench_team_collect::KERNEL.info(),
+    bench_signal_pingpong::KERNEL.info(),
     bench_pingpong::KERNEL.info(),
     bench_team_barrier::KERNEL.info(),
     bench_team_reduce::KERNEL.info(),
