@@ -39,6 +39,7 @@ use symmem_device::proxy::{ring_bytes, Failed, Header, Ring};
 use symmem_device::{Opcode, Request};
 use symmem_sync::Backoff;
 
+use crate::counters::ProxyStats;
 use crate::error::{Error, Result};
 use crate::transport::{Io, Transport};
 
@@ -112,6 +113,8 @@ pub(crate) struct ProxyChannel {
     stop: Arc<AtomicBool>,
     error: Arc<Mutex<Option<String>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// What the thread took off the ring, and the ring's high-water mark.
+    stats: Arc<ProxyStats>,
 }
 
 impl ProxyChannel {
@@ -128,14 +131,16 @@ impl ProxyChannel {
         init_ring(&*memory, slots);
         let stop = Arc::new(AtomicBool::new(false));
         let error = Arc::new(Mutex::new(None));
+        let stats = Arc::new(ProxyStats::default());
         let thread = {
             let (memory, stop, error) = (memory.clone(), stop.clone(), error.clone());
+            let stats = stats.clone();
             std::thread::Builder::new()
                 .name(format!("symmem-proxy-{me}"))
                 .spawn(move || {
                     // SAFETY: initialized above; `memory` lives as long as this thread.
                     let ring = unsafe { Ring::from_raw(memory.host()) };
-                    run(me, ring, payloads, &*transport, &stop, &error)
+                    run(me, ring, payloads, &*transport, &stop, &error, &stats)
                 })
                 .map_err(|e| Error::Io {
                     context: format!("PE {me}: starting the proxy thread"),
@@ -147,7 +152,13 @@ impl ProxyChannel {
             stop,
             error,
             thread: Mutex::new(Some(thread)),
+            stats,
         })
+    }
+
+    /// The channel's counters (for `Runtime::counters`).
+    pub(crate) fn stats(&self) -> &ProxyStats {
+        &self.stats
     }
 
     /// The ring's address as the producers see it, for `DeviceState::proxy`.
@@ -235,6 +246,7 @@ fn run(
     transport: &dyn Transport,
     stop: &AtomicBool,
     error: &Mutex<Option<String>>,
+    stats: &ProxyStats,
 ) {
     let mut idle = Backoff::new();
     loop {
@@ -253,6 +265,7 @@ fn run(
             continue;
         };
         idle = Backoff::new();
+        stats.took(&req, ring.header());
         match issue(transport, &mut payloads, &req) {
             Ok(result) => {
                 if !waited {
