@@ -130,6 +130,26 @@ mod tests {
         }
     }
 
+    /// The new subsystems parse; an unknown one is still an error naming it and the
+    /// known ones.
+    #[test]
+    fn subsystems_parse_and_unknown_names_are_errors() {
+        let parse = |v: &str| {
+            crate::config::Config::from_lookup(|k| {
+                (k == "SYMMEM_DEBUG_SUBSYS").then(|| v.to_string())
+            })
+        };
+        let c = parse("transport, proxy,coll").unwrap();
+        assert_eq!(c.debug_subsys, ["transport", "proxy", "coll"]);
+        let err = parse("transport,collectives").unwrap_err().to_string();
+        assert!(
+            err.contains("SYMMEM_DEBUG_SUBSYS")
+                && err.contains("\"collectives\"")
+                && err.contains("transport, proxy, coll"),
+            "{err}"
+        );
+    }
+
     /// Every module of the runtime belongs to a subsystem, so that none of its events is
     /// unreachable through `SYMMEM_DEBUG_SUBSYS` (a new module must be added to
     /// `targets`), and every explicit `target: "..."` in the source passes some subsystem.
@@ -157,8 +177,11 @@ mod tests {
                 missing.push(module);
             }
             let text = std::fs::read_to_string(file).unwrap();
-            for (at, _) in text.match_indices("target: \"") {
-                let rest = &text[at + "target: \"".len()..];
+            let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+            for line in code {
+                let Some((_, rest)) = line.split_once("target: \"") else {
+                    continue;
+                };
                 let target = &rest[..rest.find('"').unwrap()];
                 if subsystems_of(target).is_empty() {
                     missing.push(format!("target {target:?} in {}", file.display()));
