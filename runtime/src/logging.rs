@@ -65,6 +65,12 @@ fn targets(subsys: &str) -> &'static [&'static str] {
     }
 }
 
+/// Whether `SYMMEM_DEBUG` is `info` or more verbose: the configuration and counter lines
+/// show, and the direct path is counted.
+pub(crate) fn info_or_more(config: &Config) -> bool {
+    matches!(config.debug.as_str(), "info" | "debug" | "trace")
+}
+
 /// Installs the global log subscriber, once per process. If the application installed
 /// its own subscriber first, that one stays and symmem's events go to it.
 pub fn init(config: &Config) {

@@ -159,7 +159,7 @@ impl Runtime {
     fn start(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Self> {
         let rank = bootstrap.rank();
         let id = NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed);
-        let counters = Registry::new(id);
+        let counters = Registry::new(id, crate::logging::info_or_more(&config));
         let mut progress = InitProgress::default();
         let setup = (|| {
             progress.enter(InitStep::Rendezvous);
