@@ -74,6 +74,22 @@ impl std::ops::AddAssign for OpCounts {
     }
 }
 
+impl OpCounts {
+    /// The counts since `earlier`, a snapshot of the same path taken before this one.
+    pub fn since(&self, earlier: &OpCounts) -> OpCounts {
+        OpCounts {
+            puts: self.puts - earlier.puts,
+            put_bytes: self.put_bytes - earlier.put_bytes,
+            gets: self.gets - earlier.gets,
+            get_bytes: self.get_bytes - earlier.get_bytes,
+            amos: self.amos - earlier.amos,
+            signals: self.signals - earlier.signals,
+            fences: self.fences - earlier.fences,
+            quiets: self.quiets - earlier.quiets,
+        }
+    }
+}
+
 impl std::fmt::Display for OpCounts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -113,6 +129,20 @@ pub struct Counters {
     /// The most requests the proxy ring held when the proxy thread took one (tickets
     /// taken and not yet issued, at most `SYMMEM_PROXY_SLOTS`); 0 when none was taken.
     pub proxy_ring_high_water: u64,
+}
+
+impl Counters {
+    /// The counts since `earlier`, a snapshot of the same PE taken before this one (for
+    /// the operations of one phase of a program); the high-water mark is this snapshot's.
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        Counters {
+            direct: self.direct.since(&earlier.direct),
+            socket: self.socket.since(&earlier.socket),
+            ib: self.ib.since(&earlier.ib),
+            proxy: self.proxy.since(&earlier.proxy),
+            proxy_ring_high_water: self.proxy_ring_high_water,
+        }
+    }
 }
 
 impl std::fmt::Display for Counters {
@@ -472,6 +502,69 @@ mod tests {
             ..OpCounts::default()
         };
         assert_eq!(ops.snapshot(), want);
+    }
+
+    /// A transport that accepts everything.
+    struct Accept;
+
+    impl Transport for Accept {
+        fn name(&self) -> &'static str {
+            "accept"
+        }
+        fn submit(&self, _req: &Request, _io: Io<'_>) -> Result<u64> {
+            Ok(0)
+        }
+        fn fence(&self) -> Result<()> {
+            Ok(())
+        }
+        fn quiet(&self) -> Result<()> {
+            Ok(())
+        }
+        fn progress(&self) -> Result<()> {
+            Ok(())
+        }
+        fn shutdown(&self) {}
+    }
+
+    /// The proxy thread counts each request it takes, by kind, and its ring's high-water
+    /// mark; the counted transport it issues on sees the same requests.
+    #[test]
+    fn the_proxy_thread_counts_what_it_takes() {
+        use crate::proxy::{HostMemory, Payloads, ProxyChannel};
+        let slots = 8;
+        let reg = Registry::new(u64::MAX - 4, false);
+        let transport = Arc::new(Counted::new(Accept, reg.socket.clone()));
+        let memory = Arc::new(HostMemory::new(slots));
+        let ch = ProxyChannel::start(3, slots, memory, Payloads::Host, transport).unwrap();
+        // SAFETY: a CPU-side producer sees the ring at its device address, which for host
+        // memory is the host address; the channel outlives `ring`.
+        let ring = unsafe { Ring::from_raw(ch.address() as *mut u8) };
+        let src = [7u8; 32];
+        let put = Request::put(1, 0, src.as_ptr() as u64, 32);
+        for _ in 0..5 {
+            ring.submit(&put, false, std::thread::yield_now).unwrap();
+        }
+        let amo = Request::amo(1, symmem_device::AmoKind::FetchAdd, 8, 64, 1, 0, 0);
+        ring.submit(&amo, false, std::thread::yield_now).unwrap();
+        let tk = ring
+            .submit(&Request::quiet(), false, std::thread::yield_now)
+            .unwrap();
+        ring.wait_quiet(tk, std::thread::yield_now).unwrap();
+        ch.shutdown();
+        let c = reg.snapshot(Some(ch.stats()));
+        let want = OpCounts {
+            puts: 5,
+            put_bytes: 160,
+            amos: 1,
+            quiets: 1,
+            ..OpCounts::default()
+        };
+        assert_eq!((c.proxy, c.socket), (want, want));
+        assert!(
+            (1..=slots as u64).contains(&c.proxy_ring_high_water),
+            "{c}"
+        );
+        assert_eq!(c.direct, OpCounts::default());
     }
 
     /// The high-water mark is the ring's largest occupancy at a take, capped at its
