@@ -438,7 +438,7 @@ impl<T: Transport> Transport for Counted<T> {
 
 /// Logs `counters` of PE `pe` at info level, one line (at finalize).
 pub(crate) fn log(pe: usize, counters: &Counters) {
-    tracing::info!("PE {pe} counters: {counters}");
+    tracing::info!(target: crate::logging::SUMMARY, "PE {pe} counters: {counters}");
 }
 
 #[cfg(test)]
@@ -560,10 +560,7 @@ mod tests {
             ..OpCounts::default()
         };
         assert_eq!((c.proxy, c.socket), (want, want));
-        assert!(
-            (1..=slots as u64).contains(&c.proxy_ring_high_water),
-            "{c}"
-        );
+        assert!((1..=slots as u64).contains(&c.proxy_ring_high_water), "{c}");
         assert_eq!(c.direct, OpCounts::default());
     }
 
