@@ -51,7 +51,6 @@ impl Runtime {
             }
             #[cfg(feature = "cuda")]
             Located::Device(_) => {
-                self.counters.direct(Op::Amo, 0);
                 let old = self.gpu_amo(
                     op,
                     self.sym_addr(r),
@@ -61,6 +60,7 @@ impl Runtime {
                     a.to_bits(),
                     b.to_bits(),
                 )?;
+                self.counters.direct(Op::Amo, 0);
                 Ok(from_old(T::from_bits(old)))
             }
             Located::Remote { pe, off } => {

@@ -173,8 +173,9 @@ impl Runtime {
             }
             #[cfg(feature = "cuda")]
             Word::Device { sym, .. } => {
+                self.gpu_signal(name, *sym, pe, signal, op)?;
                 self.counters.direct(Op::Signal, 0);
-                self.gpu_signal(name, *sym, pe, signal, op)
+                Ok(())
             }
             Word::Remote { pe, off } => {
                 let req = Request::signal(*pe as u32, *off, op, signal);
