@@ -297,9 +297,16 @@ impl Registry {
     /// Counts one direct-path `op` of `bytes` bytes for the calling thread.
     #[inline(always)]
     pub(crate) fn direct(&self, op: Op, bytes: usize) {
-        if !self.direct_on {
-            return;
+        if self.direct_on {
+            self.direct_counted(op, bytes);
         }
+    }
+
+    /// [`Self::direct`] when counting is on: out of line and cold, so that the fast path
+    /// with counting off is a load and a branch that falls through.
+    #[cold]
+    #[inline(never)]
+    fn direct_counted(&self, op: Op, bytes: usize) {
         let (id, block) = CURRENT.get();
         if id == self.id {
             // SAFETY: the block belongs to this runtime (ids are unique per process), which
