@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 
 use symmem_device::{AmoKind, Request};
 
+use crate::counters::Op;
 use crate::error::Result;
 use crate::int::SymInt;
 use crate::route::Located;
@@ -40,10 +41,14 @@ impl Runtime {
         from_old: impl FnOnce(T) -> R,
     ) -> Result<R> {
         match self.locate(op, r, 1, pe)? {
-            // SAFETY: `p` is in bounds, aligned for T (typed handle in an aligned
-            // allocation) and mapped for the life of `self`; the element is only accessed
-            // atomically here.
-            Located::Host(p) => Ok(host(unsafe { T::atomic(p) })),
+            Located::Host(p) => {
+                // SAFETY: `p` is in bounds, aligned for T (typed handle in an aligned
+                // allocation) and mapped for the life of `self`; the element is only
+                // accessed atomically here.
+                let out = host(unsafe { T::atomic(p) });
+                self.counters.direct(Op::Amo, 0);
+                Ok(out)
+            }
             #[cfg(feature = "cuda")]
             Located::Device(_) => {
                 let old = self.gpu_amo(
@@ -55,6 +60,7 @@ impl Runtime {
                     a.to_bits(),
                     b.to_bits(),
                 )?;
+                self.counters.direct(Op::Amo, 0);
                 Ok(from_old(T::from_bits(old)))
             }
             Located::Remote { pe, off } => {

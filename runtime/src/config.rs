@@ -34,7 +34,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_BOOTSTRAP_TIMEOUT", default: "60", doc: "seconds each bootstrap call (init, alloc, finalize) may wait for the other PEs; 1 year or more (e.g. inf) = no limit" },
     Variable { name: "SYMMEM_TIMEOUT", default: "0", doc: "seconds a wait (barrier, wait_until, quiet) may block before failing; 0, or 1 year or more (e.g. inf), = no limit (dead peers are still detected)" },
     Variable { name: "SYMMEM_DEBUG", default: "warn", doc: "log level: error, warn, info, debug, trace" },
-    Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma), or all" },
+    Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma, transport, proxy, coll), or all; the configuration and the counters lines show at info whatever the subsystems" },
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
     Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
     Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net/PID namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC, network and PID namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared), together with the launcher's node where it tells (PMI_process_mapping, PMIX_HOSTNAME, SLURMD_NODENAME, torchrun's GROUP_RANK): PEs share a node only when both agree. Setting it overrides both and lets one machine act as several nodes" },
@@ -125,7 +125,7 @@ pub struct Config {
     /// This machine's hostname, for messages only (containers may share one).
     pub hostname: String,
     /// Why `node_id` is the hostname, when `/proc` could not tell the default identity
-    /// (logged at debug by init).
+    /// (logged at warn by init).
     pub node_id_fallback: Option<String>,
     /// `SYMMEM_NODE_ID` is set: it alone is the node identity, the launcher's node view is
     /// not used.
@@ -162,8 +162,17 @@ pub struct Config {
     pub test_exit_at: Option<String>,
 }
 
-/// The subsystems `SYMMEM_DEBUG_SUBSYS` accepts; each is a `tracing` target.
-pub const SUBSYSTEMS: &[&str] = &["init", "heap", "bootstrap", "rma"];
+/// The subsystems `SYMMEM_DEBUG_SUBSYS` accepts; each is a set of `tracing` targets
+/// (`logging.rs`), among them its own name.
+pub const SUBSYSTEMS: &[&str] = &[
+    "init",
+    "heap",
+    "bootstrap",
+    "rma",
+    "transport",
+    "proxy",
+    "coll",
+];
 
 impl Config {
     /// Reads and validates every variable from the process environment.

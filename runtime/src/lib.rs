@@ -9,6 +9,7 @@ mod allocator;
 mod amo;
 mod barrier;
 pub mod config;
+mod counters;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
@@ -38,6 +39,7 @@ mod transport;
 mod wait;
 
 pub use config::{Config, DeviceChoice, MemoryOrdering};
+pub use counters::{Counters, OpCounts};
 /// The CUDA driver bindings symmem uses (for [`Stream::cuda`] and your own launches).
 #[cfg(feature = "cuda")]
 pub use cudarc;

@@ -2,28 +2,80 @@
 
 use crate::config::Config;
 
+/// The target of the lines printed at `info` whatever `SYMMEM_DEBUG_SUBSYS` selects: the
+/// configuration at init and each PE's counters at finalize.
+pub(crate) const SUMMARY: &str = "summary";
+
 /// The `tracing` targets that make up each subsystem of `SYMMEM_DEBUG_SUBSYS`: module
-/// paths, and the subsystem's own name for events that name it (`target: "init"`, as the
-/// remote transports' per-peer choice is logged).
+/// paths (a target passes when it starts with one), and the subsystem's own name for
+/// events that name it (`target: "init"`). Every module of the runtime belongs to one
+/// (checked by a test); `symmem_runtime::cuda::proxy` is in both `init` (as part of
+/// `cuda`) and `proxy`.
 fn targets(subsys: &str) -> &'static [&'static str] {
     match subsys {
+        // Setup: configuration, topology, devices, modules and the CPU executor. Events
+        // of init that concern one transport (`init::transport`, the per-peer choice)
+        // pass `transport` too.
         "init" => &[
             "symmem_runtime::runtime",
             "symmem_runtime::topology",
+            "symmem_runtime::config",
+            "symmem_runtime::logging",
+            "symmem_runtime::liveness",
+            "symmem_runtime::pe_device",
+            "symmem_runtime::launch",
+            "symmem_runtime::cuda",
+            "symmem_runtime::module",
+            "symmem_runtime::executor",
+            "symmem_runtime::error",
+            "symmem_runtime::split_mix",
             "init",
         ],
-        "heap" => &["symmem_runtime::heap", "symmem_runtime::alloc", "heap"],
+        "heap" => &[
+            "symmem_runtime::heap",
+            "symmem_runtime::alloc",
+            "symmem_runtime::allocator",
+            "symmem_runtime::sym",
+            "symmem_runtime::local",
+            "heap",
+        ],
         "bootstrap" => &["symmem_bootstrap", "bootstrap"],
-        "rma" => &["symmem_runtime::rma", "symmem_runtime::barrier", "rma"],
+        "rma" => &[
+            "symmem_runtime::rma",
+            "symmem_runtime::route",
+            "symmem_runtime::amo",
+            "symmem_runtime::signal",
+            "symmem_runtime::ordering",
+            "symmem_runtime::wait",
+            "symmem_runtime::barrier",
+            "symmem_runtime::int",
+            "symmem_runtime::gpu_host",
+            "symmem_runtime::stream",
+            "symmem_runtime::counters",
+            "rma",
+        ],
+        "transport" => &["symmem_runtime::transport", "transport", "init::transport"],
+        "proxy" => &[
+            "symmem_runtime::proxy",
+            "symmem_runtime::cuda::proxy",
+            "proxy",
+        ],
+        "coll" => &["symmem_runtime::team", "coll"],
         _ => &[],
     }
+}
+
+/// Whether `SYMMEM_DEBUG` is `info` or more verbose: the configuration and counter lines
+/// show, and the direct path is counted.
+pub(crate) fn info_or_more(config: &Config) -> bool {
+    matches!(config.debug.as_str(), "info" | "debug" | "trace")
 }
 
 /// Installs the global log subscriber, once per process. If the application installed
 /// its own subscriber first, that one stays and symmem's events go to it.
 pub fn init(config: &Config) {
     let level = &config.debug;
-    let mut directives = vec!["warn".to_string()];
+    let mut directives = vec!["warn".to_string(), format!("{SUMMARY}={level}")];
     if config.debug_subsys.is_empty() {
         directives.push(format!("symmem_runtime={level}"));
         directives.push(format!("symmem_bootstrap={level}"));
@@ -51,6 +103,29 @@ pub fn init(config: &Config) {
 mod tests {
     use super::targets;
     use crate::config::SUBSYSTEMS;
+    use std::path::Path;
+
+    /// The subsystems whose filter lets an event with `target` through (EnvFilter
+    /// matches a directive's target as a prefix).
+    fn subsystems_of(target: &str) -> Vec<&'static str> {
+        SUBSYSTEMS
+            .iter()
+            .copied()
+            .filter(|s| targets(s).iter().any(|t| target.starts_with(t)))
+            .collect()
+    }
+
+    /// Every `.rs` file under `dir`, recursively.
+    fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
 
     /// Events with `target: "<subsystem>"` (the transports' per-peer choice) pass the
     /// filter of their subsystem: without the bare name they were dropped below warn.
@@ -58,6 +133,86 @@ mod tests {
     fn every_subsystem_includes_its_own_name_as_a_target() {
         for s in SUBSYSTEMS {
             assert!(targets(s).contains(s), "{s}: {:?}", targets(s));
+        }
+    }
+
+    /// The new subsystems parse; an unknown one is still an error naming it and the
+    /// known ones.
+    #[test]
+    fn subsystems_parse_and_unknown_names_are_errors() {
+        let parse = |v: &str| {
+            crate::config::Config::from_lookup(|k| {
+                (k == "SYMMEM_DEBUG_SUBSYS").then(|| v.to_string())
+            })
+        };
+        let c = parse("transport, proxy,coll").unwrap();
+        assert_eq!(c.debug_subsys, ["transport", "proxy", "coll"]);
+        let err = parse("transport,collectives").unwrap_err().to_string();
+        assert!(
+            err.contains("SYMMEM_DEBUG_SUBSYS")
+                && err.contains("\"collectives\"")
+                && err.contains("transport, proxy, coll"),
+            "{err}"
+        );
+    }
+
+    /// Every module of the runtime belongs to a subsystem, so that none of its events is
+    /// unreachable through `SYMMEM_DEBUG_SUBSYS` (a new module must be added to
+    /// `targets`), and every explicit `target: "..."` in the source passes some subsystem.
+    #[test]
+    fn every_module_and_named_target_belongs_to_a_subsystem() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        assert!(files.len() > 40, "found only {files:?}");
+        let mut missing = Vec::new();
+        for file in &files {
+            let rel = file.strip_prefix(&src).unwrap().with_extension("");
+            let mut parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if parts.last().is_some_and(|p| p == "mod") {
+                parts.pop();
+            }
+            if parts == ["lib"] {
+                continue; // the crate root only declares modules
+            }
+            let module = format!("symmem_runtime::{}", parts.join("::"));
+            if subsystems_of(&module).is_empty() {
+                missing.push(module);
+            }
+            let text = std::fs::read_to_string(file).unwrap();
+            let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+            for line in code {
+                let Some((_, rest)) = line.split_once("target: \"") else {
+                    continue;
+                };
+                let target = &rest[..rest.find('"').unwrap()];
+                if subsystems_of(target).is_empty() {
+                    missing.push(format!("target {target:?} in {}", file.display()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "in no subsystem: {missing:?}");
+        // The modules the subsystems are named after, and the per-peer transport lines,
+        // which init and transport both show.
+        for (target, want) in [
+            ("symmem_runtime::transport::socket", "transport"),
+            ("symmem_runtime::transport::ib::qp", "transport"),
+            ("symmem_runtime::proxy::payload", "proxy"),
+            ("symmem_runtime::cuda::proxy", "proxy"),
+            ("symmem_runtime::team::collectives", "coll"),
+            ("symmem_runtime::team", "coll"),
+            ("symmem_bootstrap::tcp", "bootstrap"),
+            ("init::transport", "init"),
+            ("init::transport", "transport"),
+        ] {
+            assert!(
+                subsystems_of(target).contains(&want),
+                "{target}: {:?}",
+                subsystems_of(target)
+            );
         }
     }
 }

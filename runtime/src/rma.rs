@@ -7,6 +7,7 @@
 //! copies through raw pointers and never hands out plain references into memory that
 //! peers may write (see [`crate::local`] for the sound ways to look at it).
 
+use crate::counters::Op;
 use crate::error::{Error, Result};
 use crate::route::{bytes, Located};
 use crate::runtime::Runtime;
@@ -214,6 +215,7 @@ impl Runtime {
                 p.write(value);
             }
         }
+        self.counters.direct(Op::Put, size_of::<T>());
         Ok(())
     }
 
@@ -330,6 +332,8 @@ impl Runtime {
             // allocation; the source index is below sspan <= src.len().
             unsafe { p.add(i * dst_stride).write(src[i * src_stride]) };
         }
+        self.counters
+            .direct(Op::Put, nelems * std::mem::size_of::<T>());
         Ok(())
     }
 
@@ -371,6 +375,8 @@ impl Runtime {
             // SAFETY: i * src_stride < sspan, checked by `target`.
             dst[i * dst_stride] = unsafe { p.add(i * src_stride).read() };
         }
+        self.counters
+            .direct(Op::Get, nelems * std::mem::size_of::<T>());
         Ok(())
     }
 }

@@ -8,6 +8,7 @@
 
 use symmem_device::{AmoKind, Request};
 
+use crate::counters::Op;
 use crate::error::{Error, Result};
 use crate::int::SymInt;
 use crate::runtime::Runtime;
@@ -151,12 +152,18 @@ impl Runtime {
         len: usize,
     ) -> Result<()> {
         match dst {
-            // SAFETY: forwarded from the caller.
-            Located::Host(p) => unsafe { std::ptr::copy_nonoverlapping(src, p, len) },
+            Located::Host(p) => {
+                // SAFETY: forwarded from the caller.
+                unsafe { std::ptr::copy_nonoverlapping(src, p, len) };
+                self.counters.direct(Op::Put, len);
+            }
             #[cfg(feature = "cuda")]
-            // SAFETY: forwarded from the caller; the copy route's addresses are mapped in
-            // this PE's context.
-            Located::Device(a) => unsafe { self.gpu(op)?.copy_to_device(op, a, src, len)? },
+            Located::Device(a) => {
+                // SAFETY: forwarded from the caller; the copy route's addresses are mapped
+                // in this PE's context.
+                unsafe { self.gpu(op)?.copy_to_device(op, a, src, len)? };
+                self.counters.direct(Op::Put, len);
+            }
             Located::Remote { pe, off } => {
                 // SAFETY: forwarded from the caller.
                 let data = unsafe { std::slice::from_raw_parts(src, len) };
@@ -182,11 +189,17 @@ impl Runtime {
         len: usize,
     ) -> Result<()> {
         match src {
-            // SAFETY: forwarded from the caller.
-            Located::Host(p) => unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst, len) },
+            Located::Host(p) => {
+                // SAFETY: forwarded from the caller.
+                unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst, len) };
+                self.counters.direct(Op::Get, len);
+            }
             #[cfg(feature = "cuda")]
-            // SAFETY: as in `write_located`.
-            Located::Device(a) => unsafe { self.gpu(op)?.copy_from_device(op, dst, a, len)? },
+            Located::Device(a) => {
+                // SAFETY: as in `write_located`.
+                unsafe { self.gpu(op)?.copy_from_device(op, dst, a, len)? };
+                self.counters.direct(Op::Get, len);
+            }
             Located::Remote { pe, off } => {
                 // SAFETY: forwarded from the caller.
                 let out = unsafe { std::slice::from_raw_parts_mut(dst, len) };

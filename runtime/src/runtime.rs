@@ -11,6 +11,7 @@ use crate::alloc::AllocState;
 use crate::allocator::Allocator;
 use crate::barrier::BarrierState;
 use crate::config::{Config, MemoryOrdering};
+use crate::counters::{Counters, Registry};
 use crate::error::{Error, Result};
 use crate::heap::{self, SymmetricHeap, RESERVED};
 use crate::liveness::{self, InitProgress, InitStep, PeerWatch};
@@ -109,6 +110,8 @@ pub struct Runtime {
     pub(crate) helpers: crate::gpu_host::Helpers,
     /// Team slots and counters (`team.rs`).
     pub(crate) teams: TeamState,
+    /// Operation counters per path (`counters.rs`).
+    pub(crate) counters: Registry,
     finalized: bool,
 }
 
@@ -155,6 +158,8 @@ fn node_of(config: &Config, rank: usize, n_pes: usize) -> String {
 impl Runtime {
     fn start(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Self> {
         let rank = bootstrap.rank();
+        let id = NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed);
+        let counters = Registry::new(id, crate::logging::info_or_more(&config));
         let mut progress = InitProgress::default();
         let setup = (|| {
             progress.enter(InitStep::Rendezvous);
@@ -169,7 +174,7 @@ impl Runtime {
             let pending = SymmetricHeap::create(job, rank)?;
             progress.enter(InitStep::Topology);
             if let Some(why) = &config.node_id_fallback {
-                tracing::debug!(
+                tracing::warn!(
                     host = %config.hostname,
                     "the node identity is the hostname: /proc cannot tell the default (boot id and IPC/network namespaces): {why}"
                 );
@@ -234,6 +239,7 @@ impl Runtime {
                 },
                 peer_bases: &mapped,
                 deadline,
+                counters: &counters,
             })?;
             let peer_bases: Vec<u64> = (0..topo.n_pes())
                 .map(|pe| heap.base(pe).unwrap_or(0))
@@ -315,7 +321,7 @@ impl Runtime {
         };
         device_state.proxy = proxy.as_ref().map_or(0, |p| p.address());
         let rt = Runtime {
-            id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             config,
             bootstrap,
             topo,
@@ -336,6 +342,7 @@ impl Runtime {
             device,
             #[cfg(feature = "cuda")]
             helpers: Default::default(),
+            counters,
             finalized: false,
         };
         tracing::info!(
@@ -356,7 +363,80 @@ impl Runtime {
                 tracing::warn!("unknown environment variable {unknown} (typo?) is ignored");
             }
         }
+        rt.log_setup();
         Ok(rt)
+    }
+
+    /// Logs this PE's configuration (the `SYMMEM_*` variables set, and the effective
+    /// values that decide how it runs) at info whatever `SYMMEM_DEBUG_SUBSYS` selects, and
+    /// for each same-node peer how it is reached and why: over P2P at info, over a
+    /// transport in its place at warn (the remote transport logs its other peers).
+    fn log_setup(&self) {
+        let me = self.my_pe();
+        let c = &self.config;
+        let set: Vec<String> = crate::config::VARIABLES
+            .iter()
+            .filter_map(|v| {
+                std::env::var(v.name)
+                    .ok()
+                    .map(|val| format!("{}={val}", v.name))
+            })
+            .collect();
+        let remote = match &self.transport {
+            Some(t) => t.name(),
+            None => "none (every PE is mapped)",
+        };
+        let subsys = if c.debug_subsys.is_empty() {
+            "all".to_string()
+        } else {
+            c.debug_subsys.join(",")
+        };
+        tracing::info!(
+            target: crate::logging::SUMMARY,
+            "PE {me} configuration: set: {}; effective: {} PEs, node {}, device {}, heap {} bytes, bootstrap {}, P2P {}, remote transport {remote} (SYMMEM_REMOTE_TRANSPORT={}), ordering {}, timeout {}, proxy slots {}, log {} ({subsys})",
+            if set.is_empty() { "none".to_string() } else { set.join(" ") },
+            self.n_pes(),
+            self.topo.node(me),
+            self.device_description(),
+            self.heap.len(),
+            self.bootstrap.kind(),
+            if c.disable_p2p { "off (SYMMEM_DISABLE_P2P=1)" } else { "on" },
+            format!("{:?}", c.remote_transport).to_lowercase(),
+            format!("{:?}", c.ordering).to_lowercase(),
+            c.timeout.map_or("none".to_string(), |t| format!("{}s", t.as_secs_f64())),
+            c.proxy_slots,
+            c.debug,
+        );
+        for &pe in self.topo.local_pes().iter().filter(|&&p| p != me) {
+            match self.routes[pe] {
+                Route::Direct(_) => tracing::info!(
+                    target: "init::transport",
+                    "PE {me} reaches PE {pe} over p2p (same node: its heap is mapped here, host loads and stores)"
+                ),
+                #[cfg(feature = "cuda")]
+                Route::Copy(_) => tracing::info!(
+                    target: "init::transport",
+                    "PE {me} reaches PE {pe} over p2p (same node: its GPU heap is mapped into this GPU's context, host copies and kernel loads and stores)"
+                ),
+                Route::Remote if c.ordering == MemoryOrdering::Weak => tracing::info!(
+                    target: "init::transport",
+                    "PE {me} reaches PE {pe} over {remote} (SYMMEM_ORDERING=weak: reordered, then delivered through the mapping)"
+                ),
+                Route::Remote => tracing::warn!(
+                    target: "init::transport",
+                    "PE {me} reaches same-node PE {pe} over {remote}, not P2P: {}",
+                    if c.disable_p2p {
+                        "SYMMEM_DISABLE_P2P=1"
+                    } else {
+                        "its heap is not mapped here (its GPU is not peer-accessible from this one)"
+                    }
+                ),
+                Route::Unreachable => tracing::warn!(
+                    target: "init::transport",
+                    "PE {me} cannot reach same-node PE {pe}: its heap is not mapped here and no remote transport was started"
+                ),
+            }
+        }
     }
 
     /// This PE's number, `0..n_pes()` (`nvshmem_my_pe`).
@@ -429,6 +509,15 @@ impl Runtime {
             );
         }
         "cpu".into()
+    }
+
+    /// This PE's operation counters since init: ops and bytes per path (direct, socket,
+    /// ib, proxy) and the proxy ring's high-water mark (see [`Counters`] for what each
+    /// counts; device operations through P2P pointers in kernels are not counted). Also
+    /// printed at finalize when `SYMMEM_DEBUG` is `info` or more verbose.
+    pub fn counters(&self) -> Counters {
+        self.counters
+            .snapshot(self.proxy.as_ref().map(|p| p.stats()))
     }
 
     /// Symmetric heap bytes currently free.
@@ -534,6 +623,7 @@ impl Runtime {
         if let Some(t) = &self.transport {
             t.shutdown();
         }
+        crate::counters::log(self.my_pe(), &self.counters());
         quiet?;
         barrier?;
         tracing::debug!(pe = self.my_pe(), "symmem finalized");

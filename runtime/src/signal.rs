@@ -12,6 +12,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::counters::Op;
 use crate::error::Result;
 use crate::int::{Cmp, SignalOp};
 use crate::route::{Located, Word};
@@ -167,10 +168,15 @@ impl Runtime {
         match s {
             Word::Host(w) => {
                 apply_signal(w, signal, op);
+                self.counters.direct(Op::Signal, 0);
                 Ok(())
             }
             #[cfg(feature = "cuda")]
-            Word::Device { sym, .. } => self.gpu_signal(name, *sym, pe, signal, op),
+            Word::Device { sym, .. } => {
+                self.gpu_signal(name, *sym, pe, signal, op)?;
+                self.counters.direct(Op::Signal, 0);
+                Ok(())
+            }
             Word::Remote { pe, off } => {
                 let req = Request::signal(*pe as u32, *off, op, signal);
                 self.remote().submit(&req, Io::None).map(drop)

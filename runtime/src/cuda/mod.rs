@@ -96,8 +96,17 @@ pub(crate) fn select(choice: DeviceChoice, pe: usize) -> Result<Option<usize>> {
         DeviceChoice::Cpu => Ok(None),
         DeviceChoice::Auto => match probe() {
             Ok(n) => Ok(Some(n)),
-            Err(why) => {
+            // No driver: a machine without GPUs, where CPU PEs are the plan. A driver
+            // that loads but yields no usable GPU is a fallback.
+            Err(why) if !driver_present() => {
                 tracing::info!(pe, "CPU PE: {why} (SYMMEM_DEVICE=auto)");
+                Ok(None)
+            }
+            Err(why) => {
+                tracing::warn!(
+                    pe,
+                    "CPU PE although the CUDA driver loads: {why} (SYMMEM_DEVICE=auto)"
+                );
                 Ok(None)
             }
         },

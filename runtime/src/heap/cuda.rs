@@ -273,7 +273,7 @@ impl CudaHeap {
         let heap = if vmm {
             Self::create_vmm(gpu, len)?
         } else {
-            tracing::info!(pe, "this GPU offers no VMM POSIX-fd handles: the heap uses cuMemAlloc and legacy CUDA IPC handles");
+            tracing::warn!(pe, "this GPU offers no VMM POSIX-fd handles: the heap uses cuMemAlloc and legacy CUDA IPC handles");
             Self::create_ipc(gpu, len)?
         };
         // SAFETY: the own range is mapped for at least `len` bytes.

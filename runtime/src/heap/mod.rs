@@ -281,7 +281,7 @@ impl PendingHeap {
                 (Backend::Cuda(h), b'c') if reachable(p) => Some(h.import(p, rest, fds)?),
                 #[cfg(feature = "cuda")]
                 (Backend::Cuda(_), b'c') => {
-                    tracing::info!(pe = me, peer = p, "no direct path to PE {p}'s GPU heap (its GPU is not peer-accessible from this one)");
+                    tracing::warn!(pe = me, peer = p, "no direct path to PE {p}'s GPU heap (its GPU is not peer-accessible from this one)");
                     None
                 }
                 (_, t) => {

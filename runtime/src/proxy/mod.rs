@@ -68,6 +68,7 @@ use symmem_device::proxy::{ring_bytes, Failed, Header, Ring};
 use symmem_device::{Opcode, Request};
 use symmem_sync::Backoff;
 
+use crate::counters::ProxyStats;
 use crate::error::{Error, Result};
 use crate::transport::{InFlight, Io, Pending, Transport};
 
@@ -141,6 +142,8 @@ pub(crate) struct ProxyChannel {
     stop: Arc<AtomicBool>,
     error: Arc<Mutex<Option<String>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// What the thread took off the ring, and the ring's high-water mark.
+    stats: Arc<ProxyStats>,
 }
 
 impl ProxyChannel {
@@ -157,14 +160,16 @@ impl ProxyChannel {
         init_ring(&*memory, slots);
         let stop = Arc::new(AtomicBool::new(false));
         let error = Arc::new(Mutex::new(None));
+        let stats = Arc::new(ProxyStats::default());
         let thread = {
             let (memory, stop, error) = (memory.clone(), stop.clone(), error.clone());
+            let stats = stats.clone();
             std::thread::Builder::new()
                 .name(format!("symmem-proxy-{me}"))
                 .spawn(move || {
                     // SAFETY: initialized above; `memory` lives as long as this thread.
                     let ring = unsafe { Ring::from_raw(memory.host()) };
-                    run(me, ring, payloads, &*transport, &stop, &error)
+                    run(me, ring, payloads, &*transport, &stop, &error, &stats)
                 })
                 .map_err(|e| Error::Io {
                     context: format!("PE {me}: starting the proxy thread"),
@@ -176,7 +181,13 @@ impl ProxyChannel {
             stop,
             error,
             thread: Mutex::new(Some(thread)),
+            stats,
         })
+    }
+
+    /// The channel's counters (for `Runtime::counters`).
+    pub(crate) fn stats(&self) -> &ProxyStats {
+        &self.stats
     }
 
     /// The ring's address as the producers see it, for `DeviceState::proxy`.
@@ -265,11 +276,12 @@ fn run(
     transport: &dyn Transport,
     stop: &AtomicBool,
     error: &Mutex<Option<String>>,
+    stats: &ProxyStats,
 ) {
     let mut pipe = Pipeline::new(ring);
     let mut idle = Backoff::new();
     loop {
-        match pipe.step(transport, &mut payloads) {
+        match pipe.step(transport, &mut payloads, stats) {
             Ok(true) => {
                 idle = Backoff::new();
                 continue;
@@ -375,12 +387,14 @@ impl<'a> Pipeline<'a> {
         &mut self,
         transport: &dyn Transport,
         payloads: &mut Payloads,
+        stats: &ProxyStats,
     ) -> std::result::Result<bool, Box<(Request, Failure)>> {
         let mut moved = false;
         while let Some((req, waited)) = self.ring.peek_at(self.next) {
             if !self.may_issue(&req) {
                 break;
             }
+            stats.took(&req, self.ring.header());
             let state = issue(transport, payloads, &req).map_err(|f| Box::new((req, f)))?;
             if !waited {
                 transport.nbi_issued(&req);

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use symmem_device::Request;
 
 use crate::config::{MemoryOrdering, RemoteTransport};
+use crate::counters::Counted;
 use crate::error::{Error, Result};
 
 /// The buffer a request reads from or writes to on the issuing PE.
@@ -148,6 +149,8 @@ pub(crate) struct Setup<'a> {
     pub peer_bases: &'a [u64],
     /// When connecting must be done.
     pub deadline: std::time::Instant,
+    /// The runtime's operation counters, which the transports count their requests in.
+    pub counters: &'a crate::counters::Registry,
 }
 
 mod agree;
@@ -287,9 +290,10 @@ fn connect_weak(
             _ => None,
         })
         .collect();
+    let direct = Counted::new(direct, setup.counters.direct_transport.clone());
     let mut inners: Vec<Arc<dyn Transport>> = vec![Arc::new(direct)];
     inners.extend(remote);
-    tracing::info!(target: "init", "PE {me}: weak ordering, SYMMEM_ORDERING_SEED={seed}");
+    tracing::info!(target: "init::transport", "PE {me}: weak ordering, SYMMEM_ORDERING_SEED={seed}");
     let heap = (setup.heap.base, setup.heap.len);
     Ok(Arc::new(weak::WeakTransport::start(
         me, seed, heap, route, inners,
@@ -314,7 +318,17 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     let all = b.allgather(&agree::encode(proposal, setup.config.allow_host_staging))?;
     let kind = match agree::agree(&all) {
         Ok(agree::Verdict::Ib) => Kind::Ib,
-        Ok(agree::Verdict::Socket { staged }) if staged.is_empty() => Kind::Socket,
+        Ok(agree::Verdict::Socket { staged }) if staged.is_empty() => {
+            if cfg!(feature = "ib") && setup.config.remote_transport == RemoteTransport::Auto {
+                // A build with ib support that ends up on sockets has fallen back.
+                tracing::warn!(
+                    target: "init::transport",
+                    "PE {}: the job's remote transport is socket, not ib (SYMMEM_REMOTE_TRANSPORT=auto; this PE: {why})",
+                    setup.me
+                );
+            }
+            Kind::Socket
+        }
         Ok(agree::Verdict::Socket { staged }) => {
             let pes: Vec<String> = staged.iter().map(|p| p.to_string()).collect();
             tracing::warn!(
@@ -332,15 +346,22 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
             })
         }
     };
+    let counters = setup.counters;
     let t: Arc<dyn Transport> = match kind {
-        Kind::Socket => Arc::new(socket::SocketTransport::connect(setup)?),
+        Kind::Socket => Arc::new(Counted::new(
+            socket::SocketTransport::connect(setup)?,
+            counters.socket.clone(),
+        )),
         #[cfg(feature = "ib")]
-        Kind::Ib => Arc::new(ib::IbTransport::connect(setup)?),
+        Kind::Ib => Arc::new(Counted::new(
+            ib::IbTransport::connect(setup)?,
+            counters.ib.clone(),
+        )),
         #[cfg(not(feature = "ib"))]
         Kind::Ib => unreachable!("probe_ib never succeeds without the ib feature"),
     };
     for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
-        tracing::info!(target: "init", "PE {} reaches PE {pe} over {} ({why})", setup.me, t.name());
+        tracing::info!(target: "init::transport", "PE {} reaches PE {pe} over {} ({why})", setup.me, t.name());
     }
     Ok(Some(t))
 }

@@ -67,7 +67,7 @@ impl Target {
     /// Gives a GPU heap its access path. Called once, before peers may send requests.
     pub(crate) fn attach(&self, device: Arc<dyn DeviceHeap>) {
         if self.device.set(device).is_err() {
-            tracing::warn!(target: "init", "a second GPU heap access path was attached; the first one stays");
+            tracing::warn!(target: "init::transport", "a second GPU heap access path was attached; the first one stays");
         }
     }
 

@@ -231,7 +231,7 @@ impl IbTransport {
         // Nobody sends before every peer's QPs can receive.
         b.barrier()?;
         tracing::info!(
-            target: "init",
+            target: "init::transport",
             "PE {me}: ib transport on {}, {q} RC queue pair(s) per peer, heap rkey {:#x}",
             port.describe(),
             local.endpoint.rkey
@@ -547,7 +547,7 @@ impl State {
                 peer.qps[p.qp].outstanding -= 1;
                 if status != 0 && peer.failure.is_none() {
                     let e = error::completion_error(me, p.pe, device, p.op, p.wr, status, vendor);
-                    tracing::error!(target: "rma", "{e}");
+                    tracing::error!("{e}");
                     peer.failure = Some(format!(
                         "the connection failed (a {}: {}); every later operation to this PE fails",
                         p.op,

@@ -186,7 +186,7 @@ fn register_gpu(
     // device address range, which stays mapped while the MR lives.
     match unsafe { pd.reg_mr(heap.base as usize, heap.len, remote_access()) } {
         Ok(mr) => {
-            tracing::info!(target: "init", "GPU heap registered through nvidia_peermem ({dmabuf})");
+            tracing::info!(target: "init::transport", "GPU heap registered through nvidia_peermem ({dmabuf})");
             Ok(mr)
         }
         Err(e) => {

@@ -246,11 +246,11 @@ impl SocketTransport {
                         streams[pe] = Some(s);
                     }
                     Ok((pe, _)) => tracing::warn!(
-                        target: "init",
+                        target: "init::transport",
                         "socket transport: connection from {from} claims PE {pe}, which is not expected to connect to PE {me}; closed"
                     ),
                     Err(why) => tracing::warn!(
-                        target: "init",
+                        target: "init::transport",
                         "socket transport: refused a connection from {from}: {why}"
                     ),
                 },
@@ -375,9 +375,15 @@ impl Conn {
         if self.failure.set(why).is_ok() {
             let why = self.failure.get().map_or("", String::as_str);
             if self.said_goodbye.load(Ordering::Acquire) {
-                tracing::debug!(target: "rma", "socket transport: connection to PE {} closed: {why}", self.pe);
+                tracing::debug!(
+                    "socket transport: connection to PE {} closed: {why}",
+                    self.pe
+                );
             } else {
-                tracing::warn!(target: "rma", "socket transport: connection to PE {} failed: {why}", self.pe);
+                tracing::warn!(
+                    "socket transport: connection to PE {} failed: {why}",
+                    self.pe
+                );
             }
             let _ = self.stream.shutdown(std::net::Shutdown::Both);
         }
