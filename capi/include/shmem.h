@@ -1,0 +1,355 @@
+/*
+ * shmem.h: symmem's OpenSHMEM 1.5 host API (libsymmem.so / libsymmem.a).
+ *
+ * Build:  symcc prog.c -o prog          (symcc sits next to libsymmem.so: target/<profile>/)
+ * Run:    symrun -np 4 ./prog           (or mpirun -np 4 ./prog, srun, ...)
+ *
+ * What this implementation chooses where the specification leaves it open:
+ *
+ *  - Errors. Routines with a return code return 0 on success and nonzero on error;
+ *    shmem_malloc/calloc/align/realloc return NULL. Either way the reason is logged to
+ *    stderr (set SYMMEM_DEBUG=info or debug for more). A void routine given bad input (an
+ *    address outside the symmetric heap, a PE out of range, an unknown cmp or sig_op) or
+ *    whose operation fails (a peer died) logs an error naming the routine, the PE and the
+ *    address, then ends the job as shmem_global_exit(1) would.
+ *  - Symmetric data objects are the symmetric heap only (shmem_malloc and friends).
+ *    Static and global variables are NOT symmetric in this version: using one as the
+ *    remote side of an RMA, AMO, wait or collective ends the job with an error naming
+ *    its address, and shmem_addr_accessible returns 0 for it.
+ *  - Threads: every thread level is provided as SHMEM_THREAD_MULTIPLE.
+ *  - Contexts (shmem_ctx_*) are not provided. The deprecated active-set collectives
+ *    (shmem_broadcast32, shmem_int_sum_to_all, ...) and shmem_short/ushort waits are not
+ *    provided; long double reductions and complex reductions are not provided.
+ *  - Nonblocking routines (_nbi) are complete when they return; shmem_quiet is still
+ *    required by the specification before reusing buffers or reading results.
+ */
+#ifndef SYMMEM_SHMEM_H
+#define SYMMEM_SHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHMEM_MAJOR_VERSION 1
+#define SHMEM_MINOR_VERSION 5
+#define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
+#define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
+#define SHMEM_MAX_NAME_LEN 256
+#define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN
+#define SHMEM_VENDOR_STRING "symmem"
+#define _SHMEM_VENDOR_STRING SHMEM_VENDOR_STRING
+
+#define SHMEM_THREAD_SINGLE 0
+#define SHMEM_THREAD_FUNNELED 1
+#define SHMEM_THREAD_SERIALIZED 2
+#define SHMEM_THREAD_MULTIPLE 3
+
+#define SHMEM_CMP_EQ 0
+#define SHMEM_CMP_NE 1
+#define SHMEM_CMP_GT 2
+#define SHMEM_CMP_GE 3
+#define SHMEM_CMP_LT 4
+#define SHMEM_CMP_LE 5
+#define _SHMEM_CMP_EQ SHMEM_CMP_EQ
+#define _SHMEM_CMP_NE SHMEM_CMP_NE
+#define _SHMEM_CMP_GT SHMEM_CMP_GT
+#define _SHMEM_CMP_GE SHMEM_CMP_GE
+#define _SHMEM_CMP_LT SHMEM_CMP_LT
+#define _SHMEM_CMP_LE SHMEM_CMP_LE
+
+#define SHMEM_SIGNAL_SET 0
+#define SHMEM_SIGNAL_ADD 1
+
+/* Sizes of the deprecated pSync/pWrk arrays, for programs that declare them. */
+#define SHMEM_SYNC_VALUE 0L
+#define SHMEM_BCAST_SYNC_SIZE 64
+#define SHMEM_COLLECT_SYNC_SIZE 64
+#define SHMEM_REDUCE_SYNC_SIZE 64
+#define SHMEM_BARRIER_SYNC_SIZE 64
+#define SHMEM_ALLTOALL_SYNC_SIZE 64
+#define SHMEM_ALLTOALLS_SYNC_SIZE 64
+#define SHMEM_SYNC_SIZE 64
+#define SHMEM_REDUCE_MIN_WRKDATA_SIZE 64
+
+#define SHMEM_MALLOC_ATOMICS_REMOTE 1L
+#define SHMEM_MALLOC_SIGNAL_REMOTE 2L
+
+/* Teams (section 9.4). SHMEM_TEAM_SHARED: the PEs that share this PE's memory. */
+typedef struct symmem_team *shmem_team_t;
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+#define SHMEM_TEAM_WORLD ((shmem_team_t)1)
+#define SHMEM_TEAM_SHARED ((shmem_team_t)2)
+typedef struct {
+    int num_contexts;
+} shmem_team_config_t;
+#define SHMEM_TEAM_NUM_CONTEXTS 1L
+
+/* Library setup, exit and query (9.2). */
+void shmem_init(void);
+int shmem_init_thread(int requested, int *provided);
+void shmem_query_thread(int *provided);
+void shmem_finalize(void);
+int shmem_my_pe(void);
+int shmem_n_pes(void);
+int shmem_pe_accessible(int pe);
+int shmem_addr_accessible(const void *addr, int pe);
+void *shmem_ptr(const void *dest, int pe);
+void shmem_global_exit(int status) __attribute__((noreturn));
+void shmem_info_get_version(int *major, int *minor);
+void shmem_info_get_name(char *name);
+
+/* Memory management (9.3). */
+void *shmem_malloc(size_t size);
+void *shmem_malloc_with_hints(size_t size, long hints);
+void *shmem_calloc(size_t count, size_t size);
+void *shmem_align(size_t alignment, size_t size);
+void *shmem_realloc(void *ptr, size_t size);
+void shmem_free(void *ptr);
+
+/* Teams (9.4). */
+int shmem_team_my_pe(shmem_team_t team);
+int shmem_team_n_pes(shmem_team_t team);
+int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config);
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team);
+int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size,
+                             const shmem_team_config_t *config, long config_mask,
+                             shmem_team_t *new_team);
+int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
+                        const shmem_team_config_t *xaxis_config, long xaxis_mask,
+                        shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config,
+                        long yaxis_mask, shmem_team_t *yaxis_team);
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
+int shmem_team_sync(shmem_team_t team);
+void shmem_team_destroy(shmem_team_t team);
+
+/* The standard RMA types (Table 5): X(TYPE, TYPENAME). */
+#define SYMMEM_RMA_TYPES(X) \
+    X(float, float) X(double, double) X(long double, longdouble) X(char, char) \
+    X(signed char, schar) X(short, short) X(int, int) X(long, long) \
+    X(long long, longlong) X(unsigned char, uchar) X(unsigned short, ushort) \
+    X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong) \
+    X(int8_t, int8) X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) \
+    X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) \
+    X(size_t, size) X(ptrdiff_t, ptrdiff)
+
+/* RMA (9.6) and put-with-signal (9.8.1). */
+#define SYMMEM_DECLARE_RMA(TYPE, NAME) \
+    void shmem_##NAME##_put(TYPE *dest, const TYPE *source, size_t nelems, int pe); \
+    void shmem_##NAME##_put_nbi(TYPE *dest, const TYPE *source, size_t nelems, int pe); \
+    void shmem_##NAME##_get(TYPE *dest, const TYPE *source, size_t nelems, int pe); \
+    void shmem_##NAME##_get_nbi(TYPE *dest, const TYPE *source, size_t nelems, int pe); \
+    void shmem_##NAME##_iput(TYPE *dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, \
+                             size_t nelems, int pe); \
+    void shmem_##NAME##_iget(TYPE *dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, \
+                             size_t nelems, int pe); \
+    void shmem_##NAME##_put_signal(TYPE *dest, const TYPE *source, size_t nelems, \
+                                   uint64_t *sig_addr, uint64_t signal, int sig_op, int pe); \
+    void shmem_##NAME##_put_signal_nbi(TYPE *dest, const TYPE *source, size_t nelems, \
+                                       uint64_t *sig_addr, uint64_t signal, int sig_op, \
+                                       int pe);
+SYMMEM_RMA_TYPES(SYMMEM_DECLARE_RMA)
+#undef SYMMEM_DECLARE_RMA
+
+#define SYMMEM_DECLARE_PG(TYPE, NAME) \
+    void shmem_##NAME##_p(TYPE *dest, TYPE value, int pe); \
+    TYPE shmem_##NAME##_g(const TYPE *source, int pe);
+#define SYMMEM_PG_TYPES(X) \
+    X(float, float) X(double, double) X(char, char) X(signed char, schar) X(short, short) \
+    X(int, int) X(long, long) X(long long, longlong) X(unsigned char, uchar) \
+    X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong) \
+    X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16) X(int32_t, int32) \
+    X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32) \
+    X(uint64_t, uint64) X(size_t, size) X(ptrdiff_t, ptrdiff)
+SYMMEM_PG_TYPES(SYMMEM_DECLARE_PG)
+#undef SYMMEM_DECLARE_PG
+
+#define SYMMEM_DECLARE_SIZED(BITS) \
+    void shmem_put##BITS(void *dest, const void *source, size_t nelems, int pe); \
+    void shmem_put##BITS##_nbi(void *dest, const void *source, size_t nelems, int pe); \
+    void shmem_get##BITS(void *dest, const void *source, size_t nelems, int pe); \
+    void shmem_get##BITS##_nbi(void *dest, const void *source, size_t nelems, int pe); \
+    void shmem_iput##BITS(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, \
+                          size_t nelems, int pe); \
+    void shmem_iget##BITS(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, \
+                          size_t nelems, int pe); \
+    void shmem_put##BITS##_signal(void *dest, const void *source, size_t nelems, \
+                                  uint64_t *sig_addr, uint64_t signal, int sig_op, int pe); \
+    void shmem_put##BITS##_signal_nbi(void *dest, const void *source, size_t nelems, \
+                                      uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+SYMMEM_DECLARE_SIZED(8)
+SYMMEM_DECLARE_SIZED(16)
+SYMMEM_DECLARE_SIZED(32)
+SYMMEM_DECLARE_SIZED(64)
+SYMMEM_DECLARE_SIZED(128)
+#undef SYMMEM_DECLARE_SIZED
+
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr,
+                         uint64_t signal, int sig_op, int pe);
+void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems,
+                             uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+
+/* long double travels by value, which the library's ABI cannot take: inline here. */
+static inline void shmem_longdouble_p(long double *dest, long double value, int pe) {
+    shmem_putmem(dest, &value, sizeof value, pe);
+}
+static inline long double shmem_longdouble_g(const long double *source, int pe) {
+    long double value;
+    shmem_getmem(&value, source, sizeof value, pe);
+    return value;
+}
+
+/* Signals (9.8). */
+uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
+uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
+
+/* AMOs (9.7): standard types (Table 10), extended (Table 11), bitwise (Table 12). */
+#define SYMMEM_AMO_STANDARD_TYPES(X) \
+    X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint) \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32) \
+    X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) \
+    X(ptrdiff_t, ptrdiff)
+#define SYMMEM_AMO_BITWISE_TYPES(X) \
+    X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong) \
+    X(int32_t, int32) X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64)
+
+#define SYMMEM_DECLARE_AMO_EXTENDED(TYPE, NAME) \
+    TYPE shmem_##NAME##_atomic_fetch(const TYPE *source, int pe); \
+    void shmem_##NAME##_atomic_fetch_nbi(TYPE *fetch, const TYPE *source, int pe); \
+    void shmem_##NAME##_atomic_set(TYPE *dest, TYPE value, int pe); \
+    TYPE shmem_##NAME##_atomic_swap(TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_swap_nbi(TYPE *fetch, TYPE *dest, TYPE value, int pe);
+#define SYMMEM_DECLARE_AMO_STANDARD(TYPE, NAME) \
+    SYMMEM_DECLARE_AMO_EXTENDED(TYPE, NAME) \
+    TYPE shmem_##NAME##_atomic_compare_swap(TYPE *dest, TYPE cond, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_compare_swap_nbi(TYPE *fetch, TYPE *dest, TYPE cond, \
+                                                TYPE value, int pe); \
+    TYPE shmem_##NAME##_atomic_fetch_inc(TYPE *dest, int pe); \
+    void shmem_##NAME##_atomic_fetch_inc_nbi(TYPE *fetch, TYPE *dest, int pe); \
+    void shmem_##NAME##_atomic_inc(TYPE *dest, int pe); \
+    TYPE shmem_##NAME##_atomic_fetch_add(TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_fetch_add_nbi(TYPE *fetch, TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_add(TYPE *dest, TYPE value, int pe);
+#define SYMMEM_DECLARE_AMO_BITWISE(TYPE, NAME) \
+    TYPE shmem_##NAME##_atomic_fetch_and(TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_fetch_and_nbi(TYPE *fetch, TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_and(TYPE *dest, TYPE value, int pe); \
+    TYPE shmem_##NAME##_atomic_fetch_or(TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_fetch_or_nbi(TYPE *fetch, TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_or(TYPE *dest, TYPE value, int pe); \
+    TYPE shmem_##NAME##_atomic_fetch_xor(TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_fetch_xor_nbi(TYPE *fetch, TYPE *dest, TYPE value, int pe); \
+    void shmem_##NAME##_atomic_xor(TYPE *dest, TYPE value, int pe);
+SYMMEM_AMO_STANDARD_TYPES(SYMMEM_DECLARE_AMO_STANDARD)
+SYMMEM_DECLARE_AMO_EXTENDED(float, float)
+SYMMEM_DECLARE_AMO_EXTENDED(double, double)
+SYMMEM_AMO_BITWISE_TYPES(SYMMEM_DECLARE_AMO_BITWISE)
+#undef SYMMEM_DECLARE_AMO_EXTENDED
+#undef SYMMEM_DECLARE_AMO_STANDARD
+#undef SYMMEM_DECLARE_AMO_BITWISE
+
+/* Point-to-point synchronization (9.11): the 4- and 8-byte types of Table 14. */
+#define SYMMEM_SYNC_TYPES(X) \
+    X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint) \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32) \
+    X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) \
+    X(ptrdiff_t, ptrdiff)
+#define SYMMEM_DECLARE_SYNC(TYPE, NAME) \
+    void shmem_##NAME##_wait_until(TYPE *ivar, int cmp, TYPE cmp_value); \
+    void shmem_##NAME##_wait_until_all(TYPE *ivars, size_t nelems, const int *status, \
+                                       int cmp, TYPE cmp_value); \
+    size_t shmem_##NAME##_wait_until_any(TYPE *ivars, size_t nelems, const int *status, \
+                                         int cmp, TYPE cmp_value); \
+    size_t shmem_##NAME##_wait_until_some(TYPE *ivars, size_t nelems, size_t *indices, \
+                                          const int *status, int cmp, TYPE cmp_value); \
+    void shmem_##NAME##_wait_until_all_vector(TYPE *ivars, size_t nelems, \
+                                              const int *status, int cmp, \
+                                              TYPE *cmp_values); \
+    size_t shmem_##NAME##_wait_until_any_vector(TYPE *ivars, size_t nelems, \
+                                                const int *status, int cmp, \
+                                                TYPE *cmp_values); \
+    size_t shmem_##NAME##_wait_until_some_vector(TYPE *ivars, size_t nelems, \
+                                                 size_t *indices, const int *status, \
+                                                 int cmp, TYPE *cmp_values); \
+    int shmem_##NAME##_test(TYPE *ivar, int cmp, TYPE cmp_value); \
+    int shmem_##NAME##_test_all(TYPE *ivars, size_t nelems, const int *status, int cmp, \
+                                TYPE cmp_value); \
+    size_t shmem_##NAME##_test_any(TYPE *ivars, size_t nelems, const int *status, int cmp, \
+                                   TYPE cmp_value); \
+    size_t shmem_##NAME##_test_some(TYPE *ivars, size_t nelems, size_t *indices, \
+                                    const int *status, int cmp, TYPE cmp_value); \
+    int shmem_##NAME##_test_all_vector(TYPE *ivars, size_t nelems, const int *status, \
+                                       int cmp, TYPE *cmp_values); \
+    size_t shmem_##NAME##_test_any_vector(TYPE *ivars, size_t nelems, const int *status, \
+                                          int cmp, TYPE *cmp_values); \
+    size_t shmem_##NAME##_test_some_vector(TYPE *ivars, size_t nelems, size_t *indices, \
+                                           const int *status, int cmp, TYPE *cmp_values);
+SYMMEM_SYNC_TYPES(SYMMEM_DECLARE_SYNC)
+#undef SYMMEM_DECLARE_SYNC
+
+/* Ordering and synchronization (9.9, 9.10). */
+void shmem_fence(void);
+void shmem_quiet(void);
+void shmem_barrier_all(void);
+void shmem_sync_all(void);
+
+/* Team collectives (9.9): 0 on success, nonzero (logged) on error. */
+#define SYMMEM_DECLARE_COLL(TYPE, NAME) \
+    int shmem_##NAME##_broadcast(shmem_team_t team, TYPE *dest, const TYPE *source, \
+                                 size_t nelems, int PE_root); \
+    int shmem_##NAME##_collect(shmem_team_t team, TYPE *dest, const TYPE *source, \
+                               size_t nelems); \
+    int shmem_##NAME##_fcollect(shmem_team_t team, TYPE *dest, const TYPE *source, \
+                                size_t nelems); \
+    int shmem_##NAME##_alltoall(shmem_team_t team, TYPE *dest, const TYPE *source, \
+                                size_t nelems); \
+    int shmem_##NAME##_alltoalls(shmem_team_t team, TYPE *dest, const TYPE *source, \
+                                 ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+SYMMEM_RMA_TYPES(SYMMEM_DECLARE_COLL)
+#undef SYMMEM_DECLARE_COLL
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems,
+                       int PE_root);
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst,
+                       ptrdiff_t sst, size_t nelems);
+
+/* Reductions (Table 13). */
+#define SYMMEM_DECLARE_REDUCE(TYPE, NAME, OP) \
+    int shmem_##NAME##_##OP##_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, \
+                                     size_t nreduce);
+#define SYMMEM_BITWISE_REDUCE_TYPES(X, OP) \
+    X(unsigned char, uchar, OP) X(unsigned short, ushort, OP) X(unsigned int, uint, OP) \
+    X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP) X(int8_t, int8, OP) \
+    X(int16_t, int16, OP) X(int32_t, int32, OP) X(int64_t, int64, OP) \
+    X(uint8_t, uint8, OP) X(uint16_t, uint16, OP) X(uint32_t, uint32, OP) \
+    X(uint64_t, uint64, OP) X(size_t, size, OP)
+#define SYMMEM_ARITH_REDUCE_TYPES(X, OP) \
+    X(char, char, OP) X(signed char, schar, OP) X(short, short, OP) X(int, int, OP) \
+    X(long, long, OP) X(long long, longlong, OP) X(ptrdiff_t, ptrdiff, OP) \
+    X(unsigned char, uchar, OP) X(unsigned short, ushort, OP) X(unsigned int, uint, OP) \
+    X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP) X(int8_t, int8, OP) \
+    X(int16_t, int16, OP) X(int32_t, int32, OP) X(int64_t, int64, OP) \
+    X(uint8_t, uint8, OP) X(uint16_t, uint16, OP) X(uint32_t, uint32, OP) \
+    X(uint64_t, uint64, OP) X(size_t, size, OP) X(float, float, OP) X(double, double, OP)
+SYMMEM_BITWISE_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, and)
+SYMMEM_BITWISE_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, or)
+SYMMEM_BITWISE_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, xor)
+SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, max)
+SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, min)
+SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, sum)
+SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, prod)
+#undef SYMMEM_DECLARE_REDUCE
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYMMEM_SHMEM_H */
