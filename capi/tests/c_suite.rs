@@ -1,0 +1,144 @@
+//! The C test suite (`capi/tests/c/*.c`, written against OpenSHMEM 1.5 and NVSHMEM's host
+//! API): each program is built with `symcc` (generated next to `libsymmem.so`) and run
+//! under `symrun -np N` on 2 and 4 PEs and on 2 simulated nodes (`SYMMEM_SIMULATE_NODES=2`,
+//! the socket transport between them), and under Open MPI's `mpirun` (the pmix bootstrap).
+//! Every PE must print `PE i: <program> ok`. `errors.c` checks the C error contract: a bad
+//! PE ends the job with a message naming the routine, the PE and the address.
+//!
+//! Needs a C compiler (`cc`, or `SYMCC_CC`) and the workspace's `symrun` (built by
+//! `cargo test --workspace`, or `cargo build --bin symrun`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use symmem_test_harness::{run_job, Job, Launcher};
+
+/// `target/<profile>`: where cargo put this test's binary's parent `deps/`, `libsymmem.so`,
+/// `symcc` and `symrun`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test binary lives in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// The `symrun` launcher, which `cargo test --workspace` builds.
+fn symrun() -> PathBuf {
+    let p = profile_dir().join("symrun");
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --bin symrun` (cargo test --workspace builds it)",
+        p.display()
+    );
+    p
+}
+
+/// Compiles `capi/tests/c/<name>.c` with symcc once per test binary; returns the program.
+fn build(name: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
+    let dir = profile_dir().join("capi-tests");
+    std::fs::create_dir_all(&dir).expect("creating target/<profile>/capi-tests");
+    let out = dir.join(name);
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|p| p.into_inner());
+    if built.iter().any(|b| b == name) {
+        return out;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let symcc = profile_dir().join("symcc");
+    let lib = profile_dir().join("libsymmem.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: build the package symmem-capi",
+        lib.display()
+    );
+    // A unique temporary name, then a rename: test binaries may build the same program
+    // at once.
+    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+    let result = Command::new(&symcc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&tmp)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", symcc.display()));
+    assert!(
+        result.status.success(),
+        "symcc {} failed:\n{}{}",
+        src.display(),
+        String::from_utf8_lossy(&result.stdout),
+        String::from_utf8_lossy(&result.stderr)
+    );
+    std::fs::rename(&tmp, &out).expect("renaming the built program");
+    built.push(name.to_string());
+    out
+}
+
+/// Runs `name` on `n` PEs under `launcher` with `env`.
+fn run(launcher: &Launcher, name: &str, n: usize, env: &[(&str, &str)]) -> Job {
+    let prog = build(name);
+    let mut all = vec![("SYMMEM_TIMEOUT", "100")];
+    all.extend_from_slice(env);
+    run_job(launcher, n, prog.to_str().expect("UTF-8 path"), &[], &all)
+}
+
+/// Runs `name` on `n` PEs under symrun; every PE must report `<name> ok`.
+fn run_ok(name: &str, n: usize, env: &[(&str, &str)]) {
+    let job = run(&Launcher::Symrun(symrun()), name, n, env);
+    job.assert_ok(n, name);
+}
+
+/// Two simulated nodes, the socket transport between them.
+const TWO_NODES: [(&str, &str); 2] = [
+    ("SYMMEM_SIMULATE_NODES", "2"),
+    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+];
+
+macro_rules! c_programs {
+    ($($name:ident),* $(,)?) => {
+        mod on_2_pes {
+            $( #[test] fn $name() { super::run_ok(stringify!($name), 2, &[]); } )*
+        }
+        mod on_4_pes {
+            $( #[test] fn $name() { super::run_ok(stringify!($name), 4, &[]); } )*
+        }
+        /// 2 nodes × 2 PEs: direct within a node, the socket transport across.
+        mod on_2_nodes_of_2_pes {
+            $( #[test] fn $name() { super::run_ok(stringify!($name), 4, &super::TWO_NODES); } )*
+        }
+    };
+}
+
+c_programs!(setup, rma, amo, sync, teams, collectives, nvshmem);
+
+/// The same program under Open MPI's `mpirun` (PEs join through PMIx).
+#[test]
+fn under_mpirun() {
+    for name in ["setup", "rma"] {
+        let job = run(&Launcher::MpirunPmix, name, 2, &[]);
+        job.assert_ok(2, name);
+    }
+}
+
+/// A put to a PE that does not exist ends the job: nonzero exit, and the log names the
+/// routine, the PE and the address.
+#[test]
+fn bad_pe_ends_the_job_naming_routine_pe_and_address() {
+    let job = run(&Launcher::Symrun(symrun()), "errors", 2, &[]);
+    if job.status.success() {
+        job.fail("the job succeeded");
+    }
+    let named = job.stderr.lines().any(|l| {
+        l.contains("shmem_long_put") && l.contains("PE 7 does not exist") && l.contains("address 0x")
+    });
+    if !named {
+        job.fail("no error line naming shmem_long_put, PE 7 and the address");
+    }
+    if !job.stdout.contains("PE 0: errors reached the bad put") {
+        job.fail("the program did not get to the bad put");
+    }
+}
