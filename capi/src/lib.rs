@@ -120,7 +120,12 @@ pub(crate) fn code(func: &str, r: symmem_runtime::Result<()>) -> c_int {
     match r {
         Ok(()) => 0,
         Err(e) => {
-            tracing::error!("{func}: {e}");
+            let text = e.to_string();
+            if text.starts_with(func) {
+                tracing::error!("{text}");
+            } else {
+                tracing::error!("{func}: {text}");
+            }
             -1
         }
     }
