@@ -89,11 +89,8 @@ pub(crate) fn state(func: &str) -> &'static State {
 /// Logs `msg` as the error of `func` and ends the job as `shmem_global_exit(1)` would.
 #[cold]
 pub(crate) fn die(func: &str, msg: impl std::fmt::Display) -> ! {
-    let me = try_state().map(|s| s.rt.my_pe());
-    tracing::error!(
-        pe = ?me,
-        "{func}: {msg}; ending the job (as shmem_global_exit(1) would)"
-    );
+    let who = try_state().map_or(String::new(), |s| format!("PE {}: ", s.rt.my_pe()));
+    tracing::error!("{who}{func}: {msg}; ending the job (as shmem_global_exit(1) would)");
     if let Some(s) = try_state() {
         s.rt.abort_job(&format!("{func} failed on PE {}: {msg}", s.rt.my_pe()));
     }
