@@ -1,6 +1,7 @@
-//! Writes `symcc` (from `symcc.in`) next to the built `libsymmem.so`, with the include and
+//! Writes `symcc` (from `symcc.in`) next to the built library, with the include and
 //! library directories of this build, so that C programs compile with
-//! `target/<profile>/symcc prog.c -o prog`.
+//! `target/<profile>/symcc prog.c -o prog`; and links `libsymmem.so` and `libsymmem.a` to
+//! the libraries cargo names after the crate (`libsymmem_capi.*`), so `-lsymmem` works.
 
 use std::path::PathBuf;
 
@@ -20,6 +21,19 @@ fn main() {
         .replace("@LIBDIR@", &profile_dir.display().to_string());
     let dest = profile_dir.join("symcc");
     std::fs::write(&dest, script).unwrap_or_else(|e| panic!("writing {}: {e}", dest.display()));
+    for (link, target) in [
+        ("libsymmem.so", "libsymmem_capi.so"),
+        ("libsymmem.a", "libsymmem_capi.a"),
+    ] {
+        let link = profile_dir.join(link);
+        // A file left by an earlier layout, or a stale link: replace it.
+        if link.symlink_metadata().is_ok() {
+            std::fs::remove_file(&link)
+                .unwrap_or_else(|e| panic!("removing {}: {e}", link.display()));
+        }
+        std::os::unix::fs::symlink(target, &link)
+            .unwrap_or_else(|e| panic!("linking {} to {target}: {e}", link.display()));
+    }
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))
         .unwrap_or_else(|e| panic!("making {} executable: {e}", dest.display()));

@@ -133,7 +133,9 @@ fn bad_pe_ends_the_job_naming_routine_pe_and_address() {
         job.fail("the job succeeded");
     }
     let named = job.stderr.lines().any(|l| {
-        l.contains("shmem_long_put") && l.contains("PE 7 does not exist") && l.contains("address 0x")
+        l.contains("shmem_long_put")
+            && l.contains("PE 7 does not exist")
+            && l.contains("address 0x")
     });
     if !named {
         job.fail("no error line naming shmem_long_put, PE 7 and the address");
