@@ -12,10 +12,12 @@
  *    address outside the symmetric heap, a PE out of range, an unknown cmp or sig_op) or
  *    whose operation fails (a peer died) logs an error naming the routine, the PE and the
  *    address, then ends the job as shmem_global_exit(1) would.
- *  - Symmetric data objects are the symmetric heap only (shmem_malloc and friends).
- *    Static and global variables are NOT symmetric in this version: using one as the
- *    remote side of an RMA, AMO, wait or collective ends the job with an error naming
- *    its address, and shmem_addr_accessible returns 0 for it.
+ *  - Symmetric data objects are the symmetric heap (shmem_malloc and friends) and the
+ *    main program's global and static variables: at shmem_init each PE copies its
+ *    writable data segment (.data, .bss) into a symmetric heap block and maps that block
+ *    over the segment (mremap), so statics live in symmetric memory at their usual
+ *    addresses and keep their values, also after shmem_finalize. Not on GPU PEs, and not
+ *    for shared libraries' statics (the specification asks only for the program's).
  *  - Threads: every thread level is provided as SHMEM_THREAD_MULTIPLE.
  *  - Contexts (shmem_ctx_*) are not provided. The deprecated active-set collectives
  *    (shmem_broadcast32, shmem_int_sum_to_all, ...) and shmem_short/ushort waits are not

@@ -20,7 +20,7 @@ use crate::{code, state, State};
 
 /// A view of `len` elements at `addr`, as a `Result` (collectives return codes).
 fn view<T>(s: &State, func: &'static str, addr: *const T, len: usize) -> Result<SymBuf<T>> {
-    s.rt.view_at(func, addr, len)
+    s.try_view(func, addr, len)
 }
 
 /// `n × m` or an error naming the collective.
@@ -97,7 +97,8 @@ fn collect<T: Pod>(
             // The total is only known after the exchange: `dest` may reach to the heap's
             // end, and the runtime checks that the sum of the sizes fits.
             let (base, len) = s.rt.heap_local_range();
-            let room = (base + len).saturating_sub(dest as usize) / std::mem::size_of::<T>();
+            let room =
+                (base + len).saturating_sub(s.translate(dest as usize)) / std::mem::size_of::<T>();
             let src = if n == 0 {
                 view(s, func, dest.cast_const(), 0)?
             } else {

@@ -34,6 +34,7 @@ mod collectives;
 mod memory;
 mod rma;
 mod setup;
+mod statics;
 mod sync;
 mod teams;
 
@@ -53,6 +54,8 @@ pub(crate) struct State {
     pub(crate) teams: Mutex<HashMap<usize, Arc<CTeam>>>,
     /// The next split team's handle.
     pub(crate) next_team: AtomicUsize,
+    /// The main program's data segment, when it is symmetric (`statics.rs`).
+    pub(crate) statics: Option<statics::Statics>,
 }
 
 /// A split team and the configuration it was created with.
@@ -147,7 +150,24 @@ impl State {
     /// The view of `len` elements at `addr` in the symmetric heap, or the job ends with
     /// an error naming `func`, the address and the size.
     pub(crate) fn view<T>(&self, func: &'static str, addr: *const T, len: usize) -> SymBuf<T> {
-        self.rt.view_at(func, addr, len).or_die(func)
+        self.try_view(func, addr, len).or_die(func)
+    }
+
+    /// The view of `len` elements at `addr`, a symmetric heap address or the address of a
+    /// static or global variable (see `statics.rs`).
+    pub(crate) fn try_view<T>(
+        &self,
+        func: &'static str,
+        addr: *const T,
+        len: usize,
+    ) -> symmem_runtime::Result<SymBuf<T>> {
+        self.rt
+            .view_at(func, self.translate(addr as usize) as *const T, len)
+    }
+
+    /// The heap address of `addr` where it is a symmetric static, else `addr`.
+    pub(crate) fn translate(&self, addr: usize) -> usize {
+        self.statics.as_ref().map_or(addr, |s| s.translate(addr))
     }
 
     /// The split-team table, locked (a poisoned lock is still consistent: entries are

@@ -22,7 +22,11 @@ fn start() -> Result<(), symmem_runtime::Error> {
         return Ok(());
     }
     let rt = symmem_runtime::init()?;
+    let statics = crate::statics::register(&rt);
+    // No PE may write a peer's statics before that peer has moved them onto its heap.
+    rt.barrier_all()?;
     let state = Box::new(State {
+        statics,
         rt: Box::leak(Box::new(rt)),
         allocs: Mutex::new(BTreeMap::new()),
         teams: Mutex::new(HashMap::new()),
@@ -116,13 +120,12 @@ pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
     c_int::from(usize::try_from(pe).is_ok_and(|p| p < s.rt.n_pes()))
 }
 
-/// `shmem_addr_accessible` (§9.2.8): 1 if `addr` lies in the symmetric heap and `pe` is a
-/// PE of the job, else 0. Static and global variables are not symmetric in symmem (see
-/// shmem.h), so they give 0.
+/// `shmem_addr_accessible` (§9.2.8): 1 if `addr` is symmetric (in the symmetric heap, or
+/// a static or global variable of the program) and `pe` is a PE of the job, else 0.
 #[no_mangle]
 pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
     let s = state("shmem_addr_accessible");
-    let in_heap = s.rt.heap_offset_of(addr as usize).is_some();
+    let in_heap = s.rt.heap_offset_of(s.translate(addr as usize)).is_some();
     c_int::from(in_heap && usize::try_from(pe).is_ok_and(|p| p < s.rt.n_pes()))
 }
 
@@ -141,7 +144,7 @@ pub(crate) fn ptr_of(s: &State, func: &'static str, dest: *const c_void, pe: c_i
         tracing::debug!("{func}: PE {pe} does not exist");
         return std::ptr::null_mut();
     };
-    let view = match s.rt.view_at(func, dest.cast::<u8>(), 1) {
+    let view = match s.try_view(func, dest.cast::<u8>(), 1) {
         Ok(v) => v,
         Err(e) => {
             tracing::debug!("{func}: {e}");
@@ -149,6 +152,9 @@ pub(crate) fn ptr_of(s: &State, func: &'static str, dest: *const c_void, pe: c_i
         }
     };
     match s.rt.ptr(&view, pe) {
+        // This PE's own copy: `dest` itself (for a static, its heap alias is another
+        // address of the same memory).
+        Ok(Some(_)) if pe == s.rt.my_pe() => dest.cast_mut(),
         Ok(Some(p)) => p.as_ptr().cast(),
         Ok(None) => std::ptr::null_mut(),
         Err(e) => {

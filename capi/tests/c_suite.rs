@@ -2,7 +2,8 @@
 //! API): each program is built with `symcc` (generated next to `libsymmem.so`) and run
 //! under `symrun -np N` on 2 and 4 PEs and on 2 simulated nodes (`SYMMEM_SIMULATE_NODES=2`,
 //! the socket transport between them), and under Open MPI's `mpirun` (the pmix bootstrap).
-//! Every PE must print `PE i: <program> ok`. `errors.c` checks the C error contract: a bad
+//! Every PE must print `PE i: <program> ok`. `statics.c` also runs linked with
+//! `libsymmem.a`. `errors.c` checks the C error contract: a bad
 //! PE ends the job with a message naming the routine, the PE and the address.
 //!
 //! Needs a C compiler (`cc`, or `SYMCC_CC`) and the workspace's `symrun` (built by
@@ -37,13 +38,19 @@ fn symrun() -> PathBuf {
 
 /// Compiles `capi/tests/c/<name>.c` with symcc once per test binary; returns the program.
 fn build(name: &str) -> PathBuf {
+    build_as(name, name, &[])
+}
+
+/// Compiles `capi/tests/c/<name>.c` with symcc and `extra` flags into `out_name`, once per
+/// test binary.
+fn build_as(name: &str, out_name: &str, extra: &[&str]) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
     let dir = profile_dir().join("capi-tests");
     std::fs::create_dir_all(&dir).expect("creating target/<profile>/capi-tests");
-    let out = dir.join(name);
+    let out = dir.join(out_name);
     let built = BUILT.get_or_init(Default::default);
     let mut built = built.lock().unwrap_or_else(|p| p.into_inner());
-    if built.iter().any(|b| b == name) {
+    if built.iter().any(|b| b == out_name) {
         return out;
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -58,9 +65,10 @@ fn build(name: &str) -> PathBuf {
     );
     // A unique temporary name, then a rename: test binaries may build the same program
     // at once.
-    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!("{out_name}.{}.tmp", std::process::id()));
     let result = Command::new(&symcc)
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g"])
+        .args(extra)
         .arg(&src)
         .arg("-o")
         .arg(&tmp)
@@ -74,7 +82,7 @@ fn build(name: &str) -> PathBuf {
         String::from_utf8_lossy(&result.stderr)
     );
     std::fs::rename(&tmp, &out).expect("renaming the built program");
-    built.push(name.to_string());
+    built.push(out_name.to_string());
     out
 }
 
@@ -113,12 +121,31 @@ macro_rules! c_programs {
     };
 }
 
-c_programs!(setup, rma, amo, sync, teams, collectives, nvshmem);
+c_programs!(setup, rma, amo, sync, teams, collectives, nvshmem, statics);
+
+/// Symmetric statics in a program linked with `libsymmem.a` (`symcc -static-symmem`),
+/// where the runtime's own statics share the program's data segment.
+#[test]
+fn statics_with_the_static_library() {
+    let prog = build_as("statics", "statics-static", &["-static-symmem"]);
+    for (n, env) in [(2, &[][..]), (4, &TWO_NODES[..])] {
+        let mut all = vec![("SYMMEM_TIMEOUT", "100")];
+        all.extend_from_slice(env);
+        let job = run_job(
+            &Launcher::Symrun(symrun()),
+            n,
+            prog.to_str().expect("UTF-8 path"),
+            &[],
+            &all,
+        );
+        job.assert_ok(n, "statics");
+    }
+}
 
 /// The same program under Open MPI's `mpirun` (PEs join through PMIx).
 #[test]
 fn under_mpirun() {
-    for name in ["setup", "rma"] {
+    for name in ["setup", "rma", "statics"] {
         let job = run(&Launcher::MpirunPmix, name, 2, &[]);
         job.assert_ok(2, name);
     }
