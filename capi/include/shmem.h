@@ -19,9 +19,12 @@
  *    addresses and keep their values, also after shmem_finalize. Not on GPU PEs, and not
  *    for shared libraries' statics (the specification asks only for the program's).
  *  - Threads: every thread level is provided as SHMEM_THREAD_MULTIPLE.
- *  - Contexts (shmem_ctx_*) are not provided. The deprecated active-set collectives
- *    (shmem_broadcast32, shmem_int_sum_to_all, ...) and shmem_short/ushort waits are not
- *    provided; long double reductions and complex reductions are not provided.
+ *  - Not provided: contexts (shmem_ctx_*, and the generic forms taking one), the
+ *    deprecated active-set collectives (shmem_broadcast32, shmem_int_sum_to_all, ...)
+ *    and shmem_barrier/shmem_sync with an active set, shmem_short/ushort waits, long
+ *    double and complex reductions, negative strides in shmem_team_split_strided.
+ *  - Locks: the lock is PE 0's copy of the word; waiters retry a compare-and-swap with
+ *    backoff (not FIFO); a wait past SYMMEM_TIMEOUT (when set) ends the job.
  *  - Nonblocking routines (_nbi) are complete when they return; shmem_quiet is still
  *    required by the specification before reusing buffers or reading results.
  */
@@ -349,6 +352,188 @@ SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, min)
 SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, sum)
 SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, prod)
 #undef SYMMEM_DECLARE_REDUCE
+
+
+/* Distributed locking (9.12): lock is a symmetric long, 0 before first use. */
+void shmem_set_lock(long *lock);
+void shmem_clear_lock(long *lock);
+int shmem_test_lock(long *lock);
+
+/* Deprecated names still found in programs and test suites (OpenSHMEM 1.0-1.4). */
+static inline void start_pes(int npes) {
+    (void)npes;
+    shmem_init();
+}
+static inline int _my_pe(void) { return shmem_my_pe(); }
+static inline int _num_pes(void) { return shmem_n_pes(); }
+static inline void *shmalloc(size_t size) { return shmem_malloc(size); }
+static inline void shfree(void *ptr) { shmem_free(ptr); }
+static inline void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }
+static inline void *shmemalign(size_t alignment, size_t size) {
+    return shmem_align(alignment, size);
+}
+#define SYMMEM_DEPRECATED_AMO(TYPE, NAME) \
+    static inline TYPE shmem_##NAME##_cswap(TYPE *d, TYPE c, TYPE v, int pe) { \
+        return shmem_##NAME##_atomic_compare_swap(d, c, v, pe); } \
+    static inline TYPE shmem_##NAME##_swap(TYPE *d, TYPE v, int pe) { \
+        return shmem_##NAME##_atomic_swap(d, v, pe); } \
+    static inline TYPE shmem_##NAME##_finc(TYPE *d, int pe) { \
+        return shmem_##NAME##_atomic_fetch_inc(d, pe); } \
+    static inline void shmem_##NAME##_inc(TYPE *d, int pe) { shmem_##NAME##_atomic_inc(d, pe); } \
+    static inline TYPE shmem_##NAME##_fadd(TYPE *d, TYPE v, int pe) { \
+        return shmem_##NAME##_atomic_fetch_add(d, v, pe); } \
+    static inline void shmem_##NAME##_add(TYPE *d, TYPE v, int pe) { \
+        shmem_##NAME##_atomic_add(d, v, pe); } \
+    static inline TYPE shmem_##NAME##_fetch(const TYPE *s, int pe) { \
+        return shmem_##NAME##_atomic_fetch(s, pe); } \
+    static inline void shmem_##NAME##_set(TYPE *d, TYPE v, int pe) { \
+        shmem_##NAME##_atomic_set(d, v, pe); } \
+    static inline void shmem_##NAME##_wait(TYPE *ivar, TYPE v) { \
+        shmem_##NAME##_wait_until(ivar, SHMEM_CMP_NE, v); }
+SYMMEM_DEPRECATED_AMO(int, int)
+SYMMEM_DEPRECATED_AMO(long, long)
+SYMMEM_DEPRECATED_AMO(long long, longlong)
+#undef SYMMEM_DEPRECATED_AMO
+static inline float shmem_float_swap(float *d, float v, int pe) {
+    return shmem_float_atomic_swap(d, v, pe);
+}
+static inline double shmem_double_swap(double *d, double v, int pe) {
+    return shmem_double_atomic_swap(d, v, pe);
+}
+static inline float shmem_float_fetch(const float *s, int pe) {
+    return shmem_float_atomic_fetch(s, pe);
+}
+static inline double shmem_double_fetch(const double *s, int pe) {
+    return shmem_double_atomic_fetch(s, pe);
+}
+static inline void shmem_float_set(float *d, float v, int pe) { shmem_float_atomic_set(d, v, pe); }
+static inline void shmem_double_set(double *d, double v, int pe) {
+    shmem_double_atomic_set(d, v, pe);
+}
+
+/* C11 type-generic interfaces (without contexts). */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+#define SYMMEM_G_RMA(OP) \
+    float: shmem_float_##OP, double: shmem_double_##OP, long double: shmem_longdouble_##OP, \
+    char: shmem_char_##OP, signed char: shmem_schar_##OP, short: shmem_short_##OP, \
+    int: shmem_int_##OP, long: shmem_long_##OP, long long: shmem_longlong_##OP, \
+    unsigned char: shmem_uchar_##OP, unsigned short: shmem_ushort_##OP, \
+    unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP, \
+    unsigned long long: shmem_ulonglong_##OP
+#define SYMMEM_G_AMO(OP) \
+    int: shmem_int_##OP, long: shmem_long_##OP, long long: shmem_longlong_##OP, \
+    unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP, \
+    unsigned long long: shmem_ulonglong_##OP
+#define SYMMEM_G_EXT(OP) SYMMEM_G_AMO(OP), float: shmem_float_##OP, double: shmem_double_##OP
+#define SYMMEM_G_BIT(OP) \
+    int: shmem_int32_##OP, long: shmem_int64_##OP, unsigned int: shmem_uint_##OP, \
+    unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP
+#define SYMMEM_G_ARITH_REDUCE(OP) \
+    char: shmem_char_##OP, signed char: shmem_schar_##OP, short: shmem_short_##OP, \
+    int: shmem_int_##OP, long: shmem_long_##OP, long long: shmem_longlong_##OP, \
+    unsigned char: shmem_uchar_##OP, unsigned short: shmem_ushort_##OP, \
+    unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP, \
+    unsigned long long: shmem_ulonglong_##OP, float: shmem_float_##OP, \
+    double: shmem_double_##OP
+#define SYMMEM_G_BIT_REDUCE(OP) \
+    signed char: shmem_int8_##OP, short: shmem_int16_##OP, int: shmem_int32_##OP, \
+    long: shmem_int64_##OP, unsigned char: shmem_uchar_##OP, \
+    unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP, \
+    unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP
+
+#define shmem_put(dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(put))(dest, source, nelems, pe)
+#define shmem_get(dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(get))(dest, source, nelems, pe)
+#define shmem_put_nbi(dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(put_nbi))(dest, source, nelems, pe)
+#define shmem_get_nbi(dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(get_nbi))(dest, source, nelems, pe)
+#define shmem_p(dest, value, pe) _Generic(*(dest), SYMMEM_G_RMA(p))(dest, value, pe)
+#define shmem_g(source, pe) _Generic(*(source), SYMMEM_G_RMA(g))(source, pe)
+#define shmem_iput(dest, source, dst, sst, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(iput))(dest, source, dst, sst, nelems, pe)
+#define shmem_iget(dest, source, dst, sst, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(iget))(dest, source, dst, sst, nelems, pe)
+#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(put_signal))(dest, source, nelems, sig_addr, signal, \
+                                                sig_op, pe)
+#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(put_signal_nbi))(dest, source, nelems, sig_addr, signal, \
+                                                    sig_op, pe)
+
+#define shmem_atomic_fetch(source, pe) \
+    _Generic(*(source), SYMMEM_G_EXT(atomic_fetch))(source, pe)
+#define shmem_atomic_set(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_EXT(atomic_set))(dest, value, pe)
+#define shmem_atomic_swap(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_EXT(atomic_swap))(dest, value, pe)
+#define shmem_atomic_compare_swap(dest, cond, value, pe) \
+    _Generic(*(dest), SYMMEM_G_AMO(atomic_compare_swap))(dest, cond, value, pe)
+#define shmem_atomic_fetch_inc(dest, pe) \
+    _Generic(*(dest), SYMMEM_G_AMO(atomic_fetch_inc))(dest, pe)
+#define shmem_atomic_inc(dest, pe) _Generic(*(dest), SYMMEM_G_AMO(atomic_inc))(dest, pe)
+#define shmem_atomic_fetch_add(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_AMO(atomic_fetch_add))(dest, value, pe)
+#define shmem_atomic_add(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_AMO(atomic_add))(dest, value, pe)
+#define shmem_atomic_fetch_and(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_BIT(atomic_fetch_and))(dest, value, pe)
+#define shmem_atomic_and(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_BIT(atomic_and))(dest, value, pe)
+#define shmem_atomic_fetch_or(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_BIT(atomic_fetch_or))(dest, value, pe)
+#define shmem_atomic_or(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_BIT(atomic_or))(dest, value, pe)
+#define shmem_atomic_fetch_xor(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_BIT(atomic_fetch_xor))(dest, value, pe)
+#define shmem_atomic_xor(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_BIT(atomic_xor))(dest, value, pe)
+
+#define shmem_wait_until(ivar, cmp, cmp_value) \
+    _Generic(*(ivar), SYMMEM_G_AMO(wait_until))(ivar, cmp, cmp_value)
+#define shmem_test(ivar, cmp, cmp_value) \
+    _Generic(*(ivar), SYMMEM_G_AMO(test))(ivar, cmp, cmp_value)
+#define shmem_wait_until_all(ivars, nelems, status, cmp, cmp_value) \
+    _Generic(*(ivars), SYMMEM_G_AMO(wait_until_all))(ivars, nelems, status, cmp, cmp_value)
+#define shmem_wait_until_any(ivars, nelems, status, cmp, cmp_value) \
+    _Generic(*(ivars), SYMMEM_G_AMO(wait_until_any))(ivars, nelems, status, cmp, cmp_value)
+#define shmem_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value) \
+    _Generic(*(ivars), SYMMEM_G_AMO(wait_until_some))(ivars, nelems, indices, status, cmp, \
+                                                      cmp_value)
+#define shmem_test_all(ivars, nelems, status, cmp, cmp_value) \
+    _Generic(*(ivars), SYMMEM_G_AMO(test_all))(ivars, nelems, status, cmp, cmp_value)
+#define shmem_test_any(ivars, nelems, status, cmp, cmp_value) \
+    _Generic(*(ivars), SYMMEM_G_AMO(test_any))(ivars, nelems, status, cmp, cmp_value)
+#define shmem_test_some(ivars, nelems, indices, status, cmp, cmp_value) \
+    _Generic(*(ivars), SYMMEM_G_AMO(test_some))(ivars, nelems, indices, status, cmp, \
+                                                cmp_value)
+
+#define shmem_broadcast(team, dest, source, nelems, root) \
+    _Generic(*(dest), SYMMEM_G_RMA(broadcast))(team, dest, source, nelems, root)
+#define shmem_collect(team, dest, source, nelems) \
+    _Generic(*(dest), SYMMEM_G_RMA(collect))(team, dest, source, nelems)
+#define shmem_fcollect(team, dest, source, nelems) \
+    _Generic(*(dest), SYMMEM_G_RMA(fcollect))(team, dest, source, nelems)
+#define shmem_alltoall(team, dest, source, nelems) \
+    _Generic(*(dest), SYMMEM_G_RMA(alltoall))(team, dest, source, nelems)
+#define shmem_alltoalls(team, dest, source, dst, sst, nelems) \
+    _Generic(*(dest), SYMMEM_G_RMA(alltoalls))(team, dest, source, dst, sst, nelems)
+#define shmem_sum_reduce(team, dest, source, n) \
+    _Generic(*(dest), SYMMEM_G_ARITH_REDUCE(sum_reduce))(team, dest, source, n)
+#define shmem_prod_reduce(team, dest, source, n) \
+    _Generic(*(dest), SYMMEM_G_ARITH_REDUCE(prod_reduce))(team, dest, source, n)
+#define shmem_max_reduce(team, dest, source, n) \
+    _Generic(*(dest), SYMMEM_G_ARITH_REDUCE(max_reduce))(team, dest, source, n)
+#define shmem_min_reduce(team, dest, source, n) \
+    _Generic(*(dest), SYMMEM_G_ARITH_REDUCE(min_reduce))(team, dest, source, n)
+#define shmem_and_reduce(team, dest, source, n) \
+    _Generic(*(dest), SYMMEM_G_BIT_REDUCE(and_reduce))(team, dest, source, n)
+#define shmem_or_reduce(team, dest, source, n) \
+    _Generic(*(dest), SYMMEM_G_BIT_REDUCE(or_reduce))(team, dest, source, n)
+#define shmem_xor_reduce(team, dest, source, n) \
+    _Generic(*(dest), SYMMEM_G_BIT_REDUCE(xor_reduce))(team, dest, source, n)
+#endif /* C11 */
 
 #ifdef __cplusplus
 }

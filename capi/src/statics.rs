@@ -74,7 +74,7 @@ fn writable_segment() -> Option<(usize, usize)> {
                 (start.max(relro_end), start + p.p_memsz as usize)
             })
             .filter(|(s, e)| s < e)
-            .last();
+            .next_back();
         1
     }
     let mut found: Option<(usize, usize)> = None;

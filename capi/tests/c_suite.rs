@@ -121,7 +121,17 @@ macro_rules! c_programs {
     };
 }
 
-c_programs!(setup, rma, amo, sync, teams, collectives, nvshmem, statics);
+c_programs!(
+    setup,
+    rma,
+    amo,
+    sync,
+    teams,
+    collectives,
+    nvshmem,
+    statics,
+    generic
+);
 
 /// Symmetric statics in a program linked with `libsymmem.a` (`symcc -static-symmem`),
 /// where the runtime's own statics share the program's data segment.
