@@ -73,8 +73,7 @@ fn writable_segment() -> Option<(usize, usize)> {
                 let start = bias + p.p_vaddr as usize;
                 (start.max(relro_end), start + p.p_memsz as usize)
             })
-            .filter(|(s, e)| s < e)
-            .next_back();
+            .rfind(|(s, e)| s < e);
         1
     }
     let mut found: Option<(usize, usize)> = None;

@@ -181,3 +181,56 @@ fn bad_pe_ends_the_job_naming_routine_pe_and_address() {
         job.fail("the program did not get to the bad put");
     }
 }
+
+/// Every routine `shmem.h` declares (outside its inline wrappers) is exported by
+/// `libsymmem.so`, and the library exports no `shmem_` routine the header lacks.
+#[test]
+fn shmem_h_and_the_library_agree() {
+    let header = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/shmem.h");
+    let pre = Command::new(std::env::var("SYMCC_CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-E", "-P", "-x", "c"])
+        .arg(&header)
+        .output()
+        .expect("running the C preprocessor");
+    assert!(pre.status.success(), "cc -E {} failed", header.display());
+    let text = String::from_utf8_lossy(&pre.stdout);
+    let mut declared: Vec<String> = text
+        .split(';')
+        .filter(|decl| !decl.contains("static inline"))
+        .flat_map(|decl| {
+            decl.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '('))
+                .filter_map(|w| w.strip_suffix('('))
+                .filter(|w| w.starts_with("shmem_"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    declared.sort();
+    declared.dedup();
+    let lib = profile_dir().join("libsymmem.so");
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&lib)
+        .output()
+        .expect("running nm");
+    assert!(nm.status.success(), "nm {} failed", lib.display());
+    let mut exported: Vec<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|s| s.starts_with("shmem_"))
+        .map(str::to_string)
+        .collect();
+    exported.sort();
+    exported.dedup();
+    let missing: Vec<_> = declared.iter().filter(|d| !exported.contains(d)).collect();
+    let undeclared: Vec<_> = exported.iter().filter(|e| !declared.contains(e)).collect();
+    assert!(
+        missing.is_empty() && undeclared.is_empty(),
+        "declared in shmem.h but not exported: {missing:?}; exported but not declared: {undeclared:?}"
+    );
+    assert!(
+        declared.len() > 900,
+        "only {} routines declared",
+        declared.len()
+    );
+}
