@@ -197,13 +197,7 @@ fn shmem_h_and_the_library_agree() {
     let mut declared: Vec<String> = text
         .split(';')
         .filter(|decl| !decl.contains("static inline"))
-        .flat_map(|decl| {
-            decl.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '('))
-                .filter_map(|w| w.strip_suffix('('))
-                .filter(|w| w.starts_with("shmem_"))
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
+        .flat_map(called_names)
         .collect();
     declared.sort();
     declared.dedup();
@@ -233,4 +227,23 @@ fn shmem_h_and_the_library_agree() {
         "only {} routines declared",
         declared.len()
     );
+}
+
+/// The `shmem_` identifiers in `text` that are followed by `(` (declarations and calls).
+fn called_names(text: &str) -> Vec<String> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(|c: char| ident(c)) {
+        let word_len = rest[at..]
+            .find(|c: char| !ident(c))
+            .unwrap_or(rest.len() - at);
+        let word = &rest[at..at + word_len];
+        let after = rest[at + word_len..].trim_start();
+        if word.starts_with("shmem_") && after.starts_with('(') {
+            names.push(word.to_string());
+        }
+        rest = &rest[at + word_len..];
+    }
+    names
 }
