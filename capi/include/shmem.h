@@ -19,7 +19,9 @@
  *    addresses and keep their values, also after shmem_finalize. Not on GPU PEs, and not
  *    for shared libraries' statics (the specification asks only for the program's).
  *  - Threads: every thread level is provided as SHMEM_THREAD_MULTIPLE.
- *  - Not provided: contexts (shmem_ctx_*, and the generic forms taking one), the
+ *  - Contexts are teams: shmem_ctx_* operations take the context's team PE numbers,
+ *    and shmem_ctx_fence/shmem_ctx_quiet order/complete all of this PE's operations.
+ *  - Not provided: the C11 generic forms taking a context, the
  *    deprecated active-set collectives (shmem_broadcast32, shmem_int_sum_to_all, ...)
  *    and shmem_barrier/shmem_sync with an active set, shmem_short/ushort waits, long
  *    double and complex reductions, negative strides in shmem_team_split_strided.
@@ -91,6 +93,15 @@ typedef struct {
     int num_contexts;
 } shmem_team_config_t;
 #define SHMEM_TEAM_NUM_CONTEXTS 1L
+
+/* Contexts (9.5): a context is a team here; its operations take that team's PE numbers,
+ * and shmem_ctx_fence/quiet order and complete all of this PE's operations. */
+typedef struct symmem_ctx *shmem_ctx_t;
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+#define SHMEM_CTX_DEFAULT ((shmem_ctx_t)1)
+#define SHMEM_CTX_SERIALIZED 1L
+#define SHMEM_CTX_PRIVATE 2L
+#define SHMEM_CTX_NOSTORE 4L
 
 /* Library setup, exit and query (9.2). */
 void shmem_init(void);
@@ -353,6 +364,148 @@ SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, sum)
 SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, prod)
 #undef SYMMEM_DECLARE_REDUCE
 
+
+/* Context routines (9.5) and the shmem_ctx_* forms of RMA, signals and AMOs. */
+int shmem_ctx_create(long options, shmem_ctx_t *ctx);
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
+void shmem_ctx_fence(shmem_ctx_t ctx);
+void shmem_ctx_quiet(shmem_ctx_t ctx);
+/* The world PE of a context's team PE (used by the wrappers below). */
+int symmem_ctx_pe(shmem_ctx_t ctx, int pe);
+#define SYMMEM_CTX_PE(ctx, pe) ((ctx) == SHMEM_CTX_DEFAULT ? (pe) : symmem_ctx_pe((ctx), (pe)))
+
+#define SYMMEM_CTX_RMA(TYPE, NAME) \
+    static inline void shmem_ctx_##NAME##_put(shmem_ctx_t c, TYPE *d, const TYPE *s, size_t n, \
+                                              int pe) { \
+        shmem_##NAME##_put(d, s, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_get(shmem_ctx_t c, TYPE *d, const TYPE *s, size_t n, \
+                                              int pe) { \
+        shmem_##NAME##_get(d, s, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_put_nbi(shmem_ctx_t c, TYPE *d, const TYPE *s, \
+                                                  size_t n, int pe) { \
+        shmem_##NAME##_put_nbi(d, s, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_get_nbi(shmem_ctx_t c, TYPE *d, const TYPE *s, \
+                                                  size_t n, int pe) { \
+        shmem_##NAME##_get_nbi(d, s, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_iput(shmem_ctx_t c, TYPE *d, const TYPE *s, \
+                                               ptrdiff_t dst, ptrdiff_t sst, size_t n, \
+                                               int pe) { \
+        shmem_##NAME##_iput(d, s, dst, sst, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_iget(shmem_ctx_t c, TYPE *d, const TYPE *s, \
+                                               ptrdiff_t dst, ptrdiff_t sst, size_t n, \
+                                               int pe) { \
+        shmem_##NAME##_iget(d, s, dst, sst, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_p(shmem_ctx_t c, TYPE *d, TYPE v, int pe) { \
+        shmem_##NAME##_p(d, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline TYPE shmem_ctx_##NAME##_g(shmem_ctx_t c, const TYPE *s, int pe) { \
+        return shmem_##NAME##_g(s, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_put_signal(shmem_ctx_t c, TYPE *d, const TYPE *s, \
+                                                     size_t n, uint64_t *sig, uint64_t v, \
+                                                     int op, int pe) { \
+        shmem_##NAME##_put_signal(d, s, n, sig, v, op, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_put_signal_nbi(shmem_ctx_t c, TYPE *d, \
+                                                         const TYPE *s, size_t n, \
+                                                         uint64_t *sig, uint64_t v, int op, \
+                                                         int pe) { \
+        shmem_##NAME##_put_signal_nbi(d, s, n, sig, v, op, SYMMEM_CTX_PE(c, pe)); }
+SYMMEM_RMA_TYPES(SYMMEM_CTX_RMA)
+#undef SYMMEM_CTX_RMA
+
+#define SYMMEM_CTX_SIZED(SUFFIX) \
+    static inline void shmem_ctx_put##SUFFIX(shmem_ctx_t c, void *d, const void *s, size_t n, \
+                                             int pe) { \
+        shmem_put##SUFFIX(d, s, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_get##SUFFIX(shmem_ctx_t c, void *d, const void *s, size_t n, \
+                                             int pe) { \
+        shmem_get##SUFFIX(d, s, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_put##SUFFIX##_nbi(shmem_ctx_t c, void *d, const void *s, \
+                                                   size_t n, int pe) { \
+        shmem_put##SUFFIX##_nbi(d, s, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_get##SUFFIX##_nbi(shmem_ctx_t c, void *d, const void *s, \
+                                                   size_t n, int pe) { \
+        shmem_get##SUFFIX##_nbi(d, s, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_put##SUFFIX##_signal(shmem_ctx_t c, void *d, const void *s, \
+                                                      size_t n, uint64_t *sig, uint64_t v, \
+                                                      int op, int pe) { \
+        shmem_put##SUFFIX##_signal(d, s, n, sig, v, op, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_put##SUFFIX##_signal_nbi(shmem_ctx_t c, void *d, \
+                                                          const void *s, size_t n, \
+                                                          uint64_t *sig, uint64_t v, int op, \
+                                                          int pe) { \
+        shmem_put##SUFFIX##_signal_nbi(d, s, n, sig, v, op, SYMMEM_CTX_PE(c, pe)); }
+#define SYMMEM_CTX_STRIDED(BITS) \
+    static inline void shmem_ctx_iput##BITS(shmem_ctx_t c, void *d, const void *s, \
+                                            ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) { \
+        shmem_iput##BITS(d, s, dst, sst, n, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_iget##BITS(shmem_ctx_t c, void *d, const void *s, \
+                                            ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) { \
+        shmem_iget##BITS(d, s, dst, sst, n, SYMMEM_CTX_PE(c, pe)); }
+SYMMEM_CTX_SIZED(8) SYMMEM_CTX_SIZED(16) SYMMEM_CTX_SIZED(32) SYMMEM_CTX_SIZED(64)
+SYMMEM_CTX_SIZED(128) SYMMEM_CTX_SIZED(mem)
+SYMMEM_CTX_STRIDED(8) SYMMEM_CTX_STRIDED(16) SYMMEM_CTX_STRIDED(32) SYMMEM_CTX_STRIDED(64)
+SYMMEM_CTX_STRIDED(128)
+#undef SYMMEM_CTX_SIZED
+#undef SYMMEM_CTX_STRIDED
+
+#define SYMMEM_CTX_AMO_EXTENDED(TYPE, NAME) \
+    static inline TYPE shmem_ctx_##NAME##_atomic_fetch(shmem_ctx_t c, const TYPE *s, int pe) { \
+        return shmem_##NAME##_atomic_fetch(s, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_fetch_nbi(shmem_ctx_t c, TYPE *f, \
+                                                           const TYPE *s, int pe) { \
+        shmem_##NAME##_atomic_fetch_nbi(f, s, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_set(shmem_ctx_t c, TYPE *d, TYPE v, int pe) { \
+        shmem_##NAME##_atomic_set(d, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline TYPE shmem_ctx_##NAME##_atomic_swap(shmem_ctx_t c, TYPE *d, TYPE v, int pe) { \
+        return shmem_##NAME##_atomic_swap(d, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_swap_nbi(shmem_ctx_t c, TYPE *f, TYPE *d, \
+                                                          TYPE v, int pe) { \
+        shmem_##NAME##_atomic_swap_nbi(f, d, v, SYMMEM_CTX_PE(c, pe)); }
+#define SYMMEM_CTX_AMO_STANDARD(TYPE, NAME) \
+    SYMMEM_CTX_AMO_EXTENDED(TYPE, NAME) \
+    static inline TYPE shmem_ctx_##NAME##_atomic_compare_swap(shmem_ctx_t c, TYPE *d, \
+                                                              TYPE cond, TYPE v, int pe) { \
+        return shmem_##NAME##_atomic_compare_swap(d, cond, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_compare_swap_nbi(shmem_ctx_t c, TYPE *f, \
+                                                                  TYPE *d, TYPE cond, TYPE v, \
+                                                                  int pe) { \
+        shmem_##NAME##_atomic_compare_swap_nbi(f, d, cond, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline TYPE shmem_ctx_##NAME##_atomic_fetch_inc(shmem_ctx_t c, TYPE *d, int pe) { \
+        return shmem_##NAME##_atomic_fetch_inc(d, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_fetch_inc_nbi(shmem_ctx_t c, TYPE *f, \
+                                                               TYPE *d, int pe) { \
+        shmem_##NAME##_atomic_fetch_inc_nbi(f, d, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_inc(shmem_ctx_t c, TYPE *d, int pe) { \
+        shmem_##NAME##_atomic_inc(d, SYMMEM_CTX_PE(c, pe)); } \
+    static inline TYPE shmem_ctx_##NAME##_atomic_fetch_add(shmem_ctx_t c, TYPE *d, TYPE v, \
+                                                           int pe) { \
+        return shmem_##NAME##_atomic_fetch_add(d, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_fetch_add_nbi(shmem_ctx_t c, TYPE *f, \
+                                                               TYPE *d, TYPE v, int pe) { \
+        shmem_##NAME##_atomic_fetch_add_nbi(f, d, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_add(shmem_ctx_t c, TYPE *d, TYPE v, int pe) { \
+        shmem_##NAME##_atomic_add(d, v, SYMMEM_CTX_PE(c, pe)); }
+#define SYMMEM_CTX_AMO_BITWISE_OP(TYPE, NAME, OP) \
+    static inline TYPE shmem_ctx_##NAME##_atomic_fetch_##OP(shmem_ctx_t c, TYPE *d, TYPE v, \
+                                                            int pe) { \
+        return shmem_##NAME##_atomic_fetch_##OP(d, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_fetch_##OP##_nbi(shmem_ctx_t c, TYPE *f, \
+                                                                  TYPE *d, TYPE v, int pe) { \
+        shmem_##NAME##_atomic_fetch_##OP##_nbi(f, d, v, SYMMEM_CTX_PE(c, pe)); } \
+    static inline void shmem_ctx_##NAME##_atomic_##OP(shmem_ctx_t c, TYPE *d, TYPE v, int pe) { \
+        shmem_##NAME##_atomic_##OP(d, v, SYMMEM_CTX_PE(c, pe)); }
+#define SYMMEM_CTX_AMO_BITWISE(TYPE, NAME) \
+    SYMMEM_CTX_AMO_BITWISE_OP(TYPE, NAME, and) SYMMEM_CTX_AMO_BITWISE_OP(TYPE, NAME, or) \
+    SYMMEM_CTX_AMO_BITWISE_OP(TYPE, NAME, xor)
+SYMMEM_AMO_STANDARD_TYPES(SYMMEM_CTX_AMO_STANDARD)
+SYMMEM_CTX_AMO_EXTENDED(float, float)
+SYMMEM_CTX_AMO_EXTENDED(double, double)
+SYMMEM_AMO_BITWISE_TYPES(SYMMEM_CTX_AMO_BITWISE)
+#undef SYMMEM_CTX_AMO_EXTENDED
+#undef SYMMEM_CTX_AMO_STANDARD
+#undef SYMMEM_CTX_AMO_BITWISE_OP
+#undef SYMMEM_CTX_AMO_BITWISE
 
 /* Distributed locking (9.12): lock is a symmetric long, 0 before first use. */
 void shmem_set_lock(long *lock);

@@ -31,6 +31,7 @@ use symmem_runtime::{Runtime, SymBuf, Team};
 
 mod amo;
 mod collectives;
+mod contexts;
 mod locks;
 mod memory;
 mod rma;
