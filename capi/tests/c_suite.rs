@@ -128,6 +128,7 @@ c_programs!(
     sync,
     teams,
     collectives,
+    contexts,
     nvshmem,
     statics,
     generic
