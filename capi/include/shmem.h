@@ -21,10 +21,12 @@
  *  - Threads: every thread level is provided as SHMEM_THREAD_MULTIPLE.
  *  - Contexts are teams: shmem_ctx_* operations take the context's team PE numbers,
  *    and shmem_ctx_fence/shmem_ctx_quiet order/complete all of this PE's operations.
- *  - Not provided: the C11 generic forms taking a context, the
- *    deprecated active-set collectives (shmem_broadcast32, shmem_int_sum_to_all, ...)
- *    and shmem_barrier/shmem_sync with an active set, shmem_short/ushort waits, long
- *    double and complex reductions, negative strides in shmem_team_split_strided.
+ *  - The deprecated active-set collectives (shmem_barrier, shmem_broadcast64,
+ *    shmem_int_sum_to_all, ...) run on one-sided operations and the caller's pSync;
+ *    pWrk is not used. Their pSync sizes below are ample (they use 3 words).
+ *  - Not provided: the C11 generic forms taking a context, shmem_short/ushort waits,
+ *    long double and complex reductions (also _to_all), negative strides in
+ *    shmem_team_split_strided.
  *  - Locks: the lock is PE 0's copy of the word; waiters retry a compare-and-swap with
  *    backoff (not FIFO); a wait past SYMMEM_TIMEOUT (when set) ends the job.
  *  - Nonblocking routines (_nbi) are complete when they return; shmem_quiet is still
@@ -506,6 +508,47 @@ SYMMEM_AMO_BITWISE_TYPES(SYMMEM_CTX_AMO_BITWISE)
 #undef SYMMEM_CTX_AMO_STANDARD
 #undef SYMMEM_CTX_AMO_BITWISE_OP
 #undef SYMMEM_CTX_AMO_BITWISE
+
+/* Deprecated active-set collectives (9.9): the PEs PE_start + i * 2^logPE_stride,
+ * i < PE_size, call; pSync is a symmetric long array of SHMEM_*_SYNC_SIZE elements, all
+ * SHMEM_SYNC_VALUE before the first call (and left so). */
+void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
+#define SYMMEM_DECLARE_ACTIVE(BITS) \
+    void shmem_broadcast##BITS(void *dest, const void *source, size_t nelems, int PE_root, \
+                               int PE_start, int logPE_stride, int PE_size, long *pSync); \
+    void shmem_collect##BITS(void *dest, const void *source, size_t nelems, int PE_start, \
+                             int logPE_stride, int PE_size, long *pSync); \
+    void shmem_fcollect##BITS(void *dest, const void *source, size_t nelems, int PE_start, \
+                              int logPE_stride, int PE_size, long *pSync); \
+    void shmem_alltoall##BITS(void *dest, const void *source, size_t nelems, int PE_start, \
+                              int logPE_stride, int PE_size, long *pSync); \
+    void shmem_alltoalls##BITS(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, \
+                               size_t nelems, int PE_start, int logPE_stride, int PE_size, \
+                               long *pSync);
+SYMMEM_DECLARE_ACTIVE(32)
+SYMMEM_DECLARE_ACTIVE(64)
+#undef SYMMEM_DECLARE_ACTIVE
+#define SYMMEM_DECLARE_TO_ALL(TYPE, NAME, OP) \
+    void shmem_##NAME##_##OP##_to_all(TYPE *dest, const TYPE *source, int nreduce, \
+                                      int PE_start, int logPE_stride, int PE_size, \
+                                      TYPE *pWrk, long *pSync);
+#define SYMMEM_TO_ALL_INT(OP) \
+    SYMMEM_DECLARE_TO_ALL(short, short, OP) SYMMEM_DECLARE_TO_ALL(int, int, OP) \
+    SYMMEM_DECLARE_TO_ALL(long, long, OP) SYMMEM_DECLARE_TO_ALL(long long, longlong, OP)
+#define SYMMEM_TO_ALL_ARITH(OP) \
+    SYMMEM_TO_ALL_INT(OP) SYMMEM_DECLARE_TO_ALL(float, float, OP) \
+    SYMMEM_DECLARE_TO_ALL(double, double, OP)
+SYMMEM_TO_ALL_INT(and)
+SYMMEM_TO_ALL_INT(or)
+SYMMEM_TO_ALL_INT(xor)
+SYMMEM_TO_ALL_ARITH(max)
+SYMMEM_TO_ALL_ARITH(min)
+SYMMEM_TO_ALL_ARITH(sum)
+SYMMEM_TO_ALL_ARITH(prod)
+#undef SYMMEM_DECLARE_TO_ALL
+#undef SYMMEM_TO_ALL_INT
+#undef SYMMEM_TO_ALL_ARITH
 
 /* Distributed locking (9.12): lock is a symmetric long, 0 before first use. */
 void shmem_set_lock(long *lock);

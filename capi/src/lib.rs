@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use symmem_runtime::{Runtime, SymBuf, Team};
 
+mod active_set;
 mod amo;
 mod collectives;
 mod contexts;

@@ -128,6 +128,7 @@ c_programs!(
     sync,
     teams,
     collectives,
+    active_set,
     contexts,
     nvshmem,
     statics,
