@@ -62,7 +62,7 @@ impl ActiveSet {
             )));
         }
         let me = s.rt.my_pe();
-        let index = (me >= st && (me - st) % stride == 0)
+        let index = (me >= st && (me - st).is_multiple_of(stride))
             .then(|| (me - st) / stride)
             .filter(|&i| i < sz)
             .ok_or_else(|| bad("this PE is not a member".into()))?;
