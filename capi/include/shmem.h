@@ -24,8 +24,7 @@
  *  - The deprecated active-set collectives (shmem_barrier, shmem_broadcast64,
  *    shmem_int_sum_to_all, ...) run on one-sided operations and the caller's pSync;
  *    pWrk is not used. Their pSync sizes below are ample (they use 3 words).
- *  - Not provided: the C11 generic forms taking a context, shmem_short/ushort waits,
- *    long double and complex reductions (also _to_all), negative strides in
+ *  - Not provided: the C11 generic forms taking a context, long double and complex reductions (also _to_all), negative strides in
  *    shmem_team_split_strided.
  *  - Locks: the lock is PE 0's copy of the word; waiters retry a compare-and-swap with
  *    backoff (not FIFO); a wait past SYMMEM_TIMEOUT (when set) ends the job.
@@ -272,9 +271,9 @@ SYMMEM_AMO_BITWISE_TYPES(SYMMEM_DECLARE_AMO_BITWISE)
 #undef SYMMEM_DECLARE_AMO_STANDARD
 #undef SYMMEM_DECLARE_AMO_BITWISE
 
-/* Point-to-point synchronization (9.11): the 4- and 8-byte types of Table 14. */
+/* Point-to-point synchronization (9.11): the types of Table 14. */
 #define SYMMEM_SYNC_TYPES(X) \
-    X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint) \
+    X(short, short) X(unsigned short, ushort) X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint) \
     X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32) \
     X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) \
     X(ptrdiff_t, ptrdiff)
@@ -686,23 +685,25 @@ static inline void shmem_double_set(double *d, double v, int pe) {
 #define shmem_atomic_xor(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_BIT(atomic_xor))(dest, value, pe)
 
+#define SYMMEM_G_WAIT(OP) \
+    short: shmem_short_##OP, unsigned short: shmem_ushort_##OP, SYMMEM_G_AMO(OP)
 #define shmem_wait_until(ivar, cmp, cmp_value) \
-    _Generic(*(ivar), SYMMEM_G_AMO(wait_until))(ivar, cmp, cmp_value)
+    _Generic(*(ivar), SYMMEM_G_WAIT(wait_until))(ivar, cmp, cmp_value)
 #define shmem_test(ivar, cmp, cmp_value) \
-    _Generic(*(ivar), SYMMEM_G_AMO(test))(ivar, cmp, cmp_value)
+    _Generic(*(ivar), SYMMEM_G_WAIT(test))(ivar, cmp, cmp_value)
 #define shmem_wait_until_all(ivars, nelems, status, cmp, cmp_value) \
-    _Generic(*(ivars), SYMMEM_G_AMO(wait_until_all))(ivars, nelems, status, cmp, cmp_value)
+    _Generic(*(ivars), SYMMEM_G_WAIT(wait_until_all))(ivars, nelems, status, cmp, cmp_value)
 #define shmem_wait_until_any(ivars, nelems, status, cmp, cmp_value) \
-    _Generic(*(ivars), SYMMEM_G_AMO(wait_until_any))(ivars, nelems, status, cmp, cmp_value)
+    _Generic(*(ivars), SYMMEM_G_WAIT(wait_until_any))(ivars, nelems, status, cmp, cmp_value)
 #define shmem_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value) \
-    _Generic(*(ivars), SYMMEM_G_AMO(wait_until_some))(ivars, nelems, indices, status, cmp, \
+    _Generic(*(ivars), SYMMEM_G_WAIT(wait_until_some))(ivars, nelems, indices, status, cmp, \
                                                       cmp_value)
 #define shmem_test_all(ivars, nelems, status, cmp, cmp_value) \
-    _Generic(*(ivars), SYMMEM_G_AMO(test_all))(ivars, nelems, status, cmp, cmp_value)
+    _Generic(*(ivars), SYMMEM_G_WAIT(test_all))(ivars, nelems, status, cmp, cmp_value)
 #define shmem_test_any(ivars, nelems, status, cmp, cmp_value) \
-    _Generic(*(ivars), SYMMEM_G_AMO(test_any))(ivars, nelems, status, cmp, cmp_value)
+    _Generic(*(ivars), SYMMEM_G_WAIT(test_any))(ivars, nelems, status, cmp, cmp_value)
 #define shmem_test_some(ivars, nelems, indices, status, cmp, cmp_value) \
-    _Generic(*(ivars), SYMMEM_G_AMO(test_some))(ivars, nelems, indices, status, cmp, \
+    _Generic(*(ivars), SYMMEM_G_WAIT(test_some))(ivars, nelems, indices, status, cmp, \
                                                 cmp_value)
 
 #define shmem_broadcast(team, dest, source, nelems, root) \

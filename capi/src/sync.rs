@@ -344,8 +344,190 @@ macro_rules! waits {
 }
 
 // The point-to-point synchronization types of §9.11 that are 4 or 8 bytes (`short` and
-// `ushort` are not provided: see shmem.h).
+// `ushort` are `small_waits!` below).
 waits!(
     int: i32, long: i64, longlong: i64, uint: u32, ulong: u64, ulonglong: u64, int32: i32,
     int64: i64, uint32: u32, uint64: u64, size: u64, ptrdiff: i64,
 );
+
+/// A 2-byte ivar type (`short`, `unsigned short`), which the runtime's typed waits do not
+/// cover: waited on here with atomic loads of this PE's copy, under the runtime's wait
+/// policy ([`symmem_runtime::Runtime::wait_local`]).
+trait Small: Copy + PartialOrd + std::fmt::Debug {
+    /// Loads `*p` with Acquire ordering.
+    ///
+    /// # Safety
+    /// `p` is valid, aligned, and only accessed atomically (or by other processes).
+    unsafe fn load(p: *mut Self) -> Self;
+}
+
+impl Small for i16 {
+    unsafe fn load(p: *mut Self) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe { std::sync::atomic::AtomicI16::from_ptr(p) }
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl Small for u16 {
+    unsafe fn load(p: *mut Self) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe { std::sync::atomic::AtomicU16::from_ptr(p) }
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// [`multi`] for 2-byte ivars (with `n = 1` and `Kind::All` for the single waits).
+///
+/// # Safety
+/// As for [`multi`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn multi_small<T: Small>(
+    func: &'static str,
+    kind: Kind,
+    test: bool,
+    ivars: *mut T,
+    n: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp_: c_int,
+    values: Against<'_, T>,
+) -> usize {
+    let s = state(func);
+    let c = cmp(func, cmp_);
+    if n == 0 {
+        return match kind {
+            Kind::All => usize::from(test),
+            Kind::Any => usize::MAX,
+            Kind::Some => 0,
+        };
+    }
+    let view = s.view(func, ivars.cast_const(), n);
+    let base = match s.rt.ptr(&view, s.rt.my_pe()).or_die(func) {
+        Some(p) if !s.rt.is_gpu() => p.as_ptr(),
+        _ => die(
+            func,
+            "2-byte waits need a host heap (this PE's heap is GPU memory)",
+        ),
+    };
+    // SAFETY: the caller's contract.
+    let ex = unsafe { excluded(status, n) };
+    let included = |i: usize| ex.as_ref().is_none_or(|e| !e[i]);
+    let value = |i: usize| match values {
+        Against::One(v) => v,
+        Against::Each(vs) => vs[i],
+    };
+    // SAFETY: `base` is this PE's mapping of the view's `n` elements, checked by `view`;
+    // peers write them with stores and atomics, so they are read atomically.
+    let holds = |i: usize| c.holds(unsafe { T::load(base.add(i)) }, value(i));
+    let found = || {
+        (0..n)
+            .filter(|&i| included(i) && holds(i))
+            .collect::<Vec<_>>()
+    };
+    let done = || match kind {
+        Kind::All => (0..n).all(|i| !included(i) || holds(i)),
+        Kind::Any | Kind::Some => {
+            (0..n).all(|i| !included(i)) || (0..n).any(|i| included(i) && holds(i))
+        }
+    };
+    if !test {
+        s.rt.wait_local(func, || format!("{n} ivars at {ivars:p} {c:?}"), done)
+            .or_die(func);
+    }
+    match kind {
+        Kind::All => usize::from(done()),
+        Kind::Any => found().first().copied().unwrap_or(usize::MAX),
+        // SAFETY: the caller's contract.
+        Kind::Some => unsafe { report(func, indices, n, &found()) },
+    }
+}
+
+/// Exports the point-to-point synchronization routines for the 2-byte types.
+macro_rules! small_waits {
+    ($($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+        #[doc = concat!("`shmem_", stringify!($name), "_wait_until` (§9.11.1).")]
+        #[no_mangle]
+        pub extern "C" fn [<shmem_ $name _wait_until>](ivar: *mut $t, cmp_: c_int, cmp_value: $t) {
+            // SAFETY: one ivar, no status or indices.
+            unsafe { multi_small(concat!("shmem_", stringify!($name), "_wait_until"), Kind::All, false, ivar, 1, std::ptr::null_mut(), std::ptr::null(), cmp_, Against::One(cmp_value)) };
+        }
+        #[doc = concat!("`shmem_", stringify!($name), "_test` (§9.11.7): 1 if `ivar` satisfies the comparison now.")]
+        #[no_mangle]
+        pub extern "C" fn [<shmem_ $name _test>](ivar: *mut $t, cmp_: c_int, cmp_value: $t) -> c_int {
+            // SAFETY: one ivar, no status or indices.
+            unsafe { multi_small(concat!("shmem_", stringify!($name), "_test"), Kind::All, true, ivar, 1, std::ptr::null_mut(), std::ptr::null(), cmp_, Against::One(cmp_value)) as c_int }
+        }
+        small_waits!(@multi $name, $t, wait_until_all, All, false, void);
+        small_waits!(@multi $name, $t, wait_until_any, Any, false, usize);
+        small_waits!(@some $name, $t, wait_until_some, false);
+        small_waits!(@multi $name, $t, test_all, All, true, c_int);
+        small_waits!(@multi $name, $t, test_any, Any, true, usize);
+        small_waits!(@some $name, $t, test_some, true);
+    )* } };
+    (@multi $name:ident, $t:ty, $op:ident, $kind:ident, $test:expr, void) => { paste::paste! {
+        #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "` (§9.11).")]
+        ///
+        /// # Safety
+        /// `status` is NULL or holds `nelems` ints; `ivars` is symmetric.
+        #[no_mangle]
+        pub unsafe extern "C" fn [<shmem_ $name _ $op>](ivars: *mut $t, nelems: usize, status: *const c_int, cmp_: c_int, cmp_value: $t) {
+            // SAFETY: the caller's contract.
+            unsafe { multi_small(concat!("shmem_", stringify!($name), "_", stringify!($op)), Kind::$kind, $test, ivars, nelems, std::ptr::null_mut(), status, cmp_, Against::One(cmp_value)) };
+        }
+        #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "_vector` (§9.11).")]
+        ///
+        /// # Safety
+        /// As for the scalar form; `cmp_values` holds `nelems` values.
+        #[no_mangle]
+        pub unsafe extern "C" fn [<shmem_ $name _ $op _vector>](ivars: *mut $t, nelems: usize, status: *const c_int, cmp_: c_int, cmp_values: *const $t) {
+            const F: &str = concat!("shmem_", stringify!($name), "_", stringify!($op), "_vector");
+            // SAFETY: the caller's contract.
+            unsafe { multi_small(F, Kind::$kind, $test, ivars, nelems, std::ptr::null_mut(), status, cmp_, each(F, cmp_values, nelems)) };
+        }
+    } };
+    (@multi $name:ident, $t:ty, $op:ident, $kind:ident, $test:expr, $ret:ty) => { paste::paste! {
+        #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "` (§9.11).")]
+        ///
+        /// # Safety
+        /// `status` is NULL or holds `nelems` ints; `ivars` is symmetric.
+        #[no_mangle]
+        pub unsafe extern "C" fn [<shmem_ $name _ $op>](ivars: *mut $t, nelems: usize, status: *const c_int, cmp_: c_int, cmp_value: $t) -> $ret {
+            // SAFETY: the caller's contract.
+            unsafe { multi_small(concat!("shmem_", stringify!($name), "_", stringify!($op)), Kind::$kind, $test, ivars, nelems, std::ptr::null_mut(), status, cmp_, Against::One(cmp_value)) as $ret }
+        }
+        #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "_vector` (§9.11).")]
+        ///
+        /// # Safety
+        /// As for the scalar form; `cmp_values` holds `nelems` values.
+        #[no_mangle]
+        pub unsafe extern "C" fn [<shmem_ $name _ $op _vector>](ivars: *mut $t, nelems: usize, status: *const c_int, cmp_: c_int, cmp_values: *const $t) -> $ret {
+            const F: &str = concat!("shmem_", stringify!($name), "_", stringify!($op), "_vector");
+            // SAFETY: the caller's contract.
+            unsafe { multi_small(F, Kind::$kind, $test, ivars, nelems, std::ptr::null_mut(), status, cmp_, each(F, cmp_values, nelems)) as $ret }
+        }
+    } };
+    (@some $name:ident, $t:ty, $op:ident, $test:expr) => { paste::paste! {
+        #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "` (§9.11): writes the satisfying indices, returns their count.")]
+        ///
+        /// # Safety
+        /// `status` is NULL or holds `nelems` ints, `indices` `nelems` `size_t`s.
+        #[no_mangle]
+        pub unsafe extern "C" fn [<shmem_ $name _ $op>](ivars: *mut $t, nelems: usize, indices: *mut usize, status: *const c_int, cmp_: c_int, cmp_value: $t) -> usize {
+            // SAFETY: the caller's contract.
+            unsafe { multi_small(concat!("shmem_", stringify!($name), "_", stringify!($op)), Kind::Some, $test, ivars, nelems, indices, status, cmp_, Against::One(cmp_value)) }
+        }
+        #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "_vector` (§9.11).")]
+        ///
+        /// # Safety
+        /// As for the scalar form; `cmp_values` holds `nelems` values.
+        #[no_mangle]
+        pub unsafe extern "C" fn [<shmem_ $name _ $op _vector>](ivars: *mut $t, nelems: usize, indices: *mut usize, status: *const c_int, cmp_: c_int, cmp_values: *const $t) -> usize {
+            const F: &str = concat!("shmem_", stringify!($name), "_", stringify!($op), "_vector");
+            // SAFETY: the caller's contract.
+            unsafe { multi_small(F, Kind::Some, $test, ivars, nelems, indices, status, cmp_, each(F, cmp_values, nelems)) }
+        }
+    } };
+}
+
+small_waits!(short: i16, ushort: u16);

@@ -99,6 +99,19 @@ impl Runtime {
         })
     }
 
+    /// Waits until `ready` returns true, under the runtime's one wait policy: the shared
+    /// backoff, the checks for dead or departed peers, and `SYMMEM_TIMEOUT` (whose error
+    /// names the operation `op` and `waiting_for()`). For waits on words the typed waits
+    /// do not cover (the C API's 2-byte ivars).
+    pub fn wait_local(
+        &self,
+        op: &'static str,
+        waiting_for: impl Fn() -> String,
+        ready: impl FnMut() -> bool,
+    ) -> Result<()> {
+        self.wait_for(op, waiting_for, ready)
+    }
+
     /// Tells every PE that this one is ending the job (`shmem_global_exit`): records the
     /// failure cause, marks this PE as finalizing so that same-node peers waiting on it
     /// fail at once, and aborts the bootstrap with `reason`, which the other PEs' waits
