@@ -96,9 +96,15 @@ pub(crate) fn state(func: &str) -> &'static State {
 #[cold]
 pub(crate) fn die(func: &str, msg: impl std::fmt::Display) -> ! {
     let who = try_state().map_or(String::new(), |s| format!("PE {}: ", s.rt.my_pe()));
-    tracing::error!("{who}{func}: {msg}; ending the job (as shmem_global_exit(1) would)");
+    let msg = msg.to_string();
+    // Errors built for this routine already start with its name.
+    let what = match msg.strip_prefix(func).and_then(|m| m.strip_prefix(": ")) {
+        Some(rest) => format!("{func}: {rest}"),
+        None => format!("{func}: {msg}"),
+    };
+    tracing::error!("{who}{what}; ending the job (as shmem_global_exit(1) would)");
     if let Some(s) = try_state() {
-        s.rt.abort_job(&format!("{func} failed on PE {}: {msg}", s.rt.my_pe()));
+        s.rt.abort_job(&format!("PE {}: {what}", s.rt.my_pe()));
     }
     std::process::exit(1)
 }

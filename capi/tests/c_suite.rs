@@ -163,25 +163,56 @@ fn under_mpirun() {
     }
 }
 
-/// A put to a PE that does not exist ends the job: nonzero exit, and the log names the
-/// routine, the PE and the address.
-#[test]
-fn bad_pe_ends_the_job_naming_routine_pe_and_address() {
-    let job = run(&Launcher::Symrun(symrun()), "errors", 2, &[]);
+/// Runs `errors.c` with `case` on 2 PEs: the job must fail, after PE 0 got to the bad
+/// put, with a log line containing every one of `expect`.
+fn bad_put_ends_the_job(case: &str, expect: &[&str]) {
+    let prog = build("errors");
+    let job = run_job(
+        &Launcher::Symrun(symrun()),
+        2,
+        prog.to_str().expect("UTF-8 path"),
+        &[case],
+        &[("SYMMEM_TIMEOUT", "100")],
+    );
     if job.status.success() {
         job.fail("the job succeeded");
-    }
-    let named = job.stderr.lines().any(|l| {
-        l.contains("shmem_long_put")
-            && l.contains("PE 7 does not exist")
-            && l.contains("address 0x")
-    });
-    if !named {
-        job.fail("no error line naming shmem_long_put, PE 7 and the address");
     }
     if !job.stdout.contains("PE 0: errors reached the bad put") {
         job.fail("the program did not get to the bad put");
     }
+    if job.stdout.contains("the bad put returned") {
+        job.fail("the bad put returned");
+    }
+    if !job
+        .stderr
+        .lines()
+        .any(|l| expect.iter().all(|e| l.contains(e)))
+    {
+        job.fail(&format!("no error line containing all of {expect:?}"));
+    }
+}
+
+/// A put to a PE that does not exist ends the job; the log names the routine, the PE and
+/// the address.
+#[test]
+fn bad_pe_ends_the_job_naming_routine_pe_and_address() {
+    bad_put_ends_the_job(
+        "pe",
+        &["PE 0: shmem_long_put", "PE 7 does not exist", "address 0x"],
+    );
+}
+
+/// A put to a stack variable (not symmetric) ends the job; the log names the routine,
+/// the address, the size and the heap's range.
+#[test]
+fn non_symmetric_address_ends_the_job_naming_it() {
+    bad_put_ends_the_job(
+        "address",
+        &[
+            "PE 0: shmem_long_put",
+            "(1 elements of 8 bytes) is not inside the symmetric heap of PE 0",
+        ],
+    );
 }
 
 /// Every routine `shmem.h` declares (outside its inline wrappers) is exported by
