@@ -5,12 +5,12 @@
 
 use std::ffi::c_int;
 
-use symmem_runtime::SymBuf;
+use symmem_runtime::SymView;
 
 use crate::{state, OrDie, State};
 
 /// The state, the target PE and a one-element view of `dest` for an AMO named `func`.
-fn target<T>(func: &'static str, dest: *const T, pe: c_int) -> (&'static State, SymBuf<T>, usize) {
+fn target<T>(func: &'static str, dest: *const T, pe: c_int) -> (&'static State, SymView<T>, usize) {
     let s = state(func);
     let pe = s.pe(func, pe, dest as usize);
     (s, s.view(func, dest, 1), pe)

@@ -12,14 +12,14 @@ use std::ffi::c_int;
 use std::ops::{BitAnd, BitOr, BitXor};
 
 use symmem_runtime::collectives::{And, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
-use symmem_runtime::{Error, Pod, Result, SymBuf};
+use symmem_runtime::{Error, Pod, Result, SymView};
 
 use crate::rma::Bytes16;
 use crate::teams::team_or_err;
 use crate::{code, state, State};
 
 /// A view of `len` elements at `addr`, as a `Result` (collectives return codes).
-fn view<T>(s: &State, func: &'static str, addr: *const T, len: usize) -> Result<SymBuf<T>> {
+fn view<T>(s: &State, func: &'static str, addr: *const T, len: usize) -> Result<SymView<T>> {
     s.try_view(func, addr, len)
 }
 
@@ -54,7 +54,7 @@ fn broadcast<T: Pod>(
             if n == 0 {
                 return t.sync();
             }
-            t.broadcast(&view(s, func, dest, n)?, &view(s, func, src, n)?, n, root)
+            t.broadcast(&*view(s, func, dest, n)?, &*view(s, func, src, n)?, n, root)
         })(),
     )
 }
@@ -76,7 +76,7 @@ fn fcollect<T: Pod>(
                 return t.sync();
             }
             let all = times(func, n, t.n_pes())?;
-            t.fcollect(&view(s, func, dest, all)?, &view(s, func, src, n)?, n)
+            t.fcollect(&*view(s, func, dest, all)?, &*view(s, func, src, n)?, n)
         })(),
     )
 }
@@ -104,7 +104,7 @@ fn collect<T: Pod>(
             } else {
                 view(s, func, src, n)?
             };
-            t.collect(&view(s, func, dest, room)?, &src, n)
+            t.collect(&*view(s, func, dest, room)?, &src, n)
         })(),
     )
 }
@@ -127,7 +127,7 @@ fn alltoall<T: Pod>(
                 return t.sync();
             }
             let all = times(func, n, t.n_pes())?;
-            t.alltoall(&view(s, func, dest, all)?, &view(s, func, src, all)?, n)
+            t.alltoall(&*view(s, func, dest, all)?, &*view(s, func, src, all)?, n)
         })(),
     )
 }
@@ -257,7 +257,7 @@ fn native<T: Reducible, O: ReduceOp<T>>(
             if n == 0 {
                 return t.sync();
             }
-            t.reduce(&view(s, func, dest, n)?, &view(s, func, src, n)?, n, op)
+            t.reduce(&*view(s, func, dest, n)?, &*view(s, func, src, n)?, n, op)
         })(),
     )
 }

@@ -2,7 +2,7 @@
 //! subset (`include/nvshmem.h`), built as `libsymmem.so` and `libsymmem.a`.
 //!
 //! Every function maps onto the safe runtime ([`symmem_runtime::Runtime`]): a C pointer
-//! into the symmetric heap becomes a view ([`Runtime::view_at`]) of the same heap range,
+//! into the symmetric heap becomes a view ([`Runtime::view_at`], a `SymView`) of the same heap range,
 //! which the typed operations check and route (direct stores to mapped peers, the socket or
 //! ibverbs transport to other nodes).
 //!
@@ -27,7 +27,7 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use symmem_runtime::{Runtime, SymBuf, Team};
+use symmem_runtime::{Runtime, SymBuf, SymView, Team};
 
 mod active_set;
 mod amo;
@@ -158,7 +158,7 @@ impl State {
 
     /// The view of `len` elements at `addr` in the symmetric heap, or the job ends with
     /// an error naming `func`, the address and the size.
-    pub(crate) fn view<T>(&self, func: &'static str, addr: *const T, len: usize) -> SymBuf<T> {
+    pub(crate) fn view<T>(&self, func: &'static str, addr: *const T, len: usize) -> SymView<T> {
         self.try_view(func, addr, len).or_die(func)
     }
 
@@ -169,7 +169,7 @@ impl State {
         func: &'static str,
         addr: *const T,
         len: usize,
-    ) -> symmem_runtime::Result<SymBuf<T>> {
+    ) -> symmem_runtime::Result<SymView<T>> {
         self.rt
             .view_at(func, self.translate(addr as usize) as *const T, len)
     }

@@ -46,7 +46,7 @@ pub use error::{Error, Result};
 pub use int::{Cmp, SignalOp, SymInt};
 pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use module::Module;
-pub use raw::VIEW_ID;
+pub use raw::{SymView, VIEW_ID};
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;
 pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};

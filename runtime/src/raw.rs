@@ -8,10 +8,12 @@
 //! allocation: OpenSHMEM lets an access span neighbouring allocations), so it can never
 //! reach the runtime's reserve, the team area, or anything outside the mapping.
 //!
-//! A view is not an allocation: it has the id [`VIEW_ID`], and dropping it frees
-//! nothing. Passing one to [`Runtime::free`] is refused by the allocation check.
+//! A view is not an allocation: a [`SymView`] derefs to the [`SymBuf`] that operations
+//! take, with the id [`VIEW_ID`], but it cannot be passed to [`Runtime::free`] (which
+//! takes an owned `SymBuf`), and dropping it frees nothing.
 
 use std::marker::PhantomData;
+use std::ops::Deref;
 use std::sync::atomic::Ordering;
 
 use crate::allocator::MIN_ALIGN;
@@ -24,6 +26,25 @@ use crate::team::TeamState;
 /// The allocation id of every view made by [`Runtime::view_at`] (errors print it as
 /// "allocation #18446744073709551615").
 pub const VIEW_ID: u64 = u64::MAX;
+
+/// Symmetric heap memory named by address ([`Runtime::view_at`]): use it as the
+/// [`SymBuf`] it derefs to (`view.at(i)`, `&view`). It is not an allocation, so it
+/// cannot be freed:
+///
+/// ```compile_fail
+/// # fn f(rt: &symmem_runtime::Runtime, view: symmem_runtime::SymView<u64>) {
+/// rt.free(view).unwrap(); // expected `SymBuf<_>`, found `SymView<u64>`
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct SymView<T>(SymBuf<T>);
+
+impl<T> Deref for SymView<T> {
+    type Target = SymBuf<T>;
+    fn deref(&self) -> &SymBuf<T> {
+        &self.0
+    }
+}
 
 impl Runtime {
     /// This PE's heap as this process sees it: `(address, length)` of the whole mapping,
@@ -53,12 +74,13 @@ impl Runtime {
 
     /// A view of `len` elements of `T` at `addr` in this PE's heap (the symmetric address
     /// of the same elements on every PE), for operations that take a [`SymBuf`]. `op`
-    /// names the operation in errors.
+    /// names the operation in errors. An access through it may span neighbouring
+    /// allocations, never the runtime's reserve or the end of the heap.
     ///
     /// Fails with [`Error::InvalidArgument`] naming the address, the size, this PE and its
     /// heap's range when the elements are not all inside the allocatable part of the heap,
     /// or when `addr` is not aligned for `T`.
-    pub fn view_at<T>(&self, op: &'static str, addr: *const T, len: usize) -> Result<SymBuf<T>> {
+    pub fn view_at<T>(&self, op: &'static str, addr: *const T, len: usize) -> Result<SymView<T>> {
         let size = std::mem::size_of::<T>();
         let addr = addr as usize;
         let (base, heap_len) = self.heap_local_range();
@@ -90,13 +112,13 @@ impl Runtime {
                 ),
             });
         }
-        Ok(SymBuf {
+        Ok(SymView(SymBuf {
             runtime: self.id,
             id: VIEW_ID,
             offset,
             len,
             _elem: PhantomData,
-        })
+        }))
     }
 
     /// Waits until `ready` returns true, under the runtime's one wait policy: the shared
@@ -122,5 +144,45 @@ impl Runtime {
             cb.finalizing.0.store(1, Ordering::Release);
         }
         self.bootstrap.abort(reason);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Error;
+
+    /// Views on a one-PE runtime: the view of an allocation's address has its offset and
+    /// reaches its memory; addresses outside the allocatable heap, overlong ranges and
+    /// misaligned addresses are refused with the address in the message.
+    #[test]
+    fn views_map_addresses_to_heap_offsets_and_refuse_the_rest() {
+        let rt = crate::init().expect("a one-PE runtime");
+        let buf = rt.calloc::<u64>(4).expect("calloc");
+        let (base, len) = rt.heap_local_range();
+        let addr = base + buf.offset();
+        assert_eq!(rt.heap_offset_of(addr), Some(buf.offset()));
+        let view = rt
+            .view_at("test", (addr + 8) as *const u64, 2)
+            .expect("view");
+        assert_eq!(view.offset(), buf.offset() + 8);
+        assert_eq!(view.id(), super::VIEW_ID);
+        rt.put(view.at(1), &[42], 0).expect("put through the view");
+        let mut got = [0u64; 4];
+        rt.get(buf.at(0), &mut got, 0).expect("get");
+        assert_eq!(got, [0, 0, 42, 0]);
+
+        let refused = |addr: usize, n: usize| match rt.view_at("test", addr as *const u64, n) {
+            Err(Error::InvalidArgument { reason, .. }) => reason,
+            other => panic!("view of {addr:#x} × {n}: {other:?}"),
+        };
+        // The runtime's reserve (control words, team area) is not allocatable.
+        assert!(refused(base, 1).contains(&format!("{base:#x}")));
+        assert_eq!(rt.heap_offset_of(base), None);
+        // Past the end, and a range that runs past it.
+        assert!(refused(base + len, 1).contains("is not inside the symmetric heap of PE 0"));
+        assert!(refused(base + len - 8, 2).contains("2 elements of 8 bytes"));
+        // Misaligned for u64.
+        assert!(refused(addr + 4, 1).contains("is not aligned to 8 bytes"));
+        rt.free(buf).expect("free");
     }
 }
