@@ -280,3 +280,53 @@ fn called_names(text: &str) -> Vec<String> {
     }
     names
 }
+
+/// `symcc` works like `oshcc` in a two-step build (`-c`, then a link of the object, with
+/// `-Werror` and no warning about unused linker flags), `--showme:link` names the
+/// library, and the program runs as one PE without a launcher.
+#[test]
+fn symcc_compiles_and_links_in_separate_steps() {
+    let symcc = profile_dir().join("symcc");
+    let dir = profile_dir().join("capi-tests");
+    std::fs::create_dir_all(&dir).expect("creating the output directory");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/setup.c");
+    let obj = dir.join(format!("setup.{}.o", std::process::id()));
+    let exe = dir.join(format!("setup-two-step.{}", std::process::id()));
+    let step = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(&symcc)
+            .args(args)
+            .output()
+            .expect("running symcc");
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "symcc {args:?}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    step(&[
+        "-c".as_ref(),
+        "-Wall".as_ref(),
+        "-Werror".as_ref(),
+        "-DUNUSED_MACRO=1".as_ref(),
+        src.as_os_str(),
+        "-o".as_ref(),
+        obj.as_os_str(),
+    ]);
+    step(&[obj.as_os_str(), "-o".as_ref(), exe.as_os_str()]);
+    assert!(step(&["--showme:link".as_ref()]).contains("-lsymmem"));
+    let run = Command::new(&exe)
+        .env("SYMMEM_TIMEOUT", "60")
+        .output()
+        .expect("running the program");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success() && stdout.contains("PE 0: setup ok"),
+        "{}: {stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let _ = std::fs::remove_file(obj);
+    let _ = std::fs::remove_file(exe);
+}
