@@ -1,7 +1,7 @@
 //! The C test suite (`capi/tests/c/*.c`, written against OpenSHMEM 1.5 and NVSHMEM's host
 //! API): each program is built with `symcc` (generated next to `libsymmem.so`) and run
-//! under `symrun -np N` on 2 and 4 PEs and on 2 simulated nodes (`SYMMEM_SIMULATE_NODES=2`,
-//! the socket transport between them), and under Open MPI's `mpirun` (the pmix bootstrap).
+//! under `symrun -np N` on 2 and 4 PEs and on 2 simulated nodes of 1 and 2 PEs
+//! (`SYMMEM_SIMULATE_NODES=2`, the socket transport between them), and under Open MPI's `mpirun` (the pmix bootstrap).
 //! Every PE must print `PE i: <program> ok`. `statics.c` also runs linked with
 //! `libsymmem.a`. `errors.c` checks the C error contract: a bad
 //! PE ends the job with a message naming the routine, the PE and the address.
@@ -113,6 +113,10 @@ macro_rules! c_programs {
         }
         mod on_4_pes {
             $( #[test] fn $name() { super::run_ok(stringify!($name), 4, &[]); } )*
+        }
+        /// 2 nodes × 1 PE: every operation crosses the socket transport.
+        mod on_2_nodes_of_1_pe {
+            $( #[test] fn $name() { super::run_ok(stringify!($name), 2, &super::TWO_NODES); } )*
         }
         /// 2 nodes × 2 PEs: direct within a node, the socket transport across.
         mod on_2_nodes_of_2_pes {
