@@ -1,10 +1,12 @@
 //! The C test suite (`capi/tests/c/*.c`, written against OpenSHMEM 1.5 and NVSHMEM's host
 //! API): each program is built with `symcc` (generated next to `libsymmem.so`) and run
 //! under `symrun -np N` on 2 and 4 PEs and on 2 simulated nodes of 1 and 2 PEs
-//! (`SYMMEM_SIMULATE_NODES=2`, the socket transport between them), and under Open MPI's `mpirun` (the pmix bootstrap).
-//! Every PE must print `PE i: <program> ok`. `statics.c` also runs linked with
-//! `libsymmem.a`. `errors.c` checks the C error contract: a bad
-//! PE ends the job with a message naming the routine, the PE and the address.
+//! (`SYMMEM_SIMULATE_NODES=2`, the socket transport between them); three also run under
+//! Open MPI's `mpirun` (the pmix bootstrap). Every PE must print `PE i: <program> ok`.
+//! `statics.c` also runs linked with `libsymmem.a`. `errors.c` checks the C error
+//! contract: a bad PE or a non-symmetric address ends the job with a message naming the
+//! routine, the PE and the address. The last tests check that `shmem.h` and the library
+//! agree and that `symcc` builds in two steps.
 //!
 //! Needs a C compiler (`cc`, or `SYMCC_CC`) and the workspace's `symrun` (built by
 //! `cargo test --workspace`, or `cargo build --bin symrun`).
