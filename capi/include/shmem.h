@@ -24,8 +24,9 @@
  *  - The deprecated active-set collectives (shmem_barrier, shmem_broadcast64,
  *    shmem_int_sum_to_all, ...) run on one-sided operations and the caller's pSync;
  *    pWrk is not used. Their pSync sizes below are ample (they use 3 words).
- *  - Not provided: the C11 generic forms taking a context, long double and complex reductions (also _to_all), negative strides in
- *    shmem_team_split_strided.
+ *  - long double and complex (complexf, complexd) reductions are inline below (C only).
+ *  - Not provided: the C11 generic forms taking a context, long double and complex
+ *    _to_all reductions, negative strides in shmem_team_split_strided.
  *  - Locks: the lock is PE 0's copy of the word; waiters retry a compare-and-swap with
  *    backoff (not FIFO); a wait past SYMMEM_TIMEOUT (when set) ends the job.
  *  - Nonblocking routines (_nbi) are complete when they return; shmem_quiet is still
@@ -36,6 +37,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -344,7 +346,8 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
                                      size_t nreduce);
 #define SYMMEM_BITWISE_REDUCE_TYPES(X, OP) \
     X(unsigned char, uchar, OP) X(unsigned short, ushort, OP) X(unsigned int, uint, OP) \
-    X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP) X(int8_t, int8, OP) \
+    X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP) X(long long, longlong, OP) \
+    X(int8_t, int8, OP) \
     X(int16_t, int16, OP) X(int32_t, int32, OP) X(int64_t, int64, OP) \
     X(uint8_t, uint8, OP) X(uint16_t, uint16, OP) X(uint32_t, uint32, OP) \
     X(uint64_t, uint64, OP) X(size_t, size, OP)
@@ -364,6 +367,44 @@ SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, min)
 SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, sum)
 SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, prod)
 #undef SYMMEM_DECLARE_REDUCE
+
+/* long double and complex reductions, in C (the library's ABI has no such types): every
+ * member's source is read between two team barriers and combined in team order. */
+#define SYMMEM_INLINE_REDUCE(TYPE, NAME, OP, EXPR) \
+    static inline int shmem_##NAME##_##OP##_reduce(shmem_team_t team, TYPE *dest, \
+                                                   const TYPE *source, size_t nreduce) { \
+        int n = shmem_team_n_pes(team); \
+        if (n < 0) return -1; \
+        if (nreduce == 0) return shmem_team_sync(team); \
+        TYPE *acc = (TYPE *)malloc(2 * nreduce * sizeof(TYPE)); \
+        if (acc == NULL) return -1; \
+        TYPE *blk = acc + nreduce; \
+        shmem_quiet(); \
+        int rc = shmem_team_sync(team); \
+        for (int j = 0; rc == 0 && j < n; j++) { \
+            shmem_getmem(j ? blk : acc, source, nreduce * sizeof(TYPE), \
+                         shmem_team_translate_pe(team, j, SHMEM_TEAM_WORLD)); \
+            for (size_t i = 0; j > 0 && i < nreduce; i++) { \
+                TYPE a = acc[i], b = blk[i]; \
+                acc[i] = (EXPR); \
+            } \
+        } \
+        if (rc == 0) rc = shmem_team_sync(team); \
+        for (size_t i = 0; rc == 0 && i < nreduce; i++) dest[i] = acc[i]; \
+        free(acc); \
+        return rc; \
+    }
+#ifndef __cplusplus
+SYMMEM_INLINE_REDUCE(long double, longdouble, max, a > b ? a : b)
+SYMMEM_INLINE_REDUCE(long double, longdouble, min, a < b ? a : b)
+SYMMEM_INLINE_REDUCE(long double, longdouble, sum, a + b)
+SYMMEM_INLINE_REDUCE(long double, longdouble, prod, a * b)
+SYMMEM_INLINE_REDUCE(float _Complex, complexf, sum, a + b)
+SYMMEM_INLINE_REDUCE(float _Complex, complexf, prod, a * b)
+SYMMEM_INLINE_REDUCE(double _Complex, complexd, sum, a + b)
+SYMMEM_INLINE_REDUCE(double _Complex, complexd, prod, a * b)
+#endif
+#undef SYMMEM_INLINE_REDUCE
 
 
 /* Context routines (9.5) and the shmem_ctx_* forms of RMA, signals and AMOs. */
@@ -629,10 +670,13 @@ static inline void shmem_double_set(double *d, double v, int pe) {
     unsigned char: shmem_uchar_##OP, unsigned short: shmem_ushort_##OP, \
     unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP, \
     unsigned long long: shmem_ulonglong_##OP, float: shmem_float_##OP, \
-    double: shmem_double_##OP
+    double: shmem_double_##OP, long double: shmem_longdouble_##OP
+#define SYMMEM_G_COMPLEX_REDUCE(OP) \
+    SYMMEM_G_ARITH_REDUCE(OP), float _Complex: shmem_complexf_##OP, \
+    double _Complex: shmem_complexd_##OP
 #define SYMMEM_G_BIT_REDUCE(OP) \
     signed char: shmem_int8_##OP, short: shmem_int16_##OP, int: shmem_int32_##OP, \
-    long: shmem_int64_##OP, unsigned char: shmem_uchar_##OP, \
+    long: shmem_int64_##OP, long long: shmem_longlong_##OP, unsigned char: shmem_uchar_##OP, \
     unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP, \
     unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP
 
@@ -717,9 +761,9 @@ static inline void shmem_double_set(double *d, double v, int pe) {
 #define shmem_alltoalls(team, dest, source, dst, sst, nelems) \
     _Generic(*(dest), SYMMEM_G_RMA(alltoalls))(team, dest, source, dst, sst, nelems)
 #define shmem_sum_reduce(team, dest, source, n) \
-    _Generic(*(dest), SYMMEM_G_ARITH_REDUCE(sum_reduce))(team, dest, source, n)
+    _Generic(*(dest), SYMMEM_G_COMPLEX_REDUCE(sum_reduce))(team, dest, source, n)
 #define shmem_prod_reduce(team, dest, source, n) \
-    _Generic(*(dest), SYMMEM_G_ARITH_REDUCE(prod_reduce))(team, dest, source, n)
+    _Generic(*(dest), SYMMEM_G_COMPLEX_REDUCE(prod_reduce))(team, dest, source, n)
 #define shmem_max_reduce(team, dest, source, n) \
     _Generic(*(dest), SYMMEM_G_ARITH_REDUCE(max_reduce))(team, dest, source, n)
 #define shmem_min_reduce(team, dest, source, n) \

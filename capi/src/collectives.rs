@@ -323,11 +323,11 @@ macro_rules! generic_reduce {
 }
 
 // Table 13 of OpenSHMEM 1.5: AND, OR, XOR on the bitwise types.
-native_reduce!(and = And; uint: u32, ulong: u64, ulonglong: u64, int32: i32, int64: i64,
+native_reduce!(and = And; uint: u32, ulong: u64, ulonglong: u64, longlong: i64, int32: i32, int64: i64,
     uint32: u32, uint64: u64, size: u64);
-native_reduce!(or = Or; uint: u32, ulong: u64, ulonglong: u64, int32: i32, int64: i64,
+native_reduce!(or = Or; uint: u32, ulong: u64, ulonglong: u64, longlong: i64, int32: i32, int64: i64,
     uint32: u32, uint64: u64, size: u64);
-native_reduce!(xor = Xor; uint: u32, ulong: u64, ulonglong: u64, int32: i32, int64: i64,
+native_reduce!(xor = Xor; uint: u32, ulong: u64, ulonglong: u64, longlong: i64, int32: i32, int64: i64,
     uint32: u32, uint64: u64, size: u64);
 generic_reduce!(and = bitand; uchar: u8, ushort: u16, int8: i8, int16: i16, uint8: u8, uint16: u16);
 generic_reduce!(or = bitor; uchar: u8, ushort: u16, int8: i8, int16: i16, uint8: u8, uint16: u16);

@@ -1,5 +1,6 @@
 /* OpenSHMEM 1.5 section 9.9: broadcast, collect, fcollect, alltoall, alltoalls (typed
  * and mem forms) and every reduction, on SHMEM_TEAM_WORLD and on a split team. */
+#include <complex.h>
 #include <string.h>
 #include "check.h"
 
@@ -141,6 +142,51 @@ ARITH_TYPES(TEST_ARITH)
     X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)
 BIT_TYPES(TEST_BITS)
 
+
+/* long double and complex reductions, and long long bitwise ones. */
+static void extra_reductions(shmem_team_t team) {
+    int tme = shmem_team_my_pe(team), tn = shmem_team_n_pes(team);
+    long double *ld = src_buf, *ldd = dst_buf;
+    ld[0] = tme + 1;
+    ld[1] = 0.5L;
+    CHECK(shmem_longdouble_sum_reduce(team, ldd, ld, 2) == 0, "longdouble_sum_reduce");
+    CHECK(ldd[0] == (long double)tn * (tn + 1) / 2 && ldd[1] == 0.5L * tn, "longdouble sum");
+    CHECK(shmem_longdouble_max_reduce(team, ldd, ld, 1) == 0 && ldd[0] == tn, "ld max");
+    CHECK(shmem_longdouble_min_reduce(team, ldd, ld, 1) == 0 && ldd[0] == 1, "ld min");
+    CHECK(shmem_longdouble_prod_reduce(team, ld, ld, 2) == 0, "longdouble_prod_reduce");
+    long double fact = 1;
+    for (int p = 1; p <= tn; p++) fact *= p;
+    CHECK(ld[0] == fact, "longdouble prod in place");
+    shmem_team_sync(team);
+    double complex *z = src_buf, *zd = dst_buf;
+    z[0] = tme + 1.0 * I;
+    CHECK(shmem_complexd_sum_reduce(team, zd, z, 1) == 0, "complexd_sum_reduce");
+    CHECK(creal(zd[0]) == (double)tn * (tn - 1) / 2 && cimag(zd[0]) == tn, "complexd sum");
+    z[0] = I;
+    shmem_team_sync(team);
+    CHECK(shmem_complexd_prod_reduce(team, zd, z, 1) == 0, "complexd_prod_reduce");
+    double complex want = 1;
+    for (int p = 0; p < tn; p++) want *= I;
+    CHECK(zd[0] == want, "complexd prod");
+    float complex *f = src_buf, *fd = dst_buf;
+    shmem_team_sync(team);
+    f[0] = 1.0f + 2.0f * I;
+    CHECK(shmem_complexf_sum_reduce(team, fd, f, 1) == 0 && crealf(fd[0]) == tn &&
+              cimagf(fd[0]) == 2.0f * tn,
+          "complexf sum");
+    CHECK(shmem_complexf_prod_reduce(team, fd, f, 0) == 0, "complexf prod of nothing");
+    long long *ll = src_buf, *lld = dst_buf;
+    shmem_team_sync(team);
+    ll[0] = 1LL << tme;
+    CHECK(shmem_longlong_or_reduce(team, lld, ll, 1) == 0 && lld[0] == (1LL << tn) - 1,
+          "longlong_or_reduce");
+    CHECK(shmem_longlong_and_reduce(team, lld, ll, 1) == 0 && lld[0] == (tn == 1 ? 1 : 0),
+          "longlong_and_reduce");
+    CHECK(shmem_longlong_xor_reduce(team, lld, ll, 1) == 0 && lld[0] == (1LL << tn) - 1,
+          "longlong_xor_reduce");
+    shmem_team_sync(team);
+}
+
 static void all_on(shmem_team_t team) {
 #define RUN_M(TYPE, NAME) movers_##NAME(team);
 #define RUN_A(TYPE, NAME) arith_##NAME(team);
@@ -149,6 +195,7 @@ static void all_on(shmem_team_t team) {
     mem_forms(team);
     ARITH_TYPES(RUN_A)
     BIT_TYPES(RUN_B)
+    extra_reductions(team);
 }
 
 int main(void) {

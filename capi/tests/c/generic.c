@@ -44,6 +44,16 @@ int main(void) {
     CHECK(shmem_sum_reduce(SHMEM_TEAM_WORLD, &d[1], &d[0], 1) == 0, "generic sum_reduce");
     CHECK(d[1] == (double)n * (n - 1) / 2, "sum of PE numbers %f", d[1]);
     CHECK(shmem_fcollect(SHMEM_TEAM_WORLD, u, &u[1], 1) == 0, "generic fcollect");
+    long double *ld = shmem_calloc(2, sizeof(long double));
+    ld[0] = me;
+    CHECK(shmem_max_reduce(SHMEM_TEAM_WORLD, &ld[1], &ld[0], 1) == 0 && ld[1] == n - 1,
+          "generic long double max_reduce");
+    long long *ll = shmem_calloc(2, sizeof(long long));
+    ll[0] = 1LL << me;
+    CHECK(shmem_or_reduce(SHMEM_TEAM_WORLD, &ll[1], &ll[0], 1) == 0 && ll[1] == (1LL << n) - 1,
+          "generic long long or_reduce");
+    shmem_free(ll);
+    shmem_free(ld);
 
     /* Deprecated AMO names. */
     CHECK(shmem_int_fadd(&i32[2], 1, 0) < n, "shmem_int_fadd");
