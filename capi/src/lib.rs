@@ -59,6 +59,24 @@ pub(crate) struct State {
     pub(crate) next_team: AtomicUsize,
     /// The main program's data segment, when it is symmetric (`statics.rs`).
     pub(crate) statics: Option<statics::Statics>,
+    /// The global-exit word: `shmem_global_exit(status)` sets it on every PE to
+    /// [`EXITING`] | status before ending the job, so that the PEs which then fail exit
+    /// with `status` too (§9.2.5: the job exits with it).
+    pub(crate) exit_word: SymBuf<u64>,
+}
+
+/// The flag bit of the global-exit word; the low 32 bits are the status.
+pub(crate) const EXITING: u64 = 1 << 32;
+
+impl State {
+    /// The status another PE passed to `shmem_global_exit`, if one did.
+    pub(crate) fn global_exit_status(&self) -> Option<c_int> {
+        let word = self
+            .rt
+            .atomic_fetch(self.exit_word.at(0), self.rt.my_pe())
+            .ok()?;
+        (word & EXITING != 0).then_some(word as u32 as c_int)
+    }
 }
 
 /// A split team and the configuration it was created with.
@@ -95,6 +113,13 @@ pub(crate) fn state(func: &str) -> &'static State {
 /// Logs `msg` as the error of `func` and ends the job as `shmem_global_exit(1)` would.
 #[cold]
 pub(crate) fn die(func: &str, msg: impl std::fmt::Display) -> ! {
+    if let Some(status) = try_state().and_then(State::global_exit_status) {
+        // The failure is the job ending on another PE's request: exit as it asked.
+        tracing::info!(
+            "{func}: another PE called shmem_global_exit({status}); exiting with {status}"
+        );
+        std::process::exit(status);
+    }
     let who = try_state().map_or(String::new(), |s| format!("PE {}: ", s.rt.my_pe()));
     let msg = msg.to_string();
     // Errors built for this routine already start with its name.

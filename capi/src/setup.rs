@@ -23,10 +23,12 @@ fn start() -> Result<(), symmem_runtime::Error> {
     }
     let rt = symmem_runtime::init()?;
     let statics = crate::statics::register(&rt);
+    let exit_word = rt.calloc::<u64>(1)?;
     // No PE may write a peer's statics before that peer has moved them onto its heap.
     rt.barrier_all()?;
     let state = Box::new(State {
         statics,
+        exit_word,
         rt: Box::leak(Box::new(rt)),
         allocs: Mutex::new(BTreeMap::new()),
         teams: Mutex::new(HashMap::new()),
@@ -164,14 +166,22 @@ pub(crate) fn ptr_of(s: &State, func: &'static str, dest: *const c_void, pe: c_i
     }
 }
 
-/// `shmem_global_exit` (§9.2.5): ends the job; this PE exits with `status` and the others
-/// fail with an error naming it (under symrun, the job's exit code is this PE's `status`).
+/// `shmem_global_exit` (§9.2.5): ends the job with `status`: this PE stores it in every
+/// PE's global-exit word (best effort: a dead PE is skipped), completes those stores,
+/// aborts the job and exits with `status`; the other PEs, failing in their next (or
+/// current) symmem call, find the word and exit with `status` too.
 #[no_mangle]
 pub extern "C" fn shmem_global_exit(status: c_int) -> ! {
     match try_state() {
         Some(s) => {
             let me = s.rt.my_pe();
             tracing::info!(pe = me, "shmem_global_exit({status})");
+            let word = crate::EXITING | u64::from(status as u32);
+            for pe in 0..s.rt.n_pes() {
+                // Best effort: a PE that cannot be reached is ending anyway.
+                let _ = s.rt.atomic_set(s.exit_word.at(0), word, pe);
+            }
+            let _ = s.rt.quiet();
             s.rt.abort_job(&format!("PE {me} called shmem_global_exit({status})"));
         }
         None => tracing::info!("shmem_global_exit({status}) before shmem_init"),

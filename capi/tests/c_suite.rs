@@ -221,6 +221,36 @@ fn non_symmetric_address_ends_the_job_naming_it() {
     );
 }
 
+/// `shmem_global_exit(status)` from the last PE, while the others wait on a flag or in a
+/// barrier: the job exits with `status` (0 included), on one node and on two.
+#[test]
+fn global_exit_ends_the_job_with_its_status() {
+    let prog = build("global_exit");
+    for env in [&[][..], &TWO_NODES[..]] {
+        for status in [0, 3] {
+            let mut all = vec![("SYMMEM_TIMEOUT", "100")];
+            all.extend_from_slice(env);
+            let arg = status.to_string();
+            let job = run_job(
+                &Launcher::Symrun(symrun()),
+                4,
+                prog.to_str().expect("UTF-8 path"),
+                &[&arg],
+                &all,
+            );
+            if job.status.code() != Some(status) {
+                job.fail(&format!("expected exit code {status} ({env:?})"));
+            }
+            if !job.stdout.contains("PE 3: calling shmem_global_exit") {
+                job.fail("PE 3 did not get to shmem_global_exit");
+            }
+            if job.stdout.contains("got past the wait") {
+                job.fail("a PE got past its wait");
+            }
+        }
+    }
+}
+
 /// Every routine `shmem.h` declares (outside its inline wrappers) is exported by
 /// `libsymmem.so`, and the library exports no `shmem_` routine the header lacks.
 #[test]
