@@ -63,6 +63,9 @@ pub(crate) struct State {
     /// [`EXITING`] | status before ending the job, so that the PEs which then fail exit
     /// with `status` too (§9.2.5: the job exits with it).
     pub(crate) exit_word: SymBuf<u64>,
+    /// SHMEM_TEAM_SHARED where it is not the runtime's TEAM_NODE (see
+    /// `setup::shared_team`).
+    pub(crate) shared: Option<Arc<CTeam>>,
 }
 
 /// The flag bit of the global-exit word; the low 32 bits are the status.

@@ -6,7 +6,11 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::{die, state, try_state, State, STATE};
+use std::sync::Arc;
+
+use symmem_runtime::Runtime;
+
+use crate::{die, state, try_state, CTeam, State, STATE};
 
 /// `SHMEM_THREAD_MULTIPLE`: the runtime is `Send + Sync`, so any thread may call.
 const THREAD_MULTIPLE: c_int = 3;
@@ -21,21 +25,52 @@ fn start() -> Result<(), symmem_runtime::Error> {
         tracing::debug!("shmem_init: already initialized; nothing to do");
         return Ok(());
     }
-    let rt = symmem_runtime::init()?;
-    let statics = crate::statics::register(&rt);
+    // Leaked so that teams can borrow it for 'static; shmem_finalize takes it back (a
+    // failed init leaks it, and the process exits).
+    let rt: &'static Runtime = Box::leak(Box::new(symmem_runtime::init()?));
+    let statics = crate::statics::register(rt);
     let exit_word = rt.calloc::<u64>(1)?;
+    let shared = shared_team(rt, &exit_word)?;
     // No PE may write a peer's statics before that peer has moved them onto its heap.
     rt.barrier_all()?;
     let state = Box::new(State {
         statics,
         exit_word,
-        rt: Box::leak(Box::new(rt)),
+        shared,
+        rt,
         allocs: Mutex::new(BTreeMap::new()),
         teams: Mutex::new(HashMap::new()),
         next_team: AtomicUsize::new(FIRST_SPLIT_TEAM),
     });
     STATE.store(Box::into_raw(state), Ordering::Release);
     Ok(())
+}
+
+/// SHMEM_TEAM_SHARED when it cannot be the runtime's TEAM_NODE: the specification makes
+/// it the PEs whose memory `shmem_ptr` reaches, and with P2P off (`SYMMEM_DISABLE_P2P`)
+/// or weak ordering (`SYMMEM_ORDERING=weak`) no peer's is, so it is then each PE alone (the
+/// rows of a collective `split_2d(1)`). None where every PE of the node is mapped.
+fn shared_team(
+    rt: &'static Runtime,
+    probe: &symmem_runtime::SymBuf<u64>,
+) -> Result<Option<Arc<CTeam>>, symmem_runtime::Error> {
+    let mut mapped = true;
+    for &pe in rt.local_pes() {
+        mapped &= rt.ptr(probe, pe)?.is_some();
+    }
+    if mapped {
+        return Ok(None);
+    }
+    tracing::info!(
+        pe = rt.my_pe(),
+        "SHMEM_TEAM_SHARED is this PE alone: shmem_ptr reaches no other PE's memory"
+    );
+    let (alone, world) = rt.team_world().split_2d(1)?;
+    world.destroy()?;
+    Ok(Some(Arc::new(CTeam {
+        team: alone,
+        num_contexts: 0,
+    })))
 }
 
 /// `shmem_init` (§9.2.1): collective; starts this PE under whatever launched it (symrun,

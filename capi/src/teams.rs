@@ -53,7 +53,10 @@ pub(crate) fn lookup(s: &State, handle: usize) -> Option<TeamRef> {
     match handle {
         INVALID => None,
         WORLD => Some(TeamRef::Predefined(s.rt.team_world())),
-        SHARED => Some(TeamRef::Predefined(s.rt.team_node())),
+        SHARED => Some(match &s.shared {
+            Some(alone) => TeamRef::Split(alone.clone()),
+            None => TeamRef::Predefined(s.rt.team_node()),
+        }),
         h => s.team_table().get(&h).cloned().map(TeamRef::Split),
     }
 }

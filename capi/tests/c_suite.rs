@@ -1,7 +1,8 @@
 //! The C test suite (`capi/tests/c/*.c`, written against OpenSHMEM 1.5 and NVSHMEM's host
 //! API): each program is built with `symcc` (generated next to `libsymmem.so`) and run
 //! under `symrun -np N` on 2 and 4 PEs and on 2 simulated nodes of 1 and 2 PEs
-//! (`SYMMEM_SIMULATE_NODES=2`, the socket transport between them); three also run under
+//! (`SYMMEM_SIMULATE_NODES=2`, the socket transport between them), with P2P off, and in
+//! weak-ordering mode (`SYMMEM_ORDERING=weak`) on 2 nodes; three also run under
 //! Open MPI's `mpirun` (the pmix bootstrap). Every PE must print `PE i: <program> ok`.
 //! `statics.c` also runs linked with `libsymmem.a`. `errors.c` checks the C error
 //! contract: a bad PE or a non-symmetric address ends the job with a message naming the
@@ -119,6 +120,22 @@ macro_rules! c_programs {
         /// 2 nodes × 1 PE: every operation crosses the socket transport.
         mod on_2_nodes_of_1_pe {
             $( #[test] fn $name() { super::run_ok(stringify!($name), 2, &super::TWO_NODES); } )*
+        }
+        /// 4 PEs with P2P off: no PE maps another's heap (SHMEM_TEAM_SHARED is each PE).
+        mod p2p_off {
+            $( #[test] fn $name() { super::run_ok(stringify!($name), 4, &[("SYMMEM_DISABLE_P2P", "1")]); } )*
+        }
+        /// 2 nodes × 2 PEs in weak-ordering mode: puts and signals are buffered and
+        /// delivered in a seeded order, so a program relying on an order the
+        /// specification does not give fails.
+        mod weak_ordering {
+            $( #[test] fn $name() {
+                super::run_ok(stringify!($name), 4, &[
+                    ("SYMMEM_SIMULATE_NODES", "2"),
+                    ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+                    ("SYMMEM_ORDERING", "weak"),
+                ]);
+            } )*
         }
         /// 2 nodes × 2 PEs: direct within a node, the socket transport across.
         mod on_2_nodes_of_2_pes {
