@@ -19,7 +19,7 @@
 //! # State
 //!
 //! The C API has one runtime per process, set by `shmem_init` and taken down by
-//! `shmem_finalize`: [`state`] returns it, or ends the job with an error naming the
+//! `shmem_finalize`: `state()` returns it, or ends the job with an error naming the
 //! function called before `shmem_init`.
 
 use std::collections::{BTreeMap, HashMap};
