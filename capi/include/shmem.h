@@ -28,7 +28,8 @@
  *  - Not provided: the C11 generic forms taking a context, long double and complex
  *    _to_all reductions, negative strides in shmem_team_split_strided.
  *  - Locks: the lock is PE 0's copy of the word; waiters retry a compare-and-swap with
- *    backoff (not FIFO); a wait past SYMMEM_TIMEOUT (when set) ends the job.
+ *    backoff (not FIFO); a dead peer or a wait past SYMMEM_TIMEOUT (when set) ends the
+ *    job.
  *  - Nonblocking routines (_nbi) are complete when they return; shmem_quiet is still
  *    required by the specification before reusing buffers or reading results.
  */

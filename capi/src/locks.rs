@@ -2,16 +2,14 @@
 //! `shmem_clear_lock` on a symmetric `long` initialized to 0.
 //!
 //! The lock is PE 0's copy of the word: 0 when free, the holder's PE + 1 when held.
-//! Acquiring is a compare-and-swap 0 → PE + 1 (retried under the runtime's one
-//! [`Backoff`] policy); releasing completes this PE's operations (`shmem_quiet`), then
-//! swaps back to 0. The AMOs are sequentially consistent, so what the holder wrote before
-//! releasing is visible to the next holder. Not fair: waiting PEs race for the word. A
-//! wait longer than `SYMMEM_TIMEOUT` (when set) ends the job naming the lock and its
-//! holder; the AMOs fail (and end the job) when PE 0 dies.
+//! Acquiring is a compare-and-swap 0 → PE + 1, retried under the runtime's wait policy
+//! (`Runtime::wait_local`: its backoff, its checks for dead peers, `SYMMEM_TIMEOUT`);
+//! releasing completes this PE's operations (`shmem_quiet`), then swaps back to 0. The
+//! AMOs are sequentially consistent, so what the holder wrote before releasing is visible
+//! to the next holder. Not fair: waiting PEs race for the word. A wait that fails (a dead
+//! peer, the timeout) ends the job naming the lock and its holder.
 
-use std::time::Instant;
-
-use symmem_sync::Backoff;
+use std::cell::Cell;
 
 use crate::{die, state, OrDie, State};
 
@@ -32,30 +30,25 @@ fn attempt(s: &State, func: &'static str, lock: *mut i64) -> i64 {
 pub extern "C" fn shmem_set_lock(lock: *mut i64) {
     const F: &str = "shmem_set_lock";
     let s = state(F);
-    let deadline = s.rt.config().timeout.map(|t| Instant::now() + t);
-    let mut backoff = Backoff::new();
-    loop {
-        let holder = attempt(s, F, lock);
-        if holder == 0 {
-            return;
-        }
-        if holder == s.rt.my_pe() as i64 + 1 {
-            die(
-                F,
-                format!("PE {} already holds the lock at {lock:p}", holder - 1),
-            );
-        }
-        if backoff.is_slow() && deadline.is_some_and(|d| Instant::now() > d) {
-            die(
-                F,
-                format!(
-                    "the lock at {lock:p} is still held by PE {} after SYMMEM_TIMEOUT",
-                    holder - 1
-                ),
-            );
-        }
-        backoff.snooze();
+    let me = s.rt.my_pe() as i64 + 1;
+    let holder = Cell::new(attempt(s, F, lock));
+    if holder.get() == me {
+        die(
+            F,
+            format!("PE {} already holds the lock at {lock:p}", me - 1),
+        );
     }
+    s.rt.wait_local(
+        F,
+        || format!("the lock at {lock:p}, held by PE {}", holder.get() - 1),
+        || {
+            if holder.get() != 0 {
+                holder.set(attempt(s, F, lock));
+            }
+            holder.get() == 0
+        },
+    )
+    .or_die(F)
 }
 
 /// `shmem_test_lock` (§9.12.3): takes `lock` if it is free and returns 0; returns 1 if
