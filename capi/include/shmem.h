@@ -85,6 +85,16 @@ extern "C" {
 #define SHMEM_SYNC_SIZE 64
 #define SHMEM_REDUCE_MIN_WRKDATA_SIZE 64
 
+/* The underscore-prefixed names of OpenSHMEM 1.0-1.2, still used by older programs. */
+#define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
+#define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
+#define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
+#define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
+#define _SHMEM_ALLTOALL_SYNC_SIZE SHMEM_ALLTOALL_SYNC_SIZE
+#define _SHMEM_ALLTOALLS_SYNC_SIZE SHMEM_ALLTOALLS_SYNC_SIZE
+#define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
+
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1L
 #define SHMEM_MALLOC_SIGNAL_REMOTE 2L
 
@@ -627,6 +637,16 @@ static inline void *shmemalign(size_t alignment, size_t size) {
         shmem_##NAME##_atomic_set(d, v, pe); } \
     static inline void shmem_##NAME##_wait(TYPE *ivar, TYPE v) { \
         shmem_##NAME##_wait_until(ivar, SHMEM_CMP_NE, v); }
+static inline void shmem_short_wait(short *ivar, short v) {
+    shmem_short_wait_until(ivar, SHMEM_CMP_NE, v);
+}
+/* The cache-management routines (deprecated since 1.3): nothing to do on coherent memory. */
+static inline void shmem_clear_cache_inv(void) {}
+static inline void shmem_set_cache_inv(void) {}
+static inline void shmem_clear_cache_line_inv(void *dest) { (void)dest; }
+static inline void shmem_set_cache_line_inv(void *dest) { (void)dest; }
+static inline void shmem_udcflush(void) {}
+static inline void shmem_udcflush_line(void *dest) { (void)dest; }
 SYMMEM_DEPRECATED_AMO(int, int)
 SYMMEM_DEPRECATED_AMO(long, long)
 SYMMEM_DEPRECATED_AMO(long long, longlong)

@@ -55,7 +55,13 @@ int main(void) {
     shmem_free(ll);
     shmem_free(ld);
 
-    /* Deprecated AMO names. */
+    /* Deprecated names and constants. */
+    static long psync[_SHMEM_BARRIER_SYNC_SIZE];
+    for (int k = 0; k < _SHMEM_BARRIER_SYNC_SIZE; k++) psync[k] = _SHMEM_SYNC_VALUE;
+    shmem_barrier_all();
+    shmem_barrier(0, 0, n, psync);
+    shmem_clear_cache_inv();
+    shmem_udcflush();
     CHECK(shmem_int_fadd(&i32[2], 1, 0) < n, "shmem_int_fadd");
     shmem_barrier_all();
     CHECK(shmem_int_fetch(&i32[2], 0) == n, "shmem_int_fetch");
