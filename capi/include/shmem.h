@@ -25,8 +25,8 @@
  *    shmem_int_sum_to_all, ...) run on one-sided operations and the caller's pSync;
  *    pWrk is not used. Their pSync sizes below are ample (they use 3 words).
  *  - long double and complex (complexf, complexd) reductions are inline below (C only).
- *  - Not provided: the C11 generic forms taking a context, long double and complex
- *    _to_all reductions, negative strides in shmem_team_split_strided.
+ *  - Not provided: long double and complex _to_all reductions, negative strides in
+ *    shmem_team_split_strided.
  *  - Locks: the lock is PE 0's copy of the word; waiters retry a compare-and-swap with
  *    backoff (not FIFO); a dead peer or a wait past SYMMEM_TIMEOUT (when set) ends the
  *    job.
@@ -668,7 +668,7 @@ static inline void shmem_double_set(double *d, double v, int pe) {
     shmem_double_atomic_set(d, v, pe);
 }
 
-/* C11 type-generic interfaces (without contexts). */
+/* C11 type-generic interfaces. */
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 #define SYMMEM_G_RMA(OP) \
     float: shmem_float_##OP, double: shmem_double_##OP, long double: shmem_longdouble_##OP, \
@@ -701,54 +701,198 @@ static inline void shmem_double_set(double *d, double v, int pe) {
     unsigned short: shmem_ushort_##OP, unsigned int: shmem_uint_##OP, \
     unsigned long: shmem_ulong_##OP, unsigned long long: shmem_ulonglong_##OP
 
-#define shmem_put(dest, source, nelems, pe) \
-    _Generic(*(dest), SYMMEM_G_RMA(put))(dest, source, nelems, pe)
-#define shmem_get(dest, source, nelems, pe) \
-    _Generic(*(dest), SYMMEM_G_RMA(get))(dest, source, nelems, pe)
-#define shmem_put_nbi(dest, source, nelems, pe) \
-    _Generic(*(dest), SYMMEM_G_RMA(put_nbi))(dest, source, nelems, pe)
-#define shmem_get_nbi(dest, source, nelems, pe) \
-    _Generic(*(dest), SYMMEM_G_RMA(get_nbi))(dest, source, nelems, pe)
-#define shmem_p(dest, value, pe) _Generic(*(dest), SYMMEM_G_RMA(p))(dest, value, pe)
-#define shmem_g(source, pe) _Generic(*(source), SYMMEM_G_RMA(g))(source, pe)
-#define shmem_iput(dest, source, dst, sst, nelems, pe) \
-    _Generic(*(dest), SYMMEM_G_RMA(iput))(dest, source, dst, sst, nelems, pe)
-#define shmem_iget(dest, source, dst, sst, nelems, pe) \
-    _Generic(*(dest), SYMMEM_G_RMA(iget))(dest, source, dst, sst, nelems, pe)
-#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) \
-    _Generic(*(dest), SYMMEM_G_RMA(put_signal))(dest, source, nelems, sig_addr, signal, \
-                                                sig_op, pe)
-#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe) \
-    _Generic(*(dest), SYMMEM_G_RMA(put_signal_nbi))(dest, source, nelems, sig_addr, signal, \
-                                                    sig_op, pe)
+/* The RMA and AMO generics take an optional context first: shmem_put(dest, src, n, pe)
+ * or shmem_put(ctx, dest, src, n, pe), told apart by the number of arguments. */
+#define SYMMEM_SEL3(_1, _2, _3, N, ...) N
+#define SYMMEM_SEL4(_1, _2, _3, _4, N, ...) N
+#define SYMMEM_SEL5(_1, _2, _3, _4, _5, N, ...) N
+#define SYMMEM_SEL7(_1, _2, _3, _4, _5, _6, _7, N, ...) N
+#define SYMMEM_SEL8(_1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
+#define SYMMEM_G_CTX_RMA(OP) \
+    float: shmem_ctx_float_##OP, double: shmem_ctx_double_##OP, \
+    long double: shmem_ctx_longdouble_##OP, char: shmem_ctx_char_##OP, \
+    signed char: shmem_ctx_schar_##OP, short: shmem_ctx_short_##OP, int: shmem_ctx_int_##OP, \
+    long: shmem_ctx_long_##OP, long long: shmem_ctx_longlong_##OP, \
+    unsigned char: shmem_ctx_uchar_##OP, unsigned short: shmem_ctx_ushort_##OP, \
+    unsigned int: shmem_ctx_uint_##OP, unsigned long: shmem_ctx_ulong_##OP, \
+    unsigned long long: shmem_ctx_ulonglong_##OP
+#define SYMMEM_G_CTX_AMO(OP) \
+    int: shmem_ctx_int_##OP, long: shmem_ctx_long_##OP, long long: shmem_ctx_longlong_##OP, \
+    unsigned int: shmem_ctx_uint_##OP, unsigned long: shmem_ctx_ulong_##OP, \
+    unsigned long long: shmem_ctx_ulonglong_##OP
+#define SYMMEM_G_CTX_EXT(OP) \
+    SYMMEM_G_CTX_AMO(OP), float: shmem_ctx_float_##OP, double: shmem_ctx_double_##OP
+#define SYMMEM_G_CTX_BIT(OP) \
+    int: shmem_ctx_int32_##OP, long: shmem_ctx_int64_##OP, unsigned int: shmem_ctx_uint_##OP, \
+    unsigned long: shmem_ctx_ulong_##OP, unsigned long long: shmem_ctx_ulonglong_##OP
 
-#define shmem_atomic_fetch(source, pe) \
+#define SYMMEM_G_put(dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(put))(dest, source, nelems, pe)
+#define SYMMEM_G_CTX_put(ctx, dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(put))(ctx, dest, source, nelems, pe)
+#define shmem_put(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_put, SYMMEM_G_put, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_get(dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(get))(dest, source, nelems, pe)
+#define SYMMEM_G_CTX_get(ctx, dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(get))(ctx, dest, source, nelems, pe)
+#define shmem_get(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_get, SYMMEM_G_get, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_put_nbi(dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(put_nbi))(dest, source, nelems, pe)
+#define SYMMEM_G_CTX_put_nbi(ctx, dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(put_nbi))(ctx, dest, source, nelems, pe)
+#define shmem_put_nbi(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_put_nbi, SYMMEM_G_put_nbi, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_get_nbi(dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(get_nbi))(dest, source, nelems, pe)
+#define SYMMEM_G_CTX_get_nbi(ctx, dest, source, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(get_nbi))(ctx, dest, source, nelems, pe)
+#define shmem_get_nbi(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_get_nbi, SYMMEM_G_get_nbi, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_p(dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(p))(dest, value, pe)
+#define SYMMEM_G_CTX_p(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(p))(ctx, dest, value, pe)
+#define shmem_p(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_p, SYMMEM_G_p, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_g(source, pe) \
+    _Generic(*(source), SYMMEM_G_RMA(g))(source, pe)
+#define SYMMEM_G_CTX_g(ctx, source, pe) \
+    _Generic(*(source), SYMMEM_G_CTX_RMA(g))(ctx, source, pe)
+#define shmem_g(...) \
+    SYMMEM_SEL3(__VA_ARGS__, SYMMEM_G_CTX_g, SYMMEM_G_g, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_iput(dest, source, dst, sst, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(iput))(dest, source, dst, sst, nelems, pe)
+#define SYMMEM_G_CTX_iput(ctx, dest, source, dst, sst, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(iput))(ctx, dest, source, dst, sst, nelems, pe)
+#define shmem_iput(...) \
+    SYMMEM_SEL7(__VA_ARGS__, SYMMEM_G_CTX_iput, SYMMEM_G_iput, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_iget(dest, source, dst, sst, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(iget))(dest, source, dst, sst, nelems, pe)
+#define SYMMEM_G_CTX_iget(ctx, dest, source, dst, sst, nelems, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(iget))(ctx, dest, source, dst, sst, nelems, pe)
+#define shmem_iget(...) \
+    SYMMEM_SEL7(__VA_ARGS__, SYMMEM_G_CTX_iget, SYMMEM_G_iget, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(put_signal))(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define SYMMEM_G_CTX_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(put_signal))(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal(...) \
+    SYMMEM_SEL8(__VA_ARGS__, SYMMEM_G_CTX_put_signal, SYMMEM_G_put_signal, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), SYMMEM_G_RMA(put_signal_nbi))(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define SYMMEM_G_CTX_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_RMA(put_signal_nbi))(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal_nbi(...) \
+    SYMMEM_SEL8(__VA_ARGS__, SYMMEM_G_CTX_put_signal_nbi, SYMMEM_G_put_signal_nbi, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_fetch(source, pe) \
     _Generic(*(source), SYMMEM_G_EXT(atomic_fetch))(source, pe)
-#define shmem_atomic_set(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_fetch(ctx, source, pe) \
+    _Generic(*(source), SYMMEM_G_CTX_EXT(atomic_fetch))(ctx, source, pe)
+#define shmem_atomic_fetch(...) \
+    SYMMEM_SEL3(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch, SYMMEM_G_atomic_fetch, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_set(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_EXT(atomic_set))(dest, value, pe)
-#define shmem_atomic_swap(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_set(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_EXT(atomic_set))(ctx, dest, value, pe)
+#define shmem_atomic_set(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_set, SYMMEM_G_atomic_set, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_swap(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_EXT(atomic_swap))(dest, value, pe)
-#define shmem_atomic_compare_swap(dest, cond, value, pe) \
+#define SYMMEM_G_CTX_atomic_swap(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_EXT(atomic_swap))(ctx, dest, value, pe)
+#define shmem_atomic_swap(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_swap, SYMMEM_G_atomic_swap, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_compare_swap(dest, cond, value, pe) \
     _Generic(*(dest), SYMMEM_G_AMO(atomic_compare_swap))(dest, cond, value, pe)
-#define shmem_atomic_fetch_inc(dest, pe) \
+#define SYMMEM_G_CTX_atomic_compare_swap(ctx, dest, cond, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_AMO(atomic_compare_swap))(ctx, dest, cond, value, pe)
+#define shmem_atomic_compare_swap(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_atomic_compare_swap, SYMMEM_G_atomic_compare_swap, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_fetch_inc(dest, pe) \
     _Generic(*(dest), SYMMEM_G_AMO(atomic_fetch_inc))(dest, pe)
-#define shmem_atomic_inc(dest, pe) _Generic(*(dest), SYMMEM_G_AMO(atomic_inc))(dest, pe)
-#define shmem_atomic_fetch_add(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_fetch_inc(ctx, dest, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_AMO(atomic_fetch_inc))(ctx, dest, pe)
+#define shmem_atomic_fetch_inc(...) \
+    SYMMEM_SEL3(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_inc, SYMMEM_G_atomic_fetch_inc, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_inc(dest, pe) \
+    _Generic(*(dest), SYMMEM_G_AMO(atomic_inc))(dest, pe)
+#define SYMMEM_G_CTX_atomic_inc(ctx, dest, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_AMO(atomic_inc))(ctx, dest, pe)
+#define shmem_atomic_inc(...) \
+    SYMMEM_SEL3(__VA_ARGS__, SYMMEM_G_CTX_atomic_inc, SYMMEM_G_atomic_inc, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_fetch_add(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_AMO(atomic_fetch_add))(dest, value, pe)
-#define shmem_atomic_add(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_fetch_add(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_AMO(atomic_fetch_add))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_add(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_add, SYMMEM_G_atomic_fetch_add, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_add(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_AMO(atomic_add))(dest, value, pe)
-#define shmem_atomic_fetch_and(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_add(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_AMO(atomic_add))(ctx, dest, value, pe)
+#define shmem_atomic_add(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_add, SYMMEM_G_atomic_add, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_fetch_and(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_BIT(atomic_fetch_and))(dest, value, pe)
-#define shmem_atomic_and(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_fetch_and(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_BIT(atomic_fetch_and))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_and(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_and, SYMMEM_G_atomic_fetch_and, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_and(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_BIT(atomic_and))(dest, value, pe)
-#define shmem_atomic_fetch_or(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_and(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_BIT(atomic_and))(ctx, dest, value, pe)
+#define shmem_atomic_and(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_and, SYMMEM_G_atomic_and, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_fetch_or(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_BIT(atomic_fetch_or))(dest, value, pe)
-#define shmem_atomic_or(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_fetch_or(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_BIT(atomic_fetch_or))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_or(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_or, SYMMEM_G_atomic_fetch_or, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_or(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_BIT(atomic_or))(dest, value, pe)
-#define shmem_atomic_fetch_xor(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_or(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_BIT(atomic_or))(ctx, dest, value, pe)
+#define shmem_atomic_or(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_or, SYMMEM_G_atomic_or, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_fetch_xor(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_BIT(atomic_fetch_xor))(dest, value, pe)
-#define shmem_atomic_xor(dest, value, pe) \
+#define SYMMEM_G_CTX_atomic_fetch_xor(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_BIT(atomic_fetch_xor))(ctx, dest, value, pe)
+#define shmem_atomic_fetch_xor(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_xor, SYMMEM_G_atomic_fetch_xor, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_xor(dest, value, pe) \
     _Generic(*(dest), SYMMEM_G_BIT(atomic_xor))(dest, value, pe)
+#define SYMMEM_G_CTX_atomic_xor(ctx, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_BIT(atomic_xor))(ctx, dest, value, pe)
+#define shmem_atomic_xor(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_xor, SYMMEM_G_atomic_xor, ~)(__VA_ARGS__)
 
 #define SYMMEM_G_WAIT(OP) \
     short: shmem_short_##OP, unsigned short: shmem_ushort_##OP, SYMMEM_G_AMO(OP)

@@ -34,6 +34,18 @@ int main(void) {
     CHECK(shmem_atomic_fetch(&u[2], 0) == (unsigned long)n, "generic fetch_inc");
     CHECK(shmem_atomic_fetch(&u[3], 0) == (1ul << n) - 1, "generic atomic_or");
 
+    /* The forms with a context. */
+    shmem_ctx_t ctx;
+    CHECK(shmem_ctx_create(0, &ctx) == 0, "ctx_create");
+    shmem_put(ctx, &d[0], src, 1, right);
+    shmem_ctx_quiet(ctx);
+    shmem_atomic_add(ctx, &i32[3], 1, 0);
+    shmem_atomic_or(SHMEM_CTX_DEFAULT, &u[4], 1ul << me, 0);
+    shmem_barrier_all();
+    CHECK(shmem_g(ctx, &d[0], me) == left, "generic ctx put/g");
+    CHECK(shmem_atomic_fetch(ctx, &i32[3], 0) == n, "generic ctx atomic_add");
+    CHECK(shmem_atomic_fetch(&u[4], 0) == (1ul << n) - 1, "generic ctx atomic_or");
+    shmem_ctx_destroy(ctx);
     shmem_atomic_set(&i32[1], me + 1, right);
     shmem_wait_until(&i32[1], SHMEM_CMP_EQ, left + 1);
     CHECK(shmem_test(&i32[1], SHMEM_CMP_GT, 0) == 1, "generic test");
