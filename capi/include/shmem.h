@@ -24,7 +24,7 @@
  *  - The deprecated active-set collectives (shmem_barrier, shmem_broadcast64,
  *    shmem_int_sum_to_all, ...) run on one-sided operations and the caller's pSync;
  *    pWrk is not used. Their pSync sizes below are ample (they use 3 words).
- *  - long double and complex (complexf, complexd) reductions are inline below (C only).
+ *  - long double and complex (complexf, complexd; C only) reductions are inline below.
  *  - Not provided: long double and complex _to_all reductions, negative strides in
  *    shmem_team_split_strided.
  *  - Locks: the lock is PE 0's copy of the word; waiters retry a compare-and-swap with
@@ -405,11 +405,11 @@ SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, prod)
         free(acc); \
         return rc; \
     }
-#ifndef __cplusplus
 SYMMEM_INLINE_REDUCE(long double, longdouble, max, a > b ? a : b)
 SYMMEM_INLINE_REDUCE(long double, longdouble, min, a < b ? a : b)
 SYMMEM_INLINE_REDUCE(long double, longdouble, sum, a + b)
 SYMMEM_INLINE_REDUCE(long double, longdouble, prod, a * b)
+#ifndef __cplusplus
 SYMMEM_INLINE_REDUCE(float _Complex, complexf, sum, a + b)
 SYMMEM_INLINE_REDUCE(float _Complex, complexf, prod, a * b)
 SYMMEM_INLINE_REDUCE(double _Complex, complexd, sum, a + b)
