@@ -26,6 +26,7 @@ mod module;
 mod ordering;
 mod pe_device;
 mod proxy;
+mod raw;
 mod rma;
 mod route;
 mod runtime;
@@ -47,6 +48,7 @@ pub use error::{Error, Result};
 pub use int::{Cmp, SignalOp, SymInt};
 pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use module::Module;
+pub use raw::{SymView, VIEW_ID};
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;
 pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};

@@ -1,0 +1,40 @@
+//! Writes `symcc` (from `symcc.in`) next to the built library, with the include and
+//! library directories of this build, so that C programs compile with
+//! `target/<profile>/symcc prog.c -o prog`; and links `libsymmem.so` and `libsymmem.a` to
+//! the libraries cargo names after the crate (`libsymmem_capi.*`), so `-lsymmem` works.
+
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=symcc.in");
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    // OUT_DIR is <target>/<profile>/build/<package>-<hash>/out; the library lands in
+    // <target>/<profile>.
+    let profile_dir = out
+        .ancestors()
+        .nth(3)
+        .expect("OUT_DIR is three levels below the profile directory");
+    let template = std::fs::read_to_string(manifest.join("symcc.in")).expect("reading symcc.in");
+    let script = template
+        .replace("@INCLUDE@", &manifest.join("include").display().to_string())
+        .replace("@LIBDIR@", &profile_dir.display().to_string());
+    let dest = profile_dir.join("symcc");
+    std::fs::write(&dest, script).unwrap_or_else(|e| panic!("writing {}: {e}", dest.display()));
+    for (link, target) in [
+        ("libsymmem.so", "libsymmem_capi.so"),
+        ("libsymmem.a", "libsymmem_capi.a"),
+    ] {
+        let link = profile_dir.join(link);
+        // A file left by an earlier layout, or a stale link: replace it.
+        if link.symlink_metadata().is_ok() {
+            std::fs::remove_file(&link)
+                .unwrap_or_else(|e| panic!("removing {}: {e}", link.display()));
+        }
+        std::os::unix::fs::symlink(target, &link)
+            .unwrap_or_else(|e| panic!("linking {} to {target}: {e}", link.display()));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("making {} executable: {e}", dest.display()));
+}
