@@ -2,6 +2,8 @@
 //! library directories of this build, so that C programs compile with
 //! `target/<profile>/symcc prog.c -o prog`; and links `libsymmem.so` and `libsymmem.a` to
 //! the libraries cargo names after the crate (`libsymmem_capi.*`), so `-lsymmem` works.
+//! The links point into `deps/`: cargo copies the libraries up to `<profile>/` only for
+//! `cargo build`, not when `cargo test` builds them for the C test suite.
 
 use std::path::PathBuf;
 
@@ -22,8 +24,8 @@ fn main() {
     let dest = profile_dir.join("symcc");
     std::fs::write(&dest, script).unwrap_or_else(|e| panic!("writing {}: {e}", dest.display()));
     for (link, target) in [
-        ("libsymmem.so", "libsymmem_capi.so"),
-        ("libsymmem.a", "libsymmem_capi.a"),
+        ("libsymmem.so", "deps/libsymmem_capi.so"),
+        ("libsymmem.a", "deps/libsymmem_capi.a"),
     ] {
         let link = profile_dir.join(link);
         // A file left by an earlier layout, or a stale link: replace it.
