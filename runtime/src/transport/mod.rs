@@ -127,7 +127,7 @@ enum Kind {
 }
 
 /// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
-fn probe_ib(config: &crate::config::Config) -> std::result::Result<String, String> {
+pub(crate) fn probe_ib(config: &crate::config::Config) -> std::result::Result<String, String> {
     #[cfg(feature = "ib")]
     return ib::probe(config);
     #[cfg(not(feature = "ib"))]
@@ -187,15 +187,36 @@ fn probe_gpu_heap(setup: &Setup<'_>) -> std::result::Result<(), String> {
     }
 }
 
+/// The remote transport a job uses and why it was chosen (as logged at init).
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteChoice {
+    /// The transport's name (`socket`, `ib`).
+    pub name: &'static str,
+    /// Why: `SYMMEM_REMOTE_TRANSPORT` and what the RDMA probe found.
+    pub why: String,
+}
+
 /// Connects the transports of this PE: the remote transport when any PE has a peer whose
 /// heap it cannot map, and with `SYMMEM_ORDERING=weak` the reordering transport in front
 /// of it and of the direct transport to same-node peers. Collective: every PE calls it.
-pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
-    let remote = connect_remote(setup)?;
+/// Returns the transport and, when there is a remote one, which and why.
+pub(crate) fn connect(
+    setup: &Setup<'_>,
+) -> Result<(Option<Arc<dyn Transport>>, Option<RemoteChoice>)> {
+    let (remote, choice) = match connect_remote(setup)? {
+        Some((t, why)) => {
+            let choice = RemoteChoice {
+                name: t.name(),
+                why,
+            };
+            (Some(t), Some(choice))
+        }
+        None => (None, None),
+    };
     if setup.config.ordering != MemoryOrdering::Weak || setup.bootstrap.size() == 1 {
-        return Ok(remote);
+        return Ok((remote, choice));
     }
-    connect_weak(setup, remote).map(Some)
+    Ok((Some(connect_weak(setup, remote)?), choice))
 }
 
 /// Starts the weak-ordering transport over `remote` and the direct transport, with the
@@ -258,8 +279,8 @@ fn connect_weak(
 /// Connects the remote transport when any PE has a peer whose heap it cannot map, and
 /// logs which transport reaches which peer and why. Collective: every PE calls it, and
 /// all of them agree on one transport (a job where PEs choose differently fails, naming
-/// them).
-fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
+/// them). Returns the transport and why it was chosen.
+fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, String)>> {
     let b = setup.bootstrap;
     if b.size() == 1 {
         return Ok(None);
@@ -271,9 +292,9 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     }
     let (proposal, why) = propose(setup)?;
     let all = b.allgather(&agree::encode(proposal, setup.config.allow_host_staging))?;
-    let kind = match agree::agree(&all) {
-        Ok(agree::Verdict::Ib) => Kind::Ib,
-        Ok(agree::Verdict::Socket { staged }) if staged.is_empty() => Kind::Socket,
+    let (kind, why) = match agree::agree(&all) {
+        Ok(agree::Verdict::Ib) => (Kind::Ib, why),
+        Ok(agree::Verdict::Socket { staged }) if staged.is_empty() => (Kind::Socket, why),
         Ok(agree::Verdict::Socket { staged }) => {
             let pes: Vec<String> = staged.iter().map(|p| p.to_string()).collect();
             tracing::warn!(
@@ -281,7 +302,11 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
                 setup.me,
                 pes.join(", ")
             );
-            Kind::Socket
+            let why = format!(
+                "host staging (SYMMEM_ALLOW_HOST_STAGING=1) for the GPU heaps of PEs {}; this PE: {why}",
+                pes.join(", ")
+            );
+            (Kind::Socket, why)
         }
         Err(reason) => {
             return Err(Error::TransportConfig {
@@ -301,5 +326,5 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
         tracing::info!(target: "init", "PE {} reaches PE {pe} over {} ({why})", setup.me, t.name());
     }
-    Ok(Some(t))
+    Ok(Some((t, why)))
 }
