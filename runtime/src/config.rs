@@ -836,6 +836,22 @@ mod tests {
     }
 
     #[test]
+    fn describe_names_each_table_variable_at_most_once() {
+        let c = cfg(&[]).unwrap();
+        let described = c.describe();
+        for (i, (name, _)) in described.iter().enumerate() {
+            assert!(
+                VARIABLES.iter().any(|v| v.name == *name),
+                "describe() shows {name}, which VARIABLES does not list"
+            );
+            assert!(
+                described[..i].iter().all(|(n, _)| n != name),
+                "describe() shows {name} twice"
+            );
+        }
+    }
+
+    #[test]
     fn every_test_exit_point_is_documented() {
         let var = VARIABLES
             .iter()
