@@ -225,7 +225,10 @@ impl Runtime {
                         .unwrap_or(0)
                 })
                 .collect();
-            let (transport, remote_choice) = transport::connect(&transport::Setup {
+            let transport::Connected {
+                transport,
+                remote: remote_choice,
+            } = transport::connect(&transport::Setup {
                 bootstrap: &*bootstrap,
                 config: &config,
                 me: rank,

@@ -196,27 +196,31 @@ pub(crate) struct RemoteChoice {
     pub why: String,
 }
 
+/// What [`connect`] set up.
+pub(crate) struct Connected {
+    /// The transport to PEs whose heaps are not mapped here (with weak ordering, to every
+    /// peer); None when there is none.
+    pub transport: Option<Arc<dyn Transport>>,
+    /// The remote transport behind it, if any, and why it was chosen.
+    pub remote: Option<RemoteChoice>,
+}
+
 /// Connects the transports of this PE: the remote transport when any PE has a peer whose
 /// heap it cannot map, and with `SYMMEM_ORDERING=weak` the reordering transport in front
 /// of it and of the direct transport to same-node peers. Collective: every PE calls it.
-/// Returns the transport and, when there is a remote one, which and why.
-pub(crate) fn connect(
-    setup: &Setup<'_>,
-) -> Result<(Option<Arc<dyn Transport>>, Option<RemoteChoice>)> {
-    let (remote, choice) = match connect_remote(setup)? {
+pub(crate) fn connect(setup: &Setup<'_>) -> Result<Connected> {
+    let (transport, remote) = match connect_remote(setup)? {
         Some((t, why)) => {
-            let choice = RemoteChoice {
-                name: t.name(),
-                why,
-            };
-            (Some(t), Some(choice))
+            let name = t.name();
+            (Some(t), Some(RemoteChoice { name, why }))
         }
         None => (None, None),
     };
     if setup.config.ordering != MemoryOrdering::Weak || setup.bootstrap.size() == 1 {
-        return Ok((remote, choice));
+        return Ok(Connected { transport, remote });
     }
-    Ok((Some(connect_weak(setup, remote)?), choice))
+    let transport = Some(connect_weak(setup, transport)?);
+    Ok(Connected { transport, remote })
 }
 
 /// Starts the weak-ordering transport over `remote` and the direct transport, with the
