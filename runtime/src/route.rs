@@ -111,7 +111,7 @@ impl Runtime {
         let mapped = self.heap.base(pe).is_some();
         let (path, why) = match self.routes[pe] {
             _ if pe == me => (RoutePath::Own, "this PE".to_string()),
-            Route::Remote if mapped => (
+            Route::Remote if weak && mapped => (
                 RoutePath::Direct,
                 format!("{nodes}, heap mapped; SYMMEM_ORDERING=weak routes it through the weak-ordering transport"),
             ),
