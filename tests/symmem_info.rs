@@ -118,7 +118,13 @@ fn every_variable_the_code_names_is_in_the_table() {
         }
     }
     let mut files = Vec::new();
-    for dir in ["runtime/src", "bootstrap/src", "src", "device/src", "ptx-build/src"] {
+    for dir in [
+        "runtime/src",
+        "bootstrap/src",
+        "src",
+        "device/src",
+        "ptx-build/src",
+    ] {
         sources(&repo().join(dir), &mut files);
     }
     let known = |name: &str| {
