@@ -95,11 +95,17 @@ HOST_ROWS = [
 
 def read_rows(path):
     """The JSON rows of `path`: JSON lines, or a peers-*.json written by this script."""
-    with open(path) as f:
-        text = f.read()
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        sys.exit(f"table.py: cannot read {path}: {e.strerror}")
     stripped = text.strip()
     if stripped.startswith("{") and "\n{" not in stripped:
-        doc = json.loads(stripped)
+        try:
+            doc = json.loads(stripped)
+        except json.JSONDecodeError as e:
+            sys.exit(f"table.py: {path}: not JSON ({e})")
         if isinstance(doc, dict) and "rows" in doc:
             return list(doc["rows"])
     rows = []
@@ -282,7 +288,8 @@ def svg(table, columns, title):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rows", nargs="*", help="JSON-lines files, or a peers-*.json")
     ap.add_argument("--gpu", nargs="+", metavar="JSON",
                     help="symmem-perf --json of GPU PEs, then (optional) nvshmem_perf's rows")
