@@ -40,8 +40,8 @@ bundle() {
   cp target/release/examples/put_signal_pipeline target/release/examples/transpose "$out/bin/"
   strip "$out"/bin/*
   cp scripts/gpu-check.sh "$out/gpu-check.sh"
-  mkdir -p "$out/compare"
-  cp benches/compare/nvshmem_perf.cu benches/compare/gpu_table.py "$out/compare/"
+  mkdir -p "$out/peers"
+  cp benches/peers/nvshmem_perf.cu benches/peers/table.py "$out/peers/"
   git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
   # What travels to the GPU machine is the archive (the device tool carries at most 64 MiB;
   # the binaries' embedded PTX is text and compresses about 4x).
@@ -182,7 +182,7 @@ perf_rows() {
   if command -v nvcc >/dev/null && [ -n "$nvs" ] && [ -d "$nvs/include" ]; then
     inc="$nvs/include"
     lib="$nvs/lib"
-    if nvcc -O2 -rdc=true -arch=sm_90 -I"$inc" "$here/compare/nvshmem_perf.cu" -o "$work/nvshmem_perf" \
+    if nvcc -O2 -rdc=true -arch=sm_90 -I"$inc" "$here/peers/nvshmem_perf.cu" -o "$work/nvshmem_perf" \
         "$lib/libnvshmem_device.a" -L"$lib" -l:libnvshmem_host.so.3 -Xlinker -rpath,"$lib" -lcuda \
         > "$work/nvcc.log" 2>&1; then
       rm -f "$work/uid"
@@ -201,7 +201,15 @@ perf_rows() {
   else
     echo "NVSHMEM comparison skipped: needs nvcc and the nvidia-nvshmem-cu13 wheel (python3 -c 'import nvidia.nvshmem')"
   fi
-  python3 "$here/compare/gpu_table.py" "$work/symmem.json" "$work/nvshmem.json"
+  # The side-by-side table of benches/peers (the same script as the host comparison; its
+  # --gpu rows can be merged with a host run's bench-results/peers-*.json, see its --help).
+  local gpu_json=("$work/symmem.json")
+  [ -s "$work/nvshmem.json" ] && gpu_json+=("$work/nvshmem.json")
+  if [ -s "$work/symmem.json" ]; then
+    python3 "$here/peers/table.py" --gpu "${gpu_json[@]}"
+  else
+    echo "no symmem-perf rows: no table"
+  fi
   if [ -n "${GPU_CHECK_RESULTS:-}" ]; then mkdir -p "$GPU_CHECK_RESULTS" && cp "$work"/*.json "$work"/*.err "$GPU_CHECK_RESULTS/" 2>/dev/null; fi
 }
 

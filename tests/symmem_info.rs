@@ -1,6 +1,9 @@
-//! `symmem-info` explains the CPU debugging modes with the values it finds in the
-//! environment: the ordering mode and its seed, the lane schedule, the stack size, and how
-//! to debug a kernel on CPU PEs.
+//! `symmem-info`: every variable of the configuration table with its default (and the
+//! table matches what the code reads and what the README lists), the build features and
+//! devices, the CPU debugging modes with the values it finds in the environment (the
+//! ordering mode and its seed, the lane schedule, the stack size, how to debug a kernel on
+//! CPU PEs), and with `--pes N` the route of every PE pair: direct within a (simulated)
+//! node, sockets across, weak ordering when set; bad `--pes` values name the flag.
 
 use std::process::Command;
 
@@ -68,4 +71,223 @@ fn weak_mode_its_seed_the_schedule_and_the_stack_size_are_shown() {
     );
     let out = info(&[("SYMMEM_ORDERING", "weak")]);
     assert_has(section(&out), &["drawn from the clock by PE 0"]);
+}
+
+/// Every variable of the configuration table, printed with its default; the table is the
+/// one list of variables, so the printout, the README and the code cannot drift apart.
+#[test]
+fn every_variable_of_the_table_is_printed_with_its_default() {
+    let out = info(&[]);
+    for var in symmem::config::VARIABLES {
+        assert_has(
+            &out,
+            &[
+                &format!("\n  {:<26} = ", var.name),
+                &format!("[default {}]", var.default),
+            ],
+        );
+    }
+    assert_has(
+        &out,
+        &[
+            "build features: cuda on, ib ",
+            "devices:\n  GPUs: ",
+            "\n  RDMA: ",
+        ],
+    );
+}
+
+/// The repository's root (this package's manifest directory).
+fn repo() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `SYMMEM_*` name mentioned in the library sources is in the table, except the
+/// launcher's and the tests' internal variables (`SYMMEM_LAUNCH_*`, `SYMMEM_TEST_*`, which
+/// init does not warn about) and `SYMMEM_DEVICE_STATE`, the PTX global's symbol.
+#[test]
+fn every_variable_the_code_names_is_in_the_table() {
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in [
+        "runtime/src",
+        "bootstrap/src",
+        "src",
+        "device/src",
+        "ptx-build/src",
+    ] {
+        sources(&repo().join(dir), &mut files);
+    }
+    let known = |name: &str| {
+        symmem::config::VARIABLES.iter().any(|v| v.name == name)
+            || name.starts_with("SYMMEM_LAUNCH")
+            || name.starts_with("SYMMEM_TEST")
+            || name == "SYMMEM_DEVICE_STATE"
+            // `SYMMEM_*`: the prefix, in prose.
+            || name == "SYMMEM"
+    };
+    let mut unknown = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a source file");
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("SYMMEM_") {
+            let tail = &rest[at..];
+            let len = tail
+                .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(tail.len());
+            let name = tail[..len].trim_end_matches('_');
+            if !known(name) {
+                unknown.push(format!("{name} ({})", file.display()));
+            }
+            rest = &tail[len..];
+        }
+    }
+    assert!(
+        files.len() > 50,
+        "only {} source files found under {}",
+        files.len(),
+        repo().display()
+    );
+    assert!(
+        unknown.is_empty(),
+        "named in the code but missing from symmem::config::VARIABLES: {unknown:?}"
+    );
+}
+
+/// The README's configuration table lists exactly the table's variables.
+#[test]
+fn the_readme_lists_exactly_the_tables_variables() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let start = readme
+        .find("\n## Configuration")
+        .expect("a Configuration section");
+    let section = &readme[start + 1..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let listed: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(name, _)| name))
+        .collect();
+    let table: Vec<&str> = symmem::config::VARIABLES.iter().map(|v| v.name).collect();
+    for name in &table {
+        assert!(
+            listed.contains(name),
+            "{name} is missing from the README's table"
+        );
+    }
+    for name in &listed {
+        assert!(
+            table.contains(name),
+            "the README lists {name}, which is not in the table"
+        );
+    }
+}
+
+/// `symmem-info --pes N` with `env`: the routes it prints, `(from, to) -> path`.
+fn routes(n: usize, env: &[(&str, &str)]) -> std::collections::BTreeMap<(usize, usize), String> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_symmem-info"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SYMMEM_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.args(["--pes", &n.to_string()])
+        .env("SYMMEM_SYMMETRIC_SIZE", "64M")
+        .env("SYMMEM_BOOTSTRAP_TIMEOUT", "60")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("starting symmem-info --pes");
+    let job = symmem_test_harness::wait_job(child, std::time::Duration::from_secs(120));
+    job.assert_success();
+    let topology = job
+        .stdout
+        .find(&format!("topology of {n} local PEs"))
+        .map(|at| &job.stdout[at..])
+        .unwrap_or_else(|| job.fail("no topology section"));
+    let mut routes = std::collections::BTreeMap::new();
+    for line in topology.lines().map(str::trim) {
+        // "PE 0 -> PE 1: socket: different nodes; ..."
+        let Some((pair, rest)) = line.split_once(": ") else {
+            continue;
+        };
+        let Some((from, to)) = pair.split_once(" -> ") else {
+            continue;
+        };
+        let pe = |s: &str| s.strip_prefix("PE ").and_then(|p| p.parse::<usize>().ok());
+        let (Some(from), Some(to)) = (pe(from), pe(to)) else {
+            job.fail(&format!("bad route line {line:?}"));
+        };
+        let path = rest.split_once(": ").map_or(rest, |(p, _)| p);
+        routes.insert((from, to), path.to_string());
+    }
+    for pe in 0..n {
+        if !topology.contains(&format!("PE {pe}: node ")) {
+            job.fail(&format!("PE {pe}'s node is not shown"));
+        }
+    }
+    if routes.len() != n * (n - 1) {
+        job.fail(&format!("{} routes for {n} PEs: {routes:?}", routes.len()));
+    }
+    routes
+}
+
+#[test]
+fn two_simulated_nodes_of_one_pe_talk_over_sockets() {
+    let r = routes(2, &[("SYMMEM_SIMULATE_NODES", "2")]);
+    assert_eq!(r[&(0, 1)], "socket", "{r:?}");
+    assert_eq!(r[&(1, 0)], "socket", "{r:?}");
+}
+
+#[test]
+fn four_pes_on_two_simulated_nodes_map_within_and_use_sockets_across() {
+    let r = routes(4, &[("SYMMEM_SIMULATE_NODES", "2")]);
+    for ((from, to), path) in &r {
+        // PE p is on simulated node p * 2 / 4.
+        let want = if from / 2 == to / 2 {
+            "direct p2p"
+        } else {
+            "socket"
+        };
+        assert_eq!(path, want, "PE {from} -> PE {to}: {r:?}");
+    }
+}
+
+#[test]
+fn weak_ordering_is_shown_on_every_route() {
+    let r = routes(2, &[("SYMMEM_ORDERING", "weak")]);
+    assert_eq!(r[&(0, 1)], "weak ordering over direct p2p", "{r:?}");
+    assert_eq!(r[&(1, 0)], "weak ordering over direct p2p", "{r:?}");
+}
+
+#[test]
+fn bad_pes_values_are_errors_naming_the_flag() {
+    for bad in [
+        &["--pes", "0"][..],
+        &["--pes", "abc"],
+        &["--pes"],
+        &["--pes", "-1"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_symmem-info"))
+            .args(bad)
+            .output()
+            .expect("running symmem-info");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {stderr}");
+        assert!(stderr.contains("--pes"), "{bad:?}: {stderr}");
+        if let Some(v) = bad.get(1) {
+            assert!(stderr.contains(&format!("{v:?}")), "{bad:?}: {stderr}");
+        }
+        assert!(out.stdout.is_empty(), "{bad:?} printed a report");
+    }
 }

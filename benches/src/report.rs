@@ -1,7 +1,7 @@
 //! Output of measured rows: the human-readable tables and the JSON lines.
 //!
 //! The JSON fields `metric`, `size`, `value`, `unit`, `transport`, `initiator` and
-//! `device` come first and keep their meaning (benches/compare and scripts/gpu-check.sh
+//! `device` come first and keep their meaning (benches/peers and scripts/gpu-check.sh
 //! read them); `p50`, `p99`, `stdev`, `sample_ops` and `direction` follow, then `src` and
 //! `dst` on the rows of `--matrix`.
 

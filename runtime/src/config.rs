@@ -52,6 +52,9 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_EXEC_STACK_SIZE", default: "256K", doc: "CPU executor: stack of each kernel thread (fiber); suffixes K, M (powers of 1024); at least 16K; an overflow fails the launch as a stack overflow naming the block and thread" },
     Variable { name: "SYMMEM_ORDERING", default: "strict", doc: "CPU PEs: strict (puts, p, AMOs and signals to a peer are visible in program order, as x86 makes them), or weak (a debugging mode: they are buffered and delivered later in a seeded random order that only fence, quiet, barrier and put_signal constrain, so a missing fence fails on CPU PEs as it would on a GPU; peers have no ptr() and device operations to them go through the proxy). An error on GPU PEs" },
     Variable { name: "SYMMEM_ORDERING_SEED", default: "(from the clock)", doc: "weak ordering: the seed of the delivery order and delays (the same on every PE; each PE derives its own stream). Logged at warn level when weak ordering starts, so a failing run can be replayed" },
+    Variable { name: "SYMMEM_PTXAS", default: "(PATH, then the nvidia-cuda-nvcc-cu12 wheel)", doc: "build time (symmem-ptx-build): the ptxas that assembles the kernels' PTX to check it" },
+    Variable { name: "SYMMEM_REQUIRE_PTX", default: "0", doc: "build time (symmem-ptx-build): 1 = a kernel crate whose PTX cannot be built fails the build, instead of embedding the reason (which load_module then reports on a GPU PE)" },
+    Variable { name: "SYMMEM_SKIP_PTX", default: "0", doc: "build time (symmem-ptx-build): 1 = skip the nested PTX builds of kernel crates (CPU PEs only; load_module on a GPU PE says why there is no PTX)" },
     Variable { name: "SYMMEM_TEST_EXIT_AT", default: "(unset)", doc: "testing only: this process kills itself (SIGKILL) when init reaches the named point (launcher_exchange, rendezvous_join, rendezvous, topology, heap_connect, heap_serve, heap_served_one, heap_receive, init_barrier), so fault tests place a PE's death at each init step" },
 ];
 
@@ -842,6 +845,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("greater than 0"), "{err}");
+    }
+
+    #[test]
+    fn describe_names_each_table_variable_at_most_once() {
+        let c = cfg(&[]).unwrap();
+        let described = c.describe();
+        for (i, (name, _)) in described.iter().enumerate() {
+            assert!(
+                VARIABLES.iter().any(|v| v.name == *name),
+                "describe() shows {name}, which VARIABLES does not list"
+            );
+            assert!(
+                described[..i].iter().all(|(n, _)| n != name),
+                "describe() shows {name} twice"
+            );
+        }
     }
 
     #[test]

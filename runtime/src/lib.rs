@@ -49,6 +49,7 @@ pub use int::{Cmp, SignalOp, SymInt};
 pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use module::Module;
 pub use raw::{SymView, VIEW_ID};
+pub use route::{rdma_probe, PeRoute, RoutePath};
 #[cfg(feature = "mpi")]
 pub use runtime::init_with_mpi_comm;
 pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
@@ -57,6 +58,14 @@ pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
 pub use team::{collectives, Team, DEFAULT_MAX_TEAMS};
+
+/// The optional parts this build of the runtime has, by Cargo feature name: `cuda` (GPU
+/// PEs), `ib` (the ibverbs transport), `mpi` (the MPI bootstrap).
+pub const BUILD_FEATURES: &[(&str, bool)] = &[
+    ("cuda", cfg!(feature = "cuda")),
+    ("ib", cfg!(feature = "ib")),
+    ("mpi", cfg!(feature = "mpi")),
+];
 
 /// Re-exported so users can bound their element types.
 pub use bytemuck::Pod;

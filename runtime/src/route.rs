@@ -35,6 +35,129 @@ unsafe impl Send for Route {}
 // SAFETY: see above.
 unsafe impl Sync for Route {}
 
+/// The path of a [`PeRoute`]: how this PE reaches one PE's heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RoutePath {
+    /// The PE's own heap.
+    Own,
+    /// Loads, stores and atomics on the peer's heap, mapped here (same node, P2P).
+    Direct,
+    /// `cuMemcpy` to and from the peer's GPU heap, mapped into this PE's CUDA context.
+    CudaCopy,
+    /// Requests over the remote transport of this name (`socket`, `ib`).
+    Transport(&'static str),
+    /// No path: the heap is not mapped and there is no remote transport.
+    Unreachable,
+}
+
+impl std::fmt::Display for RoutePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoutePath::Own => f.write_str("own heap"),
+            RoutePath::Direct => f.write_str("direct p2p"),
+            RoutePath::CudaCopy => f.write_str("cuda copy"),
+            RoutePath::Transport(name) => f.write_str(name),
+            RoutePath::Unreachable => f.write_str("unreachable"),
+        }
+    }
+}
+
+/// How this PE reaches one PE's heap and why, as chosen once at init
+/// ([`Runtime::route_to`]); read-only, for reports such as `symmem-info --pes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeRoute {
+    /// The path.
+    pub path: RoutePath,
+    /// `SYMMEM_ORDERING=weak`: operations on this path are buffered and delivered in a
+    /// seeded order by the weak-ordering transport.
+    pub weak: bool,
+    /// Why this path: the node identities, `SYMMEM_DISABLE_P2P`, and for a remote
+    /// transport why it was chosen (`SYMMEM_REMOTE_TRANSPORT`, the RDMA probe).
+    pub why: String,
+}
+
+impl std::fmt::Display for PeRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.weak {
+            write!(f, "weak ordering over {}: {}", self.path, self.why)
+        } else {
+            write!(f, "{}: {}", self.path, self.why)
+        }
+    }
+}
+
+/// The RDMA device and port the ib transport would use here, described, or why there is
+/// none (no `ib` feature, libibverbs missing, no device, no active port, excluded by
+/// `SYMMEM_HCA_LIST`). The probe [`init`](crate::init) runs for
+/// `SYMMEM_REMOTE_TRANSPORT=auto`.
+pub fn rdma_probe(config: &crate::Config) -> std::result::Result<String, String> {
+    crate::transport::probe_ib(config)
+}
+
+impl Runtime {
+    /// How this PE reaches `pe`'s heap, and why, as chosen at init.
+    pub fn route_to(&self, pe: usize) -> Result<PeRoute> {
+        self.check_pe("route_to", pe)?;
+        let me = self.my_pe();
+        let same_node = self.topo.node(pe) == self.topo.node(me);
+        let weak = self.config.ordering == crate::config::MemoryOrdering::Weak
+            && pe != me
+            && self.transport.is_some();
+        let nodes = if same_node {
+            "same node"
+        } else {
+            "different nodes"
+        };
+        let mapped = self.heap.base(pe).is_some();
+        let (path, why) = match self.routes[pe] {
+            _ if pe == me => (RoutePath::Own, "this PE".to_string()),
+            Route::Remote if weak && mapped => (
+                RoutePath::Direct,
+                format!("{nodes}, heap mapped; SYMMEM_ORDERING=weak routes it through the weak-ordering transport"),
+            ),
+            Route::Direct(_) => (RoutePath::Direct, format!("{nodes}, heap mapped (P2P)")),
+            #[cfg(feature = "cuda")]
+            Route::Copy(_) => (
+                RoutePath::CudaCopy,
+                format!("{nodes}, GPU heap mapped into this PE's CUDA context"),
+            ),
+            Route::Remote => {
+                let unmapped = if !same_node {
+                    nodes.to_string()
+                } else if self.config.disable_p2p {
+                    "same node, but SYMMEM_DISABLE_P2P=1".to_string()
+                } else {
+                    "same node, but its heap cannot be mapped here (GPU not peer-accessible)"
+                        .to_string()
+                };
+                match &self.remote_choice {
+                    Some(c) => (RoutePath::Transport(c.name), format!("{unmapped}; {}", c.why)),
+                    None => (RoutePath::Unreachable, format!("{unmapped}; no remote transport")),
+                }
+            }
+            Route::Unreachable => (
+                RoutePath::Unreachable,
+                format!("{nodes}, heap not mapped and no remote transport"),
+            ),
+        };
+        Ok(PeRoute { path, weak, why })
+    }
+
+    /// What decided this PE's node identity ([`Self::node_of`]): `SYMMEM_NODE_ID`, or the
+    /// machine identity with the launcher's node where it tells one, and
+    /// `SYMMEM_SIMULATE_NODES` when it splits the job.
+    pub fn node_identity_source(&self) -> String {
+        let source = self
+            .config
+            .node_identity_source(self.topo.launcher(self.my_pe()));
+        match self.config.simulate_nodes {
+            1 => source,
+            k => format!("{source}; split into {k} simulated nodes (SYMMEM_SIMULATE_NODES={k})"),
+        }
+    }
+}
+
 /// Where a checked access lands.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Located<T> {

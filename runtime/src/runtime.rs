@@ -89,6 +89,9 @@ pub struct Runtime {
     /// Declared before `heap`: it is shut down (its threads joined) before the heap is
     /// unmapped.
     pub(crate) transport: Option<Arc<dyn Transport>>,
+    /// The remote transport (not the weak-ordering one in front of it) and why it was
+    /// chosen; None when every PE's heap is mapped.
+    pub(crate) remote_choice: Option<transport::RemoteChoice>,
     pub(crate) heap: SymmetricHeap,
     pub(crate) watch: PeerWatch,
     pub(crate) allocs: Mutex<AllocState>,
@@ -227,7 +230,10 @@ impl Runtime {
                         .unwrap_or(0)
                 })
                 .collect();
-            let transport = transport::connect(&transport::Setup {
+            let transport::Connected {
+                transport,
+                remote: remote_choice,
+            } = transport::connect(&transport::Setup {
                 bootstrap: &*bootstrap,
                 config: &config,
                 me: rank,
@@ -253,9 +259,9 @@ impl Runtime {
             progress.enter(InitStep::Barrier);
             // Nobody may use a peer's heap before that peer has mapped everyone's.
             bootstrap.barrier()?;
-            Ok::<_, Error>((topo, heap, transport))
+            Ok::<_, Error>((topo, heap, transport, remote_choice))
         })();
-        let (topo, heap, transport) = match setup {
+        let (topo, heap, transport, remote_choice) = match setup {
             Ok(v) => v,
             // Name the root cause (a dead peer, or this PE, which then aborts the others).
             Err(e) => return Err(liveness::fail_init(&*bootstrap, &progress, e)),
@@ -327,6 +333,7 @@ impl Runtime {
             topo,
             proxy,
             transport,
+            remote_choice,
             heap,
             watch,
             allocs: Mutex::new(AllocState {

@@ -289,6 +289,11 @@ impl Topology {
         &self.infos[pe].host
     }
 
+    /// The node the launcher placed `pe` on, as `name (source)`, where it tells one.
+    pub fn launcher(&self, pe: usize) -> Option<&str> {
+        self.infos[pe].launcher.as_deref()
+    }
+
     /// `pe`'s process id.
     pub fn pid(&self, pe: usize) -> u32 {
         self.infos[pe].pid

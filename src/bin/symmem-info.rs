@@ -1,29 +1,46 @@
-//! `symmem-info`: prints symmem's version, every configuration variable with its
-//! effective value and meaning, what this build supports, how kernels run on CPU PEs and
-//! how to debug them there before they go to a GPU, and which launcher it detects in the
-//! current environment and what init would do.
+//! `symmem-info`: prints symmem's version, the build's features, every configuration
+//! variable with its effective value, default and meaning, the GPUs and RDMA devices it
+//! finds, how kernels run on CPU PEs and how to debug them there before they go to a
+//! GPU, and which launcher it detects in the current environment and what init would do.
+//!
+//! `symmem-info --pes N` then starts N local PEs of itself and prints the job's topology:
+//! each PE's node (and what decided the node identity), device and NIC, and the route
+//! every PE takes to every other PE (direct p2p, cuda copy, socket, ib; weak ordering
+//! when set) and why. Run under `symrun -n N`, it prints that topology only.
 
 use std::process::ExitCode;
 
 use symmem::bootstrap::env::ENV_JOB_SECRET;
+use symmem::bootstrap::launcher::ENV_RANK;
 use symmem::bootstrap::select::process_env;
 use symmem::bootstrap::{decide, Plan};
 use symmem::config::{MemoryOrdering, VARIABLES};
+use symmem::SelfLaunch;
+
+const USAGE: &str = "usage: symmem-info [--pes N]";
 
 fn main() -> ExitCode {
-    println!("symmem {}", env!("CARGO_PKG_VERSION"));
-    println!(
-        "features: mpi bootstrap {}",
-        if cfg!(feature = "mpi") {
-            "built in"
-        } else {
-            "not built (rebuild with --features mpi)"
+    if std::env::var_os(ENV_RANK).is_some() {
+        // One PE of a job (started by `--pes N` or symrun): the topology.
+        return match topology() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("symmem-info: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}\n\nPrints symmem's version, build features, configuration variables (value and default), devices, debugging modes and launcher; with --pes N, also starts N local PEs and prints their topology and routes.");
+        return ExitCode::SUCCESS;
+    }
+    let pes = match parse_args(std::env::args().skip(1)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("symmem-info: {e}\n{USAGE}");
+            return ExitCode::from(2);
         }
-    );
-    println!(
-        "device API: CPU executor built in; PTX via symmem-ptx-build; device state layout v{}",
-        symmem::device::DEVICE_STATE_VERSION
-    );
+    };
     let config = match symmem::Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -31,6 +48,64 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    report(&config);
+    let Some(n) = pes else {
+        return ExitCode::SUCCESS;
+    };
+    println!("\ntopology of {n} local PEs (symmem-info --pes {n}):");
+    match symmem::self_launch() {
+        Ok(SelfLaunch::Finished(code)) => ExitCode::from(code.clamp(0, 255) as u8),
+        Ok(SelfLaunch::InJob) => {
+            eprintln!("symmem-info: --pes {n} did not start a job");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("symmem-info: --pes {n}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The number of PEs of `--pes N`, if given; an error names the flag and the bad value.
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<usize>, String> {
+    let mut pes = None;
+    let mut args = args;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--pes" => {
+                let v = args
+                    .next()
+                    .ok_or("--pes needs a number of PEs (at least 1)")?;
+                match v.parse::<usize>() {
+                    Ok(n) if n >= 1 => pes = Some(n),
+                    _ => {
+                        return Err(format!(
+                            "--pes needs a number of PEs (at least 1), not {v:?}"
+                        ))
+                    }
+                }
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(pes)
+}
+
+/// Version, features, configuration, devices, CPU debugging modes and launcher.
+fn report(config: &symmem::Config) {
+    println!("symmem {}", env!("CARGO_PKG_VERSION"));
+    let features: Vec<String> = symmem::BUILD_FEATURES
+        .iter()
+        .map(|(name, on)| format!("{name} {}", if *on { "on" } else { "off" }))
+        .collect();
+    println!(
+        "build features: {} (cuda: GPU PEs; ib: the ibverbs transport; mpi: the MPI bootstrap; rebuild with --features ib,mpi for what is off)",
+        features.join(", ")
+    );
+    println!(
+        "device API: CPU executor built in; PTX via symmem-ptx-build; device state layout v{}",
+        symmem::device::DEVICE_STATE_VERSION
+    );
     println!("\nconfiguration (environment):");
     let values = config.describe();
     for var in VARIABLES {
@@ -57,11 +132,131 @@ fn main() -> ExitCode {
     for unknown in symmem::Config::unknown_variables() {
         println!("  warning: {unknown} is not a symmem variable (typo?)");
     }
+    println!("\ndevices:");
+    println!("  GPUs: {}", describe_gpus());
+    println!(
+        "  RDMA: {}",
+        match symmem::rdma_probe(config) {
+            Ok(dev) => format!("{dev} (what the ib transport would use)"),
+            Err(why) => format!("none usable: {why}"),
+        }
+    );
     println!("\nkernels on CPU PEs (the debugging modes):");
-    println!("{}", describe_cpu_modes(&config));
+    println!("{}", describe_cpu_modes(config));
     println!("\nlauncher (SYMMEM_BOOTSTRAP={}):", config.bootstrap);
-    println!("  {}", describe_launch(&config));
-    ExitCode::SUCCESS
+    println!("  {}", describe_launch(config));
+}
+
+/// The visible GPUs (ordinal, name, compute capability, memory), or why there are none.
+fn describe_gpus() -> String {
+    use symmem::cudarc::driver::sys;
+    // Checks that libcuda loads before any call into it (cudarc panics otherwise).
+    if !symmem::cuda::driver_present() {
+        return "none: the CUDA driver library (libcuda.so) cannot be loaded (no NVIDIA driver, or not on the loader path)".into();
+    }
+    let ok = |rc: sys::CUresult| rc == sys::CUresult::CUDA_SUCCESS;
+    // SAFETY: libcuda is loaded (checked above); cuInit may be called any number of times.
+    if !ok(unsafe { sys::cuInit(0) }) {
+        return "none: cuInit failed (is the NVIDIA kernel module loaded?)".into();
+    }
+    let mut count = 0;
+    // SAFETY: cuInit succeeded; `count` is a valid out-parameter.
+    if !ok(unsafe { sys::cuDeviceGetCount(&mut count) }) || count <= 0 {
+        return format!(
+            "none: the CUDA driver sees no GPU (CUDA_VISIBLE_DEVICES={:?})",
+            std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default()
+        );
+    }
+    let mut gpus = Vec::new();
+    for ordinal in 0..count {
+        let mut dev = 0;
+        // SAFETY: `ordinal` is below the device count; `dev` is a valid out-parameter.
+        if !ok(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }) {
+            gpus.push(format!("{ordinal}: cuDeviceGet failed"));
+            continue;
+        }
+        let mut name = [0 as std::ffi::c_char; 256];
+        // SAFETY: `name` is writable for its length, which is passed; `dev` is valid.
+        let named = ok(unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, dev) });
+        let name = if named {
+            // SAFETY: cuDeviceGetName wrote a NUL-terminated string into `name`.
+            unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            "(name unknown)".into()
+        };
+        let attr = |a: sys::CUdevice_attribute| {
+            let mut v = 0;
+            // SAFETY: `dev` is valid; `v` is a valid out-parameter.
+            ok(unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) }).then_some(v)
+        };
+        let sm = match (
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+        ) {
+            (Some(a), Some(b)) => format!("sm_{a}{b}"),
+            _ => "sm unknown".into(),
+        };
+        let mut bytes = 0usize;
+        // SAFETY: `dev` is valid; `bytes` is a valid out-parameter.
+        let mem = if ok(unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) }) {
+            format!("{} MiB", bytes >> 20)
+        } else {
+            "memory unknown".into()
+        };
+        gpus.push(format!("{ordinal}: {name} ({sm}, {mem})"));
+    }
+    gpus.join("; ")
+}
+
+/// One PE of a job: this PE's node, device, NIC and route to every PE, gathered by PE 0
+/// through symmetric memory and printed there, PE by PE.
+fn topology() -> symmem::Result<()> {
+    let rt = symmem::init()?;
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let config = rt.config();
+    let nic = match symmem::rdma_probe(config) {
+        Ok(dev) => format!("RDMA {dev}"),
+        Err(why) => format!("no RDMA device ({why})"),
+    };
+    let ifname = config.socket_ifname.as_deref().unwrap_or("auto");
+    let mut text = format!(
+        "PE {me}: node {}\n  node identity: {}\n  host {}, pid {}, device {}\n  NIC: {nic}; sockets: interface {ifname} (SYMMEM_SOCKET_IFNAME)\n",
+        rt.node_of(me)?,
+        rt.node_identity_source(),
+        rt.hostname_of(me)?,
+        std::process::id(),
+        rt.device_description(),
+    );
+    for pe in (0..n).filter(|&pe| pe != me) {
+        text.push_str(&format!("  PE {me} -> PE {pe}: {}\n", rt.route_to(pe)?));
+    }
+    // Every PE's text length, so that all allocate the same (largest) buffer.
+    let lens = rt.calloc::<u64>(1)?;
+    rt.put(lens.at(0), &[text.len() as u64], me)?;
+    rt.barrier_all()?;
+    let mut all = vec![0usize; n];
+    for (pe, len) in all.iter_mut().enumerate() {
+        let mut v = [0u64];
+        rt.get(lens.at(0), &mut v, pe)?;
+        *len = v[0] as usize;
+    }
+    let texts = rt.calloc::<u8>(all.iter().copied().max().unwrap_or(1))?;
+    rt.put(texts.at(0), text.as_bytes(), me)?;
+    rt.barrier_all()?;
+    if me == 0 {
+        for (pe, &len) in all.iter().enumerate() {
+            let mut bytes = vec![0u8; len];
+            rt.get(texts.at(0), &mut bytes, pe)?;
+            print!("{}", String::from_utf8_lossy(&bytes));
+        }
+    }
+    // Nobody frees (or exits) while PE 0 still reads.
+    rt.barrier_all()?;
+    rt.free(texts)?;
+    rt.free(lens)?;
+    rt.finalize()
 }
 
 /// What `symmem::init()` would do in this environment, in a few lines.

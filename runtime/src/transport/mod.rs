@@ -171,7 +171,7 @@ enum Kind {
 }
 
 /// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
-fn probe_ib(config: &crate::config::Config) -> std::result::Result<String, String> {
+pub(crate) fn probe_ib(config: &crate::config::Config) -> std::result::Result<String, String> {
     #[cfg(feature = "ib")]
     return ib::probe(config);
     #[cfg(not(feature = "ib"))]
@@ -231,15 +231,40 @@ fn probe_gpu_heap(setup: &Setup<'_>) -> std::result::Result<(), String> {
     }
 }
 
+/// The remote transport a job uses and why it was chosen (as logged at init).
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteChoice {
+    /// The transport's name (`socket`, `ib`).
+    pub name: &'static str,
+    /// Why: `SYMMEM_REMOTE_TRANSPORT` and what the RDMA probe found.
+    pub why: String,
+}
+
+/// What [`connect`] set up.
+pub(crate) struct Connected {
+    /// The transport to PEs whose heaps are not mapped here (with weak ordering, to every
+    /// peer); None when there is none.
+    pub transport: Option<Arc<dyn Transport>>,
+    /// The remote transport behind it, if any, and why it was chosen.
+    pub remote: Option<RemoteChoice>,
+}
+
 /// Connects the transports of this PE: the remote transport when any PE has a peer whose
 /// heap it cannot map, and with `SYMMEM_ORDERING=weak` the reordering transport in front
 /// of it and of the direct transport to same-node peers. Collective: every PE calls it.
-pub(crate) fn connect(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
-    let remote = connect_remote(setup)?;
+pub(crate) fn connect(setup: &Setup<'_>) -> Result<Connected> {
+    let (transport, remote) = match connect_remote(setup)? {
+        Some((t, why)) => {
+            let name = t.name();
+            (Some(t), Some(RemoteChoice { name, why }))
+        }
+        None => (None, None),
+    };
     if setup.config.ordering != MemoryOrdering::Weak || setup.bootstrap.size() == 1 {
-        return Ok(remote);
+        return Ok(Connected { transport, remote });
     }
-    connect_weak(setup, remote).map(Some)
+    let transport = Some(connect_weak(setup, transport)?);
+    Ok(Connected { transport, remote })
 }
 
 /// Starts the weak-ordering transport over `remote` and the direct transport, with the
@@ -303,8 +328,8 @@ fn connect_weak(
 /// Connects the remote transport when any PE has a peer whose heap it cannot map, and
 /// logs which transport reaches which peer and why. Collective: every PE calls it, and
 /// all of them agree on one transport (a job where PEs choose differently fails, naming
-/// them).
-fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
+/// them). Returns the transport and why it was chosen.
+fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, String)>> {
     let b = setup.bootstrap;
     if b.size() == 1 {
         return Ok(None);
@@ -316,8 +341,8 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     }
     let (proposal, why) = propose(setup)?;
     let all = b.allgather(&agree::encode(proposal, setup.config.allow_host_staging))?;
-    let kind = match agree::agree(&all) {
-        Ok(agree::Verdict::Ib) => Kind::Ib,
+    let (kind, why) = match agree::agree(&all) {
+        Ok(agree::Verdict::Ib) => (Kind::Ib, why),
         Ok(agree::Verdict::Socket { staged }) if staged.is_empty() => {
             if cfg!(feature = "ib") && setup.config.remote_transport == RemoteTransport::Auto {
                 // A build with ib support that ends up on sockets has fallen back.
@@ -327,7 +352,7 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
                     setup.me
                 );
             }
-            Kind::Socket
+            (Kind::Socket, why)
         }
         Ok(agree::Verdict::Socket { staged }) => {
             let pes: Vec<String> = staged.iter().map(|p| p.to_string()).collect();
@@ -336,7 +361,11 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
                 setup.me,
                 pes.join(", ")
             );
-            Kind::Socket
+            let why = format!(
+                "host staging (SYMMEM_ALLOW_HOST_STAGING=1) for the GPU heaps of PEs {}; this PE: {why}",
+                pes.join(", ")
+            );
+            (Kind::Socket, why)
         }
         Err(reason) => {
             return Err(Error::TransportConfig {
@@ -363,5 +392,5 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<Arc<dyn Transport>>> {
     for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
         tracing::info!(target: "init::transport", "PE {} reaches PE {pe} over {} ({why})", setup.me, t.name());
     }
-    Ok(Some(t))
+    Ok(Some((t, why)))
 }

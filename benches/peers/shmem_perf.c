@@ -1,6 +1,11 @@
 /* OpenSHMEM (Open MPI's OSHMEM, spec 1.4) reference numbers for symmem-perf, PE 0 <-> PE 1.
  *
- *   oshcc -O2 shmem_perf.c -o shmem_perf && oshrun --mca osc ^rdma -np 2 ./shmem_perf [ITERS]
+ *   oshcc -O2 shmem_perf.c -o shmem_perf && oshrun --mca osc ^rdma -np 2 ./shmem_perf [ITERS] [BYTES] [SIZES]
+ *
+ * Bandwidth (oshmem_put_bw) at each of SIZES (comma-separated bytes; default 4 KiB to
+ * 16 MiB in x8 steps): back-to-back shmem_putmem_nbi of SIZE bytes from one buffer, then
+ * one shmem_quiet (symmem-perf's put_bw), BYTES per repetition (default 256 MiB; at least
+ * 8 puts, at most ITERS).
  *
  * OSHMEM 1.4 has no put_signal, so the ping-pong is the classic flag form: shmem_long_p of
  * a sequence number, answered after shmem_long_wait_until (one-way = round trip / 2). */
@@ -26,8 +31,29 @@ static long target; /* AMO / p / g target */
         if (me == 0) print_json(metric, 8, median(vals, REPS));                     \
     } while (0)
 
+/* PE 0's put bandwidth into PE 1's `dst` in GB/s (median of REPS): `n` nonblocking puts
+ * of `size` bytes from `src`, then one quiet. */
+static double put_bw(int me, int peer, char *dst, const char *src, long size, long n) {
+    double vals[REPS];
+    for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
+        long count = r < 0 ? (n / 10 > 2 ? n / 10 : 2) : n;
+        shmem_barrier_all();
+        double t0 = now_s();
+        if (me == 0) {
+            for (long k = 0; k < count; k++) shmem_putmem_nbi(dst, src, (size_t)size, peer);
+            shmem_quiet();
+        }
+        double t = now_s() - t0;
+        if (r >= 0) vals[r] = (double)count * (double)size / t * 1e-9;
+    }
+    return median(vals, REPS);
+}
+
 int main(int argc, char **argv) {
     long iters = iters_from_args(argc, argv);
+    long budget = argc > 2 && atol(argv[2]) > 0 ? atol(argv[2]) : 256L << 20;
+    long sizes[MAX_SIZES];
+    int n_sizes = parse_sizes(argc > 3 ? argv[3] : "4096,32768,262144,2097152,16777216", sizes);
     shmem_init();
     int me = shmem_my_pe();
     int peer = me == 0 ? 1 : 0;
@@ -77,6 +103,20 @@ int main(int argc, char **argv) {
     TIME_REPS("oshmem_barrier_all_latency", 1.0, {
         for (long i = 0; i < n; i++) shmem_barrier_all();
     });
+    char *dst = shmem_malloc(MAX_TRANSFER), *src = malloc(MAX_TRANSFER);
+    if (!dst || !src) {
+        fprintf(stderr, "PE %d: cannot allocate the %ld-byte buffers\n", me, MAX_TRANSFER);
+        shmem_global_exit(1);
+    }
+    memset(src, 0x5a, MAX_TRANSFER);
+    memset(dst, 0, MAX_TRANSFER);
+    for (int i = 0; i < n_sizes; i++) {
+        double bw = put_bw(me, peer, dst, src, sizes[i], transfers(budget, sizes[i], iters));
+        if (me == 0) print_json_row("oshmem_put_bw", sizes[i], bw, "GB/s", "p2p");
+    }
+    shmem_barrier_all();
+    shmem_free(dst);
+    free(src);
     shmem_finalize();
     return 0;
 }

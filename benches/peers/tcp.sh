@@ -5,9 +5,9 @@
 # `symmem-perf --transport socket`. Each of the three runs RUNS times, interleaved (so
 # drift hits all alike); prints every run's JSON lines, then a table of medians over the
 # runs with the ratios to the goals (tcp_table.py). The rows stay in
-# target/tcp-compare.jsonl (`python3 benches/compare/tcp_table.py target/tcp-compare.jsonl`).
+# target/tcp-compare.jsonl (`python3 benches/peers/tcp_table.py target/tcp-compare.jsonl`).
 #
-#   bash benches/compare/tcp.sh [--quick] [--runs N]
+#   bash benches/peers/tcp.sh [--quick] [--runs N]
 #
 # Needs Open MPI (mpicc, mpirun) and python3. Nothing else heavy should run meanwhile.
 set -euo pipefail

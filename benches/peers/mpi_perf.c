@@ -1,15 +1,21 @@
 /* MPI reference numbers for symmem-perf, rank 0 <-> rank 1 (Open MPI 4.1).
  *
- *   mpicc -O2 mpi_perf.c -o mpi_perf && mpirun -np 2 ./mpi_perf [ITERS]
- *   mpirun --mca pml ob1 --mca btl tcp,self --mca osc pt2pt -np 2 ./mpi_perf ITERS tcp [BYTES]
+ *   mpicc -O2 mpi_perf.c -o mpi_perf && mpirun -np 2 ./mpi_perf [ITERS] [p2p] [BYTES] [SIZES]
+ *   mpirun --mca pml ob1 --mca btl tcp,self --mca osc pt2pt -np 2 ./mpi_perf ITERS tcp [BYTES] [SIZES]
  *
- * RMA: one MPI_Win_allocate'd window under MPI_Win_lock_all; each operation is followed
- * by MPI_Win_flush, so it is complete when timed (like symmem's blocking calls).
+ * RMA (MPI-3 passive target): one MPI_Win_allocate'd window under MPI_Win_lock_all; each
+ * MPI_Put, MPI_Get and MPI_Fetch_and_op of the latency tests is followed by
+ * MPI_Win_flush, so it is complete when timed (like symmem's blocking calls). Two-sided:
+ * an MPI_Send/MPI_Recv ping-pong and MPI_Barrier.
  *
  * With `tcp` (run over the TCP BTL, as above: the baseline of symmem's socket transport)
- * the metrics are named mpi_tcp_*, their transport is "tcp", and a streaming bandwidth
- * (mpi_tcp_send_bw: windows of WINDOW MPI_Isend of SIZE bytes, then a zero-byte answer,
- * BYTES per repetition, default 256 MiB) is measured at symmem-perf's put_bw sizes. */
+ * the metrics are named mpi_tcp_*, their transport is "tcp"; otherwise mpi_* and "p2p".
+ * Bandwidth at each of SIZES (comma-separated bytes; default 256 KiB, 1, 2 and 16 MiB),
+ * BYTES per repetition (default 256 MiB; at least 8 transfers, at most ITERS):
+ *   - put_bw: back-to-back MPI_Put of SIZE bytes from one buffer, then one MPI_Win_flush
+ *     (symmem-perf's put_bw: put_nbi of the same buffer, then quiet);
+ *   - send_bw: windows of WINDOW MPI_Isend of SIZE bytes, then a zero-byte answer (as
+ *     OSU's osu_bw). */
 #include <mpi.h>
 
 #include "common.h"
@@ -38,9 +44,9 @@
 
 /* Streaming bandwidth in GB/s from rank 0 to rank 1 (median of REPS): windows of WINDOW
  * nonblocking sends of `size` bytes, each window answered by a zero-byte message, about
- * `budget` bytes per repetition. Both ranks reuse one buffer, as osu_bw does. */
-static double send_bw(int me, size_t size, long budget, char *buf) {
-    long windows = budget / (long)(size * WINDOW);
+ * `transfers` messages per repetition. Both ranks reuse one buffer, as osu_bw does. */
+static double send_bw(int me, size_t size, long transfers, char *buf) {
+    long windows = transfers / WINDOW;
     if (windows < 1) windows = 1;
     MPI_Request req[WINDOW];
     double vals[REPS];
@@ -67,10 +73,31 @@ static double send_bw(int me, size_t size, long budget, char *buf) {
     return median(vals, REPS);
 }
 
+/* One-sided bandwidth in GB/s from rank 0 into rank 1's window (median of REPS): `n`
+ * MPI_Put of `size` bytes from one buffer to offset 0, then one MPI_Win_flush. */
+static double put_bw(int me, int peer, size_t size, long n, const char *buf, MPI_Win win) {
+    double vals[REPS];
+    for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
+        long count = r < 0 ? (n / 10 > 2 ? n / 10 : 2) : n;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = now_s();
+        if (me == 0) {
+            for (long k = 0; k < count; k++)
+                MPI_Put(buf, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
+            MPI_Win_flush(peer, win);
+        }
+        double t = now_s() - t0;
+        if (r >= 0) vals[r] = (double)count * (double)size / t * 1e-9;
+    }
+    return median(vals, REPS);
+}
+
 int main(int argc, char **argv) {
     long iters = iters_from_args(argc, argv);
     int tcp = argc > 2 && strcmp(argv[2], "tcp") == 0;
     long budget = argc > 3 && atol(argv[3]) > 0 ? atol(argv[3]) : 256L << 20;
+    long sizes[MAX_SIZES];
+    int n_sizes = parse_sizes(argc > 4 ? argv[4] : "262144,1048576,2097152,16777216", sizes);
     const char *prefix = tcp ? "mpi_tcp_" : "mpi_", *transport = tcp ? "tcp" : "p2p";
     MPI_Init(&argc, &argv);
     int me, np;
@@ -84,7 +111,8 @@ int main(int argc, char **argv) {
     int peer = me == 0 ? 1 : 0;
     long *base;
     MPI_Win win;
-    MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    /* The window holds the largest transfer; the word tests use its first long. */
+    MPI_Win_allocate(MAX_TRANSFER, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
     *base = 0;
     MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -94,6 +122,13 @@ int main(int argc, char **argv) {
         if (me == 0)
             for (long i = 0; i < n; i++) {
                 MPI_Fetch_and_op(&one, &result, MPI_LONG, peer, 0, MPI_SUM, win);
+                MPI_Win_flush(peer, win);
+            }
+    });
+    TIME_REPS("put_latency", 1.0, {
+        if (me == 0)
+            for (long i = 0; i < n; i++) {
+                MPI_Put(&one, 1, MPI_LONG, peer, 0, 1, MPI_LONG, win);
                 MPI_Win_flush(peer, win);
             }
     });
@@ -120,17 +155,20 @@ int main(int argc, char **argv) {
         for (long i = 0; i < n; i++) MPI_Barrier(MPI_COMM_WORLD);
     });
 
-    if (tcp) {
-        static const size_t sizes[] = {256 << 10, 1 << 20, 2 << 20, 16 << 20};
-        char *buf = malloc(16 << 20);
-        if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
-        memset(buf, 0x5a, 16 << 20);
-        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-            double bw = send_bw(me, sizes[i], budget, buf);
-            if (me == 0) print_json_row("mpi_tcp_send_bw", (long)sizes[i], bw, "GB/s", "tcp");
-        }
-        free(buf);
+    char *buf = malloc(MAX_TRANSFER);
+    if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(buf, 0x5a, MAX_TRANSFER);
+    char metric[64];
+    for (int i = 0; i < n_sizes; i++) {
+        long n = transfers(budget, sizes[i], iters);
+        double bw = put_bw(me, peer, (size_t)sizes[i], n, buf, win);
+        snprintf(metric, sizeof metric, "%sput_bw", prefix);
+        if (me == 0) print_json_row(metric, sizes[i], bw, "GB/s", transport);
+        bw = send_bw(me, (size_t)sizes[i], n, buf);
+        snprintf(metric, sizeof metric, "%ssend_bw", prefix);
+        if (me == 0) print_json_row(metric, sizes[i], bw, "GB/s", transport);
     }
+    free(buf);
 
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);

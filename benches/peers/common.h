@@ -1,7 +1,8 @@
-/* Shared timing helpers for the symmem comparison programs: warm-up, repetitions,
- * median, and symmem-perf's JSON line format. Only rank/PE 0 prints. */
-#ifndef SYMMEM_COMPARE_COMMON_H
-#define SYMMEM_COMPARE_COMMON_H
+/* Shared timing helpers for the symmem peer-comparison programs (benches/peers): warm-up,
+ * repetitions, median, transfer sizes, and symmem-perf's JSON line format. Only rank/PE 0
+ * prints. */
+#ifndef SYMMEM_PEERS_COMMON_H
+#define SYMMEM_PEERS_COMMON_H
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,39 @@ static inline void print_json(const char *metric, long size, double value_us) {
 static long iters_from_args(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 100000;
     return n > 0 ? n : 100000;
+}
+
+/* Most transfer sizes a size list may name. */
+#define MAX_SIZES 16
+
+/* Largest transfer of the bandwidth tests (symmem-perf's largest). */
+#define MAX_TRANSFER (16L << 20)
+
+/* Parses a comma-separated list of byte counts ("4096,262144") into `out` (at most
+ * MAX_SIZES, each 1..MAX_TRANSFER); returns how many, or exits naming the bad entry. */
+static inline int parse_sizes(const char *list, long *out) {
+    int n = 0;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > MAX_TRANSFER || n == MAX_SIZES || (*end && *end != ',')) {
+            fprintf(stderr, "bad transfer size list \"%s\" (at \"%s\"): expected up to %d byte counts "
+                    "from 1 to %ld, comma-separated\n", list, p, MAX_SIZES, MAX_TRANSFER);
+            exit(2);
+        }
+        out[n++] = v;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+/* Transfers per bandwidth repetition, as symmem-perf: the byte budget over the size, at
+ * least 8, at most `iters`. */
+static inline long transfers(long budget, long size, long iters) {
+    long n = budget / size;
+    if (n < 8) n = 8;
+    return n < iters ? n : iters;
 }
 
 #endif

@@ -10,9 +10,11 @@
  *     k * SIZE mod 16 MiB): rewriting one SIZE-byte buffer measured about half as fast
  *     here (2.2-2.6 GB/s at 256 KiB-2 MiB), and blocking calls were slower too.
  *
- *   cc -O2 tcp_pingpong.c -o tcp_pingpong && ./tcp_pingpong [ITERS] [BYTES]
+ *   cc -O2 tcp_pingpong.c -o tcp_pingpong && ./tcp_pingpong [ITERS] [BYTES] [SIZES]
  *
- * BYTES is the byte budget per bandwidth repetition (default 256 MiB, as symmem-perf). */
+ * BYTES is the byte budget per bandwidth repetition (default 256 MiB, as symmem-perf);
+ * SIZES the comma-separated write sizes of the stream (default 256 KiB, 1, 2 and 16 MiB;
+ * each must divide 16 MiB). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -169,9 +171,16 @@ int main(int argc, char **argv) {
     long budget = argc > 2 ? atol(argv[2]) : 256L << 20;
     if (budget <= 0) budget = 256L << 20;
     print_json_row("c_tcp_pingpong_latency", 8, pingpong(iters), "us", "tcp");
-    static const size_t sizes[] = {256 << 10, 1 << 20, 2 << 20, 16 << 20};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
-        print_json_row("c_tcp_stream_bw", (long)sizes[i], stream_bw(sizes[i], (size_t)budget),
+    long sizes[MAX_SIZES];
+    int n_sizes = parse_sizes(argc > 3 ? argv[3] : "262144,1048576,2097152,16777216", sizes);
+    for (int i = 0; i < n_sizes; i++) {
+        if (STREAM_BUF % sizes[i]) {
+            fprintf(stderr, "tcp_pingpong: size %ld does not divide %d\n", sizes[i], STREAM_BUF);
+            return 2;
+        }
+    }
+    for (int i = 0; i < n_sizes; i++)
+        print_json_row("c_tcp_stream_bw", sizes[i], stream_bw((size_t)sizes[i], (size_t)budget),
                        "GB/s", "tcp");
     return 0;
 }

@@ -1,0 +1,48 @@
+/* The physical limit under symmem's put bandwidth on one machine: one core's memcpy
+ * between two private, pre-touched, page-aligned 16 MiB buffers, the same source and
+ * destination every time (as symmem-perf's memcpy_bw baseline and put_bw do), in GB/s
+ * (10^9 bytes/s), median of REPS repetitions.
+ *
+ *   cc -O2 memcpy_bw.c -o memcpy_bw && ./memcpy_bw [ITERS] [BYTES] [SIZES]
+ *
+ * ITERS caps the copies per repetition (default 100000), BYTES is the byte budget per
+ * repetition (default 256 MiB: sizes above BYTES/ITERS run BYTES/size copies, at least 8),
+ * SIZES a comma-separated list of byte counts (default symmem-perf's sweep, 8 B to 16 MiB). */
+#include "common.h"
+
+/* Copies `size` bytes `n` times from `src` to `dst`; returns the seconds taken. */
+static double copy_loop(char *dst, const char *src, long size, long n) {
+    double t0 = now_s();
+    for (long k = 0; k < n; k++) {
+        memcpy(dst, src, (size_t)size);
+        /* The copy has an effect the compiler cannot see through, so identical copies are
+         * not merged or dropped. */
+        __asm__ volatile("" : : "r"(dst), "r"(src) : "memory");
+    }
+    return now_s() - t0;
+}
+
+int main(int argc, char **argv) {
+    long iters = iters_from_args(argc, argv);
+    long budget = argc > 2 && atol(argv[2]) > 0 ? atol(argv[2]) : 256L << 20;
+    long sizes[MAX_SIZES];
+    int n_sizes = parse_sizes(argc > 3 ? argv[3] : "8,64,512,4096,32768,262144,2097152,16777216", sizes);
+    char *src = aligned_alloc(4096, MAX_TRANSFER), *dst = aligned_alloc(4096, MAX_TRANSFER);
+    if (!src || !dst) {
+        perror("aligned_alloc");
+        return 1;
+    }
+    memset(src, 0x5a, MAX_TRANSFER);
+    memset(dst, 0, MAX_TRANSFER);
+    for (int i = 0; i < n_sizes; i++) {
+        long size = sizes[i], n = transfers(budget, size, iters);
+        long warm = n / 10 > 2 ? n / 10 : 2;
+        double vals[REPS];
+        copy_loop(dst, src, size, warm);
+        for (int r = 0; r < REPS; r++) vals[r] = (double)n * (double)size / copy_loop(dst, src, size, n) * 1e-9;
+        print_json_row("c_memcpy_bw", size, median(vals, REPS), "GB/s", "p2p");
+    }
+    free(src);
+    free(dst);
+    return 0;
+}
