@@ -42,6 +42,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
         "bootstrap" => &["symmem_bootstrap", "bootstrap"],
         "rma" => &[
             "symmem_runtime::rma",
+            "symmem_runtime::raw",
             "symmem_runtime::route",
             "symmem_runtime::amo",
             "symmem_runtime::signal",
