@@ -55,6 +55,10 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 const SPINNER_CHECK_MS: i32 = 1;
 /// How long the service thread keeps polling hot after the last frame it served.
 const HOT_WINDOW: Duration = Duration::from_micros(50);
+/// While hot, the service thread yields the core once every this many empty polls: a
+/// yield per poll (a second syscall) made each poll slower, and so every request's wait
+/// to be noticed longer.
+const HOT_YIELD_EVERY: u32 = 8;
 /// Bytes the receive side reads ahead of the frame it parses.
 const READ_AHEAD: usize = 64 << 10;
 /// Payloads up to this size are copied next to their request and sent with it in one
@@ -439,6 +443,8 @@ impl Shared {
         let mut seen_spins = self.spins.load(Ordering::Relaxed);
         // Until when to keep polling without sleeping, after the last frame served.
         let mut hot_until: Option<Instant> = None;
+        // Empty polls in a row while hot.
+        let mut idle_rounds: u32 = 0;
         while !self.stopping.load(Ordering::Acquire) {
             let spins = self.spins.load(Ordering::Relaxed);
             let spinners = spins != seen_spins;
@@ -469,12 +475,14 @@ impl Shared {
             // SAFETY: `fds` holds fds.len() valid pollfds.
             let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
             if ready <= 0 {
-                if hot {
+                idle_rounds = idle_rounds.wrapping_add(1);
+                if hot && idle_rounds.is_multiple_of(HOT_YIELD_EVERY) {
                     // Give the core away if another thread wants it, else poll again.
                     std::thread::yield_now();
                 }
                 continue;
             }
+            idle_rounds = 0;
             let mut busy = false;
             let mut served = false;
             for (c, p) in live.iter().zip(&fds) {
