@@ -130,6 +130,10 @@ pub struct Counters {
     /// The most requests the proxy ring held when the proxy thread took one (tickets
     /// taken and not yet issued, at most `SYMMEM_PROXY_SLOTS`); 0 when none was taken.
     pub proxy_ring_high_water: u64,
+    /// Whether host operations on the direct path were counted (`SYMMEM_DEBUG` at `info`
+    /// or more verbose): when false, `direct` holds only weak ordering's deliveries, and
+    /// its zeros say nothing about how many direct operations ran.
+    pub direct_counted: bool,
 }
 
 impl Counters {
@@ -142,15 +146,21 @@ impl Counters {
             ib: self.ib.since(&earlier.ib),
             proxy: self.proxy.since(&earlier.proxy),
             proxy_ring_high_water: self.proxy_ring_high_water,
+            direct_counted: self.direct_counted,
         }
     }
 }
 
 impl std::fmt::Display for Counters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let uncounted = if self.direct_counted {
+            ""
+        } else {
+            " (host direct ops not counted below SYMMEM_DEBUG=info)"
+        };
         write!(
             f,
-            "direct: {}; socket: {}; ib: {}; proxy: {}, ring high-water {}",
+            "direct: {}{uncounted}; socket: {}; ib: {}; proxy: {}, ring high-water {}",
             self.direct, self.socket, self.ib, self.proxy, self.proxy_ring_high_water
         )
     }
@@ -355,6 +365,7 @@ impl Registry {
             ib: self.ib.snapshot(),
             proxy: proxy.map(|p| p.ops.snapshot()).unwrap_or_default(),
             proxy_ring_high_water: proxy.map_or(0, |p| p.high_water.load(Relaxed)),
+            direct_counted: self.direct_on,
         }
     }
 }

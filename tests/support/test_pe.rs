@@ -830,6 +830,12 @@ fn obs_counters(rt: &Runtime) -> Outcome {
         Ok("info" | "debug" | "trace")
     );
     let direct = if counted { each } else { OpCounts::default() };
+    if d.direct_counted != counted {
+        return Err(format!(
+            "PE {me}: direct_counted is {}, expected {counted} (all: {d})",
+            d.direct_counted
+        ));
+    }
     let want = [
         ("direct", d.direct, direct),
         ("socket", d.socket, each),
