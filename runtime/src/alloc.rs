@@ -6,7 +6,6 @@
 use std::marker::PhantomData;
 
 use crate::allocator::Allocator;
-use crate::config::MemoryOrdering;
 use crate::error::{Error, Result};
 use crate::route::Route;
 use crate::runtime::Runtime;
@@ -120,18 +119,15 @@ impl Runtime {
 
     /// Collectively frees `buf` (`nvshmem_free`). Every PE must free the same allocation.
     ///
-    /// In weak-ordering mode it first completes what this PE has buffered (OpenSHMEM 1.5
-    /// §9.3.1: `shmem_free` begins with a barrier, which quiets), so that no delayed put
-    /// or late `get_nbi` result lands in a later allocation at the same offset. An error
-    /// of that quiet (a reused `put_nbi` source) is returned after the free, which every
-    /// PE still completes.
+    /// It first completes every operation this PE issued (OpenSHMEM 1.5 §9.3.1:
+    /// `shmem_free` begins with a barrier, which quiets): device requests a finished kernel
+    /// left in the proxy ring, puts to remote PEs, and in weak-ordering mode what it
+    /// buffered, so that no late put or `get_nbi` result lands in a later allocation at
+    /// the same offset. An error of that quiet (a failed peer, a reused `put_nbi` source in
+    /// weak mode) is returned after the free, which every PE still completes.
     pub fn free<T>(&self, buf: SymBuf<T>) -> Result<()> {
         self.check_buf("free", &buf)?;
-        let quieted = match self.config.ordering {
-            // Also drains device requests a finished kernel left in the proxy ring.
-            MemoryOrdering::Weak => self.quiet(),
-            MemoryOrdering::Strict => Ok(()),
-        };
+        let quieted = self.quiet();
         let mut state = self.lock_allocs();
         let call = state.calls;
         state.calls += 1;
