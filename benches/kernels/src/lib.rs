@@ -192,7 +192,7 @@ symmem_device::kernel! {
             i += 1;
         }
         if op == PG_G {
-            word.write_volatile(sum);
+            word.write(sum);
         }
     }
 

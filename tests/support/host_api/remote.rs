@@ -99,5 +99,10 @@ pub fn kill_transfer(rt: &Runtime) -> Outcome {
         "ERROR in transfer after {} ms: {err}",
         start.elapsed().as_millis()
     );
+    // Leave the job only after the other survivors had time to find the dead PE on their
+    // own: this exit skips the runtime's drop, so it records no failure cause, and a
+    // survivor on the victim's node that heard of this exit from the bootstrap before its
+    // pidfd watch saw the victim die would blame this PE (seen once in CI).
+    std::thread::sleep(std::time::Duration::from_millis(500));
     std::process::exit(3);
 }
