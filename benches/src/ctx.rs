@@ -62,6 +62,14 @@ impl Ctx<'_> {
         self.peer.get()
     }
 
+    /// Zeroes this PE's signal word, then waits in a barrier: each run of a signal metric
+    /// counts from 1 again, and the barrier keeps the reset from overwriting a signal the
+    /// peer already sent.
+    pub fn reset_signal(&self) -> symmem::Result<()> {
+        self.rt.atomic_set(self.sig.at(0), 0, self.rt.my_pe())?;
+        self.rt.barrier_all()
+    }
+
     /// Whether this PE issues the timed operations of a bandwidth metric: the initiator,
     /// and with `--bidir` the target too (towards the initiator).
     pub fn sends(&self) -> bool {

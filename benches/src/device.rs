@@ -179,11 +179,7 @@ pub fn device_pingpong<const I: u8>(
     size: usize,
     iters: usize,
 ) -> symmem::Result<Duration> {
-    let rt = c.rt;
-    // Each run counts from 1 again; the barrier keeps the reset from overwriting a signal
-    // the peer already sent.
-    rt.atomic_set(c.sig.at(0), 0, rt.my_pe())?;
-    rt.barrier_all()?;
+    c.reset_signal()?;
     if c.role() == Role::Idle {
         return Ok(Duration::ZERO);
     }
@@ -209,8 +205,7 @@ pub fn device_pingpong<const I: u8>(
 /// the host queues every operation, then synchronizes the stream once.
 pub fn stream_pingpong(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
     let rt = c.rt;
-    rt.atomic_set(c.sig.at(0), 0, rt.my_pe())?;
-    rt.barrier_all()?;
+    c.reset_signal()?;
     if c.role() == Role::Idle {
         return Ok(Duration::ZERO);
     }
@@ -380,11 +375,7 @@ pub fn device_team_broadcast(c: &Ctx, size: usize, iters: usize) -> symmem::Resu
 /// Kernel threads on the initiator and the target ping-pong `signal_op`s, `iters` round
 /// trips.
 pub fn device_signal_pingpong(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration> {
-    let rt = c.rt;
-    // Each run counts from 1 again; the barrier keeps the reset from overwriting a signal
-    // the peer already sent.
-    rt.atomic_set(c.sig.at(0), 0, rt.my_pe())?;
-    rt.barrier_all()?;
+    c.reset_signal()?;
     if c.role() == Role::Idle {
         return Ok(Duration::ZERO);
     }

@@ -17,8 +17,7 @@ use crate::sizes::ELEM;
 /// runtime. Busy-waits without a limit: if the peer dies, the launcher ends the job.
 pub fn flag_pingpong(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration> {
     let rt = c.rt;
-    rt.atomic_set(c.sig.at(0), 0, rt.my_pe())?;
-    rt.barrier_all()?;
+    c.reset_signal()?;
     if c.role() == Role::Idle {
         return Ok(Duration::ZERO);
     }
@@ -63,10 +62,7 @@ fn pingpong(
     send: impl Fn(u64) -> symmem::Result<()>,
 ) -> symmem::Result<Duration> {
     let rt = c.rt;
-    // Each run counts from 1 again; the barrier keeps the reset from overwriting a signal
-    // the peer already sent.
-    rt.atomic_set(c.sig.at(0), 0, rt.my_pe())?;
-    rt.barrier_all()?;
+    c.reset_signal()?;
     match c.role() {
         Role::Initiator => timed(c, iters, |i| {
             let seq = i as u64 + 1;

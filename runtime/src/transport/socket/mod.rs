@@ -407,6 +407,12 @@ impl Shared {
         self.conns.get(pe).and_then(Option::as_ref)
     }
 
+    /// The connection to `pe`, or the error `op` fails with when there is none.
+    fn conn_for(&self, op: &'static str, pe: usize) -> Result<&Conn> {
+        self.conn(pe)
+            .ok_or_else(|| self.error(op, pe, "no socket connection to this PE"))
+    }
+
     fn error(&self, op: &'static str, pe: usize, detail: impl Into<String>) -> Error {
         Error::Transport {
             transport: "socket",
@@ -1070,9 +1076,7 @@ struct InFlightReply {
 impl InFlight for InFlightReply {
     fn poll(&mut self, dst: &mut [u8]) -> Result<Option<u64>> {
         let sh = &*self.shared;
-        let c = sh
-            .conn(self.pe)
-            .ok_or_else(|| sh.error(self.op, self.pe, "no socket connection to this PE"))?;
+        let c = sh.conn_for(self.op, self.pe)?;
         if self.slot.done.load(Ordering::Acquire) {
             let data = std::mem::take(&mut *lock(&self.slot.data));
             if data.len() != dst.len() {
@@ -1115,9 +1119,7 @@ impl Transport for SocketTransport {
         let sh = &*self.shared;
         let pe = req.pe as usize;
         let op = req.opcode().map_or("request", |o| o.name());
-        let c = sh
-            .conn(pe)
-            .ok_or_else(|| sh.error(op, pe, "no socket connection to this PE"))?;
+        let c = sh.conn_for(op, pe)?;
         match (req.opcode(), io) {
             (Some(Opcode::Put), Io::Src(data)) => {
                 for (i, chunk) in data.chunks(MAX_CHUNK).enumerate() {
@@ -1183,9 +1185,7 @@ impl Transport for SocketTransport {
         let sh = &self.shared;
         let pe = req.pe as usize;
         let op = req.opcode().map_or("request", |o| o.name());
-        let c = sh
-            .conn(pe)
-            .ok_or_else(|| sh.error(op, pe, "no socket connection to this PE"))?;
+        let c = sh.conn_for(op, pe)?;
         let slot = sh
             .send_request(c, op, *req, &[])?
             .expect("a fetching request expects an answer");
@@ -1270,11 +1270,10 @@ impl Drop for SocketTransport {
     }
 }
 
-/// `read(2)` into raw memory (which may be shared with other processes).
-fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
+/// Runs a syscall wrapper again while it fails with `EINTR`: its byte count, or the error.
+fn retry_interrupted(mut call: impl FnMut() -> isize) -> std::io::Result<usize> {
     loop {
-        // SAFETY: the caller provides `len` writable bytes at `ptr`.
-        let r = unsafe { libc::read(fd, ptr.cast(), len) };
+        let r = call();
         if r >= 0 {
             return Ok(r as usize);
         }
@@ -1285,21 +1284,20 @@ fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
     }
 }
 
+/// `read(2)` into raw memory (which may be shared with other processes).
+fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
+    // SAFETY: the caller provides `len` writable bytes at `ptr`.
+    retry_interrupted(|| unsafe { libc::read(fd, ptr.cast(), len) })
+}
+
 /// `send(2)` of one slice, or `sendmsg(2)` of up to three, without SIGPIPE on a closed
 /// connection.
 fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
     if let [one] = parts {
-        loop {
-            // SAFETY: `one` is a live slice, which send only reads.
-            let r = unsafe { libc::send(fd, one.as_ptr().cast(), one.len(), libc::MSG_NOSIGNAL) };
-            if r >= 0 {
-                return Ok(r as usize);
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
+        // SAFETY: `one` is a live slice, which send only reads.
+        return retry_interrupted(|| unsafe {
+            libc::send(fd, one.as_ptr().cast(), one.len(), libc::MSG_NOSIGNAL)
+        });
     }
     let mut iov = [libc::iovec {
         iov_base: std::ptr::null_mut(),
@@ -1313,17 +1311,8 @@ fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = iov.as_mut_ptr();
     msg.msg_iovlen = parts.len().min(3) as _;
-    loop {
-        // SAFETY: `msg` describes live slices, which sendmsg only reads.
-        let r = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    // SAFETY: `msg` describes live slices, which sendmsg only reads.
+    retry_interrupted(|| unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) })
 }
 
 #[cfg(test)]
