@@ -137,7 +137,7 @@ fn supervise(children: &mut [Option<Child>], server: &RendezvousServer, grace: D
                     *slot = None;
                 }
                 Ok(None) => {}
-                Err(e) => eprintln!("symrun: cannot wait for PE {rank}: {e}"),
+                Err(e) => report(&format!("cannot wait for PE {rank}: {e}")),
             }
         }
         let running = children.iter().any(Option::is_some);
@@ -147,7 +147,7 @@ fn supervise(children: &mut [Option<Child>], server: &RendezvousServer, grace: D
                 failures.sort_by_key(|(rank, _, status)| (status.signal().is_none(), *rank));
                 let (rank, pid, status) = failures[0];
                 let reason = describe(status);
-                eprintln!("symrun: PE {rank} (pid {pid}) {reason}");
+                report(&format!("PE {rank} (pid {pid}) {reason}"));
                 server.report_failure(rank, &format!("process {pid} {reason}"));
                 first_failure = Some(exit_code(status));
                 kill_at = Some(crate::duration::deadline_after(grace));
@@ -157,7 +157,9 @@ fn supervise(children: &mut [Option<Child>], server: &RendezvousServer, grace: D
             break;
         }
         if kill_at.is_some_and(|t| Instant::now() >= t) {
-            eprintln!("symrun: killing the remaining PEs {grace:?} after the first failure");
+            report(&format!(
+                "killing the remaining PEs {grace:?} after the first failure"
+            ));
             kill_all(children);
             break;
         }
@@ -226,6 +228,14 @@ fn kill_all(children: &mut [Option<Child>]) {
         let _ = child.wait();
     }
     children.iter_mut().for_each(|c| *c = None);
+}
+
+/// Writes `symrun: <line>` to stderr in one write: the PEs share symrun's stderr, and
+/// `eprintln!` writes each formatted piece separately, so its pieces could interleave with
+/// theirs.
+fn report(line: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(format!("symrun: {line}\n").as_bytes());
 }
 
 fn describe(status: ExitStatus) -> String {

@@ -75,13 +75,21 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            eprintln!("FAILED: {msg}");
+            stderr_line(&format!("FAILED: {msg}"));
             ExitCode::FAILURE
         }
     }
 }
 
 type Outcome = Result<(), String>;
+
+/// Writes `line` and a newline to stderr in one write, so that the lines of PEs sharing a
+/// stderr pipe (mpirun merges them) never interleave: `eprintln!` writes each formatted
+/// piece separately.
+fn stderr_line(line: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
 
 fn with_init(f: fn(&Runtime) -> Outcome) -> Outcome {
     let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
@@ -726,10 +734,10 @@ fn arm_victim(rank: usize) -> Result<bool, String> {
 
 /// The `first_alloc` victim: dies (SIGKILL) while its peers enter their first allocation.
 fn die_before_first_alloc() -> ! {
-    eprintln!(
+    stderr_line(&format!(
         "first_alloc: process {} kills itself before the first allocation",
         std::process::id()
-    );
+    ));
     // SAFETY: raising a signal on our own process; nothing runs after it.
     unsafe { libc::raise(libc::SIGKILL) };
     unreachable!("SIGKILL returned")
