@@ -14,6 +14,7 @@ command -v mpirun >/dev/null 2>&1 || need_apt=1
 command -v mpicc >/dev/null 2>&1 || need_apt=1
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt=1
 command -v cmake >/dev/null 2>&1 || need_apt=1
+command -v c++ >/dev/null 2>&1 || need_apt=1
 command -v mpiexec.hydra >/dev/null 2>&1 || need_apt=1
 command -v ip >/dev/null 2>&1 || need_apt=1
 ls /usr/lib/*/pmix2/include/pmix.h >/dev/null 2>&1 || need_apt=1
@@ -22,7 +23,7 @@ command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || need_apt=1
 if [ "$need_apt" = 1 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    libopenmpi-dev openmpi-bin libpmix-dev mpich libclang-dev clang cmake pkg-config iproute2 slurm-wlm munge
+    libopenmpi-dev openmpi-bin libpmix-dev mpich libclang-dev clang cmake pkg-config iproute2 slurm-wlm munge g++
 fi
 # MPICH beside Open MPI: the tests call Hydra as mpiexec.hydra, and mpirun, mpiexec and
 # mpicc must stay Open MPI's (the mpi feature builds and runs against Open MPI). Debian's

@@ -24,9 +24,9 @@
  *  - The deprecated active-set collectives (shmem_barrier, shmem_broadcast64,
  *    shmem_int_sum_to_all, ...) run on one-sided operations and the caller's pSync;
  *    pWrk is not used. Their pSync sizes below are ample (they use 3 words).
- *  - long double and complex (complexf, complexd; C only) reductions are inline below.
- *  - Not provided: long double and complex _to_all reductions, negative strides in
- *    shmem_team_split_strided.
+ *  - long double and complex (complexf, complexd) reductions, team and _to_all forms, are
+ *    inline below; complex in C, and in C++ with GCC or Clang (their _Complex extension).
+ *  - Not provided: negative strides in shmem_team_split_strided.
  *  - Locks: the lock is PE 0's copy of the word; waiters retry a compare-and-swap with
  *    backoff (not FIFO); a dead peer or a wait past SYMMEM_TIMEOUT (when set) ends the
  *    job.
@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #ifdef __cplusplus
@@ -130,6 +131,10 @@ void *shmem_ptr(const void *dest, int pe);
 void shmem_global_exit(int status) __attribute__((noreturn));
 void shmem_info_get_version(int *major, int *minor);
 void shmem_info_get_name(char *name);
+
+/* Profiling control (9.16): symmem has no profiling interface, so every level (0 off,
+ * 1 on, 2 the default, others implementation-defined) is accepted and only logged. */
+void shmem_pcontrol(const int level, ...);
 
 /* Memory management (9.3). */
 void *shmem_malloc(size_t size);
@@ -409,7 +414,7 @@ SYMMEM_INLINE_REDUCE(long double, longdouble, max, a > b ? a : b)
 SYMMEM_INLINE_REDUCE(long double, longdouble, min, a < b ? a : b)
 SYMMEM_INLINE_REDUCE(long double, longdouble, sum, a + b)
 SYMMEM_INLINE_REDUCE(long double, longdouble, prod, a * b)
-#ifndef __cplusplus
+#if !defined(__cplusplus) || defined(__GNUC__)
 SYMMEM_INLINE_REDUCE(float _Complex, complexf, sum, a + b)
 SYMMEM_INLINE_REDUCE(float _Complex, complexf, prod, a * b)
 SYMMEM_INLINE_REDUCE(double _Complex, complexd, sum, a + b)
@@ -601,6 +606,50 @@ SYMMEM_TO_ALL_ARITH(prod)
 #undef SYMMEM_TO_ALL_INT
 #undef SYMMEM_TO_ALL_ARITH
 
+/* long double and complex _to_all reductions, in C like the team reductions above: every
+ * member's source is read between two active-set syncs (on the caller's pSync) and combined
+ * in member order; pWrk is not used. */
+#define SYMMEM_INLINE_TO_ALL(TYPE, NAME, OP, EXPR) \
+    static inline void shmem_##NAME##_##OP##_to_all(TYPE *dest, const TYPE *source, \
+                                                    int nreduce, int PE_start, \
+                                                    int logPE_stride, int PE_size, \
+                                                    TYPE *pWrk, long *pSync) { \
+        (void)pWrk; \
+        size_t n = nreduce > 0 ? (size_t)nreduce : 0; \
+        TYPE *acc = (TYPE *)malloc((2 * n + 1) * sizeof(TYPE)); \
+        if (acc == NULL) { \
+            fprintf(stderr, "shmem_" #NAME "_" #OP "_to_all on PE %d: cannot allocate " \
+                    "%zu bytes for nreduce %d; ending the job\n", shmem_my_pe(), \
+                    (2 * n + 1) * sizeof(TYPE), nreduce); \
+            shmem_global_exit(1); \
+        } \
+        TYPE *blk = acc + n; \
+        shmem_quiet(); \
+        shmem_sync(PE_start, logPE_stride, PE_size, pSync); \
+        for (int j = 0; n > 0 && j < PE_size; j++) { \
+            shmem_getmem(j ? blk : acc, source, n * sizeof(TYPE), \
+                         PE_start + (j << logPE_stride)); \
+            for (size_t i = 0; j > 0 && i < n; i++) { \
+                TYPE a = acc[i], b = blk[i]; \
+                acc[i] = (EXPR); \
+            } \
+        } \
+        shmem_sync(PE_start, logPE_stride, PE_size, pSync); \
+        for (size_t i = 0; i < n; i++) dest[i] = acc[i]; \
+        free(acc); \
+    }
+SYMMEM_INLINE_TO_ALL(long double, longdouble, max, a > b ? a : b)
+SYMMEM_INLINE_TO_ALL(long double, longdouble, min, a < b ? a : b)
+SYMMEM_INLINE_TO_ALL(long double, longdouble, sum, a + b)
+SYMMEM_INLINE_TO_ALL(long double, longdouble, prod, a * b)
+#if !defined(__cplusplus) || defined(__GNUC__)
+SYMMEM_INLINE_TO_ALL(float _Complex, complexf, sum, a + b)
+SYMMEM_INLINE_TO_ALL(float _Complex, complexf, prod, a * b)
+SYMMEM_INLINE_TO_ALL(double _Complex, complexd, sum, a + b)
+SYMMEM_INLINE_TO_ALL(double _Complex, complexd, prod, a * b)
+#endif
+#undef SYMMEM_INLINE_TO_ALL
+
 /* Distributed locking (9.12): lock is a symmetric long, 0 before first use. */
 void shmem_set_lock(long *lock);
 void shmem_clear_lock(long *lock);
@@ -647,9 +696,9 @@ static inline void shmem_clear_cache_line_inv(void *dest) { (void)dest; }
 static inline void shmem_set_cache_line_inv(void *dest) { (void)dest; }
 static inline void shmem_udcflush(void) {}
 static inline void shmem_udcflush_line(void *dest) { (void)dest; }
-SYMMEM_DEPRECATED_AMO(int, int)
-SYMMEM_DEPRECATED_AMO(long, long)
-SYMMEM_DEPRECATED_AMO(long long, longlong)
+/* The specification deprecated these for int, long and long long; programs (and SOS's
+ * tests) also use them for the other standard AMO types, so they exist for all of them. */
+SYMMEM_AMO_STANDARD_TYPES(SYMMEM_DEPRECATED_AMO)
 #undef SYMMEM_DEPRECATED_AMO
 static inline float shmem_float_swap(float *d, float v, int pe) {
     return shmem_float_atomic_swap(d, v, pe);
@@ -894,6 +943,85 @@ static inline void shmem_double_set(double *d, double v, int pe) {
 #define shmem_atomic_xor(...) \
     SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_xor, SYMMEM_G_atomic_xor, ~)(__VA_ARGS__)
 
+/* The fetching non-blocking AMOs (9.8): the fetched value lands in *fetch by the next
+ * shmem_quiet. */
+#define SYMMEM_SEL6(_1, _2, _3, _4, _5, _6, N, ...) N
+#define SYMMEM_G_atomic_fetch_nbi(fetch, source, pe) \
+    _Generic(*(source), SYMMEM_G_EXT(atomic_fetch_nbi))(fetch, source, pe)
+#define SYMMEM_G_CTX_atomic_fetch_nbi(ctx, fetch, source, pe) \
+    _Generic(*(source), SYMMEM_G_CTX_EXT(atomic_fetch_nbi))(ctx, fetch, source, pe)
+#define shmem_atomic_fetch_nbi(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_nbi, SYMMEM_G_atomic_fetch_nbi, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_swap_nbi(fetch, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_EXT(atomic_swap_nbi))(fetch, dest, value, pe)
+#define SYMMEM_G_CTX_atomic_swap_nbi(ctx, fetch, dest, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_EXT(atomic_swap_nbi))(ctx, fetch, dest, value, pe)
+#define shmem_atomic_swap_nbi(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_atomic_swap_nbi, SYMMEM_G_atomic_swap_nbi, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_compare_swap_nbi(fetch, dest, cond, value, pe) \
+    _Generic(*(dest), SYMMEM_G_AMO(atomic_compare_swap_nbi))(fetch, dest, cond, value, pe)
+#define SYMMEM_G_CTX_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_AMO(atomic_compare_swap_nbi))(ctx, fetch, dest, cond, \
+                                                                 value, pe)
+#define shmem_atomic_compare_swap_nbi(...) \
+    SYMMEM_SEL6(__VA_ARGS__, SYMMEM_G_CTX_atomic_compare_swap_nbi, \
+                SYMMEM_G_atomic_compare_swap_nbi, ~)(__VA_ARGS__)
+
+#define SYMMEM_G_atomic_fetch_inc_nbi(fetch, dest, pe) \
+    _Generic(*(dest), SYMMEM_G_AMO(atomic_fetch_inc_nbi))(fetch, dest, pe)
+#define SYMMEM_G_CTX_atomic_fetch_inc_nbi(ctx, fetch, dest, pe) \
+    _Generic(*(dest), SYMMEM_G_CTX_AMO(atomic_fetch_inc_nbi))(ctx, fetch, dest, pe)
+#define shmem_atomic_fetch_inc_nbi(...) \
+    SYMMEM_SEL4(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_inc_nbi, SYMMEM_G_atomic_fetch_inc_nbi, \
+                ~)(__VA_ARGS__)
+
+/* fetch_add (standard types) and fetch_and/or/xor (bitwise types): (fetch, dest, value, pe)
+ * with an optional context first. */
+#define SYMMEM_G_FETCH_OP_NBI(TYPES, OP, fetch, dest, value, pe) \
+    _Generic(*(dest), TYPES(atomic_fetch_##OP##_nbi))(fetch, dest, value, pe)
+#define SYMMEM_G_CTX_FETCH_OP_NBI(TYPES, OP, ctx, fetch, dest, value, pe) \
+    _Generic(*(dest), TYPES(atomic_fetch_##OP##_nbi))(ctx, fetch, dest, value, pe)
+#define SYMMEM_G_atomic_fetch_add_nbi(...) \
+    SYMMEM_G_FETCH_OP_NBI(SYMMEM_G_AMO, add, __VA_ARGS__)
+#define SYMMEM_G_CTX_atomic_fetch_add_nbi(...) \
+    SYMMEM_G_CTX_FETCH_OP_NBI(SYMMEM_G_CTX_AMO, add, __VA_ARGS__)
+#define shmem_atomic_fetch_add_nbi(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_add_nbi, SYMMEM_G_atomic_fetch_add_nbi, \
+                ~)(__VA_ARGS__)
+#define SYMMEM_G_atomic_fetch_and_nbi(...) \
+    SYMMEM_G_FETCH_OP_NBI(SYMMEM_G_BIT, and, __VA_ARGS__)
+#define SYMMEM_G_CTX_atomic_fetch_and_nbi(...) \
+    SYMMEM_G_CTX_FETCH_OP_NBI(SYMMEM_G_CTX_BIT, and, __VA_ARGS__)
+#define shmem_atomic_fetch_and_nbi(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_and_nbi, SYMMEM_G_atomic_fetch_and_nbi, \
+                ~)(__VA_ARGS__)
+#define SYMMEM_G_atomic_fetch_or_nbi(...) \
+    SYMMEM_G_FETCH_OP_NBI(SYMMEM_G_BIT, or, __VA_ARGS__)
+#define SYMMEM_G_CTX_atomic_fetch_or_nbi(...) \
+    SYMMEM_G_CTX_FETCH_OP_NBI(SYMMEM_G_CTX_BIT, or, __VA_ARGS__)
+#define shmem_atomic_fetch_or_nbi(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_or_nbi, SYMMEM_G_atomic_fetch_or_nbi, \
+                ~)(__VA_ARGS__)
+#define SYMMEM_G_atomic_fetch_xor_nbi(...) \
+    SYMMEM_G_FETCH_OP_NBI(SYMMEM_G_BIT, xor, __VA_ARGS__)
+#define SYMMEM_G_CTX_atomic_fetch_xor_nbi(...) \
+    SYMMEM_G_CTX_FETCH_OP_NBI(SYMMEM_G_CTX_BIT, xor, __VA_ARGS__)
+#define shmem_atomic_fetch_xor_nbi(...) \
+    SYMMEM_SEL5(__VA_ARGS__, SYMMEM_G_CTX_atomic_fetch_xor_nbi, SYMMEM_G_atomic_fetch_xor_nbi, \
+                ~)(__VA_ARGS__)
+
+/* The deprecated generic AMO names (OpenSHMEM 1.3, deprecated in 1.4), without contexts. */
+#define shmem_cswap(dest, cond, value, pe) SYMMEM_G_atomic_compare_swap(dest, cond, value, pe)
+#define shmem_swap(dest, value, pe) SYMMEM_G_atomic_swap(dest, value, pe)
+#define shmem_finc(dest, pe) SYMMEM_G_atomic_fetch_inc(dest, pe)
+#define shmem_inc(dest, pe) SYMMEM_G_atomic_inc(dest, pe)
+#define shmem_fadd(dest, value, pe) SYMMEM_G_atomic_fetch_add(dest, value, pe)
+#define shmem_add(dest, value, pe) SYMMEM_G_atomic_add(dest, value, pe)
+#define shmem_fetch(source, pe) SYMMEM_G_atomic_fetch(source, pe)
+#define shmem_set(dest, value, pe) SYMMEM_G_atomic_set(dest, value, pe)
+
 #define SYMMEM_G_WAIT(OP) \
     short: shmem_short_##OP, unsigned short: shmem_ushort_##OP, SYMMEM_G_AMO(OP)
 #define shmem_wait_until(ivar, cmp, cmp_value) \
@@ -914,6 +1042,29 @@ static inline void shmem_double_set(double *d, double v, int pe) {
 #define shmem_test_some(ivars, nelems, indices, status, cmp, cmp_value) \
     _Generic(*(ivars), SYMMEM_G_WAIT(test_some))(ivars, nelems, indices, status, cmp, \
                                                 cmp_value)
+
+#define shmem_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values) \
+    _Generic(*(ivars), SYMMEM_G_WAIT(wait_until_all_vector))(ivars, nelems, status, cmp, \
+                                                            cmp_values)
+#define shmem_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values) \
+    _Generic(*(ivars), SYMMEM_G_WAIT(wait_until_any_vector))(ivars, nelems, status, cmp, \
+                                                            cmp_values)
+#define shmem_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values) \
+    _Generic(*(ivars), SYMMEM_G_WAIT(wait_until_some_vector))(ivars, nelems, indices, \
+                                                             status, cmp, cmp_values)
+#define shmem_test_all_vector(ivars, nelems, status, cmp, cmp_values) \
+    _Generic(*(ivars), SYMMEM_G_WAIT(test_all_vector))(ivars, nelems, status, cmp, cmp_values)
+#define shmem_test_any_vector(ivars, nelems, status, cmp, cmp_values) \
+    _Generic(*(ivars), SYMMEM_G_WAIT(test_any_vector))(ivars, nelems, status, cmp, cmp_values)
+#define shmem_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values) \
+    _Generic(*(ivars), SYMMEM_G_WAIT(test_some_vector))(ivars, nelems, indices, status, cmp, \
+                                                       cmp_values)
+
+/* shmem_sync(team) is shmem_team_sync; shmem_sync(PE_start, logPE_stride, PE_size, pSync)
+ * the deprecated active-set form. */
+#define SYMMEM_SEL_SYNC(_1, _2, _3, _4, N, ...) N
+#define shmem_sync(...) \
+    SYMMEM_SEL_SYNC(__VA_ARGS__, shmem_sync, ~, ~, shmem_team_sync, ~)(__VA_ARGS__)
 
 #define shmem_broadcast(team, dest, source, nelems, root) \
     _Generic(*(dest), SYMMEM_G_RMA(broadcast))(team, dest, source, nelems, root)

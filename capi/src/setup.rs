@@ -240,8 +240,9 @@ pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c
     }
 }
 
-/// `shmem_info_get_name` (§9.2.12): "symmem <version>", NUL-terminated, at most
-/// `SHMEM_MAX_NAME_LEN` bytes with the NUL.
+/// `shmem_info_get_name` (§9.2.12): the vendor string, "symmem", NUL-terminated. The spec
+/// requires it to equal the header's `SHMEM_VENDOR_STRING`; the version is
+/// `shmem_info_get_version`'s and the library's own (`symmem-info`).
 ///
 /// # Safety
 /// `name` is valid for writes of `SHMEM_MAX_NAME_LEN` bytes.
@@ -250,8 +251,20 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
     if name.is_null() {
         die("shmem_info_get_name", "name is NULL");
     }
-    let text = concat!("symmem ", env!("CARGO_PKG_VERSION"), "\0").as_bytes();
-    let text = &text[..text.len().min(MAX_NAME_LEN)];
-    // SAFETY: `name` holds SHMEM_MAX_NAME_LEN bytes and `text` is at most that long.
+    let text = b"symmem\0";
+    const { assert!(b"symmem\0".len() <= MAX_NAME_LEN) };
+    // SAFETY: `name` holds SHMEM_MAX_NAME_LEN bytes and `text` is shorter.
     unsafe { std::ptr::copy_nonoverlapping(text.as_ptr().cast(), name, text.len()) };
+}
+
+/// `shmem_pcontrol` (§9.16): symmem has no profiling interface, so every level is accepted
+/// and only logged (at debug), as the spec allows.
+///
+/// The header declares it variadic, `shmem_pcontrol(const int level, ...)`, as the spec does;
+/// it is defined here with `level` alone (Rust cannot define C variadics on stable). It reads
+/// nothing past `level`, which the x86-64 SysV and AArch64 calling conventions pass in the
+/// first integer register for variadic and fixed calls alike.
+#[no_mangle]
+pub extern "C" fn shmem_pcontrol(level: c_int) {
+    tracing::debug!("shmem_pcontrol({level}): symmem has no profiling interface; ignored");
 }

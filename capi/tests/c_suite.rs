@@ -7,7 +7,7 @@
 //! `statics.c` also runs linked with `libsymmem.a`. `errors.c` checks the C error
 //! contract: a bad PE or a non-symmetric address ends the job with a message naming the
 //! routine, the PE and the address. The last tests check that `shmem.h` and the library
-//! agree and that `symcc` builds in two steps.
+//! agree, that `symcc` builds in two steps, and that `shmem.h` works from C++.
 //!
 //! Needs a C compiler (`cc`, or `SYMCC_CC`) and the workspace's `symrun` (built by
 //! `cargo test --workspace`, or `cargo build --bin symrun`).
@@ -266,6 +266,41 @@ fn global_exit_ends_the_job_with_its_status() {
             }
         }
     }
+}
+
+/// `shmem.h` from C++ (`SYMCC_CC=c++`, or `$CXX`): `capi/tests/cxx/header.cpp` uses the
+/// typed API, a context, a team reduction and the inline long double and complex
+/// reductions; it builds with `-Wall -Wextra -Werror` and runs on 2 PEs.
+#[test]
+fn shmem_h_works_from_cxx() {
+    let dir = profile_dir().join("capi-tests");
+    std::fs::create_dir_all(&dir).expect("creating target/<profile>/capi-tests");
+    let out = dir.join(format!("cxx-header.{}", std::process::id()));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/header.cpp");
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let built = Command::new(profile_dir().join("symcc"))
+        .env("SYMCC_CC", &cxx)
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("running symcc");
+    assert!(
+        built.status.success(),
+        "SYMCC_CC={cxx} symcc {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let job = run_job(
+        &Launcher::Symrun(symrun()),
+        2,
+        out.to_str().expect("UTF-8 path"),
+        &[],
+        &[("SYMMEM_TIMEOUT", "100")],
+    );
+    let _ = std::fs::remove_file(&out);
+    job.assert_ok(2, "cxx");
 }
 
 /// Every routine `shmem.h` declares (outside its inline wrappers) is exported by

@@ -11,7 +11,8 @@
 //! same backoff (each poll costs a copy, ~10 µs, instead of a load).
 //!
 //! Array forms take a whole allocation of `ivars` and an optional `exclude` mask (the
-//! OpenSHMEM `status` array: `true` leaves an element out).
+//! OpenSHMEM `status` array: `true` leaves an element out). The `_any` forms are fair:
+//! each call starts scanning after the element the thread's previous call returned.
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
@@ -68,9 +69,18 @@ impl<T: SymInt> Ivars<'_, T> {
         Ok(true)
     }
 
+    /// An included element that holds, scanning from where this thread's last `any`
+    /// stopped, so that repeated calls return every element that holds in turn rather
+    /// than the first one forever (the spec's `shmem_test_any` example relies on it).
     fn any(&self) -> Result<Option<usize>> {
-        for i in 0..self.words.len() {
+        thread_local! {
+            static NEXT_START: Cell<usize> = const { Cell::new(0) };
+        }
+        let n = self.words.len();
+        let start = NEXT_START.with(Cell::get) % n.max(1);
+        for i in (start..n).chain(0..start) {
             if self.included(i) && self.holds(i)? {
+                NEXT_START.with(|c| c.set(i + 1));
                 return Ok(Some(i));
             }
         }

@@ -54,6 +54,10 @@ int main(void) {
     shmem_ctx_t bad = SHMEM_CTX_DEFAULT;
     CHECK(shmem_team_create_ctx(SHMEM_TEAM_INVALID, 0, &bad) != 0 && bad == SHMEM_CTX_INVALID,
           "ctx of an invalid team");
+    /* fence, quiet and destroy on SHMEM_CTX_INVALID do nothing (9.10.1, 9.10.2, 9.5.2). */
+    shmem_ctx_fence(bad);
+    shmem_ctx_quiet(bad);
+    shmem_ctx_destroy(bad);
     shmem_barrier_all();
     shmem_free(x);
     ok("contexts");

@@ -21,7 +21,8 @@ int main(void) {
     char name[SHMEM_MAX_NAME_LEN];
     memset(name, 'x', sizeof name);
     shmem_info_get_name(name);
-    CHECK(memchr(name, '\0', sizeof name) != NULL && strlen(name) > 0, "name not terminated");
+    CHECK(memchr(name, '\0', sizeof name) != NULL, "name not terminated");
+    CHECK(strcmp(name, SHMEM_VENDOR_STRING) == 0, "name %s is not SHMEM_VENDOR_STRING", name);
 
     for (int pe = 0; pe < n; pe++)
         CHECK(shmem_pe_accessible(pe) == 1, "PE %d not accessible", pe);

@@ -143,6 +143,18 @@ fn check_tests<T: TInt>(rt: &Runtime, ivars: &SymBuf<T>, cur: &[T]) -> Outcome {
                     any.map_or(want.is_empty(), |i| want.contains(&i)),
                     "{ty}: test_any({cmp:?} {p:?}, {ex:?}) = {any:?}, holding {want:?}"
                 );
+                // Fair: as many calls as elements hold return each of them once.
+                let mut turns = Vec::new();
+                for _ in 0..want.len() {
+                    turns.extend(rt.test_any(ivars, ex, cmp, p).or_fail()?);
+                }
+                turns.sort_unstable();
+                check_eq!(
+                    turns,
+                    want,
+                    "{ty}: {} calls of test_any({cmp:?} {p:?}, {ex:?})",
+                    want.len()
+                );
                 let some = rt.test_some(ivars, ex, cmp, p).or_fail()?;
                 check_eq!(some, want, "{ty}: test_some({cmp:?} {p:?}, {ex:?})");
             }
