@@ -33,6 +33,25 @@ fn barrier_orders_memory_4_pes() {
     assert_eq!(job.stdout.matches("barrier ok").count(), 4);
 }
 
+/// A PE that reaches `barrier_all`/`sync_all` 5 s after the others, with
+/// `SYMMEM_BOOTSTRAP_TIMEOUT=3`: the barrier is no bootstrap call, so nobody fails; on one
+/// node and on 2 nodes of 2 PEs (TEAM_WORLD's barrier over the socket transport).
+#[test]
+fn a_late_pe_is_waited_for_past_the_bootstrap_timeout() {
+    for env in [&[][..], &common::TWO_NODES[..]] {
+        let mut all = vec![("SYMMEM_BOOTSTRAP_TIMEOUT", "3")];
+        all.extend_from_slice(env);
+        let job = run_scenario(4, "late_barrier", &all);
+        job.assert_success();
+        assert_eq!(
+            job.stdout.matches("late_barrier ok").count(),
+            4,
+            "{env:?}: {}",
+            job.stdout
+        );
+    }
+}
+
 #[test]
 fn mismatched_allocation_fails_on_every_pe() {
     let job = run_scenario(4, "alloc_mismatch", &[]);

@@ -7,7 +7,8 @@
 //! partner that already signalled the next epoch is harmless (`flag >= epoch`). The
 //! schedule, the orderings and the epochs are [`symmem_sync::barrier`]'s, model-checked
 //! with loom there; this module adds the waits, with their dead-peer, finalize and timeout
-//! checks. Otherwise the bootstrap's barrier is used until a remote transport exists.
+//! checks. Otherwise (PEs on other nodes, or P2P off) it is TEAM_WORLD's barrier, which
+//! signals over every route; the bootstrap's barrier only serves a job with neither.
 
 use std::sync::atomic::Ordering;
 
@@ -42,13 +43,17 @@ impl Runtime {
             }
         }
         if !self.all_mapped {
-            if let Some(t) = &self.transport {
-                // Blocking puts and AMOs to mapped peers are visible once they return;
-                // completing the remote ones too keeps that true on every route (more
-                // than sync requires, and free when nothing is outstanding).
-                t.quiet()?;
-            }
-            return Ok(self.bootstrap.barrier()?);
+            let Some(t) = &self.transport else {
+                return Ok(self.bootstrap.barrier()?);
+            };
+            // Blocking puts and AMOs to mapped peers are visible once they return;
+            // completing the remote ones too keeps that true on every route (more than
+            // sync requires, and free when nothing is outstanding).
+            t.quiet()?;
+            // TEAM_WORLD's barrier runs on every route and waits under SYMMEM_TIMEOUT, as
+            // the mapped barrier below does; the bootstrap's would fail a PE that reaches
+            // it more than SYMMEM_BOOTSTRAP_TIMEOUT after another.
+            return self.team_sync("barrier_all", &self.team_world());
         }
         let state = &self.barrier;
         let mut turn = state.try_next();

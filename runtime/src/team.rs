@@ -839,7 +839,7 @@ impl Drop for Creating<'_> {
 impl Runtime {
     /// The dissemination barrier among `team`'s PEs, in its slot (see the module docs);
     /// `op` names the public operation in errors.
-    fn team_sync(&self, op: &'static str, team: &Team<'_>) -> Result<()> {
+    pub(crate) fn team_sync(&self, op: &'static str, team: &Team<'_>) -> Result<()> {
         let n = team.n_pes();
         if n == 1 {
             return Ok(());

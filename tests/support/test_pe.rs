@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         "node_layout" => with_init(node_layout),
         "put_get" => with_init(put_get),
         "barrier" => with_init(barrier),
+        "late_barrier" => with_init(late_barrier),
         "alloc_mismatch" => with_init(alloc_mismatch),
         "oom" => with_init(oom),
         "bad_args" => with_init(bad_args),
@@ -258,6 +259,23 @@ fn barrier(rt: &Runtime) -> Outcome {
     }
     rt.free(slots).map_err(e2s)?;
     println!("PE {me}: barrier ok");
+    Ok(())
+}
+
+/// PE 0 reaches `barrier_all` (then `sync_all`) 5 s after the others, longer than the
+/// `SYMMEM_BOOTSTRAP_TIMEOUT` the test sets: the barrier waits under `SYMMEM_TIMEOUT` (no
+/// limit by default) on every route, so every PE gets through.
+fn late_barrier(rt: &Runtime) -> Outcome {
+    let me = rt.my_pe();
+    if me == 0 {
+        std::thread::sleep(std::time::Duration::from_secs(5));
+    }
+    rt.barrier_all().map_err(e2s)?;
+    if me != 0 {
+        std::thread::sleep(std::time::Duration::from_secs(5));
+    }
+    rt.sync_all().map_err(e2s)?;
+    println!("PE {me}: late_barrier ok");
     Ok(())
 }
 
