@@ -2,19 +2,21 @@
 # Runs an independent OpenSHMEM test suite, the unit tests and spec examples of
 # openshmem-org/tests-sos (Sandia OpenSHMEM's tests), against symmem's C API.
 #
-#   capi/conformance/run-sos-tests.sh [--np N] [--nodes K] [--src DIR] [--keep-going]
+#   capi/conformance/run-sos-tests.sh [--np N] [--nodes K] [--src DIR] [--profile P]
 #
 #   --np N       PEs per test (default 4); run again with 2 for the 2-PE form
 #   --nodes K    simulate K nodes (SYMMEM_SIMULATE_NODES=K, the socket transport between)
 #   --src DIR    an existing tests-sos checkout; default: cloned into target/tests-sos at
 #                the pinned commit below (needs network)
+#   --profile P  the build to test, target/P (default release: cargo build --release
+#                -p symmem-capi -p symmem; debug is several times slower over sockets)
 #
 # Every C and C++ unit test and every spec example is built with symcc (C11, with
 # -DENABLE_DEPRECATED_TESTS, so the deprecated names are exercised too) and run under
-# symrun with a 120 s limit. Left out, with the reason printed: the Fortran tests (symmem
+# symrun with a 300 s limit. Left out, with the reason printed: the Fortran tests (symmem
 # has no Fortran API), the hybrid MPI examples (they need an MPI build of the suite), and
 # mt_lock.c (a helper of mt_lock_test, built with it). Prints one line per test and a
-# summary; exits 1 if any failed. Needs a workspace build (cargo build --workspace).
+# summary; exits 1 if any failed.
 set -euo pipefail
 
 PIN=ca9cb12b13a10eda4b94844ccabdc119f6b48f88
@@ -22,18 +24,23 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 np=4
 nodes=
 src=
+profile=release
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --src) src=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --profile) profile=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-sos-tests.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-bin=$root/target/debug
+bin=$root/target/$profile
 for tool in symcc symrun; do
-  [ -x "$bin/$tool" ] || { echo "run-sos-tests.sh: $bin/$tool is missing: run cargo build --workspace" >&2; exit 2; }
+  [ -x "$bin/$tool" ] || {
+    echo "run-sos-tests.sh: $bin/$tool is missing: run cargo build --profile $profile -p symmem-capi -p symmem" >&2
+    exit 2
+  }
 done
 if [ -z "$src" ]; then
   src=$root/target/tests-sos
@@ -44,7 +51,7 @@ if [ -z "$src" ]; then
 fi
 [ -d "$src/test/unit" ] || { echo "run-sos-tests.sh: $src has no test/unit" >&2; exit 2; }
 
-out=$root/target/sos-tests
+out=$root/target/sos-tests/$profile
 mkdir -p "$out"
 flags=(-O1 -DENABLE_DEPRECATED_TESTS -I"$src/test/include" -pthread)
 built=()
@@ -84,7 +91,7 @@ passed=0
 for name in "${built[@]}"; do
   start=$(date +%s.%N)
   set +e
-  env "${env[@]}" timeout 120 "$bin/symrun" -np "$np" "$out/$name" >"$out/$name.np$np.log" 2>&1
+  env "${env[@]}" timeout 300 "$bin/symrun" -np "$np" "$out/$name" >"$out/$name.np$np.log" 2>&1
   rc=$?
   set -e
   secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
@@ -96,5 +103,5 @@ for name in "${built[@]}"; do
     echo "$name: FAILED, exit $rc after ${secs} s ($out/$name.np$np.log)"
   fi
 done
-echo "tests-sos @ ${PIN:0:12} on $np PEs${nodes:+ over $nodes simulated nodes}: $passed passed, $failed failed"
+echo "tests-sos @ ${PIN:0:12} ($profile) on $np PEs${nodes:+ over $nodes simulated nodes}: $passed passed, $failed failed"
 [ "$failed" = 0 ]
