@@ -68,25 +68,17 @@ fn flag_by_a_second_put_without_fence_passes_by_default_and_is_caught_in_weak_mo
     caught_in_weak_mode("bug_put_then_put");
 }
 
-/// Runs the bug `scenario` in the default mode until a run sees no stale data, at most
-/// [`RACY_TRIES`] times: for a bug that is a real race even on x86, "usually passes".
-fn usually_passes_by_default(scenario: &str) {
-    let clean = (0..RACY_TRIES).any(|_| stale(&run_ok(2, scenario, &[])) == 0);
-    assert!(
-        clean,
-        "{scenario}: every one of {RACY_TRIES} runs in the default mode saw stale data"
-    );
-}
-
-/// Default-mode runs a racy bug gets to pass once.
-const RACY_TRIES: usize = 5;
-
 /// In the default mode the consumer may look between the producer's signal and its data
-/// even on x86 (a real race, if a rare one), so the default side only has to pass once
-/// in [`RACY_TRIES`] runs.
+/// even on x86: a real race, usually won, but how often depends on the scheduler (a loaded
+/// machine loses it every time), so the default run is only required to complete, and how
+/// much stale data it saw is printed. Weak mode must catch it.
 #[test]
-fn signal_before_its_data_usually_passes_by_default_and_is_caught_in_weak_mode() {
-    usually_passes_by_default("bug_signal_first");
+fn signal_before_its_data_is_a_race_by_default_and_is_caught_in_weak_mode() {
+    let job = run_ok(2, "bug_signal_first", &[]);
+    eprintln!(
+        "bug_signal_first in the default mode: {} stale reads",
+        stale(&job)
+    );
     caught_in_weak_mode("bug_signal_first");
 }
 

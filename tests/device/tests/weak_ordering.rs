@@ -38,31 +38,22 @@ fn ok(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
     job
 }
 
-/// Default-mode runs the racy mode 2 gets to pass once.
-const RACY_TRIES: usize = 5;
-
 /// Modes 0 and 1 (the flag by `p` or by a second `put`, no fence) pass by default and are
-/// caught in weak mode. Mode 2 (the signal before its data) is a real race even on x86,
-/// if a rare one: the consumer may look between the signal and the data, so by default
-/// it only has to pass once in [`RACY_TRIES`] runs ("usually passes").
+/// caught in weak mode. Mode 2 (the signal before its data) is a real race even on x86:
+/// usually won, but how often depends on the scheduler (a loaded machine loses it every
+/// time), so by default it is only run and its stale reads printed; weak mode must catch
+/// all three.
 #[test]
 fn put_then_flag_without_fence_passes_by_default_and_is_caught_in_weak_mode() {
-    let mut signal_first_passed = false;
-    for run in 0..RACY_TRIES {
-        if run >= 2 && signal_first_passed {
-            break;
+    let job = ok(2, "flag_without_fence", &[]);
+    for mode in 0..2 {
+        if stale(&job, mode) != 0 {
+            job.fail(&format!("mode {mode} saw stale data in the default mode"));
         }
-        let job = ok(2, "flag_without_fence", &[]);
-        for mode in 0..2 {
-            if stale(&job, mode) != 0 {
-                job.fail(&format!("mode {mode} saw stale data in the default mode"));
-            }
-        }
-        signal_first_passed |= stale(&job, 2) == 0;
     }
-    assert!(
-        signal_first_passed,
-        "mode 2 saw stale data in each of {RACY_TRIES} runs in the default mode"
+    eprintln!(
+        "mode 2 (signal first) in the default mode: {} stale reads",
+        stale(&job, 2)
     );
     let mut caught = [None; 3];
     for seed in 1..=MAX_SEEDS {
