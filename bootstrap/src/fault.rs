@@ -75,14 +75,11 @@ pub fn exit_point(point: &'static str) {
         "undocumented exit point {point}"
     );
     // stderr is unbuffered: the line is out before the signal. Tests look for it to prove
-    // that the victim died at the point, not elsewhere. It goes out in one write, since
-    // `eprintln!` writes each formatted piece separately and a launcher that merges its
-    // ranks' stderr (mpirun) would interleave the pieces with other ranks' lines.
-    let line = format!(
-        "symmem: {EXIT_AT_VAR}={point}: process {} kills itself (testing only)\n",
+    // that the victim died at the point, not elsewhere.
+    crate::stderr_line(&format!(
+        "symmem: {EXIT_AT_VAR}={point}: process {} kills itself (testing only)",
         std::process::id()
-    );
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    ));
     // SAFETY: raising a signal on this process; SIGKILL cannot be caught, so nothing
     // runs after it.
     unsafe { libc::raise(libc::SIGKILL) };

@@ -230,12 +230,9 @@ fn kill_all(children: &mut [Option<Child>]) {
     children.iter_mut().for_each(|c| *c = None);
 }
 
-/// Writes `symrun: <line>` to stderr in one write: the PEs share symrun's stderr, and
-/// `eprintln!` writes each formatted piece separately, so its pieces could interleave with
-/// theirs.
+/// Writes `symrun: <line>` to stderr, which the PEs share, in one write.
 fn report(line: &str) {
-    use std::io::Write as _;
-    let _ = std::io::stderr().write_all(format!("symrun: {line}\n").as_bytes());
+    crate::stderr_line(&format!("symrun: {line}"));
 }
 
 fn describe(status: ExitStatus) -> String {

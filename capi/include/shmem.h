@@ -386,6 +386,17 @@ SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, prod)
 
 /* long double and complex reductions, in C (the library's ABI has no such types): every
  * member's source is read between two team barriers and combined in team order. */
+/* Reads `source` (n elements) from each of `members` PEs, the j-th being PE_OF_J (an
+ * expression in j), and combines them into acc[0..n) in member order, with blk as the
+ * staging block: `acc[i] = EXPR` with a the value so far and b the next member's. */
+#define SYMMEM_GATHER_COMBINE(TYPE, EXPR, acc, blk, source, n, members, PE_OF_J) \
+    for (int j = 0; j < (members); j++) { \
+        shmem_getmem(j ? (blk) : (acc), source, (n) * sizeof(TYPE), PE_OF_J); \
+        for (size_t i = 0; j > 0 && i < (n); i++) { \
+            TYPE a = (acc)[i], b = (blk)[i]; \
+            (acc)[i] = (EXPR); \
+        } \
+    }
 #define SYMMEM_INLINE_REDUCE(TYPE, NAME, OP, EXPR) \
     static inline int shmem_##NAME##_##OP##_reduce(shmem_team_t team, TYPE *dest, \
                                                    const TYPE *source, size_t nreduce) { \
@@ -397,14 +408,9 @@ SYMMEM_ARITH_REDUCE_TYPES(SYMMEM_DECLARE_REDUCE, prod)
         TYPE *blk = acc + nreduce; \
         shmem_quiet(); \
         int rc = shmem_team_sync(team); \
-        for (int j = 0; rc == 0 && j < n; j++) { \
-            shmem_getmem(j ? blk : acc, source, nreduce * sizeof(TYPE), \
-                         shmem_team_translate_pe(team, j, SHMEM_TEAM_WORLD)); \
-            for (size_t i = 0; j > 0 && i < nreduce; i++) { \
-                TYPE a = acc[i], b = blk[i]; \
-                acc[i] = (EXPR); \
-            } \
-        } \
+        if (rc == 0) \
+            SYMMEM_GATHER_COMBINE(TYPE, EXPR, acc, blk, source, nreduce, n, \
+                                  shmem_team_translate_pe(team, j, SHMEM_TEAM_WORLD)) \
         if (rc == 0) rc = shmem_team_sync(team); \
         for (size_t i = 0; rc == 0 && i < nreduce; i++) dest[i] = acc[i]; \
         free(acc); \
@@ -626,14 +632,9 @@ SYMMEM_TO_ALL_ARITH(prod)
         TYPE *blk = acc + n; \
         shmem_quiet(); \
         shmem_sync(PE_start, logPE_stride, PE_size, pSync); \
-        for (int j = 0; n > 0 && j < PE_size; j++) { \
-            shmem_getmem(j ? blk : acc, source, n * sizeof(TYPE), \
-                         PE_start + (j << logPE_stride)); \
-            for (size_t i = 0; j > 0 && i < n; i++) { \
-                TYPE a = acc[i], b = blk[i]; \
-                acc[i] = (EXPR); \
-            } \
-        } \
+        if (n > 0) \
+            SYMMEM_GATHER_COMBINE(TYPE, EXPR, acc, blk, source, n, PE_size, \
+                                  PE_start + (j << logPE_stride)) \
         shmem_sync(PE_start, logPE_stride, PE_size, pSync); \
         for (size_t i = 0; i < n; i++) dest[i] = acc[i]; \
         free(acc); \
@@ -649,6 +650,7 @@ SYMMEM_INLINE_TO_ALL(double _Complex, complexd, sum, a + b)
 SYMMEM_INLINE_TO_ALL(double _Complex, complexd, prod, a * b)
 #endif
 #undef SYMMEM_INLINE_TO_ALL
+#undef SYMMEM_GATHER_COMBINE
 
 /* Distributed locking (9.12): lock is a symmetric long, 0 before first use. */
 void shmem_set_lock(long *lock);

@@ -251,10 +251,10 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
     if name.is_null() {
         die("shmem_info_get_name", "name is NULL");
     }
-    let text = b"symmem\0";
-    const { assert!(b"symmem\0".len() <= MAX_NAME_LEN) };
-    // SAFETY: `name` holds SHMEM_MAX_NAME_LEN bytes and `text` is shorter.
-    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr().cast(), name, text.len()) };
+    const TEXT: &[u8] = b"symmem\0";
+    const { assert!(TEXT.len() <= MAX_NAME_LEN) };
+    // SAFETY: `name` holds SHMEM_MAX_NAME_LEN bytes and `TEXT` is shorter.
+    unsafe { std::ptr::copy_nonoverlapping(TEXT.as_ptr().cast(), name, TEXT.len()) };
 }
 
 /// `shmem_pcontrol` (§9.16): symmem has no profiling interface, so every level is accepted
