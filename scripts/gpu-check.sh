@@ -24,6 +24,10 @@ bundle() {
   local out=target/gpu-bundle
   # A bundle without PTX would only fail on the GPU machine: require it here.
   export SYMMEM_REQUIRE_PTX=1
+  # Machine code for the H100/H200 beside the PTX: the driver's JIT of the test kernels
+  # (7.6 MB of PTX) took over 75 s per process on an H100, so every check that loaded
+  # them timed out (2026-11-26). Other GPUs still JIT the PTX.
+  export SYMMEM_SASS_ARCH=${SYMMEM_SASS_ARCH:-sm_90}
   cargo build --release --locked \
     --bin symrun --bin symmem-test-pe --bin symmem-perf \
     -p symmem -p symmem-perf

@@ -9,7 +9,8 @@
 // Run (two processes, unique-id bootstrap through a file; no MPI, no PMI):
 //   ./nvshmem_perf 0 2 /tmp/uid & ./nvshmem_perf 1 2 /tmp/uid; wait
 //
-// Rows: device thread put/get/fetch-add latency (kernel loops), put_signal ping-pong at
+// Rows: device thread put/get/fetch-add (result consumed)/add+quiet latency (kernel loops),
+// device barrier_all by a block, put_signal ping-pong at
 // thread/warp/block scope and on a stream, host put latency, grid put bandwidth over
 // sizes and cudaMemcpy device-to-device bandwidth (the limit).
 
@@ -55,10 +56,28 @@ __global__ void get_loop(char *dst, const char *src, size_t bytes, int iters, in
     }
 }
 
+// The fetched value feeds the next operand (its top bit, always 0 here, which the compiler
+// cannot know), so each fetch-add waits for its result as symmem-perf's does: a discarded
+// result lets the compiler emit a fire-and-forget `red` instead.
 __global__ void fadd_loop(uint64_t *word, int iters, int pe) {
+    uint64_t dep = 0;
     for (int i = 0; i < iters; i++) {
-        nvshmem_uint64_atomic_fetch_add(word, 1, pe);
+        dep = nvshmem_uint64_atomic_fetch_add(word, 1 + dep, pe) >> 63;
     }
+    if (dep) word[1] = dep;
+}
+
+// Non-fetching add, then quiet, as symmem-perf's atomic_add row.
+__global__ void add_loop(uint64_t *word, int iters, int pe) {
+    for (int i = 0; i < iters; i++) {
+        nvshmem_uint64_atomic_add(word, 1, pe);
+        nvshmem_quiet();
+    }
+}
+
+// Device barrier_all by one block on every PE, as symmem-perf's barrier_all [block] row.
+__global__ void barrier_loop(int iters) {
+    for (int i = 0; i < iters; i++) nvshmemx_barrier_all_block();
 }
 
 // scope 0 = thread, 1 = warp, 2 = block; first = 1 on the side that sends first.
@@ -145,7 +164,7 @@ int main(int argc, char **argv) {
     char *big = (char *)nvshmem_malloc(MAX_SIZE);
     char *src = (char *)nvshmem_malloc(MAX_SIZE);
     uint64_t *sig = (uint64_t *)nvshmem_calloc(1, sizeof(uint64_t));
-    uint64_t *word = (uint64_t *)nvshmem_calloc(1, sizeof(uint64_t));
+    uint64_t *word = (uint64_t *)nvshmem_calloc(2, sizeof(uint64_t));
     CHECK_CUDA(cudaMemset(src, 0x5a, MAX_SIZE));
     CHECK_CUDA(cudaDeviceSynchronize());
     cudaStream_t stream;
@@ -186,22 +205,35 @@ int main(int argc, char **argv) {
 
     // Device thread latencies (8 B), microseconds per operation.
     {
-        std::vector<double> put, get, fadd;
+        std::vector<double> put, get, fadd, add;
         for (int r = 0; r < REPS + 1; r++) {
             double a = time_pe0([&] { put_loop<<<1, 1>>>(big, src, 8, LAT_ITERS, peer); });
             double b = time_pe0([&] { get_loop<<<1, 1>>>(src, big, 8, LAT_ITERS, peer); });
             double c = time_pe0([&] { fadd_loop<<<1, 1>>>(word, LAT_ITERS, peer); });
+            double d = time_pe0([&] { add_loop<<<1, 1>>>(word, LAT_ITERS, peer); });
             if (r > 0) {  // the first round warms up
                 put.push_back(a * 1e6 / LAT_ITERS);
                 get.push_back(b * 1e6 / LAT_ITERS);
                 fadd.push_back(c * 1e6 / LAT_ITERS);
+                add.push_back(d * 1e6 / LAT_ITERS);
             }
         }
         if (me == 0) {
             row("put_latency", "thread", 8, median(put), "us");
             row("get_latency", "thread", 8, median(get), "us");
             row("atomic_fetch_add_latency", "thread", 8, median(fadd), "us");
+            row("atomic_add_latency", "thread", 8, median(add), "us");
         }
+    }
+    // Device barrier_all by one block on each PE: microseconds per barrier.
+    {
+        const int iters = 2000;
+        std::vector<double> v;
+        for (int r = 0; r < REPS + 1; r++) {
+            double t = time_both([&] { barrier_loop<<<1, 64>>>(iters); });
+            if (r > 0) v.push_back(t * 1e6 / iters);
+        }
+        if (me == 0) row("barrier_all_latency", "block", 8, median(v), "us");
     }
     // put_signal ping-pong at thread, warp and block scope: one-way microseconds.
     const char *scopes[] = {"thread", "warp", "block"};

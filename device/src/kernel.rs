@@ -156,6 +156,21 @@ pub struct EmbeddedPtx {
     pub ptx: &'static str,
     /// Why there is no PTX, when `ptx` is empty.
     pub missing: &'static str,
+    /// The `sm_XX` of [`sass`](Self::sass); empty when none was built.
+    pub sass_arch: &'static str,
+    /// A cubin ptxas built from the PTX for `sass_arch` (`SYMMEM_SASS_ARCH` at build
+    /// time), which loads without the driver's JIT on a GPU of exactly that architecture;
+    /// empty when none was built.
+    pub sass: &'static [u8],
+}
+
+impl EmbeddedPtx {
+    /// The cubin for a GPU of compute capability `(major, minor)`, if one was built for
+    /// exactly that architecture.
+    pub fn sass_for(&self, (major, minor): (i32, i32)) -> Option<&'static [u8]> {
+        let arch: i32 = self.sass_arch.strip_prefix("sm_")?.parse().ok()?;
+        (!self.sass.is_empty() && arch == major * 10 + minor).then_some(self.sass)
+    }
 }
 
 /// The PTX a kernel crate's build script embedded with
@@ -168,6 +183,8 @@ macro_rules! embedded_ptx {
             arch: include_str!(concat!(env!("OUT_DIR"), "/symmem-ptx-arch")),
             ptx: include_str!(concat!(env!("OUT_DIR"), "/symmem.ptx")),
             missing: include_str!(concat!(env!("OUT_DIR"), "/symmem-ptx-missing")),
+            sass_arch: include_str!(concat!(env!("OUT_DIR"), "/symmem-sass-arch")),
+            sass: include_bytes!(concat!(env!("OUT_DIR"), "/symmem.cubin")),
         }
     };
 }

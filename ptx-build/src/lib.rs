@@ -239,6 +239,11 @@ pub fn embed_from_build_script() {
             .build()
             .map_err(|e| e.to_string())
     };
+    let sass = match &result {
+        Ok(ptx) => embed_sass(ptx, &out),
+        Err(_) => String::new(),
+    };
+    write("symmem-sass-arch", &sass);
     match result {
         Ok(ptx) => {
             write("symmem.ptx", &ptx.text);
@@ -264,6 +269,44 @@ pub fn embed_from_build_script() {
             write("symmem.ptx", "");
             write("symmem-ptx-arch", EMBED_ARCH);
             write("symmem-ptx-missing", &why);
+        }
+    }
+}
+
+/// With `SYMMEM_SASS_ARCH=sm_XX` set, assembles `ptx` into `out/symmem.cubin` for that
+/// architecture, so a GPU of exactly it loads the kernels without the driver's JIT (which
+/// takes minutes for a large kernel crate, in every process, until its cache holds the
+/// result); returns the architecture, or an empty string when no cubin was built (the file
+/// is then empty). A missing ptxas or a failed assembly fails the build under
+/// `SYMMEM_REQUIRE_PTX=1`, else is a warning.
+fn embed_sass(ptx: &Ptx, out: &Path) -> String {
+    println!("cargo:rerun-if-env-changed=SYMMEM_SASS_ARCH");
+    println!("cargo:rerun-if-env-changed=SYMMEM_PTXAS");
+    let cubin = out.join("symmem.cubin");
+    std::fs::write(&cubin, b"").unwrap_or_else(|e| panic!("writing {}: {e}", cubin.display()));
+    let arch = std::env::var("SYMMEM_SASS_ARCH").unwrap_or_default();
+    if arch.is_empty() {
+        return String::new();
+    }
+    let built = if !arch.starts_with("sm_") || arch[3..].parse::<u32>().is_err() {
+        Err(format!(
+            "SYMMEM_SASS_ARCH={arch:?} is not an architecture like sm_90"
+        ))
+    } else if let Some(ptxas) = find_ptxas() {
+        assemble_to(&ptxas, ptx, &arch, &cubin).map_err(|e| e.to_string())
+    } else {
+        Err("ptxas was not found (set SYMMEM_PTXAS or pip install nvidia-cuda-nvcc-cu12)".into())
+    };
+    match built {
+        Ok(_) => arch,
+        Err(why) => {
+            if std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1") {
+                panic!("SYMMEM_REQUIRE_PTX=1 and the {arch} cubin was not built: {why}");
+            }
+            println!("cargo:warning=no {arch} cubin embedded (GPU PEs JIT-compile the PTX): {why}");
+            std::fs::write(&cubin, b"")
+                .unwrap_or_else(|e| panic!("writing {}: {e}", cubin.display()));
+            String::new()
         }
     }
 }
@@ -327,10 +370,22 @@ pub fn find_ptxas() -> Option<PathBuf> {
 
 /// Assembles `ptx` with `ptxas` for its architecture; returns ptxas's messages.
 pub fn assemble(ptxas: &Path, ptx: &Ptx) -> Result<String, PtxBuildError> {
+    assemble_to(ptxas, ptx, &ptx.arch, Path::new("/dev/null"))
+}
+
+/// Assembles `ptx` with `ptxas` into a cubin for `arch` (`sm_90`: PTX built for an older
+/// architecture assembles for a newer one) at `out`; returns ptxas's messages.
+pub fn assemble_to(
+    ptxas: &Path,
+    ptx: &Ptx,
+    arch: &str,
+    out: &Path,
+) -> Result<String, PtxBuildError> {
     let mut cmd = Command::new(ptxas);
-    cmd.arg(format!("-arch={}", ptx.arch))
+    cmd.arg(format!("-arch={arch}"))
         .arg(&ptx.path)
-        .args(["-o", "/dev/null"]);
+        .arg("-o")
+        .arg(out);
     run(cmd)
 }
 

@@ -24,6 +24,16 @@ use crate::runtime::Runtime;
 use crate::sym::SymRef;
 use crate::transport::Io;
 
+/// The operands of an AMO as a [`Request`] (and the `host_amo` helper kernel) carry them,
+/// from the host form's `(a, b)`: `(cond, value)` for a compare-and-swap, `(value, _)`
+/// otherwise. A request's `compare` is the value the word must hold to be replaced.
+fn request_operands<T: SymInt>(kind: AmoKind, a: T, b: T) -> (u64, u64) {
+    match kind {
+        AmoKind::CompareSwap => (b.to_bits(), a.to_bits()),
+        _ => (a.to_bits(), 0),
+    }
+}
+
 impl Runtime {
     /// Runs `host` on the atomic at `r` on `pe` when it is host memory; on a GPU heap runs
     /// `kind` with operands `a`, `b` in the helper kernel and turns the old value into the
@@ -51,14 +61,15 @@ impl Runtime {
             }
             #[cfg(feature = "cuda")]
             Located::Device(_) => {
+                let (value, compare) = request_operands(kind, a, b);
                 let old = self.gpu_amo(
                     op,
                     self.sym_addr(r),
                     pe,
                     std::mem::size_of::<T>(),
                     kind,
-                    a.to_bits(),
-                    b.to_bits(),
+                    value,
+                    compare,
                 )?;
                 self.counters.direct(Op::Amo, 0);
                 Ok(from_old(T::from_bits(old)))
@@ -67,10 +78,7 @@ impl Runtime {
                 // A zero-sized result (`()`) means the caller wants no value back: the
                 // AMO is then non-fetching, complete at the target after `quiet`.
                 let fetch = std::mem::size_of::<R>() != 0;
-                let (value, compare) = match kind {
-                    AmoKind::CompareSwap => (b.to_bits(), a.to_bits()),
-                    _ => (a.to_bits(), 0),
-                };
+                let (value, compare) = request_operands(kind, a, b);
                 let width = std::mem::size_of::<T>() as u8;
                 let req = Request::amo(pe as u32, kind, width, off, value, compare, fetch as u64);
                 let old = self.remote().submit(&req, Io::None)?;

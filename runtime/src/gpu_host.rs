@@ -67,7 +67,8 @@ impl Runtime {
         unsafe { self.launch(&module, kernel, 1, 1, args) }
     }
 
-    /// One atomic of `kind` on the `size`-byte word at symmetric address `sym` on `pe`;
+    /// One atomic of `kind` on the `size`-byte word at symmetric address `sym` on `pe`,
+    /// with a request's operands (`compare`: what a compare-and-swap expects to find);
     /// the old value's bits.
     #[allow(clippy::too_many_arguments)] // the encoded AMO: address, PE, width, kind, operands
     pub(crate) fn gpu_amo(
@@ -77,8 +78,8 @@ impl Runtime {
         pe: usize,
         size: usize,
         kind: AmoKind,
-        a: u64,
-        b: u64,
+        value: u64,
+        compare: u64,
     ) -> Result<u64> {
         let device = self.device_resources(op)?;
         let _one_at_a_time = self
@@ -94,8 +95,8 @@ impl Runtime {
                 pe as u32,
                 size as u32,
                 kind as u32,
-                a,
-                b,
+                value,
+                compare,
                 device.result_word() as *mut u64,
             ),
         )?;

@@ -41,9 +41,11 @@ impl Module {
 }
 
 impl Runtime {
-    /// Loads a kernel crate's embedded PTX on a GPU PE (`cuModuleLoadDataEx`, with the
-    /// JIT's log in the error), and writes this PE's device state into the module. On a
-    /// CPU PE the module stands for the crate's host functions and the PTX is not needed.
+    /// Loads a kernel crate's embedded kernels on a GPU PE and writes this PE's device
+    /// state into the module: the embedded cubin when it was built for this GPU's
+    /// architecture (`SYMMEM_SASS_ARCH` at build time; no JIT), else the PTX
+    /// (`cuModuleLoadDataEx`, with the JIT's log in the error). On a CPU PE the module
+    /// stands for the crate's host functions and the PTX is not needed.
     pub fn load_module(&self, ptx: &EmbeddedPtx) -> Result<Module> {
         if self.device.is_none() {
             return Ok(self.host_module(ptx.crate_name));
@@ -54,6 +56,39 @@ impl Runtime {
                 pe: self.my_pe(),
                 reason: format!("{}: {}", ptx.crate_name, ptx.missing),
             });
+        }
+        #[cfg(feature = "cuda")]
+        if let Some((d, cubin)) = self
+            .device
+            .as_ref()
+            .and_then(|d| Some((d, ptx.sass_for(d.gpu.compute_capability)?)))
+        {
+            match crate::cuda::CudaModule::load_cubin(
+                &d.gpu,
+                ptx.crate_name,
+                cubin,
+                &self.device_state,
+            ) {
+                Ok(m) => {
+                    tracing::debug!(
+                        pe = self.my_pe(),
+                        module = ptx.crate_name,
+                        arch = ptx.sass_arch,
+                        "cubin loaded (no JIT)"
+                    );
+                    return Ok(Module {
+                        name: ptx.crate_name.to_string(),
+                        runtime: self.id,
+                        kind: ModuleKind::Cuda(m),
+                    });
+                }
+                Err(e) => tracing::warn!(
+                    pe = self.my_pe(),
+                    module = ptx.crate_name,
+                    "the embedded {} cubin did not load ({e}); JIT-compiling the PTX instead",
+                    ptx.sass_arch
+                ),
+            }
         }
         self.load_ptx(ptx.crate_name, ptx.ptx)
     }

@@ -123,13 +123,20 @@ symmem_device::kernel! {
         }
     }
 
-    /// `iters` times: one thread fetch-adds 1 to `word` on `pe`. (AMOs have no group
-    /// forms: a warp or block issuing one AMO is a thread issuing it.)
+    /// `iters` times: one thread fetch-adds 1 to `word` on `pe`, each add waiting for the
+    /// previous one's result: the fetched value's top bit (always 0 here, which the
+    /// compiler cannot know) goes into the next operand, as in NVSHMEM's row of
+    /// `benches/peers/nvshmem_perf.cu`. (AMOs have no group forms: a warp or block
+    /// issuing one AMO is a thread issuing it.)
     pub fn bench_fetch_add(word: *mut u64, iters: usize, pe: u32) {
         let mut i = 0;
+        let mut dep = 0u64;
         while i < iters {
-            atomic_fetch_add(word, 1u64, pe);
+            dep = atomic_fetch_add(word, 1 + dep, pe) >> 63;
             i += 1;
+        }
+        if dep != 0 {
+            word.write(dep);
         }
     }
 
@@ -151,28 +158,34 @@ symmem_device::kernel! {
     }
 
     /// `iters` times: one thread runs the atomic `kind` (an `AMO_*` code) on `word` of
-    /// `pe`; the non-fetching kinds are followed by a quiet.
+    /// `pe`; the non-fetching kinds are followed by a quiet. A fetching kind's result
+    /// feeds the next operand (see [`bench_fetch_add`]), so each waits for the last.
     pub fn bench_amo(word: *mut u64, iters: usize, pe: u32, kind: u32) {
         let mut i = 0;
+        let mut dep = 0u64;
         while i < iters {
-            let v = i as u64;
-            match kind {
-                AMO_FETCH => { atomic_fetch(word, pe); }
-                AMO_SET => { atomic_set(word, v, pe); quiet(); }
-                AMO_SWAP => { atomic_swap(word, v, pe); }
-                AMO_COMPARE_SWAP => { atomic_compare_swap(word, v, v + 1, pe); }
-                AMO_FETCH_ADD => { atomic_fetch_add(word, 1u64, pe); }
-                AMO_ADD => { atomic_add(word, 1u64, pe); quiet(); }
-                AMO_FETCH_INC => { atomic_fetch_inc(word, pe); }
-                AMO_INC => { atomic_inc(word, pe); quiet(); }
-                AMO_FETCH_AND => { atomic_fetch_and(word, !0u64, pe); }
-                AMO_AND => { atomic_and(word, !0u64, pe); quiet(); }
-                AMO_FETCH_OR => { atomic_fetch_or(word, 1u64, pe); }
-                AMO_OR => { atomic_or(word, 1u64, pe); quiet(); }
-                AMO_FETCH_XOR => { atomic_fetch_xor(word, 1u64, pe); }
-                _ => { atomic_xor(word, 1u64, pe); quiet(); }
-            }
+            let v = i as u64 + dep;
+            let old = match kind {
+                AMO_FETCH => atomic_fetch(word, pe),
+                AMO_SET => { atomic_set(word, v, pe); quiet(); 0 }
+                AMO_SWAP => atomic_swap(word, v, pe),
+                AMO_COMPARE_SWAP => atomic_compare_swap(word, v, v + 1, pe),
+                AMO_FETCH_ADD => atomic_fetch_add(word, 1 + dep, pe),
+                AMO_ADD => { atomic_add(word, 1u64, pe); quiet(); 0 }
+                AMO_FETCH_INC => atomic_fetch_inc(word, pe),
+                AMO_INC => { atomic_inc(word, pe); quiet(); 0 }
+                AMO_FETCH_AND => atomic_fetch_and(word, !dep, pe),
+                AMO_AND => { atomic_and(word, !0u64, pe); quiet(); 0 }
+                AMO_FETCH_OR => atomic_fetch_or(word, 1 + dep, pe),
+                AMO_OR => { atomic_or(word, 1u64, pe); quiet(); 0 }
+                AMO_FETCH_XOR => atomic_fetch_xor(word, 1 + dep, pe),
+                _ => { atomic_xor(word, 1u64, pe); quiet(); 0 }
+            };
+            dep = old >> 63;
             i += 1;
+        }
+        if dep != 0 {
+            word.write(dep);
         }
     }
 

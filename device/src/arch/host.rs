@@ -157,33 +157,56 @@ pub fn fail(code: u32, pe: u32) -> ! {
     }
 }
 
-macro_rules! ld_st {
-    ($load:ident, $store:ident, $t:ty, $atomic:ty) => {
-        /// Acquire load.
-        ///
-        /// # Safety
-        /// `p` must be a valid, aligned address.
-        #[inline]
-        pub unsafe fn $load(p: *const $t) -> $t {
-            // SAFETY: the caller guarantees `p` is valid and aligned; other processes
-            // and threads access it only atomically.
-            unsafe { <$atomic>::from_ptr(p as *mut $t) }.load(Ordering::Acquire)
-        }
-
-        /// Release store.
-        ///
-        /// # Safety
-        /// `p` must be a valid, aligned address.
-        #[inline]
-        pub unsafe fn $store(p: *mut $t, v: $t) {
-            // SAFETY: as for the load.
-            unsafe { <$atomic>::from_ptr(p) }.store(v, Ordering::Release)
-        }
-    };
+/// Acquire load.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline]
+pub unsafe fn load_acquire_u32(p: *const u32) -> u32 {
+    // SAFETY: the caller guarantees `p` is valid and aligned; other processes and
+    // threads access it only atomically.
+    unsafe { AtomicU32::from_ptr(p as *mut u32) }.load(Ordering::Acquire)
 }
 
-ld_st!(load_acquire_u32, store_release_u32, u32, AtomicU32);
-ld_st!(load_acquire_u64, store_release_u64, u64, AtomicU64);
+/// Acquire load.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline]
+pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
+    // SAFETY: as in `load_acquire_u32`.
+    unsafe { AtomicU64::from_ptr(p as *mut u64) }.load(Ordering::Acquire)
+}
+
+/// Release store.
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline]
+pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
+    // SAFETY: as in `load_acquire_u32`.
+    unsafe { AtomicU64::from_ptr(p) }.store(v, Ordering::Release)
+}
+
+/// A relaxed atomic load: whole, orders nothing (the polls of a wait, `atomic_fetch`).
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline]
+pub unsafe fn load_relaxed_u32(p: *const u32) -> u32 {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { AtomicU32::from_ptr(p as *mut u32) }.load(Ordering::Relaxed)
+}
+
+/// A relaxed atomic load: whole, orders nothing (the polls of a wait, `atomic_fetch`).
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline]
+pub unsafe fn load_relaxed_u64(p: *const u64) -> u64 {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe { AtomicU64::from_ptr(p as *mut u64) }.load(Ordering::Relaxed)
+}
 
 /// A relaxed atomic store: whole, and ordered after an earlier fence.
 ///
@@ -205,29 +228,42 @@ pub unsafe fn store_relaxed_u64(p: *mut u64, v: u64) {
     unsafe { AtomicU64::from_ptr(p) }.store(v, Ordering::Relaxed);
 }
 
-/// An add that publishes this thread's earlier writes (Release).
-///
-/// # Safety
-/// `p` must be a valid, aligned address.
-#[inline]
-pub unsafe fn add_release_u64(p: *mut u64, v: u64) {
-    // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe { AtomicU64::from_ptr(p) }.fetch_add(v, Ordering::Release);
-}
-
 macro_rules! atom {
     ($name:ident, $method:ident, $t:ty, $atomic:ty) => {
-        /// AcqRel read-modify-write; returns the old value.
+        /// Relaxed read-modify-write; returns the old value.
         ///
         /// # Safety
         /// `p` must be a valid, aligned address.
         #[inline]
         pub unsafe fn $name(p: *mut $t, v: $t) -> $t {
             // SAFETY: the caller guarantees `p` is valid and aligned.
-            unsafe { <$atomic>::from_ptr(p) }.$method(v, Ordering::AcqRel)
+            unsafe { <$atomic>::from_ptr(p) }.$method(v, Ordering::Relaxed)
         }
     };
 }
+
+macro_rules! red {
+    ($name:ident, $method:ident, $t:ty, $atomic:ty) => {
+        /// Relaxed read-modify-write whose old value is not needed (PTX `red`).
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned address.
+        #[inline]
+        pub unsafe fn $name(p: *mut $t, v: $t) {
+            // SAFETY: the caller guarantees `p` is valid and aligned.
+            unsafe { <$atomic>::from_ptr(p) }.$method(v, Ordering::Relaxed);
+        }
+    };
+}
+
+red!(red_add_u32, fetch_add, u32, AtomicU32);
+red!(red_add_u64, fetch_add, u64, AtomicU64);
+red!(red_and_u32, fetch_and, u32, AtomicU32);
+red!(red_and_u64, fetch_and, u64, AtomicU64);
+red!(red_or_u32, fetch_or, u32, AtomicU32);
+red!(red_or_u64, fetch_or, u64, AtomicU64);
+red!(red_xor_u32, fetch_xor, u32, AtomicU32);
+red!(red_xor_u64, fetch_xor, u64, AtomicU64);
 
 atom!(atom_add_u32, fetch_add, u32, AtomicU32);
 atom!(atom_add_u64, fetch_add, u64, AtomicU64);
@@ -242,7 +278,7 @@ atom!(atom_xor_u64, fetch_xor, u64, AtomicU64);
 
 macro_rules! cas {
     ($name:ident, $t:ty, $atomic:ty) => {
-        /// AcqRel compare-and-swap: stores `v` if `*p == cond`; returns the old value.
+        /// Relaxed compare-and-swap: stores `v` if `*p == cond`; returns the old value.
         ///
         /// # Safety
         /// `p` must be a valid, aligned address.
@@ -252,8 +288,8 @@ macro_rules! cas {
             match unsafe { <$atomic>::from_ptr(p) }.compare_exchange(
                 cond,
                 v,
-                Ordering::AcqRel,
-                Ordering::Acquire,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
             ) {
                 Ok(old) | Err(old) => old,
             }

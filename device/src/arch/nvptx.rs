@@ -169,16 +169,33 @@ pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
     v
 }
 
-/// `st.release.sys.u32`.
+/// `ld.relaxed.sys.u32`: a strong load that sees a whole value written by any observer;
+/// orders nothing (the polls of a wait, `atomic_fetch`).
 ///
 /// # Safety
 /// `p` must be a valid, aligned address.
 #[inline(always)]
-pub unsafe fn store_release_u32(p: *mut u32, v: u32) {
+pub unsafe fn load_relaxed_u32(p: *const u32) -> u32 {
+    let v: u32;
     // SAFETY: the caller guarantees `p` is valid and aligned.
     unsafe {
-        asm!("st.release.sys.u32 [{p}], {v};", p = in(reg64) p, v = in(reg32) v, options(nostack))
+        asm!("ld.relaxed.sys.u32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) p, options(nostack))
     };
+    v
+}
+
+/// `ld.relaxed.sys.u64`: as [`load_relaxed_u32`].
+///
+/// # Safety
+/// `p` must be a valid, aligned address.
+#[inline(always)]
+pub unsafe fn load_relaxed_u64(p: *const u64) -> u64 {
+    let v: u64;
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe {
+        asm!("ld.relaxed.sys.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p, options(nostack))
+    };
+    v
 }
 
 /// `st.release.sys.u64`.
@@ -217,21 +234,39 @@ pub unsafe fn store_relaxed_u64(p: *mut u64, v: u64) {
     };
 }
 
-/// `red.release.sys.add.u64`: an add that publishes this thread's earlier writes.
-///
-/// # Safety
-/// `p` must be a valid, aligned address.
-#[inline(always)]
-pub unsafe fn add_release_u64(p: *mut u64, v: u64) {
-    // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe {
-        asm!("red.release.sys.add.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack))
+macro_rules! red {
+    ($name:ident, $op:literal, $t:ty, $reg:ident) => {
+        #[doc = concat!("`red.relaxed.sys.", $op, "`: an update that returns nothing and orders nothing.")]
+        ///
+        /// # Safety
+        /// `p` must be a valid, aligned address.
+        #[inline(always)]
+        pub unsafe fn $name(p: *mut $t, v: $t) {
+            // SAFETY: the caller guarantees `p` is valid and aligned.
+            unsafe {
+                asm!(
+                    concat!("red.relaxed.sys.", $op, " [{p}], {v};"),
+                    p = in(reg64) p,
+                    v = in($reg) v,
+                    options(nostack)
+                )
+            };
+        }
     };
 }
 
+red!(red_add_u32, "add.u32", u32, reg32);
+red!(red_add_u64, "add.u64", u64, reg64);
+red!(red_and_u32, "and.b32", u32, reg32);
+red!(red_and_u64, "and.b64", u64, reg64);
+red!(red_or_u32, "or.b32", u32, reg32);
+red!(red_or_u64, "or.b64", u64, reg64);
+red!(red_xor_u32, "xor.b32", u32, reg32);
+red!(red_xor_u64, "xor.b64", u64, reg64);
+
 macro_rules! atom {
     ($name:ident, $op:literal, $t:ty, $reg:ident) => {
-        #[doc = concat!("`atom.acq_rel.sys.", $op, "`: returns the old value.")]
+        #[doc = concat!("`atom.relaxed.sys.", $op, "`: returns the old value; orders nothing.")]
         ///
         /// # Safety
         /// `p` must be a valid, aligned address.
@@ -241,7 +276,7 @@ macro_rules! atom {
             // SAFETY: the caller guarantees `p` is valid and aligned.
             unsafe {
                 asm!(
-                    concat!("atom.acq_rel.sys.", $op, " {o}, [{p}], {v};"),
+                    concat!("atom.relaxed.sys.", $op, " {o}, [{p}], {v};"),
                     o = out($reg) old,
                     p = in(reg64) p,
                     v = in($reg) v,
@@ -287,7 +322,8 @@ pub unsafe fn atom_add_gpu_u64(p: *mut u64, v: u64) -> u64 {
     old
 }
 
-/// `atom.acq_rel.sys.cas.b32`: stores `v` if `*p == cond`; returns the old value.
+/// `atom.relaxed.sys.cas.b32`: stores `v` if `*p == cond`; returns the old value;
+/// orders nothing.
 ///
 /// # Safety
 /// `p` must be a valid, aligned address.
@@ -296,13 +332,14 @@ pub unsafe fn atom_cas_u32(p: *mut u32, cond: u32, v: u32) -> u32 {
     let old: u32;
     // SAFETY: the caller guarantees `p` is valid and aligned.
     unsafe {
-        asm!("atom.acq_rel.sys.cas.b32 {o}, [{p}], {c}, {v};",
+        asm!("atom.relaxed.sys.cas.b32 {o}, [{p}], {c}, {v};",
             o = out(reg32) old, p = in(reg64) p, c = in(reg32) cond, v = in(reg32) v, options(nostack))
     };
     old
 }
 
-/// `atom.acq_rel.sys.cas.b64`: stores `v` if `*p == cond`; returns the old value.
+/// `atom.relaxed.sys.cas.b64`: stores `v` if `*p == cond`; returns the old value;
+/// orders nothing.
 ///
 /// # Safety
 /// `p` must be a valid, aligned address.
@@ -311,7 +348,7 @@ pub unsafe fn atom_cas_u64(p: *mut u64, cond: u64, v: u64) -> u64 {
     let old: u64;
     // SAFETY: the caller guarantees `p` is valid and aligned.
     unsafe {
-        asm!("atom.acq_rel.sys.cas.b64 {o}, [{p}], {c}, {v};",
+        asm!("atom.relaxed.sys.cas.b64 {o}, [{p}], {c}, {v};",
             o = out(reg64) old, p = in(reg64) p, c = in(reg64) cond, v = in(reg64) v, options(nostack))
     };
     old

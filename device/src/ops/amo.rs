@@ -1,6 +1,14 @@
 //! Atomic memory operations on `u32`, `u64`, `i32`, `i64` at system scope
-//! (`nvshmem_*_atomic_*`). Every operation is one `atom.acq_rel.sys` (GPU) or AcqRel
-//! atomic (CPU) on the target PE's word; fetch is an acquire load and set a release store.
+//! (`nvshmem_*_atomic_*`).
+//!
+//! AMOs are relaxed, as OpenSHMEM and NVSHMEM define them: atomic on their word, ordered
+//! with other operations only by [`fence`](super::fence) and [`quiet`](super::quiet) (and,
+//! for a fetching AMO, by the return of its value). On a P2P path a fetching AMO is one
+//! `atom.relaxed.sys` (GPU) or Relaxed RMW (CPU), a non-fetching one a `red.relaxed.sys`,
+//! `atomic_fetch` an `ld.relaxed.sys` and `atomic_set` an `st.relaxed.sys`: no system
+//! barrier per AMO. An AMO that must also publish this thread's earlier writes, or make
+//! the peer's visible, takes an [`AmoOrder`] through [`ordered`].
+//!
 //! To a PE without a P2P path each is one proxy request ([`super::remote`]); fetching
 //! forms wait for the old value, the others return once the request is in the ring.
 
@@ -24,7 +32,17 @@ pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn load_acquire(p: *const Self) -> Self;
     #[doc(hidden)]
-    unsafe fn store_release(p: *mut Self, v: Self);
+    unsafe fn load_relaxed(p: *const Self) -> Self;
+    #[doc(hidden)]
+    unsafe fn store_relaxed(p: *mut Self, v: Self);
+    #[doc(hidden)]
+    unsafe fn add(p: *mut Self, v: Self);
+    #[doc(hidden)]
+    unsafe fn and(p: *mut Self, v: Self);
+    #[doc(hidden)]
+    unsafe fn or(p: *mut Self, v: Self);
+    #[doc(hidden)]
+    unsafe fn xor(p: *mut Self, v: Self);
     #[doc(hidden)]
     unsafe fn fetch_add(p: *mut Self, v: Self) -> Self;
     #[doc(hidden)]
@@ -40,7 +58,8 @@ pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
 }
 
 macro_rules! device_int {
-    ($t:ty, $bits:ty, $ld:ident, $st:ident, $add:ident, $exch:ident, $cas:ident, $and:ident, $or:ident, $xor:ident) => {
+    ($t:ty, $bits:ty, $ld:ident, $ldr:ident, $st:ident, $add:ident, $exch:ident, $cas:ident, $and:ident, $or:ident, $xor:ident,
+     $radd:ident, $rand:ident, $ror:ident, $rxor:ident) => {
         impl sealed::Sealed for $t {}
         // Signed types share the unsigned instructions: two's complement makes add, exch,
         // cas and the bitwise ops identical bit for bit.
@@ -61,9 +80,34 @@ macro_rules! device_int {
                 unsafe { arch::$ld(p as *const $bits) as $t }
             }
             #[inline(always)]
-            unsafe fn store_release(p: *mut Self, v: Self) {
+            unsafe fn load_relaxed(p: *const Self) -> Self {
+                // SAFETY: forwarded caller contract (valid, aligned).
+                unsafe { arch::$ldr(p as *const $bits) as $t }
+            }
+            #[inline(always)]
+            unsafe fn store_relaxed(p: *mut Self, v: Self) {
                 // SAFETY: forwarded caller contract.
                 unsafe { arch::$st(p as *mut $bits, v as $bits) }
+            }
+            #[inline(always)]
+            unsafe fn add(p: *mut Self, v: Self) {
+                // SAFETY: forwarded caller contract.
+                unsafe { arch::$radd(p as *mut $bits, v as $bits) }
+            }
+            #[inline(always)]
+            unsafe fn and(p: *mut Self, v: Self) {
+                // SAFETY: forwarded caller contract.
+                unsafe { arch::$rand(p as *mut $bits, v as $bits) }
+            }
+            #[inline(always)]
+            unsafe fn or(p: *mut Self, v: Self) {
+                // SAFETY: forwarded caller contract.
+                unsafe { arch::$ror(p as *mut $bits, v as $bits) }
+            }
+            #[inline(always)]
+            unsafe fn xor(p: *mut Self, v: Self) {
+                // SAFETY: forwarded caller contract.
+                unsafe { arch::$rxor(p as *mut $bits, v as $bits) }
             }
             #[inline(always)]
             unsafe fn fetch_add(p: *mut Self, v: Self) -> Self {
@@ -103,49 +147,69 @@ device_int!(
     u32,
     u32,
     load_acquire_u32,
-    store_release_u32,
+    load_relaxed_u32,
+    store_relaxed_u32,
     atom_add_u32,
     atom_exch_u32,
     atom_cas_u32,
     atom_and_u32,
     atom_or_u32,
-    atom_xor_u32
+    atom_xor_u32,
+    red_add_u32,
+    red_and_u32,
+    red_or_u32,
+    red_xor_u32
 );
 device_int!(
     i32,
     u32,
     load_acquire_u32,
-    store_release_u32,
+    load_relaxed_u32,
+    store_relaxed_u32,
     atom_add_u32,
     atom_exch_u32,
     atom_cas_u32,
     atom_and_u32,
     atom_or_u32,
-    atom_xor_u32
+    atom_xor_u32,
+    red_add_u32,
+    red_and_u32,
+    red_or_u32,
+    red_xor_u32
 );
 device_int!(
     u64,
     u64,
     load_acquire_u64,
-    store_release_u64,
+    load_relaxed_u64,
+    store_relaxed_u64,
     atom_add_u64,
     atom_exch_u64,
     atom_cas_u64,
     atom_and_u64,
     atom_or_u64,
-    atom_xor_u64
+    atom_xor_u64,
+    red_add_u64,
+    red_and_u64,
+    red_or_u64,
+    red_xor_u64
 );
 device_int!(
     i64,
     u64,
     load_acquire_u64,
-    store_release_u64,
+    load_relaxed_u64,
+    store_relaxed_u64,
     atom_add_u64,
     atom_exch_u64,
     atom_cas_u64,
     atom_and_u64,
     atom_or_u64,
-    atom_xor_u64
+    atom_xor_u64,
+    red_add_u64,
+    red_and_u64,
+    red_or_u64,
+    red_xor_u64
 );
 
 /// One AMO on `dest` of `pe`: `direct` on the P2P pointer, or a proxy request of `kind`
@@ -183,7 +247,7 @@ pub unsafe fn atomic_fetch<T: DeviceInt>(dest: *const T, pe: u32) -> T {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::Fetch, (T::ONE, T::ONE), true, |d| {
-            T::load_acquire(d)
+            T::load_relaxed(d)
         })
     }
 }
@@ -197,7 +261,7 @@ pub unsafe fn atomic_set<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::Set, (value, value), false, |d| {
-            T::store_release(d, value);
+            T::store_relaxed(d, value);
             value
         })
     };
@@ -255,7 +319,8 @@ pub unsafe fn atomic_add<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::FetchAdd, (value, value), false, |d| {
-            T::fetch_add(d, value)
+            T::add(d, value);
+            value
         })
     };
 }
@@ -283,7 +348,8 @@ pub unsafe fn atomic_inc<T: DeviceInt>(dest: *mut T, pe: u32) {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::FetchAdd, (T::ONE, T::ONE), false, |d| {
-            T::fetch_add(d, T::ONE)
+            T::add(d, T::ONE);
+            T::ONE
         })
     };
 }
@@ -311,7 +377,8 @@ pub unsafe fn atomic_and<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::FetchAnd, (value, value), false, |d| {
-            T::fetch_and(d, value)
+            T::and(d, value);
+            value
         })
     };
 }
@@ -339,7 +406,8 @@ pub unsafe fn atomic_or<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::FetchOr, (value, value), false, |d| {
-            T::fetch_or(d, value)
+            T::or(d, value);
+            value
         })
     };
 }
@@ -367,7 +435,50 @@ pub unsafe fn atomic_xor<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::FetchXor, (value, value), false, |d| {
-            T::fetch_xor(d, value)
+            T::xor(d, value);
+            value
         })
     };
+}
+
+/// The ordering an AMO run through [`ordered`] adds to its relaxed default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmoOrder {
+    /// Atomic only (what every AMO is on its own).
+    Relaxed,
+    /// Makes what the peer published before the value this AMO read visible to this
+    /// thread's later reads: a fence after it.
+    Acquire,
+    /// Publishes this thread's earlier writes to the AMO's target before the AMO: a
+    /// [`fence`](super::fence) before it.
+    Release,
+    /// Both.
+    AcqRel,
+}
+
+/// Runs the AMO `amo` (one of this module's functions, to one PE) with `order` added:
+/// for `Release`/`AcqRel` a [`fence`](super::fence) before it, so a peer that sees the
+/// AMO's effect (with an acquire: a wait, or an `Acquire` AMO) also sees this thread's
+/// earlier puts and stores to that PE; for `Acquire`/`AcqRel` a system-scope fence after
+/// it. NCCL's device API takes a `cuda::memory_order` for the same purpose.
+///
+/// ```ignore
+/// // Producer: write a row into the consumer's buffer, then take a ticket that
+/// // publishes it (without `Release` the consumer could see the ticket first).
+/// put(rows.add(slot * h), row, h, consumer);
+/// let ticket = ordered(AmoOrder::Release, || atomic_fetch_add(tail, 1u64, consumer));
+/// ```
+///
+/// # Safety
+/// As the AMO's own contract.
+#[inline(always)]
+pub unsafe fn ordered<R>(order: AmoOrder, amo: impl FnOnce() -> R) -> R {
+    if matches!(order, AmoOrder::Release | AmoOrder::AcqRel) {
+        super::fence();
+    }
+    let out = amo();
+    if matches!(order, AmoOrder::Acquire | AmoOrder::AcqRel) {
+        arch::fence_sys();
+    }
+    out
 }

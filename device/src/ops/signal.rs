@@ -3,8 +3,10 @@
 //!
 //! The target never sees the signal before the data: the data stores (by every thread of
 //! the group, ordered under the signalling thread by the group barrier) are followed by
-//! `fence.sc.sys`, then a release store or release add of the signal. Waits spin on
-//! acquire loads at system scope, so the data is visible once the signal is.
+//! one `fence.sc.sys`, then a relaxed store or add of the signal at system scope (a
+//! release pattern). Waits poll with relaxed loads and, once the condition holds, read
+//! the word again with one acquire load (looping if it no longer holds), so the data is
+//! visible once the signal is, without an acquire on every poll.
 //!
 //! To a PE without a P2P path, a put_signal is one PutSignal request in the proxy ring
 //! (from the group's first thread), which every transport applies data first; a
@@ -30,12 +32,15 @@ unsafe fn signal_after_fence(sig: *mut u64, signal: u64, op: SignalOp, pe: u32) 
             return remote::signal(pe, off, op, signal);
         }
     };
+    // One system-scope fence, then a relaxed (strong) store or add: together a release
+    // pattern (PTX memory model), as NVSHMEM's `__threadfence_system()` and plain store.
+    // A release store after the fence would be a second system barrier.
     arch::fence_sys();
     match op {
         // SAFETY: `s` is valid and aligned.
-        SignalOp::Set => unsafe { arch::store_release_u64(s, signal) },
+        SignalOp::Set => unsafe { arch::store_relaxed_u64(s, signal) },
         // SAFETY: as above.
-        SignalOp::Add => unsafe { arch::add_release_u64(s, signal) },
+        SignalOp::Add => unsafe { arch::red_add_u64(s, signal) },
     }
 }
 
@@ -232,9 +237,14 @@ pub unsafe fn wait_until<T: DeviceInt>(ivar: *mut T, cmp: Cmp, value: T) -> T {
     let mut backoff = arch::Backoff::new();
     loop {
         // SAFETY: caller contract.
-        let seen = unsafe { T::load_acquire(ivar) };
-        if cmp.holds(seen, value) {
-            return seen;
+        if cmp.holds(unsafe { T::load_relaxed(ivar) }, value) {
+            // The acquire that makes what the writer published before it visible; the
+            // word may have moved on (a Set to a smaller value), so check it again.
+            // SAFETY: caller contract.
+            let seen = unsafe { T::load_acquire(ivar) };
+            if cmp.holds(seen, value) {
+                return seen;
+            }
         }
         backoff.snooze();
     }

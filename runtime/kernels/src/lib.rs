@@ -93,26 +93,28 @@ unsafe fn reduce_int<T: BitwiseReducible>(
     }
 }
 
-/// One atomic of `kind` on `dest` (symmetric) on `pe`; the old value.
+/// One atomic of `kind` on `dest` (symmetric) on `pe` with operand `value` (and, for a
+/// compare-and-swap, `compare`: the value `dest` must hold to be replaced by `value`), as
+/// a [`symmem_device::Request`] carries them; the old value.
 ///
 /// # Safety
 /// `dest` is an aligned symmetric address of a `T`; `kind` is an [`AmoKind`] code.
 #[inline(always)]
-unsafe fn amo<T: DeviceInt + Default>(dest: *mut T, pe: u32, kind: u32, a: T, b: T) -> T {
+unsafe fn amo<T: DeviceInt + Default>(dest: *mut T, pe: u32, kind: u32, value: T, compare: T) -> T {
     // SAFETY: forwarded from the caller.
     unsafe {
         match AmoKind::from_u32(kind) {
             Some(AmoKind::Fetch) => atomic_fetch(dest, pe),
             Some(AmoKind::Set) => {
-                atomic_set(dest, a, pe);
+                atomic_set(dest, value, pe);
                 T::default()
             }
-            Some(AmoKind::Swap) => atomic_swap(dest, a, pe),
-            Some(AmoKind::CompareSwap) => atomic_compare_swap(dest, a, b, pe),
-            Some(AmoKind::FetchAdd) => atomic_fetch_add(dest, a, pe),
-            Some(AmoKind::FetchAnd) => atomic_fetch_and(dest, a, pe),
-            Some(AmoKind::FetchOr) => atomic_fetch_or(dest, a, pe),
-            Some(AmoKind::FetchXor) => atomic_fetch_xor(dest, a, pe),
+            Some(AmoKind::Swap) => atomic_swap(dest, value, pe),
+            Some(AmoKind::CompareSwap) => atomic_compare_swap(dest, compare, value, pe),
+            Some(AmoKind::FetchAdd) => atomic_fetch_add(dest, value, pe),
+            Some(AmoKind::FetchAnd) => atomic_fetch_and(dest, value, pe),
+            Some(AmoKind::FetchOr) => atomic_fetch_or(dest, value, pe),
+            Some(AmoKind::FetchXor) => atomic_fetch_xor(dest, value, pe),
             None => T::default(),
         }
     }
@@ -120,14 +122,15 @@ unsafe fn amo<T: DeviceInt + Default>(dest: *mut T, pe: u32, kind: u32, a: T, b:
 
 kernel! {
     /// Thread 0 performs one atomic of `kind` (an `AmoKind` code) on the `size`-byte (4 or
-    /// 8) word at symmetric address `dest` on `pe`, with operands `a` and `b`, and stores
-    /// the old value (zero-extended) in `out` (host-mapped memory).
-    pub fn host_amo(dest: *mut u64, pe: u32, size: u32, kind: u32, a: u64, b: u64, out: *mut u64) {
+    /// 8) word at symmetric address `dest` on `pe`, with the operands of a request
+    /// (`value`, and `compare` for a compare-and-swap), and stores the old value
+    /// (zero-extended) in `out` (host-mapped memory).
+    pub fn host_amo(dest: *mut u64, pe: u32, size: u32, kind: u32, value: u64, compare: u64, out: *mut u64) {
         if thread_rank() == 0 {
             let old = if size == 4 {
-                amo::<u32>(dest as *mut u32, pe, kind, a as u32, b as u32) as u64
+                amo::<u32>(dest as *mut u32, pe, kind, value as u32, compare as u32) as u64
             } else {
-                amo::<u64>(dest, pe, kind, a, b)
+                amo::<u64>(dest, pe, kind, value, compare)
             };
             out.write(old);
         }

@@ -41,16 +41,32 @@ impl std::fmt::Debug for CudaModule {
 const LOG_LEN: usize = 16 * 1024;
 
 impl CudaModule {
-    /// Loads `ptx` (named `name` in errors) and writes `state` into its
-    /// `SYMMEM_DEVICE_STATE`.
+    /// Loads `ptx` (named `name` in errors; the driver JIT-compiles it for this GPU) and
+    /// writes `state` into its `SYMMEM_DEVICE_STATE`.
     pub(crate) fn load(gpu: &Arc<Gpu>, name: &str, ptx: &str, state: &DeviceState) -> Result<Self> {
-        gpu.bind()?;
-        let pe = gpu.pe;
         let image = CString::new(ptx).map_err(|_| Error::Module {
             op: "load_module",
-            pe,
+            pe: gpu.pe,
             reason: format!("the PTX of {name} contains a NUL byte"),
         })?;
+        Self::load_image(gpu, name, image.as_bytes_with_nul(), state)
+    }
+
+    /// Loads a cubin (machine code ptxas built for this GPU's architecture: no JIT) named
+    /// `name` in errors, and writes `state` into its `SYMMEM_DEVICE_STATE`.
+    pub(crate) fn load_cubin(
+        gpu: &Arc<Gpu>,
+        name: &str,
+        cubin: &[u8],
+        state: &DeviceState,
+    ) -> Result<Self> {
+        Self::load_image(gpu, name, cubin, state)
+    }
+
+    /// Loads a module image the driver recognizes (NUL-terminated PTX, or an ELF cubin).
+    fn load_image(gpu: &Arc<Gpu>, name: &str, image: &[u8], state: &DeviceState) -> Result<Self> {
+        gpu.bind()?;
+        let pe = gpu.pe;
         let mut log = vec![0u8; LOG_LEN];
         let mut options = [
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
@@ -58,7 +74,8 @@ impl CudaModule {
         ];
         let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), LOG_LEN as *mut c_void];
         let mut module = std::ptr::null_mut();
-        // SAFETY: a NUL-terminated image; two options with values of the kinds the
+        // SAFETY: an image the driver reads in place (NUL-terminated PTX or a whole ELF
+        // cubin, which carries its own size); two options with values of the kinds the
         // driver expects (a buffer pointer and its size passed by value).
         let rc = unsafe {
             sys::cuModuleLoadDataEx(

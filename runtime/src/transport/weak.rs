@@ -50,11 +50,17 @@
 //!   `shmem_put_signal`: the signal is updated only after the data is delivered): it is
 //!   split into a put and a signal that depends on it; other operations of the same epoch
 //!   may land between the two.
-//! - **Fetching operations see what this PE wrote to their target** (gets, `g`, fetching
-//!   AMOs, and so `signal_fetch` of a peer): everything still buffered to that target is
-//!   delivered first, then the operation runs on the inner transport. The specifications
-//!   allow a get to overtake an unfenced put to the same address; delivering first is
-//!   conservative, so that weak mode never reports a bug the specifications would not.
+//! - **Gets see what this PE wrote to their target** (gets, `g`): everything still
+//!   buffered to that target is delivered first, then the get runs on the inner
+//!   transport. The specifications allow a get to overtake an unfenced put to the same
+//!   address; delivering first is conservative, so that weak mode never reports a bug the
+//!   specifications would not.
+//! - **Fetching AMOs are relaxed** (OpenSHMEM §9.7 orders AMOs only through fence and
+//!   quiet; NVSHMEM's AMOs are relaxed system-scope atomics): only the buffered
+//!   operations that write the AMO's own bytes (with what the rules make go first) are
+//!   delivered before it, so a program that used a fetch-add or swap as the flag of
+//!   unfenced data reads stale data here, as it can on a GPU. `signal_fetch` of a peer is
+//!   such an AMO.
 //! - **`get_nbi` destinations are filled late** (OpenSHMEM §9.6.2 `shmem_get_nbi`: the
 //!   destination is defined only after `shmem_quiet`): a `get_nbi` (device, or host
 //!   code's) into this PE's symmetric heap is performed at once, but its destination
@@ -284,6 +290,24 @@ impl Shared {
         }
     }
 
+    /// Delivers the operations buffered to `pe` that write bytes of `range` (and whatever
+    /// the rules make go before them), eligible overlapping ones first: a fetching AMO sees
+    /// this PE's earlier writes to its own word and nothing more is forced, so a program
+    /// that relied on the AMO to publish other data is caught.
+    fn flush_overlapping(&self, st: &mut State, pe: usize, (start, end): (u64, u64)) {
+        let overlaps = |o: &Op| o.bytes.0 < end && start < o.bytes.1;
+        while st.queues[pe].iter().any(overlaps) {
+            let q = &st.queues[pe];
+            let next = st
+                .eligible(pe)
+                .filter(|&i| overlaps(&q[i]))
+                .min_by_key(|&i| q[i].due)
+                .or_else(|| st.pick(pe, None))
+                .expect("a non-empty queue has an eligible operation");
+            self.deliver(st, pe, next);
+        }
+    }
+
     /// Delivers everything buffered to every PE.
     fn flush_all(&self, st: &mut State) {
         for pe in 0..st.queues.len() {
@@ -503,12 +527,17 @@ impl Transport for WeakTransport {
                 sh.check(&st)?;
                 self.buffer(&mut st, local, &[], None)?;
             }
-            (_, io) => {
-                // Gets, fetching AMOs, and anything malformed (the inner transport refuses
-                // it): see what was written to the target first.
+            (kind, io) => {
+                // Fetching AMOs see this PE's earlier writes to their word; gets, and
+                // anything malformed (the inner transport refuses it), everything written
+                // to the target.
                 {
                     let mut st = sh.lock();
-                    sh.flush(&mut st, pe);
+                    if kind == Some(Opcode::Amo) {
+                        sh.flush_overlapping(&mut st, pe, bytes(req));
+                    } else {
+                        sh.flush(&mut st, pe);
+                    }
                     sh.check(&st)?;
                 }
                 let inner = sh.inner(pe).ok_or_else(|| Error::Transport {
@@ -759,28 +788,37 @@ mod tests {
     }
 
     #[test]
-    fn fetches_deliver_what_is_buffered_to_their_target_first() {
+    fn gets_deliver_what_is_buffered_to_their_target_first_and_amos_what_writes_their_word() {
+        let mut amo_overtook_a_put = false;
         for seed in 0..10 {
             let (t, rec) = weak(seed);
             t.submit(&put(1, 0), Io::Src(&[0; 8])).unwrap();
             t.submit(&put(2, 1000), Io::Src(&[0; 8])).unwrap();
-            let add = Request::amo(1, AmoKind::FetchAdd, 8, 16, 1, 0, 0);
+            let add = Request::amo(1, AmoKind::FetchAdd, 8, 24, 1, 0, 0);
             t.submit(&add, Io::None).unwrap();
             let fetch = Request::amo(1, AmoKind::FetchAdd, 8, 24, 1, 0, 1);
             t.submit(&fetch, Io::None).unwrap();
             let mut out = [0u8; 8];
             t.submit(&Request::get(2, 0, 2000, 8), Io::Dst(&mut out))
                 .unwrap();
+            t.quiet().unwrap();
             let l = log(&rec);
             let at = |e: (Opcode, u64)| l.iter().position(|&x| x == e).unwrap();
-            let fetched = at((Opcode::Amo, 24));
-            assert!(at((Opcode::Put, 0)) < fetched, "seed {seed}: {l:?}");
-            assert!(at((Opcode::Amo, 16)) < fetched, "seed {seed}: {l:?}");
+            let (add_at, fetched) = (
+                l.iter().position(|&x| x == (Opcode::Amo, 24)).unwrap(),
+                l.iter().rposition(|&x| x == (Opcode::Amo, 24)).unwrap(),
+            );
+            assert!(add_at < fetched, "seed {seed}: {l:?}");
+            amo_overtook_a_put |= at((Opcode::Put, 0)) > fetched;
             assert!(
                 at((Opcode::Put, 1000)) < at((Opcode::Get, 2000)),
                 "seed {seed}: {l:?}"
             );
         }
+        assert!(
+            amo_overtook_a_put,
+            "a fetching AMO never overtook an unfenced put to other bytes in 10 seeds"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Every kernel crate builds to PTX and assembles with ptxas for sm_80 and sm_90, and the
-//! PTX has the ordering the design requires.
+//! PTX has the ordering the design requires: AMOs relaxed at system scope, each signal one
+//! `fence.sc.sys` then a relaxed store or add, waits polling relaxed and acquiring once.
 //!
 //! Needs the nvptx toolchain pieces (rustup components, `ptxas` from the PyPI wheel
 //! `nvidia-cuda-nvcc-cu12`); `scripts/test-all.sh` installs them and sets
@@ -82,52 +83,90 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
         if line.starts_with(TICKET_RMW) {
             continue;
         }
+        // AMOs and signal adds are relaxed at system scope: ordering comes from fence and
+        // quiet (and a signal's own fence), never from a barrier inside every AMO.
         if line.starts_with("atom.") || line.starts_with("red.") {
             assert!(
-                line.contains(".sys")
-                    && (line.contains(".acq_rel")
-                        || line.contains(".release")
-                        || line.contains(".acquire")),
-                "{what}: RMW without explicit semantics at system scope: {line}"
+                line.contains(".sys") && line.contains(".relaxed"),
+                "{what}: RMW that is not relaxed at system scope (AMOs are relaxed; order with fence/quiet): {line}"
             );
         }
         assert!(
             !line.contains(".volatile"),
-            "{what}: volatile access instead of acquire/release: {line}"
+            "{what}: volatile access instead of relaxed/acquire/release: {line}"
         );
     }
     let funcs = functions(text);
     check_proxy_path(&funcs, &what, crate_dir.ends_with("tests/kernels"));
     for (name, body) in funcs {
-        let mut signals = 0;
-        for (i, line) in body.iter().enumerate() {
-            // A release add is only ever a signal; a release store is one in put_signal
-            // kernels. The error path (record the error word, then trap) is not a signal.
-            let is_signal = line.starts_with("red.release.sys.add.u64")
-                || (name.contains("put_signal") && line.starts_with("st.release.sys.u64"));
-            let error_path = body[i + 1..].iter().take(3).any(|l| l.starts_with("trap"));
-            if !is_signal || error_path {
-                continue;
-            }
-            signals += 1;
-            let before = &body[..i];
-            let fence = before.iter().rposition(|l| l.starts_with("fence.sc.sys"));
-            let store = before.iter().rposition(|l| is_plain_store(l));
-            assert!(
-                fence.is_some() && fence > store,
-                "{what}: in {name}, signal `{line}` is not preceded by fence.sc.sys after the last data store"
-            );
-        }
         if name.contains("put_signal") {
-            assert!(signals > 0, "{what}: {name} has no signal instruction");
+            check_signals(&what, &name, &body);
         }
         if name.contains("wait") {
-            assert!(
-                body.iter().any(|l| l.starts_with("ld.acquire.sys")),
-                "{what}: {name} waits without ld.acquire.sys"
-            );
+            check_wait(&what, &name, &body);
         }
     }
+}
+
+/// A signal of a put_signal function: a relaxed system-scope store or add of a u64.
+fn is_signal(line: &str) -> bool {
+    line.starts_with("st.relaxed.sys.u64") || line.starts_with("red.relaxed.sys.add.u64")
+}
+
+/// In a put_signal function every signal comes after exactly one `fence.sc.sys` since the
+/// last data store (a release pattern: one system barrier, not a fence and then a release
+/// store), and no release store or add stands in for it. The error path (record the error
+/// word, then trap) is not a signal.
+fn check_signals(what: &str, name: &str, body: &[&str]) {
+    let mut signals = 0;
+    for (i, line) in body.iter().enumerate() {
+        let error_path = body[i + 1..].iter().take(3).any(|l| l.starts_with("trap"));
+        if error_path {
+            continue;
+        }
+        assert!(
+            !(line.starts_with("st.release.sys") || line.starts_with("red.release.sys")),
+            "{what}: in {name}, `{line}`: a signal is one fence then a relaxed store or add, not a release (a second system barrier)"
+        );
+        if !is_signal(line) {
+            continue;
+        }
+        signals += 1;
+        let before = &body[..i];
+        let store = before.iter().rposition(|l| is_plain_store(l));
+        let after_store = &before[store.map_or(0, |s| s + 1)..];
+        let fences = after_store
+            .iter()
+            .filter(|l| l.starts_with("fence."))
+            .count();
+        assert!(
+            fences >= 1 && after_store.iter().any(|l| l.starts_with("fence.sc.sys")),
+            "{what}: in {name}, signal `{line}` is not preceded by fence.sc.sys after the last data store"
+        );
+        // Two fences in a row between the data and the signal would be a second barrier.
+        let last_two_fenced = after_store
+            .iter()
+            .rev()
+            .take_while(|l| !is_signal(l))
+            .filter(|l| l.starts_with("fence."))
+            .count();
+        assert!(
+            last_two_fenced <= 1,
+            "{what}: in {name}, signal `{line}` follows {last_two_fenced} fences: one is enough"
+        );
+    }
+    assert!(signals > 0, "{what}: {name} has no signal instruction");
+}
+
+/// A wait polls with relaxed loads and acquires once: it has an `ld.relaxed.sys` poll and
+/// an `ld.acquire.sys` after it.
+fn check_wait(what: &str, name: &str, body: &[&str]) {
+    let poll = body.iter().position(|l| l.starts_with("ld.relaxed.sys"));
+    let acquire = body.iter().rposition(|l| l.starts_with("ld.acquire.sys"));
+    assert!(
+        matches!((poll, acquire), (Some(p), Some(a)) if a > p),
+        "{what}: {name} must poll with ld.relaxed.sys and then acquire with ld.acquire.sys"
+    );
 }
 
 /// The one RMW allowed below system scope: the proxy ring's ticket counter, which only
@@ -178,9 +217,9 @@ fn fake_ptx(body: &str) -> Ptx {
 }
 
 #[test]
-fn the_checks_accept_a_fenced_signal() {
+fn the_checks_accept_a_fenced_relaxed_signal() {
     check_structure(
-        &fake_ptx("st.u64 [%rd1], %rd2;\nfence.sc.sys;\nred.release.sys.add.u64 [%rd3], %rd4;"),
+        &fake_ptx("st.u64 [%rd1], %rd2;\nfence.sc.sys;\nred.relaxed.sys.add.u64 [%rd3], %rd4;"),
         Path::new("fake"),
     );
 }
@@ -189,18 +228,47 @@ fn the_checks_accept_a_fenced_signal() {
 #[should_panic(expected = "not preceded by fence.sc.sys")]
 fn the_checks_reject_a_signal_after_an_unfenced_store() {
     check_structure(
-        &fake_ptx("fence.sc.sys;\nst.u64 [%rd1], %rd2;\nst.release.sys.u64 [%rd3], %rd4;"),
+        &fake_ptx("fence.sc.sys;\nst.u64 [%rd1], %rd2;\nst.relaxed.sys.u64 [%rd3], %rd4;"),
         Path::new("fake"),
     );
 }
 
 #[test]
-#[should_panic(expected = "without explicit semantics")]
+#[should_panic(expected = "not a release")]
+fn the_checks_reject_a_fence_then_a_release_store() {
+    check_structure(
+        &fake_ptx("st.u64 [%rd1], %rd2;\nfence.sc.sys;\nst.release.sys.u64 [%rd3], %rd4;"),
+        Path::new("fake"),
+    );
+}
+
+#[test]
+#[should_panic(expected = "not relaxed at system scope")]
+fn the_checks_reject_an_acq_rel_amo() {
+    check_structure(
+        &fake_ptx("atom.acq_rel.sys.add.u64 %rd1, [%rd2], %rd3;"),
+        Path::new("fake"),
+    );
+}
+
+#[test]
+#[should_panic(expected = "not relaxed at system scope")]
 fn the_checks_reject_a_gpu_scope_relaxed_atomic() {
     check_structure(
         &fake_ptx("atom.global.add.u64 %rd1, [%rd2], %rd3;"),
         Path::new("fake"),
     );
+}
+
+#[test]
+#[should_panic(expected = "poll with ld.relaxed.sys")]
+fn the_checks_reject_a_wait_that_acquires_on_every_poll() {
+    let ptx = Ptx {
+        path: PathBuf::from("fake.ptx"),
+        text: ".visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72];\n.visible .entry k_wait(\n$L1:\nld.acquire.sys.u64 %rd1, [%rd2];\n@%p1 bra $L1;".into(),
+        arch: "sm_90".into(),
+    };
+    check_structure(&ptx, Path::new("fake"));
 }
 
 #[test]

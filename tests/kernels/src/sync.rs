@@ -61,7 +61,9 @@ kernel! {
     /// (host, `rounds * len`) to the neighbour's `data` (sym, `len`), and sets the
     /// neighbour's flag (`flags`, sym, 2 words: flag, ack) to `r` with `p` (`mode == 0`)
     /// or with a second one-element `put` (`mode == 1`), or sets the flag with
-    /// `signal_op` before the `put` (`mode == 2`: the signal before its data). It then
+    /// `signal_op` before the `put` (`mode == 2`: the signal before its data), or raises
+    /// it to `r` with `atomic_fetch_add` of 1 (`mode == 3`: a relaxed AMO used as if it
+    /// published the data). It then
     /// waits for its own flag to reach `r`, counts the round in `out[0]` (host) if any
     /// element is not yet `pattern(left, r, i)`, and acknowledges.
     pub fn flag_without_fence(data: *mut u64, src: *const u64, len: usize, flags: *mut u64, rounds: u32, mode: u32, out: *mut u64) {
@@ -82,6 +84,10 @@ kernel! {
                 1 => {
                     put(data, round, len, right);
                     put(flags.add(FLAG), &flag, 1, right);
+                }
+                3 => {
+                    put(data, round, len, right);
+                    let _ = atomic_fetch_add(flags.add(FLAG), 1u64, right);
                 }
                 _ => {
                     signal_op(flags.add(FLAG), flag, SignalOp::Set, right);

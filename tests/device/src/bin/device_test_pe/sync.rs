@@ -194,7 +194,7 @@ pub fn flag_without_fence(rt: &Runtime) -> Outcome {
     let left = (me + n - 1) % n;
     let m = rt.load_module(&PTX).map_err(e2s)?;
     let (len, rounds) = (64usize, 30u32);
-    for mode in 0..3u32 {
+    for mode in 0..4u32 {
         let data = rt.calloc::<u64>(len).map_err(e2s)?;
         let flags = rt.calloc::<u64>(2).map_err(e2s)?;
         let rounds_data: Vec<u64> = (1..=rounds)
