@@ -226,12 +226,17 @@ impl Runtime {
         match word {
             crate::route::Word::Host(_) => self.signal_op(sig, signal, op, pe),
             #[cfg(feature = "cuda")]
-            crate::route::Word::Device { sym, .. } => self.helper_on_stream(
-                OP,
-                stream,
-                symmem_runtime_kernels::host_signal::KERNEL,
-                (sym as *mut u64, signal, op as u32, pe as u32),
-            ),
+            crate::route::Word::Device { addr, sym } => {
+                if op == SignalOp::Set && self.write_value_on_stream(OP, stream, addr, signal)? {
+                    return Ok(());
+                }
+                self.helper_on_stream(
+                    OP,
+                    stream,
+                    symmem_runtime_kernels::host_signal::KERNEL,
+                    (sym as *mut u64, signal, op as u32, pe as u32),
+                )
+            }
             crate::route::Word::Remote { .. } => {
                 unreachable!("copy_on_stream refuses remote PEs first")
             }
@@ -252,12 +257,17 @@ impl Runtime {
         match self.word(OP, sig, self.my_pe())? {
             crate::route::Word::Host(_) => self.signal_wait_until(sig, cmp, value).map(drop),
             #[cfg(feature = "cuda")]
-            crate::route::Word::Device { sym, .. } => self.helper_on_stream(
-                OP,
-                stream,
-                symmem_runtime_kernels::stream_wait::KERNEL,
-                (sym as *mut u64, cmp as u32, value),
-            ),
+            crate::route::Word::Device { addr, sym } => {
+                if self.wait_value_on_stream(OP, stream, addr, cmp, value)? {
+                    return Ok(());
+                }
+                self.helper_on_stream(
+                    OP,
+                    stream,
+                    symmem_runtime_kernels::stream_wait::KERNEL,
+                    (sym as *mut u64, cmp as u32, value),
+                )
+            }
             crate::route::Word::Remote { .. } => unreachable!("this PE's heap is never remote"),
         }
     }
@@ -306,6 +316,84 @@ impl Runtime {
         args: A,
     ) -> Result<()> {
         self.block_on_stream(op, stream, kernel, args, 1)
+    }
+
+    /// Queues a write of `value` to the u64 at `addr` (this PE's context: its heap or a
+    /// mapped peer's) on `stream` as a stream memory operation, after a memory barrier
+    /// that makes every earlier write of the stream's work visible first
+    /// (`CU_STREAM_WRITE_VALUE_DEFAULT`), as NVSHMEM signals on a stream. False when the
+    /// GPU has no stream memory operations (the caller queues a helper kernel).
+    #[cfg(feature = "cuda")]
+    fn write_value_on_stream(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+        addr: u64,
+        value: u64,
+    ) -> Result<bool> {
+        use cudarc::driver::sys;
+        let gpu = &self
+            .device
+            .as_ref()
+            .expect("GPU heaps belong to GPU PEs")
+            .gpu;
+        if !gpu.stream_memops {
+            return Ok(false);
+        }
+        let cu = self
+            .cu_stream(op, stream)?
+            .expect("GPU PEs have GPU streams");
+        gpu.bind()?;
+        let flags = sys::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32;
+        // SAFETY: a live stream of this context and the address of an aligned u64 that
+        // stays mapped while the runtime lives (a checked signal word).
+        let rc = unsafe { sys::cuStreamWriteValue64_v2(cu, addr, value, flags) };
+        crate::cuda::check(rc, || "cuStreamWriteValue64".into(), gpu.pe)?;
+        Ok(true)
+    }
+
+    /// Queues a wait until the u64 at `addr` (this PE's heap) satisfies `cmp value` on
+    /// `stream` as a stream memory operation, for the comparisons it has (`Ge`, `Eq`, and
+    /// `Gt` below `u64::MAX`), with a flush of remote writes that arrived before the
+    /// value where the GPU can (`CU_STREAM_WAIT_VALUE_FLUSH`). False when it cannot (the
+    /// caller queues a helper kernel).
+    #[cfg(feature = "cuda")]
+    fn wait_value_on_stream(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+        addr: u64,
+        cmp: Cmp,
+        value: u64,
+    ) -> Result<bool> {
+        use cudarc::driver::sys::{self, CUstreamWaitValue_flags as F};
+        let gpu = &self
+            .device
+            .as_ref()
+            .expect("GPU heaps belong to GPU PEs")
+            .gpu;
+        let (kind, value) = match cmp {
+            Cmp::Ge => (F::CU_STREAM_WAIT_VALUE_GEQ, value),
+            Cmp::Eq => (F::CU_STREAM_WAIT_VALUE_EQ, value),
+            Cmp::Gt if value < u64::MAX => (F::CU_STREAM_WAIT_VALUE_GEQ, value + 1),
+            _ => return Ok(false),
+        };
+        if !gpu.stream_memops {
+            return Ok(false);
+        }
+        let cu = self
+            .cu_stream(op, stream)?
+            .expect("GPU PEs have GPU streams");
+        gpu.bind()?;
+        let mut flags = kind as u32;
+        if gpu.flush_remote_writes {
+            flags |= F::CU_STREAM_WAIT_VALUE_FLUSH as u32;
+        }
+        // SAFETY: a live stream of this context and the address of an aligned u64 of this
+        // PE's heap (a checked signal word).
+        let rc = unsafe { sys::cuStreamWaitValue64_v2(cu, addr, value, flags) };
+        crate::cuda::check(rc, || "cuStreamWaitValue64".into(), gpu.pe)?;
+        Ok(true)
     }
 
     /// Queues one helper kernel as one block of `threads` threads on a GPU PE's stream.

@@ -198,6 +198,42 @@ pub unsafe fn load_relaxed_u64(p: *const u64) -> u64 {
     v
 }
 
+/// A 16-byte vector load (`ld.v4.u32`): one element of a copy's body.
+///
+/// # Safety
+/// `p` must be valid for 16 bytes and 16-byte aligned.
+#[inline(always)]
+pub unsafe fn load16(p: *const u8) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe {
+        asm!(
+            "ld.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            p = in(reg64) p,
+            options(readonly, nostack)
+        )
+    };
+    [a, b, c, d]
+}
+
+/// A 16-byte vector store (`st.v4.u32`): one element of a copy's body.
+///
+/// # Safety
+/// `p` must be valid for 16 bytes and 16-byte aligned.
+#[inline(always)]
+pub unsafe fn store16(p: *mut u8, [a, b, c, d]: [u32; 4]) {
+    // SAFETY: the caller guarantees `p` is valid and aligned.
+    unsafe {
+        asm!(
+            "st.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) p,
+            a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d,
+            options(nostack)
+        )
+    };
+}
+
 /// `st.release.sys.u64`.
 ///
 /// # Safety

@@ -145,6 +145,13 @@ pub(crate) struct Gpu {
     pub(crate) pci_bus_id: String,
     pub(crate) name: String,
     pub(crate) compute_capability: (i32, i32),
+    /// Stream memory operations (`cuStreamWriteValue64`/`cuStreamWaitValue64`) are
+    /// available, and with them the stream-ordered signal writes and waits that need no
+    /// kernel; `SYMMEM_STREAM_MEMOPS=0` turns them off (helper kernels instead).
+    pub(crate) stream_memops: bool,
+    /// A stream wait can flush remote writes that reached the GPU before it
+    /// (`CU_STREAM_WAIT_VALUE_FLUSH`).
+    pub(crate) flush_remote_writes: bool,
     /// Failures of driver calls made in `Drop` (which cannot return them), reported by
     /// the next call that binds the context.
     drop_failures: std::sync::Mutex<Vec<String>>,
@@ -223,7 +230,18 @@ impl Gpu {
                 "compute capability",
             )?,
         );
-        tracing::info!(pe, ordinal, %name, %pci_bus_id, sharers, compute_mode = mode_name, "GPU PE");
+        // Version 2 of the 64-bit memops (the driver's `cuStreamWriteValue64_v2`), which
+        // CUDA 12 drivers offer without a module parameter.
+        let stream_memops = std::env::var("SYMMEM_STREAM_MEMOPS").map_or(true, |v| v != "0")
+            && attr(
+                CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+                "64-bit stream memory operations",
+            )? != 0;
+        let flush_remote_writes = attr(
+            CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES,
+            "flushing remote writes",
+        )? != 0;
+        tracing::info!(pe, ordinal, %name, %pci_bus_id, sharers, compute_mode = mode_name, stream_memops, "GPU PE");
         Ok(Gpu {
             ctx,
             ordinal,
@@ -232,6 +250,8 @@ impl Gpu {
             pci_bus_id,
             name,
             compute_capability,
+            stream_memops,
+            flush_remote_writes,
             drop_failures: Default::default(),
         })
     }

@@ -162,4 +162,23 @@ kernel! {
             quiet_block();
         }
     }
+
+    /// One block (or, with `warp == 1`, its first warp) puts `len` bytes from `src + soff`
+    /// (sym) to `dst + doff` (sym) on the right neighbour, then gets them back from there
+    /// into `got + doff` (sym): copies whose ends and alignments vary, so the 16-byte
+    /// vector body, the element-wise head and tail, and the fallback for unequal
+    /// alignments all run.
+    pub fn rma_bytes(dst: *mut u8, src: *const u8, got: *mut u8, doff: usize, soff: usize, len: usize, warp: u32) {
+        let right = (my_pe() + 1) % n_pes();
+        let (d, s, g) = (dst.add(doff), src.add(soff), got.add(doff));
+        if warp == 1 {
+            if thread_rank() < WARP_SIZE {
+                put_warp(d, s, len, right);
+                get_warp(g, d.cast_const(), len, right);
+            }
+        } else {
+            put_block(d, s, len, right);
+            get_block(g, d.cast_const(), len, right);
+        }
+    }
 }

@@ -63,7 +63,7 @@ fn run_case(
     rt.free(got).map_err(e2s)
 }
 
-/// Every put/get form at every scope. Thread scope: 2 blocks of 32 threads, 100 u64s
+/// Every put/get form at every scope, then [`bytes`]. Thread scope: 2 blocks of 32 threads, 100 u64s
 /// each, with `put`/`get`, `put_nbi`/`get_nbi` and `p`/`g`. Warp scope: 2 blocks of 48
 /// threads (a full and a 16-lane warp each), 1003 u64s per warp. Block scope: 3 blocks of
 /// 256 threads, 10007 u64s per block.
@@ -124,5 +124,78 @@ pub fn rma(rt: &Runtime) -> Outcome {
     let g_phase = |d: *mut u64, g: *mut u64| unsafe {
         rt.launch(&m, k::rma_g_threads::KERNEL, 2, 32, (d, g, len))
     };
-    run_case(rt, "thread scope, p and g", 64, len, &p_phase, &g_phase)
+    run_case(rt, "thread scope, p and g", 64, len, &p_phase, &g_phase)?;
+    bytes(rt)
+}
+
+/// Byte copies by a warp and by a block of 96 threads whose offsets and lengths put the
+/// 16-byte vector body, the head and tail, and the unequal-alignment fallback to work:
+/// what lands on the right neighbour, and what comes back from it, checked byte by byte,
+/// the bytes around them too.
+fn bytes(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let left = (me + n - 1) % n;
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    const ROOM: usize = 4096;
+    let byte = |pe: usize, i: usize| (pe * 131 + i * 7 + 1) as u8;
+    let src = sym_from(rt, &(0..ROOM).map(|i| byte(me, i)).collect::<Vec<u8>>())?;
+    let cases = [
+        (0, 0, 1),
+        (0, 0, 15),
+        (0, 0, 16),
+        (0, 0, 33),
+        (3, 3, 29),
+        (3, 3, 100),
+        (5, 9, 77),
+        (15, 15, 1000),
+        (8, 0, 64),
+        (1, 1, 3001),
+    ];
+    for warp in [0u32, 1] {
+        for (doff, soff, len) in cases {
+            let name = format!(
+                "{} bytes from offset {soff} to {doff} by a {}",
+                len,
+                if warp == 1 { "warp" } else { "block" }
+            );
+            let dst = rt.calloc::<u8>(ROOM + 16).map_err(e2s)?;
+            let got = rt.calloc::<u8>(ROOM + 16).map_err(e2s)?;
+            let (d, s, g) = (sym(rt, &dst)?, sym(rt, &src)?, sym(rt, &got)?);
+            // SAFETY: `d` and `g` are symmetric addresses of ROOM + 16 bytes and `s` of
+            // ROOM; every case's offset plus length stays inside them.
+            unsafe {
+                rt.launch(
+                    &m,
+                    k::rma_bytes::KERNEL,
+                    1,
+                    96,
+                    (d, s.cast_const(), g, doff, soff, len, warp),
+                )
+            }
+            .map_err(|e| format!("{name}: {e}"))?;
+            rt.barrier_all().map_err(e2s)?;
+            let mut want = vec![0u8; ROOM + 16];
+            for i in 0..len {
+                want[doff + i] = byte(left, soff + i);
+            }
+            check_eq(
+                &format!("{name}: what the left neighbour put here"),
+                &read_all(rt, &dst)?,
+                &want,
+            )?;
+            let mut want = vec![0u8; ROOM + 16];
+            for i in 0..len {
+                want[doff + i] = byte(me, soff + i);
+            }
+            check_eq(
+                &format!("{name}: what came back"),
+                &read_all(rt, &got)?,
+                &want,
+            )?;
+            rt.barrier_all().map_err(e2s)?;
+            rt.free(dst).map_err(e2s)?;
+            rt.free(got).map_err(e2s)?;
+        }
+    }
+    rt.free(src).map_err(e2s)
 }
