@@ -11,19 +11,19 @@
 //!  0      version       u32   DEVICE_STATE_VERSION
 //!  4      my_pe         u32
 //!  8      n_pes         u32
-//! 12      _reserved     u32
+//! 12      wait_timeout_ms u32 how long a device wait may last, 0 = no limit
 //! 16      heap_base     u64   this PE's heap: symmetric addresses point into it
 //! 24      heap_size     u64
 //! 32      peer_bases    u64   -> [u64; n_pes]: each PE's heap in this address space, 0 = no P2P path
 //! 40      barrier_off   u64   heap offset of the device barrier flags
 //! 48      epoch_off     u64   heap offset of this PE's device barrier epoch counter
-//! 56      error         u64   -> u64 error word the device sets before trapping, 0 = none
+//! 56      error         u64   -> ErrorRecord the device fills before trapping, 0 = none
 //! 64      proxy         u64   -> proxy channel for PEs without P2P, 0 = none yet
 //! 72                          (size)
 //! ```
 
 /// Version of the [`DeviceState`] layout. Bump on any change.
-pub const DEVICE_STATE_VERSION: u32 = 1;
+pub const DEVICE_STATE_VERSION: u32 = 2;
 
 /// Per-PE state every device operation reads.
 #[repr(C)]
@@ -35,8 +35,10 @@ pub struct DeviceState {
     pub my_pe: u32,
     /// Number of PEs.
     pub n_pes: u32,
-    /// Zero.
-    pub _reserved: u32,
+    /// Milliseconds a device wait (signal, wait_until, barrier, collective, proxy
+    /// completion) may last before it fails the kernel naming what it waited for; 0 = no
+    /// limit.
+    pub wait_timeout_ms: u32,
     /// Address of this PE's symmetric heap; symmetric addresses point into it.
     pub heap_base: u64,
     /// Heap size in bytes.
@@ -48,7 +50,7 @@ pub struct DeviceState {
     pub barrier_off: u64,
     /// Heap offset of this PE's device barrier epoch counter.
     pub epoch_off: u64,
-    /// Address of a u64 the device sets to an error code before trapping; 0 = none.
+    /// Address of an [`ErrorRecord`] the device fills before trapping; 0 = none.
     pub error: u64,
     /// Address of the proxy channel for PEs without P2P; 0 = no proxy (yet).
     pub proxy: u64,
@@ -62,7 +64,7 @@ const _: () = {
     assert!(offset_of!(DeviceState, version) == 0);
     assert!(offset_of!(DeviceState, my_pe) == 4);
     assert!(offset_of!(DeviceState, n_pes) == 8);
-    assert!(offset_of!(DeviceState, _reserved) == 12);
+    assert!(offset_of!(DeviceState, wait_timeout_ms) == 12);
     assert!(offset_of!(DeviceState, heap_base) == 16);
     assert!(offset_of!(DeviceState, heap_size) == 24);
     assert!(offset_of!(DeviceState, peer_bases) == 32);
@@ -79,7 +81,7 @@ pub static mut SYMMEM_DEVICE_STATE: DeviceState = DeviceState {
     version: 0,
     my_pe: 0,
     n_pes: 0,
-    _reserved: 0,
+    wait_timeout_ms: 0,
     heap_base: 0,
     heap_size: 0,
     peer_bases: 0,
@@ -88,6 +90,71 @@ pub static mut SYMMEM_DEVICE_STATE: DeviceState = DeviceState {
     error: 0,
     proxy: 0,
 };
+
+/// What a kernel reports before it traps, at [`DeviceState::error`] (host-mapped memory):
+/// `word` last (code in the low 32 bits, the PE involved in the high 32), after the
+/// details of a [`error_code::WAIT_TIMEOUT`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ErrorRecord {
+    /// An [`error_code`] and a PE; 0 = no error.
+    pub word: u64,
+    /// A timed-out wait: its [`wait_op`] in the low 32 bits, its [`crate::Cmp`] code (or
+    /// [`wait_op::NO_CMP`]) in the high 32.
+    pub wait: u64,
+    /// A timed-out wait: the address it polled (0 when not one word).
+    pub addr: u64,
+    /// A timed-out wait: the value it last saw.
+    pub seen: u64,
+    /// A timed-out wait: the value it waited for.
+    pub wanted: u64,
+}
+
+/// The PE field of a timed-out wait that waited for any PE (a signal anyone may send).
+pub const ANY_PE: u32 = u32::MAX;
+
+/// What a device wait waits for, named in its timeout error.
+pub mod wait_op {
+    /// `wait_until`, `signal_wait_until`, and the collectives built on them.
+    pub const WAIT_UNTIL: u32 = 1;
+    /// A round of `sync_all`/`barrier_all`: the flag of the PE in the error's PE field.
+    pub const SYNC_ALL: u32 = 2;
+    /// A free slot of the proxy ring (the host's proxy thread must take requests).
+    pub const PROXY_SLOT: u32 = 3;
+    /// The completion of a proxy request to the PE in the error's PE field.
+    pub const PROXY_COMPLETION: u32 = 4;
+    /// `quiet` through the proxy: completion of every earlier request.
+    pub const PROXY_QUIET: u32 = 5;
+    /// The comparison field of a wait without one.
+    pub const NO_CMP: u32 = u32::MAX;
+
+    /// The name of wait `op` in messages.
+    pub fn name(op: u32) -> &'static str {
+        match op {
+            WAIT_UNTIL => "wait_until",
+            SYNC_ALL => "sync_all",
+            PROXY_SLOT => "proxy ring slot",
+            PROXY_COMPLETION => "proxy request completion",
+            PROXY_QUIET => "proxy quiet",
+            _ => "wait",
+        }
+    }
+}
+
+/// What a device wait waits for: reported if it outlasts [`DeviceState::wait_timeout_ms`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitSite {
+    /// A [`wait_op`].
+    pub op: u32,
+    /// The [`crate::Cmp`] code of the condition, or [`wait_op::NO_CMP`].
+    pub cmp: u32,
+    /// The PE whose write ends the wait, or [`ANY_PE`].
+    pub pe: u32,
+    /// The polled word's address (0: not one word).
+    pub addr: u64,
+    /// The value waited for.
+    pub wanted: u64,
+}
 
 /// Error codes the device writes to [`DeviceState::error`] before trapping. The low 32
 /// bits hold the code, the high 32 bits the PE involved.
@@ -107,4 +174,8 @@ pub mod error_code {
     /// A device collective got a team handle that does not describe a team of this PE
     /// (not from `Team::device`, or another PE's); the high bits hold this PE.
     pub const INVALID_TEAM: u32 = 6;
+    /// A device wait outlasted [`super::DeviceState::wait_timeout_ms`]; the high bits
+    /// hold the PE it waited for ([`super::ANY_PE`]: any), the rest of the
+    /// [`super::ErrorRecord`] what it waited for.
+    pub const WAIT_TIMEOUT: u32 = 7;
 }

@@ -32,7 +32,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable { name: "SYMMEM_JOB_SECRET", default: "(derived from the job identity)", doc: "env bootstrap: secret every rank presents to rank 0's rendezvous (e.g. from a Kubernetes Secret); without it the secret is derived from the launcher's job identity and anyone who can reach the port and guess it can join (a warning says so)" },
     Variable { name: "SYMMEM_WORLD_SIZE", default: "(unset)", doc: "env bootstrap: number of PEs of a Kubernetes Indexed Job (its completions), which Kubernetes does not export" },
     Variable { name: "SYMMEM_BOOTSTRAP_TIMEOUT", default: "60", doc: "seconds each bootstrap call (init, alloc, finalize) may wait for the other PEs; 1 year or more (e.g. inf) = no limit" },
-    Variable { name: "SYMMEM_TIMEOUT", default: "0", doc: "seconds a wait (barrier, wait_until, quiet) may block before failing; 0, or 1 year or more (e.g. inf), = no limit (dead peers are still detected)" },
+    Variable { name: "SYMMEM_TIMEOUT", default: "0", doc: "seconds a wait (barrier, wait_until, quiet) may block before failing; 0, or 1 year or more (e.g. inf), = no limit (dead peers are still detected); device waits (in kernels) default to 60 s when it is not set" },
     Variable { name: "SYMMEM_DEBUG", default: "warn", doc: "log level: error, warn, info, debug, trace" },
     Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma, transport, proxy, coll), or all; the configuration and the counters lines show at info whatever the subsystems" },
     Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
@@ -63,6 +63,10 @@ pub const VARIABLES: &[Variable] = &[
 /// Default `SYMMEM_EXEC_STACK_SIZE`: kernels keep little on the stack (a GPU thread has a
 /// few KiB), and 256 KiB leaves room for panic messages and debug builds.
 pub const DEFAULT_EXEC_STACK: usize = 256 << 10;
+
+/// How long a device wait may last when `SYMMEM_TIMEOUT` is not set: long enough for real
+/// work, short enough that a kernel waiting for a silent peer fails with a name.
+pub const DEFAULT_DEVICE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Smallest `SYMMEM_EXEC_STACK_SIZE`.
 const MIN_EXEC_STACK: usize = 16 << 10;
 
@@ -111,6 +115,9 @@ pub struct Config {
     pub bootstrap_timeout: Duration,
     /// `SYMMEM_TIMEOUT`; `None` = no limit (`0`, or one year or more).
     pub timeout: Option<Duration>,
+    /// How long a device wait may last: `SYMMEM_TIMEOUT` when set, else
+    /// [`DEFAULT_DEVICE_TIMEOUT`]; `None` = no limit.
+    pub device_timeout: Option<Duration>,
     /// `SYMMEM_DEBUG`.
     pub debug: String,
     /// `SYMMEM_DEBUG_SUBSYS`; empty = all.
@@ -214,10 +221,13 @@ impl Config {
             }
             None => Duration::from_secs(60),
         };
-        let timeout = match get("SYMMEM_TIMEOUT") {
-            Some(v) => Some(parse_seconds("SYMMEM_TIMEOUT", &v)?)
-                .filter(|d| !d.is_zero() && !duration::is_unlimited(*d)),
-            None => None,
+        let (timeout, device_timeout) = match get("SYMMEM_TIMEOUT") {
+            Some(v) => {
+                let t = Some(parse_seconds("SYMMEM_TIMEOUT", &v)?)
+                    .filter(|d| !d.is_zero() && !duration::is_unlimited(*d));
+                (t, t)
+            }
+            None => (None, Some(DEFAULT_DEVICE_TIMEOUT)),
         };
         let debug = match get("SYMMEM_DEBUG") {
             Some(v) => {
@@ -413,6 +423,7 @@ impl Config {
             bootstrap,
             bootstrap_timeout,
             timeout,
+            device_timeout,
             debug,
             debug_subsys,
             disable_p2p,

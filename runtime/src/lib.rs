@@ -38,6 +38,7 @@ mod team;
 mod topology;
 mod transport;
 mod wait;
+mod wait_report;
 
 pub use config::{Config, DeviceChoice, MemoryOrdering};
 pub use counters::{Counters, OpCounts};

@@ -287,7 +287,7 @@ impl Runtime {
                         reason: format!(
                             "kernel {} failed: {}{}",
                             info.name,
-                            crate::cuda::describe_error_word(w),
+                            crate::cuda::describe_error(&w, &self.device_state),
                             // A failed proxy channel holds the transport's error, naming
                             // PE, op and size.
                             match self.proxy.as_ref().and_then(|p| p.failure()) {

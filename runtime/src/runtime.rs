@@ -125,20 +125,24 @@ pub(crate) type Device = crate::cuda::DeviceResources;
 #[cfg(not(feature = "cuda"))]
 pub(crate) type Device = std::convert::Infallible;
 
-/// The [`DeviceState`] of PE `rank` on `heap`, with the peer base table at `peer_bases`
-/// and the error word at `error` (addresses its kernels use).
+/// The [`DeviceState`] of PE `rank` on `heap`, with the peer base table at `peer_bases`,
+/// the error record at `error` (addresses its kernels use) and device waits limited to
+/// `wait_timeout`.
 fn device_state(
     rank: usize,
     topo: &Topology,
     heap: &SymmetricHeap,
     peer_bases: u64,
     error: u64,
+    wait_timeout: Option<std::time::Duration>,
 ) -> DeviceState {
     DeviceState {
         version: DEVICE_STATE_VERSION,
         my_pe: rank as u32,
         n_pes: topo.n_pes() as u32,
-        _reserved: 0,
+        // At least 1 ms (0 would mean no limit), at most u32::MAX ms (49 days).
+        wait_timeout_ms: wait_timeout
+            .map_or(0, |t| t.as_millis().clamp(1, u32::MAX as u128) as u32),
         heap_base: heap.base(rank).expect("own heap is mapped"),
         heap_size: heap.len() as u64,
         peer_bases,
@@ -254,7 +258,7 @@ impl Runtime {
                 &heap,
                 transport.as_ref(),
                 &peer_bases,
-                device_state(rank, &topo, &heap, 0, 0),
+                device_state(rank, &topo, &heap, 0, 0, config.device_timeout),
             )?;
             progress.enter(InitStep::Barrier);
             // Nobody may use a peer's heap before that peer has mapped everyone's.
@@ -314,6 +318,7 @@ impl Runtime {
             &heap,
             device_peer_table(&device).unwrap_or(peer_bases.as_ptr() as u64),
             device_error_word(&device).unwrap_or(0),
+            config.device_timeout,
         );
         let proxy = match &transport {
             Some(t) => match start_proxy(rank, config.proxy_slots, &device, t.clone()) {

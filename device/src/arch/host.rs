@@ -12,7 +12,7 @@ extern crate std;
 use core::cell::Cell;
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-use crate::state::DeviceState;
+use crate::state::{DeviceState, WaitSite};
 use crate::Dim3;
 
 /// What the executor provides to kernel threads. Each method unwinds the calling kernel
@@ -27,9 +27,11 @@ pub trait Executor: Sync {
     /// wait's first round): lets the other kernel threads run, and backs off when all of
     /// them wait. Returns true when the wait should run [`check`](Self::check) now.
     fn pause(&self, first: bool) -> bool;
-    /// Called from slow rounds of device wait loops with how long the current wait has
-    /// lasted; unwinds if the kernel must stop.
-    fn check(&self, waited: core::time::Duration);
+    /// Called from slow rounds of device wait loops with how long the current wait for
+    /// `site` has lasted and the value it last saw; unwinds if the kernel must stop (a
+    /// sibling failed, a peer died, the state's `wait_timeout_ms` passed), naming the
+    /// wait.
+    fn check(&self, waited: core::time::Duration, site: &WaitSite, seen: u64);
 }
 
 /// One kernel thread's view of the launch.
@@ -328,40 +330,45 @@ const CHECK_EVERY: u32 = 1024;
 /// threads through the executor, which backs off at the OS level (spin, then yield, then
 /// sleep: the shared `symmem_sync::Backoff` policy) once every thread of its OS thread
 /// waits. Slow rounds let the executor stop the kernel, so it never waits forever on a
-/// dead peer or a crashed sibling thread.
-#[derive(Default)]
+/// dead peer, a silent one (the state's `wait_timeout_ms`) or a crashed sibling thread.
 pub struct Backoff {
     /// Rounds so far.
     rounds: u32,
     /// When the wait's first check ran: the executor's timeout counts from there.
     slow_since: Option<std::time::Instant>,
+    /// What the wait waits for, named if it has to stop.
+    site: WaitSite,
 }
 
 impl Backoff {
-    /// A fresh backoff, for one wait.
+    /// A fresh backoff, for one wait for `site`.
     #[inline]
-    pub fn new() -> Self {
-        Backoff::default()
+    pub fn new(site: WaitSite) -> Self {
+        Backoff {
+            rounds: 0,
+            slow_since: None,
+            site,
+        }
     }
 
     /// Gives way to the other kernel threads; when the executor asks for it (or every
     /// [`CHECK_EVERY`] rounds), also runs its checks, which unwind the kernel thread if the
-    /// launch must stop.
+    /// launch must stop. `seen` is the value the wait last read.
     #[inline]
-    pub fn snooze(&mut self) {
+    pub fn snooze(&mut self, seen: u64) {
         let executor = current().executor;
         let check_now = executor.pause(self.rounds == 0);
         self.rounds = self.rounds.wrapping_add(1);
         if check_now || self.rounds.is_multiple_of(CHECK_EVERY) {
-            self.check(executor);
+            self.check(executor, seen);
         }
     }
 
     /// The executor's checks, out of line to keep the wait loop tight.
     #[cold]
     #[inline(never)]
-    fn check(&mut self, executor: &dyn Executor) {
+    fn check(&mut self, executor: &dyn Executor, seen: u64) {
         let since = *self.slow_since.get_or_insert_with(std::time::Instant::now);
-        executor.check(since.elapsed());
+        executor.check(since.elapsed(), &self.site, seen);
     }
 }

@@ -9,7 +9,7 @@
 use core::arch::asm;
 use core::arch::nvptx;
 
-use crate::state::{DeviceState, SYMMEM_DEVICE_STATE};
+use crate::state::{error_code, DeviceState, ErrorRecord, WaitSite, SYMMEM_DEVICE_STATE};
 use crate::Dim3;
 
 /// The module's device state.
@@ -133,12 +133,58 @@ pub fn nanosleep(ns: u32) {
 pub fn fail(code: u32, pe: u32) -> ! {
     let word = state().error;
     if word != 0 {
-        // SAFETY: `error` is a host-provided, 8-byte aligned, device-accessible u64.
+        // SAFETY: `error` is a host-provided, 8-byte aligned, device-accessible
+        // ErrorRecord, whose first field is the word.
         unsafe { store_release_u64(word as *mut u64, ((pe as u64) << 32) | code as u64) };
     }
     fence_sys();
     // SAFETY: trap aborts the kernel; it has no preconditions.
     unsafe { nvptx::trap() }
+}
+
+/// The error word's value while one timed-out thread fills the record's details.
+const CLAIMED: u64 = u64::MAX;
+
+/// Fails the kernel for a wait that outlasted its deadline: the first thread to get here
+/// fills the error record (what it waited for, the value it saw) and traps; the others
+/// wait until it has, then trap too (a trap ends the whole grid, so an early one could
+/// leave the record half written).
+#[cold]
+#[inline(never)]
+fn fail_wait(site: &WaitSite, seen: u64) -> ! {
+    let rec = state().error as *mut ErrorRecord;
+    if rec.is_null() {
+        fail(error_code::WAIT_TIMEOUT, site.pe);
+    }
+    // SAFETY: `error` is a host-provided, aligned, device-accessible ErrorRecord.
+    unsafe {
+        let word = core::ptr::addr_of_mut!((*rec).word);
+        if atom_cas_u64(word, 0, CLAIMED) != 0 {
+            let mut polls = 0u32;
+            while load_relaxed_u64(word) == CLAIMED && polls < 1 << 20 {
+                polls += 1;
+            }
+            nvptx::trap()
+        }
+        store_relaxed_u64(
+            core::ptr::addr_of_mut!((*rec).wait),
+            site.op as u64 | (site.cmp as u64) << 32,
+        );
+        store_relaxed_u64(core::ptr::addr_of_mut!((*rec).addr), site.addr);
+        store_relaxed_u64(core::ptr::addr_of_mut!((*rec).seen), seen);
+        store_relaxed_u64(core::ptr::addr_of_mut!((*rec).wanted), site.wanted);
+    }
+    fence_sys();
+    fail(error_code::WAIT_TIMEOUT, site.pe)
+}
+
+/// `%globaltimer`: nanoseconds of the GPU's global clock.
+#[inline(always)]
+fn global_timer_ns() -> u64 {
+    let t: u64;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nomem, nostack)) };
+    t
 }
 
 /// `ld.acquire.sys.u32`.
@@ -398,25 +444,50 @@ const SPIN_POLLS: u32 = 1024;
 
 /// The backoff of a device wait loop: a spin of [`SPIN_POLLS`] polls, then `nanosleep`
 /// with a period growing from 32 to 256 ns, short enough not to delay a late answer much.
-#[derive(Default)]
+/// In the sleeping phase each round reads `%globaltimer`: a wait that lasts longer than
+/// the state's `wait_timeout_ms` fails the kernel, naming what it waited for.
 pub struct Backoff {
     step: u32,
+    /// `%globaltimer` when the sleeping phase began; 0 before.
+    since: u64,
+    site: WaitSite,
 }
 
 impl Backoff {
-    /// A fresh backoff, for one wait.
+    /// A fresh backoff, for one wait for `site`.
     #[inline(always)]
-    pub fn new() -> Self {
-        Backoff { step: 0 }
+    pub fn new(site: WaitSite) -> Self {
+        Backoff {
+            step: 0,
+            since: 0,
+            site,
+        }
     }
 
-    /// Waits a little, longer each time once past the spin.
+    /// Waits a little, longer each time once past the spin; `seen` is the value the wait
+    /// last read (reported if it times out).
     #[inline(always)]
-    pub fn snooze(&mut self) {
+    pub fn snooze(&mut self, seen: u64) {
         if self.step >= SPIN_POLLS {
             nanosleep(32u32 << (self.step - SPIN_POLLS).min(3));
+            self.check_deadline(seen);
         }
         self.step = self.step.saturating_add(1);
+    }
+
+    /// Fails the kernel once the sleeping phase has lasted the state's wait timeout.
+    #[inline(always)]
+    fn check_deadline(&mut self, seen: u64) {
+        let limit_ms = state().wait_timeout_ms;
+        if limit_ms == 0 {
+            return;
+        }
+        let now = global_timer_ns();
+        if self.since == 0 {
+            self.since = now;
+        } else if now.wrapping_sub(self.since) >= limit_ms as u64 * 1_000_000 {
+            fail_wait(&self.site, seen);
+        }
     }
 }
 

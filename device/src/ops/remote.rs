@@ -20,7 +20,7 @@
 //!   the transport's error with it.
 
 use crate::proxy::{Failed, Ring};
-use crate::state::error_code;
+use crate::state::{error_code, wait_op, WaitSite, ANY_PE};
 use crate::{arch, AmoKind, Request, SignalOp};
 
 /// The PE's ring. Only called when `DeviceState::proxy != 0`.
@@ -29,6 +29,18 @@ fn ring() -> Ring<'static> {
     // SAFETY: the runtime points `proxy` at a ring it keeps mapped (and capacity set)
     // for as long as kernels of this PE can run.
     unsafe { Ring::from_raw(arch::state().proxy as *mut u8) }
+}
+
+/// A wait of the proxy channel for `pe` (a slot, a completion): no one word to name.
+#[inline(always)]
+fn proxy_wait(op: u32, pe: u32) -> WaitSite {
+    WaitSite {
+        op,
+        cmp: wait_op::NO_CMP,
+        pe,
+        addr: 0,
+        wanted: 0,
+    }
 }
 
 /// Fails the kernel for a failed channel.
@@ -42,16 +54,16 @@ fn failed(f: Failed) -> ! {
 #[cold]
 pub(crate) fn submit(req: Request, wait: bool) -> u64 {
     let ring = ring();
-    let mut backoff = arch::Backoff::new();
-    let ticket = match ring.submit(&req, wait, || backoff.snooze()) {
+    let mut backoff = arch::Backoff::new(proxy_wait(wait_op::PROXY_SLOT, ANY_PE));
+    let ticket = match ring.submit(&req, wait, || backoff.snooze(0)) {
         Ok(t) => t,
         Err(f) => failed(f),
     };
     if !wait {
         return 0;
     }
-    let mut backoff = arch::Backoff::new();
-    match ring.wait_result(ticket, || backoff.snooze()) {
+    let mut backoff = arch::Backoff::new(proxy_wait(wait_op::PROXY_COMPLETION, req.pe));
+    match ring.wait_result(ticket, || backoff.snooze(0)) {
         Ok(v) => v,
         Err(f) => failed(f),
     }
@@ -163,13 +175,13 @@ pub(crate) fn fence() {
 #[cold]
 pub(crate) fn quiet() {
     let ring = ring();
-    let mut backoff = arch::Backoff::new();
-    let ticket = match ring.submit(&Request::quiet(), false, || backoff.snooze()) {
+    let mut backoff = arch::Backoff::new(proxy_wait(wait_op::PROXY_SLOT, ANY_PE));
+    let ticket = match ring.submit(&Request::quiet(), false, || backoff.snooze(0)) {
         Ok(t) => t,
         Err(f) => failed(f),
     };
-    let mut backoff = arch::Backoff::new();
-    if let Err(f) = ring.wait_quiet(ticket, || backoff.snooze()) {
+    let mut backoff = arch::Backoff::new(proxy_wait(wait_op::PROXY_QUIET, ANY_PE));
+    if let Err(f) = ring.wait_quiet(ticket, || backoff.snooze(0)) {
         failed(f)
     }
 }

@@ -16,6 +16,7 @@
 
 use super::rma::{put_group, Group};
 use super::{heap_offset, remote, route, DeviceInt, Route};
+use crate::state::{wait_op, WaitSite, ANY_PE};
 use crate::{arch, Cmp, SignalOp};
 
 /// Updates the signal word `sig` on `pe`, after a system-scope fence that orders every
@@ -228,16 +229,25 @@ pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
 }
 
 /// Waits until this PE's `ivar` satisfies `cmp value`; returns the value seen
-/// (`nvshmem_wait_until`). On the CPU executor the wait fails the kernel if a peer dies.
+/// (`nvshmem_wait_until`). A wait that lasts longer than `SYMMEM_TIMEOUT` (default 60 s)
+/// fails the kernel naming the word, the value seen and the value wanted; on the CPU
+/// executor a peer's death fails it too.
 ///
 /// # Safety
 /// `ivar` must be a symmetric (or any valid, aligned) address of a `T`.
 #[inline(always)]
 pub unsafe fn wait_until<T: DeviceInt>(ivar: *mut T, cmp: Cmp, value: T) -> T {
-    let mut backoff = arch::Backoff::new();
+    let mut backoff = arch::Backoff::new(WaitSite {
+        op: wait_op::WAIT_UNTIL,
+        cmp: cmp as u32,
+        pe: ANY_PE,
+        addr: ivar as u64,
+        wanted: value.to_bits(),
+    });
     loop {
         // SAFETY: caller contract.
-        if cmp.holds(unsafe { T::load_relaxed(ivar) }, value) {
+        let polled = unsafe { T::load_relaxed(ivar) };
+        if cmp.holds(polled, value) {
             // The acquire that makes what the writer published before it visible; the
             // word may have moved on (a Set to a smaller value), so check it again.
             // SAFETY: caller contract.
@@ -246,7 +256,7 @@ pub unsafe fn wait_until<T: DeviceInt>(ivar: *mut T, cmp: Cmp, value: T) -> T {
                 return seen;
             }
         }
-        backoff.snooze();
+        backoff.snooze(polled.to_bits());
     }
 }
 

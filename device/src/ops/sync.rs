@@ -9,7 +9,8 @@
 
 use super::{has_proxy, remote, route, sync_threads, thread_rank, Route};
 use crate::arch;
-use crate::SignalOp;
+use crate::state::{wait_op, WaitSite};
+use crate::{Cmp, SignalOp};
 
 /// Bytes between two rounds' flags: one cache line each.
 const FLAG_STRIDE: u64 = 64;
@@ -61,10 +62,20 @@ pub fn sync_all() {
             Route::Direct(p) => unsafe { arch::store_release_u64(p, epoch) },
             Route::Proxy(off) => remote::signal(to, off, SignalOp::Set, epoch),
         }
-        let mut backoff = arch::Backoff::new();
+        let mut backoff = arch::Backoff::new(WaitSite {
+            op: wait_op::SYNC_ALL,
+            cmp: Cmp::Ge as u32,
+            pe: (me + n - dist) % n,
+            addr: mine as u64,
+            wanted: epoch,
+        });
         // SAFETY: `mine` is this PE's own flag for this round.
-        while unsafe { arch::load_acquire_u64(mine) } < epoch {
-            backoff.snooze();
+        loop {
+            let seen = unsafe { arch::load_acquire_u64(mine) };
+            if seen >= epoch {
+                break;
+            }
+            backoff.snooze(seen);
         }
         dist *= 2;
         round += 1;

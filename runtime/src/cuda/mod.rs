@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 use cudarc::driver::CudaContext;
+use symmem_device::state::ErrorRecord;
 
 use crate::config::DeviceChoice;
 use crate::error::{Error, Result};
@@ -421,7 +422,7 @@ impl DeviceResources {
     pub(crate) fn new(gpu: &Arc<Gpu>, peer_bases: &[u64]) -> Result<Self> {
         gpu.bind()?;
         let pe = gpu.pe;
-        let words = MappedHost::new(gpu, 16, "device error and result words")?;
+        let words = MappedHost::new(gpu, RESULT_AT + 8, "device error record and result word")?;
         let bytes = std::mem::size_of_val(peer_bases).max(8);
         let mut peer_table = 0;
         // SAFETY: valid out-parameter; the context is current.
@@ -453,40 +454,42 @@ impl DeviceResources {
         self.peer_table
     }
 
-    /// Device address of the error word.
+    /// Device address of the error record (`DeviceState::error`).
     pub(crate) fn error_word(&self) -> u64 {
         self.words.device()
     }
 
     /// Device address of the result word the helper kernels write.
     pub(crate) fn result_word(&self) -> u64 {
-        self.words.device() + 8
-    }
-
-    /// The host address of word `i` (0: error, 1: result).
-    fn word(&self, i: usize) -> *mut u64 {
-        // SAFETY: the allocation holds two u64 words.
-        unsafe { self.words.host().cast::<u64>().add(i) }
+        self.words.device() + RESULT_AT as u64
     }
 
     /// Reads the result word after a helper kernel has finished.
     pub(crate) fn take_result(&self) -> u64 {
-        // SAFETY: the second word of the pinned allocation; the kernel that wrote it has
-        // finished (the launch synchronized).
-        unsafe { self.word(1).read_volatile() }
+        // SAFETY: the word after the error record in the pinned allocation; the kernel
+        // that wrote it has finished (the launch synchronized).
+        unsafe {
+            self.words
+                .host()
+                .add(RESULT_AT)
+                .cast::<u64>()
+                .read_volatile()
+        }
     }
 
-    /// Takes the error word: what a kernel reported before trapping, if anything.
-    pub(crate) fn take_error(&self) -> Option<u64> {
-        // SAFETY: the word stays allocated as long as `self`; the device writes it with
-        // system-scope stores, so a volatile load sees the last value once the kernel
+    /// Takes the error record: what a kernel reported before trapping, if anything.
+    pub(crate) fn take_error(&self) -> Option<ErrorRecord> {
+        let rec = self.words.host().cast::<ErrorRecord>();
+        // SAFETY: the record stays allocated as long as `self`; the device writes it with
+        // system-scope stores, so volatile loads see the last values once the kernel
         // ended.
-        let w = unsafe { self.word(0).read_volatile() };
-        if w != 0 {
-            // SAFETY: as above.
-            unsafe { self.word(0).write_volatile(0) };
+        let r = unsafe { rec.read_volatile() };
+        if r.word == 0 {
+            return None;
         }
-        (w != 0).then_some(w)
+        // SAFETY: as above.
+        unsafe { rec.write_volatile(ErrorRecord::default()) };
+        Some(r)
     }
 }
 
@@ -500,6 +503,28 @@ impl Drop for DeviceResources {
         self.gpu
             .record_drop_failure(rc, "cuMemFree(peer base table)");
     }
+}
+
+/// Bytes of the error record before the result word in [`DeviceResources`]' allocation.
+const RESULT_AT: usize = std::mem::size_of::<ErrorRecord>();
+
+/// Describes a kernel's error record (code in the low 32 bits of its word, PE in the high
+/// 32) on the PE whose state is `state`.
+pub(crate) fn describe_error(rec: &ErrorRecord, state: &symmem_device::DeviceState) -> String {
+    use symmem_device::state::{error_code::WAIT_TIMEOUT, WaitSite};
+    let (code, pe) = (rec.word as u32, (rec.word >> 32) as u32);
+    if code == WAIT_TIMEOUT || rec.word == u64::MAX {
+        let site = WaitSite {
+            op: rec.wait as u32,
+            cmp: (rec.wait >> 32) as u32,
+            pe,
+            addr: rec.addr,
+            wanted: rec.wanted,
+        };
+        let limit = std::time::Duration::from_millis(state.wait_timeout_ms as u64);
+        return crate::wait_report::timed_out(state, &site, rec.seen, limit);
+    }
+    describe_error_word(rec.word)
 }
 
 /// Describes a device error word (code in the low 32 bits, PE in the high 32).

@@ -84,10 +84,10 @@ impl GpuTarget {
             )
         }
         .and_then(|()| self.stream.synchronize("remote request"));
-        if let Some(code) = self.resources.take_error() {
+        if let Some(rec) = self.resources.take_error() {
             return Err(format!(
                 "{what}: the helper kernel reported {}",
-                super::describe_error_word(code)
+                super::describe_error_word(rec.word)
             ));
         }
         launched.map_err(|e| format!("{what}: {e}"))

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use symmem_device::host::{Executor, ThreadContext};
+use symmem_device::state::WaitSite;
 use symmem_device::{Dim3, WARP_SIZE};
 
 use super::barrier::Group;
@@ -14,6 +15,7 @@ use super::fiber::{self, Suspend};
 use super::worker;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
+use crate::wait_report::{describe_wait, timed_out};
 
 /// The unwind payload of threads stopped because another thread failed: not a failure of
 /// their own, so it is never reported.
@@ -147,18 +149,15 @@ impl Executor for Launch<'_> {
         slow
     }
 
-    fn check(&self, waited: Duration) {
+    fn check(&self, waited: Duration, site: &WaitSite, seen: u64) {
         self.check_stop();
+        let state = self.rt.device_state();
         if let Err(e) = self.rt.check_health("a kernel wait") {
-            panic!("{e}");
+            panic!("{e}; {} stopped", describe_wait(state, site, seen));
         }
-        if let Some(limit) = self.rt.config.timeout {
-            if waited >= limit {
-                panic!(
-                    "a kernel wait on PE {} timed out after {limit:?} (SYMMEM_TIMEOUT)",
-                    self.rt.my_pe()
-                );
-            }
+        let limit = Duration::from_millis(state.wait_timeout_ms as u64);
+        if !limit.is_zero() && waited >= limit {
+            panic!("{}", timed_out(state, site, seen, limit));
         }
     }
 }

@@ -141,6 +141,28 @@ fn device_op_through_the_proxy_to_a_killed_pe_fails_naming_it() {
     }
 }
 
+/// A kernel of PE 0 waiting in a device `sync_all` for PE 1, alive but silent, fails at
+/// the deadline (`SYMMEM_TIMEOUT=2`) with a message naming both PEs, the wait and the
+/// flag's value, and not much later.
+#[test]
+fn a_device_wait_for_a_silent_peer_fails_at_its_deadline_naming_both_pes() {
+    let job = common::run_with_env(2, "silent_peer", &[("SYMMEM_TIMEOUT", "2")]);
+    let errors = job.lines_with("ERROR (expected)");
+    let needle = "PE 0's device sync_all for PE 1: the word at heap offset";
+    if errors.len() != 1 || !errors[0].contains(needle) || !errors[0].contains("timed out after 2s")
+    {
+        job.fail(&format!(
+            "want one expected-error line naming {needle:?} and the 2 s deadline"
+        ));
+    }
+    if !job.status.success() {
+        job.fail("want both PEs to exit 0");
+    }
+    if job.elapsed >= Duration::from_secs(15) {
+        job.fail("the timeout took too long");
+    }
+}
+
 /// Threads that return before their siblings' `sync_threads` count as arrived: the
 /// launch completes instead of hanging.
 #[test]

@@ -51,6 +51,11 @@ kernel! {
         sync_threads();
     }
 
+    /// One thread runs a device `sync_all`, which a silent peer never joins.
+    pub fn sync_all_once() {
+        sync_all();
+    }
+
     /// Thread 0 waits for `sig` (sym) to become non-zero, a signal that never comes; the
     /// other threads of the block wait for it in `sync_threads`.
     pub fn wait_forever(sig: *mut u64) {

@@ -70,6 +70,7 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     failure::panic_one::KERNEL.info(),
     failure::remote_op::KERNEL.info(),
     failure::wait_forever::KERNEL.info(),
+    failure::sync_all_once::KERNEL.info(),
     failure::early_exit_sync::KERNEL.info(),
     proxy::proxy_flood::KERNEL.info(),
     pipeline::pipe_produce::KERNEL.info(),

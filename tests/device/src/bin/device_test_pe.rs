@@ -103,6 +103,8 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("kernel_panic", failure::kernel_panic, CPU_ONLY),
     // Host atomics and waits on the heap, and `KernelFailed` naming the dead PE.
     ("kill_in_wait", failure::kill_in_wait, CPU_ONLY),
+    // A device wait for a live, silent PE fails at its deadline, naming both PEs.
+    ("silent_peer", failure::silent_peer, Runs::GpuOneNode),
     (
         "kill_in_team_barrier",
         failure::kill_in_team_barrier,

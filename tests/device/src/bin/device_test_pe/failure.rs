@@ -70,6 +70,46 @@ pub fn kernel_panic(rt: &Runtime) -> Outcome {
     rt.free(counter).map_err(e2s)
 }
 
+/// PE 0's kernel runs a device `sync_all` that PE 1 never joins: PE 1 is alive but
+/// silent, sleeping past the deadline (`SYMMEM_TIMEOUT`, 1 to 10 s). The launch must
+/// fail within it, naming PE 0, the wait, PE 1 and the flag's value (on a GPU: the error
+/// record of the trapping kernel); PE 0 prints `ERROR (expected) after …: …`. Both then
+/// exit at once: a GPU context that trapped takes no more work.
+pub fn silent_peer(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let me = rt.my_pe();
+    let secs: u64 = std::env::var("SYMMEM_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&s| s > 0 && s <= 10)
+        .ok_or("silent_peer needs SYMMEM_TIMEOUT set to a whole number of seconds, 1 to 10")?;
+    rt.barrier_all().map_err(e2s)?;
+    if me != 0 {
+        std::thread::sleep(Duration::from_secs(secs + 2));
+        std::process::exit(0);
+    }
+    let start = Instant::now();
+    // SAFETY: the kernel takes no arguments.
+    let r = unsafe { rt.launch(&m, k::sync_all_once::KERNEL, 1, 1, ()) };
+    let waited = start.elapsed();
+    let text = match r {
+        Ok(()) => return Err("the device sync_all with a silent peer succeeded".into()),
+        Err(e) => e.to_string(),
+    };
+    let after = format!("timed out after {secs}s");
+    for needle in [
+        "PE 0's device sync_all for PE 1: the word at heap offset",
+        "is 0, waiting for >= ",
+        &after,
+    ] {
+        ensure(text.contains(needle), || {
+            format!("the error does not mention {needle:?}: {text}")
+        })?;
+    }
+    println!("ERROR (expected) after {waited:?}: {text}");
+    std::process::exit(0);
+}
+
 /// The last PE kills itself (SIGKILL) once the others are ready; every other PE launches a 64-thread
 /// kernel whose thread 0 waits for a signal from it. The launch must fail with
 /// `KernelFailed` naming the dead PE; the survivor prints `ERROR after …: …` and exits 3
