@@ -6,14 +6,17 @@
 #                                        kernels' PTX embedded, into target/gpu-bundle/ and
 #                                        packs it as target/gpu-bundle.tar.gz (what to copy:
 #                                        tar -C target -xzf target/gpu-bundle.tar.gz there)
-#   bash target/gpu-bundle/gpu-check.sh run [--mps] [--perf]   (GPU_CHECK_TIMEOUT: seconds per check, 300)
+#   bash target/gpu-bundle/gpu-check.sh run [--mps] [--perf|--perf-first]
+#                                        (GPU_CHECK_TIMEOUT: seconds per check, 300;
+#                                        GPU_PERF_ONLY: metrics for symmem-perf --only)
 #                                        on a machine with an NVIDIA GPU and only the driver:
 #                                        runs the checks on GPU PEs (SYMMEM_DEVICE=cuda) and
 #                                        prints one "N passed, N failed" line.
 #
 # --perf also runs symmem-perf on GPU PEs and, where nvcc and NVSHMEM (the
 # nvidia-nvshmem-cu13 wheel) are found, the same rows with NVSHMEM, and prints them side
-# by side with the copy limit.
+# by side with the copy limit; --perf-first does so before the checks (a run cut short
+# still has its numbers).
 # --mps starts a private MPS daemon first (so kernels of several PEs on one GPU run at
 # the same time rather than taking turns) and stops it at the end.
 set -uo pipefail
@@ -70,6 +73,7 @@ run() {
     case "$a" in
       --mps) mps=1 ;;
       --perf) perf=1 ;;
+      --perf-first) perf=2 ;;
       *) echo "unknown option $a" >&2; exit 2 ;;
     esac
   done
@@ -100,6 +104,9 @@ run() {
   export SYMMEM_DEVICE=cuda SYMMEM_TIMEOUT=${SYMMEM_TIMEOUT:-120} SYMMEM_BOOTSTRAP_TIMEOUT=${SYMMEM_BOOTSTRAP_TIMEOUT:-120}
   export SYMMEM_SYMMETRIC_SIZE=${SYMMEM_SYMMETRIC_SIZE:-256M}
   local passed=0 failed=0 failures=()
+  if [ "$perf" = 2 ]; then
+    perf_rows "$here" "$bin"
+  fi
   check() {
     local name=$1
     shift
@@ -184,24 +191,34 @@ perf_rows() {
   work=$(mktemp -d)
   echo
   echo "=== performance on GPU PEs (2 PEs on GPU 0)"
-  "$bin/symmem-perf" --pes 2 --json --reps 5 --iters "${GPU_PERF_ITERS:-5000}" > "$work/symmem.json" 2> "$work/symmem.err" ||
-    { echo "symmem-perf failed:"; tail -5 "$work/symmem.err"; }
-  local nvs inc lib
+  local nvs inc lib nvcc_pid=""
   nvs=$(python3 -c 'import nvidia.nvshmem, os; print(list(nvidia.nvshmem.__path__)[0])' 2>/dev/null || true)
   if command -v nvcc >/dev/null && [ -n "$nvs" ] && [ -d "$nvs/include" ]; then
     inc="$nvs/include"
     lib="$nvs/lib"
-    if nvcc -O2 -rdc=true -arch=sm_90 -I"$inc" "$here/peers/nvshmem_perf.cu" -o "$work/nvshmem_perf" \
-        "$lib/libnvshmem_device.a" -L"$lib" -l:libnvshmem_host.so.3 -Xlinker -rpath,"$lib" -lcuda \
-        > "$work/nvcc.log" 2>&1; then
+    # Compiled while symmem-perf runs (on the CPUs; the GPU rows are not disturbed much).
+    nvcc -O2 -rdc=true -arch=sm_90 -I"$inc" "$here/peers/nvshmem_perf.cu" -o "$work/nvshmem_perf" \
+      "$lib/libnvshmem_device.a" -L"$lib" -l:libnvshmem_host.so.3 -Xlinker -rpath,"$lib" -lcuda \
+      > "$work/nvcc.log" 2>&1 &
+    nvcc_pid=$!
+  fi
+  local only=()
+  [ -n "${GPU_PERF_ONLY:-}" ] && only=(--only "$GPU_PERF_ONLY")
+  timeout "${GPU_PERF_TIMEOUT:-600}" "$bin/symmem-perf" --pes 2 --json --reps 5 --iters "${GPU_PERF_ITERS:-5000}" "${only[@]}" > "$work/symmem.json" 2> "$work/symmem.err" ||
+    { echo "symmem-perf failed:"; tail -5 "$work/symmem.err"; }
+  # The stream rows again with helper kernels instead of stream memory operations.
+  SYMMEM_STREAM_MEMOPS=0 timeout "${GPU_PERF_TIMEOUT:-600}" "$bin/symmem-perf" --pes 2 --json --reps 5 --iters "${GPU_PERF_ITERS:-5000}" \
+    --only put_signal_pingpong_latency 2> /dev/null | grep '"stream"' | sed 's/^/without stream memops: /'
+  if [ -n "$nvcc_pid" ]; then
+    if wait "$nvcc_pid"; then
       rm -f "$work/uid"
       # Under MPS, NVSHMEM allows its full API to several PEs on one GPU only if their
       # MPS thread percentages add up to 100 or this is set; symmem's PEs run unlimited
       # too, so the comparison is like for like.
       export NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1
-      ( "$work/nvshmem_perf" 0 2 "$work/uid" > "$work/nvshmem.json" 2> "$work/nvshmem0.err" ) &
+      ( timeout "${GPU_PERF_TIMEOUT:-600}" "$work/nvshmem_perf" 0 2 "$work/uid" > "$work/nvshmem.json" 2> "$work/nvshmem0.err" ) &
       local p0=$!
-      timeout 300 "$work/nvshmem_perf" 1 2 "$work/uid" > /dev/null 2> "$work/nvshmem1.err"
+      timeout "${GPU_PERF_TIMEOUT:-600}" "$work/nvshmem_perf" 1 2 "$work/uid" > /dev/null 2> "$work/nvshmem1.err"
       wait $p0 || { echo "nvshmem_perf failed:"; tail -n 5 "$work/nvshmem0.err" "$work/nvshmem1.err"; }
     else
       echo "NVSHMEM comparison not built (nvcc failed):"
