@@ -76,6 +76,13 @@ pub use kernel::{EmbeddedPtx, Kernel, KernelArgs, KernelInfo, Param};
 /// Threads per warp.
 pub const WARP_SIZE: u32 = 32;
 
+/// Registers per thread every kernel module is built with (ptxas `--maxrregcount` for the
+/// embedded cubins, the JIT's `CU_JIT_MAX_REGISTERS` for PTX): 64 registers × 1024
+/// threads fill an SM's 65536, so a block of up to 1024 threads always launches (at 72, a
+/// 1024-thread block put failed with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES` on an H100).
+/// `symmem_ptx_build::MAX_REGISTERS` is the same number.
+pub const MAX_REGISTERS: u32 = 64;
+
 /// A 3-D extent or index, as CUDA's `dim3`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]

@@ -368,13 +368,18 @@ pub fn find_ptxas() -> Option<PathBuf> {
     (out.status.success() && p.is_file()).then_some(p)
 }
 
+/// Registers per thread of the embedded cubins (`symmem_device::MAX_REGISTERS`, which the
+/// runtime also gives the JIT): blocks of up to 1024 threads always launch.
+pub const MAX_REGISTERS: u32 = 64;
+
 /// Assembles `ptx` with `ptxas` for its architecture; returns ptxas's messages.
 pub fn assemble(ptxas: &Path, ptx: &Ptx) -> Result<String, PtxBuildError> {
     assemble_to(ptxas, ptx, &ptx.arch, Path::new("/dev/null"))
 }
 
 /// Assembles `ptx` with `ptxas` into a cubin for `arch` (`sm_90`: PTX built for an older
-/// architecture assembles for a newer one) at `out`; returns ptxas's messages.
+/// architecture assembles for a newer one) at `out`, with at most [`MAX_REGISTERS`]
+/// registers per thread; returns ptxas's messages.
 pub fn assemble_to(
     ptxas: &Path,
     ptx: &Ptx,
@@ -383,6 +388,7 @@ pub fn assemble_to(
 ) -> Result<String, PtxBuildError> {
     let mut cmd = Command::new(ptxas);
     cmd.arg(format!("-arch={arch}"))
+        .arg(format!("--maxrregcount={MAX_REGISTERS}"))
         .arg(&ptx.path)
         .arg("-o")
         .arg(out);

@@ -58,37 +58,18 @@ impl Runtime {
             });
         }
         #[cfg(feature = "cuda")]
-        if let Some((d, cubin)) = self
-            .device
-            .as_ref()
-            .and_then(|d| Some((d, ptx.sass_for(d.gpu.compute_capability)?)))
-        {
-            match crate::cuda::CudaModule::load_cubin(
+        if let Some(d) = &self.device {
+            let m = crate::cuda::CudaModule::load_embedded(
                 &d.gpu,
                 ptx.crate_name,
-                cubin,
+                ptx,
                 &self.device_state,
-            ) {
-                Ok(m) => {
-                    tracing::debug!(
-                        pe = self.my_pe(),
-                        module = ptx.crate_name,
-                        arch = ptx.sass_arch,
-                        "cubin loaded (no JIT)"
-                    );
-                    return Ok(Module {
-                        name: ptx.crate_name.to_string(),
-                        runtime: self.id,
-                        kind: ModuleKind::Cuda(m),
-                    });
-                }
-                Err(e) => tracing::warn!(
-                    pe = self.my_pe(),
-                    module = ptx.crate_name,
-                    "the embedded {} cubin did not load ({e}); JIT-compiling the PTX instead",
-                    ptx.sass_arch
-                ),
-            }
+            )?;
+            return Ok(Module {
+                name: ptx.crate_name.to_string(),
+                runtime: self.id,
+                kind: ModuleKind::Cuda(m),
+            });
         }
         self.load_ptx(ptx.crate_name, ptx.ptx)
     }

@@ -6,7 +6,7 @@ use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
-use symmem_device::{DeviceState, Dim3, KernelInfo};
+use symmem_device::{DeviceState, Dim3, EmbeddedPtx, KernelInfo, MAX_REGISTERS};
 
 use super::{check, cuda_error, Gpu};
 use crate::error::{Error, Result};
@@ -52,15 +52,36 @@ impl CudaModule {
         Self::load_image(gpu, name, image.as_bytes_with_nul(), state)
     }
 
-    /// Loads a cubin (machine code ptxas built for this GPU's architecture: no JIT) named
-    /// `name` in errors, and writes `state` into its `SYMMEM_DEVICE_STATE`.
-    pub(crate) fn load_cubin(
+    /// Loads a kernel crate's embedded kernels (named `name` in errors) and writes `state`
+    /// into the module: its cubin when one was built for this GPU's architecture (no JIT,
+    /// which takes minutes for a large crate until the driver's cache holds it), else its
+    /// PTX. A cubin that does not load is logged and the PTX loaded instead.
+    pub(crate) fn load_embedded(
         gpu: &Arc<Gpu>,
         name: &str,
-        cubin: &[u8],
+        embedded: &EmbeddedPtx,
         state: &DeviceState,
     ) -> Result<Self> {
-        Self::load_image(gpu, name, cubin, state)
+        if let Some(cubin) = embedded.sass_for(gpu.compute_capability) {
+            match Self::load_image(gpu, name, cubin, state) {
+                Ok(m) => {
+                    tracing::debug!(
+                        pe = gpu.pe,
+                        module = name,
+                        arch = embedded.sass_arch,
+                        "cubin loaded (no JIT)"
+                    );
+                    return Ok(m);
+                }
+                Err(e) => tracing::warn!(
+                    pe = gpu.pe,
+                    module = name,
+                    "the embedded {} cubin did not load ({e}); JIT-compiling the PTX instead",
+                    embedded.sass_arch
+                ),
+            }
+        }
+        Self::load(gpu, name, embedded.ptx, state)
     }
 
     /// Loads a module image the driver recognizes (NUL-terminated PTX, or an ELF cubin).
@@ -68,20 +89,27 @@ impl CudaModule {
         gpu.bind()?;
         let pe = gpu.pe;
         let mut log = vec![0u8; LOG_LEN];
+        // The register cap the embedded cubins are built with, for the JIT of PTX too, so
+        // that any kernel launches with blocks of up to 1024 threads.
         let mut options = [
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_MAX_REGISTERS,
         ];
-        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), LOG_LEN as *mut c_void];
+        let mut values: [*mut c_void; 3] = [
+            log.as_mut_ptr().cast(),
+            LOG_LEN as *mut c_void,
+            MAX_REGISTERS as usize as *mut c_void,
+        ];
         let mut module = std::ptr::null_mut();
         // SAFETY: an image the driver reads in place (NUL-terminated PTX or a whole ELF
-        // cubin, which carries its own size); two options with values of the kinds the
-        // driver expects (a buffer pointer and its size passed by value).
+        // cubin, which carries its own size); options with values of the kinds the driver
+        // expects (a buffer pointer, its size and the register cap passed by value).
         let rc = unsafe {
             sys::cuModuleLoadDataEx(
                 &mut module,
                 image.as_ptr().cast(),
-                2,
+                options.len() as u32,
                 options.as_mut_ptr(),
                 values.as_mut_ptr(),
             )

@@ -53,7 +53,7 @@ impl GpuTarget {
                 ),
             });
         }
-        let module = CudaModule::load(gpu, "symmem-remote-target", helpers::PTX.ptx, &state)?;
+        let module = CudaModule::load_embedded(gpu, "symmem-remote-target", &helpers::PTX, &state)?;
         Ok(GpuTarget {
             base: state.heap_base,
             module,

@@ -217,6 +217,14 @@ fn fake_ptx(body: &str) -> Ptx {
 }
 
 #[test]
+fn the_cubins_and_the_jit_cap_registers_alike() {
+    assert_eq!(
+        symmem_ptx_build::MAX_REGISTERS,
+        symmem::device::MAX_REGISTERS
+    );
+}
+
+#[test]
 fn the_checks_accept_a_fenced_relaxed_signal() {
     check_structure(
         &fake_ptx("st.u64 [%rd1], %rd2;\nfence.sc.sys;\nred.relaxed.sys.add.u64 [%rd3], %rd4;"),
