@@ -125,6 +125,12 @@ pub mod wait_op {
     pub const PROXY_COMPLETION: u32 = 4;
     /// `quiet` through the proxy: completion of every earlier request.
     pub const PROXY_QUIET: u32 = 5;
+    /// `wait_until_all[_vector]`: the error's word is the first element.
+    pub const WAIT_UNTIL_ALL: u32 = 6;
+    /// `wait_until_any[_vector]`: the error's word is the first element.
+    pub const WAIT_UNTIL_ANY: u32 = 7;
+    /// `wait_until_some[_vector]`: the error's word is the first element.
+    pub const WAIT_UNTIL_SOME: u32 = 8;
     /// The comparison field of a wait without one.
     pub const NO_CMP: u32 = u32::MAX;
 
@@ -136,6 +142,9 @@ pub mod wait_op {
             PROXY_SLOT => "proxy ring slot",
             PROXY_COMPLETION => "proxy request completion",
             PROXY_QUIET => "proxy quiet",
+            WAIT_UNTIL_ALL => "wait_until_all",
+            WAIT_UNTIL_ANY => "wait_until_any",
+            WAIT_UNTIL_SOME => "wait_until_some",
             _ => "wait",
         }
     }

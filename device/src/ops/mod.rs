@@ -7,6 +7,7 @@ mod rma;
 mod signal;
 mod sync;
 mod thread;
+mod wait_many;
 
 pub use amo::*;
 pub use collective::*;
@@ -14,6 +15,7 @@ pub use rma::*;
 pub use signal::*;
 pub use sync::*;
 pub use thread::*;
+pub use wait_many::*;
 
 use crate::arch;
 use crate::state::error_code;

@@ -58,6 +58,8 @@ scenarios! {
     put_signal;
     /// signal_op, signal_fetch and signal_wait_until with every comparison.
     signal_cmp;
+    /// wait_until_any/_all_vector/_some and the tests: regions taken in arrival order.
+    wait_many;
     /// wait_until and test with every comparison on u32, i32, u64, i64.
     wait_test;
     /// Every atomic on every type, contended by all threads of all PEs: exact results.
@@ -189,6 +191,7 @@ mod on_2_nodes_of_2_pes {
         rma,
         put_signal,
         signal_cmp,
+        wait_many,
         wait_test,
         fence_quiet,
         barriers,

@@ -160,6 +160,7 @@ correct_in_weak_mode!(
     rma,
     put_signal,
     signal_cmp,
+    wait_many,
     wait_test,
     atomics,
     fence_quiet,

@@ -89,6 +89,7 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     rma::rma_get_blocks::KERNEL.info(),
     rma::rma_bytes::KERNEL.info(),
     signal::ps_put_threads::KERNEL.info(),
+    signal::wait_many::KERNEL.info(),
     signal::ps_put_warps::KERNEL.info(),
     signal::ps_put_blocks::KERNEL.info(),
     signal::ps_consume::KERNEL.info(),

@@ -203,3 +203,81 @@ kernel! {
         wait_cmp(ivar, table, seen, flags);
     }
 }
+
+kernel! {
+    /// One thread per PE, for each round `r` of `rounds`: puts `len` u64s of
+    /// `pattern(me, r, i)` with a put_signal (Set `r`) into region `me` of every other
+    /// PE's `data` (sym, `n_pes * len`) and signal `sigs[me]` (sym, `n_pes`), the peers in
+    /// an order that differs by PE and round; then takes the other PEs' regions in the
+    /// order they arrive with `wait_until_any` (marking each in `status`, sym, `n_pes`
+    /// i32s), checking each region as it comes. After the round: `test_all`,
+    /// `wait_until_all_vector` with `r` for each signal, `wait_until_some` (every signal
+    /// at once, into `indices`, sym, `n_pes`), `test_any`/`test_some` with every element
+    /// excluded, and `test_any_vector` with a value no signal reaches. Each PE then waits
+    /// for every other PE's acknowledgement (`acks`, sym, `n_pes`: an atomic add of 1 per
+    /// round) before the next round. `out` (sym, 3): regions checked, mismatches (bad
+    /// elements, wrong results of the waits and tests), regions that came out of PE
+    /// order. At most 64 PEs.
+    pub fn wait_many(data: *mut u64, len: usize, sigs: *mut u64, acks: *mut u64, status: *mut i32, indices: *mut usize, rounds: u32, out: *mut u64) {
+        let (me, n) = (my_pe(), n_pes());
+        let (mut checked, mut bad, mut out_of_order) = (0u64, 0u64, 0u64);
+        let mut values = [0u64; 64];
+        for r in 1..=rounds {
+            for k in 0..n.saturating_sub(1) {
+                // Every other PE once, starting at one that depends on the PE and round.
+                let to = (me + 1 + (k + r + me) % (n - 1)) % n;
+                let region = data.add(me as usize * len);
+                for i in 0..len {
+                    p(region.add(i), pattern(me, r, i), to);
+                }
+                fence();
+                signal_op(sigs.add(me as usize), r as u64, SignalOp::Set, to);
+            }
+            for i in 0..n as usize {
+                status.add(i).write((i == me as usize) as i32);
+            }
+            let mut last = 0usize;
+            let mut first = true;
+            while let Some(src_pe) = wait_until_any(sigs, n as usize, status, Cmp::Ge, r as u64) {
+                status.add(src_pe).write(1);
+                checked += 1;
+                if !first && src_pe < last {
+                    out_of_order += 1;
+                }
+                first = false;
+                last = src_pe;
+                let region = data.add(src_pe * len);
+                bad += (0..len).filter(|&i| region.add(i).read() != pattern(src_pe as u32, r, i)).count() as u64;
+            }
+            // My own slot never gets a signal: exclude it from the tests below.
+            for i in 0..n as usize {
+                status.add(i).write((i == me as usize) as i32);
+                values[i % 64] = r as u64;
+            }
+            bad += !test_all(sigs, n as usize, status, Cmp::Ge, r as u64) as u64;
+            wait_until_all_vector(sigs, n as usize, status, Cmp::Eq, values.as_ptr());
+            let some = wait_until_some(sigs, n as usize, indices, status, Cmp::Ge, r as u64);
+            bad += (some != n as usize - 1) as u64;
+            bad += (0..some).filter(|&k| indices.add(k).read() == me as usize).count() as u64;
+            for i in 0..n as usize {
+                status.add(i).write(1);
+            }
+            bad += test_any(sigs, n as usize, status, Cmp::Ge, 0u64).is_some() as u64;
+            bad += (test_some(sigs, n as usize, indices, status, Cmp::Ge, 0u64) != 0) as u64;
+            bad += wait_until_any(sigs, n as usize, status, Cmp::Ge, 0u64).is_some() as u64;
+            values[0] = u64::MAX;
+            bad += test_any_vector(sigs, 1, core::ptr::null(), Cmp::Eq, values.as_ptr()).is_some() as u64;
+            // Release: the acknowledgement also orders this round's reads of the regions
+            // before the peers overwrite them.
+            for k in 1..n {
+                ordered(AmoOrder::Release, || atomic_add(acks.add(me as usize), 1u64, (me + k) % n));
+            }
+            for i in (0..n as usize).filter(|&i| i != me as usize) {
+                wait_until(acks.add(i), Cmp::Ge, r as u64);
+            }
+        }
+        out.write(checked);
+        out.add(1).write(bad);
+        out.add(2).write(out_of_order);
+    }
+}

@@ -79,6 +79,7 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("rma", rma::rma, GPU),
     ("put_signal", signal::put_signal, GPU),
     ("signal_cmp", signal::signal_cmp, GPU),
+    ("wait_many", signal::wait_many, GPU),
     ("wait_test", signal::wait_test, GPU),
     ("atomics", amo::atomics, GPU),
     // The unsigned half of `atomics`, for the 2-node suite (each retry crosses the proxy).

@@ -129,6 +129,52 @@ pub fn signal_cmp(rt: &Runtime) -> Outcome {
     Ok(())
 }
 
+/// The multi-word waits and tests (`wait_until_any`, `_all_vector`, `_some`, `test_*`):
+/// 20 rounds in which every PE sends every other PE a region and its signal, in an order
+/// that differs by PE and round, and takes the regions in the order they arrive (kernel
+/// `wait_many`). Every region is checked exactly once per round, every wait and test
+/// gives the right answer, and how often arrival order differed from PE order is printed.
+pub fn wait_many(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let (len, rounds) = (256usize, 20u32);
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let data = rt.calloc::<u64>(n * len).map_err(e2s)?;
+    let sigs = rt.calloc::<u64>(n).map_err(e2s)?;
+    let acks = rt.calloc::<u64>(n).map_err(e2s)?;
+    let status = rt.calloc::<i32>(n).map_err(e2s)?;
+    let indices = rt.calloc::<usize>(n).map_err(e2s)?;
+    let out = rt.calloc::<u64>(3).map_err(e2s)?;
+    let args = (
+        sym(rt, &data)?,
+        len,
+        sym(rt, &sigs)?,
+        sym(rt, &acks)?,
+        sym(rt, &status)?,
+        sym(rt, &indices)?,
+        rounds,
+        sym(rt, &out)?,
+    );
+    rt.barrier_all().map_err(e2s)?;
+    // SAFETY: every pointer is a symmetric address of the size the kernel's doc names.
+    unsafe { rt.launch(&m, k::wait_many::KERNEL, 1, 1, args) }.map_err(e2s)?;
+    let got = read_all(rt, &out)?;
+    println!(
+        "PE {me}: wait_many: {} regions, {} taken out of PE order",
+        got[0], got[2]
+    );
+    check_eq(
+        "regions checked, mismatches",
+        &got[..2],
+        &[(n as u64 - 1) * rounds as u64, 0],
+    )?;
+    rt.barrier_all().map_err(e2s)?;
+    for b in [data, sigs, acks, out] {
+        rt.free(b).map_err(e2s)?;
+    }
+    rt.free(status).map_err(e2s)?;
+    rt.free(indices).map_err(e2s)
+}
+
 /// One type's `wait_cmp` run: `table` rows are `init, value, mid, fin` for `Cmp::ALL`.
 /// Every `test` gives false on `init` and `mid` and true on `fin`, and `wait_until`
 /// returns exactly `fin`.
