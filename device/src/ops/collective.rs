@@ -60,7 +60,7 @@
 use core::mem::size_of;
 
 use super::rma::{put_group, Group};
-use super::{ptr, quiet, signal_op, wait_until};
+use super::{ptr, quiet, route, signal_op, wait_until, Route};
 use crate::reduce::{ReduceOp, Reducible};
 use crate::state::error_code;
 use crate::{arch, Cmp, DeviceTeam, SignalOp};
@@ -93,29 +93,37 @@ fn local<T>(off: u64) -> *mut T {
 }
 
 /// The dissemination barrier among the team's PEs, by one thread (see the module docs).
+/// Round 0's flag add is a release (a fence, then the add) unless `fenced`: this thread
+/// has just run a system-scope fence (the barrier's quiet), which with a relaxed add forms
+/// the same release pattern, so a barrier of 2 PEs costs one system fence. Later rounds
+/// release again, to pass on what earlier rounds acquired.
 ///
 /// # Safety
 /// `team` passed [`check`]; its flags and epoch word are the runtime's.
-unsafe fn sync_one(team: &DeviceTeam) {
+unsafe fn sync_one(team: &DeviceTeam, fenced: bool) {
     let n = team.size;
     if n == 1 {
         return;
     }
     let epoch_word = local::<u64>(team.epoch_off);
     // SAFETY: this PE's epoch word for the team, advanced only by the one thread that
-    // runs the team's barrier (host or device, one at a time).
-    let epoch = unsafe { arch::load_acquire_u64(epoch_word) } + 1;
+    // runs the team's barrier (host or device, one at a time, ordered by launch
+    // boundaries), so relaxed accesses suffice.
+    let epoch = unsafe { arch::load_relaxed_u64(epoch_word) } + 1;
     // SAFETY: as above.
-    unsafe { arch::store_release_u64(epoch_word, epoch) };
+    unsafe { arch::store_relaxed_u64(epoch_word, epoch) };
     let (mut dist, mut round) = (1u32, 0u64);
     while dist < n {
         let to = world(team, (team.my_index + dist) % n);
         let mine = local::<u64>(team.flags_off + round * 8);
         // SAFETY: the flags are aligned u64s of the team's slot, at the same offset on
-        // every member; `to` is a member (checked). The add is fenced after this PE's
+        // every member; `to` is a member (checked). The add is released after this PE's
         // earlier writes; the wait's acquire load sees what the partner wrote before.
         unsafe {
-            signal_op(mine, 1, SignalOp::Add, to);
+            match (fenced && round == 0, route(mine, to)) {
+                (true, Route::Direct(p)) => arch::red_add_u64(p, 1),
+                _ => signal_op(mine, 1, SignalOp::Add, to),
+            }
             wait_until(mine, Cmp::Ge, epoch);
         }
         dist *= 2;
@@ -136,7 +144,7 @@ unsafe fn sync_group(team: &DeviceTeam, group: Group, complete: bool) {
             quiet();
         }
         // SAFETY: caller contract.
-        unsafe { sync_one(team) };
+        unsafe { sync_one(team, complete) };
     }
     group.sync();
 }

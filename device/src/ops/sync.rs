@@ -41,24 +41,38 @@ pub fn quiet() {
 
 /// Waits until every PE has called `sync_all` (`nvshmem_sync_all`). One thread per PE.
 pub fn sync_all() {
+    sync_rounds(false);
+}
+
+/// The dissemination barrier of `sync_all`/`barrier_all`, by one thread per PE. Round 0's
+/// flag store is a release (a fence, then the store) unless `fenced`: this thread has just
+/// run a system-scope fence (`barrier_all`'s quiet), which with a relaxed store forms the
+/// same release pattern, so the barrier costs one system fence, not two. Later rounds
+/// (more than 2 PEs) release again, to pass on what earlier rounds acquired.
+fn sync_rounds(fenced: bool) {
     let st = arch::state();
     let (me, n) = (st.my_pe, st.n_pes);
     let epoch_ptr = (st.heap_base + st.epoch_off) as *mut u64;
     // SAFETY: the epoch word is reserved in this PE's heap and touched only by the one
-    // thread per PE that runs the barrier.
-    let epoch = unsafe { arch::load_acquire_u64(epoch_ptr) } + 1;
+    // thread per PE that runs the barrier (launch boundaries order successive ones), so
+    // relaxed accesses suffice.
+    let epoch = unsafe { arch::load_relaxed_u64(epoch_ptr) } + 1;
     // SAFETY: as above.
-    unsafe { arch::store_release_u64(epoch_ptr, epoch) };
+    unsafe { arch::store_relaxed_u64(epoch_ptr, epoch) };
     let (mut dist, mut round) = (1u32, 0u64);
     while dist < n {
         let to = (me + dist) % n;
         let flag_off = st.barrier_off + round * FLAG_STRIDE;
         let mine = (st.heap_base + flag_off) as *mut u64;
         // SAFETY: barrier flags are reserved, aligned u64s in every PE's heap; `route`
-        // fails visibly when `to` cannot be reached. Release publishes this PE's earlier
-        // writes (and, transitively, what it learned in earlier rounds) to `to`; through
-        // the proxy, the flag is a signal Set ordered after this PE's earlier requests.
+        // fails visibly when `to` cannot be reached. The release publishes this PE's
+        // earlier writes (and, transitively, what it learned in earlier rounds) to `to`;
+        // through the proxy, the flag is a signal Set ordered after this PE's earlier
+        // requests.
         match unsafe { route(mine, to) } {
+            Route::Direct(p) if fenced && round == 0 => unsafe {
+                arch::store_relaxed_u64(p, epoch)
+            },
             Route::Direct(p) => unsafe { arch::store_release_u64(p, epoch) },
             Route::Proxy(off) => remote::signal(to, off, SignalOp::Set, epoch),
         }
@@ -69,10 +83,12 @@ pub fn sync_all() {
             addr: mine as u64,
             wanted: epoch,
         });
-        // SAFETY: `mine` is this PE's own flag for this round.
+        // Poll relaxed, acquire once the flag is there.
         loop {
-            let seen = unsafe { arch::load_acquire_u64(mine) };
-            if seen >= epoch {
+            // SAFETY: `mine` is this PE's own flag for this round.
+            let seen = unsafe { arch::load_relaxed_u64(mine) };
+            // SAFETY: as above.
+            if seen >= epoch && unsafe { arch::load_acquire_u64(mine) } >= epoch {
                 break;
             }
             backoff.snooze(seen);
@@ -82,10 +98,11 @@ pub fn sync_all() {
     }
 }
 
-/// [`quiet`] then [`sync_all`] (`nvshmem_barrier_all`). One thread per PE.
+/// [`quiet`] then [`sync_all`] (`nvshmem_barrier_all`). One thread per PE. The quiet's
+/// fence also publishes the first round's flag.
 pub fn barrier_all() {
     quiet();
-    sync_all();
+    sync_rounds(true);
 }
 
 /// [`quiet`] by a whole block: returns when every thread's earlier operations are
