@@ -151,7 +151,7 @@ const CLAIMED: u64 = u64::MAX;
 /// leave the record half written).
 #[cold]
 #[inline(never)]
-fn fail_wait(site: &WaitSite, seen: u64) -> ! {
+fn fail_timed_out(site: &WaitSite, seen: u64) -> ! {
     let rec = state().error as *mut ErrorRecord;
     if rec.is_null() {
         fail(error_code::WAIT_TIMEOUT, site.pe);
@@ -486,7 +486,7 @@ impl Backoff {
         if self.since == 0 {
             self.since = now;
         } else if now.wrapping_sub(self.since) >= limit_ms as u64 * 1_000_000 {
-            fail_wait(&self.site, seen);
+            fail_timed_out(&self.site, seen);
         }
     }
 }
