@@ -57,10 +57,10 @@
 //!   specifications would not.
 //! - **Fetching AMOs are relaxed** (OpenSHMEM §9.7 orders AMOs only through fence and
 //!   quiet; NVSHMEM's AMOs are relaxed system-scope atomics): only the buffered
-//!   operations that write the AMO's own bytes (with what the rules make go first) are
-//!   delivered before it, so a program that used a fetch-add or swap as the flag of
-//!   unfenced data reads stale data here, as it can on a GPU. `signal_fetch` of a peer is
-//!   such an AMO.
+//!   operations a fence ordered before the AMO and those that write its own bytes (with
+//!   what the rules make go first) are delivered before it, so a program that used a
+//!   fetch-add or swap as the flag of unfenced data reads stale data here, as it can on
+//!   a GPU. `signal_fetch` of a peer is such an AMO.
 //! - **`get_nbi` destinations are filled late** (OpenSHMEM §9.6.2 `shmem_get_nbi`: the
 //!   destination is defined only after `shmem_quiet`): a `get_nbi` (device, or host
 //!   code's) into this PE's symmetric heap is performed at once, but its destination
@@ -290,13 +290,18 @@ impl Shared {
         }
     }
 
-    /// Delivers the operations buffered to `pe` that write bytes of `range` (and whatever
-    /// the rules make go before them), eligible overlapping ones first: a fetching AMO sees
-    /// this PE's earlier writes to its own word and nothing more is forced, so a program
-    /// that relied on the AMO to publish other data is caught.
-    fn flush_overlapping(&self, st: &mut State, pe: usize, (start, end): (u64, u64)) {
+    /// Delivers what must land before a fetching AMO on `range` of `pe`: every operation
+    /// of an epoch a fence closed (the AMO is ordered after them) and every one that
+    /// writes bytes of `range` (and whatever the rules make go before them), eligible
+    /// overlapping ones first. Nothing else is forced, so a program that relied on the
+    /// AMO itself to publish other data is caught.
+    fn flush_for_amo(&self, st: &mut State, pe: usize, (start, end): (u64, u64)) {
         let overlaps = |o: &Op| o.bytes.0 < end && start < o.bytes.1;
-        while st.queues[pe].iter().any(overlaps) {
+        let current = st.epochs[pe];
+        while st.queues[pe]
+            .iter()
+            .any(|o| o.epoch < current || overlaps(o))
+        {
             let q = &st.queues[pe];
             let next = st
                 .eligible(pe)
@@ -534,7 +539,7 @@ impl Transport for WeakTransport {
                 {
                     let mut st = sh.lock();
                     if kind == Some(Opcode::Amo) {
-                        sh.flush_overlapping(&mut st, pe, bytes(req));
+                        sh.flush_for_amo(&mut st, pe, bytes(req));
                     } else {
                         sh.flush(&mut st, pe);
                     }
@@ -784,6 +789,24 @@ mod tests {
             let data = l.iter().position(|&e| e == (Opcode::Put, 64)).unwrap();
             let sig = l.iter().position(|&e| e == (Opcode::Signal, 8)).unwrap();
             assert!(data < sig, "seed {seed}: {l:?}");
+        }
+    }
+
+    #[test]
+    fn a_fetching_amo_after_a_fence_lands_after_what_the_fence_ordered() {
+        for seed in 0..10 {
+            let (t, rec) = weak(seed);
+            t.submit(&put(1, 0), Io::Src(&[0; 8])).unwrap();
+            t.fence().unwrap();
+            let swap = Request::amo(1, AmoKind::Swap, 8, 24, 1, 0, 1);
+            t.submit(&swap, Io::None).unwrap();
+            t.quiet().unwrap();
+            let l = log(&rec);
+            let at = |e: (Opcode, u64)| l.iter().position(|&x| x == e).unwrap();
+            assert!(
+                at((Opcode::Put, 0)) < at((Opcode::Amo, 24)),
+                "seed {seed}: {l:?}"
+            );
         }
     }
 
