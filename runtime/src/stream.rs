@@ -318,6 +318,29 @@ impl Runtime {
         self.block_on_stream(op, stream, kernel, args, 1)
     }
 
+    /// This GPU PE's GPU (its context bound) and the driver handle of `stream`, for a
+    /// stream memory operation; `None` when the GPU has none (or `SYMMEM_STREAM_MEMOPS=0`).
+    #[cfg(feature = "cuda")]
+    fn memop_stream(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+    ) -> Result<Option<(&crate::cuda::Gpu, cudarc::driver::sys::CUstream)>> {
+        let gpu = &self
+            .device
+            .as_ref()
+            .expect("GPU heaps belong to GPU PEs")
+            .gpu;
+        if !gpu.stream_memops {
+            return Ok(None);
+        }
+        let cu = self
+            .cu_stream(op, stream)?
+            .expect("GPU PEs have GPU streams");
+        gpu.bind()?;
+        Ok(Some((gpu, cu)))
+    }
+
     /// Queues a write of `value` to the u64 at `addr` (this PE's context: its heap or a
     /// mapped peer's) on `stream` as a stream memory operation, after a memory barrier
     /// that makes every earlier write of the stream's work visible first
@@ -332,18 +355,9 @@ impl Runtime {
         value: u64,
     ) -> Result<bool> {
         use cudarc::driver::sys;
-        let gpu = &self
-            .device
-            .as_ref()
-            .expect("GPU heaps belong to GPU PEs")
-            .gpu;
-        if !gpu.stream_memops {
+        let Some((gpu, cu)) = self.memop_stream(op, stream)? else {
             return Ok(false);
-        }
-        let cu = self
-            .cu_stream(op, stream)?
-            .expect("GPU PEs have GPU streams");
-        gpu.bind()?;
+        };
         let flags = sys::CUstreamWriteValue_flags::CU_STREAM_WRITE_VALUE_DEFAULT as u32;
         // SAFETY: a live stream of this context and the address of an aligned u64 that
         // stays mapped while the runtime lives (a checked signal word).
@@ -367,24 +381,15 @@ impl Runtime {
         value: u64,
     ) -> Result<bool> {
         use cudarc::driver::sys::{self, CUstreamWaitValue_flags as F};
-        let gpu = &self
-            .device
-            .as_ref()
-            .expect("GPU heaps belong to GPU PEs")
-            .gpu;
         let (kind, value) = match cmp {
             Cmp::Ge => (F::CU_STREAM_WAIT_VALUE_GEQ, value),
             Cmp::Eq => (F::CU_STREAM_WAIT_VALUE_EQ, value),
             Cmp::Gt if value < u64::MAX => (F::CU_STREAM_WAIT_VALUE_GEQ, value + 1),
             _ => return Ok(false),
         };
-        if !gpu.stream_memops {
+        let Some((gpu, cu)) = self.memop_stream(op, stream)? else {
             return Ok(false);
-        }
-        let cu = self
-            .cu_stream(op, stream)?
-            .expect("GPU PEs have GPU streams");
-        gpu.bind()?;
+        };
         let mut flags = kind as u32;
         if gpu.flush_remote_writes {
             flags |= F::CU_STREAM_WAIT_VALUE_FLUSH as u32;
