@@ -8,6 +8,8 @@
 #                                        tar -C target -xzf target/gpu-bundle.tar.gz there)
 #   bash target/gpu-bundle/gpu-check.sh run [--mps] [--perf|--perf-first]
 #                                        (GPU_CHECK_TIMEOUT: seconds per check, 300;
+#                                        GPU_CHECKS: an extended regex; only checks whose
+#                                        name matches it run, 'none' runs none;
 #                                        GPU_PERF_ONLY: metrics for symmem-perf --only)
 #                                        on a machine with an NVIDIA GPU and only the driver:
 #                                        runs the checks on GPU PEs (SYMMEM_DEVICE=cuda) and
@@ -111,9 +113,23 @@ run() {
     local name=$1
     shift
     local t0 rc log ms
+    if [ -n "${GPU_CHECKS:-}" ] && ! grep -Eq -- "$GPU_CHECKS" <<< "$name"; then
+      return 0
+    fi
     t0=$(date +%s%N)
-    log=$(timeout "${GPU_CHECK_TIMEOUT:-300}" "$@" 2>&1)
+    log=$(timeout -k 5 "${GPU_CHECK_TIMEOUT:-300}" "$@" 2>&1)
     rc=$?
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+      # A client killed mid-kernel leaves the MPS server failing the next clients'
+      # context creation (CUDA_ERROR_LAUNCH_FAILED): clear out the PEs and restart it.
+      pkill -9 -f "^$bin/" 2>/dev/null
+      sleep 1
+      if [ "$mps" = 1 ]; then
+        echo quit | nvidia-cuda-mps-control
+        sleep 2
+        nvidia-cuda-mps-control -d || echo "MPS could not be restarted"
+      fi
+    fi
     ms=$((($(date +%s%N) - t0) / 1000000))
     if [ $rc = 0 ]; then
       passed=$((passed + 1))

@@ -40,6 +40,42 @@ impl std::fmt::Debug for CudaModule {
 /// Bytes of the JIT's error and info logs.
 const LOG_LEN: usize = 16 * 1024;
 
+/// The first driver version (as `cuDriverGetVersion` reports it) with `cuFuncLoad`.
+const FUNC_LOAD_DRIVER: i32 = 12040;
+
+/// The CUDA version of the driver, asked once (0 if it does not say).
+fn driver_version() -> i32 {
+    static VERSION: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let mut v = 0;
+        // SAFETY: a valid out-parameter; callable before and after cuInit.
+        let rc = unsafe { sys::cuDriverGetVersion(&mut v) };
+        if rc == sys::CUresult::CUDA_SUCCESS {
+            v
+        } else {
+            0
+        }
+    })
+}
+
+/// The kernels a PTX text defines: the names of its `.entry` directives.
+fn ptx_entries(ptx: &str) -> impl Iterator<Item = &str> {
+    ptx.lines().filter_map(|line| {
+        let words = line.trim_start();
+        let words = words
+            .strip_prefix(".visible")
+            .or_else(|| words.strip_prefix(".weak"))
+            .unwrap_or(words)
+            .trim_start();
+        let name = words.strip_prefix(".entry")?.trim_start();
+        let name = name
+            .split(|c: char| c == '(' || c.is_whitespace())
+            .next()
+            .unwrap_or("");
+        (!name.is_empty()).then_some(name)
+    })
+}
+
 impl CudaModule {
     /// Loads `ptx` (named `name` in errors; the driver JIT-compiles it for this GPU) and
     /// writes `state` into its `SYMMEM_DEVICE_STATE`.
@@ -49,7 +85,7 @@ impl CudaModule {
             pe: gpu.pe,
             reason: format!("the PTX of {name} contains a NUL byte"),
         })?;
-        Self::load_image(gpu, name, image.as_bytes_with_nul(), state)
+        Self::load_image(gpu, name, image.as_bytes_with_nul(), ptx, state)
     }
 
     /// Loads a kernel crate's embedded kernels (named `name` in errors) and writes `state`
@@ -63,7 +99,7 @@ impl CudaModule {
         state: &DeviceState,
     ) -> Result<Self> {
         if let Some(cubin) = embedded.sass_for(gpu.compute_capability) {
-            match Self::load_image(gpu, name, cubin, state) {
+            match Self::load_image(gpu, name, cubin, embedded.ptx, state) {
                 Ok(m) => {
                     tracing::debug!(
                         pe = gpu.pe,
@@ -84,8 +120,15 @@ impl CudaModule {
         Self::load(gpu, name, embedded.ptx, state)
     }
 
-    /// Loads a module image the driver recognizes (NUL-terminated PTX, or an ELF cubin).
-    fn load_image(gpu: &Arc<Gpu>, name: &str, image: &[u8], state: &DeviceState) -> Result<Self> {
+    /// Loads a module image the driver recognizes (NUL-terminated PTX, or an ELF cubin
+    /// compiled from `ptx`), and every kernel in it.
+    fn load_image(
+        gpu: &Arc<Gpu>,
+        name: &str,
+        image: &[u8],
+        ptx: &str,
+        state: &DeviceState,
+    ) -> Result<Self> {
         gpu.bind()?;
         let pe = gpu.pe;
         let mut log = vec![0u8; LOG_LEN];
@@ -138,7 +181,38 @@ impl CudaModule {
             gpu: gpu.clone(),
         };
         loaded.write_state(state)?;
+        loaded.load_kernels(ptx)?;
         Ok(loaded)
+    }
+
+    /// Loads every kernel of the module now. Under CUDA's lazy loading (the default since
+    /// CUDA 12.2) a kernel is loaded at its first use, and that load may wait for every
+    /// kernel running in the context. A kernel that waits for another one's first launch
+    /// would then never finish: a peer's AMO or signal, served by a runtime helper kernel
+    /// beside this PE's kernel that waits for its result (found on an H100, 2026-11-26),
+    /// or a program's consumer kernel launched beside a running producer. Drivers before
+    /// 12.4 load a kernel in `cuModuleGetFunction`; later ones in `cuFuncLoad`.
+    fn load_kernels(&self, ptx: &str) -> Result<()> {
+        let pe = self.gpu.pe;
+        let explicit = driver_version() >= FUNC_LOAD_DRIVER;
+        for entry in ptx_entries(ptx) {
+            let cname = CString::new(entry).expect("PTX names have no NUL");
+            let mut f = std::ptr::null_mut();
+            // SAFETY: valid out-parameter, a loaded module, a NUL-terminated name.
+            let rc = unsafe { sys::cuModuleGetFunction(&mut f, self.module, cname.as_ptr()) };
+            check(
+                rc,
+                || format!("cuModuleGetFunction({entry} of {})", self.name),
+                pe,
+            )?;
+            if explicit {
+                // SAFETY: a function of a loaded module; the driver has the entry point
+                // (version checked above).
+                let rc = unsafe { sys::cuFuncLoad(f) };
+                check(rc, || format!("cuFuncLoad({entry} of {})", self.name), pe)?;
+            }
+        }
+        Ok(())
     }
 
     /// Fills the module's `SYMMEM_DEVICE_STATE` with `state`.
@@ -374,4 +448,28 @@ pub(crate) fn check_params(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ptx_entries;
+
+    #[test]
+    fn the_kernels_of_a_ptx_text_are_its_entry_directives() {
+        let ptx = "\
+.version 8.5
+.target sm_90
+.global .align 8 .b8 SYMMEM_DEVICE_STATE[72];
+.func helper(
+.visible .entry host_amo(
+\t.param .u64 host_amo_param_0
+)
+.entry plain(.param .u64 p)
+  .weak .entry weak_one
+(
+// .entry in_a_comment(
+";
+        let names: Vec<&str> = ptx_entries(ptx).collect();
+        assert_eq!(names, ["host_amo", "plain", "weak_one"]);
+    }
 }
