@@ -74,9 +74,19 @@ const _: () = {
     assert!(offset_of!(DeviceState, proxy) == 64);
 };
 
+/// The name of the module's state in PTX (and of the global the host fills).
+pub const STATE_SYMBOL: &str = "SYMMEM_DEVICE_STATE";
+
 /// The PTX module's copy of the state, filled by the host before launch.
+///
+/// The compiler declares it in the `.global` state space; the PTX build
+/// (`symmem-ptx-build`) moves it to `.const`, as NVSHMEM keeps its device state in
+/// `__constant__` memory: kernels read it through the constant cache, which a system fence
+/// does not empty. Device code reads it only by name, in `arch::state` (never by address,
+/// which would name the `.global` space), so it is kept with `#[used]`.
 #[cfg(target_arch = "nvptx64")]
 #[no_mangle]
+#[used]
 pub static mut SYMMEM_DEVICE_STATE: DeviceState = DeviceState {
     version: 0,
     my_pe: 0,

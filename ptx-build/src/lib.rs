@@ -190,12 +190,50 @@ impl PtxBuilder {
             .join(format!("{}.ptx", name.replace('-', "_")));
         let text =
             std::fs::read_to_string(&path).map_err(|_| PtxBuildError::Missing(path.clone()))?;
+        // Written back, so that the file (which ptxas assembles) is the PTX returned.
+        let moved = state_to_constant_bank(&text);
+        if moved != text {
+            std::fs::write(&path, &moved).map_err(|e| PtxBuildError::Io(path.clone(), e))?;
+        }
+        let text = moved;
         Ok(Ptx {
             path,
             text,
             arch: self.arch.clone(),
         })
     }
+}
+
+/// The device state's symbol (`symmem_device::state::STATE_SYMBOL`; a test checks that
+/// they agree).
+pub const STATE_SYMBOL: &str = "SYMMEM_DEVICE_STATE";
+
+/// `ptx` with the device state's declaration moved from the `.global` state space, where
+/// the compiler puts every Rust static, to `.const`: kernels then read the state through
+/// the constant cache, which system fences do not empty (symmem-device reads it only by
+/// name, with `ld.const`). PTX without the state (a crate that does not use
+/// symmem-device) is returned unchanged.
+pub fn state_to_constant_bank(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len());
+    for line in ptx.split_inclusive('\n') {
+        let moved = line
+            .trim_start()
+            .strip_prefix(".visible .global ")
+            .filter(|rest| {
+                rest.split_whitespace()
+                    .any(|word| word.split(['[', ';']).next() == Some(STATE_SYMBOL))
+            });
+        match moved {
+            Some(rest) => {
+                let indent = &line[..line.len() - line.trim_start().len()];
+                out.push_str(indent);
+                out.push_str(".visible .const ");
+                out.push_str(rest);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// The architecture kernel crates embed: `sm_80` PTX assembles for the A100 and JIT-loads
@@ -398,6 +436,25 @@ pub fn assemble_to(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_state_moves_to_the_constant_bank_and_nothing_else_does() {
+        let ptx = "\
+.visible .global .align 8 .b8 OTHER[8];
+.visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72] = {0, 0};
+.visible .global .align 8 .b8 SYMMEM_DEVICE_STATE_SHADOW[8];
+\tld.const.u32 %r1, [SYMMEM_DEVICE_STATE+8];
+";
+        assert_eq!(
+            state_to_constant_bank(ptx),
+            "\
+.visible .global .align 8 .b8 OTHER[8];
+.visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72] = {0, 0};
+.visible .global .align 8 .b8 SYMMEM_DEVICE_STATE_SHADOW[8];
+\tld.const.u32 %r1, [SYMMEM_DEVICE_STATE+8];
+"
+        );
+    }
 
     #[test]
     fn reads_the_package_name() {

@@ -79,10 +79,21 @@ fn current() -> &'static ThreadContext<'static> {
     unsafe { &*p }
 }
 
-/// The PE's device state.
+/// The PE's device state, by value.
 #[inline]
-pub fn state() -> &'static DeviceState {
-    current().state
+pub fn state() -> DeviceState {
+    *current().state
+}
+
+/// A load of memory that nothing writes while a kernel runs (the peer table); the GPU
+/// form lets the compiler read it once per kernel.
+///
+/// # Safety
+/// `p` must be a valid, aligned address that no one writes during the launch.
+#[inline]
+pub unsafe fn load_invariant_u64(p: *const u64) -> u64 {
+    // SAFETY: forwarded from the caller.
+    unsafe { p.read() }
 }
 
 /// `threadIdx`.

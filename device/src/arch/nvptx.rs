@@ -9,15 +9,88 @@
 use core::arch::asm;
 use core::arch::nvptx;
 
-use crate::state::{error_code, DeviceState, ErrorRecord, WaitSite, SYMMEM_DEVICE_STATE};
+use crate::state::{error_code, DeviceState, ErrorRecord, WaitSite};
 use crate::Dim3;
 
-/// The module's device state.
+/// One field of the module's state: a load from the constant bank by the symbol's name
+/// (the PTX build places [`crate::state::SYMMEM_DEVICE_STATE`] in `.const`), declared `pure` and
+/// `nomem` so that the compiler reads each field once per kernel: the host writes the
+/// state before a launch and never during one.
+macro_rules! state_field {
+    ($field:ident: u32) => {{
+        let v: u32;
+        // SAFETY: a load of a field of the module's state (layout checked in `state.rs`),
+        // which nothing writes during a launch.
+        unsafe {
+            asm!(
+                "ld.const.u32 {v}, [SYMMEM_DEVICE_STATE+{off}];",
+                v = out(reg32) v,
+                off = const core::mem::offset_of!(DeviceState, $field),
+                options(pure, nomem, nostack)
+            )
+        };
+        v
+    }};
+    ($field:ident: u64) => {{
+        let v: u64;
+        // SAFETY: as for the u32 fields.
+        unsafe {
+            asm!(
+                "ld.const.u64 {v}, [SYMMEM_DEVICE_STATE+{off}];",
+                v = out(reg64) v,
+                off = const core::mem::offset_of!(DeviceState, $field),
+                options(pure, nomem, nostack)
+            )
+        };
+        v
+    }};
+}
+
+/// The module's device state, by value.
+///
+/// Read from the constant bank, field by field, by loads the compiler may merge and hoist:
+/// a plain read of a `.global` state was repeated after every fence or atomic (their
+/// inline asm clobbers memory), and a system fence also empties the L1 cache, so each
+/// operation after a `quiet` paid a chain of dependent L2 loads (state, then the peer
+/// table) before its first store. Fields a caller does not use are not loaded.
 #[inline(always)]
-pub fn state() -> &'static DeviceState {
-    // SAFETY: the host writes the state before any launch and never during one; kernels
-    // only read it.
-    unsafe { &*core::ptr::addr_of!(SYMMEM_DEVICE_STATE) }
+pub fn state() -> DeviceState {
+    DeviceState {
+        version: state_field!(version: u32),
+        my_pe: state_field!(my_pe: u32),
+        n_pes: state_field!(n_pes: u32),
+        wait_timeout_ms: state_field!(wait_timeout_ms: u32),
+        heap_base: state_field!(heap_base: u64),
+        heap_size: state_field!(heap_size: u64),
+        peer_bases: state_field!(peer_bases: u64),
+        barrier_off: state_field!(barrier_off: u64),
+        epoch_off: state_field!(epoch_off: u64),
+        error: state_field!(error: u64),
+        proxy: state_field!(proxy: u64),
+    }
+}
+
+/// A load of global memory that nothing writes while a kernel runs (the device state, the
+/// peer table), through the non-coherent read-only path. Declared `pure` and `nomem`, so
+/// that the compiler reads each address once per kernel instead of after every fence.
+///
+/// # Safety
+/// `p` must be a valid, aligned address of global memory that no one writes during the
+/// launch.
+#[inline(always)]
+pub unsafe fn load_invariant_u64(p: *const u64) -> u64 {
+    let v: u64;
+    // SAFETY: the caller guarantees `p` is valid, aligned, global and unchanging for the
+    // launch, which is what `pure`/`nomem` and `.nc` assume.
+    unsafe {
+        asm!(
+            "{{ .reg .u64 %g; cvta.to.global.u64 %g, {p}; ld.global.nc.u64 {v}, [%g]; }}",
+            v = out(reg64) v,
+            p = in(reg64) p,
+            options(pure, nomem, nostack)
+        )
+    };
+    v
 }
 
 /// `threadIdx`.

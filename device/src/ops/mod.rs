@@ -40,8 +40,9 @@ pub fn n_pes() -> u32 {
 #[inline(always)]
 pub unsafe fn ptr<T>(sym: *const T, pe: u32) -> *mut T {
     let st = arch::state();
-    // SAFETY: `peer_bases` holds `n_pes` entries and the caller guarantees `pe < n_pes`.
-    let base = unsafe { *(st.peer_bases as *const u64).add(pe as usize) };
+    // SAFETY: `peer_bases` holds `n_pes` entries, the caller guarantees `pe < n_pes`, and
+    // the host does not change the table during a launch.
+    let base = unsafe { arch::load_invariant_u64((st.peer_bases as *const u64).add(pe as usize)) };
     if base == 0 {
         return core::ptr::null_mut();
     }

@@ -12,7 +12,7 @@ use super::{check, cuda_error, Gpu};
 use crate::error::{Error, Result};
 
 /// The symbol every module built with symmem-device defines once.
-pub(crate) const STATE_SYMBOL: &str = "SYMMEM_DEVICE_STATE";
+pub(crate) use symmem_device::state::STATE_SYMBOL;
 
 /// A PTX module loaded into a GPU PE's context.
 pub(crate) struct CudaModule {

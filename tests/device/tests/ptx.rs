@@ -70,12 +70,16 @@ fn is_plain_store(line: &str) -> bool {
 fn check_structure(ptx: &Ptx, crate_dir: &Path) {
     let text = &ptx.text;
     let what = format!("{} ({})", crate_dir.display(), ptx.arch);
-    let globals = text
-        .matches(".visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72]")
+    let states = text
+        .matches(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72]")
         .count();
     assert_eq!(
-        globals, 1,
-        "{what}: SYMMEM_DEVICE_STATE must be defined exactly once"
+        states, 1,
+        "{what}: SYMMEM_DEVICE_STATE must be defined exactly once, in the constant bank"
+    );
+    assert!(
+        !text.contains(".global .align 8 .b8 SYMMEM_DEVICE_STATE"),
+        "{what}: SYMMEM_DEVICE_STATE is also declared in .global"
     );
     for line in text.lines().map(str::trim) {
         // The proxy ring's ticket counter: GPU scope on purpose (checked where it belongs
@@ -211,7 +215,7 @@ fn check_proxy_path(funcs: &[(String, Vec<&str>)], what: &str, required: bool) {
 fn fake_ptx(body: &str) -> Ptx {
     Ptx {
         path: PathBuf::from("fake.ptx"),
-        text: format!(".visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72];\n.visible .entry k_put_signal(\n{body}"),
+        text: format!(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72];\n.visible .entry k_put_signal(\n{body}"),
         arch: "sm_90".into(),
     }
 }
@@ -221,6 +225,14 @@ fn the_cubins_and_the_jit_cap_registers_alike() {
     assert_eq!(
         symmem_ptx_build::MAX_REGISTERS,
         symmem::device::MAX_REGISTERS
+    );
+}
+
+#[test]
+fn the_build_moves_the_state_the_device_crate_declares() {
+    assert_eq!(
+        symmem_ptx_build::STATE_SYMBOL,
+        symmem::device::state::STATE_SYMBOL
     );
 }
 
@@ -273,7 +285,7 @@ fn the_checks_reject_a_gpu_scope_relaxed_atomic() {
 fn the_checks_reject_a_wait_that_acquires_on_every_poll() {
     let ptx = Ptx {
         path: PathBuf::from("fake.ptx"),
-        text: ".visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72];\n.visible .entry k_wait(\n$L1:\nld.acquire.sys.u64 %rd1, [%rd2];\n@%p1 bra $L1;".into(),
+        text: ".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72];\n.visible .entry k_wait(\n$L1:\nld.acquire.sys.u64 %rd1, [%rd2];\n@%p1 bra $L1;".into(),
         arch: "sm_90".into(),
     };
     check_structure(&ptx, Path::new("fake"));
