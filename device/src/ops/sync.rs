@@ -83,12 +83,11 @@ fn sync_rounds(fenced: bool) {
             addr: mine as u64,
             wanted: epoch,
         });
-        // Poll relaxed, acquire once the flag is there.
+        // Polled with acquire loads, as `wait_until` (see `signal.rs`).
         loop {
             // SAFETY: `mine` is this PE's own flag for this round.
-            let seen = unsafe { arch::load_relaxed_u64(mine) };
-            // SAFETY: as above.
-            if seen >= epoch && unsafe { arch::load_acquire_u64(mine) } >= epoch {
+            let seen = unsafe { arch::load_acquire_u64(mine) };
+            if seen >= epoch {
                 break;
             }
             backoff.snooze(seen);
