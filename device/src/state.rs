@@ -118,6 +118,11 @@ pub struct ErrorRecord {
     pub seen: u64,
     /// A timed-out wait: the value it waited for.
     pub wanted: u64,
+    /// Written by the host, never by the device: 1 + a PE that died while this PE's
+    /// kernel ran (`u64::MAX`: a failure not pinned on one PE), 0 while all are alive.
+    /// Device waits read it in their sleeping phase and fail with
+    /// [`error_code::PEER_FAILED`].
+    pub peer_failed: u64,
 }
 
 /// The PE field of a timed-out wait that waited for any PE (a signal anyone may send).
@@ -197,4 +202,8 @@ pub mod error_code {
     /// hold the PE it waited for ([`super::ANY_PE`]: any), the rest of the
     /// [`super::ErrorRecord`] what it waited for.
     pub const WAIT_TIMEOUT: u32 = 7;
+    /// A device wait stopped because the host found a failed peer
+    /// ([`super::ErrorRecord::peer_failed`]); the high bits hold the PE it waited for,
+    /// the rest of the record what it waited for, as for [`WAIT_TIMEOUT`].
+    pub const PEER_FAILED: u32 = 8;
 }

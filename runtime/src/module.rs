@@ -237,9 +237,13 @@ impl Runtime {
                     cooperative,
                     "GPU launch"
                 );
+                let device = self
+                    .device
+                    .as_ref()
+                    .expect("a CUDA module implies a GPU PE");
                 // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
                 // forwarded from the caller.
-                let result = unsafe {
+                let launched = unsafe {
                     m.launch(
                         op,
                         &info,
@@ -250,17 +254,51 @@ impl Runtime {
                         std::ptr::null_mut(),
                     )
                 };
+                // While it runs, a peer that dies fails the kernel's device waits (through
+                // the failed-peer word) and this launch with an error naming it.
+                let (result, peer_failure) = match launched {
+                    Err(e) => (Err(e), None),
+                    Ok(()) => crate::cuda::wait_for_kernel(
+                        || {
+                            device.gpu.legacy_stream_ended(|| {
+                                format!("kernel {} of module {}", info.name, m.name())
+                            })
+                        },
+                        || self.check_health(op).err(),
+                        |e| {
+                            device.flag_peer_failed(match e {
+                                Error::PeerFailed { pe, .. } => Some(*pe),
+                                _ => None,
+                            })
+                        },
+                    ),
+                };
                 tracing::debug!(
                     pe = self.my_pe(),
                     kernel = info.name,
                     ok = result.is_ok(),
                     "GPU kernel finished"
                 );
-                let device = self
-                    .device
-                    .as_ref()
-                    .expect("a CUDA module implies a GPU PE");
-                match (result, device.take_error()) {
+                let record = device.take_error();
+                // A kernel that ended well did not wait for the failed peer: the failure
+                // surfaces at this PE's next wait instead.
+                if let Some(failure) = peer_failure.filter(|_| result.is_err() || record.is_some())
+                {
+                    return Err(match (failure, record) {
+                        (Error::PeerFailed { pe, me, op, reason }, Some(w)) => Error::PeerFailed {
+                            pe,
+                            me,
+                            op,
+                            reason: format!(
+                                "{reason}; kernel {}: {}",
+                                info.name,
+                                crate::cuda::describe_error(&w, &self.device_state)
+                            ),
+                        },
+                        (failure, _) => failure,
+                    });
+                }
+                match (result, record) {
                     (Ok(()), None) => Ok(()),
                     (Ok(()), Some(w)) | (Err(_), Some(w)) => Err(Error::Module {
                         op,

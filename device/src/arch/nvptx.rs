@@ -218,16 +218,18 @@ pub fn fail(code: u32, pe: u32) -> ! {
 /// The error word's value while one timed-out thread fills the record's details.
 const CLAIMED: u64 = u64::MAX;
 
-/// Fails the kernel for a wait that outlasted its deadline: the first thread to get here
-/// fills the error record (what it waited for, the value it saw) and traps; the others
-/// wait until it has, then trap too (a trap ends the whole grid, so an early one could
-/// leave the record half written).
+/// Fails the kernel for a wait that had to stop (`code`: it outlasted its deadline, or
+/// the host found a failed peer): the first thread to get here fills the error record
+/// (what it waited for, the value it saw) and traps; the others wait until it has, then
+/// trap too (a trap ends the whole grid, so an early one could leave the record half
+/// written). Not named `*wait*`: the PTX check holds functions so named to the rules of
+/// waits.
 #[cold]
 #[inline(never)]
-fn fail_timed_out(site: &WaitSite, seen: u64) -> ! {
+fn fail_stalled(code: u32, site: &WaitSite, seen: u64) -> ! {
     let rec = state().error as *mut ErrorRecord;
     if rec.is_null() {
-        fail(error_code::WAIT_TIMEOUT, site.pe);
+        fail(code, site.pe);
     }
     // SAFETY: `error` is a host-provided, aligned, device-accessible ErrorRecord.
     unsafe {
@@ -248,7 +250,7 @@ fn fail_timed_out(site: &WaitSite, seen: u64) -> ! {
         store_relaxed_u64(core::ptr::addr_of_mut!((*rec).wanted), site.wanted);
     }
     fence_sys();
-    fail(error_code::WAIT_TIMEOUT, site.pe)
+    fail(code, site.pe)
 }
 
 /// `%globaltimer`: nanoseconds of the GPU's global clock.
@@ -515,12 +517,21 @@ pub unsafe fn atom_cas_u64(p: *mut u64, cond: u64, v: u64) -> u64 {
 /// NVSHMEM's, which spins.
 const SPIN_POLLS: u32 = 1024;
 
+/// Sleeping rounds of a device wait between two reads of the host's failed-peer word
+/// ([`ErrorRecord::peer_failed`], in host memory: about a microsecond across PCIe). At
+/// 32–256 ns of sleep a round, 1024 rounds are well under a millisecond.
+const PEER_CHECK_ROUNDS: u32 = 1024;
+
 /// The backoff of a device wait loop: a spin of [`SPIN_POLLS`] polls, then `nanosleep`
 /// with a period growing from 32 to 256 ns, short enough not to delay a late answer much.
 /// In the sleeping phase each round reads `%globaltimer`: a wait that lasts longer than
-/// the state's `wait_timeout_ms` fails the kernel, naming what it waited for.
+/// the state's `wait_timeout_ms` fails the kernel, naming what it waited for. Every
+/// [`PEER_CHECK_ROUNDS`] rounds it also reads whether the host found a failed peer, and
+/// fails the kernel naming the wait if so (the host names the peer).
 pub struct Backoff {
     step: u32,
+    /// Sleeping rounds, wrapping.
+    slept: u32,
     /// `%globaltimer` when the sleeping phase began; 0 before.
     since: u64,
     site: WaitSite,
@@ -532,20 +543,40 @@ impl Backoff {
     pub fn new(site: WaitSite) -> Self {
         Backoff {
             step: 0,
+            slept: 0,
             since: 0,
             site,
         }
     }
 
     /// Waits a little, longer each time once past the spin; `seen` is the value the wait
-    /// last read (reported if it times out).
+    /// last read (reported if it has to stop).
     #[inline(always)]
     pub fn snooze(&mut self, seen: u64) {
         if self.step >= SPIN_POLLS {
             nanosleep(32u32 << (self.step - SPIN_POLLS).min(3));
             self.check_deadline(seen);
+            self.slept = self.slept.wrapping_add(1);
+            if self.slept % PEER_CHECK_ROUNDS == 0 {
+                self.check_peers(seen);
+            }
         }
         self.step = self.step.saturating_add(1);
+    }
+
+    /// Fails the kernel if the host has found a failed peer.
+    #[inline(always)]
+    fn check_peers(&self, seen: u64) {
+        let rec = state().error as *const ErrorRecord;
+        if rec.is_null() {
+            return;
+        }
+        // SAFETY: `error` is a host-provided, aligned ErrorRecord in memory the GPU reads;
+        // the host writes `peer_failed` while kernels run, hence a system-scope load.
+        let failed = unsafe { load_relaxed_u64(core::ptr::addr_of!((*rec).peer_failed)) };
+        if failed != 0 {
+            fail_stalled(error_code::PEER_FAILED, &self.site, seen);
+        }
     }
 
     /// Fails the kernel once the sleeping phase has lasted the state's wait timeout.
@@ -559,7 +590,7 @@ impl Backoff {
         if self.since == 0 {
             self.since = now;
         } else if now.wrapping_sub(self.since) >= limit_ms as u64 * 1_000_000 {
-            fail_timed_out(&self.site, seen);
+            fail_stalled(error_code::WAIT_TIMEOUT, &self.site, seen);
         }
     }
 }

@@ -6,6 +6,7 @@
 //! name for the code.
 
 mod copy_stream;
+mod kernel_wait;
 mod mapped;
 mod module;
 mod proxy;
@@ -22,6 +23,7 @@ use crate::config::DeviceChoice;
 use crate::error::{Error, Result};
 
 pub(crate) use copy_stream::CopyStream;
+pub(crate) use kernel_wait::wait_for_kernel;
 pub(crate) use mapped::MappedHost;
 pub(crate) use module::CudaModule;
 pub(crate) use proxy::proxy_memory;
@@ -344,6 +346,21 @@ impl Gpu {
         )
     }
 
+    /// Whether the work on the legacy default stream (the kernels `Runtime::launch`
+    /// starts) has ended: `None` while it runs, else its result (`what` names it in an
+    /// error).
+    pub(crate) fn legacy_stream_ended(&self, what: impl FnOnce() -> String) -> Option<Result<()>> {
+        if let Err(e) = self.bind() {
+            return Some(Err(e));
+        }
+        // SAFETY: the context is current; the null stream is always valid.
+        match unsafe { sys::cuStreamQuery(std::ptr::null_mut()) } {
+            sys::CUresult::CUDA_SUCCESS => Some(Ok(())),
+            sys::CUresult::CUDA_ERROR_NOT_READY => None,
+            rc => Some(Err(cuda_error(rc, what(), self.pe, String::new()))),
+        }
+    }
+
     /// Copies `len` bytes from host `src` to device address `dst`; complete on return.
     ///
     /// # Safety
@@ -477,19 +494,31 @@ impl DeviceResources {
         }
     }
 
-    /// Takes the error record: what a kernel reported before trapping, if anything.
+    /// Takes the error record: what a kernel reported before trapping, if anything. The
+    /// failed-peer word is cleared too, for the next kernel.
     pub(crate) fn take_error(&self) -> Option<ErrorRecord> {
         let rec = self.words.host().cast::<ErrorRecord>();
         // SAFETY: the record stays allocated as long as `self`; the device writes it with
         // system-scope stores, so volatile loads see the last values once the kernel
         // ended.
         let r = unsafe { rec.read_volatile() };
-        if r.word == 0 {
+        if r.word == 0 && r.peer_failed == 0 {
             return None;
         }
         // SAFETY: as above.
         unsafe { rec.write_volatile(ErrorRecord::default()) };
-        Some(r)
+        (r.word != 0).then_some(r)
+    }
+
+    /// Tells this PE's running kernels that a peer failed (`pe`, or `None`: not pinned on
+    /// one PE): their device waits fail at their next check, within a millisecond.
+    pub(crate) fn flag_peer_failed(&self, pe: Option<usize>) {
+        let rec = self.words.host().cast::<ErrorRecord>();
+        let value = pe.map_or(u64::MAX, |pe| pe as u64 + 1);
+        // SAFETY: the record's `peer_failed` field, in the pinned allocation `self` owns;
+        // the device only reads it, so a volatile store is not a race with device stores.
+        unsafe { std::ptr::addr_of_mut!((*rec).peer_failed).write_volatile(value) };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -511,9 +540,12 @@ const RESULT_AT: usize = std::mem::size_of::<ErrorRecord>();
 /// Describes a kernel's error record (code in the low 32 bits of its word, PE in the high
 /// 32) on the PE whose state is `state`.
 pub(crate) fn describe_error(rec: &ErrorRecord, state: &symmem_device::DeviceState) -> String {
-    use symmem_device::state::{error_code::WAIT_TIMEOUT, WaitSite};
+    use symmem_device::state::{
+        error_code::{PEER_FAILED, WAIT_TIMEOUT},
+        WaitSite,
+    };
     let (code, pe) = (rec.word as u32, (rec.word >> 32) as u32);
-    if code == WAIT_TIMEOUT || rec.word == u64::MAX {
+    if code == WAIT_TIMEOUT || code == PEER_FAILED || rec.word == u64::MAX {
         let site = WaitSite {
             op: rec.wait as u32,
             cmp: (rec.wait >> 32) as u32,
@@ -521,6 +553,12 @@ pub(crate) fn describe_error(rec: &ErrorRecord, state: &symmem_device::DeviceSta
             addr: rec.addr,
             wanted: rec.wanted,
         };
+        if code == PEER_FAILED {
+            return format!(
+                "{} stopped: a peer failed",
+                crate::wait_report::describe_wait(state, &site, rec.seen)
+            );
+        }
         let limit = std::time::Duration::from_millis(state.wait_timeout_ms as u64);
         return crate::wait_report::timed_out(state, &site, rec.seen, limit);
     }

@@ -293,7 +293,8 @@ impl CudaModule {
     }
 
     /// Launches `info` with the argument addresses `args` on `stream` (null: the legacy
-    /// default stream, then waits for it); a launch on another stream is asynchronous.
+    /// default stream) without waiting for it: the caller waits (`Gpu::legacy_stream_ended`
+    /// or the stream's synchronization).
     ///
     /// # Safety
     /// `args` point at values matching the kernel's parameters; the kernel's memory
@@ -392,20 +393,12 @@ impl CudaModule {
             },
             pe,
         )?;
-        if !stream.is_null() {
-            return Ok(());
-        }
-        // SAFETY: the context is current; the null stream is always valid.
-        let rc = unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) };
-        if rc != sys::CUresult::CUDA_SUCCESS {
-            return Err(cuda_error(
-                rc,
-                format!("kernel {} of module {}", info.name, self.name),
-                pe,
-                String::new(),
-            ));
-        }
         Ok(())
+    }
+
+    /// The module's name, for errors.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 }
 

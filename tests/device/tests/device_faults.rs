@@ -163,6 +163,24 @@ fn a_device_wait_for_a_silent_peer_fails_at_its_deadline_naming_both_pes() {
     }
 }
 
+/// A peer process that exits while a kernel waits for it fails the launch within
+/// seconds (not at the 60 s deadline), naming the peer: the scenario the GPU bundle runs
+/// for the host's failed-peer word.
+#[test]
+fn a_peer_that_exits_during_a_kernel_wait_fails_it_at_once_naming_the_peer() {
+    let job = common::run(2, "peer_exits_in_kernel_wait");
+    let errors = job.lines_with("ERROR (expected)");
+    if errors.len() != 1 || !errors[0].contains("PE 1 failed while PE 0") {
+        job.fail("want one expected-error line naming PE 1 as the failed peer");
+    }
+    if !job.status.success() {
+        job.fail("want both PEs to exit 0");
+    }
+    if job.elapsed >= Duration::from_secs(20) {
+        job.fail("the failure took too long to surface");
+    }
+}
+
 /// Threads that return before their siblings' `sync_threads` count as arrived: the
 /// launch completes instead of hanging.
 #[test]

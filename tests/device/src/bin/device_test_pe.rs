@@ -112,6 +112,12 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
         CPU_ONLY,
     ),
     ("early_exit", failure::early_exit, Runs::GpuOneNode),
+    // A peer process that exits while a kernel waits for it fails the launch at once.
+    (
+        "peer_exits_in_kernel_wait",
+        failure::peer_exits_in_kernel_wait,
+        Runs::GpuOneNode,
+    ),
     // A device `g` through the proxy to a killed PE of another node (2 simulated nodes).
     ("kill_remote", failure::kill_remote, CPU_ONLY),
     // Deliberately missing fences, for the weak-ordering tests (they decide what to expect).

@@ -110,6 +110,43 @@ pub fn silent_peer(rt: &Runtime) -> Outcome {
     std::process::exit(0);
 }
 
+/// PE 1 exits (status 0, without finalize) a second after a barrier, while PE 0's kernel
+/// waits for its signal, under a deadline far away (`SYMMEM_TIMEOUT` unset: 60 s, or
+/// gpu-check's 120 s). The launch must fail within 20 s with an error naming PE 1: on a
+/// GPU the host finds the dead process while the kernel runs and sets the kernel's
+/// failed-peer word, which the device wait reads; on the CPU executor the wait checks
+/// its peers itself. PE 0 prints `ERROR (expected) after …: …`; both exit 0.
+pub fn peer_exits_in_kernel_wait(rt: &Runtime) -> Outcome {
+    let m = rt.load_module(&PTX).map_err(e2s)?;
+    let me = rt.my_pe();
+    ensure(rt.n_pes() == 2, || {
+        "peer_exits_in_kernel_wait runs on 2 PEs".into()
+    })?;
+    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    let s = sym(rt, &sig)?;
+    rt.barrier_all().map_err(e2s)?;
+    if me == 1 {
+        std::thread::sleep(Duration::from_secs(1));
+        std::process::exit(0);
+    }
+    let start = Instant::now();
+    // SAFETY: `s` is a symmetric address of one u64.
+    let r = unsafe { rt.launch(&m, k::wait_forever::KERNEL, 1, 64, (s,)) };
+    let waited = start.elapsed();
+    let text = match r {
+        Ok(()) => return Err("a kernel waiting for a signal from an exited PE succeeded".into()),
+        Err(e) => e.to_string(),
+    };
+    ensure(text.contains("PE 1 failed while PE 0"), || {
+        format!("the error does not name PE 1 as the failed peer: {text}")
+    })?;
+    ensure(waited < Duration::from_secs(20), || {
+        format!("the launch failed only after {waited:?}, not at once: {text}")
+    })?;
+    println!("ERROR (expected) after {waited:?}: {text}");
+    std::process::exit(0);
+}
+
 /// The last PE kills itself (SIGKILL) once the others are ready; every other PE launches a 64-thread
 /// kernel whose thread 0 waits for a signal from it. The launch must fail with
 /// `KernelFailed` naming the dead PE; the survivor prints `ERROR after …: …` and exits 3
