@@ -439,20 +439,22 @@ mod tests {
 
     #[test]
     fn the_state_moves_to_the_constant_bank_and_nothing_else_does() {
-        let ptx = "\
-.visible .global .align 8 .b8 OTHER[8];
-.visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72] = {0, 0};
-.visible .global .align 8 .b8 SYMMEM_DEVICE_STATE_SHADOW[8];
-\tld.const.u32 %r1, [SYMMEM_DEVICE_STATE+8];
-";
+        // A symbol whose name only starts with the state's stays in `.global`.
+        let longer = format!("{STATE_SYMBOL}_2");
+        let ptx = format!(
+            ".visible .global .align 8 .b8 OTHER[8];\n\
+             .visible .global .align 8 .b8 {STATE_SYMBOL}[72] = {{0, 0}};\n\
+             .visible .global .align 8 .b8 {longer}[8];\n\
+             \tld.const.u32 %r1, [{STATE_SYMBOL}+8];\n"
+        );
         assert_eq!(
-            state_to_constant_bank(ptx),
-            "\
-.visible .global .align 8 .b8 OTHER[8];
-.visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72] = {0, 0};
-.visible .global .align 8 .b8 SYMMEM_DEVICE_STATE_SHADOW[8];
-\tld.const.u32 %r1, [SYMMEM_DEVICE_STATE+8];
-"
+            state_to_constant_bank(&ptx),
+            format!(
+                ".visible .global .align 8 .b8 OTHER[8];\n\
+                 .visible .const .align 8 .b8 {STATE_SYMBOL}[72] = {{0, 0}};\n\
+                 .visible .global .align 8 .b8 {longer}[8];\n\
+                 \tld.const.u32 %r1, [{STATE_SYMBOL}+8];\n"
+            )
         );
     }
 

@@ -70,8 +70,8 @@ fn check(ptx: &EmbeddedPtx, kernels: &[KernelInfo]) {
     );
     assert!(
         ptx.ptx
-            .contains(".visible .global .align 8 .b8 SYMMEM_DEVICE_STATE[72]"),
-        "{}: the PTX does not define SYMMEM_DEVICE_STATE with the 72 bytes of DeviceState",
+            .contains(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72]"),
+        "{}: the PTX does not define SYMMEM_DEVICE_STATE in .const with the 72 bytes of DeviceState",
         ptx.crate_name
     );
     for (name, sizes) in &found {
