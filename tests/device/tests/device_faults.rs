@@ -165,10 +165,12 @@ fn a_device_wait_for_a_silent_peer_fails_at_its_deadline_naming_both_pes() {
 
 /// A peer process that exits while a kernel waits for it fails the launch within
 /// seconds (not at the 60 s deadline), naming the peer: the scenario the GPU bundle runs
-/// for the host's failed-peer word.
+/// for the host's failed-peer word. Self-launched whatever the launcher choice: a peer
+/// that exits with status 0 is seen through its pidfd, which the MPI bootstrap under
+/// mpirun does not exchange (mpirun itself reports it only at the end of the job).
 #[test]
 fn a_peer_that_exits_during_a_kernel_wait_fails_it_at_once_naming_the_peer() {
-    let job = common::run(2, "peer_exits_in_kernel_wait");
+    let job = common::run_self_launched(2, "peer_exits_in_kernel_wait");
     let errors = job.lines_with("ERROR (expected)");
     if errors.len() != 1 || !errors[0].contains("PE 1 failed while PE 0") {
         job.fail("want one expected-error line naming PE 1 as the failed peer");
