@@ -70,8 +70,9 @@ pub fn state() -> DeviceState {
     }
 }
 
-/// A load of global memory that nothing writes while a kernel runs (the device state, the
-/// peer table), through the non-coherent read-only path. Declared `pure` and `nomem`, so
+/// A load of global memory that nothing writes while a kernel runs (the peer table; the
+/// state itself is in the constant bank, see [`state`]), through the non-coherent
+/// read-only path. Declared `pure` and `nomem`, so
 /// that the compiler reads each address once per kernel instead of after every fence.
 ///
 /// # Safety
