@@ -154,6 +154,8 @@ run() {
     check "device_pipeline example ($n PEs)" "$bin/device_pipeline" --pes "$n"
     # Its table (device path vs host alltoall, GPU numbers) is in the log lines shown.
     check "moe_dispatch example ($n PEs)" env SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024,4096 --experts 8 --hidden 512
+    # Each PE its own node: runs staged and sent as one put each through the GPU proxy.
+    check "moe_dispatch example across simulated nodes ($n PEs)" env SYMMEM_SIMULATE_NODES="$n" SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024 --experts 8 --hidden 512
     check "put_signal_pipeline example, GPU numbers ($n PEs)" "$bin/put_signal_pipeline" --pes "$n" --chunk-kib 64,1024 --chunks 64
     check "transpose example, GPU numbers ($n PEs)" "$bin/transpose" --pes "$n" --sizes 1024,2048 --iters 5
   done

@@ -12,10 +12,11 @@ moe_dispatch: device-initiated MoE token dispatch and combine, against a host al
 Each PE owns T tokens of H u64s. A seeded, skewed (Zipf-like) router sends every token to
 k distinct experts out of E, spread evenly over the PEs, each choice with an integer weight.
 The device path runs three kernels per PE with no host round trip between them: dispatch
-(atomic_fetch_add reserves a slot on the expert's PE, put_nbi writes the token, a signal per
-source PE carries the count), expert (waits for every source, applies expert e's function
-x*(e+1)+e, returns each row with put_signal_nbi) and combine (waits for every row, weighted
-sum). The baseline does the same with host collectives: counts alltoall, payload alltoall,
+(each block reserves its run of tokens per expert with one atomic_fetch_add on the expert's
+PE, puts the rows straight to PEs it maps and one batch per run to the others, then hands
+each PE its run descriptors and a signal), expert (takes the source PEs as they finish,
+applies expert e's function x*(e+1)+e, returns each run with one put_signal_nbi) and
+combine (waits for every row, weighted sum). The baseline does the same with host collectives: counts alltoall, payload alltoall,
 host expert function, alltoall back, host combine. Every step of both is checked exactly
 against a host reference; timings are medians over the iterations, the slowest PE per step.
 

@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use symmem::{Module, Runtime, SymBuf};
-use symmem_example_kernels::moe::{moe_combine, moe_dispatch, moe_expert, DROPPED};
+use symmem_example_kernels::moe::{
+    moe_combine, moe_dispatch, moe_expert, Ctrl, DROPPED, RUN_WORDS,
+};
 
 use crate::args::Scope;
 use crate::check::Output;
@@ -30,40 +32,29 @@ pub struct DevicePath<'a> {
     geometry: Geometry,
     tokens: SymBuf<u64>,
     route: SymBuf<u64>,
-    slot_of: SymBuf<u64>,
+    pos_of: SymBuf<u64>,
+    plan: SymBuf<u64>,
+    send: SymBuf<u64>,
     recv: SymBuf<u64>,
-    origin: SymBuf<u64>,
+    runs: SymBuf<u64>,
+    status: SymBuf<i32>,
+    pick: SymBuf<u64>,
     combine_in: SymBuf<u64>,
     out: SymBuf<u64>,
-    /// `counters[El] | dispatch_sig[n] | combine_sig[n] | sent[n] | received[n]`, zeroed
-    /// before each step with one put.
+    /// [`Ctrl`]: counters and signals, zeroed before each step with one put.
     ctrl: SymBuf<u64>,
 }
 
-/// Indices of the parts of the control buffer.
-struct Ctrl {
-    dispatch_sig: usize,
-    combine_sig: usize,
-    sent: usize,
-    received: usize,
-    len: usize,
-}
-
-impl Ctrl {
-    fn of(shape: &Shape) -> Self {
-        let (el, n) = (shape.experts_per_pe(), shape.n_pes);
-        Ctrl {
-            dispatch_sig: el,
-            combine_sig: el + n,
-            sent: el + 2 * n,
-            received: el + 3 * n,
-            len: el + 4 * n,
-        }
+/// The control buffer's layout for `shape`.
+fn ctrl_of(shape: &Shape) -> Ctrl {
+    Ctrl {
+        experts_per_pe: shape.experts_per_pe(),
+        n_pes: shape.n_pes,
     }
 }
 
 /// The symmetric address of `buf` on this PE, for kernel arguments.
-fn sym(rt: &Runtime, buf: &SymBuf<u64>) -> symmem::Result<*mut u64> {
+fn sym<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
     Ok(rt
         .ptr(buf, rt.my_pe())?
         .expect("own heap is mapped")
@@ -81,7 +72,11 @@ impl<'a> DevicePath<'a> {
         tokens: &[u64],
     ) -> symmem::Result<Self> {
         let (t, h, k) = (shape.tokens, shape.hidden, shape.top_k);
-        let slots = shape.experts_per_pe() * shape.capacity;
+        let (n, el, blocks) = (
+            shape.n_pes,
+            shape.experts_per_pe(),
+            geometry.blocks as usize,
+        );
         let path = DevicePath {
             rt,
             module,
@@ -89,12 +84,16 @@ impl<'a> DevicePath<'a> {
             geometry,
             tokens: rt.alloc(t * h)?,
             route: rt.alloc(t * k)?,
-            slot_of: rt.alloc(t * k)?,
-            recv: rt.alloc(slots * h)?,
-            origin: rt.alloc(slots)?,
+            pos_of: rt.alloc(t * k)?,
+            plan: rt.alloc(blocks * shape.experts * RUN_WORDS)?,
+            send: rt.alloc(t * k * h)?,
+            recv: rt.alloc(el * shape.capacity * h)?,
+            runs: rt.alloc(n * blocks * el * RUN_WORDS)?,
+            status: rt.alloc(blocks * n)?,
+            pick: rt.alloc(blocks)?,
             combine_in: rt.calloc(t * k * h)?,
             out: rt.alloc(t * h)?,
-            ctrl: rt.alloc(Ctrl::of(&shape).len)?,
+            ctrl: rt.alloc(ctrl_of(&shape).words())?,
         };
         let me = rt.my_pe();
         rt.put(path.tokens.at(0), tokens, me)?;
@@ -106,28 +105,20 @@ impl<'a> DevicePath<'a> {
     /// combine, each timed on this PE.
     pub fn step(&self) -> symmem::Result<Times> {
         let (rt, s, g) = (self.rt, &self.shape, self.geometry);
-        let ctrl = Ctrl::of(s);
         let me = rt.my_pe();
-        rt.put(self.ctrl.at(0), &vec![0u64; ctrl.len], me)?;
+        rt.put(self.ctrl.at(0), &vec![0u64; ctrl_of(s).words()], me)?;
         rt.barrier_all()?;
-        let c = sym(rt, &self.ctrl)?;
-        // SAFETY: the control buffer holds `ctrl.len` u64s; the parts below lie inside it.
-        let (dispatch_sig, combine_sig, sent, received) = unsafe {
-            (
-                c.add(ctrl.dispatch_sig),
-                c.add(ctrl.combine_sig),
-                c.add(ctrl.sent),
-                c.add(ctrl.received),
-            )
-        };
         let warp = u32::from(g.scope == Scope::Warp);
-        let (route, slot_of) = (sym(rt, &self.route)?, sym(rt, &self.slot_of)?);
-        let (recv, origin) = (sym(rt, &self.recv)?, sym(rt, &self.origin)?);
+        let (route, pos_of, ctrl) = (
+            sym(rt, &self.route)?,
+            sym(rt, &self.pos_of)?,
+            sym(rt, &self.ctrl)?,
+        );
+        let (recv, runs) = (sym(rt, &self.recv)?, sym(rt, &self.runs)?);
         let (combine_in, out) = (sym(rt, &self.combine_in)?, sym(rt, &self.out)?);
         let start = Instant::now();
         // SAFETY: every pointer is the symmetric address of a live allocation of this run,
-        // sized by `new` for the shape the kernels are given; the counters are the first
-        // `experts_per_pe` words of the control buffer.
+        // sized by `new` for the shape and geometry the kernels are given.
         unsafe {
             rt.launch(
                 self.module,
@@ -137,12 +128,12 @@ impl<'a> DevicePath<'a> {
                 (
                     sym(rt, &self.tokens)?.cast_const(),
                     route.cast_const(),
-                    slot_of,
-                    c,
+                    pos_of,
+                    sym(rt, &self.plan)?,
+                    sym(rt, &self.send)?,
                     recv,
-                    origin,
-                    sent,
-                    dispatch_sig,
+                    runs,
+                    ctrl,
                     s.tokens,
                     s.hidden,
                     s.top_k,
@@ -162,12 +153,11 @@ impl<'a> DevicePath<'a> {
                 g.threads,
                 (
                     recv,
-                    origin.cast_const(),
-                    c,
-                    dispatch_sig,
-                    received,
+                    runs.cast_const(),
+                    ctrl,
+                    sym(rt, &self.status)?,
+                    sym(rt, &self.pick)?,
                     combine_in,
-                    combine_sig,
                     s.hidden,
                     s.experts_per_pe(),
                     s.capacity,
@@ -187,13 +177,13 @@ impl<'a> DevicePath<'a> {
                 (
                     combine_in.cast_const(),
                     route.cast_const(),
-                    slot_of.cast_const(),
-                    sent,
-                    combine_sig,
+                    pos_of.cast_const(),
+                    ctrl,
                     out,
                     s.tokens,
                     s.hidden,
                     s.top_k,
+                    s.experts_per_pe(),
                 ),
             )?
         };
@@ -202,19 +192,20 @@ impl<'a> DevicePath<'a> {
     }
 
     /// Reads back the step's output and checks what the kernels counted against the
-    /// routing's `loads`: every expert of this PE saw one reservation per routed token,
-    /// the dispatch signals announced exactly the rows its experts hold, and every row
-    /// this PE sent came back.
+    /// routing's `loads`: every expert of this PE saw reservations for every routed token,
+    /// the dispatch signals announced exactly the rows its experts hold, every row this PE
+    /// sent came back, and every kept choice has a position inside the buffers.
     pub fn collect(&self, loads: &[u64]) -> Result<Output, String> {
         let (rt, s) = (self.rt, &self.shape);
         let me = rt.my_pe();
         let io = |e: symmem::Error| e.to_string();
-        let ctrl_at = Ctrl::of(s);
-        let mut ctrl = vec![0u64; ctrl_at.len];
+        let layout = ctrl_of(s);
+        let mut ctrl = vec![0u64; layout.words()];
         rt.get(self.ctrl.at(0), &mut ctrl, me).map_err(io)?;
         let el = s.experts_per_pe();
         let mut held = 0;
-        for (local, &count) in ctrl[..el].iter().enumerate() {
+        let counters = &ctrl[layout.counters()..layout.counters() + el];
+        for (local, &count) in counters.iter().enumerate() {
             let e = me * el + local;
             if count != loads[e] {
                 return Err(format!(
@@ -224,7 +215,7 @@ impl<'a> DevicePath<'a> {
             }
             held += count.min(s.capacity as u64);
         }
-        let received = &ctrl[ctrl_at.received..ctrl_at.received + s.n_pes];
+        let received = &ctrl[layout.received()..layout.received() + s.n_pes];
         let announced: u64 = received.iter().sum();
         if announced != held {
             return Err(format!(
@@ -232,30 +223,30 @@ impl<'a> DevicePath<'a> {
             ));
         }
         for q in 0..s.n_pes {
-            let (back, sent) = (ctrl[ctrl_at.combine_sig + q], ctrl[ctrl_at.sent + q]);
+            let (back, sent) = (ctrl[layout.combine_sig() + q], ctrl[layout.sent() + q]);
             if back != sent {
                 return Err(format!(
                     "device path: PE {me} sent {sent} rows to PE {q}'s experts but got {back} back"
                 ));
             }
         }
-        let mut slot_of = vec![0u64; s.tokens * s.top_k];
-        rt.get(self.slot_of.at(0), &mut slot_of, me).map_err(io)?;
-        if let Some((c, &slot)) = slot_of
+        let choices = s.tokens * s.top_k;
+        let mut pos_of = vec![0u64; choices];
+        rt.get(self.pos_of.at(0), &mut pos_of, me).map_err(io)?;
+        if let Some((c, &pos)) = pos_of
             .iter()
             .enumerate()
-            .find(|(_, &x)| x != DROPPED && x >= s.capacity as u64)
+            .find(|(_, &x)| x != DROPPED && x >= choices as u64)
         {
             return Err(format!(
-                "device path: PE {me} choice {c} got slot {slot}, beyond the capacity {}",
-                s.capacity
+                "device path: PE {me} choice {c} got position {pos}, beyond its {choices} choices"
             ));
         }
         let mut out = vec![0u64; s.tokens * s.hidden];
         rt.get(self.out.at(0), &mut out, me).map_err(io)?;
         Ok(Output {
             out,
-            kept: slot_of.iter().map(|&x| x != DROPPED).collect(),
+            kept: pos_of.iter().map(|&x| x != DROPPED).collect(),
         })
     }
 
@@ -265,9 +256,13 @@ impl<'a> DevicePath<'a> {
         rt.free(self.ctrl)?;
         rt.free(self.out)?;
         rt.free(self.combine_in)?;
-        rt.free(self.origin)?;
+        rt.free(self.pick)?;
+        rt.free(self.status)?;
+        rt.free(self.runs)?;
         rt.free(self.recv)?;
-        rt.free(self.slot_of)?;
+        rt.free(self.send)?;
+        rt.free(self.plan)?;
+        rt.free(self.pos_of)?;
         rt.free(self.route)?;
         rt.free(self.tokens)
     }
