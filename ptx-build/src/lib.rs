@@ -331,7 +331,8 @@ fn embed_sass(ptx: &Ptx, out: &Path) -> String {
             "SYMMEM_SASS_ARCH={arch:?} is not an architecture like sm_90"
         ))
     } else if let Some(ptxas) = find_ptxas() {
-        assemble_to(&ptxas, ptx, &arch, &cubin).map_err(|e| e.to_string())
+        let cache = shared_ptx_dir(out).join("sass");
+        assemble_cached(&ptxas, ptx, &arch, &cubin, &cache).map_err(|e| e.to_string())
     } else {
         Err("ptxas was not found (set SYMMEM_PTXAS or pip install nvidia-cuda-nvcc-cu12)".into())
     };
@@ -347,6 +348,46 @@ fn embed_sass(ptx: &Ptx, out: &Path) -> String {
             String::new()
         }
     }
+}
+
+/// [`assemble_to`] through a cache of cubins in `cache`, keyed by the PTX, the
+/// architecture, the register cap and the ptxas used: the debug and release builds (and
+/// builds with other features) of a kernel crate embed the same PTX, and ptxas takes
+/// minutes on a large one. A cache entry is written whole (a temporary file, then a
+/// rename), so a concurrent or interrupted build never reads half a cubin.
+fn assemble_cached(
+    ptxas: &Path,
+    ptx: &Ptx,
+    arch: &str,
+    out: &Path,
+    cache: &Path,
+) -> Result<(), PtxBuildError> {
+    use std::hash::{Hash, Hasher};
+    let mut key = std::collections::hash_map::DefaultHasher::new();
+    // An upgraded ptxas at the same path is another key: its size and time differ.
+    let tool = std::fs::metadata(ptxas).map_err(|e| PtxBuildError::Io(ptxas.to_path_buf(), e))?;
+    (
+        &ptx.text,
+        arch,
+        MAX_REGISTERS,
+        ptxas,
+        tool.len(),
+        tool.modified().ok(),
+    )
+        .hash(&mut key);
+    let entry = cache.join(format!("{arch}-{:016x}.cubin", key.finish()));
+    if !entry.is_file() {
+        std::fs::create_dir_all(cache).map_err(|e| PtxBuildError::Io(cache.to_path_buf(), e))?;
+        let partial = cache.join(format!(
+            "{}.{}.partial",
+            entry.file_name().unwrap_or_default().to_string_lossy(),
+            std::process::id()
+        ));
+        assemble_to(ptxas, ptx, arch, &partial)?;
+        std::fs::rename(&partial, &entry).map_err(|e| PtxBuildError::Io(entry.clone(), e))?;
+    }
+    std::fs::copy(&entry, out).map_err(|e| PtxBuildError::Io(out.to_path_buf(), e))?;
+    Ok(())
 }
 
 /// One nested target directory for every kernel crate of the outer build, so `core` is

@@ -1,34 +1,36 @@
-//! Every kernel crate builds to PTX and assembles with ptxas for sm_80 and sm_90, and the
-//! PTX has the ordering the design requires: AMOs relaxed at system scope, each signal one
-//! `fence.sc.sys` then a relaxed store or add, waits that acquire at system scope.
+//! The PTX every kernel crate embeds (what GPU PEs load: `sm_80` PTX, JIT-loaded or
+//! assembled on later GPUs) assembles with ptxas for sm_80 and sm_90, and has the ordering
+//! the design requires: AMOs relaxed at system scope, each signal one `fence.sc.sys` then a
+//! relaxed store or add, waits that acquire at system scope.
 //!
-//! Needs the nvptx toolchain pieces (rustup components, `ptxas` from the PyPI wheel
-//! `nvidia-cuda-nvcc-cu12`); `scripts/test-all.sh` installs them and sets
-//! `SYMMEM_REQUIRE_PTX=1`, which turns a missing tool into a failure. Without it the test
-//! is skipped with the reason printed.
+//! The kernel crates' build scripts build the PTX (`symmem_ptx_build::embed_from_build_script`);
+//! this test checks what they embedded rather than building every crate again. It needs
+//! `ptxas` from the PyPI wheel `nvidia-cuda-nvcc-cu12` and PTX in the build (the nvptx
+//! rustup components); `scripts/test-all.sh` installs both and sets `SYMMEM_REQUIRE_PTX=1`,
+//! which turns a missing tool or PTX into a failure. Without it the test is skipped with the
+//! reason printed.
 
 use std::path::{Path, PathBuf};
 
-use symmem_ptx_build::{assemble, find_ptxas, Ptx, PtxBuilder};
+use symmem::device::EmbeddedPtx;
+use symmem_ptx_build::{assemble_to, find_ptxas, Ptx, EMBED_ARCH};
 
+/// The GPUs the embedded PTX must assemble for: the A100 and the H100/H200.
 const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The kernel crates: the device crate itself, the test, example and perftest kernels.
-fn kernel_crates() -> Vec<PathBuf> {
+/// The kernel crates' embedded PTX: the test, example, perftest and runtime kernels (every
+/// device function a kernel uses is compiled into one of them).
+fn embedded() -> [(&'static str, &'static EmbeddedPtx); 4] {
     [
-        "device",
-        "tests/kernels",
-        "examples/kernels",
-        "benches/kernels",
-        "runtime/kernels",
+        ("tests/kernels", &symmem_test_kernels::PTX),
+        ("examples/kernels", &symmem_example_kernels::PTX),
+        ("benches/kernels", &symmem_bench_kernels::PTX),
+        ("runtime/kernels", &symmem_runtime_kernels::PTX),
     ]
-    .iter()
-    .map(|c| workspace().join(c))
-    .collect()
 }
 
 /// The functions of a PTX module: (name, body lines), entries and device functions alike.
@@ -295,7 +297,7 @@ fn the_checks_reject_a_wait_that_never_acquires() {
 }
 
 #[test]
-fn every_kernel_crate_assembles_for_sm80_and_sm90_with_the_required_ordering() {
+fn every_embedded_module_assembles_for_sm80_and_sm90_with_the_required_ordering() {
     let required = std::env::var("SYMMEM_REQUIRE_PTX").is_ok_and(|v| v == "1");
     let Some(ptxas) = find_ptxas() else {
         assert!(!required, "SYMMEM_REQUIRE_PTX=1 but ptxas was not found (set SYMMEM_PTXAS or install nvidia-cuda-nvcc-cu12)");
@@ -304,35 +306,65 @@ fn every_kernel_crate_assembles_for_sm80_and_sm90_with_the_required_ordering() {
         );
         return;
     };
-    if let Err(e) = symmem_ptx_build::ensure_components() {
-        assert!(
-            !required,
-            "SYMMEM_REQUIRE_PTX=1 but the nvptx components are missing: {e}"
-        );
-        eprintln!("skipped: cannot install the nvptx toolchain components: {e}");
-        return;
-    }
-    let target_root = workspace().join("target/ptx-test");
-    for arch in ARCHS {
-        for dir in kernel_crates() {
-            let ptx = PtxBuilder::new(&dir)
-                .arch(arch)
-                .target_dir(target_root.join(arch))
-                .build()
-                .unwrap_or_else(|e| panic!("building {} for {arch}: {e}", dir.display()));
+    let dir = workspace().join("target/ptx-test");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    // (module, GPU) pairs still to assemble; a cubin the build embedded (`SYMMEM_SASS_ARCH`,
+    // as `scripts/gpu-check.sh bundle` and the test command set it) already shows that
+    // its pair assembles, with the same ptxas and register cap.
+    let mut modules = Vec::new();
+    for (crate_dir, module) in embedded() {
+        if module.ptx.is_empty() {
             assert!(
-                ptx.text.contains(&format!(".target {arch}")),
-                "{}",
-                ptx.path.display()
+                !required,
+                "SYMMEM_REQUIRE_PTX=1 but {} embeds no PTX: {}",
+                module.crate_name, module.missing
             );
-            assemble(&ptxas, &ptx)
+            eprintln!("skipped {}: {}", module.crate_name, module.missing);
+            continue;
+        }
+        assert_eq!(module.arch, EMBED_ARCH, "{}", module.crate_name);
+        let path = dir.join(format!("{}.ptx", module.crate_name));
+        std::fs::write(&path, module.ptx)
+            .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        let ptx = Ptx {
+            path,
+            text: module.ptx.to_string(),
+            arch: module.arch.to_string(),
+        };
+        check_structure(&ptx, &workspace().join(crate_dir));
+        let embedded_cubin = (!module.sass.is_empty()).then_some(module.sass_arch);
+        if let Some(arch) = embedded_cubin {
+            eprintln!("ok: {} embeds a cubin for {arch}", module.crate_name);
+        }
+        let archs: Vec<_> = ARCHS
+            .into_iter()
+            .filter(|&a| Some(a) != embedded_cubin)
+            .collect();
+        modules.push((ptx, archs));
+    }
+    // ptxas takes minutes on the test kernels (11 MB of PTX) and uses one core: assemble
+    // every (module, GPU) pair at once.
+    std::thread::scope(|scope| {
+        let jobs: Vec<_> = modules
+            .iter()
+            .flat_map(|(ptx, archs)| archs.iter().map(move |&arch| (ptx, arch)))
+            .map(|(ptx, arch)| {
+                let ptxas = &ptxas;
+                let job =
+                    scope.spawn(move || assemble_to(ptxas, ptx, arch, Path::new("/dev/null")));
+                (ptx, arch, job)
+            })
+            .collect();
+        for (ptx, arch, job) in jobs {
+            job.join()
+                .expect("the ptxas thread panicked")
                 .unwrap_or_else(|e| panic!("ptxas {arch} {}: {e}", ptx.path.display()));
-            check_structure(&ptx, &dir);
             eprintln!(
-                "ok: {} for {arch}: {} entry points",
-                dir.display(),
+                "ok: {} ({}) assembles for {arch}: {} entry points",
+                ptx.path.display(),
+                ptx.arch,
                 ptx.text.matches(".entry").count()
             );
         }
-    }
+    });
 }
