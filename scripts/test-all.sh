@@ -92,6 +92,17 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --features mpi -- -D warnings
 
+step "the book (docs/): mdbook builds it without a warning; its Rust samples compile as doctests of the facade crate (src/lib.rs), tests/book.rs checks the README against it"
+if [ ! -x target/tools/bin/mdbook ]; then
+  cargo install --quiet --locked mdbook --version 0.5.4 --no-default-features --root target/tools
+fi
+book_log=$(target/tools/bin/mdbook build docs 2>&1)
+echo "$book_log"
+if grep -Eq 'WARN|ERROR' <<< "$book_log"; then
+  echo "mdbook warned: fix the book"
+  exit 1
+fi
+
 step "the ib transport (feature ib: sideway builds with cmake + libclang, loads libibverbs at run time): lints, and the unit tests that need no RDMA device"
 cargo clippy -p symmem-runtime --all-targets --features ib -- -D warnings
 cargo test -p symmem-runtime --features ib --lib ib

@@ -1,5 +1,5 @@
 //! `symmem-info`: every variable of the configuration table with its default (and the
-//! table matches what the code reads and what the README lists), the build features and
+//! table matches what the code reads and what the book's configuration chapter lists), the build features and
 //! devices, the CPU debugging modes with the values it finds in the environment (the
 //! ordering mode and its seed, the lane schedule, the stack size, how to debug a kernel on
 //! CPU PEs), and with `--pes N` the route of every PE pair: direct within a (simulated)
@@ -74,7 +74,7 @@ fn weak_mode_its_seed_the_schedule_and_the_stack_size_are_shown() {
 }
 
 /// Every variable of the configuration table, printed with its default; the table is the
-/// one list of variables, so the printout, the README and the code cannot drift apart.
+/// one list of variables, so the printout, the book and the code cannot drift apart.
 #[test]
 fn every_variable_of_the_table_is_printed_with_its_default() {
     let out = info(&[]);
@@ -163,15 +163,13 @@ fn every_variable_the_code_names_is_in_the_table() {
     );
 }
 
-/// The README's configuration table lists exactly the table's variables.
+/// The book's configuration chapter lists exactly the table's variables.
 #[test]
-fn the_readme_lists_exactly_the_tables_variables() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let start = readme
-        .find("\n## Configuration")
-        .expect("a Configuration section");
-    let section = &readme[start + 1..];
-    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+fn the_book_lists_exactly_the_tables_variables() {
+    let chapter = repo().join("docs/src/configuration.md");
+    let text = std::fs::read_to_string(&chapter).expect("docs/src/configuration.md");
+    // The chapter's own section, before its first subsection.
+    let section = &text[..text.find("\n## ").unwrap_or(text.len())];
     let listed: Vec<&str> = section
         .lines()
         .filter_map(|l| l.strip_prefix("| `"))
@@ -181,13 +179,13 @@ fn the_readme_lists_exactly_the_tables_variables() {
     for name in &table {
         assert!(
             listed.contains(name),
-            "{name} is missing from the README's table"
+            "{name} is missing from the table in docs/src/configuration.md"
         );
     }
     for name in &listed {
         assert!(
             table.contains(name),
-            "the README lists {name}, which is not in the table"
+            "docs/src/configuration.md lists {name}, which is not in the table"
         );
     }
 }

@@ -391,13 +391,18 @@ fn assemble_cached(
 }
 
 /// One nested target directory for every kernel crate of the outer build, so `core` is
-/// built once: `<outer target dir>/symmem-ptx`, found from `OUT_DIR` by the
-/// `CACHEDIR.TAG` cargo keeps at the root of a target directory.
+/// built once and cubins are shared between profiles and feature sets:
+/// `<outer target dir>/symmem-ptx`. `OUT_DIR` is
+/// `<target dir>/[<triple>/]<profile>/build/<package>-<hash>/out`; anywhere else (a
+/// build script run by hand), `OUT_DIR/ptx`.
 fn shared_ptx_dir(out_dir: &Path) -> PathBuf {
     out_dir
-        .ancestors()
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
-        .map_or_else(|| out_dir.join("ptx"), |d| d.join("symmem-ptx"))
+        .parent()
+        .and_then(Path::parent)
+        .filter(|build| build.file_name() == Some("build".as_ref()))
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .map_or_else(|| out_dir.join("ptx"), |target| target.join("symmem-ptx"))
 }
 
 /// The package name in `<dir>/Cargo.toml`.
@@ -477,6 +482,24 @@ pub fn assemble_to(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_crates_share_one_nested_target_dir_per_outer_target_dir() {
+        let shared = |out: &str| shared_ptx_dir(Path::new(out));
+        assert_eq!(
+            shared("/w/target/debug/build/k-0123/out"),
+            Path::new("/w/target/symmem-ptx")
+        );
+        assert_eq!(
+            shared("/w/target/release/build/k-4567/out"),
+            Path::new("/w/target/symmem-ptx")
+        );
+        assert_eq!(
+            shared("/w/target/x86_64-unknown-linux-gnu/debug/build/k-0123/out"),
+            Path::new("/w/target/x86_64-unknown-linux-gnu/symmem-ptx")
+        );
+        assert_eq!(shared("/tmp/out"), Path::new("/tmp/out/ptx"));
+    }
 
     #[test]
     fn the_state_moves_to_the_constant_bank_and_nothing_else_does() {

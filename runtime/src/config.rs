@@ -1,7 +1,7 @@
 //! Configuration from `SYMMEM_*` environment variables, read once at init.
 //!
 //! One declarative table ([`VARIABLES`]) drives parsing, the `symmem-info` printout and
-//! the README's list. A bad value is an error that names the variable; it never falls back
+//! the list in the book (`docs/src/configuration.md`). A bad value is an error that names the variable; it never falls back
 //! to a default silently. An unknown `SYMMEM_*` variable (a typo, usually) is warned about.
 
 use std::time::Duration;

@@ -346,7 +346,7 @@ symrun -n 2 PROGRAM || break; done
     weak mode logs its seed (\"SYMMEM_ORDERING_SEED=N replays this run\") and a failed launch \
 names its lane schedule (\"[lane schedule: SYMMEM_EXEC_SEED=N]\"); rerun with both to replay \
 the failure. A missing fence shows as wrong data, a reused put_nbi source as an error from \
-quiet. See the README's \"Debugging kernels on CPU PEs\".",
+quiet. See docs/src/debugging.md (the book's \"Debugging kernels on CPU PEs\").",
         config.exec_stack_size >> 10
     )
 }

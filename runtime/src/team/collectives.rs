@@ -104,7 +104,7 @@
 //! stream-ordered `*_on_stream` forms are in `team/on_stream.rs`. The algorithms are the
 //! ones above: a tree or ring for large broadcasts across nodes, recursive halving for
 //! `reducescatter`, and recursive doubling for teams whose size is not a power of two, are
-//! not built (see the README).
+//! not built (see the book, `docs/src/collectives.md`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
