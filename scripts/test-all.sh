@@ -94,7 +94,8 @@ cargo clippy --workspace --all-targets --features mpi -- -D warnings
 
 step "the book (docs/): mdbook builds it without a warning; its Rust samples compile as doctests of the facade crate (src/lib.rs), tests/book.rs checks the README against it"
 if [ ! -x target/tools/bin/mdbook ]; then
-  cargo install --quiet --locked mdbook --version 0.5.4 --no-default-features --root target/tools
+  # A debug build: it installs in half the time and renders a book this size in a blink.
+  cargo install --quiet --debug --locked mdbook --version 0.5.4 --no-default-features --root target/tools
 fi
 book_log=$(target/tools/bin/mdbook build docs 2>&1)
 echo "$book_log"
