@@ -67,6 +67,16 @@ pub const DEFAULT_EXEC_STACK: usize = 256 << 10;
 /// How long a device wait may last when `SYMMEM_TIMEOUT` is not set: long enough for real
 /// work, short enough that a kernel waiting for a silent peer fails with a name.
 pub const DEFAULT_DEVICE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `SYMMEM_MAX_TEAMS` when unset: NVSHMEM's default (`NVSHMEM_MAX_TEAMS`), TEAM_WORLD and
+/// TEAM_NODE included.
+pub const DEFAULT_MAX_TEAMS: usize = 32;
+
+/// The smallest `SYMMEM_MAX_TEAMS`: room for TEAM_WORLD and TEAM_NODE.
+pub const MIN_MAX_TEAMS: usize = 2;
+
+/// The largest `SYMMEM_MAX_TEAMS`.
+pub const MAX_MAX_TEAMS: usize = 4096;
 /// Smallest `SYMMEM_EXEC_STACK_SIZE`.
 const MIN_EXEC_STACK: usize = 16 << 10;
 
@@ -305,22 +315,19 @@ impl Config {
         };
         let max_teams = match get("SYMMEM_MAX_TEAMS") {
             Some(v) => match v.parse::<usize>() {
-                Ok(t) if (crate::team::MIN_MAX_TEAMS..=crate::team::MAX_MAX_TEAMS).contains(&t) => {
-                    t
-                }
+                Ok(t) if (MIN_MAX_TEAMS..=MAX_MAX_TEAMS).contains(&t) => t,
                 _ => {
                     return Err(bad(
                         "SYMMEM_MAX_TEAMS",
                         &v,
                         format!(
                             "expected a number of teams from {} (TEAM_WORLD and TEAM_NODE) to {}",
-                            crate::team::MIN_MAX_TEAMS,
-                            crate::team::MAX_MAX_TEAMS
+                            MIN_MAX_TEAMS, MAX_MAX_TEAMS
                         ),
                     ))
                 }
             },
-            None => crate::team::DEFAULT_MAX_TEAMS,
+            None => DEFAULT_MAX_TEAMS,
         };
         let proxy_slots = match get("SYMMEM_PROXY_SLOTS") {
             Some(v) => match v.parse::<usize>() {
@@ -926,7 +933,7 @@ mod tests {
 
     #[test]
     fn max_teams_defaults_like_nvshmem() {
-        assert_eq!(cfg(&[]).unwrap().max_teams, crate::team::DEFAULT_MAX_TEAMS);
+        assert_eq!(cfg(&[]).unwrap().max_teams, DEFAULT_MAX_TEAMS);
         assert_eq!(cfg(&[("SYMMEM_MAX_TEAMS", "2")]).unwrap().max_teams, 2);
         assert_eq!(
             cfg(&[("SYMMEM_MAX_TEAMS", "4096")]).unwrap().max_teams,

@@ -34,9 +34,6 @@ use std::thread::ThreadId;
 use symmem_device::proxy::Header;
 use symmem_device::{Opcode, Request};
 
-use crate::error::Result;
-use crate::transport::{DeviceHeap, Io, Pending, Transport};
-
 /// Operation counts of one path (see [`Counters`]). A put_signal counts as one put and
 /// one signal; a strided `iput`/`iget` on the direct path as one put or get of all its
 /// elements (over a transport `iput` sends one request per element).
@@ -404,63 +401,6 @@ impl ProxyStats {
     }
 }
 
-/// A transport whose requests, fences and quiets are counted in `ops`.
-pub(crate) struct Counted<T> {
-    inner: T,
-    ops: Arc<SharedOps>,
-}
-
-impl<T: Transport> Counted<T> {
-    /// Counts what goes through `inner` in `ops`.
-    pub(crate) fn new(inner: T, ops: Arc<SharedOps>) -> Self {
-        Counted { inner, ops }
-    }
-}
-
-impl<T: Transport> Transport for Counted<T> {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn submit(&self, req: &Request, io: Io<'_>) -> Result<u64> {
-        let r = self.inner.submit(req, io)?;
-        self.ops.add_request(req);
-        Ok(r)
-    }
-
-    fn submit_nowait(&self, req: &Request, io: Io<'_>) -> Result<Pending> {
-        let r = self.inner.submit_nowait(req, io)?;
-        self.ops.add_request(req);
-        Ok(r)
-    }
-
-    fn fence(&self) -> Result<()> {
-        self.ops.add(Op::Fence, 0);
-        self.inner.fence()
-    }
-
-    fn quiet(&self) -> Result<()> {
-        self.ops.add(Op::Quiet, 0);
-        self.inner.quiet()
-    }
-
-    fn progress(&self) -> Result<()> {
-        self.inner.progress()
-    }
-
-    fn nbi_issued(&self, req: &Request) {
-        self.inner.nbi_issued(req)
-    }
-
-    fn shutdown(&self) {
-        self.inner.shutdown()
-    }
-
-    fn serve_device_heap(&self, make: &dyn Fn() -> Result<Arc<dyn DeviceHeap>>) -> Result<()> {
-        self.inner.serve_device_heap(make)
-    }
-}
-
 /// Logs `counters` of PE `pe` at info level, one line (at finalize).
 pub(crate) fn log(pe: usize, counters: &Counters) {
     tracing::info!(target: crate::logging::SUMMARY, "PE {pe} counters: {counters}");
@@ -527,66 +467,6 @@ mod tests {
             ..OpCounts::default()
         };
         assert_eq!(ops.snapshot(), want);
-    }
-
-    /// A transport that accepts everything.
-    struct Accept;
-
-    impl Transport for Accept {
-        fn name(&self) -> &'static str {
-            "accept"
-        }
-        fn submit(&self, _req: &Request, _io: Io<'_>) -> Result<u64> {
-            Ok(0)
-        }
-        fn fence(&self) -> Result<()> {
-            Ok(())
-        }
-        fn quiet(&self) -> Result<()> {
-            Ok(())
-        }
-        fn progress(&self) -> Result<()> {
-            Ok(())
-        }
-        fn shutdown(&self) {}
-    }
-
-    /// The proxy thread counts each request it takes, by kind, and its ring's high-water
-    /// mark; the counted transport it issues on sees the same requests.
-    #[test]
-    fn the_proxy_thread_counts_what_it_takes() {
-        use crate::proxy::{HostMemory, Payloads, ProxyChannel};
-        let slots = 8;
-        let reg = Registry::new(u64::MAX - 4, false);
-        let transport = Arc::new(Counted::new(Accept, reg.socket.clone()));
-        let memory = Arc::new(HostMemory::new(slots));
-        let ch = ProxyChannel::start(3, slots, memory, Payloads::Host, transport).unwrap();
-        // SAFETY: a CPU-side producer sees the ring at its device address, which for host
-        // memory is the host address; the channel outlives `ring`.
-        let ring = unsafe { Ring::from_raw(ch.address() as *mut u8) };
-        let src = [7u8; 32];
-        let put = Request::put(1, 0, src.as_ptr() as u64, 32);
-        for _ in 0..5 {
-            ring.submit(&put, false, std::thread::yield_now).unwrap();
-        }
-        let amo = Request::amo(1, symmem_device::AmoKind::FetchAdd, 8, 64, 1, 0, 0);
-        ring.submit(&amo, false, std::thread::yield_now).unwrap();
-        let tk = ring
-            .submit(&Request::quiet(), false, std::thread::yield_now)
-            .unwrap();
-        ring.wait_quiet(tk, std::thread::yield_now).unwrap();
-        ch.shutdown();
-        let c = reg.snapshot(Some(ch.stats()));
-        let want = OpCounts {
-            puts: 5,
-            put_bytes: 160,
-            amos: 1,
-            quiets: 1,
-            ..OpCounts::default()
-        };
-        assert_eq!((c.proxy, c.socket), (want, want));
-        assert!((1..=slots as u64).contains(&c.proxy_ring_high_water), "{c}");
-        assert_eq!(c.direct, OpCounts::default());
     }
 
     /// The high-water mark is the ring's largest occupancy at a take, capped at its

@@ -130,6 +130,18 @@ pub(crate) fn apply_amo<T: SymInt>(
     }
 }
 
+/// Updates a signal word. Release: the data stores before it become visible to whoever
+/// Acquire-loads the new value.
+#[inline]
+pub(crate) fn apply_signal(word: &AtomicU64, signal: u64, op: SignalOp) {
+    match op {
+        SignalOp::Set => word.store(signal, Ordering::Release),
+        SignalOp::Add => {
+            word.fetch_add(signal, Ordering::Release);
+        }
+    }
+}
+
 sym_int!(u32, AtomicU32, u32);
 sym_int!(u64, AtomicU64, u64);
 sym_int!(i32, AtomicI32, u32);

@@ -40,7 +40,7 @@ mod transport;
 mod wait;
 mod wait_report;
 
-pub use config::{Config, DeviceChoice, MemoryOrdering};
+pub use config::{Config, DeviceChoice, MemoryOrdering, DEFAULT_MAX_TEAMS};
 pub use counters::{Counters, OpCounts};
 /// The CUDA driver bindings symmem uses (for [`Stream::cuda`] and your own launches).
 #[cfg(feature = "cuda")]
@@ -58,7 +58,7 @@ pub use stream::Stream;
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
-pub use team::{collectives, Team, DEFAULT_MAX_TEAMS};
+pub use team::{collectives, Team};
 
 /// The optional parts this build of the runtime has, by Cargo feature name: `cuda` (GPU
 /// PEs), `ib` (the ibverbs transport), `mpi` (the MPI bootstrap).

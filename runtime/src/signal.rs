@@ -10,11 +10,11 @@
 //! on the same (null) stream, after a system-scope fence, so the order holds there too;
 //! waits and fetches read the signal with small device-to-host copies.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::counters::Op;
 use crate::error::Result;
-use crate::int::{Cmp, SignalOp};
+use crate::int::{apply_signal, Cmp, SignalOp};
 use crate::route::{Located, Word};
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
@@ -181,18 +181,6 @@ impl Runtime {
                 let req = Request::signal(*pe as u32, *off, op, signal);
                 self.remote().submit(&req, Io::None).map(drop)
             }
-        }
-    }
-}
-
-/// Updates a signal word. Release: the data stores before it become visible to whoever
-/// Acquire-loads the new value.
-#[inline]
-pub(crate) fn apply_signal(word: &AtomicU64, signal: u64, op: SignalOp) {
-    match op {
-        SignalOp::Set => word.store(signal, Ordering::Release),
-        SignalOp::Add => {
-            word.fetch_add(signal, Ordering::Release);
         }
     }
 }

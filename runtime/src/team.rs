@@ -55,16 +55,6 @@ use crate::route::Word;
 use crate::runtime::Runtime;
 use crate::sym::SymBuf;
 
-/// `SYMMEM_MAX_TEAMS` when unset: NVSHMEM's default (`NVSHMEM_MAX_TEAMS`), TEAM_WORLD and
-/// TEAM_NODE included.
-pub const DEFAULT_MAX_TEAMS: usize = 32;
-
-/// The smallest `SYMMEM_MAX_TEAMS`: room for TEAM_WORLD and TEAM_NODE.
-pub const MIN_MAX_TEAMS: usize = 2;
-
-/// The largest `SYMMEM_MAX_TEAMS`.
-pub const MAX_MAX_TEAMS: usize = 4096;
-
 /// The slot of TEAM_WORLD.
 const WORLD_SLOT: usize = 0;
 /// The slot of TEAM_NODE.
@@ -953,6 +943,7 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::DEFAULT_MAX_TEAMS;
 
     #[test]
     fn members_strided_and_lists() {

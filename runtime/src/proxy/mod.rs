@@ -779,4 +779,64 @@ mod tests {
         let err = ch.drain(5, "fake", None).unwrap_err().to_string();
         assert!(err.contains("PE 3"), "{err}");
     }
+
+    /// A transport that accepts everything.
+    struct Accept;
+
+    impl Transport for Accept {
+        fn name(&self) -> &'static str {
+            "accept"
+        }
+        fn submit(&self, _req: &Request, _io: Io<'_>) -> Result<u64> {
+            Ok(0)
+        }
+        fn fence(&self) -> Result<()> {
+            Ok(())
+        }
+        fn quiet(&self) -> Result<()> {
+            Ok(())
+        }
+        fn progress(&self) -> Result<()> {
+            Ok(())
+        }
+        fn shutdown(&self) {}
+    }
+
+    /// The proxy thread counts each request it takes, by kind, and its ring's high-water
+    /// mark; the counted transport it issues on sees the same requests.
+    #[test]
+    fn the_proxy_thread_counts_what_it_takes() {
+        let slots = 8;
+        use crate::counters::{OpCounts, Registry};
+        let reg = Registry::new(u64::MAX - 4, false);
+        let transport = Arc::new(crate::transport::Counted::new(Accept, reg.socket.clone()));
+        let memory = Arc::new(HostMemory::new(slots));
+        let ch = ProxyChannel::start(3, slots, memory, Payloads::Host, transport).unwrap();
+        // SAFETY: a CPU-side producer sees the ring at its device address, which for host
+        // memory is the host address; the channel outlives `ring`.
+        let ring = unsafe { Ring::from_raw(ch.address() as *mut u8) };
+        let src = [7u8; 32];
+        let put = Request::put(1, 0, src.as_ptr() as u64, 32);
+        for _ in 0..5 {
+            ring.submit(&put, false, std::thread::yield_now).unwrap();
+        }
+        let amo = Request::amo(1, symmem_device::AmoKind::FetchAdd, 8, 64, 1, 0, 0);
+        ring.submit(&amo, false, std::thread::yield_now).unwrap();
+        let tk = ring
+            .submit(&Request::quiet(), false, std::thread::yield_now)
+            .unwrap();
+        ring.wait_quiet(tk, std::thread::yield_now).unwrap();
+        ch.shutdown();
+        let c = reg.snapshot(Some(ch.stats()));
+        let want = OpCounts {
+            puts: 5,
+            put_bytes: 160,
+            amos: 1,
+            quiets: 1,
+            ..OpCounts::default()
+        };
+        assert_eq!((c.proxy, c.socket), (want, want));
+        assert!((1..=slots as u64).contains(&c.proxy_ring_high_water), "{c}");
+        assert_eq!(c.direct, OpCounts::default());
+    }
 }

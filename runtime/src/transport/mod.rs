@@ -27,7 +27,6 @@ use std::sync::Arc;
 use symmem_device::Request;
 
 use crate::config::{MemoryOrdering, RemoteTransport};
-use crate::counters::Counted;
 use crate::error::{Error, Result};
 
 /// The buffer a request reads from or writes to on the issuing PE.
@@ -154,6 +153,7 @@ pub(crate) struct Setup<'a> {
 }
 
 mod agree;
+mod counted;
 mod direct;
 #[cfg(feature = "ib")]
 mod ib;
@@ -161,6 +161,7 @@ mod socket;
 mod target;
 mod weak;
 
+pub(crate) use counted::Counted;
 pub(crate) use target::DeviceHeap;
 
 /// The transports a build can choose between.

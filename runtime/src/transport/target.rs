@@ -18,8 +18,8 @@ use std::sync::{Arc, OnceLock};
 use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 
 use super::HeapRegion;
+use crate::int::apply_signal;
 use crate::int::{apply_amo, SymInt};
-use crate::signal::apply_signal;
 
 /// A GPU heap as the target of peers' requests: what loads and stores cannot reach. Offsets
 /// are checked by [`Target::check`] before any call; errors are the reason, for the peer.
