@@ -5,18 +5,11 @@
 
 use std::marker::PhantomData;
 
-use crate::allocator::Allocator;
+use crate::allocator::AllocState;
 use crate::error::{Error, Result};
 use crate::route::Route;
 use crate::runtime::Runtime;
 use crate::sym::SymBuf;
-
-/// Allocation bookkeeping, guarded by one lock: collective calls are serialized.
-pub(crate) struct AllocState {
-    pub(crate) allocator: Allocator,
-    /// Number of collective allocation calls so far (alloc and free alike).
-    pub(crate) calls: u64,
-}
 
 impl Runtime {
     pub(crate) fn lock_allocs(&self) -> std::sync::MutexGuard<'_, AllocState> {

@@ -116,6 +116,14 @@ impl Allocator {
     }
 }
 
+/// Allocation bookkeeping, guarded by one lock: collective calls are serialized.
+pub(crate) struct AllocState {
+    /// Where each allocation lies in the heap.
+    pub(crate) allocator: Allocator,
+    /// Number of collective allocation calls so far (alloc and free alike).
+    pub(crate) calls: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,9 +18,6 @@ use crate::config::MemoryOrdering;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
-/// This PE's barrier state: its epoch, advanced by one thread at a time.
-pub(crate) type BarrierState = barrier::Epoch;
-
 impl Runtime {
     /// Blocks until every PE has called `barrier_all`, after completing all of this PE's
     /// outstanding operations (`nvshmem_barrier_all`: quiet + sync).

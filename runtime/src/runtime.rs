@@ -7,9 +7,7 @@ use std::sync::{Arc, Mutex};
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
 use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
 
-use crate::alloc::AllocState;
-use crate::allocator::Allocator;
-use crate::barrier::BarrierState;
+use crate::allocator::{AllocState, Allocator};
 use crate::config::{Config, MemoryOrdering};
 use crate::counters::{Counters, Registry};
 use crate::error::{Error, Result};
@@ -96,7 +94,7 @@ pub struct Runtime {
     pub(crate) watch: PeerWatch,
     pub(crate) allocs: Mutex<AllocState>,
     /// Serializes barrier_all and holds its epoch counter.
-    pub(crate) barrier: BarrierState,
+    pub(crate) barrier: symmem_sync::barrier::Epoch,
     /// Every PE's heap is mapped here, so `barrier_all` can use the heap flags. Fixed
     /// after `start`; computed once instead of scanning all PEs on every barrier.
     pub(crate) all_mapped: bool,
@@ -345,7 +343,7 @@ impl Runtime {
                 allocator,
                 calls: 0,
             }),
-            barrier: BarrierState::default(),
+            barrier: symmem_sync::barrier::Epoch::default(),
             teams,
             all_mapped,
             routes,
