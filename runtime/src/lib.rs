@@ -4,6 +4,7 @@
 //! Start with [`init`], which returns an owned [`Runtime`]; finalize happens when it is
 //! dropped or explicitly through [`Runtime::finalize`].
 
+mod access;
 mod alloc;
 mod allocator;
 mod amo;
@@ -16,6 +17,7 @@ mod error;
 pub mod executor;
 #[cfg(feature = "cuda")]
 mod gpu_host;
+mod health;
 mod heap;
 mod int;
 mod launch;

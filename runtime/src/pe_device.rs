@@ -5,9 +5,15 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::heap::{Backend, MemfdHeap, SymmetricHeap};
 use crate::proxy::{HostMemory, Payloads, ProxyChannel};
-use crate::runtime::Device;
 use crate::topology::Topology;
 use symmem_bootstrap::Bootstrap;
+
+/// What a GPU PE holds besides its heap.
+#[cfg(feature = "cuda")]
+pub(crate) type Device = crate::cuda::DeviceResources;
+/// Without the `cuda` feature there are no GPU PEs.
+#[cfg(not(feature = "cuda"))]
+pub(crate) type Device = std::convert::Infallible;
 
 /// Chooses this PE's device and creates its data heap there; also says, per PE, whether
 /// its data heap may be mapped here (a GPU this one can access). Collective: every PE

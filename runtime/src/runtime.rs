@@ -15,7 +15,7 @@ use crate::heap::{self, SymmetricHeap, RESERVED};
 use crate::liveness::{self, InitProgress, InitStep, PeerWatch};
 use crate::pe_device::{
     create_backend, device_error_word, device_peer_table, device_resources, serve_gpu_heap,
-    start_proxy,
+    start_proxy, Device,
 };
 use crate::route::Route;
 use crate::sym::SymBuf;
@@ -115,13 +115,6 @@ pub struct Runtime {
     pub(crate) counters: Registry,
     finalized: bool,
 }
-
-/// What a GPU PE holds besides its heap.
-#[cfg(feature = "cuda")]
-pub(crate) type Device = crate::cuda::DeviceResources;
-/// Without the `cuda` feature there are no GPU PEs.
-#[cfg(not(feature = "cuda"))]
-pub(crate) type Device = std::convert::Infallible;
 
 /// The [`DeviceState`] of PE `rank` on `heap`, with the peer base table at `peer_bases`,
 /// the error record at `error` (addresses its kernels use) and device waits limited to

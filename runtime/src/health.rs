@@ -1,0 +1,128 @@
+//! The wait loop every host wait shares, and the health check it runs once a wait is slow:
+//! dead peers (`liveness`), the bootstrap's failure reports and `SYMMEM_TIMEOUT`.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use symmem_bootstrap::BootstrapError;
+use symmem_sync::Backoff;
+
+use crate::error::{Error, Result};
+use crate::runtime::Runtime;
+
+/// The wait loop every host wait shares, and the health check it runs once slow.
+impl Runtime {
+    /// Waits until `ready()` returns true, backing off, checking for dead peers and
+    /// `SYMMEM_TIMEOUT` once the wait is no longer short. `waiting_for` names what the wait
+    /// depends on, for the error message.
+    ///
+    /// The loop is kept small and inlined into each wait: the spin phase is a load, a
+    /// compare and a `pause`, so a condition that becomes true is noticed within one
+    /// `pause` (see [`Backoff`]). Health and deadline checks, which cost syscalls, live
+    /// out of line in [`Self::check_slow_wait`] and run only after the spin phase.
+    #[inline]
+    pub(crate) fn wait_for(
+        &self,
+        op: &'static str,
+        waiting_for: impl Fn() -> String,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<()> {
+        if ready() {
+            return Ok(());
+        }
+        let mut backoff = Backoff::new();
+        let mut started: Option<Instant> = None;
+        loop {
+            backoff.snooze();
+            if let Some(t) = &self.transport {
+                if !backoff.is_slow() {
+                    // Serve peers while spinning: their requests may be what this waits
+                    // for. Once the wait sleeps, the transport's own thread serves them
+                    // (it stands aside only while threads spin here).
+                    t.progress()?;
+                }
+            }
+            if ready() {
+                return Ok(());
+            }
+            if backoff.is_slow() {
+                if let Some(after) = self.check_slow_wait(op, &mut started)? {
+                    return Err(Error::Timeout {
+                        op,
+                        me: self.my_pe(),
+                        after,
+                        waiting_for: waiting_for(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// One round of the slow part of [`Self::wait_for`]: fails if a peer died, and returns
+    /// `Some(limit)` once `SYMMEM_TIMEOUT` has passed since the first slow round.
+    #[inline(never)]
+    fn check_slow_wait(
+        &self,
+        op: &'static str,
+        started: &mut Option<Instant>,
+    ) -> Result<Option<std::time::Duration>> {
+        self.check_health(op)?;
+        let t0 = *started.get_or_insert_with(Instant::now);
+        Ok(self.config.timeout.filter(|&limit| t0.elapsed() >= limit))
+    }
+
+    /// Fails if a peer is known to have died, naming the root cause: a dead peer that
+    /// recorded which failure it reacted to points at that PE instead.
+    pub(crate) fn check_health(&self, op: &'static str) -> Result<()> {
+        let me = self.my_pe();
+        let failed = |pe: usize, reason: String| Error::PeerFailed { pe, me, op, reason };
+        let dead = self.watch.dead();
+        let cause_of = |pe: usize| -> Option<usize> {
+            let c = self
+                .heap
+                .control(pe)?
+                .failure_cause
+                .0
+                .load(Ordering::Acquire);
+            c.checked_sub(1).map(|c| c as usize).filter(|&c| c != me)
+        };
+        let err = if let Some(&(pe, pid)) = dead.iter().find(|(pe, _)| cause_of(*pe).is_none()) {
+            failed(pe, format!("its process {pid} exited"))
+        } else if let Some(&(pe, pid)) = dead.first() {
+            let root = cause_of(pe).expect("every dead peer recorded a cause");
+            failed(
+                root,
+                format!(
+                    "PE {pe} (process {pid}) exited after it detected the failure of PE {root}"
+                ),
+            )
+        } else {
+            match self.bootstrap.failure() {
+                None => return Ok(()),
+                Some(BootstrapError::PeerFailed { rank, reason }) => failed(rank, reason),
+                Some(other) => return Err(other.into()),
+            }
+        };
+        if let (Error::PeerFailed { pe, .. }, Some(cb)) = (&err, self.heap.control(me)) {
+            cb.failure_cause.0.store(*pe as u64 + 1, Ordering::Release);
+        }
+        Err(err)
+    }
+
+    /// Before this PE announces that it is leaving (the `finalizing` flag, set by finalize
+    /// and by a drop), makes sure its control block names the failed PE it is leaving
+    /// because of, if one is known: a peer waiting for it in a barrier then names that PE,
+    /// the root cause, instead of this one. A wait that found the failure has recorded it
+    /// already; this covers the other ways of learning it (a bootstrap collective that
+    /// failed in alloc, say) and is a no-op when all is well.
+    pub(crate) fn record_failure_cause(&self) {
+        let Some(cb) = self.heap.control(self.my_pe()) else {
+            return;
+        };
+        if cb.failure_cause.0.load(Ordering::Acquire) == 0 {
+            // `check_health` records the PE it blames; its error is only reported by the
+            // wait that found it, not by finalize.
+            let _ = self.check_health("finalize");
+        }
+    }
+}
