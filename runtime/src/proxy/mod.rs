@@ -780,28 +780,6 @@ mod tests {
         assert!(err.contains("PE 3"), "{err}");
     }
 
-    /// A transport that accepts everything.
-    struct Accept;
-
-    impl Transport for Accept {
-        fn name(&self) -> &'static str {
-            "accept"
-        }
-        fn submit(&self, _req: &Request, _io: Io<'_>) -> Result<u64> {
-            Ok(0)
-        }
-        fn fence(&self) -> Result<()> {
-            Ok(())
-        }
-        fn quiet(&self) -> Result<()> {
-            Ok(())
-        }
-        fn progress(&self) -> Result<()> {
-            Ok(())
-        }
-        fn shutdown(&self) {}
-    }
-
     /// The proxy thread counts each request it takes, by kind, and its ring's high-water
     /// mark; the counted transport it issues on sees the same requests.
     #[test]
@@ -809,7 +787,10 @@ mod tests {
         let slots = 8;
         use crate::counters::{OpCounts, Registry};
         let reg = Registry::new(u64::MAX - 4, false);
-        let transport = Arc::new(crate::transport::Counted::new(Accept, reg.socket.clone()));
+        let transport = Arc::new(crate::transport::Counted::new(
+            FakeTransport::default(),
+            reg.socket.clone(),
+        ));
         let memory = Arc::new(HostMemory::new(slots));
         let ch = ProxyChannel::start(3, slots, memory, Payloads::Host, transport).unwrap();
         // SAFETY: a CPU-side producer sees the ring at its device address, which for host
