@@ -4,42 +4,32 @@
 //! Start with [`init`], which returns an owned [`Runtime`]; finalize happens when it is
 //! dropped or explicitly through [`Runtime::finalize`].
 
-mod access;
-mod alloc;
 mod allocator;
-mod amo;
-mod barrier;
 pub mod config;
 mod counters;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
 pub mod executor;
-#[cfg(feature = "cuda")]
-mod gpu_host;
 mod health;
 mod heap;
+mod init;
 mod int;
-mod launch;
 mod liveness;
-pub mod local;
 mod logging;
 mod module;
-mod ordering;
+mod ops;
 mod pe_device;
 mod proxy;
-mod raw;
-mod rma;
 mod route;
 mod runtime;
-mod signal;
+mod self_launch;
 mod split_mix;
-mod stream;
 mod sym;
 mod team;
+mod team_state;
 mod topology;
 mod transport;
-mod wait;
 mod wait_report;
 
 pub use config::{Config, DeviceChoice, MemoryOrdering, DEFAULT_MAX_TEAMS};
@@ -48,15 +38,17 @@ pub use counters::{Counters, OpCounts};
 #[cfg(feature = "cuda")]
 pub use cudarc;
 pub use error::{Error, Result};
-pub use int::{Cmp, SignalOp, SymInt};
-pub use launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
-pub use module::Module;
-pub use raw::{SymView, VIEW_ID};
-pub use route::{rdma_probe, PeRoute, RoutePath};
 #[cfg(feature = "mpi")]
-pub use runtime::init_with_mpi_comm;
-pub use runtime::{init, init_with_bootstrap, init_with_unique_id, unique_id, Runtime};
-pub use stream::Stream;
+pub use init::init_with_mpi_comm;
+pub use init::{init, init_with_bootstrap, init_with_unique_id, unique_id};
+pub use int::{Cmp, SignalOp, SymInt};
+pub use module::Module;
+pub use ops::local;
+pub use ops::raw::{SymView, VIEW_ID};
+pub use ops::stream::Stream;
+pub use route::{rdma_probe, PeRoute, RoutePath};
+pub use runtime::Runtime;
+pub use self_launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};

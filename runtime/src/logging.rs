@@ -18,15 +18,17 @@ fn targets(subsys: &str) -> &'static [&'static str] {
         // pass `transport` too.
         "init" => &[
             "symmem_runtime::runtime",
+            "symmem_runtime::init",
             "symmem_runtime::topology",
             "symmem_runtime::config",
             "symmem_runtime::logging",
             "symmem_runtime::liveness",
             "symmem_runtime::health",
             "symmem_runtime::pe_device",
-            "symmem_runtime::launch",
+            "symmem_runtime::self_launch",
             "symmem_runtime::cuda",
             "symmem_runtime::module",
+            "symmem_runtime::ops::kernels",
             "symmem_runtime::executor",
             "symmem_runtime::error",
             "symmem_runtime::split_mix",
@@ -34,26 +36,27 @@ fn targets(subsys: &str) -> &'static [&'static str] {
         ],
         "heap" => &[
             "symmem_runtime::heap",
-            "symmem_runtime::alloc",
+            "symmem_runtime::ops::alloc",
             "symmem_runtime::allocator",
             "symmem_runtime::sym",
-            "symmem_runtime::local",
+            "symmem_runtime::ops::local",
             "heap",
         ],
         "bootstrap" => &["symmem_bootstrap", "bootstrap"],
         "rma" => &[
-            "symmem_runtime::rma",
-            "symmem_runtime::raw",
+            "symmem_runtime::ops::rma",
+            "symmem_runtime::ops::raw",
             "symmem_runtime::route",
-            "symmem_runtime::access",
-            "symmem_runtime::amo",
-            "symmem_runtime::signal",
-            "symmem_runtime::ordering",
-            "symmem_runtime::wait",
-            "symmem_runtime::barrier",
+            "symmem_runtime::ops::access",
+            "symmem_runtime::ops::amo",
+            "symmem_runtime::ops::signal",
+            "symmem_runtime::ops::ordering",
+            "symmem_runtime::ops::wait",
+            "symmem_runtime::wait_report",
+            "symmem_runtime::ops::barrier",
             "symmem_runtime::int",
-            "symmem_runtime::gpu_host",
-            "symmem_runtime::stream",
+            "symmem_runtime::ops::gpu",
+            "symmem_runtime::ops::stream",
             "symmem_runtime::counters",
             "rma",
         ],
@@ -178,8 +181,8 @@ mod tests {
             if parts.last().is_some_and(|p| p == "mod") {
                 parts.pop();
             }
-            if parts == ["lib"] {
-                continue; // the crate root only declares modules
+            if parts == ["lib"] || parts == ["ops"] {
+                continue; // the crate root and ops/mod.rs only declare modules
             }
             let module = format!("symmem_runtime::{}", parts.join("::"));
             if subsystems_of(&module).is_empty() {

@@ -1,27 +1,27 @@
 //! Kernel modules and the one launch API for CPU and GPU PEs.
 //!
 //! A kernel crate embeds its PTX at build time ([`symmem_device::embedded_ptx!`]);
-//! [`Runtime::load_module`] loads it on a GPU PE (and fills its `SYMMEM_DEVICE_STATE`) or,
-//! on a CPU PE, stands for the crate's host functions. [`Runtime::launch`] then runs a
+//! [`Runtime::load_module`](crate::Runtime::load_module) loads it on a GPU PE (and fills its `SYMMEM_DEVICE_STATE`) or,
+//! on a CPU PE, stands for the crate's host functions. [`Runtime::launch`](crate::Runtime::launch) then runs a
 //! `kernel!` with `cuLaunchKernel` on a GPU PE or on the CPU executor on a CPU PE, so one
 //! program runs on either (`SYMMEM_DEVICE`).
 
-use symmem_device::{Dim3, EmbeddedPtx, Kernel, KernelArgs};
-
-use crate::error::{Error, Result};
-use crate::runtime::Runtime;
+#[cfg(feature = "cuda")]
+use std::sync::{Arc, Mutex};
 
 /// Kernels ready to launch on this PE: a PTX module loaded into the GPU context, or the
 /// host functions of a kernel crate on a CPU PE.
 #[derive(Debug)]
 pub struct Module {
-    name: String,
-    runtime: u64,
-    kind: ModuleKind,
+    pub(crate) name: String,
+    /// The id of the runtime that loaded it (modules are refused by others).
+    pub(crate) runtime: u64,
+    pub(crate) kind: ModuleKind,
 }
 
+/// What runs a module's kernels.
 #[derive(Debug)]
-enum ModuleKind {
+pub(crate) enum ModuleKind {
     /// A CPU PE runs the host functions `kernel!` generated.
     Host,
     #[cfg(feature = "cuda")]
@@ -29,7 +29,7 @@ enum ModuleKind {
 }
 
 impl Module {
-    /// The kernel crate (or the name given to [`Runtime::load_ptx`]).
+    /// The kernel crate (or the name given to [`Runtime::load_ptx`](crate::Runtime::load_ptx)).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -40,295 +40,12 @@ impl Module {
     }
 }
 
-impl Runtime {
-    /// Loads a kernel crate's embedded kernels on a GPU PE and writes this PE's device
-    /// state into the module: the embedded cubin when it was built for this GPU's
-    /// architecture (`SYMMEM_SASS_ARCH` at build time; no JIT), else the PTX
-    /// (`cuModuleLoadDataEx`, with the JIT's log in the error). On a CPU PE the module
-    /// stands for the crate's host functions and the PTX is not needed.
-    pub fn load_module(&self, ptx: &EmbeddedPtx) -> Result<Module> {
-        if self.device.is_none() {
-            return Ok(self.host_module(ptx.crate_name));
-        }
-        if ptx.ptx.is_empty() {
-            return Err(Error::Module {
-                op: "load_module",
-                pe: self.my_pe(),
-                reason: format!("{}: {}", ptx.crate_name, ptx.missing),
-            });
-        }
-        #[cfg(feature = "cuda")]
-        if let Some(d) = &self.device {
-            let m = crate::cuda::CudaModule::load_embedded(
-                &d.gpu,
-                ptx.crate_name,
-                ptx,
-                &self.device_state,
-            )?;
-            return Ok(Module {
-                name: ptx.crate_name.to_string(),
-                runtime: self.id,
-                kind: ModuleKind::Cuda(m),
-            });
-        }
-        self.load_ptx(ptx.crate_name, ptx.ptx)
-    }
-
-    /// Loads PTX text as a module named `name` (see [`Self::load_module`]). On a CPU PE
-    /// the text is not used: kernels run from their host functions.
-    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // ptx: GPU PEs only
-    pub fn load_ptx(&self, name: &str, ptx: &str) -> Result<Module> {
-        #[cfg(feature = "cuda")]
-        if let Some(d) = &self.device {
-            let m = crate::cuda::CudaModule::load(&d.gpu, name, ptx, &self.device_state)?;
-            tracing::debug!(pe = self.my_pe(), module = name, "PTX module loaded");
-            return Ok(Module {
-                name: name.to_string(),
-                runtime: self.id,
-                kind: ModuleKind::Cuda(m),
-            });
-        }
-        Ok(self.host_module(name))
-    }
-
-    fn host_module(&self, name: &str) -> Module {
-        Module {
-            name: name.to_string(),
-            runtime: self.id,
-            kind: ModuleKind::Host,
-        }
-    }
-
-    /// Runs `kernel` from `module` on a `grid` of `block`s with `args`, and returns when
-    /// every thread has finished: `cuLaunchKernel` on a GPU PE, the CPU executor on a CPU
-    /// PE ([`Self::launch_closure`] describes what host execution assumes).
-    ///
-    /// ```ignore
-    /// let m = rt.load_module(&my_kernels::PTX)?;
-    /// unsafe { rt.launch(&m, my_kernels::ring::KERNEL, 1, 128, (dst, src, n, sig))? };
-    /// ```
-    ///
-    /// # Safety
-    /// As for a CUDA launch: pointer arguments must be valid for what the kernel does
-    /// with them on this PE's kind of memory (device addresses on a GPU PE: symmetric
-    /// addresses from [`Runtime::ptr`]), for every thread of the launch.
-    pub unsafe fn launch<A: KernelArgs>(
-        &self,
-        module: &Module,
-        kernel: Kernel<A>,
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        args: A,
-    ) -> Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.launch_kernel(
-                "launch",
-                module,
-                kernel,
-                grid.into(),
-                block.into(),
-                args,
-                false,
-            )
-        }
-    }
-
-    /// Like [`Self::launch`], but every block is resident at once, so blocks may wait for
-    /// each other (`cuLaunchCooperativeKernel`; NVSHMEM's `nvshmemx_collective_launch`).
-    /// On a GPU PE the grid is first checked against the occupancy the GPU allows.
-    ///
-    /// # Safety
-    /// As for [`Self::launch`].
-    pub unsafe fn launch_cooperative<A: KernelArgs>(
-        &self,
-        module: &Module,
-        kernel: Kernel<A>,
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        args: A,
-    ) -> Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.launch_kernel(
-                "launch_cooperative",
-                module,
-                kernel,
-                grid.into(),
-                block.into(),
-                args,
-                true,
-            )
-        }
-    }
-
-    /// Launches `kernel` as one block of `threads` threads on a GPU PE's `stream`, without
-    /// waiting: what the stream-ordered operations do. Errors of the kernel itself surface
-    /// when the stream is synchronized.
-    ///
-    /// # Safety
-    /// As for [`Self::launch`].
-    #[cfg(feature = "cuda")]
-    pub(crate) unsafe fn launch_on_stream<A: KernelArgs>(
-        &self,
-        op: &'static str,
-        module: &Module,
-        kernel: Kernel<A>,
-        args: A,
-        threads: u32,
-        stream: cudarc::driver::sys::CUstream,
-    ) -> Result<()> {
-        let ModuleKind::Cuda(m) = &module.kind else {
-            unreachable!("stream launches are made on GPU PEs with their helper module")
-        };
-        let mut ptrs: Vec<*mut std::ffi::c_void> = Vec::with_capacity(kernel.params().len());
-        args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
-        let (one, block) = (Dim3::new(1, 1, 1), Dim3::new(threads, 1, 1));
-        // SAFETY: `ptrs` point into `args`, which lives until the launch call returns (the
-        // driver copies parameters at launch); the rest is forwarded from the caller.
-        unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, block, false, stream) }
-    }
-
-    #[allow(clippy::too_many_arguments)] // the public forms' arguments plus two flags
-    unsafe fn launch_kernel<A: KernelArgs>(
-        &self,
-        op: &'static str,
-        module: &Module,
-        kernel: Kernel<A>,
-        grid: Dim3,
-        block: Dim3,
-        args: A,
-        cooperative: bool,
-    ) -> Result<()> {
-        if module.runtime != self.id {
-            return Err(Error::Module {
-                op,
-                pe: self.my_pe(),
-                reason: format!(
-                    "module {} was loaded by another runtime instance",
-                    module.name
-                ),
-            });
-        }
-        match &module.kind {
-            ModuleKind::Host => {
-                // SAFETY: forwarded from the caller; the kernel's host entry unpacks the
-                // same argument tuple on every thread.
-                unsafe {
-                    if cooperative {
-                        self.run_closure_cooperative(op, grid, block, || kernel.call_host(args))
-                    } else {
-                        self.run_closure(op, grid, block, || kernel.call_host(args))
-                    }
-                }
-            }
-            #[cfg(feature = "cuda")]
-            ModuleKind::Cuda(m) => {
-                crate::executor::check_dims(op, grid, block)?;
-                let mut ptrs: Vec<*mut std::ffi::c_void> =
-                    Vec::with_capacity(kernel.params().len());
-                args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
-                let info = kernel.info();
-                tracing::debug!(
-                    pe = self.my_pe(),
-                    kernel = info.name,
-                    ?grid,
-                    ?block,
-                    cooperative,
-                    "GPU launch"
-                );
-                let device = self
-                    .device
-                    .as_ref()
-                    .expect("a CUDA module implies a GPU PE");
-                // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
-                // forwarded from the caller.
-                let launched = unsafe {
-                    m.launch(
-                        op,
-                        &info,
-                        &mut ptrs,
-                        grid,
-                        block,
-                        cooperative,
-                        std::ptr::null_mut(),
-                    )
-                };
-                // While it runs, a peer that dies fails the kernel's device waits (through
-                // the failed-peer word) and this launch with an error naming it.
-                let (result, peer_failure) = match launched {
-                    Err(e) => (Err(e), None),
-                    Ok(()) => crate::cuda::wait_for_kernel(
-                        || {
-                            device.gpu.legacy_stream_ended(|| {
-                                format!("kernel {} of module {}", info.name, m.name())
-                            })
-                        },
-                        || self.check_health(op).err(),
-                        |e| {
-                            device.flag_peer_failed(match e {
-                                Error::PeerFailed { pe, .. } => Some(*pe),
-                                _ => None,
-                            })
-                        },
-                    ),
-                };
-                tracing::debug!(
-                    pe = self.my_pe(),
-                    kernel = info.name,
-                    ok = result.is_ok(),
-                    "GPU kernel finished"
-                );
-                let record = device.take_error();
-                // A kernel that ended well did not wait for the failed peer: the failure
-                // surfaces at this PE's next wait instead.
-                if let Some(failure) = peer_failure.filter(|_| result.is_err() || record.is_some())
-                {
-                    return Err(match (failure, record) {
-                        (Error::PeerFailed { pe, me, op, reason }, Some(w)) => Error::PeerFailed {
-                            pe,
-                            me,
-                            op,
-                            reason: format!(
-                                "{reason}; kernel {}: {}",
-                                info.name,
-                                crate::cuda::describe_error(&w, &self.device_state)
-                            ),
-                        },
-                        (failure, _) => failure,
-                    });
-                }
-                match (result, record) {
-                    (Ok(()), None) => Ok(()),
-                    (Ok(()), Some(w)) | (Err(_), Some(w)) => Err(Error::Module {
-                        op,
-                        pe: self.my_pe(),
-                        reason: format!(
-                            "kernel {} failed: {}{}",
-                            info.name,
-                            crate::cuda::describe_error(&w, &self.device_state),
-                            // A failed proxy channel holds the transport's error, naming
-                            // PE, op and size.
-                            match self.proxy.as_ref().and_then(|p| p.failure()) {
-                                Some(why) => format!(": {why}"),
-                                None => String::new(),
-                            }
-                        ),
-                    }),
-                    (Err(Error::Cuda { call, pe, name, code, detail }), None)
-                        if name == "CUDA_ERROR_LAUNCH_FAILED" =>
-                    {
-                        Err(Error::Cuda {
-                            call,
-                            pe,
-                            name,
-                            code,
-                            detail: format!("{detail}; the kernel reported no error of its own: a GPU fault stopped it (under MPS, a fault in another process's kernel on this GPU stops every client's kernels)"),
-                        })
-                    }
-                    (Err(e), None) => Err(e),
-                }
-            }
-        }
-    }
+/// The loaded helper module of a GPU PE, and the lock that serializes its AMO launches.
+#[cfg(feature = "cuda")]
+#[derive(Debug, Default)]
+pub(crate) struct Helpers {
+    /// The helper module, once loaded.
+    pub(crate) module: Mutex<Option<Arc<Module>>>,
+    /// Held while an AMO helper runs: they share one host-mapped result word.
+    pub(crate) launch: Mutex<()>,
 }

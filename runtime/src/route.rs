@@ -58,7 +58,7 @@ impl std::fmt::Display for RoutePath {
 }
 
 /// How this PE reaches one PE's heap and why, as chosen once at init
-/// ([`Runtime::route_to`]); read-only, for reports such as `symmem-info --pes`.
+/// ([`Runtime::route_to`](crate::Runtime::route_to)); read-only, for reports such as `symmem-info --pes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeRoute {
     /// The path.

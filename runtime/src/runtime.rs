@@ -1,73 +1,24 @@
-//! The runtime handle: init, queries and finalize. Allocation is in `alloc.rs`, the
-//! shared wait loop and health checks in `liveness.rs`, device setup in `pe_device.rs`.
+//! The runtime handle: its state, queries and finalize. Starting one is in `init/`, the
+//! operations in `ops/`, device setup in `pe_device.rs`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
-use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
+use symmem_bootstrap::Bootstrap;
+use symmem_device::DeviceState;
 
-use crate::allocator::{AllocState, Allocator};
-use crate::config::{Config, MemoryOrdering};
+use crate::allocator::AllocState;
+use crate::config::Config;
 use crate::counters::{Counters, Registry};
 use crate::error::{Error, Result};
-use crate::heap::{self, SymmetricHeap, RESERVED};
-use crate::liveness::{self, InitProgress, InitStep, PeerWatch};
-use crate::pe_device::{
-    create_backend, device_error_word, device_peer_table, device_resources, serve_gpu_heap,
-    start_proxy, Device,
-};
+use crate::heap::SymmetricHeap;
+use crate::liveness::PeerWatch;
+use crate::pe_device::Device;
 use crate::route::Route;
 use crate::sym::SymBuf;
-use crate::team::TeamState;
-use crate::topology::{PeInfo, Topology};
-use crate::transport::{self, HeapRegion, Transport};
-
-/// Distinguishes runtime instances, so handles from one are refused by another.
-static NEXT_RUNTIME_ID: AtomicU64 = AtomicU64::new(1);
-
-/// Starts this PE: reads the configuration, bootstraps with the launcher the process was
-/// started by (symrun, MPI, or none: a single PE), and sets up the symmetric heap.
-/// Collective: every PE of the job must call it.
-pub fn init() -> Result<Runtime> {
-    let config = Config::from_env()?;
-    crate::logging::init(&config);
-    let bootstrap = symmem_bootstrap::from_env(config.bootstrap, config.bootstrap_timeout)?;
-    Runtime::start(config, bootstrap)
-}
-
-/// Creates a unique id for [`init_with_unique_id`] (NVSHMEM's `nvshmemx_get_uniqueid`).
-/// Rank 0 calls this and passes the id's text form to the other ranks by any channel.
-pub fn unique_id() -> Result<UniqueId> {
-    let config = Config::from_env()?;
-    Ok(UniqueId::bind(config.socket_ifname.as_deref())?)
-}
-
-/// Starts PE `rank` of `n_pes` without a launcher, rendezvousing through `id`
-/// (NVSHMEM's `nvshmemx_init_attr` with `NVSHMEMX_INIT_WITH_UNIQUEID`).
-pub fn init_with_unique_id(rank: usize, n_pes: usize, id: &UniqueId) -> Result<Runtime> {
-    let config = Config::from_env()?;
-    crate::logging::init(&config);
-    let bootstrap = id.join(rank, n_pes, config.bootstrap_timeout)?;
-    Runtime::start(config, Box::new(bootstrap))
-}
-
-/// Starts this PE on a duplicate of an existing MPI communicator
-/// (NVSHMEM's `NVSHMEMX_INIT_WITH_MPI_COMM`). MPI stays the caller's to finalize.
-#[cfg(feature = "mpi")]
-pub fn init_with_mpi_comm<C: mpi::topology::Communicator>(comm: &C) -> Result<Runtime> {
-    let config = Config::from_env()?;
-    crate::logging::init(&config);
-    let b = symmem_bootstrap::mpi::MpiBootstrap::from_communicator(comm, config.bootstrap_timeout)?;
-    Runtime::start(config, Box::new(b))
-}
-
-/// Starts this PE on a bootstrap the caller built.
-pub fn init_with_bootstrap(bootstrap: Box<dyn Bootstrap>) -> Result<Runtime> {
-    let config = Config::from_env()?;
-    crate::logging::init(&config);
-    Runtime::start(config, bootstrap)
-}
+use crate::team_state::TeamState;
+use crate::topology::Topology;
+use crate::transport::{self, Transport};
 
 /// A running PE: owns the bootstrap, the symmetric heap and the peer mappings.
 ///
@@ -75,6 +26,7 @@ pub fn init_with_bootstrap(bootstrap: Box<dyn Bootstrap>) -> Result<Runtime> {
 /// Collective calls (allocation, `barrier_all`) must be made by one thread per PE at a
 /// time, in the same order on every PE.
 pub struct Runtime {
+    /// This runtime's id (handles of other runtimes are refused).
     pub(crate) id: u64,
     pub(crate) config: Config,
     pub(crate) bootstrap: Box<dyn Bootstrap>,
@@ -103,345 +55,21 @@ pub struct Runtime {
     /// What device code (kernels on the CPU executor, or a PTX module) reads.
     pub(crate) device_state: DeviceState,
     /// The array `device_state.peer_bases` points to on a CPU PE.
-    _peer_bases: Box<[u64]>,
+    pub(crate) _peer_bases: Box<[u64]>,
     /// The GPU of a GPU PE and what its kernels need; None on a CPU PE.
     pub(crate) device: Option<Device>,
     /// The runtime's helper kernels on a GPU PE (host atomics, signals, on-stream ops).
     #[cfg(feature = "cuda")]
-    pub(crate) helpers: crate::gpu_host::Helpers,
+    pub(crate) helpers: crate::module::Helpers,
     /// Team slots and counters (`team.rs`).
     pub(crate) teams: TeamState,
     /// Operation counters per path (`counters.rs`).
     pub(crate) counters: Registry,
-    finalized: bool,
-}
-
-/// The [`DeviceState`] of PE `rank` on `heap`, with the peer base table at `peer_bases`,
-/// the error record at `error` (addresses its kernels use) and device waits limited to
-/// `wait_timeout`.
-fn device_state(
-    rank: usize,
-    topo: &Topology,
-    heap: &SymmetricHeap,
-    peer_bases: u64,
-    error: u64,
-    wait_timeout: Option<std::time::Duration>,
-) -> DeviceState {
-    DeviceState {
-        version: DEVICE_STATE_VERSION,
-        my_pe: rank as u32,
-        n_pes: topo.n_pes() as u32,
-        // At least 1 ms (0 would mean no limit), at most u32::MAX ms (49 days).
-        wait_timeout_ms: wait_timeout
-            .map_or(0, |t| t.as_millis().clamp(1, u32::MAX as u128) as u32),
-        heap_base: heap.base(rank).expect("own heap is mapped"),
-        heap_size: heap.len() as u64,
-        peer_bases,
-        barrier_off: heap::DEVICE_BARRIER_OFF as u64,
-        epoch_off: heap::DEVICE_EPOCH_OFF as u64,
-        error,
-        proxy: 0,
-    }
-}
-
-/// This PE's node identity: the configured one, split into `SYMMEM_SIMULATE_NODES`
-/// nodes of consecutive PEs when asked.
-fn node_of(config: &Config, rank: usize, n_pes: usize) -> String {
-    match config.simulate_nodes {
-        1 => config.node_id.clone(),
-        k => format!("{}/sim{}", config.node_id, rank * k / n_pes),
-    }
+    /// Finalize ran (explicitly, or in drop).
+    pub(crate) finalized: bool,
 }
 
 impl Runtime {
-    fn start(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Self> {
-        let rank = bootstrap.rank();
-        let id = NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed);
-        let counters = Registry::new(id, crate::logging::info_or_more(&config));
-        let mut progress = InitProgress::default();
-        let setup = (|| {
-            progress.enter(InitStep::Rendezvous);
-            let job_bytes =
-                bootstrap.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
-            let job = u64::from_le_bytes(job_bytes.as_slice().try_into().map_err(|_| {
-                BootstrapError::Protocol {
-                    peer: "rank 0".into(),
-                    detail: "job id broadcast has the wrong length".into(),
-                }
-            })?);
-            let pending = SymmetricHeap::create(job, rank)?;
-            progress.enter(InitStep::Topology);
-            if let Some(why) = &config.node_id_fallback {
-                tracing::warn!(
-                    host = %config.hostname,
-                    "the node identity is the hostname: /proc cannot tell the default (boot id and IPC/network namespaces): {why}"
-                );
-            }
-            let launcher = bootstrap
-                .launcher_node()
-                .filter(|_| !config.node_id_set)
-                .map(|l| l.to_string());
-            tracing::info!(
-                pe = rank,
-                "node identity: {}",
-                config.node_identity_source(launcher.as_deref())
-            );
-            let me = PeInfo {
-                node: node_of(&config, rank, bootstrap.size()),
-                launcher,
-                host: config.hostname.clone(),
-                pid: std::process::id(),
-                heap_len: config.symmetric_size,
-            };
-            let infos = bootstrap
-                .allgather(&me.encode())?
-                .iter()
-                .enumerate()
-                .map(|(pe, b)| PeInfo::decode(b, pe))
-                .collect::<Result<Vec<_>>>()?;
-            let topo = Topology::new(rank, infos);
-            progress.learn(&topo);
-            heap::check_sizes(&topo.heap_lens())?;
-            TeamState::check(&*bootstrap, config.max_teams, config.symmetric_size)?;
-            let (backend, reachable) = create_backend(&config, &*bootstrap, &topo)?;
-            progress.enter(InitStep::HeapExchange);
-            let deadline = symmem_bootstrap::duration::deadline_after(config.bootstrap_timeout);
-            let heap = pending.connect(
-                &topo,
-                config.symmetric_size,
-                backend,
-                !config.disable_p2p,
-                |p| reachable[p],
-                deadline,
-            )?;
-            progress.enter(InitStep::Transport);
-            let remote: Vec<bool> = (0..topo.n_pes())
-                .map(|pe| pe != rank && heap.base(pe).is_none())
-                .collect();
-            let mapped: Vec<u64> = (0..topo.n_pes())
-                .map(|pe| {
-                    heap.base(pe)
-                        .filter(|_| heap.host_accessible())
-                        .unwrap_or(0)
-                })
-                .collect();
-            let transport::Connected {
-                transport,
-                remote: remote_choice,
-            } = transport::connect(&transport::Setup {
-                bootstrap: &*bootstrap,
-                config: &config,
-                me: rank,
-                remote: &remote,
-                heap: HeapRegion {
-                    base: heap.base(rank).expect("own heap is mapped"),
-                    len: heap.len(),
-                    host: heap.host_accessible(),
-                },
-                peer_bases: &mapped,
-                deadline,
-                counters: &counters,
-            })?;
-            let peer_bases: Vec<u64> = (0..topo.n_pes())
-                .map(|pe| heap.base(pe).unwrap_or(0))
-                .collect();
-            serve_gpu_heap(
-                &heap,
-                transport.as_ref(),
-                &peer_bases,
-                device_state(rank, &topo, &heap, 0, 0, config.device_timeout),
-            )?;
-            progress.enter(InitStep::Barrier);
-            // Nobody may use a peer's heap before that peer has mapped everyone's.
-            bootstrap.barrier()?;
-            Ok::<_, Error>((topo, heap, transport, remote_choice))
-        })();
-        let (topo, heap, transport, remote_choice) = match setup {
-            Ok(v) => v,
-            // Name the root cause (a dead peer, or this PE, which then aborts the others).
-            Err(e) => return Err(liveness::fail_init(&*bootstrap, &progress, e)),
-        };
-        let watch = PeerWatch::new(
-            topo.local_pes()
-                .iter()
-                .filter(|&&p| p != rank)
-                .map(|&p| (p, topo.pid(p))),
-        );
-        // The team area follows the runtime's reserved part; allocations start after it.
-        let team_bytes = TeamState::area_bytes(config.max_teams, topo.n_pes())
-            .next_multiple_of(crate::allocator::MIN_ALIGN);
-        let teams = TeamState::new(RESERVED, config.max_teams, topo.n_pes());
-        let allocator = Allocator::new(
-            RESERVED + team_bytes,
-            heap.len().saturating_sub(RESERVED + team_bytes),
-        );
-        let all_mapped = (0..topo.n_pes()).all(|pe| heap.control(pe).is_some());
-        // Weak ordering reaches every peer through its transport: no P2P pointers.
-        let weak = config.ordering == MemoryOrdering::Weak && transport.is_some();
-        let peer_bases: Box<[u64]> = (0..topo.n_pes())
-            .map(|pe| heap.base(pe).filter(|_| !weak || pe == rank).unwrap_or(0))
-            .collect();
-        let routes: Box<[Route]> = (0..topo.n_pes())
-            .map(|pe| match heap.base(pe) {
-                _ if weak && pe != rank => Route::Remote,
-                None if transport.is_some() => Route::Remote,
-                None => Route::Unreachable,
-                Some(b) if heap.host_accessible() => Route::Direct(b as *mut u8),
-                #[cfg(feature = "cuda")]
-                Some(b) => Route::Copy(b),
-                #[cfg(not(feature = "cuda"))]
-                Some(_) => unreachable!("only memfd heaps exist without the cuda feature"),
-            })
-            .collect();
-        let device = match device_resources(&heap, &peer_bases) {
-            Ok(d) => d,
-            Err(e) => {
-                bootstrap.abort(&format!("init failed: {e}"));
-                return Err(e);
-            }
-        };
-        // On a CPU PE the boxed slice's buffer, which does not move when the box does;
-        // on a GPU PE its device copy. The CPU executor reports device errors as panics,
-        // not through a word.
-        let mut device_state = device_state(
-            rank,
-            &topo,
-            &heap,
-            device_peer_table(&device).unwrap_or(peer_bases.as_ptr() as u64),
-            device_error_word(&device).unwrap_or(0),
-            config.device_timeout,
-        );
-        let proxy = match &transport {
-            Some(t) => match start_proxy(rank, config.proxy_slots, &device, t.clone()) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    bootstrap.abort(&format!("init failed: {e}"));
-                    return Err(e);
-                }
-            },
-            None => None,
-        };
-        device_state.proxy = proxy.as_ref().map_or(0, |p| p.address());
-        let rt = Runtime {
-            id,
-            config,
-            bootstrap,
-            topo,
-            proxy,
-            transport,
-            remote_choice,
-            heap,
-            watch,
-            allocs: Mutex::new(AllocState {
-                allocator,
-                calls: 0,
-            }),
-            barrier: symmem_sync::barrier::Epoch::default(),
-            teams,
-            all_mapped,
-            routes,
-            device_state,
-            _peer_bases: peer_bases,
-            device,
-            #[cfg(feature = "cuda")]
-            helpers: Default::default(),
-            counters,
-            finalized: false,
-        };
-        tracing::info!(
-            pe = rank,
-            n_pes = rt.n_pes(),
-            node = %rt.topo.node(rank),
-            host = %rt.config.hostname,
-            local_pes = ?rt.topo.local_pes(),
-            bootstrap = %rt.bootstrap.kind(),
-            heap_bytes = rt.heap.len(),
-            "symmem initialized"
-        );
-        if rank == 0 {
-            for (name, value) in rt.config.describe() {
-                tracing::info!("{name}={value}");
-            }
-            for unknown in Config::unknown_variables() {
-                tracing::warn!("unknown environment variable {unknown} (typo?) is ignored");
-            }
-        }
-        rt.log_setup();
-        Ok(rt)
-    }
-
-    /// Logs this PE's configuration (the `SYMMEM_*` variables set, and the effective
-    /// values that decide how it runs) at info whatever `SYMMEM_DEBUG_SUBSYS` selects, and
-    /// for each same-node peer how it is reached and why: over P2P at info, over a
-    /// transport in its place at warn (the remote transport logs its other peers).
-    fn log_setup(&self) {
-        let me = self.my_pe();
-        let c = &self.config;
-        let set: Vec<String> = crate::config::VARIABLES
-            .iter()
-            .filter_map(|v| {
-                std::env::var(v.name)
-                    .ok()
-                    .map(|val| format!("{}={val}", v.name))
-            })
-            .collect();
-        let remote = match &self.transport {
-            Some(t) => t.name(),
-            None => "none (every PE is mapped)",
-        };
-        let subsys = if c.debug_subsys.is_empty() {
-            "all".to_string()
-        } else {
-            c.debug_subsys.join(",")
-        };
-        tracing::info!(
-            target: crate::logging::SUMMARY,
-            "PE {me} configuration: set: {}; effective: {} PEs, node {}, device {}, heap {} bytes, bootstrap {}, P2P {}, remote transport {remote} (SYMMEM_REMOTE_TRANSPORT={}), ordering {}, timeout {}, proxy slots {}, log {} ({subsys})",
-            if set.is_empty() { "none".to_string() } else { set.join(" ") },
-            self.n_pes(),
-            self.topo.node(me),
-            self.device_description(),
-            self.heap.len(),
-            self.bootstrap.kind(),
-            if c.disable_p2p { "off (SYMMEM_DISABLE_P2P=1)" } else { "on" },
-            format!("{:?}", c.remote_transport).to_lowercase(),
-            format!("{:?}", c.ordering).to_lowercase(),
-            c.timeout.map_or("none".to_string(), |t| format!("{}s", t.as_secs_f64())),
-            c.proxy_slots,
-            c.debug,
-        );
-        for &pe in self.topo.local_pes().iter().filter(|&&p| p != me) {
-            match self.routes[pe] {
-                Route::Direct(_) => tracing::info!(
-                    target: "init::transport",
-                    "PE {me} reaches PE {pe} over p2p (same node: its heap is mapped here, host loads and stores)"
-                ),
-                #[cfg(feature = "cuda")]
-                Route::Copy(_) => tracing::info!(
-                    target: "init::transport",
-                    "PE {me} reaches PE {pe} over p2p (same node: its GPU heap is mapped into this GPU's context, host copies and kernel loads and stores)"
-                ),
-                Route::Remote if c.ordering == MemoryOrdering::Weak => tracing::info!(
-                    target: "init::transport",
-                    "PE {me} reaches PE {pe} over {remote} (SYMMEM_ORDERING=weak: reordered, then delivered through the mapping)"
-                ),
-                Route::Remote => tracing::warn!(
-                    target: "init::transport",
-                    "PE {me} reaches same-node PE {pe} over {remote}, not P2P: {}",
-                    if c.disable_p2p {
-                        "SYMMEM_DISABLE_P2P=1"
-                    } else {
-                        "its heap is not mapped here (its GPU is not peer-accessible from this one)"
-                    }
-                ),
-                Route::Unreachable => tracing::warn!(
-                    target: "init::transport",
-                    "PE {me} cannot reach same-node PE {pe}: its heap is not mapped here and no remote transport was started"
-                ),
-            }
-        }
-    }
-
     /// This PE's number, `0..n_pes()` (`nvshmem_my_pe`).
     #[inline]
     pub fn my_pe(&self) -> usize {
@@ -598,6 +226,25 @@ impl Runtime {
             owner,
             this: self.id,
         }
+    }
+
+    #[cfg(feature = "cuda")]
+    /// This PE's GPU, or the error for a CPU PE (copy routes exist on GPU PEs only).
+    pub(crate) fn gpu(&self, op: &'static str) -> Result<&crate::cuda::Gpu> {
+        Ok(&self.device_resources(op)?.gpu)
+    }
+
+    #[cfg(feature = "cuda")]
+    /// This PE's device resources, or the error for a host-memory PE.
+    pub(crate) fn device_resources(
+        &self,
+        op: &'static str,
+    ) -> Result<&crate::cuda::DeviceResources> {
+        self.device.as_ref().ok_or_else(|| Error::NoGpu {
+            op,
+            pe: self.my_pe(),
+            reason: "this is a CPU PE".into(),
+        })
     }
 
     /// Finalizes this PE (`nvshmem_finalize`): waits until every PE has finalized its

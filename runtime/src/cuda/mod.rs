@@ -1,7 +1,7 @@
 //! GPU PEs through the CUDA driver API (cudarc, loaded at run time).
 //!
 //! Nothing here needs CUDA at build time: `libcuda` is opened when a PE starts, after
-//! [`probe`] has checked that it exists (cudarc panics on a missing library otherwise).
+//! `probe` has checked that it exists (cudarc panics on a missing library otherwise).
 //! Every driver error becomes [`Error::Cuda`] naming the call, the PE and the driver's
 //! name for the code.
 

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::barrier::Group;
+use super::block_barrier::Group;
 use super::overflow;
 
 /// Why a fiber gave way.

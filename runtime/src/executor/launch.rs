@@ -10,9 +10,9 @@ use symmem_device::host::{Executor, ThreadContext};
 use symmem_device::state::WaitSite;
 use symmem_device::{Dim3, WARP_SIZE};
 
-use super::barrier::Group;
+use super::block_barrier::{self, Group};
 use super::fiber::{self, Suspend};
-use super::worker;
+
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 use crate::wait_report::{describe_wait, timed_out};
@@ -97,7 +97,7 @@ impl<'a> Launch<'a> {
     /// is the schedule's; the worker resumes it once the barrier has opened (or the launch
     /// stops).
     fn barrier(&self, group: Group) {
-        let barrier = worker::running_barriers().get(group);
+        let barrier = block_barrier::running_barriers().get(group);
         let closed = barrier.arrive();
         fiber::suspend(Suspend::Arrived { group, closed });
         self.check_stop();

@@ -59,7 +59,7 @@
 //! with a stack-overflow error naming the block and thread (on x86-64 Linux; see
 //! `executor/overflow.rs`).
 
-mod barrier;
+mod block_barrier;
 mod fiber;
 mod launch;
 mod order;

@@ -7,38 +7,15 @@
 //! which every running thread of a block waited at a closed barrier proves a deadlock
 //! (only the block's own threads can open its barriers), and fails the launch.
 
-use std::cell::Cell;
-
 use corosensei::CoroutineResult;
 use symmem_device::host::{set_context, ThreadContext};
 use symmem_sync::Backoff;
 
-use super::barrier::{BlockBarriers, Group};
+use super::block_barrier::{self, BlockBarriers, Group};
 use super::fiber::{self, End, Fiber, Suspend};
 use super::launch::Launch;
 use super::order::LaneOrder;
 use super::unravel;
-
-std::thread_local! {
-    /// The barriers of the block whose fiber this thread is running.
-    static BARRIERS: Cell<*const BlockBarriers> = const { Cell::new(std::ptr::null()) };
-}
-
-/// The barriers of the running fiber's block.
-///
-/// # Panics
-/// Outside a fiber of the executor.
-pub(super) fn running_barriers() -> &'static BlockBarriers {
-    let p = BARRIERS.with(Cell::get);
-    assert!(
-        !p.is_null(),
-        "a barrier was reached outside the CPU executor's fibers"
-    );
-    // SAFETY: the worker installs the running fiber's block barriers before resuming it
-    // and keeps them alive and in place until every fiber of the block has ended; the
-    // 'static never escapes the barrier call that asks for it.
-    unsafe { &*p }
-}
 
 /// One kernel thread: its fiber and the barrier it waits at.
 struct Lane {
@@ -125,7 +102,7 @@ impl<'l> Worker<'l> {
         self.schedule(&contexts, &barriers, &mut lanes);
         // SAFETY: clears this thread's context, whose fibers have all ended.
         unsafe { set_context(std::ptr::null()) };
-        BARRIERS.with(|b| b.set(std::ptr::null()));
+        block_barrier::set_running(std::ptr::null());
     }
 
     /// Resumes the fibers round after round until all have ended.
@@ -165,7 +142,7 @@ impl<'l> Worker<'l> {
                 // SAFETY: `contexts` and `barriers` stay in place until every fiber has
                 // ended; the context is replaced before any other fiber runs.
                 unsafe { set_context(&contexts[i]) };
-                BARRIERS.with(|b| b.set(&barriers[block]));
+                block_barrier::set_running(&barriers[block]);
                 match fiber.resume(slow) {
                     CoroutineResult::Yield(why) => {
                         progress |= why.made_progress();

@@ -26,7 +26,7 @@ use bytemuck::Pod;
 use super::collectives::{ReduceOp, Reducible};
 use super::Team;
 use crate::error::{Error, Result};
-use crate::stream::Stream;
+use crate::ops::stream::Stream;
 use crate::sym::SymBuf;
 use symmem_device::DeviceTeam;
 

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::heap::RESERVED;
 use crate::runtime::Runtime;
 use crate::sym::SymBuf;
-use crate::team::TeamState;
+use crate::team_state::TeamState;
 
 /// The allocation id of every view made by [`Runtime::view_at`] (errors print it as
 /// "allocation #18446744073709551615").

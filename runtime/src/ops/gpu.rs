@@ -6,7 +6,7 @@
 //! The helper module is loaded on first use. AMO launches of one PE are serialized: they
 //! share one host-mapped result word.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use symmem_device::{AmoKind, Kernel, KernelArgs, SignalOp};
 use symmem_runtime_kernels as helpers;
@@ -15,13 +15,6 @@ use crate::error::{Error, Result};
 use crate::module::Module;
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
-
-/// The loaded helper module of a GPU PE, and the lock that serializes its AMO launches.
-#[derive(Debug, Default)]
-pub(crate) struct Helpers {
-    module: Mutex<Option<Arc<Module>>>,
-    launch: Mutex<()>,
-}
 
 impl Runtime {
     /// The symmetric address (in this PE's own heap) of `r`, which device operations
@@ -133,22 +126,5 @@ impl Runtime {
             )?
         };
         Ok(v)
-    }
-
-    /// This PE's GPU, or the error for a CPU PE (copy routes exist on GPU PEs only).
-    pub(crate) fn gpu(&self, op: &'static str) -> Result<&crate::cuda::Gpu> {
-        Ok(&self.device_resources(op)?.gpu)
-    }
-
-    /// This PE's device resources, or the error for a host-memory PE.
-    pub(crate) fn device_resources(
-        &self,
-        op: &'static str,
-    ) -> Result<&crate::cuda::DeviceResources> {
-        self.device.as_ref().ok_or_else(|| Error::NoGpu {
-            op,
-            pe: self.my_pe(),
-            reason: "this is a CPU PE".into(),
-        })
     }
 }

@@ -77,7 +77,7 @@ impl Runtime {
                 heap_size: state.allocator.capacity(),
             })?;
         drop(state);
-        tracing::debug!(target: "symmem_runtime::alloc", id = call, offset, bytes, align, "allocated");
+        tracing::debug!(id = call, offset, bytes, align, "allocated");
         if zero {
             self.zero_own(op, offset, bytes)?;
             self.barrier_all()?;

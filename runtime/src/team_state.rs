@@ -1,0 +1,179 @@
+//! A PE's team bookkeeping: where each team slot's barrier flags, exchange buffers,
+//! collective scratch and argument fingerprints lie in the team area of the heap, and which
+//! slots are free. Plain state: the operations on teams are in `team/`.
+
+use std::sync::Mutex;
+
+use symmem_sync::barrier;
+
+use crate::error::{Error, Result};
+
+/// The slot of TEAM_WORLD.
+pub(crate) const WORLD_SLOT: usize = 0;
+/// The slot of TEAM_NODE.
+pub(crate) const NODE_SLOT: usize = 1;
+
+/// The allocation id the team area reports in messages (user allocations count up from 0).
+pub(crate) const AREA_ID: u64 = u64::MAX;
+
+/// Words of a request before its free-slot mask: tag and three arguments.
+pub(crate) const REQUEST_HEAD: usize = 4;
+
+/// Scratch words per team PE in each of the two halves of a slot's collective scratch
+/// (see [`collectives`]).
+pub(crate) const SCRATCH_WORDS: usize = 64;
+
+/// Words of a host collective's argument fingerprint (see [`collectives`]).
+pub(crate) const FINGERPRINT_WORDS: usize = 8;
+
+/// This PE's team bookkeeping.
+pub(crate) struct TeamState {
+    /// Heap offset of slot 0.
+    pub(crate) offset: usize,
+    /// `u64` words per slot (a multiple of 8, so slots stay 64-byte aligned).
+    pub(crate) slot_words: usize,
+    /// Barrier flag words at the start of each slot: enough rounds for a team of every PE.
+    pub(crate) rounds: usize,
+    /// Words of a free-slot mask.
+    pub(crate) mask_words: usize,
+    /// `SYMMEM_MAX_TEAMS`.
+    pub(crate) max_teams: usize,
+    /// The job's PE count (the largest team, so the size of an exchange buffer).
+    pub(crate) n_pes: usize,
+    pub(crate) table: Mutex<Table>,
+}
+
+/// What changes: free slots and per-slot counters, behind one lock.
+pub(crate) struct Table {
+    /// Bit `s` set: slot `s` is free on this PE.
+    pub(crate) free: Vec<u64>,
+    pub(crate) slots: Vec<SlotCounters>,
+    /// A split is under way on this PE (see [`Team::creating`]).
+    pub(crate) creating: bool,
+}
+
+/// A slot's counters on this PE, the same on every member (collectives on a team are
+/// called in the same order by all of its members).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SlotCounters {
+    /// Exchanges (creations and destroys) started in this slot.
+    pub(crate) exchanges: u64,
+}
+
+impl TeamState {
+    /// Bytes of the team area for `max_teams` slots in a job of `n_pes` PEs.
+    pub(crate) fn area_bytes(max_teams: usize, n_pes: usize) -> usize {
+        max_teams * Self::layout(max_teams, n_pes).0 * 8
+    }
+
+    /// `(slot_words, rounds, mask_words)`.
+    pub(crate) fn layout(max_teams: usize, n_pes: usize) -> (usize, usize, usize) {
+        let rounds = barrier::rounds(0, n_pes).count().max(1);
+        let mask_words = max_teams.div_ceil(64);
+        let exchange = 2 * n_pes * (REQUEST_HEAD + mask_words);
+        let scratch = 2 * n_pes * SCRATCH_WORDS;
+        let fingerprints = 2 * n_pes * FINGERPRINT_WORDS;
+        (
+            (rounds + 1 + exchange + scratch + fingerprints).div_ceil(8) * 8,
+            rounds,
+            mask_words,
+        )
+    }
+
+    /// Init's check: every PE must use the same `SYMMEM_MAX_TEAMS` (the team area's size
+    /// decides where allocations start, so PEs that differ would disagree on every
+    /// symmetric offset), and the heap of `heap_len` bytes must hold the runtime's reserve
+    /// and the team area.
+    pub(crate) fn check(
+        bootstrap: &dyn symmem_bootstrap::Bootstrap,
+        max_teams: usize,
+        heap_len: usize,
+    ) -> Result<()> {
+        let all = bootstrap.allgather(&(max_teams as u64).to_le_bytes())?;
+        if all.iter().any(|v| *v != all[0]) {
+            let detail = all
+                .iter()
+                .enumerate()
+                .map(|(pe, v)| match <[u8; 8]>::try_from(v.as_slice()) {
+                    Ok(b) => format!("PE {pe}: {}", u64::from_le_bytes(b)),
+                    Err(_) => format!("PE {pe}: ({} bytes)", v.len()),
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Error::Inconsistent {
+                what: "SYMMEM_MAX_TEAMS",
+                detail,
+            });
+        }
+        let need = crate::heap::RESERVED + Self::area_bytes(max_teams, bootstrap.size());
+        if heap_len < need {
+            return Err(Error::Config {
+                var: "SYMMEM_SYMMETRIC_SIZE",
+                value: heap_len.to_string(),
+                reason: format!(
+                    "the heap must hold the runtime's reserve and the team area ({need} bytes for SYMMEM_MAX_TEAMS = {max_teams} on {} PEs)",
+                    bootstrap.size()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The state of a new runtime whose team area starts at heap offset `offset` (zeroed,
+    /// [`Self::area_bytes`] long).
+    pub(crate) fn new(offset: usize, max_teams: usize, n_pes: usize) -> Self {
+        let (slot_words, rounds, mask_words) = Self::layout(max_teams, n_pes);
+        let mut free = vec![0u64; mask_words];
+        for s in (NODE_SLOT + 1)..max_teams {
+            free[s / 64] |= 1 << (s % 64);
+        }
+        TeamState {
+            offset,
+            slot_words,
+            rounds,
+            mask_words,
+            max_teams,
+            n_pes,
+            table: Mutex::new(Table {
+                free,
+                slots: vec![SlotCounters::default(); max_teams],
+                creating: false,
+            }),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Word index, in the team area, of flag `round` of `slot`.
+    pub(crate) fn flag(&self, slot: usize, round: usize) -> usize {
+        slot * self.slot_words + round
+    }
+
+    /// Word index of this PE's barrier epoch word of `slot` (after the flags).
+    pub(crate) fn epoch(&self, slot: usize) -> usize {
+        slot * self.slot_words + self.rounds
+    }
+
+    /// Word index of team PE `index`'s request in exchange buffer `parity` of `slot`.
+    pub(crate) fn request(&self, slot: usize, parity: usize, index: usize) -> usize {
+        self.epoch(slot) + 1 + (parity * self.n_pes + index) * self.request_words()
+    }
+
+    pub(crate) fn request_words(&self) -> usize {
+        REQUEST_HEAD + self.mask_words
+    }
+
+    /// Word index of team PE `index`'s part of scratch half `half` of `slot` (after the
+    /// exchange buffers; `SCRATCH_WORDS` words).
+    pub(crate) fn scratch(&self, slot: usize, half: usize, index: usize) -> usize {
+        self.request(slot, 2, 0) + (half * self.n_pes + index) * SCRATCH_WORDS
+    }
+
+    /// Word index of team PE `index`'s argument fingerprint in buffer `parity` of `slot`
+    /// (after the scratch, which device collectives also use; `FINGERPRINT_WORDS` words).
+    pub(crate) fn fingerprint(&self, slot: usize, parity: usize, index: usize) -> usize {
+        self.scratch(slot, 2, 0) + (parity * self.n_pes + index) * FINGERPRINT_WORDS
+    }
+}
