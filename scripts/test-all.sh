@@ -105,8 +105,8 @@ if grep -Eq 'WARN|ERROR' <<< "$book_log"; then
 fi
 
 step "the ib transport (feature ib: sideway builds with cmake + libclang, loads libibverbs at run time): lints, and the unit tests that need no RDMA device"
-cargo clippy -p symmem-runtime --all-targets --features ib -- -D warnings
-cargo test -p symmem-runtime --features ib --lib ib
+cargo clippy -p symmem-transport -p symmem-runtime --all-targets --features ib -- -D warnings
+cargo test -p symmem-transport --features ib --lib ib
 
 step "a single-node Slurm (munged, slurmctld, slurmd) for the srun tests"
 slurm_dir=target/slurm

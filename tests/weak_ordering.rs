@@ -1,4 +1,4 @@
-//! The weak-ordering mode (`SYMMEM_ORDERING=weak`, runtime/src/transport/weak.rs) from
+//! The weak-ordering mode (`SYMMEM_ORDERING=weak`, transport/src/weak.rs) from
 //! host code: deliberately wrong programs (tests/support/host_api/weak.rs: a flag with no
 //! fence, a signal before its data, an nbi source reused or an nbi result read before
 //! quiet) pass in the default mode and are caught in weak mode within [`MAX_SEEDS`] seeds; correct programs

@@ -9,6 +9,9 @@ use std::time::Duration;
 use symmem_bootstrap::duration;
 use symmem_bootstrap::BootstrapChoice;
 
+use symmem_transport::config::TransportConfig;
+pub use symmem_transport::config::{HcaEntry, HcaFilter, RemoteTransport, MAX_IB_QPS_PER_PEER};
+
 use crate::error::Error;
 
 /// One documented environment variable.
@@ -82,17 +85,6 @@ const MIN_EXEC_STACK: usize = 16 << 10;
 
 /// Prefixes of variables set by launchers and test harnesses, not by users.
 const INTERNAL_PREFIXES: &[&str] = &["SYMMEM_LAUNCH_", "SYMMEM_TEST_"];
-
-/// The remote transport preference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RemoteTransport {
-    /// ibverbs if a device is present, else sockets.
-    Auto,
-    /// TCP sockets.
-    Socket,
-    /// ibverbs.
-    Ib,
-}
 
 /// What kind of PE to be (`SYMMEM_DEVICE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,6 +187,24 @@ pub const SUBSYSTEMS: &[&str] = &[
     "proxy",
     "coll",
 ];
+
+impl Config {
+    /// The transports' part of this configuration.
+    pub(crate) fn transport(&self) -> TransportConfig {
+        TransportConfig {
+            remote_transport: self.remote_transport,
+            weak_ordering: self.ordering == MemoryOrdering::Weak,
+            ordering_seed: self.ordering_seed,
+            timeout: self.timeout,
+            socket_ifname: self.socket_ifname.clone(),
+            hca_list: self.hca_list.clone(),
+            hca_filter: self.hca_filter.clone(),
+            ib_gid_index: self.ib_gid_index,
+            ib_qps_per_peer: self.ib_qps_per_peer,
+            allow_host_staging: self.allow_host_staging,
+        }
+    }
+}
 
 impl Config {
     /// Reads and validates every variable from the process environment.
@@ -571,100 +581,6 @@ impl Config {
     }
 }
 
-/// The most queue pairs `SYMMEM_IB_QPS_PER_PEER` accepts.
-pub const MAX_IB_QPS_PER_PEER: usize = 64;
-
-/// Which RDMA devices and ports the ib transport may use (`SYMMEM_HCA_LIST`), with NCCL's
-/// syntax for `NCCL_IB_HCA`: `mlx5_0:1,mlx5_1` (name prefixes, each with an optional
-/// port), `=mlx5_0` (exact names), `^mlx5_1` (every device except those listed).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HcaFilter {
-    /// `^`: the entries name what to leave out.
-    pub exclude: bool,
-    /// `=`: names match exactly instead of by prefix.
-    pub exact: bool,
-    /// The listed devices; empty = every device.
-    pub entries: Vec<HcaEntry>,
-}
-
-/// One entry of [`HcaFilter`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HcaEntry {
-    /// Device name, or a prefix of it.
-    pub name: String,
-    /// Port number (1-based); `None` = every port.
-    pub port: Option<u8>,
-}
-
-impl HcaFilter {
-    /// Parses `SYMMEM_HCA_LIST`'s value; the error says what is wrong with it.
-    pub fn parse(v: &str) -> Result<Self, String> {
-        let mut rest = v.trim();
-        let exclude = rest.starts_with('^');
-        if exclude {
-            rest = &rest[1..];
-        }
-        let exact = rest.starts_with('=');
-        if exact {
-            rest = &rest[1..];
-        }
-        let mut entries = Vec::new();
-        for item in split_list(rest) {
-            let (name, port) = match item.split_once(':') {
-                Some((name, port)) => {
-                    let p = port
-                        .trim()
-                        .parse::<u8>()
-                        .ok()
-                        .filter(|&p| p >= 1)
-                        .ok_or_else(|| {
-                            format!("{item:?}: the port after ':' must be a number from 1 to 255")
-                        })?;
-                    (name.trim(), Some(p))
-                }
-                None => (item.as_str(), None),
-            };
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-            {
-                return Err(format!(
-                    "{item:?} is not a device name (letters, digits, _ - .), optionally followed by :port"
-                ));
-            }
-            entries.push(HcaEntry {
-                name: name.to_string(),
-                port,
-            });
-        }
-        if entries.is_empty() && (exclude || exact) {
-            return Err("no device named after ^ or =".into());
-        }
-        Ok(HcaFilter {
-            exclude,
-            exact,
-            entries,
-        })
-    }
-
-    /// Whether port `port` of device `name` may be used.
-    pub fn allows(&self, name: &str, port: u8) -> bool {
-        if self.entries.is_empty() {
-            return true;
-        }
-        let listed = self.entries.iter().any(|e| {
-            let name_ok = if self.exact {
-                e.name == name
-            } else {
-                name.starts_with(&e.name)
-            };
-            name_ok && e.port.is_none_or(|p| p == port)
-        });
-        listed != self.exclude
-    }
-}
-
 fn bad(var: &'static str, value: &str, why: impl Into<String>) -> Error {
     Error::Config {
         var,
@@ -968,37 +884,5 @@ mod tests {
                 },
             ]
         );
-    }
-
-    #[test]
-    fn hca_list_matches_like_nccl() {
-        let all = HcaFilter::default();
-        assert!(all.allows("mlx5_0", 1) && all.allows("rxe0", 2));
-
-        let f = HcaFilter::parse("mlx5_0:1,mlx5_1").unwrap();
-        assert!(f.allows("mlx5_0", 1));
-        assert!(!f.allows("mlx5_0", 2), "port 2 is not listed");
-        assert!(f.allows("mlx5_1", 1) && f.allows("mlx5_1", 2));
-        assert!(!f.allows("mlx5_2", 1));
-
-        // Prefixes by default: mlx5 is every mlx5 device.
-        let f = HcaFilter::parse("mlx5").unwrap();
-        assert!(f.allows("mlx5_0", 1) && f.allows("mlx5_10", 1) && !f.allows("bnxt_re0", 1));
-        // = matches exactly: mlx5_1 is not mlx5_10.
-        let f = HcaFilter::parse("=mlx5_1").unwrap();
-        assert!(f.allows("mlx5_1", 1) && !f.allows("mlx5_10", 1));
-        // ^ excludes.
-        let f = HcaFilter::parse("^mlx5_1:1").unwrap();
-        assert!(
-            f.exclude && !f.allows("mlx5_1", 1) && f.allows("mlx5_1", 2) && f.allows("mlx5_0", 1)
-        );
-        let f = HcaFilter::parse("^=mlx5_1").unwrap();
-        assert!(f.exclude && f.exact && !f.allows("mlx5_1", 1) && f.allows("mlx5_10", 1));
-
-        for bad in ["mlx5_0:0", "mlx5_0:256", "mlx5_0:", ":1", "a b", "^", "="] {
-            assert!(HcaFilter::parse(bad).is_err(), "{bad:?} parsed");
-        }
-        let why = HcaFilter::parse("mlx5_0:x").unwrap_err();
-        assert!(why.contains("mlx5_0:x") && why.contains("port"), "{why}");
     }
 }

@@ -234,6 +234,20 @@ impl SharedOps {
     }
 }
 
+impl symmem_transport::OpCounter for SharedOps {
+    fn request(&self, req: &Request) {
+        self.add_request(req);
+    }
+
+    fn fence(&self) {
+        self.add(Op::Fence, 0);
+    }
+
+    fn quiet(&self) {
+        self.add(Op::Quiet, 0);
+    }
+}
+
 fn snapshot(c: &[AtomicU64; SLOTS]) -> OpCounts {
     let v = |i: usize| c[i].load(Relaxed);
     OpCounts {
@@ -299,6 +313,21 @@ impl Registry {
             socket: Arc::default(),
             ib: Arc::default(),
             direct_transport: Arc::default(),
+        }
+    }
+
+    /// The counters of the transport path `name` (what a transport's
+    /// [`symmem_transport::Setup::counter`] returns).
+    ///
+    /// # Panics
+    /// For a transport that [`Counters`] has no field for: adding a transport means
+    /// adding its counters.
+    pub(crate) fn transport(&self, name: &'static str) -> Arc<dyn symmem_transport::OpCounter> {
+        match name {
+            "socket" => self.socket.clone(),
+            "ib" => self.ib.clone(),
+            "direct" => self.direct_transport.clone(),
+            _ => panic!("symmem has no operation counters for the {name} transport"),
         }
     }
 

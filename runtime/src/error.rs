@@ -266,8 +266,54 @@ impl Error {
         }
     }
 
+    /// The runtime's own error that went through a transport's GPU heap interface, back
+    /// in its own type (anything else as an I/O error of its words).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // GPU heaps need the cuda feature
+    pub(crate) fn from_gpu_heap(e: symmem_transport::GpuHeapError) -> Self {
+        match e.downcast::<Error>() {
+            Ok(e) => *e,
+            Err(other) => Error::io("the GPU heap", std::io::Error::other(other)),
+        }
+    }
+
     /// The last OS error, with context.
     pub(crate) fn last_os(context: impl Into<String>) -> Self {
         Error::io(context, std::io::Error::last_os_error())
+    }
+}
+
+impl From<symmem_transport::Error> for Error {
+    /// The same error in the runtime's words: each transport variant has a runtime variant
+    /// of the same name and fields.
+    fn from(e: symmem_transport::Error) -> Self {
+        use symmem_transport::Error as T;
+        match e {
+            T::Bootstrap(e) => Error::Bootstrap(e),
+            T::Inconsistent { what, detail } => Error::Inconsistent { what, detail },
+            T::InvalidArgument { op, reason } => Error::InvalidArgument { op, reason },
+            T::Transport {
+                transport,
+                op,
+                me,
+                pe,
+                detail,
+            } => Error::Transport {
+                transport,
+                op,
+                me,
+                pe,
+                detail,
+            },
+            T::TransportConfig {
+                variable,
+                value,
+                reason,
+            } => Error::TransportConfig {
+                variable,
+                value,
+                reason,
+            },
+            T::Io { context, source } => Error::Io { context, source },
+        }
     }
 }

@@ -14,7 +14,6 @@ pub mod executor;
 mod health;
 mod heap;
 mod init;
-mod int;
 mod liveness;
 mod logging;
 mod module;
@@ -24,12 +23,10 @@ mod proxy;
 mod route;
 mod runtime;
 mod self_launch;
-mod split_mix;
 mod sym;
 mod team;
 mod team_state;
 mod topology;
-mod transport;
 mod wait_report;
 
 pub use config::{Config, DeviceChoice, MemoryOrdering, DEFAULT_MAX_TEAMS};
@@ -41,7 +38,6 @@ pub use error::{Error, Result};
 #[cfg(feature = "mpi")]
 pub use init::init_with_mpi_comm;
 pub use init::{init, init_with_bootstrap, init_with_unique_id, unique_id};
-pub use int::{Cmp, SignalOp, SymInt};
 pub use module::Module;
 pub use ops::local;
 pub use ops::raw::{SymView, VIEW_ID};
@@ -52,6 +48,7 @@ pub use self_launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
+pub use symmem_transport::int::{Cmp, SignalOp, SymInt};
 pub use team::{collectives, Team};
 
 /// The optional parts this build of the runtime has, by Cargo feature name: `cuda` (GPU

@@ -31,7 +31,6 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             "symmem_runtime::ops::kernels",
             "symmem_runtime::executor",
             "symmem_runtime::error",
-            "symmem_runtime::split_mix",
             "init",
         ],
         "heap" => &[
@@ -60,7 +59,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             "symmem_runtime::counters",
             "rma",
         ],
-        "transport" => &["symmem_runtime::transport", "transport", "init::transport"],
+        "transport" => &["symmem_transport", "transport", "init::transport"],
         "proxy" => &[
             "symmem_runtime::proxy",
             "symmem_runtime::cuda::proxy",
@@ -85,6 +84,7 @@ pub fn init(config: &Config) {
     if config.debug_subsys.is_empty() {
         directives.push(format!("symmem_runtime={level}"));
         directives.push(format!("symmem_bootstrap={level}"));
+        directives.push(format!("symmem_transport={level}"));
         directives.push(format!("symmem={level}"));
         // Events logged under a subsystem's name rather than their module path.
         directives.extend(
@@ -204,8 +204,8 @@ mod tests {
         // The modules the subsystems are named after, and the per-peer transport lines,
         // which init and transport both show.
         for (target, want) in [
-            ("symmem_runtime::transport::socket", "transport"),
-            ("symmem_runtime::transport::ib::qp", "transport"),
+            ("symmem_transport::socket", "transport"),
+            ("symmem_transport::ib::qp", "transport"),
             ("symmem_runtime::proxy::payload", "proxy"),
             ("symmem_runtime::cuda::proxy", "proxy"),
             ("symmem_runtime::team::collectives", "coll"),

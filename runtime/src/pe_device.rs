@@ -135,7 +135,7 @@ pub(crate) fn device_error_word(device: &Option<Device>) -> Option<u64> {
 #[cfg(feature = "cuda")]
 pub(crate) fn serve_gpu_heap(
     heap: &SymmetricHeap,
-    transport: Option<&std::sync::Arc<dyn crate::transport::Transport>>,
+    transport: Option<&std::sync::Arc<dyn symmem_transport::Transport>>,
     peer_bases: &[u64],
     state: symmem_device::DeviceState,
 ) -> Result<()> {
@@ -146,13 +146,14 @@ pub(crate) fn serve_gpu_heap(
         let target = crate::cuda::GpuTarget::new(h.gpu(), peer_bases, state)?;
         Ok(std::sync::Arc::new(target))
     })
+    .map_err(Error::from_gpu_heap)
 }
 
 /// There are no GPU heaps without the `cuda` feature.
 #[cfg(not(feature = "cuda"))]
 pub(crate) fn serve_gpu_heap(
     _heap: &SymmetricHeap,
-    _transport: Option<&std::sync::Arc<dyn crate::transport::Transport>>,
+    _transport: Option<&std::sync::Arc<dyn symmem_transport::Transport>>,
     _peer_bases: &[u64],
     _state: symmem_device::DeviceState,
 ) -> Result<()> {
@@ -166,7 +167,7 @@ pub(crate) fn start_proxy(
     me: usize,
     slots: usize,
     device: &Option<Device>,
-    transport: std::sync::Arc<dyn crate::transport::Transport>,
+    transport: std::sync::Arc<dyn symmem_transport::Transport>,
 ) -> Result<ProxyChannel> {
     #[cfg(feature = "cuda")]
     if let Some(d) = device {

@@ -7,7 +7,7 @@
 //! host-initiated operations on GPU heaps with `cuMemcpy`. The remote route carries
 //! requests to PEs on other nodes (or with P2P disabled) over the job's transport.
 
-use crate::int::SymInt;
+use symmem_transport::int::SymInt;
 
 /// How this PE reaches one PE's heap.
 #[derive(Debug, Clone, Copy)]
@@ -86,7 +86,7 @@ impl std::fmt::Display for PeRoute {
 /// `SYMMEM_HCA_LIST`). The probe [`init`](crate::init) runs for
 /// `SYMMEM_REMOTE_TRANSPORT=auto`.
 pub fn rdma_probe(config: &crate::Config) -> std::result::Result<String, String> {
-    crate::transport::probe_ib(config)
+    symmem_transport::probe_ib(&config.transport())
 }
 
 /// Where a checked access lands.

@@ -18,7 +18,7 @@ use crate::route::Route;
 use crate::sym::SymBuf;
 use crate::team_state::TeamState;
 use crate::topology::Topology;
-use crate::transport::{self, Transport};
+use symmem_transport::{self as transport, Transport};
 
 /// A running PE: owns the bootstrap, the symmetric heap and the peer mappings.
 ///

@@ -10,10 +10,13 @@
 //! - [`barrier`]: the flag protocol of the dissemination barrier behind `barrier_all`, which
 //!   `tests/loom.rs` model-checks:
 //!   `RUSTFLAGS="--cfg loom" cargo test -p symmem-sync --release --test loom`.
+//! - [`split_mix`]: the seeded generator behind the reproducible modes (the CPU
+//!   executor's lane orders, weak ordering's delivery delays).
 
 mod backoff;
 pub mod barrier;
 mod cache_padded;
+pub mod split_mix;
 
 pub use backoff::Backoff;
 pub use cache_padded::CachePadded;

@@ -65,6 +65,43 @@ pub fn driver_present() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
+/// Exports PE `pe`'s GPU heap, `len` bytes at device address `base`, as a dma-buf file
+/// descriptor (`cuMemGetHandleForAddressRange`), for a NIC to register (GPUDirect RDMA).
+/// The range must stay mapped while anything registered through the fd lives.
+pub(crate) fn export_dmabuf(pe: usize, base: u64, len: usize) -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+
+    if !driver_present() {
+        return Err(Error::NoGpu {
+            op: "dma-buf export",
+            pe,
+            reason: "the CUDA driver library (libcuda.so) cannot be loaded".into(),
+        });
+    }
+    let mut fd: libc::c_int = -1;
+    // SAFETY: the library is present (checked above); `fd` is a valid out-parameter for
+    // a dma-buf file descriptor; the range is this PE's mapped GPU heap.
+    let rc = unsafe {
+        sys::cuMemGetHandleForAddressRange(
+            (&mut fd as *mut libc::c_int).cast(),
+            base,
+            len,
+            sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+            0,
+        )
+    };
+    if rc != sys::CUresult::CUDA_SUCCESS || fd < 0 {
+        return Err(cuda_error(
+            rc,
+            "cuMemGetHandleForAddressRange(DMA_BUF_FD)".into(),
+            pe,
+            String::new(),
+        ));
+    }
+    // SAFETY: the driver returned a new file descriptor that nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
 /// Why no GPU can be used here, or the number of visible GPUs.
 pub(crate) fn probe() -> std::result::Result<usize, String> {
     if !driver_present() {

@@ -19,7 +19,7 @@ use symmem_runtime_kernels as helpers;
 
 use super::{CopyStream, CudaModule, DeviceResources, Gpu};
 use crate::error::Result;
-use crate::transport::DeviceHeap;
+use symmem_transport::{DeviceHeap, GpuHeapError};
 
 /// This PE's GPU heap, as peers' requests reach it.
 pub(crate) struct GpuTarget {
@@ -95,22 +95,22 @@ impl GpuTarget {
 }
 
 impl DeviceHeap for GpuTarget {
-    fn write(&self, off: u64, src: &[u8]) -> Result<(), String> {
+    fn write(&self, off: u64, src: &[u8]) -> Result<(), GpuHeapError> {
         // SAFETY: `off..off+len` was checked to lie in the heap, mapped in this context.
         unsafe {
             self.stream
                 .copy_to_device("remote put", self.base + off, src.as_ptr(), src.len())
         }
-        .map_err(|e| e.to_string())
+        .map_err(GpuHeapError::from)
     }
 
-    fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), String> {
+    fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), GpuHeapError> {
         // SAFETY: as in `write`; `dst` is a buffer of exactly the copied length.
         unsafe {
             self.stream
                 .copy_from_device("remote get", dst.as_mut_ptr(), self.base + off, dst.len())
         }
-        .map_err(|e| e.to_string())
+        .map_err(GpuHeapError::from)
     }
 
     fn amo(
@@ -120,7 +120,7 @@ impl DeviceHeap for GpuTarget {
         kind: AmoKind,
         value: u64,
         compare: u64,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, GpuHeapError> {
         let _one_at_a_time = self.launch.lock().unwrap_or_else(|p| p.into_inner());
         let me = self.resources.gpu.pe as u32;
         self.run(
@@ -139,12 +139,12 @@ impl DeviceHeap for GpuTarget {
         Ok(self.resources.take_result())
     }
 
-    fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), String> {
+    fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), GpuHeapError> {
         let me = self.resources.gpu.pe as u32;
-        self.run(
+        Ok(self.run(
             "remote signal",
             helpers::host_signal::KERNEL,
             ((self.base + off) as *mut u64, value, op as u32, me),
-        )
+        )?)
     }
 }

@@ -3,7 +3,7 @@
 //! it depends on nothing but the seed and the sequence of rounds, so a seed replays the
 //! same interleaving of a block's threads.
 
-use crate::split_mix::SplitMix64;
+use symmem_sync::split_mix::SplitMix64;
 
 /// A worker's lane order.
 pub(super) struct LaneOrder {

@@ -16,7 +16,7 @@ use crate::liveness::{InitProgress, InitStep};
 use crate::pe_device::{create_backend, serve_gpu_heap};
 use crate::team_state::TeamState;
 use crate::topology::{PeInfo, Topology};
-use crate::transport::{self, HeapRegion, RemoteChoice, Transport};
+use symmem_transport::{self as transport, HeapRegion, RemoteChoice, Transport};
 
 use super::device_state;
 
@@ -150,19 +150,29 @@ fn connect_transport(
                 .unwrap_or(0)
         })
         .collect();
+    let base = heap.base(rank).expect("own heap is mapped");
+    #[cfg(feature = "cuda")]
+    let export = move || -> std::result::Result<std::os::fd::OwnedFd, transport::GpuHeapError> {
+        Ok(crate::cuda::export_dmabuf(rank, base, heap.len())?)
+    };
+    #[cfg(feature = "cuda")]
+    let export_gpu_heap: Option<&dyn Fn() -> _> = (!heap.host_accessible()).then_some(&export);
+    #[cfg(not(feature = "cuda"))]
+    let export_gpu_heap = None;
     let connected = transport::connect(&transport::Setup {
         bootstrap,
-        config,
+        config: &config.transport(),
         me: rank,
         remote: &remote,
         heap: HeapRegion {
-            base: heap.base(rank).expect("own heap is mapped"),
+            base,
             len: heap.len(),
             host: heap.host_accessible(),
         },
         peer_bases: &mapped,
         deadline,
-        counters,
+        counter: &|name| counters.transport(name),
+        export_gpu_heap,
     })?;
     let peer_bases: Vec<u64> = (0..topo.n_pes())
         .map(|pe| heap.base(pe).unwrap_or(0))

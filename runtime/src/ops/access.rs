@@ -3,12 +3,12 @@
 
 use crate::counters::Op;
 use crate::error::{Error, Result};
-use crate::int::SymInt;
 use crate::route::{Located, PeRoute, Route, RoutePath, Word};
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
-use crate::transport::Io;
 use symmem_device::{AmoKind, Request};
+use symmem_transport::int::SymInt;
+use symmem_transport::Io;
 
 impl Runtime {
     /// How this PE reaches `pe`'s heap, and why, as chosen at init.
@@ -124,7 +124,7 @@ impl Runtime {
 
     /// The remote transport; only called for PEs whose route is [`Route::Remote`], which
     /// exists only with a transport.
-    pub(crate) fn remote(&self) -> &dyn crate::transport::Transport {
+    pub(crate) fn remote(&self) -> &dyn symmem_transport::Transport {
         self.transport
             .as_deref()
             .expect("a remote route implies a transport")

@@ -18,11 +18,11 @@ use symmem_device::{AmoKind, Request};
 
 use crate::counters::Op;
 use crate::error::Result;
-use crate::int::SymInt;
 use crate::route::Located;
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
-use crate::transport::Io;
+use symmem_transport::int::SymInt;
+use symmem_transport::Io;
 
 /// The operands of an AMO as a [`Request`] (and the `host_amo` helper kernel) carry them,
 /// from the host form's `(a, b)`: `(cond, value)` for a compare-and-swap, `(value, _)`

@@ -12,9 +12,9 @@
 //!   slice lives, typically because a barrier or signal protocol says so.
 
 use crate::error::Result;
-use crate::int::SymInt;
 use crate::runtime::Runtime;
 use crate::sym::{SymBuf, SymRef};
+use symmem_transport::int::SymInt;
 
 impl Runtime {
     /// Copies elements from `src` of this PE's own copy into `dst`.

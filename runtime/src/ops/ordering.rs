@@ -28,7 +28,7 @@ impl Runtime {
         fence(Ordering::Release);
         self.counters.direct(Op::Fence, 0);
         match &self.transport {
-            Some(t) => t.fence(),
+            Some(t) => Ok(t.fence()?),
             None => Ok(()),
         }
     }

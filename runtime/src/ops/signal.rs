@@ -14,12 +14,12 @@ use std::sync::atomic::Ordering;
 
 use crate::counters::Op;
 use crate::error::Result;
-use crate::int::{apply_signal, Cmp, SignalOp};
 use crate::route::{Located, Word};
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
-use crate::transport::Io;
 use symmem_device::Request;
+use symmem_transport::int::{apply_signal, Cmp, SignalOp};
+use symmem_transport::Io;
 
 impl Runtime {
     /// Puts `src` to `dst` on `pe`, then updates the signal `sig` on `pe` with
@@ -179,7 +179,8 @@ impl Runtime {
             }
             Word::Remote { pe, off } => {
                 let req = Request::signal(*pe as u32, *off, op, signal);
-                self.remote().submit(&req, Io::None).map(drop)
+                self.remote().submit(&req, Io::None)?;
+                Ok(())
             }
         }
     }

@@ -14,9 +14,9 @@
 //! one program runs on both kinds of PE.
 
 use crate::error::{Error, Result};
-use crate::int::{Cmp, SignalOp};
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
+use symmem_transport::int::{Cmp, SignalOp};
 
 /// Where stream-ordered operations run: a CUDA stream of this PE's GPU, or the calling
 /// thread on a CPU PE.

@@ -18,10 +18,10 @@ use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
-use crate::int::{Cmp, SymInt};
 use crate::route::Word;
 use crate::runtime::Runtime;
 use crate::sym::{SymBuf, SymRef};
+use symmem_transport::int::{Cmp, SymInt};
 
 /// The comparison value(s) of an array wait: one for all, or one per element.
 #[derive(Clone, Copy)]

@@ -70,7 +70,7 @@ use symmem_sync::Backoff;
 
 use crate::counters::ProxyStats;
 use crate::error::{Error, Result};
-use crate::transport::{InFlight, Io, Pending, Transport};
+use symmem_transport::{InFlight, Io, Pending, Transport};
 
 use payload::Failure;
 pub(crate) use payload::Payloads;
@@ -438,7 +438,7 @@ impl<'a> Pipeline<'a> {
 /// Polls a pending reply; the request's result once the reply is in.
 fn collect(req: &Request, reply: &mut dyn InFlight, into: Landing) -> Result<Option<u64>> {
     match into {
-        Landing::Value => reply.poll(&mut []),
+        Landing::Value => Ok(reply.poll(&mut [])?),
         Landing::Inline => {
             let mut bytes = [0u8; 8];
             let n = (req.len as usize).min(8);
@@ -787,7 +787,7 @@ mod tests {
         let slots = 8;
         use crate::counters::{OpCounts, Registry};
         let reg = Registry::new(u64::MAX - 4, false);
-        let transport = Arc::new(crate::transport::Counted::new(
+        let transport = Arc::new(symmem_transport::Counted::new(
             FakeTransport::default(),
             reg.socket.clone(),
         ));

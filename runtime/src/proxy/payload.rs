@@ -20,7 +20,7 @@
 use symmem_device::{Opcode, Request};
 
 use crate::error::Error;
-use crate::transport::{Io, Pending, Transport};
+use symmem_transport::{Io, Pending, Transport};
 
 /// Bytes of a GPU PE's staging buffer: the largest chunk of a device put or get that the
 /// proxy thread moves at once. Larger transfers go in several chunks, in order. 1 MiB
@@ -67,6 +67,12 @@ pub(crate) enum Failure {
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         Failure::Transport(e)
+    }
+}
+
+impl From<symmem_transport::Error> for Failure {
+    fn from(e: symmem_transport::Error) -> Self {
+        Failure::Transport(e.into())
     }
 }
 
@@ -175,7 +181,7 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::error::Result;
-    use crate::transport::InFlight;
+    use symmem_transport::InFlight;
 
     /// The fake GPU memory's address.
     pub(crate) const GPU_BASE: u64 = 0x7f00_0000_0000;
@@ -287,9 +293,9 @@ pub(crate) mod tests {
     }
 
     impl InFlight for HeldReply {
-        fn poll(&mut self, dst: &mut [u8]) -> Result<Option<u64>> {
+        fn poll(&mut self, dst: &mut [u8]) -> symmem_transport::Result<Option<u64>> {
             if self.held.failed.lock().unwrap().contains(&self.index) {
-                return Err(Error::Transport {
+                return Err(symmem_transport::Error::Transport {
                     transport: "fake",
                     op: "reply",
                     me: 0,
@@ -327,10 +333,10 @@ pub(crate) mod tests {
             "fake"
         }
 
-        fn submit(&self, req: &Request, io: Io<'_>) -> Result<u64> {
+        fn submit(&self, req: &Request, io: Io<'_>) -> symmem_transport::Result<u64> {
             let mut sent = self.sent.lock().unwrap();
             if self.fail_at == Some(sent.len()) {
-                return Err(Error::Transport {
+                return Err(symmem_transport::Error::Transport {
                     transport: "fake",
                     op: "submit",
                     me: 0,
@@ -350,7 +356,7 @@ pub(crate) mod tests {
             Ok(req.value.wrapping_add(1))
         }
 
-        fn submit_nowait(&self, req: &Request, io: Io<'_>) -> Result<Pending> {
+        fn submit_nowait(&self, req: &Request, io: Io<'_>) -> symmem_transport::Result<Pending> {
             match &self.held {
                 Some(held) if req.returns_data() => {
                     self.sent.lock().unwrap().push((*req, Vec::new()));
@@ -365,16 +371,16 @@ pub(crate) mod tests {
             }
         }
 
-        fn fence(&self) -> Result<()> {
+        fn fence(&self) -> symmem_transport::Result<()> {
             Ok(())
         }
 
-        fn quiet(&self) -> Result<()> {
+        fn quiet(&self) -> symmem_transport::Result<()> {
             self.quiets.fetch_add(1, Ordering::AcqRel);
             Ok(())
         }
 
-        fn progress(&self) -> Result<()> {
+        fn progress(&self) -> symmem_transport::Result<()> {
             Ok(())
         }
 

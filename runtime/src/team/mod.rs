@@ -49,10 +49,10 @@ use symmem_device::DeviceTeam;
 use symmem_sync::barrier::{self, Round};
 
 use crate::error::{Error, Result};
-use crate::int::{Cmp, SignalOp, SymInt};
 use crate::route::Word;
 use crate::runtime::Runtime;
 use crate::sym::SymBuf;
+use symmem_transport::int::{Cmp, SignalOp, SymInt};
 
 use crate::team_state::{
     SlotCounters, TeamState, AREA_ID, FINGERPRINT_WORDS, NODE_SLOT, REQUEST_HEAD, SCRATCH_WORDS,

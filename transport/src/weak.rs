@@ -92,7 +92,7 @@ use symmem_device::{Opcode, Request};
 
 use super::{Io, Transport};
 use crate::error::{Error, Result};
-use crate::split_mix::SplitMix64;
+use symmem_sync::split_mix::SplitMix64;
 
 /// What a `get_nbi`'s destination in this PE's heap holds until the quiet that
 /// completes it.

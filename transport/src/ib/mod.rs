@@ -842,7 +842,14 @@ impl Prepared {
             cfg_err(format!("{}: {what} failed: {e:?}", port.name()))
         };
         let pd = ctx.alloc_pd().map_err(|e| at("ibv_alloc_pd", &e))?;
-        let heap_mr = mr::register_heap(&pd, setup.heap, setup.config, me, &port)?;
+        let heap_mr = mr::register_heap(
+            &pd,
+            setup.heap,
+            setup.export_gpu_heap,
+            setup.config,
+            me,
+            &port,
+        )?;
         let mut bounce = Bounce::new();
         let bounce_mr = mr::register_bounce(&pd, &mut bounce)
             .map_err(|why| cfg_err(format!("{}: {why}", port.name())))?;
@@ -917,16 +924,17 @@ impl Prepared {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TransportConfig;
 
     /// `SYMMEM_REMOTE_TRANSPORT=ib` on a machine without a usable device is an error that
     /// names the variable and what the probe found; `auto` falls back to sockets with the
     /// same reason.
     #[test]
     fn asking_for_ib_here_names_the_variable_and_the_reason() {
-        let config = crate::config::Config::from_lookup(|k| {
-            (k == "SYMMEM_REMOTE_TRANSPORT").then(|| "ib".to_string())
-        })
-        .unwrap();
+        let config = TransportConfig {
+            remote_transport: crate::RemoteTransport::Ib,
+            ..TransportConfig::unset()
+        };
         let Err(why) = probe(&config) else {
             eprintln!("this machine has a usable RDMA device; nothing to check");
             return;
@@ -939,7 +947,7 @@ mod tests {
             err.contains("libibverbs not found") || err.contains("no RDMA devices"),
             "{err}"
         );
-        let auto = crate::config::Config::from_lookup(|_| None).unwrap();
+        let auto = TransportConfig::unset();
         let (kind, reason) = super::super::choose(&auto).unwrap();
         assert_eq!(kind, super::super::Kind::Socket);
         assert!(reason.contains(&why), "{reason}");
@@ -992,10 +1000,11 @@ mod tests {
 
     #[test]
     fn an_hca_list_that_matches_nothing_is_reported() {
-        let config = crate::config::Config::from_lookup(|k| {
-            (k == "SYMMEM_HCA_LIST").then(|| "=no_such_hca0".to_string())
-        })
-        .unwrap();
+        let config = TransportConfig {
+            hca_list: vec!["=no_such_hca0".into()],
+            hca_filter: crate::config::HcaFilter::parse("=no_such_hca0").unwrap(),
+            ..TransportConfig::unset()
+        };
         if let Err(why) = probe(&config) {
             // Without libibverbs or devices the list is never reached; with devices, the
             // answer names the filter and what exists.

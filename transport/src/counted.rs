@@ -1,23 +1,33 @@
-//! A transport decorator that counts every request, fence and quiet it passes on (the
-//! `Counters` a runtime reports).
+//! A transport decorator that counts every request, fence and quiet it passes on, in the
+//! counters the runtime reports ([`OpCounter`]).
 
 use std::sync::Arc;
 
 use symmem_device::Request;
 
-use crate::counters::{Op, SharedOps};
 use crate::error::Result;
-use crate::transport::{DeviceHeap, Io, Pending, Transport};
+use crate::{DeviceHeap, GpuHeapError, Io, Pending, Transport};
+
+/// Where a transport's traffic is counted: the runtime's counters of one path. Counting
+/// is a few relaxed atomic adds; a remote operation costs microseconds.
+pub trait OpCounter: Send + Sync {
+    /// Counts a request submitted: a put, get, AMO or signal and its bytes.
+    fn request(&self, req: &Request);
+    /// Counts a fence the transport was asked for.
+    fn fence(&self);
+    /// Counts a quiet the transport was asked for.
+    fn quiet(&self);
+}
 
 /// A transport whose requests, fences and quiets are counted in `ops`.
-pub(crate) struct Counted<T> {
+pub struct Counted<T> {
     inner: T,
-    ops: Arc<SharedOps>,
+    ops: Arc<dyn OpCounter>,
 }
 
 impl<T: Transport> Counted<T> {
     /// Counts what goes through `inner` in `ops`.
-    pub(crate) fn new(inner: T, ops: Arc<SharedOps>) -> Self {
+    pub fn new(inner: T, ops: Arc<dyn OpCounter>) -> Self {
         Counted { inner, ops }
     }
 }
@@ -29,23 +39,23 @@ impl<T: Transport> Transport for Counted<T> {
 
     fn submit(&self, req: &Request, io: Io<'_>) -> Result<u64> {
         let r = self.inner.submit(req, io)?;
-        self.ops.add_request(req);
+        self.ops.request(req);
         Ok(r)
     }
 
     fn submit_nowait(&self, req: &Request, io: Io<'_>) -> Result<Pending> {
         let r = self.inner.submit_nowait(req, io)?;
-        self.ops.add_request(req);
+        self.ops.request(req);
         Ok(r)
     }
 
     fn fence(&self) -> Result<()> {
-        self.ops.add(Op::Fence, 0);
+        self.ops.fence();
         self.inner.fence()
     }
 
     fn quiet(&self) -> Result<()> {
-        self.ops.add(Op::Quiet, 0);
+        self.ops.quiet();
         self.inner.quiet()
     }
 
@@ -61,7 +71,10 @@ impl<T: Transport> Transport for Counted<T> {
         self.inner.shutdown()
     }
 
-    fn serve_device_heap(&self, make: &dyn Fn() -> Result<Arc<dyn DeviceHeap>>) -> Result<()> {
+    fn serve_device_heap(
+        &self,
+        make: &dyn Fn() -> Result<Arc<dyn DeviceHeap>, GpuHeapError>,
+    ) -> Result<(), GpuHeapError> {
         self.inner.serve_device_heap(make)
     }
 }

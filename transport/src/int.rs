@@ -108,12 +108,7 @@ macro_rules! sym_int {
 /// Performs `kind` on `a` with the host API's orderings (fetch Acquire, set Release, the
 /// read-modify-writes SeqCst) and returns the old value (0 for a set): how requests that
 /// arrive encoded, from peers over a transport, are applied.
-pub(crate) fn apply_amo<T: SymInt>(
-    a: &T::Atomic,
-    kind: symmem_device::AmoKind,
-    v: T,
-    cond: T,
-) -> T {
+pub fn apply_amo<T: SymInt>(a: &T::Atomic, kind: symmem_device::AmoKind, v: T, cond: T) -> T {
     use symmem_device::AmoKind;
     match kind {
         AmoKind::Fetch => T::load(a, Ordering::Acquire),
@@ -133,7 +128,7 @@ pub(crate) fn apply_amo<T: SymInt>(
 /// Updates a signal word. Release: the data stores before it become visible to whoever
 /// Acquire-loads the new value.
 #[inline]
-pub(crate) fn apply_signal(word: &AtomicU64, signal: u64, op: SignalOp) {
+pub fn apply_signal(word: &AtomicU64, signal: u64, op: SignalOp) {
     match op {
         SignalOp::Set => word.store(signal, Ordering::Release),
         SignalOp::Add => {

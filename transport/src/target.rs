@@ -18,16 +18,18 @@ use std::sync::{Arc, OnceLock};
 use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 
 use super::HeapRegion;
+use crate::error::GpuHeapError;
 use crate::int::apply_signal;
 use crate::int::{apply_amo, SymInt};
 
 /// A GPU heap as the target of peers' requests: what loads and stores cannot reach. Offsets
-/// are checked by [`Target::check`] before any call; errors are the reason, for the peer.
-pub(crate) trait DeviceHeap: Send + Sync {
+/// are checked before any call; an error (the runtime's, e.g. a CUDA call that failed)
+/// goes back to the peer in words.
+pub trait DeviceHeap: Send + Sync {
     /// Copies `src` to heap offset `off`; complete (visible to the GPU) on return.
-    fn write(&self, off: u64, src: &[u8]) -> Result<(), String>;
+    fn write(&self, off: u64, src: &[u8]) -> Result<(), GpuHeapError>;
     /// Copies `dst.len()` bytes from heap offset `off` into `dst`.
-    fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), String>;
+    fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), GpuHeapError>;
     /// The AMO `kind` on the `width`-byte word at `off`; returns the old value's bits.
     fn amo(
         &self,
@@ -36,9 +38,9 @@ pub(crate) trait DeviceHeap: Send + Sync {
         kind: AmoKind,
         value: u64,
         compare: u64,
-    ) -> Result<u64, String>;
+    ) -> Result<u64, GpuHeapError>;
     /// Updates the signal word at `off`, after every earlier [`Self::write`].
-    fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), String>;
+    fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), GpuHeapError>;
 }
 
 /// This PE's heap as the target of peers' requests.
@@ -148,7 +150,7 @@ impl Target {
     /// Copies the checked range at `off` into `dst` (a get).
     pub(crate) fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), String> {
         if !self.heap.host {
-            return self.device()?.read(off, dst);
+            return self.device()?.read(off, dst).map_err(|e| e.to_string());
         }
         // SAFETY: checked to lie within the heap; `dst` is a separate buffer. Peers may
         // write the range concurrently, as with any get.
@@ -159,7 +161,7 @@ impl Target {
     /// Copies `src` to the checked range at `off` of a GPU heap (a staged put; puts to a
     /// host heap are read straight into [`Self::at`]).
     pub(crate) fn write_device(&self, off: u64, src: &[u8]) -> Result<(), String> {
-        self.device()?.write(off, src)
+        self.device()?.write(off, src).map_err(|e| e.to_string())
     }
 
     /// Performs a checked AMO; returns the old value (0 for Set).
@@ -171,7 +173,8 @@ impl Target {
         if !self.heap.host {
             return self
                 .device()?
-                .amo(req.remote, req.width, kind, req.value, req.compare);
+                .amo(req.remote, req.width, kind, req.value, req.compare)
+                .map_err(|e| e.to_string());
         }
         /// The AMO on the `T` at `p`.
         ///
@@ -201,7 +204,10 @@ impl Target {
     /// `off` and `op` come from a request that passed [`Self::check`].
     pub(crate) unsafe fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), String> {
         if !self.heap.host {
-            return self.device()?.signal(off, op, value);
+            return self
+                .device()?
+                .signal(off, op, value)
+                .map_err(|e| e.to_string());
         }
         // SAFETY: in bounds and 8-byte aligned (checked); signal words are only accessed
         // atomically.

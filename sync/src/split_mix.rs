@@ -5,16 +5,16 @@
 //! anything secret.
 
 /// A SplitMix64 stream: the same seed gives the same numbers.
-pub(crate) struct SplitMix64(u64);
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
     /// The stream of `seed`.
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
 
     /// The next number.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -23,7 +23,7 @@ impl SplitMix64 {
     }
 
     /// The next number in `0..=max`.
-    pub(crate) fn up_to(&mut self, max: u64) -> u64 {
+    pub fn up_to(&mut self, max: u64) -> u64 {
         self.next_u64() % (max + 1)
     }
 }

@@ -1,5 +1,7 @@
-//! Remote transports: how this PE reaches PEs whose heaps are not mapped here (other nodes,
-//! or P2P disabled), and which one each PE pair uses. With `SYMMEM_ORDERING=weak` every
+//! symmem's remote transports: how a PE reaches PEs whose heaps are not mapped into it
+//! (other nodes, or P2P disabled), and which one each PE pair uses. The runtime hands a
+//! transport its configuration ([`TransportConfig`]), its heap and the job's bootstrap
+//! ([`Setup`]), and gets back one [`Transport`]; nothing here knows the runtime. With `SYMMEM_ORDERING=weak` every
 //! peer is reached through the [`weak`] reordering transport, which delivers to same-node
 //! peers through the [`direct`] transport and to the others through socket or ib.
 //!
@@ -26,11 +28,13 @@ use std::sync::Arc;
 
 use symmem_device::Request;
 
-use crate::config::{MemoryOrdering, RemoteTransport};
-use crate::error::{Error, Result};
+pub use config::{RemoteTransport, TransportConfig};
+pub use counted::{Counted, OpCounter};
+pub use error::{Error, GpuHeapError, Result};
+pub use target::DeviceHeap;
 
 /// The buffer a request reads from or writes to on the issuing PE.
-pub(crate) enum Io<'a> {
+pub enum Io<'a> {
     /// No payload (AMOs, signals, fence, quiet).
     None,
     /// The source of a put or put_signal (`request.len` bytes).
@@ -40,7 +44,7 @@ pub(crate) enum Io<'a> {
 }
 
 /// A request issued with [`Transport::submit_nowait`].
-pub(crate) enum Pending {
+pub enum Pending {
     /// Locally complete on return, like [`Transport::submit`]: the fetched value of a
     /// fetching AMO (0 otherwise); a get's bytes are already in its `Io::Dst`.
     Done(u64),
@@ -50,7 +54,7 @@ pub(crate) enum Pending {
 
 /// A fetching request whose reply has not been collected yet. Dropping it abandons the
 /// reply: a reply that comes later is read and discarded.
-pub(crate) trait InFlight: Send {
+pub trait InFlight: Send {
     /// Collects the reply if it has arrived: `Some(value)` (a fetching AMO's old value,
     /// 0 for a get) with a get's `request.len` bytes copied into `dst` (empty for an
     /// AMO); `None` while it has not. Never blocks and does not read the connection
@@ -61,7 +65,7 @@ pub(crate) trait InFlight: Send {
 }
 
 /// A way to reach remote PEs.
-pub(crate) trait Transport: Send + Sync {
+pub trait Transport: Send + Sync {
     /// Short name for logs and errors (`socket`, `ib`).
     fn name(&self) -> &'static str;
 
@@ -112,8 +116,10 @@ pub(crate) trait Transport: Send + Sync {
     /// Gives the transport this PE's GPU heap access path, built by `make`, if it applies
     /// peers' requests itself (socket). Called once at init, before any peer may send. A
     /// transport whose NIC reaches the heap itself (ib) does not call `make`.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // GPU heaps need the cuda feature
-    fn serve_device_heap(&self, make: &dyn Fn() -> Result<Arc<dyn DeviceHeap>>) -> Result<()> {
+    fn serve_device_heap(
+        &self,
+        make: &dyn Fn() -> Result<Arc<dyn DeviceHeap>, GpuHeapError>,
+    ) -> Result<(), GpuHeapError> {
         let _ = make;
         Ok(())
     }
@@ -122,7 +128,7 @@ pub(crate) trait Transport: Send + Sync {
 /// This PE's heap as a transport sees it: what incoming requests are applied to (socket)
 /// or what is registered with the NIC (ibverbs).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct HeapRegion {
+pub struct HeapRegion {
     /// Address of this PE's heap: a host pointer, or a device address on a GPU PE.
     pub base: u64,
     /// Bytes.
@@ -133,11 +139,11 @@ pub(crate) struct HeapRegion {
 
 /// What a transport needs to connect. Connecting is collective: every PE of the job calls
 /// it, in the same order relative to other bootstrap collectives.
-pub(crate) struct Setup<'a> {
+pub struct Setup<'a> {
     /// The job's bootstrap, for exchanging addresses and keys.
     pub bootstrap: &'a dyn symmem_bootstrap::Bootstrap,
-    /// The runtime's configuration.
-    pub config: &'a crate::config::Config,
+    /// The transports' part of the runtime's configuration.
+    pub config: &'a TransportConfig,
     /// This PE.
     pub me: usize,
     /// `remote[pe]`: whether this PE reaches `pe` through the transport.
@@ -148,21 +154,25 @@ pub(crate) struct Setup<'a> {
     pub peer_bases: &'a [u64],
     /// When connecting must be done.
     pub deadline: std::time::Instant,
-    /// The runtime's operation counters, which the transports count their requests in.
-    pub counters: &'a crate::counters::Registry,
+    /// The counters of the path named (`socket`, `ib`, `direct`): each transport counts
+    /// the requests, fences and quiets it carries in its own.
+    pub counter: &'a dyn Fn(&'static str) -> Arc<dyn OpCounter>,
+    /// Exports this PE's GPU heap as a dma-buf (`cuMemGetHandleForAddressRange`), for a
+    /// NIC to register; `None` on a CPU PE or a build without CUDA.
+    pub export_gpu_heap: Option<&'a dyn Fn() -> Result<std::os::fd::OwnedFd, GpuHeapError>>,
 }
 
 mod agree;
+pub mod config;
 mod counted;
 mod direct;
+mod error;
 #[cfg(feature = "ib")]
 mod ib;
+pub mod int;
 mod socket;
 mod target;
 mod weak;
-
-pub(crate) use counted::Counted;
-pub(crate) use target::DeviceHeap;
 
 /// The transports a build can choose between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,7 +182,7 @@ enum Kind {
 }
 
 /// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
-pub(crate) fn probe_ib(config: &crate::config::Config) -> std::result::Result<String, String> {
+pub fn probe_ib(config: &TransportConfig) -> std::result::Result<String, String> {
     #[cfg(feature = "ib")]
     return ib::probe(config);
     #[cfg(not(feature = "ib"))]
@@ -183,7 +193,7 @@ pub(crate) fn probe_ib(config: &crate::config::Config) -> std::result::Result<St
 }
 
 /// What this PE would use, and why (`SYMMEM_REMOTE_TRANSPORT`).
-fn choose(config: &crate::config::Config) -> Result<(Kind, String)> {
+fn choose(config: &TransportConfig) -> Result<(Kind, String)> {
     match config.remote_transport {
         RemoteTransport::Socket => Ok((Kind::Socket, "SYMMEM_REMOTE_TRANSPORT=socket".into())),
         RemoteTransport::Ib => match probe_ib(config) {
@@ -224,7 +234,7 @@ fn propose(setup: &Setup<'_>) -> Result<(agree::Proposal, String)> {
 /// Whether the NIC can register this PE's GPU heap, or why not.
 fn probe_gpu_heap(setup: &Setup<'_>) -> std::result::Result<(), String> {
     #[cfg(feature = "ib")]
-    return ib::probe_gpu_registration(setup.config, setup.heap);
+    return ib::probe_gpu_registration(setup.config, setup.heap, setup.export_gpu_heap);
     #[cfg(not(feature = "ib"))]
     {
         let _ = setup;
@@ -234,7 +244,7 @@ fn probe_gpu_heap(setup: &Setup<'_>) -> std::result::Result<(), String> {
 
 /// The remote transport a job uses and why it was chosen (as logged at init).
 #[derive(Debug, Clone)]
-pub(crate) struct RemoteChoice {
+pub struct RemoteChoice {
     /// The transport's name (`socket`, `ib`).
     pub name: &'static str,
     /// Why: `SYMMEM_REMOTE_TRANSPORT` and what the RDMA probe found.
@@ -242,7 +252,7 @@ pub(crate) struct RemoteChoice {
 }
 
 /// What [`connect`] set up.
-pub(crate) struct Connected {
+pub struct Connected {
     /// The transport to PEs whose heaps are not mapped here (with weak ordering, to every
     /// peer); None when there is none.
     pub transport: Option<Arc<dyn Transport>>,
@@ -253,7 +263,7 @@ pub(crate) struct Connected {
 /// Connects the transports of this PE: the remote transport when any PE has a peer whose
 /// heap it cannot map, and with `SYMMEM_ORDERING=weak` the reordering transport in front
 /// of it and of the direct transport to same-node peers. Collective: every PE calls it.
-pub(crate) fn connect(setup: &Setup<'_>) -> Result<Connected> {
+pub fn connect(setup: &Setup<'_>) -> Result<Connected> {
     let (transport, remote) = match connect_remote(setup)? {
         Some((t, why)) => {
             let name = t.name();
@@ -261,7 +271,7 @@ pub(crate) fn connect(setup: &Setup<'_>) -> Result<Connected> {
         }
         None => (None, None),
     };
-    if setup.config.ordering != MemoryOrdering::Weak || setup.bootstrap.size() == 1 {
+    if !setup.config.weak_ordering || setup.bootstrap.size() == 1 {
         return Ok(Connected { transport, remote });
     }
     let transport = Some(connect_weak(setup, transport)?);
@@ -316,7 +326,7 @@ fn connect_weak(
             _ => None,
         })
         .collect();
-    let direct = Counted::new(direct, setup.counters.direct_transport.clone());
+    let direct = Counted::new(direct, (setup.counter)("direct"));
     let mut inners: Vec<Arc<dyn Transport>> = vec![Arc::new(direct)];
     inners.extend(remote);
     tracing::info!(target: "init::transport", "PE {me}: weak ordering, SYMMEM_ORDERING_SEED={seed}");
@@ -376,16 +386,15 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, Strin
             })
         }
     };
-    let counters = setup.counters;
     let t: Arc<dyn Transport> = match kind {
         Kind::Socket => Arc::new(Counted::new(
             socket::SocketTransport::connect(setup)?,
-            counters.socket.clone(),
+            (setup.counter)("socket"),
         )),
         #[cfg(feature = "ib")]
         Kind::Ib => Arc::new(Counted::new(
             ib::IbTransport::connect(setup)?,
-            counters.ib.clone(),
+            (setup.counter)("ib"),
         )),
         #[cfg(not(feature = "ib"))]
         Kind::Ib => unreachable!("probe_ib never succeeds without the ib feature"),

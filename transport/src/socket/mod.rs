@@ -1236,8 +1236,8 @@ impl Transport for SocketTransport {
 
     fn serve_device_heap(
         &self,
-        make: &dyn Fn() -> Result<Arc<dyn super::DeviceHeap>>,
-    ) -> Result<()> {
+        make: &dyn Fn() -> Result<Arc<dyn super::DeviceHeap>, crate::GpuHeapError>,
+    ) -> Result<(), crate::GpuHeapError> {
         if !self.shared.target.is_host() {
             self.shared.target.attach(make()?);
         }
@@ -1318,7 +1318,7 @@ fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::HeapRegion;
+    use crate::HeapRegion;
     use symmem_device::SignalOp;
 
     /// A transport state for PE 0 whose connection to "PE 1" is the other end of `client`,
@@ -1617,7 +1617,7 @@ mod tests {
     }
 
     impl super::super::DeviceHeap for FakeGpuHeap {
-        fn write(&self, off: u64, src: &[u8]) -> std::result::Result<(), String> {
+        fn write(&self, off: u64, src: &[u8]) -> std::result::Result<(), crate::GpuHeapError> {
             if self.fail_writes {
                 return Err("cuMemcpyHtoD failed: CUDA_ERROR_ILLEGAL_ADDRESS".into());
             }
@@ -1626,7 +1626,7 @@ mod tests {
             lock(&self.log).push(format!("write {off} {}", src.len()));
             Ok(())
         }
-        fn read(&self, off: u64, dst: &mut [u8]) -> std::result::Result<(), String> {
+        fn read(&self, off: u64, dst: &mut [u8]) -> std::result::Result<(), crate::GpuHeapError> {
             let off = off as usize;
             dst.copy_from_slice(&lock(&self.mem)[off..off + dst.len()]);
             lock(&self.log).push(format!("read {off} {}", dst.len()));
@@ -1639,7 +1639,7 @@ mod tests {
             kind: symmem_device::AmoKind,
             value: u64,
             _compare: u64,
-        ) -> std::result::Result<u64, String> {
+        ) -> std::result::Result<u64, crate::GpuHeapError> {
             assert_eq!((width, kind), (8, symmem_device::AmoKind::FetchAdd));
             let off = off as usize;
             let mut m = lock(&self.mem);
@@ -1648,7 +1648,12 @@ mod tests {
             lock(&self.log).push(format!("amo {off}"));
             Ok(old)
         }
-        fn signal(&self, off: u64, op: SignalOp, value: u64) -> std::result::Result<(), String> {
+        fn signal(
+            &self,
+            off: u64,
+            op: SignalOp,
+            value: u64,
+        ) -> std::result::Result<(), crate::GpuHeapError> {
             assert_eq!(op, SignalOp::Set);
             let off = off as usize;
             lock(&self.mem)[off..off + 8].copy_from_slice(&value.to_le_bytes());

@@ -16,6 +16,7 @@
 //! atomic results and signal values. A slot is taken when its WR is posted and given back
 //! when the WR's completion is polled.
 
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use sideway::ibverbs::memory_region::MemoryRegion;
@@ -24,9 +25,9 @@ use sideway::ibverbs::AccessFlags;
 
 use super::device::LocalPort;
 use super::qp::remote_access;
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::transport::HeapRegion;
+use crate::config::TransportConfig;
+use crate::error::{Error, GpuHeapError, Result};
+use crate::HeapRegion;
 
 /// Payload slots in the bounce buffer.
 pub(crate) const SLOTS: usize = 32;
@@ -54,7 +55,8 @@ pub(crate) fn reg_hint(errno: Option<i32>) -> &'static str {
 pub(crate) fn register_heap(
     pd: &Arc<ProtectionDomain>,
     heap: HeapRegion,
-    config: &Config,
+    export: Option<&dyn Fn() -> Result<OwnedFd, GpuHeapError>>,
+    config: &TransportConfig,
     me: usize,
     port: &LocalPort,
 ) -> Result<Arc<MemoryRegion>> {
@@ -76,7 +78,7 @@ pub(crate) fn register_heap(
             )
         });
     }
-    register_gpu(pd, heap).map_err(|cause| {
+    register_gpu(pd, heap, export).map_err(|cause| {
         init_error(
             me,
             format!(
@@ -95,14 +97,15 @@ pub(crate) fn register_heap(
 /// Whether the NIC that `config` selects can register the GPU heap `heap`: registers it
 /// once and releases it, or says why not (naming the device). Decides host staging.
 pub(crate) fn probe_gpu_registration(
-    config: &Config,
+    config: &TransportConfig,
     heap: HeapRegion,
+    export: Option<&dyn Fn() -> Result<OwnedFd, GpuHeapError>>,
 ) -> std::result::Result<(), String> {
     let (ctx, port) = super::device::open(config)?;
     let pd = ctx
         .alloc_pd()
         .map_err(|e| format!("{}: ibv_alloc_pd failed: {e:?}", port.name()))?;
-    register_gpu(&pd, heap)
+    register_gpu(&pd, heap, export)
         .map(drop)
         .map_err(|cause| format!("{}: {cause}", port.name()))
 }
@@ -126,64 +129,49 @@ fn reg_errno(e: &sideway::ibverbs::memory_region::RegisterMemoryRegionError) -> 
     }
 }
 
-/// dma-buf first, then `nvidia_peermem`; the error carries both causes.
-#[cfg(feature = "cuda")]
+/// dma-buf first (from `export`, the runtime's `cuMemGetHandleForAddressRange`), then
+/// `nvidia_peermem`; the error carries both causes.
 fn register_gpu(
     pd: &Arc<ProtectionDomain>,
     heap: HeapRegion,
+    export: Option<&dyn Fn() -> Result<OwnedFd, GpuHeapError>>,
 ) -> std::result::Result<Arc<MemoryRegion>, String> {
-    use std::os::fd::{FromRawFd, OwnedFd};
-
-    use cudarc::driver::sys;
-
-    if !crate::cuda::driver_present() {
-        return Err("the CUDA driver library (libcuda.so) cannot be loaded".into());
-    }
-    let mut fd: libc::c_int = -1;
-    // SAFETY: the library is present (checked above); `fd` is a valid out-parameter for
-    // a dma-buf file descriptor; the range is this PE's mapped GPU heap.
-    let rc = unsafe {
-        sys::cuMemGetHandleForAddressRange(
-            (&mut fd as *mut libc::c_int).cast(),
-            heap.base,
-            heap.len,
-            sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
-            0,
-        )
+    let Some(export) = export else {
+        return Err(
+            "this PE cannot export its GPU heap as a dma-buf (no CUDA support in this build)"
+                .into(),
+        );
     };
-    let dmabuf = if rc == sys::CUresult::CUDA_SUCCESS && fd >= 0 {
-        // SAFETY: the driver returned a new file descriptor that nothing else owns.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: `owned` is a dma-buf exporting the heap's `heap.len` bytes, which stay
-        // mapped while the MR lives (see `register_heap`); iova = the heap's device
-        // address, so remote addresses are heap addresses as on host heaps.
-        let r = unsafe {
-            pd.reg_dmabuf_mr(
-                0,
-                heap.len,
-                heap.base,
-                std::os::fd::AsRawFd::as_raw_fd(&owned),
-                remote_access(),
-            )
-        };
-        // The MR keeps its own reference to the dma-buf; `owned` closes ours.
-        match r {
-            Ok(mr) => return Ok(mr),
-            Err(e) => format!(
-                "ibv_reg_dmabuf_mr failed: {:?}{}",
-                e.0,
-                reg_hint(reg_errno(&e))
-            ),
+    let dmabuf = match export() {
+        Ok(owned) => {
+            // SAFETY: `owned` is a dma-buf exporting the heap's `heap.len` bytes, which stay
+            // mapped while the MR lives (see `register_heap`); iova = the heap's device
+            // address, so remote addresses are heap addresses as on host heaps.
+            let r = unsafe {
+                pd.reg_dmabuf_mr(
+                    0,
+                    heap.len,
+                    heap.base,
+                    std::os::fd::AsRawFd::as_raw_fd(&owned),
+                    remote_access(),
+                )
+            };
+            // The MR keeps its own reference to the dma-buf; `owned` closes ours.
+            match r {
+                Ok(mr) => return Ok(mr),
+                Err(e) => format!(
+                    "ibv_reg_dmabuf_mr failed: {:?}{}",
+                    e.0,
+                    reg_hint(reg_errno(&e))
+                ),
+            }
         }
-    } else {
-        let name =
-            crate::cuda::cuda_error(rc, "cuMemGetHandleForAddressRange".into(), 0, String::new());
-        format!(
-            "no dma-buf support: cuMemGetHandleForAddressRange(DMA_BUF_FD) failed ({name}; dma-buf needs the NVIDIA open kernel module, driver 515+ and Linux 5.12+)"
-        )
+        Err(e) => format!(
+            "no dma-buf support: {e} (dma-buf needs the NVIDIA open kernel module, driver 515+ and Linux 5.12+)"
+        ),
     };
-    // SAFETY: as above; with nvidia_peermem the provider pins the GPU pages behind the
-    // device address range, which stays mapped while the MR lives.
+    // SAFETY: with nvidia_peermem the provider pins the GPU pages behind the device address
+    // range, which stays mapped while the MR lives (see `register_heap`).
     match unsafe { pd.reg_mr(heap.base as usize, heap.len, remote_access()) } {
         Ok(mr) => {
             tracing::info!(target: "init::transport", "GPU heap registered through nvidia_peermem ({dmabuf})");
@@ -201,15 +189,6 @@ fn register_gpu(
             ))
         }
     }
-}
-
-/// Without the `cuda` feature there are no GPU heaps.
-#[cfg(not(feature = "cuda"))]
-fn register_gpu(
-    _pd: &Arc<ProtectionDomain>,
-    _heap: HeapRegion,
-) -> std::result::Result<Arc<MemoryRegion>, String> {
-    Err("this build has no CUDA support (the cuda feature is off)".into())
 }
 
 /// A free list of fixed-size pieces (bounce slots or words), by index.

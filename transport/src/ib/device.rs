@@ -12,7 +12,7 @@ use sideway::ibverbs::device::{DeviceInfo, DeviceList};
 use sideway::ibverbs::device_context::{AtomicCapability, DeviceContext, LinkLayer, PortState};
 
 use super::endpoint::Link;
-use crate::config::Config;
+use crate::config::TransportConfig;
 
 /// The port this PE uses, with what connecting needs to know of it and its device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ impl LocalPort {
 }
 
 /// The device and port this PE would use, described, or why there is none.
-pub(crate) fn probe(config: &Config) -> Result<String, String> {
+pub(crate) fn probe(config: &TransportConfig) -> Result<String, String> {
     open(config).map(|(_, port)| port.describe())
 }
 
@@ -169,7 +169,7 @@ pub(crate) fn choose_gid(
 
 /// Opens the first usable port of the first device `SYMMEM_HCA_LIST` allows, or says
 /// what was found instead.
-pub(crate) fn open(config: &Config) -> Result<(Arc<DeviceContext>, LocalPort), String> {
+pub(crate) fn open(config: &TransportConfig) -> Result<(Arc<DeviceContext>, LocalPort), String> {
     let list = DeviceList::new().map_err(|e| {
         let sideway::ibverbs::device::GetDeviceListErrorKind::Ibverbs(io) = &e.0 else {
             return format!("ibv_get_device_list failed: {e}");
@@ -210,7 +210,11 @@ pub(crate) fn open(config: &Config) -> Result<(Arc<DeviceContext>, LocalPort), S
 }
 
 /// The first usable port of an opened device, or why each port is not.
-fn usable_port(ctx: &DeviceContext, name: &str, config: &Config) -> Result<LocalPort, Vec<String>> {
+fn usable_port(
+    ctx: &DeviceContext,
+    name: &str,
+    config: &TransportConfig,
+) -> Result<LocalPort, Vec<String>> {
     let attr = ctx
         .query_device()
         .map_err(|e| vec![format!("{name}: ibv_query_device failed ({e}: {:?})", e.0)])?;
@@ -409,7 +413,7 @@ mod tests {
     /// which of the two it found, in words a user can act on.
     #[test]
     fn probe_here_says_what_is_missing() {
-        let config = Config::from_lookup(|_| None).unwrap();
+        let config = TransportConfig::unset();
         match probe(&config) {
             Err(why) => assert!(
                 why.starts_with("libibverbs not found") || why.starts_with("no RDMA devices"),

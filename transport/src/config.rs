@@ -1,0 +1,201 @@
+//! What the transports read of the runtime's configuration: the `SYMMEM_*` variables
+//! the runtime parses (its `Config`), handed over as a [`TransportConfig`].
+
+use std::time::Duration;
+
+/// The transports' part of the configuration.
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    /// `SYMMEM_REMOTE_TRANSPORT`.
+    pub remote_transport: RemoteTransport,
+    /// `SYMMEM_ORDERING=weak`: every peer is reached through the reordering transport.
+    pub weak_ordering: bool,
+    /// `SYMMEM_ORDERING_SEED`: PE 0's seed of weak ordering's delivery order (from its
+    /// clock when unset).
+    pub ordering_seed: Option<u64>,
+    /// `SYMMEM_TIMEOUT`: how long a request may wait for its peer; `None` = no limit.
+    pub timeout: Option<Duration>,
+    /// `SYMMEM_SOCKET_IFNAME`: the interface the socket transport listens on.
+    pub socket_ifname: Option<String>,
+    /// `SYMMEM_HCA_LIST` as given, for messages.
+    pub hca_list: Vec<String>,
+    /// `SYMMEM_HCA_LIST`, parsed.
+    pub hca_filter: HcaFilter,
+    /// `SYMMEM_IB_GID_INDEX`; `None` = chosen per port.
+    pub ib_gid_index: Option<u32>,
+    /// `SYMMEM_IB_QPS_PER_PEER`.
+    pub ib_qps_per_peer: usize,
+    /// `SYMMEM_ALLOW_HOST_STAGING=1`: a GPU heap the NIC cannot register is staged
+    /// through host memory over sockets instead of failing.
+    pub allow_host_staging: bool,
+}
+
+#[cfg(all(test, feature = "ib"))]
+impl TransportConfig {
+    /// The configuration when no variable is set, for unit tests (the runtime's `Config`
+    /// owns the real defaults).
+    pub(crate) fn unset() -> Self {
+        TransportConfig {
+            remote_transport: RemoteTransport::Auto,
+            weak_ordering: false,
+            ordering_seed: None,
+            timeout: None,
+            socket_ifname: None,
+            hca_list: Vec::new(),
+            hca_filter: HcaFilter::default(),
+            ib_gid_index: None,
+            ib_qps_per_peer: 1,
+            allow_host_staging: false,
+        }
+    }
+}
+
+/// The remote transport preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteTransport {
+    /// ibverbs if a device is present, else sockets.
+    Auto,
+    /// TCP sockets.
+    Socket,
+    /// ibverbs.
+    Ib,
+}
+
+/// The most queue pairs `SYMMEM_IB_QPS_PER_PEER` accepts.
+pub const MAX_IB_QPS_PER_PEER: usize = 64;
+
+/// Which RDMA devices and ports the ib transport may use (`SYMMEM_HCA_LIST`), with NCCL's
+/// syntax for `NCCL_IB_HCA`: `mlx5_0:1,mlx5_1` (name prefixes, each with an optional
+/// port), `=mlx5_0` (exact names), `^mlx5_1` (every device except those listed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HcaFilter {
+    /// `^`: the entries name what to leave out.
+    pub exclude: bool,
+    /// `=`: names match exactly instead of by prefix.
+    pub exact: bool,
+    /// The listed devices; empty = every device.
+    pub entries: Vec<HcaEntry>,
+}
+
+/// One entry of [`HcaFilter`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HcaEntry {
+    /// Device name, or a prefix of it.
+    pub name: String,
+    /// Port number (1-based); `None` = every port.
+    pub port: Option<u8>,
+}
+
+impl HcaFilter {
+    /// Parses `SYMMEM_HCA_LIST`'s value; the error says what is wrong with it.
+    pub fn parse(v: &str) -> Result<Self, String> {
+        let mut rest = v.trim();
+        let exclude = rest.starts_with('^');
+        if exclude {
+            rest = &rest[1..];
+        }
+        let exact = rest.starts_with('=');
+        if exact {
+            rest = &rest[1..];
+        }
+        let mut entries = Vec::new();
+        for item in split_list(rest) {
+            let (name, port) = match item.split_once(':') {
+                Some((name, port)) => {
+                    let p = port
+                        .trim()
+                        .parse::<u8>()
+                        .ok()
+                        .filter(|&p| p >= 1)
+                        .ok_or_else(|| {
+                            format!("{item:?}: the port after ':' must be a number from 1 to 255")
+                        })?;
+                    (name.trim(), Some(p))
+                }
+                None => (item.as_str(), None),
+            };
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+            {
+                return Err(format!(
+                    "{item:?} is not a device name (letters, digits, _ - .), optionally followed by :port"
+                ));
+            }
+            entries.push(HcaEntry {
+                name: name.to_string(),
+                port,
+            });
+        }
+        if entries.is_empty() && (exclude || exact) {
+            return Err("no device named after ^ or =".into());
+        }
+        Ok(HcaFilter {
+            exclude,
+            exact,
+            entries,
+        })
+    }
+
+    /// Whether port `port` of device `name` may be used.
+    pub fn allows(&self, name: &str, port: u8) -> bool {
+        if self.entries.is_empty() {
+            return true;
+        }
+        let listed = self.entries.iter().any(|e| {
+            let name_ok = if self.exact {
+                e.name == name
+            } else {
+                name.starts_with(&e.name)
+            };
+            name_ok && e.port.is_none_or(|p| p == port)
+        });
+        listed != self.exclude
+    }
+}
+
+/// The non-empty, trimmed items of a comma-separated list.
+fn split_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hca_list_matches_like_nccl() {
+        let all = HcaFilter::default();
+        assert!(all.allows("mlx5_0", 1) && all.allows("rxe0", 2));
+
+        let f = HcaFilter::parse("mlx5_0:1,mlx5_1").unwrap();
+        assert!(f.allows("mlx5_0", 1));
+        assert!(!f.allows("mlx5_0", 2), "port 2 is not listed");
+        assert!(f.allows("mlx5_1", 1) && f.allows("mlx5_1", 2));
+        assert!(!f.allows("mlx5_2", 1));
+
+        // Prefixes by default: mlx5 is every mlx5 device.
+        let f = HcaFilter::parse("mlx5").unwrap();
+        assert!(f.allows("mlx5_0", 1) && f.allows("mlx5_10", 1) && !f.allows("bnxt_re0", 1));
+        // = matches exactly: mlx5_1 is not mlx5_10.
+        let f = HcaFilter::parse("=mlx5_1").unwrap();
+        assert!(f.allows("mlx5_1", 1) && !f.allows("mlx5_10", 1));
+        // ^ excludes.
+        let f = HcaFilter::parse("^mlx5_1:1").unwrap();
+        assert!(
+            f.exclude && !f.allows("mlx5_1", 1) && f.allows("mlx5_1", 2) && f.allows("mlx5_0", 1)
+        );
+        let f = HcaFilter::parse("^=mlx5_1").unwrap();
+        assert!(f.exclude && f.exact && !f.allows("mlx5_1", 1) && f.allows("mlx5_10", 1));
+
+        for bad in ["mlx5_0:0", "mlx5_0:256", "mlx5_0:", ":1", "a b", "^", "="] {
+            assert!(HcaFilter::parse(bad).is_err(), "{bad:?} parsed");
+        }
+        let why = HcaFilter::parse("mlx5_0:x").unwrap_err();
+        assert!(why.contains("mlx5_0:x") && why.contains("port"), "{why}");
+    }
+}
