@@ -5,19 +5,9 @@ use std::sync::Arc;
 
 use symmem_device::Request;
 
+use crate::error::GpuHeapError;
 use crate::error::Result;
-use crate::{DeviceHeap, GpuHeapError, Io, Pending, Transport};
-
-/// Where a transport's traffic is counted: the runtime's counters of one path. Counting
-/// is a few relaxed atomic adds; a remote operation costs microseconds.
-pub trait OpCounter: Send + Sync {
-    /// Counts a request submitted: a put, get, AMO or signal and its bytes.
-    fn request(&self, req: &Request);
-    /// Counts a fence the transport was asked for.
-    fn fence(&self);
-    /// Counts a quiet the transport was asked for.
-    fn quiet(&self);
-}
+use crate::interface::{DeviceHeap, Io, OpCounter, Pending, Transport};
 
 /// A transport whose requests, fences and quiets are counted in `ops`.
 pub struct Counted<T> {

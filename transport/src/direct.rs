@@ -14,8 +14,8 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use symmem_device::{Opcode, Request};
 
 use super::target::Target;
-use super::{HeapRegion, Io, Transport};
 use crate::error::{Error, Result};
+use crate::interface::{HeapRegion, Io, Transport};
 
 /// Same-node peers' heaps as targets of this PE's requests.
 pub(crate) struct DirectTransport {

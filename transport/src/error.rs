@@ -6,7 +6,7 @@ use symmem_bootstrap::BootstrapError;
 /// Result alias of the transports.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The error a [`GpuHeap`](crate::GpuHeap) returns: the runtime's own (CUDA) error,
+/// The error a [`DeviceHeap`](crate::DeviceHeap) returns: the runtime's own (CUDA) error,
 /// passed through unchanged.
 pub type GpuHeapError = Box<dyn std::error::Error + Send + Sync>;
 

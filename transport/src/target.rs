@@ -17,31 +17,9 @@ use std::sync::{Arc, OnceLock};
 
 use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 
-use super::HeapRegion;
-use crate::error::GpuHeapError;
 use crate::int::apply_signal;
 use crate::int::{apply_amo, SymInt};
-
-/// A GPU heap as the target of peers' requests: what loads and stores cannot reach. Offsets
-/// are checked before any call; an error (the runtime's, e.g. a CUDA call that failed)
-/// goes back to the peer in words.
-pub trait DeviceHeap: Send + Sync {
-    /// Copies `src` to heap offset `off`; complete (visible to the GPU) on return.
-    fn write(&self, off: u64, src: &[u8]) -> Result<(), GpuHeapError>;
-    /// Copies `dst.len()` bytes from heap offset `off` into `dst`.
-    fn read(&self, off: u64, dst: &mut [u8]) -> Result<(), GpuHeapError>;
-    /// The AMO `kind` on the `width`-byte word at `off`; returns the old value's bits.
-    fn amo(
-        &self,
-        off: u64,
-        width: u8,
-        kind: AmoKind,
-        value: u64,
-        compare: u64,
-    ) -> Result<u64, GpuHeapError>;
-    /// Updates the signal word at `off`, after every earlier [`Self::write`].
-    fn signal(&self, off: u64, op: SignalOp, value: u64) -> Result<(), GpuHeapError>;
-}
+use crate::interface::{DeviceHeap, HeapRegion};
 
 /// This PE's heap as the target of peers' requests.
 pub(crate) struct Target {

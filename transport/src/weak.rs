@@ -90,8 +90,8 @@ use std::time::{Duration, Instant};
 
 use symmem_device::{Opcode, Request};
 
-use super::{Io, Transport};
 use crate::error::{Error, Result};
+use crate::interface::{Io, Transport};
 use symmem_sync::split_mix::SplitMix64;
 
 /// What a `get_nbi`'s destination in this PE's heap holds until the quiet that

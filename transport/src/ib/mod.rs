@@ -53,8 +53,8 @@ use self::mr::{Bounce, SLOT_BYTES};
 use self::nic::{Nic, Posted, RcNic};
 use self::wr::{Fences, Local, Plan, Wr, WrOp, MAX_MSG};
 use super::target::Target;
-use super::{HeapRegion, Io, Setup, Transport};
 use crate::error::{Error, Result};
+use crate::interface::{HeapRegion, Io, Setup, Transport};
 
 pub(crate) use self::device::probe;
 pub(crate) use self::mr::probe_gpu_registration;
@@ -924,34 +924,7 @@ impl Prepared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TransportConfig;
-
-    /// `SYMMEM_REMOTE_TRANSPORT=ib` on a machine without a usable device is an error that
-    /// names the variable and what the probe found; `auto` falls back to sockets with the
-    /// same reason.
-    #[test]
-    fn asking_for_ib_here_names_the_variable_and_the_reason() {
-        let config = TransportConfig {
-            remote_transport: crate::RemoteTransport::Ib,
-            ..TransportConfig::unset()
-        };
-        let Err(why) = probe(&config) else {
-            eprintln!("this machine has a usable RDMA device; nothing to check");
-            return;
-        };
-        let err = super::super::choose(&config).unwrap_err().to_string();
-        eprintln!("probe here: {why}\nSYMMEM_REMOTE_TRANSPORT=ib: {err}");
-        assert!(err.contains("SYMMEM_REMOTE_TRANSPORT=ib"), "{err}");
-        assert!(err.contains(&why), "{err} does not carry {why:?}");
-        assert!(
-            err.contains("libibverbs not found") || err.contains("no RDMA devices"),
-            "{err}"
-        );
-        let auto = TransportConfig::unset();
-        let (kind, reason) = super::super::choose(&auto).unwrap();
-        assert_eq!(kind, super::super::Kind::Socket);
-        assert!(reason.contains(&why), "{reason}");
-    }
+    use crate::config::TransportConfig;
 
     #[test]
     fn a_pe_whose_setup_failed_fails_everyone_naming_it() {

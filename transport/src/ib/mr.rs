@@ -27,7 +27,7 @@ use super::device::LocalPort;
 use super::qp::remote_access;
 use crate::config::TransportConfig;
 use crate::error::{Error, GpuHeapError, Result};
-use crate::HeapRegion;
+use crate::interface::HeapRegion;
 
 /// Payload slots in the bounce buffer.
 pub(crate) const SLOTS: usize = 32;

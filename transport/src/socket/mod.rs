@@ -45,8 +45,8 @@ use symmem_sync::Backoff;
 
 use self::frame::{Kind, MAX_CHUNK, REQUEST_LEN};
 use super::target::Target;
-use super::{InFlight, Io, Pending, Setup, Transport};
-use crate::error::{Error, Result};
+use crate::error::{Error, GpuHeapError, Result};
+use crate::interface::{DeviceHeap, InFlight, Io, Pending, Setup, Transport};
 
 /// How long the listener waits for an accepted connection's HELLO.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
@@ -1236,8 +1236,8 @@ impl Transport for SocketTransport {
 
     fn serve_device_heap(
         &self,
-        make: &dyn Fn() -> Result<Arc<dyn super::DeviceHeap>, crate::GpuHeapError>,
-    ) -> Result<(), crate::GpuHeapError> {
+        make: &dyn Fn() -> Result<Arc<dyn DeviceHeap>, GpuHeapError>,
+    ) -> Result<(), GpuHeapError> {
         if !self.shared.target.is_host() {
             self.shared.target.attach(make()?);
         }
@@ -1318,7 +1318,7 @@ fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::HeapRegion;
+    use crate::interface::HeapRegion;
     use symmem_device::SignalOp;
 
     /// A transport state for PE 0 whose connection to "PE 1" is the other end of `client`,
@@ -1608,7 +1608,7 @@ mod tests {
         assert!(why.contains("PE 1"), "{why}");
     }
 
-    /// A GPU heap stand-in: host memory behind the [`super::super::DeviceHeap`] calls,
+    /// A GPU heap stand-in: host memory behind the [`DeviceHeap`] calls,
     /// recording their order.
     struct FakeGpuHeap {
         mem: Mutex<Vec<u8>>,
@@ -1616,8 +1616,8 @@ mod tests {
         fail_writes: bool,
     }
 
-    impl super::super::DeviceHeap for FakeGpuHeap {
-        fn write(&self, off: u64, src: &[u8]) -> std::result::Result<(), crate::GpuHeapError> {
+    impl DeviceHeap for FakeGpuHeap {
+        fn write(&self, off: u64, src: &[u8]) -> std::result::Result<(), GpuHeapError> {
             if self.fail_writes {
                 return Err("cuMemcpyHtoD failed: CUDA_ERROR_ILLEGAL_ADDRESS".into());
             }
@@ -1626,7 +1626,7 @@ mod tests {
             lock(&self.log).push(format!("write {off} {}", src.len()));
             Ok(())
         }
-        fn read(&self, off: u64, dst: &mut [u8]) -> std::result::Result<(), crate::GpuHeapError> {
+        fn read(&self, off: u64, dst: &mut [u8]) -> std::result::Result<(), GpuHeapError> {
             let off = off as usize;
             dst.copy_from_slice(&lock(&self.mem)[off..off + dst.len()]);
             lock(&self.log).push(format!("read {off} {}", dst.len()));
@@ -1639,7 +1639,7 @@ mod tests {
             kind: symmem_device::AmoKind,
             value: u64,
             _compare: u64,
-        ) -> std::result::Result<u64, crate::GpuHeapError> {
+        ) -> std::result::Result<u64, GpuHeapError> {
             assert_eq!((width, kind), (8, symmem_device::AmoKind::FetchAdd));
             let off = off as usize;
             let mut m = lock(&self.mem);
@@ -1653,7 +1653,7 @@ mod tests {
             off: u64,
             op: SignalOp,
             value: u64,
-        ) -> std::result::Result<(), crate::GpuHeapError> {
+        ) -> std::result::Result<(), GpuHeapError> {
             assert_eq!(op, SignalOp::Set);
             let off = off as usize;
             lock(&self.mem)[off..off + 8].copy_from_slice(&value.to_le_bytes());
