@@ -26,10 +26,61 @@ step_times() {
     printf '%5d s  %s\n' "${step_secs[$i]}" "${step_names[$i]:0:100}"
   done
 }
-on_exit=(step_times)
+on_exit=(stop_background step_times)
 trap 'for f in "${on_exit[@]}"; do $f; done' EXIT
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Some test programs run beside a cargo command, which holds the build directory's lock
+# while its own tests run, so they are started from their executables: the default
+# build's, listed when the "all tests" step builds them. `test_exe NAME` prints the path
+# of integration test NAME.
+test_exe() {
+  python3 - "$1" target/test-programs.json <<'PY'
+import json, sys
+name, listing = sys.argv[1], sys.argv[2]
+found = [m["executable"] for m in map(json.loads, open(listing))
+         if m.get("reason") == "compiler-artifact" and m.get("executable")
+         and m["target"]["name"] == name and m["target"]["kind"] == ["test"]]
+if len(found) != 1:
+    sys.exit(f"test_exe: {len(found)} test programs named {name} in {listing}")
+print(found[0])
+PY
+}
+# `background NAME CMD...` runs CMD with its output in target/NAME.log; `await_background
+# NAME` waits for it, prints that output, and fails if CMD failed.
+declare -A bg_pids=()
+background() {
+  local name=$1
+  shift
+  "$@" > "target/$name.log" 2>&1 &
+  bg_pids[$name]=$!
+}
+await_background() {
+  local rc=0
+  wait "${bg_pids[$1]}" || rc=$?
+  unset "bg_pids[$1]"
+  printf '\n--- %s (ran in the background) ---\n' "$1"
+  cat "target/$1.log"
+  if [ "$rc" != 0 ]; then
+    echo "$1 failed (exit $rc)"
+    return 1
+  fi
+}
+stop_background() {
+  local pid
+  for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+}
+# Runs each test program given, like `cargo test --no-fail-fast`: all of them, failing
+# at the end if one failed.
+run_tests() {
+  local t rc=0
+  for t in "$@"; do
+    echo "== $t"
+    "$t" || rc=1
+  done
+  return $rc
+}
 
 step "system packages: Open MPI (its mpirun serves PMIx to the pmix bootstrap), pmix.h (libpmix-dev, for the pmix layout test), MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test), Slurm and munge (a single-node Slurm for the launcher tests)"
 need_apt=0
@@ -124,16 +175,26 @@ else
 fi
 
 step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; loom models)"
-cargo test --workspace --no-fail-fast
+cargo test --workspace --no-run --message-format=json-render-diagnostics > target/test-programs.json
+# The PTX assembly test is ptxas over every kernel crate for the GPUs whose cubin the
+# build did not embed: minutes, mostly on one core, while the multi-PE tests mostly wait
+# on their PEs. It runs beside them.
+ptx_assembly=every_embedded_module_assembles
+background ptx-assembly "$(test_exe ptx)" "$ptx_assembly" --nocapture
+cargo test --workspace --no-fail-fast -- --skip "$ptx_assembly"
 # The loom models of the barrier's flag protocol (symmem-sync), in their own target dir so
 # that the --cfg loom build does not replace the workspace's artifacts.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-sync --release --test loom
 # The proxy ring's protocol (symmem-device): producers, consumer, back-pressure, fetch, quiet.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-device --release --test loom
+await_background ptx-assembly
 
 step "the collectives and teams suites in weak-ordering mode under two seeds (correct programs must pass)"
 for seed in 1 2; do
-  SYMMEM_ORDERING=weak SYMMEM_ORDERING_SEED=$seed cargo test --no-fail-fast --test collectives --test teams
+  (
+    export SYMMEM_ORDERING=weak SYMMEM_ORDERING_SEED=$seed
+    run_tests "$(test_exe collectives)" "$(test_exe teams)"
+  )
 done
 
 step "the demo: hello on 4 self-launched PEs"
@@ -146,15 +207,23 @@ cargo run --release --example device_pipeline -- --pes 2
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle
 
-step "the multi-PE tests again under mpirun over the pmix bootstrap (2 and 4 PEs; PMIx, no mpi feature)"
-SYMMEM_TEST_LAUNCHER=mpirun-pmix cargo test --no-fail-fast --test multi_pe --test host_api --test collectives --test teams
-SYMMEM_TEST_LAUNCHER=mpirun-pmix cargo test --no-fail-fast -p symmem-device-tests --test device_ops --test device_faults
-
-step "the tests that the feature mpi changes, built with it: the bootstrap and runtime units, every launcher and fault test, and the multi-PE suites under mpirun (2 and 4 PEs)"
+step "pmix and mpi: the multi-PE tests under mpirun over the pmix bootstrap (2 and 4 PEs, no mpi feature) while the feature mpi builds; then what it changes: bootstrap and runtime units, every launcher and fault test, the multi-PE suites under mpirun"
+# The pmix runs use the default build's test programs, so they run while cargo builds
+# with the feature mpi (their PEs mostly wait; the build takes the CPU).
+pmix_tests=()
+for t in multi_pe host_api collectives teams device_ops device_faults; do
+  pmix_tests+=("$(test_exe "$t")")
+done
+background pmix env SYMMEM_TEST_LAUNCHER=mpirun-pmix bash -c "$(declare -f run_tests); run_tests \"\$@\"" - "${pmix_tests[@]}"
+mpi_suites=(-p symmem --test multi_pe --test host_api --test collectives --test teams --test faults --test symmem_info
+  --test launchers_env --test launchers_pmi --test launchers_pmix --test launchers_slurm)
+cargo test --features mpi --no-run -p symmem-bootstrap -p symmem-runtime --lib
+cargo test --features mpi --no-run "${mpi_suites[@]}"
+cargo test --features mpi --no-run -p symmem-device-tests --test device_ops --test device_faults
+await_background pmix
 export SYMMEM_TEST_LAUNCHER=mpirun
 cargo test --features mpi --no-fail-fast -p symmem-bootstrap -p symmem-runtime --lib
-cargo test --features mpi --no-fail-fast -p symmem --test multi_pe --test host_api --test collectives --test teams \
-  --test faults --test symmem_info --test launchers_env --test launchers_pmi --test launchers_pmix --test launchers_slurm
+cargo test --features mpi --no-fail-fast "${mpi_suites[@]}"
 cargo test --features mpi --no-fail-fast -p symmem-device-tests --test device_ops --test device_faults
 unset SYMMEM_TEST_LAUNCHER
 
