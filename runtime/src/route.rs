@@ -85,7 +85,7 @@ impl std::fmt::Display for PeRoute {
 /// none (no `ib` feature, libibverbs missing, no device, no active port, excluded by
 /// `SYMMEM_HCA_LIST`). The probe [`init`](crate::init) runs for
 /// `SYMMEM_REMOTE_TRANSPORT=auto`.
-pub fn rdma_probe(config: &crate::Config) -> std::result::Result<String, String> {
+pub fn rdma_probe(config: &crate::config::Config) -> std::result::Result<String, String> {
     symmem_transport::probe_ib(&config.transport())
 }
 

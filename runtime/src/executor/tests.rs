@@ -24,7 +24,7 @@ fn runtime(seed: Option<u64>, stack: usize) -> Runtime {
 const STACK: usize = crate::config::DEFAULT_EXEC_STACK;
 
 /// `(block, thread, message)` of a `KernelFailed`.
-fn failure(result: crate::Result<()>) -> ((u32, u32, u32), (u32, u32, u32), String) {
+fn failure(result: crate::error::Result<()>) -> ((u32, u32, u32), (u32, u32, u32), String) {
     match result {
         Err(Error::KernelFailed {
             block,

@@ -149,7 +149,7 @@ impl Runtime {
 
 #[cfg(test)]
 mod tests {
-    use crate::Error;
+    use crate::error::Error;
 
     /// Views on a one-PE runtime: the view of an allocation's address has its offset and
     /// reaches its memory; addresses outside the allocatable heap, overlong ranges and
