@@ -1,0 +1,683 @@
+//! Configuration from `SYMMEM_*` environment variables, read once at init.
+//!
+//! One declarative table ([`VARIABLES`], `variables.rs`) names every variable and writes
+//! its default once: parsing reads a variable's value or else that default (`read.rs`),
+//! and `symmem-info` and the list in the book (`docs/src/configuration.md`) print it. A
+//! bad value is an error that names the variable; it never falls back to a default
+//! silently. An unknown `SYMMEM_*` variable (a typo, usually) is warned about.
+
+use std::time::Duration;
+
+use symmem_bootstrap::duration;
+use symmem_bootstrap::BootstrapChoice;
+
+use symmem_transport::config::TransportConfig;
+pub use symmem_transport::config::{HcaEntry, HcaFilter, RemoteTransport, MAX_IB_QPS_PER_PEER};
+
+use crate::error::Error;
+
+mod read;
+mod variables;
+
+use read::{parse_size, split_list, Reader};
+pub use variables::{Variable, VARIABLES};
+
+/// Default `SYMMEM_EXEC_STACK_SIZE`: kernels keep little on the stack (a GPU thread has a
+/// few KiB), and 256 KiB leaves room for panic messages and debug builds.
+pub const DEFAULT_EXEC_STACK: usize = 256 << 10;
+
+/// How long a device wait may last when `SYMMEM_TIMEOUT` is not set: long enough for real
+/// work, short enough that a kernel waiting for a silent peer fails with a name.
+pub const DEFAULT_DEVICE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `SYMMEM_MAX_TEAMS` when unset: NVSHMEM's default (`NVSHMEM_MAX_TEAMS`), TEAM_WORLD and
+/// TEAM_NODE included.
+pub const DEFAULT_MAX_TEAMS: usize = 32;
+
+/// The smallest `SYMMEM_MAX_TEAMS`: room for TEAM_WORLD and TEAM_NODE.
+pub const MIN_MAX_TEAMS: usize = 2;
+
+/// The largest `SYMMEM_MAX_TEAMS`.
+pub const MAX_MAX_TEAMS: usize = 4096;
+/// Smallest `SYMMEM_EXEC_STACK_SIZE`.
+const MIN_EXEC_STACK: usize = 16 << 10;
+
+/// Prefixes of variables set by launchers and test harnesses, not by users.
+const INTERNAL_PREFIXES: &[&str] = &["SYMMEM_LAUNCH_", "SYMMEM_TEST_"];
+
+/// What kind of PE to be (`SYMMEM_DEVICE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// A GPU PE when the CUDA driver loads and a GPU is visible, else a CPU PE.
+    Auto,
+    /// A CPU PE: host-memory heap, kernels on the CPU executor.
+    Cpu,
+    /// A GPU PE, or an error that says what is missing.
+    Cuda,
+}
+
+/// When puts and signals to a peer become visible (`SYMMEM_ORDERING`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryOrdering {
+    /// In program order, as soon as issued (x86 CPU PEs, the default).
+    Strict,
+    /// Buffered and delivered in any order the memory model allows (a debugging mode).
+    Weak,
+}
+
+/// `SYMMEM_DEVICE`'s values.
+const DEVICE_CHOICES: &[(&str, DeviceChoice)] = &[
+    ("auto", DeviceChoice::Auto),
+    ("cpu", DeviceChoice::Cpu),
+    ("cuda", DeviceChoice::Cuda),
+    ("gpu", DeviceChoice::Cuda),
+];
+
+/// `SYMMEM_DEBUG`'s values.
+const LOG_LEVELS: &[(&str, &str)] = &[
+    ("error", "error"),
+    ("warn", "warn"),
+    ("info", "info"),
+    ("debug", "debug"),
+    ("trace", "trace"),
+];
+
+/// `SYMMEM_REMOTE_TRANSPORT`'s values.
+const REMOTE_TRANSPORTS: &[(&str, RemoteTransport)] = &[
+    ("auto", RemoteTransport::Auto),
+    ("socket", RemoteTransport::Socket),
+    ("ib", RemoteTransport::Ib),
+];
+
+/// `SYMMEM_ORDERING`'s values.
+const ORDERINGS: &[(&str, MemoryOrdering)] = &[
+    ("strict", MemoryOrdering::Strict),
+    ("weak", MemoryOrdering::Weak),
+];
+
+/// Parsed configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `SYMMEM_SYMMETRIC_SIZE` in bytes.
+    pub symmetric_size: usize,
+    /// `SYMMEM_BOOTSTRAP`.
+    pub bootstrap: BootstrapChoice,
+    /// `SYMMEM_BOOTSTRAP_TIMEOUT`; [`duration::MAX_WAIT`] (one year) = no limit.
+    pub bootstrap_timeout: Duration,
+    /// `SYMMEM_TIMEOUT`; `None` = no limit (`0`, or one year or more).
+    pub timeout: Option<Duration>,
+    /// How long a device wait may last: `SYMMEM_TIMEOUT` when set, else
+    /// [`DEFAULT_DEVICE_TIMEOUT`]; `None` = no limit.
+    pub device_timeout: Option<Duration>,
+    /// `SYMMEM_DEBUG`.
+    pub debug: String,
+    /// `SYMMEM_DEBUG_SUBSYS`; empty = all.
+    pub debug_subsys: Vec<String>,
+    /// `SYMMEM_DISABLE_P2P`.
+    pub disable_p2p: bool,
+    /// `SYMMEM_REMOTE_TRANSPORT`.
+    pub remote_transport: RemoteTransport,
+    /// `SYMMEM_NODE_ID`, or by default the kernel boot id and the IPC, network and PID
+    /// namespaces (`boot=<boot id>,ipc=<inode>,net=<inode>,pid=<inode>`), or the hostname where
+    /// `/proc` cannot tell (see `node_id_fallback`).
+    pub node_id: String,
+    /// `SYMMEM_SIMULATE_NODES`: the job's PEs form this many nodes (1 = by node id only).
+    pub simulate_nodes: usize,
+    /// `SYMMEM_PROXY_SLOTS`: slots of the proxy ring.
+    pub proxy_slots: usize,
+    /// This machine's hostname, for messages only (containers may share one).
+    pub hostname: String,
+    /// Why `node_id` is the hostname, when `/proc` could not tell the default identity
+    /// (logged at warn by init).
+    pub node_id_fallback: Option<String>,
+    /// `SYMMEM_NODE_ID` is set: it alone is the node identity, the launcher's node view is
+    /// not used.
+    pub node_id_set: bool,
+    /// `SYMMEM_MAX_TEAMS`: teams that may exist at once on a PE, the predefined included.
+    pub max_teams: usize,
+    /// `SYMMEM_CHECK_COLLECTIVES`: verify host collectives' arguments across PEs over the
+    /// remote transport too.
+    pub check_collectives: bool,
+    /// `SYMMEM_HCA_LIST`; empty = all.
+    pub hca_list: Vec<String>,
+    /// `SYMMEM_HCA_LIST`, parsed.
+    pub hca_filter: HcaFilter,
+    /// `SYMMEM_IB_GID_INDEX`.
+    pub ib_gid_index: Option<u32>,
+    /// `SYMMEM_IB_QPS_PER_PEER` (1 to [`MAX_IB_QPS_PER_PEER`]).
+    pub ib_qps_per_peer: usize,
+    /// `SYMMEM_ALLOW_HOST_STAGING`.
+    pub allow_host_staging: bool,
+    /// `SYMMEM_SOCKET_IFNAME`.
+    pub socket_ifname: Option<String>,
+    /// `SYMMEM_DEVICE`.
+    pub device: DeviceChoice,
+    /// `SYMMEM_EXEC_SEED`: the CPU executor's lane schedule; `None` = thread index order.
+    pub exec_seed: Option<u64>,
+    /// `SYMMEM_EXEC_STACK_SIZE`: bytes of stack per kernel thread of the CPU executor.
+    pub exec_stack_size: usize,
+    /// `SYMMEM_ORDERING`.
+    pub ordering: MemoryOrdering,
+    /// `SYMMEM_ORDERING_SEED`; `None` = chosen from the clock at init.
+    pub ordering_seed: Option<u64>,
+    /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
+    #[doc(hidden)]
+    pub test_exit_at: Option<String>,
+}
+
+/// The subsystems `SYMMEM_DEBUG_SUBSYS` accepts; each is a set of `tracing` targets
+/// (`logging.rs`), among them its own name.
+pub const SUBSYSTEMS: &[&str] = &[
+    "init",
+    "heap",
+    "bootstrap",
+    "rma",
+    "transport",
+    "proxy",
+    "coll",
+];
+
+impl Config {
+    /// The transports' part of this configuration.
+    pub(crate) fn transport(&self) -> TransportConfig {
+        TransportConfig {
+            remote_transport: self.remote_transport,
+            weak_ordering: self.ordering == MemoryOrdering::Weak,
+            ordering_seed: self.ordering_seed,
+            timeout: self.timeout,
+            socket_ifname: self.socket_ifname.clone(),
+            hca_list: self.hca_list.clone(),
+            hca_filter: self.hca_filter.clone(),
+            ib_gid_index: self.ib_gid_index,
+            ib_qps_per_peer: self.ib_qps_per_peer,
+            allow_host_staging: self.allow_host_staging,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates every variable from the process environment.
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads every variable through `lookup` (the environment, or a map in tests): the
+    /// value set, or its default from [`VARIABLES`].
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let r = Reader::new(lookup);
+        let hostname = hostname()?;
+        let node_id_set = r.set("SYMMEM_NODE_ID").is_some();
+        let (node_id, node_id_fallback) = match r.set("SYMMEM_NODE_ID") {
+            Some(v) => (v, None),
+            None => match crate::topology::default_node_id() {
+                Ok(id) => (id, None),
+                Err(why) => (hostname.clone(), Some(why)),
+            },
+        };
+        let hca_list = r.value("SYMMEM_HCA_LIST").map(|v| split_list(&v));
+        // Testing only: read where it acts (symmem_bootstrap::fault), checked here so that
+        // a misspelt point is an error rather than a test that silently kills nobody.
+        let test_exit_at = r.parse(symmem_bootstrap::fault::EXIT_AT_VAR, |v| {
+            symmem_bootstrap::fault::check_exit_point(v).map(|()| v.to_string())
+        })?;
+        let (timeout, device_timeout) = match r.set("SYMMEM_TIMEOUT") {
+            Some(_) => {
+                let t = Some(r.seconds("SYMMEM_TIMEOUT")?)
+                    .filter(|d| !d.is_zero() && !duration::is_unlimited(*d));
+                (t, t)
+            }
+            None => (None, Some(DEFAULT_DEVICE_TIMEOUT)),
+        };
+        Ok(Config {
+            device: r.choice("SYMMEM_DEVICE", DEVICE_CHOICES)?,
+            symmetric_size: r.size("SYMMEM_SYMMETRIC_SIZE")?,
+            bootstrap: r.parse_or_default("SYMMEM_BOOTSTRAP", |v| v.parse())?,
+            bootstrap_timeout: r.parse_or_default("SYMMEM_BOOTSTRAP_TIMEOUT", |v| {
+                symmem_bootstrap::duration::parse_seconds(v).and_then(|d| match d.is_zero() {
+                    true => Err("must be greater than 0".into()),
+                    false => Ok(d),
+                })
+            })?,
+            timeout,
+            device_timeout,
+            debug: r.choice("SYMMEM_DEBUG", LOG_LEVELS)?.to_string(),
+            debug_subsys: r.parse_or_default("SYMMEM_DEBUG_SUBSYS", parse_subsystems)?,
+            disable_p2p: r.flag("SYMMEM_DISABLE_P2P")?,
+            remote_transport: r.choice("SYMMEM_REMOTE_TRANSPORT", REMOTE_TRANSPORTS)?,
+            node_id,
+            simulate_nodes: r.parse_or_default("SYMMEM_SIMULATE_NODES", |v| {
+                v.parse::<usize>()
+                    .ok()
+                    .filter(|&k| k >= 1)
+                    .ok_or_else(|| "expected a number of nodes, at least 1".to_string())
+            })?,
+            max_teams: r.number(
+                "SYMMEM_MAX_TEAMS",
+                MIN_MAX_TEAMS..=MAX_MAX_TEAMS,
+                "teams (TEAM_WORLD and TEAM_NODE included)",
+            )?,
+            check_collectives: r.flag("SYMMEM_CHECK_COLLECTIVES")?,
+            proxy_slots: r.number("SYMMEM_PROXY_SLOTS", 1..=1 << 20, "ring slots")?,
+            hostname,
+            node_id_fallback,
+            node_id_set,
+            hca_filter: r
+                .parse("SYMMEM_HCA_LIST", HcaFilter::parse)?
+                .unwrap_or_default(),
+            hca_list: hca_list.unwrap_or_default(),
+            ib_gid_index: r.parse("SYMMEM_IB_GID_INDEX", |v| {
+                v.parse::<u32>()
+                    .map_err(|_| "expected a non-negative integer".to_string())
+            })?,
+            ib_qps_per_peer: r.number(
+                "SYMMEM_IB_QPS_PER_PEER",
+                1..=MAX_IB_QPS_PER_PEER,
+                "queue pairs",
+            )?,
+            allow_host_staging: r.flag("SYMMEM_ALLOW_HOST_STAGING")?,
+            socket_ifname: r.value("SYMMEM_SOCKET_IFNAME"),
+            exec_seed: r.optional_u64("SYMMEM_EXEC_SEED")?,
+            exec_stack_size: r.parse_or_default("SYMMEM_EXEC_STACK_SIZE", |v| {
+                parse_size(v).and_then(|n| match n >= MIN_EXEC_STACK {
+                    true => Ok(n),
+                    false => Err("must be at least 16K".into()),
+                })
+            })?,
+            ordering: r.choice("SYMMEM_ORDERING", ORDERINGS)?,
+            ordering_seed: r.optional_u64("SYMMEM_ORDERING_SEED")?,
+            test_exit_at,
+        })
+    }
+
+    /// Names of `SYMMEM_*` variables in the environment that symmem does not know.
+    pub fn unknown_variables() -> Vec<String> {
+        std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .filter(|k| k.starts_with("SYMMEM_"))
+            .filter(|k| !INTERNAL_PREFIXES.iter().any(|p| k.starts_with(p)))
+            .filter(|k| !VARIABLES.iter().any(|v| v.name == k))
+            .collect()
+    }
+
+    /// Where the node identity comes from (see `topology`'s docs), for the info log and
+    /// `symmem-info`; `launcher` is the launcher's node view, as its bootstrap describes it.
+    pub fn node_identity_source(&self, launcher: Option<&str>) -> String {
+        if self.node_id_set {
+            return format!(
+                "SYMMEM_NODE_ID={} (the launcher's node and the machine identity are not used)",
+                self.node_id
+            );
+        }
+        let machine = match &self.node_id_fallback {
+            None => "the kernel boot id and IPC, network and PID namespaces",
+            Some(_) => "the hostname (/proc cannot tell the boot id and namespaces)",
+        };
+        match launcher {
+            Some(l) => format!(
+                "the launcher's node, {l}, and {machine}: PEs share a node only when both agree"
+            ),
+            None => format!("{machine} (the launcher tells no node)"),
+        }
+    }
+
+    /// The effective value of every variable, one `NAME=value` per entry.
+    pub fn describe(&self) -> Vec<(&'static str, String)> {
+        let opt = |d: Option<Duration>| {
+            d.map_or("0 (no limit)".to_string(), |d| {
+                format!("{}", d.as_secs_f64())
+            })
+        };
+        let list = |l: &[String]| {
+            if l.is_empty() {
+                "(all)".to_string()
+            } else {
+                l.join(",")
+            }
+        };
+        vec![
+            ("SYMMEM_SYMMETRIC_SIZE", self.symmetric_size.to_string()),
+            ("SYMMEM_BOOTSTRAP", self.bootstrap.to_string()),
+            (
+                "SYMMEM_BOOTSTRAP_TIMEOUT",
+                if duration::is_unlimited(self.bootstrap_timeout) {
+                    "inf (no limit)".to_string()
+                } else {
+                    self.bootstrap_timeout.as_secs_f64().to_string()
+                },
+            ),
+            ("SYMMEM_TIMEOUT", opt(self.timeout)),
+            ("SYMMEM_DEBUG", self.debug.clone()),
+            ("SYMMEM_DEBUG_SUBSYS", list(&self.debug_subsys)),
+            ("SYMMEM_DISABLE_P2P", (self.disable_p2p as u8).to_string()),
+            (
+                "SYMMEM_REMOTE_TRANSPORT",
+                format!("{:?}", self.remote_transport).to_lowercase(),
+            ),
+            ("SYMMEM_NODE_ID", self.node_id.clone()),
+            ("SYMMEM_SIMULATE_NODES", self.simulate_nodes.to_string()),
+            ("SYMMEM_MAX_TEAMS", self.max_teams.to_string()),
+            (
+                "SYMMEM_CHECK_COLLECTIVES",
+                (self.check_collectives as u8).to_string(),
+            ),
+            ("SYMMEM_PROXY_SLOTS", self.proxy_slots.to_string()),
+            ("SYMMEM_HCA_LIST", list(&self.hca_list)),
+            (
+                "SYMMEM_IB_GID_INDEX",
+                self.ib_gid_index.map_or("(auto)".into(), |g| g.to_string()),
+            ),
+            ("SYMMEM_IB_QPS_PER_PEER", self.ib_qps_per_peer.to_string()),
+            (
+                "SYMMEM_ALLOW_HOST_STAGING",
+                (self.allow_host_staging as u8).to_string(),
+            ),
+            (
+                "SYMMEM_SOCKET_IFNAME",
+                self.socket_ifname
+                    .clone()
+                    .unwrap_or_else(|| "(auto)".into()),
+            ),
+            ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
+            (
+                "SYMMEM_EXEC_SEED",
+                self.exec_seed
+                    .map_or("(unset: thread index order)".into(), |s| s.to_string()),
+            ),
+            ("SYMMEM_EXEC_STACK_SIZE", self.exec_stack_size.to_string()),
+            (
+                "SYMMEM_ORDERING",
+                format!("{:?}", self.ordering).to_lowercase(),
+            ),
+            (
+                "SYMMEM_ORDERING_SEED",
+                self.ordering_seed
+                    .map_or("(from the clock)".into(), |s| s.to_string()),
+            ),
+            (
+                "SYMMEM_TEST_EXIT_AT",
+                self.test_exit_at
+                    .clone()
+                    .unwrap_or_else(|| "(unset)".into()),
+            ),
+        ]
+    }
+}
+
+/// `SYMMEM_DEBUG_SUBSYS`: `all` (empty: every subsystem), or a list of known ones.
+fn parse_subsystems(v: &str) -> Result<Vec<String>, String> {
+    if v.eq_ignore_ascii_case("all") {
+        return Ok(Vec::new());
+    }
+    let list = split_list(v);
+    match list.iter().find(|s| !SUBSYSTEMS.contains(&s.as_str())) {
+        Some(unknown) => Err(format!(
+            "unknown subsystem {unknown:?}; known: {}",
+            SUBSYSTEMS.join(", ")
+        )),
+        None => Ok(list),
+    }
+}
+
+/// This machine's hostname.
+fn hostname() -> Result<String, Error> {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return Err(Error::io(
+            "reading the hostname (shown in messages; the node identity where /proc is unreadable)",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, Error> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn weak_ordering_parses_and_bad_values_name_the_variable() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(
+            (c.ordering, c.ordering_seed),
+            (MemoryOrdering::Strict, None)
+        );
+        let c = cfg(&[("SYMMEM_ORDERING", "Weak"), ("SYMMEM_ORDERING_SEED", "7")]).unwrap();
+        assert_eq!(
+            (c.ordering, c.ordering_seed),
+            (MemoryOrdering::Weak, Some(7))
+        );
+        let e = cfg(&[("SYMMEM_ORDERING", "relaxed")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("SYMMEM_ORDERING") && e.contains("relaxed"),
+            "{e}"
+        );
+        let e = cfg(&[("SYMMEM_ORDERING_SEED", "-1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SYMMEM_ORDERING_SEED"), "{e}");
+    }
+
+    /// The defaults come from the table, once; the constants that code outside parsing
+    /// uses must say the same.
+    #[test]
+    fn the_table_defaults_are_the_constants() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.max_teams, DEFAULT_MAX_TEAMS);
+        assert_eq!(c.exec_stack_size, DEFAULT_EXEC_STACK);
+        assert_eq!(c.device_timeout, Some(DEFAULT_DEVICE_TIMEOUT));
+    }
+
+    #[test]
+    fn defaults() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.symmetric_size, 1 << 30);
+        assert_eq!(c.bootstrap_timeout, Duration::from_secs(60));
+        assert_eq!(c.timeout, None);
+        assert!(!c.disable_p2p);
+        assert_eq!(c.exec_seed, None);
+        assert_eq!(c.exec_stack_size, 256 << 10);
+        let c = cfg(&[("SYMMEM_EXEC_SEED", "42"), ("SYMMEM_EXEC_STACK_SIZE", "1M")]).unwrap();
+        assert_eq!((c.exec_seed, c.exec_stack_size), (Some(42), 1 << 20));
+    }
+
+    #[test]
+    fn sizes_and_durations() {
+        let c = cfg(&[
+            ("SYMMEM_SYMMETRIC_SIZE", "64M"),
+            ("SYMMEM_BOOTSTRAP_TIMEOUT", "2.5"),
+            ("SYMMEM_TIMEOUT", "10"),
+            ("SYMMEM_DISABLE_P2P", "yes"),
+            ("SYMMEM_NODE_ID", "nodeA"),
+        ])
+        .unwrap();
+        assert_eq!(c.symmetric_size, 64 << 20);
+        assert_eq!(c.bootstrap_timeout, Duration::from_millis(2500));
+        assert_eq!(c.timeout, Some(Duration::from_secs(10)));
+        assert!(c.disable_p2p);
+        assert_eq!(c.node_id, "nodeA");
+        assert_eq!(
+            cfg(&[("SYMMEM_SYMMETRIC_SIZE", "4KiB")])
+                .unwrap()
+                .symmetric_size,
+            4096
+        );
+    }
+
+    #[test]
+    fn node_id_defaults_to_the_proc_identity_and_can_be_overridden() {
+        let c = cfg(&[]).unwrap();
+        match crate::topology::default_node_id() {
+            Ok(id) => assert_eq!((&c.node_id, &c.node_id_fallback), (&id, &None)),
+            Err(why) => {
+                assert_eq!(c.node_id, c.hostname);
+                assert_eq!(c.node_id_fallback, Some(why));
+            }
+        }
+        assert!(!c.hostname.is_empty());
+        assert!(!c.node_id_set);
+        assert!(c
+            .node_identity_source(Some("n07 (Slurm SLURMD_NODENAME)"))
+            .contains("n07 (Slurm SLURMD_NODENAME)"));
+        assert!(c
+            .node_identity_source(None)
+            .contains("the launcher tells no node"));
+        let c = cfg(&[("SYMMEM_NODE_ID", "rack3")]).unwrap();
+        assert_eq!(c.node_id, "rack3");
+        assert!(c.node_id_set);
+        let source = c.node_identity_source(Some("n07 (Slurm SLURMD_NODENAME)"));
+        assert!(
+            source.contains("SYMMEM_NODE_ID=rack3") && !source.contains("n07"),
+            "{source}"
+        );
+    }
+
+    #[test]
+    fn huge_durations_mean_no_limit() {
+        for v in ["1e19", "1e20", "inf", "31536000"] {
+            let c = cfg(&[("SYMMEM_TIMEOUT", v), ("SYMMEM_BOOTSTRAP_TIMEOUT", v)])
+                .unwrap_or_else(|e| panic!("{v}: {e}"));
+            assert_eq!(c.timeout, None, "SYMMEM_TIMEOUT={v}");
+            assert_eq!(c.bootstrap_timeout, duration::MAX_WAIT, "{v}");
+            // What init does with it: no overflow, no panic.
+            let _ = duration::deadline_after(c.bootstrap_timeout);
+            let described = c.describe();
+            let shown = &described
+                .iter()
+                .find(|(k, _)| *k == "SYMMEM_BOOTSTRAP_TIMEOUT")
+                .unwrap()
+                .1;
+            assert!(shown.contains("no limit"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn bad_durations_name_the_variable_and_value() {
+        for var in ["SYMMEM_TIMEOUT", "SYMMEM_BOOTSTRAP_TIMEOUT"] {
+            for val in ["nan", "-1", "-inf", "abc"] {
+                let err = cfg(&[(var, val)]).unwrap_err().to_string();
+                assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
+            }
+        }
+        let err = cfg(&[("SYMMEM_BOOTSTRAP_TIMEOUT", "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("greater than 0"), "{err}");
+    }
+
+    #[test]
+    fn describe_names_each_table_variable_at_most_once() {
+        let c = cfg(&[]).unwrap();
+        let described = c.describe();
+        for (i, (name, _)) in described.iter().enumerate() {
+            assert!(
+                VARIABLES.iter().any(|v| v.name == *name),
+                "describe() shows {name}, which VARIABLES does not list"
+            );
+            assert!(
+                described[..i].iter().all(|(n, _)| n != name),
+                "describe() shows {name} twice"
+            );
+        }
+    }
+
+    #[test]
+    fn every_test_exit_point_is_documented() {
+        let var = VARIABLES
+            .iter()
+            .find(|v| v.name == symmem_bootstrap::fault::EXIT_AT_VAR)
+            .expect("SYMMEM_TEST_EXIT_AT is in the table");
+        for (point, _) in symmem_bootstrap::fault::EXIT_POINTS {
+            assert!(var.doc.contains(point), "{point} is missing from the doc");
+        }
+        let c = cfg(&[("SYMMEM_TEST_EXIT_AT", "heap_serve")]).unwrap();
+        assert_eq!(c.test_exit_at.as_deref(), Some("heap_serve"));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (var, val) in [
+            ("SYMMEM_SYMMETRIC_SIZE", "lots"),
+            ("SYMMEM_SYMMETRIC_SIZE", "0"),
+            ("SYMMEM_BOOTSTRAP", "carrier-pigeon"),
+            ("SYMMEM_BOOTSTRAP_TIMEOUT", "-1"),
+            ("SYMMEM_TIMEOUT", "soon"),
+            ("SYMMEM_DEBUG", "loud"),
+            ("SYMMEM_DEBUG_SUBSYS", "init,gpu-magic"),
+            ("SYMMEM_DISABLE_P2P", "maybe"),
+            ("SYMMEM_REMOTE_TRANSPORT", "pigeon"),
+            ("SYMMEM_IB_GID_INDEX", "-3"),
+            ("SYMMEM_IB_QPS_PER_PEER", "0"),
+            ("SYMMEM_IB_QPS_PER_PEER", "65"),
+            ("SYMMEM_IB_QPS_PER_PEER", "two"),
+            ("SYMMEM_ALLOW_HOST_STAGING", "please"),
+            ("SYMMEM_HCA_LIST", "mlx5_0:0"),
+            ("SYMMEM_HCA_LIST", "mlx5_0:x"),
+            ("SYMMEM_HCA_LIST", "mlx5 0"),
+            ("SYMMEM_HCA_LIST", "^"),
+            ("SYMMEM_TEST_EXIT_AT", "halfway"),
+            ("SYMMEM_MAX_TEAMS", "1"),
+            ("SYMMEM_MAX_TEAMS", "4097"),
+            ("SYMMEM_MAX_TEAMS", "many"),
+            ("SYMMEM_EXEC_SEED", "-1"),
+            ("SYMMEM_EXEC_SEED", "lucky"),
+            ("SYMMEM_EXEC_STACK_SIZE", "8K"),
+            ("SYMMEM_EXEC_STACK_SIZE", "big"),
+        ] {
+            let err = cfg(&[(var, val)]).unwrap_err().to_string();
+            assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
+        }
+    }
+
+    #[test]
+    fn max_teams_defaults_like_nvshmem() {
+        assert_eq!(cfg(&[]).unwrap().max_teams, DEFAULT_MAX_TEAMS);
+        assert_eq!(cfg(&[("SYMMEM_MAX_TEAMS", "2")]).unwrap().max_teams, 2);
+        assert_eq!(
+            cfg(&[("SYMMEM_MAX_TEAMS", "4096")]).unwrap().max_teams,
+            4096
+        );
+    }
+
+    #[test]
+    fn ib_variables_parse_with_defaults() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.ib_qps_per_peer, 1);
+        assert!(!c.allow_host_staging);
+        assert_eq!(c.hca_filter, HcaFilter::default());
+        let c = cfg(&[
+            ("SYMMEM_IB_QPS_PER_PEER", "4"),
+            ("SYMMEM_ALLOW_HOST_STAGING", "1"),
+            ("SYMMEM_HCA_LIST", "mlx5_0:1,mlx5_1"),
+        ])
+        .unwrap();
+        assert_eq!(c.ib_qps_per_peer, 4);
+        assert!(c.allow_host_staging);
+        assert_eq!(
+            c.hca_filter.entries,
+            vec![
+                HcaEntry {
+                    name: "mlx5_0".into(),
+                    port: Some(1)
+                },
+                HcaEntry {
+                    name: "mlx5_1".into(),
+                    port: None
+                },
+            ]
+        );
+    }
+}

@@ -1,0 +1,51 @@
+//! Every variable symmem reads, with its default and what it does: the one table that
+//! parsing ([`super::read`]), `symmem-info` and the book's list come from.
+
+/// One documented environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    /// Its name.
+    pub name: &'static str,
+    /// The default, as text.
+    pub default: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// Every variable symmem reads.
+pub const VARIABLES: &[Variable] = &[
+    Variable { name: "SYMMEM_SYMMETRIC_SIZE", default: "1G", doc: "bytes of symmetric heap per PE; suffixes K, M, G, T (powers of 1024); sparse, so unused space costs nothing" },
+    Variable { name: "SYMMEM_BOOTSTRAP", default: "auto", doc: "how PEs find each other: auto (in order: symrun, torchrun/PyTorch variables, MPI launcher with the mpi feature, PMI-1 server (PMI_FD or PMI_PORT: Hydra mpiexec, srun --mpi=pmi2), PMIx server (PMIX_RANK, PMIX_NAMESPACE or PMIX_SERVER_URI*: Open MPI mpirun, srun --mpi=pmix), Kubernetes Indexed Job, srun without PMI, else one PE; the choice and why is logged at info), tcp (symrun), mpi, pmi (PMI-1 client), pmix (PMIx client, libpmix loaded at run time), env (launcher variables, first found), env:torchrun, env:k8s, env:slurm (that source, also when another disagrees)" },
+    Variable { name: "SYMMEM_PMIX_LIB", default: "libpmix.so.2, then libpmix.so", doc: "pmix bootstrap: the libpmix (PMIx v4 or later) to dlopen, a file name or a path" },
+    Variable { name: "SYMMEM_ROOT_ADDR", default: "(from the launcher)", doc: "env bootstrap: host of rank 0's rendezvous; overrides MASTER_ADDR and Slurm's first step node; required for Kubernetes Indexed Jobs (the index-0 pod's DNS name)" },
+    Variable { name: "SYMMEM_ROOT_PORT", default: "(from the launcher)", doc: "env bootstrap: port of rank 0's rendezvous; default MASTER_PORT+1000 under torchrun/PyTorchJob (MASTER_PORT is left to torchrun's store), 29650 for Kubernetes Indexed Jobs, the first of SLURM_STEP_RESV_PORTS or a port derived from the Slurm job and step ids" },
+    Variable { name: "SYMMEM_JOB_SECRET", default: "(derived from the job identity)", doc: "env bootstrap: secret every rank presents to rank 0's rendezvous (e.g. from a Kubernetes Secret); without it the secret is derived from the launcher's job identity and anyone who can reach the port and guess it can join (a warning says so)" },
+    Variable { name: "SYMMEM_WORLD_SIZE", default: "(unset)", doc: "env bootstrap: number of PEs of a Kubernetes Indexed Job (its completions), which Kubernetes does not export" },
+    Variable { name: "SYMMEM_BOOTSTRAP_TIMEOUT", default: "60", doc: "seconds each bootstrap call (init, alloc, finalize) may wait for the other PEs; 1 year or more (e.g. inf) = no limit" },
+    Variable { name: "SYMMEM_TIMEOUT", default: "0", doc: "seconds a wait (barrier, wait_until, quiet) may block before failing; 0, or 1 year or more (e.g. inf), = no limit (dead peers are still detected); device waits (in kernels) default to 60 s when it is not set" },
+    Variable { name: "SYMMEM_DEBUG", default: "warn", doc: "log level: error, warn, info, debug, trace" },
+    Variable { name: "SYMMEM_DEBUG_SUBSYS", default: "all", doc: "comma-separated subsystems to log (init, heap, bootstrap, rma, transport, proxy, coll), or all; the configuration and the counters lines show at info whatever the subsystems" },
+    Variable { name: "SYMMEM_DISABLE_P2P", default: "0", doc: "1 = do not map same-node peers' heaps (every peer is reached through a transport)" },
+    Variable { name: "SYMMEM_REMOTE_TRANSPORT", default: "auto", doc: "transport to other nodes: auto, socket, ib" },
+    Variable { name: "SYMMEM_NODE_ID", default: "(boot id + IPC/net/PID namespaces)", doc: "node identity; PEs with equal ids share memory. By default the kernel boot id and the IPC, network and PID namespaces (the hostname only where /proc is unreadable; hostnames are shown in messages, never compared), together with the launcher's node where it tells (PMI_process_mapping, PMIX_HOSTNAME, SLURMD_NODENAME, torchrun's GROUP_RANK): PEs share a node only when both agree. Setting it overrides both and lets one machine act as several nodes" },
+    Variable { name: "SYMMEM_PROXY_SLOTS", default: "1024", doc: "slots of each PE's proxy ring (device-initiated requests to remote PEs); a full ring makes kernels wait, never drops" },
+    Variable { name: "SYMMEM_SIMULATE_NODES", default: "1", doc: "split the job's PEs into this many nodes of consecutive PEs (PE p is on node p * K / n_pes, suffixed to the node id), so one machine runs a multi-node job whose nodes share no memory and talk over the remote transport" },
+    Variable { name: "SYMMEM_MAX_TEAMS", default: "32", doc: "teams that may exist at once on a PE, TEAM_WORLD and TEAM_NODE included (2 to 4096; the default is NVSHMEM's); each is a slot of symmetric heap reserved at init, of about 16 * n_pes * (4 + ceil(SYMMEM_MAX_TEAMS / 64)) bytes" },
+    Variable { name: "SYMMEM_CHECK_COLLECTIVES", default: "0", doc: "1 = host team collectives verify their arguments across PEs and fail on every PE, naming the PEs and the differing argument, when they disagree (through the P2P mapping within a node; a put to every member and a quiet per call across nodes). Off by default: it doubles a small collective's latency. Set it on every PE alike" },
+    Variable { name: "SYMMEM_HCA_LIST", default: "(all)", doc: "RDMA devices (ib transport), NCCL-style: comma-separated name prefixes with an optional :port (mlx5_0:1,mlx5_1); a leading = matches names exactly, a leading ^ excludes the listed devices" },
+    Variable { name: "SYMMEM_IB_GID_INDEX", default: "(auto)", doc: "GID index for RoCE (ib transport); auto prefers a RoCE v2 GID of an IPv4 address" },
+    Variable { name: "SYMMEM_IB_QPS_PER_PEER", default: "1", doc: "RC queue pairs per remote peer (ib transport), used round-robin per request; above 1, requests to one peer are ordered only by fence/quiet (fence waits like quiet) and a put_signal's signal after its own data" },
+    Variable { name: "SYMMEM_ALLOW_HOST_STAGING", default: "0", doc: "1 = when the NIC cannot register a GPU heap (no dma-buf, no peermem), the whole job uses the socket transport, staged through host memory, with a warning on every PE, instead of failing (must be set on every PE that uses ib)" },
+    Variable { name: "SYMMEM_SOCKET_IFNAME", default: "(auto)", doc: "network interface for sockets and unique-id rendezvous" },
+    Variable { name: "SYMMEM_DEVICE", default: "auto", doc: "what a PE is: auto (a GPU PE when libcuda loads and a GPU is visible, else a CPU PE), cpu, cuda (an error if no GPU can be used)" },
+    Variable { name: "SYMMEM_EXEC_SEED", default: "(unset)", doc: "CPU executor: order in which a block's kernel threads (fibers) run after each switch point (barrier, device wait); unset = thread index order, the same every run; a number = an order drawn from that seed, the same again with the same seed (within a PE); a failed launch names its schedule" },
+    Variable { name: "SYMMEM_EXEC_STACK_SIZE", default: "256K", doc: "CPU executor: stack of each kernel thread (fiber); suffixes K, M (powers of 1024); at least 16K; an overflow fails the launch as a stack overflow naming the block and thread" },
+    Variable { name: "SYMMEM_ORDERING", default: "strict", doc: "CPU PEs: strict (puts, p, AMOs and signals to a peer are visible in program order, as x86 makes them), or weak (a debugging mode: they are buffered and delivered later in a seeded random order that only fence, quiet, barrier and put_signal constrain, so a missing fence fails on CPU PEs as it would on a GPU; peers have no ptr() and device operations to them go through the proxy). An error on GPU PEs" },
+    Variable { name: "SYMMEM_ORDERING_SEED", default: "(from the clock)", doc: "weak ordering: the seed of the delivery order and delays (the same on every PE; each PE derives its own stream). Logged at warn level when weak ordering starts, so a failing run can be replayed" },
+    Variable { name: "SYMMEM_PTXAS", default: "(PATH, then the nvidia-cuda-nvcc-cu12 wheel)", doc: "build time (symmem-ptx-build): the ptxas that assembles the kernels' PTX to check it" },
+    Variable { name: "SYMMEM_REQUIRE_PTX", default: "0", doc: "build time (symmem-ptx-build): 1 = a kernel crate whose PTX cannot be built fails the build, instead of embedding the reason (which load_module then reports on a GPU PE)" },
+    Variable { name: "SYMMEM_STREAM_MEMOPS", default: "1", doc: "GPU PEs: 0 = stream-ordered signal writes and waits (put_signal_on_stream with Set, signal_wait_until_on_stream with Ge, Eq, Gt) use helper kernels instead of the driver's stream memory operations" },
+    Variable { name: "SYMMEM_SASS_ARCH", default: "", doc: "build time (symmem-ptx-build): sm_XX = also assemble each kernel crate for that architecture with ptxas and embed the cubin, which a GPU of exactly that architecture loads without the driver's JIT (scripts/gpu-check.sh bundle sets sm_90)" },
+    Variable { name: "SYMMEM_SKIP_PTX", default: "0", doc: "build time (symmem-ptx-build): 1 = skip the nested PTX builds of kernel crates (CPU PEs only; load_module on a GPU PE says why there is no PTX)" },
+    Variable { name: "SYMMEM_TEST_EXIT_AT", default: "(unset)", doc: "testing only: this process kills itself (SIGKILL) when init reaches the named point (launcher_exchange, rendezvous_join, rendezvous, topology, heap_connect, heap_serve, heap_served_one, heap_receive, init_barrier), so fault tests place a PE's death at each init step" },
+];
