@@ -371,156 +371,25 @@ pub fn slurm_derived_port(job_id: &str, step_id: &str) -> u16 {
     SLURM_PORT_BASE + (h % u64::from(SLURM_PORT_SPAN)) as u16
 }
 
+/// Where a job's rank 0 listens and who this process is, as one launcher's variables say.
+struct Placement {
+    rank: usize,
+    size: usize,
+    host: String,
+    port: u16,
+    /// Which variables gave the host and port, for messages.
+    origin: String,
+    /// The variables that identify the job, from which the nonce is derived when
+    /// `SYMMEM_JOB_SECRET` is not set.
+    identity: Vec<String>,
+}
+
 /// Builds the job from `source`'s variables.
 pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
-    let mut identity: Vec<String> = Vec::new();
-    let (rank, size, host, port_, origin) = match source {
-        EnvSource::Torchrun | EnvSource::PyTorchEnv => {
-            let claim = pytorch_claim(get)?.ok_or_else(|| {
-                config(
-                    "WORLD_SIZE and RANK are not set (torchrun and Kubeflow's PyTorchJob set them)"
-                        .into(),
-                )
-            })?;
-            let (host, host_var) = match get(ENV_ROOT_ADDR) {
-                Some(h) => (h, ENV_ROOT_ADDR),
-                None => (
-                    get("MASTER_ADDR").ok_or_else(|| {
-                        config(format!(
-                            "{}: MASTER_ADDR is not set (nor {ENV_ROOT_ADDR})",
-                            claim.vars
-                        ))
-                    })?,
-                    "MASTER_ADDR",
-                ),
-            };
-            let master_port = get("MASTER_PORT");
-            let (p, port_origin) = match (get(ENV_ROOT_PORT), master_port.as_deref()) {
-                (Some(p), _) => (port(ENV_ROOT_PORT, &p)?, ENV_ROOT_PORT.to_string()),
-                (None, Some(mp)) => {
-                    let mp_num = port("MASTER_PORT", mp)?;
-                    let p = mp_num.checked_add(MASTER_PORT_OFFSET).ok_or_else(|| {
-                        config(format!(
-                            "MASTER_PORT={mp}: rank 0 listens on MASTER_PORT+{MASTER_PORT_OFFSET}, which is above 65535; set {ENV_ROOT_PORT}"
-                        ))
-                    })?;
-                    (p, format!("MASTER_PORT+{MASTER_PORT_OFFSET}"))
-                }
-                (None, None) => {
-                    return Err(config(format!(
-                        "{}: MASTER_PORT is not set (nor {ENV_ROOT_PORT})",
-                        claim.vars
-                    )))
-                }
-            };
-            for v in [
-                "TORCHELASTIC_RUN_ID",
-                "TORCHELASTIC_RESTART_COUNT",
-                "MASTER_ADDR",
-                "MASTER_PORT",
-                "WORLD_SIZE",
-            ] {
-                if let Some(val) = get(v) {
-                    identity.push(format!("{v}={val}"));
-                }
-            }
-            (
-                claim.rank.unwrap_or_default(),
-                claim.size.unwrap_or(1),
-                host,
-                p,
-                format!("{host_var}, {port_origin}"),
-            )
-        }
-        EnvSource::K8sIndexed => {
-            let claim =
-                k8s_claim(get)?.ok_or_else(|| config("JOB_COMPLETION_INDEX is not set".into()))?;
-            let size = claim.size.ok_or_else(|| {
-                config(format!(
-                    "{}: set {ENV_WORLD_SIZE} to the Job's completions (Kubernetes does not export it)",
-                    claim.vars
-                ))
-            })?;
-            let host = get(ENV_ROOT_ADDR).ok_or_else(|| {
-                config(format!(
-                    "{}: set {ENV_ROOT_ADDR} to the DNS name of the index-0 pod (e.g. <job>-0.<service>)",
-                    claim.vars
-                ))
-            })?;
-            let (p, port_origin) = match get(ENV_ROOT_PORT) {
-                Some(p) => (port(ENV_ROOT_PORT, &p)?, ENV_ROOT_PORT.to_string()),
-                None => (
-                    DEFAULT_ROOT_PORT,
-                    format!("default port {DEFAULT_ROOT_PORT}"),
-                ),
-            };
-            for v in ["JOBSET_NAME", ENV_ROOT_ADDR, ENV_WORLD_SIZE] {
-                if let Some(val) = get(v) {
-                    identity.push(format!("{v}={val}"));
-                }
-            }
-            identity.push(format!("port={p}"));
-            (
-                claim.rank.unwrap_or_default(),
-                size,
-                host,
-                p,
-                format!("{ENV_ROOT_ADDR}, {port_origin}"),
-            )
-        }
-        EnvSource::Slurm => {
-            let claim = slurm_claim(get)?.ok_or_else(|| {
-                config("SLURM_PROCID and SLURM_NTASKS of an srun task are not set".into())
-            })?;
-            let (host, host_origin) = match get(ENV_ROOT_ADDR) {
-                Some(h) => (h, ENV_ROOT_ADDR.to_string()),
-                None => {
-                    let list = get("SLURM_STEP_NODELIST").ok_or_else(|| {
-                        config(format!(
-                            "{}: SLURM_STEP_NODELIST is not set (nor {ENV_ROOT_ADDR}); start the tasks with srun",
-                            claim.vars
-                        ))
-                    })?;
-                    let first = hostlist::first_host(&list)
-                        .map_err(|why| config(format!("SLURM_STEP_NODELIST={list:?}: {why}")))?;
-                    (first, "first host of SLURM_STEP_NODELIST".to_string())
-                }
-            };
-            let job_id = get("SLURM_JOB_ID")
-                .or_else(|| get("SLURM_JOBID"))
-                .unwrap_or_default();
-            let step_id = get("SLURM_STEP_ID")
-                .or_else(|| get("SLURM_STEPID"))
-                .unwrap_or_default();
-            let (p, port_origin) = match (get(ENV_ROOT_PORT), get("SLURM_STEP_RESV_PORTS")) {
-                (Some(p), _) => (port(ENV_ROOT_PORT, &p)?, ENV_ROOT_PORT.to_string()),
-                (None, Some(resv)) => {
-                    let first = resv.split([',', '-']).next().unwrap_or_default();
-                    (
-                        port("SLURM_STEP_RESV_PORTS", first).map_err(|_| {
-                            config(format!(
-                                "SLURM_STEP_RESV_PORTS={resv:?} does not start with a port"
-                            ))
-                        })?,
-                        "first of SLURM_STEP_RESV_PORTS".to_string(),
-                    )
-                }
-                (None, None) => (
-                    slurm_derived_port(&job_id, &step_id),
-                    format!("port derived from SLURM_JOB_ID={job_id}, SLURM_STEP_ID={step_id}"),
-                ),
-            };
-            identity.push(format!("SLURM_JOB_ID={job_id}"));
-            identity.push(format!("SLURM_STEP_ID={step_id}"));
-            identity.push(format!("SLURM_NTASKS={}", claim.size.unwrap_or(1)));
-            (
-                claim.rank.unwrap_or_default(),
-                claim.size.unwrap_or(1),
-                host,
-                p,
-                format!("{host_origin}, {port_origin}"),
-            )
-        }
+    let placed = match source {
+        EnvSource::Torchrun | EnvSource::PyTorchEnv => torchrun_placement(get)?,
+        EnvSource::K8sIndexed => k8s_placement(get)?,
+        EnvSource::Slurm => slurm_placement(get)?,
     };
     let local_var = match source {
         EnvSource::Torchrun | EnvSource::PyTorchEnv => Some("LOCAL_RANK"),
@@ -534,21 +403,179 @@ pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
     let (nonce, derived_from) = match get(ENV_JOB_SECRET) {
         Some(secret) => (nonce_of(&secret), None),
         None => {
-            let text = identity.join(", ");
+            let text = placed.identity.join(", ");
             (nonce_of(&format!("{source:?}:{text}")), Some(text))
         }
     };
     Ok(EnvJob {
         source,
-        rank,
-        size,
+        rank: placed.rank,
+        size: placed.size,
         local_rank,
-        root_host: host,
-        root_port: port_,
-        origin,
+        root_host: placed.host,
+        root_port: placed.port,
+        origin: placed.origin,
         derived_from,
         node: crate::node::env_node(source, get)?,
         nonce,
+    })
+}
+
+/// torchrun's (and Kubeflow's PyTorchJob's) placement: rank 0 at `MASTER_ADDR`, on
+/// `MASTER_PORT` plus an offset (torchrun's store keeps `MASTER_PORT`).
+fn torchrun_placement(get: Lookup) -> Result<Placement, BootstrapError> {
+    let mut identity: Vec<String> = Vec::new();
+    let claim = pytorch_claim(get)?.ok_or_else(|| {
+        config(
+            "WORLD_SIZE and RANK are not set (torchrun and Kubeflow's PyTorchJob set them)".into(),
+        )
+    })?;
+    let (host, host_var) = match get(ENV_ROOT_ADDR) {
+        Some(h) => (h, ENV_ROOT_ADDR),
+        None => (
+            get("MASTER_ADDR").ok_or_else(|| {
+                config(format!(
+                    "{}: MASTER_ADDR is not set (nor {ENV_ROOT_ADDR})",
+                    claim.vars
+                ))
+            })?,
+            "MASTER_ADDR",
+        ),
+    };
+    let master_port = get("MASTER_PORT");
+    let (p, port_origin) = match (get(ENV_ROOT_PORT), master_port.as_deref()) {
+        (Some(p), _) => (port(ENV_ROOT_PORT, &p)?, ENV_ROOT_PORT.to_string()),
+        (None, Some(mp)) => {
+            let mp_num = port("MASTER_PORT", mp)?;
+            let p = mp_num.checked_add(MASTER_PORT_OFFSET).ok_or_else(|| {
+                config(format!(
+                    "MASTER_PORT={mp}: rank 0 listens on MASTER_PORT+{MASTER_PORT_OFFSET}, which is above 65535; set {ENV_ROOT_PORT}"
+                ))
+            })?;
+            (p, format!("MASTER_PORT+{MASTER_PORT_OFFSET}"))
+        }
+        (None, None) => {
+            return Err(config(format!(
+                "{}: MASTER_PORT is not set (nor {ENV_ROOT_PORT})",
+                claim.vars
+            )))
+        }
+    };
+    for v in [
+        "TORCHELASTIC_RUN_ID",
+        "TORCHELASTIC_RESTART_COUNT",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+    ] {
+        if let Some(val) = get(v) {
+            identity.push(format!("{v}={val}"));
+        }
+    }
+    Ok(Placement {
+        rank: claim.rank.unwrap_or_default(),
+        size: claim.size.unwrap_or(1),
+        host,
+        port: p,
+        origin: format!("{host_var}, {port_origin}"),
+        identity,
+    })
+}
+
+/// A Kubernetes Indexed Job's placement: rank 0 at `SYMMEM_ROOT_ADDR` (the index-0 pod).
+fn k8s_placement(get: Lookup) -> Result<Placement, BootstrapError> {
+    let mut identity: Vec<String> = Vec::new();
+    let claim = k8s_claim(get)?.ok_or_else(|| config("JOB_COMPLETION_INDEX is not set".into()))?;
+    let size = claim.size.ok_or_else(|| {
+        config(format!(
+            "{}: set {ENV_WORLD_SIZE} to the Job's completions (Kubernetes does not export it)",
+            claim.vars
+        ))
+    })?;
+    let host = get(ENV_ROOT_ADDR).ok_or_else(|| {
+        config(format!(
+            "{}: set {ENV_ROOT_ADDR} to the DNS name of the index-0 pod (e.g. <job>-0.<service>)",
+            claim.vars
+        ))
+    })?;
+    let (p, port_origin) = match get(ENV_ROOT_PORT) {
+        Some(p) => (port(ENV_ROOT_PORT, &p)?, ENV_ROOT_PORT.to_string()),
+        None => (
+            DEFAULT_ROOT_PORT,
+            format!("default port {DEFAULT_ROOT_PORT}"),
+        ),
+    };
+    for v in ["JOBSET_NAME", ENV_ROOT_ADDR, ENV_WORLD_SIZE] {
+        if let Some(val) = get(v) {
+            identity.push(format!("{v}={val}"));
+        }
+    }
+    identity.push(format!("port={p}"));
+    Ok(Placement {
+        rank: claim.rank.unwrap_or_default(),
+        size,
+        host,
+        port: p,
+        origin: format!("{ENV_ROOT_ADDR}, {port_origin}"),
+        identity,
+    })
+}
+
+/// An srun task's placement: rank 0 on the step's first node, on a reserved or derived
+/// port.
+fn slurm_placement(get: Lookup) -> Result<Placement, BootstrapError> {
+    let mut identity: Vec<String> = Vec::new();
+    let claim = slurm_claim(get)?.ok_or_else(|| {
+        config("SLURM_PROCID and SLURM_NTASKS of an srun task are not set".into())
+    })?;
+    let (host, host_origin) = match get(ENV_ROOT_ADDR) {
+        Some(h) => (h, ENV_ROOT_ADDR.to_string()),
+        None => {
+            let list = get("SLURM_STEP_NODELIST").ok_or_else(|| {
+                config(format!(
+                    "{}: SLURM_STEP_NODELIST is not set (nor {ENV_ROOT_ADDR}); start the tasks with srun",
+                    claim.vars
+                ))
+            })?;
+            let first = hostlist::first_host(&list)
+                .map_err(|why| config(format!("SLURM_STEP_NODELIST={list:?}: {why}")))?;
+            (first, "first host of SLURM_STEP_NODELIST".to_string())
+        }
+    };
+    let job_id = get("SLURM_JOB_ID")
+        .or_else(|| get("SLURM_JOBID"))
+        .unwrap_or_default();
+    let step_id = get("SLURM_STEP_ID")
+        .or_else(|| get("SLURM_STEPID"))
+        .unwrap_or_default();
+    let (p, port_origin) = match (get(ENV_ROOT_PORT), get("SLURM_STEP_RESV_PORTS")) {
+        (Some(p), _) => (port(ENV_ROOT_PORT, &p)?, ENV_ROOT_PORT.to_string()),
+        (None, Some(resv)) => {
+            let first = resv.split([',', '-']).next().unwrap_or_default();
+            (
+                port("SLURM_STEP_RESV_PORTS", first).map_err(|_| {
+                    config(format!(
+                        "SLURM_STEP_RESV_PORTS={resv:?} does not start with a port"
+                    ))
+                })?,
+                "first of SLURM_STEP_RESV_PORTS".to_string(),
+            )
+        }
+        (None, None) => (
+            slurm_derived_port(&job_id, &step_id),
+            format!("port derived from SLURM_JOB_ID={job_id}, SLURM_STEP_ID={step_id}"),
+        ),
+    };
+    identity.push(format!("SLURM_JOB_ID={job_id}"));
+    identity.push(format!("SLURM_STEP_ID={step_id}"));
+    identity.push(format!("SLURM_NTASKS={}", claim.size.unwrap_or(1)));
+    Ok(Placement {
+        rank: claim.rank.unwrap_or_default(),
+        size: claim.size.unwrap_or(1),
+        host,
+        port: p,
+        origin: format!("{host_origin}, {port_origin}"),
+        identity,
     })
 }
 
