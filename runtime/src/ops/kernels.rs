@@ -156,6 +156,8 @@ impl Runtime {
         unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, block, false, stream) }
     }
 
+    /// The one launch behind the public forms: checks that `module` is this runtime's,
+    /// then runs `kernel` on the CPU executor (a CPU PE) or on the GPU.
     #[allow(clippy::too_many_arguments)] // the public forms' arguments plus two flags
     unsafe fn launch_kernel<A: KernelArgs>(
         &self,
@@ -190,112 +192,147 @@ impl Runtime {
                 }
             }
             #[cfg(feature = "cuda")]
-            ModuleKind::Cuda(m) => {
-                crate::executor::check_dims(op, grid, block)?;
-                let mut ptrs: Vec<*mut std::ffi::c_void> =
-                    Vec::with_capacity(kernel.params().len());
-                args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
-                let info = kernel.info();
-                tracing::debug!(
-                    pe = self.my_pe(),
-                    kernel = info.name,
-                    ?grid,
-                    ?block,
-                    cooperative,
-                    "GPU launch"
-                );
-                let device = self
-                    .device
-                    .as_ref()
-                    .expect("a CUDA module implies a GPU PE");
-                // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
-                // forwarded from the caller.
-                let launched = unsafe {
-                    m.launch(
-                        op,
-                        &info,
-                        &mut ptrs,
-                        grid,
-                        block,
-                        cooperative,
-                        std::ptr::null_mut(),
-                    )
-                };
-                // While it runs, a peer that dies fails the kernel's device waits (through
-                // the failed-peer word) and this launch with an error naming it.
-                let (result, peer_failure) = match launched {
-                    Err(e) => (Err(e), None),
-                    Ok(()) => crate::cuda::wait_for_kernel(
-                        || {
-                            device.gpu.legacy_stream_ended(|| {
-                                format!("kernel {} of module {}", info.name, m.name())
-                            })
-                        },
-                        || self.check_health(op).err(),
-                        |e| {
-                            device.flag_peer_failed(match e {
-                                Error::PeerFailed { pe, .. } => Some(*pe),
-                                _ => None,
-                            })
-                        },
+            // SAFETY: forwarded from the caller.
+            ModuleKind::Cuda(m) => unsafe {
+                self.launch_on_gpu(op, m, kernel, grid, block, args, cooperative)
+            },
+        }
+    }
+
+    /// Launches `kernel` of the loaded PTX module `m` on this PE's GPU and waits for it,
+    /// watching the peers while it runs.
+    ///
+    /// # Safety
+    /// As for [`Self::launch`].
+    #[cfg(feature = "cuda")]
+    #[allow(clippy::too_many_arguments)] // launch_kernel's arguments, with the loaded module
+    unsafe fn launch_on_gpu<A: KernelArgs>(
+        &self,
+        op: &'static str,
+        m: &crate::cuda::CudaModule,
+        kernel: Kernel<A>,
+        grid: Dim3,
+        block: Dim3,
+        args: A,
+        cooperative: bool,
+    ) -> Result<()> {
+        crate::executor::check_dims(op, grid, block)?;
+        let mut ptrs: Vec<*mut std::ffi::c_void> = Vec::with_capacity(kernel.params().len());
+        args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
+        let info = kernel.info();
+        tracing::debug!(
+            pe = self.my_pe(),
+            kernel = info.name,
+            ?grid,
+            ?block,
+            cooperative,
+            "GPU launch"
+        );
+        let device = self
+            .device
+            .as_ref()
+            .expect("a CUDA module implies a GPU PE");
+        // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
+        // forwarded from the caller.
+        let launched = unsafe {
+            m.launch(
+                op,
+                &info,
+                &mut ptrs,
+                grid,
+                block,
+                cooperative,
+                std::ptr::null_mut(),
+            )
+        };
+        // While it runs, a peer that dies fails the kernel's device waits (through
+        // the failed-peer word) and this launch with an error naming it.
+        let (result, peer_failure) = match launched {
+            Err(e) => (Err(e), None),
+            Ok(()) => crate::cuda::wait_for_kernel(
+                || {
+                    device.gpu.legacy_stream_ended(|| {
+                        format!("kernel {} of module {}", info.name, m.name())
+                    })
+                },
+                || self.check_health(op).err(),
+                |e| {
+                    device.flag_peer_failed(match e {
+                        Error::PeerFailed { pe, .. } => Some(*pe),
+                        _ => None,
+                    })
+                },
+            ),
+        };
+        tracing::debug!(
+            pe = self.my_pe(),
+            kernel = info.name,
+            ok = result.is_ok(),
+            "GPU kernel finished"
+        );
+        let record = device.take_error();
+        self.kernel_outcome(op, info.name, result, peer_failure, record)
+    }
+
+    /// What a GPU launch of `kernel` ended with: its launch and wait `result`, the failure
+    /// of a peer seen while it ran, and the error the kernel recorded in its device word.
+    /// A peer's failure is the root cause when the kernel failed; a kernel's own error
+    /// names what the device reported and any failure of the proxy channel.
+    #[cfg(feature = "cuda")]
+    fn kernel_outcome(
+        &self,
+        op: &'static str,
+        kernel: &str,
+        result: Result<()>,
+        peer_failure: Option<Error>,
+        record: Option<symmem_device::state::ErrorRecord>,
+    ) -> Result<()> {
+        // A kernel that ended well did not wait for the failed peer: the failure
+        // surfaces at this PE's next wait instead.
+        if let Some(failure) = peer_failure.filter(|_| result.is_err() || record.is_some()) {
+            return Err(match (failure, record) {
+                (Error::PeerFailed { pe, me, op, reason }, Some(w)) => Error::PeerFailed {
+                    pe,
+                    me,
+                    op,
+                    reason: format!(
+                        "{reason}; kernel {}: {}",
+                        kernel,
+                        crate::cuda::describe_error(&w, &self.device_state)
                     ),
-                };
-                tracing::debug!(
-                    pe = self.my_pe(),
-                    kernel = info.name,
-                    ok = result.is_ok(),
-                    "GPU kernel finished"
-                );
-                let record = device.take_error();
-                // A kernel that ended well did not wait for the failed peer: the failure
-                // surfaces at this PE's next wait instead.
-                if let Some(failure) = peer_failure.filter(|_| result.is_err() || record.is_some())
-                {
-                    return Err(match (failure, record) {
-                        (Error::PeerFailed { pe, me, op, reason }, Some(w)) => Error::PeerFailed {
-                            pe,
-                            me,
-                            op,
-                            reason: format!(
-                                "{reason}; kernel {}: {}",
-                                info.name,
-                                crate::cuda::describe_error(&w, &self.device_state)
-                            ),
-                        },
-                        (failure, _) => failure,
-                    });
-                }
-                match (result, record) {
-                    (Ok(()), None) => Ok(()),
-                    (Ok(()), Some(w)) | (Err(_), Some(w)) => Err(Error::Module {
-                        op,
-                        pe: self.my_pe(),
-                        reason: format!(
-                            "kernel {} failed: {}{}",
-                            info.name,
-                            crate::cuda::describe_error(&w, &self.device_state),
-                            // A failed proxy channel holds the transport's error, naming
-                            // PE, op and size.
-                            match self.proxy.as_ref().and_then(|p| p.failure()) {
-                                Some(why) => format!(": {why}"),
-                                None => String::new(),
-                            }
-                        ),
-                    }),
-                    (Err(Error::Cuda { call, pe, name, code, detail }), None)
-                        if name == "CUDA_ERROR_LAUNCH_FAILED" =>
-                    {
-                        Err(Error::Cuda {
-                            call,
-                            pe,
-                            name,
-                            code,
-                            detail: format!("{detail}; the kernel reported no error of its own: a GPU fault stopped it (under MPS, a fault in another process's kernel on this GPU stops every client's kernels)"),
-                        })
+                },
+                (failure, _) => failure,
+            });
+        }
+        match (result, record) {
+            (Ok(()), None) => Ok(()),
+            (Ok(()), Some(w)) | (Err(_), Some(w)) => Err(Error::Module {
+                op,
+                pe: self.my_pe(),
+                reason: format!(
+                    "kernel {} failed: {}{}",
+                    kernel,
+                    crate::cuda::describe_error(&w, &self.device_state),
+                    // A failed proxy channel holds the transport's error, naming
+                    // PE, op and size.
+                    match self.proxy.as_ref().and_then(|p| p.failure()) {
+                        Some(why) => format!(": {why}"),
+                        None => String::new(),
                     }
-                    (Err(e), None) => Err(e),
-                }
+                ),
+            }),
+            (Err(Error::Cuda { call, pe, name, code, detail }), None)
+                if name == "CUDA_ERROR_LAUNCH_FAILED" =>
+            {
+                Err(Error::Cuda {
+                    call,
+                    pe,
+                    name,
+                    code,
+                    detail: format!("{detail}; the kernel reported no error of its own: a GPU fault stopped it (under MPS, a fault in another process's kernel on this GPU stops every client's kernels)"),
+                })
             }
+            (Err(e), None) => Err(e),
         }
     }
 }

@@ -181,89 +181,31 @@ enum Stop {
 }
 
 impl SocketTransport {
-    /// Connects to every PE `setup.remote` names. Collective: every PE calls it.
+    /// Connects to every PE `setup.remote` names: dials the lower-numbered ones and
+    /// accepts the higher-numbered ones, each proving the job's key in its hello.
+    /// Collective: every PE calls it.
     pub(crate) fn connect(setup: &Setup<'_>) -> Result<Self> {
         let me = setup.me;
         let n = setup.remote.len();
         let b = setup.bootstrap;
         let key_bytes = b.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
         let key =
-            u64::from_le_bytes(
-                key_bytes
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| Error::Transport {
-                        transport: "socket",
-                        op: "init",
-                        me,
-                        pe: 0,
-                        detail: "the job key broadcast has the wrong length".into(),
-                    })?,
-            );
+            u64::from_le_bytes(key_bytes.as_slice().try_into().map_err(|_| {
+                init_error(me, 0, "the job key broadcast has the wrong length".into())
+            })?);
         let ip = symmem_bootstrap::advertised_ip(setup.config.socket_ifname.as_deref())?;
         let listener = TcpListener::bind((ip, 0))
             .map_err(|e| Error::io(format!("socket transport: binding a listener on {ip}"), e))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| Error::io("socket transport: listener address", e))?;
-        let addrs = b.allgather(addr.to_string().as_bytes())?;
-        let init_err = |pe: usize, detail: String| Error::Transport {
-            transport: "socket",
-            op: "init",
-            me,
-            pe,
-            detail,
-        };
+        let addrs = b.allgather(
+            listener
+                .local_addr()
+                .map_err(|e| Error::io("socket transport: listener address", e))?
+                .to_string()
+                .as_bytes(),
+        )?;
         let mut streams: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
-        for pe in (0..me).filter(|&p| setup.remote[p]) {
-            let text = String::from_utf8_lossy(&addrs[pe]).into_owned();
-            let peer: SocketAddr = text
-                .parse()
-                .map_err(|_| init_err(pe, format!("its address {text:?} does not parse")))?;
-            let mut s = connect_until(peer, setup.deadline)
-                .map_err(|e| init_err(pe, format!("connecting to {peer}: {e}")))?;
-            let mut hello = frame::header(Kind::Hello, 16).to_vec();
-            hello.extend_from_slice(&frame::hello(key, me as u32, n as u32));
-            s.write_all(&hello)
-                .map_err(|e| init_err(pe, format!("sending HELLO to {peer}: {e}")))?;
-            streams[pe] = Some(s);
-        }
-        let mut expected: Vec<usize> = (me + 1..n).filter(|&p| setup.remote[p]).collect();
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| Error::io("socket transport: listener", e))?;
-        while !expected.is_empty() {
-            if Instant::now() >= setup.deadline {
-                let missing = expected.iter().map(|p| p.to_string()).collect::<Vec<_>>();
-                return Err(init_err(
-                    expected[0],
-                    format!(
-                        "PEs {} did not connect to {addr} within the bootstrap timeout",
-                        missing.join(", ")
-                    ),
-                ));
-            }
-            match listener.accept() {
-                Ok((s, from)) => match read_hello(s, key, n) {
-                    Ok((pe, s)) if expected.contains(&pe) => {
-                        expected.retain(|&p| p != pe);
-                        streams[pe] = Some(s);
-                    }
-                    Ok((pe, _)) => tracing::warn!(
-                        target: "init::transport",
-                        "socket transport: connection from {from} claims PE {pe}, which is not expected to connect to PE {me}; closed"
-                    ),
-                    Err(why) => tracing::warn!(
-                        target: "init::transport",
-                        "socket transport: refused a connection from {from}: {why}"
-                    ),
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    poll_one(listener.as_raw_fd(), libc::POLLIN, 20)
-                }
-                Err(e) => return Err(Error::io("socket transport: accept", e)),
-            }
-        }
+        dial_lower(setup, key, &addrs, &mut streams)?;
+        accept_higher(setup, key, &listener, &mut streams)?;
         let mut conns = Vec::with_capacity(n);
         for (pe, s) in streams.into_iter().enumerate() {
             conns.push(match s {
@@ -272,7 +214,7 @@ impl SocketTransport {
                     s.set_nodelay(true)
                         .and_then(|()| s.set_nonblocking(true))
                         .and_then(|()| s.set_read_timeout(None))
-                        .map_err(|e| init_err(pe, format!("configuring its socket: {e}")))?;
+                        .map_err(|e| init_error(me, pe, format!("configuring its socket: {e}")))?;
                     Some(Conn::new(pe, s))
                 }
             });
@@ -296,6 +238,95 @@ impl SocketTransport {
             service: Mutex::new(Some(service)),
         })
     }
+}
+
+/// The error of connecting to `pe`.
+fn init_error(me: usize, pe: usize, detail: String) -> Error {
+    Error::Transport {
+        transport: "socket",
+        op: "init",
+        me,
+        pe,
+        detail,
+    }
+}
+
+/// Dials every remote PE below this one at its address in `addrs` and sends the hello
+/// that names this PE and proves `key`; the streams go into `streams`.
+fn dial_lower(
+    setup: &Setup<'_>,
+    key: u64,
+    addrs: &[Vec<u8>],
+    streams: &mut [Option<TcpStream>],
+) -> Result<()> {
+    let (me, n) = (setup.me, setup.remote.len());
+    for pe in (0..me).filter(|&p| setup.remote[p]) {
+        let text = String::from_utf8_lossy(&addrs[pe]).into_owned();
+        let peer: SocketAddr = text
+            .parse()
+            .map_err(|_| init_error(me, pe, format!("its address {text:?} does not parse")))?;
+        let mut s = connect_until(peer, setup.deadline)
+            .map_err(|e| init_error(me, pe, format!("connecting to {peer}: {e}")))?;
+        let mut hello = frame::header(Kind::Hello, 16).to_vec();
+        hello.extend_from_slice(&frame::hello(key, me as u32, n as u32));
+        s.write_all(&hello)
+            .map_err(|e| init_error(me, pe, format!("sending HELLO to {peer}: {e}")))?;
+        streams[pe] = Some(s);
+    }
+    Ok(())
+}
+
+/// Accepts a connection from every remote PE above this one, by the deadline; a
+/// connection whose hello does not prove `key`, or names a PE not expected, is logged
+/// and closed. The streams go into `streams`.
+fn accept_higher(
+    setup: &Setup<'_>,
+    key: u64,
+    listener: &TcpListener,
+    streams: &mut [Option<TcpStream>],
+) -> Result<()> {
+    let (me, n) = (setup.me, setup.remote.len());
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("socket transport: listener address", e))?;
+    let mut expected: Vec<usize> = (me + 1..n).filter(|&p| setup.remote[p]).collect();
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io("socket transport: listener", e))?;
+    while !expected.is_empty() {
+        if Instant::now() >= setup.deadline {
+            let missing = expected.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+            return Err(init_error(
+                me,
+                expected[0],
+                format!(
+                    "PEs {} did not connect to {addr} within the bootstrap timeout",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        match listener.accept() {
+            Ok((s, from)) => match read_hello(s, key, n) {
+                Ok((pe, s)) if expected.contains(&pe) => {
+                    expected.retain(|&p| p != pe);
+                    streams[pe] = Some(s);
+                }
+                Ok((pe, _)) => tracing::warn!(
+                    target: "init::transport",
+                    "socket transport: connection from {from} claims PE {pe}, which is not expected to connect to PE {me}; closed"
+                ),
+                Err(why) => tracing::warn!(
+                    target: "init::transport",
+                    "socket transport: refused a connection from {from}: {why}"
+                ),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                poll_one(listener.as_raw_fd(), libc::POLLIN, 20)
+            }
+            Err(e) => return Err(Error::io("socket transport: accept", e)),
+        }
+    }
+    Ok(())
 }
 
 /// Connects to `peer`, retrying refusals until `deadline`.
