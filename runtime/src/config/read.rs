@@ -117,8 +117,9 @@ impl<F: Fn(&str) -> Option<String>> Reader<F> {
         })
     }
 
-    /// One of `choices` (matched without regard to case).
-    pub(super) fn choice<T: Copy>(
+    /// One of `choices` (matched without regard to case; a later name for a value already
+    /// listed is an alias, left out of the error).
+    pub(super) fn choice<T: Copy + PartialEq>(
         &self,
         name: &'static str,
         choices: &[(&str, T)],
@@ -129,8 +130,17 @@ impl<F: Fn(&str) -> Option<String>> Reader<F> {
                 .find(|(c, _)| c.eq_ignore_ascii_case(v))
                 .map(|&(_, t)| t)
                 .ok_or_else(|| {
-                    let names: Vec<&str> = choices.iter().map(|(c, _)| *c).collect();
-                    format!("expected {}", names.join(", "))
+                    let mut names: Vec<&str> = Vec::new();
+                    for (i, (c, t)) in choices.iter().enumerate() {
+                        if !choices[..i].iter().any(|(_, u)| u == t) {
+                            names.push(c);
+                        }
+                    }
+                    match names.split_last() {
+                        Some((last, [])) => format!("expected {last}"),
+                        Some((last, rest)) => format!("expected {} or {last}", rest.join(", ")),
+                        None => "no value is valid".into(),
+                    }
                 })
         })
     }
