@@ -9,7 +9,7 @@ pub(crate) const SUMMARY: &str = "summary";
 /// The `tracing` targets that make up each subsystem of `SYMMEM_DEBUG_SUBSYS`: module
 /// paths (a target passes when it starts with one), and the subsystem's own name for
 /// events that name it (`target: "init"`). Every module of the runtime belongs to one
-/// (checked by a test); `symmem_runtime::cuda::proxy` is in both `init` (as part of
+/// (checked by a test); `symmem_runtime::cuda::proxy_buffers` is in both `init` (as part of
 /// `cuda`) and `proxy`.
 fn targets(subsys: &str) -> &'static [&'static str] {
     match subsys {
@@ -62,7 +62,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
         "transport" => &["symmem_transport", "transport", "init::transport"],
         "proxy" => &[
             "symmem_runtime::proxy",
-            "symmem_runtime::cuda::proxy",
+            "symmem_runtime::cuda::proxy_buffers",
             "proxy",
         ],
         "coll" => &["symmem_runtime::team", "coll"],
@@ -207,7 +207,7 @@ mod tests {
             ("symmem_transport::socket", "transport"),
             ("symmem_transport::ib::qp", "transport"),
             ("symmem_runtime::proxy::payload", "proxy"),
-            ("symmem_runtime::cuda::proxy", "proxy"),
+            ("symmem_runtime::cuda::proxy_buffers", "proxy"),
             ("symmem_runtime::team::collectives", "coll"),
             ("symmem_runtime::team", "coll"),
             ("symmem_bootstrap::tcp", "bootstrap"),

@@ -9,7 +9,7 @@ mod copy_stream;
 mod kernel_wait;
 mod mapped;
 mod module;
-mod proxy;
+mod proxy_buffers;
 mod remote_target;
 
 use std::ffi::CStr;
@@ -26,7 +26,7 @@ pub(crate) use copy_stream::CopyStream;
 pub(crate) use kernel_wait::wait_for_kernel;
 pub(crate) use mapped::MappedHost;
 pub(crate) use module::CudaModule;
-pub(crate) use proxy::proxy_memory;
+pub(crate) use proxy_buffers::proxy_memory;
 pub(crate) use remote_target::GpuTarget;
 
 /// Turns a driver result into this crate's error, naming `call` and `pe`.
