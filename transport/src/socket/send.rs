@@ -1,0 +1,233 @@
+//! The send side of a connection: writing frames without blocking the connection's
+//! receive side (a full socket makes the sender read while it waits), queuing responses
+//! that cannot be written at once, and waiting for the slot of a response.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use symmem_bootstrap::wire::HEADER_LEN;
+use symmem_device::{Opcode, Request};
+use symmem_sync::Backoff;
+
+use super::frame::{self, Kind, REQUEST_LEN};
+use super::sys::{poll_one, write_raw};
+use super::{lock, Conn, Shared, Slot, INLINE_PAYLOAD};
+use crate::error::Result;
+
+impl Shared {
+    /// Queues a response frame and writes it if the socket is free.
+    pub(super) fn respond(&self, c: &Conn, f: Vec<u8>) {
+        lock(&c.out).frames.push_back(f);
+        self.flush_out(c);
+    }
+
+    /// Writes queued responses if no one is writing to `c`; whoever releases `tx` next
+    /// (or the service thread, on POLLOUT) writes the rest.
+    pub(super) fn flush_out(&self, c: &Conn) {
+        loop {
+            let Ok(tx) = c.tx.try_lock() else { return };
+            let blocked = self.write_queued(c);
+            drop(tx);
+            if blocked || lock(&c.out).frames.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// With `tx` held: writes queued responses until done or the socket is full (true).
+    pub(super) fn write_queued(&self, c: &Conn) -> bool {
+        let mut q = lock(&c.out);
+        while let Some(front) = q.frames.front() {
+            let rest = &front[q.sent..];
+            match write_raw(c.fd, &[rest]) {
+                Ok(k) if k == rest.len() => {
+                    q.frames.pop_front();
+                    q.sent = 0;
+                }
+                Ok(k) => {
+                    q.sent += k;
+                    return true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) => {
+                    drop(q);
+                    c.fail(format!("writing to PE {}: {e}", c.pe));
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Writes one whole frame made of `parts`, waiting (and reading, so the peer can
+    /// make progress too) while the socket is full.
+    pub(super) fn send(&self, c: &Conn, op: &'static str, parts: &[&[u8]]) -> Result<()> {
+        self.check(c, op)?;
+        let tx = lock(&c.tx);
+        // When the first wait for room began: read only if the socket fills.
+        let mut started = None;
+        // Queued responses first: they may be the rest of a partly written frame.
+        while self.write_queued(c) {
+            self.wait_writable(c, op, &mut started)?;
+        }
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let mut done = 0;
+        while done < total {
+            let mut skip = done;
+            let mut iov: [&[u8]; 3] = [&[]; 3];
+            let mut k = 0;
+            for p in parts {
+                if skip >= p.len() {
+                    skip -= p.len();
+                    continue;
+                }
+                iov[k] = &p[skip..];
+                skip = 0;
+                k += 1;
+            }
+            match write_raw(c.fd, &iov[..k]) {
+                Ok(w) => done += w,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.wait_writable(c, op, &mut started)?
+                }
+                Err(e) => {
+                    c.fail(format!("writing to PE {}: {e}", c.pe));
+                    return self.check(c, op);
+                }
+            }
+        }
+        self.write_queued(c);
+        drop(tx);
+        if !lock(&c.out).frames.is_empty() {
+            self.flush_out(c);
+        }
+        Ok(())
+    }
+
+    /// While a write waits for room: serve incoming frames, then sleep in `poll` briefly.
+    pub(super) fn wait_writable(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        started: &mut Option<Instant>,
+    ) -> Result<()> {
+        self.receive(c);
+        self.check(c, op)?;
+        if let Some(limit) = self.timeout {
+            if started.get_or_insert_with(Instant::now).elapsed() >= limit {
+                c.fail(format!(
+                    "PE {} has not read what PE {} sent for {limit:?} (SYMMEM_TIMEOUT)",
+                    c.pe, self.me
+                ));
+                return self.check(c, op);
+            }
+        }
+        poll_one(c.fd, libc::POLLOUT | libc::POLLIN, 1);
+        Ok(())
+    }
+
+    /// Waits for `slot`, serving the connection meanwhile.
+    pub(super) fn wait(&self, c: &Conn, op: &'static str, slot: &Slot) -> Result<()> {
+        let mut backoff = Backoff::new();
+        let started = Instant::now();
+        loop {
+            if slot.done.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            self.check(c, op)?;
+            if !backoff.is_slow() {
+                self.spins.fetch_add(1, Ordering::Relaxed);
+            }
+            self.receive(c);
+            if slot.done.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            if backoff.is_slow() {
+                if let Some(limit) = self.timeout {
+                    if started.elapsed() >= limit {
+                        c.fail(format!(
+                            "no answer from PE {} within {limit:?} (SYMMEM_TIMEOUT)",
+                            c.pe
+                        ));
+                        return self.check(c, op);
+                    }
+                }
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Registers a slot for a response to request `id`.
+    pub(super) fn expect(&self, c: &Conn, id: u64, len: usize) -> Arc<Slot> {
+        let slot = Arc::new(Slot {
+            expect: len,
+            ..Slot::default()
+        });
+        lock(&c.pending).insert(id, Arc::clone(&slot));
+        slot
+    }
+
+    /// Sends one request (with its payload) and, for gets and fetching AMOs, waits for
+    /// the answer.
+    pub(super) fn request(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        req: Request,
+        payload: &[u8],
+    ) -> Result<(u64, Vec<u8>)> {
+        let Some(slot) = self.send_request(c, op, req, payload)? else {
+            return Ok((0, Vec::new()));
+        };
+        self.wait(c, op, &slot)?;
+        let data = std::mem::take(&mut *lock(&slot.data));
+        Ok((slot.value.load(Ordering::Relaxed), data))
+    }
+
+    /// Sends one request (with its payload); for gets and fetching AMOs returns the slot
+    /// its answer lands in.
+    pub(super) fn send_request(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        mut req: Request,
+        payload: &[u8],
+    ) -> Result<Option<Arc<Slot>>> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        req.tag = id;
+        // Addresses of this process mean nothing to the peer: only whether a value is
+        // wanted back crosses the wire.
+        req.local = req.returns_data() as u64;
+        // A small payload travels in the same buffer as the header and request: one
+        // contiguous `send` instead of a two-part `sendmsg`.
+        let inline = if payload.len() <= INLINE_PAYLOAD {
+            payload.len()
+        } else {
+            0
+        };
+        let mut head = [0u8; HEADER_LEN + REQUEST_LEN + INLINE_PAYLOAD];
+        head[..HEADER_LEN]
+            .copy_from_slice(&frame::header(Kind::Request, REQUEST_LEN + payload.len()));
+        head[HEADER_LEN..HEADER_LEN + REQUEST_LEN].copy_from_slice(bytemuck::bytes_of(&req));
+        head[HEADER_LEN + REQUEST_LEN..][..inline].copy_from_slice(&payload[..inline]);
+        let head = &head[..HEADER_LEN + REQUEST_LEN + inline];
+        let payload = &payload[inline..];
+        if !req.returns_data() {
+            self.send(c, op, &[head, payload])?;
+            c.unflushed.fetch_add(1, Ordering::Release);
+            return Ok(None);
+        }
+        let expect = if req.opcode() == Some(Opcode::Get) {
+            req.len as usize
+        } else {
+            0
+        };
+        let slot = self.expect(c, id, expect);
+        if let Err(e) = self.send(c, op, &[head, payload]) {
+            lock(&c.pending).remove(&id);
+            return Err(e);
+        }
+        Ok(Some(slot))
+    }
+}

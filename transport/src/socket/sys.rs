@@ -1,0 +1,60 @@
+//! The system calls under the transport: `poll`, `read` and `writev` on raw file
+//! descriptors, retried when a signal interrupts them.
+
+use std::os::fd::RawFd;
+
+/// Waits up to `ms` milliseconds for `events` on `fd`.
+pub(super) fn poll_one(fd: RawFd, events: libc::c_short, ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, ms) };
+}
+
+/// Runs a syscall wrapper again while it fails with `EINTR`: its byte count, or the error.
+pub(super) fn retry_interrupted(mut call: impl FnMut() -> isize) -> std::io::Result<usize> {
+    loop {
+        let r = call();
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// `read(2)` into raw memory (which may be shared with other processes).
+pub(super) fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
+    // SAFETY: the caller provides `len` writable bytes at `ptr`.
+    retry_interrupted(|| unsafe { libc::read(fd, ptr.cast(), len) })
+}
+
+/// `send(2)` of one slice, or `sendmsg(2)` of up to three, without SIGPIPE on a closed
+/// connection.
+pub(super) fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
+    if let [one] = parts {
+        // SAFETY: `one` is a live slice, which send only reads.
+        return retry_interrupted(|| unsafe {
+            libc::send(fd, one.as_ptr().cast(), one.len(), libc::MSG_NOSIGNAL)
+        });
+    }
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; 3];
+    for (v, p) in iov.iter_mut().zip(parts) {
+        v.iov_base = p.as_ptr() as *mut libc::c_void;
+        v.iov_len = p.len();
+    }
+    // SAFETY: an all-zero msghdr is valid (no name, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = parts.len().min(3) as _;
+    // SAFETY: `msg` describes live slices, which sendmsg only reads.
+    retry_interrupted(|| unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) })
+}
