@@ -45,7 +45,7 @@ fn info_prints_the_configuration_each_peer_s_path_and_the_counters() {
             &job,
             &[
                 &format!("PE {me} counters: direct: put 1 (8 B), get 1 (8 B)"),
-                "socket: put 0",
+                "remote (none): put 0",
                 "ring high-water 0",
             ],
         );
@@ -81,7 +81,7 @@ fn the_transport_subsystem_shows_each_remote_peer_s_transport_and_why() {
         );
         assert_line(
             &job,
-            &[&format!("PE {me} counters: "), "socket: put 1 (8 B)"],
+            &[&format!("PE {me} counters: "), "remote (socket): put 1 (8 B)"],
         );
     }
     // init's own lines are not selected.

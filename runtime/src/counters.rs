@@ -15,8 +15,9 @@
 //!   and store, no `lock` prefix, no cache line shared between threads), found through a
 //!   thread-local (runtime id, block) pair. A snapshot sums every thread's block; blocks
 //!   live as long as the runtime, so counts of threads that ended stay in.
-//! - **socket**, **ib**: every request submitted to that transport, by host code or by
-//!   the proxy thread, and every fence and quiet it was asked for (by the host API,
+//! - **remote**: every request submitted to the job's remote transport (socket or ib:
+//!   one per job, named in [`Counters::remote_transport`]), by host code or by the proxy
+//!   thread, and every fence and quiet it was asked for (by the host API,
 //!   barriers, collectives and finalize), counted by a wrapper around the transport with
 //!   relaxed atomic adds: a remote operation costs microseconds, so they are free.
 //! - **proxy**: device-initiated requests the proxy thread took off the ring (also counted
@@ -28,7 +29,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
 
 use symmem_device::proxy::Header;
@@ -117,12 +118,14 @@ pub struct Counters {
     /// weak ordering's deliveries to same-node peers always are. Device operations
     /// through P2P pointers in kernels are never counted.
     pub direct: OpCounts,
-    /// Requests sent over the socket transport, host- and device-initiated.
-    pub socket: OpCounts,
-    /// Requests sent over the ib transport, host- and device-initiated.
-    pub ib: OpCounts,
+    /// Requests sent over the job's remote transport, host- and device-initiated; all 0
+    /// when it has none.
+    pub remote: OpCounts,
+    /// The remote transport the job uses (`socket`, `ib`), as its transport names itself;
+    /// `None` when every PE's heap is mapped here.
+    pub remote_transport: Option<&'static str>,
     /// Device-initiated requests the proxy thread issued on the remote transport (also
-    /// counted in `socket` or `ib`).
+    /// counted in `remote`).
     pub proxy: OpCounts,
     /// The most requests the proxy ring held when the proxy thread took one (tickets
     /// taken and not yet issued, at most `SYMMEM_PROXY_SLOTS`); 0 when none was taken.
@@ -139,8 +142,8 @@ impl Counters {
     pub fn since(&self, earlier: &Counters) -> Counters {
         Counters {
             direct: self.direct.since(&earlier.direct),
-            socket: self.socket.since(&earlier.socket),
-            ib: self.ib.since(&earlier.ib),
+            remote: self.remote.since(&earlier.remote),
+            remote_transport: self.remote_transport,
             proxy: self.proxy.since(&earlier.proxy),
             proxy_ring_high_water: self.proxy_ring_high_water,
             direct_counted: self.direct_counted,
@@ -157,8 +160,12 @@ impl std::fmt::Display for Counters {
         };
         write!(
             f,
-            "direct: {}{uncounted}; socket: {}; ib: {}; proxy: {}, ring high-water {}",
-            self.direct, self.socket, self.ib, self.proxy, self.proxy_ring_high_water
+            "direct: {}{uncounted}; remote ({}): {}; proxy: {}, ring high-water {}",
+            self.direct,
+            self.remote_transport.unwrap_or("none"),
+            self.remote,
+            self.proxy,
+            self.proxy_ring_high_water
         )
     }
 }
@@ -293,10 +300,10 @@ pub(crate) struct Registry {
     direct_on: bool,
     /// Every thread's direct-path block, boxed so that its address never changes.
     threads: Mutex<Vec<(ThreadId, Box<ThreadOps>)>>,
-    /// Requests over the socket transport.
-    pub(crate) socket: Arc<SharedOps>,
-    /// Requests over the ib transport.
-    pub(crate) ib: Arc<SharedOps>,
+    /// Requests over the job's remote transport.
+    pub(crate) remote: Arc<SharedOps>,
+    /// Its name, once it connected.
+    remote_name: OnceLock<&'static str>,
     /// Requests to same-node peers through the direct transport (weak ordering), added
     /// to the direct path.
     pub(crate) direct_transport: Arc<SharedOps>,
@@ -310,25 +317,23 @@ impl Registry {
             id,
             direct_on,
             threads: Mutex::new(Vec::new()),
-            socket: Arc::default(),
-            ib: Arc::default(),
+            remote: Arc::default(),
+            remote_name: OnceLock::new(),
             direct_transport: Arc::default(),
         }
     }
 
     /// The counters of the transport path `name` (what a transport's
-    /// [`symmem_transport::Setup::counter`] returns).
-    ///
-    /// # Panics
-    /// For a transport that [`Counters`] has no field for: adding a transport means
-    /// adding its counters.
+    /// [`symmem_transport::Setup::counter`] returns): `direct` for weak ordering's
+    /// deliveries to same-node peers, anything else for the job's one remote transport,
+    /// which is then named in the snapshots.
     pub(crate) fn transport(&self, name: &'static str) -> Arc<dyn symmem_transport::OpCounter> {
-        match name {
-            "socket" => self.socket.clone(),
-            "ib" => self.ib.clone(),
-            "direct" => self.direct_transport.clone(),
-            _ => panic!("symmem has no operation counters for the {name} transport"),
+        if name == "direct" {
+            return self.direct_transport.clone();
         }
+        let first = *self.remote_name.get_or_init(|| name);
+        debug_assert_eq!(first, name, "a job connects one remote transport");
+        self.remote.clone()
     }
 
     /// Counts one direct-path `op` of `bytes` bytes for the calling thread.
@@ -387,8 +392,8 @@ impl Registry {
         }
         Counters {
             direct,
-            socket: self.socket.snapshot(),
-            ib: self.ib.snapshot(),
+            remote: self.remote.snapshot(),
+            remote_transport: self.remote_name.get().copied(),
             proxy: proxy.map(|p| p.ops.snapshot()).unwrap_or_default(),
             proxy_ring_high_water: proxy.map_or(0, |p| p.high_water.load(Relaxed)),
             direct_counted: self.direct_on,

@@ -142,8 +142,8 @@ impl Runtime {
         "cpu".into()
     }
 
-    /// This PE's operation counters since init: ops and bytes per path (direct, socket,
-    /// ib, proxy) and the proxy ring's high-water mark (see [`Counters`] for what each
+    /// This PE's operation counters since init: ops and bytes per path (direct, the
+    /// job's remote transport, proxy) and the proxy ring's high-water mark (see [`Counters`] for what each
     /// counts; device operations through P2P pointers in kernels are not counted). Also
     /// printed at finalize when `SYMMEM_DEBUG` is `info` or more verbose.
     pub fn counters(&self) -> Counters {

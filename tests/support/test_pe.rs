@@ -864,10 +864,15 @@ fn obs_counters(rt: &Runtime) -> Outcome {
     }
     let want = [
         ("direct", d.direct, direct),
-        ("socket", d.socket, each),
-        ("ib", d.ib, OpCounts::default()),
+        ("remote", d.remote, each),
         ("proxy", d.proxy, OpCounts::default()),
     ];
+    if d.remote_transport != Some("socket") {
+        return Err(format!(
+            "PE {me}: the remote transport is {:?}, expected socket (all: {d})",
+            d.remote_transport
+        ));
+    }
     for (path, got, want) in want {
         if got != want {
             return Err(format!(

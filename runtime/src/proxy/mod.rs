@@ -789,7 +789,7 @@ mod tests {
         let reg = Registry::new(u64::MAX - 4, false);
         let transport = Arc::new(symmem_transport::Counted::new(
             FakeTransport::default(),
-            reg.socket.clone(),
+            reg.transport("socket"),
         ));
         let memory = Arc::new(HostMemory::new(slots));
         let ch = ProxyChannel::start(3, slots, memory, Payloads::Host, transport).unwrap();
@@ -816,7 +816,8 @@ mod tests {
             quiets: 1,
             ..OpCounts::default()
         };
-        assert_eq!((c.proxy, c.socket), (want, want));
+        assert_eq!((c.proxy, c.remote), (want, want));
+        assert_eq!(c.remote_transport, Some("socket"));
         assert!((1..=slots as u64).contains(&c.proxy_ring_high_water), "{c}");
         assert_eq!(c.direct, OpCounts::default());
     }
