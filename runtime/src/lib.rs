@@ -4,6 +4,7 @@
 //! Start with [`init`], which returns an owned [`Runtime`]; finalize happens when it is
 //! dropped or explicitly through [`Runtime::finalize`].
 
+mod alike;
 mod allocator;
 pub mod config;
 mod counters;

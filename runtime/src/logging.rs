@@ -65,7 +65,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             "symmem_runtime::cuda::proxy_buffers",
             "proxy",
         ],
-        "coll" => &["symmem_runtime::team", "coll"],
+        "coll" => &["symmem_runtime::team", "symmem_runtime::alike", "coll"],
         _ => &[],
     }
 }

@@ -5,6 +5,7 @@
 
 use std::marker::PhantomData;
 
+use crate::alike::{self, Described, Pes};
 use crate::allocator::AllocState;
 use crate::error::{Error, Result};
 use crate::route::Route;
@@ -138,28 +139,20 @@ impl Runtime {
 
     /// Allgathers this PE's request and checks that every PE made the same one.
     fn verify_collective(&self, call: u64, request: &Request) -> Result<()> {
-        let all = self.bootstrap.allgather(&request.encode())?;
-        if all.iter().all(|r| *r == all[self.my_pe()]) {
-            return Ok(());
-        }
-        // Group PEs by what they asked for, so the message stays short on big jobs.
-        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-        for (pe, bytes) in all.iter().enumerate() {
-            let text = Request::describe(bytes);
-            match groups.iter_mut().find(|(t, _)| *t == text) {
-                Some((_, pes)) => pes.push(pe),
-                None => groups.push((text, vec![pe])),
-            }
-        }
-        let detail = groups
+        let all: Vec<Vec<u64>> = self
+            .bootstrap
+            .allgather(bytemuck::cast_slice(&request.encode()))?
             .iter()
-            .map(|(text, pes)| {
-                let pes: Vec<String> = pes.iter().map(|p| p.to_string()).collect();
-                format!("PE {} called {text}", pes.join(", "))
+            .map(|b| {
+                b.chunks_exact(8)
+                    .map(bytemuck::pod_read_unaligned)
+                    .collect()
             })
-            .collect::<Vec<_>>()
-            .join("; ");
-        Err(Error::AllocMismatch { call, detail })
+            .collect();
+        alike::check::<Request, _>(&all, Pes::World, |detail| Error::AllocMismatch {
+            call,
+            detail,
+        })
     }
 }
 
@@ -178,35 +171,25 @@ enum Request {
 }
 
 impl Request {
-    fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(25);
+    /// The words compared across PEs: a tag, then the two arguments.
+    fn encode(&self) -> [u64; 3] {
         match *self {
             Request::Alloc { bytes, align, zero } => {
-                v.push(if zero { 2 } else { 1 });
-                v.extend_from_slice(&(bytes as u64).to_le_bytes());
-                v.extend_from_slice(&(align as u64).to_le_bytes());
+                [if zero { 2 } else { 1 }, bytes as u64, align as u64]
             }
-            Request::Free { id, offset } => {
-                v.push(3);
-                v.extend_from_slice(&id.to_le_bytes());
-                v.extend_from_slice(&(offset as u64).to_le_bytes());
-            }
+            Request::Free { id, offset } => [3, id, offset as u64],
         }
-        v
     }
+}
 
-    /// Human-readable form of an encoded request.
-    fn describe(bytes: &[u8]) -> String {
-        if bytes.len() != 17 {
-            return format!("an unknown request ({} bytes)", bytes.len());
-        }
-        let a = u64::from_le_bytes(bytes[1..9].try_into().unwrap());
-        let b = u64::from_le_bytes(bytes[9..17].try_into().unwrap());
-        match bytes[0] {
-            1 => format!("alloc({a} bytes, align {b})"),
-            2 => format!("calloc({a} bytes, align {b})"),
-            3 => format!("free(allocation #{a} at offset {b:#x})"),
-            t => format!("an unknown request (tag {t})"),
+impl Described for Request {
+    fn describe(words: &[u64]) -> String {
+        match *words {
+            [1, a, b] => format!("alloc({a} bytes, align {b})"),
+            [2, a, b] => format!("calloc({a} bytes, align {b})"),
+            [3, a, b] => format!("free(allocation #{a} at offset {b:#x})"),
+            [t, _, _] => format!("an unknown request (tag {t})"),
+            _ => format!("an unknown request ({} words)", words.len()),
         }
     }
 }

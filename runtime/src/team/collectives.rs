@@ -111,6 +111,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytemuck::Pod;
 
 use super::{Team, FINGERPRINT_WORDS, SCRATCH_WORDS};
+use crate::alike::{self, Described, Pes};
 use crate::error::{Error, Result};
 use crate::route::Located;
 use crate::sym::SymBuf;
@@ -135,18 +136,7 @@ impl Team<'_> {
         root: usize,
     ) -> Result<()> {
         const OP: &str = "team_broadcast";
-        if root >= self.n_pes() {
-            return Err(Error::InvalidPe {
-                op: OP,
-                pe: root,
-                n_pes: self.n_pes(),
-                access: " in this team (the root)".into(),
-            });
-        }
-        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits(OP, "dest", dest, Some(nelems), || {
-            format!("nelems {nelems}")
-        })?;
+        self.check_args(OP, Args::Broadcast { root }, dest, src, nelems)?;
         let call = Call::new(
             self.rt.config.check_collectives,
             OP,
@@ -173,11 +163,7 @@ impl Team<'_> {
     /// PE's block to every PE.
     pub fn fcollect<T: Pod>(&self, dest: &SymBuf<T>, src: &SymBuf<T>, nelems: usize) -> Result<()> {
         const OP: &str = "team_fcollect";
-        let n = self.n_pes();
-        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits(OP, "dest", dest, nelems.checked_mul(n), || {
-            format!("nelems {nelems} × {n} PEs of the team")
-        })?;
+        self.check_args(OP, Args::Fcollect, dest, src, nelems)?;
         let call = Call::new(
             self.rt.config.check_collectives,
             OP,
@@ -260,10 +246,7 @@ impl Team<'_> {
     pub fn alltoall<T: Pod>(&self, dest: &SymBuf<T>, src: &SymBuf<T>, nelems: usize) -> Result<()> {
         const OP: &str = "team_alltoall";
         let n = self.n_pes();
-        let total = nelems.checked_mul(n);
-        let why = || format!("nelems {nelems} × {n} PEs of the team");
-        self.fits(OP, "src", src, total, why)?;
-        self.fits(OP, "dest", dest, total, why)?;
+        self.check_args(OP, Args::Alltoall, dest, src, nelems)?;
         let call = Call::new(
             self.rt.config.check_collectives,
             OP,
@@ -305,10 +288,7 @@ impl Team<'_> {
         op: O,
     ) -> Result<()> {
         const OP: &str = "team_reduce";
-        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits(OP, "dest", dest, Some(nelems), || {
-            format!("nelems {nelems}")
-        })?;
+        self.check_args(OP, Args::Reduce, dest, src, nelems)?;
         let n = self.n_pes();
         let call = Call::new(
             self.rt.config.check_collectives,
@@ -340,13 +320,7 @@ impl Team<'_> {
         op: O,
     ) -> Result<()> {
         const OP: &str = "team_reducescatter";
-        let n = self.n_pes();
-        self.fits(OP, "src", src, nelems.checked_mul(n), || {
-            format!("nelems {nelems} × {n} PEs of the team")
-        })?;
-        self.fits(OP, "dest", dest, Some(nelems), || {
-            format!("nelems {nelems}")
-        })?;
+        self.check_args(OP, Args::Reducescatter, dest, src, nelems)?;
         let call = Call::new(
             self.rt.config.check_collectives,
             OP,
@@ -359,9 +333,54 @@ impl Team<'_> {
         self.reduce_blocks(&call, dest, src, nelems, |j| j * nelems, op)
     }
 
+    /// The argument checks of a collective, which its `_on_stream` form shares: `root` in
+    /// the team (broadcast), then `src` and `dest` of this runtime and large enough for
+    /// `nelems` as `args` sizes them.
+    pub(super) fn check_args<T>(
+        &self,
+        op: &'static str,
+        args: Args,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let n = self.n_pes();
+        // Whether `src` and `dest` hold a block of `nelems` per team PE.
+        let (src_blocks, dest_blocks) = match args {
+            Args::Broadcast { root } if root >= n => {
+                return Err(Error::InvalidPe {
+                    op,
+                    pe: root,
+                    n_pes: n,
+                    access: " in this team (the root)".into(),
+                })
+            }
+            Args::Broadcast { .. } | Args::Reduce => (false, false),
+            Args::Fcollect => (false, true),
+            Args::Alltoall => (true, true),
+            Args::Reducescatter => (true, false),
+        };
+        let fits = |name, buf, blocks: bool| {
+            let need = if blocks {
+                nelems.checked_mul(n)
+            } else {
+                Some(nelems)
+            };
+            self.fits(op, name, buf, need, || {
+                if blocks {
+                    format!("nelems {nelems} × {n} PEs of the team")
+                } else {
+                    format!("nelems {nelems}")
+                }
+            })
+        };
+        fits("src", src, src_blocks)?;
+        fits("dest", dest, dest_blocks)
+    }
+
     /// Fails unless `buf` belongs to this runtime and holds `need` elements (`None`: the
     /// count overflowed); `name` is the argument and `why` says where `need` comes from.
-    pub(super) fn fits<T>(
+    fn fits<T>(
         &self,
         op: &'static str,
         name: &str,
@@ -601,6 +620,24 @@ impl Team<'_> {
     }
 }
 
+/// A collective, as [`Team::check_args`] checks its arguments: how its buffers are sized.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Args {
+    /// `src` and `dest` hold `nelems`; `root` must be a team PE.
+    Broadcast {
+        /// The team PE whose `src` is copied.
+        root: usize,
+    },
+    /// `src` holds `nelems`, `dest` a block of `nelems` per team PE.
+    Fcollect,
+    /// `src` and `dest` hold a block of `nelems` per team PE.
+    Alltoall,
+    /// `src` and `dest` hold `nelems`.
+    Reduce,
+    /// `src` holds a block of `nelems` per team PE, `dest` `nelems`.
+    Reducescatter,
+}
+
 /// The host collectives, in the order of their fingerprints' first word.
 const COLLECTIVES: [&str; 6] = [
     "team_broadcast",
@@ -690,8 +727,9 @@ impl Call {
             ],
         }
     }
+}
 
-    /// The call as the user wrote it, from a fingerprint.
+impl Described for Call {
     fn describe(w: &[u64]) -> String {
         let name = (w[0] & 0xff)
             .checked_sub(1)
@@ -712,7 +750,6 @@ impl Call {
         format!("{name}({})", args.join(", "))
     }
 
-    /// Names of the arguments in which two fingerprints differ.
     fn differing(a: &[u64], b: &[u64]) -> Vec<&'static str> {
         if a[0] & 0xff != b[0] & 0xff {
             return vec!["the collective"];
@@ -776,10 +813,7 @@ impl Team<'_> {
         for (i, theirs) in all.iter_mut().enumerate() {
             rt.getmem(&area, at(i), bytemuck::cast_slice_mut(theirs), me)?;
         }
-        if all.iter().all(|w| *w == call.words) {
-            return Ok(());
-        }
-        Err(self.mismatch(call.op, &all))
+        self.verify(call.op, &all)
     }
 
     /// After the entry barrier on a team whose heaps are all mapped here: compares every
@@ -811,7 +845,7 @@ impl Team<'_> {
         for k in 1..n {
             if load((self.my_index + k) % n)? != call.words {
                 let all = (0..n).map(load).collect::<Result<Vec<_>>>()?;
-                return Err(self.mismatch(call.op, &all));
+                return self.verify(call.op, &all);
             }
         }
         Ok(())
@@ -838,45 +872,17 @@ impl Team<'_> {
         }
     }
 
-    /// The error for members whose fingerprints `all` (in team order) differ: groups of
-    /// team PEs with the same call, and the arguments in which each differs from the first.
-    fn mismatch(&self, op: &'static str, all: &[[u64; FINGERPRINT_WORDS]]) -> Error {
-        let mut groups: Vec<(&[u64], Vec<usize>)> = Vec::new();
-        for (i, w) in all.iter().enumerate() {
-            match groups.iter_mut().find(|(g, _)| *g == &w[..]) {
-                Some((_, pes)) => pes.push(i),
-                None => groups.push((&w[..], vec![i])),
+    /// Ok when the fingerprints `all` (in team order) are the same, else the
+    /// [`Error::TeamMismatch`] of `op` naming the groups of team PEs with the same call,
+    /// and the arguments in which each differs from the first.
+    fn verify(&self, op: &'static str, all: &[[u64; FINGERPRINT_WORDS]]) -> Result<()> {
+        let n = self.n_pes();
+        alike::check::<Call, _>(all, Pes::Team(&|i| self.members.world(i)), |calls| {
+            Error::TeamMismatch {
+                op,
+                detail: format!("a collective on a team of {n}: {calls}"),
             }
-        }
-        let first = groups[0].0;
-        let list = |pes: &[usize], f: &dyn Fn(usize) -> usize| {
-            pes.iter()
-                .map(|&i| f(i).to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let calls = groups
-            .iter()
-            .enumerate()
-            .map(|(g, (w, pes))| {
-                let diff = if g == 0 {
-                    String::new()
-                } else {
-                    format!(" (differs in {})", Call::differing(first, w).join(", "))
-                };
-                format!(
-                    "team PE {} (world PE {}) called {}{diff}",
-                    list(pes, &|i| i),
-                    list(pes, &|i| self.members.world(i)),
-                    Call::describe(w)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        Error::TeamMismatch {
-            op,
-            detail: format!("a collective on a team of {}: {calls}", self.n_pes()),
-        }
+        })
     }
 }
 

@@ -22,7 +22,9 @@
 //! Then every PE reads the same requests: if they differ, every PE returns
 //! [`Error::TeamMismatch`] naming which PEs asked for what and the differing argument;
 //! otherwise every PE computes the same new teams and the same slots from the same data, so
-//! argument errors and [`Error::TeamLimit`] are also returned on every PE alike. Two
+//! argument errors and [`Error::TeamLimit`] are also returned on every PE alike (the
+//! comparison and its error are `alike.rs`'s, shared with allocation and the host
+//! collectives). Two
 //! buffers alternate: a PE writes buffer `k % 2` for the parent's `k`-th exchange only after
 //! the barrier of exchange `k - 1`, which every PE enters after reading exchange `k - 2`.
 //!
@@ -48,6 +50,7 @@ use std::sync::atomic::Ordering;
 use symmem_device::DeviceTeam;
 use symmem_sync::barrier::{self, Round};
 
+use crate::alike::{self, Described, Pes};
 use crate::error::{Error, Result};
 use crate::route::Word;
 use crate::runtime::Runtime;
@@ -281,6 +284,7 @@ enum Request {
 }
 
 impl Request {
+    /// The words compared across the team's PEs: a tag, then the arguments.
     fn head(self) -> [u64; REQUEST_HEAD] {
         match self {
             Request::SplitStrided {
@@ -292,8 +296,9 @@ impl Request {
             Request::Destroy => [3, 0, 0, 0],
         }
     }
+}
 
-    /// The call as the user wrote it, from an exchanged head.
+impl Described for Request {
     fn describe(head: &[u64]) -> String {
         match head {
             [1, start, stride, size] => {
@@ -305,7 +310,6 @@ impl Request {
         }
     }
 
-    /// Names of the arguments in which two exchanged heads differ.
     fn differing(a: &[u64], b: &[u64]) -> Vec<&'static str> {
         if a[0] != b[0] {
             return vec!["the operation"];
@@ -606,48 +610,11 @@ impl<'rt> Team<'rt> {
             rt.my_pe(),
         )?;
         let all: Vec<Vec<u64>> = words.chunks(rw).map(|c| c.to_vec()).collect();
-        let mine = &all[self.my_index][..REQUEST_HEAD];
-        if all.iter().all(|r| &r[..REQUEST_HEAD] == mine) {
-            return Ok(all);
-        }
-        // Group team PEs by what they called, so the message stays short on big teams.
-        let mut groups: Vec<(&[u64], Vec<usize>)> = Vec::new();
-        for (i, r) in all.iter().enumerate() {
-            let head = &r[..REQUEST_HEAD];
-            match groups.iter_mut().find(|(h, _)| *h == head) {
-                Some((_, pes)) => pes.push(i),
-                None => groups.push((head, vec![i])),
-            }
-        }
-        let first = groups[0].0;
-        let detail = groups
-            .iter()
-            .enumerate()
-            .map(|(g, (head, pes))| {
-                let list = |f: &dyn Fn(usize) -> usize| {
-                    pes.iter()
-                        .map(|&i| f(i).to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                let diff = if g == 0 {
-                    String::new()
-                } else {
-                    format!(
-                        " (differs in {})",
-                        Request::differing(first, head).join(", ")
-                    )
-                };
-                format!(
-                    "team PE {} (world PE {}) called {}{diff}",
-                    list(&|i| i),
-                    list(&|i| self.members.world(i)),
-                    Request::describe(head)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        Err(Error::TeamMismatch { op, detail })
+        let heads: Vec<&[u64]> = all.iter().map(|r| &r[..REQUEST_HEAD]).collect();
+        alike::check::<Request, _>(&heads, Pes::Team(&|i| self.members.world(i)), |detail| {
+            Error::TeamMismatch { op, detail }
+        })?;
+        Ok(all)
     }
 }
 

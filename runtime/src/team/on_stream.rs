@@ -23,7 +23,7 @@
 
 use bytemuck::Pod;
 
-use super::collectives::{ReduceOp, Reducible};
+use super::collectives::{Args, ReduceOp, Reducible};
 use super::Team;
 use crate::error::{Error, Result};
 use crate::ops::stream::Stream;
@@ -83,18 +83,7 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_broadcast_on_stream";
         let _team = self.prepare(OP, stream)?;
-        if root >= self.n_pes() {
-            return Err(Error::InvalidPe {
-                op: OP,
-                pe: root,
-                n_pes: self.n_pes(),
-                access: " in this team (the root)".into(),
-            });
-        }
-        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits(OP, "dest", dest, Some(nelems), || {
-            format!("nelems {nelems}")
-        })?;
+        self.check_args(OP, Args::Broadcast { root }, dest, src, nelems)?;
         distinct(OP, dest, src)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
@@ -123,11 +112,7 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_fcollect_on_stream";
         let _team = self.prepare(OP, stream)?;
-        let n = self.n_pes();
-        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits(OP, "dest", dest, nelems.checked_mul(n), || {
-            format!("nelems {nelems} × {n} PEs of the team")
-        })?;
+        self.check_args(OP, Args::Fcollect, dest, src, nelems)?;
         distinct(OP, dest, src)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
@@ -156,11 +141,7 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_alltoall_on_stream";
         let _team = self.prepare(OP, stream)?;
-        let n = self.n_pes();
-        let total = nelems.checked_mul(n);
-        let why = || format!("nelems {nelems} × {n} PEs of the team");
-        self.fits(OP, "src", src, total, why)?;
-        self.fits(OP, "dest", dest, total, why)?;
+        self.check_args(OP, Args::Alltoall, dest, src, nelems)?;
         distinct(OP, dest, src)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
@@ -190,10 +171,7 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_reduce_on_stream";
         let _team = self.prepare(OP, stream)?;
-        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        self.fits(OP, "dest", dest, Some(nelems), || {
-            format!("nelems {nelems}")
-        })?;
+        self.check_args(OP, Args::Reduce, dest, src, nelems)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
             let (d, s) = self.addrs(dest, src);
@@ -221,13 +199,7 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_reducescatter_on_stream";
         let _team = self.prepare(OP, stream)?;
-        let n = self.n_pes();
-        self.fits(OP, "src", src, nelems.checked_mul(n), || {
-            format!("nelems {nelems} × {n} PEs of the team")
-        })?;
-        self.fits(OP, "dest", dest, Some(nelems), || {
-            format!("nelems {nelems}")
-        })?;
+        self.check_args(OP, Args::Reducescatter, dest, src, nelems)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
             let (d, s) = self.addrs(dest, src);
