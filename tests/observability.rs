@@ -81,7 +81,10 @@ fn the_transport_subsystem_shows_each_remote_peer_s_transport_and_why() {
         );
         assert_line(
             &job,
-            &[&format!("PE {me} counters: "), "remote (socket): put 1 (8 B)"],
+            &[
+                &format!("PE {me} counters: "),
+                "remote (socket): put 1 (8 B)",
+            ],
         );
     }
     // init's own lines are not selected.
