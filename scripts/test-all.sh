@@ -197,7 +197,15 @@ for seed in 1 2; do
   )
 done
 
-step "the demo: hello on 4 self-launched PEs"
+step "the demo: hello on 4 self-launched PEs; from here on, the multi-PE suites under mpirun over the pmix bootstrap run in the background"
+# The pmix runs (2 and 4 PEs, no mpi feature) use the default build's test programs, so
+# they run beside the release builds of the next steps and the mpi build (their PEs
+# mostly wait; the builds take the CPU). Awaited before the mpi runs.
+pmix_tests=()
+for t in multi_pe host_api collectives teams device_ops device_faults; do
+  pmix_tests+=("$(test_exe "$t")")
+done
+background pmix env SYMMEM_TEST_LAUNCHER=mpirun-pmix bash -c "$(declare -f run_tests); run_tests \"\$@\"" - "${pmix_tests[@]}"
 cargo run --release --example hello -- --pes 4
 cargo run --release --bin symmem-perf -- --pes 2 --quick
 
@@ -207,14 +215,7 @@ cargo run --release --example device_pipeline -- --pes 2
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle
 
-step "pmix and mpi: the multi-PE tests under mpirun over the pmix bootstrap (2 and 4 PEs, no mpi feature) while the feature mpi builds; then what it changes: the bootstrap's units, every launcher and fault test, the multi-PE suites under mpirun"
-# The pmix runs use the default build's test programs, so they run while cargo builds
-# with the feature mpi (their PEs mostly wait; the build takes the CPU).
-pmix_tests=()
-for t in multi_pe host_api collectives teams device_ops device_faults; do
-  pmix_tests+=("$(test_exe "$t")")
-done
-background pmix env SYMMEM_TEST_LAUNCHER=mpirun-pmix bash -c "$(declare -f run_tests); run_tests \"\$@\"" - "${pmix_tests[@]}"
+step "pmix and mpi: the feature mpi builds while the pmix runs finish; then what it changes: the bootstrap's units, every launcher and fault test, the multi-PE suites under mpirun (2 and 4 PEs)"
 mpi_suites=(-p symmem --test multi_pe --test host_api --test collectives --test teams --test faults --test symmem_info
   --test launchers_env --test launchers_pmi --test launchers_pmix --test launchers_slurm)
 cargo test --features mpi --no-run -p symmem-bootstrap --lib
