@@ -278,7 +278,13 @@ pub fn embed_from_build_script() {
             .map_err(|e| e.to_string())
     };
     let sass = match &result {
-        Ok(ptx) => embed_sass(ptx, &out),
+        Ok(ptx) => std::thread::scope(|scope| {
+            // The check assemblies run beside the embedded one: ptxas uses one core.
+            let checks = scope.spawn(|| check_archs(ptx, &out));
+            let sass = embed_sass(ptx, &out);
+            checks.join().expect("the check assembly thread panicked");
+            sass
+        }),
         Err(_) => String::new(),
     };
     write("symmem-sass-arch", &sass);
@@ -332,7 +338,7 @@ fn embed_sass(ptx: &Ptx, out: &Path) -> String {
         ))
     } else if let Some(ptxas) = find_ptxas() {
         let cache = shared_ptx_dir(out).join("sass");
-        assemble_cached(&ptxas, ptx, &arch, &cubin, &cache).map_err(|e| e.to_string())
+        assemble_cached(&ptxas, ptx, &arch, Some(&cubin), &cache).map_err(|e| e.to_string())
     } else {
         Err("ptxas was not found (set SYMMEM_PTXAS or pip install nvidia-cuda-nvcc-cu12)".into())
     };
@@ -350,16 +356,46 @@ fn embed_sass(ptx: &Ptx, out: &Path) -> String {
     }
 }
 
+/// With `SYMMEM_PTX_CHECK_ARCHS=sm_80,...` set, assembles `ptx` for each of those
+/// architectures into the cubin cache without embedding anything: the PTX test
+/// (`tests/device/tests/ptx.rs`) checks through the same cache that the PTX assembles for
+/// every GPU it must run on, so the assembly it needs runs here, beside the embedded one,
+/// while cargo builds other crates. A failed assembly fails the build under
+/// `SYMMEM_REQUIRE_PTX=1`, else is a warning (the PTX test then fails on it).
+fn check_archs(ptx: &Ptx, out: &Path) {
+    println!("cargo:rerun-if-env-changed=SYMMEM_PTX_CHECK_ARCHS");
+    let archs = std::env::var("SYMMEM_PTX_CHECK_ARCHS").unwrap_or_default();
+    let Some(ptxas) = find_ptxas() else { return };
+    let cache = shared_ptx_dir(out).join("sass");
+    for arch in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let checked = if !arch.starts_with("sm_") || arch[3..].parse::<u32>().is_err() {
+            Err(format!(
+                "SYMMEM_PTX_CHECK_ARCHS names {arch:?}, not an architecture like sm_80"
+            ))
+        } else {
+            assemble_cached(&ptxas, ptx, arch, None, &cache).map_err(|e| e.to_string())
+        };
+        if let Err(why) = checked {
+            if std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1") {
+                panic!("SYMMEM_REQUIRE_PTX=1 and the PTX does not assemble for {arch}: {why}");
+            }
+            println!("cargo:warning=the PTX does not assemble for {arch}: {why}");
+        }
+    }
+}
+
 /// [`assemble_to`] through a cache of cubins in `cache`, keyed by the PTX, the
 /// architecture, the register cap and the ptxas used: the debug and release builds (and
 /// builds with other features) of a kernel crate embed the same PTX, and ptxas takes
 /// minutes on a large one. A cache entry is written whole (a temporary file, then a
-/// rename), so a concurrent or interrupted build never reads half a cubin.
-fn assemble_cached(
+/// rename), so a concurrent or interrupted build never reads half a cubin. The cubin is
+/// copied to `out` when one is given; an entry in the cache shows that exactly this PTX
+/// assembled for `arch` with this ptxas.
+pub fn assemble_cached(
     ptxas: &Path,
     ptx: &Ptx,
     arch: &str,
-    out: &Path,
+    out: Option<&Path>,
     cache: &Path,
 ) -> Result<(), PtxBuildError> {
     use std::hash::{Hash, Hasher};
@@ -386,7 +422,9 @@ fn assemble_cached(
         assemble_to(ptxas, ptx, arch, &partial)?;
         std::fs::rename(&partial, &entry).map_err(|e| PtxBuildError::Io(entry.clone(), e))?;
     }
-    std::fs::copy(&entry, out).map_err(|e| PtxBuildError::Io(out.to_path_buf(), e))?;
+    if let Some(out) = out {
+        std::fs::copy(&entry, out).map_err(|e| PtxBuildError::Io(out.to_path_buf(), e))?;
+    }
     Ok(())
 }
 

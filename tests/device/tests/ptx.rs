@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use symmem::device::EmbeddedPtx;
-use symmem_ptx_build::{assemble_to, find_ptxas, Ptx, EMBED_ARCH};
+use symmem_ptx_build::{assemble_cached, find_ptxas, Ptx, EMBED_ARCH};
 
 /// The GPUs the embedded PTX must assemble for: the A100 and the H100/H200.
 const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
@@ -343,15 +343,18 @@ fn every_embedded_module_assembles_for_sm80_and_sm90_with_the_required_ordering(
         modules.push((ptx, archs));
     }
     // ptxas takes minutes on the test kernels (11 MB of PTX) and uses one core: assemble
-    // every (module, GPU) pair at once.
+    // every (module, GPU) pair at once, through the build's cubin cache, which the kernel
+    // crates' build scripts fill for `SYMMEM_PTX_CHECK_ARCHS` (the test command sets
+    // sm_80): an entry there shows that exactly this PTX assembled with this ptxas.
+    let cache = workspace().join("target/symmem-ptx/sass");
     std::thread::scope(|scope| {
         let jobs: Vec<_> = modules
             .iter()
             .flat_map(|(ptx, archs)| archs.iter().map(move |&arch| (ptx, arch)))
             .map(|(ptx, arch)| {
                 let ptxas = &ptxas;
-                let job =
-                    scope.spawn(move || assemble_to(ptxas, ptx, arch, Path::new("/dev/null")));
+                let cache = &cache;
+                let job = scope.spawn(move || assemble_cached(ptxas, ptx, arch, None, cache));
                 (ptx, arch, job)
             })
             .collect();
