@@ -17,8 +17,6 @@ pub struct TransportConfig {
     pub timeout: Option<Duration>,
     /// `SYMMEM_SOCKET_IFNAME`: the interface the socket transport listens on.
     pub socket_ifname: Option<String>,
-    /// `SYMMEM_HCA_LIST` as given, for messages.
-    pub hca_list: Vec<String>,
     /// `SYMMEM_HCA_LIST`, parsed.
     pub hca_filter: HcaFilter,
     /// `SYMMEM_IB_GID_INDEX`; `None` = chosen per port.
@@ -41,7 +39,6 @@ impl TransportConfig {
             ordering_seed: None,
             timeout: None,
             socket_ifname: None,
-            hca_list: Vec::new(),
             hca_filter: HcaFilter::default(),
             ib_gid_index: None,
             ib_qps_per_peer: 1,
@@ -99,7 +96,7 @@ impl HcaFilter {
             rest = &rest[1..];
         }
         let mut entries = Vec::new();
-        for item in split_list(rest) {
+        for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (name, port) = match item.split_once(':') {
                 Some((name, port)) => {
                     let p = port
@@ -112,7 +109,7 @@ impl HcaFilter {
                         })?;
                     (name.trim(), Some(p))
                 }
-                None => (item.as_str(), None),
+                None => (item, None),
             };
             if name.is_empty()
                 || !name
@@ -155,12 +152,24 @@ impl HcaFilter {
     }
 }
 
-/// The non-empty, trimmed items of a comma-separated list.
-fn split_list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
+impl std::fmt::Display for HcaFilter {
+    /// The filter in `SYMMEM_HCA_LIST`'s syntax (`(all)` when it lists nothing).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.entries.is_empty() {
+            return f.write_str("(all)");
+        }
+        let entries: Vec<String> = self
+            .entries
+            .iter()
+            .map(|e| match e.port {
+                Some(p) => format!("{}:{p}", e.name),
+                None => e.name.clone(),
+            })
+            .collect();
+        let exclude = if self.exclude { "^" } else { "" };
+        let exact = if self.exact { "=" } else { "" };
+        write!(f, "{exclude}{exact}{}", entries.join(","))
+    }
 }
 
 #[cfg(test)]
@@ -169,6 +178,12 @@ mod tests {
 
     #[test]
     fn hca_list_matches_like_nccl() {
+        // Shown in messages and by symmem-info in the variable's own syntax.
+        assert_eq!(HcaFilter::default().to_string(), "(all)");
+        let shown = HcaFilter::parse(" ^=mlx5_1:1, mlx5_2 ")
+            .unwrap()
+            .to_string();
+        assert_eq!(shown, "^=mlx5_1:1,mlx5_2");
         let all = HcaFilter::default();
         assert!(all.allows("mlx5_0", 1) && all.allows("rxe0", 2));
 

@@ -138,9 +138,7 @@ pub struct Config {
     /// `SYMMEM_CHECK_COLLECTIVES`: verify host collectives' arguments across PEs over the
     /// remote transport too.
     pub check_collectives: bool,
-    /// `SYMMEM_HCA_LIST`; empty = all.
-    pub hca_list: Vec<String>,
-    /// `SYMMEM_HCA_LIST`, parsed.
+    /// `SYMMEM_HCA_LIST`, parsed (its `Display` is the list again; no entries = all).
     pub hca_filter: HcaFilter,
     /// `SYMMEM_IB_GID_INDEX`.
     pub ib_gid_index: Option<u32>,
@@ -186,7 +184,6 @@ impl Config {
             ordering_seed: self.ordering_seed,
             timeout: self.timeout,
             socket_ifname: self.socket_ifname.clone(),
-            hca_list: self.hca_list.clone(),
             hca_filter: self.hca_filter.clone(),
             ib_gid_index: self.ib_gid_index,
             ib_qps_per_peer: self.ib_qps_per_peer,
@@ -214,7 +211,6 @@ impl Config {
                 Err(why) => (hostname.clone(), Some(why)),
             },
         };
-        let hca_list = r.value("SYMMEM_HCA_LIST").map(|v| split_list(&v));
         // Testing only: read where it acts (symmem_bootstrap::fault), checked here so that
         // a misspelt point is an error rather than a test that silently kills nobody.
         let test_exit_at = r.parse(symmem_bootstrap::fault::EXIT_AT_VAR, |v| {
@@ -264,7 +260,6 @@ impl Config {
             hca_filter: r
                 .parse("SYMMEM_HCA_LIST", HcaFilter::parse)?
                 .unwrap_or_default(),
-            hca_list: hca_list.unwrap_or_default(),
             ib_gid_index: r.parse("SYMMEM_IB_GID_INDEX", |v| {
                 v.parse::<u32>()
                     .map_err(|_| "expected a non-negative integer".to_string())
@@ -361,7 +356,7 @@ impl Config {
                 (self.check_collectives as u8).to_string(),
             ),
             ("SYMMEM_PROXY_SLOTS", self.proxy_slots.to_string()),
-            ("SYMMEM_HCA_LIST", list(&self.hca_list)),
+            ("SYMMEM_HCA_LIST", self.hca_filter.to_string()),
             (
                 "SYMMEM_IB_GID_INDEX",
                 self.ib_gid_index.map_or("(auto)".into(), |g| g.to_string()),

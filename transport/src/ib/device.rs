@@ -202,7 +202,7 @@ pub(crate) fn open(config: &TransportConfig) -> Result<(Arc<DeviceContext>, Loca
     if found.is_empty() {
         return Err(format!(
             "no RDMA device matches SYMMEM_HCA_LIST={} (found: {})",
-            config.hca_list.join(","),
+            config.hca_filter,
             names.join(", ")
         ));
     }

@@ -721,7 +721,6 @@ mod tests {
     #[test]
     fn an_hca_list_that_matches_nothing_is_reported() {
         let config = TransportConfig {
-            hca_list: vec!["=no_such_hca0".into()],
             hca_filter: crate::config::HcaFilter::parse("=no_such_hca0").unwrap(),
             ..TransportConfig::unset()
         };
