@@ -295,9 +295,7 @@ pub fn embed_from_build_script() {
             write("symmem-ptx-missing", "");
         }
         Err(why) => {
-            if std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1")
-                && !target.starts_with("nvptx")
-            {
+            if ptx_required() && !target.starts_with("nvptx") {
                 panic!("SYMMEM_REQUIRE_PTX=1 and the PTX build failed: {why}");
             }
             let why = format!(
@@ -332,7 +330,7 @@ fn embed_sass(ptx: &Ptx, out: &Path) -> String {
     if arch.is_empty() {
         return String::new();
     }
-    let built = if !arch.starts_with("sm_") || arch[3..].parse::<u32>().is_err() {
+    let built = if !is_sm_arch(&arch) {
         Err(format!(
             "SYMMEM_SASS_ARCH={arch:?} is not an architecture like sm_90"
         ))
@@ -345,7 +343,7 @@ fn embed_sass(ptx: &Ptx, out: &Path) -> String {
     match built {
         Ok(_) => arch,
         Err(why) => {
-            if std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1") {
+            if ptx_required() {
                 panic!("SYMMEM_REQUIRE_PTX=1 and the {arch} cubin was not built: {why}");
             }
             println!("cargo:warning=no {arch} cubin embedded (GPU PEs JIT-compile the PTX): {why}");
@@ -368,7 +366,7 @@ fn check_archs(ptx: &Ptx, out: &Path) {
     let Some(ptxas) = find_ptxas() else { return };
     let cache = shared_ptx_dir(out).join("sass");
     for arch in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-        let checked = if !arch.starts_with("sm_") || arch[3..].parse::<u32>().is_err() {
+        let checked = if !is_sm_arch(arch) {
             Err(format!(
                 "SYMMEM_PTX_CHECK_ARCHS names {arch:?}, not an architecture like sm_80"
             ))
@@ -376,12 +374,24 @@ fn check_archs(ptx: &Ptx, out: &Path) {
             assemble_cached(&ptxas, ptx, arch, None, &cache).map_err(|e| e.to_string())
         };
         if let Err(why) = checked {
-            if std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1") {
+            if ptx_required() {
                 panic!("SYMMEM_REQUIRE_PTX=1 and the PTX does not assemble for {arch}: {why}");
             }
             println!("cargo:warning=the PTX does not assemble for {arch}: {why}");
         }
     }
+}
+
+/// Whether `SYMMEM_REQUIRE_PTX=1`: a kernel crate whose PTX or cubin cannot be built fails
+/// the build instead of warning.
+fn ptx_required() -> bool {
+    std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1")
+}
+
+/// Whether `arch` names a GPU architecture the way ptxas takes it (`sm_90`).
+fn is_sm_arch(arch: &str) -> bool {
+    arch.strip_prefix("sm_")
+        .is_some_and(|n| n.parse::<u32>().is_ok())
 }
 
 /// [`assemble_to`] through a cache of cubins in `cache`, keyed by the PTX, the
