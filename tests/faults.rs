@@ -76,7 +76,12 @@ fn unique_id_init_across_three_separate_processes() {
     let mut root = spawn_pe(&["uid_root", "3"], &[]);
     let uid = read_uid_line(&mut root);
     let others: Vec<_> = (1..3)
-        .map(|r| spawn_pe(&["uid_join", &r.to_string(), "3", &uid], &[]))
+        .map(|r| {
+            spawn_pe(
+                &["uid_join", &r.to_string(), "3"],
+                &[("SYMMEM_TEST_UID", &uid)],
+            )
+        })
         .collect();
     for child in std::iter::once(root).chain(others) {
         let job = wait_output(child, Duration::from_secs(60));
@@ -105,7 +110,10 @@ fn bootstrap_times_out_naming_the_rank_that_never_started() {
     let env = [("SYMMEM_BOOTSTRAP_TIMEOUT", "2")];
     let mut root = spawn_pe(&["uid_root", "3"], &env);
     let uid = read_uid_line(&mut root);
-    let one = spawn_pe(&["uid_join", "1", "3", &uid], &env);
+    let one = spawn_pe(
+        &["uid_join", "1", "3"],
+        &[env[0], ("SYMMEM_TEST_UID", &uid)],
+    );
     // Rank 2 is never started.
     for child in [root, one] {
         let job = wait_output(child, Duration::from_secs(30));
@@ -234,7 +242,9 @@ fn unique_id_job_with_a_victim(victim: usize, point: &str, late: Option<usize>) 
             let (v, child) = ranks.remove(at);
             jobs.push((v, wait_output(child, Duration::from_secs(60))));
         }
-        ranks.push((r, spawn_pe(&["uid_join", &r.to_string(), "3", &uid], &env)));
+        let mut env = env.to_vec();
+        env.push(("SYMMEM_TEST_UID", &uid));
+        ranks.push((r, spawn_pe(&["uid_join", &r.to_string(), "3"], &env)));
     }
     jobs.extend(
         ranks

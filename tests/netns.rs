@@ -92,7 +92,9 @@ fn setup() -> Result<Guard, String> {
 }
 
 /// `symmem-test-pe netns ARGS` inside namespace `i`, on its veth.
-fn spawn_in(ends: &Ends, i: usize, args: &[&str]) -> std::process::Child {
+/// Starts `symmem-test-pe netns ARGS` in namespace `i`; a joining PE gets the unique id in
+/// its environment (never argv: the id is a secret).
+fn spawn_in(ends: &Ends, i: usize, args: &[&str], uid: Option<&str>) -> std::process::Child {
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", &ends.ns[i], TEST_PE, "netns"])
         .args(args)
@@ -106,7 +108,7 @@ fn spawn_in(ends: &Ends, i: usize, args: &[&str]) -> std::process::Child {
         .env("SYMMEM_BOOTSTRAP_TIMEOUT", "60");
     for var in [
         "SYMMEM_LAUNCH_ADDR",
-        "SYMMEM_LAUNCH_NONCE",
+        "SYMMEM_LAUNCH_SECRET",
         "SYMMEM_LAUNCH_RANK",
         "SYMMEM_LAUNCH_SIZE",
         "SYMMEM_NODE_ID",
@@ -114,6 +116,9 @@ fn spawn_in(ends: &Ends, i: usize, args: &[&str]) -> std::process::Child {
         "SYMMEM_DISABLE_P2P",
     ] {
         cmd.env_remove(var);
+    }
+    if let Some(uid) = uid {
+        cmd.env("SYMMEM_TEST_UID", uid);
     }
     cmd.spawn().expect("spawning ip netns exec symmem-test-pe")
 }
@@ -160,7 +165,7 @@ fn socket_transport_between_two_network_namespaces() {
         }
     };
     let ends = &guard.0;
-    let mut root = spawn_in(ends, 0, &["0", "2"]);
+    let mut root = spawn_in(ends, 0, &["0", "2"], None);
     let uid = read_uid_line(&mut root);
     // The rendezvous listens on PE 0's veth address, which PE 1 reaches across the pair.
     assert!(
@@ -168,7 +173,7 @@ fn socket_transport_between_two_network_namespaces() {
         "unique id {uid} is not on {}",
         ADDRS[0]
     );
-    let joiner = spawn_in(ends, 1, &["1", "2", &uid]);
+    let joiner = spawn_in(ends, 1, &["1", "2"], Some(&uid));
     let jobs = [root, joiner].map(|c| wait_output(c, Duration::from_secs(120)));
     for (me, job) in jobs.iter().enumerate() {
         let other = 1 - me;

@@ -114,7 +114,10 @@ fn different_max_teams_on_two_pes_is_an_init_error() {
         .strip_prefix("UID ")
         .unwrap_or_else(|| panic!("expected the UID line, got {line:?}"))
         .to_string();
-    let other = spawn_pe(&["uid_join", "1", "2", &uid], &[("SYMMEM_MAX_TEAMS", "32")]);
+    let other = spawn_pe(
+        &["uid_join", "1", "2"],
+        &[("SYMMEM_MAX_TEAMS", "32"), ("SYMMEM_TEST_UID", &uid)],
+    );
     for child in [root, other] {
         let job = wait_output(child, Duration::from_secs(60));
         let err = job.lines_with("ERROR: ").join("");

@@ -47,6 +47,15 @@ pub enum BootstrapError {
         /// What was wrong.
         detail: String,
     },
+    /// The other end of a connection did not prove the job's key: another job's or a
+    /// stranger's process, or a secret that differs between the job's processes.
+    #[error("{peer} refused: {detail}")]
+    Unauthenticated {
+        /// Who it was.
+        peer: String,
+        /// What failed.
+        detail: String,
+    },
     /// A bad configuration value or argument.
     #[error("bootstrap configuration: {0}")]
     Config(String),

@@ -18,14 +18,15 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::auth::{self, JobKey};
 use crate::tcp::RendezvousServer;
-use crate::unique_id::random_nonce;
 use crate::BootstrapError;
 
 /// Rendezvous address given to each PE.
 pub const ENV_ADDR: &str = "SYMMEM_LAUNCH_ADDR";
-/// Job nonce (hex) given to each PE.
-pub const ENV_NONCE: &str = "SYMMEM_LAUNCH_NONCE";
+/// The job's secret (64 hex digits) given to each PE, from which its rendezvous key is
+/// derived ([`launch_key`]). Only the PEs' environments carry it, never argv or a socket.
+pub const ENV_SECRET: &str = "SYMMEM_LAUNCH_SECRET";
 /// The PE's rank.
 pub const ENV_RANK: &str = "SYMMEM_LAUNCH_RANK";
 /// The number of PEs.
@@ -53,6 +54,11 @@ pub struct LaunchOptions {
     pub kill_grace: Duration,
 }
 
+/// The rendezvous key of a job symrun started with `secret` ([`ENV_SECRET`]).
+pub fn launch_key(secret: &[u8; 32]) -> JobKey {
+    JobKey::derive(secret, "symrun rendezvous")
+}
+
 /// Runs a job to completion and returns its exit code: 0, or the first failing PE's code.
 pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
     if opts.n_pes == 0 {
@@ -62,15 +68,15 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
     }
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .map_err(|e| BootstrapError::io("binding the launcher's rendezvous", &e))?;
-    let nonce = random_nonce()?;
-    let server = RendezvousServer::start(listener, nonce, opts.n_pes, opts.timeout)?;
+    let secret = JobKey::random_secret()?;
+    let server = RendezvousServer::start(listener, launch_key(&secret), opts.n_pes, opts.timeout)?;
     let mut children = Vec::with_capacity(opts.n_pes);
     let mut pumps = Vec::new();
     for rank in 0..opts.n_pes {
         let mut cmd = Command::new(&opts.program);
         cmd.args(&opts.args)
             .env(ENV_ADDR, server.addr().to_string())
-            .env(ENV_NONCE, format!("{nonce:016x}"))
+            .env(ENV_SECRET, auth::to_hex(&secret))
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, opts.n_pes.to_string());
         if opts.tag_output {

@@ -15,6 +15,7 @@
 //! Every blocking call has a deadline. When a peer never arrives or dies, the error names
 //! the rank(s) instead of hanging.
 
+pub mod auth;
 pub mod duration;
 pub mod env;
 pub mod error;
@@ -93,6 +94,12 @@ pub trait Bootstrap: Send + Sync {
     /// PMI-1, PMIx and launcher variables do; symrun, unique-id init, a single PE and MPI
     /// do not (`None`, the default).
     fn launcher_node(&self) -> Option<LauncherNode> {
+        None
+    }
+    /// The job's key, from which other connections of the job derive theirs
+    /// ([`auth::JobKey::subkey`]), where this bootstrap holds one: the TCP rendezvous
+    /// does; a single PE and MPI do not (`None`, the default).
+    fn job_key(&self) -> Option<&auth::JobKey> {
         None
     }
 }

@@ -32,8 +32,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::auth::{self, JobKey};
 use crate::env::{self as launch_vars, EnvJob, EnvSource, Lookup};
-use crate::launcher::{ENV_ADDR, ENV_NONCE, ENV_RANK, ENV_SIZE};
+use crate::launcher::{launch_key, ENV_ADDR, ENV_RANK, ENV_SECRET, ENV_SIZE};
 use crate::node::PMI_PROCESS_MAPPING;
 use crate::pmi::{self, PmiEnv};
 use crate::pmix::{self, PmixEnv};
@@ -99,8 +100,8 @@ impl std::fmt::Display for BootstrapChoice {
 pub struct LaunchEnv {
     /// Rendezvous address.
     pub addr: String,
-    /// Job nonce.
-    pub nonce: u64,
+    /// The job's rendezvous key, derived from [`ENV_SECRET`].
+    pub key: JobKey,
     /// This process's rank.
     pub rank: usize,
     /// Number of ranks.
@@ -115,9 +116,9 @@ impl LaunchEnv {
 
     /// Reads the `SYMMEM_LAUNCH_*` variables through `get`; `Ok(None)` when none is set.
     pub fn from_lookup(get: Lookup) -> Result<Option<Self>, BootstrapError> {
-        let (addr, nonce, rank, size) =
-            (get(ENV_ADDR), get(ENV_NONCE), get(ENV_RANK), get(ENV_SIZE));
-        if addr.is_none() && nonce.is_none() && rank.is_none() && size.is_none() {
+        let (addr, secret, rank, size) =
+            (get(ENV_ADDR), get(ENV_SECRET), get(ENV_RANK), get(ENV_SIZE));
+        if addr.is_none() && secret.is_none() && rank.is_none() && size.is_none() {
             return Ok(None);
         }
         let need = |var: &str, v: Option<String>| {
@@ -133,9 +134,9 @@ impl LaunchEnv {
             })
         };
         let addr = need(ENV_ADDR, addr)?;
-        let nonce_s = need(ENV_NONCE, nonce)?;
-        let nonce = u64::from_str_radix(&nonce_s, 16).map_err(|_| {
-            BootstrapError::Config(format!("{ENV_NONCE}={nonce_s:?} is not a hex number"))
+        let secret = auth::from_hex::<32>(&need(ENV_SECRET, secret)?).ok_or_else(|| {
+            // The value is a secret: say what is wrong with it, never what it is.
+            BootstrapError::Config(format!("{ENV_SECRET} is not 64 hex digits"))
         })?;
         let rank = num(ENV_RANK, need(ENV_RANK, rank)?)?;
         let size = num(ENV_SIZE, need(ENV_SIZE, size)?)?;
@@ -146,7 +147,7 @@ impl LaunchEnv {
         }
         Ok(Some(LaunchEnv {
             addr,
-            nonce,
+            key: launch_key(&secret),
             rank,
             size,
         }))
@@ -526,7 +527,7 @@ pub fn from_env(
             tracing::info!(why, "bootstrap: symrun");
             let session = LAUNCH_SESSION.fetch_add(1, Ordering::Relaxed);
             let b =
-                TcpBootstrap::connect(&env.addr, env.nonce, session, env.rank, env.size, timeout)?;
+                TcpBootstrap::connect(&env.addr, &env.key, session, env.rank, env.size, timeout)?;
             Ok(Box::new(b))
         }
         Plan::Mpi => {

@@ -2,8 +2,16 @@
 //!
 //! This is how frameworks such as torchrun embed symmem (NVSHMEM's
 //! `nvshmemx_get_uniqueid` / `nvshmemx_init_attr` with a unique id). The id is the address
-//! of a rendezvous that rank 0 hosts plus a random nonce, so it works across hosts and
-//! stray connections from other jobs are refused.
+//! of a rendezvous that rank 0 hosts plus 32 random bytes, the job's secret, from which
+//! the rendezvous key is derived ([`crate::auth`]): it works across hosts, and only
+//! processes that hold the id can join.
+//!
+//! # The id is a secret
+//! Whoever holds the text of an id can join its job and read and write every PE's heap.
+//! Hand it to the ranks the way you would a password: through the framework's store, a
+//! file only the job's user can read, an environment variable, or a pipe; never on a
+//! command line (`/proc/<pid>/cmdline` shows it to every user of the host). `Debug` of an
+//! id leaves the secret out; `Display` gives the whole id, for passing it on.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
@@ -11,23 +19,25 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::{self, JobKey};
 use crate::tcp::TcpBootstrap;
 use crate::BootstrapError;
 
-const PREFIX: &str = "symmem-uid-v1";
+const PREFIX: &str = "symmem-uid-v2";
 
-/// A job identity for unique-id init. Text form: `symmem-uid-v1:<ip>:<port>:<nonce>`.
+/// A job identity for unique-id init. Text form: `symmem-uid-v2:<ip>:<port>:<secret>`,
+/// the secret as 64 hex digits. A secret: see [the module](self).
 #[derive(Clone)]
 pub struct UniqueId {
     addr: SocketAddr,
-    nonce: u64,
+    secret: [u8; 32],
     /// The bound listener, in the process that created the id.
     listener: Option<Arc<TcpListener>>,
 }
 
 impl UniqueId {
     /// Creates a new id: binds a listening socket on `ifname`'s IPv4 address (or the first
-    /// non-loopback interface that is up, else loopback) and draws a random nonce.
+    /// non-loopback interface that is up, else loopback) and draws a random secret.
     pub fn bind(ifname: Option<&str>) -> Result<Self, BootstrapError> {
         let ip = advertised_ip(ifname)?;
         let listener = TcpListener::bind(SocketAddr::new(ip, 0)).map_err(|e| {
@@ -38,7 +48,7 @@ impl UniqueId {
             .map_err(|e| BootstrapError::io("reading the unique-id address", &e))?;
         Ok(UniqueId {
             addr,
-            nonce: random_nonce()?,
+            secret: JobKey::random_secret()?,
             listener: Some(Arc::new(listener)),
         })
     }
@@ -64,7 +74,7 @@ impl UniqueId {
         if rank != 0 {
             return TcpBootstrap::connect_hosted_by(
                 &self.addr.to_string(),
-                self.nonce,
+                &self.key(),
                 rank,
                 size,
                 timeout,
@@ -86,7 +96,12 @@ impl UniqueId {
                 )
             })?,
         };
-        TcpBootstrap::host(listener, self.nonce, rank, size, timeout)
+        TcpBootstrap::host(listener, &self.key(), rank, size, timeout)
+    }
+
+    /// The rendezvous key derived from the id's secret.
+    fn key(&self) -> JobKey {
+        JobKey::derive(&self.secret, "unique-id rendezvous")
     }
 }
 
@@ -94,17 +109,22 @@ impl fmt::Display for UniqueId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{PREFIX}:{}:{}:{:016x}",
+            "{PREFIX}:{}:{}:{}",
             self.addr.ip(),
             self.addr.port(),
-            self.nonce
+            auth::to_hex(&self.secret)
         )
     }
 }
 
 impl fmt::Debug for UniqueId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "UniqueId({self})")
+        write!(
+            f,
+            "UniqueId({PREFIX}:{}:{}:<secret>)",
+            self.addr.ip(),
+            self.addr.port()
+        )
     }
 }
 
@@ -112,9 +132,11 @@ impl FromStr for UniqueId {
     type Err = BootstrapError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // The text may hold a secret: errors say what is wrong, never what it is.
         let bad = |why: &str| {
             BootstrapError::Config(format!(
-                "malformed unique id {s:?}: {why} (expected {PREFIX}:<ip>:<port>:<16 hex digits>)"
+                "malformed unique id ({} characters): {why} (expected {PREFIX}:<ip>:<port>:<64 hex digits>)",
+                s.len()
             ))
         };
         let rest = s
@@ -122,33 +144,24 @@ impl FromStr for UniqueId {
             .strip_prefix(PREFIX)
             .and_then(|r| r.strip_prefix(':'))
             .ok_or_else(|| bad("wrong prefix or version"))?;
-        let (addr_part, nonce_part) = rest.rsplit_once(':').ok_or_else(|| bad("no nonce"))?;
+        let (addr_part, secret_part) = rest.rsplit_once(':').ok_or_else(|| bad("no secret"))?;
         let (ip, port) = addr_part.rsplit_once(':').ok_or_else(|| bad("no port"))?;
         let ip: IpAddr = ip.parse().map_err(|_| bad("bad IP address"))?;
         let port: u16 = port.parse().map_err(|_| bad("bad port"))?;
-        if nonce_part.len() != 16 {
-            return Err(bad("nonce is not 16 hex digits"));
-        }
-        let nonce = u64::from_str_radix(nonce_part, 16).map_err(|_| bad("bad nonce"))?;
+        let secret = auth::from_hex::<32>(secret_part)
+            .ok_or_else(|| bad("the secret is not 64 hex digits"))?;
         Ok(UniqueId {
             addr: SocketAddr::new(ip, port),
-            nonce,
+            secret,
             listener: None,
         })
     }
 }
 
-/// A random 64-bit value from the OS (job nonces and ids).
+/// A random 64-bit value from the OS (job ids, seeds; not a secret).
 pub fn random_nonce() -> Result<u64, BootstrapError> {
     let mut buf = [0u8; 8];
-    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call.
-    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n != buf.len() as isize {
-        return Err(BootstrapError::io(
-            "drawing a random nonce",
-            &std::io::Error::last_os_error(),
-        ));
-    }
+    auth::fill_random(&mut buf)?;
     Ok(u64::from_le_bytes(buf))
 }
 
@@ -217,17 +230,31 @@ mod tests {
         let id = UniqueId::bind(None).unwrap();
         let parsed: UniqueId = id.to_string().parse().unwrap();
         assert_eq!(parsed.addr, id.addr);
-        assert_eq!(parsed.nonce, id.nonce);
+        assert_eq!(parsed.secret, id.secret);
+        let secret = "ab".repeat(32);
         for bad in [
-            "",
-            "symmem-uid-v2:1.2.3.4:5:0000000000000001",
-            "symmem-uid-v1:1.2.3.4:5:01",
-            "symmem-uid-v1:1.2.3.4:notaport:0000000000000001",
-            "symmem-uid-v1:nonsense:5:0000000000000001",
+            String::new(),
+            format!("symmem-uid-v1:1.2.3.4:5:{secret}"),
+            "symmem-uid-v2:1.2.3.4:5:01".to_string(),
+            format!("symmem-uid-v2:1.2.3.4:5:{}", "ab".repeat(31)),
+            format!("symmem-uid-v2:1.2.3.4:5:{}zz", "ab".repeat(31)),
+            format!("symmem-uid-v2:1.2.3.4:notaport:{secret}"),
+            format!("symmem-uid-v2:nonsense:5:{secret}"),
         ] {
-            let err = bad.parse::<UniqueId>().err().unwrap();
-            assert!(err.to_string().contains("malformed unique id"), "{err}");
+            let err = bad.parse::<UniqueId>().err().unwrap().to_string();
+            assert!(err.contains("malformed unique id"), "{err}");
+            assert!(!err.contains("abab"), "the error shows the secret: {err}");
         }
+    }
+
+    #[test]
+    fn debug_leaves_the_secret_out() {
+        let id = UniqueId::bind(None).unwrap();
+        let text = id.to_string();
+        let secret = text.rsplit_once(':').unwrap().1;
+        let debug = format!("{id:?}");
+        assert!(!debug.contains(secret), "{debug}");
+        assert!(debug.contains(&id.addr.port().to_string()), "{debug}");
     }
 
     #[test]

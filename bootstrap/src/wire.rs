@@ -10,12 +10,13 @@
 //! A frame with a wrong magic, version, kind or an oversized length is rejected with an
 //! error that names the peer; it is never interpreted.
 //!
+//! Frames flow only after the connection's handshake ([`crate::auth`]) has proved the
+//! job's key both ways; the rank's claim (rank, size, session) travels in that handshake.
+//!
 //! # Memory
-//! A frame's length is checked against the caller's limit before anything is allocated:
-//! [`MAX_HELLO_PAYLOAD`] for a connection's first frame, which comes before the peer has
-//! proved it belongs to the job, and [`MAX_PAYLOAD`] after. Even within the limit, the
-//! payload is read 64 KiB at a time, so a length that lies reserves memory only as fast as
-//! data actually arrives.
+//! A frame's length is checked against the caller's limit ([`MAX_PAYLOAD`] by default)
+//! before anything is allocated. Even within the limit, the payload is read 64 KiB at a
+//! time, so a length that lies reserves memory only as fast as data actually arrives.
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -24,15 +25,13 @@ use crate::BootstrapError;
 
 /// Magic of the rendezvous protocol's frames ("SYMB").
 pub const MAGIC: u32 = 0x5359_4d42;
-/// Version of this wire format; peers with another version are refused.
-pub const VERSION: u16 = 1;
+/// Version of this wire format; peers with another version are refused. (Version 2:
+/// the hello moved into the authenticating handshake.)
+pub const VERSION: u16 = 2;
 /// Bytes of a [`Header`].
 pub const HEADER_LEN: usize = 12;
 /// Largest payload accepted in one frame from an authenticated peer.
 pub const MAX_PAYLOAD: usize = 1 << 30;
-/// Largest payload accepted in a connection's first frame, the hello (28 bytes today),
-/// before the peer has shown the job's nonce.
-pub const MAX_HELLO_PAYLOAD: usize = 256;
 /// A frame's payload is read at most this many bytes at a time (see [Memory](self#memory)).
 const READ_CHUNK: usize = 64 << 10;
 
@@ -131,19 +130,6 @@ impl CollOp {
 /// One protocol message.
 #[derive(Debug, Clone)]
 pub enum Msg {
-    /// Client → server: join a group.
-    Hello {
-        /// Job nonce; must match the server's.
-        nonce: u64,
-        /// Init number within the client process (re-init joins a fresh group).
-        session: u64,
-        /// Claimed rank.
-        rank: u32,
-        /// Claimed group size.
-        size: u32,
-        /// Client process id (for messages).
-        pid: u32,
-    },
     /// Server → client: every rank of the group has joined.
     Ready,
     /// Client → server: a contribution to collective number `seq`.
@@ -175,7 +161,6 @@ pub enum Msg {
     },
 }
 
-const K_HELLO: u16 = 1;
 const K_READY: u16 = 2;
 const K_COLL: u16 = 3;
 const K_RESULT: u16 = 4;
@@ -321,20 +306,6 @@ fn decode_error(d: &mut Dec<'_>, peer: &str) -> Result<BootstrapError, String> {
 pub fn encode(msg: &Msg) -> Vec<u8> {
     let mut e = Enc::default();
     let kind = match msg {
-        Msg::Hello {
-            nonce,
-            session,
-            rank,
-            size,
-            pid,
-        } => {
-            e.u64(*nonce);
-            e.u64(*session);
-            e.u32(*rank);
-            e.u32(*size);
-            e.u32(*pid);
-            K_HELLO
-        }
         Msg::Ready => K_READY,
         Msg::Coll {
             seq,
@@ -380,13 +351,6 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
 fn decode_payload(kind: u16, payload: &[u8], peer: &str) -> Result<Msg, String> {
     let mut d = Dec(payload);
     let msg = match kind {
-        K_HELLO => Msg::Hello {
-            nonce: d.u64()?,
-            session: d.u64()?,
-            rank: d.u32()?,
-            size: d.u32()?,
-            pid: d.u32()?,
-        },
         K_READY => Msg::Ready,
         K_COLL => {
             let seq = d.u64()?;
@@ -493,13 +457,6 @@ mod tests {
 
     #[test]
     fn messages_roundtrip() {
-        roundtrip(Msg::Hello {
-            nonce: 7,
-            session: 1,
-            rank: 3,
-            size: 4,
-            pid: 99,
-        });
         roundtrip(Msg::Ready);
         roundtrip(Msg::Coll {
             seq: 5,
@@ -563,31 +520,17 @@ mod tests {
     }
 
     #[test]
-    fn a_hello_sized_limit_refuses_a_big_header_before_reading_it() {
+    fn a_caller_limit_refuses_a_big_header_before_reading_it() {
         let mut frame = encode(&Msg::Ready);
         frame[8..12].copy_from_slice(&(1u32 << 30).to_le_bytes());
-        let err = recv_limited(
-            &mut frame.as_slice(),
-            "peer 10.0.0.9:4000",
-            MAX_HELLO_PAYLOAD,
-        )
-        .err()
-        .unwrap()
-        .to_string();
+        let err = recv_limited(&mut frame.as_slice(), "peer 10.0.0.9:4000", 256)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             err.contains("10.0.0.9:4000") && err.contains("exceeds limit 256"),
             "{err}"
         );
-        // A real hello fits.
-        let hello = encode(&Msg::Hello {
-            nonce: 1,
-            session: 0,
-            rank: 0,
-            size: 1,
-            pid: 1,
-        });
-        assert!(hello.len() - HEADER_LEN <= MAX_HELLO_PAYLOAD);
-        assert!(recv_limited(&mut hello.as_slice(), "x", MAX_HELLO_PAYLOAD).is_ok());
     }
 
     /// A reader that hands out `left` bytes, then reports end of stream, and remembers the

@@ -2,8 +2,14 @@
 
 use std::time::{Duration, Instant};
 
+use symmem_bootstrap::auth::JobKey;
 use symmem_bootstrap::tcp::{RendezvousServer, TcpBootstrap};
 use symmem_bootstrap::{Bootstrap, BootstrapError, UniqueId};
+
+/// The key of the tests' jobs.
+fn key() -> JobKey {
+    JobKey::derive(b"test secret", "tcp_rendezvous tests")
+}
 
 /// Runs `f(rank, bootstrap)` on `n` threads joined through a fresh unique id.
 fn with_ranks<T: Send + 'static>(
@@ -109,26 +115,25 @@ fn abort_is_reported_to_the_others() {
 }
 
 #[test]
-fn a_wrong_nonce_is_refused() {
+fn a_wrong_secret_is_refused_without_showing_either() {
     let id = UniqueId::bind(None).unwrap();
     let host = {
         let id = id.clone();
         std::thread::spawn(move || id.join(0, 2, Duration::from_secs(2)).err())
     };
-    // Same address, different nonce: the server refuses the stranger.
+    // Same address, another secret: neither side proves the other's key.
     let text = id.to_string();
-    let (head, nonce) = text.rsplit_once(':').unwrap();
-    let flipped = format!(
-        "{head}:{:016x}",
-        u64::from_str_radix(nonce, 16).unwrap() ^ 1
-    );
-    let stranger: UniqueId = flipped.parse().unwrap();
+    let (head, secret) = text.rsplit_once(':').unwrap();
+    let last = if secret.ends_with('0') { '1' } else { '0' };
+    let other = format!("{}{last}", &secret[..secret.len() - 1]);
+    let stranger: UniqueId = format!("{head}:{other}").parse().unwrap();
     let err = stranger
         .join(1, 2, Duration::from_secs(2))
         .err()
         .unwrap()
         .to_string();
-    assert!(err.contains("wrong job nonce"), "{err}");
+    assert!(err.contains("did not prove the job's key"), "{err}");
+    assert!(!err.contains(secret) && !err.contains(&other), "{err}");
     let host_err = host.join().unwrap().unwrap().to_string();
     assert!(host_err.contains("rank(s) 1 never arrived"), "{host_err}");
 }
@@ -144,7 +149,7 @@ fn dying_rank_child() {
     let Ok(addr) = std::env::var(DYING_RANK_ADDR) else {
         return;
     };
-    let _ = TcpBootstrap::connect(&addr, 7, 0, 1, 3, Duration::from_secs(20));
+    let _ = TcpBootstrap::connect(&addr, &key(), 0, 1, 3, Duration::from_secs(20));
     unreachable!("SYMMEM_TEST_EXIT_AT=rendezvous_join did not kill this process");
 }
 
@@ -152,13 +157,13 @@ fn dying_rank_child() {
 fn a_rank_that_joins_after_another_died_names_it() {
     let timeout = Duration::from_secs(20);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let server = RendezvousServer::start(listener, 7, 3, timeout).unwrap();
+    let server = RendezvousServer::start(listener, key(), 3, timeout).unwrap();
     let addr = server.addr().to_string();
     let join = |rank: usize| {
         let addr = addr.clone();
         std::thread::spawn(move || {
             let start = Instant::now();
-            let err = TcpBootstrap::connect(&addr, 7, 0, rank, 3, timeout)
+            let err = TcpBootstrap::connect(&addr, &key(), 0, rank, 3, timeout)
                 .err()
                 .expect("joined a job whose rank 1 died")
                 .to_string();

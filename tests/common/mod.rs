@@ -37,7 +37,7 @@ pub fn spawn_pe(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         .stderr(Stdio::piped());
     for var in [
         "SYMMEM_LAUNCH_ADDR",
-        "SYMMEM_LAUNCH_NONCE",
+        "SYMMEM_LAUNCH_SECRET",
         "SYMMEM_LAUNCH_RANK",
         "SYMMEM_LAUNCH_SIZE",
     ] {
@@ -125,7 +125,7 @@ pub fn names_another_pe(line: &str, n: usize) -> bool {
 /// them from the environment of the launcher they start, so none leaks into its job.
 pub const FOREIGN_LAUNCH_VARS: [&str; 16] = [
     "SYMMEM_LAUNCH_ADDR",
-    "SYMMEM_LAUNCH_NONCE",
+    "SYMMEM_LAUNCH_SECRET",
     "SYMMEM_LAUNCH_RANK",
     "SYMMEM_LAUNCH_SIZE",
     "SYMMEM_BOOTSTRAP",

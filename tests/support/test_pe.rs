@@ -626,17 +626,26 @@ fn uid_root(args: &[String]) -> Outcome {
     uid_run(0, n, &id)
 }
 
-/// Unique-id init, other ranks: `uid_join RANK N UID`.
+/// Where the tests hand a unique id to the ranks that join: the environment, since a
+/// unique id is a secret and argv is visible to every user of the host.
+const UID_VAR: &str = "SYMMEM_TEST_UID";
+
+/// The unique id in [`UID_VAR`].
+fn uid_from_env() -> Result<symmem::UniqueId, String> {
+    std::env::var(UID_VAR)
+        .map_err(|_| format!("{UID_VAR} is not set"))?
+        .parse()
+        .map_err(|e: symmem::bootstrap::BootstrapError| e.to_string())
+}
+
+/// Unique-id init, other ranks: `uid_join RANK N`, the id in [`UID_VAR`].
 fn uid_join(args: &[String]) -> Outcome {
-    let [rank, n, id] = args else {
-        return Err("uid_join RANK N UID".into());
+    let [rank, n] = args else {
+        return Err("uid_join RANK N".into());
     };
     let rank = rank.parse().map_err(|_| "bad rank")?;
     let n = n.parse().map_err(|_| "bad N")?;
-    let id: symmem::UniqueId = id
-        .parse()
-        .map_err(|e: symmem::bootstrap::BootstrapError| e.to_string())?;
-    uid_run(rank, n, &id)
+    uid_run(rank, n, &uid_from_env()?)
 }
 
 fn uid_run(rank: usize, n: usize, id: &symmem::UniqueId) -> Outcome {
@@ -659,7 +668,8 @@ fn uid_run(rank: usize, n: usize, id: &symmem::UniqueId) -> Outcome {
 }
 
 /// One PE per network namespace (tests/netns.rs): `netns 0 N` creates a unique id on
-/// `SYMMEM_SOCKET_IFNAME`'s address and prints it as `UID <id>`; `netns RANK N UID` joins.
+/// `SYMMEM_SOCKET_IFNAME`'s address and prints it as `UID <id>`; `netns RANK N` joins the
+/// id in [`UID_VAR`].
 /// Every other PE must be on another node and unmapped, so everything below crosses the
 /// socket transport over the veth pair: the host API's RMA, put_signal, atomics and large
 /// put_signal scenarios, then a 1 MiB put read back with a get.
@@ -672,13 +682,8 @@ fn netns(args: &[String]) -> Outcome {
             std::io::stdout().flush().map_err(|e| e.to_string())?;
             (0, n, id)
         }
-        [rank, n, id] => {
-            let id: symmem::UniqueId = id
-                .parse()
-                .map_err(|e: symmem::bootstrap::BootstrapError| e.to_string())?;
-            (rank.parse().map_err(|_| "bad rank")?, n, id)
-        }
-        _ => return Err("netns 0 N | netns RANK N UID".into()),
+        [rank, n] => (rank.parse().map_err(|_| "bad rank")?, n, uid_from_env()?),
+        _ => return Err("netns RANK N".into()),
     };
     let n: usize = n.parse().map_err(|_| "bad N")?;
     let rt = symmem::init_with_unique_id(rank, n, &id).map_err(|e| format!("init: {e}"))?;

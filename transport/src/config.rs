@@ -28,7 +28,7 @@ pub struct TransportConfig {
     pub allow_host_staging: bool,
 }
 
-#[cfg(all(test, feature = "ib"))]
+#[cfg(test)]
 impl TransportConfig {
     /// The configuration when no variable is set, for unit tests (the runtime's `Config`
     /// owns the real defaults).

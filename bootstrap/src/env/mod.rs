@@ -20,14 +20,20 @@
 //! else the launcher's job identity (torchrun's run id, Slurm's job and step ids, the
 //! root address and size). A derived secret only separates jobs from each other: anyone who
 //! can reach rank 0's port and guess the job identity can join the rendezvous, so rank 0
-//! logs a warning at init. The secret travels in clear text in the hello frame, like the
-//! `symrun` and unique-id nonces.
+//! logs a warning at init. The rendezvous key is derived from the secret and the job
+//! identity with HKDF ([`crate::auth`]), so the same secret in two jobs gives two keys;
+//! neither the secret nor the key ever crosses a socket (each connection proves the key
+//! both ways with a challenge-response). A secret should be random and long (32 random
+//! bytes as hex, say): anyone who completes a handshake can try to guess a short one
+//! offline.
 
 pub mod hostlist;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::auth::JobKey;
 
 use crate::tcp::TcpBootstrap;
 use crate::{BootstrapError, LauncherNode};
@@ -114,12 +120,12 @@ pub struct EnvJob {
     /// The node the launcher placed this process on, where its variables tell (see
     /// [`env_node`](crate::node::env_node)).
     pub node: Option<LauncherNode>,
-    /// The nonce every rank presents, computed from the secret.
-    nonce: u64,
+    /// The rendezvous key every rank proves, derived from the secret.
+    key: JobKey,
 }
 
 impl std::fmt::Debug for EnvJob {
-    // The nonce is left out: it admits connections to the rendezvous.
+    // The key is left out: it admits connections to the rendezvous.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EnvJob")
             .field("source", &self.source)
@@ -354,10 +360,11 @@ pub fn check_agreement(
     )))
 }
 
-/// FNV-1a over the secret, so every rank computes the same nonce from the same text.
-fn nonce_of(secret: &str) -> u64 {
+/// FNV-1a over `text`: every rank computes the same number from the same text (a port
+/// choice, not a secret).
+fn fnv1a(text: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in b"symmem-env-v1\0".iter().chain(secret.as_bytes()) {
+    for b in b"symmem-env-v1\0".iter().chain(text.as_bytes()) {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
@@ -367,7 +374,7 @@ fn nonce_of(secret: &str) -> u64 {
 /// The port a Slurm step without reserved ports uses: the same on every task, and
 /// different for most concurrent steps.
 pub fn slurm_derived_port(job_id: &str, step_id: &str) -> u16 {
-    let h = nonce_of(&format!("slurm-port:{job_id}.{step_id}"));
+    let h = fnv1a(&format!("slurm-port:{job_id}.{step_id}"));
     SLURM_PORT_BASE + (h % u64::from(SLURM_PORT_SPAN)) as u16
 }
 
@@ -379,7 +386,7 @@ struct Placement {
     port: u16,
     /// Which variables gave the host and port, for messages.
     origin: String,
-    /// The variables that identify the job, from which the nonce is derived when
+    /// The variables that identify the job, from which the key is derived when
     /// `SYMMEM_JOB_SECRET` is not set.
     identity: Vec<String>,
 }
@@ -400,12 +407,16 @@ pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
         Some((var, val)) => Some(number(var, &val)?),
         None => None,
     };
-    let (nonce, derived_from) = match get(ENV_JOB_SECRET) {
-        Some(secret) => (nonce_of(&secret), None),
-        None => {
-            let text = placed.identity.join(", ");
-            (nonce_of(&format!("{source:?}:{text}")), Some(text))
-        }
+    let identity = format!("{source:?}:{}", placed.identity.join(", "));
+    let (key, derived_from) = match get(ENV_JOB_SECRET) {
+        Some(secret) => (
+            JobKey::derive(secret.as_bytes(), &format!("env rendezvous, {identity}")),
+            None,
+        ),
+        None => (
+            JobKey::derive(identity.as_bytes(), "env rendezvous, derived"),
+            Some(placed.identity.join(", ")),
+        ),
     };
     Ok(EnvJob {
         source,
@@ -417,7 +428,7 @@ pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
         origin: placed.origin,
         derived_from,
         node: crate::node::env_node(source, get)?,
-        nonce,
+        key,
     })
 }
 
@@ -594,8 +605,8 @@ impl EnvJob {
     ///
     /// # Successive inits
     /// A process may init, finalize and init again; each rank counts its inits and the count
-    /// is part of the nonce. A rank that comes back faster than rank 0 may still reach rank
-    /// 0's previous rendezvous, which refuses its new nonce or closes while shutting down:
+    /// is part of the key. A rank that comes back faster than rank 0 may still reach rank
+    /// 0's previous rendezvous, which cannot prove the new key or closes while shutting down:
     /// after the first init, such refusals are retried until the deadline.
     pub fn join(&self, timeout: Duration) -> Result<TcpBootstrap, BootstrapError> {
         self.rendezvous(timeout)
@@ -605,7 +616,7 @@ impl EnvJob {
     /// Joins the TCP rendezvous of [`Self::join`].
     fn rendezvous(&self, timeout: Duration) -> Result<TcpBootstrap, BootstrapError> {
         let generation = GENERATION.fetch_add(1, Ordering::Relaxed);
-        let nonce = nonce_of(&format!("{:016x}#{generation}", self.nonce));
+        let key = self.key.subkey(&format!("generation {generation}"));
         let addr = self.root_addr();
         if self.rank != 0 {
             let deadline = crate::duration::deadline_after(timeout);
@@ -613,7 +624,7 @@ impl EnvJob {
             loop {
                 let attempt = TcpBootstrap::connect_hosted_by(
                     &addr,
-                    nonce,
+                    &key,
                     self.rank,
                     self.size,
                     timeout,
@@ -653,7 +664,7 @@ impl EnvJob {
                 self.root_port, self.origin
             ))
         })?;
-        TcpBootstrap::host(listener, nonce, 0, self.size, timeout)
+        TcpBootstrap::host(listener, &key, 0, self.size, timeout)
     }
 
     /// Rank 0 hosts the rendezvous, so the address the others use must be this host's.
@@ -693,17 +704,17 @@ impl EnvJob {
 }
 
 /// Whether `err` may come from rank 0's previous rendezvous (see [`EnvJob::join`]): it
-/// refused the nonce, or it closed while this rank was joining.
+/// did not prove this init's key, or it closed while this rank was joining.
 fn is_stale_root(err: &BootstrapError) -> bool {
     match err {
-        BootstrapError::Protocol { detail, .. } => detail.contains("wrong job nonce"),
+        BootstrapError::Unauthenticated { .. } => true,
         BootstrapError::PeerFailed { rank, .. } => *rank == 0,
         BootstrapError::ServerLost { .. } => true,
         _ => false,
     }
 }
 
-/// Counts this process's `env` inits; part of the nonce, so each init is its own job.
+/// Counts this process's `env` inits; part of the key, so each init is its own job.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 #[cfg(test)]

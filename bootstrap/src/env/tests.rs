@@ -424,7 +424,7 @@ fn secrets_separate_jobs_and_the_user_secret_wins() {
     other_run.retain(|(k, _)| *k != "TORCHELASTIC_RUN_ID");
     other_run.push(("TORCHELASTIC_RUN_ID", "y"));
     let b = env_job(&other_run);
-    assert_ne!(a.nonce, b.nonce);
+    assert_ne!(a.key, b.key);
     assert!(a
         .derived_from
         .as_deref()
@@ -434,13 +434,13 @@ fn secrets_separate_jobs_and_the_user_secret_wins() {
     secret.push(("SYMMEM_JOB_SECRET", "s3cret"));
     let c = env_job(&secret);
     assert_eq!(c.derived_from, None);
-    assert_ne!(c.nonce, a.nonce);
-    assert!(!format!("{c:?}").contains(&c.nonce.to_string()));
-    // Rank 0 and rank 1 of one job compute the same nonce.
+    assert_ne!(c.key, a.key);
+    assert!(!format!("{c:?}").contains("key"), "{c:?}");
+    // Rank 0 and rank 1 of one job compute the same key.
     let mut rank0 = TORCHRUN_RANK1.to_vec();
     rank0.retain(|(k, _)| *k != "RANK" && *k != "LOCAL_RANK");
     rank0.extend([("RANK", "0"), ("LOCAL_RANK", "0")]);
-    assert_eq!(env_job(&rank0).nonce, a.nonce);
+    assert_eq!(env_job(&rank0).key, a.key);
 }
 
 #[test]
@@ -592,7 +592,10 @@ fn bootstrap_pmi_needs_a_pmi_server_and_refuses_symrun() {
         BootstrapChoice::Pmi,
         &[
             ("SYMMEM_LAUNCH_ADDR", "127.0.0.1:1"),
-            ("SYMMEM_LAUNCH_NONCE", "1"),
+            (
+                "SYMMEM_LAUNCH_SECRET",
+                "abababababababababababababababababababababababababababababababab",
+            ),
             ("SYMMEM_LAUNCH_RANK", "0"),
             ("SYMMEM_LAUNCH_SIZE", "2"),
         ],

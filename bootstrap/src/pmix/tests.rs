@@ -160,7 +160,10 @@ fn forcing_pmix_without_pmix_variables_says_how_to_launch() {
         BootstrapChoice::Pmix,
         &[
             ("SYMMEM_LAUNCH_ADDR", "127.0.0.1:1"),
-            ("SYMMEM_LAUNCH_NONCE", "1"),
+            (
+                "SYMMEM_LAUNCH_SECRET",
+                "abababababababababababababababababababababababababababababababab",
+            ),
             ("SYMMEM_LAUNCH_RANK", "0"),
             ("SYMMEM_LAUNCH_SIZE", "2"),
         ],

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::admission::Claim;
 use super::RendezvousServer;
+use crate::auth::{self, HandshakeError, JobKey, Protocol};
 use crate::wire::{self, CollOp, Msg, Recv};
 use crate::{Bootstrap, BootstrapError, BootstrapKind, LauncherNode};
 
@@ -69,21 +71,23 @@ pub struct TcpBootstrap {
     host_rank: Option<usize>,
     /// The node the launcher placed this rank on, when a launcher that tells started it.
     launcher_node: Option<LauncherNode>,
+    /// The job's rendezvous key.
+    key: JobKey,
 }
 
 impl TcpBootstrap {
-    /// Joins the job at `addr` as `rank` of `size`, presenting `nonce`. `session` separates
+    /// Joins the job at `addr` as `rank` of `size`, proving `key`. `session` separates
     /// successive inits of one process under one launcher. Retries the connection until
     /// the deadline, then waits until every rank has joined.
     pub fn connect(
         addr: &str,
-        nonce: u64,
+        key: &JobKey,
         session: u64,
         rank: usize,
         size: usize,
         timeout: Duration,
     ) -> Result<Self, BootstrapError> {
-        Self::join(addr, nonce, session, rank, size, timeout, Join::Client)
+        Self::join(addr, key, session, rank, size, timeout, Join::Client)
     }
 
     /// Joins like [`Self::connect`] a rendezvous hosted by rank `host_rank`'s process
@@ -93,7 +97,7 @@ impl TcpBootstrap {
     /// every later call.
     pub(crate) fn connect_hosted_by(
         addr: &str,
-        nonce: u64,
+        key: &JobKey,
         rank: usize,
         size: usize,
         timeout: Duration,
@@ -102,7 +106,7 @@ impl TcpBootstrap {
     ) -> Result<Self, BootstrapError> {
         Self::join(
             addr,
-            nonce,
+            key,
             0,
             rank,
             size,
@@ -120,12 +124,12 @@ impl TcpBootstrap {
     /// Hosts the rendezvous on `listener` and joins it as `rank` (normally 0).
     pub fn host(
         listener: TcpListener,
-        nonce: u64,
+        key: &JobKey,
         rank: usize,
         size: usize,
         timeout: Duration,
     ) -> Result<Self, BootstrapError> {
-        let mut server = RendezvousServer::start(listener, nonce, size, timeout)?;
+        let mut server = RendezvousServer::start(listener, key.clone(), size, timeout)?;
         server.set_host_rank(rank);
         // A server listening on every interface is reached here through loopback.
         let mut addr = server.addr();
@@ -133,12 +137,12 @@ impl TcpBootstrap {
             addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
         }
         let addr = addr.to_string();
-        Self::join(&addr, nonce, 0, rank, size, timeout, Join::Host(server))
+        Self::join(&addr, key, 0, rank, size, timeout, Join::Host(server))
     }
 
     fn join(
         addr: &str,
-        nonce: u64,
+        key: &JobKey,
         session: u64,
         rank: usize,
         size: usize,
@@ -158,19 +162,13 @@ impl TcpBootstrap {
         // A library caller may pass any Duration: cap it so deadlines cannot overflow.
         let timeout = crate::duration::capped(timeout);
         let deadline = join_by.unwrap_or_else(|| crate::duration::deadline_after(timeout));
-        let mut stream = connect_until(addr, deadline, timeout)?;
-        let _ = stream.set_nodelay(true);
-        wire::send(
-            &mut stream,
-            &Msg::Hello {
-                nonce,
-                session,
-                rank: rank as u32,
-                size: size as u32,
-                pid: std::process::id(),
-            },
-        )
-        .map_err(|e| BootstrapError::io(format!("sending hello to {addr}"), &e))?;
+        let claim = Claim {
+            session,
+            rank: rank as u32,
+            size: size as u32,
+            pid: std::process::id(),
+        };
+        let stream = authenticate(addr, key, &claim, deadline, timeout)?;
         crate::fault::exit_point("rendezvous_join");
         let reader_stream = stream
             .try_clone()
@@ -201,6 +199,7 @@ impl TcpBootstrap {
             hosted,
             host_rank,
             launcher_node: None,
+            key: key.clone(),
         };
         // The server enforces the join deadline from its own start; wait a little longer.
         let wait = deadline.saturating_duration_since(Instant::now()) + SERVER_GRACE;
@@ -318,40 +317,63 @@ fn server_lost(addr: &str, host_rank: Option<usize>, reason: String) -> Bootstra
     }
 }
 
-/// Connects to `addr`, retrying refused connections until `deadline`.
-fn connect_until(
+/// Connects to `addr` and runs the handshake that proves `key` both ways, carrying
+/// `claim`. Refused connections, and connections the server lets go before answering (it
+/// is busy with a flood of others), are retried until `deadline`.
+fn authenticate(
     addr: &str,
+    key: &JobKey,
+    claim: &Claim,
     deadline: Instant,
     timeout: Duration,
 ) -> Result<TcpStream, BootstrapError> {
     let mut delay = Duration::from_millis(5);
     loop {
-        let attempt = addr
-            .to_socket_addrs()
-            .and_then(|mut a| {
-                a.next()
-                    .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))
-            })
-            .and_then(|sa| {
-                let left = deadline.saturating_duration_since(Instant::now());
-                TcpStream::connect_timeout(&sa, left.max(Duration::from_millis(10)))
+        let last = match connect_by(addr, deadline) {
+            Ok(mut s) => {
+                match auth::client_handshake(
+                    &mut s,
+                    key,
+                    Protocol::Rendezvous,
+                    &claim.encode(),
+                    deadline,
+                ) {
+                    Ok(()) => {
+                        let _ = s.set_nodelay(true);
+                        return Ok(s);
+                    }
+                    Err(HandshakeError::Refused(why)) => {
+                        return Err(BootstrapError::Unauthenticated {
+                            peer: format!("the rendezvous at {addr}"),
+                            detail: why,
+                        })
+                    }
+                    Err(e) => e.to_string(),
+                }
+            }
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(BootstrapError::ServerLost {
+                addr: addr.to_string(),
+                reason: format!(
+                    "could not connect and authenticate within {timeout:?} (SYMMEM_BOOTSTRAP_TIMEOUT); last error: {last}"
+                ),
             });
-        match attempt {
-            Ok(s) => return Ok(s),
-            Err(e) if Instant::now() >= deadline => {
-                return Err(BootstrapError::ServerLost {
-                    addr: addr.to_string(),
-                    reason: format!(
-                        "could not connect within {timeout:?} (SYMMEM_BOOTSTRAP_TIMEOUT); last error: {e}"
-                    ),
-                })
-            }
-            Err(_) => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_millis(200));
-            }
         }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(200));
     }
+}
+
+/// One attempt to connect to `addr`, giving up at `deadline`.
+fn connect_by(addr: &str, deadline: Instant) -> std::io::Result<TcpStream> {
+    let sa = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    TcpStream::connect_timeout(&sa, left.max(Duration::from_millis(10)))
 }
 
 fn read_loop(
@@ -425,6 +447,10 @@ impl Bootstrap for TcpBootstrap {
 
     fn launcher_node(&self) -> Option<LauncherNode> {
         self.launcher_node.clone()
+    }
+
+    fn job_key(&self) -> Option<&JobKey> {
+        Some(&self.key)
     }
 
     fn timeout(&self) -> Duration {

@@ -17,36 +17,26 @@
 //! failed instead of finding no rendezvous.
 //!
 //! # Unauthenticated connections
-//! Anyone who can reach the port can connect, so until a connection's hello shows the
-//! job's nonce it is held to little: its first frame may claim at most
-//! [`wire::MAX_HELLO_PAYLOAD`] bytes (checked before anything is allocated), it must arrive
-//! within [`HELLO_TIMEOUT`], and at most `max(`[`MAX_UNAUTHENTICATED`]`, job size)` such
-//! connections, each with its reader thread, exist at once. The acceptor closes any
-//! connection beyond that with a warning naming the peer, so a flood of idle connections
-//! costs neither unbounded threads nor memory.
+//! Anyone who can reach the port can connect; until a connection proves the job's key
+//! ([`crate::auth`]) it is held by the admission thread ([`super::admission`]) at a few
+//! hundred bytes and no thread, under one deadline for its whole handshake.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::admission::{accept_loop, Admission, Claim};
+use crate::auth::JobKey;
 use crate::wire::{self, CollOp, Msg, Recv};
 use crate::{fmt_ranks, BootstrapError};
 
-/// How often the acceptor checks for shutdown while idle.
-const ACCEPT_POLL: Duration = Duration::from_millis(5);
-/// At least this many connections may wait to authenticate at once; the limit is the job
-/// size when that is larger, so that every rank of a job can join at the same moment.
-pub const MAX_UNAUTHENTICATED: usize = 64;
-/// How long a new connection may take to send its hello (a rank sends it right after
-/// connecting), or the bootstrap timeout if that is shorter.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-
-enum Event {
+/// What the admission and reader threads tell the coordinator.
+pub(super) enum Event {
     Joined {
         conn: u64,
         session: u64,
@@ -86,10 +76,10 @@ pub struct RendezvousServer {
 }
 
 impl RendezvousServer {
-    /// Starts serving a job of `size` ranks on `listener`. Clients must present `nonce`.
+    /// Starts serving a job of `size` ranks on `listener`. Clients must prove `key`.
     pub fn start(
         listener: TcpListener,
-        nonce: u64,
+        key: JobKey,
         size: usize,
         timeout: Duration,
     ) -> Result<Self, BootstrapError> {
@@ -107,18 +97,7 @@ impl RendezvousServer {
             let (tx, stop) = (tx.clone(), stop.clone());
             std::thread::Builder::new()
                 .name("symmem-rdv-accept".into())
-                .spawn(move || {
-                    accept_loop(
-                        listener,
-                        Admission {
-                            nonce,
-                            size,
-                            timeout,
-                        },
-                        tx,
-                        stop,
-                    )
-                })
+                .spawn(move || accept_loop(listener, Admission { key, size, timeout }, tx, stop))
                 .map_err(|e| BootstrapError::io("spawning the rendezvous acceptor", &e))?
         };
         let coordinator = std::thread::Builder::new()
@@ -177,141 +156,27 @@ impl Drop for RendezvousServer {
     }
 }
 
-/// What a new connection's hello is checked against.
-#[derive(Clone, Copy)]
-struct Admission {
-    /// The job's nonce.
-    nonce: u64,
-    /// The job's number of ranks.
-    size: usize,
-    /// The bootstrap timeout.
-    timeout: Duration,
-}
-
-fn accept_loop(listener: TcpListener, job: Admission, tx: Sender<Event>, stop: Arc<AtomicBool>) {
-    let limit = MAX_UNAUTHENTICATED.max(job.size);
-    let unauthenticated = Arc::new(AtomicUsize::new(0));
-    let mut next_conn = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                // Only this thread adds to the count, so checking then adding cannot race.
-                if unauthenticated.load(Ordering::Relaxed) >= limit {
-                    tracing::warn!(
-                        %peer,
-                        "closing a rendezvous connection from {peer}: {limit} connections are already waiting to send their hello (the most a rendezvous serves at once)"
-                    );
-                    drop(stream);
-                    continue;
-                }
-                unauthenticated.fetch_add(1, Ordering::Relaxed);
-                let slot = HelloSlot(unauthenticated.clone());
-                let conn = next_conn;
-                next_conn += 1;
-                let tx = tx.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("symmem-rdv-conn{conn}"))
-                    .spawn(move || serve_conn(conn, stream, peer, job, slot, tx));
-                if let Err(e) = spawned {
-                    tracing::error!(%peer, "cannot spawn a rendezvous reader: {e}");
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
-            Err(e) => {
-                tracing::warn!("rendezvous accept failed: {e}");
-                std::thread::sleep(ACCEPT_POLL);
-            }
-        }
-    }
-}
-
-/// One of the acceptor's unauthenticated-connection slots; dropping it frees the slot.
-struct HelloSlot(Arc<AtomicUsize>);
-
-impl Drop for HelloSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Reads the hello, validates it, then forwards frames until the connection ends. `slot`
-/// is held until the hello has been checked.
-fn serve_conn(
-    conn: u64,
-    mut stream: TcpStream,
-    peer: SocketAddr,
-    job: Admission,
-    slot: HelloSlot,
-    tx: Sender<Event>,
-) {
-    let Admission {
-        nonce,
-        size,
-        timeout,
-    } = job;
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_nodelay(true);
-    // The hello must come promptly; afterwards the connection may idle between collectives.
-    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT.min(timeout)));
-    // A peer that does not read must not hold this thread in a rejection either.
-    let _ = stream.set_write_timeout(Some(HELLO_TIMEOUT));
-    let who = format!("connection from {peer}");
-    let reject = |stream: &mut TcpStream, detail: String| {
-        tracing::warn!(%peer, "rejecting {who}: {detail}");
-        let err = BootstrapError::Protocol {
-            peer: "rendezvous server".into(),
-            detail: format!("{who} rejected: {detail}"),
-        };
-        let _ = wire::send(stream, &Msg::Error(err));
-    };
-    let hello = wire::recv_limited(&mut stream, &who, wire::MAX_HELLO_PAYLOAD);
-    let (session, rank) = match hello {
-        Ok(Recv::Msg(Msg::Hello {
-            nonce: n,
-            session,
+/// Forwards an authenticated rank's frames to the coordinator until the connection ends.
+pub(super) fn serve_member(conn: u64, mut stream: TcpStream, claim: Claim, tx: Sender<Event>) {
+    let rank = claim.rank as usize;
+    let configured = stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_read_timeout(None))
+        .and_then(|()| stream.set_write_timeout(None));
+    if let Err(e) = configured {
+        tracing::warn!(
             rank,
-            size: s,
-            pid,
-        })) => {
-            if n != nonce {
-                return reject(
-                    &mut stream,
-                    format!("wrong job nonce {n:#x} from pid {pid}"),
-                );
-            }
-            if s as usize != size || rank as usize >= size {
-                return reject(
-                    &mut stream,
-                    format!("pid {pid} claims rank {rank} of {s}, but this job has {size} ranks"),
-                );
-            }
-            (session, rank as usize)
-        }
-        Ok(Recv::Msg(other)) => {
-            return reject(&mut stream, format!("expected hello, got {other:?}"));
-        }
-        Ok(Recv::Closed) => return,
-        Err(BootstrapError::Protocol { detail, .. }) => {
-            return reject(
-                &mut stream,
-                format!("{detail} (in its first frame, the hello)"),
-            );
-        }
-        Err(e) => {
-            tracing::warn!(%peer, "{who}: {e}");
-            return;
-        }
-    };
-    drop(slot);
-    let _ = stream.set_write_timeout(None);
-    let _ = stream.set_read_timeout(None);
+            "cannot configure rank {rank}'s rendezvous connection: {e}"
+        );
+        return;
+    }
     let Ok(writer) = stream.try_clone() else {
         return;
     };
     if tx
         .send(Event::Joined {
             conn,
-            session,
+            session: claim.session,
             rank,
             stream: writer,
         })

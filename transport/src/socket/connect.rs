@@ -1,19 +1,22 @@
-//! Connecting the socket transport: the job key and every PE's listener address go round
-//! through the bootstrap; each PE dials the lower PEs and introduces itself with a hello
-//! that proves the key, and accepts the higher ones by the bootstrap deadline.
+//! Connecting the socket transport: every PE's listener address goes round through the
+//! bootstrap; each PE dials the lower PEs and accepts the higher ones by the bootstrap
+//! deadline. Every connection proves the transport's key both ways ([`auth`]) before it
+//! carries a frame: the key is derived from the bootstrap's job key, so it never crosses
+//! a socket (under MPI, whose bootstrap holds no key, rank 0 draws one and MPI carries it).
+//!
+//! The listener holds connections that have not yet authenticated in one `poll` loop, a
+//! few hundred bytes each, each under its own deadline; when [`MAX_WAITING`] wait, the
+//! oldest makes room. A dialer whose connection was let go before the answer dials again.
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use symmem_bootstrap::wire::HEADER_LEN;
+use symmem_bootstrap::auth::{self, HandshakeError, JobKey, Progress, Protocol, ServerHandshake};
 use symmem_sync::Backoff;
 
-use super::frame::{self, Kind};
-use super::sys::poll_one;
 use super::{Conn, Shared, SocketTransport, HELLO_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::interface::Setup;
@@ -27,11 +30,7 @@ impl SocketTransport {
         let me = setup.me;
         let n = setup.remote.len();
         let b = setup.bootstrap;
-        let key_bytes = b.broadcast(0, &symmem_bootstrap::random_nonce()?.to_le_bytes())?;
-        let key =
-            u64::from_le_bytes(key_bytes.as_slice().try_into().map_err(|_| {
-                init_error(me, 0, "the job key broadcast has the wrong length".into())
-            })?);
+        let key = transport_key(b)?;
         let ip = symmem_bootstrap::advertised_ip(setup.config.socket_ifname.as_deref())?;
         let listener = TcpListener::bind((ip, 0))
             .map_err(|e| Error::io(format!("socket transport: binding a listener on {ip}"), e))?;
@@ -43,8 +42,8 @@ impl SocketTransport {
                 .as_bytes(),
         )?;
         let mut streams: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
-        dial_lower(setup, key, &addrs, &mut streams)?;
-        accept_higher(setup, key, &listener, &mut streams)?;
+        dial_lower(setup, &key, &addrs, &mut streams)?;
+        accept_higher(setup, &key, &listener, &mut streams)?;
         let mut conns = Vec::with_capacity(n);
         for (pe, s) in streams.into_iter().enumerate() {
             conns.push(match s {
@@ -90,11 +89,30 @@ pub(super) fn init_error(me: usize, pe: usize, detail: String) -> Error {
     }
 }
 
-/// Dials every remote PE below this one at its address in `addrs` and sends the hello
-/// that names this PE and proves `key`; the streams go into `streams`.
+/// The socket transport's key: derived from the bootstrap's job key, or, under a
+/// bootstrap that holds none (MPI, one PE), drawn by rank 0 and carried by the bootstrap.
+fn transport_key(b: &dyn symmem_bootstrap::Bootstrap) -> Result<JobKey> {
+    if let Some(job) = b.job_key() {
+        return Ok(job.subkey("socket transport"));
+    }
+    let drawn = b.broadcast(0, &JobKey::random_secret()?)?;
+    Ok(JobKey::derive(&drawn, "socket transport, drawn"))
+}
+
+/// What a dialer claims in its handshake: its PE and the job's number of PEs.
+fn claim(pe: usize, n: usize) -> [u8; 8] {
+    let mut c = [0u8; 8];
+    c[..4].copy_from_slice(&(pe as u32).to_le_bytes());
+    c[4..].copy_from_slice(&(n as u32).to_le_bytes());
+    c
+}
+
+/// Dials every remote PE below this one at its address in `addrs` and proves `key` in a
+/// handshake that names this PE; the streams go into `streams`. A connection the peer
+/// let go before answering (it was busy with strangers) is dialled again.
 pub(super) fn dial_lower(
     setup: &Setup<'_>,
-    key: u64,
+    key: &JobKey,
     addrs: &[Vec<u8>],
     streams: &mut [Option<TcpStream>],
 ) -> Result<()> {
@@ -104,23 +122,53 @@ pub(super) fn dial_lower(
         let peer: SocketAddr = text
             .parse()
             .map_err(|_| init_error(me, pe, format!("its address {text:?} does not parse")))?;
-        let mut s = connect_until(peer, setup.deadline)
-            .map_err(|e| init_error(me, pe, format!("connecting to {peer}: {e}")))?;
-        let mut hello = frame::header(Kind::Hello, 16).to_vec();
-        hello.extend_from_slice(&frame::hello(key, me as u32, n as u32));
-        s.write_all(&hello)
-            .map_err(|e| init_error(me, pe, format!("sending HELLO to {peer}: {e}")))?;
+        let mut backoff = Backoff::new();
+        let s = loop {
+            let mut s = connect_until(peer, setup.deadline)
+                .map_err(|e| init_error(me, pe, format!("connecting to {peer}: {e}")))?;
+            match auth::client_handshake(
+                &mut s,
+                key,
+                Protocol::SocketTransport,
+                &claim(me, n),
+                setup.deadline,
+            ) {
+                Ok(()) => break s,
+                Err(HandshakeError::ClosedEarly) if Instant::now() < setup.deadline => {
+                    backoff.snooze()
+                }
+                Err(e) => {
+                    return Err(init_error(
+                        me,
+                        pe,
+                        format!("authenticating with {peer}: {e}"),
+                    ))
+                }
+            }
+        };
         streams[pe] = Some(s);
     }
     Ok(())
 }
 
-/// Accepts a connection from every remote PE above this one, by the deadline; a
-/// connection whose hello does not prove `key`, or names a PE not expected, is logged
-/// and closed. The streams go into `streams`.
+/// At least this many accepted connections may wait to authenticate at once (or the
+/// number of PEs expected, if larger); beyond, the oldest is let go.
+const MAX_WAITING: usize = 64;
+
+/// An accepted connection that has not yet authenticated.
+struct Waiting {
+    stream: TcpStream,
+    from: SocketAddr,
+    handshake: ServerHandshake,
+}
+
+/// Accepts a connection from every remote PE above this one, by the deadline. Handshakes
+/// go on side by side in one `poll` loop, each bounded by [`HELLO_TIMEOUT`]; a connection
+/// that does not prove `key`, or names a PE not expected, is logged and closed. The
+/// streams go into `streams`.
 pub(super) fn accept_higher(
     setup: &Setup<'_>,
-    key: u64,
+    key: &JobKey,
     listener: &TcpListener,
     streams: &mut [Option<TcpStream>],
 ) -> Result<()> {
@@ -129,11 +177,15 @@ pub(super) fn accept_higher(
         .local_addr()
         .map_err(|e| Error::io("socket transport: listener address", e))?;
     let mut expected: Vec<usize> = (me + 1..n).filter(|&p| setup.remote[p]).collect();
+    let limit = MAX_WAITING.max(expected.len());
     listener
         .set_nonblocking(true)
         .map_err(|e| Error::io("socket transport: listener", e))?;
+    let mut waiting: Vec<Waiting> = Vec::new();
+    let mut fds: Vec<libc::pollfd> = Vec::new();
     while !expected.is_empty() {
-        if Instant::now() >= setup.deadline {
+        let now = Instant::now();
+        if now >= setup.deadline {
             let missing = expected.iter().map(|p| p.to_string()).collect::<Vec<_>>();
             return Err(init_error(
                 me,
@@ -144,28 +196,100 @@ pub(super) fn accept_higher(
                 ),
             ));
         }
-        match listener.accept() {
-            Ok((s, from)) => match read_hello(s, key, n) {
-                Ok((pe, s)) if expected.contains(&pe) => {
-                    expected.retain(|&p| p != pe);
-                    streams[pe] = Some(s);
-                }
-                Ok((pe, _)) => tracing::warn!(
-                    target: "init::transport",
-                    "socket transport: connection from {from} claims PE {pe}, which is not expected to connect to PE {me}; closed"
-                ),
-                Err(why) => tracing::warn!(
-                    target: "init::transport",
-                    "socket transport: refused a connection from {from}: {why}"
-                ),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                poll_one(listener.as_raw_fd(), libc::POLLIN, 20)
+        waiting.retain(|w| {
+            let live = now < w.handshake.deadline();
+            if !live {
+                tracing::debug!(target: "init::transport", "socket transport: {} sent no handshake within {HELLO_TIMEOUT:?}; closed", w.from);
             }
-            Err(e) => return Err(Error::io("socket transport: accept", e)),
+            live
+        });
+        fds.clear();
+        fds.push(pollfd(listener.as_raw_fd()));
+        fds.extend(waiting.iter().map(|w| pollfd(w.stream.as_raw_fd())));
+        let wait = waiting
+            .iter()
+            .map(|w| w.handshake.deadline())
+            .chain([setup.deadline])
+            .min()
+            .map_or(Duration::ZERO, |d| d.saturating_duration_since(now))
+            .min(Duration::from_millis(50));
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfds for the call.
+        let ready = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                wait.as_millis().max(1) as i32,
+            )
+        };
+        if ready <= 0 {
+            continue;
+        }
+        for i in (0..waiting.len()).rev() {
+            if fds[i + 1].revents == 0 {
+                continue;
+            }
+            let w = &mut waiting[i];
+            let claimed = match w.handshake.progress(&mut w.stream, key) {
+                Progress::Waiting => continue,
+                Progress::Failed(why) => {
+                    let w = waiting.swap_remove(i);
+                    tracing::warn!(target: "init::transport", "socket transport: refused a connection from {}: {why}", w.from);
+                    continue;
+                }
+                Progress::Authenticated(c) => c,
+            };
+            let Waiting { stream, from, .. } = waiting.swap_remove(i);
+            let pe = u32::from_le_bytes(claimed[..4].try_into().expect("4 bytes")) as usize;
+            let their_n = u32::from_le_bytes(claimed[4..8].try_into().expect("4 bytes")) as usize;
+            if their_n != n || !expected.contains(&pe) {
+                tracing::warn!(
+                    target: "init::transport",
+                    "socket transport: connection from {from} claims PE {pe} of {their_n}, but PE {me} of {n} expects PEs {expected:?}; closed"
+                );
+                continue;
+            }
+            expected.retain(|&p| p != pe);
+            streams[pe] = Some(stream);
+        }
+        if fds[0].revents != 0 {
+            accept_all(listener, &mut waiting, limit)?;
         }
     }
     Ok(())
+}
+
+fn pollfd(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// Accepts every queued connection into `waiting`, letting the oldest go beyond `limit`.
+fn accept_all(listener: &TcpListener, waiting: &mut Vec<Waiting>, limit: usize) -> Result<()> {
+    loop {
+        match listener.accept() {
+            Ok((stream, from)) => {
+                if stream.set_nonblocking(true).is_err() {
+                    continue;
+                }
+                if waiting.len() >= limit {
+                    let old = waiting.remove(0);
+                    tracing::debug!(target: "init::transport", "socket transport: let {} go before its handshake to make room", old.from);
+                }
+                let deadline = Instant::now() + HELLO_TIMEOUT;
+                waiting.push(Waiting {
+                    stream,
+                    from,
+                    handshake: ServerHandshake::new(Protocol::SocketTransport, deadline),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("socket transport: accept", e)),
+        }
+    }
 }
 
 /// Connects to `peer`, retrying refusals until `deadline`.
@@ -181,32 +305,5 @@ pub(super) fn connect_until(peer: SocketAddr, deadline: Instant) -> std::io::Res
     }
 }
 
-/// Reads and checks the HELLO of an accepted connection: exactly one header and a 16-byte
-/// body, with a timeout; returns the peer's PE.
-pub(super) fn read_hello(
-    mut s: TcpStream,
-    key: u64,
-    n: usize,
-) -> std::result::Result<(usize, TcpStream), String> {
-    s.set_nonblocking(false)
-        .and_then(|()| s.set_read_timeout(Some(HELLO_TIMEOUT)))
-        .map_err(|e| e.to_string())?;
-    let mut h = [0u8; HEADER_LEN];
-    s.read_exact(&mut h)
-        .map_err(|e| format!("reading HELLO: {e}"))?;
-    match frame::check_header(&h)? {
-        (Kind::Hello, _) => {}
-        (k, _) => return Err(format!("first frame is {k:?}, not HELLO")),
-    }
-    let mut body = [0u8; 16];
-    s.read_exact(&mut body)
-        .map_err(|e| format!("reading HELLO: {e}"))?;
-    let (their_key, pe, their_n) = frame::parse_hello(&body);
-    if their_key != key {
-        return Err("wrong job key (another job, or not a symmem PE)".into());
-    }
-    if their_n as usize != n || pe as usize >= n {
-        return Err(format!("claims PE {pe} of {their_n}, this job has {n} PEs"));
-    }
-    Ok((pe as usize, s))
-}
+#[cfg(test)]
+mod tests;

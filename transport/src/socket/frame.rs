@@ -118,24 +118,6 @@ pub(super) fn check_request_len(req: &Request, body: usize) -> Result<(), String
     Ok(())
 }
 
-/// A HELLO body.
-pub(super) fn hello(key: u64, pe: u32, n_pes: u32) -> [u8; 16] {
-    let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&key.to_le_bytes());
-    b[8..12].copy_from_slice(&pe.to_le_bytes());
-    b[12..].copy_from_slice(&n_pes.to_le_bytes());
-    b
-}
-
-/// Decodes a HELLO body into (key, PE, n_pes).
-pub(super) fn parse_hello(b: &[u8; 16]) -> (u64, u32, u32) {
-    (
-        u64::from_le_bytes(b[..8].try_into().unwrap()),
-        u32::from_le_bytes(b[8..12].try_into().unwrap()),
-        u32::from_le_bytes(b[12..].try_into().unwrap()),
-    )
-}
-
 /// Two little-endian u64s.
 pub(super) fn two_u64(a: u64, b: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
@@ -187,6 +169,5 @@ mod tests {
         assert!(check_request_len(&sig, REQUEST_LEN + 1).is_err());
         let big_get = Request::get(1, 0, 0, MAX_CHUNK as u64 + 1);
         assert!(check_request_len(&big_get, REQUEST_LEN).is_err());
-        assert_eq!(parse_hello(&hello(7, 3, 4)), (7, 3, 4));
     }
 }

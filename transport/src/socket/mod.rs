@@ -1,10 +1,11 @@
 //! The socket transport: one TCP connection per pair of PEs that reach each other remotely.
 //!
 //! Each PE listens on the IPv4 address of `SYMMEM_SOCKET_IFNAME` (else its first up,
-//! non-loopback interface), and the addresses and a job key go round through the
-//! bootstrap. Of each pair the higher PE connects and introduces itself with a HELLO
-//! carrying the key; the listener reads at most one fixed-size HELLO from a connection
-//! before it is authenticated, one connection at a time, so strangers cost nothing.
+//! non-loopback interface), and the addresses go round through the bootstrap. Of each pair
+//! the higher PE connects; both ends prove the transport's key, derived from the job's,
+//! in a challenge-response handshake before any frame ([`connect`]). The listener holds
+//! unauthenticated connections in one `poll` loop at a few hundred bytes each, so
+//! strangers cost next to nothing.
 //!
 //! Both directions of a connection carry requests ([`frame`]). A target applies the
 //! requests of one source in the order they were sent (one connection, read by one thread
@@ -56,7 +57,7 @@ use super::target::Target;
 use crate::error::{Error, GpuHeapError, Result};
 use crate::interface::{DeviceHeap, InFlight, Io, Pending, Transport};
 
-/// How long the listener waits for an accepted connection's HELLO.
+/// How long an accepted connection may take to finish its handshake.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the service thread checks whether threads spinning on the sockets have
 /// stopped, in milliseconds.
