@@ -18,7 +18,8 @@
 //!
 //! Lengths are checked against the kind before a body is read: a frame whose length
 //! does not fit its kind, or whose payload exceeds [`MAX_CHUNK`], closes the connection
-//! and nothing of it reaches memory.
+//! and nothing of it reaches memory. An answer (RESPONSE or FLUSHED) must be the
+//! [`Answer`] its request waits for, kind and length, or the connection closes.
 
 use symmem_bootstrap::wire::{Header, HEADER_LEN};
 use symmem_device::{Opcode, Request};
@@ -118,6 +119,68 @@ pub(super) fn check_request_len(req: &Request, body: usize) -> Result<(), String
     Ok(())
 }
 
+/// The answer a request waits for, recorded with its response slot: an answer of
+/// another kind or length is a protocol error, never delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// A RESPONSE carrying a get's data, this many bytes of it.
+    Data(usize),
+    /// A RESPONSE carrying a fetching AMO's old value and no data.
+    Value,
+    /// A FLUSHED: everything sent before the FLUSH has been applied.
+    Flushed,
+}
+
+impl Answer {
+    /// The answer `req` waits for: none for puts, signals and non-fetching AMOs.
+    pub(super) fn to(req: &Request) -> Option<Answer> {
+        match req.opcode() {
+            Some(Opcode::Get) => Some(Answer::Data(req.len as usize)),
+            Some(Opcode::Amo) if req.returns_data() => Some(Answer::Value),
+            _ => None,
+        }
+    }
+
+    /// Bytes of this answer's frame on the wire, header included.
+    pub(super) fn frame_len(self) -> usize {
+        HEADER_LEN
+            + match self {
+                Answer::Data(len) => 16 + len,
+                Answer::Value => 16,
+                Answer::Flushed => 8,
+            }
+    }
+
+    /// Checks a RESPONSE to request `id` carrying `data` bytes against this answer.
+    pub(super) fn check_response(self, id: u64, data: usize) -> Result<(), String> {
+        match self {
+            Answer::Data(len) if len == data => Ok(()),
+            Answer::Value if data == 0 => Ok(()),
+            _ => Err(format!(
+                "a RESPONSE with {data} bytes of data for request {id}, which awaits {self}"
+            )),
+        }
+    }
+
+    /// Checks a FLUSHED for request `id` against this answer.
+    pub(super) fn check_flushed(self, id: u64) -> Result<(), String> {
+        match self {
+            Answer::Flushed => Ok(()),
+            _ => Err(format!("a FLUSHED for request {id}, which awaits {self}")),
+        }
+    }
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Answer::Data(len) => write!(f, "a RESPONSE with {len} bytes of get data"),
+            Answer::Value => f.write_str("a RESPONSE with a fetched value and no data"),
+            Answer::Flushed => f.write_str("a FLUSHED"),
+        }
+    }
+}
+
 /// Two little-endian u64s.
 pub(super) fn two_u64(a: u64, b: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
@@ -169,5 +232,32 @@ mod tests {
         assert!(check_request_len(&sig, REQUEST_LEN + 1).is_err());
         let big_get = Request::get(1, 0, 0, MAX_CHUNK as u64 + 1);
         assert!(check_request_len(&big_get, REQUEST_LEN).is_err());
+    }
+
+    #[test]
+    fn answers_must_be_of_the_kind_and_length_their_request_waits_for() {
+        let get = Answer::to(&Request::get(1, 0, 0, 64)).unwrap();
+        assert_eq!(get, Answer::Data(64));
+        assert_eq!(get.frame_len(), HEADER_LEN + 16 + 64);
+        assert!(get.check_response(3, 64).is_ok());
+        let e = get.check_response(3, 32).unwrap_err();
+        assert_eq!(
+            e,
+            "a RESPONSE with 32 bytes of data for request 3, which awaits a RESPONSE with 64 bytes of get data"
+        );
+        let e = get.check_flushed(3).unwrap_err();
+        assert!(
+            e.contains("a FLUSHED for request 3, which awaits a RESPONSE"),
+            "{e}"
+        );
+        let fetch = Request::amo(1, symmem_device::AmoKind::FetchAdd, 8, 0, 1, 0, 1);
+        assert_eq!(Answer::to(&fetch), Some(Answer::Value));
+        assert!(Answer::Value.check_response(4, 0).is_ok());
+        assert!(Answer::Value.check_response(4, 8).is_err());
+        assert!(Answer::Value.check_flushed(4).is_err());
+        assert!(Answer::Flushed.check_flushed(5).is_ok());
+        let e = Answer::Flushed.check_response(5, 0).unwrap_err();
+        assert!(e.ends_with("which awaits a FLUSHED"), "{e}");
+        assert_eq!(Answer::to(&Request::put(1, 0, 0, 8)), None);
     }
 }

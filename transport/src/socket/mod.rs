@@ -30,17 +30,29 @@
 //! every outstanding and later operation to that peer with an error naming it; a malformed
 //! frame is answered with REFUSED and never applied.
 //!
+//! An authenticated peer cannot crash a PE or exhaust its memory: every pending request
+//! records the answer it waits for (get data of its length, a fetched value, FLUSHED),
+//! and an answer of another kind or length is such a malformed frame. A PE queues at most
+//! [`flow::REPLY_WINDOW`] bytes of answers for a peer before it stops reading that
+//! peer's requests, and itself keeps no more than that outstanding on a connection, so
+//! peers that keep the rule never stall each other ([`flow`]).
+//!
 //! # Files
 //! This file holds the state (a connection, its receive state machine, its send queue and
 //! response slots) and the [`Transport`] operations; `connect.rs` sets the connections
 //! up, `receive.rs` reads and acts on frames, `send.rs` writes them and waits for
-//! responses, `frame.rs` encodes and decodes them, `sys.rs` makes the system calls.
+//! responses, `flow.rs` bounds the answers in flight, `frame.rs` encodes and decodes
+//! them, `sys.rs` makes the system calls.
 
 mod connect;
+mod flow;
 mod frame;
 mod receive;
 mod send;
 mod sys;
+
+#[cfg(test)]
+mod hostile_peer_tests;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::TcpStream;
@@ -52,7 +64,8 @@ use std::time::{Duration, Instant};
 use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::{Opcode, Request};
 
-use self::frame::{Kind, MAX_CHUNK};
+use self::flow::Flow;
+use self::frame::{Answer, Kind, MAX_CHUNK};
 use super::target::Target;
 use crate::error::{Error, GpuHeapError, Result};
 use crate::interface::{DeviceHeap, InFlight, Io, Pending, Transport};
@@ -112,6 +125,8 @@ struct Conn {
     unflushed: AtomicU64,
     failure: OnceLock<String>,
     said_goodbye: AtomicBool,
+    /// Bytes of answers awaited from and queued for the peer ([`flow`]).
+    flow: Flow,
 }
 
 #[derive(Default)]
@@ -122,12 +137,12 @@ struct OutQueue {
 }
 
 /// Where a response lands.
-#[derive(Default)]
 struct Slot {
     done: AtomicBool,
     value: AtomicU64,
-    /// A get's expected length, then its data.
-    expect: usize,
+    /// The answer the request waits for; any other fails the connection.
+    awaits: Answer,
+    /// A get's data.
     data: Mutex<Vec<u8>>,
 }
 
@@ -208,6 +223,7 @@ impl Conn {
             unflushed: AtomicU64::new(0),
             failure: OnceLock::new(),
             said_goodbye: AtomicBool::new(false),
+            flow: Flow::default(),
         }
     }
 
@@ -297,7 +313,7 @@ impl Shared {
             for c in &live {
                 let mut events = 0;
                 if c.failed().is_none() {
-                    if !spinners {
+                    if !spinners && !c.flow.over_window() {
                         events |= libc::POLLIN;
                     }
                     if !lock(&c.out).frames.is_empty() {
@@ -334,6 +350,10 @@ impl Shared {
                 }
                 if p.revents & libc::POLLOUT != 0 {
                     self.flush_out(c);
+                    if c.flow.stalled.load(Ordering::Acquire) && !c.flow.over_window() {
+                        // Frames already read ahead raise no POLLIN: read them now.
+                        self.receive(c);
+                    }
                 }
                 if p.revents & !libc::POLLOUT != 0 {
                     if self.receive(c) {
@@ -510,11 +530,16 @@ impl Transport for SocketTransport {
                 continue;
             }
             let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
-            let slot = sh.expect(c, id, 0);
+            sh.reserve(c, "quiet", Answer::Flushed.frame_len())?;
+            let slot = sh.expect(c, id, Answer::Flushed);
             let mut f = [0u8; HEADER_LEN + 8];
             f[..HEADER_LEN].copy_from_slice(&frame::header(Kind::Flush, 8));
             f[HEADER_LEN..].copy_from_slice(&id.to_le_bytes());
-            sh.send(c, "quiet", &[&f])?;
+            if let Err(e) = sh.send(c, "quiet", &[&f]) {
+                lock(&c.pending).remove(&id);
+                c.flow.release(Answer::Flushed.frame_len());
+                return Err(e);
+            }
             waits.push((c, slot));
         }
         for (c, slot) in waits {
@@ -568,7 +593,7 @@ impl Drop for SocketTransport {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::TcpListener;
@@ -579,7 +604,7 @@ mod tests {
 
     /// A transport state for PE 0 whose connection to "PE 1" is the other end of `client`,
     /// over `heap`.
-    fn with_client(heap: &mut [u64]) -> (Shared, TcpStream) {
+    pub(super) fn with_client(heap: &mut [u64]) -> (Shared, TcpStream) {
         with_client_on(HeapRegion {
             base: heap.as_mut_ptr() as u64,
             len: heap.len() * 8,
@@ -619,7 +644,7 @@ mod tests {
         c.failed().map(str::to_owned)
     }
 
-    fn request_frame(req: &Request, payload: &[u8]) -> Vec<u8> {
+    pub(super) fn request_frame(req: &Request, payload: &[u8]) -> Vec<u8> {
         let mut f = frame::header(Kind::Request, REQUEST_LEN + payload.len()).to_vec();
         f.extend_from_slice(bytemuck::bytes_of(req));
         f.extend_from_slice(payload);
@@ -627,7 +652,7 @@ mod tests {
     }
 
     /// Reads one frame from the test client's side.
-    fn read_frame(client: &mut TcpStream) -> (Kind, Vec<u8>) {
+    pub(super) fn read_frame(client: &mut TcpStream) -> (Kind, Vec<u8>) {
         let mut h = [0u8; HEADER_LEN];
         client.read_exact(&mut h).unwrap();
         let (kind, len) = frame::check_header(&h).unwrap();
@@ -727,7 +752,7 @@ mod tests {
     }
 
     /// A connected pair of non-blocking TCP streams.
-    fn tcp_pair() -> (TcpStream, TcpStream) {
+    pub(super) fn tcp_pair() -> (TcpStream, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (b, _) = l.accept().unwrap();
@@ -739,7 +764,11 @@ mod tests {
     }
 
     /// PE `me`'s transport over `heap` with `conns`, its service thread running.
-    fn transport(me: usize, conns: Vec<Option<Conn>>, heap: &mut [u64]) -> SocketTransport {
+    pub(super) fn transport(
+        me: usize,
+        conns: Vec<Option<Conn>>,
+        heap: &mut [u64],
+    ) -> SocketTransport {
         let shared = Arc::new(Shared {
             me,
             conns,
@@ -762,7 +791,11 @@ mod tests {
     }
 
     /// Polls `reply` (reading the sockets as the proxy thread does) until it is in.
-    fn collect(t: &SocketTransport, reply: &mut dyn InFlight, dst: &mut [u8]) -> Result<u64> {
+    pub(super) fn collect(
+        t: &SocketTransport,
+        reply: &mut dyn InFlight,
+        dst: &mut [u8],
+    ) -> Result<u64> {
         let t0 = Instant::now();
         loop {
             if let Some(v) = reply.poll(dst)? {

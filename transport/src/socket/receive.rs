@@ -1,7 +1,9 @@
 //! The receive side of a connection: reading frames off its socket (header, then body:
 //! a request, a payload, a response) and acting on them: applying a peer's request to
 //! this PE's heap through the [`Target`](crate::target::Target), answering it, or filling
-//! the slot of a response this PE waits for. A malformed frame is refused, never applied.
+//! the slot of a response this PE waits for. A malformed frame (an answer of another kind
+//! or length than its request awaits among them) is refused, never applied; a peer whose
+//! answers are over the window is not read until it reads them ([`super::flow`]).
 
 use std::sync::atomic::Ordering;
 
@@ -33,6 +35,8 @@ impl Shared {
         rx.emptied = false;
         loop {
             let step = match std::mem::replace(&mut rx.state, RxState::Header) {
+                // A peer that does not read its answers is not read either: see `flow`.
+                RxState::Header if !self.may_read(c) => Ok(false),
                 RxState::Header => self.on_header(c, rx),
                 RxState::Body { kind, len } => self.on_body(c, rx, kind, len),
                 RxState::Payload {
@@ -141,15 +145,9 @@ impl Shared {
                     )
                 })?;
                 let data = len - 16;
-                if data != slot.expect {
-                    return Err(self.refuse(
-                        c,
-                        format!(
-                            "a {data}-byte response to request {id}, which asked for {}",
-                            slot.expect
-                        ),
-                    ));
-                }
+                slot.awaits
+                    .check_response(id, data)
+                    .map_err(|why| self.refuse(c, why))?;
                 slot.value.store(value, Ordering::Relaxed);
                 rx.state = RxState::Payload {
                     dest: Dest::Buf(vec![0; data]),
@@ -171,6 +169,10 @@ impl Shared {
                 let slot = lock(&c.pending).remove(&id).ok_or_else(|| {
                     self.refuse(c, format!("FLUSHED {id}, which is not outstanding"))
                 })?;
+                slot.awaits
+                    .check_flushed(id)
+                    .map_err(|why| self.refuse(c, why))?;
+                c.flow.release(slot.awaits.frame_len());
                 slot.done.store(true, Ordering::Release);
             }
             Kind::Goodbye => c.said_goodbye.store(true, Ordering::Release),
@@ -317,6 +319,8 @@ impl Shared {
                 if let Dest::Buf(v) = dest {
                     *lock(&slot.data) = v;
                 }
+                // The whole answer has been read: its bytes leave the window.
+                c.flow.release(slot.awaits.frame_len());
                 slot.done.store(true, Ordering::Release);
             }
         }

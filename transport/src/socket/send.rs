@@ -2,15 +2,15 @@
 //! receive side (a full socket makes the sender read while it waits), queuing responses
 //! that cannot be written at once, and waiting for the slot of a response.
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use symmem_bootstrap::wire::HEADER_LEN;
-use symmem_device::{Opcode, Request};
+use symmem_device::Request;
 use symmem_sync::Backoff;
 
-use super::frame::{self, Kind, REQUEST_LEN};
+use super::frame::{self, Answer, Kind, REQUEST_LEN};
 use super::sys::{poll_one, write_raw};
 use super::{lock, Conn, Shared, Slot, INLINE_PAYLOAD};
 use crate::error::Result;
@@ -18,7 +18,10 @@ use crate::error::Result;
 impl Shared {
     /// Queues a response frame and writes it if the socket is free.
     pub(super) fn respond(&self, c: &Conn, f: Vec<u8>) {
-        lock(&c.out).frames.push_back(f);
+        let mut q = lock(&c.out);
+        c.flow.queued.fetch_add(f.len(), Ordering::AcqRel);
+        q.frames.push_back(f);
+        drop(q);
         self.flush_out(c);
     }
 
@@ -40,7 +43,11 @@ impl Shared {
         let mut q = lock(&c.out);
         while let Some(front) = q.frames.front() {
             let rest = &front[q.sent..];
-            match write_raw(c.fd, &[rest]) {
+            let wrote = write_raw(c.fd, &[rest]);
+            if let Ok(k) = wrote {
+                c.flow.queued.fetch_sub(k, Ordering::AcqRel);
+            }
+            match wrote {
                 Ok(k) if k == rest.len() => {
                     q.frames.pop_front();
                     q.sent = 0;
@@ -123,16 +130,33 @@ impl Shared {
                 return self.check(c, op);
             }
         }
-        poll_one(c.fd, libc::POLLOUT | libc::POLLIN, 1);
+        // Input that is not read (the peer is over its window) must not end the wait.
+        let events = if c.flow.over_window() {
+            libc::POLLOUT
+        } else {
+            libc::POLLOUT | libc::POLLIN
+        };
+        poll_one(c.fd, events, 1);
         Ok(())
     }
 
     /// Waits for `slot`, serving the connection meanwhile.
     pub(super) fn wait(&self, c: &Conn, op: &'static str, slot: &Slot) -> Result<()> {
+        self.wait_for(c, op, || slot.done.load(Ordering::Acquire))
+    }
+
+    /// Waits until `ready` holds (an answer from `c` makes it so), serving the connection
+    /// meanwhile; fails if `c` fails or nothing comes within `SYMMEM_TIMEOUT`.
+    pub(super) fn wait_for(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<()> {
         let mut backoff = Backoff::new();
         let started = Instant::now();
         loop {
-            if slot.done.load(Ordering::Acquire) {
+            if ready() {
                 return Ok(());
             }
             self.check(c, op)?;
@@ -140,7 +164,7 @@ impl Shared {
                 self.spins.fetch_add(1, Ordering::Relaxed);
             }
             self.receive(c);
-            if slot.done.load(Ordering::Acquire) {
+            if ready() {
                 return Ok(());
             }
             if backoff.is_slow() {
@@ -158,11 +182,13 @@ impl Shared {
         }
     }
 
-    /// Registers a slot for a response to request `id`.
-    pub(super) fn expect(&self, c: &Conn, id: u64, len: usize) -> Arc<Slot> {
+    /// Registers a slot for request `id`'s answer, which must be `awaits`.
+    pub(super) fn expect(&self, c: &Conn, id: u64, awaits: Answer) -> Arc<Slot> {
         let slot = Arc::new(Slot {
-            expect: len,
-            ..Slot::default()
+            done: AtomicBool::new(false),
+            value: AtomicU64::new(0),
+            awaits,
+            data: Mutex::default(),
         });
         lock(&c.pending).insert(id, Arc::clone(&slot));
         slot
@@ -213,19 +239,17 @@ impl Shared {
         head[HEADER_LEN + REQUEST_LEN..][..inline].copy_from_slice(&payload[..inline]);
         let head = &head[..HEADER_LEN + REQUEST_LEN + inline];
         let payload = &payload[inline..];
-        if !req.returns_data() {
+        let Some(awaits) = Answer::to(&req) else {
             self.send(c, op, &[head, payload])?;
             c.unflushed.fetch_add(1, Ordering::Release);
             return Ok(None);
-        }
-        let expect = if req.opcode() == Some(Opcode::Get) {
-            req.len as usize
-        } else {
-            0
         };
-        let slot = self.expect(c, id, expect);
+        // Within the window before the request leaves: see `flow`.
+        self.reserve(c, op, awaits.frame_len())?;
+        let slot = self.expect(c, id, awaits);
         if let Err(e) = self.send(c, op, &[head, payload]) {
             lock(&c.pending).remove(&id);
+            c.flow.release(awaits.frame_len());
             return Err(e);
         }
         Ok(Some(slot))
