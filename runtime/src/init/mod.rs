@@ -37,7 +37,9 @@ pub fn init() -> Result<Runtime> {
 }
 
 /// Creates a unique id for [`init_with_unique_id`] (NVSHMEM's `nvshmemx_get_uniqueid`).
-/// Rank 0 calls this and passes the id's text form to the other ranks by any channel.
+/// Rank 0 calls this and passes the id's text form to the other ranks by any private
+/// channel. The id is a secret (whoever holds it can join the job and reach every heap):
+/// never put it on a command line, where every user of the host can read it.
 pub fn unique_id() -> Result<UniqueId> {
     let config = Config::from_env()?;
     Ok(UniqueId::bind(config.socket_ifname.as_deref())?)
