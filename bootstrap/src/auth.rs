@@ -18,8 +18,10 @@
 //! nobody can alter it on the way. MACs are compared in constant time.
 //!
 //! The server side ([`ServerHandshake`]) is a state machine over a non-blocking socket,
-//! so one thread can hold many unauthenticated connections at a few hundred bytes each;
-//! the client side ([`client_handshake`]) blocks until a deadline.
+//! so one thread can hold many unauthenticated connections at a few hundred bytes each
+//! ([`lobby`]); the client side ([`client_handshake`]) blocks until a deadline.
+
+pub mod lobby;
 
 use std::fmt;
 use std::io::{self, Read, Write};

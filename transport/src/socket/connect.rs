@@ -4,17 +4,17 @@
 //! carries a frame: the key is derived from the bootstrap's job key, so it never crosses
 //! a socket (under MPI, whose bootstrap holds no key, rank 0 draws one and MPI carries it).
 //!
-//! The listener holds connections that have not yet authenticated in one `poll` loop, a
-//! few hundred bytes each, each under its own deadline; when [`MAX_WAITING`] wait, the
-//! oldest makes room. A dialer whose connection was let go before the answer dials again.
+//! The listener holds connections that have not yet authenticated in a [`Lobby`], a few
+//! hundred bytes each, each under its own deadline; when [`MAX_WAITING`] wait, the oldest
+//! makes room. A dialer whose connection was let go before the answer dials again.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use symmem_bootstrap::auth::{self, HandshakeError, JobKey, Progress, Protocol, ServerHandshake};
+use symmem_bootstrap::auth::lobby::{Limits, Lobby};
+use symmem_bootstrap::auth::{self, HandshakeError, JobKey, Protocol};
 use symmem_sync::Backoff;
 
 use super::{Conn, Shared, SocketTransport, HELLO_TIMEOUT};
@@ -154,16 +154,11 @@ pub(super) fn dial_lower(
 /// At least this many accepted connections may wait to authenticate at once (or the
 /// number of PEs expected, if larger); beyond, the oldest is let go.
 const MAX_WAITING: usize = 64;
-
-/// An accepted connection that has not yet authenticated.
-struct Waiting {
-    stream: TcpStream,
-    from: SocketAddr,
-    handshake: ServerHandshake,
-}
+/// At most this many waiting connections come from one IP address.
+const MAX_WAITING_PER_ADDRESS: usize = 32;
 
 /// Accepts a connection from every remote PE above this one, by the deadline. Handshakes
-/// go on side by side in one `poll` loop, each bounded by [`HELLO_TIMEOUT`]; a connection
+/// go on side by side in a [`Lobby`], each bounded by [`HELLO_TIMEOUT`]; a connection
 /// that does not prove `key`, or names a PE not expected, is logged and closed. The
 /// streams go into `streams`.
 pub(super) fn accept_higher(
@@ -177,15 +172,23 @@ pub(super) fn accept_higher(
         .local_addr()
         .map_err(|e| Error::io("socket transport: listener address", e))?;
     let mut expected: Vec<usize> = (me + 1..n).filter(|&p| setup.remote[p]).collect();
-    let limit = MAX_WAITING.max(expected.len());
     listener
         .set_nonblocking(true)
         .map_err(|e| Error::io("socket transport: listener", e))?;
-    let mut waiting: Vec<Waiting> = Vec::new();
-    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let limits = Limits {
+        waiting: MAX_WAITING.max(expected.len()),
+        per_address: MAX_WAITING_PER_ADDRESS.max(expected.len()),
+        hello_timeout: HELLO_TIMEOUT,
+    };
+    let mut lobby = Lobby::new(
+        "socket transport",
+        Protocol::SocketTransport,
+        key.clone(),
+        limits,
+    );
     while !expected.is_empty() {
-        let now = Instant::now();
-        if now >= setup.deadline {
+        let left = setup.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             let missing = expected.iter().map(|p| p.to_string()).collect::<Vec<_>>();
             return Err(init_error(
                 me,
@@ -196,100 +199,23 @@ pub(super) fn accept_higher(
                 ),
             ));
         }
-        waiting.retain(|w| {
-            let live = now < w.handshake.deadline();
-            if !live {
-                tracing::debug!(target: "init::transport", "socket transport: {} sent no handshake within {HELLO_TIMEOUT:?}; closed", w.from);
-            }
-            live
-        });
-        fds.clear();
-        fds.push(pollfd(listener.as_raw_fd()));
-        fds.extend(waiting.iter().map(|w| pollfd(w.stream.as_raw_fd())));
-        let wait = waiting
-            .iter()
-            .map(|w| w.handshake.deadline())
-            .chain([setup.deadline])
-            .min()
-            .map_or(Duration::ZERO, |d| d.saturating_duration_since(now))
-            .min(Duration::from_millis(50));
-        // SAFETY: `fds` is a valid array of `fds.len()` pollfds for the call.
-        let ready = unsafe {
-            libc::poll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                wait.as_millis().max(1) as i32,
-            )
-        };
-        if ready <= 0 {
-            continue;
-        }
-        for i in (0..waiting.len()).rev() {
-            if fds[i + 1].revents == 0 {
-                continue;
-            }
-            let w = &mut waiting[i];
-            let claimed = match w.handshake.progress(&mut w.stream, key) {
-                Progress::Waiting => continue,
-                Progress::Failed(why) => {
-                    let w = waiting.swap_remove(i);
-                    tracing::warn!(target: "init::transport", "socket transport: refused a connection from {}: {why}", w.from);
-                    continue;
-                }
-                Progress::Authenticated(c) => c,
-            };
-            let Waiting { stream, from, .. } = waiting.swap_remove(i);
-            let pe = u32::from_le_bytes(claimed[..4].try_into().expect("4 bytes")) as usize;
-            let their_n = u32::from_le_bytes(claimed[4..8].try_into().expect("4 bytes")) as usize;
+        for peer in lobby.poll(listener, left.min(Duration::from_millis(50))) {
+            let pe = u32::from_le_bytes(peer.claim[..4].try_into().expect("4 bytes")) as usize;
+            let their_n =
+                u32::from_le_bytes(peer.claim[4..8].try_into().expect("4 bytes")) as usize;
             if their_n != n || !expected.contains(&pe) {
                 tracing::warn!(
                     target: "init::transport",
-                    "socket transport: connection from {from} claims PE {pe} of {their_n}, but PE {me} of {n} expects PEs {expected:?}; closed"
+                    "socket transport: connection from {} claims PE {pe} of {their_n}, but PE {me} of {n} expects PEs {expected:?}; closed",
+                    peer.peer
                 );
                 continue;
             }
             expected.retain(|&p| p != pe);
-            streams[pe] = Some(stream);
-        }
-        if fds[0].revents != 0 {
-            accept_all(listener, &mut waiting, limit)?;
+            streams[pe] = Some(peer.stream);
         }
     }
     Ok(())
-}
-
-fn pollfd(fd: i32) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
-}
-
-/// Accepts every queued connection into `waiting`, letting the oldest go beyond `limit`.
-fn accept_all(listener: &TcpListener, waiting: &mut Vec<Waiting>, limit: usize) -> Result<()> {
-    loop {
-        match listener.accept() {
-            Ok((stream, from)) => {
-                if stream.set_nonblocking(true).is_err() {
-                    continue;
-                }
-                if waiting.len() >= limit {
-                    let old = waiting.remove(0);
-                    tracing::debug!(target: "init::transport", "socket transport: let {} go before its handshake to make room", old.from);
-                }
-                let deadline = Instant::now() + HELLO_TIMEOUT;
-                waiting.push(Waiting {
-                    stream,
-                    from,
-                    handshake: ServerHandshake::new(Protocol::SocketTransport, deadline),
-                });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io("socket transport: accept", e)),
-        }
-    }
 }
 
 /// Connects to `peer`, retrying refusals until `deadline`.
