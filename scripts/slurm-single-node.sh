@@ -79,7 +79,9 @@ SlurmdPidFile=$dir/slurmd.pid
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
-MpiParams=ports=40000-40999
+# Step ports outside Linux's ephemeral range (32768-60999): a client socket of another
+# test can then never hold the port a step's rank 0 must bind.
+MpiParams=ports=61000-61999
 ReturnToService=2
 NodeName=$node CPUs=$cpus State=UNKNOWN
 PartitionName=symmem Nodes=$node Default=YES OverSubscribe=YES State=UP
