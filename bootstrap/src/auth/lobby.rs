@@ -208,7 +208,9 @@ impl Lobby {
             Progress::Waiting => None,
             Progress::Failed(why) => {
                 let w = self.waiting.swap_remove(i);
-                if why.starts_with("closed without") {
+                // A client that closes mid-handshake is a stranger probing, or a process
+                // of the job that found this is not its rendezvous (an earlier init's).
+                if why.starts_with("closed") {
                     tracing::debug!(peer = %w.peer, "{} connection {why}", self.what);
                 } else {
                     tracing::warn!(peer = %w.peer, "refused a {} connection from {}: {why}", self.what, w.peer);
