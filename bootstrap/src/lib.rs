@@ -13,7 +13,8 @@
 //!   communicator.
 //!
 //! Every blocking call has a deadline. When a peer never arrives or dies, the error names
-//! the rank(s) instead of hanging.
+//! the rank(s) instead of hanging; a peer whose host dies or is cut off is noticed within
+//! the dead-peer time ([`net`]).
 
 pub mod auth;
 pub mod duration;
@@ -24,6 +25,7 @@ pub mod fault;
 pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod net;
 pub mod node;
 pub mod pmi;
 pub mod pmix;
@@ -34,6 +36,7 @@ mod unique_id;
 pub mod wire;
 
 pub use error::BootstrapError;
+pub use net::{detect_dead_peer, DEAD_PEER_TIMEOUT_VAR, DEFAULT_DEAD_PEER_TIMEOUT};
 pub use node::LauncherNode;
 pub use select::{decide, from_env, BootstrapChoice, Decision, LaunchEnv, Plan};
 pub use unique_id::{advertised_ip, random_nonce, UniqueId};

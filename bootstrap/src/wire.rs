@@ -416,7 +416,12 @@ pub fn recv_limited(
             }
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(BootstrapError::io(format!("reading from {peer}"), &e)),
+            Err(e) => {
+                return Err(BootstrapError::Io {
+                    context: format!("reading from {peer}"),
+                    message: crate::net::describe(&e),
+                })
+            }
         }
     }
     let proto = |detail: String| BootstrapError::Protocol {

@@ -38,6 +38,7 @@ fn main() -> ExitCode {
         "uid_root" => uid_root(&args[1..]),
         "uid_join" => uid_join(&args[1..]),
         "netns" => netns(&args[1..]),
+        "dead_host" => dead_host(&args[1..]),
         "init_error" => init_error(),
         "api_rma" => with_init(host_api::rma),
         "api_put_signal" => with_init(host_api::put_signal),
@@ -674,18 +675,7 @@ fn uid_run(rank: usize, n: usize, id: &symmem::UniqueId) -> Outcome {
 /// socket transport over the veth pair: the host API's RMA, put_signal, atomics and large
 /// put_signal scenarios, then a 1 MiB put read back with a get.
 fn netns(args: &[String]) -> Outcome {
-    let (rank, n, id) = match args {
-        [rank, n] if rank == "0" => {
-            let id = symmem::unique_id().map_err(e2s)?;
-            println!("UID {id}");
-            use std::io::Write;
-            std::io::stdout().flush().map_err(|e| e.to_string())?;
-            (0, n, id)
-        }
-        [rank, n] => (rank.parse().map_err(|_| "bad rank")?, n, uid_from_env()?),
-        _ => return Err("netns RANK N".into()),
-    };
-    let n: usize = n.parse().map_err(|_| "bad N")?;
+    let (rank, n, id) = uid_args("netns", args)?;
     let rt = symmem::init_with_unique_id(rank, n, &id).map_err(|e| format!("init: {e}"))?;
     let me = rt.my_pe();
     let node = rt.node_of(me).map_err(e2s)?.to_string();
@@ -731,6 +721,94 @@ fn netns(args: &[String]) -> Outcome {
     rt.finalize().map_err(e2s)?;
     println!("PE {me}: netns ok");
     Ok(())
+}
+
+/// `SCENARIO 0 N` creates a unique id and prints it as `UID <id>`; `SCENARIO RANK N UID`
+/// joins it. Returns (rank, N, id).
+fn uid_args(scenario: &str, args: &[String]) -> Result<(usize, usize, symmem::UniqueId), String> {
+    let (rank, n, id) = match args {
+        [rank, n] if rank == "0" => {
+            let id = symmem::unique_id().map_err(e2s)?;
+            println!("UID {id}");
+            use std::io::Write;
+            std::io::stdout().flush().map_err(|e| e.to_string())?;
+            (0, n, id)
+        }
+        [rank, n] => (rank.parse().map_err(|_| "bad rank")?, n, uid_from_env()?),
+        _ => {
+            return Err(format!(
+                "{scenario} RANK N (joining ranks: the id in {UID_VAR})"
+            ))
+        }
+    };
+    Ok((rank, n.parse().map_err(|_| "bad N")?, id))
+}
+
+/// Seconds since the Unix epoch, for lines a script compares with its own clock.
+fn epoch_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Several PEs per network namespace, the namespaces joined by a veth pair
+/// (scripts/test-dead-host.sh): `dead_host 0 N` / `dead_host RANK N UID` as for `netns`.
+/// Loops puts to every PE on another node, a quiet, a get and a barrier, until an
+/// operation fails; the script then cuts one node's link. Prints `PE r: running (...)`
+/// once the loop has started, and `PE r: ERROR at <epoch seconds> after round k: <error>`
+/// when it fails, then exits non-zero. It never ends on its own.
+fn dead_host(args: &[String]) -> Outcome {
+    let (rank, n, id) = uid_args("dead_host", args)?;
+    let rt = symmem::init_with_unique_id(rank, n, &id).map_err(|e| format!("init: {e}"))?;
+    let me = rt.my_pe();
+    let words = rt.calloc::<u64>(n).map_err(e2s)?;
+    let mut remote = Vec::new();
+    for pe in (0..n).filter(|&pe| pe != me) {
+        if rt.ptr(&words, pe).map_err(e2s)?.is_none() {
+            remote.push(pe);
+        }
+    }
+    ensure(!remote.is_empty(), || {
+        format!("PE {me}: every PE shares this node")
+    })?;
+    println!(
+        "PE {me}: running (node {}, local PEs {:?}, remote PEs {remote:?})",
+        rt.node_of(me).map_err(e2s)?,
+        rt.local_pes()
+    );
+    let mut round = 0u64;
+    let failed = loop {
+        round += 1;
+        let step = || -> Result<(), Error> {
+            for &pe in &remote {
+                rt.put(words.at(me), &[round], pe)?;
+            }
+            rt.quiet()?;
+            let mut got = [0u64];
+            rt.get(
+                words.at(me),
+                &mut got,
+                remote[(round as usize) % remote.len()],
+            )?;
+            rt.barrier_all()
+        };
+        if let Err(e) = step() {
+            break e;
+        }
+        if round.is_multiple_of(200) {
+            println!("PE {me}: round {round}");
+        }
+        // The loop need not be hot; a few PEs share the machine's cores.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    let line = format!(
+        "PE {me}: ERROR at {:.3} after round {round}: {failed}",
+        epoch_secs()
+    );
+    println!("{line}");
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    Err(line)
 }
 
 /// Fault tests place one PE's death at a point of init: `SYMMEM_TEST_VICTIM=<rank>` and

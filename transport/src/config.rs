@@ -17,6 +17,9 @@ pub struct TransportConfig {
     pub timeout: Option<Duration>,
     /// `SYMMEM_SOCKET_IFNAME`: the interface the socket transport listens on.
     pub socket_ifname: Option<String>,
+    /// `SYMMEM_DEAD_PEER_TIMEOUT`: how long a socket connection's peer may stay silent
+    /// before the connection fails (see [`symmem_bootstrap::net`]); `None` = off.
+    pub dead_peer_timeout: Option<Duration>,
     /// `SYMMEM_HCA_LIST`, parsed.
     pub hca_filter: HcaFilter,
     /// `SYMMEM_IB_GID_INDEX`; `None` = chosen per port.
@@ -39,6 +42,7 @@ impl TransportConfig {
             ordering_seed: None,
             timeout: None,
             socket_ifname: None,
+            dead_peer_timeout: Some(symmem_bootstrap::DEFAULT_DEAD_PEER_TIMEOUT),
             hca_filter: HcaFilter::default(),
             ib_gid_index: None,
             ib_qps_per_peer: 1,

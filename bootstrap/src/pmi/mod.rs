@@ -592,6 +592,7 @@ fn connect_port(addr: &str, deadline: Instant) -> Result<TcpStream, BootstrapErr
             match TcpStream::connect_timeout(a, left) {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
+                    crate::net::watch(&s, &format!("the PMI-1 connection to {a}"))?;
                     return Ok(s);
                 }
                 Err(e) => last = Some(e),

@@ -169,6 +169,7 @@ impl TcpBootstrap {
             pid: std::process::id(),
         };
         let stream = authenticate(addr, key, &claim, deadline, timeout)?;
+        crate::net::watch(&stream, &format!("the rendezvous connection to {addr}"))?;
         crate::fault::exit_point("rendezvous_join");
         let reader_stream = stream
             .try_clone()
@@ -307,7 +308,7 @@ fn server_lost(addr: &str, host_rank: Option<usize>, reason: String) -> Bootstra
         Some(rank) => BootstrapError::PeerFailed {
             rank,
             reason: format!(
-                "the rendezvous its process hosts at {addr} is gone ({reason}): the process exited or was killed"
+                "the rendezvous its process hosts at {addr} is gone ({reason}): the process exited or was killed, or its host is down or cut off"
             ),
         },
         None => BootstrapError::ServerLost {

@@ -22,7 +22,6 @@
 //! hundred bytes and no thread, under one deadline for its whole handshake.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -245,13 +244,34 @@ impl Group {
         self.failure.is_some()
     }
 
+    /// Sends `msg` to `rank`. Writes are bounded (see `net::watch_member`): a rank that
+    /// stops reading is cut off once it has accepted nothing for that long, and unless it
+    /// had said goodbye the group fails naming it, so that one stuck rank cannot hold up
+    /// the others. Other write errors mean the connection is gone, which its reader reports.
     fn send(&mut self, rank: usize, msg: &Msg) {
-        if let Some(m) = self.members[rank].as_mut().filter(|m| !m.closed) {
-            let frame = wire::encode(msg);
-            if let Err(e) = m.stream.write_all(&frame) {
+        let Some(m) = self.members[rank].as_mut().filter(|m| !m.closed) else {
+            return;
+        };
+        let bound = match crate::net::send_within(&m.stream, &wire::encode(msg)) {
+            Ok(()) => return,
+            Err(crate::net::SendError::Io(e)) => {
                 tracing::debug!(rank, "rendezvous send failed: {e}");
+                return;
             }
+            Err(crate::net::SendError::Stalled(bound)) => bound,
+        };
+        // A frame cut short leaves the connection unusable; closing it also ends its reader.
+        m.closed = true;
+        let _ = m.stream.shutdown(Shutdown::Both);
+        if m.said_goodbye {
+            return;
         }
+        let reason = format!(
+            "it accepted nothing the rendezvous sent it for {bound:?} ({} or SYMMEM_BOOTSTRAP_TIMEOUT, the shorter): the rendezvous cut it off so that it cannot stall the others",
+            crate::net::DEAD_PEER_TIMEOUT_VAR
+        );
+        tracing::warn!(rank, "rendezvous: rank {rank} failed: {reason}");
+        self.fail(BootstrapError::PeerFailed { rank, reason }, Some(rank));
     }
 
     /// Fails the group: every live member except `except` gets `err`.
@@ -488,6 +508,7 @@ impl Coordinator {
                 rank,
                 mut stream,
             } => {
+                crate::net::watch_member(&stream, rank, self.timeout);
                 let size = self.size;
                 let group = self
                     .groups

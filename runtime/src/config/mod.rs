@@ -106,6 +106,9 @@ pub struct Config {
     pub bootstrap_timeout: Duration,
     /// `SYMMEM_TIMEOUT`; `None` = no limit (`0`, or one year or more).
     pub timeout: Option<Duration>,
+    /// `SYMMEM_DEAD_PEER_TIMEOUT`: how long a TCP peer may stay silent before its
+    /// connection fails; `None` = detection off (`0`, or one year or more).
+    pub dead_peer_timeout: Option<Duration>,
     /// How long a device wait may last: `SYMMEM_TIMEOUT` when set, else
     /// [`DEFAULT_DEVICE_TIMEOUT`]; `None` = no limit.
     pub device_timeout: Option<Duration>,
@@ -184,6 +187,7 @@ impl Config {
             ordering_seed: self.ordering_seed,
             timeout: self.timeout,
             socket_ifname: self.socket_ifname.clone(),
+            dead_peer_timeout: self.dead_peer_timeout,
             hca_filter: self.hca_filter.clone(),
             ib_gid_index: self.ib_gid_index,
             ib_qps_per_peer: self.ib_qps_per_peer,
@@ -236,6 +240,10 @@ impl Config {
             })?,
             timeout,
             device_timeout,
+            dead_peer_timeout: r.parse_or_default(
+                symmem_bootstrap::DEAD_PEER_TIMEOUT_VAR,
+                symmem_bootstrap::net::parse_dead_peer_timeout,
+            )?,
             debug: r.choice("SYMMEM_DEBUG", LOG_LEVELS)?.to_string(),
             debug_subsys: r.parse_or_default("SYMMEM_DEBUG_SUBSYS", parse_subsystems)?,
             disable_p2p: r.flag("SYMMEM_DISABLE_P2P")?,
@@ -341,6 +349,11 @@ impl Config {
                 },
             ),
             ("SYMMEM_TIMEOUT", opt(self.timeout)),
+            (
+                "SYMMEM_DEAD_PEER_TIMEOUT",
+                self.dead_peer_timeout
+                    .map_or("0 (off)".to_string(), |d| d.as_secs_f64().to_string()),
+            ),
             ("SYMMEM_DEBUG", self.debug.clone()),
             ("SYMMEM_DEBUG_SUBSYS", list(&self.debug_subsys)),
             ("SYMMEM_DISABLE_P2P", (self.disable_p2p as u8).to_string()),
@@ -481,6 +494,8 @@ mod tests {
         let c = cfg(&[]).unwrap();
         assert_eq!(c.symmetric_size, 1 << 30);
         assert_eq!(c.bootstrap_timeout, Duration::from_secs(60));
+        assert_eq!(c.dead_peer_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(c.transport().dead_peer_timeout, c.dead_peer_timeout);
         assert_eq!(c.timeout, None);
         assert!(!c.disable_p2p);
         assert_eq!(c.exec_seed, None);
@@ -610,6 +625,8 @@ mod tests {
             ("SYMMEM_BOOTSTRAP", "carrier-pigeon"),
             ("SYMMEM_BOOTSTRAP_TIMEOUT", "-1"),
             ("SYMMEM_TIMEOUT", "soon"),
+            ("SYMMEM_DEAD_PEER_TIMEOUT", "soon"),
+            ("SYMMEM_DEAD_PEER_TIMEOUT", "0.5"),
             ("SYMMEM_DEBUG", "loud"),
             ("SYMMEM_DEBUG_SUBSYS", "init,gpu-magic"),
             ("SYMMEM_DISABLE_P2P", "maybe"),

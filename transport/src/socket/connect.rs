@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use symmem_bootstrap::auth::lobby::{Limits, Lobby};
 use symmem_bootstrap::auth::{self, HandshakeError, JobKey, Protocol};
+use symmem_bootstrap::detect_dead_peer;
 use symmem_sync::Backoff;
 
 use super::{Conn, Shared, SocketTransport, HELLO_TIMEOUT};
@@ -52,6 +53,7 @@ impl SocketTransport {
                     s.set_nodelay(true)
                         .and_then(|()| s.set_nonblocking(true))
                         .and_then(|()| s.set_read_timeout(None))
+                        .and_then(|()| detect_dead_peer(&s, setup.config.dead_peer_timeout))
                         .map_err(|e| init_error(me, pe, format!("configuring its socket: {e}")))?;
                     Some(Conn::new(pe, s))
                 }

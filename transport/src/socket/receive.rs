@@ -7,6 +7,7 @@
 
 use std::sync::atomic::Ordering;
 
+use symmem_bootstrap::net::describe;
 use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::{Opcode, Request};
 
@@ -80,7 +81,13 @@ impl Shared {
                     rx.emptied = k < free;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) => return Err(Stop::Failed(format!("reading from PE {}: {e}", c.pe))),
+                Err(e) => {
+                    return Err(Stop::Failed(format!(
+                        "reading from PE {}: {}",
+                        c.pe,
+                        describe(&e)
+                    )))
+                }
             }
         }
         Ok(true)
@@ -299,7 +306,13 @@ impl Shared {
                     };
                     return Ok(false);
                 }
-                Err(e) => return Err(Stop::Failed(format!("reading from PE {}: {e}", c.pe))),
+                Err(e) => {
+                    return Err(Stop::Failed(format!(
+                        "reading from PE {}: {}",
+                        c.pe,
+                        describe(&e)
+                    )))
+                }
             }
         }
         if let Dest::Staged { off, buf } = &dest {

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use symmem_bootstrap::net::describe;
 use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::Request;
 use symmem_sync::Backoff;
@@ -59,7 +60,7 @@ impl Shared {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
                 Err(e) => {
                     drop(q);
-                    c.fail(format!("writing to PE {}: {e}", c.pe));
+                    c.fail(format!("writing to PE {}: {}", c.pe, describe(&e)));
                     return true;
                 }
             }
@@ -99,7 +100,7 @@ impl Shared {
                     self.wait_writable(c, op, &mut started)?
                 }
                 Err(e) => {
-                    c.fail(format!("writing to PE {}: {e}", c.pe));
+                    c.fail(format!("writing to PE {}: {}", c.pe, describe(&e)));
                     return self.check(c, op);
                 }
             }
