@@ -195,6 +195,9 @@ for seed in 1 2; do
   )
 done
 
+step "a dead host: 2 nodes x 2 PEs in network namespaces, one node's link cut mid-loop; every PE must fail within the dead-peer time (3 s) plus 5 s, naming a PE of the other node"
+TEST_PE=target/debug/symmem-test-pe bash scripts/test-dead-host.sh
+
 step "the demo: hello on 4 self-launched PEs; from here on, the multi-PE suites under mpirun over the pmix bootstrap run in the background"
 # The pmix runs (2 and 4 PEs, no mpi feature) use the default build's test programs, so
 # they run beside the release builds of the next steps and the mpi build (their PEs
