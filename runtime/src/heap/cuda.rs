@@ -58,6 +58,38 @@ pub fn encode_vmm(chunks: &[usize]) -> Vec<u8> {
     v
 }
 
+/// The total length of a peer's VMM chunks, checked against the heap: no chunk is
+/// empty, the sum does not overflow, and it covers `len` bytes but no more than `len`
+/// rounded up to `granularity` (what [`CudaHeap::create`] allocates for `len`). `peer`
+/// names the sender in errors.
+pub fn checked_total(
+    peer: usize,
+    lengths: &[usize],
+    len: usize,
+    granularity: usize,
+) -> Result<usize> {
+    let refuse = |why: String| Error::Inconsistent {
+        what: "GPU heap description",
+        detail: format!("PE {peer} announced chunks {why}"),
+    };
+    if let Some(i) = lengths.iter().position(|&c| c == 0) {
+        return Err(refuse(format!("of which chunk {i} is empty")));
+    }
+    let total = lengths
+        .iter()
+        .try_fold(0usize, |sum, &c| sum.checked_add(c))
+        .ok_or_else(|| refuse(format!("{lengths:?}, whose total length would overflow")))?;
+    let most = len
+        .checked_next_multiple_of(granularity)
+        .ok_or_else(|| refuse(format!("for a heap of {len} bytes, which overflows")))?;
+    if !(len..=most).contains(&total) {
+        return Err(refuse(format!(
+            "of {total} bytes in all; expected {len}..={most} bytes (SYMMEM_SYMMETRIC_SIZE = {len} rounded up to the allocation granularity of {granularity} bytes)"
+        )));
+    }
+    Ok(total)
+}
+
 /// What a peer's description says about its heap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Description {
@@ -403,9 +435,15 @@ impl CudaHeap {
         self.fds.iter().map(|f| f.as_fd()).collect()
     }
 
-    /// Maps peer `peer`'s heap from its description and fds; returns its device address
-    /// in this context.
-    pub fn import(&mut self, peer: usize, description: &[u8], fds: Vec<OwnedFd>) -> Result<u64> {
+    /// Maps peer `peer`'s heap of `len` bytes from its description and fds; returns its
+    /// device address in this context.
+    pub fn import(
+        &mut self,
+        peer: usize,
+        description: &[u8],
+        fds: Vec<OwnedFd>,
+        len: usize,
+    ) -> Result<u64> {
         let gpu = &*self.gpu;
         gpu.bind()?;
         let pe = gpu.pe;
@@ -421,6 +459,7 @@ impl CudaHeap {
                         ),
                     });
                 }
+                let total = checked_total(peer, &lengths, len, self.granularity.max(1))?;
                 let mut handles = Vec::with_capacity(fds.len());
                 for (i, (fd, &clen)) in fds.iter().zip(&lengths).enumerate() {
                     use std::os::fd::AsRawFd;
@@ -444,7 +483,6 @@ impl CudaHeap {
                     }
                     handles.push((h, clen));
                 }
-                let total = lengths.iter().sum();
                 Range::map(
                     gpu,
                     total,
@@ -495,6 +533,44 @@ mod tests {
         assert!(chunk_lengths(round_up(3 << 30, odd), odd)
             .iter()
             .all(|c| c % odd == 0 && *c <= CHUNK));
+    }
+
+    /// A peer's chunk lengths that overflow when summed, exceed the heap, fall short of
+    /// it or include an empty chunk are refused, naming the peer.
+    #[test]
+    fn peer_chunk_lengths_are_checked_against_the_heap() {
+        let g = 2 << 20;
+        let len = (5 << 29) + 1;
+        let total = round_up(len, g);
+        let good = chunk_lengths(total, g);
+        assert_eq!(checked_total(1, &good, len, g).unwrap(), total);
+
+        let overflow = [usize::MAX, 2 * g];
+        let err = checked_total(2, &overflow, len, g).unwrap_err().to_string();
+        assert!(err.contains("PE 2") && err.contains("overflow"), "{err}");
+
+        let over = [1 << 30, 1 << 30, 1 << 30];
+        let err = checked_total(3, &over, len, g).unwrap_err().to_string();
+        assert!(
+            err.contains("PE 3")
+                && err.contains(&format!("{} bytes", 3usize << 30))
+                && err.contains(&format!("{len}..={total}")),
+            "{err}"
+        );
+
+        let short = [1 << 30, 1 << 30];
+        let err = checked_total(4, &short, len, g).unwrap_err().to_string();
+        assert!(
+            err.contains("PE 4") && err.contains(&format!("{} bytes", 2usize << 30)),
+            "{err}"
+        );
+
+        let empty = [0, 1 << 30, 1 << 30, (1 << 29) + g];
+        let err = checked_total(5, &empty, len, g).unwrap_err().to_string();
+        assert!(
+            err.contains("PE 5") && err.contains("chunk 0 is empty"),
+            "{err}"
+        );
     }
 
     #[test]

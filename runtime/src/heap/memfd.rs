@@ -1,6 +1,11 @@
 //! The symmetric heap in host memory: a memfd per PE, mapped shared by every same-node
 //! PE. Also the mapping type of the host control blocks, which live in a memfd on GPU PEs
 //! too.
+//!
+//! Every memfd is sealed at its size once created ([`SEALS`]), and a peer's memfd is
+//! checked for those seals and for exactly the expected size before it is mapped
+//! ([`check_import`]): a mapping past the end of a file raises SIGBUS on access, so a PE
+//! that could shrink its heap could crash every PE that maps it.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -8,12 +13,18 @@ use std::ptr::NonNull;
 
 use crate::error::{Error, Result};
 
-/// Creates an anonymous memory file of `len` bytes. It has no name in any filesystem, so
-/// it disappears with the last process that holds it, even when processes are killed.
+/// The seals every exported memfd carries: its size can no longer change, nor can its
+/// seals.
+pub const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
+/// Creates an anonymous memory file of `len` bytes, sealed with [`SEALS`]. It has no name
+/// in any filesystem, so it disappears with the last process that holds it, even when
+/// processes are killed.
 pub fn create_memfd(name: &str, len: usize) -> Result<OwnedFd> {
     let cname = CString::new(name).expect("memfd name has no NUL");
     // SAFETY: `cname` is a valid NUL-terminated string for the duration of the call.
-    let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+    let fd =
+        unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
     if fd < 0 {
         return Err(Error::last_os(format!("memfd_create({name})")));
     }
@@ -25,7 +36,76 @@ pub fn create_memfd(name: &str, len: usize) -> Result<OwnedFd> {
             "sizing the symmetric heap memfd to {len} bytes (SYMMEM_SYMMETRIC_SIZE)"
         )));
     }
+    // SAFETY: F_ADD_SEALS on a descriptor we own, created with MFD_ALLOW_SEALING.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, SEALS) } != 0 {
+        return Err(Error::last_os(format!(
+            "sealing the memfd {name} at {len} bytes ({})",
+            seal_names(SEALS)
+        )));
+    }
     Ok(fd)
+}
+
+/// `seals` as `F_SEAL_*` names joined by `|`, or `no seals`.
+fn seal_names(seals: libc::c_int) -> String {
+    const NAMES: [(libc::c_int, &str); 5] = [
+        (libc::F_SEAL_SHRINK, "F_SEAL_SHRINK"),
+        (libc::F_SEAL_GROW, "F_SEAL_GROW"),
+        (libc::F_SEAL_WRITE, "F_SEAL_WRITE"),
+        (libc::F_SEAL_FUTURE_WRITE, "F_SEAL_FUTURE_WRITE"),
+        (libc::F_SEAL_SEAL, "F_SEAL_SEAL"),
+    ];
+    let names: Vec<&str> = NAMES
+        .iter()
+        .filter(|(bit, _)| seals & bit != 0)
+        .map(|&(_, name)| name)
+        .collect();
+    if names.is_empty() {
+        "no seals".into()
+    } else {
+        names.join(" | ")
+    }
+}
+
+/// Checks that `fd`, which PE `peer` sent as its `what`, carries [`SEALS`] and is exactly
+/// `len` bytes long, so that mapping `len` bytes of it stays valid for as long as the
+/// mapping lives. The seals are checked first: once they hold, the size cannot change.
+pub fn check_import(fd: BorrowedFd<'_>, peer: usize, len: usize, what: &str) -> Result<()> {
+    let refuse = |why: String| {
+        Error::io(
+            format!("mapping PE {peer}'s {what}"),
+            std::io::Error::new(std::io::ErrorKind::InvalidData, why),
+        )
+    };
+    // SAFETY: F_GET_SEALS only reads the seals of a valid descriptor.
+    let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+    if seals < 0 {
+        let err = std::io::Error::last_os_error();
+        return Err(refuse(format!(
+            "its fd is not a sealable memfd (F_GET_SEALS: {err}); expected {}",
+            seal_names(SEALS)
+        )));
+    }
+    if seals & SEALS != SEALS {
+        return Err(refuse(format!(
+            "its fd carries seals {}, expected {}: PE {peer} could still resize it",
+            seal_names(seals),
+            seal_names(SEALS)
+        )));
+    }
+    // SAFETY: an all-zero stat is a valid out-parameter, filled by fstat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor and out-parameter.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(Error::last_os(format!("fstat of PE {peer}'s {what}")));
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_size as u64 != len as u64 {
+        return Err(refuse(format!(
+            "its fd is {} bytes (mode {:o}), expected {len} bytes in a regular memfd",
+            st.st_size, st.st_mode
+        )));
+    }
+    Ok(())
 }
 
 /// A shared read-write mapping of a whole memfd, unmapped on drop.
@@ -45,7 +125,8 @@ impl Mapping {
     /// Maps `len` bytes of `fd`, shared with every other process that maps it.
     pub fn map(fd: BorrowedFd<'_>, len: usize, what: &str) -> Result<Self> {
         // SAFETY: a fresh mapping at an address chosen by the kernel; `fd` is valid and at
-        // least `len` bytes long (checked by the caller through the exchanged size).
+        // least `len` bytes long, for good: this PE's own memfds are created and sealed at
+        // that size, and peers' pass `check_import` first.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -110,11 +191,127 @@ impl MemfdHeap {
         self.memfd.as_fd()
     }
 
-    /// Maps peer `peer`'s heap of `len` bytes; returns its address here.
+    /// Maps peer `peer`'s heap of `len` bytes, once its memfd passed [`check_import`];
+    /// returns its address here.
     pub fn import(&mut self, peer: usize, fd: BorrowedFd<'_>, len: usize) -> Result<u64> {
+        check_import(fd, peer, len, "symmetric heap")?;
         let m = Mapping::map(fd, len, &format!("PE {peer}'s symmetric heap"))?;
         let base = m.base().as_ptr() as u64;
         self.peers.push(m);
         Ok(base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memfd of `len` bytes created with `flags` and sealed with `seals` (none if 0).
+    fn raw_memfd(flags: libc::c_uint, len: usize, seals: libc::c_int) -> OwnedFd {
+        // SAFETY: a valid NUL-terminated name.
+        let fd = unsafe { libc::memfd_create(c"symmem-test".as_ptr(), flags | libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+        // SAFETY: a fresh descriptor nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: resizing and sealing a memfd we own.
+        unsafe {
+            assert_eq!(libc::ftruncate(fd.as_raw_fd(), len as libc::off_t), 0);
+            if seals != 0 {
+                assert_eq!(libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals), 0);
+            }
+        }
+        fd
+    }
+
+    fn resize(fd: BorrowedFd<'_>, len: usize) -> std::io::Result<()> {
+        // SAFETY: ftruncate on a valid descriptor.
+        match unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
+
+    /// Nobody holding a heap's fd, this PE or a peer, can resize it.
+    #[test]
+    fn created_memfds_cannot_be_resized() {
+        let fd = create_memfd("symmem-test", 8192).unwrap();
+        for len in [0, 4096, 16384] {
+            let err = resize(fd.as_fd(), len).expect_err("a heap memfd was resized");
+            assert_eq!(err.raw_os_error(), Some(libc::EPERM), "{err}");
+        }
+    }
+
+    #[test]
+    fn import_maps_a_sealed_memfd_of_the_expected_size() {
+        let mut heap = MemfdHeap::create(0, 8192).unwrap();
+        let peer = MemfdHeap::create(1, 8192).unwrap();
+        let base = heap.import(1, peer.fd(), 8192).unwrap();
+        // SAFETY: both addresses map the same 8192-byte memfd.
+        unsafe {
+            (base as *mut u64).add(3).write_volatile(0xfeed);
+            assert_eq!((peer.base() as *const u64).add(3).read_volatile(), 0xfeed);
+        }
+    }
+
+    /// A memfd that cannot be sealed at all (no MFD_ALLOW_SEALING) is refused.
+    #[test]
+    fn import_refuses_an_unsealed_memfd() {
+        let mut heap = MemfdHeap::create(0, 8192).unwrap();
+        let fd = raw_memfd(0, 8192, 0);
+        let err = heap.import(4, fd.as_fd(), 8192).unwrap_err().to_string();
+        assert!(
+            err.contains("PE 4's symmetric heap")
+                && err.contains("F_SEAL_SEAL")
+                && err.contains("expected F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL"),
+            "{err}"
+        );
+    }
+
+    /// A memfd its sender could still shrink (and so SIGBUS every PE that maps it) is
+    /// refused, as is one whose seals could still be changed.
+    #[test]
+    fn import_refuses_a_shrinkable_or_unsealed_memfd() {
+        let mut heap = MemfdHeap::create(0, 8192).unwrap();
+        let shrinkable = raw_memfd(
+            libc::MFD_ALLOW_SEALING,
+            8192,
+            libc::F_SEAL_GROW | libc::F_SEAL_SEAL,
+        );
+        let err = heap
+            .import(2, shrinkable.as_fd(), 8192)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("PE 2") && err.contains("seals F_SEAL_GROW | F_SEAL_SEAL"),
+            "{err}"
+        );
+        let open = raw_memfd(
+            libc::MFD_ALLOW_SEALING,
+            8192,
+            libc::F_SEAL_SHRINK | libc::F_SEAL_GROW,
+        );
+        let err = heap.import(2, open.as_fd(), 8192).unwrap_err().to_string();
+        assert!(
+            err.contains("PE 2") && err.contains("seals F_SEAL_SHRINK | F_SEAL_GROW,"),
+            "{err}"
+        );
+    }
+
+    /// A sealed memfd of another size than the heap is refused before it is mapped.
+    #[test]
+    fn import_refuses_a_memfd_of_another_size() {
+        let mut heap = MemfdHeap::create(0, 8192).unwrap();
+        let small = create_memfd("symmem-test", 4096).unwrap();
+        let err = heap.import(5, small.as_fd(), 8192).unwrap_err().to_string();
+        assert!(
+            err.contains("PE 5") && err.contains("4096 bytes") && err.contains("expected 8192"),
+            "{err}"
+        );
+        let big = create_memfd("symmem-test", 16384).unwrap();
+        let err = heap.import(5, big.as_fd(), 8192).unwrap_err().to_string();
+        assert!(
+            err.contains("16384 bytes") && err.contains("expected 8192"),
+            "{err}"
+        );
     }
 }

@@ -15,6 +15,7 @@
 pub mod cuda;
 mod fd_pass;
 mod memfd;
+mod peer_cred;
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
@@ -236,12 +237,13 @@ impl PendingHeap {
             Vec::new()
         };
         // Every listener exists since before the allgather, so these connects complete
-        // at once into the peers' backlogs.
+        // at once into the peers' backlogs (unless something else fills them: then they
+        // fail at the deadline).
         let streams = peers
             .iter()
-            .map(|&p| fd_pass::connect(self.job, p))
+            .map(|&p| fd_pass::connect(self.job, p, topo.pid(p), deadline))
             .collect::<Result<Vec<_>>>()?;
-        let pids: Vec<u32> = peers.iter().map(|&p| topo.pid(p)).collect();
+        let pids: Vec<(usize, u32)> = peers.iter().map(|&p| (p, topo.pid(p))).collect();
         {
             let (description, data_fds) = backend.export();
             let mut fds = vec![self.control_fd.as_fd()];
@@ -265,11 +267,7 @@ impl PendingHeap {
         for (stream, &p) in streams.iter().zip(&peers) {
             let (description, mut fds) = fd_pass::receive(stream, self.job, p, len, deadline)?;
             let control_fd = fds.remove(0);
-            let m = Mapping::map(
-                control_fd.as_fd(),
-                CONTROL_LEN,
-                &format!("PE {p}'s control block"),
-            )?;
+            let m = map_control(p, control_fd.as_fd())?;
             controls[p] = Some(m.base().cast());
             control_mappings.push(m);
             let (tag, rest) = description.split_first().unwrap_or((&0, &[]));
@@ -278,7 +276,7 @@ impl PendingHeap {
                     Some(h.import(p, fds[0].as_fd(), len)?)
                 }
                 #[cfg(feature = "cuda")]
-                (Backend::Cuda(h), b'c') if reachable(p) => Some(h.import(p, rest, fds)?),
+                (Backend::Cuda(h), b'c') if reachable(p) => Some(h.import(p, rest, fds, len)?),
                 #[cfg(feature = "cuda")]
                 (Backend::Cuda(_), b'c') => {
                     tracing::warn!(pe = me, peer = p, "no direct path to PE {p}'s GPU heap (its GPU is not peer-accessible from this one)");
@@ -314,6 +312,13 @@ impl PendingHeap {
     }
 }
 
+/// Maps `peer`'s control block from the memfd it sent, once it passed
+/// [`memfd::check_import`].
+fn map_control(peer: usize, fd: BorrowedFd<'_>) -> Result<Mapping> {
+    memfd::check_import(fd, peer, CONTROL_LEN, "control block")?;
+    Mapping::map(fd, CONTROL_LEN, &format!("PE {peer}'s control block"))
+}
+
 impl std::fmt::Debug for SymmetricHeap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SymmetricHeap")
@@ -339,4 +344,34 @@ pub fn check_sizes(sizes: &[usize]) -> Result<()> {
         what: "SYMMEM_SYMMETRIC_SIZE",
         detail,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsRawFd, FromRawFd};
+
+    /// A peer's control memfd that is not sealed (created without MFD_ALLOW_SEALING) is
+    /// refused before it is mapped, naming the peer.
+    #[test]
+    fn an_unsealed_control_memfd_is_refused() {
+        // SAFETY: a valid NUL-terminated name; the fd is fresh and owned below.
+        let fd = unsafe { libc::memfd_create(c"symmem-test-control".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0);
+        // SAFETY: a fresh descriptor nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: resizing a memfd we own.
+        assert_eq!(
+            unsafe { libc::ftruncate(fd.as_raw_fd(), CONTROL_LEN as libc::off_t) },
+            0
+        );
+        let err = map_control(3, fd.as_fd()).unwrap_err().to_string();
+        assert!(
+            err.contains("PE 3's control block") && err.contains("seals"),
+            "{err}"
+        );
+
+        let sealed = create_memfd("symmem-test-control", CONTROL_LEN).unwrap();
+        map_control(3, sealed.as_fd()).expect("a sealed control memfd of the right size maps");
+    }
 }
