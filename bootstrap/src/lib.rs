@@ -33,6 +33,7 @@ pub mod select;
 pub mod single;
 pub mod tcp;
 mod unique_id;
+pub mod vars;
 pub mod wire;
 
 pub use error::BootstrapError;

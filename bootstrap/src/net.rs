@@ -28,7 +28,7 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use crate::env::Lookup;
+use crate::vars::{process_env, Lookup};
 use crate::BootstrapError;
 
 /// The variable that sets the dead-peer time, in seconds.
@@ -153,7 +153,7 @@ fn option_name(name: libc::c_int) -> &'static str {
 /// Arms a bootstrap connection with the dead-peer time of this process's environment;
 /// `what` names the connection in the error. Returns that time (`None` = off).
 pub(crate) fn watch(stream: &TcpStream, what: &str) -> Result<Option<Duration>, BootstrapError> {
-    let dead_after = dead_peer_timeout(&crate::select::process_env)?;
+    let dead_after = dead_peer_timeout(&process_env)?;
     detect_dead_peer(stream, dead_after)
         .map_err(|e| BootstrapError::io(format!("arming dead-peer detection on {what}"), &e))?;
     Ok(dead_after)

@@ -40,6 +40,7 @@ use crate::pmi::{self, PmiEnv};
 use crate::pmix::{self, PmixEnv};
 use crate::single::SingleBootstrap;
 use crate::tcp::TcpBootstrap;
+use crate::vars::process_env;
 use crate::{Bootstrap, BootstrapError};
 
 /// The value of `SYMMEM_BOOTSTRAP`.
@@ -152,14 +153,6 @@ impl LaunchEnv {
             size,
         }))
     }
-}
-
-/// Reads a variable of this process's environment; blank counts as unset.
-pub fn process_env(var: &str) -> Option<String> {
-    std::env::var(var)
-        .ok()
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
 }
 
 /// Variables through which MPI launchers announce a job.

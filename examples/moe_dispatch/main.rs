@@ -20,7 +20,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use symmem::bootstrap::launcher::{self, LaunchOptions};
-use symmem::bootstrap::select::{decide, process_env};
+use symmem::bootstrap::select::decide;
+use symmem::bootstrap::vars::process_env;
 use symmem::bootstrap::Plan;
 use symmem::{Runtime, SelfLaunch};
 use symmem_example_kernels::PTX;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 
 use symmem::bootstrap::launcher::{self, LaunchOptions};
-use symmem::bootstrap::select::process_env;
+use symmem::bootstrap::vars::process_env;
 use symmem::bootstrap::{decide, Plan};
 use symmem::collectives::ReduceOp;
 use symmem::{Config, Runtime, SelfLaunch, SymBuf};

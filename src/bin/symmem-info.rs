@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use symmem::bootstrap::env::ENV_JOB_SECRET;
 use symmem::bootstrap::launcher::ENV_RANK;
-use symmem::bootstrap::select::process_env;
+use symmem::bootstrap::vars::process_env;
 use symmem::bootstrap::{decide, Plan};
 use symmem::config::{MemoryOrdering, VARIABLES};
 use symmem::SelfLaunch;

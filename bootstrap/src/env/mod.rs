@@ -81,8 +81,7 @@ impl std::fmt::Display for EnvSource {
     }
 }
 
-/// Reads one variable: `None` when unset or blank.
-pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub use crate::vars::Lookup;
 
 /// What one launcher says about this process.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,15 +1,13 @@
 //! Admitting ranks to the rendezvous: one thread accepts connections into a
 //! [`Lobby`] where they prove the job's key, then checks each rank's claim and hands its
-//! connection to a reader thread of its own (see [`super::server`]). Only authenticated
+//! connection on (the server gives each a reader thread of its own). Only authenticated
 //! ranks get a thread.
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::server::{serve_member, Event};
 use crate::auth::lobby::{Admitted, Limits, Lobby};
 use crate::auth::{JobKey, Protocol, CLAIM_LEN};
 use crate::wire::{self, Msg};
@@ -73,12 +71,12 @@ impl Claim {
 }
 
 /// Accepts connections on `listener` until `stop`, authenticates them, and hands each
-/// rank's connection to a reader thread that sends [`Event`]s on `tx`.
+/// rank's connection, with its claim and a connection number, to `admitted`.
 pub(super) fn accept_loop(
     listener: TcpListener,
     job: Admission,
-    tx: Sender<Event>,
     stop: Arc<AtomicBool>,
+    mut admitted: impl FnMut(u64, Claim, TcpStream),
 ) {
     let limits = Limits {
         waiting: MAX_UNAUTHENTICATED.max(job.size),
@@ -89,8 +87,8 @@ pub(super) fn accept_loop(
     let mut next_conn = 0u64;
     while !stop.load(Ordering::Relaxed) {
         for rank in lobby.poll(&listener, POLL_SLICE) {
-            if let Some(member) = check_claim(rank, job.size) {
-                start_reader(next_conn, member, &tx);
+            if let Some((claim, stream)) = check_claim(rank, job.size) {
+                admitted(next_conn, claim, stream);
                 next_conn += 1;
             }
         }
@@ -124,20 +122,6 @@ fn check_claim(rank: Admitted, size: usize) -> Option<(Claim, TcpStream)> {
         .and_then(|()| stream.set_write_timeout(Some(Duration::from_millis(200))));
     let _ = wire::send(&mut stream, &Msg::Error(err));
     None
-}
-
-/// Starts the reader thread of an authenticated rank's connection.
-fn start_reader(conn: u64, (claim, stream): (Claim, TcpStream), tx: &Sender<Event>) {
-    let tx = tx.clone();
-    let spawned = std::thread::Builder::new()
-        .name(format!("symmem-rdv-conn{conn}"))
-        .spawn(move || serve_member(conn, stream, claim, tx));
-    if let Err(e) = spawned {
-        tracing::error!(
-            "cannot spawn a rendezvous reader for rank {}: {e}",
-            claim.rank
-        );
-    }
 }
 
 #[cfg(test)]

@@ -34,8 +34,8 @@ use crate::auth::JobKey;
 use crate::wire::{self, CollOp, Msg, Recv};
 use crate::{fmt_ranks, BootstrapError};
 
-/// What the admission and reader threads tell the coordinator.
-pub(super) enum Event {
+/// What the reader threads and the server's owner tell the coordinator.
+enum Event {
     Joined {
         conn: u64,
         session: u64,
@@ -96,7 +96,14 @@ impl RendezvousServer {
             let (tx, stop) = (tx.clone(), stop.clone());
             std::thread::Builder::new()
                 .name("symmem-rdv-accept".into())
-                .spawn(move || accept_loop(listener, Admission { key, size, timeout }, tx, stop))
+                .spawn(move || {
+                    accept_loop(
+                        listener,
+                        Admission { key, size, timeout },
+                        stop,
+                        |conn, claim, stream| start_reader(conn, claim, stream, &tx),
+                    )
+                })
                 .map_err(|e| BootstrapError::io("spawning the rendezvous acceptor", &e))?
         };
         let coordinator = std::thread::Builder::new()
@@ -155,8 +162,22 @@ impl Drop for RendezvousServer {
     }
 }
 
+/// Starts the reader thread of an authenticated rank's connection.
+fn start_reader(conn: u64, claim: Claim, stream: TcpStream, tx: &Sender<Event>) {
+    let tx = tx.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("symmem-rdv-conn{conn}"))
+        .spawn(move || serve_member(conn, stream, claim, tx));
+    if let Err(e) = spawned {
+        tracing::error!(
+            "cannot spawn a rendezvous reader for rank {}: {e}",
+            claim.rank
+        );
+    }
+}
+
 /// Forwards an authenticated rank's frames to the coordinator until the connection ends.
-pub(super) fn serve_member(conn: u64, mut stream: TcpStream, claim: Claim, tx: Sender<Event>) {
+fn serve_member(conn: u64, mut stream: TcpStream, claim: Claim, tx: Sender<Event>) {
     let rank = claim.rank as usize;
     let configured = stream
         .set_nonblocking(false)
