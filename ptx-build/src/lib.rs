@@ -309,6 +309,8 @@ pub fn embed_from_build_script() {
                 );
             }
             write("symmem.ptx", "");
+            // `embedded_ptx!` includes the cubin too: an empty one is "none built".
+            write("symmem.cubin", "");
             write("symmem-ptx-arch", EMBED_ARCH);
             write("symmem-ptx-missing", &why);
         }
