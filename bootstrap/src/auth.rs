@@ -347,9 +347,10 @@ impl ServerHandshake {
         self.deadline
     }
 
-    /// Reads what has arrived on `s` (non-blocking) and moves the handshake on: answers a
-    /// complete hello (proving `key`), checks a complete proof.
-    pub fn progress(&mut self, s: &mut TcpStream, key: &JobKey) -> Progress {
+    /// Reads what has arrived on `s` (a non-blocking socket, or any stream that reports
+    /// [`io::ErrorKind::WouldBlock`] when it has nothing) and moves the handshake on:
+    /// answers a complete hello (proving `key`), checks a complete proof.
+    pub fn progress(&mut self, s: &mut (impl Read + Write), key: &JobKey) -> Progress {
         loop {
             let want = if self.server_nonce.is_none() {
                 HELLO_LEN

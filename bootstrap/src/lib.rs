@@ -22,6 +22,9 @@ pub mod env;
 pub mod error;
 #[doc(hidden)]
 pub mod fault;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi;

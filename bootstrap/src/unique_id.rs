@@ -265,4 +265,43 @@ mod tests {
             "{err}"
         );
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Texts near the unique id's form: its prefix, an address, a port and hex digits,
+        /// each possibly mangled.
+        fn near_id() -> impl Strategy<Value = String> {
+            (
+                prop_oneof![Just(PREFIX.to_string()), "symmem-uid-v[0-9]", ".{0,12}"],
+                prop_oneof![
+                    any::<[u8; 4]>().prop_map(|o| std::net::Ipv4Addr::from(o).to_string()),
+                    any::<[u16; 8]>().prop_map(|s| std::net::Ipv6Addr::from(s).to_string()),
+                    "[0-9a-f.:\\[\\]]{0,20}",
+                ],
+                prop_oneof![
+                    any::<u16>().prop_map(|p| p.to_string()),
+                    "[0-9]{0,7}",
+                    ".{0,3}"
+                ],
+                prop_oneof!["[0-9a-f]{64}", "[0-9a-fA-FxX]{0,70}", ".{0,70}"],
+            )
+                .prop_map(|(prefix, ip, port, secret)| format!("{prefix}:{ip}:{port}:{secret}"))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1024))]
+
+            /// Any text parses or is refused, and what parses prints back to itself.
+            #[test]
+            fn arbitrary_text_never_panics(text in prop_oneof![".{0,120}", near_id()]) {
+                if let Ok(id) = text.parse::<UniqueId>() {
+                    let again: UniqueId = id.to_string().parse().unwrap();
+                    prop_assert_eq!(again.addr, id.addr);
+                    prop_assert_eq!(again.secret, id.secret);
+                }
+            }
+        }
+    }
 }

@@ -12,6 +12,9 @@ mod counters;
 pub mod cuda;
 mod error;
 pub mod executor;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod health;
 mod heap;
 mod init;

@@ -38,6 +38,9 @@ mod connect;
 mod counted;
 mod direct;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "ib")]
 mod ib;
 pub mod int;

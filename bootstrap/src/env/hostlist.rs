@@ -216,4 +216,26 @@ mod tests {
         assert!(first_host("").is_err());
         assert!(first_host("n[1-").is_err());
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1024))]
+
+            /// Any text expands or is refused, and `first_host` names the first host of
+            /// every list that expands.
+            #[test]
+            fn arbitrary_lists_never_panic(
+                list in prop_oneof![".{0,60}", "[a-c0-9,\\[\\]\\- ]{0,40}"],
+            ) {
+                let first = first_host(&list);
+                if let Ok(hosts) = expand(&list) {
+                    prop_assert!(hosts.len() <= MAX_HOSTS);
+                    prop_assert_eq!(first.as_ref(), Ok(&hosts[0]));
+                }
+            }
+        }
+    }
 }

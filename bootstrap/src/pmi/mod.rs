@@ -780,5 +780,53 @@ pub fn join(
     Ok(joined)
 }
 
+/// Runs the client side of a whole session against `server`, the bytes a PMI server
+/// sends (then closes): the `PMI_ID` handshake, init, maxes, KVS name, the process
+/// mapping, a put, a barrier, a get of a rank-0 rendezvous and finalize, as rank 1 of the
+/// job would; stops at the first error. For fuzzing and property tests of the reply
+/// parser: whatever `server` holds must end in an error or a session, never a panic.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn replay(server: &[u8]) -> Result<(), BootstrapError> {
+    let (mine, mut theirs) =
+        UnixStream::pair().map_err(|e| BootstrapError::io("socketpair", &e))?;
+    // The socket's buffer holds this much at once; the server never reads.
+    let server = &server[..server.len().min(64 << 10)];
+    theirs
+        .write_all(server)
+        .and_then(|()| theirs.shutdown(std::net::Shutdown::Write))
+        .map_err(|e| BootstrapError::io("writing the server's bytes", &e))?;
+    let timeout = Duration::from_secs(5);
+    let client = PmiClient::over(
+        Box::new(mine),
+        "replay",
+        timeout,
+        crate::duration::deadline_after(timeout),
+    );
+    let env = PmiEnv {
+        endpoint: Endpoint::Port {
+            addr: "replay".into(),
+            id: Some(1),
+        },
+        rank: None,
+        size: None,
+        vars: "replay".into(),
+        slurm_node: None,
+    };
+    let mut session = Session::open(client, &env)?;
+    session.launcher_node(None)?;
+    let (maxes, kvsname) = (session.maxes, session.kvsname.clone());
+    session
+        .client
+        .put(&maxes, &kvsname, "replay-key", "replay-value")?;
+    session.client.barrier()?;
+    let text = session
+        .client
+        .get(&maxes, &kvsname, &format!("{RENDEZVOUS_KEY}-0"))?;
+    // Rank 0's rendezvous is parsed too: a bad one is an error, as in `exchange`.
+    text.parse::<UniqueId>()
+        .map_err(|e| session.client.garbage("get", &e.to_string()))?;
+    session.client.finalize()
+}
+
 #[cfg(test)]
 mod tests;

@@ -553,3 +553,82 @@ fn without_a_usable_process_mapping_the_slurm_node_is_used() {
     ]);
     assert_eq!(pmi_env(&get).unwrap().unwrap().slurm_node, Some(slurm));
 }
+
+mod properties {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    /// A reply line: mostly well-formed words a PMI server sends, sometimes not.
+    fn line() -> impl Strategy<Value = String> {
+        let key = prop_oneof![
+            Just("cmd"),
+            Just("rc"),
+            Just("msg"),
+            Just("size"),
+            Just("rank"),
+            Just("kvsname"),
+            Just("kvsname_max"),
+            Just("keylen_max"),
+            Just("vallen_max"),
+            Just("value"),
+        ];
+        let value = prop_oneof![
+            Just("initack".to_string()),
+            Just("set".to_string()),
+            Just("response_to_init".to_string()),
+            Just("maxes".to_string()),
+            Just("my_kvsname".to_string()),
+            Just("put_result".to_string()),
+            Just("barrier_out".to_string()),
+            Just("get_result".to_string()),
+            Just("finalize_ack".to_string()),
+            Just("0".to_string()),
+            "[0-9]{1,22}",
+            "[ -~]{0,12}",
+        ];
+        prop_oneof![
+            4 => vec((key, value).prop_map(|(k, v)| format!("{k}={v}")), 0..5)
+                .prop_map(|words| words.join(" ")),
+            1 => "[^\\n]{0,30}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Whatever a server answers, the session ends in an error or completes: never
+        /// a panic.
+        #[test]
+        fn arbitrary_replies_never_panic(
+            lines in vec(line(), 0..16),
+            bytes in vec(any::<u8>(), 0..100),
+        ) {
+            let _ = replay(&bytes);
+            let _ = replay((lines.join("\n") + "\n").as_bytes());
+        }
+    }
+
+    /// The replay reaches the end of a session when every reply is right.
+    #[test]
+    fn a_well_formed_session_replays_to_the_end() {
+        let id = format!("symmem-uid-v2:127.0.0.1:5:{}", "ab".repeat(32));
+        let replies = [
+            "cmd=initack",
+            "cmd=set size=2",
+            "cmd=set rank=1",
+            "cmd=set debug=0",
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0",
+            "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024",
+            "cmd=my_kvsname kvsname=kvs_1",
+            "cmd=get_result rc=0 value=(vector,(0,2,1))",
+            "cmd=put_result rc=0",
+            "cmd=barrier_out",
+            &format!("cmd=get_result rc=0 value={id}"),
+            "cmd=finalize_ack",
+        ];
+        replay((replies.join("\n") + "\n").as_bytes()).unwrap();
+        let err = replay(b"cmd=initack\ncmd=set size=2\n").unwrap_err();
+        assert!(err.to_string().contains("closed the connection"), "{err}");
+    }
+}

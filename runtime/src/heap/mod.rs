@@ -13,7 +13,7 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
-mod fd_pass;
+pub(crate) mod fd_pass;
 mod memfd;
 mod peer_cred;
 

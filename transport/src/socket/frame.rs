@@ -190,7 +190,7 @@ pub(super) fn two_u64(a: u64, b: u64) -> [u8; 16] {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use symmem_device::SignalOp;
 
@@ -259,5 +259,183 @@ mod tests {
         let e = Answer::Flushed.check_response(5, 0).unwrap_err();
         assert!(e.ends_with("which awaits a FLUSHED"), "{e}");
         assert_eq!(Answer::to(&Request::put(1, 0, 0, 8)), None);
+    }
+
+    /// Property tests: what the checks let through, and frames read back as written.
+    pub(in crate::socket) mod properties {
+        use super::*;
+        use crate::interface::HeapRegion;
+        use crate::socket::tests::{read_frame, with_client};
+        use crate::target::Target;
+        use proptest::prelude::*;
+
+        /// A heap offset near `heap`'s bounds, or anywhere.
+        fn offset(heap: u64) -> impl Strategy<Value = u64> {
+            prop_oneof![
+                0..heap + 16,
+                heap.saturating_sub(16)..heap + 16,
+                u64::MAX - 16..=u64::MAX,
+                any::<u64>(),
+            ]
+        }
+
+        /// A request as a peer may send it to a PE with a `heap`-byte heap: mostly
+        /// near-valid fields, some anything.
+        pub(in crate::socket) fn request(heap: u64) -> impl Strategy<Value = Request> {
+            (
+                prop_oneof![4 => 1..=5u8, 1 => any::<u8>()],
+                prop_oneof![Just(4u8), Just(8), any::<u8>()],
+                prop_oneof![4 => 0..=7u8, 1 => any::<u8>()],
+                prop_oneof![4 => 0..=1u8, 1 => any::<u8>()],
+                prop_oneof![0..=heap + 16, any::<u64>()],
+                offset(heap),
+                offset(heap),
+                any::<u64>(),
+                any::<u64>(),
+                1..=3u64,
+                0..=1u64,
+            )
+                .prop_map(
+                    |(
+                        opcode,
+                        width,
+                        amo,
+                        signal_op,
+                        len,
+                        remote,
+                        signal,
+                        value,
+                        compare,
+                        tag,
+                        local,
+                    )| {
+                        Request {
+                            opcode,
+                            width,
+                            amo,
+                            signal_op,
+                            pe: 0,
+                            len,
+                            remote,
+                            local,
+                            signal,
+                            value,
+                            compare,
+                            tag,
+                        }
+                    },
+                )
+        }
+
+        const KINDS: [Kind; 7] = [
+            Kind::Hello,
+            Kind::Request,
+            Kind::Response,
+            Kind::Flush,
+            Kind::Flushed,
+            Kind::Goodbye,
+            Kind::Refused,
+        ];
+
+        /// A frame kind and a body length that kind may have.
+        fn kind_and_len() -> impl Strategy<Value = (Kind, usize)> {
+            proptest::sample::select(KINDS.to_vec()).prop_flat_map(|kind| {
+                let len = match kind {
+                    Kind::Hello => Just(16).boxed(),
+                    Kind::Request => (REQUEST_LEN..=MAX_BODY).boxed(),
+                    Kind::Response => (16..=16 + MAX_CHUNK).boxed(),
+                    Kind::Flush | Kind::Flushed => Just(8).boxed(),
+                    Kind::Goodbye => Just(0).boxed(),
+                    Kind::Refused => (0..=MAX_REASON).boxed(),
+                };
+                (Just(kind), len)
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(4096))]
+
+            /// A request that passes `Target::check` and `check_request_len` (its body
+            /// length as a checked header allows) touches only bytes inside the heap:
+            /// its data range, its AMO or signal word (aligned), and a put's payload is
+            /// exactly its data.
+            #[test]
+            fn a_checked_request_touches_only_the_heap(
+                (heap, req) in (0..4096u64).prop_flat_map(|h| (Just(h), request(h))),
+                payload in prop_oneof![Just(None), (0..=MAX_CHUNK).prop_map(Some)],
+            ) {
+                let target = Target::new(HeapRegion { base: 0x10_0000, len: heap as usize, host: true });
+                let body = REQUEST_LEN + payload.unwrap_or(usize::try_from(req.len).unwrap_or(MAX_BODY).min(MAX_CHUNK));
+                let Ok(op) = target.check(&req) else { return Ok(()) };
+                if check_request_len(&req, body).is_err() {
+                    return Ok(());
+                }
+                let inside = |off: u64, len: u64| off.checked_add(len).is_some_and(|end| end <= heap);
+                match op {
+                    Opcode::Put | Opcode::Get => prop_assert!(inside(req.remote, req.len)),
+                    Opcode::PutSignal => {
+                        prop_assert!(inside(req.remote, req.len));
+                        prop_assert!(inside(req.signal, 8) && req.signal % 8 == 0);
+                    }
+                    Opcode::Amo => {
+                        prop_assert!(req.width == 4 || req.width == 8);
+                        let width = u64::from(req.width);
+                        prop_assert!(inside(req.remote, width) && req.remote % width == 0);
+                    }
+                    Opcode::Signal => prop_assert!(inside(req.remote, 8) && req.remote % 8 == 0),
+                    Opcode::Fence | Opcode::Quiet => prop_assert!(false, "{op:?} passed the check"),
+                }
+                let want = if matches!(op, Opcode::Put | Opcode::PutSignal) { req.len } else { 0 };
+                prop_assert_eq!((body - REQUEST_LEN) as u64, want);
+                if op == Opcode::Get {
+                    prop_assert!(req.len <= MAX_CHUNK as u64);
+                }
+            }
+
+            /// A header reads back as the kind and length it was written with, for every
+            /// length its kind may have; any 12 bytes are a header or refused.
+            #[test]
+            fn headers_read_back_as_written((kind, len) in kind_and_len(), junk in any::<[u8; HEADER_LEN]>()) {
+                prop_assert_eq!(check_header(&header(kind, len)), Ok((kind, len)));
+                if let Ok((_, len)) = check_header(&junk) {
+                    prop_assert!(len <= MAX_BODY);
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            /// A request sent by the transport's encoder reads back from the socket as
+            /// that request (its id in `tag`, only whether a value is wanted in `local`)
+            /// followed by its payload.
+            #[test]
+            fn a_sent_request_reads_back_as_sent(
+                mut req in request(1 << 16),
+                payload in proptest::collection::vec(any::<u8>(), 0..200),
+            ) {
+                req.opcode = req.opcode % 5 + 1;
+                // The issuing side splits gets into chunks: one never waits for more.
+                if req.opcode() == Some(Opcode::Get) {
+                    req.len %= MAX_CHUNK as u64 + 1;
+                }
+                let payload = if matches!(req.opcode(), Some(Opcode::Put | Opcode::PutSignal)) {
+                    req.len = payload.len() as u64;
+                    payload
+                } else {
+                    Vec::new()
+                };
+                let mut heap = [0u64; 1];
+                let (sh, mut client) = with_client(&mut heap);
+                let c = sh.conn(1).unwrap();
+                sh.send_request(c, "test", req, &payload).unwrap();
+                let (kind, body) = read_frame(&mut client);
+                prop_assert_eq!(kind, Kind::Request);
+                let got: Request = bytemuck::pod_read_unaligned(&body[..REQUEST_LEN]);
+                let want = Request { tag: got.tag, local: req.returns_data() as u64, ..req };
+                prop_assert_eq!(got, want);
+                prop_assert_eq!(&body[REQUEST_LEN..], &payload[..]);
+            }
+        }
     }
 }

@@ -48,6 +48,8 @@ mod connect;
 mod flow;
 mod frame;
 mod receive;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod replay;
 mod send;
 mod sys;
 
