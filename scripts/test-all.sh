@@ -142,10 +142,14 @@ export SYMMEM_PTX_CHECK_ARCHS=sm_80
 # Open MPI refuses to run as root without these; tests run 4 PEs on 2 cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
-step "format and lints"
+step "format and lints (the workspace, and the fuzz targets)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --workspace --all-targets --features mpi -- -D warnings
+# The fuzz targets (their own package, run by scripts/fuzz.sh) must keep compiling; their
+# decoders need no kernels, so no PTX is built for them.
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+SYMMEM_SKIP_PTX=1 CARGO_TARGET_DIR=target/fuzz-check cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
 step "the book (docs/): mdbook builds it without a warning; its Rust samples compile as doctests of the facade crate (src/lib.rs), tests/book.rs checks the README against it"
 if [ ! -x target/tools/bin/mdbook ]; then
