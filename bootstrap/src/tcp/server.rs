@@ -527,101 +527,10 @@ impl Coordinator {
                 conn,
                 session,
                 rank,
-                mut stream,
-            } => {
-                crate::net::watch_member(&stream, rank, self.timeout);
-                let size = self.size;
-                let group = self
-                    .groups
-                    .entry(session)
-                    .or_insert_with(|| Group::new(size));
-                if group.members[rank].is_some() {
-                    let err = BootstrapError::Protocol {
-                        peer: "rendezvous server".into(),
-                        detail: format!("rank {rank} joined twice (session {session})"),
-                    };
-                    let _ = wire::send(&mut stream, &Msg::Error(err));
-                    let _ = stream.shutdown(Shutdown::Both);
-                    return;
-                }
-                group.members[rank] = Some(Member {
-                    stream,
-                    conn,
-                    said_goodbye: false,
-                    closed: false,
-                });
-                self.conns.insert(conn, (session, rank));
-                if let Some((dead, reason)) = self.dead.iter().find(|(r, _)| *r != rank) {
-                    let err = BootstrapError::PeerFailed {
-                        rank: *dead,
-                        reason: reason.clone(),
-                    };
-                    group.send(rank, &Msg::Error(err));
-                    return;
-                }
-                if let Some(err) = group.failure.clone() {
-                    // A rank that joins after the group failed (e.g. a rank died while the
-                    // others were still starting) learns why instead of waiting for ready.
-                    group.send(rank, &Msg::Error(err));
-                    return;
-                }
-                if group.missing_members().is_empty() && !group.ready && !group.failed() {
-                    group.ready = true;
-                    for r in 0..size {
-                        group.send(r, &Msg::Ready);
-                    }
-                }
-            }
-            Event::Frame { conn, msg } => {
-                let Some(&(session, rank)) = self.conns.get(&conn) else {
-                    return;
-                };
-                let Some(group) = self.groups.get_mut(&session) else {
-                    return;
-                };
-                match msg {
-                    Msg::Coll {
-                        seq,
-                        op,
-                        root,
-                        parts,
-                    } => group.contribute(rank, seq, op, root, parts),
-                    Msg::Goodbye => {
-                        if let Some(m) = group.members[rank].as_mut() {
-                            m.said_goodbye = true;
-                        }
-                    }
-                    Msg::Abort { reason } => group.fail(
-                        BootstrapError::PeerFailed {
-                            rank,
-                            reason: format!("aborted: {reason}"),
-                        },
-                        Some(rank),
-                    ),
-                    other => group.fail(
-                        BootstrapError::Protocol {
-                            peer: format!("rank {rank}"),
-                            detail: format!("unexpected message {other:?}"),
-                        },
-                        None,
-                    ),
-                }
-            }
-            Event::Closed { conn, reason } => {
-                let Some((session, rank)) = self.conns.remove(&conn) else {
-                    return;
-                };
-                let Some(group) = self.groups.get_mut(&session) else {
-                    return;
-                };
-                let Some(m) = group.members[rank].as_mut().filter(|m| m.conn == conn) else {
-                    return;
-                };
-                m.closed = true;
-                if !m.said_goodbye {
-                    group.fail(BootstrapError::PeerFailed { rank, reason }, Some(rank));
-                }
-            }
+                stream,
+            } => self.joined(conn, session, rank, stream),
+            Event::Frame { conn, msg } => self.frame(conn, msg),
+            Event::Closed { conn, reason } => self.closed(conn, reason),
             Event::LauncherFailure { rank, reason } => {
                 for group in self.groups.values_mut() {
                     let err = BootstrapError::PeerFailed {
@@ -633,6 +542,107 @@ impl Coordinator {
                 self.dead.push((rank, reason));
             }
             Event::Shutdown { .. } => {}
+        }
+    }
+
+    /// Rank `rank` joined group `session` on connection `conn`: it is told at once if
+    /// the group or the job already failed; the last rank to join makes the group ready.
+    fn joined(&mut self, conn: u64, session: u64, rank: usize, mut stream: TcpStream) {
+        crate::net::watch_member(&stream, rank, self.timeout);
+        let size = self.size;
+        let group = self
+            .groups
+            .entry(session)
+            .or_insert_with(|| Group::new(size));
+        if group.members[rank].is_some() {
+            let err = BootstrapError::Protocol {
+                peer: "rendezvous server".into(),
+                detail: format!("rank {rank} joined twice (session {session})"),
+            };
+            let _ = wire::send(&mut stream, &Msg::Error(err));
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
+        group.members[rank] = Some(Member {
+            stream,
+            conn,
+            said_goodbye: false,
+            closed: false,
+        });
+        self.conns.insert(conn, (session, rank));
+        if let Some((dead, reason)) = self.dead.iter().find(|(r, _)| *r != rank) {
+            let err = BootstrapError::PeerFailed {
+                rank: *dead,
+                reason: reason.clone(),
+            };
+            group.send(rank, &Msg::Error(err));
+            return;
+        }
+        if let Some(err) = group.failure.clone() {
+            // A rank that joins after the group failed (e.g. a rank died while the
+            // others were still starting) learns why instead of waiting for ready.
+            group.send(rank, &Msg::Error(err));
+            return;
+        }
+        if group.missing_members().is_empty() && !group.ready && !group.failed() {
+            group.ready = true;
+            for r in 0..size {
+                group.send(r, &Msg::Ready);
+            }
+        }
+    }
+
+    /// A frame from connection `conn`'s rank, for its group.
+    fn frame(&mut self, conn: u64, msg: Msg) {
+        let Some(&(session, rank)) = self.conns.get(&conn) else {
+            return;
+        };
+        let Some(group) = self.groups.get_mut(&session) else {
+            return;
+        };
+        match msg {
+            Msg::Coll {
+                seq,
+                op,
+                root,
+                parts,
+            } => group.contribute(rank, seq, op, root, parts),
+            Msg::Goodbye => {
+                if let Some(m) = group.members[rank].as_mut() {
+                    m.said_goodbye = true;
+                }
+            }
+            Msg::Abort { reason } => group.fail(
+                BootstrapError::PeerFailed {
+                    rank,
+                    reason: format!("aborted: {reason}"),
+                },
+                Some(rank),
+            ),
+            other => group.fail(
+                BootstrapError::Protocol {
+                    peer: format!("rank {rank}"),
+                    detail: format!("unexpected message {other:?}"),
+                },
+                None,
+            ),
+        }
+    }
+
+    /// Connection `conn` ended: unless its rank said goodbye, its group fails naming it.
+    fn closed(&mut self, conn: u64, reason: String) {
+        let Some((session, rank)) = self.conns.remove(&conn) else {
+            return;
+        };
+        let Some(group) = self.groups.get_mut(&session) else {
+            return;
+        };
+        let Some(m) = group.members[rank].as_mut().filter(|m| m.conn == conn) else {
+            return;
+        };
+        m.closed = true;
+        if !m.said_goodbye {
+            group.fail(BootstrapError::PeerFailed { rank, reason }, Some(rank));
         }
     }
 }
