@@ -21,6 +21,7 @@ unset CARGO_TARGET_DIR
 export RUSTC_BOOTSTRAP=1
 # The decoders need no GPU kernels: skip the nested PTX build of the runtime's.
 export SYMMEM_SKIP_PTX=1
+unset SYMMEM_REQUIRE_PTX
 
 if ! command -v cargo-fuzz >/dev/null; then
     echo "fuzz.sh: cargo-fuzz is not installed (cargo install cargo-fuzz)" >&2
