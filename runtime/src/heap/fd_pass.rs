@@ -313,7 +313,13 @@ pub fn receive(
     Ok((message[HEADER_LEN..].to_vec(), fds))
 }
 
-fn send_fds(stream: &UnixStream, payload: &[u8], fds: &[BorrowedFd<'_>], pid: u32) -> Result<()> {
+/// Sends `payload` with `fds` in one SCM_RIGHTS message to process `pid` (for the error).
+pub fn send_fds(
+    stream: &UnixStream,
+    payload: &[u8],
+    fds: &[BorrowedFd<'_>],
+    pid: u32,
+) -> Result<()> {
     let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
     let bytes = std::mem::size_of_val(raw.as_slice()) as u32;
     // SAFETY: CMSG_SPACE is a pure size computation.
