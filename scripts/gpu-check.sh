@@ -10,7 +10,8 @@
 #                                        (GPU_CHECK_TIMEOUT: seconds per check, 300;
 #                                        GPU_CHECKS: an extended regex; only checks whose
 #                                        name matches it run, 'none' runs none;
-#                                        GPU_PERF_ONLY: metrics for symmem-perf --only)
+#                                        GPU_PERF_ONLY: metrics for symmem-perf --only;
+#                                        GPU_PERF_ROUNDS: rounds of the perf rows, 1)
 #                                        on a machine with an NVIDIA GPU and only the driver:
 #                                        runs the checks on GPU PEs (SYMMEM_DEVICE=cuda) and
 #                                        prints one "N passed, N failed" line.
@@ -222,38 +223,53 @@ perf_rows() {
   fi
   local only=()
   [ -n "${GPU_PERF_ONLY:-}" ] && only=(--only "$GPU_PERF_ONLY")
-  timeout "${GPU_PERF_TIMEOUT:-600}" "$bin/symmem-perf" --pes 2 --json --reps 5 --iters "${GPU_PERF_ITERS:-5000}" "${only[@]}" > "$work/symmem.json" 2> "$work/symmem.err" ||
-    { echo "symmem-perf failed:"; tail -5 "$work/symmem.err"; }
-  # The stream rows again with helper kernels instead of stream memory operations.
-  SYMMEM_STREAM_MEMOPS=0 timeout "${GPU_PERF_TIMEOUT:-600}" "$bin/symmem-perf" --pes 2 --json --reps 5 --iters "${GPU_PERF_ITERS:-5000}" \
-    --only put_signal_pingpong_latency 2> /dev/null | grep '"stream"' | sed 's/^/without stream memops: /'
-  if [ -n "$nvcc_pid" ]; then
-    if wait "$nvcc_pid"; then
+  # NVSHMEM's program: compiling (nvcc_pid), built (nvshmem=1), or not there (empty).
+  local nvshmem=""
+  [ -z "$nvcc_pid" ] && echo "NVSHMEM comparison skipped: needs nvcc and the nvidia-nvshmem-cu13 wheel (python3 -c 'import nvidia.nvshmem')"
+  # GPU_PERF_ROUNDS rounds (default 1), each symmem-perf then NVSHMEM, each process with
+  # fresh allocations: a row that moves between rounds depends on where its words landed.
+  local round rounds=${GPU_PERF_ROUNDS:-1}
+  for round in $(seq 1 "$rounds"); do
+    [ "$rounds" -gt 1 ] && echo "--- round $round of $rounds"
+    local sj="$work/symmem-$round.json" nj="$work/nvshmem-$round.json"
+    # 1 GiB of heap: the rotating bandwidth rows move through two 256 MiB buffers per PE.
+    SYMMEM_SYMMETRIC_SIZE=1G timeout "${GPU_PERF_TIMEOUT:-600}" "$bin/symmem-perf" --pes 2 --json --reps 5 --iters "${GPU_PERF_ITERS:-5000}" "${only[@]}" > "$sj" 2> "$work/symmem-$round.err" ||
+      { echo "symmem-perf failed:"; tail -5 "$work/symmem-$round.err"; }
+    if [ "$round" = 1 ]; then
+      # The stream rows again with helper kernels instead of stream memory operations.
+      SYMMEM_STREAM_MEMOPS=0 timeout "${GPU_PERF_TIMEOUT:-600}" "$bin/symmem-perf" --pes 2 --json --reps 5 --iters "${GPU_PERF_ITERS:-5000}" \
+        --only put_signal_pingpong_latency 2> /dev/null | grep '"stream"' | sed 's/^/without stream memops: /'
+    fi
+    if [ -n "$nvcc_pid" ]; then
+      if wait "$nvcc_pid"; then
+        nvshmem=1
+      else
+        echo "NVSHMEM comparison not built (nvcc failed):"
+        tail -20 "$work/nvcc.log"
+      fi
+      nvcc_pid=""
+    fi
+    if [ -n "$nvshmem" ]; then
       rm -f "$work/uid"
       # Under MPS, NVSHMEM allows its full API to several PEs on one GPU only if their
       # MPS thread percentages add up to 100 or this is set; symmem's PEs run unlimited
       # too, so the comparison is like for like.
       export NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1
-      ( timeout "${GPU_PERF_TIMEOUT:-600}" "$work/nvshmem_perf" 0 2 "$work/uid" > "$work/nvshmem.json" 2> "$work/nvshmem0.err" ) &
+      ( timeout "${GPU_PERF_TIMEOUT:-600}" "$work/nvshmem_perf" 0 2 "$work/uid" > "$nj" 2> "$work/nvshmem0-$round.err" ) &
       local p0=$!
-      timeout "${GPU_PERF_TIMEOUT:-600}" "$work/nvshmem_perf" 1 2 "$work/uid" > /dev/null 2> "$work/nvshmem1.err"
-      wait $p0 || { echo "nvshmem_perf failed:"; tail -n 5 "$work/nvshmem0.err" "$work/nvshmem1.err"; }
-    else
-      echo "NVSHMEM comparison not built (nvcc failed):"
-      tail -20 "$work/nvcc.log"
+      timeout "${GPU_PERF_TIMEOUT:-600}" "$work/nvshmem_perf" 1 2 "$work/uid" > /dev/null 2> "$work/nvshmem1-$round.err"
+      wait $p0 || { echo "nvshmem_perf failed:"; tail -n 5 "$work/nvshmem0-$round.err" "$work/nvshmem1-$round.err"; }
     fi
-  else
-    echo "NVSHMEM comparison skipped: needs nvcc and the nvidia-nvshmem-cu13 wheel (python3 -c 'import nvidia.nvshmem')"
-  fi
-  # The side-by-side table of benches/peers (the same script as the host comparison; its
-  # --gpu rows can be merged with a host run's bench-results/peers-*.json, see its --help).
-  local gpu_json=("$work/symmem.json")
-  [ -s "$work/nvshmem.json" ] && gpu_json+=("$work/nvshmem.json")
-  if [ -s "$work/symmem.json" ]; then
-    python3 "$here/peers/table.py" --gpu "${gpu_json[@]}"
-  else
-    echo "no symmem-perf rows: no table"
-  fi
+    # The side-by-side table of benches/peers (the same script as the host comparison; its
+    # --gpu rows can be merged with a host run's bench-results/peers-*.json, see its --help).
+    local gpu_json=("$sj")
+    [ -s "$nj" ] && gpu_json+=("$nj")
+    if [ -s "$sj" ]; then
+      python3 "$here/peers/table.py" --gpu "${gpu_json[@]}"
+    else
+      echo "no symmem-perf rows: no table"
+    fi
+  done
   if [ -n "${GPU_CHECK_RESULTS:-}" ]; then mkdir -p "$GPU_CHECK_RESULTS" && cp "$work"/*.json "$work"/*.err "$GPU_CHECK_RESULTS/" 2>/dev/null; fi
 }
 

@@ -39,6 +39,10 @@
 
 static const size_t MAX_SIZE = 16 << 20;
 static const size_t SWEEP[] = {8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20};
+// The rotating bandwidth rows (as symmem-perf's): sizes moved through 256 MiB buffers,
+// five times the H100's L2 cache, so each transfer reads and writes HBM.
+static const size_t ROTATION_WINDOW = 256u << 20;
+static const size_t ROTATING_SWEEP[] = {2 << 20, 16 << 20, 64 << 20};
 static const int LAT_ITERS = 10000;
 static const int GRID_BLOCKS = 264;
 static const int GRID_THREADS = 1024;
@@ -103,12 +107,16 @@ __global__ void pingpong(char *dst, const char *src, size_t bytes, uint64_t *sig
     }
 }
 
-__global__ void put_bw(char *dst, const char *src, size_t bytes, int iters, int pe) {
+// Put i moves bytes [i * bytes, (i + 1) * bytes) of a window of `window` bytes (a
+// multiple of `bytes`), round and round; window == bytes puts the same bytes each time.
+__global__ void put_bw(char *dst, const char *src, size_t bytes, int iters, int pe, size_t window) {
     size_t share = (bytes + gridDim.x - 1) / gridDim.x;
     size_t start = min(bytes, (size_t)blockIdx.x * share);
     size_t len = min(share, bytes - start);
+    size_t slots = window / bytes;
     for (int i = 0; i < iters; i++) {
-        nvshmemx_putmem_block(dst + start, src + start, len, pe);
+        size_t at = start + (i % slots) * bytes;
+        nvshmemx_putmem_block(dst + at, src + at, len, pe);
         __syncthreads();
         if (threadIdx.x == 0) nvshmem_quiet();
         __syncthreads();
@@ -288,7 +296,7 @@ int main(int argc, char **argv) {
         int iters = (int)std::max<size_t>(10, std::min<size_t>(10000, (256u << 20) / size));
         std::vector<double> bw, dtod;
         for (int r = 0; r < REPS + 1; r++) {
-            double a = time_pe0([&] { put_bw<<<GRID_BLOCKS, GRID_THREADS>>>(big, src, size, iters, peer); });
+            double a = time_pe0([&] { put_bw<<<GRID_BLOCKS, GRID_THREADS>>>(big, src, size, iters, peer, size); });
             double b = time_pe0([&] {
                 for (int i = 0; i < iters; i++) CHECK_CUDA(cudaMemcpyAsync(big, src, size, cudaMemcpyDeviceToDevice, 0));
             });
@@ -302,6 +310,35 @@ int main(int argc, char **argv) {
             row("dtod_bw", "host", size, median(dtod), "GB/s");
         }
     }
+    // The same through the 256 MiB window.
+    char *wdst = (char *)nvshmem_malloc(ROTATION_WINDOW);
+    char *wsrc = (char *)nvshmem_malloc(ROTATION_WINDOW);
+    CHECK_CUDA(cudaMemset(wsrc, 0x5a, ROTATION_WINDOW));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    for (size_t size : ROTATING_SWEEP) {
+        int iters = (int)std::max<size_t>(10, std::min<size_t>(10000, (256u << 20) / size));
+        size_t slots = ROTATION_WINDOW / size;
+        std::vector<double> bw, dtod;
+        for (int r = 0; r < REPS + 1; r++) {
+            double a = time_pe0([&] { put_bw<<<GRID_BLOCKS, GRID_THREADS>>>(wdst, wsrc, size, iters, peer, ROTATION_WINDOW); });
+            double b = time_pe0([&] {
+                for (int i = 0; i < iters; i++) {
+                    size_t at = (i % slots) * size;
+                    CHECK_CUDA(cudaMemcpyAsync(wdst + at, wsrc + at, size, cudaMemcpyDeviceToDevice, 0));
+                }
+            });
+            if (r > 0) {
+                bw.push_back((double)size * iters / a / 1e9);
+                dtod.push_back((double)size * iters / b / 1e9);
+            }
+        }
+        if (me == 0) {
+            row("put_bw_rotating", "grid", size, median(bw), "GB/s");
+            row("dtod_bw_rotating", "host", size, median(dtod), "GB/s");
+        }
+    }
+    nvshmem_free(wsrc);
+    nvshmem_free(wdst);
     nvshmem_barrier_all();
     nvshmem_free(word);
     nvshmem_free(sig);

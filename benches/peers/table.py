@@ -160,19 +160,22 @@ def host_table(rows):
 
 
 def gpu_table(symmem_rows, nvshmem_rows):
-    """Table rows of a GPU run: symmem-perf on GPU PEs beside NVSHMEM, dtod_bw the limit."""
+    """Table rows of a GPU run: symmem-perf on GPU PEs beside NVSHMEM, the copy rows the limit."""
     theirs = {(r["metric"], r["initiator"], r["size"]): r for r in nvshmem_rows}
-    limit = {r["size"]: r["value"] for r in symmem_rows if r["metric"] == "dtod_bw"}
+    limits = ("dtod_bw", "dtod_bw_rotating")
+    limit = {(r["metric"], r["size"]): r["value"] for r in symmem_rows if r["metric"] in limits}
     out = []
     for r in sorted(symmem_rows, key=lambda r: (r["metric"], r["initiator"], r["size"])):
-        if r["metric"] == "dtod_bw":
+        if r["metric"] in limits:
             continue
         cells = {}
         t = theirs.get((r["metric"], r["initiator"], r["size"]))
         if t is not None:
             cells["nvshmem"] = {"metric": t["metric"], "value": t["value"], "factor": 1}
-        if r["unit"] == "GB/s" and r["size"] in limit:
-            cells["limit"] = {"metric": "dtod_bw", "value": limit[r["size"]], "factor": 1}
+        # The rotating rows' limit is the copy through the same 256 MiB window.
+        copy = "dtod_bw_rotating" if r["metric"].endswith("_rotating") else "dtod_bw"
+        if r["unit"] == "GB/s" and (copy, r["size"]) in limit:
+            cells["limit"] = {"metric": copy, "value": limit[(copy, r["size"])], "factor": 1}
         out.append({"label": f"{r['metric']} [{r['initiator']}]", "metric": r["metric"],
                     "transport": "gpu", "initiator": r["initiator"], "size": r["size"],
                     "unit": r["unit"], "symmem": r["value"], "peers": cells})

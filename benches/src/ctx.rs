@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use symmem::{Runtime, SymBuf};
 
-use crate::sizes::{ELEM, MAX_SIZE};
+use crate::sizes::{ELEM, MAX_SIZE, ROTATION_WINDOW};
 use crate::stats::Sampler;
 
 /// What this PE does in the point-to-point benchmarks.
@@ -43,6 +43,8 @@ pub struct Ctx<'a> {
     /// Symmetric source (and device get destination) of transfers, [`MAX_SIZE`] bytes:
     /// what device code on a GPU PE can read, where `src` is host memory.
     pub gsrc: SymBuf<u64>,
+    /// The rotating bandwidth rows' buffers, allocated (collectively) at their first use.
+    pub window: RefCell<Option<Window>>,
     /// The benchmark kernels, loaded for this PE (PTX on a GPU PE).
     pub module: symmem::Module,
     /// The stream of the stream-ordered rows.
@@ -51,7 +53,28 @@ pub struct Ctx<'a> {
     pub sampler: RefCell<Sampler>,
 }
 
+/// Source and destination of the rotating bandwidth rows, [`ROTATION_WINDOW`] bytes each.
+pub struct Window {
+    /// The destination (written on the peer).
+    pub dst: SymBuf<u64>,
+    /// The source (read on this PE).
+    pub src: SymBuf<u64>,
+}
+
 impl Ctx<'_> {
+    /// The rotating rows' buffers, allocated by every PE at the first call (a collective
+    /// allocation: every PE calls this at the same point of the run).
+    pub fn window(&self) -> symmem::Result<std::cell::Ref<'_, Window>> {
+        if self.window.borrow().is_none() {
+            let alloc = || self.rt.alloc_aligned::<u64>(ROTATION_WINDOW / ELEM, PAGE);
+            let (dst, src) = (alloc()?, alloc()?);
+            *self.window.borrow_mut() = Some(Window { dst, src });
+        }
+        Ok(std::cell::Ref::map(self.window.borrow(), |w| {
+            w.as_ref().expect("allocated above")
+        }))
+    }
+
     /// This PE's part.
     pub fn role(&self) -> Role {
         self.role.get()

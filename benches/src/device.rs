@@ -9,7 +9,7 @@ use symmem_bench_kernels as kernels;
 
 use crate::ctx::{words, words_mut, Ctx, Role};
 use crate::host::block_elems;
-use crate::sizes::ELEM;
+use crate::sizes::{ELEM, ROTATION_WINDOW};
 use crate::table::{Initiator, GRID_BLOCKS};
 
 /// The initiator a device benchmark's const parameter names.
@@ -79,11 +79,32 @@ pub fn device_put_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Durat
         return Ok(Duration::ZERO);
     }
     let (dst, src, peer) = (sym(c, &c.big)?, device_src(c, size)?, c.peer() as u32);
+    let n = size / ELEM;
     time_launch(
         c,
         Initiator::Grid,
         kernels::bench_put_bw::KERNEL,
-        (dst, src, size / ELEM, iters, peer),
+        (dst, src, n, iters, peer, n),
+    )
+}
+
+/// [`device_put_bw`] through [`ROTATION_WINDOW`] bytes: iteration `i` puts the `i`-th
+/// `size` bytes of the window, so the copies stream from and to HBM, not the L2 cache.
+pub fn device_put_bw_rotating(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let w = c.window()?;
+    if c.role() != Role::Initiator {
+        return Ok(Duration::ZERO);
+    }
+    let (dst, src, peer) = (
+        sym(c, &w.dst)?,
+        sym(c, &w.src)?.cast_const(),
+        c.peer() as u32,
+    );
+    time_launch(
+        c,
+        Initiator::Grid,
+        kernels::bench_put_bw::KERNEL,
+        (dst, src, size / ELEM, iters, peer, ROTATION_WINDOW / ELEM),
     )
 }
 
@@ -247,12 +268,42 @@ pub fn dtod_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
     if c.role() != Role::Initiator {
         return Ok(Duration::ZERO);
     }
-    let (dst, src) = (sym(c, &c.big)? as u64, sym(c, &c.gsrc)? as u64);
+    let (dst, src) = (sym(c, &c.big)?, sym(c, &c.gsrc)?);
+    dtod_copies(dst, src, size, size, iters)
+}
+
+/// [`dtod_bw`] through [`ROTATION_WINDOW`] bytes, as [`device_put_bw_rotating`] moves.
+pub fn dtod_bw_rotating(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
+    let w = c.window()?;
+    if c.role() != Role::Initiator {
+        return Ok(Duration::ZERO);
+    }
+    let (dst, src) = (sym(c, &w.dst)?, sym(c, &w.src)?);
+    dtod_copies(dst, src, size, ROTATION_WINDOW, iters)
+}
+
+/// `iters` copies of `size` bytes from `src` to `dst` with `cuMemcpyDtoDAsync`, copy `i`
+/// at offset `i × size` modulo `window` (a multiple of `size`), then one synchronization.
+fn dtod_copies(
+    dst: *mut u64,
+    src: *mut u64,
+    size: usize,
+    window: usize,
+    iters: usize,
+) -> symmem::Result<Duration> {
+    let slots = (window / size).max(1);
     let t0 = Instant::now();
-    for _ in 0..iters {
-        // SAFETY: two device buffers of this PE's context of at least `size` bytes each.
+    for i in 0..iters {
+        let at = ((i % slots) * size) as u64;
+        // SAFETY: two device buffers of this PE's context of at least `window` bytes
+        // each; `at + size <= window`.
         let rc = unsafe {
-            symmem::cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, size, std::ptr::null_mut())
+            symmem::cudarc::driver::sys::cuMemcpyDtoDAsync_v2(
+                dst as u64 + at,
+                src as u64 + at,
+                size,
+                std::ptr::null_mut(),
+            )
         };
         if rc != symmem::cudarc::driver::sys::CUresult::CUDA_SUCCESS {
             return Err(symmem::Error::InvalidArgument {

@@ -41,7 +41,7 @@ use symmem::SelfLaunch;
 use symmem_bench_kernels as kernels;
 
 use args::{parse_args, Command, Options, TransportArg, USAGE};
-use ctx::{pages, words, Ctx, Role, PAGE};
+use ctx::{pages, words, Ctx, Role, Window, PAGE};
 use measure::{directions, groups};
 use report::{direction, json_line, print_table, Labels, Row};
 use sizes::{sizes_for, ELEM, MAX_SIZE};
@@ -82,6 +82,7 @@ fn run(
         src: pages(0x5a),
         scratch: RefCell::new(pages(0xa5)),
         gsrc: rt.alloc_aligned::<u64>(MAX_SIZE / ELEM, PAGE)?,
+        window: RefCell::new(None),
         module: rt.load_module(&kernels::PTX)?,
         stream: rt.create_stream()?,
         sampler: RefCell::new(Sampler::default()),
@@ -111,8 +112,13 @@ fn run(
         sig,
         big,
         gsrc,
+        window,
         ..
     } = c;
+    if let Some(Window { dst, src }) = window.into_inner() {
+        rt.free(src)?;
+        rt.free(dst)?;
+    }
     rt.free(gsrc)?;
     rt.free(big)?;
     rt.free(sig)?;

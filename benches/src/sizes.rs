@@ -14,6 +14,14 @@ pub const COLLECTIVE_SWEEP: &[usize] = &[64, 512, 4 << 10, 32 << 10, 256 << 10, 
 /// Sizes of the reductions: 8 B to 32 KiB in ×8 steps.
 pub const REDUCE_SIZES: &[usize] = &[8, 64, 512, 4 << 10, 32 << 10];
 
+/// Bytes each side of the rotating bandwidth rows moves through: five times the H100's
+/// 50 MB L2 cache, so each transfer reads and writes HBM rather than the cache.
+pub const ROTATION_WINDOW: usize = 256 << 20;
+
+/// Transfer sizes of the rotating bandwidth rows: 2 MiB to 64 MiB, each a divisor of
+/// [`ROTATION_WINDOW`].
+pub const ROTATING_SWEEP: &[usize] = &[2 << 20, MAX_SIZE, 64 << 20];
+
 /// The size of the single-word metrics.
 pub const WORD: &[usize] = &[8];
 

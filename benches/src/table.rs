@@ -12,7 +12,7 @@ use symmem_bench_kernels as kernels;
 use crate::ctx::Ctx;
 use crate::device::*;
 use crate::host::*;
-use crate::sizes::{COLLECTIVE_SWEEP, REDUCE_SIZES, SWEEP, WORD};
+use crate::sizes::{COLLECTIVE_SWEEP, REDUCE_SIZES, ROTATING_SWEEP, SWEEP, WORD};
 
 /// Who issues the operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,7 @@ impl Initiator {
         match self {
             Initiator::Host | Initiator::Thread | Initiator::Stream => (1, kernels::THREAD),
             Initiator::Warp => (32, kernels::WARP),
-            Initiator::Block => (64, kernels::BLOCK),
+            Initiator::Block => (kernels::BLOCK_THREADS, kernels::BLOCK),
             Initiator::Grid => (GRID_THREADS, kernels::BLOCK),
         }
     }
@@ -432,4 +432,10 @@ pub const BENCHES: &[Bench] = &[
     only_on(On::Gpu, against("dtod_bw", row("put_bw", Grid, BW, SWEEP,
         "device grid (264 blocks × 1024 threads): each block put_block's its share, then quiet_block; back to back",
         device_put_bw))),
+    only_on(On::Gpu, row("dtod_bw_rotating", Host, BW, ROTATING_SWEEP,
+        "baseline: cuMemcpyDtoD through two 256 MiB buffers of PE 0's GPU, copy i at offset i × size (HBM, not L2)",
+        dtod_bw_rotating)),
+    only_on(On::Gpu, against("dtod_bw_rotating", row("put_bw_rotating", Grid, BW, ROTATING_SWEEP,
+        "device grid (264 blocks × 1024 threads): put_block + quiet_block back to back, put i at offset i × size of 256 MiB buffers (HBM, not L2)",
+        device_put_bw_rotating))),
 ];

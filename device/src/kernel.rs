@@ -32,6 +32,7 @@ impl Param {
 pub struct Kernel<A> {
     name: &'static str,
     params: &'static [Param],
+    max_threads: u32,
     host: unsafe fn(A),
     _args: PhantomData<fn(A)>,
 }
@@ -49,6 +50,7 @@ impl<A> core::fmt::Debug for Kernel<A> {
         f.debug_struct("Kernel")
             .field("name", &self.name)
             .field("params", &self.params)
+            .field("max_threads", &self.max_threads)
             .finish()
     }
 }
@@ -60,9 +62,30 @@ impl<A: KernelArgs> Kernel<A> {
         Kernel {
             name,
             params,
+            max_threads: crate::MAX_THREADS,
             host,
             _args: PhantomData,
         }
+    }
+
+    /// The descriptor of a kernel declared `max_threads(n)`; used by `kernel!`. Refuses
+    /// (at compile time, where the descriptor is a constant) a bound outside 1..=1024.
+    #[doc(hidden)]
+    pub const fn with_max_threads(self, n: u32) -> Self {
+        assert!(
+            n >= 1 && n <= crate::MAX_THREADS,
+            "max_threads must be between 1 and 1024"
+        );
+        Kernel {
+            max_threads: n,
+            ..self
+        }
+    }
+
+    /// The most threads per block it may launch with ([`MAX_THREADS`](crate::MAX_THREADS)
+    /// unless declared `max_threads(N)`).
+    pub const fn max_threads(&self) -> u32 {
+        self.max_threads
     }
 
     /// The PTX entry point's name (the kernel's Rust name).
@@ -81,6 +104,7 @@ impl<A: KernelArgs> Kernel<A> {
         KernelInfo {
             name: self.name,
             params: self.params,
+            max_threads: self.max_threads,
         }
     }
 
@@ -102,6 +126,8 @@ pub struct KernelInfo {
     pub name: &'static str,
     /// The parameters in order.
     pub params: &'static [Param],
+    /// The most threads per block it may launch with: its PTX entry's `.maxntid`.
+    pub max_threads: u32,
 }
 
 /// An argument tuple a kernel can be launched with: every element is a plain value or a

@@ -76,12 +76,20 @@ pub use kernel::{EmbeddedPtx, Kernel, KernelArgs, KernelInfo, Param};
 /// Threads per warp.
 pub const WARP_SIZE: u32 = 32;
 
-/// Registers per thread every kernel module is built with (ptxas `--maxrregcount` for the
-/// embedded cubins, the JIT's `CU_JIT_MAX_REGISTERS` for PTX): 64 registers × 1024
-/// threads fill an SM's 65536, so a block of up to 1024 threads always launches (at 72, a
-/// 1024-thread block put failed with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES` on an H100).
-/// `symmem_ptx_build::MAX_REGISTERS` is the same number.
-pub const MAX_REGISTERS: u32 = 64;
+/// The most threads per block a kernel launches with unless it declares fewer with
+/// `max_threads(N)` in [`kernel!`]: CUDA's limit. The PTX build gives every entry its bound
+/// as a `.maxntid` directive, so ptxas keeps registers within what that many threads can
+/// have: 64 per thread at 1024 (an SM has 65536), up to 255 at 256 threads or fewer (a
+/// 1024-thread block of a 72-register kernel failed with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`
+/// on an H100; a 64-thread ping-pong capped at 64 registers spilled to local memory, which
+/// every system fence's L1 invalidation then sends to L2). `symmem_ptx_build` uses the
+/// same number.
+pub const MAX_THREADS: u32 = 1024;
+
+/// The prefix of the marker global that `kernel!` emits for a kernel with `max_threads(N)`:
+/// `SYMMEM_MAX_THREADS_<kernel>` holding `N`, which the PTX build turns into the entry's
+/// `.maxntid N, 1, 1`.
+pub const MAX_THREADS_SYMBOL_PREFIX: &str = "SYMMEM_MAX_THREADS_";
 
 /// A 3-D extent or index, as CUDA's `dim3`.
 #[repr(C)]
@@ -261,6 +269,13 @@ impl Cmp {
 /// The body is an `unsafe` context. Argument types must be plain values or raw pointers
 /// (what a CUDA kernel can take). On nvptx64 the crate must enable `#![feature(abi_ptx)]`.
 ///
+/// A kernel that never runs with more than `N` threads per block can say so after its
+/// parameters, as CUDA's `__launch_bounds__(N)`: `pub fn ping(sig: *mut u64)
+/// max_threads(64) { … }`. The compiler may then give each thread more registers (up to
+/// 255 at 256 threads or fewer; [`MAX_THREADS`], the default, allows 64), so a kernel with
+/// many live values does not spill them to local memory; a launch with more threads is
+/// refused with an error naming the kernel and both numbers, on GPU and CPU PEs alike.
+///
 /// Off nvptx64, each kernel also gets a module of the same name holding
 /// `KERNEL: Kernel<(args…)>`, its launch descriptor: `rt.launch(&module, ring_put::KERNEL,
 /// grid, block, (dst, src, n, sig))` runs it on a GPU PE or on the CPU executor.
@@ -268,7 +283,7 @@ impl Cmp {
 macro_rules! kernel {
     ($(
         $(#[$meta:meta])*
-        $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block
+        $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(max_threads($max:expr))? $body:block
     )*) => {$(
         $(#[$meta])*
         #[cfg(target_arch = "nvptx64")]
@@ -278,6 +293,16 @@ macro_rules! kernel {
             #[allow(unused_unsafe)]
             unsafe { $body }
         }
+
+        // The launch bound, for the PTX build (`.maxntid`): a marker global it reads.
+        $(
+            #[cfg(target_arch = "nvptx64")]
+            const _: () = {
+                #[used]
+                #[export_name = concat!("SYMMEM_MAX_THREADS_", stringify!($name))]
+                static MAX_THREADS: u32 = $max;
+            };
+        )?
 
         $(#[$meta])*
         ///
@@ -303,7 +328,7 @@ macro_rules! kernel {
                 stringify!($name),
                 &[$($crate::Param::of::<$ty>()),*],
                 entry,
-            );
+            )$(.with_max_threads($max))?;
 
             /// Unpacks the argument tuple for the host function.
             #[allow(clippy::too_many_arguments, clippy::unused_unit)]

@@ -52,6 +52,8 @@ pub enum PtxBuildError {
     Missing(PathBuf),
     /// Reading or writing a file failed.
     Io(PathBuf, std::io::Error),
+    /// A `max_threads(N)` marker that is malformed, out of 1..=1024, or names no kernel.
+    LaunchBound(String),
 }
 
 impl fmt::Display for PtxBuildError {
@@ -65,6 +67,12 @@ impl fmt::Display for PtxBuildError {
             } => write!(f, "`{command}` failed ({status}):\n{output}"),
             PtxBuildError::Missing(p) => write!(f, "the PTX build produced no {}", p.display()),
             PtxBuildError::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            PtxBuildError::LaunchBound(what) => {
+                write!(
+                    f,
+                    "bad kernel launch bound (max_threads must be 1..=1024): {what}"
+                )
+            }
         }
     }
 }
@@ -191,7 +199,7 @@ impl PtxBuilder {
         let text =
             std::fs::read_to_string(&path).map_err(|_| PtxBuildError::Missing(path.clone()))?;
         // Written back, so that the file (which ptxas assembles) is the PTX returned.
-        let moved = state_to_constant_bank(&text);
+        let moved = with_launch_bounds(&state_to_constant_bank(&text))?;
         if moved != text {
             std::fs::write(&path, &moved).map_err(|e| PtxBuildError::Io(path.clone(), e))?;
         }
@@ -234,6 +242,94 @@ pub fn state_to_constant_bank(ptx: &str) -> String {
         }
     }
     out
+}
+
+/// The most threads per block of a kernel that declares no `max_threads(N)`
+/// (`symmem_device::MAX_THREADS`; a test checks that they agree).
+pub const MAX_THREADS: u32 = 1024;
+
+/// The prefix of the marker globals of kernels declared `max_threads(N)`
+/// (`symmem_device::MAX_THREADS_SYMBOL_PREFIX`).
+pub const MAX_THREADS_SYMBOL_PREFIX: &str = "SYMMEM_MAX_THREADS_";
+
+/// `ptx` with a `.maxntid N, 1, 1` directive on every `.entry`: `N` from the entry's
+/// marker global (`SYMMEM_MAX_THREADS_<entry> = N`, which `kernel!` emits for
+/// `max_threads(N)`), else [`MAX_THREADS`]. ptxas then gives each kernel the registers
+/// that `N` threads per block can have (64 at 1024, up to 255 at 256 or fewer), so every
+/// launch within the bound has the registers it needs. A directive already there is kept;
+/// a marker naming no entry, or a bound outside 1..=1024, is an error.
+pub fn with_launch_bounds(ptx: &str) -> Result<String, PtxBuildError> {
+    let mut bounds = std::collections::HashMap::new();
+    for line in ptx.lines() {
+        let Some(at) = line.find(MAX_THREADS_SYMBOL_PREFIX) else {
+            continue;
+        };
+        if !line.trim_start().starts_with(".visible .global") {
+            continue;
+        }
+        let rest = &line[at + MAX_THREADS_SYMBOL_PREFIX.len()..];
+        let bad = || PtxBuildError::LaunchBound(line.trim().to_string());
+        let (entry, value) = rest.split_once('=').ok_or_else(bad)?;
+        let n = marker_value(value).ok_or_else(bad)?;
+        if !(1..=MAX_THREADS).contains(&n) {
+            return Err(bad());
+        }
+        // `NAME[4]` when the compiler wrote the u32 as bytes.
+        let entry = entry.split('[').next().unwrap_or_default().trim();
+        bounds.insert(entry.to_string(), n);
+    }
+    let mut out = String::with_capacity(ptx.len() + 64 * 32);
+    let mut pending: Option<String> = None;
+    for line in ptx.split_inclusive('\n') {
+        let t = line.trim();
+        if let Some(name) = t
+            .split(".entry ")
+            .nth(1)
+            .filter(|_| t.starts_with(".visible .entry ") || t.starts_with(".entry "))
+        {
+            pending = Some(
+                name.split(['(', ' '])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        } else if pending.is_some() && t.starts_with(".maxntid") {
+            pending = None;
+        } else if t == "{" {
+            if let Some(name) = pending.take() {
+                let n = bounds.remove(&name).unwrap_or(MAX_THREADS);
+                out.push_str(&format!(".maxntid {n}, 1, 1\n"));
+            }
+        }
+        out.push_str(line);
+    }
+    match bounds.into_keys().next() {
+        Some(orphan) => Err(PtxBuildError::LaunchBound(format!(
+            "{MAX_THREADS_SYMBOL_PREFIX}{orphan} names no .entry"
+        ))),
+        None => Ok(out),
+    }
+}
+
+/// The u32 initializer of a marker global: `64;` (`.u32`), or the little-endian bytes
+/// `{64, 0, 0, 0};` or `{64};` (`.b8 NAME[4]`, trailing zeros left out).
+fn marker_value(init: &str) -> Option<u32> {
+    let init = init.trim().trim_end_matches(';').trim();
+    match init.strip_prefix('{').and_then(|b| b.strip_suffix('}')) {
+        Some(bytes) => {
+            let bytes: Vec<u8> = bytes
+                .split(',')
+                .map(|b| b.trim().parse().ok())
+                .collect::<Option<_>>()?;
+            (bytes.len() <= 4).then(|| {
+                bytes
+                    .iter()
+                    .rev()
+                    .fold(0u32, |n, &b| (n << 8) | u32::from(b))
+            })
+        }
+        None => init.parse().ok(),
+    }
 }
 
 /// The architecture kernel crates embed: `sm_80` PTX assembles for the A100 and JIT-loads
@@ -414,15 +510,7 @@ pub fn assemble_cached(
     let mut key = std::collections::hash_map::DefaultHasher::new();
     // An upgraded ptxas at the same path is another key: its size and time differ.
     let tool = std::fs::metadata(ptxas).map_err(|e| PtxBuildError::Io(ptxas.to_path_buf(), e))?;
-    (
-        &ptx.text,
-        arch,
-        MAX_REGISTERS,
-        ptxas,
-        tool.len(),
-        tool.modified().ok(),
-    )
-        .hash(&mut key);
+    (&ptx.text, arch, ptxas, tool.len(), tool.modified().ok()).hash(&mut key);
     let entry = cache.join(format!("{arch}-{:016x}.cubin", key.finish()));
     if !entry.is_file() {
         std::fs::create_dir_all(cache).map_err(|e| PtxBuildError::Io(cache.to_path_buf(), e))?;
@@ -502,18 +590,14 @@ pub fn find_ptxas() -> Option<PathBuf> {
     (out.status.success() && p.is_file()).then_some(p)
 }
 
-/// Registers per thread of the embedded cubins (`symmem_device::MAX_REGISTERS`, which the
-/// runtime also gives the JIT): blocks of up to 1024 threads always launch.
-pub const MAX_REGISTERS: u32 = 64;
-
 /// Assembles `ptx` with `ptxas` for its architecture; returns ptxas's messages.
 pub fn assemble(ptxas: &Path, ptx: &Ptx) -> Result<String, PtxBuildError> {
     assemble_to(ptxas, ptx, &ptx.arch, Path::new("/dev/null"))
 }
 
 /// Assembles `ptx` with `ptxas` into a cubin for `arch` (`sm_90`: PTX built for an older
-/// architecture assembles for a newer one) at `out`, with at most [`MAX_REGISTERS`]
-/// registers per thread; returns ptxas's messages.
+/// architecture assembles for a newer one) at `out`, each kernel with the registers its
+/// `.maxntid` allows ([`with_launch_bounds`]); returns ptxas's messages.
 pub fn assemble_to(
     ptxas: &Path,
     ptx: &Ptx,
@@ -522,7 +606,6 @@ pub fn assemble_to(
 ) -> Result<String, PtxBuildError> {
     let mut cmd = Command::new(ptxas);
     cmd.arg(format!("-arch={arch}"))
-        .arg(format!("--maxrregcount={MAX_REGISTERS}"))
         .arg(&ptx.path)
         .arg("-o")
         .arg(out);
@@ -570,6 +653,33 @@ mod tests {
                  \tld.const.u32 %r1, [{STATE_SYMBOL}+8];\n"
             )
         );
+    }
+
+    #[test]
+    fn every_entry_gets_its_launch_bound() {
+        let ptx = format!(
+            ".visible .global .align 4 .b8 {MAX_THREADS_SYMBOL_PREFIX}ping[4] = {{64}};\n\
+             .visible .global .align 4 .b8 {MAX_THREADS_SYMBOL_PREFIX}pang[4] = {{0, 1, 0, 0}};\n\
+             .visible .entry pang()\n{{\n\tret;\n}}\n\
+             .visible .entry ping(\n\t.param .u64 ping_param_0\n)  // @ping\n{{\n\tret;\n}}\n\
+             .visible .entry pong()\n{{\n\tret;\n}}\n\
+             .visible .entry tuned()\n.maxntid 32, 1, 1\n{{\n\tret;\n}}\n"
+        );
+        let out = with_launch_bounds(&ptx).unwrap();
+        assert!(out.contains(")  // @ping\n.maxntid 64, 1, 1\n{\n"), "{out}");
+        assert!(out.contains("pong()\n.maxntid 1024, 1, 1\n{\n"), "{out}");
+        assert!(out.contains("tuned()\n.maxntid 32, 1, 1\n{\n"), "{out}");
+        assert!(out.contains("pang()\n.maxntid 256, 1, 1\n{\n"), "{out}");
+        assert_eq!(out.matches(".maxntid").count(), 4, "{out}");
+        // A bound out of range, or one naming no kernel, fails the build with the line.
+        for bad in [
+            format!(".visible .global .align 4 .u32 {MAX_THREADS_SYMBOL_PREFIX}ping = 2048;\n.visible .entry ping()\n{{\n}}\n"),
+            format!(".visible .global .align 4 .u32 {MAX_THREADS_SYMBOL_PREFIX}gone = 64;\n.visible .entry ping()\n{{\n}}\n"),
+        ] {
+            let e = with_launch_bounds(&bad).unwrap_err().to_string();
+            assert!(e.contains("max_threads must be 1..=1024"), "{e}");
+            assert!(e.contains("2048") || e.contains("gone"), "{e}");
+        }
     }
 
     #[test]

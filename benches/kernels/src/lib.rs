@@ -19,6 +19,12 @@ pub const WARP: u32 = 1;
 /// `scope` value of block-initiated operations.
 pub const BLOCK: u32 = 2;
 
+/// Threads per block of the block-scope rows, and the launch bound of every kernel here
+/// but the grid's [`bench_put_bw`] (each runs one block of 1, 32 or this many threads):
+/// with `max_threads` the compiler may give a kernel the registers it needs rather than
+/// the 64 a 1024-thread block allows, as nvcc gives NVSHMEM's benchmark kernels.
+pub const BLOCK_THREADS: u32 = 64;
+
 /// `then` of [`bench_put_nbi`]: nothing after each put.
 pub const THEN_NOTHING: u32 = 0;
 /// `then` of [`bench_put_nbi`]: a fence after each put.
@@ -82,7 +88,7 @@ fn leader(scope: u32) -> bool {
 
 symmem_device::kernel! {
     /// `iters` times: put `n` u64s from `src` to `dst` on `pe` at `scope`, then quiet.
-    pub fn bench_put(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, scope: u32) {
+    pub fn bench_put(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -96,22 +102,27 @@ symmem_device::kernel! {
     }
 
     /// Bandwidth form: `iters` times, the grid puts `n` u64s from `src` to `dst` on `pe`,
-    /// each block its contiguous share with `put_block`, then quiets.
-    pub fn bench_put_bw(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32) {
+    /// each block its contiguous share with `put_block`, then quiets. With `window`
+    /// elements (a multiple of `n`) on both sides, iteration `i` moves the `i`-th `n`
+    /// elements of the window, round and round, so that a window larger than the L2 cache
+    /// makes every iteration read and write HBM; `window == n` moves the same `n` each time.
+    pub fn bench_put_bw(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, window: usize) {
         let blocks = grid_dim().volume() as usize;
         let share = n.div_ceil(blocks);
         let start = (block_rank() as usize * share).min(n);
         let len = share.min(n - start);
+        let slots = (window / n).max(1);
         let mut i = 0;
         while i < iters {
-            put_block(dst.add(start), src.add(start), len, pe);
+            let at = start + (i % slots) * n;
+            put_block(dst.add(at), src.add(at), len, pe);
             quiet_block();
             i += 1;
         }
     }
 
     /// `iters` times: get `n` u64s from `src` on `pe` into local `dst` at `scope`.
-    pub fn bench_get(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, scope: u32) {
+    pub fn bench_get(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -128,7 +139,7 @@ symmem_device::kernel! {
     /// compiler cannot know) goes into the next operand, as in NVSHMEM's row of
     /// `benches/peers/nvshmem_perf.cu`. (AMOs have no group forms: a warp or block
     /// issuing one AMO is a thread issuing it.)
-    pub fn bench_fetch_add(word: *mut u64, iters: usize, pe: u32) {
+    pub fn bench_fetch_add(word: *mut u64, iters: usize, pe: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         let mut dep = 0u64;
         while i < iters {
@@ -143,7 +154,7 @@ symmem_device::kernel! {
     /// `iters` times: `put_nbi` of `n` u64s from `src` to `dst` on `pe` by one thread, then
     /// what `then` names ([`THEN_NOTHING`], [`THEN_FENCE`], [`THEN_QUIET`]); a quiet at
     /// the end.
-    pub fn bench_put_nbi(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, then: u32) {
+    pub fn bench_put_nbi(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, then: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             put_nbi(dst, src, n, pe);
@@ -160,7 +171,7 @@ symmem_device::kernel! {
     /// `iters` times: one thread runs the atomic `kind` (an `AMO_*` code) on `word` of
     /// `pe`; the non-fetching kinds are followed by a quiet. A fetching kind's result
     /// feeds the next operand (see [`bench_fetch_add`]), so each waits for the last.
-    pub fn bench_amo(word: *mut u64, iters: usize, pe: u32, kind: u32) {
+    pub fn bench_amo(word: *mut u64, iters: usize, pe: u32, kind: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         let mut dep = 0u64;
         while i < iters {
@@ -192,7 +203,7 @@ symmem_device::kernel! {
     /// `iters` times: one thread runs `p` of `word` to `pe` then quiet ([`PG_P`]), or `g`
     /// of it ([`PG_G`]); the loaded values' sum goes to this PE's `word` at the end, so
     /// that no load is optimized away.
-    pub fn bench_pg(word: *mut u64, iters: usize, pe: u32, op: u32) {
+    pub fn bench_pg(word: *mut u64, iters: usize, pe: u32, op: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         let mut sum = 0u64;
         while i < iters {
@@ -211,7 +222,7 @@ symmem_device::kernel! {
 
     /// Bandwidth form at `scope`: `iters` back-to-back `put_nbi`s (or `get_nbi`s with
     /// `get != 0`, from `src` on `pe` into local `dst`) of `n` u64s, then one quiet.
-    pub fn bench_rma_bw(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, scope: u32, get: u32) {
+    pub fn bench_rma_bw(dst: *mut u64, src: *const u64, n: usize, iters: usize, pe: u32, scope: u32, get: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match (scope, get != 0) {
@@ -231,7 +242,7 @@ symmem_device::kernel! {
     }
 
     /// `iters` times: `team_barrier` on `team` at `scope` (every PE of the team runs it).
-    pub fn bench_team_barrier(team: DeviceTeam, iters: usize, scope: u32) {
+    pub fn bench_team_barrier(team: DeviceTeam, iters: usize, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -244,7 +255,7 @@ symmem_device::kernel! {
     }
 
     /// `iters` times: `team_sync` on `team` at `scope` (every PE of the team runs it).
-    pub fn bench_team_sync(team: DeviceTeam, iters: usize, scope: u32) {
+    pub fn bench_team_sync(team: DeviceTeam, iters: usize, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -258,7 +269,7 @@ symmem_device::kernel! {
 
     /// `iters` times: sum `reducescatter` on `team` at `scope`: `n` u64s per PE's block of
     /// `src` into `dst` (every PE of the team runs it).
-    pub fn bench_team_reducescatter(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+    pub fn bench_team_reducescatter(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -272,7 +283,7 @@ symmem_device::kernel! {
 
     /// `iters` times: `collect` of `n` u64s per PE (the same on every PE) from `src` into
     /// `dst` on `team` at `scope` (every PE of the team runs it).
-    pub fn bench_team_collect(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+    pub fn bench_team_collect(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -286,7 +297,7 @@ symmem_device::kernel! {
 
     /// `iters` times: sum `reduce` of `n` u64s of `src` into `dst` on `team` at `scope`
     /// (every PE of the team runs it).
-    pub fn bench_team_reduce(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+    pub fn bench_team_reduce(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -300,7 +311,7 @@ symmem_device::kernel! {
 
     /// `iters` times: `broadcast` of `n` u64s of `src` on team PE 0 into `dst` on `team`
     /// at `scope` (every PE of the team runs it).
-    pub fn bench_team_broadcast(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+    pub fn bench_team_broadcast(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -314,7 +325,7 @@ symmem_device::kernel! {
 
     /// `iters` times: `alltoall` of blocks of `n` u64s from `src` into `dst` on `team` at
     /// `scope` (every PE of the team runs it).
-    pub fn bench_team_alltoall(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+    pub fn bench_team_alltoall(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -328,7 +339,7 @@ symmem_device::kernel! {
 
     /// `iters` times: `fcollect` of `n` u64s per PE from `src` into `dst` on `team` at
     /// `scope` (every PE of the team runs it).
-    pub fn bench_team_fcollect(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) {
+    pub fn bench_team_fcollect(team: DeviceTeam, dst: *mut u64, src: *const u64, n: usize, iters: usize, scope: u32) max_threads(BLOCK_THREADS) {
         let mut i = 0;
         while i < iters {
             match scope {
@@ -343,7 +354,7 @@ symmem_device::kernel! {
     /// Ping-pong of `signal_op` alone between two PEs, one thread each: the side with
     /// `first != 0` sends first; each side waits for the other's signal `>= i` before its
     /// `i`-th answer.
-    pub fn bench_signal_pingpong(sig: *mut u64, iters: usize, peer: u32, first: u32) {
+    pub fn bench_signal_pingpong(sig: *mut u64, iters: usize, peer: u32, first: u32) max_threads(BLOCK_THREADS) {
         let mut i = 1u64;
         while i <= iters as u64 {
             if first == 0 {
@@ -360,7 +371,7 @@ symmem_device::kernel! {
     /// Ping-pong of `n` u64s with a signal between two PEs at `scope`: the side with
     /// `first != 0` sends first; each side waits for the other's signal `>= i` before
     /// its `i`-th answer.
-    pub fn bench_pingpong(dst: *mut u64, src: *const u64, n: usize, sig: *mut u64, iters: usize, peer: u32, scope: u32, first: u32) {
+    pub fn bench_pingpong(dst: *mut u64, src: *const u64, n: usize, sig: *mut u64, iters: usize, peer: u32, scope: u32, first: u32) max_threads(BLOCK_THREADS) {
         let mut i = 1u64;
         while i <= iters as u64 {
             if first == 0 {

@@ -6,7 +6,7 @@ use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
-use symmem_device::{DeviceState, Dim3, EmbeddedPtx, KernelInfo, MAX_REGISTERS};
+use symmem_device::{DeviceState, Dim3, EmbeddedPtx, KernelInfo};
 
 use super::{check, cuda_error, Gpu};
 use crate::error::{Error, Result};
@@ -132,22 +132,17 @@ impl CudaModule {
         gpu.bind()?;
         let pe = gpu.pe;
         let mut log = vec![0u8; LOG_LEN];
-        // The register cap the embedded cubins are built with, for the JIT of PTX too, so
-        // that any kernel launches with blocks of up to 1024 threads.
+        // No register cap: the PTX build gave every entry its `.maxntid` (launch bound),
+        // from which the JIT, like ptxas for the embedded cubins, sizes its registers.
         let mut options = [
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            sys::CUjit_option::CU_JIT_MAX_REGISTERS,
         ];
-        let mut values: [*mut c_void; 3] = [
-            log.as_mut_ptr().cast(),
-            LOG_LEN as *mut c_void,
-            MAX_REGISTERS as usize as *mut c_void,
-        ];
+        let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), LOG_LEN as *mut c_void];
         let mut module = std::ptr::null_mut();
         // SAFETY: an image the driver reads in place (NUL-terminated PTX or a whole ELF
         // cubin, which carries its own size); options with values of the kinds the driver
-        // expects (a buffer pointer, its size and the register cap passed by value).
+        // expects (a buffer pointer and its size passed by value).
         let rc = unsafe {
             sys::cuModuleLoadDataEx(
                 &mut module,

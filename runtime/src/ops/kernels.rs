@@ -179,6 +179,21 @@ impl Runtime {
                 ),
             });
         }
+        // A kernel declared `max_threads(N)` was compiled for at most N threads per block
+        // (its registers may not fit more); the CPU executor refuses what the GPU would.
+        // Shapes no kernel may have are named as such first.
+        crate::executor::check_dims(op, grid, block)?;
+        let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
+        if threads > u64::from(kernel.max_threads()) {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "kernel {} was declared max_threads({}); a block of {block:?} has {threads} threads",
+                    kernel.name(),
+                    kernel.max_threads()
+                ),
+            });
+        }
         match &module.kind {
             ModuleKind::Host => {
                 // SAFETY: forwarded from the caller; the kernel's host entry unpacks the

@@ -218,7 +218,7 @@ fn proxy_full_ring_back_pressure() {
 const TWO_NODE_ERRORS: [&str; 1] = ["does not exist"];
 
 /// Errors of `launch_args`, one per PE each.
-const LAUNCH_ERRORS: [&str; 7] = [
+const LAUNCH_ERRORS: [&str; 8] = [
     "launch: grid Dim3 { x: 0, y: 1, z: 1 } has a zero extent",
     "launch: grid Dim3 { x: 2, y: 0, z: 1 } has a zero extent",
     "launch: block Dim3 { x: 32, y: 0, z: 2 } has a zero extent",
@@ -226,6 +226,7 @@ const LAUNCH_ERRORS: [&str; 7] = [
     "launch: block Dim3 { x: 32, y: 32, z: 2 } has 2048 threads; at most 1024 are allowed",
     "launch_cooperative: grid Dim3 { x: 17, y: 1, z: 1 } × block Dim3 { x: 256, y: 1, z: 1 } is 4352 threads; a cooperative launch runs all at once, at most 4096",
     "launch_cooperative: block Dim3 { x: 2048, y: 1, z: 1 } has 2048 threads; at most 1024 are allowed",
+    "launch: kernel count_threads_64 was declared max_threads(64); a block of Dim3 { x: 5, y: 13, z: 1 } has 65 threads",
 ];
 
 /// `ptr` is null exactly for the other node's PEs (nodes of one PE each); every kind of

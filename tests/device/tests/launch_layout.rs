@@ -1,14 +1,23 @@
-//! The launch contract without a GPU: every `kernel!` descriptor (name and parameter
-//! layout, what `Runtime::launch` passes to `cuLaunchKernel`) matches the `.entry` of the
-//! same name in the PTX its crate embedded, and every `.entry` has a descriptor.
+//! The launch contract without a GPU: every `kernel!` descriptor (name, parameter layout
+//! and launch bound: what `Runtime::launch` passes to `cuLaunchKernel` and checks the block
+//! against) matches the `.entry` of the same name in the PTX its crate embedded (its
+//! parameters and its `.maxntid`), and every `.entry` has a descriptor.
 //!
 //! The embedded PTX is what a GPU PE loads. Without the nvptx toolchain it is empty: the
 //! test then skips with the reason, unless `SYMMEM_REQUIRE_PTX=1` (CI) makes it fail.
 
 use symmem::device::{EmbeddedPtx, KernelInfo};
 
-/// `(entry name, parameter sizes in bytes)` of every `.entry` in `ptx`.
-fn entries(ptx: &str) -> Vec<(String, Vec<usize>)> {
+/// One `.entry`: its name, parameter sizes in bytes, and `.maxntid` (x, if any).
+#[derive(Debug, PartialEq)]
+struct Entry {
+    name: String,
+    params: Vec<usize>,
+    max_threads: Option<u32>,
+}
+
+/// Every `.entry` in `ptx`.
+fn entries(ptx: &str) -> Vec<Entry> {
     let mut out = Vec::new();
     let mut lines = ptx.lines().map(str::trim);
     while let Some(line) = lines.next() {
@@ -30,7 +39,22 @@ fn entries(ptx: &str) -> Vec<(String, Vec<usize>)> {
                 params.push(param_size(p));
             }
         }
-        out.push((name, params));
+        // Performance directives sit between the parameters and the body.
+        let mut max_threads = None;
+        for d in lines.by_ref() {
+            if d.starts_with('{') {
+                break;
+            }
+            if let Some(v) = d.strip_prefix(".maxntid ") {
+                let x = v.split(',').next().unwrap_or("").trim();
+                max_threads = Some(x.parse().expect(".maxntid x"));
+            }
+        }
+        out.push(Entry {
+            name,
+            params,
+            max_threads,
+        });
     }
     out
 }
@@ -74,7 +98,8 @@ fn check(ptx: &EmbeddedPtx, kernels: &[KernelInfo]) {
         "{}: the PTX does not define SYMMEM_DEVICE_STATE in .const with the 72 bytes of DeviceState",
         ptx.crate_name
     );
-    for (name, sizes) in &found {
+    for e in &found {
+        let name = &e.name;
         let k = kernels.iter().find(|k| k.name == name).unwrap_or_else(|| {
             panic!(
                 "{}: .entry {name} has no descriptor in KERNELS",
@@ -82,11 +107,23 @@ fn check(ptx: &EmbeddedPtx, kernels: &[KernelInfo]) {
             )
         });
         let declared: Vec<usize> = k.params.iter().map(|p| p.size).collect();
-        assert_eq!(&declared, sizes, "{}: parameters of {name}", ptx.crate_name);
+        assert_eq!(
+            declared, e.params,
+            "{}: parameters of {name}",
+            ptx.crate_name
+        );
+        // The bound the runtime checks launches against is the one ptxas sized the
+        // registers for.
+        assert_eq!(
+            Some(k.max_threads),
+            e.max_threads,
+            "{}: launch bound (.maxntid) of {name}",
+            ptx.crate_name
+        );
     }
     for k in kernels {
         assert!(
-            found.iter().any(|(n, _)| n == k.name),
+            found.iter().any(|e| e.name == k.name),
             "{}: kernel {} has no .entry in the PTX",
             ptx.crate_name,
             k.name
@@ -119,10 +156,21 @@ fn bench_kernels_match_their_ptx() {
 
 #[test]
 fn parameter_declarations_parse() {
-    let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 k_param_1,\n\t.param .align 8 .b8 k_param_2[24]\n)\n{\n}\n.visible .entry e()          // @e\n{\n}\n";
+    let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 k_param_1,\n\t.param .align 8 .b8 k_param_2[24]\n)\n.maxntid 64, 1, 1\n{\n}\n.visible .entry e()          // @e\n{\n}\n";
     assert_eq!(
         entries(ptx),
-        vec![("k".to_string(), vec![8, 4, 24]), ("e".to_string(), vec![])]
+        vec![
+            Entry {
+                name: "k".to_string(),
+                params: vec![8, 4, 24],
+                max_threads: Some(64)
+            },
+            Entry {
+                name: "e".to_string(),
+                params: vec![],
+                max_threads: None
+            }
+        ]
     );
 }
 

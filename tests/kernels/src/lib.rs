@@ -109,5 +109,6 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     threads::sync_exchange::KERNEL.info(),
     threads::big_grid::KERNEL.info(),
     threads::count_threads::KERNEL.info(),
+    threads::count_threads_64::KERNEL.info(),
     threads::coop_blocks::KERNEL.info(),
 ];

@@ -84,6 +84,12 @@ kernel! {
         atomic_inc(counter, my_pe());
     }
 
+    /// [`count_threads`] declared for blocks of at most 64 threads: a bigger block is
+    /// refused before it runs.
+    pub fn count_threads_64(counter: *mut u64) max_threads(64) {
+        atomic_inc(counter, my_pe());
+    }
+
     /// A cooperative launch whose blocks wait for each other, in two parts. First a
     /// chain: block `b` waits until block `b + 1` has set its flag, takes a position
     /// with `fetch_inc` on `words[G]` and stores it in `order[b]` (host), then sets its own

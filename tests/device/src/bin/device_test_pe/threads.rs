@@ -251,8 +251,9 @@ pub fn cooperative(rt: &Runtime) -> Outcome {
     rt.free(bad).map_err(e2s)
 }
 
-/// Bad launch shapes are `InvalidArgument` errors naming the problem and run nothing;
-/// the largest allowed block (1024 threads) and a cooperative launch of 1024 threads run
+/// Bad launch shapes are `InvalidArgument` errors naming the problem and run nothing
+/// (a block over the kernel's own `max_threads` too); the largest allowed block (1024
+/// threads, and 64 for the kernel declared so) and a cooperative launch of 1024 threads run
 /// every thread once.
 pub fn launch_args(rt: &Runtime) -> Outcome {
     let m = rt.load_module(&PTX).map_err(e2s)?;
@@ -318,6 +319,15 @@ pub fn launch_args(rt: &Runtime) -> Outcome {
             other => return Err(format!("{op}({grid:?}, {block:?}): expected InvalidArgument mentioning {needle:?}, got {other:?}")),
         }
     }
+    // SAFETY: as above (refused before it runs).
+    match unsafe { rt.launch(&m, k::count_threads_64::KERNEL, 1, (5, 13), (c,)) } {
+        Err(Error::InvalidArgument { op: "launch", reason })
+            if reason == "kernel count_threads_64 was declared max_threads(64); a block of Dim3 { x: 5, y: 13, z: 1 } has 65 threads" =>
+        {
+            println!("ERROR (expected): launch: {reason}");
+        }
+        other => return Err(format!("launch of count_threads_64 with 65 threads: expected InvalidArgument naming the kernel and both counts, got {other:?}")),
+    }
     check_eq(
         "counter after refused launches",
         &read_all(rt, &counter)?,
@@ -329,11 +339,13 @@ pub fn launch_args(rt: &Runtime) -> Outcome {
             .map_err(e2s)?;
         rt.launch_cooperative(&m, k::count_threads::KERNEL, 4, 256, (c,))
             .map_err(e2s)?;
+        rt.launch(&m, k::count_threads_64::KERNEL, 3, (4, 16), (c,))
+            .map_err(e2s)?;
     }
     check_eq(
         "counter after the largest launches",
         &read_all(rt, &counter)?,
-        &[2048],
+        &[2048 + 3 * 64],
     )?;
     rt.barrier_all().map_err(e2s)?;
     rt.free(counter).map_err(e2s)
