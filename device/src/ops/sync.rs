@@ -105,10 +105,17 @@ pub fn barrier_all() {
 }
 
 /// [`quiet`] by a whole block: returns when every thread's earlier operations are
-/// complete (`nvshmemx_quiet_block`).
+/// complete (`nvshmemx_quiet_block`). One thread quiets for all: the block barrier before
+/// it orders every thread's earlier operations before that thread's system fence (which
+/// is cumulative), and the barrier after it orders the fence before every thread's later
+/// operations; a proxy quiet completes every earlier request of this PE, whoever issued
+/// it. (Every thread quieting cost a system fence per warp and, through the proxy, a quiet
+/// request per thread.)
 pub fn quiet_block() {
     sync_threads();
-    quiet();
+    if thread_rank() == 0 {
+        quiet();
+    }
     sync_threads();
 }
 
