@@ -293,8 +293,11 @@ pub fn with_launch_bounds(ptx: &str) -> Result<String, PtxBuildError> {
                     .unwrap_or_default()
                     .to_string(),
             );
-        } else if pending.is_some() && t.starts_with(".maxntid") {
-            pending = None;
+        } else if t.starts_with(".maxntid") {
+            // Already bounded (PTX processed before, then reused by the nested build).
+            if let Some(name) = pending.take() {
+                bounds.remove(&name);
+            }
         } else if t == "{" {
             if let Some(name) = pending.take() {
                 let n = bounds.remove(&name).unwrap_or(MAX_THREADS);
@@ -671,6 +674,8 @@ mod tests {
         assert!(out.contains("tuned()\n.maxntid 32, 1, 1\n{\n"), "{out}");
         assert!(out.contains("pang()\n.maxntid 256, 1, 1\n{\n"), "{out}");
         assert_eq!(out.matches(".maxntid").count(), 4, "{out}");
+        // Processing twice (the nested build reuses a processed file) changes nothing.
+        assert_eq!(with_launch_bounds(&out).unwrap(), out);
         // A bound out of range, or one naming no kernel, fails the build with the line.
         for bad in [
             format!(".visible .global .align 4 .u32 {MAX_THREADS_SYMBOL_PREFIX}ping = 2048;\n.visible .entry ping()\n{{\n}}\n"),
