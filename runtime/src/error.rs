@@ -163,6 +163,15 @@ pub enum Error {
         /// Who or what it waited for.
         waiting_for: String,
     },
+    /// A wait stopped because the caller's interrupt check asked it to
+    /// ([`with_interrupt_check`](crate::with_interrupt_check): Ctrl-C in Python).
+    #[error("{op} on PE {me} was interrupted while waiting")]
+    Interrupted {
+        /// The operation.
+        op: &'static str,
+        /// This PE.
+        me: usize,
+    },
     /// A kernel thread panicked (or was stopped) on the CPU executor.
     #[error("kernel failed on PE {pe} in block {block:?} thread {thread:?}: {message}")]
     KernelFailed {

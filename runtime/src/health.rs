@@ -67,6 +67,12 @@ impl Runtime {
         started: &mut Option<Instant>,
     ) -> Result<Option<std::time::Duration>> {
         self.check_health(op)?;
+        if crate::interrupt::requested() {
+            return Err(Error::Interrupted {
+                op,
+                me: self.my_pe(),
+            });
+        }
         let t0 = *started.get_or_insert_with(Instant::now);
         Ok(self.config.timeout.filter(|&limit| t0.elapsed() >= limit))
     }

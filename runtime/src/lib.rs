@@ -18,6 +18,7 @@ pub mod fuzzing;
 mod health;
 mod heap;
 mod init;
+mod interrupt;
 mod liveness;
 mod logging;
 mod module;
@@ -42,6 +43,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "mpi")]
 pub use init::init_with_mpi_comm;
 pub use init::{init, init_with_bootstrap, init_with_unique_id, unique_id};
+pub use interrupt::with_interrupt_check;
 pub use module::Module;
 pub use ops::local;
 pub use ops::raw::{SymView, VIEW_ID};

@@ -128,6 +128,16 @@ impl Runtime {
         self.device.is_some()
     }
 
+    /// The ordinal of this PE's GPU among the visible ones (what CUDA, DLPack and torch
+    /// call the device index), or `None` on a CPU PE.
+    pub fn gpu_ordinal(&self) -> Option<usize> {
+        #[cfg(feature = "cuda")]
+        if let Some(d) = &self.device {
+            return Some(d.gpu.ordinal);
+        }
+        None
+    }
+
     /// A one-line description of this PE's device: `cpu`, or the GPU's ordinal, name
     /// and PCI bus id.
     pub fn device_description(&self) -> String {

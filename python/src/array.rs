@@ -1,0 +1,258 @@
+//! `SymmetricArray`: one collective allocation of the symmetric heap, with a shape and an
+//! element type, that numpy, torch and cupy see without a copy through DLPack.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyBufferError, PyResourceWarning, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use symmem::SymBuf;
+
+use crate::dlpack::{self, DlDevice, DEVICE_CPU, DEVICE_CUDA};
+use crate::dtype::DType;
+use crate::errors::to_py;
+use crate::handle;
+
+/// Alignment of every symmetric array: what `cudaMalloc` gives, enough for any vector load.
+const ALIGN: usize = 256;
+
+/// A symmetric array: the same allocation on every PE. Pass it (or a numpy/torch view of
+/// it) as the symmetric operand of `put`, `get`, the atomics and the waits; turn it into a
+/// numpy or torch array with `numpy.from_dlpack(a)` / `torch.from_dlpack(a)` (no copy: CPU
+/// memory on a CPU PE, the PE's GPU on a GPU PE). Free it with `free()` on every PE, or
+/// use it as a context manager.
+#[pyclass(module = "symmem._native", name = "SymmetricArray")]
+pub struct SymArray {
+    buf: Option<SymBuf<u8>>,
+    dtype: DType,
+    shape: Vec<i64>,
+    addr: usize,
+    device: DlDevice,
+    /// DLPack views of this array that consumers hold.
+    live: Arc<AtomicUsize>,
+}
+
+impl SymArray {
+    /// Allocates `shape` elements of `dtype` on every PE (collective), zeroed (then a
+    /// barrier, so no PE writes into a peer's copy before it is zeroed) when `zero`.
+    pub fn allocate(shape: Vec<i64>, dtype: DType, zero: bool) -> PyResult<SymArray> {
+        if let Some(bad) = shape.iter().find(|&&d| d < 0) {
+            return Err(PyValueError::new_err(format!(
+                "shape {shape:?} has a negative extent {bad}"
+            )));
+        }
+        let numel = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d as usize));
+        let nbytes = numel
+            .and_then(|n| n.checked_mul(dtype.size()))
+            .ok_or_else(|| PyValueError::new_err(format!("shape {shape:?} is too large")))?;
+        let rt = handle::runtime()?;
+        // An empty array still gets a distinct (1-byte) allocation: a symmetric address.
+        let buf = rt
+            .alloc_aligned::<u8>(nbytes.max(1), ALIGN)
+            .map_err(to_py)?;
+        if zero {
+            rt.put(buf.at(0), &vec![0u8; nbytes], rt.my_pe())
+                .map_err(to_py)?;
+            rt.barrier_all().map_err(to_py)?;
+        }
+        let addr = rt
+            .ptr(&buf, rt.my_pe())
+            .map_err(to_py)?
+            .expect("a PE's own heap is always mapped")
+            .as_ptr() as usize;
+        let device = match rt.gpu_ordinal() {
+            Some(ordinal) => DlDevice {
+                device_type: DEVICE_CUDA,
+                device_id: ordinal as i32,
+            },
+            None => DlDevice {
+                device_type: DEVICE_CPU,
+                device_id: 0,
+            },
+        };
+        Ok(SymArray {
+            buf: Some(buf),
+            dtype,
+            shape,
+            addr,
+            device,
+            live: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    fn numel(&self) -> usize {
+        self.shape.iter().map(|&d| d as usize).product()
+    }
+
+    fn describe(&self) -> String {
+        let id = self.buf.as_ref().map(SymBuf::id);
+        let state = id.map_or("freed".to_string(), |id| format!("allocation #{id}"));
+        format!(
+            "symmetric array of shape {:?} and dtype {} ({state})",
+            self.shape,
+            self.dtype.name()
+        )
+    }
+}
+
+#[pymethods]
+impl SymArray {
+    /// The extent of each dimension.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape)
+    }
+
+    /// The element type's numpy name (`"float32"`, `"bfloat16"`, …).
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.dtype.name()
+    }
+
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.numel()
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Bytes of the elements.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.numel() * self.dtype.size()
+    }
+
+    /// This PE's copy's address (a device address on a GPU PE).
+    #[getter]
+    fn address(&self) -> usize {
+        self.addr
+    }
+
+    /// Whether `free()` has run.
+    #[getter]
+    fn freed(&self) -> bool {
+        self.buf.is_none()
+    }
+
+    /// `(device type, device id)` as DLPack numbers it: `(1, 0)` on a CPU PE, `(2, gpu)`
+    /// on a GPU PE.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (self.device.device_type, self.device.device_id)
+    }
+
+    /// A DLPack capsule of this PE's copy: what `numpy.from_dlpack`, `torch.from_dlpack`
+    /// and `cupy.from_dlpack` call. The array stays alive while a view of it does.
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        slf: &Bound<'_, Self>,
+        stream: Option<PyObject>,
+        max_version: Option<PyObject>,
+        dl_device: Option<PyObject>,
+        copy: Option<bool>,
+    ) -> PyResult<PyObject> {
+        // The array's memory is ready when every call that wrote it has returned: no
+        // stream to order against (`stream`); a copy to another device is not offered.
+        let _ = (stream, dl_device);
+        let versioned = match max_version {
+            Some(v) => v.extract::<(u32, u32)>(slf.py())? >= crate::dlpack::VERSION,
+            None => false,
+        };
+        let me = slf.borrow();
+        if me.buf.is_none() {
+            return Err(PyBufferError::new_err(format!(
+                "__dlpack__: {} was freed",
+                me.describe()
+            )));
+        }
+        if copy == Some(true) {
+            return Err(PyBufferError::new_err(
+                "__dlpack__: a symmetric array is exported in place (copy=True is not supported)",
+            ));
+        }
+        dlpack::export(
+            slf.py(),
+            slf.clone().into_any().unbind(),
+            me.addr,
+            me.device,
+            me.dtype,
+            &me.shape,
+            vec![me.live.clone(), handle::LIVE_VIEWS.clone()],
+            versioned,
+        )
+    }
+
+    /// Frees the array on every PE (collective: call it on each, in the same order as the
+    /// other collective calls). Refused while numpy/torch views of it are alive, since
+    /// they would point at memory the next allocation reuses.
+    fn free(&mut self) -> PyResult<()> {
+        let Some(buf) = self.buf.take() else {
+            return Err(PyValueError::new_err(format!(
+                "free: {} was already freed",
+                self.describe()
+            )));
+        };
+        let views = self.live.load(Ordering::Acquire);
+        if views > 0 {
+            let msg = format!(
+                "free: {views} DLPack view(s) of symmetric array allocation #{} (numpy/torch arrays made from it) are still alive; delete them first",
+                buf.id()
+            );
+            self.buf = Some(buf);
+            return Err(PyBufferError::new_err(msg));
+        }
+        let rt = handle::runtime()?;
+        rt.free(buf).map_err(to_py)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&mut self, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        if self.buf.is_some() {
+            self.free()?;
+        }
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<{}>", self.describe())
+    }
+}
+
+impl Drop for SymArray {
+    fn drop(&mut self) {
+        // Never freed on one PE alone: a free is collective. The memory stays allocated
+        // until finalize; say so, as Python does for an unclosed file.
+        if let Some(buf) = self.buf.take() {
+            if handle::is_initialized() {
+                let msg = format!(
+                    "symmetric array allocation #{} (shape {:?}, {}) was garbage-collected without free(); its memory stays allocated until symmem.finalize() (a free is collective: call free() on every PE)",
+                    buf.id(),
+                    self.shape,
+                    self.dtype.name()
+                );
+                Python::with_gil(|py| {
+                    let warned = PyErr::warn(
+                        py,
+                        &py.get_type::<PyResourceWarning>(),
+                        &std::ffi::CString::new(msg).expect("no NUL in the message"),
+                        1,
+                    );
+                    if let Err(e) = warned {
+                        e.write_unraisable(py, None);
+                    }
+                });
+            }
+        }
+    }
+}

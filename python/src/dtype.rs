@@ -1,0 +1,104 @@
+//! Element types of symmetric arrays: numpy's names, sizes and DLPack codes.
+
+use crate::dlpack::DlDataType;
+
+/// An element type a symmetric array can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DType {
+    /// `bool`, one byte.
+    Bool,
+    /// `int8`.
+    I8,
+    /// `int16`.
+    I16,
+    /// `int32`.
+    I32,
+    /// `int64`.
+    I64,
+    /// `uint8`.
+    U8,
+    /// `uint16`.
+    U16,
+    /// `uint32`.
+    U32,
+    /// `uint64`.
+    U64,
+    /// `float16`.
+    F16,
+    /// `bfloat16`.
+    Bf16,
+    /// `float32`.
+    F32,
+    /// `float64`.
+    F64,
+}
+
+impl DType {
+    /// Every type, in the order of [`DType::NAMES`].
+    pub const ALL: [DType; 13] = [
+        DType::Bool,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::F16,
+        DType::Bf16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// numpy's (and torch's, after `torch.`) name of each type in [`DType::ALL`].
+    pub const NAMES: [&'static str; 13] = [
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "bfloat16", "float32", "float64",
+    ];
+
+    /// The type named `name` (numpy's names; `torch.float32` and numpy dtypes are
+    /// normalized to these by the Python layer).
+    pub fn parse(name: &str) -> Option<DType> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| Self::ALL[i])
+    }
+
+    /// numpy's name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[Self::ALL.iter().position(|d| *d == self).expect("in ALL")]
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::Bf16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
+    /// The DLPack type.
+    pub fn dlpack(self) -> DlDataType {
+        let code = match self {
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 => 0,
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 => 1,
+            DType::F16 | DType::F32 | DType::F64 => 2,
+            DType::Bf16 => 4,
+            DType::Bool => 6,
+        };
+        DlDataType {
+            code,
+            bits: (self.size() * 8) as u8,
+            lanes: 1,
+        }
+    }
+
+    /// The type of a DLPack tensor, if symmem knows it (one lane).
+    pub fn from_dlpack(t: DlDataType) -> Option<DType> {
+        Self::ALL.into_iter().find(|d| d.dlpack() == t)
+    }
+}

@@ -1,0 +1,140 @@
+//! The arrays an operation takes, checked: a symmetric operand must lie in this PE's
+//! symmetric heap (a symmetric array, or a numpy/torch view of one), a local operand in
+//! host memory; both contiguous and of a type symmem knows. Errors name the operation,
+//! the argument and what is wrong with it.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use symmem::{Runtime, SymView};
+
+use crate::dlpack::{self, DlDevice, Imported, DEVICE_CPU, DEVICE_CUDA};
+use crate::dtype::DType;
+use crate::errors::to_py;
+
+/// A checked operand: the imported array and its element type.
+pub struct Operand {
+    /// The array's memory, held for the call.
+    pub t: Imported,
+    /// Its element type.
+    pub dtype: DType,
+}
+
+impl Operand {
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.t.numel()
+    }
+
+    /// Bytes of the elements.
+    pub fn nbytes(&self) -> usize {
+        self.t.nbytes()
+    }
+}
+
+/// `obj` as an operand of `op`, contiguous and of a known type.
+fn operand(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
+    let t = dlpack::import(obj, &format!("{op}: {what}"))?;
+    let Some(dtype) = t.dtype else {
+        return Err(PyTypeError::new_err(format!(
+            "{op}: {what} has a {} that symmem does not support (supported: {})",
+            t.dtype_name(),
+            DType::NAMES.join(", ")
+        )));
+    };
+    if !t.contiguous {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {what} (shape {:?}) is not contiguous; pass a contiguous array (torch: .contiguous(), numpy: numpy.ascontiguousarray)",
+            t.shape
+        )));
+    }
+    Ok(Operand { t, dtype })
+}
+
+/// Where this PE's symmetric heap is, as DLPack names devices.
+fn heap_device(rt: &Runtime) -> DlDevice {
+    match rt.gpu_ordinal() {
+        Some(g) => DlDevice {
+            device_type: DEVICE_CUDA,
+            device_id: g as i32,
+        },
+        None => DlDevice {
+            device_type: DEVICE_CPU,
+            device_id: 0,
+        },
+    }
+}
+
+/// `obj` as the symmetric operand `what` of `op`: inside this PE's symmetric heap, on the
+/// heap's device.
+pub fn symmetric(
+    rt: &Runtime,
+    op: &'static str,
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<Operand> {
+    let o = operand(op, obj, what)?;
+    let heap = heap_device(rt);
+    if o.t.device != heap {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {what} is on {}, but PE {}'s symmetric heap is on {}; it must be a symmetric array or a view of one",
+            o.t.device.describe(),
+            rt.my_pe(),
+            heap.describe()
+        )));
+    }
+    Ok(o)
+}
+
+/// The symmetric elements of `o` as a view of `T`s for the runtime's operations (which
+/// then check bounds and the target PE); `what` names the argument in the error.
+pub fn view<T>(
+    rt: &Runtime,
+    op: &'static str,
+    o: &Operand,
+    what: &str,
+    len: usize,
+) -> PyResult<SymView<T>> {
+    rt.view_at::<T>(op, o.t.addr as *const T, len).map_err(|e| {
+        let e = to_py(e);
+        PyValueError::new_err(format!(
+            "{what} is not symmetric (not a symmetric array or a view of one): {e}"
+        ))
+    })
+}
+
+/// `obj` as the local (host memory) operand `what` of `op`.
+pub fn local(op: &'static str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
+    let o = operand(op, obj, what)?;
+    if o.t.device.device_type != DEVICE_CPU {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {what} is on {}; host operations read and write host memory (a CPU array)",
+            o.t.device.describe()
+        )));
+    }
+    Ok(o)
+}
+
+/// Fails unless `a` and `b` have the same type and number of elements.
+pub fn same_layout(op: &str, a: (&Operand, &str), b: (&Operand, &str)) -> PyResult<()> {
+    if a.0.dtype != b.0.dtype {
+        return Err(PyTypeError::new_err(format!(
+            "{op}: {} is {} but {} is {}",
+            a.1,
+            a.0.dtype.name(),
+            b.1,
+            b.0.dtype.name()
+        )));
+    }
+    if a.0.numel() != b.0.numel() {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {} has {} elements (shape {:?}) but {} has {} (shape {:?})",
+            a.1,
+            a.0.numel(),
+            a.0.t.shape,
+            b.1,
+            b.0.numel(),
+            b.0.t.shape
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,105 @@
+"""Bad input raises a Python exception that names what was wrong; nothing is done."""
+
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import symmem
+
+
+@pytest.fixture
+def arr():
+    a = symmem.zeros((4,), "float32")
+    yield a
+    gc.collect()
+    if not a.freed:
+        a.free()
+
+
+def test_mismatched_dtype_and_size(arr):
+    with pytest.raises(TypeError, match="put: dst is float32 but src is int64"):
+        symmem.put(arr, np.zeros(4, np.int64), 0)
+    with pytest.raises(ValueError, match=r"put: dst has 4 elements \(shape \[4\]\) but src has 3"):
+        symmem.put(arr, np.zeros(3, np.float32), 0)
+
+
+def test_pe_out_of_range(arr):
+    n = symmem.n_pes()
+    with pytest.raises(ValueError, match=f"PE {n}"):
+        symmem.put(arr, np.zeros(4, np.float32), n)
+
+
+def test_a_local_array_is_not_symmetric(arr):
+    with pytest.raises(ValueError, match="dst is not symmetric"):
+        symmem.put(np.zeros(4, np.float32), np.zeros(4, np.float32), 0)
+    with pytest.raises(ValueError, match="ivar is not symmetric"):
+        symmem.atomic_add(np.zeros(1, np.int64), 1, 0)
+
+
+def test_not_contiguous_and_not_an_array(arr):
+    with pytest.raises(ValueError, match="src .* is not contiguous"):
+        symmem.put(arr, np.zeros(8, np.float32)[::2], 0)
+    with pytest.raises(TypeError, match="expected an array with __dlpack__"):
+        symmem.put(arr, [1.0, 2.0, 3.0, 4.0], 0)
+
+
+def test_types_an_operation_does_not_take(arr):
+    with pytest.raises(TypeError, match="atomic_fetch_add: needs an int32, int64, uint32 or uint64 array, got float32"):
+        symmem.atomic_fetch_add(arr, 1, 0)
+    with pytest.raises(TypeError, match="sig must hold uint64"):
+        symmem.signal_fetch(arr)
+    with pytest.raises(ValueError, match='unknown comparison "about"'):
+        symmem.wait_until(arr, "about", 1)
+    with pytest.raises(TypeError, match='unsupported dtype "complex64"'):
+        symmem.empty((2,), "complex64")
+    with pytest.raises(ValueError, match="negative extent"):
+        symmem.empty((2, -1), "int8")
+
+
+def test_use_after_free_and_free_with_a_live_view():
+    a = symmem.zeros((4,), "int32")
+    v = np.from_dlpack(a)
+    with pytest.raises(BufferError, match=r"1 DLPack view\(s\) .* are still alive"):
+        a.free()
+    del v
+    gc.collect()
+    a.free()
+    assert a.freed
+    with pytest.raises(BufferError, match="was freed"):
+        np.from_dlpack(a)
+    with pytest.raises(ValueError, match="already freed"):
+        a.free()
+
+
+def test_an_array_dropped_without_free_is_reported_not_freed():
+    with pytest.warns(ResourceWarning, match="garbage-collected without free"):
+        symmem.empty((16,), "uint8")
+        gc.collect()
+
+
+def test_ctrl_c_stops_a_wait():
+    # One PE alone (a job of its own: no launcher variables), waiting for a signal that
+    # never comes; SIGINT after half a second must end the wait with KeyboardInterrupt.
+    code = textwrap.dedent("""
+        import os, signal, threading, symmem
+        symmem.init()
+        sig = symmem.zeros((1,), "uint64")
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            symmem.signal_wait_until(sig, "ge", 1)
+        except KeyboardInterrupt:
+            print("interrupted")
+        sig.free()
+    """)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SYMMEM_", "OMPI_", "PMI", "SLURM_", "RANK", "WORLD_SIZE",
+                                "LOCAL_RANK", "MASTER_"))}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "interrupted"
