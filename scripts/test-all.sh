@@ -150,6 +150,9 @@ cargo clippy --workspace --all-targets --features mpi -- -D warnings
 # decoders need no kernels, so no PTX is built for them.
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 env -u SYMMEM_REQUIRE_PTX SYMMEM_SKIP_PTX=1 CARGO_TARGET_DIR=target/fuzz-check cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
+# The Python extension (its own package, built by maturin) shares the workspace's target.
+cargo fmt --manifest-path python/Cargo.toml -- --check
+CARGO_TARGET_DIR=target cargo clippy --locked --manifest-path python/Cargo.toml --all-targets -- -D warnings
 
 step "the book (docs/): mdbook builds it without a warning; its Rust samples compile as doctests of the facade crate (src/lib.rs), tests/book.rs checks the README against it"
 if [ ! -x target/tools/bin/mdbook ]; then
@@ -216,6 +219,18 @@ cargo run --release --bin symmem-perf -- --pes 2 --quick
 
 step "a device-initiated pipeline on the CPU executor"
 cargo run --release --example device_pipeline -- --pes 2
+
+step "the Python package (python/: maturin builds it into a venv under target/ with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run, and its example"
+pyvenv=$PWD/target/python-venv
+if [ ! -x "$pyvenv/bin/python" ]; then
+  python3 -m venv "$pyvenv"
+fi
+"$pyvenv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest numpy torch
+(cd python && VIRTUAL_ENV="$pyvenv" CARGO_TARGET_DIR=../target "$pyvenv/bin/maturin" develop --locked --quiet)
+for n in 2 4; do
+  SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n "$n" -m pytest python/tests -q -p no:cacheprovider
+done
+"$pyvenv/bin/python" -m symmem.run -n 4 python/examples/hello.py
 
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle
