@@ -87,7 +87,15 @@ impl SymArray {
         self.shape.iter().map(|&d| d as usize).product()
     }
 
-    fn describe(&self) -> String {
+    /// Address, device, type and shape of this PE's copy; `None` once freed.
+    pub fn parts(&self) -> Option<(usize, DlDevice, DType, Vec<i64>)> {
+        self.buf
+            .as_ref()
+            .map(|_| (self.addr, self.device, self.dtype, self.shape.clone()))
+    }
+
+    /// What the array is, for messages.
+    pub fn describe(&self) -> String {
         let id = self.buf.as_ref().map(SymBuf::id);
         let state = id.map_or("freed".to_string(), |id| format!("allocation #{id}"));
         format!(

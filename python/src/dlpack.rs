@@ -241,16 +241,6 @@ pub struct Imported {
 }
 
 impl Imported {
-    /// Number of elements.
-    pub fn numel(&self) -> usize {
-        self.shape.iter().map(|&d| d.max(0) as usize).product()
-    }
-
-    /// Bytes of the elements (0 for a type symmem does not know).
-    pub fn nbytes(&self) -> usize {
-        self.numel() * self.dtype.map_or(0, DType::size)
-    }
-
     /// The type, as numpy names it, for messages.
     pub fn dtype_name(&self) -> String {
         match self.dtype {
@@ -276,22 +266,29 @@ impl Drop for Imported {
 }
 
 /// Takes `obj`'s memory through its `__dlpack__` (numpy, torch, cupy, symmem arrays).
-/// `what` names the argument in errors.
-pub fn import(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Imported> {
+/// `op` and `what` name the operation and the argument in errors.
+pub fn import(obj: &Bound<'_, PyAny>, op: &str, what: &str) -> PyResult<Imported> {
     let py = obj.py();
-    if !obj.hasattr("__dlpack__")? {
-        return Err(PyTypeError::new_err(format!(
-            "{what}: expected an array with __dlpack__ (numpy, torch, cupy or a symmem array), got {}",
-            obj.get_type().name()?
-        )));
-    }
-    let capsule = obj.call_method0("__dlpack__")?;
+    let what = || format!("{op}: {what}");
+    let method = match obj.getattr(pyo3::intern!(py, "__dlpack__")) {
+        Ok(m) => m,
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyAttributeError>(py) => {
+            return Err(PyTypeError::new_err(format!(
+                "{}: expected an array with __dlpack__ (numpy, torch, cupy or a symmem array), got {}",
+                what(),
+                obj.get_type().name()?
+            )))
+        }
+        Err(e) => return Err(e),
+    };
+    let capsule = method.call0()?;
     let cap = capsule.as_ptr();
     // SAFETY: `cap` is a live object (held by `capsule`); the capsule API checks its kind.
     let managed = unsafe {
         if ffi::PyCapsule_IsValid(cap, CAPSULE.as_ptr()) != 1 {
             return Err(PyValueError::new_err(format!(
-                "{what}: __dlpack__ returned something other than an unused \"dltensor\" capsule"
+                "{}: __dlpack__ returned something other than an unused \"dltensor\" capsule",
+                what()
             )));
         }
         let m = ffi::PyCapsule_GetPointer(cap, CAPSULE.as_ptr()).cast::<DlManagedTensor>();

@@ -3,37 +3,63 @@
 //! host memory; both contiguous and of a type symmem knows. Errors name the operation,
 //! the argument and what is wrong with it.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use symmem::{Runtime, SymView};
 
+use crate::array::SymArray;
 use crate::dlpack::{self, DlDevice, Imported, DEVICE_CPU, DEVICE_CUDA};
 use crate::dtype::DType;
 use crate::errors::to_py;
 
-/// A checked operand: the imported array and its element type.
+/// A checked operand: where its elements are, their type and shape.
 pub struct Operand {
-    /// The array's memory, held for the call.
-    pub t: Imported,
-    /// Its element type.
+    /// Address of the first element.
+    pub addr: usize,
+    /// Where the memory is.
+    pub device: DlDevice,
+    /// Element type.
     pub dtype: DType,
+    /// Extent of each dimension.
+    pub shape: Vec<i64>,
+    /// Another library's array, held (so its memory stays alive) for the call; none for
+    /// a symmetric array, which the caller's reference keeps alive.
+    _held: Option<Imported>,
 }
 
 impl Operand {
     /// Number of elements.
     pub fn numel(&self) -> usize {
-        self.t.numel()
+        self.shape.iter().map(|&d| d.max(0) as usize).product()
     }
 
     /// Bytes of the elements.
     pub fn nbytes(&self) -> usize {
-        self.t.nbytes()
+        self.numel() * self.dtype.size()
     }
 }
 
-/// `obj` as an operand of `op`, contiguous and of a known type.
+/// `obj` as an operand of `op`, contiguous and of a known type. A symmetric array is read
+/// directly (a DLPack export per call would cost a microsecond); anything else through
+/// its `__dlpack__`.
 fn operand(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
-    let t = dlpack::import(obj, &format!("{op}: {what}"))?;
+    if let Ok(a) = obj.downcast::<SymArray>() {
+        let a = a.borrow();
+        let Some((addr, device, dtype, shape)) = a.parts() else {
+            return Err(PyBufferError::new_err(format!(
+                "{op}: {what} was freed ({})",
+                a.describe()
+            )));
+        };
+        return Ok(Operand {
+            addr,
+            device,
+            dtype,
+            shape,
+            _held: None,
+        });
+    }
+    let t = dlpack::import(obj, op, what)?;
     let Some(dtype) = t.dtype else {
         return Err(PyTypeError::new_err(format!(
             "{op}: {what} has a {} that symmem does not support (supported: {})",
@@ -47,7 +73,13 @@ fn operand(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
             t.shape
         )));
     }
-    Ok(Operand { t, dtype })
+    Ok(Operand {
+        addr: t.addr,
+        device: t.device,
+        dtype,
+        shape: t.shape.clone(),
+        _held: Some(t),
+    })
 }
 
 /// Where this PE's symmetric heap is, as DLPack names devices.
@@ -74,10 +106,10 @@ pub fn symmetric(
 ) -> PyResult<Operand> {
     let o = operand(op, obj, what)?;
     let heap = heap_device(rt);
-    if o.t.device != heap {
+    if o.device != heap {
         return Err(PyValueError::new_err(format!(
             "{op}: {what} is on {}, but PE {}'s symmetric heap is on {}; it must be a symmetric array or a view of one",
-            o.t.device.describe(),
+            o.device.describe(),
             rt.my_pe(),
             heap.describe()
         )));
@@ -94,7 +126,7 @@ pub fn view<T>(
     what: &str,
     len: usize,
 ) -> PyResult<SymView<T>> {
-    rt.view_at::<T>(op, o.t.addr as *const T, len).map_err(|e| {
+    rt.view_at::<T>(op, o.addr as *const T, len).map_err(|e| {
         let e = to_py(e);
         PyValueError::new_err(format!(
             "{what} is not symmetric (not a symmetric array or a view of one): {e}"
@@ -105,10 +137,10 @@ pub fn view<T>(
 /// `obj` as the local (host memory) operand `what` of `op`.
 pub fn local(op: &'static str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
     let o = operand(op, obj, what)?;
-    if o.t.device.device_type != DEVICE_CPU {
+    if o.device.device_type != DEVICE_CPU {
         return Err(PyValueError::new_err(format!(
             "{op}: {what} is on {}; host operations read and write host memory (a CPU array)",
-            o.t.device.describe()
+            o.device.describe()
         )));
     }
     Ok(o)
@@ -130,10 +162,10 @@ pub fn same_layout(op: &str, a: (&Operand, &str), b: (&Operand, &str)) -> PyResu
             "{op}: {} has {} elements (shape {:?}) but {} has {} (shape {:?})",
             a.1,
             a.0.numel(),
-            a.0.t.shape,
+            a.0.shape,
             b.1,
             b.0.numel(),
-            b.0.t.shape
+            b.0.shape
         )));
     }
     Ok(())

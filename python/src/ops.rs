@@ -38,7 +38,7 @@ fn transfer(
 fn bytes_of(o: &Operand) -> &[u8] {
     // SAFETY: the operand holds its producer's memory (DLPack) for the call; it is
     // contiguous host memory of `nbytes()` bytes (checked by `local`).
-    unsafe { std::slice::from_raw_parts(o.t.addr as *const u8, o.nbytes()) }
+    unsafe { std::slice::from_raw_parts(o.addr as *const u8, o.nbytes()) }
 }
 
 /// The bytes of a local operand, to write.
@@ -46,7 +46,7 @@ fn bytes_of(o: &Operand) -> &[u8] {
 fn bytes_of_mut(o: &Operand) -> &mut [u8] {
     // SAFETY: as `bytes_of`; Python gives no exclusivity, as with any buffer a C
     // extension writes (numpy's own ufuncs with `out=` alike).
-    unsafe { std::slice::from_raw_parts_mut(o.t.addr as *mut u8, o.nbytes()) }
+    unsafe { std::slice::from_raw_parts_mut(o.addr as *mut u8, o.nbytes()) }
 }
 
 /// The comparison named `cmp`: `eq`, `ne`, `gt`, `ge`, `lt`, `le` (or `==`, `!=`, `>`,
@@ -85,7 +85,7 @@ fn signal_word(rt: &Runtime, op: &'static str, sig: &Bound<'_, PyAny>) -> PyResu
         return Err(PyTypeError::new_err(format!(
             "{op}: sig must hold uint64 signal words (at least one), got {} of shape {:?}",
             s.dtype.name(),
-            s.t.shape
+            s.shape
         )));
     }
     Ok(s)

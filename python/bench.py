@@ -1,0 +1,154 @@
+"""Per-call cost of symmem from Python, beside torch.distributed (gloo) on the same PEs.
+
+    python -m symmem.run -n 2 python/bench.py [--iters N] [--json]
+
+PE 0 prints one row per measurement (median of 5 repetitions): put of 8 B then quiet, get
+of 8 B, the put_signal ping-pong (one way), and put bandwidth of a 16 MiB array; and, where
+torch is installed, gloo's send/recv ping-pong (one way), all_reduce of 8 B and 16 MiB. Set
+the Rust rows beside them with `symmem-perf --pes 2 --only put_latency,get_latency,
+put_signal_pingpong_latency,put_bw`: the difference is the Python layer's cost per call.
+"""
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+import symmem
+
+MIB16 = 16 << 20
+
+
+def timed(reps, iters, body):
+    """Median over `reps` repetitions of the seconds per iteration of `body(iters)`."""
+    samples = []
+    for _ in range(reps + 1):
+        symmem.barrier_all()
+        t0 = time.perf_counter()
+        body(iters)
+        samples.append((time.perf_counter() - t0) / iters)
+    return statistics.median(samples[1:])  # the first is a warm-up
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=20000)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    a = ap.parse_args()
+    symmem.init()
+    me, n = symmem.my_pe(), symmem.n_pes()
+    if n < 2:
+        raise SystemExit("bench.py needs 2 PEs: python -m symmem.run -n 2 python/bench.py")
+    peer = 1 - me if me < 2 else me
+    rows = []
+
+    def row(metric, value, unit, what):
+        rows.append({"metric": metric, "value": value, "unit": unit, "library": what})
+
+    word = symmem.zeros((1,), "uint64")
+    sig = symmem.zeros((1,), "uint64")
+    big = symmem.zeros((MIB16 // 8,), "uint64")
+    one = np.ones(1, np.uint64)
+    local_big = np.ones(MIB16 // 8, np.uint64)
+
+    def put_quiet(k):
+        if me == 0:
+            for _ in range(k):
+                symmem.put(word, one, peer)
+                symmem.quiet()
+
+    def get(k):
+        if me == 0:
+            out = np.empty(1, np.uint64)
+            for _ in range(k):
+                symmem.get(out, word, peer)
+
+    def pingpong(k):
+        base = symmem.signal_fetch(sig)
+        symmem.barrier_all()
+        for i in range(1, k + 1):
+            if me == 0:
+                symmem.put_signal(word, one, sig, base + i, peer)
+                symmem.signal_wait_until(sig, "ge", base + i)
+            elif me == 1:
+                symmem.signal_wait_until(sig, "ge", base + i)
+                symmem.put_signal(word, one, sig, base + i, peer)
+
+    def put_bw(k):
+        if me == 0:
+            for _ in range(k):
+                symmem.put(big, local_big, peer)
+
+    row("put_latency (8 B, then quiet)", timed(a.reps, a.iters, put_quiet) * 1e6, "us", "symmem")
+    row("get_latency (8 B)", timed(a.reps, a.iters, get) * 1e6, "us", "symmem")
+    row("put_signal_pingpong_latency (8 B, one way)",
+        timed(a.reps, a.iters // 4, pingpong) * 1e6 / 2, "us", "symmem")
+    bw_iters = 20
+    row("put_bw (16 MiB)", MIB16 / timed(a.reps, bw_iters, put_bw) / 1e9, "GB/s", "symmem")
+    for b in (word, sig, big):
+        b.free()
+
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        torch = None
+    if torch is not None:
+        # gloo on the same PEs: rank = PE, a TCP store on PE 0.
+        port = 29500 + (int(time.time()) % 1000)
+        port = int(symmem_broadcast_port(port))
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=me,
+                                world_size=n)
+        t8 = torch.ones(1, dtype=torch.int64)
+        t16 = torch.ones(MIB16 // 8, dtype=torch.int64)
+
+        def gloo_pingpong(k):
+            for _ in range(k):
+                if me == 0:
+                    dist.send(t8, 1)
+                    dist.recv(t8, 1)
+                elif me == 1:
+                    dist.recv(t8, 0)
+                    dist.send(t8, 0)
+
+        def allreduce(t):
+            return lambda k: [dist.all_reduce(t) for _ in range(k)]
+
+        gi = max(a.iters // 20, 100)
+        row("send/recv pingpong_latency (8 B, one way)",
+            timed(a.reps, gi, gloo_pingpong) * 1e6 / 2, "us", "torch.distributed gloo")
+        row("all_reduce_latency (8 B)", timed(a.reps, gi, allreduce(t8)) * 1e6, "us",
+            "torch.distributed gloo")
+        row("all_reduce_bw (16 MiB)", MIB16 / timed(a.reps, 5, allreduce(t16)) / 1e9, "GB/s",
+            "torch.distributed gloo")
+        dist.destroy_process_group()
+
+    if me == 0:
+        if a.json:
+            for r in rows:
+                print(json.dumps(r))
+        else:
+            print(f"{'metric':48} {'value':>10}  unit  library  ({n} PEs, {symmem.device()})")
+            for r in rows:
+                print(f"{r['metric']:48} {r['value']:10.3f}  {r['unit']:5} {r['library']}")
+    symmem.barrier_all()
+
+
+def symmem_broadcast_port(port):
+    """PE 0's port choice, on every PE (through a symmetric word)."""
+    w = symmem.zeros((1,), "uint64")
+    if symmem.my_pe() == 0:
+        for pe in range(symmem.n_pes()):
+            symmem.atomic_set(w, port, pe)
+    symmem.barrier_all()
+    got = symmem.atomic_fetch(w, symmem.my_pe())
+    symmem.barrier_all()
+    w.free()
+    return got
+
+
+if __name__ == "__main__":
+    main()
