@@ -3,6 +3,7 @@
 //! and torch, `symmem.torch`, finalize at exit); see `python/README.md`.
 
 mod array;
+mod collectives;
 mod dlpack;
 mod dtype;
 mod errors;
@@ -179,5 +180,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::quiet, m)?)?;
     m.add_function(wrap_pyfunction!(ops::barrier_all, m)?)?;
     m.add_function(wrap_pyfunction!(ops::sync_all, m)?)?;
+    m.add_function(wrap_pyfunction!(collectives::broadcast, m)?)?;
+    m.add_function(wrap_pyfunction!(collectives::fcollect, m)?)?;
+    m.add_function(wrap_pyfunction!(collectives::alltoall, m)?)?;
+    m.add_function(wrap_pyfunction!(collectives::reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(collectives::reducescatter, m)?)?;
     Ok(())
 }
