@@ -11,9 +11,9 @@ use symmem::collectives::{
 use symmem::Runtime;
 
 use crate::dtype::DType;
-use crate::errors::{python_signalled, to_py};
 use crate::handle::runtime;
 use crate::operands::{symmetric, view, Operand};
+use crate::ops::blocking;
 
 /// Both symmetric operands of a collective, of one type.
 fn pair(
@@ -46,12 +46,6 @@ fn expect_len(op: &str, o: &Operand, want: usize, what: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// `f` with the GIL released and Ctrl-C stopping its waits.
-fn collective(py: Python<'_>, f: impl FnOnce() -> symmem::Result<()> + Send) -> PyResult<()> {
-    py.allow_threads(|| symmem::with_interrupt_check(python_signalled, f))
-        .map_err(to_py)
-}
-
 /// Copies all of `src` on PE `root` into `dst` on every PE (`shmem_broadcast`); `dst`
 /// and `src` hold the same number of elements.
 #[pyfunction]
@@ -69,7 +63,7 @@ pub fn broadcast(
         view::<u8>(&rt, OP, &d, "dst", d.nbytes())?,
         view::<u8>(&rt, OP, &s, "src", s.nbytes())?,
     );
-    collective(py, || rt.team_world().broadcast(&dv, &sv, sv.len(), root))
+    blocking(py, || rt.team_world().broadcast(&dv, &sv, sv.len(), root))
 }
 
 /// Concatenates every PE's `src`, in PE order, into `dst` on every PE
@@ -84,7 +78,7 @@ pub fn fcollect(py: Python<'_>, dst: &Bound<'_, PyAny>, src: &Bound<'_, PyAny>) 
         view::<u8>(&rt, OP, &d, "dst", d.nbytes())?,
         view::<u8>(&rt, OP, &s, "src", s.nbytes())?,
     );
-    collective(py, || rt.team_world().fcollect(&dv, &sv, sv.len()))
+    blocking(py, || rt.team_world().fcollect(&dv, &sv, sv.len()))
 }
 
 /// Block `j` of every PE's `src` goes to PE `j`, where the blocks land in PE order in
@@ -107,7 +101,7 @@ pub fn alltoall(py: Python<'_>, dst: &Bound<'_, PyAny>, src: &Bound<'_, PyAny>) 
         view::<u8>(&rt, OP, &d, "dst", d.nbytes())?,
         view::<u8>(&rt, OP, &s, "src", s.nbytes())?,
     );
-    collective(py, || rt.team_world().alltoall(&dv, &sv, block))
+    blocking(py, || rt.team_world().alltoall(&dv, &sv, block))
 }
 
 /// Combines every PE's `src` element by element with `op` (`sum`, `prod`, `min`, `max`,
@@ -199,9 +193,9 @@ impl Reduction<'_, '_> {
         let sv = view::<T>(self.rt, self.name, self.s, "src", self.s.numel())?;
         let (team, n) = (self.rt.team_world(), self.nelems);
         if self.scatter {
-            collective(self.py, move || team.reducescatter(&dv, &sv, n, o))
+            blocking(self.py, move || team.reducescatter(&dv, &sv, n, o))
         } else {
-            collective(self.py, move || team.reduce(&dv, &sv, n, o))
+            blocking(self.py, move || team.reduce(&dv, &sv, n, o))
         }
     }
 

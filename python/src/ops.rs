@@ -16,7 +16,10 @@ use crate::operands::{local, same_layout, symmetric, view, Operand};
 const RELEASE_GIL_BYTES: usize = 64 << 10;
 
 /// Runs `f` with the GIL released, stopping its waits on Ctrl-C.
-fn blocking<R: Send>(py: Python<'_>, f: impl FnOnce() -> symmem::Result<R> + Send) -> PyResult<R> {
+pub(crate) fn blocking<R: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> symmem::Result<R> + Send,
+) -> PyResult<R> {
     py.allow_threads(|| symmem::with_interrupt_check(python_signalled, f))
         .map_err(to_py)
 }
@@ -91,97 +94,105 @@ fn signal_word(rt: &Runtime, op: &'static str, sig: &Bound<'_, PyAny>) -> PyResu
     Ok(s)
 }
 
-/// Puts all of `src` (local) into `dst` (symmetric) on PE `pe`; returns when `src` may be
-/// reused (`shmem_put`).
-#[pyfunction]
-pub fn put(
-    py: Python<'_>,
-    dst: &Bound<'_, PyAny>,
-    src: &Bound<'_, PyAny>,
-    pe: usize,
-) -> PyResult<()> {
-    copy_to(py, "put", dst, src, pe, false)
+/// A transfer between a symmetric and a local array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    Put,
+    PutNbi,
+    Get,
+    GetNbi,
 }
 
-/// As [`put`], returning at once: `src` must stay unchanged until `quiet()`
-/// (`shmem_put_nbi`).
-#[pyfunction]
-pub fn put_nbi(
-    py: Python<'_>,
-    dst: &Bound<'_, PyAny>,
-    src: &Bound<'_, PyAny>,
-    pe: usize,
-) -> PyResult<()> {
-    copy_to(py, "put_nbi", dst, src, pe, true)
-}
-
-fn copy_to(
-    py: Python<'_>,
-    op: &'static str,
-    dst: &Bound<'_, PyAny>,
-    src: &Bound<'_, PyAny>,
-    pe: usize,
-    nbi: bool,
-) -> PyResult<()> {
-    let rt = runtime()?;
-    let d = symmetric(&rt, op, dst, "dst")?;
-    let s = local(op, src, "src")?;
-    same_layout(op, (&d, "dst"), (&s, "src"))?;
-    let v = view::<u8>(&rt, op, &d, "dst", d.nbytes())?;
-    let bytes = bytes_of(&s);
-    transfer(py, bytes.len(), || {
-        if nbi {
-            rt.put_nbi(v.at(0), bytes, pe)
-        } else {
-            rt.put(v.at(0), bytes, pe)
+impl Way {
+    fn name(self) -> &'static str {
+        match self {
+            Way::Put => "put",
+            Way::PutNbi => "put_nbi",
+            Way::Get => "get",
+            Way::GetNbi => "get_nbi",
         }
-    })
+    }
 }
 
-/// Gets all of `src` (symmetric) on PE `pe` into `dst` (local) (`shmem_get`).
-#[pyfunction]
-pub fn get(
+/// Moves all of the local array into the symmetric one on `pe` (puts: `dst` symmetric,
+/// `src` local) or back (gets: `src` symmetric, `dst` local).
+fn transfer_call(
     py: Python<'_>,
+    way: Way,
     dst: &Bound<'_, PyAny>,
     src: &Bound<'_, PyAny>,
     pe: usize,
 ) -> PyResult<()> {
-    copy_from(py, "get", dst, src, pe, false)
-}
-
-/// As [`get`], returning at once: `dst` holds the data after `quiet()` (`shmem_get_nbi`).
-#[pyfunction]
-pub fn get_nbi(
-    py: Python<'_>,
-    dst: &Bound<'_, PyAny>,
-    src: &Bound<'_, PyAny>,
-    pe: usize,
-) -> PyResult<()> {
-    copy_from(py, "get_nbi", dst, src, pe, true)
-}
-
-fn copy_from(
-    py: Python<'_>,
-    op: &'static str,
-    dst: &Bound<'_, PyAny>,
-    src: &Bound<'_, PyAny>,
-    pe: usize,
-    nbi: bool,
-) -> PyResult<()> {
-    let rt = runtime()?;
-    let s = symmetric(&rt, op, src, "src")?;
-    let d = local(op, dst, "dst")?;
+    let (op, rt) = (way.name(), runtime()?);
+    let put = matches!(way, Way::Put | Way::PutNbi);
+    let (d, s) = if put {
+        (symmetric(&rt, op, dst, "dst")?, local(op, src, "src")?)
+    } else {
+        (local(op, dst, "dst")?, symmetric(&rt, op, src, "src")?)
+    };
     same_layout(op, (&d, "dst"), (&s, "src"))?;
-    let v = view::<u8>(&rt, op, &s, "src", s.nbytes())?;
-    let bytes = bytes_of_mut(&d);
-    transfer(py, bytes.len(), || {
-        if nbi {
-            rt.get_nbi(v.at(0), bytes, pe)
-        } else {
-            rt.get(v.at(0), bytes, pe)
+    let (sym, what) = if put { (&d, "dst") } else { (&s, "src") };
+    let v = view::<u8>(&rt, op, sym, what, sym.nbytes())?;
+    let r = v.at(0);
+    match way {
+        Way::Put => {
+            let b = bytes_of(&s);
+            transfer(py, b.len(), || rt.put(r, b, pe))
         }
-    })
+        Way::PutNbi => {
+            let b = bytes_of(&s);
+            transfer(py, b.len(), || rt.put_nbi(r, b, pe))
+        }
+        Way::Get => {
+            let b = bytes_of_mut(&d);
+            transfer(py, b.len(), || rt.get(r, b, pe))
+        }
+        Way::GetNbi => {
+            let b = bytes_of_mut(&d);
+            transfer(py, b.len(), || rt.get_nbi(r, b, pe))
+        }
+    }
 }
+
+/// Defines the Python function of a transfer (`$name(dst, src, pe)`).
+macro_rules! transfer_fn {
+    ($(#[$doc:meta])* $name:ident, $way:expr) => {
+        $(#[$doc])*
+        #[pyfunction]
+        pub fn $name(
+            py: Python<'_>,
+            dst: &Bound<'_, PyAny>,
+            src: &Bound<'_, PyAny>,
+            pe: usize,
+        ) -> PyResult<()> {
+            transfer_call(py, $way, dst, src, pe)
+        }
+    };
+}
+
+transfer_fn!(
+    /// Puts all of `src` (local) into `dst` (symmetric) on PE `pe`; returns when `src` may
+    /// be reused (`shmem_put`).
+    put,
+    Way::Put
+);
+transfer_fn!(
+    /// As [`put`], returning at once: `src` must stay unchanged until `quiet()`
+    /// (`shmem_put_nbi`).
+    put_nbi,
+    Way::PutNbi
+);
+transfer_fn!(
+    /// Gets all of `src` (symmetric) on PE `pe` into `dst` (local) (`shmem_get`).
+    get,
+    Way::Get
+);
+transfer_fn!(
+    /// As [`get`], returning at once: `dst` holds the data after `quiet()`
+    /// (`shmem_get_nbi`).
+    get_nbi,
+    Way::GetNbi
+);
 
 /// Puts all of `src` into `dst` on PE `pe`, then updates the signal word `sig` there
 /// (`set` or `add` `signal`); the peer never sees the signal before the data
