@@ -1,19 +1,32 @@
-//! The collectives over every PE (TEAM_WORLD) on symmetric arrays: broadcast, fcollect,
-//! alltoall, reduce and reducescatter. Each PE calls them with the same arguments in the
-//! same order; the runtime checks that they match (and names what differs). They run
-//! with the GIL released; Ctrl-C stops their waits.
+//! The collectives on symmetric arrays over a team (`team=`, TEAM_WORLD by default):
+//! broadcast, fcollect, alltoall, reduce and reducescatter. Each PE of the team calls them
+//! with the same arguments in the same order; the runtime checks that they match (and
+//! names what differs). They run with the GIL released; Ctrl-C stops their waits.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use symmem::collectives::{
     And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor,
 };
-use symmem::Runtime;
+use symmem::{Runtime, Team};
 
 use crate::dtype::DType;
 use crate::handle::runtime;
 use crate::operands::{symmetric, view, Operand};
 use crate::ops::blocking;
+use crate::team::PyTeam;
+
+/// Runs `f` over `team`, or TEAM_WORLD when there is none.
+fn over<R>(
+    rt: &Runtime,
+    team: Option<PyRef<'_, PyTeam>>,
+    f: impl FnOnce(&Team<'_>) -> PyResult<R>,
+) -> PyResult<R> {
+    match team {
+        Some(t) => f(t.lock()?.team()),
+        None => f(&rt.team_world()),
+    }
+}
 
 /// Both symmetric operands of a collective, of one type.
 fn pair(
@@ -46,14 +59,16 @@ fn expect_len(op: &str, o: &Operand, want: usize, what: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// Copies all of `src` on PE `root` into `dst` on every PE (`shmem_broadcast`); `dst`
-/// and `src` hold the same number of elements.
+/// Copies all of `src` on team PE `root` into `dst` on every PE of the team
+/// (`shmem_broadcast`); `dst` and `src` hold the same number of elements.
 #[pyfunction]
+#[pyo3(signature = (dst, src, root, team=None))]
 pub fn broadcast(
     py: Python<'_>,
     dst: &Bound<'_, PyAny>,
     src: &Bound<'_, PyAny>,
     root: usize,
+    team: Option<PyRef<'_, PyTeam>>,
 ) -> PyResult<()> {
     const OP: &str = "broadcast";
     let rt = runtime()?;
@@ -63,80 +78,105 @@ pub fn broadcast(
         view::<u8>(&rt, OP, &d, "dst", d.nbytes())?,
         view::<u8>(&rt, OP, &s, "src", s.nbytes())?,
     );
-    blocking(py, || rt.team_world().broadcast(&dv, &sv, sv.len(), root))
+    over(&rt, team, |t| {
+        blocking(py, || t.broadcast(&dv, &sv, sv.len(), root))
+    })
 }
 
-/// Concatenates every PE's `src`, in PE order, into `dst` on every PE
-/// (`shmem_fcollect`); `dst` holds `n_pes()` times the elements of `src`.
+/// Concatenates every team PE's `src`, in team order, into `dst` on every PE of the team
+/// (`shmem_fcollect`); `dst` holds the team's `n_pes` times the elements of `src`.
 #[pyfunction]
-pub fn fcollect(py: Python<'_>, dst: &Bound<'_, PyAny>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+#[pyo3(signature = (dst, src, team=None))]
+pub fn fcollect(
+    py: Python<'_>,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    team: Option<PyRef<'_, PyTeam>>,
+) -> PyResult<()> {
     const OP: &str = "fcollect";
     let rt = runtime()?;
     let (d, s) = pair(&rt, OP, dst, src)?;
-    expect_len(OP, &d, s.numel() * rt.n_pes(), "dst (n_pes() × src)")?;
-    let (dv, sv) = (
-        view::<u8>(&rt, OP, &d, "dst", d.nbytes())?,
-        view::<u8>(&rt, OP, &s, "src", s.nbytes())?,
-    );
-    blocking(py, || rt.team_world().fcollect(&dv, &sv, sv.len()))
+    over(&rt, team, |t| {
+        expect_len(OP, &d, s.numel() * t.n_pes(), "dst (n_pes × src)")?;
+        let (dv, sv) = (
+            view::<u8>(&rt, OP, &d, "dst", d.nbytes())?,
+            view::<u8>(&rt, OP, &s, "src", s.nbytes())?,
+        );
+        blocking(py, || t.fcollect(&dv, &sv, sv.len()))
+    })
 }
 
-/// Block `j` of every PE's `src` goes to PE `j`, where the blocks land in PE order in
-/// `dst` (`shmem_alltoall`); `src` and `dst` hold `n_pes()` equal blocks.
+/// Block `j` of every team PE's `src` goes to team PE `j`, where the blocks land in team
+/// order in `dst` (`shmem_alltoall`); `src` and `dst` hold `n_pes` equal blocks.
 #[pyfunction]
-pub fn alltoall(py: Python<'_>, dst: &Bound<'_, PyAny>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+#[pyo3(signature = (dst, src, team=None))]
+pub fn alltoall(
+    py: Python<'_>,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    team: Option<PyRef<'_, PyTeam>>,
+) -> PyResult<()> {
     const OP: &str = "alltoall";
     let rt = runtime()?;
-    let n = rt.n_pes();
     let (d, s) = pair(&rt, OP, dst, src)?;
-    if s.numel() % n != 0 {
-        return Err(PyValueError::new_err(format!(
-            "{OP}: src must hold n_pes() = {n} equal blocks, has {} elements",
-            s.numel()
-        )));
-    }
     expect_len(OP, &d, s.numel(), "dst (as many as src)")?;
-    let block = s.nbytes() / n;
-    let (dv, sv) = (
-        view::<u8>(&rt, OP, &d, "dst", d.nbytes())?,
-        view::<u8>(&rt, OP, &s, "src", s.nbytes())?,
-    );
-    blocking(py, || rt.team_world().alltoall(&dv, &sv, block))
+    over(&rt, team, |t| {
+        let n = t.n_pes();
+        if s.numel() % n != 0 {
+            return Err(PyValueError::new_err(format!(
+                "{OP}: src must hold the team's n_pes = {n} equal blocks, has {} elements",
+                s.numel()
+            )));
+        }
+        let block = s.nbytes() / n;
+        let (dv, sv) = (
+            view::<u8>(&rt, OP, &d, "dst", d.nbytes())?,
+            view::<u8>(&rt, OP, &s, "src", s.nbytes())?,
+        );
+        blocking(py, || t.alltoall(&dv, &sv, block))
+    })
 }
 
-/// Combines every PE's `src` element by element with `op` (`sum`, `prod`, `min`, `max`,
-/// and for integers `and`, `or`, `xor`) into `dst` on every PE (`shmem_<op>_reduce`);
-/// `dst` and `src` hold the same number of elements (they may be the same array).
+/// Combines every team PE's `src` element by element with `op` (`sum`, `prod`, `min`,
+/// `max`, and for integers `and`, `or`, `xor`) into `dst` on every PE of the team
+/// (`shmem_<op>_reduce`); `dst` and `src` hold the same number of elements (they may be
+/// the same array).
 #[pyfunction]
-#[pyo3(signature = (dst, src, op="sum"))]
+#[pyo3(signature = (dst, src, op="sum", team=None))]
 pub fn reduce(
     py: Python<'_>,
     dst: &Bound<'_, PyAny>,
     src: &Bound<'_, PyAny>,
     op: &str,
+    team: Option<PyRef<'_, PyTeam>>,
 ) -> PyResult<()> {
     const OP: &str = "reduce";
     let rt = runtime()?;
     let (d, s) = pair(&rt, OP, dst, src)?;
     expect_len(OP, &d, s.numel(), "dst (as many as src)")?;
-    reduction(py, &rt, OP, &d, &s, s.numel(), op, false)
+    over(&rt, team, |t| {
+        reduction(py, &rt, t, OP, &d, &s, s.numel(), op, false)
+    })
 }
 
-/// Block `j` of every PE's `src`, combined with `op` as [`reduce`], lands in `dst` on PE
-/// `j` (`reducescatter`); `src` holds `n_pes()` blocks of `dst`'s size.
+/// Block `j` of every team PE's `src`, combined with `op` as [`reduce`], lands in `dst`
+/// on team PE `j` (`reducescatter`); `src` holds `n_pes` blocks of `dst`'s size.
 #[pyfunction]
-#[pyo3(signature = (dst, src, op="sum"))]
+#[pyo3(signature = (dst, src, op="sum", team=None))]
 pub fn reducescatter(
     py: Python<'_>,
     dst: &Bound<'_, PyAny>,
     src: &Bound<'_, PyAny>,
     op: &str,
+    team: Option<PyRef<'_, PyTeam>>,
 ) -> PyResult<()> {
     const OP: &str = "reducescatter";
     let rt = runtime()?;
     let (d, s) = pair(&rt, OP, dst, src)?;
-    expect_len(OP, &s, d.numel() * rt.n_pes(), "src (n_pes() × dst)")?;
-    reduction(py, &rt, OP, &d, &s, d.numel(), op, true)
+    over(&rt, team, |t| {
+        expect_len(OP, &s, d.numel() * t.n_pes(), "src (n_pes × dst)")?;
+        reduction(py, &rt, t, OP, &d, &s, d.numel(), op, true)
+    })
 }
 
 /// A reduce (`scatter == false`) or reduce-scatter of `nelems` per block, dispatched on
@@ -145,6 +185,7 @@ pub fn reducescatter(
 fn reduction(
     py: Python<'_>,
     rt: &Runtime,
+    team: &Team<'_>,
     name: &'static str,
     d: &Operand,
     s: &Operand,
@@ -155,6 +196,7 @@ fn reduction(
     let r = Reduction {
         py,
         rt,
+        team,
         name,
         d,
         s,
@@ -179,6 +221,7 @@ fn reduction(
 struct Reduction<'a, 'py> {
     py: Python<'py>,
     rt: &'a Runtime,
+    team: &'a Team<'a>,
     name: &'static str,
     d: &'a Operand,
     s: &'a Operand,
@@ -191,7 +234,7 @@ impl Reduction<'_, '_> {
     fn run<T: Reducible, O: ReduceOp<T> + Send>(&self, o: O) -> PyResult<()> {
         let dv = view::<T>(self.rt, self.name, self.d, "dst", self.d.numel())?;
         let sv = view::<T>(self.rt, self.name, self.s, "src", self.s.numel())?;
-        let (team, n) = (self.rt.team_world(), self.nelems);
+        let (team, n) = (self.team, self.nelems);
         if self.scatter {
             blocking(self.py, move || team.reducescatter(&dv, &sv, n, o))
         } else {

@@ -36,20 +36,22 @@ pub fn install(rt: Runtime) {
     *RUNTIME.write().expect("never poisoned") = Some(Arc::new(rt));
 }
 
-/// Takes the runtime out for `finalize`; fails, leaving it in place, while another thread
-/// is inside a call.
+/// Takes the runtime out for `finalize`, after dropping every team (which borrow it);
+/// fails, changing nothing, while another thread is inside a call.
 pub fn take() -> PyResult<Option<Runtime>> {
-    let mut slot = RUNTIME.write().expect("never poisoned");
-    let Some(rt) = slot.take() else {
-        return Ok(None);
+    let busy = || {
+        SymmemError::new_err(
+            "finalize: another thread is inside a symmem call (a wait, say); finish it first",
+        )
     };
-    match Arc::try_unwrap(rt) {
-        Ok(rt) => Ok(Some(rt)),
-        Err(shared) => {
-            *slot = Some(shared);
-            Err(SymmemError::new_err(
-                "finalize: another thread is inside a symmem call (a wait, say); finish it first",
-            ))
-        }
-    }
+    let mut slot = RUNTIME.write().expect("never poisoned");
+    // The write lock keeps every other thread from taking a new reference meanwhile.
+    let ready = match &*slot {
+        Some(rt) if Arc::strong_count(rt) > 1 => Err(busy()),
+        _ => Ok(()),
+    };
+    let taken = crate::team::drop_all_then(move || ready, || slot.take())?;
+    Ok(taken.map(|rt| {
+        Arc::try_unwrap(rt).unwrap_or_else(|_| unreachable!("checked: the only reference"))
+    }))
 }

@@ -10,6 +10,7 @@ mod errors;
 mod handle;
 mod operands;
 mod ops;
+mod team;
 
 use std::sync::atomic::Ordering;
 
@@ -142,6 +143,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SymmemError", m.py().get_type::<SymmemError>())?;
     m.add("DTYPES", DType::NAMES.to_vec())?;
     m.add_class::<SymArray>()?;
+    m.add_class::<team::PyTeam>()?;
+    m.add_function(wrap_pyfunction!(team::team_world, m)?)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(finalize, m)?)?;
     m.add_function(wrap_pyfunction!(is_initialized, m)?)?;

@@ -27,6 +27,7 @@ from ._native import (
     DTYPES,
     SymmemError,
     SymmetricArray,
+    Team,
     alltoall,
     atomic_add,
     atomic_and,
@@ -64,19 +65,20 @@ from ._native import (
     signal_op,
     signal_wait_until,
     sync_all,
+    team_world,
     test,
     wait_until,
 )
 
 __all__ = [
-    "DTYPES", "SymmemError", "SymmetricArray", "alltoall", "atomic_add", "atomic_and",
+    "DTYPES", "SymmemError", "SymmetricArray", "Team", "alltoall", "atomic_add", "atomic_and",
     "atomic_compare_swap", "atomic_fetch", "atomic_fetch_add", "atomic_fetch_and",
     "atomic_fetch_inc", "atomic_fetch_or", "atomic_fetch_xor", "atomic_inc", "atomic_or",
     "atomic_set", "atomic_swap", "atomic_xor", "barrier_all", "broadcast", "device",
     "dtype_name", "empty", "fcollect", "fence", "finalize", "get", "get_nbi", "init", "is_initialized", "my_pe",
     "n_pes", "ptr", "put", "put_nbi", "put_signal", "quiet", "reduce", "reducescatter",
     "signal_fetch", "signal_op",
-    "signal_wait_until", "sync_all", "test", "wait_until", "zeros",
+    "signal_wait_until", "sync_all", "team_world", "test", "wait_until", "zeros",
 ]
 
 

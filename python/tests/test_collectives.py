@@ -67,7 +67,7 @@ def test_collective_argument_errors(pe):
             symmem.reduce(a, a, "and")
         with pytest.raises(ValueError, match='unknown reduction "mean"'):
             symmem.reduce(a, a, "mean")
-        with pytest.raises(ValueError, match=f"fcollect: dst \\(n_pes\\(\\) × src\\) must hold {4 * n} elements"):
+        with pytest.raises(ValueError, match=f"fcollect: dst \\(n_pes × src\\) must hold {4 * n} elements"):
             symmem.fcollect(a, a)
         with pytest.raises(ValueError, match="dst is not symmetric"):
             symmem.reduce(np.zeros(4, np.float32), a)

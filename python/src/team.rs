@@ -1,0 +1,202 @@
+//! Teams as Python objects: TEAM_WORLD and the teams split from a team
+//! (`split_strided`, `split_2d`), for the team collectives and barriers.
+
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use symmem::{Runtime, Team};
+
+use crate::errors::to_py;
+use crate::handle::{self, runtime};
+use crate::ops::blocking;
+
+/// A team's place: the team until it is destroyed, or until finalize takes every team
+/// away before the runtime they borrow goes.
+type Slot = Mutex<Option<Team<'static>>>;
+
+/// Every live team's slot, for finalize.
+static TEAMS: Mutex<Vec<Weak<Slot>>> = Mutex::new(Vec::new());
+
+/// Runs `take` (finalize's taking of the runtime) with no team being made meanwhile, and
+/// drops every team first when it will succeed (`ready`), since teams borrow the runtime.
+/// Fails, changing nothing, while another thread's call holds a team. Called with the GIL
+/// held, which every team call needs to start: no team is locked anew meanwhile.
+pub fn drop_all_then<R>(
+    ready: impl FnOnce() -> PyResult<()>,
+    take: impl FnOnce() -> R,
+) -> PyResult<R> {
+    let mut teams = TEAMS.lock().expect("never poisoned");
+    let live: Vec<Arc<Slot>> = teams.iter().filter_map(Weak::upgrade).collect();
+    for slot in &live {
+        if let Err(TryLockError::WouldBlock) = slot.try_lock() {
+            return Err(PyValueError::new_err(
+                "finalize: a team is in use by another thread's call; finish it first",
+            ));
+        }
+    }
+    ready()?;
+    for slot in &live {
+        slot.lock().expect("never poisoned").take();
+    }
+    teams.clear();
+    Ok(take())
+}
+
+/// A team of PEs: `team_world()`, or a split of a team. `my_pe`/`n_pes` number the PEs
+/// within it; the collectives take it as `team=`. Splits and `destroy()` are collective
+/// over the parent (the team).
+#[pyclass(module = "symmem._native", name = "Team")]
+pub struct PyTeam {
+    slot: Arc<Slot>,
+}
+
+impl PyTeam {
+    /// Wraps `team`, which borrows the runtime that `handle` holds; `_held` is the
+    /// caller's reference to it, which keeps finalize out until the team is registered.
+    fn wrap(_held: &Arc<Runtime>, team: Team<'_>) -> PyTeam {
+        let mut teams = TEAMS.lock().expect("never poisoned");
+        // SAFETY: the team borrows the runtime in the allocation of the `Arc` that
+        // `handle` holds until finalize, and finalize drops every registered team (under
+        // this lock) before it takes the runtime; `_held`, a clone held by the caller
+        // until the team is registered below, keeps finalize from taking it in between.
+        let team = unsafe { std::mem::transmute::<Team<'_>, Team<'static>>(team) };
+        let slot = Arc::new(Mutex::new(Some(team)));
+        teams.retain(|w| w.strong_count() > 0);
+        teams.push(Arc::downgrade(&slot));
+        PyTeam { slot }
+    }
+
+    /// The team, locked for one call; an error after `destroy()` or finalize, or while
+    /// another thread uses it.
+    pub fn lock(&self) -> PyResult<TeamGuard<'_>> {
+        let guard = match self.slot.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::WouldBlock) => {
+                return Err(PyValueError::new_err(
+                    "the team is in use by another thread's call",
+                ))
+            }
+            Err(TryLockError::Poisoned(_)) => unreachable!("no call panics holding a team"),
+        };
+        if guard.is_none() {
+            let why = if handle::is_initialized() {
+                "the team was destroyed"
+            } else {
+                "symmem was finalized"
+            };
+            return Err(PyValueError::new_err(why));
+        }
+        Ok(TeamGuard(guard))
+    }
+}
+
+/// A live team, locked for a call.
+pub struct TeamGuard<'a>(MutexGuard<'a, Option<Team<'static>>>);
+
+impl TeamGuard<'_> {
+    /// The team.
+    pub fn team(&self) -> &Team<'static> {
+        self.0.as_ref().expect("checked by PyTeam::lock")
+    }
+}
+
+/// TEAM_WORLD: every PE, numbered as in the job.
+#[pyfunction]
+pub fn team_world() -> PyResult<PyTeam> {
+    let rt = runtime()?;
+    let world = rt.team_world();
+    Ok(PyTeam::wrap(&rt, world))
+}
+
+#[pymethods]
+impl PyTeam {
+    /// This PE's number in the team.
+    #[getter]
+    fn my_pe(&self) -> PyResult<usize> {
+        Ok(self.lock()?.team().my_pe())
+    }
+
+    /// Number of PEs in the team.
+    #[getter]
+    fn n_pes(&self) -> PyResult<usize> {
+        Ok(self.lock()?.team().n_pes())
+    }
+
+    /// The job-wide number of the team's PE `pe`.
+    fn world_pe(&self, pe: usize) -> PyResult<usize> {
+        self.lock()?.team().world_pe(pe).map_err(to_py)
+    }
+
+    /// The number in `dest` of this team's PE `pe`, or `None` when it is not in `dest`.
+    fn translate_pe(&self, pe: usize, dest: PyRef<'_, PyTeam>) -> PyResult<Option<usize>> {
+        if Arc::ptr_eq(&self.slot, &dest.slot) {
+            let me = self.lock()?;
+            return Ok(me.team().translate_pe(pe, me.team()));
+        }
+        Ok(self.lock()?.team().translate_pe(pe, dest.lock()?.team()))
+    }
+
+    /// A new team of the team's PEs `start, start + stride, …` (`size` of them), or `None`
+    /// on the PEs outside it (`shmem_team_split_strided`). Collective over this team.
+    fn split_strided(
+        &self,
+        py: Python<'_>,
+        start: usize,
+        stride: usize,
+        size: usize,
+    ) -> PyResult<Option<PyTeam>> {
+        let rt = runtime()?;
+        let g = self.lock()?;
+        let t = g.team();
+        let child = blocking(py, || t.split_strided(start, stride, size))?;
+        Ok(child.map(|c| PyTeam::wrap(&rt, c)))
+    }
+
+    /// `(xteam, yteam)`: this PE's row and column of the team laid out with `xrange`
+    /// columns (`shmem_team_split_2d`). Collective over this team.
+    fn split_2d(&self, py: Python<'_>, xrange: usize) -> PyResult<(PyTeam, PyTeam)> {
+        let rt = runtime()?;
+        let g = self.lock()?;
+        let t = g.team();
+        let (x, y) = blocking(py, || t.split_2d(xrange))?;
+        Ok((PyTeam::wrap(&rt, x), PyTeam::wrap(&rt, y)))
+    }
+
+    /// Waits for every PE of the team (`shmem_team_sync`).
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let g = self.lock()?;
+        let t = g.team();
+        blocking(py, || t.sync())
+    }
+
+    /// Quiet, then waits for every PE of the team.
+    fn barrier(&self, py: Python<'_>) -> PyResult<()> {
+        let g = self.lock()?;
+        let t = g.team();
+        blocking(py, || t.barrier())
+    }
+
+    /// Destroys the team (`shmem_team_destroy`): collective over it; TEAM_WORLD cannot be.
+    fn destroy(&self, py: Python<'_>) -> PyResult<()> {
+        let mut g = self.lock()?;
+        if g.team().is_predefined() {
+            return Err(PyValueError::new_err(
+                "destroy: TEAM_WORLD is predefined and cannot be destroyed",
+            ));
+        }
+        let team = g.0.take().expect("checked by lock");
+        blocking(py, || team.destroy())
+    }
+
+    fn __repr__(&self) -> String {
+        match self.lock() {
+            Ok(g) => format!(
+                "<symmem team: PE {} of {}>",
+                g.team().my_pe(),
+                g.team().n_pes()
+            ),
+            Err(e) => format!("<symmem team: {e}>"),
+        }
+    }
+}
