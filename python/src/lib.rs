@@ -10,6 +10,7 @@ mod errors;
 mod handle;
 mod operands;
 mod ops;
+mod peer;
 mod team;
 
 use std::sync::atomic::Ordering;
@@ -144,6 +145,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DTYPES", DType::NAMES.to_vec())?;
     m.add_class::<SymArray>()?;
     m.add_class::<team::PyTeam>()?;
+    m.add_class::<peer::PeerArray>()?;
+    m.add_function(wrap_pyfunction!(peer::peer_array, m)?)?;
     m.add_function(wrap_pyfunction!(team::team_world, m)?)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(finalize, m)?)?;

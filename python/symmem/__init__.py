@@ -78,7 +78,7 @@ __all__ = [
     "dtype_name", "empty", "fcollect", "fence", "finalize", "get", "get_nbi", "init", "is_initialized", "my_pe",
     "n_pes", "ptr", "put", "put_nbi", "put_signal", "quiet", "reduce", "reducescatter",
     "signal_fetch", "signal_op",
-    "signal_wait_until", "sync_all", "team_world", "test", "wait_until", "zeros",
+    "signal_wait_until", "sync_all", "SymmetricHandle", "rendezvous", "team_world", "test", "wait_until", "zeros",
 ]
 
 
@@ -100,6 +100,13 @@ def dtype_name(dtype):
     return aliases.get(name, name)
 
 
+def _dlpack_nbytes(array):
+    """Bytes of a symmetric array, numpy array or torch tensor."""
+    if hasattr(array, "numel"):
+        return int(array.numel() * array.element_size())
+    return int(array.nbytes)
+
+
 def _shape(shape):
     return (shape,) if isinstance(shape, int) else tuple(shape)
 
@@ -119,6 +126,9 @@ def finalize():
     """Leaves the job (collective). Refused while numpy/torch views of symmetric arrays
     are alive; also run at interpreter exit."""
     _native.finalize()
+
+
+from .rendezvous import SymmetricHandle, rendezvous  # noqa: E402 (needs the above)
 
 
 @_atexit.register
