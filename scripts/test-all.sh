@@ -220,7 +220,7 @@ cargo run --release --bin symmem-perf -- --pes 2 --quick
 step "a device-initiated pipeline on the CPU executor"
 cargo run --release --example device_pipeline -- --pes 2
 
-step "the Python package (python/: maturin builds it into a venv under target/ with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run and on 2 under torchrun, and its example"
+step "the Python package (python/: maturin builds it into a venv under target/ with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run, on 2 under torchrun and on 2 simulated nodes (sockets), and its example"
 pyvenv=$PWD/target/python-venv
 if [ ! -x "$pyvenv/bin/python" ]; then
   python3 -m venv "$pyvenv"
@@ -232,6 +232,8 @@ for n in 2 4; do
 done
 # torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, …) is one of the launchers init detects.
 SYMMEM_TIMEOUT=30 "$pyvenv/bin/torchrun" --nproc-per-node 2 -m pytest python/tests -q -p no:cacheprovider
+# Each PE its own node: every operation from Python over the socket transport.
+SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n 2 -m pytest python/tests -q -p no:cacheprovider
 "$pyvenv/bin/python" -m symmem.run -n 4 python/examples/hello.py
 
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
