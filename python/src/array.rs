@@ -9,10 +9,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use symmem::SymBuf;
 
-use crate::dlpack::{self, DlDevice, DEVICE_CPU, DEVICE_CUDA};
+use crate::dlpack::{self, DlDevice};
 use crate::dtype::DType;
 use crate::errors::to_py;
 use crate::handle;
+use crate::operands::heap_device;
 
 /// Alignment of every symmetric array: what `cudaMalloc` gives, enough for any vector load.
 const ALIGN: usize = 256;
@@ -63,22 +64,12 @@ impl SymArray {
             .map_err(to_py)?
             .expect("a PE's own heap is always mapped")
             .as_ptr() as usize;
-        let device = match rt.gpu_ordinal() {
-            Some(ordinal) => DlDevice {
-                device_type: DEVICE_CUDA,
-                device_id: ordinal as i32,
-            },
-            None => DlDevice {
-                device_type: DEVICE_CPU,
-                device_id: 0,
-            },
-        };
         Ok(SymArray {
             buf: Some(buf),
             dtype,
             shape,
             addr,
-            device,
+            device: heap_device(&rt),
             live: Arc::new(AtomicUsize::new(0)),
         })
     }
@@ -169,10 +160,6 @@ impl SymArray {
         // The array's memory is ready when every call that wrote it has returned: no
         // stream to order against (`stream`); a copy to another device is not offered.
         let _ = (stream, dl_device);
-        let versioned = match max_version {
-            Some(v) => v.extract::<(u32, u32)>(slf.py())? >= crate::dlpack::VERSION,
-            None => false,
-        };
         let me = slf.borrow();
         if me.buf.is_none() {
             return Err(PyBufferError::new_err(format!(
@@ -180,11 +167,7 @@ impl SymArray {
                 me.describe()
             )));
         }
-        if copy == Some(true) {
-            return Err(PyBufferError::new_err(
-                "__dlpack__: a symmetric array is exported in place (copy=True is not supported)",
-            ));
-        }
+        let versioned = dlpack::in_place_request(slf.py(), max_version, copy, "a symmetric array")?;
         dlpack::export(
             slf.py(),
             slf.clone().into_any().unbind(),

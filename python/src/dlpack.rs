@@ -222,6 +222,26 @@ pub fn export(
     }
 }
 
+/// What a `__dlpack__` call of a symmetric array (or a peer's copy, `what`) asks for:
+/// whether the consumer reads versioned capsules (its `max_version` is 1.0 or later). A
+/// copy is refused: symmetric memory is exported in place.
+pub fn in_place_request(
+    py: Python<'_>,
+    max_version: Option<PyObject>,
+    copy: Option<bool>,
+    what: &str,
+) -> PyResult<bool> {
+    if copy == Some(true) {
+        return Err(pyo3::exceptions::PyBufferError::new_err(format!(
+            "__dlpack__: {what} is exported in place (copy=True is not supported)"
+        )));
+    }
+    match max_version {
+        Some(v) => Ok(v.extract::<(u32, u32)>(py)? >= VERSION),
+        None => Ok(false),
+    }
+}
+
 /// Another library's tensor, seen through its DLPack export: taken from its capsule, held
 /// (so its memory stays alive) until this is dropped, then released with its deleter.
 pub struct Imported {

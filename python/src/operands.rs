@@ -83,7 +83,7 @@ fn operand(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
 }
 
 /// Where this PE's symmetric heap is, as DLPack names devices.
-fn heap_device(rt: &Runtime) -> DlDevice {
+pub fn heap_device(rt: &Runtime) -> DlDevice {
     match rt.gpu_ordinal() {
         Some(g) => DlDevice {
             device_type: DEVICE_CUDA,

@@ -117,20 +117,12 @@ impl PeerArray {
         copy: Option<bool>,
     ) -> PyResult<PyObject> {
         let _ = (stream, dl_device);
-        if copy == Some(true) {
-            return Err(PyBufferError::new_err(
-                "__dlpack__: a peer's memory is exported in place (copy=True is not supported)",
-            ));
-        }
         if !handle::is_initialized() {
             return Err(PyBufferError::new_err(
                 "__dlpack__: symmem was finalized; the peer's heap is unmapped",
             ));
         }
-        let versioned = match max_version {
-            Some(v) => v.extract::<(u32, u32)>(slf.py())? >= dlpack::VERSION,
-            None => false,
-        };
+        let versioned = dlpack::in_place_request(slf.py(), max_version, copy, "a peer's memory")?;
         let me = slf.borrow();
         // Counted with every view: finalize waits for these too (the mapping goes).
         dlpack::export(

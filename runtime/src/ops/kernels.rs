@@ -181,10 +181,12 @@ impl Runtime {
         }
         // A kernel declared `max_threads(N)` was compiled for at most N threads per block
         // (its registers may not fit more); the CPU executor refuses what the GPU would.
-        // Shapes no kernel may have are named as such first.
-        crate::executor::check_dims(op, grid, block)?;
+        // A block no kernel may have (over 1024 threads, a zero extent) is left to the
+        // launch's own shape check, which names it as such.
         let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
-        if threads > u64::from(kernel.max_threads()) {
+        if threads > u64::from(kernel.max_threads())
+            && threads <= u64::from(crate::executor::MAX_BLOCK_THREADS)
+        {
             return Err(Error::InvalidArgument {
                 op,
                 reason: format!(
