@@ -10,6 +10,7 @@ use core::marker::PhantomData;
 
 /// Size and alignment of one kernel parameter, as `cuLaunchKernel` passes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct Param {
     /// Bytes.
     pub size: usize,
@@ -139,6 +140,15 @@ pub struct KernelInfo {
 pub unsafe trait KernelArgs: Copy {
     /// Calls `f` with the address and size of each argument, in order.
     fn for_each(&self, f: &mut dyn FnMut(*const u8, usize));
+
+    /// The tuple whose elements are at `ptrs[0]`, `ptrs[1]`, …: how a kernel library's
+    /// entry (see [`export_kernels!`](crate::export_kernels)) takes its arguments, in the
+    /// `void **` form `cuLaunchKernel` takes.
+    ///
+    /// # Safety
+    /// `ptrs` holds one address per element, each readable for that element's size and
+    /// holding a valid value of its type (any alignment).
+    unsafe fn from_ptrs(ptrs: *const *const u8) -> Self;
 }
 
 macro_rules! tuple_args {
@@ -148,6 +158,12 @@ macro_rules! tuple_args {
             #[allow(unused_variables)]
             fn for_each(&self, f: &mut dyn FnMut(*const u8, usize)) {
                 $(f((&self.$i as *const $t).cast(), core::mem::size_of::<$t>());)*
+            }
+
+            #[allow(unused_variables, clippy::unused_unit)]
+            unsafe fn from_ptrs(ptrs: *const *const u8) -> Self {
+                // SAFETY: the caller passes one valid address per element.
+                ($(unsafe { (*ptrs.add($i)).cast::<$t>().read_unaligned() },)*)
             }
         }
     };

@@ -53,8 +53,14 @@ pub use ops::*;
 /// CPU-executor plumbing: the per-thread context and the executor interface.
 #[cfg(all(feature = "host", not(target_arch = "nvptx64")))]
 pub mod host {
-    pub use crate::arch::{set_context, Executor, ThreadContext};
+    pub use crate::arch::{
+        installed_context, set_context, set_context_source, ContextSource, Executor, Stop, Stopped,
+        ThreadContext,
+    };
 }
+
+#[cfg(all(feature = "host", not(target_arch = "nvptx64")))]
+pub mod library;
 
 #[cfg(target_arch = "nvptx64")]
 #[path = "arch/nvptx.rs"]

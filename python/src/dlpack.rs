@@ -111,8 +111,15 @@ unsafe extern "C" fn delete_export<M>(managed: *mut M) {
         counter.fetch_sub(1, Ordering::AcqRel);
     }
     // The reference to the array is released with the interpreter attached: consumers may
-    // call the deleter from threads that are not.
+    // call the deleter from threads that are not. While the interpreter tears itself down
+    // (a view held by a module global), it cannot be attached to any more: the reference
+    // is left to the exiting process.
     let Export { owner, .. } = *export;
+    // SAFETY: a plain query of the interpreter's state.
+    if unsafe { ffi::Py_IsInitialized() } == 0 {
+        std::mem::forget(owner);
+        return;
+    }
     Python::with_gil(|_| drop(owner));
 }
 

@@ -8,6 +8,7 @@ mod dlpack;
 mod dtype;
 mod errors;
 mod handle;
+mod kernels;
 mod operands;
 mod ops;
 mod peer;
@@ -146,6 +147,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SymArray>()?;
     m.add_class::<team::PyTeam>()?;
     m.add_class::<peer::PeerArray>()?;
+    m.add_class::<kernels::PyKernelModule>()?;
+    m.add_function(wrap_pyfunction!(kernels::load_module, m)?)?;
     m.add_function(wrap_pyfunction!(peer::peer_array, m)?)?;
     m.add_function(wrap_pyfunction!(team::team_world, m)?)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;

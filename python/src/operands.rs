@@ -117,6 +117,27 @@ pub fn symmetric(
     Ok(o)
 }
 
+/// `obj` as the array argument `what` of a kernel launch (`op`), passed by address: on the
+/// device where this PE's kernels run (its GPU, or the CPU), contiguous.
+pub fn kernel_array(
+    rt: &Runtime,
+    op: &'static str,
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<Operand> {
+    let o = operand(op, obj, what)?;
+    let heap = heap_device(rt);
+    if o.device != heap {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {what} is on {}, but PE {}'s kernels run on {}",
+            o.device.describe(),
+            rt.my_pe(),
+            heap.describe()
+        )));
+    }
+    Ok(o)
+}
+
 /// The symmetric elements of `o` as a view of `T`s for the runtime's operations (which
 /// then check bounds and the target PE); `what` names the argument in the error.
 pub fn view<T>(

@@ -6,8 +6,13 @@
 //! `kernel!` with `cuLaunchKernel` on a GPU PE or on the CPU executor on a CPU PE, so one
 //! program runs on either (`SYMMEM_DEVICE`).
 
+use std::path::Path;
 #[cfg(feature = "cuda")]
 use std::sync::{Arc, Mutex};
+
+use symmem_device::KernelInfo;
+
+use crate::kernel_library::OpenedLibrary;
 
 /// Kernels ready to launch on this PE: a PTX module loaded into the GPU context, or the
 /// host functions of a kernel crate on a CPU PE.
@@ -37,6 +42,43 @@ impl Module {
     /// Whether the kernels run on a GPU.
     pub fn on_gpu(&self) -> bool {
         !matches!(self.kind, ModuleKind::Host)
+    }
+}
+
+/// A kernel library loaded at run time (a shared library exporting a kernel crate's
+/// kernels with `symmem_device::export_kernels!`), its kernels ready on this PE: the PTX
+/// it carries loaded on a GPU PE, its host entries on a CPU PE. Launch its kernels by
+/// name with [`Runtime::launch_by_name`](crate::Runtime::launch_by_name).
+#[derive(Debug)]
+pub struct KernelLibrary {
+    pub(crate) opened: OpenedLibrary,
+    pub(crate) module: Module,
+}
+
+impl KernelLibrary {
+    /// The kernel crate's name.
+    pub fn name(&self) -> &str {
+        self.module.name()
+    }
+
+    /// Where the library was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.opened.path
+    }
+
+    /// Every exported kernel: name, parameter layout and launch bound.
+    pub fn kernels(&self) -> Vec<KernelInfo> {
+        self.opened
+            .kernels()
+            .iter()
+            // SAFETY: the library's ABI was checked and it is never unloaded.
+            .map(|k| unsafe { k.info() })
+            .collect()
+    }
+
+    /// Whether the kernels run on a GPU.
+    pub fn on_gpu(&self) -> bool {
+        self.module.on_gpu()
     }
 }
 

@@ -10,28 +10,63 @@
 extern crate std;
 
 use core::cell::Cell;
-use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use core::ffi::c_void;
+use core::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use crate::state::{DeviceState, WaitSite};
 use crate::Dim3;
 
-/// What the executor provides to kernel threads. Each method unwinds the calling kernel
-/// thread (by panicking) when the launch must stop: a sibling thread panicked, a peer
-/// died, or a timeout passed. The executor catches the unwind and fails the launch.
+/// What the executor provides to kernel threads. A method returns [`Stop`] when the launch
+/// must stop (a sibling thread failed, a peer died, a timeout passed); the device
+/// operation that called it then unwinds its kernel thread, from the kernel's own code, so
+/// a kernel compiled into another library (see [`library`](crate::library)) never
+/// unwinds through the executor's frames with a foreign panic.
 pub trait Executor: Sync {
     /// Blocks until every thread of the calling thread's block has called it.
-    fn sync_threads(&self, ctx: &ThreadContext<'_>);
+    fn sync_threads(&self, ctx: &ThreadContext<'_>) -> Result<(), Stop>;
     /// Blocks until every thread of the calling thread's warp has called it.
-    fn sync_warp(&self, ctx: &ThreadContext<'_>);
+    fn sync_warp(&self, ctx: &ThreadContext<'_>) -> Result<(), Stop>;
     /// Called each time a device wait finds its condition still false (`first` on the
     /// wait's first round): lets the other kernel threads run, and backs off when all of
     /// them wait. Returns true when the wait should run [`check`](Self::check) now.
-    fn pause(&self, first: bool) -> bool;
+    fn pause(&self, first: bool) -> Result<bool, Stop>;
     /// Called from slow rounds of device wait loops with how long the current wait for
-    /// `site` has lasted and the value it last saw; unwinds if the kernel must stop (a
+    /// `site` has lasted and the value it last saw: stops the kernel if it must stop (a
     /// sibling failed, a peer died, the state's `wait_timeout_ms` passed), naming the
     /// wait.
-    fn check(&self, waited: core::time::Duration, site: &WaitSite, seen: u64);
+    fn check(&self, waited: core::time::Duration, site: &WaitSite, seen: u64) -> Result<(), Stop>;
+}
+
+/// Why the executor stops a kernel thread.
+#[derive(Debug)]
+pub enum Stop {
+    /// Another thread of the launch failed: this one stops with no failure of its own.
+    Sibling,
+    /// The launch fails with this message (a dead peer, a wait past its timeout).
+    Failed(std::string::String),
+}
+
+/// The unwind payload of a kernel thread stopped because another thread failed: not a
+/// failure of its own, so the executor never reports it.
+#[derive(Debug)]
+pub struct Stopped;
+
+/// Unwinds the calling kernel thread when the executor says it must stop.
+#[inline]
+fn obey<T>(verdict: Result<T, Stop>) -> T {
+    match verdict {
+        Ok(v) => v,
+        Err(stop) => stop_thread(stop),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn stop_thread(stop: Stop) -> ! {
+    match stop {
+        Stop::Sibling => std::panic::resume_unwind(std::boxed::Box::new(Stopped)),
+        Stop::Failed(message) => panic!("{message}"),
+    }
 }
 
 /// One kernel thread's view of the launch.
@@ -54,6 +89,15 @@ std::thread_local! {
     static CURRENT: Cell<*const ThreadContext<'static>> = const { Cell::new(core::ptr::null()) };
 }
 
+/// A function returning the calling OS thread's installed [`ThreadContext`] (null: none),
+/// as [`installed_context`] does.
+pub type ContextSource = extern "C" fn() -> *const c_void;
+
+/// Where this copy of the device crate finds the running kernel thread's context: null
+/// for its own thread-local, else the [`ContextSource`] of the executor's copy (a kernel
+/// library loaded at run time links a copy of its own; see [`set_context_source`]).
+static CONTEXT_SOURCE: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
+
 /// Installs `ctx` as this OS thread's kernel context (null: none), until the next call.
 /// An executor that switches between kernel threads on one OS thread installs the
 /// context of each thread it resumes.
@@ -67,8 +111,34 @@ pub unsafe fn set_context(ctx: *const ThreadContext<'_>) {
     CURRENT.with(|c| c.set(ctx.cast::<ThreadContext<'static>>()));
 }
 
+/// The context [`set_context`] installed on the calling OS thread (null: none): the
+/// [`ContextSource`] an executor hands to kernel libraries it loads.
+pub extern "C" fn installed_context() -> *const c_void {
+    CURRENT.with(Cell::get).cast()
+}
+
+/// Makes this copy of the device crate read kernel-thread contexts from `source` instead
+/// of its own thread-local: what a kernel library does when the executor that loaded it
+/// hands it that executor's [`installed_context`].
+///
+/// # Safety
+/// `source` must return null or a context that stays live while a device function of
+/// this copy uses it, laid out as this copy's [`ThreadContext`] (the same device-crate
+/// version and compiler; the kernel library's ABI check guarantees it).
+pub unsafe fn set_context_source(source: ContextSource) {
+    CONTEXT_SOURCE.store(source as *mut (), Ordering::Release);
+}
+
 fn current() -> &'static ThreadContext<'static> {
-    let p = CURRENT.with(Cell::get);
+    let source = CONTEXT_SOURCE.load(Ordering::Acquire);
+    let p: *const ThreadContext<'static> = if source.is_null() {
+        CURRENT.with(Cell::get)
+    } else {
+        // SAFETY: only `set_context_source` stores here, and only `ContextSource`s.
+        let source: ContextSource =
+            unsafe { core::mem::transmute::<*mut (), ContextSource>(source) };
+        source().cast()
+    };
     assert!(
         !p.is_null(),
         "a symmem device function was called outside a kernel launched by the CPU executor"
@@ -123,13 +193,13 @@ pub fn grid_dim() -> Dim3 {
 /// `__syncthreads()`.
 pub fn sync_threads() {
     let ctx = current();
-    ctx.executor.sync_threads(ctx);
+    obey(ctx.executor.sync_threads(ctx));
 }
 
 /// `__syncwarp()`.
 pub fn sync_warp() {
     let ctx = current();
-    ctx.executor.sync_warp(ctx);
+    obey(ctx.executor.sync_warp(ctx));
 }
 
 /// This thread's lane in its warp.
@@ -368,7 +438,7 @@ impl Backoff {
     #[inline]
     pub fn snooze(&mut self, seen: u64) {
         let executor = current().executor;
-        let check_now = executor.pause(self.rounds == 0);
+        let check_now = obey(executor.pause(self.rounds == 0));
         self.rounds = self.rounds.wrapping_add(1);
         if check_now || self.rounds.is_multiple_of(CHECK_EVERY) {
             self.check(executor, seen);
@@ -380,6 +450,6 @@ impl Backoff {
     #[inline(never)]
     fn check(&mut self, executor: &dyn Executor, seen: u64) {
         let since = *self.slow_since.get_or_insert_with(std::time::Instant::now);
-        executor.check(since.elapsed(), &self.site, seen);
+        obey(executor.check(since.elapsed(), &self.site, seen));
     }
 }

@@ -1,12 +1,12 @@
 //! One launch in progress: what its workers share (stop flag, first failure, schedule and
 //! stack settings) and the [`Executor`] that device operations call.
 
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use symmem_device::host::{Executor, ThreadContext};
+use symmem_device::host::{Executor, Stop, Stopped, ThreadContext};
 use symmem_device::state::WaitSite;
 use symmem_device::{Dim3, WARP_SIZE};
 
@@ -16,10 +16,6 @@ use super::fiber::{self, Suspend};
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 use crate::wait_report::{describe_wait, timed_out};
-
-/// The unwind payload of threads stopped because another thread failed: not a failure of
-/// their own, so it is never reported.
-struct Stopped;
 
 /// One launch in progress, shared by its workers.
 pub(super) struct Launch<'a> {
@@ -85,23 +81,25 @@ impl<'a> Launch<'a> {
         }
     }
 
-    /// Unwinds the calling kernel thread if the launch is stopping.
-    fn check_stop(&self) {
+    /// Stops the calling kernel thread if the launch is stopping.
+    fn check_stop(&self) -> std::result::Result<(), Stop> {
         if self.stopping() {
-            resume_unwind(Box::new(Stopped));
+            return Err(Stop::Sibling);
         }
+        Ok(())
     }
 
     /// Waits at the calling thread's barrier of `group`. The thread gives way even when
     /// it is the last to arrive, so that the order in which the group leaves the barrier
     /// is the schedule's; the worker resumes it once the barrier has opened (or the launch
     /// stops).
-    fn barrier(&self, group: Group) {
+    fn barrier(&self, group: Group) -> std::result::Result<(), Stop> {
         let barrier = block_barrier::running_barriers().get(group);
         let closed = barrier.arrive();
         fiber::suspend(Suspend::Arrived { group, closed });
-        self.check_stop();
+        self.check_stop()?;
         debug_assert!(closed.is_none_or(|g| barrier.is_open(g)));
+        Ok(())
     }
 
     /// The launch's result: `Ok`, or the first failure with the schedule that led to it.
@@ -133,31 +131,35 @@ impl<'a> Launch<'a> {
 }
 
 impl Executor for Launch<'_> {
-    fn sync_threads(&self, _ctx: &ThreadContext<'_>) {
-        self.barrier(Group::Block);
+    fn sync_threads(&self, _ctx: &ThreadContext<'_>) -> std::result::Result<(), Stop> {
+        self.barrier(Group::Block)
     }
 
-    fn sync_warp(&self, ctx: &ThreadContext<'_>) {
+    fn sync_warp(&self, ctx: &ThreadContext<'_>) -> std::result::Result<(), Stop> {
         self.barrier(Group::Warp(
             ctx.block_dim.linear(ctx.thread_idx) / WARP_SIZE,
-        ));
+        ))
     }
 
-    fn pause(&self, first: bool) -> bool {
+    fn pause(&self, first: bool) -> std::result::Result<bool, Stop> {
         let slow = fiber::suspend(Suspend::Waiting { first });
-        self.check_stop();
-        slow
+        self.check_stop()?;
+        Ok(slow)
     }
 
-    fn check(&self, waited: Duration, site: &WaitSite, seen: u64) {
-        self.check_stop();
+    fn check(&self, waited: Duration, site: &WaitSite, seen: u64) -> std::result::Result<(), Stop> {
+        self.check_stop()?;
         let state = self.rt.device_state();
         if let Err(e) = self.rt.check_health("a kernel wait") {
-            panic!("{e}; {} stopped", describe_wait(state, site, seen));
+            return Err(Stop::Failed(format!(
+                "{e}; {} stopped",
+                describe_wait(state, site, seen)
+            )));
         }
         let limit = Duration::from_millis(state.wait_timeout_ms as u64);
         if !limit.is_zero() && waited >= limit {
-            panic!("{}", timed_out(state, site, seen, limit));
+            return Err(Stop::Failed(timed_out(state, site, seen, limit)));
         }
+        Ok(())
     }
 }

@@ -1,10 +1,15 @@
 //! Loading kernel modules and the one launch API for CPU and GPU PEs (see
 //! [`Module`](crate::Module)).
 
-use symmem_device::{Dim3, EmbeddedPtx, Kernel, KernelArgs};
+use std::path::Path;
+
+use symmem_device::library::{outcome, FailureText, KernelEntry};
+use symmem_device::{Dim3, EmbeddedPtx, Kernel, KernelArgs, KernelInfo};
 
 use crate::error::{Error, Result};
-use crate::module::{Module, ModuleKind};
+use crate::kernel_library::{argument_addresses, OpenedLibrary};
+use crate::module::{KernelLibrary, Module, ModuleKind};
+use crate::ops::stream::Stream;
 use crate::runtime::Runtime;
 
 impl Runtime {
@@ -156,18 +161,118 @@ impl Runtime {
         unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, block, false, stream) }
     }
 
-    /// The one launch behind the public forms: checks that `module` is this runtime's,
-    /// then runs `kernel` on the CPU executor (a CPU PE) or on the GPU.
-    #[allow(clippy::too_many_arguments)] // the public forms' arguments plus two flags
-    unsafe fn launch_kernel<A: KernelArgs>(
+    /// Loads the kernel library at `path` (a shared library exporting a kernel crate's
+    /// kernels with `symmem_device::export_kernels!`): checks that it was built with this
+    /// symmem and compiler, then readies its kernels on this PE, as
+    /// [`Self::load_module`] does with a crate linked into the program. For programs that
+    /// cannot link the kernel crate: Python's `symmem.load_module`, C.
+    pub fn load_kernel_library(&self, path: impl AsRef<Path>) -> Result<KernelLibrary> {
+        let opened = OpenedLibrary::open("load_kernel_library", self.my_pe(), path.as_ref())?;
+        let module = self.load_module(&opened.embedded_ptx())?;
+        tracing::debug!(
+            pe = self.my_pe(),
+            library = %opened.path.display(),
+            kernels = opened.kernels().len(),
+            on_gpu = module.on_gpu(),
+            "kernel library loaded"
+        );
+        Ok(KernelLibrary { opened, module })
+    }
+
+    /// Runs the kernel named `kernel` of `library` on a `grid` of `block`s, as
+    /// [`Self::launch`] does, with its arguments as bytes (`args[i]` the value of
+    /// parameter `i`, as the kernel's Rust type lays it out), and returns when every
+    /// thread has finished. The argument count and every argument's size are checked
+    /// against the kernel's parameters.
+    ///
+    /// # Safety
+    /// As for [`Self::launch`]: the bytes must be valid values of the parameters' types,
+    /// and pointers among them valid for what the kernel does with them.
+    pub unsafe fn launch_by_name(
+        &self,
+        library: &KernelLibrary,
+        kernel: &str,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: &[&[u8]],
+    ) -> Result<()> {
+        let op = "launch_by_name";
+        let (grid, block) = (grid.into(), block.into());
+        let (exported, info) = library.opened.kernel(op, self.my_pe(), kernel)?;
+        let addresses = argument_addresses(op, &info, args)?;
+        self.check_launch(op, &library.module, &info, block)?;
+        match &library.module.kind {
+            ModuleKind::Host => {
+                let entry = exported.entry;
+                let addresses = addresses.as_ptr();
+                // SAFETY: forwarded from the caller; every thread passes the same checked
+                // argument addresses, which outlive the launch.
+                unsafe {
+                    self.run_closure(op, grid, block, || run_library_thread(entry, addresses))
+                }
+            }
+            #[cfg(feature = "cuda")]
+            // SAFETY: forwarded from the caller; the addresses point into `args`.
+            ModuleKind::Cuda(m) => unsafe {
+                self.launch_on_gpu(
+                    op,
+                    m,
+                    info,
+                    addresses.iter().map(|&a| a.cast_mut().cast()).collect(),
+                    grid,
+                    block,
+                    false,
+                )
+            },
+        }
+    }
+
+    /// Like [`Self::launch_by_name`], on `stream`: on a GPU PE the kernel is queued on the
+    /// CUDA stream behind the work already there and the call returns at once (a failure
+    /// of the kernel surfaces when the stream is synchronized); on a CPU PE it runs
+    /// before the call returns, as every stream-ordered operation does there.
+    ///
+    /// # Safety
+    /// As for [`Self::launch_by_name`]; on a GPU PE, pointer arguments must stay valid
+    /// until the kernel has run.
+    pub unsafe fn launch_by_name_on_stream(
+        &self,
+        library: &KernelLibrary,
+        kernel: &str,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: &[&[u8]],
+        stream: &Stream,
+    ) -> Result<()> {
+        let op = "launch_by_name_on_stream";
+        self.check_stream(op, stream)?;
+        #[cfg(feature = "cuda")]
+        if let (ModuleKind::Cuda(m), Some(raw)) =
+            (&library.module.kind, self.cu_stream(op, stream)?)
+        {
+            let (grid, block) = (grid.into(), block.into());
+            let (_, info) = library.opened.kernel(op, self.my_pe(), kernel)?;
+            let addresses = argument_addresses(op, &info, args)?;
+            self.check_launch(op, &library.module, &info, block)?;
+            crate::executor::check_dims(op, grid, block)?;
+            let mut ptrs: Vec<*mut std::ffi::c_void> =
+                addresses.iter().map(|&a| a.cast_mut().cast()).collect();
+            // SAFETY: `ptrs` point into `args`, which outlive the call (the driver copies
+            // parameters at launch); the rest is forwarded from the caller.
+            return unsafe { m.launch(op, &info, &mut ptrs, grid, block, false, raw) };
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_by_name(library, kernel, grid, block, args) }
+    }
+
+    /// The checks every launch makes first: `module` is this runtime's, and `block` is
+    /// within the kernel's declared bound.
+    fn check_launch(
         &self,
         op: &'static str,
         module: &Module,
-        kernel: Kernel<A>,
-        grid: Dim3,
+        info: &KernelInfo,
         block: Dim3,
-        args: A,
-        cooperative: bool,
     ) -> Result<()> {
         if module.runtime != self.id {
             return Err(Error::Module {
@@ -184,18 +289,34 @@ impl Runtime {
         // A block no kernel may have (over 1024 threads, a zero extent) is left to the
         // launch's own shape check, which names it as such.
         let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
-        if threads > u64::from(kernel.max_threads())
+        if threads > u64::from(info.max_threads)
             && threads <= u64::from(crate::executor::MAX_BLOCK_THREADS)
         {
             return Err(Error::InvalidArgument {
                 op,
                 reason: format!(
                     "kernel {} was declared max_threads({}); a block of {block:?} has {threads} threads",
-                    kernel.name(),
-                    kernel.max_threads()
+                    info.name, info.max_threads
                 ),
             });
         }
+        Ok(())
+    }
+
+    /// The one launch behind the public forms: checks the launch, then runs `kernel` on
+    /// the CPU executor (a CPU PE) or on the GPU.
+    #[allow(clippy::too_many_arguments)] // the public forms' arguments plus two flags
+    unsafe fn launch_kernel<A: KernelArgs>(
+        &self,
+        op: &'static str,
+        module: &Module,
+        kernel: Kernel<A>,
+        grid: Dim3,
+        block: Dim3,
+        args: A,
+        cooperative: bool,
+    ) -> Result<()> {
+        self.check_launch(op, module, &kernel.info(), block)?;
         match &module.kind {
             ModuleKind::Host => {
                 // SAFETY: forwarded from the caller; the kernel's host entry unpacks the
@@ -209,34 +330,36 @@ impl Runtime {
                 }
             }
             #[cfg(feature = "cuda")]
-            // SAFETY: forwarded from the caller.
-            ModuleKind::Cuda(m) => unsafe {
-                self.launch_on_gpu(op, m, kernel, grid, block, args, cooperative)
-            },
+            ModuleKind::Cuda(m) => {
+                let mut ptrs: Vec<*mut std::ffi::c_void> =
+                    Vec::with_capacity(kernel.params().len());
+                args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
+                // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
+                // forwarded from the caller.
+                unsafe { self.launch_on_gpu(op, m, kernel.info(), ptrs, grid, block, cooperative) }
+            }
         }
     }
 
-    /// Launches `kernel` of the loaded PTX module `m` on this PE's GPU and waits for it,
-    /// watching the peers while it runs.
+    /// Launches `info` of the loaded PTX module `m` on this PE's GPU with the argument
+    /// addresses `ptrs` and waits for it, watching the peers while it runs.
     ///
     /// # Safety
-    /// As for [`Self::launch`].
+    /// As for [`Self::launch`]; `ptrs` point at values of the kernel's parameters, live
+    /// until the call returns.
     #[cfg(feature = "cuda")]
     #[allow(clippy::too_many_arguments)] // launch_kernel's arguments, with the loaded module
-    unsafe fn launch_on_gpu<A: KernelArgs>(
+    unsafe fn launch_on_gpu(
         &self,
         op: &'static str,
         m: &crate::cuda::CudaModule,
-        kernel: Kernel<A>,
+        info: KernelInfo,
+        mut ptrs: Vec<*mut std::ffi::c_void>,
         grid: Dim3,
         block: Dim3,
-        args: A,
         cooperative: bool,
     ) -> Result<()> {
         crate::executor::check_dims(op, grid, block)?;
-        let mut ptrs: Vec<*mut std::ffi::c_void> = Vec::with_capacity(kernel.params().len());
-        args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
-        let info = kernel.info();
         tracing::debug!(
             pe = self.my_pe(),
             kernel = info.name,
@@ -249,8 +372,7 @@ impl Runtime {
             .device
             .as_ref()
             .expect("a CUDA module implies a GPU PE");
-        // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
-        // forwarded from the caller.
+        // SAFETY: forwarded from the caller.
         let launched = unsafe {
             m.launch(
                 op,
@@ -350,6 +472,36 @@ impl Runtime {
                 })
             }
             (Err(e), None) => Err(e),
+        }
+    }
+}
+
+/// One kernel thread of a library kernel on the CPU executor: calls its host entry, which
+/// catches the kernel's own panics, and turns what it reports into this runtime's unwind
+/// (so the executor fails the launch with the kernel's message, or stops the thread).
+///
+/// # Safety
+/// `addresses` holds the kernel's checked argument addresses; run only by the executor.
+unsafe fn run_library_thread(entry: KernelEntry, addresses: *const *const u8) {
+    let mut text = [0u8; 2048];
+    let mut failure = FailureText {
+        buf: text.as_mut_ptr(),
+        cap: text.len(),
+        len: 0,
+    };
+    // SAFETY: forwarded from the caller; `failure` lends a live buffer.
+    match unsafe { entry(addresses, &mut failure) } {
+        outcome::FINISHED => {}
+        outcome::STOPPED => {
+            std::panic::resume_unwind(Box::new(symmem_device::host::Stopped));
+        }
+        code => {
+            let message = match code {
+                outcome::FAILED => String::from_utf8_lossy(&text[..failure.len]).into_owned(),
+                other => format!("the kernel library's entry returned an unknown outcome {other}"),
+            };
+            // The library's panic hook already printed the panic: unwind without a second.
+            std::panic::resume_unwind(Box::new(message));
         }
     }
 }

@@ -34,6 +34,9 @@ enum StreamKind {
     Host,
     #[cfg(feature = "cuda")]
     Cuda(std::sync::Arc<cudarc::driver::CudaStream>),
+    /// A stream another library created and owns (its `CUstream` handle, as an address).
+    #[cfg(feature = "cuda")]
+    Borrowed(usize),
 }
 
 impl Stream {
@@ -45,15 +48,26 @@ impl Stream {
             StreamKind::Cuda(s) => s.synchronize().map_err(|e| {
                 crate::cuda::cuda_error(e.0, "cuStreamSynchronize".into(), self.pe, String::new())
             }),
+            #[cfg(feature = "cuda")]
+            StreamKind::Borrowed(handle) => {
+                // SAFETY: `stream_from_raw`'s caller keeps the stream alive while it is used.
+                let rc = unsafe {
+                    cudarc::driver::sys::cuStreamSynchronize(
+                        *handle as cudarc::driver::sys::CUstream,
+                    )
+                };
+                crate::cuda::check(rc, || "cuStreamSynchronize".into(), self.pe)
+            }
         }
     }
 
-    /// The cudarc stream of a GPU PE's stream, to queue your own kernels and copies on.
+    /// The cudarc stream of a GPU PE's stream, to queue your own kernels and copies on
+    /// (`None` on a CPU PE, and for a stream from [`Runtime::stream_from_raw`]).
     #[cfg(feature = "cuda")]
     pub fn cuda(&self) -> Option<&std::sync::Arc<cudarc::driver::CudaStream>> {
         match &self.kind {
-            StreamKind::Host => None,
             StreamKind::Cuda(s) => Some(s),
+            StreamKind::Host | StreamKind::Borrowed(_) => None,
         }
     }
 }
@@ -104,10 +118,43 @@ impl Runtime {
         })
     }
 
+    /// Wraps the handle of a CUDA stream of this PE's GPU context that another library
+    /// created and owns (PyTorch's `torch.cuda.current_stream().cuda_stream`; 0 for the
+    /// legacy default stream), for the `*_on_stream` operations.
+    ///
+    /// # Safety
+    /// `handle` must be a stream of this PE's context that stays alive while the returned
+    /// [`Stream`] (or a clone) is used.
+    #[cfg(feature = "cuda")]
+    pub unsafe fn stream_from_raw(&self, handle: usize) -> Result<Stream> {
+        use cudarc::driver::sys;
+        let d = self.device_resources("stream_from_raw")?;
+        d.gpu.bind()?;
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: the caller passes a live stream handle; a valid out-parameter.
+        let rc = unsafe { sys::cuStreamGetCtx(handle as sys::CUstream, &mut ctx) };
+        crate::cuda::check(rc, || format!("cuStreamGetCtx({handle:#x})"), self.my_pe())?;
+        if ctx != d.gpu.ctx.cu_ctx() {
+            return Err(Error::InvalidArgument {
+                op: "stream_from_raw",
+                reason: format!(
+                    "stream {handle:#x} belongs to another CUDA context than PE {}'s (GPU {})",
+                    self.my_pe(),
+                    d.gpu.ordinal
+                ),
+            });
+        }
+        Ok(Stream {
+            kind: StreamKind::Borrowed(handle),
+            runtime: self.id,
+            pe: self.my_pe(),
+        })
+    }
+
     /// The stream's CUDA handle on a GPU PE, `None` on a CPU PE, after checking that it
     /// belongs to this runtime.
     #[cfg(feature = "cuda")]
-    fn cu_stream(
+    pub(crate) fn cu_stream(
         &self,
         op: &'static str,
         stream: &Stream,
@@ -116,6 +163,7 @@ impl Runtime {
         Ok(match &stream.kind {
             StreamKind::Host => None,
             StreamKind::Cuda(s) => Some(s.cu_stream()),
+            StreamKind::Borrowed(handle) => Some(*handle as cudarc::driver::sys::CUstream),
         })
     }
 

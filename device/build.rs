@@ -1,0 +1,18 @@
+//! Records the compiler's version (`SYMMEM_DEVICE_RUSTC`) for the ABI check of kernel
+//! libraries: a library and the executor that loads it must share the layout of the
+//! types they pass each other, which only the same crate version and compiler promise.
+use std::process::Command;
+
+fn main() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = Command::new(&rustc)
+        .arg("-V")
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .unwrap_or_else(|| format!("{rustc} (version unknown)"));
+    println!("cargo:rustc-env=SYMMEM_DEVICE_RUSTC={version}");
+    println!("cargo:rerun-if-env-changed=RUSTC");
+    println!("cargo:rerun-if-changed=build.rs");
+}

@@ -1,0 +1,17 @@
+//! The example kernels (`symmem-example-kernels`) as a kernel library: a shared library
+//! that programs which did not link the crate load at run time, such as Python's
+//! `symmem.load_module("target/debug/libsymmem_example_kernel_library.so")`.
+
+use symmem_example_kernels as kernels;
+
+symmem_device::export_kernels!(
+    kernels::PTX;
+    kernels::pipeline_produce,
+    kernels::pipeline_consume,
+    kernels::moe::moe_dispatch,
+    kernels::moe::moe_expert,
+    kernels::moe::moe_combine,
+    kernels::transpose::transpose_staged,
+    kernels::transpose::transpose_get,
+    kernels::transpose::transpose_fused,
+);
