@@ -220,21 +220,34 @@ cargo run --release --bin symmem-perf -- --pes 2 --quick
 step "a device-initiated pipeline on the CPU executor"
 cargo run --release --example device_pipeline -- --pes 2
 
-step "the Python package (python/: maturin builds it into a venv under target/ with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run, on 2 under torchrun and on 2 simulated nodes (sockets), and its example"
+step "the Python package (python/: maturin builds it into a venv under target/ with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run, on 2 under torchrun, mpirun and srun and on 2 simulated nodes (sockets), with the example kernels as a kernel library; its examples"
 pyvenv=$PWD/target/python-venv
 if [ ! -x "$pyvenv/bin/python" ]; then
   python3 -m venv "$pyvenv"
 fi
 "$pyvenv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest numpy torch
 (cd python && VIRTUAL_ENV="$pyvenv" CARGO_TARGET_DIR=../target "$pyvenv/bin/maturin" develop --locked --quiet)
+# The example kernels as a kernel library, for symmem.load_module (python/tests/test_kernels.py).
+cargo build --locked -p symmem-example-kernel-library
+kernel_library=$PWD/target/debug/libsymmem_example_kernel_library.so
+pytest_all=(-m pytest python/tests -q -p no:cacheprovider)
 for n in 2 4; do
-  SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n "$n" -m pytest python/tests -q -p no:cacheprovider
+  SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n "$n" "${pytest_all[@]}"
 done
 # torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, …) is one of the launchers init detects.
-SYMMEM_TIMEOUT=30 "$pyvenv/bin/torchrun" --nproc-per-node 2 -m pytest python/tests -q -p no:cacheprovider
+SYMMEM_TIMEOUT=30 "$pyvenv/bin/torchrun" --nproc-per-node 2 "${pytest_all[@]}"
+SYMMEM_TIMEOUT=30 mpirun -n 2 "$pyvenv/bin/python" "${pytest_all[@]}"
+if [ -n "${SYMMEM_TEST_SLURM_CONF:-}" ]; then
+  SLURM_CONF=$SYMMEM_TEST_SLURM_CONF SYMMEM_TIMEOUT=30 srun -n 2 -O --mpi=pmi2 --kill-on-bad-exit=1 \
+    "$pyvenv/bin/python" "${pytest_all[@]}"
+else
+  echo "SKIPPED: the Python suite under srun: Slurm did not start here: ${SYMMEM_TEST_SLURM_SKIP:-}"
+fi
 # Each PE its own node: every operation from Python over the socket transport.
-SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n 2 -m pytest python/tests -q -p no:cacheprovider
+SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n 2 "${pytest_all[@]}"
 "$pyvenv/bin/python" -m symmem.run -n 4 python/examples/hello.py
+"$pyvenv/bin/python" -m symmem.run -n 2 python/examples/pipeline.py
+"$pyvenv/bin/python" -m symmem.run -n 4 python/examples/moe.py "$kernel_library"
 
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle

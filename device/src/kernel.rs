@@ -33,6 +33,7 @@ impl Param {
 pub struct Kernel<A> {
     name: &'static str,
     params: &'static [Param],
+    param_types: &'static [&'static str],
     max_threads: u32,
     host: unsafe fn(A),
     _args: PhantomData<fn(A)>,
@@ -51,6 +52,7 @@ impl<A> core::fmt::Debug for Kernel<A> {
         f.debug_struct("Kernel")
             .field("name", &self.name)
             .field("params", &self.params)
+            .field("param_types", &self.param_types)
             .field("max_threads", &self.max_threads)
             .finish()
     }
@@ -63,6 +65,7 @@ impl<A: KernelArgs> Kernel<A> {
         Kernel {
             name,
             params,
+            param_types: &[],
             max_threads: crate::MAX_THREADS,
             host,
             _args: PhantomData,
@@ -79,6 +82,16 @@ impl<A: KernelArgs> Kernel<A> {
         );
         Kernel {
             max_threads: n,
+            ..self
+        }
+    }
+
+    /// The descriptor with its parameters' Rust types, as written in the kernel's
+    /// signature; used by `kernel!`.
+    #[doc(hidden)]
+    pub const fn with_param_types(self, param_types: &'static [&'static str]) -> Self {
+        Kernel {
+            param_types,
             ..self
         }
     }
@@ -105,6 +118,7 @@ impl<A: KernelArgs> Kernel<A> {
         KernelInfo {
             name: self.name,
             params: self.params,
+            param_types: self.param_types,
             max_threads: self.max_threads,
         }
     }
@@ -127,6 +141,10 @@ pub struct KernelInfo {
     pub name: &'static str,
     /// The parameters in order.
     pub params: &'static [Param],
+    /// The parameters' Rust types as the kernel's signature writes them (`*mut u64`,
+    /// `usize`, `f32`), in order: what a dynamic launch (Python's) converts arguments to.
+    /// Empty where they are not known.
+    pub param_types: &'static [&'static str],
     /// The most threads per block it may launch with: its PTX entry's `.maxntid`.
     pub max_threads: u32,
 }

@@ -334,7 +334,9 @@ macro_rules! kernel {
                 stringify!($name),
                 &[$($crate::Param::of::<$ty>()),*],
                 entry,
-            )$(.with_max_threads($max))?;
+            )
+            .with_param_types(&[$(stringify!($ty)),*])
+            $(.with_max_threads($max))?;
 
             /// Unpacks the argument tuple for the host function.
             #[allow(clippy::too_many_arguments, clippy::unused_unit)]

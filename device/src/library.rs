@@ -28,6 +28,11 @@ pub const LIBRARY_SYMBOL: &str = "symmem_kernel_library";
 /// The first word of every [`LibraryAbi`]: "SYMMKLB1".
 pub const LIBRARY_MAGIC: u64 = u64::from_le_bytes(*b"SYMMKLB1");
 
+/// The revision of what a library and its loader share beyond the sizes [`LibraryAbi`]
+/// records: bump it when the [`Executor`](crate::host::Executor) trait, the meaning of a
+/// field or the [`outcome`] codes change.
+pub const LIBRARY_REVISION: u32 = 1;
+
 /// A `'static` string or byte string, as the C layout carries it.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -86,6 +91,10 @@ pub struct LibraryAbi {
     pub state_size: usize,
     /// `size_of::<ThreadContext>()`.
     pub context_size: usize,
+    /// `size_of` of [`KernelLibrary`] and [`LibraryKernel`]: the table's own layout.
+    pub table_sizes: [usize; 2],
+    /// [`LIBRARY_REVISION`].
+    pub revision: u32,
 }
 
 impl LibraryAbi {
@@ -97,6 +106,11 @@ impl LibraryAbi {
             rustc: RawBytes::of(env!("SYMMEM_DEVICE_RUSTC").as_bytes()),
             state_size: core::mem::size_of::<DeviceState>(),
             context_size: core::mem::size_of::<ThreadContext<'static>>(),
+            table_sizes: [
+                core::mem::size_of::<KernelLibrary>(),
+                core::mem::size_of::<LibraryKernel>(),
+            ],
+            revision: LIBRARY_REVISION,
         }
     }
 
@@ -113,10 +127,13 @@ impl LibraryAbi {
                 && self.rustc.bytes() == this.rustc.bytes()
                 && self.state_size == this.state_size
                 && self.context_size == this.context_size
+                && self.table_sizes == this.table_sizes
+                && self.revision == this.revision
         }
     }
 
-    /// "symmem-device 0.1.0, rustc 1.xx (…), DeviceState 512 B, ThreadContext 80 B".
+    /// "symmem-device 0.1.0, rustc 1.xx (…), DeviceState 512 B, ThreadContext 80 B, table
+    /// 152/64 B, revision 1".
     ///
     /// # Safety
     /// As for [`matches_this`](Self::matches_this).
@@ -124,11 +141,14 @@ impl LibraryAbi {
         // SAFETY: forwarded from the caller.
         unsafe {
             std::format!(
-                "symmem-device {}, {}, DeviceState {} B, ThreadContext {} B",
+                "symmem-device {}, {}, DeviceState {} B, ThreadContext {} B, table {}/{} B, revision {}",
                 self.device_version.text(),
                 self.rustc.text(),
                 self.state_size,
-                self.context_size
+                self.context_size,
+                self.table_sizes[0],
+                self.table_sizes[1],
+                self.revision
             )
         }
     }
@@ -188,6 +208,11 @@ pub struct LibraryKernel {
     pub params: *const Param,
     /// How many.
     pub n_params: usize,
+    /// The parameters' Rust types ([`KernelInfo::param_types`]): string slices, in the
+    /// Rust layout the ABI check vouches for.
+    pub param_types: *const &'static str,
+    /// How many (`n_params`, or 0 where unknown).
+    pub n_param_types: usize,
     /// Its declared `max_threads`.
     pub max_threads: u32,
     /// The host entry.
@@ -204,6 +229,8 @@ impl LibraryKernel {
             name: RawBytes::of(info.name.as_bytes()),
             params: info.params.as_ptr(),
             n_params: info.params.len(),
+            param_types: info.param_types.as_ptr(),
+            n_param_types: info.param_types.len(),
             max_threads: info.max_threads,
             entry,
         }
@@ -222,6 +249,12 @@ impl LibraryKernel {
             } else {
                 // SAFETY: `new` stored a `'static` slice's pointer and length.
                 unsafe { core::slice::from_raw_parts(self.params, self.n_params) }
+            },
+            param_types: if self.n_param_types == 0 {
+                &[]
+            } else {
+                // SAFETY: `new` stored a `'static` slice's pointer and length.
+                unsafe { core::slice::from_raw_parts(self.param_types, self.n_param_types) }
             },
             max_threads: self.max_threads,
         }
@@ -381,4 +414,93 @@ macro_rules! export_kernels {
             }
         };
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Param;
+    use std::boxed::Box;
+
+    unsafe fn add_into((dst, v): (*mut u64, u64)) {
+        // SAFETY: the test passes a live u64.
+        unsafe { *dst += v }
+    }
+
+    unsafe fn fails(_: (u32,)) {
+        panic!("deliberate failure: ünïcode text");
+    }
+
+    unsafe fn stops(_: ()) {
+        std::panic::resume_unwind(Box::new(Stopped));
+    }
+
+    /// Runs `kernel` through `run_exported` with `args`; returns the outcome and text.
+    fn run<A: KernelArgs>(kernel: Kernel<A>, args: &[*const u8], cap: usize) -> (u32, String) {
+        let mut buf = std::vec![0u8; cap];
+        let mut failure = FailureText {
+            buf: buf.as_mut_ptr(),
+            cap,
+            len: 0,
+        };
+        // SAFETY: `args` match the kernels' tuples; the buffer is live.
+        let code = unsafe { run_exported(kernel, args.as_ptr(), &mut failure) };
+        (
+            code,
+            String::from_utf8(buf[..failure.len].to_vec()).unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_entry_takes_its_arguments_by_address_and_reports_how_it_ended() {
+        let mut x = 40u64;
+        let dst: *mut u64 = &mut x;
+        let v = 2u64;
+        const ADD_PARAMS: &[Param] = &[Param::of::<*mut u64>(), Param::of::<u64>()];
+        const FAIL_PARAMS: &[Param] = &[Param::of::<u32>()];
+        let add = Kernel::new("add", ADD_PARAMS, add_into);
+        let args = [
+            (&dst as *const *mut u64).cast::<u8>(),
+            (&v as *const u64).cast(),
+        ];
+        assert_eq!(run(add, &args, 64), (outcome::FINISHED, String::new()));
+        assert_eq!(x, 42);
+
+        let pe = 3u32;
+        let fail = Kernel::new("fails", FAIL_PARAMS, fails);
+        let (code, text) = run(fail, &[(&pe as *const u32).cast()], 64);
+        assert_eq!(
+            (code, text.as_str()),
+            (outcome::FAILED, "deliberate failure: ünïcode text")
+        );
+        // Truncated on a character boundary: "ü" takes bytes 20 and 21, so 21 keep 20.
+        let (_, text) = run(fail, &[(&pe as *const u32).cast()], 21);
+        assert_eq!(text, "deliberate failure: ");
+
+        let stop = Kernel::new("stops", &[], stops);
+        assert_eq!(run(stop, &[], 64), (outcome::STOPPED, String::new()));
+    }
+
+    #[test]
+    fn a_library_of_another_build_is_told_apart() {
+        let this = LibraryAbi::this();
+        // SAFETY: every string of these ABIs is a static of this crate.
+        unsafe {
+            assert!(this.matches_this());
+            let other = LibraryAbi {
+                revision: LIBRARY_REVISION + 1,
+                ..this
+            };
+            assert!(!other.matches_this());
+            let older = LibraryAbi {
+                device_version: RawBytes::of(b"0.0.1"),
+                ..this
+            };
+            assert!(!older.matches_this());
+            assert!(older.describe().starts_with("symmem-device 0.0.1, rustc "));
+            assert!(this
+                .describe()
+                .contains(&std::format!("revision {LIBRARY_REVISION}")));
+        }
+    }
 }

@@ -64,13 +64,12 @@ impl PyKernelModule {
         self.library.on_gpu()
     }
 
-    /// Every kernel, by name: the sizes of its parameters in bytes.
+    /// Every kernel, by name: its parameters' Rust types (`"*mut u64"`, `"usize"`).
     #[getter]
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         for k in self.library.kernels() {
-            let sizes: Vec<usize> = k.params.iter().map(|p| p.size).collect();
-            d.set_item(k.name, PyTuple::new(py, sizes)?)?;
+            d.set_item(k.name, PyTuple::new(py, k.param_types)?)?;
         }
         Ok(d)
     }
@@ -107,23 +106,19 @@ impl PyKernelModule {
             )));
         };
         if args.len() != info.params.len() {
-            let sizes: Vec<String> = info
-                .params
-                .iter()
-                .map(|p| format!("{} B", p.size))
-                .collect();
             return Err(PyTypeError::new_err(format!(
                 "{op}: kernel {kernel} takes {} arguments ({}); {} given",
                 info.params.len(),
-                sizes.join(", "),
+                describe_params(&info),
                 args.len()
             )));
         }
+        let types = info.param_types;
         let converted = args
             .iter()
             .zip(info.params)
             .enumerate()
-            .map(|(i, (a, p))| argument(&rt, kernel, i, &a, p.size))
+            .map(|(i, (a, p))| argument(&rt, kernel, i, &a, p.size, types.get(i).copied()))
             .collect::<PyResult<Vec<Argument>>>()?;
         let bytes: Vec<&[u8]> = converted.iter().map(|a| a.bytes.as_slice()).collect();
         let library = &self.library;
@@ -199,61 +194,151 @@ fn dim3(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Dim3> {
     Ok(Dim3::new(at(0), at(1), at(2)))
 }
 
-/// Argument `i` of `kernel` as the `size` bytes of its parameter.
+/// What a parameter takes from Python, by its Rust type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ParamKind {
+    /// A raw pointer: an array (its first element's address), an int address, or None.
+    Pointer,
+    /// An integer type.
+    Int { signed: bool },
+    /// `bool`.
+    Bool,
+    /// `f32` or `f64`.
+    Float,
+    /// A type Python cannot build (a struct such as `DeviceTeam`).
+    Other,
+    /// Not known (a library without types): judged by size alone.
+    Unknown,
+}
+
+impl ParamKind {
+    /// The kind of a parameter of Rust type `ty` (as `stringify!` writes it).
+    fn of(ty: Option<&str>) -> Self {
+        let Some(ty) = ty else {
+            return ParamKind::Unknown;
+        };
+        let ty = ty.trim();
+        if ty.starts_with('*') {
+            return ParamKind::Pointer;
+        }
+        match ty.rsplit("::").next().unwrap_or(ty).trim() {
+            "u8" | "u16" | "u32" | "u64" | "usize" => ParamKind::Int { signed: false },
+            "i8" | "i16" | "i32" | "i64" | "isize" => ParamKind::Int { signed: true },
+            "bool" => ParamKind::Bool,
+            "f32" | "f64" => ParamKind::Float,
+            _ => ParamKind::Other,
+        }
+    }
+}
+
+/// The parameters of `info`, as an error lists them: their types, or their sizes.
+fn describe_params(info: &symmem::device::KernelInfo) -> String {
+    let described: Vec<String> = if info.param_types.len() == info.params.len() {
+        info.param_types.iter().map(|t| t.to_string()).collect()
+    } else {
+        info.params
+            .iter()
+            .map(|p| format!("{} B", p.size))
+            .collect()
+    };
+    described.join(", ")
+}
+
+/// The int `obj` as `size` little-endian bytes, if it fits a signed (`signed`) or
+/// unsigned integer of that size; `None` for either where the type is not known.
+fn int_bytes(obj: &Bound<'_, PyAny>, size: usize, signed: Option<bool>) -> Option<Vec<u8>> {
+    let v: i128 = obj.extract().ok()?;
+    let bits = 8 * size as u32;
+    if size == 0 || size > 8 {
+        return None;
+    }
+    let (lo, hi) = match signed {
+        Some(true) => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
+        Some(false) => (0, (1i128 << bits) - 1),
+        None => (-(1i128 << (bits - 1)), (1i128 << bits) - 1),
+    };
+    (lo..=hi)
+        .contains(&v)
+        .then(|| v.to_le_bytes()[..size].to_vec())
+}
+
+/// Argument `i` of `kernel`, for a parameter of `size` bytes and Rust type `ty`.
 fn argument(
     rt: &Runtime,
     kernel: &str,
     i: usize,
     obj: &Bound<'_, PyAny>,
     size: usize,
+    ty: Option<&str>,
 ) -> PyResult<Argument> {
     let what = format!("argument {i} of kernel {kernel}");
-    if obj.is_instance_of::<PyInt>() {
-        let v: i128 = obj.extract().map_err(|_| {
-            PyValueError::new_err(format!("launch: {what} ({obj}) does not fit in 128 bits"))
-        })?;
-        let bits = 8 * size as u32;
-        let fits = size <= 8 && v >= -(1i128 << (bits - 1)) && v < (1i128 << bits);
-        if !fits {
-            return Err(PyValueError::new_err(format!(
-                "launch: {what} is {v}, which does not fit its {size}-byte parameter"
-            )));
-        }
-        return Ok(Argument {
-            bytes: v.to_le_bytes()[..size].to_vec(),
-            _array: None,
-        });
-    }
-    if obj.is_instance_of::<PyFloat>() {
-        let v: f64 = obj.extract()?;
-        let bytes = match size {
-            4 => (v as f32).to_le_bytes().to_vec(),
-            8 => v.to_le_bytes().to_vec(),
-            _ => {
-                return Err(PyTypeError::new_err(format!(
-                    "launch: {what} is a float, but its parameter has {size} bytes (a float is passed as f32 or f64)"
-                )))
-            }
-        };
-        return Ok(Argument {
-            bytes,
-            _array: None,
-        });
-    }
-    if obj.hasattr("__dlpack__")? {
-        if size != std::mem::size_of::<usize>() {
+    let ty_text = ty.map_or_else(|| format!("{size} bytes"), |t| t.to_string());
+    let kind = ParamKind::of(ty);
+    let bytes = |bytes: Vec<u8>| Argument {
+        bytes,
+        _array: None,
+    };
+    let is_int = obj.is_instance_of::<PyInt>();
+    match kind {
+        ParamKind::Other => {
             return Err(PyTypeError::new_err(format!(
-                "launch: {what} is an array, passed by address, but its parameter has {size} bytes"
-            )));
+                "launch: parameter {i} of kernel {kernel} has type {ty_text}, which a launch from Python cannot build"
+            )))
         }
-        let array = operands::kernel_array(rt, "launch", obj, &what)?;
-        return Ok(Argument {
-            bytes: array.addr.to_le_bytes().to_vec(),
-            _array: Some(array),
-        });
+        ParamKind::Pointer | ParamKind::Unknown if obj.hasattr("__dlpack__")? => {
+            if size != std::mem::size_of::<usize>() {
+                return Err(PyTypeError::new_err(format!(
+                    "launch: {what} is an array, passed by address, but its parameter is {ty_text}"
+                )));
+            }
+            let array = operands::kernel_array(rt, "launch", obj, &what)?;
+            return Ok(Argument {
+                bytes: array.addr.to_le_bytes().to_vec(),
+                _array: Some(array),
+            });
+        }
+        ParamKind::Pointer if obj.is_none() => return Ok(bytes(vec![0; size])),
+        ParamKind::Pointer | ParamKind::Int { .. } | ParamKind::Bool | ParamKind::Unknown
+            if is_int =>
+        {
+            let signed = match kind {
+                ParamKind::Int { signed } => Some(signed),
+                ParamKind::Unknown => None,
+                _ => Some(false),
+            };
+            let converted = int_bytes(obj, size, signed)
+                .filter(|_| kind != ParamKind::Bool || matches!(obj.extract::<u8>(), Ok(0 | 1)));
+            return converted.map(bytes).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "launch: {what} is {obj}, which does not fit its parameter of type {ty_text}"
+                ))
+            });
+        }
+        ParamKind::Float | ParamKind::Unknown
+            if obj.is_instance_of::<PyFloat>() || (kind == ParamKind::Float && is_int) =>
+        {
+            let v: f64 = obj.extract()?;
+            return match size {
+                4 => Ok(bytes((v as f32).to_le_bytes().to_vec())),
+                8 => Ok(bytes(v.to_le_bytes().to_vec())),
+                _ => Err(PyTypeError::new_err(format!(
+                    "launch: {what} is a float, but its parameter is {ty_text} (a float is passed as f32 or f64)"
+                ))),
+            };
+        }
+        _ => {}
     }
+    let wanted = match kind {
+        ParamKind::Pointer => {
+            "an array (a symmetric array, numpy array or torch tensor), an int address or None"
+        }
+        ParamKind::Int { .. } => "an int",
+        ParamKind::Bool => "a bool",
+        ParamKind::Float => "a float",
+        ParamKind::Other | ParamKind::Unknown => "an array, an int or a float",
+    };
     Err(PyTypeError::new_err(format!(
-        "launch: {what} is a {}; kernels take arrays (symmetric arrays, numpy arrays, torch tensors), ints and floats",
+        "launch: {what} is a {}, but its parameter is {ty_text}: it takes {wanted}",
         obj.get_type().name()?
     )))
 }

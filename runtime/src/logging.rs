@@ -28,6 +28,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             "symmem_runtime::self_launch",
             "symmem_runtime::cuda",
             "symmem_runtime::module",
+            "symmem_runtime::kernel_library",
             "symmem_runtime::ops::kernels",
             "symmem_runtime::executor",
             "symmem_runtime::error",

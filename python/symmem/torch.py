@@ -1,0 +1,66 @@
+"""Symmetric memory as torch tensors.
+
+    import torch, symmem, symmem.torch
+    symmem.init()
+    x = symmem.torch.zeros((1024, 512), dtype=torch.bfloat16)   # collective
+    symmem.put(x[0], torch.ones(512, dtype=torch.bfloat16), (symmem.my_pe() + 1) % symmem.n_pes())
+    symmem.barrier_all()
+    symmem.torch.free(x)                                         # collective
+
+The tensors live on this PE's device (``cpu`` on CPU PEs, ``cuda:N`` on GPU PEs), are
+ordinary torch tensors for every torch operation, and are symmetric operands (with every
+view of them) for every symmem operation and kernel launch. The tensor owns its symmetric
+allocation: a free is collective, so it is never freed when the tensor is garbage-collected
+on one PE (a ``ResourceWarning`` says so; the memory stays allocated until finalize).
+"""
+
+import torch as _torch
+
+from . import _native, dtype_name
+
+__all__ = ["empty", "zeros", "free"]
+
+
+def _allocate(shape, dtype, zero):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    name = dtype_name(dtype)
+    array = _native.zeros(shape, name) if zero else _native.empty(shape, name)
+    tensor = _torch.from_dlpack(array)
+    # The tensor's own reference, for free(); its DLPack capsule holds another.
+    tensor._symmem_array = array
+    return tensor
+
+
+def empty(shape, dtype=_torch.float32):
+    """A symmetric torch tensor, uninitialized. Collective: every PE calls it with the same
+    shape and dtype, in the same order as its other collective calls."""
+    return _allocate(shape, dtype, zero=False)
+
+
+def zeros(shape, dtype=_torch.float32):
+    """A symmetric torch tensor of zeros (collective, as :func:`empty`; it ends with a
+    barrier, so no PE writes into a peer's copy before that peer zeroed it)."""
+    return _allocate(shape, dtype, zero=True)
+
+
+def free(tensor):
+    """Frees a tensor from :func:`empty`/:func:`zeros` on every PE (collective). The tensor
+    is emptied (0 elements), so a later use fails instead of reading memory the next
+    allocation reuses. Refused, changing nothing, while other views of it (slices,
+    ``numpy``/``torch.from_dlpack`` of it) are alive."""
+    array = getattr(tensor, "_symmem_array", None)
+    if array is None:
+        raise ValueError(
+            "symmem.torch.free: the tensor was not returned by symmem.torch.empty/zeros "
+            "(a view or slice of one? free the tensor the allocation returned)")
+    use_count = getattr(_torch._C, "_storage_Use_Count", None)
+    if use_count is not None and use_count(tensor.untyped_storage()._cdata) > 2:
+        # One reference is the tensor's, one the temporary storage object's.
+        raise BufferError(
+            f"symmem.torch.free: other views of the tensor (shape {tuple(tensor.shape)}, "
+            f"{tensor.dtype}) are alive, and would point at memory the next allocation "
+            "reuses; delete them first")
+    del tensor._symmem_array
+    # Dropping the tensor's storage releases its DLPack view of the array.
+    tensor.set_()
+    array.free()
