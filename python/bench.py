@@ -2,11 +2,14 @@
 
     python -m symmem.run -n 2 python/bench.py [--iters N] [--json]
 
-PE 0 prints one row per measurement (median of 5 repetitions): put of 8 B then quiet, get
-of 8 B, the put_signal ping-pong (one way), and put bandwidth of a 16 MiB array; and, where
-torch is installed, gloo's send/recv ping-pong (one way), all_reduce of 8 B and 16 MiB. Set
-the Rust rows beside them with `symmem-perf --pes 2 --only put_latency,get_latency,
-put_signal_pingpong_latency,put_bw`: the difference is the Python layer's cost per call.
+PE 0 prints one row per measurement (median of 11 repetitions): put of 8 B then quiet, get
+of 8 B, the put_signal ping-pong (one way), put bandwidth of a 16 MiB array (back-to-back
+put_nbi, then one quiet, 16 per repetition: as symmem-perf's put_bw row), reduce (sum)
+of 8 B and 16 MiB and alltoall of 16 MiB; and, where torch is installed, the same through
+torch.distributed on gloo: send/recv ping-pong (one way), all_reduce of 8 B and 16 MiB,
+all_to_all_single of 16 MiB. Set the Rust rows beside them with `symmem-perf --pes 2
+--only put_latency,get_latency,put_signal_pingpong_latency,put_bw`: the difference is the
+Python layer's cost per call.
 """
 
 import argparse
@@ -35,7 +38,7 @@ def timed(reps, iters, body):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20000)
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     a = ap.parse_args()
     symmem.init()
@@ -80,15 +83,32 @@ def main():
     def put_bw(k):
         if me == 0:
             for _ in range(k):
-                symmem.put(big, local_big, peer)
+                symmem.put_nbi(big, local_big, peer)
+            symmem.quiet()
+
+    big_dst = symmem.zeros((MIB16 // 8,), "uint64")
+    word_dst = symmem.zeros((1,), "uint64")
+
+    def reduce(dst, src):
+        return lambda k: [symmem.reduce(dst, src, "sum") for _ in range(k)]
+
+    def alltoall(k):
+        for _ in range(k):
+            symmem.alltoall(big_dst, big)
 
     row("put_latency (8 B, then quiet)", timed(a.reps, a.iters, put_quiet) * 1e6, "us", "symmem")
     row("get_latency (8 B)", timed(a.reps, a.iters, get) * 1e6, "us", "symmem")
     row("put_signal_pingpong_latency (8 B, one way)",
         timed(a.reps, a.iters // 4, pingpong) * 1e6 / 2, "us", "symmem")
-    bw_iters = 20
+    bw_iters = 16
     row("put_bw (16 MiB)", MIB16 / timed(a.reps, bw_iters, put_bw) / 1e9, "GB/s", "symmem")
-    for b in (word, sig, big):
+    ci = max(a.iters // 20, 100)
+    row("reduce_latency (sum, 8 B)", timed(a.reps, ci, reduce(word_dst, word)) * 1e6, "us",
+        "symmem")
+    row("reduce_bw (sum, 16 MiB)", MIB16 / timed(a.reps, 5, reduce(big_dst, big)) / 1e9,
+        "GB/s", "symmem")
+    row("alltoall_bw (16 MiB)", MIB16 / timed(a.reps, 5, alltoall) / 1e9, "GB/s", "symmem")
+    for b in (word_dst, big_dst, word, sig, big):
         b.free()
 
     try:
@@ -124,6 +144,11 @@ def main():
             "torch.distributed gloo")
         row("all_reduce_bw (16 MiB)", MIB16 / timed(a.reps, 5, allreduce(t16)) / 1e9, "GB/s",
             "torch.distributed gloo")
+        t16_out = torch.empty_like(t16)
+        row("all_to_all_single_bw (16 MiB)",
+            MIB16 / timed(a.reps, 5, lambda k: [dist.all_to_all_single(t16_out, t16)
+                                               for _ in range(k)]) / 1e9,
+            "GB/s", "torch.distributed gloo")
         dist.destroy_process_group()
 
     if me == 0:

@@ -116,6 +116,10 @@ use crate::error::{Error, Result};
 use crate::route::Located;
 use crate::sym::SymBuf;
 
+/// Bytes of each member's block a direct-load reduce combines at a time: two such chunks
+/// (the result and one member's data) stay in the core's L2 cache.
+const REDUCE_CHUNK_BYTES: usize = 32 << 10;
+
 pub use symmem_device::reduce::{
     And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor,
 };
@@ -479,24 +483,43 @@ impl Team<'_> {
         let name = call.op;
         if self.all_mapped()? {
             // Direct-load reduce: after the entry barrier every `src` holds its data; this
-            // PE loads its block from each member in team order; the exit barrier keeps
-            // every `src` unchanged until all loads are done, so `dest` (which may be
-            // `src`) is written only after it.
+            // PE loads its block from each member in team order, a cache-sized chunk at a
+            // time, and combines it there; the exit barrier keeps every `src` unchanged
+            // until all loads are done. Each chunk's result goes straight to `dest` unless
+            // `dest` overlaps `src` (the members still read it), when it waits in `held`
+            // until after the barrier.
             self.enter(call)?;
             let at = first(self.my_index);
-            let mut out = vec![T::zeroed(); nelems];
-            let mut got = vec![T::zeroed(); nelems];
-            for i in 0..n {
-                let into = if i == 0 { &mut out } else { &mut got };
-                rt.copy_from(name, src.at(at), into, self.members.world(i))?;
-                if i > 0 {
-                    for (o, g) in out.iter_mut().zip(&got) {
+            let size = std::mem::size_of::<T>();
+            let chunk = (REDUCE_CHUNK_BYTES / size).max(1).min(nelems.max(1));
+            let span = |b: &SymBuf<T>| b.offset()..b.offset() + b.len() * size;
+            let (d, s) = (span(dest), span(src));
+            let overlaps = d.start < s.end && s.start < d.end;
+            let mut held = Vec::with_capacity(if overlaps { nelems } else { 0 });
+            let mut out = vec![T::zeroed(); chunk];
+            let mut got = vec![T::zeroed(); chunk];
+            for start in (0..nelems).step_by(chunk) {
+                let len = chunk.min(nelems - start);
+                let (out, got) = (&mut out[..len], &mut got[..len]);
+                rt.copy_from(name, src.at(at + start), out, self.members.world(0))?;
+                for i in 1..n {
+                    rt.copy_from(name, src.at(at + start), got, self.members.world(i))?;
+                    for (o, g) in out.iter_mut().zip(got.iter()) {
                         *o = O::apply(*o, *g);
                     }
                 }
+                if overlaps {
+                    held.extend_from_slice(out);
+                } else {
+                    rt.copy_to(name, dest.at(start), out, me)?;
+                }
             }
             rt.team_sync(name, self)?;
-            return rt.copy_to(name, dest.at(0), &out, me);
+            return if overlaps {
+                rt.copy_to(name, dest.at(0), &held, me)
+            } else {
+                Ok(())
+            };
         }
         let count = (0..n).map(|j| first(j) + nelems).max().unwrap_or(0);
         let data = self.read_src(name, src, count)?;

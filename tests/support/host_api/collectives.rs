@@ -103,6 +103,8 @@ fn collectives_inner(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let world = rt.team_world();
     all_types(rt, &world, 1)?;
+    chunked_sum::<f32>(rt, &world, 1)?;
+    chunked_sum::<u64>(rt, &world, 1)?;
     all_types(rt, &rt.team_node(), 2)?;
     // Strided: the even and the odd PEs.
     let evens = world.split_strided(0, 2, n.div_ceil(2)).or_fail()?;
@@ -137,6 +139,37 @@ fn all_types(rt: &Runtime, team: &Team<'_>, tag: u64) -> Outcome {
     bitwise::<i64>(rt, team, tag)?;
     bitwise::<u32>(rt, team, tag)?;
     bitwise::<u64>(rt, team, tag)
+}
+
+/// A sum long enough to take several chunks of the direct-load reduce (32 KiB of each
+/// member's block at a time: 2 of f32, 3 of u64), out of place and in place.
+fn chunked_sum<T: CT>(rt: &Runtime, team: &Team<'_>, tag: u64) -> Outcome {
+    const NE: usize = 9000;
+    let (i, m, me) = (team.my_pe(), team.n_pes(), rt.my_pe());
+    let ty = T::NAME;
+    let (src, dest) = (rt.alloc::<T>(NE).or_fail()?, rt.alloc::<T>(NE).or_fail()?);
+    let mine: Vec<T> = (0..NE).map(|k| rin(tag, "sum", i, 0, k)).collect();
+    let expect = |k: usize| {
+        (1..m).fold(rin::<T>(tag, "sum", 0, 0, k), |acc, s| {
+            T::m_add(acc, rin(tag, "sum", s, 0, k))
+        })
+    };
+    let mut got = vec![T::of(0); NE];
+    rt.put(src.at(0), &mine, me).or_fail()?;
+    team.reduce(&dest, &src, NE, Sum).or_fail()?;
+    rt.read_local(dest.at(0), &mut got).or_fail()?;
+    for (k, g) in got.iter().enumerate() {
+        check_eq!(*g, expect(k), "{ty} sum_reduce ne {NE} [{k}]");
+    }
+    rt.put(dest.at(0), &mine, me).or_fail()?;
+    team.reduce(&dest, &dest, NE, Sum).or_fail()?;
+    rt.read_local(dest.at(0), &mut got).or_fail()?;
+    for (k, g) in got.iter().enumerate() {
+        check_eq!(*g, expect(k), "{ty} in-place sum_reduce ne {NE} [{k}]");
+    }
+    rt.barrier_all().or_fail()?;
+    rt.free(dest).or_fail()?;
+    rt.free(src).or_fail()
 }
 
 /// Symmetric buffers sized for the world (so every PE allocates alike): `src`, `dest`.
