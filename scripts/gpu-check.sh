@@ -40,6 +40,7 @@ bundle() {
   cargo build --release --locked -p symmem-device-tests --bins
   cargo build --release --locked -p symmem --example device_pipeline --example hello --example moe_dispatch
   cargo build --release --locked -p symmem --example put_signal_pipeline --example transpose
+  cargo build --release --locked -p symmem-example-kernel-library
   rm -rf "$out"
   mkdir -p "$out/bin"
   local b
@@ -52,6 +53,21 @@ bundle() {
   cp scripts/gpu-check.sh "$out/gpu-check.sh"
   mkdir -p "$out/peers"
   cp benches/peers/nvshmem_perf.cu benches/peers/table.py "$out/peers/"
+  # The Python package: its wheel (maturin, from the venv test-all.sh makes, else a new
+  # one), pytest's wheels for a machine without network, the example kernels as a kernel
+  # library, and the suites and examples.
+  local pyvenv=target/python-venv
+  if [ ! -x "$pyvenv/bin/maturin" ]; then
+    python3 -m venv "$pyvenv"
+    "$pyvenv/bin/python" -m pip install --quiet --disable-pip-version-check maturin
+  fi
+  mkdir -p "$out/python/wheels"
+  (cd python && CARGO_TARGET_DIR=../target "../$pyvenv/bin/maturin" build --release --locked --quiet --out "../$out/python/wheels")
+  "$pyvenv/bin/python" -m pip download --quiet --disable-pip-version-check --only-binary :all: \
+    --dest "$out/python/wheels" pytest
+  cp target/release/libsymmem_example_kernel_library.so "$out/python/"
+  strip "$out/python/libsymmem_example_kernel_library.so"
+  cp -r python/tests python/examples "$out/python/"
   git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
   # What travels to the GPU machine is the archive (the device tool carries at most 64 MiB;
   # the binaries' embedded PTX is text and compresses about 4x).
@@ -196,12 +212,37 @@ run() {
   else
     echo "NOTE: this device-test-pe has no --list-gpu-2-nodes: device ops through the GPU proxy channel not run"
   fi
+  python_checks "$here"
   if [ "$perf" = 1 ]; then
     perf_rows "$here" "$bin"
   fi
   echo
   echo "$passed passed, $failed failed"
   [ "$failed" = 0 ] || { printf 'failed: %s\n' "${failures[@]}"; return 1; }
+}
+
+# The Python package on GPU PEs, where the machine's python3 has torch: the bundle's wheel
+# and pytest installed (from the bundle, no network) into a venv that sees the system's
+# torch; the suites on CUDA tensors, and the MoE example's Rust kernels driven from torch.
+python_checks() {
+  local here=$1 venv library
+  if ! python3 -c 'import torch' 2>/dev/null; then
+    echo "NOTE: python3 has no torch here: the Python checks are not run"
+    return 0
+  fi
+  venv=$(mktemp -d)/venv
+  library="$here/python/libsymmem_example_kernel_library.so"
+  if ! python3 -m venv --system-site-packages "$venv" ||
+    ! "$venv/bin/python" -m pip install --quiet --no-index --find-links "$here/python/wheels" symmem pytest; then
+    failed=$((failed + 1))
+    failures+=("Python package install")
+    echo "FAIL Python package install (the bundle's wheel into a venv)"
+    return 0
+  fi
+  check "Python suite on GPU PEs (2 PEs)" env SYMMEM_KERNEL_LIBRARY="$library" \
+    "$venv/bin/python" -m symmem.run -n 2 -m pytest "$here/python/tests" -q -p no:cacheprovider
+  check "Python MoE example, Rust kernels from torch (2 PEs)" \
+    "$venv/bin/python" -m symmem.run -n 2 "$here/python/examples/moe.py" "$library"
 }
 
 # symmem-perf on GPU PEs, NVSHMEM's numbers for the same rows, and the table.
