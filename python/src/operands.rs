@@ -104,17 +104,9 @@ pub fn symmetric(
     obj: &Bound<'_, PyAny>,
     what: &str,
 ) -> PyResult<Operand> {
-    let o = operand(op, obj, what)?;
-    let heap = heap_device(rt);
-    if o.device != heap {
-        return Err(PyValueError::new_err(format!(
-            "{op}: {what} is on {}, but PE {}'s symmetric heap is on {}; it must be a symmetric array or a view of one",
-            o.device.describe(),
-            rt.my_pe(),
-            heap.describe()
-        )));
-    }
-    Ok(o)
+    on_heap_device(rt, op, obj, what, |heap| {
+        format!("symmetric heap is on {heap}; it must be a symmetric array or a view of one")
+    })
 }
 
 /// `obj` as the array argument `what` of a kernel launch (`op`), passed by address: on the
@@ -125,14 +117,26 @@ pub fn kernel_array(
     obj: &Bound<'_, PyAny>,
     what: &str,
 ) -> PyResult<Operand> {
+    on_heap_device(rt, op, obj, what, |heap| format!("kernels run on {heap}"))
+}
+
+/// `obj` as an operand on the device of this PE's heap; otherwise an error ending with
+/// what `place` says of that device.
+fn on_heap_device(
+    rt: &Runtime,
+    op: &'static str,
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    place: impl FnOnce(String) -> String,
+) -> PyResult<Operand> {
     let o = operand(op, obj, what)?;
     let heap = heap_device(rt);
     if o.device != heap {
         return Err(PyValueError::new_err(format!(
-            "{op}: {what} is on {}, but PE {}'s kernels run on {}",
+            "{op}: {what} is on {}, but PE {}'s {}",
             o.device.describe(),
             rt.my_pe(),
-            heap.describe()
+            place(heap.describe())
         )));
     }
     Ok(o)

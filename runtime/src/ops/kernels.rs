@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use symmem_device::library::{outcome, FailureText, KernelEntry};
+use symmem_device::library::{outcome, FailureText, KernelEntry, LibraryKernel};
 use symmem_device::{Dim3, EmbeddedPtx, Kernel, KernelArgs, KernelInfo};
 
 use crate::error::{Error, Result};
@@ -198,9 +198,7 @@ impl Runtime {
     ) -> Result<()> {
         let op = "launch_by_name";
         let (grid, block) = (grid.into(), block.into());
-        let (exported, info) = library.opened.kernel(op, self.my_pe(), kernel)?;
-        let addresses = argument_addresses(op, &info, args)?;
-        self.check_launch(op, &library.module, &info, block)?;
+        let (exported, info, addresses) = self.by_name(op, library, kernel, block, args)?;
         match &library.module.kind {
             ModuleKind::Host => {
                 let entry = exported.entry;
@@ -251,9 +249,7 @@ impl Runtime {
             (&library.module.kind, self.cu_stream(op, stream)?)
         {
             let (grid, block) = (grid.into(), block.into());
-            let (_, info) = library.opened.kernel(op, self.my_pe(), kernel)?;
-            let addresses = argument_addresses(op, &info, args)?;
-            self.check_launch(op, &library.module, &info, block)?;
+            let (_, info, addresses) = self.by_name(op, library, kernel, block, args)?;
             crate::executor::check_dims(op, grid, block)?;
             let mut ptrs: Vec<*mut std::ffi::c_void> =
                 addresses.iter().map(|&a| a.cast_mut().cast()).collect();
@@ -263,6 +259,22 @@ impl Runtime {
         }
         // SAFETY: forwarded from the caller.
         unsafe { self.launch_by_name(library, kernel, grid, block, args) }
+    }
+
+    /// The kernel named `kernel` of `library`, its descriptor and its arguments' addresses,
+    /// once the launch's checks pass.
+    fn by_name(
+        &self,
+        op: &'static str,
+        library: &KernelLibrary,
+        kernel: &str,
+        block: Dim3,
+        args: &[&[u8]],
+    ) -> Result<(&'static LibraryKernel, KernelInfo, Vec<*const u8>)> {
+        let (exported, info) = library.opened.kernel(op, self.my_pe(), kernel)?;
+        let addresses = argument_addresses(op, &info, args)?;
+        self.check_launch(op, &library.module, &info, block)?;
+        Ok((exported, info, addresses))
     }
 
     /// The checks every launch makes first: `module` is this runtime's, and `block` is
