@@ -82,7 +82,7 @@ run_tests() {
   return $rc
 }
 
-step "system packages: Open MPI (its mpirun serves PMIx to the pmix bootstrap), pmix.h (libpmix-dev, for the pmix layout test), MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test), Slurm and munge (a single-node Slurm for the launcher tests)"
+step "system packages: Open MPI (its mpirun serves PMIx to the pmix bootstrap), pmix.h (libpmix-dev, for the pmix layout test), MPICH's Hydra (mpiexec.hydra, for the pmi bootstrap), libclang and cmake (for the mpi and ib features), iproute2 (netns test), Slurm and munge (a single-node Slurm for the launcher tests), libfabric (libfabric-dev, libfabric-bin: the ofi transport's tcp and shm providers)"
 need_apt=0
 command -v mpirun >/dev/null 2>&1 || need_apt=1
 command -v mpicc >/dev/null 2>&1 || need_apt=1
@@ -94,10 +94,13 @@ command -v ip >/dev/null 2>&1 || need_apt=1
 ls /usr/lib/*/pmix2/include/pmix.h >/dev/null 2>&1 || need_apt=1
 command -v srun >/dev/null 2>&1 || need_apt=1
 command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || need_apt=1
+[ -e /usr/include/rdma/fi_rma.h ] || need_apt=1
+command -v fi_info >/dev/null 2>&1 || need_apt=1
 if [ "$need_apt" = 1 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    libopenmpi-dev openmpi-bin libpmix-dev mpich libclang-dev clang cmake pkg-config iproute2 slurm-wlm munge g++
+    libopenmpi-dev openmpi-bin libpmix-dev mpich libclang-dev clang cmake pkg-config iproute2 slurm-wlm munge g++ \
+    libfabric-dev libfabric-bin
 fi
 # MPICH beside Open MPI: the tests call Hydra as mpiexec.hydra, and mpirun, mpiexec and
 # mpicc must stay Open MPI's (the mpi feature builds and runs against Open MPI). Debian's
@@ -170,6 +173,11 @@ step "the ib transport (feature ib: sideway builds with cmake + libclang, loads 
 cargo clippy -p symmem-transport -p symmem-runtime --all-targets --features ib -- -D warnings
 cargo test -p symmem-transport --features ib --lib ib
 
+step "the ofi transport (feature ofi: a C shim over libfabric): lints and unit tests; its multi-PE suites run below with the other tests"
+fi_info -p "tcp;ofi_rxm" -c FI_ATOMIC -t FI_EP_RDM | head -3
+cargo clippy -p symmem-transport -p symmem-runtime -p symmem --all-targets --features ofi -- -D warnings
+cargo test -p symmem-transport --features ofi --lib
+
 step "a single-node Slurm (munged, slurmctld, slurmd) for the srun tests"
 slurm_dir=target/slurm
 if slurm_out=$(as_root bash scripts/slurm-single-node.sh start "$slurm_dir" 2>&1); then
@@ -201,6 +209,9 @@ for seed in 1 2; do
     run_tests "$(test_exe collectives)" "$(test_exe teams)"
   )
 done
+
+step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, the RMA suites over shm, a killed peer, a missing provider"
+cargo test --features ofi --test ofi
 
 step "a dead host: 2 nodes x 2 PEs in network namespaces, one node's link cut mid-loop; every PE must fail within the dead-peer time (3 s) plus 5 s, naming a PE of the other node"
 TEST_PE=target/debug/symmem-test-pe bash scripts/test-dead-host.sh

@@ -104,8 +104,9 @@ fn repo() -> std::path::PathBuf {
 
 /// Every `SYMMEM_*` name mentioned in the library sources is in the table, except the
 /// launcher's and the tests' internal variables (`SYMMEM_LAUNCH_*`, `SYMMEM_TEST_*`, which
-/// init does not warn about), and the PTX symbols `SYMMEM_DEVICE_STATE` and
-/// `SYMMEM_MAX_THREADS_<kernel>` (the launch-bound markers).
+/// init does not warn about), the PTX symbols `SYMMEM_DEVICE_STATE` and
+/// `SYMMEM_MAX_THREADS_<kernel>` (the launch-bound markers), and `SYMMEM_DEVICE_RUSTC`
+/// (set by the device crate's build script for the kernel-library ABI check).
 #[test]
 fn every_variable_the_code_names_is_in_the_table() {
     fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
@@ -134,6 +135,7 @@ fn every_variable_the_code_names_is_in_the_table() {
             || name.starts_with("SYMMEM_TEST")
             || name == "SYMMEM_DEVICE_STATE"
             || name == "SYMMEM_MAX_THREADS"
+            || name == "SYMMEM_DEVICE_RUSTC"
             // `SYMMEM_*`: the prefix, in prose.
             || name == "SYMMEM"
     };

@@ -41,7 +41,7 @@ with --pes (at least 2), or runs under symrun / mpirun.
   --reps N           timed repetitions per point; the median is reported (default 11;
                      quick 3)
   --quick            smoke run: few iterations and repetitions (still overridable)
-  --transport T      p2p (default: PE 1's heap is mapped), socket or ib (every PE its own
+  --transport T      p2p (default: PE 1's heap is mapped), socket, ib or ofi (every PE its own
                      simulated node, so PE 0 reaches PE 1 over that transport; host rows),
                      or all: every transport this build and machine can run, one after
                      the other (an unusable one is named with the reason it is skipped)
@@ -196,10 +196,11 @@ pub fn parse_args(args: &[String]) -> Result<Command, String> {
                     "p2p" => TransportArg::One(Transport::P2p),
                     "socket" => TransportArg::One(Transport::Socket),
                     "ib" => TransportArg::One(Transport::Ib),
+                    "ofi" => TransportArg::One(Transport::Ofi),
                     "all" => TransportArg::All,
                     other => {
                         return Err(format!(
-                            "--transport {other:?}: expected p2p, socket, ib or all"
+                            "--transport {other:?}: expected p2p, socket, ib, ofi or all"
                         ))
                     }
                 }

@@ -256,6 +256,13 @@ fn run_all_transports(args: &[String]) -> Result<(), String> {
         // On stderr, so that --json output stays JSON lines only.
         Some(why) => eprintln!("symmem-perf: --transport all: ib skipped: {why}"),
     }
+    let ofi = symmem::config::Config::from_env()
+        .map_err(|e| e.to_string())
+        .and_then(|c| symmem::ofi_probe(&c));
+    match ofi {
+        Ok(_) => transports.push(Transport::Ofi),
+        Err(why) => eprintln!("symmem-perf: --transport all: ofi skipped: {why}"),
+    }
     for t in transports {
         let mut child_args = args.to_vec();
         if let Some(i) = child_args.iter().position(|a| a == "--transport") {

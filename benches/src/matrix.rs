@@ -23,7 +23,12 @@ const LAT_SIZE: usize = 8;
 const FIELDS: usize = 11;
 
 /// The transports by their index in the results buffer.
-const TRANSPORTS: [Transport; 3] = [Transport::P2p, Transport::Socket, Transport::Ib];
+const TRANSPORTS: [Transport; 4] = [
+    Transport::P2p,
+    Transport::Socket,
+    Transport::Ib,
+    Transport::Ofi,
+];
 
 /// Measures every ordered pair and prints the tables on PE 0 (collective).
 pub fn run(c: &Ctx, o: &Options, device: &str) -> symmem::Result<()> {

@@ -64,6 +64,8 @@ pub enum Transport {
     Socket,
     /// ibverbs.
     Ib,
+    /// libfabric.
+    Ofi,
 }
 
 impl Transport {
@@ -74,6 +76,7 @@ impl Transport {
         }
         Ok(match rt.config().remote_transport {
             symmem::config::RemoteTransport::Ib => Transport::Ib,
+            symmem::config::RemoteTransport::Ofi => Transport::Ofi,
             symmem::config::RemoteTransport::Socket | symmem::config::RemoteTransport::Auto => {
                 Transport::Socket
             }
@@ -86,6 +89,7 @@ impl Transport {
             Transport::P2p => "p2p",
             Transport::Socket => "socket",
             Transport::Ib => "ib",
+            Transport::Ofi => "ofi",
         }
     }
 }

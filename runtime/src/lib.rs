@@ -49,7 +49,7 @@ pub use module::{KernelLibrary, Module};
 pub use ops::local;
 pub use ops::raw::{SymView, VIEW_ID};
 pub use ops::stream::Stream;
-pub use route::{rdma_probe, PeRoute, RoutePath};
+pub use route::{ofi_probe, rdma_probe, PeRoute, RoutePath};
 pub use runtime::Runtime;
 pub use self_launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use sym::{SymBuf, SymRef};

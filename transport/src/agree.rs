@@ -25,6 +25,8 @@ pub(super) enum Proposal {
     Ib = 2,
     /// ib was chosen, the GPU heap cannot be registered and staging is allowed: socket.
     Staged = 3,
+    /// The ofi transport (`SYMMEM_REMOTE_TRANSPORT=ofi`): every PE must propose it.
+    Ofi = 4,
 }
 
 impl Proposal {
@@ -33,6 +35,7 @@ impl Proposal {
             1 => Some(Proposal::Socket),
             2 => Some(Proposal::Ib),
             3 => Some(Proposal::Staged),
+            4 => Some(Proposal::Ofi),
             _ => None,
         }
     }
@@ -51,12 +54,14 @@ pub(super) enum Verdict {
     Socket { staged: Vec<usize> },
     /// Every PE connects the ib transport.
     Ib,
+    /// Every PE connects the ofi transport.
+    Ofi,
 }
 
 /// The verdict every PE reaches from the allgathered entries `all` (`all[pe]` from
 /// [`encode`]), or why the job cannot agree (the same text on every PE).
 pub(super) fn agree(all: &[Vec<u8>]) -> Result<Verdict, String> {
-    let mut by_kind: [Vec<usize>; 3] = Default::default();
+    let mut by_kind: [Vec<usize>; 4] = Default::default();
     let mut strict_ib = Vec::new();
     for (pe, entry) in all.iter().enumerate() {
         let (Some(&p), Some(&allow)) = (entry.first(), entry.get(1)) else {
@@ -73,7 +78,18 @@ pub(super) fn agree(all: &[Vec<u8>]) -> Result<Verdict, String> {
             strict_ib.push(pe);
         }
     }
-    let [socket, ib, staged] = by_kind;
+    let [socket, ib, staged, ofi] = by_kind;
+    if !ofi.is_empty() {
+        let others: Vec<usize> = (0..all.len()).filter(|pe| !ofi.contains(pe)).collect();
+        if others.is_empty() {
+            return Ok(Verdict::Ofi);
+        }
+        return Err(format!(
+            "PEs {} chose ofi but PEs {} chose another transport; set SYMMEM_REMOTE_TRANSPORT=ofi on every PE",
+            list(&ofi),
+            list(&others)
+        ));
+    }
     if staged.is_empty() {
         return match (socket.is_empty(), ib.is_empty()) {
             (_, true) => Ok(Verdict::Socket { staged }),
@@ -119,6 +135,21 @@ mod tests {
             agree(&entries(&[(Socket, false), (Socket, true)])),
             Ok(Verdict::Socket { staged: vec![] })
         );
+    }
+
+    #[test]
+    fn ofi_needs_every_pe() {
+        use Proposal::*;
+        assert_eq!(
+            agree(&entries(&[(Ofi, false), (Ofi, false)])),
+            Ok(Verdict::Ofi)
+        );
+        let e = agree(&entries(&[(Ofi, false), (Socket, false), (Ofi, true)])).unwrap_err();
+        assert!(
+            e.contains("PEs 0, 2 chose ofi but PEs 1 chose another transport"),
+            "{e}"
+        );
+        assert!(e.contains("SYMMEM_REMOTE_TRANSPORT=ofi"), "{e}");
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct TransportConfig {
     /// `SYMMEM_ALLOW_HOST_STAGING=1`: a GPU heap the NIC cannot register is staged
     /// through host memory over sockets instead of failing.
     pub allow_host_staging: bool,
+    /// `SYMMEM_OFI_PROVIDER`: the libfabric provider of the ofi transport (`tcp;ofi_rxm`,
+    /// `shm`, `efa`, …); `None` = the first that has RDM endpoints, RMA and atomics.
+    pub ofi_provider: Option<String>,
 }
 
 #[cfg(test)]
@@ -47,6 +50,7 @@ impl TransportConfig {
             ib_gid_index: None,
             ib_qps_per_peer: 1,
             allow_host_staging: false,
+            ofi_provider: None,
         }
     }
 }
@@ -60,6 +64,8 @@ pub enum RemoteTransport {
     Socket,
     /// ibverbs.
     Ib,
+    /// libfabric (the `ofi` feature), on `SYMMEM_OFI_PROVIDER`'s provider.
+    Ofi,
 }
 
 /// The most queue pairs `SYMMEM_IB_QPS_PER_PEER` accepts.

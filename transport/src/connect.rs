@@ -12,6 +12,8 @@ use crate::error::{Error, Result};
 #[cfg(feature = "ib")]
 use crate::ib;
 use crate::interface::{Setup, Transport};
+#[cfg(feature = "ofi")]
+use crate::ofi;
 use crate::socket;
 use crate::weak;
 
@@ -20,6 +22,7 @@ use crate::weak;
 enum Kind {
     Socket,
     Ib,
+    Ofi,
 }
 
 /// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
@@ -30,6 +33,18 @@ pub fn probe_ib(config: &TransportConfig) -> std::result::Result<String, String>
     {
         let _ = config;
         Err("this build has no ibverbs support (build symmem with --features ib)".into())
+    }
+}
+
+/// Why an `ofi` transport cannot be used here (no libfabric provider with RDM endpoints,
+/// RMA and atomics, or not `SYMMEM_OFI_PROVIDER`'s), or `Ok` with the provider it would use.
+pub fn probe_ofi(config: &TransportConfig) -> std::result::Result<String, String> {
+    #[cfg(feature = "ofi")]
+    return ofi::probe(config.ofi_provider.as_deref());
+    #[cfg(not(feature = "ofi"))]
+    {
+        let _ = config;
+        Err("this build has no libfabric support (build symmem with --features ofi)".into())
     }
 }
 
@@ -45,6 +60,17 @@ fn choose(config: &TransportConfig) -> Result<(Kind, String)> {
                 reason: format!("no usable RDMA device: {why}; use socket or auto"),
             }),
         },
+        RemoteTransport::Ofi => match probe_ofi(config) {
+            Ok(provider) => Ok((
+                Kind::Ofi,
+                format!("SYMMEM_REMOTE_TRANSPORT=ofi, provider {provider}"),
+            )),
+            Err(why) => Err(Error::TransportConfig {
+                variable: "SYMMEM_REMOTE_TRANSPORT",
+                value: "ofi".into(),
+                reason: why,
+            }),
+        },
         RemoteTransport::Auto => match probe_ib(config) {
             Ok(dev) => Ok((Kind::Ib, format!("auto: RDMA device {dev}"))),
             Err(why) => Ok((Kind::Socket, format!("auto: no RDMA device ({why})"))),
@@ -56,9 +82,21 @@ fn choose(config: &TransportConfig) -> Result<(Kind, String)> {
 /// heap the NIC cannot register is [`agree::Proposal::Staged`] when
 /// `SYMMEM_ALLOW_HOST_STAGING=1` (checked by registering it once).
 fn propose(setup: &Setup<'_>) -> Result<(agree::Proposal, String)> {
-    let (kind, why) = choose(setup.config)?;
+    let (kind, why) = choose(setup.config).map_err(|e| match e {
+        Error::TransportConfig {
+            variable,
+            value,
+            reason,
+        } => Error::TransportConfig {
+            variable,
+            value,
+            reason: format!("PE {}: {reason}", setup.me),
+        },
+        e => e,
+    })?;
     Ok(match kind {
         Kind::Socket => (agree::Proposal::Socket, why),
+        Kind::Ofi => (agree::Proposal::Ofi, why),
         Kind::Ib if setup.heap.host || !setup.config.allow_host_staging => {
             (agree::Proposal::Ib, why)
         }
@@ -195,6 +233,7 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, Strin
     let all = b.allgather(&agree::encode(proposal, setup.config.allow_host_staging))?;
     let (kind, why) = match agree::agree(&all) {
         Ok(agree::Verdict::Ib) => (Kind::Ib, why),
+        Ok(agree::Verdict::Ofi) => (Kind::Ofi, why),
         Ok(agree::Verdict::Socket { staged }) if staged.is_empty() => {
             if cfg!(feature = "ib") && setup.config.remote_transport == RemoteTransport::Auto {
                 // A build with ib support that ends up on sockets has fallen back.
@@ -239,6 +278,13 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, Strin
         )),
         #[cfg(not(feature = "ib"))]
         Kind::Ib => unreachable!("probe_ib never succeeds without the ib feature"),
+        #[cfg(feature = "ofi")]
+        Kind::Ofi => Arc::new(Counted::new(
+            ofi::OfiTransport::connect(setup)?,
+            (setup.counter)("ofi"),
+        )),
+        #[cfg(not(feature = "ofi"))]
+        Kind::Ofi => unreachable!("probe_ofi never succeeds without the ofi feature"),
     };
     for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
         tracing::info!(target: "init::transport", "PE {} reaches PE {pe} over {} ({why})", setup.me, t.name());

@@ -6,7 +6,7 @@
 //! # Layout
 //! - `interface.rs`: the contract ([`Transport`], [`InFlight`], [`Setup`], [`DeviceHeap`],
 //!   [`OpCounter`]); it imports no transport.
-//! - `socket/`, `ib/` (feature `ib`): the remote transports; `weak.rs`, the reordering
+//! - `socket/`, `ib/` (feature `ib`), `ofi/` (feature `ofi`): the remote transports; `weak.rs`, the reordering
 //!   transport of `SYMMEM_ORDERING=weak`, in front of every peer, and `direct.rs`, which
 //!   delivers its requests to same-node peers through their mapped heaps; `counted.rs`,
 //!   the counting decorator; `target.rs`, the target side that applies a peer's request.
@@ -45,12 +45,14 @@ pub mod fuzzing;
 mod ib;
 pub mod int;
 mod interface;
+#[cfg(feature = "ofi")]
+mod ofi;
 mod socket;
 mod target;
 mod weak;
 
 pub use config::{RemoteTransport, TransportConfig};
-pub use connect::{connect, probe_ib, Connected, RemoteChoice};
+pub use connect::{connect, probe_ib, probe_ofi, Connected, RemoteChoice};
 pub use counted::Counted;
 pub use error::{Error, GpuHeapError, Result};
 pub use interface::{DeviceHeap, HeapRegion, InFlight, Io, OpCounter, Pending, Setup, Transport};

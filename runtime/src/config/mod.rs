@@ -87,6 +87,7 @@ const REMOTE_TRANSPORTS: &[(&str, RemoteTransport)] = &[
     ("auto", RemoteTransport::Auto),
     ("socket", RemoteTransport::Socket),
     ("ib", RemoteTransport::Ib),
+    ("ofi", RemoteTransport::Ofi),
 ];
 
 /// `SYMMEM_ORDERING`'s values.
@@ -151,6 +152,8 @@ pub struct Config {
     pub allow_host_staging: bool,
     /// `SYMMEM_SOCKET_IFNAME`.
     pub socket_ifname: Option<String>,
+    /// `SYMMEM_OFI_PROVIDER`.
+    pub ofi_provider: Option<String>,
     /// `SYMMEM_DEVICE`.
     pub device: DeviceChoice,
     /// `SYMMEM_EXEC_SEED`: the CPU executor's lane schedule; `None` = thread index order.
@@ -192,6 +195,7 @@ impl Config {
             ib_gid_index: self.ib_gid_index,
             ib_qps_per_peer: self.ib_qps_per_peer,
             allow_host_staging: self.allow_host_staging,
+            ofi_provider: self.ofi_provider.clone(),
         }
     }
 }
@@ -279,6 +283,7 @@ impl Config {
             )?,
             allow_host_staging: r.flag("SYMMEM_ALLOW_HOST_STAGING")?,
             socket_ifname: r.value("SYMMEM_SOCKET_IFNAME"),
+            ofi_provider: r.value("SYMMEM_OFI_PROVIDER"),
             exec_seed: r.optional_u64("SYMMEM_EXEC_SEED")?,
             exec_stack_size: r.parse_or_default("SYMMEM_EXEC_STACK_SIZE", |v| {
                 parse_size(v).and_then(|n| match n >= MIN_EXEC_STACK {
@@ -384,6 +389,10 @@ impl Config {
                 self.socket_ifname
                     .clone()
                     .unwrap_or_else(|| "(auto)".into()),
+            ),
+            (
+                "SYMMEM_OFI_PROVIDER",
+                self.ofi_provider.clone().unwrap_or_else(|| "(auto)".into()),
             ),
             ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
             (

@@ -1,0 +1,156 @@
+//! The C shim's interface (`shim.c`, compiled by the build script and linked with
+//! libfabric): opaque endpoints, and calls that return 0 (or a count) or a negative
+//! libfabric error code.
+
+use std::ffi::{c_char, c_int, c_void};
+
+/// An open endpoint with its fabric, domain, address vector, CQ, counter and MRs.
+#[repr(C)]
+pub(super) struct SymmemOfi {
+    _private: [u8; 0],
+}
+
+/// What the endpoint was opened with.
+#[repr(C)]
+pub(super) struct Attrs {
+    /// The provider's name (`tcp;ofi_rxm`).
+    pub provider: [c_char; 64],
+    /// The fabric's name.
+    pub fabric: [c_char; 64],
+    /// The domain's name.
+    pub domain: [c_char; 64],
+    /// The heap registration's key.
+    pub heap_key: u64,
+    /// The domain's `FI_MR_*` mode bits.
+    pub mr_mode: u64,
+    /// Whether the provider needs the application to drive progress.
+    pub manual_progress: c_int,
+    /// The largest message (one write or read).
+    pub max_msg_size: usize,
+    /// The largest injected message.
+    pub inject_size: usize,
+    /// Whether the provider applies reads and writes (RMA and atomic) to a peer in the
+    /// order issued.
+    pub ordered: c_int,
+}
+
+impl Default for Attrs {
+    fn default() -> Self {
+        Attrs {
+            provider: [0; 64],
+            fabric: [0; 64],
+            domain: [0; 64],
+            heap_key: 0,
+            mr_mode: 0,
+            manual_progress: 0,
+            max_msg_size: 0,
+            inject_size: 0,
+            ordered: 0,
+        }
+    }
+}
+
+/// `FI_MR_VIRT_ADDR`: remote addresses are the target's virtual addresses (else offsets).
+pub(super) const FI_MR_VIRT_ADDR: u64 = 1 << 4;
+/// `-FI_EAGAIN`: the endpoint is busy; progress and retry.
+pub(super) const EAGAIN: isize = -11;
+/// `-FI_ENODATA`: no provider matches.
+pub(super) const ENODATA: c_int = -61;
+/// `enum fi_op` (rdma/fi_domain.h): `FI_SUM`.
+pub(super) const OP_SUM: c_int = 2;
+/// `FI_BOR`.
+pub(super) const OP_BOR: c_int = 6;
+/// `FI_BAND`.
+pub(super) const OP_BAND: c_int = 7;
+/// `FI_BXOR`.
+pub(super) const OP_BXOR: c_int = 9;
+/// `FI_ATOMIC_READ`.
+pub(super) const OP_ATOMIC_READ: c_int = 10;
+/// `FI_ATOMIC_WRITE`.
+pub(super) const OP_ATOMIC_WRITE: c_int = 11;
+
+extern "C" {
+    pub(super) fn symmem_ofi_providers(out: *mut c_char, len: usize) -> c_int;
+    pub(super) fn symmem_ofi_open(
+        prov: *const c_char,
+        heap: *mut c_void,
+        heap_len: usize,
+        bounce: *mut c_void,
+        bounce_len: usize,
+        out: *mut *mut SymmemOfi,
+        attrs: *mut Attrs,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
+    pub(super) fn symmem_ofi_close(o: *mut SymmemOfi);
+    pub(super) fn symmem_ofi_name(o: *mut SymmemOfi, buf: *mut c_void, len: *mut usize) -> c_int;
+    pub(super) fn symmem_ofi_insert(
+        o: *mut SymmemOfi,
+        addrs: *const c_void,
+        addrlen: usize,
+        n: usize,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
+    pub(super) fn symmem_ofi_write(
+        o: *mut SymmemOfi,
+        local: *const c_void,
+        len: usize,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+    ) -> isize;
+    pub(super) fn symmem_ofi_read(
+        o: *mut SymmemOfi,
+        local: *mut c_void,
+        len: usize,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+    ) -> isize;
+    pub(super) fn symmem_ofi_atomic(
+        o: *mut SymmemOfi,
+        operand: *const c_void,
+        width: c_int,
+        op: c_int,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+    ) -> isize;
+    pub(super) fn symmem_ofi_fetch_atomic(
+        o: *mut SymmemOfi,
+        operand: *const c_void,
+        result: *mut c_void,
+        width: c_int,
+        op: c_int,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+    ) -> isize;
+    pub(super) fn symmem_ofi_compare_atomic(
+        o: *mut SymmemOfi,
+        operand: *const c_void,
+        compare: *const c_void,
+        result: *mut c_void,
+        width: c_int,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+    ) -> isize;
+    pub(super) fn symmem_ofi_completed(
+        o: *mut SymmemOfi,
+        errors: *mut u64,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> i64;
+}
+
+/// The text the shim wrote into `buf`.
+pub(super) fn text(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}

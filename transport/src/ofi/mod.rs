@@ -1,0 +1,838 @@
+//! The OFI (libfabric) transport (feature `ofi`): one reliable-datagram (RDM) endpoint per
+//! PE, the whole heap registered once, and every request as a libfabric RMA or atomic
+//! operation, on whichever provider the job picks (`SYMMEM_OFI_PROVIDER`: `tcp;ofi_rxm`,
+//! `shm`, `verbs;ofi_rxm`, `efa`, `cxi`, …; any provider with RMA and atomics when unset).
+//!
+//! # Connecting
+//! Each PE opens its endpoint (`shim.c`: `fi_getinfo` with `FI_RMA | FI_ATOMIC` on an RDM
+//! endpoint, every memory-registration mode the transport can honour, and delivery
+//! complete as the completion level), checks that the provider has every atomic the
+//! transport issues (`fi_query_atomic`), registers its heap and a bounce buffer, and
+//! allgathers its address, heap base and key (or why it failed, so every PE fails with the
+//! reason). Then every PE's address goes into the address vector.
+//!
+//! # Issuing and completing
+//! Operations take their local side from the registered bounce buffer (providers that
+//! need `FI_MR_LOCAL` get a descriptor for every local buffer): a put is copied into a
+//! bounce slot and posted, so it is locally complete when posted; a get, a fetching atomic
+//! or a compare-and-swap waits for its completion. Every operation completes at delivery
+//! (`FI_DELIVERY_COMPLETE`: the data is visible at the target), counted by one completion
+//! counter, so `quiet` and `fence` wait until the counter reaches the operations issued,
+//! and a put_signal's signal is posted only once its data completed. A failed completion
+//! (`fi_cq_readerr`) fails the waiting operation and every later one, naming the peer,
+//! the provider's message and its error number. `SYMMEM_TIMEOUT` bounds every wait.
+//!
+//! # Progress
+//! Waits drive the provider's progress themselves. Where the provider needs manual
+//! progress, a thread of the transport also drives it, with backoff, so that peers'
+//! operations on this PE's heap complete while its application thread computes.
+
+mod ffi;
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use symmem_device::{AmoKind, Opcode, Request, SignalOp};
+use symmem_sync::Backoff;
+
+use crate::error::{Error, Result};
+use crate::interface::{Io, Setup, Transport};
+
+/// Bytes of one bounce slot: the largest piece of a put or get.
+const SLOT_BYTES: usize = 64 << 10;
+/// Bounce slots: how many pieces can be in flight.
+const SLOTS: usize = 32;
+
+/// The providers `fi_getinfo` offers with RDM endpoints, RMA and atomics, or why none.
+pub(crate) fn probe(provider: Option<&str>) -> std::result::Result<String, String> {
+    let offered = providers()?;
+    match provider {
+        Some(p) if offered.split(", ").any(|o| o == p) => Ok(p.to_string()),
+        Some(p) => Err(format!(
+            "libfabric has no provider {p:?} with RDM endpoints, RMA and atomics here; fi_getinfo offers: {}",
+            if offered.is_empty() { "none" } else { &offered }
+        )),
+        None if offered.is_empty() => {
+            Err("libfabric offers no provider with RDM endpoints, RMA and atomics here".into())
+        }
+        None => Ok(offered.split(", ").next().unwrap_or_default().to_string()),
+    }
+}
+
+/// `fi_getinfo`'s providers, comma-separated.
+fn providers() -> std::result::Result<String, String> {
+    let mut buf = [0 as c_char; 512];
+    // SAFETY: a writable buffer of the given length.
+    let rc = unsafe { ffi::symmem_ofi_providers(buf.as_mut_ptr(), buf.len()) };
+    if rc != 0 {
+        return Err(format!("fi_getinfo failed ({rc})"));
+    }
+    Ok(ffi::text(&buf))
+}
+
+/// An open endpoint; closed when dropped.
+struct Endpoint(*mut ffi::SymmemOfi);
+
+// SAFETY: the endpoint is used only under the transport's lock (FI_THREAD_DOMAIN: the
+// application serializes access).
+unsafe impl Send for Endpoint {}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        // SAFETY: opened by symmem_ofi_open, closed once.
+        unsafe { ffi::symmem_ofi_close(self.0) }
+    }
+}
+
+/// A peer's heap registration.
+#[derive(Debug, Clone, Copy)]
+struct PeerHeap {
+    /// Its base address (or 0 where the provider addresses by offset).
+    base: u64,
+    /// Its length.
+    len: u64,
+    /// Its key.
+    key: u64,
+}
+
+/// The bounce buffer: registered, in 16-byte words so that every slot is aligned.
+struct Bounce(Box<[u128]>);
+
+impl Bounce {
+    fn new() -> Self {
+        Bounce(vec![0u128; SLOTS * SLOT_BYTES / 16].into_boxed_slice())
+    }
+
+    fn slot(&mut self, i: usize) -> *mut u8 {
+        // SAFETY: `i < SLOTS`, so the slot lies inside the buffer.
+        unsafe { self.0.as_mut_ptr().cast::<u8>().add(i * SLOT_BYTES) }
+    }
+}
+
+/// Everything the endpoint's work needs, under one lock.
+struct State {
+    /// Declared before the bounce buffer: its registration goes first.
+    ep: Endpoint,
+    bounce: Bounce,
+    /// Per slot: the operation (its number) that last used it.
+    slot_op: [u64; SLOTS],
+    next_slot: usize,
+    /// Operations posted so far.
+    issued: u64,
+    /// Operations the completion counter counted so far.
+    completed: u64,
+    /// Errors the completion counter counted so far.
+    errors: u64,
+    /// The first failure; every later operation fails with it.
+    failure: Option<String>,
+    peers: Vec<Option<PeerHeap>>,
+    /// Whether the provider keeps operations to a peer in order; if not, each operation
+    /// is posted only once every earlier one completed.
+    ordered: bool,
+}
+
+/// The OFI transport of one PE.
+pub(crate) struct OfiTransport {
+    me: usize,
+    /// "tcp;ofi_rxm on eth0", for logs and errors.
+    describe: String,
+    timeout: Option<Duration>,
+    state: Arc<Mutex<Option<State>>>,
+    stop: Arc<AtomicBool>,
+    progress: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl OfiTransport {
+    /// Opens this PE's endpoint and connects it to every PE `setup.remote` names.
+    /// Collective: every PE calls it.
+    pub(crate) fn connect(setup: &Setup<'_>) -> Result<Self> {
+        let me = setup.me;
+        let n = setup.remote.len();
+        let b = setup.bootstrap;
+        let init_err = |pe: usize, detail: String| Error::Transport {
+            transport: "ofi",
+            op: "init",
+            me,
+            pe,
+            detail,
+        };
+        let opened = open(setup);
+        // Sent round: 0, address length, address, heap base, length, key; or 1 and why.
+        let blob = match &opened {
+            Ok(o) => {
+                let mut v = vec![0u8];
+                v.extend_from_slice(&(o.name.len() as u32).to_le_bytes());
+                v.extend_from_slice(&o.name);
+                v.extend_from_slice(&o.heap_base.to_le_bytes());
+                v.extend_from_slice(&(setup.heap.len as u64).to_le_bytes());
+                v.extend_from_slice(&o.attrs.heap_key.to_le_bytes());
+                v
+            }
+            Err(e) => {
+                let mut v = vec![1u8];
+                v.extend_from_slice(e.to_string().as_bytes());
+                v
+            }
+        };
+        let all = b.allgather(&blob)?;
+        let mut opened = opened?;
+        let mut names = Vec::new();
+        let mut peers = vec![None; n];
+        let mut addrlen = None;
+        for (pe, entry) in all.iter().enumerate() {
+            let (name, heap) =
+                decode(entry).map_err(|why| init_err(pe, format!("PE {pe}: {why}")))?;
+            if *addrlen.get_or_insert(name.len()) != name.len() {
+                return Err(init_err(
+                    pe,
+                    format!(
+                        "PE {pe}'s endpoint address has {} bytes, others' {}: PEs opened different providers",
+                        name.len(),
+                        addrlen.unwrap_or(0)
+                    ),
+                ));
+            }
+            names.extend_from_slice(name);
+            if setup.remote.get(pe) == Some(&true) {
+                peers[pe] = Some(heap);
+            }
+        }
+        let mut err = [0 as c_char; 256];
+        // SAFETY: `names` holds `n` addresses of `addrlen` bytes; a writable error buffer.
+        let rc = unsafe {
+            ffi::symmem_ofi_insert(
+                opened.ep.0,
+                names.as_ptr().cast(),
+                addrlen.unwrap_or(0),
+                n,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if rc != 0 {
+            return Err(init_err(me, ffi::text(&err)));
+        }
+        let describe = format!(
+            "{} on {} ({})",
+            ffi::text(&opened.attrs.provider),
+            ffi::text(&opened.attrs.domain),
+            ffi::text(&opened.attrs.fabric)
+        );
+        let manual = opened.attrs.manual_progress != 0;
+        let ordered = opened.attrs.ordered != 0;
+        tracing::info!(
+            target: "init::transport",
+            "PE {me}: ofi transport over {describe}, heap key {:#x}, {}, {}",
+            opened.attrs.heap_key,
+            if manual {
+                "manual progress (the transport's thread drives it)"
+            } else {
+                "automatic progress"
+            },
+            if ordered {
+                "operations ordered by the provider"
+            } else {
+                "operations unordered by the provider (each waits for the one before)"
+            }
+        );
+        let state = Arc::new(Mutex::new(Some(State {
+            ep: std::mem::replace(&mut opened.ep, Endpoint(std::ptr::null_mut())),
+            bounce: std::mem::replace(&mut opened.bounce, Bounce(Box::new([]))),
+            slot_op: [0; SLOTS],
+            next_slot: 0,
+            issued: 0,
+            completed: 0,
+            errors: 0,
+            failure: None,
+            peers,
+            ordered,
+        })));
+        // Nobody issues before every peer's address vector is complete.
+        b.barrier()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let progress = manual
+            .then(|| start_progress(me, state.clone(), stop.clone()))
+            .transpose()?;
+        Ok(OfiTransport {
+            me,
+            describe,
+            timeout: setup.config.timeout,
+            state,
+            stop,
+            progress: Mutex::new(progress),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<State>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn err(&self, op: &'static str, pe: usize, detail: impl Into<String>) -> Error {
+        Error::Transport {
+            transport: "ofi",
+            op,
+            me: self.me,
+            pe,
+            detail: detail.into(),
+        }
+    }
+
+    /// Runs `f` on the live state, with errors naming `op` and `pe`.
+    fn with_state<R>(
+        &self,
+        op: &'static str,
+        pe: usize,
+        f: impl FnOnce(&mut State, &Waiter) -> std::result::Result<R, String>,
+    ) -> Result<R> {
+        let mut g = self.lock();
+        let st = g
+            .as_mut()
+            .ok_or_else(|| self.err(op, pe, "the ofi transport is shut down"))?;
+        if let Some(why) = &st.failure {
+            return Err(self.err(op, pe, format!("the transport failed earlier: {why}")));
+        }
+        let waiter = Waiter {
+            deadline: self.timeout.map(|t| Instant::now() + t),
+            timeout: self.timeout,
+        };
+        f(st, &waiter).map_err(|why| self.err(op, pe, format!("{why} ({})", self.describe)))
+    }
+}
+
+/// How long the waits of one call may take (`SYMMEM_TIMEOUT`).
+struct Waiter {
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+}
+
+/// What `open` made, before the exchange.
+struct Opened {
+    ep: Endpoint,
+    bounce: Bounce,
+    attrs: ffi::Attrs,
+    name: Vec<u8>,
+    heap_base: u64,
+}
+
+/// Opens this PE's endpoint on the configured provider and registers the heap.
+fn open(setup: &Setup<'_>) -> Result<Opened> {
+    let me = setup.me;
+    let fail = |detail: String| Error::Transport {
+        transport: "ofi",
+        op: "init",
+        me,
+        pe: me,
+        detail,
+    };
+    if !setup.heap.host {
+        return Err(fail(
+            "GPU heaps over ofi (FI_HMEM) are not supported yet: use the socket transport (SYMMEM_REMOTE_TRANSPORT=socket)".into(),
+        ));
+    }
+    let provider = setup.config.ofi_provider.clone();
+    let prov = provider
+        .as_deref()
+        .map(|p| {
+            CString::new(p)
+                .map_err(|_| fail(format!("SYMMEM_OFI_PROVIDER={p:?} contains a NUL byte")))
+        })
+        .transpose()?;
+    let mut bounce = Bounce::new();
+    let mut attrs = ffi::Attrs::default();
+    let mut ep = std::ptr::null_mut();
+    let mut err = [0 as c_char; 512];
+    // SAFETY: the heap and bounce buffer stay allocated while the endpoint is open (the
+    // heap until shutdown, which closes it first); valid out-parameters.
+    let rc = unsafe {
+        ffi::symmem_ofi_open(
+            prov.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+            setup.heap.base as *mut c_void,
+            setup.heap.len,
+            bounce.0.as_mut_ptr().cast(),
+            bounce.0.len() * 16,
+            &mut ep,
+            &mut attrs,
+            err.as_mut_ptr(),
+            err.len(),
+        )
+    };
+    if rc != 0 {
+        let offered = providers().unwrap_or_else(|e| e);
+        let asked = provider
+            .as_deref()
+            .map_or("any provider".to_string(), |p| format!("provider {p:?}"));
+        return Err(fail(if rc == ffi::ENODATA {
+            format!("libfabric has no {asked} with RDM endpoints, RMA and atomics here; fi_getinfo offers: {}", if offered.is_empty() { "none" } else { &offered })
+        } else {
+            format!(
+                "opening {asked}: {} (fi_getinfo offers: {offered})",
+                ffi::text(&err)
+            )
+        }));
+    }
+    let ep = Endpoint(ep);
+    let mut name = vec![0u8; 256];
+    let mut len = name.len();
+    // SAFETY: an open endpoint; a buffer of `len` bytes.
+    let rc = unsafe { ffi::symmem_ofi_name(ep.0, name.as_mut_ptr().cast(), &mut len) };
+    if rc != 0 {
+        return Err(fail(format!("fi_getname failed ({rc})")));
+    }
+    name.truncate(len);
+    let heap_base = if attrs.mr_mode & ffi::FI_MR_VIRT_ADDR != 0 {
+        setup.heap.base
+    } else {
+        0
+    };
+    Ok(Opened {
+        ep,
+        bounce,
+        attrs,
+        name,
+        heap_base,
+    })
+}
+
+/// One PE's exchange entry: its address and heap, or why its setup failed.
+fn decode(entry: &[u8]) -> std::result::Result<(&[u8], PeerHeap), String> {
+    match entry.split_first() {
+        Some((0, rest)) if rest.len() >= 4 => {
+            let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+            let rest = &rest[4..];
+            if rest.len() != len + 24 {
+                return Err(format!(
+                    "a malformed exchange entry of {} bytes",
+                    entry.len()
+                ));
+            }
+            let word = |i: usize| {
+                u64::from_le_bytes(
+                    rest[len + 8 * i..len + 8 * i + 8]
+                        .try_into()
+                        .expect("8 bytes"),
+                )
+            };
+            Ok((
+                &rest[..len],
+                PeerHeap {
+                    base: word(0),
+                    len: word(1),
+                    key: word(2),
+                },
+            ))
+        }
+        Some((1, why)) => Err(format!(
+            "its ofi setup failed: {}",
+            String::from_utf8_lossy(why)
+        )),
+        _ => Err(format!(
+            "a malformed exchange entry of {} bytes",
+            entry.len()
+        )),
+    }
+}
+
+/// Starts the thread that drives a manual-progress provider while the application
+/// thread does not.
+fn start_progress(
+    me: usize,
+    state: Arc<Mutex<Option<State>>>,
+    stop: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("symmem-ofi-{me}"))
+        .spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                if let Ok(mut g) = state.try_lock() {
+                    match g.as_mut() {
+                        Some(st) if st.failure.is_none() => {
+                            let _ = st.poll();
+                        }
+                        Some(_) => {}
+                        None => return,
+                    }
+                }
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        })
+        .map_err(|e| Error::io("starting the ofi progress thread", e))
+}
+
+impl State {
+    /// Drives progress and reads the completion counter; records a failure.
+    fn poll(&mut self) -> std::result::Result<(), String> {
+        let mut err = [0 as c_char; 512];
+        // SAFETY: an open endpoint; valid out-parameters.
+        let c = unsafe {
+            ffi::symmem_ofi_completed(self.ep.0, &mut self.errors, err.as_mut_ptr(), err.len())
+        };
+        if c < 0 {
+            let why = ffi::text(&err);
+            self.failure = Some(why.clone());
+            return Err(why);
+        }
+        self.completed = c as u64;
+        Ok(())
+    }
+
+    /// Waits until operation `op` (and every earlier one) completed.
+    fn wait(&mut self, op: u64, w: &Waiter) -> std::result::Result<(), String> {
+        let mut backoff = Backoff::new();
+        while self.completed < op {
+            self.poll()?;
+            if self.completed >= op {
+                break;
+            }
+            if w.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(format!(
+                    "no completion within SYMMEM_TIMEOUT ({:?}): {} of {} operations completed",
+                    w.timeout.unwrap_or_default(),
+                    self.completed,
+                    self.issued
+                ));
+            }
+            backoff.snooze();
+        }
+        Ok(())
+    }
+
+    /// Waits until every operation issued so far completed.
+    fn drain(&mut self, w: &Waiter) -> std::result::Result<(), String> {
+        self.wait(self.issued, w)
+    }
+
+    /// The next bounce slot, once the operation that last used it completed.
+    fn take_slot(&mut self, w: &Waiter) -> std::result::Result<usize, String> {
+        let i = self.next_slot;
+        self.next_slot = (i + 1) % SLOTS;
+        self.wait(self.slot_op[i], w)?;
+        Ok(i)
+    }
+
+    /// Posts one operation with `post` (retrying while the provider is busy); returns its
+    /// number and records it as the last user of `slot`.
+    fn post(
+        &mut self,
+        what: &str,
+        slot: usize,
+        w: &Waiter,
+        mut post: impl FnMut(*mut ffi::SymmemOfi) -> isize,
+    ) -> std::result::Result<u64, String> {
+        if !self.ordered {
+            self.drain(w)?;
+        }
+        let mut backoff = Backoff::new();
+        loop {
+            let rc = post(self.ep.0);
+            if rc == 0 {
+                self.issued += 1;
+                self.slot_op[slot] = self.issued;
+                return Ok(self.issued);
+            }
+            if rc != ffi::EAGAIN {
+                let why = format!("{what} failed: error {}", -rc);
+                self.failure = Some(why.clone());
+                return Err(why);
+            }
+            self.poll()?;
+            if w.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(format!(
+                    "{what}: the provider stayed busy past SYMMEM_TIMEOUT"
+                ));
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// The peer's heap, with `off..off + len` checked against it.
+    fn target(&self, pe: usize, off: u64, len: u64) -> std::result::Result<PeerHeap, String> {
+        let heap = self
+            .peers
+            .get(pe)
+            .copied()
+            .flatten()
+            .ok_or_else(|| "the ofi transport does not reach this PE".to_string())?;
+        if off.checked_add(len).is_none_or(|end| end > heap.len) {
+            return Err(format!(
+                "bytes {off}..{} are outside the peer's heap of {} bytes",
+                off.saturating_add(len),
+                heap.len
+            ));
+        }
+        Ok(heap)
+    }
+
+    /// Puts `src` at heap offset `off` of `pe`, piece by piece through bounce slots.
+    fn put(
+        &mut self,
+        pe: usize,
+        off: u64,
+        src: &[u8],
+        w: &Waiter,
+    ) -> std::result::Result<(), String> {
+        let heap = self.target(pe, off, src.len() as u64)?;
+        for (i, piece) in src.chunks(SLOT_BYTES).enumerate() {
+            let slot = self.take_slot(w)?;
+            let local = self.bounce.slot(slot);
+            // SAFETY: the slot holds SLOT_BYTES >= piece.len() bytes, free (its last
+            // operation completed).
+            unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), local, piece.len()) };
+            let raddr = heap.base + off + (i * SLOT_BYTES) as u64;
+            // SAFETY: the slot stays untouched until this write completes (take_slot).
+            self.post("fi_write", slot, w, |ep| unsafe {
+                ffi::symmem_ofi_write(ep, local.cast(), piece.len(), pe, raddr, heap.key)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Gets `dst.len()` bytes from heap offset `off` of `pe`.
+    fn get(
+        &mut self,
+        pe: usize,
+        off: u64,
+        dst: &mut [u8],
+        w: &Waiter,
+    ) -> std::result::Result<(), String> {
+        let heap = self.target(pe, off, dst.len() as u64)?;
+        for (i, piece) in dst.chunks_mut(SLOT_BYTES).enumerate() {
+            let slot = self.take_slot(w)?;
+            let local = self.bounce.slot(slot);
+            let raddr = heap.base + off + (i * SLOT_BYTES) as u64;
+            let len = piece.len();
+            // SAFETY: the slot is free and holds `len` bytes; read until the wait below.
+            let op = self.post("fi_read", slot, w, |ep| unsafe {
+                ffi::symmem_ofi_read(ep, local.cast(), len, pe, raddr, heap.key)
+            })?;
+            self.wait(op, w)?;
+            // SAFETY: the read completed into the slot.
+            unsafe { std::ptr::copy_nonoverlapping(local, piece.as_mut_ptr(), len) };
+        }
+        Ok(())
+    }
+
+    /// An atomic of `width` bytes at heap offset `off` of `pe`: `op` with `value` (and
+    /// `compare` for a compare-and-swap); waits for and returns the old value when
+    /// `fetch`.
+    #[allow(clippy::too_many_arguments)] // the atomic's own operands
+    fn atomic(
+        &mut self,
+        pe: usize,
+        off: u64,
+        width: u8,
+        op: Atomic,
+        value: u64,
+        compare: u64,
+        fetch: bool,
+        w: &Waiter,
+    ) -> std::result::Result<u64, String> {
+        if width != 4 && width != 8 {
+            return Err(format!("an atomic of {width} bytes (4 or 8 are supported)"));
+        }
+        if !off.is_multiple_of(u64::from(width)) {
+            return Err(format!(
+                "an atomic at heap offset {off}, not aligned to {width} bytes"
+            ));
+        }
+        let heap = self.target(pe, off, u64::from(width))?;
+        let slot = self.take_slot(w)?;
+        let words = self.bounce.slot(slot).cast::<u64>();
+        // SAFETY: the slot is free and 16-byte aligned; words 0..3: operand, compare,
+        // result (little-endian: a 4-byte operand is the low half of its word).
+        unsafe {
+            words.write(value);
+            words.add(1).write(compare);
+            words.add(2).write(0);
+        }
+        let (operand, cmp, result) = unsafe {
+            (
+                words.cast::<c_void>(),
+                words.add(1).cast::<c_void>(),
+                words.add(2).cast::<c_void>(),
+            )
+        };
+        let raddr = heap.base + off;
+        let w32 = i32::from(width);
+        let id = match op {
+            Atomic::Compare => self.post("fi_compare_atomic", slot, w, |ep| unsafe {
+                ffi::symmem_ofi_compare_atomic(ep, operand, cmp, result, w32, pe, raddr, heap.key)
+            })?,
+            Atomic::Op(code) if fetch => self.post("fi_fetch_atomic", slot, w, |ep| unsafe {
+                ffi::symmem_ofi_fetch_atomic(ep, operand, result, w32, code, pe, raddr, heap.key)
+            })?,
+            Atomic::Op(code) => self.post("fi_atomic", slot, w, |ep| unsafe {
+                ffi::symmem_ofi_atomic(ep, operand, w32, code, pe, raddr, heap.key)
+            })?,
+        };
+        if !fetch && !matches!(op, Atomic::Compare) {
+            return Ok(0);
+        }
+        self.wait(id, w)?;
+        // SAFETY: the operation completed into the result word.
+        let old = unsafe { words.add(2).read() };
+        Ok(if width == 4 { old & 0xffff_ffff } else { old })
+    }
+}
+
+/// A libfabric atomic.
+#[derive(Clone, Copy)]
+enum Atomic {
+    /// `enum fi_op`.
+    Op(i32),
+    /// `FI_CSWAP`.
+    Compare,
+}
+
+impl Transport for OfiTransport {
+    fn name(&self) -> &'static str {
+        "ofi"
+    }
+
+    fn submit(&self, req: &Request, io: Io<'_>) -> Result<u64> {
+        let pe = req.pe as usize;
+        let Some(opcode) = req.opcode() else {
+            return Err(self.err("submit", pe, format!("unknown opcode {}", req.opcode)));
+        };
+        let op = opcode.name();
+        match (opcode, io) {
+            (Opcode::Fence | Opcode::Quiet, _) => self.quiet().map(|()| 0),
+            (Opcode::Put, Io::Src(src)) => {
+                self.with_state(op, pe, |st, w| st.put(pe, req.remote, src, w).map(|()| 0))
+            }
+            (Opcode::PutSignal, Io::Src(src)) => self.with_state(op, pe, |st, w| {
+                st.put(pe, req.remote, src, w)?;
+                // The signal only once the data is at the target.
+                st.drain(w)?;
+                signal(st, pe, req.signal, req, w)
+            }),
+            (Opcode::Get, Io::Dst(dst)) => {
+                self.with_state(op, pe, |st, w| st.get(pe, req.remote, dst, w).map(|()| 0))
+            }
+            (Opcode::Signal, _) => {
+                self.with_state(op, pe, |st, w| signal(st, pe, req.remote, req, w))
+            }
+            (Opcode::Amo, _) => {
+                let Some(kind) = req.amo_kind() else {
+                    return Err(self.err(op, pe, format!("unknown AMO kind {}", req.amo)));
+                };
+                let wanted = req.local != 0;
+                let (atomic, fetch) = match kind {
+                    AmoKind::Fetch => (Atomic::Op(ffi::OP_ATOMIC_READ), true),
+                    AmoKind::Set => (Atomic::Op(ffi::OP_ATOMIC_WRITE), false),
+                    AmoKind::Swap => (Atomic::Op(ffi::OP_ATOMIC_WRITE), true),
+                    AmoKind::CompareSwap => (Atomic::Compare, true),
+                    AmoKind::FetchAdd => (Atomic::Op(ffi::OP_SUM), wanted),
+                    AmoKind::FetchAnd => (Atomic::Op(ffi::OP_BAND), true),
+                    AmoKind::FetchOr => (Atomic::Op(ffi::OP_BOR), true),
+                    AmoKind::FetchXor => (Atomic::Op(ffi::OP_BXOR), true),
+                };
+                self.with_state(op, pe, |st, w| {
+                    st.atomic(
+                        pe,
+                        req.remote,
+                        req.width,
+                        atomic,
+                        req.value,
+                        req.compare,
+                        fetch,
+                        w,
+                    )
+                })
+            }
+            (Opcode::Put | Opcode::PutSignal | Opcode::Get, _) => {
+                Err(self.err(op, pe, "the payload buffer is missing"))
+            }
+        }
+    }
+
+    fn fence(&self) -> Result<()> {
+        // Completions are at delivery: waiting for every earlier one orders them.
+        self.quiet()
+    }
+
+    fn quiet(&self) -> Result<()> {
+        let me = self.me;
+        self.with_state("quiet", me, |st, w| st.drain(w))
+    }
+
+    fn progress(&self) -> Result<()> {
+        let me = self.me;
+        self.with_state("progress", me, |st, _| st.poll())
+    }
+
+    fn shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self
+            .progress
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = t.join();
+        }
+        // Closes the endpoint (and its registrations) before the heap goes.
+        self.lock().take();
+    }
+}
+
+impl Drop for OfiTransport {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The signal of `req` at heap offset `off` of `pe`: an atomic write or add of 8 bytes.
+fn signal(
+    st: &mut State,
+    pe: usize,
+    off: u64,
+    req: &Request,
+    w: &Waiter,
+) -> std::result::Result<u64, String> {
+    let code = match req.signal_kind() {
+        Some(SignalOp::Set) => ffi::OP_ATOMIC_WRITE,
+        Some(SignalOp::Add) => ffi::OP_SUM,
+        None => return Err(format!("unknown signal op {}", req.signal_op)),
+    };
+    st.atomic(pe, off, 8, Atomic::Op(code), req.value, 0, false, w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exchange entry of a PE whose setup failed carries its reason to every PE;
+    /// malformed entries are refused, naming their size.
+    #[test]
+    fn exchange_entries_decode_or_say_why_not() {
+        let mut ok = vec![0u8];
+        ok.extend_from_slice(&3u32.to_le_bytes());
+        ok.extend_from_slice(b"abc");
+        for w in [0x1000u64, 4096, 7] {
+            ok.extend_from_slice(&w.to_le_bytes());
+        }
+        let (name, heap) = decode(&ok).unwrap();
+        assert_eq!(name, b"abc");
+        assert_eq!((heap.base, heap.len, heap.key), (0x1000, 4096, 7));
+        let failed = [&[1u8][..], b"no provider"].concat();
+        assert_eq!(
+            decode(&failed).unwrap_err(),
+            "its ofi setup failed: no provider"
+        );
+        assert!(decode(&ok[..ok.len() - 1])
+            .unwrap_err()
+            .contains("malformed exchange entry of 31 bytes"));
+    }
+
+    /// Asking for a provider libfabric does not have names the ones it has.
+    #[test]
+    fn a_missing_provider_is_named_with_what_libfabric_offers() {
+        let why = probe(Some("nosuchfabric")).unwrap_err();
+        assert!(why.contains("\"nosuchfabric\""), "{why}");
+        assert!(why.contains("fi_getinfo offers: "), "{why}");
+        eprintln!("{why}");
+    }
+}

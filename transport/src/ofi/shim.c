@@ -1,0 +1,381 @@
+/* The libfabric calls of symmem's ofi transport, behind a small C interface: libfabric's
+ * API is mostly static inline functions over provider ops tables, which Rust cannot call
+ * directly. Every function returns 0 or a negative libfabric error code (-FI_E*), and
+ * fills `err` (when given) with what failed and the provider's message. No function
+ * blocks: the Rust side waits, with backoff, by polling. */
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct symmem_ofi {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_cntr *cntr;
+	struct fid_ep *ep;
+	struct fid_mr *heap_mr;
+	struct fid_mr *bounce_mr;
+	fi_addr_t *peers;
+	size_t n_peers;
+};
+
+/* What the endpoint was opened with, for the Rust side. */
+struct symmem_ofi_attrs {
+	char provider[64];
+	char fabric[64];
+	char domain[64];
+	uint64_t heap_key;
+	uint64_t mr_mode;
+	int manual_progress;
+	size_t max_msg_size;
+	size_t inject_size;
+	int ordered;
+};
+
+/* The order the transport's contract needs: RMA and atomic reads and writes to a peer
+ * applied in the order issued. */
+#define SYMMEM_ORDER (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW)
+
+static void say(char *err, size_t len, const char *what, int rc)
+{
+	if (err && len)
+		snprintf(err, len, "%s: %s (%d)", what, fi_strerror(-rc), -rc);
+}
+
+/* The providers fi_getinfo offers RDM endpoints with RMA and atomics, comma-separated. */
+int symmem_ofi_providers(char *out, size_t len)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL, *i;
+	int rc;
+	size_t used = 0;
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->caps = FI_RMA | FI_ATOMIC;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+	rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (len)
+		out[0] = 0;
+	if (rc)
+		return rc == -FI_ENODATA ? 0 : rc;
+	for (i = info; i; i = i->next) {
+		const char *name = i->fabric_attr->prov_name;
+		if (strstr(out, name))
+			continue;
+		used += snprintf(out + used, used < len ? len - used : 0, "%s%s",
+				 used ? ", " : "", name);
+	}
+	fi_freeinfo(info);
+	return 0;
+}
+
+static int query(struct fid_domain *d, enum fi_datatype dt, enum fi_op op, uint64_t flags)
+{
+	struct fi_atomic_attr attr;
+	return fi_query_atomic(d, dt, op, &attr, flags);
+}
+
+/* The atomics the transport issues, on 32- and 64-bit unsigned words: 0 when every one is
+ * supported, else the first missing one named in `err`. */
+static int check_atomics(struct fid_domain *d, char *err, size_t len)
+{
+	static const struct {
+		enum fi_op op;
+		uint64_t flags;
+		const char *name;
+	} need[] = {
+		{FI_SUM, 0, "FI_SUM"},
+		{FI_ATOMIC_WRITE, 0, "FI_ATOMIC_WRITE"},
+		{FI_ATOMIC_READ, FI_FETCH_ATOMIC, "fetching FI_ATOMIC_READ"},
+		{FI_ATOMIC_WRITE, FI_FETCH_ATOMIC, "fetching FI_ATOMIC_WRITE (swap)"},
+		{FI_SUM, FI_FETCH_ATOMIC, "fetching FI_SUM"},
+		{FI_BAND, FI_FETCH_ATOMIC, "fetching FI_BAND"},
+		{FI_BOR, FI_FETCH_ATOMIC, "fetching FI_BOR"},
+		{FI_BXOR, FI_FETCH_ATOMIC, "fetching FI_BXOR"},
+		{FI_CSWAP, FI_COMPARE_ATOMIC, "FI_CSWAP"},
+	};
+	static const enum fi_datatype types[] = {FI_UINT32, FI_UINT64};
+	size_t i, t;
+	for (t = 0; t < 2; t++)
+		for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+			int rc = query(d, types[t], need[i].op, need[i].flags);
+			if (rc) {
+				if (err && len)
+					snprintf(err, len, "the provider has no %s on %s (fi_query_atomic: %s)",
+						 need[i].name, t ? "FI_UINT64" : "FI_UINT32",
+						 fi_strerror(-rc));
+				return rc;
+			}
+		}
+	return 0;
+}
+
+void symmem_ofi_close(struct symmem_ofi *o)
+{
+	if (!o)
+		return;
+	if (o->ep)
+		fi_close(&o->ep->fid);
+	if (o->heap_mr)
+		fi_close(&o->heap_mr->fid);
+	if (o->bounce_mr)
+		fi_close(&o->bounce_mr->fid);
+	if (o->av)
+		fi_close(&o->av->fid);
+	if (o->cntr)
+		fi_close(&o->cntr->fid);
+	if (o->cq)
+		fi_close(&o->cq->fid);
+	if (o->domain)
+		fi_close(&o->domain->fid);
+	if (o->fabric)
+		fi_close(&o->fabric->fid);
+	if (o->info)
+		fi_freeinfo(o->info);
+	free(o->peers);
+	free(o);
+}
+
+static int reg(struct symmem_ofi *o, void *buf, size_t len, uint64_t access, uint64_t key,
+	       struct fid_mr **mr, const char *what, char *err, size_t errlen)
+{
+	int rc = fi_mr_reg(o->domain, buf, len, access, 0, key, 0, mr, NULL);
+	if (rc) {
+		say(err, errlen, what, rc);
+		return rc;
+	}
+	if (o->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+		rc = fi_mr_bind(*mr, &o->ep->fid, 0);
+		if (!rc)
+			rc = fi_mr_enable(*mr);
+		if (rc) {
+			say(err, errlen, "fi_mr_bind/fi_mr_enable", rc);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL)
+ * and registers `heap` (for peers' RMA and atomics) and `bounce` (the local buffers of this
+ * PE's operations). */
+int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, void *bounce,
+		    size_t bounce_len, struct symmem_ofi **out, struct symmem_ofi_attrs *attrs,
+		    char *err, size_t errlen)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct symmem_ofi *o = calloc(1, sizeof(*o));
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
+	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_NONE};
+	int rc;
+	*out = NULL;
+	if (!hints || !o) {
+		fi_freeinfo(hints);
+		free(o);
+		say(err, errlen, "allocating", -FI_ENOMEM);
+		return -FI_ENOMEM;
+	}
+	hints->caps = FI_RMA | FI_ATOMIC;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	/* A completion means the data is at the target (visible to its loads): quiet waits
+	 * for the completions of everything issued. */
+	hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+	if (prov)
+		hints->fabric_attr->prov_name = strdup(prov);
+	/* Ordered if the provider can; else the Rust side waits for each operation. */
+	hints->tx_attr->msg_order = SYMMEM_ORDER;
+	hints->rx_attr->msg_order = SYMMEM_ORDER;
+	rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &o->info);
+	if (rc == -FI_ENODATA) {
+		hints->tx_attr->msg_order = 0;
+		hints->rx_attr->msg_order = 0;
+		rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &o->info);
+	}
+	fi_freeinfo(hints);
+	if (rc) {
+		say(err, errlen, "fi_getinfo", rc);
+		goto fail;
+	}
+	if ((rc = fi_fabric(o->info->fabric_attr, &o->fabric, NULL))) {
+		say(err, errlen, "fi_fabric", rc);
+		goto fail;
+	}
+	if ((rc = fi_domain(o->fabric, o->info, &o->domain, NULL))) {
+		say(err, errlen, "fi_domain", rc);
+		goto fail;
+	}
+	if ((rc = check_atomics(o->domain, err, errlen)))
+		goto fail;
+	if ((rc = fi_av_open(o->domain, &av_attr, &o->av, NULL))) {
+		say(err, errlen, "fi_av_open", rc);
+		goto fail;
+	}
+	if ((rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL))) {
+		say(err, errlen, "fi_cq_open", rc);
+		goto fail;
+	}
+	if ((rc = fi_cntr_open(o->domain, &cntr_attr, &o->cntr, NULL))) {
+		say(err, errlen, "fi_cntr_open", rc);
+		goto fail;
+	}
+	if ((rc = fi_endpoint(o->domain, o->info, &o->ep, NULL))) {
+		say(err, errlen, "fi_endpoint", rc);
+		goto fail;
+	}
+	if ((rc = fi_ep_bind(o->ep, &o->av->fid, 0)) ||
+	    (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) ||
+	    (rc = fi_ep_bind(o->ep, &o->cntr->fid, FI_WRITE | FI_READ))) {
+		say(err, errlen, "fi_ep_bind", rc);
+		goto fail;
+	}
+	if ((rc = fi_enable(o->ep))) {
+		say(err, errlen, "fi_enable", rc);
+		goto fail;
+	}
+	if ((rc = reg(o, heap, heap_len, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 1,
+		      &o->heap_mr, "fi_mr_reg (symmetric heap)", err, errlen)) ||
+	    (rc = reg(o, bounce, bounce_len, FI_READ | FI_WRITE, 2, &o->bounce_mr,
+		      "fi_mr_reg (bounce buffer)", err, errlen)))
+		goto fail;
+	snprintf(attrs->provider, sizeof(attrs->provider), "%s", o->info->fabric_attr->prov_name);
+	snprintf(attrs->fabric, sizeof(attrs->fabric), "%s", o->info->fabric_attr->name);
+	snprintf(attrs->domain, sizeof(attrs->domain), "%s", o->info->domain_attr->name);
+	attrs->heap_key = fi_mr_key(o->heap_mr);
+	attrs->mr_mode = o->info->domain_attr->mr_mode;
+	attrs->manual_progress = o->info->domain_attr->data_progress == FI_PROGRESS_MANUAL ||
+				 o->info->domain_attr->control_progress == FI_PROGRESS_MANUAL;
+	attrs->max_msg_size = o->info->ep_attr->max_msg_size;
+	attrs->inject_size = o->info->tx_attr->inject_size;
+	attrs->ordered = (o->info->tx_attr->msg_order & SYMMEM_ORDER) == SYMMEM_ORDER &&
+			 (o->info->rx_attr->msg_order & SYMMEM_ORDER) == SYMMEM_ORDER;
+	*out = o;
+	return 0;
+fail:
+	symmem_ofi_close(o);
+	return rc;
+}
+
+/* This endpoint's address, for the peers' address vectors. */
+int symmem_ofi_name(struct symmem_ofi *o, void *buf, size_t *len)
+{
+	return fi_getname(&o->ep->fid, buf, len);
+}
+
+/* Inserts every PE's address (`n` of `addrlen` bytes each, in PE order). */
+int symmem_ofi_insert(struct symmem_ofi *o, const void *addrs, size_t addrlen, size_t n,
+		      char *err, size_t errlen)
+{
+	size_t i;
+	int rc;
+	o->peers = calloc(n, sizeof(fi_addr_t));
+	if (!o->peers)
+		return -FI_ENOMEM;
+	for (i = 0; i < n; i++) {
+		rc = fi_av_insert(o->av, (const char *)addrs + i * addrlen, 1, &o->peers[i], 0, NULL);
+		if (rc != 1) {
+			say(err, errlen, "fi_av_insert", rc < 0 ? rc : -FI_EINVAL);
+			return rc < 0 ? rc : -FI_EINVAL;
+		}
+	}
+	o->n_peers = n;
+	return 0;
+}
+
+static void *bounce_desc(struct symmem_ofi *o)
+{
+	return fi_mr_desc(o->bounce_mr);
+}
+
+/* Writes `len` bytes of the bounce buffer at `local` to `raddr` (key `key`) on PE `pe`. */
+ssize_t symmem_ofi_write(struct symmem_ofi *o, const void *local, size_t len, size_t pe,
+			 uint64_t raddr, uint64_t key)
+{
+	return fi_write(o->ep, local, len, bounce_desc(o), o->peers[pe], raddr, key, NULL);
+}
+
+/* Reads `len` bytes from `raddr` on PE `pe` into the bounce buffer at `local`. */
+ssize_t symmem_ofi_read(struct symmem_ofi *o, void *local, size_t len, size_t pe,
+			uint64_t raddr, uint64_t key)
+{
+	return fi_read(o->ep, local, len, bounce_desc(o), o->peers[pe], raddr, key, NULL);
+}
+
+static enum fi_datatype dtype(int width)
+{
+	return width == 4 ? FI_UINT32 : FI_UINT64;
+}
+
+/* A non-fetching atomic `op` (an enum fi_op) of the word at `operand` (bounce memory). */
+ssize_t symmem_ofi_atomic(struct symmem_ofi *o, const void *operand, int width, int op,
+			  size_t pe, uint64_t raddr, uint64_t key)
+{
+	return fi_atomic(o->ep, operand, 1, bounce_desc(o), o->peers[pe], raddr, key,
+			 dtype(width), (enum fi_op)op, NULL);
+}
+
+/* A fetching atomic: the old value goes to `result` (bounce memory). */
+ssize_t symmem_ofi_fetch_atomic(struct symmem_ofi *o, const void *operand, void *result,
+				int width, int op, size_t pe, uint64_t raddr, uint64_t key)
+{
+	return fi_fetch_atomic(o->ep, operand, 1, bounce_desc(o), result, bounce_desc(o),
+			       o->peers[pe], raddr, key, dtype(width), (enum fi_op)op, NULL);
+}
+
+/* Compare-and-swap: stores `*operand` where the word equals `*compare`. */
+ssize_t symmem_ofi_compare_atomic(struct symmem_ofi *o, const void *operand,
+				  const void *compare, void *result, int width, size_t pe,
+				  uint64_t raddr, uint64_t key)
+{
+	return fi_compare_atomic(o->ep, operand, 1, bounce_desc(o), compare, bounce_desc(o),
+				 result, bounce_desc(o), o->peers[pe], raddr, key, dtype(width),
+				 FI_CSWAP, NULL);
+}
+
+/* Drives progress (the CQ) and returns the operations completed so far, or a negative
+ * error when one failed (then `err` says which, with the provider's message). */
+int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *errors, char *err,
+			     size_t errlen)
+{
+	struct fi_cq_entry entry;
+	ssize_t rc = fi_cq_read(o->cq, &entry, 1);
+	uint64_t failed = fi_cntr_readerr(o->cntr);
+	if (rc == -FI_EAVAIL || failed > *errors) {
+		struct fi_cq_err_entry e;
+		memset(&e, 0, sizeof(e));
+		*errors = failed;
+		if (fi_cq_readerr(o->cq, &e, 0) == 1) {
+			char prov[128];
+			fi_cq_strerror(o->cq, e.prov_errno, e.err_data, prov, sizeof(prov));
+			if (err && errlen)
+				snprintf(err, errlen, "%s (errno %d; provider: %s, %d)",
+					 fi_strerror(e.err), e.err, prov, e.prov_errno);
+			return -(int64_t)(e.err ? e.err : FI_EIO);
+		}
+		if (err && errlen)
+			snprintf(err, errlen, "an operation failed (the completion counter counts %llu errors)",
+				 (unsigned long long)failed);
+		return -FI_EIO;
+	}
+	if (rc < 0 && rc != -FI_EAGAIN) {
+		say(err, errlen, "fi_cq_read", (int)rc);
+		return rc;
+	}
+	return (int64_t)fi_cntr_read(o->cntr);
+}
