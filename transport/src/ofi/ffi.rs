@@ -32,6 +32,8 @@ pub(super) struct Attrs {
     /// Whether the provider applies reads and writes (RMA and atomic) to a peer in the
     /// order issued.
     pub ordered: c_int,
+    /// Whether completions mean delivery (`FI_DELIVERY_COMPLETE` granted).
+    pub delivery_complete: c_int,
 }
 
 impl Default for Attrs {
@@ -46,6 +48,7 @@ impl Default for Attrs {
             max_msg_size: 0,
             inject_size: 0,
             ordered: 0,
+            delivery_complete: 0,
         }
     }
 }

@@ -41,6 +41,7 @@ struct symmem_ofi_attrs {
 	size_t max_msg_size;
 	size_t inject_size;
 	int ordered;
+	int delivery_complete;
 };
 
 /* The order the transport's contract needs: RMA and atomic reads and writes to a peer
@@ -263,6 +264,7 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, void *bounce,
 				 o->info->domain_attr->control_progress == FI_PROGRESS_MANUAL;
 	attrs->max_msg_size = o->info->ep_attr->max_msg_size;
 	attrs->inject_size = o->info->tx_attr->inject_size;
+	attrs->delivery_complete = (o->info->tx_attr->op_flags & FI_DELIVERY_COMPLETE) != 0;
 	attrs->ordered = (o->info->tx_attr->msg_order & SYMMEM_ORDER) == SYMMEM_ORDER &&
 			 (o->info->rx_attr->msg_order & SYMMEM_ORDER) == SYMMEM_ORDER;
 	*out = o;
