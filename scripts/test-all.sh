@@ -210,8 +210,15 @@ for seed in 1 2; do
   )
 done
 
-step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, the RMA suites over shm, a killed peer, a missing provider"
+step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, a killed peer, a missing and a refused provider; the three workloads (device operations through the proxy) over it"
 cargo test --features ofi --test ofi
+cargo build --features ofi --example moe_dispatch --example put_signal_pipeline --example transpose
+(
+  export SYMMEM_SIMULATE_NODES=2 SYMMEM_REMOTE_TRANSPORT=ofi SYMMEM_OFI_PROVIDER="tcp;ofi_rxm" SYMMEM_TIMEOUT=60
+  target/debug/examples/moe_dispatch --pes 4 --tokens 64
+  target/debug/examples/put_signal_pipeline --pes 4 --reps 1
+  target/debug/examples/transpose --pes 4
+)
 
 step "a dead host: 2 nodes x 2 PEs in network namespaces, one node's link cut mid-loop; every PE must fail within the dead-peer time (3 s) plus 5 s, naming a PE of the other node"
 TEST_PE=target/debug/symmem-test-pe bash scripts/test-dead-host.sh
