@@ -29,9 +29,9 @@ pub(super) struct Attrs {
     pub max_msg_size: usize,
     /// The largest injected message.
     pub inject_size: usize,
-    /// Whether the provider applies reads and writes (RMA and atomic) to a peer in the
-    /// order issued.
-    pub ordered: c_int,
+    /// The `FI_ORDER_RMA_*` and `FI_ORDER_ATOMIC_*` bits the provider promises (transmit
+    /// and receive side alike): which RMA and atomic operations to a peer stay in order.
+    pub order: u64,
     /// Whether completions mean delivery (`FI_DELIVERY_COMPLETE` granted).
     pub delivery_complete: c_int,
 }
@@ -47,7 +47,7 @@ impl Default for Attrs {
             manual_progress: 0,
             max_msg_size: 0,
             inject_size: 0,
-            ordered: 0,
+            order: 0,
             delivery_complete: 0,
         }
     }
@@ -55,6 +55,17 @@ impl Default for Attrs {
 
 /// `FI_MR_VIRT_ADDR`: remote addresses are the target's virtual addresses (else offsets).
 pub(super) const FI_MR_VIRT_ADDR: u64 = 1 << 4;
+/// `FI_ORDER_RMA_RAR`: RMA reads after RMA reads stay in order; the next three bits are
+/// `RMA_RAW`, `RMA_WAR`, `RMA_WAW`, then the same four for atomics (`FI_ORDER_ATOMIC_*`).
+pub(super) const ORDER_RMA_RAR: u64 = 1 << 32;
+/// `FI_ORDER_ATOMIC_RAR`.
+pub(super) const ORDER_ATOMIC_RAR: u64 = 1 << 36;
+/// Offsets from a kind's `RAR` bit: read after write, write after read, write after write.
+pub(super) const RAW: u32 = 1;
+/// See [`RAW`].
+pub(super) const WAR: u32 = 2;
+/// See [`RAW`].
+pub(super) const WAW: u32 = 3;
 /// `-FI_EAGAIN`: the endpoint is busy; progress and retry.
 pub(super) const EAGAIN: isize = -11;
 /// `-FI_ENODATA`: no provider matches.

@@ -145,9 +145,39 @@ struct State {
     /// The first failure; every later operation fails with it.
     failure: Option<String>,
     peers: Vec<Option<PeerHeap>>,
-    /// Whether the provider keeps operations to a peer in order; if not, each operation
-    /// is posted only once every earlier one completed.
-    ordered: bool,
+    /// The `FI_ORDER_RMA_*`/`FI_ORDER_ATOMIC_*` bits the provider promises: an operation
+    /// whose order after an earlier one is not promised waits for that one to complete.
+    order: u64,
+    /// Per kind (RMA, atomic): the last operation that read and the last that wrote.
+    last: [[u64; 2]; 2],
+}
+
+/// What an operation is, for ordering: its kind and what it does at its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// `fi_read`.
+    Read,
+    /// `fi_write`.
+    Write,
+    /// A non-fetching atomic.
+    AtomicWrite,
+    /// A fetching or compare atomic: reads and writes.
+    AtomicReadWrite,
+}
+
+impl Access {
+    /// 0 for RMA, 1 for atomics.
+    fn kind(self) -> usize {
+        matches!(self, Access::AtomicWrite | Access::AtomicReadWrite) as usize
+    }
+
+    fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::AtomicReadWrite)
+    }
+
+    fn writes(self) -> bool {
+        self != Access::Read
+    }
 }
 
 /// The OFI transport of one PE.
@@ -238,7 +268,20 @@ impl OfiTransport {
             ffi::text(&opened.attrs.fabric)
         );
         let manual = opened.attrs.manual_progress != 0;
-        let ordered = opened.attrs.ordered != 0;
+        let order = opened.attrs.order;
+        let unordered: Vec<String> = [
+            (ffi::ORDER_RMA_RAR, "RMA"),
+            (ffi::ORDER_ATOMIC_RAR, "ATOMIC"),
+        ]
+        .iter()
+        .flat_map(|&(base, kind)| {
+            ["RAR", "RAW", "WAR", "WAW"]
+                .iter()
+                .enumerate()
+                .filter(move |&(i, _)| order & (base << i) == 0)
+                .map(move |(_, name)| format!("{kind}_{name}"))
+        })
+        .collect();
         tracing::info!(
             target: "init::transport",
             "PE {me}: ofi transport over {describe}, heap key {:#x}, completion at {}, {}, {}",
@@ -249,10 +292,13 @@ impl OfiTransport {
             } else {
                 "automatic progress"
             },
-            if ordered {
-                "operations ordered by the provider"
+            if unordered.is_empty() {
+                "RMA and atomics each kept in order by the provider".to_string()
             } else {
-                "operations unordered by the provider (each waits for the one before)"
+                format!(
+                    "no {} order from the provider (such an operation waits for the earlier one)",
+                    unordered.join("/")
+                )
             }
         );
         let state = Arc::new(Mutex::new(Some(State {
@@ -265,7 +311,8 @@ impl OfiTransport {
             errors: 0,
             failure: None,
             peers,
-            ordered,
+            order,
+            last: [[0; 2]; 2],
         })));
         // Nobody issues before every peer's address vector is complete.
         b.barrier()?;
@@ -535,19 +582,38 @@ impl State {
     fn post(
         &mut self,
         what: &str,
+        access: Access,
         slot: usize,
         w: &Waiter,
         mut post: impl FnMut(*mut ffi::SymmemOfi) -> isize,
     ) -> std::result::Result<u64, String> {
-        if !self.ordered {
-            self.drain(w)?;
+        // The earlier operations this one must not overtake where the provider does not
+        // promise that order (never between an RMA and an atomic): wait for them.
+        let k = access.kind();
+        let base = [ffi::ORDER_RMA_RAR, ffi::ORDER_ATOMIC_RAR][k];
+        let promised = |offset: u32| self.order & (base << offset) != 0;
+        let [last_read, last_write] = self.last[k];
+        let other = self.last[1 - k];
+        let mut after = other[0].max(other[1]);
+        if access.reads() && !promised(0) || access.writes() && !promised(ffi::WAR) {
+            after = after.max(last_read);
         }
+        if access.reads() && !promised(ffi::RAW) || access.writes() && !promised(ffi::WAW) {
+            after = after.max(last_write);
+        }
+        self.wait(after, w)?;
         let mut backoff = Backoff::new();
         loop {
             let rc = post(self.ep.0);
             if rc == 0 {
                 self.issued += 1;
                 self.slot_op[slot] = self.issued;
+                if access.reads() {
+                    self.last[access.kind()][0] = self.issued;
+                }
+                if access.writes() {
+                    self.last[access.kind()][1] = self.issued;
+                }
                 return Ok(self.issued);
             }
             if rc != ffi::EAGAIN {
@@ -600,7 +666,7 @@ impl State {
             unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), local, piece.len()) };
             let raddr = heap.base + off + (i * SLOT_BYTES) as u64;
             // SAFETY: the slot stays untouched until this write completes (take_slot).
-            self.post("fi_write", slot, w, |ep| unsafe {
+            self.post("fi_write", Access::Write, slot, w, |ep| unsafe {
                 ffi::symmem_ofi_write(ep, local.cast(), piece.len(), pe, raddr, heap.key)
             })?;
         }
@@ -622,7 +688,7 @@ impl State {
             let raddr = heap.base + off + (i * SLOT_BYTES) as u64;
             let len = piece.len();
             // SAFETY: the slot is free and holds `len` bytes; read until the wait below.
-            let op = self.post("fi_read", slot, w, |ep| unsafe {
+            let op = self.post("fi_read", Access::Read, slot, w, |ep| unsafe {
                 ffi::symmem_ofi_read(ep, local.cast(), len, pe, raddr, heap.key)
             })?;
             self.wait(op, w)?;
@@ -675,15 +741,33 @@ impl State {
         let raddr = heap.base + off;
         let w32 = i32::from(width);
         let id = match op {
-            Atomic::Compare => self.post("fi_compare_atomic", slot, w, |ep| unsafe {
-                ffi::symmem_ofi_compare_atomic(ep, operand, cmp, result, w32, pe, raddr, heap.key)
-            })?,
-            Atomic::Op(code) if fetch => self.post("fi_fetch_atomic", slot, w, |ep| unsafe {
-                ffi::symmem_ofi_fetch_atomic(ep, operand, result, w32, code, pe, raddr, heap.key)
-            })?,
-            Atomic::Op(code) => self.post("fi_atomic", slot, w, |ep| unsafe {
-                ffi::symmem_ofi_atomic(ep, operand, w32, code, pe, raddr, heap.key)
-            })?,
+            Atomic::Compare => self.post(
+                "fi_compare_atomic",
+                Access::AtomicReadWrite,
+                slot,
+                w,
+                |ep| unsafe {
+                    ffi::symmem_ofi_compare_atomic(
+                        ep, operand, cmp, result, w32, pe, raddr, heap.key,
+                    )
+                },
+            )?,
+            Atomic::Op(code) if fetch => self.post(
+                "fi_fetch_atomic",
+                Access::AtomicReadWrite,
+                slot,
+                w,
+                |ep| unsafe {
+                    ffi::symmem_ofi_fetch_atomic(
+                        ep, operand, result, w32, code, pe, raddr, heap.key,
+                    )
+                },
+            )?,
+            Atomic::Op(code) => {
+                self.post("fi_atomic", Access::AtomicWrite, slot, w, |ep| unsafe {
+                    ffi::symmem_ofi_atomic(ep, operand, w32, code, pe, raddr, heap.key)
+                })?
+            }
         };
         if !fetch && !matches!(op, Atomic::Compare) {
             return Ok(0);

@@ -40,13 +40,17 @@ struct symmem_ofi_attrs {
 	int manual_progress;
 	size_t max_msg_size;
 	size_t inject_size;
-	int ordered;
+	uint64_t order;
 	int delivery_complete;
 };
 
-/* The order the transport's contract needs: RMA and atomic reads and writes to a peer
- * applied in the order issued. */
-#define SYMMEM_ORDER (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW)
+/* The orders the transport can use, as providers report them (requesting none, they list
+ * what they keep): RMA after RMA and atomic after atomic, read or write after read or
+ * write; the Rust side waits where the provider does not promise one (and always between
+ * an RMA and an atomic, which no bit covers). */
+#define SYMMEM_ORDER (FI_ORDER_RMA_RAR | FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAR | \
+		      FI_ORDER_RMA_WAW | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | \
+		      FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
 
 static void say(char *err, size_t len, const char *what, int rc)
 {
@@ -200,15 +204,7 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, void *bounce,
 	hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
 	if (prov)
 		hints->fabric_attr->prov_name = strdup(prov);
-	/* Ordered if the provider can; else the Rust side waits for each operation. */
-	hints->tx_attr->msg_order = SYMMEM_ORDER;
-	hints->rx_attr->msg_order = SYMMEM_ORDER;
 	rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &o->info);
-	if (rc == -FI_ENODATA) {
-		hints->tx_attr->msg_order = 0;
-		hints->rx_attr->msg_order = 0;
-		rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &o->info);
-	}
 	fi_freeinfo(hints);
 	if (rc) {
 		say(err, errlen, "fi_getinfo", rc);
@@ -265,8 +261,7 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, void *bounce,
 	attrs->max_msg_size = o->info->ep_attr->max_msg_size;
 	attrs->inject_size = o->info->tx_attr->inject_size;
 	attrs->delivery_complete = (o->info->tx_attr->op_flags & FI_DELIVERY_COMPLETE) != 0;
-	attrs->ordered = (o->info->tx_attr->msg_order & SYMMEM_ORDER) == SYMMEM_ORDER &&
-			 (o->info->rx_attr->msg_order & SYMMEM_ORDER) == SYMMEM_ORDER;
+	attrs->order = o->info->tx_attr->msg_order & o->info->rx_attr->msg_order & SYMMEM_ORDER;
 	*out = o;
 	return 0;
 fail:
