@@ -731,15 +731,16 @@ impl State {
             words.add(1).write(compare);
             words.add(2).write(0);
         }
-        let (operand, cmp, result) = unsafe {
-            (
-                words.cast::<c_void>(),
-                words.add(1).cast::<c_void>(),
-                words.add(2).cast::<c_void>(),
-            )
-        };
+        let (operand, cmp, result) = (
+            words.cast::<c_void>(),
+            words.wrapping_add(1).cast::<c_void>(),
+            words.wrapping_add(2).cast::<c_void>(),
+        );
         let raddr = heap.base + off;
         let w32 = i32::from(width);
+        // SAFETY (each post): the operand, compare and result words lie in the registered
+        // slot, which nothing touches until the operation completes (take_slot); the
+        // target range was checked against the peer's heap (`target`).
         let id = match op {
             Atomic::Compare => self.post(
                 "fi_compare_atomic",
