@@ -154,6 +154,7 @@ extern "C" {
     pub(super) fn symmem_ofi_completed(
         o: *mut SymmemOfi,
         errors: *mut u64,
+        failed_pe: *mut i64,
         err: *mut c_char,
         errlen: usize,
     ) -> i64;

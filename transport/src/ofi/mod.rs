@@ -45,6 +45,8 @@ use crate::interface::{Io, Setup, Transport};
 const SLOT_BYTES: usize = 64 << 10;
 /// Bounce slots: how many pieces can be in flight.
 const SLOTS: usize = 32;
+/// How long the progress thread sleeps between two progress calls.
+const PROGRESS_SLEEP: Duration = Duration::from_micros(20);
 
 /// Providers that fail symmem's suites here, with what was seen: refused, never picked.
 const UNSUPPORTED: &[(&str, &str)] = &[(
@@ -144,6 +146,8 @@ struct State {
     errors: u64,
     /// The first failure; every later operation fails with it.
     failure: Option<String>,
+    /// The target of the operation that failed, where the provider said.
+    failed_pe: Option<usize>,
     peers: Vec<Option<PeerHeap>>,
     /// The `FI_ORDER_RMA_*`/`FI_ORDER_ATOMIC_*` bits the provider promises: an operation
     /// whose order after an earlier one is not promised waits for that one to complete.
@@ -310,6 +314,7 @@ impl OfiTransport {
             completed: 0,
             errors: 0,
             failure: None,
+            failed_pe: None,
             peers,
             order,
             last: [[0; 2]; 2],
@@ -356,13 +361,25 @@ impl OfiTransport {
             .as_mut()
             .ok_or_else(|| self.err(op, pe, "the ofi transport is shut down"))?;
         if let Some(why) = &st.failure {
-            return Err(self.err(op, pe, format!("the transport failed earlier: {why}")));
+            let at = st.failed_pe.unwrap_or(pe);
+            return Err(self.err(
+                op,
+                at,
+                format!("an earlier operation to PE {at} failed: {why}"),
+            ));
         }
         let waiter = Waiter {
             deadline: self.timeout.map(|t| Instant::now() + t),
             timeout: self.timeout,
         };
-        f(st, &waiter).map_err(|why| self.err(op, pe, format!("{why} ({})", self.describe)))
+        f(st, &waiter).map_err(|why| {
+            // A failed completion names its own target, which may not be `pe` (a quiet).
+            self.err(
+                op,
+                st.failed_pe.unwrap_or(pe),
+                format!("{why} ({})", self.describe),
+            )
+        })
     }
 }
 
@@ -510,6 +527,10 @@ fn start_progress(
     std::thread::Builder::new()
         .name(format!("symmem-ofi-{me}"))
         .spawn(move || {
+            // Sleeps of 20 µs, not the default 50 µs of timer slack on top: a peer's
+            // operation on this heap waits for this thread while the application is idle.
+            // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects this thread only.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };
             while !stop.load(Ordering::Acquire) {
                 if let Ok(mut g) = state.try_lock() {
                     match g.as_mut() {
@@ -520,7 +541,7 @@ fn start_progress(
                         None => return,
                     }
                 }
-                std::thread::sleep(Duration::from_micros(50));
+                std::thread::sleep(PROGRESS_SLEEP);
             }
         })
         .map_err(|e| Error::io("starting the ofi progress thread", e))
@@ -530,13 +551,21 @@ impl State {
     /// Drives progress and reads the completion counter; records a failure.
     fn poll(&mut self) -> std::result::Result<(), String> {
         let mut err = [0 as c_char; 512];
+        let mut failed_pe = -1i64;
         // SAFETY: an open endpoint; valid out-parameters.
         let c = unsafe {
-            ffi::symmem_ofi_completed(self.ep.0, &mut self.errors, err.as_mut_ptr(), err.len())
+            ffi::symmem_ofi_completed(
+                self.ep.0,
+                &mut self.errors,
+                &mut failed_pe,
+                err.as_mut_ptr(),
+                err.len(),
+            )
         };
         if c < 0 {
             let why = ffi::text(&err);
             self.failure = Some(why.clone());
+            self.failed_pe = usize::try_from(failed_pe).ok();
             return Err(why);
         }
         self.completed = c as u64;

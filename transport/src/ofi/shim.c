@@ -295,6 +295,12 @@ int symmem_ofi_insert(struct symmem_ofi *o, const void *addrs, size_t addrlen, s
 	return 0;
 }
 
+/* An operation's context: its target PE plus one, so that a failed completion names it. */
+static void *ctx(size_t pe)
+{
+	return (void *)(uintptr_t)(pe + 1);
+}
+
 static void *bounce_desc(struct symmem_ofi *o)
 {
 	return fi_mr_desc(o->bounce_mr);
@@ -304,14 +310,14 @@ static void *bounce_desc(struct symmem_ofi *o)
 ssize_t symmem_ofi_write(struct symmem_ofi *o, const void *local, size_t len, size_t pe,
 			 uint64_t raddr, uint64_t key)
 {
-	return fi_write(o->ep, local, len, bounce_desc(o), o->peers[pe], raddr, key, NULL);
+	return fi_write(o->ep, local, len, bounce_desc(o), o->peers[pe], raddr, key, ctx(pe));
 }
 
 /* Reads `len` bytes from `raddr` on PE `pe` into the bounce buffer at `local`. */
 ssize_t symmem_ofi_read(struct symmem_ofi *o, void *local, size_t len, size_t pe,
 			uint64_t raddr, uint64_t key)
 {
-	return fi_read(o->ep, local, len, bounce_desc(o), o->peers[pe], raddr, key, NULL);
+	return fi_read(o->ep, local, len, bounce_desc(o), o->peers[pe], raddr, key, ctx(pe));
 }
 
 static enum fi_datatype dtype(int width)
@@ -324,7 +330,7 @@ ssize_t symmem_ofi_atomic(struct symmem_ofi *o, const void *operand, int width, 
 			  size_t pe, uint64_t raddr, uint64_t key)
 {
 	return fi_atomic(o->ep, operand, 1, bounce_desc(o), o->peers[pe], raddr, key,
-			 dtype(width), (enum fi_op)op, NULL);
+			 dtype(width), (enum fi_op)op, ctx(pe));
 }
 
 /* A fetching atomic: the old value goes to `result` (bounce memory). */
@@ -332,7 +338,7 @@ ssize_t symmem_ofi_fetch_atomic(struct symmem_ofi *o, const void *operand, void 
 				int width, int op, size_t pe, uint64_t raddr, uint64_t key)
 {
 	return fi_fetch_atomic(o->ep, operand, 1, bounce_desc(o), result, bounce_desc(o),
-			       o->peers[pe], raddr, key, dtype(width), (enum fi_op)op, NULL);
+			       o->peers[pe], raddr, key, dtype(width), (enum fi_op)op, ctx(pe));
 }
 
 /* Compare-and-swap: stores `*operand` where the word equals `*compare`. */
@@ -342,13 +348,14 @@ ssize_t symmem_ofi_compare_atomic(struct symmem_ofi *o, const void *operand,
 {
 	return fi_compare_atomic(o->ep, operand, 1, bounce_desc(o), compare, bounce_desc(o),
 				 result, bounce_desc(o), o->peers[pe], raddr, key, dtype(width),
-				 FI_CSWAP, NULL);
+				 FI_CSWAP, ctx(pe));
 }
 
 /* Drives progress (the CQ) and returns the operations completed so far, or a negative
- * error when one failed (then `err` says which, with the provider's message). */
-int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *errors, char *err,
-			     size_t errlen)
+ * error when one failed (then `err` says which, with the provider's message, and
+ * `failed_pe` its target, or -1 when unknown). */
+int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *errors, int64_t *failed_pe,
+			     char *err, size_t errlen)
 {
 	struct fi_cq_entry entry;
 	ssize_t rc = fi_cq_read(o->cq, &entry, 1);
@@ -357,12 +364,17 @@ int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *errors, char *err,
 		struct fi_cq_err_entry e;
 		memset(&e, 0, sizeof(e));
 		*errors = failed;
+		*failed_pe = -1;
 		if (fi_cq_readerr(o->cq, &e, 0) == 1) {
-			char prov[128];
-			fi_cq_strerror(o->cq, e.prov_errno, e.err_data, prov, sizeof(prov));
+			char buf[128] = "";
+			const char *prov =
+				fi_cq_strerror(o->cq, e.prov_errno, e.err_data, buf, sizeof(buf));
+			if (e.op_context)
+				*failed_pe = (int64_t)(uintptr_t)e.op_context - 1;
 			if (err && errlen)
-				snprintf(err, errlen, "%s (errno %d; provider: %s, %d)",
-					 fi_strerror(e.err), e.err, prov, e.prov_errno);
+				snprintf(err, errlen, "%s (errno %d; provider error %d: %s)",
+					 fi_strerror(e.err), e.err, e.prov_errno,
+					 prov ? prov : buf);
 			return -(int64_t)(e.err ? e.err : FI_EIO);
 		}
 		if (err && errlen)
