@@ -14,7 +14,7 @@
 mod common;
 use std::time::Duration;
 
-use common::{run_ok, run_scenario, run_symrun, TWO_NODES};
+use common::{check_killed_mid_transfer, run_ok, run_scenario, run_symrun, TWO_NODES};
 
 macro_rules! on_2_and_4 {
     ($($name:ident),* $(,)?) => {
@@ -190,32 +190,5 @@ fn put_signal_large_on_one_node() {
 /// within seconds, naming it, and nobody hangs.
 #[test]
 fn a_peer_killed_mid_transfer_is_named_by_every_survivor() {
-    let n = 4;
-    let mut env = vec![("SYMMEM_TIMEOUT", "20")];
-    env.extend(TWO_NODES);
-    let job = run_symrun(n, "api_kill_transfer", &env);
-    assert_eq!(
-        job.status.code(),
-        Some(137),
-        "{}\n{}",
-        job.stdout,
-        job.stderr
-    );
-    let errors = job.lines_with("ERROR in transfer");
-    assert_eq!(errors.len(), n - 1, "{}\n{}", job.stdout, job.stderr);
-    for e in errors {
-        assert!(e.contains("PE 3"), "the error names the dead PE: {e}");
-        let ms: u64 = e
-            .split(" after ")
-            .nth(1)
-            .and_then(|r| r.split(' ').next())
-            .and_then(|v| v.parse().ok())
-            .expect("ms");
-        assert!(ms < 15_000, "detected after {ms} ms: {e}");
-    }
-    assert!(
-        job.elapsed < Duration::from_secs(40),
-        "took {:?}",
-        job.elapsed
-    );
+    check_killed_mid_transfer(&TWO_NODES);
 }

@@ -191,3 +191,37 @@ pub fn check_launched(
         job.fail(&format!("{logged} inits logged `{tag}`, expected {inits}"));
     }
 }
+
+/// The last of 4 PEs dies while the others stream puts to it (`api_kill_transfer`) on the
+/// transport `env` chooses: every survivor fails within seconds, naming it, and nobody
+/// hangs.
+pub fn check_killed_mid_transfer(env: &[(&str, &str)]) {
+    let n = 4;
+    let mut env = env.to_vec();
+    env.push(("SYMMEM_TIMEOUT", "20"));
+    let job = run_symrun(n, "api_kill_transfer", &env);
+    assert_eq!(
+        job.status.code(),
+        Some(137),
+        "{}\n{}",
+        job.stdout,
+        job.stderr
+    );
+    let errors = job.lines_with("ERROR in transfer");
+    assert_eq!(errors.len(), n - 1, "{}\n{}", job.stdout, job.stderr);
+    for e in errors {
+        assert!(e.contains("PE 3"), "the error names the dead PE: {e}");
+        let ms: u64 = e
+            .split(" after ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|v| v.parse().ok())
+            .expect("ms");
+        assert!(ms < 15_000, "detected after {ms} ms: {e}");
+    }
+    assert!(
+        job.elapsed < Duration::from_secs(40),
+        "took {:?}",
+        job.elapsed
+    );
+}
