@@ -149,6 +149,36 @@ pub struct KernelInfo {
     pub max_threads: u32,
 }
 
+impl KernelInfo {
+    /// The parameters as errors list them: `*mut u64, usize, u32` (their Rust types), or
+    /// `8 B, 8 B, 4 B` where the types are not known.
+    pub const fn param_list(&self) -> ParamList<'_> {
+        ParamList(self)
+    }
+}
+
+/// [`KernelInfo::param_list`]'s display.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamList<'a>(&'a KernelInfo);
+
+impl core::fmt::Display for ParamList<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let info = self.0;
+        let typed = info.param_types.len() == info.params.len();
+        for (i, p) in info.params.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            if typed {
+                f.write_str(info.param_types[i])?;
+            } else {
+                write!(f, "{} B", p.size)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// An argument tuple a kernel can be launched with: every element is a plain value or a
 /// raw pointer, passed to the GPU by address.
 ///

@@ -77,7 +77,7 @@ pub use team::DeviceTeam;
 #[cfg(not(target_arch = "nvptx64"))]
 mod kernel;
 #[cfg(not(target_arch = "nvptx64"))]
-pub use kernel::{EmbeddedPtx, Kernel, KernelArgs, KernelInfo, Param};
+pub use kernel::{EmbeddedPtx, Kernel, KernelArgs, KernelInfo, Param, ParamList};
 
 /// Threads per warp.
 pub const WARP_SIZE: u32 = 32;

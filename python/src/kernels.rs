@@ -92,24 +92,12 @@ impl PyKernelModule {
         let op = "launch";
         let rt = handle::runtime()?;
         let (grid, block) = (dim3(op, grid, "grid")?, dim3(op, block, "block")?);
-        let Some(info) = self
-            .library
-            .kernels()
-            .into_iter()
-            .find(|k| k.name == kernel)
-        else {
-            let names: Vec<_> = self.library.kernels().iter().map(|k| k.name).collect();
-            return Err(PyValueError::new_err(format!(
-                "{op}: kernel library {} has no kernel {kernel:?}; it has {}",
-                self.library.name(),
-                names.join(", ")
-            )));
-        };
+        let info = self.library.kernel(kernel).map_err(to_py)?;
         if args.len() != info.params.len() {
             return Err(PyTypeError::new_err(format!(
                 "{op}: kernel {kernel} takes {} arguments ({}); {} given",
                 info.params.len(),
-                describe_params(&info),
+                info.param_list(),
                 args.len()
             )));
         }
@@ -229,19 +217,6 @@ impl ParamKind {
             _ => ParamKind::Other,
         }
     }
-}
-
-/// The parameters of `info`, as an error lists them: their types, or their sizes.
-fn describe_params(info: &symmem::device::KernelInfo) -> String {
-    let described: Vec<String> = if info.param_types.len() == info.params.len() {
-        info.param_types.iter().map(|t| t.to_string()).collect()
-    } else {
-        info.params
-            .iter()
-            .map(|p| format!("{} B", p.size))
-            .collect()
-    };
-    described.join(", ")
 }
 
 /// The int `obj` as `size` little-endian bytes, if it fits a signed (`signed`) or

@@ -94,11 +94,11 @@ impl OpenedLibrary {
         unsafe { self.table.kernels() }
     }
 
-    /// The exported kernel named `name`, with its descriptor.
+    /// The exported kernel named `name`, with its descriptor; an unknown name is an
+    /// invalid argument that lists the names there are.
     pub(crate) fn kernel(
         &self,
         op: &'static str,
-        pe: usize,
         name: &str,
     ) -> Result<(&'static LibraryKernel, KernelInfo)> {
         let found = self.kernels().iter().find_map(|k| {
@@ -106,11 +106,10 @@ impl OpenedLibrary {
             let info = unsafe { k.info() };
             (info.name == name).then_some((k, info))
         });
-        found.ok_or_else(|| Error::Module {
+        found.ok_or_else(|| Error::InvalidArgument {
             op,
-            pe,
             reason: format!(
-                "kernel library {} has no kernel {name:?}; it exports {}",
+                "kernel library {} has no kernel {name:?}; it has {}",
                 self.path.display(),
                 self.kernels()
                     .iter()
@@ -131,13 +130,6 @@ pub(crate) fn argument_addresses(
     info: &KernelInfo,
     args: &[&[u8]],
 ) -> Result<Vec<*const u8>> {
-    let sizes = |params: &[symmem_device::Param]| {
-        params
-            .iter()
-            .map(|p| format!("{} B", p.size))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     if args.len() != info.params.len() {
         return Err(Error::InvalidArgument {
             op,
@@ -145,7 +137,7 @@ pub(crate) fn argument_addresses(
                 "kernel {} takes {} arguments ({}); {} given",
                 info.name,
                 info.params.len(),
-                sizes(info.params),
+                info.param_list(),
                 args.len()
             ),
         });
@@ -159,7 +151,7 @@ pub(crate) fn argument_addresses(
                     info.name,
                     arg.len(),
                     param.size,
-                    sizes(info.params)
+                    info.param_list()
                 ),
             });
         }

@@ -76,6 +76,12 @@ impl KernelLibrary {
             .collect()
     }
 
+    /// The exported kernel named `name`; an unknown name is an
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) listing the names there are.
+    pub fn kernel(&self, name: &str) -> crate::Result<KernelInfo> {
+        self.opened.kernel("kernel", name).map(|(_, info)| info)
+    }
+
     /// Whether the kernels run on a GPU.
     pub fn on_gpu(&self) -> bool {
         self.module.on_gpu()

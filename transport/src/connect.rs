@@ -48,8 +48,8 @@ pub fn probe_ofi(config: &TransportConfig) -> std::result::Result<String, String
     }
 }
 
-/// What this PE would use, and why (`SYMMEM_REMOTE_TRANSPORT`).
-fn choose(config: &TransportConfig) -> Result<(Kind, String)> {
+/// What PE `me` would use, and why (`SYMMEM_REMOTE_TRANSPORT`); an error names the PE.
+fn choose(config: &TransportConfig, me: usize) -> Result<(Kind, String)> {
     match config.remote_transport {
         RemoteTransport::Socket => Ok((Kind::Socket, "SYMMEM_REMOTE_TRANSPORT=socket".into())),
         RemoteTransport::Ib => match probe_ib(config) {
@@ -57,7 +57,7 @@ fn choose(config: &TransportConfig) -> Result<(Kind, String)> {
             Err(why) => Err(Error::TransportConfig {
                 variable: "SYMMEM_REMOTE_TRANSPORT",
                 value: "ib".into(),
-                reason: format!("no usable RDMA device: {why}; use socket or auto"),
+                reason: format!("PE {me}: no usable RDMA device: {why}; use socket or auto"),
             }),
         },
         RemoteTransport::Ofi => match probe_ofi(config) {
@@ -68,7 +68,7 @@ fn choose(config: &TransportConfig) -> Result<(Kind, String)> {
             Err(why) => Err(Error::TransportConfig {
                 variable: "SYMMEM_REMOTE_TRANSPORT",
                 value: "ofi".into(),
-                reason: why,
+                reason: format!("PE {me}: {why}"),
             }),
         },
         RemoteTransport::Auto => match probe_ib(config) {
@@ -82,18 +82,7 @@ fn choose(config: &TransportConfig) -> Result<(Kind, String)> {
 /// heap the NIC cannot register is [`agree::Proposal::Staged`] when
 /// `SYMMEM_ALLOW_HOST_STAGING=1` (checked by registering it once).
 fn propose(setup: &Setup<'_>) -> Result<(agree::Proposal, String)> {
-    let (kind, why) = choose(setup.config).map_err(|e| match e {
-        Error::TransportConfig {
-            variable,
-            value,
-            reason,
-        } => Error::TransportConfig {
-            variable,
-            value,
-            reason: format!("PE {}: {reason}", setup.me),
-        },
-        e => e,
-    })?;
+    let (kind, why) = choose(setup.config, setup.me)?;
     Ok(match kind {
         Kind::Socket => (agree::Proposal::Socket, why),
         Kind::Ofi => (agree::Proposal::Ofi, why),
@@ -309,7 +298,7 @@ mod tests {
             eprintln!("this machine has a usable RDMA device; nothing to check");
             return;
         };
-        let err = choose(&config).unwrap_err().to_string();
+        let err = choose(&config, 0).unwrap_err().to_string();
         eprintln!("probe here: {why}\nSYMMEM_REMOTE_TRANSPORT=ib: {err}");
         assert!(err.contains("SYMMEM_REMOTE_TRANSPORT=ib"), "{err}");
         assert!(err.contains(&why), "{err} does not carry {why:?}");
@@ -318,7 +307,7 @@ mod tests {
             "{err}"
         );
         let auto = TransportConfig::unset();
-        let (kind, reason) = choose(&auto).unwrap();
+        let (kind, reason) = choose(&auto, 0).unwrap();
         assert_eq!(kind, Kind::Socket);
         assert!(reason.contains(&why), "{reason}");
     }

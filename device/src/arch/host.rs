@@ -130,7 +130,9 @@ pub unsafe fn set_context_source(source: ContextSource) {
 }
 
 fn current() -> &'static ThreadContext<'static> {
-    let source = CONTEXT_SOURCE.load(Ordering::Acquire);
+    // Relaxed: on every device call; the value is a function (immutable code), stored
+    // before the loader runs any kernel of this copy.
+    let source = CONTEXT_SOURCE.load(Ordering::Relaxed);
     let p: *const ThreadContext<'static> = if source.is_null() {
         CURRENT.with(Cell::get)
     } else {

@@ -243,6 +243,8 @@ impl Runtime {
         stream: &Stream,
     ) -> Result<()> {
         let op = "launch_by_name_on_stream";
+        // `cu_stream` checks the stream, as `check_stream` does in a build without CUDA.
+        #[cfg(not(feature = "cuda"))]
         self.check_stream(op, stream)?;
         #[cfg(feature = "cuda")]
         if let (ModuleKind::Cuda(m), Some(raw)) =
@@ -271,7 +273,7 @@ impl Runtime {
         block: Dim3,
         args: &[&[u8]],
     ) -> Result<(&'static LibraryKernel, KernelInfo, Vec<*const u8>)> {
-        let (exported, info) = library.opened.kernel(op, self.my_pe(), kernel)?;
+        let (exported, info) = library.opened.kernel(op, kernel)?;
         let addresses = argument_addresses(op, &info, args)?;
         self.check_launch(op, &library.module, &info, block)?;
         Ok((exported, info, addresses))
