@@ -7,11 +7,11 @@
 //! everywhere or fails on every PE with the same reason.
 //!
 //! # Host staging
-//! A GPU PE that would use ib but whose heap the NIC cannot register (no dma-buf, no
-//! `nvidia_peermem`) proposes [`Proposal::Staged`] when it allows staging, instead of
+//! A GPU PE that would use ib or ofi but whose heap the NIC cannot register (no dma-buf, no
+//! `nvidia_peermem`; for ofi, a provider without `FI_HMEM` CUDA support) proposes [`Proposal::Staged`] when it allows staging, instead of
 //! failing. Then the whole job uses the socket transport, whose target-side service
 //! receives into pinned host memory and copies into the GPU heap: data is staged through
-//! host memory, at TCP speed. Every PE that proposed ib must allow staging too, or the job
+//! host memory, at TCP speed. Every PE that proposed ib or ofi must allow staging too, or the job
 //! fails naming the PEs that could not register and the variable to set. Staging is never
 //! chosen silently: each PE logs a warning naming the PEs that forced it.
 
@@ -23,7 +23,8 @@ pub(super) enum Proposal {
     Socket = 1,
     /// The ib transport, with the heap registrable.
     Ib = 2,
-    /// ib was chosen, the GPU heap cannot be registered and staging is allowed: socket.
+    /// ib or ofi was chosen, the GPU heap cannot be registered and staging is allowed:
+    /// socket.
     Staged = 3,
     /// The ofi transport (`SYMMEM_REMOTE_TRANSPORT=ofi`): every PE must propose it.
     Ofi = 4,
@@ -62,7 +63,8 @@ pub(super) enum Verdict {
 /// [`encode`]), or why the job cannot agree (the same text on every PE).
 pub(super) fn agree(all: &[Vec<u8>]) -> Result<Verdict, String> {
     let mut by_kind: [Vec<usize>; 4] = Default::default();
-    let mut strict_ib = Vec::new();
+    // PEs that proposed ib or ofi without allowing staging, per transport.
+    let mut strict: [Vec<usize>; 2] = Default::default();
     for (pe, entry) in all.iter().enumerate() {
         let (Some(&p), Some(&allow)) = (entry.first(), entry.get(1)) else {
             return Err(format!(
@@ -74,23 +76,25 @@ pub(super) fn agree(all: &[Vec<u8>]) -> Result<Verdict, String> {
             return Err(format!("PE {pe} proposed unknown transport code {p}"));
         };
         by_kind[p as usize - 1].push(pe);
-        if p == Proposal::Ib && allow == 0 {
-            strict_ib.push(pe);
+        match p {
+            Proposal::Ib if allow == 0 => strict[0].push(pe),
+            Proposal::Ofi if allow == 0 => strict[1].push(pe),
+            _ => {}
         }
     }
     let [socket, ib, staged, ofi] = by_kind;
-    if !ofi.is_empty() {
-        let others: Vec<usize> = (0..all.len()).filter(|pe| !ofi.contains(pe)).collect();
-        if others.is_empty() {
-            return Ok(Verdict::Ofi);
-        }
-        return Err(format!(
-            "PEs {} chose ofi but PEs {} chose another transport; set SYMMEM_REMOTE_TRANSPORT=ofi on every PE",
-            list(&ofi),
-            list(&others)
-        ));
-    }
     if staged.is_empty() {
+        if !ofi.is_empty() {
+            let others: Vec<usize> = (0..all.len()).filter(|pe| !ofi.contains(pe)).collect();
+            if others.is_empty() {
+                return Ok(Verdict::Ofi);
+            }
+            return Err(format!(
+                "PEs {} chose ofi but PEs {} chose another transport; set SYMMEM_REMOTE_TRANSPORT=ofi on every PE",
+                list(&ofi),
+                list(&others)
+            ));
+        }
         return match (socket.is_empty(), ib.is_empty()) {
             (_, true) => Ok(Verdict::Socket { staged }),
             (true, false) => Ok(Verdict::Ib),
@@ -101,11 +105,17 @@ pub(super) fn agree(all: &[Vec<u8>]) -> Result<Verdict, String> {
             )),
         };
     }
-    if !strict_ib.is_empty() {
+    let [strict_ib, strict_ofi] = strict;
+    if !strict_ib.is_empty() || !strict_ofi.is_empty() {
+        let refusing = [(strict_ib, "ib"), (strict_ofi, "ofi")]
+            .iter()
+            .filter(|(pes, _)| !pes.is_empty())
+            .map(|(pes, name)| format!("PEs {} use {name}", list(pes)))
+            .collect::<Vec<_>>()
+            .join(" and ");
         return Err(format!(
-            "the GPU heaps of PEs {} cannot be registered with their NICs and they allow host staging, but PEs {} use ib without SYMMEM_ALLOW_HOST_STAGING=1; set it on every PE (the whole job then stages over the socket transport), or fix GPUDirect RDMA (dma-buf or nvidia_peermem) on PEs {}",
+            "the GPU heaps of PEs {} cannot be registered with their NICs and they allow host staging, but {refusing} without SYMMEM_ALLOW_HOST_STAGING=1; set it on every PE (the whole job then stages over the socket transport), or fix GPU memory registration (GPUDirect RDMA: dma-buf or nvidia_peermem; for ofi, a libfabric with CUDA support) on PEs {}",
             list(&staged),
-            list(&strict_ib),
             list(&staged)
         ));
     }
@@ -189,6 +199,22 @@ mod tests {
         assert!(e.contains("GPU heaps of PEs 1 cannot be registered"), "{e}");
         assert!(
             e.contains("PEs 0 use ib without SYMMEM_ALLOW_HOST_STAGING=1"),
+            "{e}"
+        );
+    }
+
+    /// A GPU PE whose provider cannot register CUDA memory stages an ofi job over
+    /// socket when every ofi PE allows it, and fails naming the PEs that do not.
+    #[test]
+    fn ofi_stages_like_ib() {
+        use Proposal::*;
+        assert_eq!(
+            agree(&entries(&[(Ofi, true), (Staged, true)])),
+            Ok(Verdict::Socket { staged: vec![1] })
+        );
+        let e = agree(&entries(&[(Ofi, false), (Staged, true), (Ib, false)])).unwrap_err();
+        assert!(
+            e.contains("PEs 2 use ib and PEs 0 use ofi without SYMMEM_ALLOW_HOST_STAGING=1"),
             "{e}"
         );
     }

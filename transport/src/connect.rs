@@ -48,6 +48,16 @@ pub fn probe_ofi(config: &TransportConfig) -> std::result::Result<String, String
     }
 }
 
+/// The libfabric provider of a fabric (EFA, Slingshot, verbs, Omni-Path: not TCP, UDP or
+/// shared memory, where the socket transport is faster) that `auto` would use, or why
+/// there is none.
+fn probe_fabric() -> std::result::Result<String, String> {
+    #[cfg(feature = "ofi")]
+    return ofi::probe_fabric();
+    #[cfg(not(feature = "ofi"))]
+    Err("this build has no libfabric support".into())
+}
+
 /// What PE `me` would use, and why (`SYMMEM_REMOTE_TRANSPORT`); an error names the PE.
 fn choose(config: &TransportConfig, me: usize) -> Result<(Kind, String)> {
     match config.remote_transport {
@@ -73,7 +83,16 @@ fn choose(config: &TransportConfig, me: usize) -> Result<(Kind, String)> {
         },
         RemoteTransport::Auto => match probe_ib(config) {
             Ok(dev) => Ok((Kind::Ib, format!("auto: RDMA device {dev}"))),
-            Err(why) => Ok((Kind::Socket, format!("auto: no RDMA device ({why})"))),
+            Err(no_ib) => match probe_fabric() {
+                Ok(provider) => Ok((
+                    Kind::Ofi,
+                    format!("auto: no RDMA device ({no_ib}); libfabric provider {provider}"),
+                )),
+                Err(no_fabric) => Ok((
+                    Kind::Socket,
+                    format!("auto: no RDMA device ({no_ib}); {no_fabric}"),
+                )),
+            },
         },
     }
 }
@@ -85,7 +104,16 @@ fn propose(setup: &Setup<'_>) -> Result<(agree::Proposal, String)> {
     let (kind, why) = choose(setup.config, setup.me)?;
     Ok(match kind {
         Kind::Socket => (agree::Proposal::Socket, why),
-        Kind::Ofi => (agree::Proposal::Ofi, why),
+        Kind::Ofi if setup.heap.host || !setup.config.allow_host_staging => {
+            (agree::Proposal::Ofi, why)
+        }
+        Kind::Ofi => match probe_ofi_gpu_heap(setup.config) {
+            Ok(()) => (agree::Proposal::Ofi, why),
+            Err(cause) => (
+                agree::Proposal::Staged,
+                format!("{why}, but the GPU heap cannot be registered: {cause}"),
+            ),
+        },
         Kind::Ib if setup.heap.host || !setup.config.allow_host_staging => {
             (agree::Proposal::Ib, why)
         }
@@ -107,6 +135,17 @@ fn probe_gpu_heap(setup: &Setup<'_>) -> std::result::Result<(), String> {
     {
         let _ = setup;
         Err("this build has no ibverbs support".into())
+    }
+}
+
+/// Whether the ofi provider can register a GPU heap (`FI_HMEM` with CUDA), or why not.
+fn probe_ofi_gpu_heap(config: &TransportConfig) -> std::result::Result<(), String> {
+    #[cfg(feature = "ofi")]
+    return ofi::probe_hmem(config.ofi_provider.as_deref()).map(drop);
+    #[cfg(not(feature = "ofi"))]
+    {
+        let _ = config;
+        Err("this build has no libfabric support".into())
     }
 }
 

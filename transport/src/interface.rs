@@ -126,6 +126,9 @@ pub struct Setup<'a> {
     pub remote: &'a [bool],
     /// This PE's heap.
     pub heap: HeapRegion,
+    /// The CUDA device (ordinal) whose memory holds a GPU heap, for transports that
+    /// register it by device (ofi's `FI_HMEM_CUDA`); `None` on a CPU PE.
+    pub gpu_ordinal: Option<i32>,
     /// `peer_bases[pe]`: where `pe`'s heap is mapped here (host memory), 0 if it is not.
     pub peer_bases: &'a [u64],
     /// When connecting must be done.

@@ -159,6 +159,13 @@ fn connect_transport(
     let export_gpu_heap: Option<&dyn Fn() -> _> = (!heap.host_accessible()).then_some(&export);
     #[cfg(not(feature = "cuda"))]
     let export_gpu_heap = None;
+    #[cfg(feature = "cuda")]
+    let gpu_ordinal = match heap.backend() {
+        crate::heap::Backend::Cuda(c) => Some(c.gpu().ordinal as i32),
+        crate::heap::Backend::Memfd(_) => None,
+    };
+    #[cfg(not(feature = "cuda"))]
+    let gpu_ordinal = None;
     let connected = transport::connect(&transport::Setup {
         bootstrap,
         config: &config.transport(),
@@ -169,6 +176,7 @@ fn connect_transport(
             len: heap.len(),
             host: heap.host_accessible(),
         },
+        gpu_ordinal,
         peer_bases: &mapped,
         deadline,
         counter: &|name| counters.transport(name),

@@ -163,6 +163,28 @@ mod under_seeds {
     );
 }
 
+/// Calls `$m!` with the scenarios that run on 2 simulated nodes × 2 PEs.
+macro_rules! two_node_scenarios {
+    ($m:ident) => {
+        $m!(
+            atomics_unsigned,
+            ring_put_signal,
+            rma,
+            put_signal,
+            signal_cmp,
+            wait_many,
+            wait_test,
+            fence_quiet,
+            barriers,
+            geometry,
+            thread_sync,
+            big_grid,
+            cooperative,
+            pipeline,
+        );
+    };
+}
+
 /// The scenarios again on 4 PEs as 2 simulated nodes × 2 PEs (`SYMMEM_SIMULATE_NODES=2`):
 /// within a node device operations use P2P pointers, across nodes they go through each
 /// PE's proxy channel and the socket transport. Left out: `identity` (it asserts a P2P
@@ -185,22 +207,33 @@ mod on_2_nodes_of_2_pes {
         )*};
     }
 
-    two_nodes!(
-        atomics_unsigned,
-        ring_put_signal,
-        rma,
-        put_signal,
-        signal_cmp,
-        wait_many,
-        wait_test,
-        fence_quiet,
-        barriers,
-        geometry,
-        thread_sync,
-        big_grid,
-        cooperative,
-        pipeline,
-    );
+    two_node_scenarios!(two_nodes);
+}
+
+/// The 2-node scenarios again with the ofi transport (libfabric's `tcp;ofi_rxm`) behind
+/// every PE's proxy channel instead of the socket transport (`--features ofi`): device
+/// operations to the other node become libfabric RMA and atomics.
+#[cfg(feature = "ofi")]
+mod on_2_nodes_over_ofi {
+    use super::common::run_with_env;
+
+    const OVER_OFI: [(&str, &str); 3] = [
+        ("SYMMEM_SIMULATE_NODES", "2"),
+        ("SYMMEM_REMOTE_TRANSPORT", "ofi"),
+        ("SYMMEM_OFI_PROVIDER", "tcp;ofi_rxm"),
+    ];
+
+    macro_rules! over_ofi {
+        ($($name:ident),* $(,)?) => {$(
+            #[test]
+            fn $name() {
+                let job = run_with_env(4, stringify!($name), &OVER_OFI);
+                job.assert_ok(4, stringify!($name));
+            }
+        )*};
+    }
+
+    two_node_scenarios!(over_ofi);
 }
 
 /// A full proxy ring applies back-pressure and loses nothing: 128 threads per PE each

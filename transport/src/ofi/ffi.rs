@@ -89,6 +89,7 @@ extern "C" {
         prov: *const c_char,
         heap: *mut c_void,
         heap_len: usize,
+        heap_cuda_device: c_int,
         bounce: *mut c_void,
         bounce_len: usize,
         out: *mut *mut SymmemOfi,
@@ -96,6 +97,7 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
+    pub(super) fn symmem_ofi_hmem(prov: *const c_char) -> c_int;
     pub(super) fn symmem_ofi_close(o: *mut SymmemOfi);
     pub(super) fn symmem_ofi_name(o: *mut SymmemOfi, buf: *mut c_void, len: *mut usize) -> c_int;
     pub(super) fn symmem_ofi_insert(

@@ -58,8 +58,7 @@ const UNSUPPORTED: &[(&str, &str)] = &[(
 /// offers with RDM endpoints, RMA and atomics, and that is not known to fail), or why
 /// there is none.
 pub(crate) fn probe(provider: Option<&str>) -> std::result::Result<String, String> {
-    let unsupported = |p: &str| UNSUPPORTED.iter().find(|(name, _)| *name == p);
-    if let Some((name, why)) = provider.and_then(unsupported) {
+    if let Some((name, why)) = provider.and_then(|p| Some((p, unsupported(p)?))) {
         return Err(format!("provider {name:?} is not supported: {why}"));
     }
     let offered = providers()?;
@@ -77,6 +76,59 @@ pub(crate) fn probe(provider: Option<&str>) -> std::result::Result<String, Strin
             .find(|p| unsupported(p).is_none())
             .map(str::to_string)
             .ok_or_else(|| format!("libfabric offers only providers symmem does not support here: {offered}")),
+    }
+}
+
+/// Providers over the host's own network stack or shared memory (the core provider, before
+/// any `;ofi_rx*` utility layer): `auto` leaves them to the socket transport, which is
+/// faster over TCP and needless within a node.
+const HOST_PROVIDERS: &[&str] = &["tcp", "udp", "sockets", "shm", "net"];
+
+/// The first fabric provider `fi_getinfo` offers with RDM endpoints, RMA and atomics (one
+/// not over the host's network stack: efa, cxi, `verbs;ofi_rxm`, psm3, opx, …), for
+/// `SYMMEM_REMOTE_TRANSPORT=auto`; or why there is none, naming what it offers.
+pub(crate) fn probe_fabric() -> std::result::Result<String, String> {
+    let offered = providers()?;
+    offered
+        .split(", ")
+        .filter(|p| !p.is_empty())
+        .find(|p| is_fabric(p))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!(
+                "no libfabric fabric provider (libfabric offers {}; tcp, udp, sockets and shm are left to the socket transport)",
+                if offered.is_empty() { "none" } else { &offered }
+            )
+        })
+}
+
+/// Whether `provider` drives a fabric rather than the host's network stack or memory.
+fn is_fabric(provider: &str) -> bool {
+    let core = provider.split(';').next().unwrap_or(provider);
+    !HOST_PROVIDERS.contains(&core) && unsupported(provider).is_none()
+}
+
+/// Why `provider` is refused, if it is.
+fn unsupported(provider: &str) -> Option<&'static str> {
+    UNSUPPORTED
+        .iter()
+        .find(|(name, _)| *name == provider)
+        .map(|(_, why)| *why)
+}
+
+/// The provider (as [`probe`] picks it) when it can register CUDA memory for RMA and
+/// atomics (`FI_HMEM`, as GPU heaps need), or why not.
+pub(crate) fn probe_hmem(provider: Option<&str>) -> std::result::Result<String, String> {
+    let p = probe(provider)?;
+    let name =
+        CString::new(p.as_str()).map_err(|_| format!("provider {p:?} contains a NUL byte"))?;
+    // SAFETY: a NUL-terminated provider name.
+    match unsafe { ffi::symmem_ofi_hmem(name.as_ptr()) } {
+        0 => Ok(p),
+        ffi::ENODATA => Err(format!(
+            "libfabric's provider {p} cannot register CUDA memory for RMA and atomics (no FI_HMEM: a libfabric built without CUDA, or a provider without it)"
+        )),
+        rc => Err(format!("fi_getinfo failed asking provider {p} for FI_HMEM ({rc})")),
     }
 }
 
@@ -408,13 +460,26 @@ fn open(setup: &Setup<'_>) -> Result<Opened> {
         pe: me,
         detail,
     };
-    if !setup.heap.host {
-        return Err(fail(
-            "GPU heaps over ofi (FI_HMEM) are not supported yet: use the socket transport (SYMMEM_REMOTE_TRANSPORT=socket)".into(),
-        ));
-    }
     // The provider `probe` picks (the job agreed on ofi after every PE probed).
     let provider = Some(probe(setup.config.ofi_provider.as_deref()).map_err(fail)?);
+    // A GPU heap is registered as CUDA memory (FI_HMEM_CUDA) of its device.
+    let cuda_device = match (setup.heap.host, setup.gpu_ordinal) {
+        (true, _) => -1,
+        (false, Some(ordinal)) => {
+            if let Err(why) = probe_hmem(provider.as_deref()) {
+                return Err(fail(format!(
+                    "the GPU heap cannot be registered: {why}{}",
+                    if setup.config.allow_host_staging {
+                        " (it could be when host staging was decided; SYMMEM_ALLOW_HOST_STAGING=1 cannot help now)"
+                    } else {
+                        "; SYMMEM_ALLOW_HOST_STAGING=1 would stage the job through host memory over the socket transport instead"
+                    }
+                )));
+            }
+            ordinal
+        }
+        (false, None) => return Err(fail("a GPU heap without its CUDA device".into())),
+    };
     let prov = provider
         .as_deref()
         .map(|p| {
@@ -433,6 +498,7 @@ fn open(setup: &Setup<'_>) -> Result<Opened> {
             prov.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
             setup.heap.base as *mut c_void,
             setup.heap.len,
+            cuda_device,
             bounce.0.as_mut_ptr().cast(),
             bounce.0.len() * 16,
             &mut ep,
@@ -970,6 +1036,43 @@ mod tests {
         assert!(why.contains("tcp;ofi_rxm"), "{why}");
         if let Ok(auto) = probe(None) {
             assert_ne!(auto, "shm");
+        }
+    }
+
+    /// This machine's libfabric (Debian's, built without CUDA) cannot register GPU heaps
+    /// over tcp: the reason names the provider and FI_HMEM.
+    #[test]
+    fn gpu_heap_registration_is_probed_by_provider() {
+        match probe_hmem(Some("tcp;ofi_rxm")) {
+            Ok(p) => assert_eq!(p, "tcp;ofi_rxm"),
+            Err(why) => assert!(
+                why.contains("provider tcp;ofi_rxm cannot register CUDA memory")
+                    && why.contains("FI_HMEM"),
+                "{why}"
+            ),
+        }
+    }
+
+    /// `auto` takes fabric providers only: the host's TCP, UDP and shared memory are the
+    /// socket transport's (this machine offers nothing else, so auto says so).
+    #[test]
+    fn auto_takes_fabrics_not_the_host_network() {
+        for fabric in [
+            "efa",
+            "cxi",
+            "verbs;ofi_rxm",
+            "psm3",
+            "opx",
+            "verbs;ofi_rxd",
+        ] {
+            assert!(is_fabric(fabric), "{fabric}");
+        }
+        for host in ["tcp;ofi_rxm", "tcp", "udp;ofi_rxd", "sockets", "shm", "net"] {
+            assert!(!is_fabric(host), "{host}");
+        }
+        match probe_fabric() {
+            Ok(p) => assert!(is_fabric(&p), "{p}"),
+            Err(why) => assert!(why.contains("left to the socket transport"), "{why}"),
         }
     }
 

@@ -58,19 +58,30 @@ static void say(char *err, size_t len, const char *what, int rc)
 		snprintf(err, len, "%s: %s (%d)", what, fi_strerror(-rc), -rc);
 }
 
+static struct fi_info *endpoint_hints(const char *prov, int hmem);
+
+/* Whether `name` is one of the comma-separated names of `list`. */
+static int listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+	while ((p = strstr(p, name))) {
+		if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == 0))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
 /* The providers fi_getinfo offers RDM endpoints with RMA and atomics, comma-separated. */
 int symmem_ofi_providers(char *out, size_t len)
 {
-	struct fi_info *hints = fi_allocinfo(), *info = NULL, *i;
+	struct fi_info *hints = endpoint_hints(NULL, 0), *info = NULL, *i;
 	int rc;
 	size_t used = 0;
 	if (!hints)
 		return -FI_ENOMEM;
-	hints->caps = FI_RMA | FI_ATOMIC;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				      FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-	rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &info);
+	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &info);
 	fi_freeinfo(hints);
 	if (len)
 		out[0] = 0;
@@ -78,7 +89,7 @@ int symmem_ofi_providers(char *out, size_t len)
 		return rc == -FI_ENODATA ? 0 : rc;
 	for (i = info; i; i = i->next) {
 		const char *name = i->fabric_attr->prov_name;
-		if (strstr(out, name))
+		if (listed(out, name))
 			continue;
 		used += snprintf(out + used, used < len ? len - used : 0, "%s%s",
 				 used ? ", " : "", name);
@@ -154,10 +165,23 @@ void symmem_ofi_close(struct symmem_ofi *o)
 	free(o);
 }
 
-static int reg(struct symmem_ofi *o, void *buf, size_t len, uint64_t access, uint64_t key,
-	       struct fid_mr **mr, const char *what, char *err, size_t errlen)
+/* Registers `len` bytes at `buf`: host memory when `cuda_device` < 0, else memory of
+ * that CUDA device (FI_HMEM_CUDA). */
+static int reg(struct symmem_ofi *o, void *buf, size_t len, int cuda_device, uint64_t access,
+	       uint64_t key, struct fid_mr **mr, const char *what, char *err, size_t errlen)
 {
-	int rc = fi_mr_reg(o->domain, buf, len, access, 0, key, 0, mr, NULL);
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = access,
+		.requested_key = key,
+		.iface = cuda_device < 0 ? FI_HMEM_SYSTEM : FI_HMEM_CUDA,
+	};
+	int rc;
+	if (cuda_device >= 0)
+		attr.device.cuda = cuda_device;
+	rc = fi_mr_regattr(o->domain, &attr, 0, mr);
 	if (rc) {
 		say(err, errlen, what, rc);
 		return rc;
@@ -174,14 +198,48 @@ static int reg(struct symmem_ofi *o, void *buf, size_t len, uint64_t access, uin
 	return 0;
 }
 
-/* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL)
- * and registers `heap` (for peers' RMA and atomics) and `bounce` (the local buffers of this
- * PE's operations). */
-int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, void *bounce,
-		    size_t bounce_len, struct symmem_ofi **out, struct symmem_ofi_attrs *attrs,
-		    char *err, size_t errlen)
+/* The hints of the transport's endpoints: RDM, RMA and atomics, every registration mode it
+ * can honour, completion at delivery; FI_HMEM when the heap is GPU memory. */
+static struct fi_info *endpoint_hints(const char *prov, int hmem)
 {
 	struct fi_info *hints = fi_allocinfo();
+	if (!hints)
+		return NULL;
+	hints->caps = FI_RMA | FI_ATOMIC | (hmem ? FI_HMEM : 0);
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				      FI_MR_PROV_KEY | FI_MR_ENDPOINT | (hmem ? FI_MR_HMEM : 0);
+	/* A completion means the data is at the target (visible to its loads): quiet waits
+	 * for the completions of everything issued. */
+	hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+	if (prov)
+		hints->fabric_attr->prov_name = strdup(prov);
+	return hints;
+}
+
+/* 0 when provider `prov` (any when NULL) can register CUDA memory (FI_HMEM) for RMA and
+ * atomics on an RDM endpoint, else the libfabric error (-FI_ENODATA: none can). */
+int symmem_ofi_hmem(const char *prov)
+{
+	struct fi_info *hints = endpoint_hints(prov, 1), *info = NULL;
+	int rc;
+	if (!hints)
+		return -FI_ENOMEM;
+	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	fi_freeinfo(info);
+	return rc;
+}
+
+/* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL)
+ * and registers `heap` (for peers' RMA and atomics: host memory when `heap_cuda_device` is
+ * negative, else memory of that CUDA device) and `bounce` (the host buffers of this PE's
+ * operations). */
+int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda_device,
+		    void *bounce, size_t bounce_len, struct symmem_ofi **out,
+		    struct symmem_ofi_attrs *attrs, char *err, size_t errlen)
+{
+	struct fi_info *hints = endpoint_hints(prov, heap_cuda_device >= 0);
 	struct symmem_ofi *o = calloc(1, sizeof(*o));
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
@@ -194,17 +252,17 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, void *bounce,
 		say(err, errlen, "allocating", -FI_ENOMEM);
 		return -FI_ENOMEM;
 	}
-	hints->caps = FI_RMA | FI_ATOMIC;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				      FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-	hints->domain_attr->threading = FI_THREAD_DOMAIN;
-	/* A completion means the data is at the target (visible to its loads): quiet waits
-	 * for the completions of everything issued. */
-	hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
-	if (prov)
-		hints->fabric_attr->prov_name = strdup(prov);
-	rc = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &o->info);
+	/* Progress by the provider's own thread where it has one (rxm's blocks on its
+	 * sockets, so a peer's operation is served as soon as it arrives); otherwise manual
+	 * progress, which the Rust side drives. */
+	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
+	if (rc == -FI_ENODATA) {
+		hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+		hints->domain_attr->threading = FI_THREAD_DOMAIN;
+		rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
+	}
 	fi_freeinfo(hints);
 	if (rc) {
 		say(err, errlen, "fi_getinfo", rc);
@@ -246,10 +304,13 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, void *bounce,
 		say(err, errlen, "fi_enable", rc);
 		goto fail;
 	}
-	if ((rc = reg(o, heap, heap_len, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 1,
-		      &o->heap_mr, "fi_mr_reg (symmetric heap)", err, errlen)) ||
-	    (rc = reg(o, bounce, bounce_len, FI_READ | FI_WRITE, 2, &o->bounce_mr,
-		      "fi_mr_reg (bounce buffer)", err, errlen)))
+	if ((rc = reg(o, heap, heap_len, heap_cuda_device,
+		      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 1, &o->heap_mr,
+		      heap_cuda_device < 0 ? "fi_mr_regattr (symmetric heap)"
+					   : "fi_mr_regattr (symmetric heap in CUDA memory, FI_HMEM_CUDA)",
+		      err, errlen)) ||
+	    (rc = reg(o, bounce, bounce_len, -1, FI_READ | FI_WRITE, 2, &o->bounce_mr,
+		      "fi_mr_regattr (bounce buffer)", err, errlen)))
 		goto fail;
 	snprintf(attrs->provider, sizeof(attrs->provider), "%s", o->info->fabric_attr->prov_name);
 	snprintf(attrs->fabric, sizeof(attrs->fabric), "%s", o->info->fabric_attr->name);

@@ -26,6 +26,7 @@ fn with_setup<T>(me: usize, n: usize, deadline: Instant, f: impl FnOnce(&Setup<'
             len: 0,
             host: true,
         },
+        gpu_ordinal: None,
         peer_bases: &bases,
         deadline,
         counter: &counter,
