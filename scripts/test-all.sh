@@ -175,7 +175,7 @@ cargo test -p symmem-transport --features ib --lib ib
 
 step "the ofi transport (feature ofi: a C shim over libfabric): lints and unit tests; its multi-PE suites run below with the other tests"
 fi_info -p "tcp;ofi_rxm" -c FI_ATOMIC -t FI_EP_RDM | head -3
-cargo clippy -p symmem-transport -p symmem-runtime -p symmem --all-targets --features ofi -- -D warnings
+cargo clippy -p symmem-transport -p symmem-runtime -p symmem -p symmem-device-tests --all-targets --features ofi -- -D warnings
 cargo test -p symmem-transport --features ofi --lib
 
 step "a single-node Slurm (munged, slurmctld, slurmd) for the srun tests"
@@ -210,8 +210,9 @@ for seed in 1 2; do
   )
 done
 
-step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, a killed peer, a missing and a refused provider; the three workloads (device operations through the proxy) over it"
+step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, a killed peer, a missing and a refused provider; the 2-node device suite (device operations through the proxy) and the three workloads over it"
 cargo test --features ofi --test ofi
+cargo test -p symmem-device-tests --features ofi --test device_ops on_2_nodes_over_ofi
 cargo build --features ofi --example moe_dispatch --example put_signal_pipeline --example transpose
 (
   export SYMMEM_SIMULATE_NODES=2 SYMMEM_REMOTE_TRANSPORT=ofi SYMMEM_OFI_PROVIDER="tcp;ofi_rxm" SYMMEM_TIMEOUT=60
