@@ -98,6 +98,7 @@ extern "C" {
         errlen: usize,
     ) -> c_int;
     pub(super) fn symmem_ofi_hmem(prov: *const c_char) -> c_int;
+    pub(super) fn symmem_ofi_known(prov: *const c_char) -> c_int;
     pub(super) fn symmem_ofi_close(o: *mut SymmemOfi);
     pub(super) fn symmem_ofi_name(o: *mut SymmemOfi, buf: *mut c_void, len: *mut usize) -> c_int;
     pub(super) fn symmem_ofi_insert(

@@ -65,7 +65,12 @@ pub(crate) fn probe(provider: Option<&str>) -> std::result::Result<String, Strin
     match provider {
         Some(p) if offered.split(", ").any(|o| o == p) => Ok(p.to_string()),
         Some(p) => Err(format!(
-            "libfabric has no provider {p:?} with RDM endpoints, RMA and atomics here; fi_getinfo offers: {}",
+            "libfabric {} here; fi_getinfo offers: {}",
+            if known(p) {
+                format!("has a provider {p:?}, but not with RDM endpoints, RMA and atomics (FI_EP_RDM, FI_RMA | FI_ATOMIC)")
+            } else {
+                format!("has no provider {p:?} with RDM endpoints, RMA and atomics")
+            },
             if offered.is_empty() { "none" } else { &offered }
         )),
         None if offered.is_empty() => {
@@ -75,7 +80,9 @@ pub(crate) fn probe(provider: Option<&str>) -> std::result::Result<String, Strin
             .split(", ")
             .find(|p| unsupported(p).is_none())
             .map(str::to_string)
-            .ok_or_else(|| format!("libfabric offers only providers symmem does not support here: {offered}")),
+            .ok_or_else(|| {
+                format!("libfabric offers only providers symmem does not support here: {offered}")
+            }),
     }
 }
 
@@ -130,6 +137,15 @@ pub(crate) fn probe_hmem(provider: Option<&str>) -> std::result::Result<String, 
         )),
         rc => Err(format!("fi_getinfo failed asking provider {p} for FI_HMEM ({rc})")),
     }
+}
+
+/// Whether libfabric has a provider named `provider`, whatever it can do.
+fn known(provider: &str) -> bool {
+    let Ok(name) = CString::new(provider) else {
+        return false;
+    };
+    // SAFETY: a NUL-terminated provider name.
+    unsafe { ffi::symmem_ofi_known(name.as_ptr()) == 0 }
 }
 
 /// `fi_getinfo`'s providers, comma-separated.
@@ -1079,8 +1095,20 @@ mod tests {
     #[test]
     fn a_missing_provider_is_named_with_what_libfabric_offers() {
         let why = probe(Some("nosuchfabric")).unwrap_err();
-        assert!(why.contains("\"nosuchfabric\""), "{why}");
+        assert!(why.contains("has no provider \"nosuchfabric\""), "{why}");
         assert!(why.contains("fi_getinfo offers: "), "{why}");
-        eprintln!("{why}");
+    }
+
+    /// libfabric's `udp` provider (datagrams only: no RMA, no atomics) is there but cannot
+    /// serve: the error says what it lacks.
+    #[test]
+    fn a_provider_without_rma_and_atomics_is_named_with_what_it_lacks() {
+        assert!(known("udp"), "libfabric builds always have the udp provider");
+        assert!(!known("nosuchfabric"));
+        let why = probe(Some("udp")).unwrap_err();
+        assert!(
+            why.contains("has a provider \"udp\", but not with RDM endpoints, RMA and atomics"),
+            "{why}"
+        );
     }
 }

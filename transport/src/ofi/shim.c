@@ -98,6 +98,21 @@ int symmem_ofi_providers(char *out, size_t len)
 	return 0;
 }
 
+/* 0 when libfabric has a provider named `prov` at all (with any capabilities), else the
+ * fi_getinfo error (-FI_ENODATA: none). */
+int symmem_ofi_known(const char *prov)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	int rc;
+	if (!hints)
+		return -FI_ENOMEM;
+	hints->fabric_attr->prov_name = strdup(prov);
+	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	fi_freeinfo(info);
+	return rc;
+}
+
 static int query(struct fid_domain *d, enum fi_datatype dt, enum fi_op op, uint64_t flags)
 {
 	struct fi_atomic_attr attr;
