@@ -7,14 +7,20 @@
  * one shmem_quiet (symmem-perf's put_bw), BYTES per repetition (default 256 MiB; at least
  * 8 puts, at most ITERS).
  *
- * OSHMEM 1.4 has no put_signal, so the ping-pong is the classic flag form: shmem_long_p of
- * a sequence number, answered after shmem_long_wait_until (one-way = round trip / 2). */
+ * The ping-pong is the classic flag form: shmem_long_p of a sequence number, answered after
+ * shmem_long_wait_until (one-way = round trip / 2). Where the library has put-with-signal
+ * (OpenSHMEM 1.5: SOS; OSHMEM 1.4 has none), also symmem's form: shmem_putmem_signal of 8
+ * bytes with SHMEM_SIGNAL_SET, answered after shmem_signal_wait_until. */
 #include <shmem.h>
 
 #include "common.h"
 
 static long flag;   /* ping-pong flag (symmetric: a global) */
 static long target; /* AMO / p / g target */
+#ifdef SHMEM_SIGNAL_SET
+static uint64_t signal_word; /* put_signal ping-pong signal */
+static long payload;         /* put_signal ping-pong data */
+#endif
 
 /* Per-iteration time in µs of one repetition of `body` over `iters` iterations, on PE 0. */
 #define TIME_REPS(metric, per_iter, body)                                           \
@@ -81,6 +87,26 @@ int main(int argc, char **argv) {
             }
         }
     });
+#ifdef SHMEM_SIGNAL_SET
+    TIME_REPS("oshmem_put_signal_pingpong_latency", 2.0, {
+        signal_word = 0;
+        shmem_barrier_all();
+        t0 = now_s();
+        if (active) {
+            for (long i = 1; i <= n; i++) {
+                if (me == 0) {
+                    shmem_putmem_signal(&payload, &i, sizeof i, &signal_word, (uint64_t)i,
+                                        SHMEM_SIGNAL_SET, peer);
+                    shmem_signal_wait_until(&signal_word, SHMEM_CMP_GE, (uint64_t)i);
+                } else {
+                    shmem_signal_wait_until(&signal_word, SHMEM_CMP_GE, (uint64_t)i);
+                    shmem_putmem_signal(&payload, &i, sizeof i, &signal_word, (uint64_t)i,
+                                        SHMEM_SIGNAL_SET, peer);
+                }
+            }
+        }
+    });
+#endif
     TIME_REPS("oshmem_p_latency", 1.0, {
         if (me == 0)
             for (long i = 0; i < n; i++) {

@@ -53,6 +53,8 @@ impl Default for Attrs {
     }
 }
 
+/// `FI_MR_LOCAL`: every local buffer must be registered (the bounce buffer is).
+pub(super) const FI_MR_LOCAL: u64 = 1 << 2;
 /// `FI_MR_VIRT_ADDR`: remote addresses are the target's virtual addresses (else offsets).
 pub(super) const FI_MR_VIRT_ADDR: u64 = 1 << 4;
 /// `FI_ORDER_RMA_RAR`: RMA reads after RMA reads stay in order; the next three bits are
@@ -111,7 +113,9 @@ extern "C" {
     ) -> c_int;
     pub(super) fn symmem_ofi_write(
         o: *mut SymmemOfi,
+        op: u64,
         local: *const c_void,
+        bounce: c_int,
         len: usize,
         pe: usize,
         raddr: u64,
@@ -119,7 +123,9 @@ extern "C" {
     ) -> isize;
     pub(super) fn symmem_ofi_read(
         o: *mut SymmemOfi,
+        op: u64,
         local: *mut c_void,
+        bounce: c_int,
         len: usize,
         pe: usize,
         raddr: u64,
@@ -127,6 +133,7 @@ extern "C" {
     ) -> isize;
     pub(super) fn symmem_ofi_atomic(
         o: *mut SymmemOfi,
+        id: u64,
         operand: *const c_void,
         width: c_int,
         op: c_int,
@@ -134,8 +141,10 @@ extern "C" {
         raddr: u64,
         key: u64,
     ) -> isize;
+    #[allow(clippy::too_many_arguments)] // libfabric's own operands
     pub(super) fn symmem_ofi_fetch_atomic(
         o: *mut SymmemOfi,
+        id: u64,
         operand: *const c_void,
         result: *mut c_void,
         width: c_int,
@@ -144,8 +153,10 @@ extern "C" {
         raddr: u64,
         key: u64,
     ) -> isize;
+    #[allow(clippy::too_many_arguments)] // libfabric's own operands
     pub(super) fn symmem_ofi_compare_atomic(
         o: *mut SymmemOfi,
+        id: u64,
         operand: *const c_void,
         compare: *const c_void,
         result: *mut c_void,
@@ -156,8 +167,9 @@ extern "C" {
     ) -> isize;
     pub(super) fn symmem_ofi_completed(
         o: *mut SymmemOfi,
-        errors: *mut u64,
-        failed_pe: *mut i64,
+        ops: *mut u64,
+        max: usize,
+        failed_op: *mut u64,
         err: *mut c_char,
         errlen: usize,
     ) -> i64;

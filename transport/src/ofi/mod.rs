@@ -12,21 +12,29 @@
 //! reason). Then every PE's address goes into the address vector.
 //!
 //! # Issuing and completing
-//! Operations take their local side from the registered bounce buffer (providers that
-//! need `FI_MR_LOCAL` get a descriptor for every local buffer): a put is copied into a
-//! bounce slot and posted, so it is locally complete when posted; a get, a fetching atomic
-//! or a compare-and-swap waits for its completion. Every operation completes at delivery
-//! (`FI_DELIVERY_COMPLETE`: the data is visible at the target), counted by one completion
-//! counter, so `quiet` and `fence` wait until the counter reaches the operations issued,
-//! and a put_signal's signal is posted only once its data completed. A failed completion
+//! Atomics take their operands from the registered bounce buffer; a put is copied into
+//! bounce slots and posted, so it is locally complete when posted, except that from
+//! `DIRECT_PUT_BYTES` up, where the provider needs no registered local buffers (no
+//! `FI_MR_LOCAL`), it goes straight from the caller's buffer and waits for its
+//! completion; a get reads straight into the caller's buffer there (else through a slot)
+//! and, like a fetching atomic or a compare-and-swap, waits for its completion. Every
+//! operation completes at delivery (`FI_DELIVERY_COMPLETE`: the data is visible at the
+//! target) with a completion entry carrying its number ([`completions`]: entries come in
+//! any order), so `quiet` and `fence` wait until every operation issued completed, and a
+//! put_signal's signal is posted only once its data completed. A failed completion
 //! (`fi_cq_readerr`) fails the waiting operation and every later one, naming the peer,
 //! the provider's message and its error number. `SYMMEM_TIMEOUT` bounds every wait.
 //!
+//! On `shm`, non-fetching atomics are issued as fetching ones: libfabric's shm frees the
+//! buffer of a delivery-complete non-fetching atomic twice (see `shim.c`).
+//!
 //! # Progress
-//! Waits drive the provider's progress themselves. Where the provider needs manual
-//! progress, a thread of the transport also drives it, with backoff, so that peers'
-//! operations on this PE's heap complete while its application thread computes.
+//! The provider's own progress thread where it has one (`FI_PROGRESS_AUTO`); waits drive
+//! progress themselves too. Where the provider needs manual progress, a thread of the
+//! transport also drives it, with backoff, so that peers' operations on this PE's heap
+//! complete while its application thread computes.
 
+mod completions;
 mod ffi;
 
 use std::ffi::{c_char, c_void, CString};
@@ -38,30 +46,25 @@ use std::time::{Duration, Instant};
 use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 use symmem_sync::Backoff;
 
+use self::completions::Completions;
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
 
 /// Bytes of one bounce slot: the largest piece of a put or get (512 KiB pieces moved
 /// 2-3x the bytes of 64 KiB ones over tcp;ofi_rxm here).
 const SLOT_BYTES: usize = 512 << 10;
+/// Puts of at least this many bytes go straight from the caller's buffer where the
+/// provider allows (no `FI_MR_LOCAL`), and wait for their completion.
+const DIRECT_PUT_BYTES: usize = 1 << 20;
 /// Bounce slots: how many pieces can be in flight.
 const SLOTS: usize = 16;
 /// How long the progress thread sleeps between two progress calls.
 const PROGRESS_SLEEP: Duration = Duration::from_micros(20);
 
-/// Providers that fail symmem's suites here, with what was seen: refused, never picked.
-const UNSUPPORTED: &[(&str, &str)] = &[(
-    "shm",
-    "libfabric 1.17's shm provider fails symmem's suites here: atomics lose updates, fence and quiet return before the data is visible, and fi_cq_read crashed (SIGSEGV) with three remote peers; use tcp;ofi_rxm (same-node PEs map each other's heaps and need no transport)",
-)];
-
 /// The provider the ofi transport would use (`provider`, or the first that `fi_getinfo`
 /// offers with RDM endpoints, RMA and atomics, and that is not known to fail), or why
 /// there is none.
 pub(crate) fn probe(provider: Option<&str>) -> std::result::Result<String, String> {
-    if let Some((name, why)) = provider.and_then(|p| Some((p, unsupported(p)?))) {
-        return Err(format!("provider {name:?} is not supported: {why}"));
-    }
     let offered = providers()?;
     match provider {
         Some(p) if offered.split(", ").any(|o| o == p) => Ok(p.to_string()),
@@ -77,13 +80,7 @@ pub(crate) fn probe(provider: Option<&str>) -> std::result::Result<String, Strin
         None if offered.is_empty() => {
             Err("libfabric offers no provider with RDM endpoints, RMA and atomics here".into())
         }
-        None => offered
-            .split(", ")
-            .find(|p| unsupported(p).is_none())
-            .map(str::to_string)
-            .ok_or_else(|| {
-                format!("libfabric offers only providers symmem does not support here: {offered}")
-            }),
+        None => Ok(offered.split(", ").next().unwrap_or_default().to_string()),
     }
 }
 
@@ -113,15 +110,7 @@ pub(crate) fn probe_fabric() -> std::result::Result<String, String> {
 /// Whether `provider` drives a fabric rather than the host's network stack or memory.
 fn is_fabric(provider: &str) -> bool {
     let core = provider.split(';').next().unwrap_or(provider);
-    !HOST_PROVIDERS.contains(&core) && unsupported(provider).is_none()
-}
-
-/// Why `provider` is refused, if it is.
-fn unsupported(provider: &str) -> Option<&'static str> {
-    UNSUPPORTED
-        .iter()
-        .find(|(name, _)| *name == provider)
-        .map(|(_, why)| *why)
+    !HOST_PROVIDERS.contains(&core)
 }
 
 /// The provider (as [`probe`] picks it) when it can register CUDA memory for RMA and
@@ -207,12 +196,11 @@ struct State {
     /// Per slot: the operation (its number) that last used it.
     slot_op: [u64; SLOTS],
     next_slot: usize,
-    /// Operations posted so far.
-    issued: u64,
-    /// Operations the completion counter counted so far.
-    completed: u64,
-    /// Errors the completion counter counted so far.
-    errors: u64,
+    /// The operations posted, and which completed.
+    ops: Completions,
+    /// Whether the provider needs every local buffer registered (`FI_MR_LOCAL`): then
+    /// every payload goes through the bounce buffer.
+    local_mr: bool,
     /// The first failure; every later operation fails with it.
     failure: Option<String>,
     /// The target of the operation that failed, where the provider said.
@@ -382,9 +370,8 @@ impl OfiTransport {
             bounce: std::mem::replace(&mut opened.bounce, Bounce(Box::new([]))),
             slot_op: [0; SLOTS],
             next_slot: 0,
-            issued: 0,
-            completed: 0,
-            errors: 0,
+            ops: Completions::new(),
+            local_mr: opened.attrs.mr_mode & ffi::FI_MR_LOCAL != 0,
             failure: None,
             failed_pe: None,
             peers,
@@ -635,44 +622,55 @@ fn start_progress(
 }
 
 impl State {
-    /// Drives progress and reads the completion counter; records a failure.
+    /// Drives progress and records the completions; records a failure.
     fn poll(&mut self) -> std::result::Result<(), String> {
         let mut err = [0 as c_char; 512];
-        let mut failed_pe = -1i64;
-        // SAFETY: an open endpoint; valid out-parameters.
-        let c = unsafe {
-            ffi::symmem_ofi_completed(
-                self.ep.0,
-                &mut self.errors,
-                &mut failed_pe,
-                err.as_mut_ptr(),
-                err.len(),
-            )
-        };
-        if c < 0 {
-            let why = ffi::text(&err);
-            self.failure = Some(why.clone());
-            self.failed_pe = usize::try_from(failed_pe).ok();
-            return Err(why);
+        let mut done = [0u64; 64];
+        loop {
+            let mut failed_op = 0u64;
+            // SAFETY: an open endpoint; valid out-parameters of the given sizes.
+            let n = unsafe {
+                ffi::symmem_ofi_completed(
+                    self.ep.0,
+                    done.as_mut_ptr(),
+                    done.len(),
+                    &mut failed_op,
+                    err.as_mut_ptr(),
+                    err.len(),
+                )
+            };
+            if n < 0 {
+                let why = ffi::text(&err);
+                self.failure = Some(why.clone());
+                self.failed_pe = self.ops.target(failed_op);
+                return Err(why);
+            }
+            for &op in &done[..n as usize] {
+                if let Err(why) = self.ops.complete(op) {
+                    self.failure = Some(why.clone());
+                    return Err(why);
+                }
+            }
+            if (n as usize) < done.len() {
+                return Ok(());
+            }
         }
-        self.completed = c as u64;
-        Ok(())
     }
 
-    /// Waits until operation `op` (and every earlier one) completed.
+    /// Waits until operation `op` and every earlier one completed.
     fn wait(&mut self, op: u64, w: &Waiter) -> std::result::Result<(), String> {
         let mut backoff = Backoff::new();
-        while self.completed < op {
+        while self.ops.done_upto() < op {
             self.poll()?;
-            if self.completed >= op {
+            if self.ops.done_upto() >= op {
                 break;
             }
             if w.deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(format!(
-                    "no completion within SYMMEM_TIMEOUT ({:?}): {} of {} operations completed",
+                    "no completion within SYMMEM_TIMEOUT ({:?}): operations up to {} of {} completed",
                     w.timeout.unwrap_or_default(),
-                    self.completed,
-                    self.issued
+                    self.ops.done_upto(),
+                    self.ops.issued()
                 ));
             }
             backoff.snooze();
@@ -682,7 +680,7 @@ impl State {
 
     /// Waits until every operation issued so far completed.
     fn drain(&mut self, w: &Waiter) -> std::result::Result<(), String> {
-        self.wait(self.issued, w)
+        self.wait(self.ops.issued(), w)
     }
 
     /// The next bounce slot, once the operation that last used it completed.
@@ -693,24 +691,28 @@ impl State {
         Ok(i)
     }
 
-    /// Posts one operation with `post` (retrying while the provider is busy); returns its
-    /// number and records it as the last user of `slot`.
+    /// Posts one operation to `pe` with `post` (given the operation's number; retried
+    /// while the provider is busy); returns its number and records it as the last user
+    /// of `slot`, if it uses one.
     fn post(
         &mut self,
         what: &str,
         access: Access,
-        slot: usize,
+        pe: usize,
+        slot: Option<usize>,
         w: &Waiter,
-        mut post: impl FnMut(*mut ffi::SymmemOfi) -> isize,
+        mut post: impl FnMut(*mut ffi::SymmemOfi, u64) -> isize,
     ) -> std::result::Result<u64, String> {
         // The earlier operations this one must not overtake where the provider does not
-        // promise that order (never between an RMA and an atomic): wait for them.
+        // promise that order (never between an RMA and an atomic): wait for them. And
+        // room in the ring of operations in flight.
         let k = access.kind();
         let base = [ffi::ORDER_RMA_RAR, ffi::ORDER_ATOMIC_RAR][k];
         let promised = |offset: u32| self.order & (base << offset) != 0;
         let [last_read, last_write] = self.last[k];
         let other = self.last[1 - k];
-        let mut after = other[0].max(other[1]);
+        let (op, room_after) = self.ops.next();
+        let mut after = other[0].max(other[1]).max(room_after);
         if access.reads() && !promised(0) || access.writes() && !promised(ffi::WAR) {
             after = after.max(last_read);
         }
@@ -720,17 +722,19 @@ impl State {
         self.wait(after, w)?;
         let mut backoff = Backoff::new();
         loop {
-            let rc = post(self.ep.0);
+            let rc = post(self.ep.0, op);
             if rc == 0 {
-                self.issued += 1;
-                self.slot_op[slot] = self.issued;
+                self.ops.posted(pe);
+                if let Some(slot) = slot {
+                    self.slot_op[slot] = op;
+                }
                 if access.reads() {
-                    self.last[access.kind()][0] = self.issued;
+                    self.last[k][0] = op;
                 }
                 if access.writes() {
-                    self.last[access.kind()][1] = self.issued;
+                    self.last[k][1] = op;
                 }
-                return Ok(self.issued);
+                return Ok(op);
             }
             if rc != ffi::EAGAIN {
                 let why = format!("{what} failed: error {}", -rc);
@@ -765,7 +769,10 @@ impl State {
         Ok(heap)
     }
 
-    /// Puts `src` at heap offset `off` of `pe`, piece by piece through bounce slots.
+    /// Puts `src` at heap offset `off` of `pe`: piece by piece through bounce slots, so
+    /// that it is locally complete at once; or, from `DIRECT_PUT_BYTES` up where the
+    /// provider needs no registered local buffers, straight from `src`, waiting for the
+    /// pieces to complete before returning (a copy costs more than that wait there).
     fn put(
         &mut self,
         pe: usize,
@@ -775,22 +782,52 @@ impl State {
     ) -> std::result::Result<(), String> {
         let heap = self.target(pe, off, src.len() as u64)?;
         let piece_len = self.piece;
+        let direct = !self.local_mr && src.len() >= DIRECT_PUT_BYTES;
+        let mut last = 0;
         for (i, piece) in src.chunks(piece_len).enumerate() {
+            let raddr = heap.base + off + (i * piece_len) as u64;
+            let len = piece.len();
+            if direct {
+                // SAFETY: `src` outlives the write: this call waits for it below.
+                last = self.post("fi_write", Access::Write, pe, None, w, |ep, op| unsafe {
+                    ffi::symmem_ofi_write(
+                        ep,
+                        op,
+                        piece.as_ptr().cast(),
+                        0,
+                        len,
+                        pe,
+                        raddr,
+                        heap.key,
+                    )
+                })?;
+                continue;
+            }
             let slot = self.take_slot(w)?;
             let local = self.bounce.slot(slot);
             // SAFETY: the slot holds SLOT_BYTES >= piece.len() bytes, free (its last
             // operation completed).
-            unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), local, piece.len()) };
-            let raddr = heap.base + off + (i * piece_len) as u64;
+            unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), local, len) };
             // SAFETY: the slot stays untouched until this write completes (take_slot).
-            self.post("fi_write", Access::Write, slot, w, |ep| unsafe {
-                ffi::symmem_ofi_write(ep, local.cast(), piece.len(), pe, raddr, heap.key)
-            })?;
+            self.post(
+                "fi_write",
+                Access::Write,
+                pe,
+                Some(slot),
+                w,
+                |ep, op| unsafe {
+                    ffi::symmem_ofi_write(ep, op, local.cast(), 1, len, pe, raddr, heap.key)
+                },
+            )?;
+        }
+        if direct {
+            self.wait(last, w)?;
         }
         Ok(())
     }
 
-    /// Gets `dst.len()` bytes from heap offset `off` of `pe`.
+    /// Gets `dst.len()` bytes from heap offset `off` of `pe`: straight into `dst` where
+    /// the provider needs no registered local buffers, else through bounce slots.
     fn get(
         &mut self,
         pe: usize,
@@ -800,15 +837,34 @@ impl State {
     ) -> std::result::Result<(), String> {
         let heap = self.target(pe, off, dst.len() as u64)?;
         let piece_len = self.piece;
+        if !self.local_mr {
+            let mut last = 0;
+            for (i, piece) in dst.chunks_mut(piece_len).enumerate() {
+                let raddr = heap.base + off + (i * piece_len) as u64;
+                let (local, len) = (piece.as_mut_ptr(), piece.len());
+                // SAFETY: `dst` outlives the read: this call waits for it below.
+                last = self.post("fi_read", Access::Read, pe, None, w, |ep, op| unsafe {
+                    ffi::symmem_ofi_read(ep, op, local.cast(), 0, len, pe, raddr, heap.key)
+                })?;
+            }
+            return self.wait(last, w);
+        }
         for (i, piece) in dst.chunks_mut(piece_len).enumerate() {
             let slot = self.take_slot(w)?;
             let local = self.bounce.slot(slot);
             let raddr = heap.base + off + (i * piece_len) as u64;
             let len = piece.len();
             // SAFETY: the slot is free and holds `len` bytes; read until the wait below.
-            let op = self.post("fi_read", Access::Read, slot, w, |ep| unsafe {
-                ffi::symmem_ofi_read(ep, local.cast(), len, pe, raddr, heap.key)
-            })?;
+            let op = self.post(
+                "fi_read",
+                Access::Read,
+                pe,
+                Some(slot),
+                w,
+                |ep, op| unsafe {
+                    ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, raddr, heap.key)
+                },
+            )?;
             self.wait(op, w)?;
             // SAFETY: the read completed into the slot.
             unsafe { std::ptr::copy_nonoverlapping(local, piece.as_mut_ptr(), len) };
@@ -863,30 +919,37 @@ impl State {
             Atomic::Compare => self.post(
                 "fi_compare_atomic",
                 Access::AtomicReadWrite,
-                slot,
+                pe,
+                Some(slot),
                 w,
-                |ep| unsafe {
+                |ep, id| unsafe {
                     ffi::symmem_ofi_compare_atomic(
-                        ep, operand, cmp, result, w32, pe, raddr, heap.key,
+                        ep, id, operand, cmp, result, w32, pe, raddr, heap.key,
                     )
                 },
             )?,
             Atomic::Op(code) if fetch => self.post(
                 "fi_fetch_atomic",
                 Access::AtomicReadWrite,
-                slot,
+                pe,
+                Some(slot),
                 w,
-                |ep| unsafe {
+                |ep, id| unsafe {
                     ffi::symmem_ofi_fetch_atomic(
-                        ep, operand, result, w32, code, pe, raddr, heap.key,
+                        ep, id, operand, result, w32, code, pe, raddr, heap.key,
                     )
                 },
             )?,
-            Atomic::Op(code) => {
-                self.post("fi_atomic", Access::AtomicWrite, slot, w, |ep| unsafe {
-                    ffi::symmem_ofi_atomic(ep, operand, w32, code, pe, raddr, heap.key)
-                })?
-            }
+            Atomic::Op(code) => self.post(
+                "fi_atomic",
+                Access::AtomicWrite,
+                pe,
+                Some(slot),
+                w,
+                |ep, id| unsafe {
+                    ffi::symmem_ofi_atomic(ep, id, operand, w32, code, pe, raddr, heap.key)
+                },
+            )?,
         };
         if !fetch && !matches!(op, Atomic::Compare) {
             return Ok(0);
@@ -1048,22 +1111,6 @@ mod tests {
             .contains("malformed exchange entry of 31 bytes"));
     }
 
-    /// Asking for a provider libfabric does not have names the ones it has.
-    #[test]
-    fn shm_is_refused_with_what_was_seen() {
-        let why = probe(Some("shm")).unwrap_err();
-        assert!(
-            why.starts_with("provider \"shm\" is not supported: "),
-            "{why}"
-        );
-        assert!(why.contains("tcp;ofi_rxm"), "{why}");
-        if let Ok(auto) = probe(None) {
-            assert_ne!(auto, "shm");
-        }
-    }
-
-    /// This machine's libfabric (Debian's, built without CUDA) cannot register GPU heaps
-    /// over tcp: the reason names the provider and FI_HMEM.
     #[test]
     fn gpu_heap_registration_is_probed_by_provider() {
         match probe_hmem(Some("tcp;ofi_rxm")) {
@@ -1110,7 +1157,10 @@ mod tests {
     /// serve: the error says what it lacks.
     #[test]
     fn a_provider_without_rma_and_atomics_is_named_with_what_it_lacks() {
-        assert!(known("udp"), "libfabric builds always have the udp provider");
+        assert!(
+            known("udp"),
+            "libfabric builds always have the udp provider"
+        );
         assert!(!known("nosuchfabric"));
         let why = probe(Some("udp")).unwrap_err();
         assert!(

@@ -22,12 +22,13 @@ struct symmem_ofi {
 	struct fid_domain *domain;
 	struct fid_av *av;
 	struct fid_cq *cq;
-	struct fid_cntr *cntr;
 	struct fid_ep *ep;
 	struct fid_mr *heap_mr;
 	struct fid_mr *bounce_mr;
 	fi_addr_t *peers;
 	size_t n_peers;
+	/* Non-fetching atomics are issued as fetching ones (see symmem_ofi_atomic). */
+	int fetch_for_update;
 };
 
 /* What the endpoint was opened with, for the Rust side. */
@@ -166,8 +167,6 @@ void symmem_ofi_close(struct symmem_ofi *o)
 		fi_close(&o->bounce_mr->fid);
 	if (o->av)
 		fi_close(&o->av->fid);
-	if (o->cntr)
-		fi_close(&o->cntr->fid);
 	if (o->cq)
 		fi_close(&o->cq->fid);
 	if (o->domain)
@@ -258,7 +257,6 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	struct symmem_ofi *o = calloc(1, sizeof(*o));
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
-	struct fi_cntr_attr cntr_attr = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_NONE};
 	int rc;
 	*out = NULL;
 	if (!hints || !o) {
@@ -301,17 +299,12 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 		say(err, errlen, "fi_cq_open", rc);
 		goto fail;
 	}
-	if ((rc = fi_cntr_open(o->domain, &cntr_attr, &o->cntr, NULL))) {
-		say(err, errlen, "fi_cntr_open", rc);
-		goto fail;
-	}
 	if ((rc = fi_endpoint(o->domain, o->info, &o->ep, NULL))) {
 		say(err, errlen, "fi_endpoint", rc);
 		goto fail;
 	}
 	if ((rc = fi_ep_bind(o->ep, &o->av->fid, 0)) ||
-	    (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) ||
-	    (rc = fi_ep_bind(o->ep, &o->cntr->fid, FI_WRITE | FI_READ))) {
+	    (rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV))) {
 		say(err, errlen, "fi_ep_bind", rc);
 		goto fail;
 	}
@@ -327,6 +320,11 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	    (rc = reg(o, bounce, bounce_len, -1, FI_READ | FI_WRITE, 2, &o->bounce_mr,
 		      "fi_mr_regattr (bounce buffer)", err, errlen)))
 		goto fail;
+	/* libfabric 1.17's shm (and later ones, to 1.21 at least) frees the buffer of a
+	 * delivery-complete non-fetching atomic twice, at the target and again at the origin
+	 * (smr_progress.c), corrupting its pool: operands of other atomics change, signals
+	 * arrive with wrong values, fi_cq_read crashes. Fetching atomics are freed once. */
+	o->fetch_for_update = !strcmp(o->info->fabric_attr->prov_name, "shm");
 	snprintf(attrs->provider, sizeof(attrs->provider), "%s", o->info->fabric_attr->prov_name);
 	snprintf(attrs->fabric, sizeof(attrs->fabric), "%s", o->info->fabric_attr->name);
 	snprintf(attrs->domain, sizeof(attrs->domain), "%s", o->info->domain_attr->name);
@@ -371,10 +369,10 @@ int symmem_ofi_insert(struct symmem_ofi *o, const void *addrs, size_t addrlen, s
 	return 0;
 }
 
-/* An operation's context: its target PE plus one, so that a failed completion names it. */
-static void *ctx(size_t pe)
+/* An operation's context: its number (1, 2, …), which its completion entry returns. */
+static void *ctx(uint64_t op)
 {
-	return (void *)(uintptr_t)(pe + 1);
+	return (void *)(uintptr_t)op;
 }
 
 static void *bounce_desc(struct symmem_ofi *o)
@@ -382,18 +380,26 @@ static void *bounce_desc(struct symmem_ofi *o)
 	return fi_mr_desc(o->bounce_mr);
 }
 
-/* Writes `len` bytes of the bounce buffer at `local` to `raddr` (key `key`) on PE `pe`. */
-ssize_t symmem_ofi_write(struct symmem_ofi *o, const void *local, size_t len, size_t pe,
-			 uint64_t raddr, uint64_t key)
+/* The descriptor of a local buffer: the bounce buffer's, or none for memory the provider
+ * needs no registration of (no FI_MR_LOCAL). */
+static void *desc(struct symmem_ofi *o, int bounce)
 {
-	return fi_write(o->ep, local, len, bounce_desc(o), o->peers[pe], raddr, key, ctx(pe));
+	return bounce ? bounce_desc(o) : NULL;
 }
 
-/* Reads `len` bytes from `raddr` on PE `pe` into the bounce buffer at `local`. */
-ssize_t symmem_ofi_read(struct symmem_ofi *o, void *local, size_t len, size_t pe,
-			uint64_t raddr, uint64_t key)
+/* Operation `op`: writes `len` bytes at `local` (in the bounce buffer when `bounce`, else
+ * unregistered memory) to `raddr` (key `key`) on PE `pe`. */
+ssize_t symmem_ofi_write(struct symmem_ofi *o, uint64_t op, const void *local, int bounce,
+			 size_t len, size_t pe, uint64_t raddr, uint64_t key)
 {
-	return fi_read(o->ep, local, len, bounce_desc(o), o->peers[pe], raddr, key, ctx(pe));
+	return fi_write(o->ep, local, len, desc(o, bounce), o->peers[pe], raddr, key, ctx(op));
+}
+
+/* Operation `op`: reads `len` bytes from `raddr` on PE `pe` into `local` (as for writes). */
+ssize_t symmem_ofi_read(struct symmem_ofi *o, uint64_t op, void *local, int bounce, size_t len,
+			size_t pe, uint64_t raddr, uint64_t key)
+{
+	return fi_read(o->ep, local, len, desc(o, bounce), o->peers[pe], raddr, key, ctx(op));
 }
 
 static enum fi_datatype dtype(int width)
@@ -401,66 +407,76 @@ static enum fi_datatype dtype(int width)
 	return width == 4 ? FI_UINT32 : FI_UINT64;
 }
 
-/* A non-fetching atomic `op` (an enum fi_op) of the word at `operand` (bounce memory). */
-ssize_t symmem_ofi_atomic(struct symmem_ofi *o, const void *operand, int width, int op,
-			  size_t pe, uint64_t raddr, uint64_t key)
+/* Operation `id`: a non-fetching atomic `op` (an enum fi_op) of the word at `operand`
+ * (bounce memory; on providers whose non-fetching atomics are broken, a fetching one whose
+ * old value goes to the unused word 16 bytes further). */
+ssize_t symmem_ofi_atomic(struct symmem_ofi *o, uint64_t id, const void *operand, int width,
+			  int op, size_t pe, uint64_t raddr, uint64_t key)
 {
+	if (o->fetch_for_update)
+		return fi_fetch_atomic(o->ep, operand, 1, bounce_desc(o), (char *)operand + 16,
+				       bounce_desc(o), o->peers[pe], raddr, key, dtype(width),
+				       (enum fi_op)op, ctx(id));
 	return fi_atomic(o->ep, operand, 1, bounce_desc(o), o->peers[pe], raddr, key,
-			 dtype(width), (enum fi_op)op, ctx(pe));
+			 dtype(width), (enum fi_op)op, ctx(id));
 }
 
 /* A fetching atomic: the old value goes to `result` (bounce memory). */
-ssize_t symmem_ofi_fetch_atomic(struct symmem_ofi *o, const void *operand, void *result,
-				int width, int op, size_t pe, uint64_t raddr, uint64_t key)
+ssize_t symmem_ofi_fetch_atomic(struct symmem_ofi *o, uint64_t id, const void *operand,
+				void *result, int width, int op, size_t pe, uint64_t raddr,
+				uint64_t key)
 {
 	return fi_fetch_atomic(o->ep, operand, 1, bounce_desc(o), result, bounce_desc(o),
-			       o->peers[pe], raddr, key, dtype(width), (enum fi_op)op, ctx(pe));
+			       o->peers[pe], raddr, key, dtype(width), (enum fi_op)op, ctx(id));
 }
 
 /* Compare-and-swap: stores `*operand` where the word equals `*compare`. */
-ssize_t symmem_ofi_compare_atomic(struct symmem_ofi *o, const void *operand,
+ssize_t symmem_ofi_compare_atomic(struct symmem_ofi *o, uint64_t id, const void *operand,
 				  const void *compare, void *result, int width, size_t pe,
 				  uint64_t raddr, uint64_t key)
 {
 	return fi_compare_atomic(o->ep, operand, 1, bounce_desc(o), compare, bounce_desc(o),
 				 result, bounce_desc(o), o->peers[pe], raddr, key, dtype(width),
-				 FI_CSWAP, ctx(pe));
+				 FI_CSWAP, ctx(id));
 }
 
-/* Drives progress (the CQ) and returns the operations completed so far, or a negative
- * error when one failed (then `err` says which, with the provider's message, and
- * `failed_pe` its target, or -1 when unknown). */
-int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *errors, int64_t *failed_pe,
-			     char *err, size_t errlen)
+/* Drives progress and reads up to `max` completions into `ops` (the numbers of the
+ * operations completed, in no particular order); returns how many, or a negative error
+ * when one failed (then `err` says why, with the provider's message, and `failed_op` is the
+ * failed operation's number, or 0 when unknown). */
+int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *ops, size_t max,
+			     uint64_t *failed_op, char *err, size_t errlen)
 {
-	struct fi_cq_entry entry;
-	ssize_t rc = fi_cq_read(o->cq, &entry, 1);
-	uint64_t failed = fi_cntr_readerr(o->cntr);
-	if (rc == -FI_EAVAIL || failed > *errors) {
+	struct fi_cq_entry entries[64];
+	ssize_t rc, i;
+	if (max > 64)
+		max = 64;
+	rc = fi_cq_read(o->cq, entries, max);
+	if (rc == -FI_EAVAIL) {
 		struct fi_cq_err_entry e;
 		memset(&e, 0, sizeof(e));
-		*errors = failed;
-		*failed_pe = -1;
+		*failed_op = 0;
 		if (fi_cq_readerr(o->cq, &e, 0) == 1) {
 			char buf[128] = "";
 			const char *prov =
 				fi_cq_strerror(o->cq, e.prov_errno, e.err_data, buf, sizeof(buf));
-			if (e.op_context)
-				*failed_pe = (int64_t)(uintptr_t)e.op_context - 1;
+			*failed_op = (uint64_t)(uintptr_t)e.op_context;
 			if (err && errlen)
 				snprintf(err, errlen, "%s (errno %d; provider error %d: %s)",
 					 fi_strerror(e.err), e.err, e.prov_errno,
 					 prov ? prov : buf);
 			return -(int64_t)(e.err ? e.err : FI_EIO);
 		}
-		if (err && errlen)
-			snprintf(err, errlen, "an operation failed (the completion counter counts %llu errors)",
-				 (unsigned long long)failed);
+		say(err, errlen, "fi_cq_readerr", -FI_EIO);
 		return -FI_EIO;
 	}
-	if (rc < 0 && rc != -FI_EAGAIN) {
+	if (rc == -FI_EAGAIN)
+		return 0;
+	if (rc < 0) {
 		say(err, errlen, "fi_cq_read", (int)rc);
 		return rc;
 	}
-	return (int64_t)fi_cntr_read(o->cntr);
+	for (i = 0; i < rc; i++)
+		ops[i] = (uint64_t)(uintptr_t)entries[i].op_context;
+	return rc;
 }

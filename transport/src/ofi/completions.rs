@@ -1,0 +1,139 @@
+//! Which of the ofi transport's operations have completed. Every operation is numbered
+//! (1, 2, …) and posted with its number as its context; completions come back in any
+//! order (providers promise no completion order), so "operation 7 completed" says nothing
+//! about operation 6. This ring records each completion and keeps the highest number up
+//! to which every operation completed, which is what waits need: a get's bytes, a
+//! reused bounce slot and a quiet all wait until that number reaches theirs.
+
+/// Operations in flight at most: posting one more waits for the oldest.
+pub(super) const IN_FLIGHT: usize = 1024;
+
+/// The ring of in-flight operations.
+pub(super) struct Completions {
+    /// Per ring entry: the target PE of the operation numbered there, and whether it
+    /// completed.
+    entries: Box<[(usize, bool)]>,
+    /// Operations posted so far (the number of the last one).
+    issued: u64,
+    /// Every operation up to this number completed.
+    done_upto: u64,
+}
+
+impl Completions {
+    pub(super) fn new() -> Self {
+        Completions {
+            entries: vec![(0, false); IN_FLIGHT].into_boxed_slice(),
+            issued: 0,
+            done_upto: 0,
+        }
+    }
+
+    /// Operations posted so far.
+    pub(super) fn issued(&self) -> u64 {
+        self.issued
+    }
+
+    /// Every operation up to this number completed.
+    pub(super) fn done_upto(&self) -> u64 {
+        self.done_upto
+    }
+
+    /// The number the next operation gets, and the operation that must complete before
+    /// it may be posted (0 when there is room).
+    pub(super) fn next(&self) -> (u64, u64) {
+        let next = self.issued + 1;
+        (next, next.saturating_sub(IN_FLIGHT as u64))
+    }
+
+    /// Records that operation `next().0`, to `pe`, was posted.
+    pub(super) fn posted(&mut self, pe: usize) {
+        debug_assert!(self.issued - self.done_upto < IN_FLIGHT as u64, "ring full");
+        self.issued += 1;
+        self.entries[self.slot(self.issued)] = (pe, false);
+    }
+
+    /// Records that operation `op` completed; an operation that is not in flight is an
+    /// error naming it.
+    pub(super) fn complete(&mut self, op: u64) -> Result<(), String> {
+        if op <= self.done_upto || op > self.issued {
+            return Err(format!(
+                "the provider completed operation {op}, which is not in flight (operations {}..={} are)",
+                self.done_upto + 1,
+                self.issued
+            ));
+        }
+        let i = self.slot(op);
+        if self.entries[i].1 {
+            return Err(format!("the provider completed operation {op} twice"));
+        }
+        self.entries[i].1 = true;
+        while self.done_upto < self.issued && self.entries[self.slot(self.done_upto + 1)].1 {
+            self.done_upto += 1;
+        }
+        Ok(())
+    }
+
+    /// The target PE of in-flight operation `op`.
+    pub(super) fn target(&self, op: u64) -> Option<usize> {
+        (op > self.done_upto && op <= self.issued).then(|| self.entries[self.slot(op)].0)
+    }
+
+    fn slot(&self, op: u64) -> usize {
+        (op % IN_FLIGHT as u64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Out-of-order completions advance `done_upto` only over a gapless prefix.
+    #[test]
+    fn done_upto_waits_for_the_oldest() {
+        let mut c = Completions::new();
+        for pe in [3, 1, 2] {
+            c.posted(pe);
+        }
+        c.complete(2).unwrap();
+        c.complete(3).unwrap();
+        assert_eq!(c.done_upto(), 0, "operation 1 is still in flight");
+        assert_eq!(c.target(1), Some(3));
+        c.complete(1).unwrap();
+        assert_eq!(c.done_upto(), 3);
+        assert_eq!(c.target(1), None);
+    }
+
+    #[test]
+    fn unknown_and_repeated_completions_are_errors() {
+        let mut c = Completions::new();
+        c.posted(0);
+        c.posted(0);
+        assert!(c
+            .complete(3)
+            .unwrap_err()
+            .contains("operation 3, which is not in flight"));
+        c.complete(2).unwrap();
+        assert!(c.complete(2).unwrap_err().contains("twice"));
+        c.complete(1).unwrap();
+        assert!(c.complete(1).unwrap_err().contains("not in flight"));
+    }
+
+    /// A full ring names the operation to wait for; numbers wrap around the ring.
+    #[test]
+    fn a_full_ring_waits_for_its_oldest_operation() {
+        let mut c = Completions::new();
+        assert_eq!(c.next(), (1, 0));
+        for op in 1..=IN_FLIGHT as u64 {
+            c.posted(op as usize % 4);
+        }
+        let (next, after) = c.next();
+        assert_eq!((next, after), (IN_FLIGHT as u64 + 1, 1));
+        c.complete(1).unwrap();
+        c.posted(7);
+        assert_eq!(c.target(next), Some(7));
+        for op in 2..=next {
+            c.complete(op).unwrap();
+        }
+        assert_eq!(c.done_upto(), next);
+    }
+}
