@@ -52,9 +52,11 @@
 #   fetch-add      symmem atomic_fetch_add_latency (u64); SOS shmem_long_atomic_fetch_add.
 #                  Round trip.
 #   ping-pong      symmem put_signal_pingpong_latency: put_signal of 8 B + signal_wait_until,
-#                  answered alike; round trip / 2. SOS (OpenSHMEM 1.4 code, no put_signal):
-#                  shmem_long_p of a sequence number + shmem_long_wait_until, answered alike;
-#                  round trip / 2 (one 8-byte write per direction, no separate signal).
+#                  answered alike; round trip / 2. SOS, two rows: the same with
+#                  shmem_putmem_signal (SHMEM_SIGNAL_SET) + shmem_signal_wait_until (the
+#                  like-for-like row: SOS too writes, waits for the write's completion, then
+#                  sends the signal atomic), and shmem_long_p of a sequence number +
+#                  shmem_long_wait_until (one 8-byte write per direction, no signal).
 #                  fi_pingpong / fi_rdm_pingpong print usec/xfer = elapsed / iterations / 2
 #                  (util/pingpong.c and fabtests' benchmark_shared.c pass xfers_per_iter = 2),
 #                  i.e. also round trip / 2; but two-sided send/recv, not RMA.

@@ -8,18 +8,22 @@
 #     over shared memory and again over Open MPI's TCP BTL;
 #   - bare TCP over loopback (tcp_pingpong.c): ping-pong and stream;
 #   - the physical limits: a C flag ping-pong through shared memory (flag_pingpong.c) and
-#     one core's memcpy bandwidth (memcpy_bw.c).
+#     one core's memcpy bandwidth (memcpy_bw.c);
+#   - with --ofi, then ofi.sh: symmem over libfabric (tcp;ofi_rxm) beside its socket
+#     transport, Sandia OpenSHMEM on the same provider and libfabric's own floor (fabtests),
+#     in a table of its own (see ofi.sh for what it needs).
 #
 # Prints one table (table.py: metric, size, symmem, each peer with the ratio symmem/peer;
 # lower is better for latency, higher for bandwidth) and writes OUT/peers-<UTC date>.json
 # (the table and every row) and OUT/peers-<UTC date>.svg (a chart).
 #
-#   bash benches/peers/run.sh [--quick] [--perf PATH] [--out DIR]
+#   bash benches/peers/run.sh [--quick] [--perf PATH] [--out DIR] [--ofi]
 #
 #   --quick      smoke run: few iterations, small byte budgets, fewer sizes (seconds, not
 #                minutes; the values mean little)
 #   --perf PATH  use this symmem-perf binary instead of building it with cargo --release
 #   --out DIR    where the JSON and the chart go (default bench-results/ in the repository)
+#   --ofi        also run ofi.sh (one run; --quick passed on)
 #
 # Needs a C compiler, Open MPI (mpicc, mpirun, oshcc, oshrun), python3, and cargo unless
 # --perf is given. Nothing else heavy should run meanwhile: every value is a median over
@@ -29,13 +33,14 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-quick=0 perf="" out="$root/bench-results"
+quick=0 perf="" out="$root/bench-results" ofi=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --perf) perf="${2:?--perf needs the path of a symmem-perf binary}"; shift ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
-    *) echo "usage: $0 [--quick] [--perf PATH] [--out DIR]" >&2; exit 2 ;;
+    --ofi) ofi=1 ;;
+    *) echo "usage: $0 [--quick] [--perf PATH] [--out DIR] [--ofi]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -121,3 +126,6 @@ mode=$([ "$quick" = 1 ] && echo " --quick" || true)
 python3 "$here/table.py" "$rows" --json "$out/peers-$day.json" --svg "$out/peers-$day.svg" \
   --machine "$machine" --command "bash benches/peers/run.sh$mode (started $started)"
 echo "wrote $out/peers-$day.json and $out/peers-$day.svg" >&2
+if [ "$ofi" = 1 ]; then
+  bash "$here/ofi.sh" --runs 1 $([ "$quick" = 1 ] && echo --quick || true)
+fi
