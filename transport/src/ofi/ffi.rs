@@ -34,6 +34,9 @@ pub(super) struct Attrs {
     pub order: u64,
     /// Whether completions mean delivery (`FI_DELIVERY_COMPLETE` granted).
     pub delivery_complete: c_int,
+    /// The CQ's wait object (a file descriptor that polls readable when progress has work),
+    /// or -1.
+    pub wait_fd: c_int,
 }
 
 impl Default for Attrs {
@@ -49,6 +52,7 @@ impl Default for Attrs {
             inject_size: 0,
             order: 0,
             delivery_complete: 0,
+            wait_fd: -1,
         }
     }
 }
@@ -102,6 +106,7 @@ extern "C" {
     pub(super) fn symmem_ofi_hmem(prov: *const c_char) -> c_int;
     pub(super) fn symmem_ofi_known(prov: *const c_char) -> c_int;
     pub(super) fn symmem_ofi_close(o: *mut SymmemOfi);
+    pub(super) fn symmem_ofi_trywait(o: *mut SymmemOfi) -> c_int;
     pub(super) fn symmem_ofi_name(o: *mut SymmemOfi, buf: *mut c_void, len: *mut usize) -> c_int;
     pub(super) fn symmem_ofi_insert(
         o: *mut SymmemOfi,

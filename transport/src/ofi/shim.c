@@ -43,6 +43,7 @@ struct symmem_ofi_attrs {
 	size_t inject_size;
 	uint64_t order;
 	int delivery_complete;
+	int wait_fd;
 };
 
 /* The orders the transport can use, as providers report them (requesting none, they list
@@ -256,7 +257,7 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	struct fi_info *hints = endpoint_hints(prov, heap_cuda_device >= 0);
 	struct symmem_ofi *o = calloc(1, sizeof(*o));
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_FD};
 	int rc;
 	*out = NULL;
 	if (!hints || !o) {
@@ -265,17 +266,13 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 		say(err, errlen, "allocating", -FI_ENOMEM);
 		return -FI_ENOMEM;
 	}
-	/* Progress by the provider's own thread where it has one (rxm's blocks on its
-	 * sockets, so a peer's operation is served as soon as it arrives); otherwise manual
-	 * progress, which the Rust side drives. */
-	hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
-	hints->domain_attr->threading = FI_THREAD_SAFE;
+	/* The Rust side serializes every call (and drives progress where the provider needs
+	 * it: with the threads that wait, and a thread of its own that blocks on the CQ's
+	 * wait object while none does). A provider progress thread (FI_PROGRESS_AUTO) is not
+	 * asked for: rxm's wakes on every arrival and contends with the thread that polls,
+	 * which doubled round trips here. */
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
-	if (rc == -FI_ENODATA) {
-		hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
-		hints->domain_attr->threading = FI_THREAD_DOMAIN;
-		rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
-	}
 	fi_freeinfo(hints);
 	if (rc) {
 		say(err, errlen, "fi_getinfo", rc);
@@ -295,9 +292,14 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 		say(err, errlen, "fi_av_open", rc);
 		goto fail;
 	}
-	if ((rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL))) {
-		say(err, errlen, "fi_cq_open", rc);
-		goto fail;
+	/* A wait object (a file descriptor) where the provider has one, for the progress
+	 * thread to block on; else none, and that thread polls. */
+	if (fi_cq_open(o->domain, &cq_attr, &o->cq, NULL)) {
+		cq_attr.wait_obj = FI_WAIT_NONE;
+		if ((rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL))) {
+			say(err, errlen, "fi_cq_open", rc);
+			goto fail;
+		}
 	}
 	if ((rc = fi_endpoint(o->domain, o->info, &o->ep, NULL))) {
 		say(err, errlen, "fi_endpoint", rc);
@@ -336,11 +338,22 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	attrs->inject_size = o->info->tx_attr->inject_size;
 	attrs->delivery_complete = (o->info->tx_attr->op_flags & FI_DELIVERY_COMPLETE) != 0;
 	attrs->order = o->info->tx_attr->msg_order & o->info->rx_attr->msg_order & SYMMEM_ORDER;
+	attrs->wait_fd = -1;
+	if (cq_attr.wait_obj == FI_WAIT_FD && fi_control(&o->cq->fid, FI_GETWAIT, &attrs->wait_fd))
+		attrs->wait_fd = -1;
 	*out = o;
 	return 0;
 fail:
 	symmem_ofi_close(o);
 	return rc;
+}
+
+/* 0 when the CQ's wait object may be blocked on (nothing is pending that only progress
+ * would reveal), -FI_EAGAIN when progress must run first. */
+int symmem_ofi_trywait(struct symmem_ofi *o)
+{
+	struct fid *cq = &o->cq->fid;
+	return fi_trywait(o->fabric, &cq, 1);
 }
 
 /* This endpoint's address, for the peers' address vectors. */
