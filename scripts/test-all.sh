@@ -210,7 +210,7 @@ for seed in 1 2; do
   )
 done
 
-step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, a killed peer, a missing and a refused provider; the 2-node device suite (device operations through the proxy) and the three workloads over it"
+step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, a killed peer, a missing provider, the RMA and AMO suites over shm; the 2-node device suite (device operations through the proxy) and the three workloads over it"
 cargo test --features ofi --test ofi
 cargo test -p symmem-device-tests --features ofi --test device_ops on_2_nodes_over_ofi
 cargo build --features ofi --example moe_dispatch --example put_signal_pipeline --example transpose
