@@ -85,8 +85,11 @@ def test_an_array_dropped_without_free_is_reported_not_freed():
 def test_ctrl_c_stops_a_wait():
     # One PE alone (a job of its own: no launcher variables), waiting for a signal that
     # never comes; SIGINT after half a second must end the wait with KeyboardInterrupt.
+    # Python's KeyboardInterrupt handler is installed explicitly: a test run started in
+    # the background inherits SIGINT ignored, and Python then installs none.
     code = textwrap.dedent("""
         import os, signal, threading, symmem
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         symmem.init()
         sig = symmem.zeros((1,), "uint64")
         threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
