@@ -14,6 +14,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+from tcp_table import human
+
 # (label, symmem metric, SOS metric, trips of the ping-pong floor or None)
 LATENCY = [
     ("put_signal ping-pong, one-way (8 B)", "put_signal_pingpong_latency",
@@ -26,14 +28,6 @@ LATENCY = [
     ("barrier_all, 2 PEs", "barrier_all_latency", "oshmem_barrier_all_latency", None),
 ]
 BW_SIZES = [4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20]
-
-
-def human(size):
-    if size >= 1 << 20:
-        return f"{size >> 20} MiB"
-    if size >= 1 << 10:
-        return f"{size >> 10} KiB"
-    return f"{size} B"
 
 
 def main(path):

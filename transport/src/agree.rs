@@ -42,6 +42,18 @@ impl Proposal {
     }
 }
 
+/// What a PE whose GPU heap its NIC cannot register at connect time is told about host
+/// staging: that it was too late for `SYMMEM_ALLOW_HOST_STAGING=1` (`allowed`), or that
+/// setting it would have staged the job.
+#[cfg(any(feature = "ib", feature = "ofi"))]
+pub(crate) fn staging_hint(allowed: bool) -> &'static str {
+    if allowed {
+        " (it could be when host staging was decided; SYMMEM_ALLOW_HOST_STAGING=1 cannot help now)"
+    } else {
+        "; SYMMEM_ALLOW_HOST_STAGING=1 would stage the job through host memory over the socket transport instead"
+    }
+}
+
 /// One PE's entry in the agreement: its proposal and whether it allows host staging.
 pub(super) fn encode(proposal: Proposal, allow_staging: bool) -> [u8; 2] {
     [proposal as u8, allow_staging as u8]

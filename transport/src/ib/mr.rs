@@ -84,11 +84,7 @@ pub(crate) fn register_heap(
             format!(
                 "the GPU heap cannot be registered with {} for GPUDirect RDMA: {cause}{}",
                 port.name(),
-                if config.allow_host_staging {
-                    " (it could be when host staging was decided; SYMMEM_ALLOW_HOST_STAGING=1 cannot help now)"
-                } else {
-                    "; SYMMEM_ALLOW_HOST_STAGING=1 would stage the job through host memory over the socket transport instead"
-                }
+                crate::agree::staging_hint(config.allow_host_staging)
             ),
         )
     })

@@ -519,11 +519,7 @@ fn open(setup: &Setup<'_>) -> Result<Opened> {
             if let Err(why) = probe_hmem(provider.as_deref()) {
                 return Err(fail(format!(
                     "the GPU heap cannot be registered: {why}{}",
-                    if setup.config.allow_host_staging {
-                        " (it could be when host staging was decided; SYMMEM_ALLOW_HOST_STAGING=1 cannot help now)"
-                    } else {
-                        "; SYMMEM_ALLOW_HOST_STAGING=1 would stage the job through host memory over the socket transport instead"
-                    }
+                    crate::agree::staging_hint(setup.config.allow_host_staging)
                 )));
             }
             ordinal
