@@ -222,27 +222,32 @@ run() {
 }
 
 # The Python package on GPU PEs, where the machine's python3 has torch: the bundle's wheel
-# and pytest installed (from the bundle, no network) into a venv that sees the system's
-# torch; the suites on CUDA tensors, and the MoE example's Rust kernels driven from torch.
+# and pytest installed (from the bundle, no network) into a folder on PYTHONPATH, so that
+# python3 keeps every package it finds today (a venv made from it, even with
+# --system-site-packages, hid torch and numpy on the lent H100, whose python3 is itself a
+# venv's); pytest from the bundle only where python3 has none; the suites on
+# CUDA tensors, and the MoE example's Rust kernels driven from torch.
 python_checks() {
-  local here=$1 venv library
+  local here=$1 site library
   if ! python3 -c 'import torch' 2>/dev/null; then
     echo "NOTE: python3 has no torch here: the Python checks are not run"
     return 0
   fi
-  venv=$(mktemp -d)/venv
+  python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
+  site=$(mktemp -d)/site
   library="$here/python/libsymmem_example_kernel_library.so"
-  if ! python3 -m venv --system-site-packages "$venv" ||
-    ! "$venv/bin/python" -m pip install --quiet --no-index --find-links "$here/python/wheels" symmem pytest; then
+  local wheels=("$here"/python/wheels/symmem-*.whl)
+  python3 -c 'import pytest' 2>/dev/null || wheels=("$here"/python/wheels/*.whl)
+  if ! python3 -m pip install --quiet --no-index --no-deps --target "$site" "${wheels[@]}"; then
     failed=$((failed + 1))
     failures+=("Python package install")
-    echo "FAIL Python package install (the bundle's wheel into a venv)"
+    echo "FAIL Python package install (the bundle's wheels into $site)"
     return 0
   fi
-  check "Python suite on GPU PEs (2 PEs)" env SYMMEM_KERNEL_LIBRARY="$library" \
-    "$venv/bin/python" -m symmem.run -n 2 -m pytest "$here/python/tests" -q -p no:cacheprovider
-  check "Python MoE example, Rust kernels from torch (2 PEs)" \
-    "$venv/bin/python" -m symmem.run -n 2 "$here/python/examples/moe.py" "$library"
+  check "Python suite on GPU PEs (2 PEs)" env PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" \
+    SYMMEM_KERNEL_LIBRARY="$library" python3 -m symmem.run -n 2 -m pytest "$here/python/tests" -q -p no:cacheprovider
+  check "Python MoE example, Rust kernels from torch (2 PEs)" env PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" \
+    python3 -m symmem.run -n 2 "$here/python/examples/moe.py" "$library"
 }
 
 # symmem-perf on GPU PEs, NVSHMEM's numbers for the same rows, and the table.

@@ -6,24 +6,25 @@ import numpy as np
 import pytest
 
 import symmem
+from views import fill, host, local
 
 
 def test_broadcast_fcollect_alltoall(pe):
     me, n = pe
     with symmem.zeros((4,), "float64") as src, symmem.zeros((4,), "float64") as dst:
-        np.from_dlpack(src)[:] = np.arange(4) + 10 * me
+        fill(src, np.arange(4) + 10 * me)
         symmem.barrier_all()
         symmem.broadcast(dst, src, n - 1)
-        assert np.from_dlpack(dst).tolist() == (np.arange(4) + 10 * (n - 1)).tolist()
+        assert host(dst).tolist() == (np.arange(4) + 10 * (n - 1)).tolist()
     with symmem.zeros((2,), "int32") as src, symmem.zeros((2 * n,), "int32") as dst:
-        np.from_dlpack(src)[:] = [me, -me]
+        fill(src, [me, -me])
         symmem.fcollect(dst, src)
-        assert np.from_dlpack(dst).tolist() == [x for p in range(n) for x in (p, -p)]
+        assert host(dst).tolist() == [x for p in range(n) for x in (p, -p)]
     with symmem.zeros((3 * n,), "uint64") as src, symmem.zeros((3 * n,), "uint64") as dst:
         # Block j of PE p holds 100 p + j: PE j receives 100 p + j from every p.
-        np.from_dlpack(src)[:] = np.repeat(np.arange(n) + 100 * me, 3)
+        fill(src, np.repeat(np.arange(n) + 100 * me, 3))
         symmem.alltoall(dst, src)
-        assert np.from_dlpack(dst).tolist() == [100 * p + me for p in range(n) for _ in range(3)]
+        assert host(dst).tolist() == [100 * p + me for p in range(n) for _ in range(3)]
     gc.collect()
 
 
@@ -31,30 +32,30 @@ def test_broadcast_fcollect_alltoall(pe):
 def test_reduce_every_arithmetic_op(pe, dtype):
     me, n = pe
     with symmem.zeros((5,), dtype) as src, symmem.zeros((5,), dtype) as dst:
-        np.from_dlpack(src)[:] = np.arange(5) + me + 1
+        fill(src, np.arange(5) + me + 1)
         for op, want in [("sum", sum(np.arange(5) + p + 1 for p in range(n))),
                          ("min", np.arange(5) + 1), ("max", np.arange(5) + n),
                          ("prod", np.prod([np.arange(5) + p + 1 for p in range(n)], axis=0))]:
             symmem.reduce(dst, src, op)
-            assert np.from_dlpack(dst).tolist() == np.asarray(want, dtype).tolist(), op
+            assert host(dst).tolist() == np.asarray(want, dtype).tolist(), op
         gc.collect()
 
 
 def test_bitwise_reductions_and_reducescatter(pe):
     me, n = pe
     with symmem.zeros((1,), "uint32") as src, symmem.zeros((1,), "uint32") as dst:
-        np.from_dlpack(src)[:] = 1 << me
+        fill(src, 1 << me)
         symmem.reduce(dst, src, "or")
-        assert np.from_dlpack(dst)[0] == (1 << n) - 1
+        assert host(dst)[0] == (1 << n) - 1
         symmem.reduce(dst, src, "and")
-        assert np.from_dlpack(dst)[0] == (1 if n == 1 else 0)
+        assert host(dst)[0] == (1 if n == 1 else 0)
         symmem.reduce(dst, src, "xor")
-        assert np.from_dlpack(dst)[0] == (1 << n) - 1
+        assert host(dst)[0] == (1 << n) - 1
     with symmem.zeros((2 * n,), "float32") as src, symmem.zeros((2,), "float32") as dst:
-        np.from_dlpack(src)[:] = np.arange(2 * n) + me
+        fill(src, np.arange(2 * n) + me)
         symmem.reducescatter(dst, src, "sum")
         block = np.arange(2 * n).reshape(n, 2)[me]
-        assert np.from_dlpack(dst).tolist() == (n * block + sum(range(n))).tolist()
+        assert host(dst).tolist() == (n * block + sum(range(n))).tolist()
     gc.collect()
 
 
@@ -70,7 +71,7 @@ def test_collective_argument_errors(pe):
         with pytest.raises(ValueError, match=f"fcollect: dst \\(n_pes × src\\) must hold {4 * n} elements"):
             symmem.fcollect(a, a)
         with pytest.raises(ValueError, match="dst is not symmetric"):
-            symmem.reduce(np.zeros(4, np.float32), a)
+            symmem.reduce(local(np.zeros(4), "float32"), a)
         with pytest.raises(TypeError, match="reduces int32, int64, uint32, uint64, float32 or float64 arrays, got bool"):
             with symmem.zeros((4,), "bool") as c:
                 symmem.reduce(c, c)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import symmem
+from views import local, on_gpu, view
 
 
 @pytest.fixture
@@ -36,9 +37,21 @@ def test_pe_out_of_range(arr):
 
 def test_a_local_array_is_not_symmetric(arr):
     with pytest.raises(ValueError, match="dst is not symmetric"):
-        symmem.put(np.zeros(4, np.float32), np.zeros(4, np.float32), 0)
+        symmem.put(local(np.zeros(4), "float32"), np.zeros(4, np.float32), 0)
     with pytest.raises(ValueError, match="ivar is not symmetric"):
-        symmem.atomic_add(np.zeros(1, np.int64), 1, 0)
+        symmem.atomic_add(local([0], "int64"), 1, 0)
+
+
+def test_operands_on_the_wrong_device_name_both_devices(arr):
+    if not on_gpu():
+        pytest.skip("GPU PEs only: on a CPU PE every operand is host memory")
+    me = symmem.my_pe()
+    # Host memory where the symmetric heap is on the GPU.
+    with pytest.raises(ValueError, match=f"put: dst is on cpu, but PE {me}'s symmetric heap is on cuda:"):
+        symmem.put(np.zeros(4, np.float32), np.zeros(4, np.float32), 0)
+    # GPU memory as the local side of a host operation.
+    with pytest.raises(ValueError, match="get: dst is on cuda:.*; host operations read and write host memory"):
+        symmem.get(view(arr), arr, 0)
 
 
 def test_not_contiguous_and_not_an_array(arr):
@@ -63,7 +76,7 @@ def test_types_an_operation_does_not_take(arr):
 
 def test_use_after_free_and_free_with_a_live_view():
     a = symmem.zeros((4,), "int32")
-    v = np.from_dlpack(a)
+    v = view(a)
     with pytest.raises(BufferError, match=r"1 DLPack view\(s\) .* are still alive"):
         a.free()
     del v
@@ -71,7 +84,7 @@ def test_use_after_free_and_free_with_a_live_view():
     a.free()
     assert a.freed
     with pytest.raises(BufferError, match="was freed"):
-        np.from_dlpack(a)
+        view(a)
     with pytest.raises(ValueError, match="already freed"):
         a.free()
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import symmem
+from views import host, local, torch_device
 
 torch = pytest.importorskip("torch")
 
@@ -43,15 +44,15 @@ def test_pipeline_kernels_with_torch_numpy_and_symmetric_arrays(module, pe):
     with symmem.zeros((chunks * chunk,), "uint64") as buf, \
             symmem.zeros((chunks,), "uint64") as sig, \
             symmem.zeros((chunks,), "uint64") as sums:
-        src = torch.arange(chunks * chunk, dtype=torch.int64) * (me + 1)  # a plain tensor
+        # A plain tensor, where this PE's kernels run.
+        src = (torch.arange(chunks * chunk, dtype=torch.int64) * (me + 1)).to(torch_device())
         module.launch("pipeline_produce", 1, 64, buf, src, chunk, chunks, sig, (me + 1) % n)
         module.launch("pipeline_consume", (1,), (32, 2), torch.from_dlpack(buf), chunk,
                       chunks, sig, sums)
         left = (me - 1) % n
         want = (np.arange(chunks * chunk, dtype=np.uint64) * (left + 1)).reshape(chunks, chunk)
-        got = np.from_dlpack(sums)
+        got = host(sums)
         assert (got == want.sum(axis=1)).all(), (got, want.sum(axis=1))
-        del got
         gc.collect()
         symmem.barrier_all()
 
@@ -72,7 +73,7 @@ def test_moe_dispatch_and_combine_match_torch(module, warp_scope):
 def test_a_failing_kernel_names_what_failed(module, pe):
     me, n = pe
     with symmem.zeros((8,), "uint64") as buf, symmem.zeros((1,), "uint64") as sig:
-        src = np.zeros(8, np.uint64)
+        src = local(np.zeros(8), "uint64")
         with pytest.raises(symmem.SymmemError, match=f"PE {n} does not exist"):
             module.launch("pipeline_produce", 1, 32, buf, src, 8, 1, sig, n)
         symmem.barrier_all()
@@ -81,7 +82,7 @@ def test_a_failing_kernel_names_what_failed(module, pe):
 def test_bad_launches_are_refused_naming_the_argument(module, pe):
     me, n = pe
     with symmem.zeros((8,), "uint64") as buf:
-        src = np.zeros(8, np.uint64)
+        src = local(np.zeros(8), "uint64")
         with pytest.raises(ValueError, match='no kernel "nope"; it has pipeline_produce'):
             module.launch("nope", 1, 1)
         with pytest.raises(TypeError, match=r"takes 6 arguments \(\*mut u64, \*const u64, usize, usize, \*mut u64, u32\); 2 given"):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import symmem
+from views import host, on_gpu, view
 
 
 def test_numpy_sees_the_array_without_a_copy(pe):
@@ -13,6 +14,12 @@ def test_numpy_sees_the_array_without_a_copy(pe):
     with symmem.zeros((3, 4), np.float32) as a:
         assert (a.shape, a.dtype, a.size, a.nbytes, a.ndim) == ((3, 4), "float32", 12, 48, 2)
         assert symmem.ptr(a, me) == a.address
+        if on_gpu():
+            # DLPack's kDLCUDA with the PE's device: numpy, host-only, refuses it.
+            assert a.__dlpack_device__()[0] == 2
+            with pytest.raises(BufferError):
+                np.from_dlpack(a)
+            return
         assert a.__dlpack_device__() == (1, 0)
         v = np.from_dlpack(a)
         assert v.ctypes.data == a.address and v.shape == (3, 4) and v.dtype == np.float32
@@ -31,13 +38,10 @@ def test_put_and_get_around_the_ring(pe, dtype):
         src = (np.arange(5) + 10 * me).astype(dtype)
         symmem.put(a, src, right)
         symmem.barrier_all()
-        mine = np.from_dlpack(a)
-        assert (mine == (np.arange(5) + 10 * left).astype(dtype)).all()
+        assert (host(a) == (np.arange(5) + 10 * left).astype(dtype)).all()
         got = np.empty(5, dtype)
         symmem.get(got, a, right)
         assert (got == (np.arange(5) + 10 * me).astype(dtype)).all()
-        del mine
-        gc.collect()
         symmem.barrier_all()
 
 
@@ -58,10 +62,10 @@ def test_nbi_transfers_complete_at_quiet(pe):
 def test_a_view_of_a_symmetric_array_is_a_symmetric_operand(pe):
     me, n = pe
     with symmem.zeros((8,), "int32") as a:
-        whole = np.from_dlpack(a)
+        whole = view(a)
         symmem.put(whole[4:6], np.array([me, me], np.int32), (me + 1) % n)
         symmem.barrier_all()
-        assert whole.tolist() == [0] * 4 + [(me - 1) % n] * 2 + [0] * 2
+        assert host(whole).tolist() == [0] * 4 + [(me - 1) % n] * 2 + [0] * 2
         del whole
         gc.collect()
         symmem.barrier_all()
@@ -72,7 +76,7 @@ def test_put_signal_and_wait(pe):
     with symmem.zeros((16,), "float32") as data, symmem.zeros((1,), "uint64") as sig:
         symmem.put_signal(data, np.full(16, me + 0.5, np.float32), sig, 1, (me + 1) % n, op="add")
         assert symmem.signal_wait_until(sig, "ge", 1) == 1
-        assert (np.from_dlpack(data) == (me - 1) % n + 0.5).all()
+        assert (host(data) == (me - 1) % n + 0.5).all()
         assert symmem.signal_fetch(sig) == 1
         symmem.barrier_all()
         symmem.signal_op(sig, 5, (me + 1) % n, op="set")
@@ -85,7 +89,7 @@ def test_atomics_on_every_integer_type(pe):
     me, n = pe
     for dtype in ["int32", "int64", "uint32", "uint64"]:
         with symmem.zeros((2,), dtype) as c:
-            word = np.from_dlpack(c)[1:2]
+            word = view(c)[1:2]
             old = symmem.atomic_fetch_add(word, 3, 0)
             assert 0 <= old <= 3 * (n - 1)
             symmem.barrier_all()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import symmem
+from views import fill, host, view
 
 
 def test_team_world_numbers_every_pe(pe):
@@ -31,12 +32,12 @@ def test_a_strided_split_and_its_collectives(pe):
         assert world.translate_pe(me, evens) == me // 2
         assert evens.translate_pe(0, world) == 0
     with symmem.zeros((2,), "int64") as src, symmem.zeros((2,), "int64") as dst:
-        np.from_dlpack(src)[:] = [me, 1]
+        fill(src, [me, 1])
         if evens is not None:
             symmem.reduce(dst, src, "sum", team=evens)
-            assert np.from_dlpack(dst).tolist() == [sum(range(0, n, 2)), (n + 1) // 2]
+            assert host(dst).tolist() == [sum(range(0, n, 2)), (n + 1) // 2]
             symmem.broadcast(dst, src, evens.n_pes - 1, team=evens)
-            assert np.from_dlpack(dst).tolist() == [2 * (evens.n_pes - 1), 1]
+            assert host(dst).tolist() == [2 * (evens.n_pes - 1), 1]
             evens.barrier()
             evens.destroy()
             with pytest.raises(ValueError, match="the team was destroyed"):
@@ -53,11 +54,11 @@ def test_split_2d_rows_and_columns(pe):
     assert x.n_pes == min(xrange, n - (me // xrange) * xrange)
     # Every PE allocates the same (a full row); a short last row uses a view of it.
     with symmem.zeros((1,), "int32") as src, symmem.zeros((xrange,), "int32") as row:
-        np.from_dlpack(src)[:] = me
-        mine = np.from_dlpack(row)[: x.n_pes]
+        fill(src, me)
+        mine = view(row)[: x.n_pes]
         symmem.fcollect(mine, src, team=x)
         first = (me // xrange) * xrange
-        assert mine.tolist() == list(range(first, first + x.n_pes))
+        assert host(mine).tolist() == list(range(first, first + x.n_pes))
         del mine
         gc.collect()
         x.barrier()

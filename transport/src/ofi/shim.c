@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 struct symmem_ofi {
 	struct fi_info *info;
@@ -246,6 +248,25 @@ int symmem_ofi_hmem(const char *prov)
 	return rc;
 }
 
+/* shm names an endpoint's region after the process ("<pid>:<domain>:<endpoint>" in
+ * /dev/shm). A region left there by a process that was killed makes fi_enable of a later
+ * process with the same pid fail (EBUSY); a name with the time in it meets no stale one.
+ * Other providers keep their own names. */
+static int unique_shm_name(struct symmem_ofi *o, char *err, size_t errlen)
+{
+	char name[64];
+	struct timespec now;
+	int rc;
+	if (strcmp(o->info->fabric_attr->prov_name, "shm"))
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(name, sizeof(name), "symmem-%ld-%lld.%09ld", (long)getpid(),
+		 (long long)now.tv_sec, (long)now.tv_nsec);
+	if ((rc = fi_setname(&o->ep->fid, name, strlen(name) + 1)))
+		say(err, errlen, "fi_setname (shm region name)", rc);
+	return rc;
+}
+
 /* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL)
  * and registers `heap` (for peers' RMA and atomics: host memory when `heap_cuda_device` is
  * negative, else memory of that CUDA device) and `bounce` (the host buffers of this PE's
@@ -310,6 +331,8 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 		say(err, errlen, "fi_ep_bind", rc);
 		goto fail;
 	}
+	if ((rc = unique_shm_name(o, err, errlen)))
+		goto fail;
 	if ((rc = fi_enable(o->ep))) {
 		say(err, errlen, "fi_enable", rc);
 		goto fail;
