@@ -51,8 +51,8 @@ def fill(a, values):
     else:
         import torch
 
-        want = np.broadcast_to(np.asarray(values, dtype=a.dtype), tuple(v.shape))
-        v.copy_(torch.from_numpy(np.ascontiguousarray(want)))
+        want = np.array(np.broadcast_to(np.asarray(values, dtype=a.dtype), tuple(v.shape)))
+        v.copy_(torch.from_numpy(want))
 
 
 def local(values, dtype):
@@ -63,4 +63,4 @@ def local(values, dtype):
         return array
     import torch
 
-    return torch.from_numpy(np.ascontiguousarray(array)).to(torch_device())
+    return torch.from_numpy(np.array(array)).to(torch_device())
