@@ -7,14 +7,48 @@
  *
  * ITERS caps the copies per repetition (default 100000), BYTES is the byte budget per
  * repetition (default 256 MiB: sizes above BYTES/ITERS run BYTES/size copies, at least 8),
- * SIZES a comma-separated list of byte counts (default symmem-perf's sweep, 8 B to 16 MiB). */
+ * SIZES a comma-separated list of byte counts (default symmem-perf's sweep, 8 B to 16 MiB).
+ *
+ * A second row per size (c_nt_copy_bw, x86-64 only) copies with non-temporal stores
+ * (16-byte movntdq after the destination's head up to a 16-byte boundary, then sfence),
+ * which bypass the caches: the faster of the two is the limit for copies larger than the
+ * last-level cache can hold. */
 #include "common.h"
+#ifdef __x86_64__
+#include <emmintrin.h>
+#endif
 
-/* Copies `size` bytes `n` times from `src` to `dst`; returns the seconds taken. */
-static double copy_loop(char *dst, const char *src, long size, long n) {
+typedef void *(*copy_fn)(void *, const void *, size_t);
+
+#ifdef __x86_64__
+/* memcpy by non-temporal stores: the head to the destination's first 16-byte boundary and
+ * the tail by memcpy, the body by four 16-byte streaming stores per step, then sfence. */
+static void *nt_copy(void *dst_, const void *src_, size_t len) {
+    char *dst = dst_;
+    const char *src = src_;
+    size_t head = (16 - ((size_t)dst & 15)) & 15;
+    if (head > len) head = len;
+    memcpy(dst, src, head);
+    dst += head, src += head, len -= head;
+    for (; len >= 64; dst += 64, src += 64, len -= 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+    }
+    memcpy(dst, src, len);
+    _mm_sfence();
+    return dst_;
+}
+#endif
+
+/* Copies `size` bytes `n` times from `src` to `dst` with `copy`; returns the seconds taken. */
+static double copy_loop(copy_fn copy, char *dst, const char *src, long size, long n) {
     double t0 = now_s();
     for (long k = 0; k < n; k++) {
-        memcpy(dst, src, (size_t)size);
+        copy(dst, src, (size_t)size);
         /* The copy has an effect the compiler cannot see through, so identical copies are
          * not merged or dropped. */
         __asm__ volatile("" : : "r"(dst), "r"(src) : "memory");
@@ -38,9 +72,14 @@ int main(int argc, char **argv) {
         long size = sizes[i], n = transfers(budget, size, iters);
         long warm = n / 10 > 2 ? n / 10 : 2;
         double vals[REPS];
-        copy_loop(dst, src, size, warm);
-        for (int r = 0; r < REPS; r++) vals[r] = (double)n * (double)size / copy_loop(dst, src, size, n) * 1e-9;
+        copy_loop(memcpy, dst, src, size, warm);
+        for (int r = 0; r < REPS; r++) vals[r] = (double)n * (double)size / copy_loop(memcpy, dst, src, size, n) * 1e-9;
         print_json_row("c_memcpy_bw", size, median(vals, REPS), "GB/s", "p2p");
+#ifdef __x86_64__
+        copy_loop(nt_copy, dst, src, size, warm);
+        for (int r = 0; r < REPS; r++) vals[r] = (double)n * (double)size / copy_loop(nt_copy, dst, src, size, n) * 1e-9;
+        print_json_row("c_nt_copy_bw", size, median(vals, REPS), "GB/s", "p2p");
+#endif
     }
     free(src);
     free(dst);

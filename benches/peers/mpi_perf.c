@@ -14,6 +14,8 @@
  * BYTES per repetition (default 256 MiB; at least 8 transfers, at most ITERS):
  *   - put_bw: back-to-back MPI_Put of SIZE bytes from one buffer, then one MPI_Win_flush
  *     (symmem-perf's put_bw: put_nbi of the same buffer, then quiet);
+ *   - get_bw: back-to-back MPI_Get of SIZE bytes into one buffer, then one MPI_Win_flush
+ *     (symmem-perf's get_bw);
  *   - send_bw: windows of WINDOW MPI_Isend of SIZE bytes, then a zero-byte answer (as
  *     OSU's osu_bw). */
 #include <mpi.h>
@@ -84,6 +86,25 @@ static double put_bw(int me, int peer, size_t size, long n, const char *buf, MPI
         if (me == 0) {
             for (long k = 0; k < count; k++)
                 MPI_Put(buf, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
+            MPI_Win_flush(peer, win);
+        }
+        double t = now_s() - t0;
+        if (r >= 0) vals[r] = (double)count * (double)size / t * 1e-9;
+    }
+    return median(vals, REPS);
+}
+
+/* One-sided get bandwidth in GB/s from rank 1's window into rank 0 (median of REPS): `n`
+ * MPI_Get of `size` bytes from offset 0 into one buffer, then one MPI_Win_flush. */
+static double get_bw(int me, int peer, size_t size, long n, char *buf, MPI_Win win) {
+    double vals[REPS];
+    for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
+        long count = r < 0 ? (n / 10 > 2 ? n / 10 : 2) : n;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = now_s();
+        if (me == 0) {
+            for (long k = 0; k < count; k++)
+                MPI_Get(buf, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
             MPI_Win_flush(peer, win);
         }
         double t = now_s() - t0;
@@ -163,6 +184,9 @@ int main(int argc, char **argv) {
         long n = transfers(budget, sizes[i], iters);
         double bw = put_bw(me, peer, (size_t)sizes[i], n, buf, win);
         snprintf(metric, sizeof metric, "%sput_bw", prefix);
+        if (me == 0) print_json_row(metric, sizes[i], bw, "GB/s", transport);
+        bw = get_bw(me, peer, (size_t)sizes[i], n, buf, win);
+        snprintf(metric, sizeof metric, "%sget_bw", prefix);
         if (me == 0) print_json_row(metric, sizes[i], bw, "GB/s", transport);
         bw = send_bw(me, (size_t)sizes[i], n, buf);
         snprintf(metric, sizeof metric, "%ssend_bw", prefix);

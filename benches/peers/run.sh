@@ -106,7 +106,7 @@ measure() {
 
 started=$(date -u +%FT%TZ)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-symmem_metrics=put_signal_pingpong_latency,put_latency,get_latency,atomic_fetch_add_latency,put_bw,barrier_all_latency
+symmem_metrics=put_signal_pingpong_latency,put_latency,get_latency,atomic_fetch_add_latency,put_bw,get_bw,barrier_all_latency
 measure limits-flags "$build/flag_pingpong" "$iters"
 measure limits-memcpy "$build/memcpy_bw" "$iters" "$bytes" "$p2p_sizes"
 measure symmem-p2p "$perf" --pes 2 --json "${perf_opts[@]}" --iters "$iters" --bytes "$bytes" \

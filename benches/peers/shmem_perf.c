@@ -4,8 +4,9 @@
  *
  * Bandwidth (oshmem_put_bw) at each of SIZES (comma-separated bytes; default 4 KiB to
  * 16 MiB in x8 steps): back-to-back shmem_putmem_nbi of SIZE bytes from one buffer, then
- * one shmem_quiet (symmem-perf's put_bw), BYTES per repetition (default 256 MiB; at least
- * 8 puts, at most ITERS).
+ * one shmem_quiet (symmem-perf's put_bw), and get bandwidth (oshmem_get_bw): as many
+ * shmem_getmem_nbi into one buffer, then one shmem_quiet (symmem-perf's get_bw); BYTES per
+ * repetition (default 256 MiB; at least 8 transfers, at most ITERS).
  *
  * The ping-pong is the classic flag form: shmem_long_p of a sequence number, answered after
  * shmem_long_wait_until (one-way = round trip / 2). Where the library has put-with-signal
@@ -47,6 +48,24 @@ static double put_bw(int me, int peer, char *dst, const char *src, long size, lo
         double t0 = now_s();
         if (me == 0) {
             for (long k = 0; k < count; k++) shmem_putmem_nbi(dst, src, (size_t)size, peer);
+            shmem_quiet();
+        }
+        double t = now_s() - t0;
+        if (r >= 0) vals[r] = (double)count * (double)size / t * 1e-9;
+    }
+    return median(vals, REPS);
+}
+
+/* PE 0's get bandwidth from PE 1's `src` in GB/s (median of REPS): `n` nonblocking gets
+ * of `size` bytes into `dst`, then one quiet (symmem-perf's get_bw). */
+static double get_bw(int me, int peer, char *dst, const char *src, long size, long n) {
+    double vals[REPS];
+    for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
+        long count = r < 0 ? (n / 10 > 2 ? n / 10 : 2) : n;
+        shmem_barrier_all();
+        double t0 = now_s();
+        if (me == 0) {
+            for (long k = 0; k < count; k++) shmem_getmem_nbi(dst, src, (size_t)size, peer);
             shmem_quiet();
         }
         double t = now_s() - t0;
@@ -139,6 +158,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_sizes; i++) {
         double bw = put_bw(me, peer, dst, src, sizes[i], transfers(budget, sizes[i], iters));
         if (me == 0) print_json_row("oshmem_put_bw", sizes[i], bw, "GB/s", "p2p");
+        bw = get_bw(me, peer, src, dst, sizes[i], transfers(budget, sizes[i], iters));
+        if (me == 0) print_json_row("oshmem_get_bw", sizes[i], bw, "GB/s", "p2p");
     }
     shmem_barrier_all();
     shmem_free(dst);

@@ -34,6 +34,7 @@ COLUMNS = [
     ("tcp", "bare TCP"),
     ("nvshmem", "NVSHMEM"),
     ("limit", "physical limit"),
+    ("nt_copy", "non-temporal copy"),
 ]
 
 # Host rows: (label, symmem metric, symmem transport, {column: (peer metric, factor)}).
@@ -66,6 +67,13 @@ HOST_ROWS = [
         "mpi_rma": ("mpi_put_bw", 1),
         "mpi_2sided": ("mpi_send_bw", 1),
         "limit": ("c_memcpy_bw", 1),
+        "nt_copy": ("c_nt_copy_bw", 1),
+    }),
+    ("get bandwidth (get_nbi + quiet; MPI_Get + flush; memcpy)", "get_bw", "p2p", {
+        "oshmem": ("oshmem_get_bw", 1),
+        "mpi_rma": ("mpi_get_bw", 1),
+        "limit": ("c_memcpy_bw", 1),
+        "nt_copy": ("c_nt_copy_bw", 1),
     }),
     ("put_signal ping-pong, one-way", "put_signal_pingpong_latency", "socket", {
         "mpi_2sided": ("mpi_tcp_sendrecv_pingpong_latency", 1),
@@ -88,6 +96,10 @@ HOST_ROWS = [
     ("put bandwidth (MPI_Put + flush; MPI_Isend; TCP stream)", "put_bw", "socket", {
         "mpi_rma": ("mpi_tcp_put_bw", 1),
         "mpi_2sided": ("mpi_tcp_send_bw", 1),
+        "tcp": ("c_tcp_stream_bw", 1),
+    }),
+    ("get bandwidth (MPI_Get + flush; TCP stream)", "get_bw", "socket", {
+        "mpi_rma": ("mpi_tcp_get_bw", 1),
         "tcp": ("c_tcp_stream_bw", 1),
     }),
 ]
@@ -228,7 +240,7 @@ def advantage(row, cell):
 
 
 COLORS = {"oshmem": "#4c72b0", "mpi_rma": "#dd8452", "mpi_2sided": "#55a868",
-          "tcp": "#c44e52", "nvshmem": "#8172b3", "limit": "#7f7f7f"}
+          "tcp": "#c44e52", "nvshmem": "#8172b3", "limit": "#7f7f7f", "nt_copy": "#bcbd22"}
 
 
 def esc(text):

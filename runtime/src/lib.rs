@@ -17,6 +17,7 @@ pub mod executor;
 pub mod fuzzing;
 mod health;
 mod heap;
+mod host_copy;
 mod init;
 mod interrupt;
 mod kernel_library;
@@ -35,7 +36,7 @@ mod team_state;
 mod topology;
 mod wait_report;
 
-pub use config::{Config, DeviceChoice, MemoryOrdering, DEFAULT_MAX_TEAMS};
+pub use config::{Config, DeviceChoice, MemoryOrdering, NtCopy, DEFAULT_MAX_TEAMS};
 pub use counters::{Counters, OpCounts};
 /// The CUDA driver bindings symmem uses (for [`Stream::cuda`] and your own launches).
 #[cfg(feature = "cuda")]

@@ -48,6 +48,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             "symmem_runtime::ops::raw",
             "symmem_runtime::route",
             "symmem_runtime::ops::access",
+            "symmem_runtime::host_copy",
             "symmem_runtime::ops::amo",
             "symmem_runtime::ops::signal",
             "symmem_runtime::ops::ordering",

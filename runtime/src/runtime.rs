@@ -52,6 +52,8 @@ pub struct Runtime {
     pub(crate) all_mapped: bool,
     /// How each PE's heap is reached, chosen once at init.
     pub(crate) routes: Box<[Route]>,
+    /// How host copies to and from mapped heaps are made, by size.
+    pub(crate) host_copy: crate::host_copy::HostCopy,
     /// What device code (kernels on the CPU executor, or a PTX module) reads.
     pub(crate) device_state: DeviceState,
     /// The array `device_state.peer_bases` points to on a CPU PE.

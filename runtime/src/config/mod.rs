@@ -65,6 +65,41 @@ pub enum MemoryOrdering {
     Weak,
 }
 
+/// From what size host copies on mapped heaps use non-temporal stores
+/// (`SYMMEM_NT_COPY_THRESHOLD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NtCopy {
+    /// 3/8 of the last-level cache (where they measured faster than `memcpy`).
+    Auto,
+    /// Never: `memcpy` at every size.
+    Off,
+    /// From this many bytes on.
+    From(usize),
+}
+
+impl NtCopy {
+    /// `auto`, `off`, or a size (`16M`).
+    fn parse(v: &str) -> Result<Self, String> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "off" | "never" | "none" => Ok(Self::Off),
+            _ => parse_size(v)
+                .map(Self::From)
+                .map_err(|why| format!("{why}; or auto, or off")),
+        }
+    }
+}
+
+impl std::fmt::Display for NtCopy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Off => f.write_str("off"),
+            Self::From(bytes) => write!(f, "{bytes}"),
+        }
+    }
+}
+
 /// `SYMMEM_DEVICE`'s values.
 const DEVICE_CHOICES: &[(&str, DeviceChoice)] = &[
     ("auto", DeviceChoice::Auto),
@@ -162,6 +197,8 @@ pub struct Config {
     pub exec_stack_size: usize,
     /// `SYMMEM_ORDERING`.
     pub ordering: MemoryOrdering,
+    /// `SYMMEM_NT_COPY_THRESHOLD`.
+    pub nt_copy: NtCopy,
     /// `SYMMEM_ORDERING_SEED`; `None` = chosen from the clock at init.
     pub ordering_seed: Option<u64>,
     /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
@@ -292,6 +329,7 @@ impl Config {
                 })
             })?,
             ordering: r.choice("SYMMEM_ORDERING", ORDERINGS)?,
+            nt_copy: r.parse_or_default("SYMMEM_NT_COPY_THRESHOLD", NtCopy::parse)?,
             ordering_seed: r.optional_u64("SYMMEM_ORDERING_SEED")?,
             test_exit_at,
         })
@@ -405,6 +443,7 @@ impl Config {
                 "SYMMEM_ORDERING",
                 format!("{:?}", self.ordering).to_lowercase(),
             ),
+            ("SYMMEM_NT_COPY_THRESHOLD", self.nt_copy.to_string()),
             (
                 "SYMMEM_ORDERING_SEED",
                 self.ordering_seed

@@ -14,6 +14,7 @@ use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
 use crate::allocator::{AllocState, Allocator, MIN_ALIGN};
 use crate::config::{Config, MemoryOrdering};
 use crate::counters::Registry;
+use crate::host_copy::HostCopy;
 use crate::error::Result;
 use crate::heap::{self, SymmetricHeap, RESERVED};
 use crate::liveness::{self, InitProgress, PeerWatch};
@@ -155,6 +156,8 @@ impl Runtime {
             .map(|pe| heap.base(pe).filter(|_| !weak || pe == rank).unwrap_or(0))
             .collect();
         let routes = routes(&topo, &heap, weak, transport.is_some());
+        let host_copy = HostCopy::new(config.nt_copy);
+        tracing::info!(target: "symmem_runtime::host_copy", "PE {rank}: {}", host_copy.describe());
         let device_and_proxy = (|| {
             let device = device_resources(&heap, &peer_bases)?;
             let proxy = transport
@@ -200,6 +203,7 @@ impl Runtime {
             teams,
             all_mapped,
             routes,
+            host_copy,
             device_state,
             _peer_bases: peer_bases,
             device,

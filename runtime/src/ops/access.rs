@@ -175,7 +175,7 @@ impl Runtime {
         match dst {
             Located::Host(p) => {
                 // SAFETY: forwarded from the caller.
-                unsafe { std::ptr::copy_nonoverlapping(src, p, len) };
+                unsafe { self.host_copy.copy(p, src, len) };
                 self.counters.direct(Op::Put, len);
             }
             #[cfg(feature = "cuda")]
@@ -212,7 +212,7 @@ impl Runtime {
         match src {
             Located::Host(p) => {
                 // SAFETY: forwarded from the caller.
-                unsafe { std::ptr::copy_nonoverlapping(p.cast_const(), dst, len) };
+                unsafe { self.host_copy.copy(dst, p.cast_const(), len) };
                 self.counters.direct(Op::Get, len);
             }
             #[cfg(feature = "cuda")]
