@@ -34,9 +34,15 @@ impl HostCopy {
     pub(crate) fn new(setting: NtCopy) -> Self {
         match setting {
             NtCopy::Auto => Self::auto(last_level_cache_bytes()),
-            NtCopy::Off => Self { nt_from: usize::MAX },
+            NtCopy::Off => Self {
+                nt_from: usize::MAX,
+            },
             NtCopy::From(bytes) => Self {
-                nt_from: if nt_stores_available() { bytes } else { usize::MAX },
+                nt_from: if nt_stores_available() {
+                    bytes
+                } else {
+                    usize::MAX
+                },
             },
         }
     }
@@ -191,7 +197,11 @@ mod tests {
 
     #[test]
     fn the_default_is_three_eighths_of_the_last_level_cache() {
-        let want = if nt_stores_available() { 12 << 20 } else { usize::MAX };
+        let want = if nt_stores_available() {
+            12 << 20
+        } else {
+            usize::MAX
+        };
         assert_eq!(HostCopy::auto(Some(32 << 20)).nt_from, want);
         assert_eq!(HostCopy::auto(None).nt_from, usize::MAX);
         assert_eq!(HostCopy::new(NtCopy::Off).nt_from, usize::MAX);
@@ -210,7 +220,10 @@ mod tests {
                         copier.copy(dst.as_mut_ptr().add(d_off), src.as_ptr().add(s_off), len)
                     };
                     assert_eq!(&dst[d_off..d_off + len], &src[s_off..s_off + len]);
-                    assert!(dst[..d_off].iter().all(|&b| b == 0xAA), "{len} {s_off} {d_off}");
+                    assert!(
+                        dst[..d_off].iter().all(|&b| b == 0xAA),
+                        "{len} {s_off} {d_off}"
+                    );
                     assert!(dst[d_off + len..].iter().all(|&b| b == 0xAA));
                 }
             }

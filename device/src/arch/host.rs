@@ -263,26 +263,6 @@ pub unsafe fn load_acquire_u64(p: *const u64) -> u64 {
     unsafe { AtomicU64::from_ptr(p as *mut u64) }.load(Ordering::Acquire)
 }
 
-/// A 16-byte load: one element of a copy's body (the GPU's `ld.v4.u32`).
-///
-/// # Safety
-/// `p` must be valid for 16 bytes and 16-byte aligned.
-#[inline]
-pub unsafe fn load16(p: *const u8) -> [u32; 4] {
-    // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe { p.cast::<[u32; 4]>().read() }
-}
-
-/// A 16-byte store: one element of a copy's body (the GPU's `st.v4.u32`).
-///
-/// # Safety
-/// `p` must be valid for 16 bytes and 16-byte aligned.
-#[inline]
-pub unsafe fn store16(p: *mut u8, v: [u32; 4]) {
-    // SAFETY: the caller guarantees `p` is valid and aligned.
-    unsafe { p.cast::<[u32; 4]>().write(v) }
-}
-
 /// Release store.
 ///
 /// # Safety
