@@ -8,7 +8,9 @@
 //! - the others get a grace period to report that error and exit, then are killed;
 //! - the launcher returns the first failing PE's exit code (128 + signal for a signal).
 //!
-//! Each child gets `PR_SET_PDEATHSIG = SIGKILL`, so killing the launcher kills the job.
+//! Each child gets `PR_SET_PDEATHSIG = SIGKILL`, so killing the launcher kills the job,
+//! and the CPUs its [`Placement`] gives it (`--bind-to`, `--map-by`), set before it runs
+//! its program so that every thread inherits them.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -18,6 +20,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::affinity::{Binding, Placement};
 use crate::auth::{self, JobKey};
 use crate::tcp::RendezvousServer;
 use crate::BootstrapError;
@@ -31,6 +34,8 @@ pub const ENV_SECRET: &str = "SYMMEM_LAUNCH_SECRET";
 pub const ENV_RANK: &str = "SYMMEM_LAUNCH_RANK";
 /// The number of PEs.
 pub const ENV_SIZE: &str = "SYMMEM_LAUNCH_SIZE";
+/// How the launcher bound the PE ([`Placement::how`]), which init reports.
+pub const ENV_BIND: &str = "SYMMEM_LAUNCH_BIND";
 
 /// Longest the launcher sleeps between checks of its children.
 const POLL: Duration = Duration::from_millis(50);
@@ -52,6 +57,8 @@ pub struct LaunchOptions {
     pub timeout: Duration,
     /// After the first failure, how long the other PEs get to exit on their own.
     pub kill_grace: Duration,
+    /// Each PE's CPUs, planned for `n_pes` PEs ([`Placement::plan`]).
+    pub placement: Placement,
 }
 
 /// The rendezvous key of a job symrun started with `secret` ([`ENV_SECRET`]).
@@ -66,6 +73,13 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
             "the number of PEs must be at least 1".into(),
         ));
     }
+    if opts.placement.n_pes() != opts.n_pes {
+        return Err(BootstrapError::Config(format!(
+            "the CPU placement is planned for {} PEs, not {}",
+            opts.placement.n_pes(),
+            opts.n_pes
+        )));
+    }
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .map_err(|e| BootstrapError::io("binding the launcher's rendezvous", &e))?;
     let secret = JobKey::random_secret()?;
@@ -78,16 +92,27 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
             .env(ENV_ADDR, server.addr().to_string())
             .env(ENV_SECRET, auth::to_hex(&secret))
             .env(ENV_RANK, rank.to_string())
-            .env(ENV_SIZE, opts.n_pes.to_string());
+            .env(ENV_SIZE, opts.n_pes.to_string())
+            .env(ENV_BIND, opts.placement.how());
         if opts.tag_output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
-        // SAFETY: the closure runs in the forked child before exec and only calls prctl,
-        // which is async-signal-safe.
+        let cpus = opts.placement.cpus(rank);
+        // Built here: the child may not allocate between fork and exec.
+        let mask = cpus.map(|c| c.mask());
+        // SAFETY: the closure runs in the forked child before exec and only calls prctl
+        // and sched_setaffinity (on a mask built before the fork), both async-signal-safe
+        // system calls.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                if let Some(mask) = &mask {
+                    let bytes = std::mem::size_of_val(mask.as_slice());
+                    if libc::sched_setaffinity(0, bytes, mask.as_ptr().cast()) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 Ok(())
             });
@@ -96,8 +121,12 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
             Ok(c) => c,
             Err(e) => {
                 kill_all(&mut children);
+                let bound = cpus.map_or(String::new(), |c| format!(" bound to CPUs {c}"));
                 return Err(BootstrapError::io(
-                    format!("starting PE {rank}: {}", opts.program.to_string_lossy()),
+                    format!(
+                        "starting PE {rank}{bound}: {}",
+                        opts.program.to_string_lossy()
+                    ),
                     &e,
                 ));
             }
@@ -304,8 +333,9 @@ pub enum SelfLaunch {
 }
 
 /// Lets a program start itself as N PEs: when `--pes N` is among its arguments and the
-/// process is not already part of a job, it re-runs itself N times (without `--pes N`)
-/// under the launcher and returns [`SelfLaunch::Finished`] with the job's exit code.
+/// process is not already part of a job, it re-runs itself N times (without `--pes N`,
+/// and without `--bind-to V` and `--map-by V`, which bind the PEs as symrun's do) under
+/// the launcher and returns [`SelfLaunch::Finished`] with the job's exit code.
 pub fn self_launch(timeout: Duration, kill_grace: Duration) -> Result<SelfLaunch, BootstrapError> {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let Some(pos) = args.iter().position(|a| a == "--pes") else {
@@ -322,6 +352,21 @@ pub fn self_launch(timeout: Duration, kill_grace: Duration) -> Result<SelfLaunch
         .ok_or_else(|| BootstrapError::Config("--pes needs a positive number of PEs".into()))?;
     let mut rest = args.clone();
     rest.drain(pos..pos + 2);
+    let mut binding = Binding::default();
+    for option in Binding::OPTIONS {
+        while let Some(at) = rest.iter().position(|a| a == option) {
+            let value = rest
+                .get(at + 1)
+                .and_then(|v| v.to_str())
+                .ok_or_else(|| BootstrapError::Config(format!("{option} needs a value")))?
+                .to_string();
+            binding
+                .set(option, &value)
+                .map_err(BootstrapError::Config)?;
+            rest.drain(at..at + 2);
+        }
+    }
+    let placement = Placement::for_this_process(n_pes, &binding).map_err(BootstrapError::Config)?;
     let program = std::env::current_exe()
         .map_err(|e| BootstrapError::io("finding the current executable", &e))?;
     let opts = LaunchOptions {
@@ -331,6 +376,7 @@ pub fn self_launch(timeout: Duration, kill_grace: Duration) -> Result<SelfLaunch
         tag_output: false,
         timeout,
         kill_grace,
+        placement,
     };
     run(&opts).map(SelfLaunch::Finished)
 }

@@ -16,6 +16,7 @@
 //! the rank(s) instead of hanging; a peer whose host dies or is cut off is noticed within
 //! the dead-peer time ([`net`]).
 
+pub mod affinity;
 pub mod auth;
 pub mod duration;
 pub mod env;

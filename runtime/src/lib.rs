@@ -6,6 +6,7 @@
 
 mod alike;
 mod allocator;
+mod binding;
 pub mod config;
 mod counters;
 #[cfg(feature = "cuda")]

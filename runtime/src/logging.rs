@@ -25,6 +25,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             "symmem_runtime::liveness",
             "symmem_runtime::health",
             "symmem_runtime::pe_device",
+            "symmem_runtime::binding",
             "symmem_runtime::self_launch",
             "symmem_runtime::cuda",
             "symmem_runtime::module",

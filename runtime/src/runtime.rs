@@ -154,6 +154,20 @@ impl Runtime {
         "cpu".into()
     }
 
+    /// This PE's CPUs and who chose them, e.g. `bound to CPUs 1 (symrun --bind-to core)`
+    /// or `runs on CPUs 0-1 (not bound by symmem)`: the CPUs the calling thread may run
+    /// on, which every thread the runtime starts inherits.
+    pub fn cpu_binding(&self) -> String {
+        #[cfg(feature = "cuda")]
+        let narrowed = self
+            .device
+            .as_ref()
+            .and_then(|d| d.gpu.cpus_narrowed.as_deref());
+        #[cfg(not(feature = "cuda"))]
+        let narrowed = None;
+        crate::binding::describe(narrowed)
+    }
+
     /// This PE's operation counters since init: ops and bytes per path (direct, the
     /// job's remote transport, proxy) and the proxy ring's high-water mark (see [`Counters`] for what each
     /// counts; device operations through P2P pointers in kernels are not counted). Also

@@ -3,13 +3,15 @@
 //! finds, how kernels run on CPU PEs and how to debug them there before they go to a
 //! GPU, and which launcher it detects in the current environment and what init would do.
 //!
-//! `symmem-info --pes N` then starts N local PEs of itself and prints the job's topology:
-//! each PE's node (and what decided the node identity), device and NIC, and the route
+//! `symmem-info --pes N [--bind-to core|numa|none] [--map-by core|numa]` then starts N local
+//! PEs of itself and prints the job's topology: each PE's node (and what decided the node
+//! identity), CPUs (and who bound them), device and NIC, and the route
 //! every PE takes to every other PE (direct p2p, cuda copy, socket, ib; weak ordering
 //! when set) and why. Run under `symrun -n N`, it prints that topology only.
 
 use std::process::ExitCode;
 
+use symmem::bootstrap::affinity::{numa, Binding, CpuSet};
 use symmem::bootstrap::env::ENV_JOB_SECRET;
 use symmem::bootstrap::launcher::ENV_RANK;
 use symmem::bootstrap::vars::process_env;
@@ -17,7 +19,7 @@ use symmem::bootstrap::{decide, Plan};
 use symmem::config::{MemoryOrdering, VARIABLES};
 use symmem::SelfLaunch;
 
-const USAGE: &str = "usage: symmem-info [--pes N]";
+const USAGE: &str = "usage: symmem-info [--pes N [--bind-to core|numa|none] [--map-by core|numa]]";
 
 fn main() -> ExitCode {
     if std::env::var_os(ENV_RANK).is_some() {
@@ -31,7 +33,7 @@ fn main() -> ExitCode {
         };
     }
     if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}\n\nPrints symmem's version, build features, configuration variables (value and default), devices, debugging modes and launcher; with --pes N, also starts N local PEs and prints their topology and routes.");
+        println!("{USAGE}\n\nPrints symmem's version, build features, configuration variables (value and default), devices, debugging modes and launcher; with --pes N, also starts N local PEs (bound as symrun binds them) and prints their topology, CPUs and routes.");
         return ExitCode::SUCCESS;
     }
     let pes = match parse_args(std::env::args().skip(1)) {
@@ -67,11 +69,19 @@ fn main() -> ExitCode {
 }
 
 /// The number of PEs of `--pes N`, if given; an error names the flag and the bad value.
+/// `--bind-to` and `--map-by` are checked here and acted on by the self-launch.
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<usize>, String> {
     let mut pes = None;
+    let mut binding = Binding::default();
     let mut args = args;
     while let Some(a) = args.next() {
         match a.as_str() {
+            option @ ("--bind-to" | "--map-by") => {
+                let v = args
+                    .next()
+                    .ok_or_else(|| format!("{option} needs a value"))?;
+                binding.set(option, &v)?;
+            }
             "--pes" => {
                 let v = args
                     .next()
@@ -87,6 +97,9 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<usize>, Strin
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if pes.is_none() && binding != Binding::default() {
+        return Err("--bind-to and --map-by need --pes N".into());
     }
     Ok(pes)
 }
@@ -141,6 +154,8 @@ fn report(config: &symmem::Config) {
             Err(why) => format!("none usable: {why}"),
         }
     );
+    println!("\nCPUs:");
+    println!("{}", describe_cpus());
     println!("\nkernels on CPU PEs (the debugging modes):");
     println!("{}", describe_cpu_modes(config));
     println!("\nlauncher (SYMMEM_BOOTSTRAP={}):", config.bootstrap);
@@ -222,12 +237,13 @@ fn topology() -> symmem::Result<()> {
     };
     let ifname = config.socket_ifname.as_deref().unwrap_or("auto");
     let mut text = format!(
-        "PE {me}: node {}\n  node identity: {}\n  host {}, pid {}, device {}\n  NIC: {nic}; sockets: interface {ifname} (SYMMEM_SOCKET_IFNAME)\n",
+        "PE {me}: node {}\n  node identity: {}\n  host {}, pid {}, device {}\n  CPUs: {}\n  NIC: {nic}; sockets: interface {ifname} (SYMMEM_SOCKET_IFNAME)\n",
         rt.node_of(me)?,
         rt.node_identity_source(),
         rt.hostname_of(me)?,
         std::process::id(),
         rt.device_description(),
+        rt.cpu_binding(),
     );
     for pe in (0..n).filter(|&pe| pe != me) {
         text.push_str(&format!("  PE {me} -> PE {pe}: {}\n", rt.route_to(pe)?));
@@ -257,6 +273,27 @@ fn topology() -> symmem::Result<()> {
     rt.free(texts)?;
     rt.free(lens)?;
     rt.finalize()
+}
+
+/// The CPUs this process may run on, the NUMA nodes, and how symrun would bind PEs.
+fn describe_cpus() -> String {
+    let allowed = match CpuSet::of_this_thread() {
+        Ok(c) => c,
+        Err(e) => return format!("  unknown: sched_getaffinity failed: {e}"),
+    };
+    let nodes: Vec<String> = numa::nodes()
+        .iter()
+        .map(|n| format!("node {}: {}", n.id, n.cpus))
+        .collect();
+    let n = allowed.len();
+    format!(
+        "  this process may run on CPUs {allowed} ({n})\n  NUMA nodes: {}\n  symrun -n N and --pes N bind each PE to one of them when N <= {n}, else none (--bind-to core|numa|none, --map-by core|numa); PEs of other launchers keep their binding; a GPU PE is narrowed to its GPU's NUMA node",
+        if nodes.is_empty() {
+            "not listed (one node)".to_string()
+        } else {
+            nodes.join("; ")
+        }
+    )
 }
 
 /// What `symmem::init()` would do in this environment, in a few lines.

@@ -1,7 +1,8 @@
 //! `symrun`: start N local symmem PEs.
 //!
 //! ```text
-//! symrun -n N [--tag-output] [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
+//! symrun -n N [--bind-to core|numa|none] [--map-by core|numa] [--tag-output]
+//!        [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
 //! ```
 //! Exits with 0 when every PE succeeds, else with the first failing PE's exit code
 //! (128 + signal number for a PE killed by a signal).
@@ -10,12 +11,19 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use symmem::bootstrap::affinity::{Binding, Placement};
 use symmem::bootstrap::launcher::{self, LaunchOptions};
 
 const USAGE: &str =
-    "usage: symrun -n N [--tag-output] [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
+    "usage: symrun -n N [--bind-to core|numa|none] [--map-by core|numa] [--tag-output]
+              [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
 
   -n, --np N            number of PEs to start on this machine
+  --bind-to WHAT        bind each PE to a core (one CPU), to the CPUs of a NUMA node, or
+                        none; always within the CPUs symrun itself may use (default: core
+                        when there are at least N of them, else none)
+  --map-by WHAT         spread PEs CPU after CPU (core, the default) or over the NUMA
+                        nodes in turn (numa)
   --tag-output          prefix each output line with [PE i]
   --kill-grace SECONDS  after the first PE fails, how long the others may take to exit
                         on their own before they are killed (default 5; 1 year or
@@ -23,13 +31,24 @@ const USAGE: &str =
 
 Environment: SYMMEM_BOOTSTRAP_TIMEOUT bounds every bootstrap call (default 60 s).";
 
-fn parse(args: Vec<OsString>) -> Result<(usize, bool, Duration, OsString, Vec<OsString>), String> {
+/// symrun's command line.
+struct Args {
+    n_pes: usize,
+    tag_output: bool,
+    kill_grace: Duration,
+    binding: Binding,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+fn parse(args: Vec<OsString>) -> Result<Args, String> {
     let mut n = None;
     let mut tag = false;
     let mut grace = symmem::DEFAULT_KILL_GRACE;
+    let mut binding = Binding::default();
     let mut it = args.into_iter();
     let text = |a: &OsString| a.to_string_lossy().into_owned();
-    loop {
+    let program = loop {
         let Some(arg) = it.next() else {
             return Err("no program given".into());
         };
@@ -50,33 +69,37 @@ fn parse(args: Vec<OsString>) -> Result<(usize, bool, Duration, OsString, Vec<Os
                 grace = symmem::bootstrap::duration::parse_seconds(&v)
                     .map_err(|why| format!("--kill-grace {v}: {why}"))?;
             }
+            Some(option @ ("--bind-to" | "--map-by")) => {
+                let v = text(&it.next().ok_or_else(|| format!("{option} needs a value"))?);
+                binding.set(option, &v)?;
+            }
             Some("-h" | "--help") => return Err(String::new()),
-            Some("--") => {
-                let program = it.next().ok_or("no program given after --")?;
-                let n = n.ok_or("-n N is required")?;
-                return Ok((n, tag, grace, program, it.collect()));
-            }
+            Some("--") => break it.next().ok_or("no program given after --")?,
             Some(s) if s.starts_with('-') => return Err(format!("unknown option {s}")),
-            _ => {
-                let n = n.ok_or("-n N is required")?;
-                return Ok((n, tag, grace, arg, it.collect()));
-            }
+            _ => break arg,
         }
-    }
+    };
+    Ok(Args {
+        n_pes: n.ok_or("-n N is required")?,
+        tag_output: tag,
+        kill_grace: grace,
+        binding,
+        program,
+        args: it.collect(),
+    })
 }
 
 fn main() -> ExitCode {
-    let (n_pes, tag_output, kill_grace, program, args) =
-        match parse(std::env::args_os().skip(1).collect()) {
-            Ok(v) => v,
-            Err(msg) => {
-                if !msg.is_empty() {
-                    eprintln!("symrun: {msg}");
-                }
-                eprintln!("{USAGE}");
-                return ExitCode::from(2);
+    let args = match parse(std::env::args_os().skip(1).collect()) {
+        Ok(v) => v,
+        Err(msg) => {
+            if !msg.is_empty() {
+                eprintln!("symrun: {msg}");
             }
-        };
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
     let config = match symmem::Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -84,13 +107,22 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A binding this machine cannot honour is a usage error, like a bad value.
+    let placement = match Placement::for_this_process(args.n_pes, &args.binding) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("symrun: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let opts = LaunchOptions {
-        n_pes,
-        program,
-        args,
-        tag_output,
+        n_pes: args.n_pes,
+        program: args.program,
+        args: args.args,
+        tag_output: args.tag_output,
         timeout: config.bootstrap_timeout,
-        kill_grace,
+        kill_grace: args.kill_grace,
+        placement,
     };
     match launcher::run(&opts) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
@@ -107,7 +139,23 @@ mod tests {
 
     fn grace(v: &str) -> Result<Duration, String> {
         let args = ["-n", "2", "--kill-grace", v, "prog"];
-        parse(args.iter().map(OsString::from).collect()).map(|(_, _, g, _, _)| g)
+        parse(args.iter().map(OsString::from).collect()).map(|a| a.kill_grace)
+    }
+
+    fn binding(args: &[&str]) -> Result<Binding, String> {
+        parse(args.iter().map(OsString::from).collect()).map(|a| a.binding)
+    }
+
+    #[test]
+    fn binding_options_are_parsed_and_bad_values_named() {
+        use symmem::bootstrap::affinity::{BindTo, MapBy};
+        let b = binding(&["-n", "2", "--bind-to", "numa", "--map-by", "numa", "p"]).unwrap();
+        assert_eq!((b.bind_to, b.map_by), (Some(BindTo::Numa), MapBy::Numa));
+        assert_eq!(binding(&["-n", "2", "p"]).unwrap(), Binding::default());
+        let err = binding(&["-n", "2", "--bind-to", "socket", "p"]).unwrap_err();
+        assert_eq!(err, "--bind-to socket: expected core, numa, none");
+        let err = binding(&["-n", "2", "--map-by"]).unwrap_err();
+        assert_eq!(err, "--map-by needs a value");
     }
 
     #[test]

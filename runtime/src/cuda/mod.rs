@@ -192,6 +192,9 @@ pub(crate) struct Gpu {
     /// A stream wait can flush remote writes that reached the GPU before it
     /// (`CU_STREAM_WAIT_VALUE_FLUSH`).
     pub(crate) flush_remote_writes: bool,
+    /// What this PE's CPUs were narrowed to at open (its GPU's NUMA node), if anything
+    /// ([`crate::binding::narrow_to_gpu`]).
+    pub(crate) cpus_narrowed: Option<String>,
     /// Failures of driver calls made in `Drop` (which cannot return them), reported by
     /// the next call that binds the context.
     drop_failures: std::sync::Mutex<Vec<String>>,
@@ -282,6 +285,7 @@ impl Gpu {
             "flushing remote writes",
         )? != 0;
         tracing::info!(pe, ordinal, %name, %pci_bus_id, sharers, compute_mode = mode_name, stream_memops, "GPU PE");
+        let cpus_narrowed = crate::binding::narrow_to_gpu(pe, &pci_bus_id);
         Ok(Gpu {
             ctx,
             ordinal,
@@ -292,6 +296,7 @@ impl Gpu {
             compute_capability,
             stream_memops,
             flush_remote_writes,
+            cpus_narrowed,
             drop_failures: Default::default(),
         })
     }

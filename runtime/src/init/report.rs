@@ -20,6 +20,7 @@ impl Runtime {
             heap_bytes = self.heap.len(),
             "symmem initialized"
         );
+        tracing::info!("PE {rank} {}", self.cpu_binding());
         if rank == 0 {
             for (name, value) in self.config.describe() {
                 tracing::info!("{name}={value}");

@@ -1,0 +1,10 @@
+//! CPU binding of the PEs a local launcher starts (`symrun --bind-to`, `--map-by`), and
+//! of GPU PEs to their GPU's NUMA node: CPU sets ([`CpuSet`]), NUMA nodes ([`numa`]) and
+//! the placement of PEs on them ([`Placement`]).
+
+mod cpuset;
+pub mod numa;
+mod placement;
+
+pub use cpuset::CpuSet;
+pub use placement::{binds, BindTo, Binding, Machine, MapBy, Placement};
