@@ -21,7 +21,7 @@ const USAGE: &str =
   -n, --np N            number of PEs to start on this machine
   --bind-to WHAT        bind each PE to a core (one CPU), to the CPUs of a NUMA node, or
                         none; always within the CPUs symrun itself may use (default: core
-                        when there are at least N of them, else none)
+                        when N >= 2 and there are at least N of them, else none)
   --map-by WHAT         spread PEs CPU after CPU (core, the default) or over the NUMA
                         nodes in turn (numa)
   --tag-output          prefix each output line with [PE i]

@@ -10,8 +10,10 @@
 //!   numa`);
 //! - `none`: the PEs inherit the launcher's CPUs.
 //!
-//! Without `--bind-to`, PEs are bound to cores when there are at least as many allowed
-//! CPUs as PEs, and not bound when they would be oversubscribed.
+//! Without `--bind-to`, two or more PEs are bound to cores when there are at least as many
+//! allowed CPUs as PEs, and not bound when they would be oversubscribed. A job of one PE
+//! is not bound (unlike Open MPI's): there is no other PE to keep apart from, and many
+//! one-PE jobs at once (a test suite) would all pile onto the first CPU.
 
 use std::fmt;
 use std::str::FromStr;
@@ -168,9 +170,11 @@ impl Placement {
     pub fn plan(n_pes: usize, binding: &Binding, machine: &Machine) -> Result<Self, String> {
         let allowed = &machine.allowed;
         let fits = n_pes <= allowed.len();
-        let bind_to = binding
-            .bind_to
-            .unwrap_or(if fits { BindTo::Core } else { BindTo::None });
+        let bind_to = binding.bind_to.unwrap_or(if fits && n_pes > 1 {
+            BindTo::Core
+        } else {
+            BindTo::None
+        });
         if bind_to == BindTo::Core && !fits {
             return Err(format!(
                 "--bind-to core: {n_pes} PEs need {n_pes} cores, but this process may run on {} (CPUs {allowed})",
@@ -302,7 +306,8 @@ mod tests {
         let m = machine("0-1", &[]);
         let b = Binding::default();
         assert_eq!(plan(2, &b, &m), ["0", "1"]);
-        assert_eq!(plan(1, &b, &m), ["0"]);
+        assert_eq!(plan(1, &b, &m), ["-"]);
+        assert_eq!(plan(1, &bind(Some("core"), "core"), &m), ["0"]);
         assert_eq!(plan(4, &b, &m), ["-", "-", "-", "-"]);
         let p = Placement::plan(4, &b, &m).unwrap();
         assert_eq!(p.how(), "--bind-to none, the default for 4 PEs on 2 CPUs");
