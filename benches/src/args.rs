@@ -28,6 +28,9 @@ Measures symmem between PE 0 (initiator) and PE 1 (target); launches its own N l
 with --pes (at least 2), or runs under symrun / mpirun.
 
   --pes N            start N PEs of this program (self-launch)
+  --bind-to WHAT     with --pes: bind each PE to a core, a NUMA node's CPUs, or none, as
+                     symrun does (default: core when there are enough CPUs)
+  --map-by WHAT      with --pes: core (default) or numa, as symrun's
   -b, --minbytes S   smallest size of every size-sweeping metric (default: each metric's
                      own sweep; with -e or -f alone, 8)
   -e, --maxbytes S   largest size (at most 16M; with -b or -f alone, 16M)
@@ -190,6 +193,10 @@ pub fn parse_args(args: &[String]) -> Result<Command, String> {
             "--matrix" => matrix = true,
             "--pes" => {
                 number(&mut it, "--pes")?;
+            }
+            // Read by the self-launch, which binds the PEs as symrun does.
+            "--bind-to" | "--map-by" => {
+                value(&mut it, arg)?;
             }
             "--transport" => {
                 transport = match value(&mut it, "--transport")? {

@@ -33,6 +33,12 @@ impl<T: Transport> Transport for Counted<T> {
         Ok(r)
     }
 
+    fn barrier_signal(&self, req: &Request) -> Result<()> {
+        self.inner.barrier_signal(req)?;
+        self.ops.request(req);
+        Ok(())
+    }
+
     fn submit_nowait(&self, req: &Request, io: Io<'_>) -> Result<Pending> {
         let r = self.inner.submit_nowait(req, io)?;
         self.ops.request(req);

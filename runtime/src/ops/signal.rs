@@ -157,6 +157,24 @@ impl Runtime {
     /// Applies `op(signal)` to a signal word by its route.
     #[inline(always)]
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // name, pe: the GPU path
+    /// A team barrier's signal: adds 1 to `flag` on `pe`, as `signal_op` would, but a
+    /// remote one is not left for the next quiet to complete (the barrier waits for it
+    /// at `pe`; a quiet that only had it to flush would cost a round trip per barrier).
+    pub(crate) fn barrier_signal(
+        &self,
+        op: &'static str,
+        flag: SymRef<'_, u64>,
+        pe: usize,
+    ) -> Result<()> {
+        match self.word(op, flag, pe)? {
+            Word::Remote { pe, off } => {
+                let req = Request::signal(pe as u32, off, SignalOp::Add, 1);
+                Ok(self.remote().barrier_signal(&req)?)
+            }
+            s => self.update_signal(op, &s, 1, SignalOp::Add, pe),
+        }
+    }
+
     fn update_signal(
         &self,
         name: &'static str,

@@ -55,7 +55,7 @@ use crate::error::{Error, Result};
 use crate::route::Word;
 use crate::runtime::Runtime;
 use crate::sym::SymBuf;
-use symmem_transport::int::{Cmp, SignalOp, SymInt};
+use symmem_transport::int::{Cmp, SymInt};
 
 use crate::team_state::{
     SlotCounters, TeamState, AREA_ID, FINGERPRINT_WORDS, NODE_SLOT, REQUEST_HEAD, SCRATCH_WORDS,
@@ -646,7 +646,7 @@ impl Runtime {
         } + 1;
         for Round { index, to, from } in barrier::rounds(team.my_index, n) {
             let flag = area.at(self.teams.flag(team.slot, index));
-            self.signal_op(flag, 1, SignalOp::Add, team.members.world(to))?;
+            self.barrier_signal(op, flag, team.members.world(to))?;
             let word = self.word(op, flag, me)?;
             self.wait_word(
                 op,

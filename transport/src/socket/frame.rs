@@ -266,6 +266,7 @@ pub(super) mod tests {
         use super::*;
         use crate::interface::HeapRegion;
         use crate::socket::tests::{read_frame, with_client};
+        use crate::socket::Flush;
         use crate::target::Target;
         use proptest::prelude::*;
 
@@ -428,7 +429,7 @@ pub(super) mod tests {
                 let mut heap = [0u64; 1];
                 let (sh, mut client) = with_client(&mut heap);
                 let c = sh.conn(1).unwrap();
-                sh.send_request(c, "test", req, &payload).unwrap();
+                sh.send_request(c, "test", req, &payload, Flush::Needed).unwrap();
                 let (kind, body) = read_frame(&mut client);
                 prop_assert_eq!(kind, Kind::Request);
                 let got: Request = bytemuck::pod_read_unaligned(&body[..REQUEST_LEN]);

@@ -131,6 +131,15 @@ struct Conn {
     flow: Flow,
 }
 
+/// Whether a request without an answer must be flushed by the next `quiet`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    /// A put, AMO or signal of the program's: `quiet` completes it.
+    Needed,
+    /// A team barrier's signal, which the barrier waits for at the target itself.
+    NotNeeded,
+}
+
 #[derive(Default)]
 struct OutQueue {
     frames: VecDeque<Vec<u8>>,
@@ -506,7 +515,7 @@ impl Transport for SocketTransport {
         let op = req.opcode().map_or("request", |o| o.name());
         let c = sh.conn_for(op, pe)?;
         let slot = sh
-            .send_request(c, op, *req, &[])?
+            .send_request(c, op, *req, &[], Flush::Needed)?
             .expect("a fetching request expects an answer");
         Ok(Pending::Reply(Box::new(InFlightReply {
             shared: Arc::clone(sh),
@@ -516,6 +525,13 @@ impl Transport for SocketTransport {
             sent: Instant::now(),
             polls: 0,
         })))
+    }
+
+    fn barrier_signal(&self, req: &Request) -> Result<()> {
+        let sh = &*self.shared;
+        let c = sh.conn_for("barrier", req.pe as usize)?;
+        sh.send_request(c, "barrier", *req, &[], Flush::NotNeeded)
+            .map(drop)
     }
 
     fn fence(&self) -> Result<()> {
@@ -632,6 +648,30 @@ pub(super) mod tests {
             spins: AtomicU64::new(0),
         };
         (shared, client)
+    }
+
+    #[test]
+    fn a_barrier_signal_is_sent_but_left_out_of_the_next_quiet() {
+        let mut heap = [0u64; 4];
+        let (sh, mut client) = with_client(&mut heap);
+        let c = sh.conn(1).unwrap();
+        let signal = Request::signal(1, 8, SignalOp::Add, 1);
+        sh.send_request(c, "barrier", signal, &[], Flush::NotNeeded)
+            .unwrap();
+        assert_eq!(read_frame(&mut client).0, Kind::Request);
+        assert_eq!(
+            c.unflushed.load(Ordering::Acquire),
+            0,
+            "quiet would flush it"
+        );
+        sh.send_request(c, "signal_op", signal, &[], Flush::Needed)
+            .unwrap();
+        assert_eq!(read_frame(&mut client).0, Kind::Request);
+        assert_eq!(
+            c.unflushed.load(Ordering::Acquire),
+            1,
+            "quiet must flush it"
+        );
     }
 
     /// Serves PE 1's connection until `done` holds or it fails; returns the failure.

@@ -13,7 +13,7 @@ use symmem_sync::Backoff;
 
 use super::frame::{self, Answer, Kind, REQUEST_LEN};
 use super::sys::{poll_one, write_raw};
-use super::{lock, Conn, Shared, Slot, INLINE_PAYLOAD};
+use super::{lock, Conn, Flush, Shared, Slot, INLINE_PAYLOAD};
 use crate::error::Result;
 
 impl Shared {
@@ -204,7 +204,7 @@ impl Shared {
         req: Request,
         payload: &[u8],
     ) -> Result<(u64, Vec<u8>)> {
-        let Some(slot) = self.send_request(c, op, req, payload)? else {
+        let Some(slot) = self.send_request(c, op, req, payload, Flush::Needed)? else {
             return Ok((0, Vec::new()));
         };
         self.wait(c, op, &slot)?;
@@ -213,13 +213,15 @@ impl Shared {
     }
 
     /// Sends one request (with its payload); for gets and fetching AMOs returns the slot
-    /// its answer lands in.
+    /// its answer lands in. A request without an answer is left for the next quiet to
+    /// flush unless `flush` says it need not be.
     pub(super) fn send_request(
         &self,
         c: &Conn,
         op: &'static str,
         mut req: Request,
         payload: &[u8],
+        flush: Flush,
     ) -> Result<Option<Arc<Slot>>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         req.tag = id;
@@ -242,7 +244,9 @@ impl Shared {
         let payload = &payload[inline..];
         let Some(awaits) = Answer::to(&req) else {
             self.send(c, op, &[head, payload])?;
-            c.unflushed.fetch_add(1, Ordering::Release);
+            if flush == Flush::Needed {
+                c.unflushed.fetch_add(1, Ordering::Release);
+            }
             return Ok(None);
         };
         // Within the window before the request leaves: see `flow`.
