@@ -75,36 +75,22 @@ static double send_bw(int me, size_t size, long transfers, char *buf) {
     return median(vals, REPS);
 }
 
-/* One-sided bandwidth in GB/s from rank 0 into rank 1's window (median of REPS): `n`
- * MPI_Put of `size` bytes from one buffer to offset 0, then one MPI_Win_flush. */
-static double put_bw(int me, int peer, size_t size, long n, const char *buf, MPI_Win win) {
+/* One-sided bandwidth in GB/s between rank 0 and rank 1's window (median of REPS): `n`
+ * transfers of `size` bytes between one buffer and offset 0, then one MPI_Win_flush.
+ * `get` = 0: MPI_Put into the window (put_bw); 1: MPI_Get from it (get_bw). */
+static double rma_bw(int me, int peer, size_t size, long n, char *buf, MPI_Win win, int get) {
     double vals[REPS];
     for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
         long count = r < 0 ? (n / 10 > 2 ? n / 10 : 2) : n;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = now_s();
         if (me == 0) {
-            for (long k = 0; k < count; k++)
-                MPI_Put(buf, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
-            MPI_Win_flush(peer, win);
-        }
-        double t = now_s() - t0;
-        if (r >= 0) vals[r] = (double)count * (double)size / t * 1e-9;
-    }
-    return median(vals, REPS);
-}
-
-/* One-sided get bandwidth in GB/s from rank 1's window into rank 0 (median of REPS): `n`
- * MPI_Get of `size` bytes from offset 0 into one buffer, then one MPI_Win_flush. */
-static double get_bw(int me, int peer, size_t size, long n, char *buf, MPI_Win win) {
-    double vals[REPS];
-    for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
-        long count = r < 0 ? (n / 10 > 2 ? n / 10 : 2) : n;
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = now_s();
-        if (me == 0) {
-            for (long k = 0; k < count; k++)
-                MPI_Get(buf, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
+            for (long k = 0; k < count; k++) {
+                if (get)
+                    MPI_Get(buf, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
+                else
+                    MPI_Put(buf, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
+            }
             MPI_Win_flush(peer, win);
         }
         double t = now_s() - t0;
@@ -182,10 +168,10 @@ int main(int argc, char **argv) {
     char metric[64];
     for (int i = 0; i < n_sizes; i++) {
         long n = transfers(budget, sizes[i], iters);
-        double bw = put_bw(me, peer, (size_t)sizes[i], n, buf, win);
+        double bw = rma_bw(me, peer, (size_t)sizes[i], n, buf, win, 0);
         snprintf(metric, sizeof metric, "%sput_bw", prefix);
         if (me == 0) print_json_row(metric, sizes[i], bw, "GB/s", transport);
-        bw = get_bw(me, peer, (size_t)sizes[i], n, buf, win);
+        bw = rma_bw(me, peer, (size_t)sizes[i], n, buf, win, 1);
         snprintf(metric, sizeof metric, "%sget_bw", prefix);
         if (me == 0) print_json_row(metric, sizes[i], bw, "GB/s", transport);
         bw = send_bw(me, (size_t)sizes[i], n, buf);

@@ -38,34 +38,22 @@ static long payload;         /* put_signal ping-pong data */
         if (me == 0) print_json(metric, 8, median(vals, REPS));                     \
     } while (0)
 
-/* PE 0's put bandwidth into PE 1's `dst` in GB/s (median of REPS): `n` nonblocking puts
- * of `size` bytes from `src`, then one quiet. */
-static double put_bw(int me, int peer, char *dst, const char *src, long size, long n) {
+/* PE 0's bandwidth with PE 1 in GB/s (median of REPS): `n` nonblocking transfers of `size`
+ * bytes, then one quiet. `get` = 0: puts from `src` into PE 1's `dst` (symmem-perf's
+ * put_bw); 1: gets from PE 1's `src` into `dst` (its get_bw). */
+static double rma_bw(int me, int peer, char *dst, const char *src, long size, long n, int get) {
     double vals[REPS];
     for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
         long count = r < 0 ? (n / 10 > 2 ? n / 10 : 2) : n;
         shmem_barrier_all();
         double t0 = now_s();
         if (me == 0) {
-            for (long k = 0; k < count; k++) shmem_putmem_nbi(dst, src, (size_t)size, peer);
-            shmem_quiet();
-        }
-        double t = now_s() - t0;
-        if (r >= 0) vals[r] = (double)count * (double)size / t * 1e-9;
-    }
-    return median(vals, REPS);
-}
-
-/* PE 0's get bandwidth from PE 1's `src` in GB/s (median of REPS): `n` nonblocking gets
- * of `size` bytes into `dst`, then one quiet (symmem-perf's get_bw). */
-static double get_bw(int me, int peer, char *dst, const char *src, long size, long n) {
-    double vals[REPS];
-    for (int r = -1; r < REPS; r++) { /* r == -1: warm-up */
-        long count = r < 0 ? (n / 10 > 2 ? n / 10 : 2) : n;
-        shmem_barrier_all();
-        double t0 = now_s();
-        if (me == 0) {
-            for (long k = 0; k < count; k++) shmem_getmem_nbi(dst, src, (size_t)size, peer);
+            for (long k = 0; k < count; k++) {
+                if (get)
+                    shmem_getmem_nbi(dst, src, (size_t)size, peer);
+                else
+                    shmem_putmem_nbi(dst, src, (size_t)size, peer);
+            }
             shmem_quiet();
         }
         double t = now_s() - t0;
@@ -156,9 +144,9 @@ int main(int argc, char **argv) {
     memset(src, 0x5a, MAX_TRANSFER);
     memset(dst, 0, MAX_TRANSFER);
     for (int i = 0; i < n_sizes; i++) {
-        double bw = put_bw(me, peer, dst, src, sizes[i], transfers(budget, sizes[i], iters));
+        double bw = rma_bw(me, peer, dst, src, sizes[i], transfers(budget, sizes[i], iters), 0);
         if (me == 0) print_json_row("oshmem_put_bw", sizes[i], bw, "GB/s", "p2p");
-        bw = get_bw(me, peer, src, dst, sizes[i], transfers(budget, sizes[i], iters));
+        bw = rma_bw(me, peer, src, dst, sizes[i], transfers(budget, sizes[i], iters), 1);
         if (me == 0) print_json_row("oshmem_get_bw", sizes[i], bw, "GB/s", "p2p");
     }
     shmem_barrier_all();
