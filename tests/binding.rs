@@ -17,6 +17,17 @@ fn my_cpus() -> CpuSet {
     CpuSet::of_this_thread().expect("sched_getaffinity")
 }
 
+/// This test process's CPUs when there are two or more (tests that bind two PEs to CPUs
+/// of their own need them); otherwise says the test is skipped.
+fn at_least_two_cpus() -> Option<CpuSet> {
+    let mine = my_cpus();
+    if mine.len() < 2 {
+        eprintln!("skipped: this test process may run on only CPUs {mine}");
+        return None;
+    }
+    Some(mine)
+}
+
 /// Runs `prefix… symrun ARGS -n N --tag-output grep Cpus_allowed_list /proc/self/status`.
 fn symrun(prefix: &[&str], args: &[&str], n: usize) -> Output {
     let (program, before) = match prefix.split_first() {
@@ -67,11 +78,9 @@ fn assert_usage_error(out: &Output, needle: &str) {
 
 #[test]
 fn by_default_each_pe_gets_a_cpu_of_its_own() {
-    let mine = my_cpus();
-    if mine.len() < 2 {
-        eprintln!("skipped: this test process may run on only CPUs {mine}");
+    let Some(mine) = at_least_two_cpus() else {
         return;
-    }
+    };
     let cpus = pe_cpus(&symrun(&[], &[], 2), 2);
     assert_eq!(cpus[0].cpus(), &mine.cpus()[..1], "PE 0");
     assert_eq!(cpus[1].cpus(), &mine.cpus()[1..2], "PE 1");
@@ -141,11 +150,9 @@ fn pes_are_never_given_cpus_the_launcher_may_not_use() {
 
 #[test]
 fn each_pe_logs_its_binding_at_info() {
-    let mine = my_cpus();
-    if mine.len() < 2 {
-        eprintln!("skipped: this test process may run on only CPUs {mine}");
+    let Some(mine) = at_least_two_cpus() else {
         return;
-    }
+    };
     let out = Command::new(SYMRUN)
         .args(["-n", "2", TEST_PE, "hello"])
         .env("SYMMEM_DEBUG", "info")
@@ -170,11 +177,9 @@ fn each_pe_logs_its_binding_at_info() {
 
 #[test]
 fn self_launch_binds_like_symrun_and_symmem_info_shows_each_pes_cpus() {
-    let mine = my_cpus();
-    if mine.len() < 2 {
-        eprintln!("skipped: this test process may run on only CPUs {mine}");
+    let Some(mine) = at_least_two_cpus() else {
         return;
-    }
+    };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_symmem-info"));
     for (k, _) in std::env::vars() {
         if k.starts_with("SYMMEM_") {

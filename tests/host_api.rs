@@ -186,11 +186,12 @@ fn put_signal_large_on_one_node() {
     run_ok(2, "put_signal_large", &[]);
 }
 
-/// Every put and get of 64 bytes or more copied by non-temporal stores: the data is
-/// exact, and a signal or flag after it never shows before the data (the copy's fence).
+/// Every put and get of 4 KiB or more (the lowest threshold) copied by non-temporal
+/// stores: the data is exact, and a signal or flag after it never shows before the data
+/// (the copy's fence).
 #[test]
 fn puts_and_gets_by_non_temporal_stores() {
-    let nt = [("SYMMEM_NT_COPY_THRESHOLD", "64")];
+    let nt = [("SYMMEM_NT_COPY_THRESHOLD", "4K")];
     for scenario in ["rma", "put_signal", "put_signal_large", "fence_quiet"] {
         run_ok(2, scenario, &nt);
     }

@@ -57,8 +57,9 @@ pub struct LaunchOptions {
     pub timeout: Duration,
     /// After the first failure, how long the other PEs get to exit on their own.
     pub kill_grace: Duration,
-    /// Each PE's CPUs, planned for `n_pes` PEs ([`Placement::plan`]).
-    pub placement: Placement,
+    /// How to bind the PEs to CPUs (`--bind-to`, `--map-by`), planned over the
+    /// launcher's own CPUs when the job starts ([`Placement::for_this_process`]).
+    pub binding: Binding,
 }
 
 /// The rendezvous key of a job symrun started with `secret` ([`ENV_SECRET`]).
@@ -73,13 +74,9 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
             "the number of PEs must be at least 1".into(),
         ));
     }
-    if opts.placement.n_pes() != opts.n_pes {
-        return Err(BootstrapError::Config(format!(
-            "the CPU placement is planned for {} PEs, not {}",
-            opts.placement.n_pes(),
-            opts.n_pes
-        )));
-    }
+    // A binding this machine cannot honour fails here, before any PE starts.
+    let placement =
+        Placement::for_this_process(opts.n_pes, &opts.binding).map_err(BootstrapError::Config)?;
     let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .map_err(|e| BootstrapError::io("binding the launcher's rendezvous", &e))?;
     let secret = JobKey::random_secret()?;
@@ -93,11 +90,11 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
             .env(ENV_SECRET, auth::to_hex(&secret))
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, opts.n_pes.to_string())
-            .env(ENV_BIND, opts.placement.how());
+            .env(ENV_BIND, placement.how());
         if opts.tag_output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
-        let cpus = opts.placement.cpus(rank);
+        let cpus = placement.cpus(rank);
         // Built here: the child may not allocate between fork and exec.
         let mask = cpus.map(|c| c.mask());
         // SAFETY: the closure runs in the forked child before exec and only calls prctl
@@ -366,7 +363,6 @@ pub fn self_launch(timeout: Duration, kill_grace: Duration) -> Result<SelfLaunch
             rest.drain(at..at + 2);
         }
     }
-    let placement = Placement::for_this_process(n_pes, &binding).map_err(BootstrapError::Config)?;
     let program = std::env::current_exe()
         .map_err(|e| BootstrapError::io("finding the current executable", &e))?;
     let opts = LaunchOptions {
@@ -376,7 +372,7 @@ pub fn self_launch(timeout: Duration, kill_grace: Duration) -> Result<SelfLaunch
         tag_output: false,
         timeout,
         kill_grace,
-        placement,
+        binding,
     };
     run(&opts).map(SelfLaunch::Finished)
 }

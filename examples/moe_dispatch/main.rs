@@ -19,7 +19,7 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use symmem::bootstrap::affinity::{Binding, Placement};
+use symmem::bootstrap::affinity::Binding;
 use symmem::bootstrap::launcher::{self, LaunchOptions};
 use symmem::bootstrap::select::decide;
 use symmem::bootstrap::vars::process_env;
@@ -68,7 +68,7 @@ fn launch_default_job(params: &Params) -> Res<Option<i32>> {
         tag_output: false,
         timeout: config.bootstrap_timeout,
         kill_grace: symmem::DEFAULT_KILL_GRACE,
-        placement: Placement::for_this_process(args::DEFAULT_PES, &Binding::default())?,
+        binding: Binding::default(),
     };
     Ok(Some(launcher::run(&opts)?))
 }

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::str::FromStr;
 
-use symmem::bootstrap::affinity::{Binding, Placement};
+use symmem::bootstrap::affinity::Binding;
 use symmem::bootstrap::launcher::{self, LaunchOptions};
 use symmem::bootstrap::vars::process_env;
 use symmem::bootstrap::{decide, Plan};
@@ -40,13 +40,6 @@ pub fn start(default_pes: usize) -> symmem::Result<Start> {
         op: "self-launch",
         reason: format!("cannot find this program's executable: {e}"),
     })?;
-    let placement =
-        Placement::for_this_process(default_pes, &Binding::default()).map_err(|reason| {
-            symmem::Error::InvalidArgument {
-                op: "self-launch",
-                reason,
-            }
-        })?;
     let opts = LaunchOptions {
         n_pes: default_pes,
         program: program.into_os_string(),
@@ -54,7 +47,7 @@ pub fn start(default_pes: usize) -> symmem::Result<Start> {
         tag_output: false,
         timeout: config.bootstrap_timeout,
         kill_grace: symmem::DEFAULT_KILL_GRACE,
-        placement,
+        binding: Binding::default(),
     };
     Ok(Start::Done(exit_code(launcher::run(&opts)?)))
 }

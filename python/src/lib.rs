@@ -127,10 +127,6 @@ fn launch(
         return Err(PyValueError::new_err("launch: n must be at least 1"));
     }
     let config = symmem::Config::from_env().map_err(to_py)?;
-    // symrun's default binding: a core per PE unless oversubscribed.
-    use symmem::bootstrap::affinity::{Binding, Placement};
-    let placement = Placement::for_this_process(n, &Binding::default())
-        .map_err(|e| SymmemError::new_err(format!("launch: {e}")))?;
     let opts = symmem::bootstrap::launcher::LaunchOptions {
         n_pes: n,
         program: program.into(),
@@ -138,7 +134,8 @@ fn launch(
         tag_output,
         timeout: config.bootstrap_timeout,
         kill_grace: symmem::DEFAULT_KILL_GRACE,
-        placement,
+        // symrun's default binding: a core per PE unless oversubscribed.
+        binding: Default::default(),
     };
     py.allow_threads(|| symmem::bootstrap::launcher::run(&opts))
         .map_err(|e| SymmemError::new_err(format!("launch: {e}")))

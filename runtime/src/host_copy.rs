@@ -15,7 +15,7 @@
 //! FSRM) measured within 5% of `memcpy` below 8 MiB and no faster above it, so it is not
 //! used. `SYMMEM_NT_COPY_THRESHOLD` sets the threshold, or turns the stores off.
 
-use crate::config::NtCopy;
+use crate::config::{NtCopy, MIN_NT_COPY};
 
 /// Which method copies how much: `memcpy` below `nt_from` bytes, non-temporal stores
 /// from it on (`usize::MAX`: never).
@@ -79,7 +79,9 @@ impl HostCopy {
     /// for `len` bytes of writes, not overlapping.
     #[inline(always)]
     pub(crate) unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) {
-        if len >= self.nt_from {
+        // The constant test first: for `p`, `g` and other fixed small sizes it folds
+        // away, and with it the load of the threshold.
+        if len >= MIN_NT_COPY && len >= self.nt_from {
             // SAFETY: forwarded from the caller; `nt_from` is finite only where the
             // stores exist.
             unsafe { nt::copy(dst, src, len) }
@@ -209,16 +211,27 @@ mod tests {
 
     #[test]
     fn every_method_copies_every_length_and_alignment() {
-        let src: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
-        for copier in [HostCopy::new(NtCopy::From(0)), HostCopy::new(NtCopy::Off)] {
-            for len in [0, 1, 15, 16, 17, 63, 64, 65, 127, 1000, 2048] {
+        let src: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
+        let by_size = HostCopy::new(NtCopy::From(MIN_NT_COPY));
+        let methods: [&dyn Fn(*mut u8, *const u8, usize); 3] = [
+            // SAFETY: the loop below passes ranges inside two separate vectors.
+            &|d, s, n| unsafe { nt::copy(d, s, n) },
+            // SAFETY: as above.
+            &|d, s, n| unsafe { by_size.copy(d, s, n) },
+            // SAFETY: as above.
+            &|d, s, n| unsafe { HostCopy::new(NtCopy::Off).copy(d, s, n) },
+        ];
+        for copy in methods {
+            for len in [0, 1, 15, 16, 17, 63, 64, 65, 127, 1000, 2048, 4096, 5000] {
                 for (s_off, d_off) in [(0, 0), (1, 0), (0, 3), (5, 11), (16, 8)] {
-                    let mut dst = vec![0xAAu8; 4096];
-                    // SAFETY: both ranges lie inside their vectors (offsets + len < 4096),
-                    // which do not overlap.
-                    unsafe {
-                        copier.copy(dst.as_mut_ptr().add(d_off), src.as_ptr().add(s_off), len)
-                    };
+                    let mut dst = vec![0xAAu8; 8192];
+                    // Both ranges lie inside their vectors (offsets + len < 8192), which
+                    // do not overlap.
+                    copy(
+                        dst.as_mut_ptr().wrapping_add(d_off),
+                        src.as_ptr().wrapping_add(s_off),
+                        len,
+                    );
                     assert_eq!(&dst[d_off..d_off + len], &src[s_off..s_off + len]);
                     assert!(
                         dst[..d_off].iter().all(|&b| b == 0xAA),

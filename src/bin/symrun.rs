@@ -11,8 +11,9 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use symmem::bootstrap::affinity::{Binding, Placement};
+use symmem::bootstrap::affinity::Binding;
 use symmem::bootstrap::launcher::{self, LaunchOptions};
+use symmem::bootstrap::BootstrapError;
 
 const USAGE: &str =
     "usage: symrun -n N [--bind-to core|numa|none] [--map-by core|numa] [--tag-output]
@@ -107,14 +108,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // A binding this machine cannot honour is a usage error, like a bad value.
-    let placement = match Placement::for_this_process(args.n_pes, &args.binding) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("symrun: {e}");
-            return ExitCode::from(2);
-        }
-    };
     let opts = LaunchOptions {
         n_pes: args.n_pes,
         program: args.program,
@@ -122,10 +115,15 @@ fn main() -> ExitCode {
         tag_output: args.tag_output,
         timeout: config.bootstrap_timeout,
         kill_grace: args.kill_grace,
-        placement,
+        binding: args.binding,
     };
     match launcher::run(&opts) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        // A binding this machine cannot honour is a usage error, like a bad value.
+        Err(BootstrapError::Config(why)) => {
+            eprintln!("symrun: {why}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("symrun: {e}");
             ExitCode::from(1)

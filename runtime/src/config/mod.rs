@@ -65,6 +65,11 @@ pub enum MemoryOrdering {
     Weak,
 }
 
+/// The smallest `SYMMEM_NT_COPY_THRESHOLD`: at 4 KiB non-temporal stores measured 5×
+/// slower than `memcpy` (17 against 97 GB/s), and a constant floor lets the compiler drop
+/// the size test from `p`, `g` and every other fixed-size copy below it.
+pub const MIN_NT_COPY: usize = 4 << 10;
+
 /// From what size host copies on mapped heaps use non-temporal stores
 /// (`SYMMEM_NT_COPY_THRESHOLD`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,19 +78,21 @@ pub enum NtCopy {
     Auto,
     /// Never: `memcpy` at every size.
     Off,
-    /// From this many bytes on.
+    /// From this many bytes on (at least [`MIN_NT_COPY`]).
     From(usize),
 }
 
 impl NtCopy {
-    /// `auto`, `off`, or a size (`16M`).
+    /// `auto`, `off`, or a size of at least [`MIN_NT_COPY`] (`16M`).
     fn parse(v: &str) -> Result<Self, String> {
         match v.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(Self::Auto),
             "off" | "never" | "none" => Ok(Self::Off),
-            _ => parse_size(v)
-                .map(Self::From)
-                .map_err(|why| format!("{why}; or auto, or off")),
+            _ => match parse_size(v) {
+                Ok(bytes) if bytes >= MIN_NT_COPY => Ok(Self::From(bytes)),
+                Ok(_) => Err("must be at least 4K (smaller copies stay in cache)".into()),
+                Err(why) => Err(format!("{why}; or auto, or off")),
+            },
         }
     }
 }
@@ -696,10 +703,21 @@ mod tests {
             ("SYMMEM_EXEC_SEED", "lucky"),
             ("SYMMEM_EXEC_STACK_SIZE", "8K"),
             ("SYMMEM_EXEC_STACK_SIZE", "big"),
+            ("SYMMEM_NT_COPY_THRESHOLD", "64"),
+            ("SYMMEM_NT_COPY_THRESHOLD", "sometimes"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
         }
+    }
+
+    #[test]
+    fn nt_copy_threshold_is_auto_off_or_a_size_of_at_least_4k() {
+        assert_eq!(cfg(&[]).unwrap().nt_copy, NtCopy::Auto);
+        let nt = |v| cfg(&[("SYMMEM_NT_COPY_THRESHOLD", v)]).unwrap().nt_copy;
+        assert_eq!(nt("off"), NtCopy::Off);
+        assert_eq!(nt("4K"), NtCopy::From(MIN_NT_COPY));
+        assert_eq!(nt("16M"), NtCopy::From(16 << 20));
     }
 
     #[test]
