@@ -36,7 +36,7 @@ bundle() {
   export SYMMEM_SASS_ARCH=${SYMMEM_SASS_ARCH:-sm_90}
   cargo build --release --locked \
     --bin symrun --bin symmem-test-pe --bin symmem-perf \
-    -p symmem -p symmem-perf
+    -p symmem -p symmem-test-pe -p symmem-perf
   cargo build --release --locked -p symmem-device-tests --bins
   cargo build --release --locked -p symmem --example device_pipeline --example hello --example moe_dispatch
   cargo build --release --locked -p symmem --example put_signal_pipeline --example transpose

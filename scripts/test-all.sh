@@ -200,7 +200,8 @@ cargo test --workspace --no-fail-fast
 # that the --cfg loom build does not replace the workspace's artifacts.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-sync --release --test loom
 # The proxy ring's protocol (symmem-device): producers, consumer, back-pressure, fetch, quiet.
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-device --release --test loom
+# Without the default `host` feature: the model needs only the ring, not the CPU executor.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-device --release --no-default-features --test loom
 
 step "the collectives and teams suites in weak-ordering mode under two seeds (correct programs must pass)"
 for seed in 1 2; do

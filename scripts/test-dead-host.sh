@@ -39,7 +39,7 @@ fail() {
 command -v ip >/dev/null || fail "needs iproute2 (ip)"
 
 if [[ -z "${TEST_PE:-}" ]]; then
-    (cd "$repo" && cargo build --quiet --bin symmem-test-pe)
+    (cd "$repo" && cargo build --quiet -p symmem-test-pe)
     TEST_PE="${CARGO_TARGET_DIR:-$repo/target}/debug/symmem-test-pe"
 fi
 [[ -x "$TEST_PE" ]] || fail "no symmem-test-pe at $TEST_PE"

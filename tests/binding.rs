@@ -9,7 +9,7 @@ mod common;
 
 use std::process::{Command, Output, Stdio};
 
-use common::{SYMRUN, TEST_PE};
+use common::{SYMRUN, test_pe};
 use symmem::bootstrap::affinity::CpuSet;
 
 /// The CPUs this test process may run on (those symrun inherits).
@@ -154,7 +154,7 @@ fn each_pe_logs_its_binding_at_info() {
         return;
     };
     let out = Command::new(SYMRUN)
-        .args(["-n", "2", TEST_PE, "hello"])
+        .args(["-n", "2", test_pe(), "hello"])
         .env("SYMMEM_DEBUG", "info")
         .env("SYMMEM_DEBUG_SUBSYS", "init")
         .env("SYMMEM_SYMMETRIC_SIZE", "16M")

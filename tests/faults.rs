@@ -3,7 +3,7 @@
 mod common;
 use std::time::Duration;
 
-use common::{run_symrun, spawn_pe, wait_output, SYMRUN, TEST_PE};
+use common::{run_symrun, spawn_pe, wait_output, SYMRUN, test_pe};
 
 /// Entries of /dev/shm whose name mentions symmem.
 fn shm_entries() -> Vec<String> {
@@ -65,7 +65,7 @@ fn no_pe_survives_a_killed_run() {
             let has = |hay: &[u8], needle: &str| {
                 hay.windows(needle.len()).any(|w| w == needle.as_bytes())
             };
-            read("cmdline").starts_with(TEST_PE.as_bytes()) && has(&read("environ"), tag)
+            read("cmdline").starts_with(test_pe().as_bytes()) && has(&read("environ"), tag)
         })
         .count();
     assert_eq!(ours, 0, "leftover PE processes");

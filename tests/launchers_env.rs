@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{wait_output, Job, TEST_PE};
+use common::{wait_output, Job, test_pe};
 
 /// Starts the test PE with only `vars` (plus `PATH` and the test settings).
 fn start(scenario: &str, n_pes: usize, vars: &[(String, String)]) -> Child {
@@ -22,10 +22,10 @@ fn start_under(wrapper: &[&str], scenario: &str, n_pes: usize, vars: &[(String, 
     let mut cmd = match wrapper.split_first() {
         Some((program, args)) => {
             let mut cmd = Command::new(program);
-            cmd.args(args).arg(TEST_PE);
+            cmd.args(args).arg(test_pe());
             cmd
         }
-        None => Command::new(TEST_PE),
+        None => Command::new(test_pe()),
     };
     cmd.arg(scenario)
         .env_clear()

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::{
     check_launched, check_one_node_from_process_mapping, launched_pe_env, names_another_pe,
-    wait_output, Job, FOREIGN_LAUNCH_VARS, TEST_PE,
+    wait_output, Job, FOREIGN_LAUNCH_VARS, test_pe,
 };
 
 const HYDRA: &str = "/usr/bin/mpiexec.hydra";
@@ -46,7 +46,7 @@ fn run_hydra_with(hydra: &str, opts: &[&str], n: usize, scenario: &str) -> Job {
     for (k, v) in launched_pe_env(&n_s) {
         cmd.args(["-genv", k, v]);
     }
-    cmd.arg(TEST_PE)
+    cmd.arg(test_pe())
         .arg(scenario)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

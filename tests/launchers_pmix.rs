@@ -18,7 +18,7 @@ use symmem_test_harness::OmpiSession;
 
 use common::{
     check_launched, launched_pe_env, names_another_pe, spawn_pe, wait_output, Job,
-    FOREIGN_LAUNCH_VARS, TEST_PE,
+    FOREIGN_LAUNCH_VARS, test_pe,
 };
 
 /// `mpirun`, when it is Open MPI's and libpmix loads; else `None` after printing why the
@@ -86,7 +86,7 @@ fn run_mpirun(mpirun: &str, opts: &[&str], n: usize, scenario: &str, env: &[(&st
         // `-x NAME` exports mpirun's own value of NAME to every process.
         cmd.env(k, v).args(["-x", k]);
     }
-    cmd.arg(TEST_PE)
+    cmd.arg(test_pe())
         .arg(scenario)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -214,11 +214,11 @@ fn a_pe_killed_before_the_fence_fails_the_others_at_once() {
     for (k, v) in vars {
         cmd.env(k, v).args(["-x", k]);
     }
-    cmd.args(["-n", "3", TEST_PE, "hello", ":", "-n", "1"])
+    cmd.args(["-n", "3", test_pe(), "hello", ":", "-n", "1"])
         .args([
             "-x",
             "SYMMEM_TEST_EXIT_AT=launcher_exchange",
-            TEST_PE,
+            test_pe(),
             "hello",
         ])
         .stdin(Stdio::null())

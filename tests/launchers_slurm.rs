@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use common::{
     check_launched, check_one_node_from_process_mapping, launched_pe_env, wait_output, Job,
-    FOREIGN_LAUNCH_VARS, TEST_PE,
+    FOREIGN_LAUNCH_VARS, test_pe,
 };
 
 /// The `slurm.conf` of the running single-node Slurm, or `None` after printing why the
@@ -46,7 +46,7 @@ fn run_srun(conf: &str, mpi: &str, n: usize, scenario: &str, env: &[(&str, &str)
     let n_s = n.to_string();
     let mut cmd = Command::new("srun");
     cmd.args(["-n", &n_s, "-O", "--mpi", mpi, "--kill-on-bad-exit=1"])
-        .arg(TEST_PE)
+        .arg(test_pe())
         .arg(scenario)
         .env("SLURM_CONF", conf)
         .stdin(Stdio::null())

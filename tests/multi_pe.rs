@@ -2,7 +2,7 @@
 //! (with `SYMMEM_TEST_LAUNCHER=mpirun`) mpirun.
 
 mod common;
-use common::{run_scenario, TEST_PE};
+use common::{run_scenario, test_pe};
 
 #[test]
 fn put_get_2_pes() {
@@ -140,8 +140,9 @@ fn run_with_pe_1_unshared(flags: &[&str]) {
         return;
     }
     // Under symrun (the launcher this test is about), PE 1 in new namespaces.
+    let pe = test_pe();
     let script = format!(
-        r#"if [ "$SYMMEM_LAUNCH_RANK" = 1 ]; then exec unshare {} '{TEST_PE}' split_namespace; else exec '{TEST_PE}' split_namespace; fi"#,
+        r#"if [ "$SYMMEM_LAUNCH_RANK" = 1 ]; then exec unshare {} '{pe}' split_namespace; else exec '{pe}' split_namespace; fi"#,
         flags.join(" ")
     );
     let job = symmem_test_harness::run_job(

@@ -11,7 +11,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{wait_output, TEST_PE};
+use common::{wait_output, test_pe};
 
 /// The two ends: (namespace, veth interface, address/prefix).
 struct Ends {
@@ -96,7 +96,7 @@ fn setup() -> Result<Guard, String> {
 /// its environment (never argv: the id is a secret).
 fn spawn_in(ends: &Ends, i: usize, args: &[&str], uid: Option<&str>) -> std::process::Child {
     let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &ends.ns[i], TEST_PE, "netns"])
+    cmd.args(["netns", "exec", &ends.ns[i], test_pe(), "netns"])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -298,14 +298,14 @@ fn dtod_copies(
         // SAFETY: two device buffers of this PE's context of at least `window` bytes
         // each; `at + size <= window`.
         let rc = unsafe {
-            symmem::cudarc::driver::sys::cuMemcpyDtoDAsync_v2(
+            cudarc::driver::sys::cuMemcpyDtoDAsync_v2(
                 dst as u64 + at,
                 src as u64 + at,
                 size,
                 std::ptr::null_mut(),
             )
         };
-        if rc != symmem::cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        if rc != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
             return Err(symmem::Error::InvalidArgument {
                 op: "dtod_bw",
                 reason: format!("cuMemcpyDtoDAsync failed: {rc:?}"),
@@ -313,8 +313,8 @@ fn dtod_copies(
         }
     }
     // SAFETY: the default stream of the current context (the runtime bound it).
-    let rc = unsafe { symmem::cudarc::driver::sys::cuStreamSynchronize(std::ptr::null_mut()) };
-    if rc != symmem::cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+    let rc = unsafe { cudarc::driver::sys::cuStreamSynchronize(std::ptr::null_mut()) };
+    if rc != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
         return Err(symmem::Error::InvalidArgument {
             op: "dtod_bw",
             reason: format!("cuStreamSynchronize failed: {rc:?}"),

@@ -3,9 +3,9 @@
 //! `#![no_std]`. The same kernel source compiles
 //! - to PTX (`--target nvptx64-nvidia-cuda`), where peers are reached through P2P
 //!   pointers with system-scope PTX (inline asm, see `arch/nvptx.rs`), and
-//! - with the `host` feature, for the CPU executor of `symmem-runtime`, which runs each
-//!   kernel thread as a fiber (the threads of a block interleave on one OS thread at
-//!   barriers and waits) with the same semantics.
+//! - on the host, with the `host` feature (on by default), for the CPU executor of
+//!   `symmem-runtime`, which runs each kernel thread as a fiber (the threads of a block
+//!   interleave on one OS thread at barriers and waits) with the same semantics.
 //!
 //! Without either, only the host/device contract ([`state`], [`team`], [`reduce`](mod@reduce),
 //! [`Cmp`], [`SignalOp`], [`Dim3`]) is compiled.

@@ -347,7 +347,7 @@ pub const EMBED_ARCH: &str = "sm_80";
 /// still builds, for the CPU executor; the reason is embedded instead and
 /// `Runtime::load_module` reports it on a GPU PE. With `SYMMEM_REQUIRE_PTX=1` a failed PTX
 /// build fails the build instead. Set `SYMMEM_SKIP_PTX=1` to skip the nested build (the
-/// reason then says so).
+/// reason then says so); docs.rs builds (`DOCS_RS` set) skip it too.
 ///
 /// [`symmem_device::embedded_ptx!`]: https://docs.rs/symmem-device
 pub fn embed_from_build_script() {
@@ -359,6 +359,7 @@ pub fn embed_from_build_script() {
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-env-changed=SYMMEM_SKIP_PTX");
     println!("cargo:rerun-if-env-changed=SYMMEM_REQUIRE_PTX");
+    println!("cargo:rerun-if-env-changed=DOCS_RS");
     let crate_dir =
         PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run from a build script"));
     // The nested nvptx build of this very crate runs this script again: embed nothing there.
@@ -367,9 +368,15 @@ pub fn embed_from_build_script() {
         Err("this is the nvptx build itself".to_string())
     } else if std::env::var_os("SYMMEM_SKIP_PTX").is_some_and(|v| v == "1") {
         Err("SYMMEM_SKIP_PTX=1 was set when the kernel crate was built".to_string())
+    } else if std::env::var_os("DOCS_RS").is_some() {
+        // docs.rs builds documentation only, with no nvptx toolchain.
+        Err("built by docs.rs (DOCS_RS is set), which builds no PTX".to_string())
     } else {
-        // The device crate's sources are inputs too.
-        println!("cargo:rerun-if-changed=../../device/src");
+        // The device crate's sources are inputs too: its build script names them
+        // (`DEP_SYMMEM_DEVICE_SRC`, to every crate that depends on it directly).
+        if let Some(device_src) = std::env::var_os("DEP_SYMMEM_DEVICE_SRC") {
+            println!("cargo:rerun-if-changed={}", Path::new(&device_src).display());
+        }
         PtxBuilder::new(&crate_dir)
             .arch(EMBED_ARCH)
             .target_dir(shared_ptx_dir(&out).join(EMBED_ARCH))

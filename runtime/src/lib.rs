@@ -39,9 +39,6 @@ mod wait_report;
 
 pub use config::{Config, DeviceChoice, MemoryOrdering, NtCopy, DEFAULT_MAX_TEAMS};
 pub use counters::{Counters, OpCounts};
-/// The CUDA driver bindings symmem uses (for [`Stream::cuda`] and your own launches).
-#[cfg(feature = "cuda")]
-pub use cudarc;
 pub use error::{Error, Result};
 #[cfg(feature = "mpi")]
 pub use init::init_with_mpi_comm;

@@ -162,9 +162,16 @@ fn report(config: &symmem::Config) {
     println!("  {}", describe_launch(config));
 }
 
-/// The visible GPUs (ordinal, name, compute capability, memory), or why there are none.
+/// The visible GPUs: none in a build without GPU PEs.
+#[cfg(not(feature = "cuda"))]
 fn describe_gpus() -> String {
-    use symmem::cudarc::driver::sys;
+    "none: symmem was built without the `cuda` feature (no GPU PEs)".into()
+}
+
+/// The visible GPUs (ordinal, name, compute capability, memory), or why there are none.
+#[cfg(feature = "cuda")]
+fn describe_gpus() -> String {
+    use cudarc::driver::sys;
     // Checks that libcuda loads before any call into it (cudarc panics otherwise).
     if !symmem::cuda::driver_present() {
         return "none: the CUDA driver library (libcuda.so) cannot be loaded (no NVIDIA driver, or not on the loader path)".into();

@@ -5,14 +5,53 @@
 //! same `mpirun` over the `pmix` bootstrap; otherwise they run under `symrun`.
 #![allow(dead_code)] // each test file uses a different subset
 
+use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 pub use symmem_test_harness::Job;
 use symmem_test_harness::{run_job, wait_job, Launcher};
 
-pub const TEST_PE: &str = env!("CARGO_BIN_EXE_symmem-test-pe");
 pub const SYMRUN: &str = env!("CARGO_BIN_EXE_symrun");
+
+/// The test PE program (package `symmem-test-pe`, tests/pe/): another package's binary,
+/// which cargo builds only when asked, so the first call builds it (`cargo build -p
+/// symmem-test-pe`, a no-op when up to date) with this test's `mpi` and `ofi` features,
+/// into this test's target directory and profile.
+pub fn test_pe() -> &'static str {
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(build_test_pe)
+}
+
+fn build_test_pe() -> String {
+    // This test runs as <target dir>/<profile dir>/deps/<test>-<hash>.
+    let exe = std::env::current_exe().expect("the test program's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test program lies in <target>/<profile>/deps");
+    let target_dir = profile_dir.parent().expect("a target directory");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(name) => name,
+    };
+    let features: Vec<&str> = [("mpi", cfg!(feature = "mpi")), ("ofi", cfg!(feature = "ofi"))]
+        .into_iter()
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["build", "--quiet", "-p", "symmem-test-pe", "--profile", profile])
+        .args(["--features", &features.join(","), "--target-dir"])
+        .arg(target_dir)
+        .status()
+        .expect("starting cargo to build symmem-test-pe");
+    assert!(status.success(), "cargo build -p symmem-test-pe failed");
+    let pe = profile_dir.join("symmem-test-pe");
+    pe.to_str().expect("a UTF-8 target path").to_string()
+}
 
 fn symrun() -> Launcher {
     Launcher::Symrun(SYMRUN.into())
@@ -20,17 +59,17 @@ fn symrun() -> Launcher {
 
 /// Runs `symmem-test-pe SCENARIO` on `n` PEs with the chosen launcher.
 pub fn run_scenario(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
-    run_job(&Launcher::from_env(symrun()), n, TEST_PE, &[scenario], env)
+    run_job(&Launcher::from_env(symrun()), n, test_pe(), &[scenario], env)
 }
 
 /// Runs `symmem-test-pe SCENARIO` on `n` PEs under `symrun`, whatever the launcher choice.
 pub fn run_symrun(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
-    run_job(&symrun(), n, TEST_PE, &[scenario], env)
+    run_job(&symrun(), n, test_pe(), &[scenario], env)
 }
 
 /// Runs the test PE program directly (no launcher), e.g. for unique-id init.
 pub fn spawn_pe(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
-    let mut cmd = Command::new(TEST_PE);
+    let mut cmd = Command::new(test_pe());
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -61,13 +61,15 @@ impl Stream {
         }
     }
 
-    /// The cudarc stream of a GPU PE's stream, to queue your own kernels and copies on
-    /// (`None` on a CPU PE, and for a stream from [`Runtime::stream_from_raw`]).
+    /// The `CUstream` handle of a GPU PE's stream (as an address, like
+    /// [`Runtime::stream_from_raw`] takes it), to queue your own kernels and copies on
+    /// (`None` on a CPU PE). It stays valid while this stream (or a clone) lives.
     #[cfg(feature = "cuda")]
-    pub fn cuda(&self) -> Option<&std::sync::Arc<cudarc::driver::CudaStream>> {
+    pub fn raw_handle(&self) -> Option<usize> {
         match &self.kind {
-            StreamKind::Cuda(s) => Some(s),
-            StreamKind::Host | StreamKind::Borrowed(_) => None,
+            StreamKind::Cuda(s) => Some(s.cu_stream() as usize),
+            StreamKind::Borrowed(handle) => Some(*handle),
+            StreamKind::Host => None,
         }
     }
 }
@@ -88,31 +90,6 @@ impl Runtime {
         }
         Ok(Stream {
             kind: StreamKind::Host,
-            runtime: self.id,
-            pe: self.my_pe(),
-        })
-    }
-
-    /// Wraps a cudarc stream of this PE's GPU context (e.g. one your framework created),
-    /// for the `*_on_stream` operations.
-    #[cfg(feature = "cuda")]
-    pub fn stream_from_cuda(
-        &self,
-        stream: std::sync::Arc<cudarc::driver::CudaStream>,
-    ) -> Result<Stream> {
-        let d = self.device_resources("stream_from_cuda")?;
-        if stream.context().cu_ctx() != d.gpu.ctx.cu_ctx() {
-            return Err(Error::InvalidArgument {
-                op: "stream_from_cuda",
-                reason: format!(
-                    "the stream belongs to another CUDA context than PE {}'s (GPU {})",
-                    self.my_pe(),
-                    d.gpu.ordinal
-                ),
-            });
-        }
-        Ok(Stream {
-            kind: StreamKind::Cuda(stream),
             runtime: self.id,
             pe: self.my_pe(),
         })
