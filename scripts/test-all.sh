@@ -169,6 +169,10 @@ if grep -Eq 'WARN|ERROR' <<< "$book_log"; then
   exit 1
 fi
 
+step "the published crates: each packaged and built from its .crate file (cargo publish --dry-run --workspace); the facade without its default cuda feature"
+bash scripts/package-check.sh
+cargo check --quiet -p symmem --no-default-features --lib --bins
+
 step "the ib transport (feature ib: sideway builds with cmake + libclang, loads libibverbs at run time): lints, and the unit tests that need no RDMA device"
 cargo clippy -p symmem-transport -p symmem-runtime --all-targets --features ib -- -D warnings
 cargo test -p symmem-transport --features ib --lib ib
@@ -193,7 +197,7 @@ else
   echo "Slurm did not start; the srun tests will be skipped: $SYMMEM_TEST_SLURM_SKIP"
 fi
 
-step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; loom models)"
+step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; a kernel crate built outside the workspace; loom models)"
 cargo test --workspace --no-run --message-format=json-render-diagnostics > target/test-programs.json
 cargo test --workspace --no-fail-fast
 # The loom models of the barrier's flag protocol (symmem-sync), in their own target dir so
