@@ -171,7 +171,7 @@ fi
 
 step "the published crates: each packaged and built from its .crate file (cargo publish --dry-run --workspace); the facade without its default cuda feature"
 bash scripts/package-check.sh
-cargo check --quiet -p symmem --no-default-features --lib --bins
+cargo clippy --quiet -p symmem --no-default-features --lib --bins -- -D warnings
 
 step "the ib transport (feature ib: sideway builds with cmake + libclang, loads libibverbs at run time): lints, and the unit tests that need no RDMA device"
 cargo clippy -p symmem-transport -p symmem-runtime --all-targets --features ib -- -D warnings

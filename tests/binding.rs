@@ -9,7 +9,7 @@ mod common;
 
 use std::process::{Command, Output, Stdio};
 
-use common::{SYMRUN, test_pe};
+use common::{test_pe, SYMRUN};
 use symmem::bootstrap::affinity::CpuSet;
 
 /// The CPUs this test process may run on (those symrun inherits).

@@ -3,7 +3,7 @@
 mod common;
 use std::time::Duration;
 
-use common::{run_symrun, spawn_pe, wait_output, SYMRUN, test_pe};
+use common::{run_symrun, spawn_pe, test_pe, wait_output, SYMRUN};
 
 /// Entries of /dev/shm whose name mentions symmem.
 fn shm_entries() -> Vec<String> {

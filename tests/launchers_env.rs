@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{wait_output, Job, test_pe};
+use common::{test_pe, wait_output, Job};
 
 /// Starts the test PE with only `vars` (plus `PATH` and the test settings).
 fn start(scenario: &str, n_pes: usize, vars: &[(String, String)]) -> Child {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::{
     check_launched, check_one_node_from_process_mapping, launched_pe_env, names_another_pe,
-    wait_output, Job, FOREIGN_LAUNCH_VARS, test_pe,
+    test_pe, wait_output, Job, FOREIGN_LAUNCH_VARS,
 };
 
 const HYDRA: &str = "/usr/bin/mpiexec.hydra";

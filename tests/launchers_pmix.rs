@@ -17,8 +17,8 @@ use std::time::Duration;
 use symmem_test_harness::OmpiSession;
 
 use common::{
-    check_launched, launched_pe_env, names_another_pe, spawn_pe, wait_output, Job,
-    FOREIGN_LAUNCH_VARS, test_pe,
+    check_launched, launched_pe_env, names_another_pe, spawn_pe, test_pe, wait_output, Job,
+    FOREIGN_LAUNCH_VARS,
 };
 
 /// `mpirun`, when it is Open MPI's and libpmix loads; else `None` after printing why the

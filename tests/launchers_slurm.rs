@@ -21,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    check_launched, check_one_node_from_process_mapping, launched_pe_env, wait_output, Job,
-    FOREIGN_LAUNCH_VARS, test_pe,
+    check_launched, check_one_node_from_process_mapping, launched_pe_env, test_pe, wait_output,
+    Job, FOREIGN_LAUNCH_VARS,
 };
 
 /// The `slurm.conf` of the running single-node Slurm, or `None` after printing why the

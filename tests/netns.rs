@@ -11,7 +11,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{wait_output, test_pe};
+use common::{test_pe, wait_output};
 
 /// The two ends: (namespace, veth interface, address/prefix).
 struct Ends {

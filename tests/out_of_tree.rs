@@ -31,7 +31,8 @@ fn a_kernel_crate_outside_the_workspace_runs_on_2_cpu_pes() {
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&repo().join("examples/out-of-tree"), &dir);
     assert!(
-        !dir.ancestors().any(|d| d.join("Cargo.toml").is_file() && d != dir),
+        !dir.ancestors()
+            .any(|d| d.join("Cargo.toml").is_file() && d != dir),
         "{} must lie outside every workspace",
         dir.display()
     );
@@ -43,7 +44,10 @@ fn a_kernel_crate_outside_the_workspace_runs_on_2_cpu_pes() {
         ("symmem-ptx-build", "ptx-build"),
     ] {
         let path = repo().join(path);
-        manifest.push_str(&format!("{name} = {{ path = {:?} }}\n", path.display().to_string()));
+        manifest.push_str(&format!(
+            "{name} = {{ path = {:?} }}\n",
+            path.display().to_string()
+        ));
     }
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
     // The versions this checkout is tested with, so the build needs no registry update.
@@ -51,7 +55,10 @@ fn a_kernel_crate_outside_the_workspace_runs_on_2_cpu_pes() {
 
     // The test's own target directory: the checkout's crates are built there already.
     let exe = std::env::current_exe().unwrap();
-    let target_dir = exe.ancestors().nth(3).expect("<target>/<profile>/deps/<test>");
+    let target_dir = exe
+        .ancestors()
+        .nth(3)
+        .expect("<target>/<profile>/deps/<test>");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(&dir)
@@ -66,7 +73,10 @@ fn a_kernel_crate_outside_the_workspace_runs_on_2_cpu_pes() {
     assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
     for pe in 0..2 {
         let want = format!("PE {pe} of 2: ring ok, 256 u64s from PE {}", (pe + 1) % 2);
-        assert!(stdout.lines().any(|l| l == want), "{want:?} missing:\n{stdout}\n{stderr}");
+        assert!(
+            stdout.lines().any(|l| l == want),
+            "{want:?} missing:\n{stdout}\n{stderr}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

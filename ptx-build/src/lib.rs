@@ -375,7 +375,10 @@ pub fn embed_from_build_script() {
         // The device crate's sources are inputs too: its build script names them
         // (`DEP_SYMMEM_DEVICE_SRC`, to every crate that depends on it directly).
         if let Some(device_src) = std::env::var_os("DEP_SYMMEM_DEVICE_SRC") {
-            println!("cargo:rerun-if-changed={}", Path::new(&device_src).display());
+            println!(
+                "cargo:rerun-if-changed={}",
+                Path::new(&device_src).display()
+            );
         }
         PtxBuilder::new(&crate_dir)
             .arch(EMBED_ARCH)

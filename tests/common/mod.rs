@@ -36,14 +36,24 @@ fn build_test_pe() -> String {
         Some("debug") | None => "dev",
         Some(name) => name,
     };
-    let features: Vec<&str> = [("mpi", cfg!(feature = "mpi")), ("ofi", cfg!(feature = "ofi"))]
-        .into_iter()
-        .filter_map(|(name, on)| on.then_some(name))
-        .collect();
+    let features: Vec<&str> = [
+        ("mpi", cfg!(feature = "mpi")),
+        ("ofi", cfg!(feature = "ofi")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--quiet", "-p", "symmem-test-pe", "--profile", profile])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "symmem-test-pe",
+            "--profile",
+            profile,
+        ])
         .args(["--features", &features.join(","), "--target-dir"])
         .arg(target_dir)
         .status()
@@ -59,7 +69,13 @@ fn symrun() -> Launcher {
 
 /// Runs `symmem-test-pe SCENARIO` on `n` PEs with the chosen launcher.
 pub fn run_scenario(n: usize, scenario: &str, env: &[(&str, &str)]) -> Job {
-    run_job(&Launcher::from_env(symrun()), n, test_pe(), &[scenario], env)
+    run_job(
+        &Launcher::from_env(symrun()),
+        n,
+        test_pe(),
+        &[scenario],
+        env,
+    )
 }
 
 /// Runs `symmem-test-pe SCENARIO` on `n` PEs under `symrun`, whatever the launcher choice.

@@ -198,6 +198,7 @@ impl Runtime {
     ) -> Result<()> {
         let op = "launch_by_name";
         let (grid, block) = (grid.into(), block.into());
+        #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // `info`: GPU launches
         let (exported, info, addresses) = self.by_name(op, library, kernel, block, args)?;
         match &library.module.kind {
             ModuleKind::Host => {

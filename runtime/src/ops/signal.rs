@@ -175,6 +175,7 @@ impl Runtime {
         }
     }
 
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // `name`, `pe`: GPU words
     fn update_signal(
         &self,
         name: &'static str,
