@@ -143,6 +143,10 @@ struct Conn {
     said_goodbye: AtomicBool,
     /// Bytes of answers awaited from and queued for the peer ([`flow`]).
     flow: Flow,
+    /// A buffer for the data of the next get's answer, kept between gets so that each
+    /// answer lands in memory already mapped and written once (a fresh buffer of a MiB
+    /// costs its zeroing and a page fault per page).
+    spare: Mutex<Vec<u8>>,
 }
 
 /// Whether a request without an answer must be flushed by the next `quiet`.
@@ -167,7 +171,8 @@ struct Slot {
     value: AtomicU64,
     /// The answer the request waits for; any other fails the connection.
     awaits: Answer,
-    /// A get's data.
+    /// A get's data, in a buffer from [`Conn::answer_buffer`] that goes back with
+    /// [`Conn::recycle`] once copied out.
     data: Mutex<Vec<u8>>,
 }
 
@@ -250,6 +255,26 @@ impl Conn {
             failure: OnceLock::new(),
             said_goodbye: AtomicBool::new(false),
             flow: Flow::default(),
+            spare: Mutex::default(),
+        }
+    }
+
+    /// A buffer of `len` bytes for an answer's data: the spare one if it is free.
+    fn answer_buffer(&self, len: usize) -> Vec<u8> {
+        if len == 0 {
+            return Vec::new();
+        }
+        let mut buf = std::mem::take(&mut *lock(&self.spare));
+        // Zeroes only what the buffer did not hold before: nothing, from one chunk to the next.
+        buf.resize(len, 0);
+        buf
+    }
+
+    /// Keeps `buf` as the spare answer buffer, if it is larger than the one kept.
+    fn recycle(&self, buf: Vec<u8>) {
+        let mut spare = lock(&self.spare);
+        if buf.capacity() > spare.capacity() {
+            *spare = buf;
         }
     }
 
@@ -441,6 +466,7 @@ impl InFlight for InFlightReply {
                 ));
             }
             dst.copy_from_slice(&data);
+            c.recycle(data);
             return Ok(Some(self.slot.value.load(Ordering::Relaxed)));
         }
         sh.check(c, self.op)?;
@@ -506,6 +532,7 @@ impl Transport for SocketTransport {
                     r.len = chunk.len() as u64;
                     let (_, data) = sh.request(c, op, r, &[])?;
                     chunk.copy_from_slice(&data);
+                    c.recycle(data);
                 }
                 Ok(0)
             }
