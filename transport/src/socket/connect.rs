@@ -72,7 +72,12 @@ impl SocketTransport {
         let worker = Arc::clone(&shared);
         let service = std::thread::Builder::new()
             .name(format!("symmem-socket-{me}"))
-            .spawn(move || worker.serve())
+            .spawn(move || {
+                symmem_bootstrap::affinity::place_helper_thread(
+                    "the socket transport's service thread",
+                );
+                worker.serve()
+            })
             .map_err(|e| Error::io("socket transport: starting the service thread", e))?;
         Ok(SocketTransport {
             shared,
