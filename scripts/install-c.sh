@@ -39,11 +39,12 @@ if [ -n "$man_dir" ] && [ ! -d "$man_dir" ]; then
 fi
 
 # The target directory and the C library's version, as cargo sees them.
-read -r target_dir version < <(cargo metadata --format-version 1 --no-deps | python3 -c '
+metadata=$(cargo metadata --format-version 1 --no-deps | python3 -c '
 import json, sys
 m = json.load(sys.stdin)
 capi = [p for p in m["packages"] if p["name"] == "symmem-capi"][0]
 print(m["target_directory"], capi["version"])')
+read -r target_dir version <<< "$metadata"
 major=${version%%.*}
 soname=libsymmem.so.$major
 
@@ -78,8 +79,9 @@ install -m 644 "$release/libsymmem_capi.a" "$dest/lib/libsymmem.a"
 install -m 644 capi/include/shmem.h capi/include/shmemx.h capi/include/nvshmem.h "$dest/include/"
 install -m 644 capi/include/mpp/shmem.h "$dest/include/mpp/"
 
-# pkg-config. Libs.private: the system libraries libsymmem.a needs (rustc's
-# native-static-libs for the staticlib; gcc adds libgcc_s and libc on its own).
+# pkg-config. Libs.private: the system libraries libsymmem.a needs, as rustc lists them
+# (`cargo rustc -p symmem-capi --lib -- --print native-static-libs`, without repeats; symcc
+# -static-symmem links the same); scripts/test-c-install.sh links with them.
 cat > "$dest/lib/pkgconfig/symmem.pc" <<EOF
 prefix=$prefix
 libdir=\${prefix}/lib
@@ -90,7 +92,7 @@ Description: OpenSHMEM 1.5 (shmem.h) and the NVSHMEM host API (nvshmem.h) over s
 Version: $version
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -lsymmem
-Libs.private: -lpthread -ldl -lm -lrt -lutil
+Libs.private: -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc
 EOF
 
 # The compiler wrapper, with the installed paths, and the launcher.
