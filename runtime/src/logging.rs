@@ -183,7 +183,9 @@ mod tests {
     /// Colour on a terminal only, and `NO_COLOR` (when not empty) turns it off.
     #[test]
     fn colour_only_on_a_terminal_without_no_color() {
-        let set = |v: &str| Some(std::ffi::OsStr::new(v));
+        fn set(v: &str) -> Option<&std::ffi::OsStr> {
+            Some(std::ffi::OsStr::new(v))
+        }
         assert!(use_colour(true, None));
         assert!(use_colour(true, set("")));
         assert!(!use_colour(true, set("1")));

@@ -1,6 +1,6 @@
 //! The part of the PMIx C API that the `pmix` bootstrap calls, loaded at run time with
-//! `libloading` (`dlopen`), so that one binary runs with or without libpmix installed and needs no PMIx
-//! headers to build.
+//! `libloading` (`dlopen`), so that one binary runs with or without libpmix installed and
+//! needs no PMIx headers to build.
 //!
 //! # Layouts
 //! Declared after `pmix_common.h` of OpenPMIx 4.2.2 (Debian 12's `libpmix-dev`, PMIx
