@@ -58,7 +58,9 @@ for built in libsymmem_capi.so libsymmem_capi.a symrun; do
     exit 1
   fi
 done
-if ! readelf -d "$release/libsymmem_capi.so" | grep -q "SONAME.*\[$soname\]"; then
+# (Output captured first: grep -q may quit before readelf finishes, failing the pipe.)
+dynamic=$(readelf -d "$release/libsymmem_capi.so")
+if ! grep -q "SONAME.*\[$soname\]" <<< "$dynamic"; then
   echo "install-c.sh: $release/libsymmem_capi.so does not have the soname $soname" >&2
   exit 1
 fi
@@ -66,7 +68,6 @@ fi
 dest=${DESTDIR:-}$prefix
 libdir=$prefix/lib
 includedir=$prefix/include
-bindir=$prefix/bin
 mkdir -p "$dest/lib/pkgconfig" "$dest/include/mpp" "$dest/bin"
 
 # The libraries.

@@ -33,7 +33,7 @@ for f in "lib/libsymmem.so.$version" lib/libsymmem.so.0 lib/libsymmem.so lib/lib
 done
 [ "$(readlink "$prefix/lib/libsymmem.so")" = libsymmem.so.0 ] || fail "libsymmem.so does not link to libsymmem.so.0"
 [ "$(readlink "$prefix/lib/libsymmem.so.0")" = "libsymmem.so.$version" ] || fail "libsymmem.so.0 does not link to libsymmem.so.$version"
-readelf -d "$prefix/lib/libsymmem.so.$version" | grep -q 'SONAME.*\[libsymmem\.so\.0\]' ||
+grep -q 'SONAME.*\[libsymmem\.so\.0\]' <<< "$(readelf -d "$prefix/lib/libsymmem.so.$version")" ||
   fail "libsymmem.so.$version has no soname libsymmem.so.0"
 [ "$(readlink "$prefix/bin/oshcc")" = symcc ] || fail "oshcc is not a link to symcc"
 [ "$(readlink "$prefix/bin/oshrun")" = symrun ] || fail "oshrun is not a link to symrun"
@@ -62,7 +62,7 @@ run2() {
 }
 # Whether PROGRAM needs libsymmem.so.0 at run time.
 needs_shared() {
-  readelf -d "$1" | grep -q 'NEEDED.*\[libsymmem\.so\.0\]'
+  grep -q 'NEEDED.*\[libsymmem\.so\.0\]' <<< "$(readelf -d "$1")"
 }
 
 echo "== cc with pkg-config (shared; -Wl,-rpath for a prefix the loader does not search)"
@@ -74,7 +74,7 @@ run2 "$work/ring-pc"
 # libsymmem.so.0 is installed in a system directory too).
 # shellcheck disable=SC2046
 cc "${cflags[@]}" "$src" -o "$work/ring-pc-norpath" $(pkg-config --cflags --libs symmem)
-if ! /sbin/ldconfig -p | grep -q 'libsymmem\.so\.0 ' &&
+if ! grep -q 'libsymmem\.so\.0 ' <<< "$(/sbin/ldconfig -p)" &&
   env -u LD_LIBRARY_PATH "$work/ring-pc-norpath" > /dev/null 2>&1; then
   fail "a program linked without the rpath found libsymmem.so.0 outside the prefix"
 fi
