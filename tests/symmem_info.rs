@@ -136,6 +136,8 @@ fn every_variable_the_code_names_is_in_the_table() {
             || name == "SYMMEM_DEVICE_STATE"
             || name == "SYMMEM_MAX_THREADS"
             || name == "SYMMEM_DEVICE_RUSTC"
+            // `DEP_SYMMEM_DEVICE_SRC`: cargo passes symmem-device's `links` metadata.
+            || name == "SYMMEM_DEVICE_SRC"
             // `SYMMEM_*`: the prefix, in prose.
             || name == "SYMMEM"
     };
