@@ -11,5 +11,14 @@
 # The PTX of the same sources is built and checked by the workspace build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-env -u SYMMEM_REQUIRE_PTX SYMMEM_SKIP_PTX=1 \
+# Cargo takes a registry crate of a given name and version to be immutable: it never
+# unpacks one again that it finds under $CARGO_HOME/registry/src/, nor rebuilds one whose
+# artifacts it has. Ours change under the same version, so a second run would verify the
+# sources of the first. Remove both caches of our crates (cargo unpacks them again), and
+# build in a target directory of this check's own, so the workspace's stays as it is.
+target=${CARGO_TARGET_DIR:-target}/package-check
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/symmem-*0.1.0 \
+  "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/symmem-0.1.0 \
+  "$target"/debug/deps/*symmem* "$target"/debug/build/symmem-* "$target"/debug/.fingerprint/symmem-*
+env -u SYMMEM_REQUIRE_PTX SYMMEM_SKIP_PTX=1 CARGO_TARGET_DIR="$target" \
   cargo publish --dry-run --workspace --allow-dirty --quiet "$@"
