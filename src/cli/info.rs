@@ -8,7 +8,7 @@ use super::launch::SelfLaunchArgs;
 /// With --pes N, also starts N local PEs (bound as symrun binds them) and prints their
 /// topology, CPUs and routes. Run under `symrun -n N`, it prints that topology only.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = "symmem-info", version)]
+#[command(name = "symmem-info", version, allow_negative_numbers = true)]
 pub struct Args {
     /// The PEs whose topology to print.
     #[command(flatten)]
