@@ -319,6 +319,7 @@ fn pes_with_equals_runs_and_progress_goes_to_stderr() {
         "--pes=2",
         "--json",
         "--only=put_latency",
+        "--initiator=host",
         "-b",
         "8",
         "-e",
