@@ -51,10 +51,12 @@ fn writes_the_three_pages_naming_their_options() {
         assert!(text.starts_with(".ie"), "{page} is not roff:\n{text}");
         assert!(text.contains(".TH "), "{page} has no title");
         for option in options {
-            assert!(
-                text.contains(&format!("\\-\\-{option}")) || text.contains(option),
-                "{page} does not name {option}:\n{text}"
-            );
+            // roff escapes every dash: `--bind-to` is `\-\-bind\-to`.
+            let named = match *option {
+                "PROGRAM" => text.contains("PROGRAM"),
+                option => text.contains(&format!("\\-\\-{option}")),
+            };
+            assert!(named, "{page} does not name {option}:\n{text}");
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
