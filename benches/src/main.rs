@@ -27,6 +27,7 @@ mod host;
 mod matrix;
 mod measure;
 mod plot;
+mod progress;
 mod report;
 mod sizes;
 mod stats;
@@ -43,8 +44,9 @@ use symmem_bench_kernels as kernels;
 use args::{parse_args, Command, Options, ParseError, TransportArg};
 use ctx::{pages, words, Ctx, Role, Window, PAGE};
 use measure::{directions, groups};
+use progress::Progress;
 use report::{direction, json_line, print_table, Labels, Row};
-use sizes::{human_size, sizes_for, ELEM, MAX_SIZE};
+use sizes::{sizes_for, ELEM, MAX_SIZE};
 use stats::Sampler;
 use table::{Initiator, On, Transport, BENCHES};
 
@@ -165,40 +167,6 @@ impl RowsOut {
     }
 }
 
-/// Progress of a run on stderr, one line per point: `[k/N] metric size (elapsed)`, with
-/// or without `--json` (whose rows go to stdout).
-struct Progress {
-    /// Points started so far.
-    done: usize,
-    /// Points in all.
-    total: usize,
-    /// When the run started.
-    start: std::time::Instant,
-}
-
-impl Progress {
-    /// A run of `total` points, starting now.
-    fn new(total: usize) -> Self {
-        Progress {
-            done: 0,
-            total,
-            start: std::time::Instant::now(),
-        }
-    }
-
-    /// Says that the point of `metric` at `size` bytes starts.
-    fn point(&mut self, metric: &str, size: usize) {
-        self.done += 1;
-        eprintln!(
-            "[{}/{}] {metric} {} ({:.1} s)",
-            self.done,
-            self.total,
-            human_size(size),
-            self.start.elapsed().as_secs_f64()
-        );
-    }
-}
-
 /// Measures every selected group at its sizes and prints the rows on PE 0.
 fn measure_all(c: &Ctx, o: &Options, device: &str, out: &mut RowsOut) -> symmem::Result<()> {
     let (rt, me, n) = (c.rt, c.rt.my_pe(), c.rt.n_pes());
@@ -228,7 +196,7 @@ fn measure_all(c: &Ctx, o: &Options, device: &str, out: &mut RowsOut) -> symmem:
         let mut rows: Vec<Vec<Row>> = group.iter().map(|_| Vec::new()).collect();
         for &size in &sizes {
             if me == 0 {
-                progress.point(group[group.len() - 1].metric, size);
+                progress.point(group[group.len() - 1].metric, size, None);
             }
             let stats = measure::measure(c, &group, size, o)?;
             for ((b, r), stats) in group.iter().zip(&mut rows).zip(stats) {

@@ -141,13 +141,21 @@ fn matrix_covers_every_ordered_pair() {
             .collect();
         assert_eq!(pairs, all, "{metric}");
     }
-    let table = perf_ok(&[
+    let out = perf(&[
         "--pes", "3", "--matrix", "-n", "10", "-w", "1", "--reps", "1",
     ]);
+    let (table, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{table}\n{stderr}");
     assert!(
         table.contains("row = source PE, column = destination PE"),
         "{table}"
     );
+    // Progress: two points per ordered pair, the last one PE 2 -> PE 1.
+    let last = "[12/12] put_signal_pingpong_latency 8 B PE 2 -> PE 1 (";
+    assert!(stderr.contains(last), "no {last:?} in:\n{stderr}");
 }
 
 /// Checks that `svg` is one balanced `<svg>` element.
