@@ -4,11 +4,19 @@
 //! the libraries cargo names after the crate (`libsymmem_capi.*`), so `-lsymmem` works.
 //! The links point into `deps/`: cargo copies the libraries up to `<profile>/` only for
 //! `cargo build`, not when `cargo test` builds them for the C test suite.
+//!
+//! The shared library's soname is `libsymmem.so.0` (major version 0, as installed by
+//! `scripts/install-c.sh`): programs linked with `-lsymmem` record that name, so a link
+//! of that name sits here too.
 
 use std::path::PathBuf;
 
+/// The soname of `libsymmem.so`: what programs linked with it ask the loader for.
+const SONAME: &str = "libsymmem.so.0";
+
 fn main() {
     println!("cargo:rerun-if-changed=symcc.in");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}");
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     // OUT_DIR is <target>/<profile>/build/<package>-<hash>/out; the library lands in
@@ -25,6 +33,7 @@ fn main() {
     std::fs::write(&dest, script).unwrap_or_else(|e| panic!("writing {}: {e}", dest.display()));
     for (link, target) in [
         ("libsymmem.so", "deps/libsymmem_capi.so"),
+        (SONAME, "deps/libsymmem_capi.so"),
         ("libsymmem.a", "deps/libsymmem_capi.a"),
     ] {
         let link = profile_dir.join(link);

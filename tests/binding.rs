@@ -3,14 +3,15 @@
 //! is one CPU of its own by default, all of the launcher's CPUs when oversubscribed or
 //! with `--bind-to none`, never more than the launcher's (`taskset`); a binding that
 //! cannot fit and bad values are usage errors that name them; and each PE reports its
-//! binding (`SYMMEM_DEBUG=info`, `symmem-info --pes N`).
+//! binding (`SYMMEM_DEBUG=info`, `symmem-info --pes N`); a PE bound to a core is given
+//! its node's spare CPUs for its helper threads.
 
 mod common;
 
 use std::process::{Command, Output, Stdio};
 
 use common::{SYMRUN, TEST_PE};
-use symmem::bootstrap::affinity::CpuSet;
+use symmem::bootstrap::affinity::{Binding, CpuSet, Placement};
 
 /// The CPUs this test process may run on (those symrun inherits).
 fn my_cpus() -> CpuSet {
@@ -219,4 +220,37 @@ fn self_launch_binds_like_symrun_and_symmem_info_shows_each_pes_cpus() {
         stderr.contains(&format!("--bind-to core: {n} PEs need {n} cores")),
         "{stderr}"
     );
+}
+
+/// A PE bound to one core is told the spare CPUs of its NUMA node for its helper threads
+/// (`SYMMEM_LAUNCH_HELPER_CPUS`, which each helper thread moves to: unit-tested in the
+/// bootstrap); an unbound PE is told nothing, so its helpers keep its CPUs.
+#[test]
+fn a_pe_bound_to_a_core_is_given_its_nodes_spare_cpus_for_its_helper_threads() {
+    if at_least_two_cpus().is_none() {
+        return;
+    }
+    let mut core = Binding::default();
+    core.set("--bind-to", "core").unwrap();
+    let spare = Placement::for_this_process(1, &core)
+        .unwrap()
+        .helper_cpus(0)
+        .expect("a PE bound to one of two or more CPUs leaves some spare")
+        .to_string();
+    let helpers = |bind_to: &str| {
+        let out = Command::new(SYMRUN)
+            .args(["-n", "1", "--bind-to", bind_to, "sh", "-c"])
+            .arg("echo \"helpers=${SYMMEM_LAUNCH_HELPER_CPUS-unset}\"")
+            .stdin(Stdio::null())
+            .output()
+            .expect("running symrun");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(helpers("core"), format!("helpers={spare}"));
+    assert_eq!(helpers("none"), "helpers=unset");
 }

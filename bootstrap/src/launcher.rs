@@ -36,6 +36,9 @@ pub const ENV_RANK: &str = "SYMMEM_LAUNCH_RANK";
 pub const ENV_SIZE: &str = "SYMMEM_LAUNCH_SIZE";
 /// How the launcher bound the PE ([`Placement::how`]), which init reports.
 pub const ENV_BIND: &str = "SYMMEM_LAUNCH_BIND";
+/// The CPUs for the PE's helper threads ([`Placement::helper_cpus`]), set only when the
+/// launcher bound the PE ([`crate::affinity::place_helper_thread`]).
+pub const ENV_HELPER_CPUS: &str = "SYMMEM_LAUNCH_HELPER_CPUS";
 
 /// Longest the launcher sleeps between checks of its children.
 const POLL: Duration = Duration::from_millis(50);
@@ -91,6 +94,9 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, opts.n_pes.to_string())
             .env(ENV_BIND, placement.how());
+        if let Some(helpers) = placement.helper_cpus(rank) {
+            cmd.env(ENV_HELPER_CPUS, helpers.to_string());
+        }
         if opts.tag_output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }

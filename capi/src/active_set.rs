@@ -318,7 +318,7 @@ fn to_all<T: Pod>(
 
 /// Exports the sized active-set movers for `$bits` over `$t`.
 macro_rules! sized {
-    ($($bits:literal : $t:ty),*) => { paste::paste! { $(
+    ($($bits:literal : $t:ty),*) => { pastey::paste! { $(
         #[doc = concat!("`shmem_broadcast", stringify!($bits), "` (deprecated): member `pe_root`'s `source` to the other members' `dest`.")]
         ///
         /// # Safety
@@ -367,7 +367,7 @@ sized!(32: u32, 64: u64);
 
 /// Exports `shmem_<name>_<op>_to_all` combining with `a.$method(b)`.
 macro_rules! to_all_fns {
-    ($op:ident = $method:ident; $($name:ident : $t:ty),*) => { paste::paste! { $(
+    ($op:ident = $method:ident; $($name:ident : $t:ty),*) => { pastey::paste! { $(
         #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "_to_all` (deprecated): the ", stringify!($op), " of `source` over the active set.")]
         ///
         /// # Safety

@@ -30,7 +30,7 @@ unsafe fn deliver<T>(func: &str, fetch: *mut T, v: T) {
 
 /// The AMOs every standard AMO type has, on `$t` (a `SymInt`).
 macro_rules! standard {
-    ($($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         extended!($name: $t);
         #[doc = concat!("`shmem_", stringify!($name), "_atomic_compare_swap` (§9.7.3): stores `value` at `dest` on `pe` if it equals `cond`; returns the old value.")]
         #[no_mangle]
@@ -108,7 +108,7 @@ macro_rules! standard {
 
 /// The extended AMOs (fetch, set, swap) on an integer `$t` (a `SymInt`).
 macro_rules! extended {
-    ($name:ident : $t:ty) => { paste::paste! {
+    ($name:ident : $t:ty) => { pastey::paste! {
         #[doc = concat!("`shmem_", stringify!($name), "_atomic_fetch` (§9.7.1): atomically loads `source` on `pe`.")]
         #[no_mangle]
         pub extern "C" fn [<shmem_ $name _atomic_fetch>](source: *const $t, pe: c_int) -> $t {
@@ -159,7 +159,7 @@ macro_rules! extended {
 
 /// The extended AMOs on a floating type `$t`, as atomics on its bits `$w`.
 macro_rules! extended_float {
-    ($($name:ident : $t:ty as $w:ty),* $(,)?) => { paste::paste! { $(
+    ($($name:ident : $t:ty as $w:ty),* $(,)?) => { pastey::paste! { $(
         #[doc = concat!("`shmem_", stringify!($name), "_atomic_fetch` (§9.7.1): atomically loads `source` on `pe`.")]
         #[no_mangle]
         pub extern "C" fn [<shmem_ $name _atomic_fetch>](source: *const $t, pe: c_int) -> $t {
@@ -208,7 +208,7 @@ macro_rules! extended_float {
 
 /// The bitwise AMOs on `$t` (a `SymInt`).
 macro_rules! bitwise {
-    ($($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         bitwise_op!($name: $t, and, atomic_fetch_and, atomic_and);
         bitwise_op!($name: $t, or, atomic_fetch_or, atomic_or);
         bitwise_op!($name: $t, xor, atomic_fetch_xor, atomic_xor);
@@ -217,7 +217,7 @@ macro_rules! bitwise {
 
 /// One bitwise AMO (`fetch_<op>`, `fetch_<op>_nbi`, `<op>`) on `$t`.
 macro_rules! bitwise_op {
-    ($name:ident : $t:ty, $op:ident, $fetch:ident, $plain:ident) => { paste::paste! {
+    ($name:ident : $t:ty, $op:ident, $fetch:ident, $plain:ident) => { pastey::paste! {
         #[doc = concat!("`shmem_", stringify!($name), "_atomic_fetch_", stringify!($op), "` (§9.7.9–11): combines `value` into `dest` on `pe`; returns the old value.")]
         #[no_mangle]
         pub extern "C" fn [<shmem_ $name _atomic_fetch_ $op>](dest: *mut $t, value: $t, pe: c_int) -> $t {

@@ -198,7 +198,7 @@ fn alltoalls<T: Pod>(
 
 /// Exports the typed data-movement collectives for each `(TYPENAME, Rust type)`.
 macro_rules! movers {
-    ($($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         movers!(@one $t; [<shmem_ $name _broadcast>], [<shmem_ $name _collect>],
             [<shmem_ $name _fcollect>], [<shmem_ $name _alltoall>], [<shmem_ $name _alltoalls>]);
     )* } };
@@ -302,7 +302,7 @@ fn generic<T: Pod>(
 
 /// Exports `shmem_<name>_<op>_reduce` for runtime-reduced types.
 macro_rules! native_reduce {
-    ($op:ident = $Op:ident; $($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($op:ident = $Op:ident; $($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "_reduce` (§9.9.10): `dest[i]` = the ", stringify!($op), " of `source[i]` over `team`. 0 or nonzero.")]
         #[no_mangle]
         pub extern "C" fn [<shmem_ $name _ $op _reduce>](team: usize, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {
@@ -313,7 +313,7 @@ macro_rules! native_reduce {
 
 /// Exports `shmem_<name>_<op>_reduce` for types combined here, `a.$method(b)`.
 macro_rules! generic_reduce {
-    ($op:ident = $method:ident; $($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($op:ident = $method:ident; $($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "_reduce` (§9.9.10): `dest[i]` = the ", stringify!($op), " of `source[i]` over `team`. 0 or nonzero.")]
         #[no_mangle]
         pub extern "C" fn [<shmem_ $name _ $op _reduce>](team: usize, dest: *mut $t, source: *const $t, nreduce: usize) -> c_int {

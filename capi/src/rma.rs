@@ -286,7 +286,7 @@ macro_rules! strided {
 
 /// The typed RMA routines for each `(TYPENAME, Rust type)` of the standard RMA types.
 macro_rules! typed {
-    ($($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         contiguous!($t; [<shmem_ $name _put>], [<shmem_ $name _put_nbi>], [<shmem_ $name _get>],
             [<shmem_ $name _get_nbi>], [<shmem_ $name _put_signal>], [<shmem_ $name _put_signal_nbi>]);
         strided!($t; [<shmem_ $name _iput>], [<shmem_ $name _iget>]);
@@ -295,7 +295,7 @@ macro_rules! typed {
 
 /// The sized RMA routines (`shmem_put8` … `shmem_put128`).
 macro_rules! sized {
-    ($($bits:literal : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($($bits:literal : $t:ty),* $(,)?) => { pastey::paste! { $(
         contiguous!($t; [<shmem_put $bits>], [<shmem_put $bits _nbi>], [<shmem_get $bits>],
             [<shmem_get $bits _nbi>], [<shmem_put $bits _signal>], [<shmem_put $bits _signal_nbi>]);
         strided!($t; [<shmem_iput $bits>], [<shmem_iget $bits>]);
@@ -304,7 +304,7 @@ macro_rules! sized {
 
 /// Exports `p` and `g` for each `(TYPENAME, Rust type)`.
 macro_rules! single {
-    ($($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         #[doc = concat!("`shmem_", stringify!($name), "_p` (§9.6.2): stores `value` at `dest` on `pe`.")]
         #[no_mangle]
         pub extern "C" fn [<shmem_ $name _p>](dest: *mut $t, value: $t, pe: c_int) {

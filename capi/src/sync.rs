@@ -207,7 +207,7 @@ unsafe fn each<'a, T>(func: &str, values: *const T, n: usize) -> Against<'a, T> 
 
 /// Exports the point-to-point synchronization routines for each `(TYPENAME, Rust type)`.
 macro_rules! waits {
-    ($($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         #[doc = concat!("`shmem_", stringify!($name), "_wait_until` (§9.11.1): waits until this PE's `ivar` satisfies `cmp cmp_value`.")]
         #[no_mangle]
         pub extern "C" fn [<shmem_ $name _wait_until>](ivar: *mut $t, cmp_: c_int, cmp_value: $t) {
@@ -445,7 +445,7 @@ unsafe fn multi_small<T: Small>(
 
 /// Exports the point-to-point synchronization routines for the 2-byte types.
 macro_rules! small_waits {
-    ($($name:ident : $t:ty),* $(,)?) => { paste::paste! { $(
+    ($($name:ident : $t:ty),* $(,)?) => { pastey::paste! { $(
         #[doc = concat!("`shmem_", stringify!($name), "_wait_until` (§9.11.1).")]
         #[no_mangle]
         pub extern "C" fn [<shmem_ $name _wait_until>](ivar: *mut $t, cmp_: c_int, cmp_value: $t) {
@@ -465,7 +465,7 @@ macro_rules! small_waits {
         small_waits!(@multi $name, $t, test_any, Any, true, usize);
         small_waits!(@some $name, $t, test_some, true);
     )* } };
-    (@multi $name:ident, $t:ty, $op:ident, $kind:ident, $test:expr, void) => { paste::paste! {
+    (@multi $name:ident, $t:ty, $op:ident, $kind:ident, $test:expr, void) => { pastey::paste! {
         #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "` (§9.11).")]
         ///
         /// # Safety
@@ -486,7 +486,7 @@ macro_rules! small_waits {
             unsafe { multi_small(F, Kind::$kind, $test, ivars, nelems, std::ptr::null_mut(), status, cmp_, each(F, cmp_values, nelems)) };
         }
     } };
-    (@multi $name:ident, $t:ty, $op:ident, $kind:ident, $test:expr, $ret:ty) => { paste::paste! {
+    (@multi $name:ident, $t:ty, $op:ident, $kind:ident, $test:expr, $ret:ty) => { pastey::paste! {
         #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "` (§9.11).")]
         ///
         /// # Safety
@@ -507,7 +507,7 @@ macro_rules! small_waits {
             unsafe { multi_small(F, Kind::$kind, $test, ivars, nelems, std::ptr::null_mut(), status, cmp_, each(F, cmp_values, nelems)) as $ret }
         }
     } };
-    (@some $name:ident, $t:ty, $op:ident, $test:expr) => { paste::paste! {
+    (@some $name:ident, $t:ty, $op:ident, $test:expr) => { pastey::paste! {
         #[doc = concat!("`shmem_", stringify!($name), "_", stringify!($op), "` (§9.11): writes the satisfying indices, returns their count.")]
         ///
         /// # Safety

@@ -7,7 +7,10 @@
 //! From a `build.rs`:
 //!
 //! ```no_run
-//! let ptx = symmem_ptx_build::PtxBuilder::new("kernels").arch("sm_90").build().unwrap();
+//! let ptx = symmem_ptx_build::PtxBuilder::new("kernels", "my-kernels")
+//!     .arch("sm_90")
+//!     .build()
+//!     .unwrap();
 //! let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("kernels.ptx");
 //! std::fs::write(&out, &ptx.text).unwrap();
 //! println!("cargo:rerun-if-changed=kernels/src");
@@ -122,16 +125,19 @@ pub struct Ptx {
 #[derive(Debug, Clone)]
 pub struct PtxBuilder {
     crate_dir: PathBuf,
+    package: String,
     arch: String,
     target_dir: Option<PathBuf>,
 }
 
 impl PtxBuilder {
-    /// A builder for the kernel crate in `crate_dir` (its `Cargo.toml` directory),
-    /// targeting `sm_90` unless told otherwise.
-    pub fn new(crate_dir: impl AsRef<Path>) -> Self {
+    /// A builder for the kernel crate in `crate_dir` (its `Cargo.toml` directory) whose
+    /// package is named `package` (the PTX file is named after it; a build script of the
+    /// crate itself passes `CARGO_PKG_NAME`), targeting `sm_90` unless told otherwise.
+    pub fn new(crate_dir: impl AsRef<Path>, package: &str) -> Self {
         PtxBuilder {
             crate_dir: crate_dir.as_ref().to_path_buf(),
+            package: package.to_string(),
             arch: "sm_90".into(),
             target_dir: None,
         }
@@ -191,11 +197,10 @@ impl PtxBuilder {
         cmd.env("RUSTC_BOOTSTRAP", "1")
             .env("RUSTFLAGS", format!("-C target-cpu={}", self.arch));
         run(cmd)?;
-        let name = crate_name(&self.crate_dir)?;
         let path = target_dir
             .join(TARGET)
             .join("release")
-            .join(format!("{}.ptx", name.replace('-', "_")));
+            .join(format!("{}.ptx", self.package.replace('-', "_")));
         let text =
             std::fs::read_to_string(&path).map_err(|_| PtxBuildError::Missing(path.clone()))?;
         // Written back, so that the file (which ptxas assembles) is the PTX returned.
@@ -361,6 +366,7 @@ pub fn embed_from_build_script() {
     println!("cargo:rerun-if-env-changed=SYMMEM_REQUIRE_PTX");
     let crate_dir =
         PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run from a build script"));
+    let package = std::env::var("CARGO_PKG_NAME").expect("run from a build script");
     // The nested nvptx build of this very crate runs this script again: embed nothing there.
     let target = std::env::var("TARGET").unwrap_or_default();
     let result = if target.starts_with("nvptx") {
@@ -370,7 +376,7 @@ pub fn embed_from_build_script() {
     } else {
         // The device crate's sources are inputs too.
         println!("cargo:rerun-if-changed=../../device/src");
-        PtxBuilder::new(&crate_dir)
+        PtxBuilder::new(&crate_dir, &package)
             .arch(EMBED_ARCH)
             .target_dir(shared_ptx_dir(&out).join(EMBED_ARCH))
             .build()
@@ -546,31 +552,6 @@ fn shared_ptx_dir(out_dir: &Path) -> PathBuf {
         .map_or_else(|| out_dir.join("ptx"), |target| target.join("symmem-ptx"))
 }
 
-/// The package name in `<dir>/Cargo.toml`.
-fn crate_name(dir: &Path) -> Result<String, PtxBuildError> {
-    let manifest = dir.join("Cargo.toml");
-    let text =
-        std::fs::read_to_string(&manifest).map_err(|e| PtxBuildError::Io(manifest.clone(), e))?;
-    let mut in_package = false;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_package = line == "[package]";
-        } else if in_package {
-            if let Some(v) = line
-                .strip_prefix("name")
-                .map(str::trim)
-                .and_then(|r| r.strip_prefix('='))
-            {
-                return Ok(v.trim().trim_matches('"').to_string());
-            }
-        }
-    }
-    Err(PtxBuildError::Io(
-        manifest,
-        std::io::Error::new(std::io::ErrorKind::InvalidData, "no [package] name"),
-    ))
-}
-
 /// Finds `ptxas`: `$SYMMEM_PTXAS`, then `PATH`, then the `nvidia-cuda-nvcc-cu12` wheel of
 /// the `python3` on `PATH`.
 pub fn find_ptxas() -> Option<PathBuf> {
@@ -685,18 +666,5 @@ mod tests {
             assert!(e.contains("max_threads must be 1..=1024"), "{e}");
             assert!(e.contains("2048") || e.contains("gone"), "{e}");
         }
-    }
-
-    #[test]
-    fn reads_the_package_name() {
-        let dir = std::env::temp_dir().join(format!("ptx-build-name-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("Cargo.toml"),
-            "[workspace]\nname = \"no\"\n[package]\nversion = \"1\"\nname = \"my-kernels\"\n",
-        )
-        .unwrap();
-        assert_eq!(crate_name(&dir).unwrap(), "my-kernels");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

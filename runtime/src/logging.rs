@@ -1,4 +1,7 @@
-//! Log setup: `tracing` to stderr, filtered by `SYMMEM_DEBUG` and `SYMMEM_DEBUG_SUBSYS`.
+//! Log setup: `tracing` to stderr, filtered by `SYMMEM_DEBUG` and `SYMMEM_DEBUG_SUBSYS`,
+//! coloured only on a terminal and never under `NO_COLOR`.
+
+use std::io::IsTerminal;
 
 use crate::config::Config;
 
@@ -101,16 +104,28 @@ pub fn init(config: &Config) {
         }
     }
     let filter = tracing_subscriber::EnvFilter::new(directives.join(","));
+    let ansi = use_colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     // Fails only when a subscriber is already installed (a re-init, or the application's).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .try_init();
+}
+
+/// Whether log lines carry ANSI colour: only when stderr is a terminal (a pipe or a file
+/// would get raw escape codes), and never when `NO_COLOR` is set to a non-empty value
+/// (<https://no-color.org>).
+fn use_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::targets;
+    use super::{targets, use_colour};
     use crate::config::SUBSYSTEMS;
     use std::path::Path;
 
@@ -163,6 +178,20 @@ mod tests {
                 && err.contains("transport, proxy, coll"),
             "{err}"
         );
+    }
+
+    /// Colour on a terminal only, and `NO_COLOR` (when not empty) turns it off.
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        fn set(v: &str) -> Option<&std::ffi::OsStr> {
+            Some(std::ffi::OsStr::new(v))
+        }
+        assert!(use_colour(true, None));
+        assert!(use_colour(true, set("")));
+        assert!(!use_colour(true, set("1")));
+        assert!(!use_colour(true, set("0")));
+        assert!(!use_colour(false, None));
+        assert!(!use_colour(false, set("1")));
     }
 
     /// Every module of the runtime belongs to a subsystem, so that none of its events is

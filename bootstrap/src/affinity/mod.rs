@@ -3,8 +3,10 @@
 //! the placement of PEs on them ([`Placement`]).
 
 mod cpuset;
+mod helpers;
 pub mod numa;
 mod placement;
 
 pub use cpuset::CpuSet;
+pub use helpers::place_helper_thread;
 pub use placement::{binds, BindTo, Binding, Machine, MapBy, Placement};

@@ -1,6 +1,6 @@
 //! The part of the PMIx C API that the `pmix` bootstrap calls, loaded at run time with
-//! `dlopen`, so that one binary runs with or without libpmix installed and needs no PMIx
-//! headers to build.
+//! `libloading` (`dlopen`), so that one binary runs with or without libpmix installed and
+//! needs no PMIx headers to build.
 //!
 //! # Layouts
 //! Declared after `pmix_common.h` of OpenPMIx 4.2.2 (Debian 12's `libpmix-dev`, PMIx
@@ -17,7 +17,9 @@
 //! `pmix_info_t` passed to `PMIx_Fence`; [`Lib::open`] therefore refuses libraries older
 //! than PMIx v4 ([`MIN_MAJOR`]), naming the version it found.
 
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, CStr, CString};
+
+use libloading::os::unix::{Library, Symbol, RTLD_GLOBAL, RTLD_NOW};
 
 use crate::BootstrapError;
 
@@ -166,7 +168,9 @@ type ValueDestructFn = unsafe extern "C" fn(*mut Value);
 type ErrorStringFn = unsafe extern "C" fn(c_int) -> *const c_char;
 type VersionFn = unsafe extern "C" fn() -> *const c_char;
 
-/// A loaded libpmix: its entry points. Never unloaded (PMIx keeps a progress thread).
+/// A loaded libpmix: its entry points. The library stays loaded as long as this value; the
+/// bootstrap keeps its `Lib` in a static, so it is never unloaded (PMIx keeps a progress
+/// thread).
 pub struct Lib {
     /// The name or path it was loaded by.
     pub name: String,
@@ -180,19 +184,14 @@ pub struct Lib {
     get: GetFn,
     value_destruct: ValueDestructFn,
     error_string: ErrorStringFn,
+    /// Keeps the entry points above valid.
+    _library: Library,
 }
 
-/// The last `dlerror()` text.
-fn dlerror_text() -> String {
-    // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libc, valid until the
-    // next dl* call on this thread; it is copied at once.
-    let p = unsafe { libc::dlerror() };
-    if p.is_null() {
-        "unknown error".into()
-    } else {
-        // SAFETY: non-null, NUL-terminated, see above.
-        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-    }
+/// The system's reason for a failed load or lookup (`dlerror()`'s text, which libloading
+/// keeps as the error's source), else libloading's own description.
+fn reason(e: &libloading::Error) -> String {
+    std::error::Error::source(e).map_or_else(|| e.to_string(), ToString::to_string)
 }
 
 /// The major version in `PMIx_Get_version()`'s text: the first number in it.
@@ -212,20 +211,13 @@ impl Lib {
     pub fn open(names: &[String]) -> Result<Lib, BootstrapError> {
         let mut tried = Vec::new();
         for name in names {
-            let Ok(c_name) = CString::new(name.as_str()) else {
-                tried.push(format!("{name:?} (has a NUL byte)"));
-                continue;
-            };
-            // SAFETY: c_name is NUL-terminated; dlopen runs the library's constructors,
-            // which is what loading libpmix is for. RTLD_GLOBAL lets the MCA plugins that
-            // libpmix loads itself resolve its symbols.
-            let handle =
-                unsafe { libc::dlopen(c_name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-            if handle.is_null() {
-                tried.push(format!("{name} ({})", dlerror_text()));
-                continue;
+            // SAFETY: loading runs the library's constructors, which is what loading libpmix
+            // is for. RTLD_GLOBAL lets the MCA plugins that libpmix loads itself resolve its
+            // symbols.
+            match unsafe { Library::open(Some(name), RTLD_NOW | RTLD_GLOBAL) } {
+                Ok(library) => return Lib::resolve(name, library),
+                Err(e) => tried.push(format!("{name} ({})", reason(&e))),
             }
-            return Lib::resolve(name, handle);
         }
         Err(BootstrapError::Config(format!(
             "the pmix bootstrap cannot load libpmix: tried {}; install PMIx v{MIN_MAJOR} or later (Debian/Ubuntu: libpmix2; RHEL: pmix) or set SYMMEM_PMIX_LIB to the library's path",
@@ -233,25 +225,27 @@ impl Lib {
         )))
     }
 
-    fn resolve(name: &str, handle: *mut c_void) -> Result<Lib, BootstrapError> {
-        let sym = |symbol: &str| -> Result<*mut c_void, BootstrapError> {
-            let c_sym = CString::new(symbol).expect("symbol names have no NUL");
-            // SAFETY: handle came from a successful dlopen and is never closed; c_sym is
-            // NUL-terminated.
-            let p = unsafe { libc::dlsym(handle, c_sym.as_ptr()) };
-            if p.is_null() {
-                Err(BootstrapError::Config(format!(
+    fn resolve(name: &str, library: Library) -> Result<Lib, BootstrapError> {
+        /// The entry point `symbol` of `library`, as a `T`.
+        ///
+        /// # Safety
+        /// `T` must be the function pointer type of `symbol`'s C signature.
+        unsafe fn sym<T: Copy>(
+            library: &Library,
+            name: &str,
+            symbol: &str,
+        ) -> Result<T, BootstrapError> {
+            // SAFETY: the caller names the symbol's type.
+            let found: Result<Symbol<T>, _> = unsafe { library.get(symbol.as_bytes()) };
+            found.map(|s| *s).map_err(|e| {
+                BootstrapError::Config(format!(
                     "{name} has no symbol {symbol} ({}): it is not libpmix, or older than PMIx v{MIN_MAJOR}; set SYMMEM_PMIX_LIB to a PMIx v{MIN_MAJOR} library",
-                    dlerror_text()
-                )))
-            } else {
-                Ok(p)
-            }
-        };
-        let version_fn = sym("PMIx_Get_version")?;
+                    reason(&e)
+                ))
+            })
+        }
         // SAFETY: PMIx_Get_version has the C signature `const char *(void)` in every PMIx.
-        let version_fn: VersionFn =
-            unsafe { std::mem::transmute::<*mut c_void, VersionFn>(version_fn) };
+        let version_fn: VersionFn = unsafe { sym(&library, name, "PMIx_Get_version")? };
         // SAFETY: it returns a static NUL-terminated string.
         let version = unsafe { CStr::from_ptr(version_fn()) }
             .to_string_lossy()
@@ -264,24 +258,22 @@ impl Lib {
                 )))
             }
         }
-        // SAFETY (all transmutes below): each symbol is the PMIx v4 function of that name,
-        // whose C signature (pmix.h) is the function type it is cast to.
+        // SAFETY (every lookup below): each symbol is the PMIx v4 function of that name,
+        // whose C signature (pmix.h) is the function type it is read as; the pointers stay
+        // valid while `_library` keeps the library loaded.
         unsafe {
             Ok(Lib {
                 name: name.to_string(),
                 version,
-                init: std::mem::transmute::<*mut c_void, InitFn>(sym("PMIx_Init")?),
-                finalize: std::mem::transmute::<*mut c_void, FinalizeFn>(sym("PMIx_Finalize")?),
-                put: std::mem::transmute::<*mut c_void, PutFn>(sym("PMIx_Put")?),
-                commit: std::mem::transmute::<*mut c_void, CommitFn>(sym("PMIx_Commit")?),
-                fence: std::mem::transmute::<*mut c_void, FenceFn>(sym("PMIx_Fence")?),
-                get: std::mem::transmute::<*mut c_void, GetFn>(sym("PMIx_Get")?),
-                value_destruct: std::mem::transmute::<*mut c_void, ValueDestructFn>(sym(
-                    "PMIx_Value_destruct",
-                )?),
-                error_string: std::mem::transmute::<*mut c_void, ErrorStringFn>(sym(
-                    "PMIx_Error_string",
-                )?),
+                init: sym(&library, name, "PMIx_Init")?,
+                finalize: sym(&library, name, "PMIx_Finalize")?,
+                put: sym(&library, name, "PMIx_Put")?,
+                commit: sym(&library, name, "PMIx_Commit")?,
+                fence: sym(&library, name, "PMIx_Fence")?,
+                get: sym(&library, name, "PMIx_Get")?,
+                value_destruct: sym(&library, name, "PMIx_Value_destruct")?,
+                error_string: sym(&library, name, "PMIx_Error_string")?,
+                _library: library,
             })
         }
     }

@@ -167,6 +167,7 @@ impl ProxyChannel {
             std::thread::Builder::new()
                 .name(format!("symmem-proxy-{me}"))
                 .spawn(move || {
+                    symmem_bootstrap::affinity::place_helper_thread("the proxy thread");
                     // SAFETY: initialized above; `memory` lives as long as this thread.
                     let ring = unsafe { Ring::from_raw(memory.host()) };
                     run(me, ring, payloads, &*transport, &stop, &error, &stats)

@@ -644,6 +644,7 @@ fn start_progress(
     std::thread::Builder::new()
         .name(format!("symmem-ofi-{me}"))
         .spawn(move || {
+            symmem_bootstrap::affinity::place_helper_thread("the ofi transport's progress thread");
             // Sleeps of 20 µs, not the default 50 µs of timer slack on top.
             // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects this thread only.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };

@@ -67,11 +67,17 @@ impl SocketTransport {
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             spins: AtomicU64::new(0),
+            writes_staged_soon: AtomicBool::new(false),
         });
         let worker = Arc::clone(&shared);
         let service = std::thread::Builder::new()
             .name(format!("symmem-socket-{me}"))
-            .spawn(move || worker.serve())
+            .spawn(move || {
+                symmem_bootstrap::affinity::place_helper_thread(
+                    "the socket transport's service thread",
+                );
+                worker.serve()
+            })
             .map_err(|e| Error::io("socket transport: starting the service thread", e))?;
         Ok(SocketTransport {
             shared,

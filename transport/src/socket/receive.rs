@@ -157,7 +157,7 @@ impl Shared {
                     .map_err(|why| self.refuse(c, why))?;
                 slot.value.store(value, Ordering::Relaxed);
                 rx.state = RxState::Payload {
-                    dest: Dest::Buf(vec![0; data]),
+                    dest: Dest::Buf(c.answer_buffer(data)),
                     filled: 0,
                     len: data,
                     then: Then::Respond(slot),

@@ -34,6 +34,7 @@ pub(crate) fn replay(heap: HeapRegion, bytes: &[u8]) -> String {
         next_id: AtomicU64::new(4),
         stopping: AtomicBool::new(false),
         spins: AtomicU64::new(0),
+        writes_staged_soon: AtomicBool::new(false),
     };
     let c = sh.conn(1).expect("PE 1's connection");
     for (id, awaits) in [

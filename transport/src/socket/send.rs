@@ -8,13 +8,20 @@ use std::time::Instant;
 
 use symmem_bootstrap::net::describe;
 use symmem_bootstrap::wire::HEADER_LEN;
-use symmem_device::Request;
+use symmem_device::{Opcode, Request};
 use symmem_sync::Backoff;
 
 use super::frame::{self, Answer, Kind, REQUEST_LEN};
 use super::sys::{poll_one, write_raw};
 use super::{lock, Conn, Flush, Shared, Slot, INLINE_PAYLOAD};
 use crate::error::Result;
+
+/// Requests (header, request and payload) of at most this many bytes that want no answer
+/// may be staged ([`Shared::stage_or_send`]).
+pub(super) const STAGE_FRAME_MAX: usize = 1024;
+/// The most bytes staged for one connection; a request that would exceed it is written
+/// at once, with what is staged.
+pub(super) const STAGE_MAX: usize = 4096;
 
 impl Shared {
     /// Queues a response frame and writes it if the socket is free.
@@ -68,24 +75,30 @@ impl Shared {
         false
     }
 
-    /// Writes one whole frame made of `parts`, waiting (and reading, so the peer can
-    /// make progress too) while the socket is full.
+    /// Writes one whole frame made of `parts` (at most three), preceded by the staged
+    /// requests, waiting (and reading, so the peer can make progress too) while the
+    /// socket is full.
     pub(super) fn send(&self, c: &Conn, op: &'static str, parts: &[&[u8]]) -> Result<()> {
         self.check(c, op)?;
-        let tx = lock(&c.tx);
+        let mut tx = lock(&c.tx);
         // When the first wait for room began: read only if the socket fills.
         let mut started = None;
         // Queued responses first: they may be the rest of a partly written frame.
         while self.write_queued(c) {
             self.wait_writable(c, op, &mut started)?;
         }
-        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let staged = std::mem::take(&mut *tx);
+        c.staged.store(false, Ordering::SeqCst);
+        let mut all: [&[u8]; 4] = [&staged, &[], &[], &[]];
+        all[1..=parts.len()].copy_from_slice(parts);
+        let all = &all[..=parts.len()];
+        let total: usize = all.iter().map(|p| p.len()).sum();
         let mut done = 0;
         while done < total {
             let mut skip = done;
-            let mut iov: [&[u8]; 3] = [&[]; 3];
+            let mut iov: [&[u8]; 4] = [&[]; 4];
             let mut k = 0;
-            for p in parts {
+            for p in all {
                 if skip >= p.len() {
                     skip -= p.len();
                     continue;
@@ -105,12 +118,68 @@ impl Shared {
                 }
             }
         }
+        // The buffer goes back empty, keeping its capacity for the next staged requests.
+        *tx = staged;
+        tx.clear();
         self.write_queued(c);
         drop(tx);
         if !lock(&c.out).frames.is_empty() {
             self.flush_out(c);
         }
         Ok(())
+    }
+
+    /// Sends a small request that wants no answer (`parts`, at most [`STAGE_FRAME_MAX`]
+    /// bytes), or stages it: leaves it in the connection's buffer for the next write to
+    /// this peer, which carries it in front of its own frame. A put followed by `quiet`
+    /// then costs one write, not two (on loopback each write also pays for the peer's
+    /// receive processing).
+    ///
+    /// A request is staged only while the service thread goes round its loop at most
+    /// [`SPINNER_CHECK_MS`](super::SPINNER_CHECK_MS) apart: it writes what is staged each
+    /// round, so a staged request waits at most that long, even if this PE makes no further
+    /// call. Host waits write it at once ([`Transport::progress`](crate::interface::Transport::progress)).
+    /// The flag is read again after staging: the service thread lowers it before its last
+    /// round of writes, so either it sees this request or this call sees the flag down and
+    /// writes the request itself.
+    pub(super) fn stage_or_send(&self, c: &Conn, op: &'static str, parts: &[&[u8]]) -> Result<()> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > STAGE_FRAME_MAX || !self.writes_staged_soon.load(Ordering::SeqCst) {
+            return self.send(c, op, parts);
+        }
+        self.check(c, op)?;
+        {
+            let mut tx = lock(&c.tx);
+            if tx.len() + len > STAGE_MAX {
+                drop(tx);
+                return self.send(c, op, parts);
+            }
+            for p in parts {
+                tx.extend_from_slice(p);
+            }
+            c.staged.store(true, Ordering::SeqCst);
+        }
+        if self.writes_staged_soon.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            self.send(c, op, &[])
+        }
+    }
+
+    /// Writes the requests staged for `c`, if any. With `only_if_free`, leaves them when
+    /// another thread is writing to `c`: that writer or the next round writes them.
+    pub(super) fn write_staged(&self, c: &Conn, only_if_free: bool) {
+        if !c.staged.load(Ordering::SeqCst) || c.failed().is_some() {
+            return;
+        }
+        if only_if_free {
+            match c.tx.try_lock() {
+                Ok(tx) if !tx.is_empty() => drop(tx),
+                _ => return,
+            }
+        }
+        // A failure is recorded on the connection and reported by the next operation.
+        let _ = self.send(c, "writing staged requests", &[]);
     }
 
     /// While a write waits for room: serve incoming frames, then sleep in `poll` briefly.
@@ -243,7 +312,13 @@ impl Shared {
         let head = &head[..HEADER_LEN + REQUEST_LEN + inline];
         let payload = &payload[inline..];
         let Some(awaits) = Answer::to(&req) else {
-            self.send(c, op, &[head, payload])?;
+            let stageable =
+                flush == Flush::Needed && matches!(req.opcode(), Some(Opcode::Put | Opcode::Amo));
+            if stageable {
+                self.stage_or_send(c, op, &[head, payload])?;
+            } else {
+                self.send(c, op, &[head, payload])?;
+            }
             if flush == Flush::Needed {
                 c.unflushed.fetch_add(1, Ordering::Release);
             }

@@ -34,7 +34,7 @@ pub(super) fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<u
     retry_interrupted(|| unsafe { libc::read(fd, ptr.cast(), len) })
 }
 
-/// `send(2)` of one slice, or `sendmsg(2)` of up to three, without SIGPIPE on a closed
+/// `send(2)` of one slice, or `sendmsg(2)` of up to four, without SIGPIPE on a closed
 /// connection.
 pub(super) fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
     if let [one] = parts {
@@ -46,7 +46,7 @@ pub(super) fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
     let mut iov = [libc::iovec {
         iov_base: std::ptr::null_mut(),
         iov_len: 0,
-    }; 3];
+    }; 4];
     for (v, p) in iov.iter_mut().zip(parts) {
         v.iov_base = p.as_ptr() as *mut libc::c_void;
         v.iov_len = p.len();
@@ -54,7 +54,7 @@ pub(super) fn write_raw(fd: RawFd, parts: &[&[u8]]) -> std::io::Result<usize> {
     // SAFETY: an all-zero msghdr is valid (no name, no control data).
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = iov.as_mut_ptr();
-    msg.msg_iovlen = parts.len().min(3) as _;
+    msg.msg_iovlen = parts.len().min(4) as _;
     // SAFETY: `msg` describes live slices, which sendmsg only reads.
     retry_interrupted(|| unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) })
 }
