@@ -11,14 +11,30 @@
 //! cargo run --release --example device_pipeline -- --pes 2
 //! ```
 
+#[path = "support/launch.rs"]
+mod launch;
+
 use std::process::ExitCode;
 
-use symmem::{Runtime, SelfLaunch, SymBuf};
+use clap::Parser;
+use launch::{SelfLaunchArgs, Start};
+
+use symmem::{Runtime, SymBuf};
 use symmem_example_kernels::{pipeline_consume, pipeline_produce, PTX};
 
 const CHUNKS: usize = 64;
 const CHUNK_LEN: usize = 4096;
 const THREADS: u32 = 128;
+
+/// A device-initiated put/signal pipeline between pairs of PEs (an even number: --pes N,
+/// or a launcher's).
+#[derive(Parser)]
+#[command(name = "device_pipeline", version)]
+struct Args {
+    /// The job's PEs.
+    #[command(flatten)]
+    launch: SelfLaunchArgs,
+}
 
 fn main() -> ExitCode {
     match run() {
@@ -38,8 +54,8 @@ fn sym<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
 }
 
 fn run() -> symmem::Result<ExitCode> {
-    if let SelfLaunch::Finished(code) = symmem::self_launch()? {
-        return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+    if let Start::Done(code) = launch::start(&Args::parse().launch, None)? {
+        return Ok(code);
     }
     let rt = symmem::init()?;
     let (me, n) = (rt.my_pe(), rt.n_pes());

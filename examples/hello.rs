@@ -11,9 +11,22 @@
 //! mpiexec.hydra -n 4 target/release/examples/hello         # MPICH's Hydra (PMI-1)
 //! ```
 
+#[path = "support/launch.rs"]
+mod launch;
+
 use std::process::ExitCode;
 
-use symmem::SelfLaunch;
+use clap::Parser;
+use launch::{SelfLaunchArgs, Start};
+
+/// The first symmem program: a ring of puts and a barrier, on N PEs (--pes N, or a launcher's).
+#[derive(Parser)]
+#[command(name = "hello", version)]
+struct Args {
+    /// The job's PEs.
+    #[command(flatten)]
+    launch: SelfLaunchArgs,
+}
 
 fn main() -> ExitCode {
     match run() {
@@ -26,8 +39,8 @@ fn main() -> ExitCode {
 }
 
 fn run() -> symmem::Result<ExitCode> {
-    if let SelfLaunch::Finished(code) = symmem::self_launch()? {
-        return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+    if let Start::Done(code) = launch::start(&Args::parse().launch, None)? {
+        return Ok(code);
     }
     let rt = symmem::init()?;
     let (me, n) = (rt.my_pe(), rt.n_pes());

@@ -27,28 +27,41 @@ mod support;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use support::{all_reduce, Options, Start};
+use clap::Parser;
+use support::launch::{SelfLaunchArgs, Start};
+use support::{all_reduce, positive};
 use symmem::collectives::{Max, Sum};
 use symmem::{Cmp, Runtime, SignalOp, SymBuf};
 
-const USAGE: &str = "\
-put_signal_pipeline: host put/signal pipeline vs per-chunk quiet vs synchronous copy
-
-usage: put_signal_pipeline [--pes N] [--chunk-kib LIST] [--chunks LIST]
-                           [--compute-us US] [--buffers 2|3] [--reps R]
-
-  --pes N           PEs to self-launch (default 4; under a launcher, its PEs); even
-  --chunk-kib LIST  chunk sizes in KiB, comma-separated (default 16,256)
-  --chunks LIST     chunks per run, comma-separated (default 32,128)
-  --compute-us US   stand-in compute per chunk in microseconds, a busy loop that also
-                    fills the chunk (default 100)
-  --buffers B       buffer slots on each side: 2 (double) or 3 (triple) (default 2)
-  --reps R          runs per variant and size; the one with the least exposed time is
-                    reported, the check covers all (default 3)
-
-PE p < n/2 produces for PE p + n/2. Per variant and size PE 0 prints total time, compute
-time, overlap ratio (1 - exposed / exposed_sync, exposed = total - compute) and whether
-every element the consumers saw was exact.";
+/// Host put/signal pipeline vs per-chunk quiet vs synchronous copy.
+///
+/// PE p < n/2 produces for PE p + n/2 (an even number of PEs; 4 are self-launched without
+/// --pes or a launcher). Per variant and size PE 0 prints total time, compute time, overlap
+/// ratio (1 - exposed / exposed_sync, exposed = total - compute) and whether every element
+/// the consumers saw was exact.
+#[derive(Parser)]
+#[command(name = "put_signal_pipeline", version)]
+struct Args {
+    /// The job's PEs.
+    #[command(flatten)]
+    launch: SelfLaunchArgs,
+    /// Chunk sizes in KiB, comma-separated
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "16,256", value_parser = positive)]
+    chunk_kib: Vec<usize>,
+    /// Chunks per run, comma-separated
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "32,128", value_parser = positive)]
+    chunks: Vec<usize>,
+    /// Stand-in compute per chunk in microseconds, a busy loop that also fills the chunk
+    #[arg(long, value_name = "US", default_value_t = 100)]
+    compute_us: u64,
+    /// Buffer slots on each side: 2 (double) or 3 (triple)
+    #[arg(long, value_name = "B", default_value_t = 2)]
+    buffers: usize,
+    /// Runs per variant and size; the one with the least exposed time is reported, the
+    /// check covers all
+    #[arg(long, value_name = "R", default_value_t = 3, value_parser = positive)]
+    reps: usize,
+}
 
 /// How a producer sends each chunk.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -105,22 +118,12 @@ fn main() -> ExitCode {
     }
 }
 
-type Settings = (Vec<usize>, Vec<usize>, Duration, usize, usize);
-
-/// The options' values: chunk sizes in KiB, chunk counts, compute per chunk, buffers, reps.
-fn settings(opts: &Options) -> Result<Settings, String> {
-    let kib = opts.list("chunk-kib", &[16, 256])?;
-    let counts = opts.list("chunks", &[32, 128])?;
-    let compute = Duration::from_micros(opts.get("compute-us", 100u64)?);
-    let buffers = opts.get("buffers", 2usize)?;
-    if !(2..=3).contains(&buffers) {
-        return Err(format!("--buffers {buffers}: expected 2 or 3"));
+/// Checks what clap cannot: the number of buffer slots.
+fn check(args: &Args) -> Result<(), String> {
+    if !(2..=3).contains(&args.buffers) {
+        return Err(format!("--buffers {}: expected 2 or 3", args.buffers));
     }
-    let reps = opts.get("reps", 3usize)?;
-    if reps == 0 {
-        return Err("--reps must be positive".into());
-    }
-    Ok((kib, counts, compute, buffers, reps))
+    Ok(())
 }
 
 /// The value of element `j` of chunk `i` sent by `producer`: every element distinct.
@@ -129,26 +132,14 @@ fn value(producer: usize, i: usize, j: usize) -> u64 {
 }
 
 fn run() -> symmem::Result<ExitCode> {
-    let opts = match Options::parse(&["chunk-kib", "chunks", "compute-us", "buffers", "reps"]) {
-        Ok(o) => o,
-        Err(None) => {
-            println!("{USAGE}");
-            return Ok(ExitCode::SUCCESS);
-        }
-        Err(Some(why)) => {
-            eprintln!("put_signal_pipeline: {why}\n\n{USAGE}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let parsed = settings(&opts);
-    let (kib, counts, compute, buffers, reps) = match parsed {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("put_signal_pipeline: {why}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    if let Start::Done(code) = support::start(4)? {
+    let args = Args::parse();
+    if let Err(why) = check(&args) {
+        eprintln!("put_signal_pipeline: {why}\n\nFor more information, try '--help'.");
+        return Ok(ExitCode::from(2));
+    }
+    let (kib, counts, buffers, reps) = (args.chunk_kib, args.chunks, args.buffers, args.reps);
+    let compute = Duration::from_micros(args.compute_us);
+    if let Start::Done(code) = support::launch::start(&args.launch, Some(4))? {
         return Ok(code);
     }
     let rt = symmem::init()?;

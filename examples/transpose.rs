@@ -26,26 +26,39 @@ mod support;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use support::{all_reduce, Options, Start};
+use clap::Parser;
+use support::launch::{SelfLaunchArgs, Start};
+use support::{all_reduce, positive};
 use symmem::collectives::Sum;
 use symmem::{Module, Runtime, SymBuf};
 use symmem_example_kernels::transpose::{transpose_fused, transpose_get, transpose_staged};
 use symmem_example_kernels::PTX;
 
-const USAGE: &str = "\
-transpose: distributed transpose with accumulation (alltoall | get | fused)
-
-usage: transpose [--pes N] [--sizes LIST] [--iters K] [--threads T] [--grid G]
-
-  --pes N       PEs to self-launch (default 4; under a launcher, its PEs)
-  --sizes LIST  matrix orders n, comma-separated, each a multiple of the PE count
-                (default 256,512,1024); the matrix is n x n f64
-  --iters K     timed runs per variant and size; the best is reported (default 3)
-  --threads T   threads per block of the kernels (default 128)
-  --grid G      blocks per launch, at most n / PEs (default 4 on CPU PEs, 264 on GPUs)
-
-Aggregate GB/s = n * n * 8 bytes / wall time of the slowest PE. The fused variant needs a
-P2P pointer to every PE (same node); otherwise get+transpose runs in its place.";
+/// Distributed transpose with accumulation (alltoall | get | fused).
+///
+/// Aggregate GB/s = n * n * 8 bytes / wall time of the slowest PE. The fused variant needs a
+/// P2P pointer to every PE (same node); otherwise get+transpose runs in its place. 4 PEs
+/// are self-launched without --pes or a launcher.
+#[derive(Parser)]
+#[command(name = "transpose", version)]
+struct Args {
+    /// The job's PEs.
+    #[command(flatten)]
+    launch: SelfLaunchArgs,
+    /// Matrix orders n, comma-separated, each a multiple of the PE count; the matrix is
+    /// n x n f64
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "256,512,1024", value_parser = positive)]
+    sizes: Vec<usize>,
+    /// Timed runs per variant and size; the best is reported
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = positive)]
+    iters: usize,
+    /// Threads per block of the kernels
+    #[arg(long, value_name = "T", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: u32,
+    /// Blocks per launch, at most n / PEs (0: 4 on CPU PEs, 264 on GPUs)
+    #[arg(long, value_name = "G", default_value_t = 0)]
+    grid: u32,
+}
 
 /// One way of computing the transpose.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -88,18 +101,6 @@ fn init(r: usize, c: usize) -> f64 {
     ((r + 3 * c) % 17) as f64
 }
 
-/// The sizes asked for: matrix orders, timed runs, threads per block, blocks (0: default).
-fn settings(opts: &Options) -> Result<(Vec<usize>, usize, u32, u32), String> {
-    let sizes = opts.list("sizes", &[256, 512, 1024])?;
-    let iters = opts.get("iters", 3usize)?;
-    let threads = opts.get("threads", 128u32)?;
-    let grid = opts.get("grid", 0u32)?;
-    if iters == 0 || threads == 0 {
-        return Err("--iters and --threads must be positive".into());
-    }
-    Ok((sizes, iters, threads, grid))
-}
-
 /// The address of this PE's own copy of `buf`, for kernel arguments.
 fn own<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
     Ok(rt
@@ -109,26 +110,9 @@ fn own<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
 }
 
 fn run() -> symmem::Result<ExitCode> {
-    let opts = match Options::parse(&["sizes", "iters", "threads", "grid"]) {
-        Ok(o) => o,
-        Err(None) => {
-            println!("{USAGE}");
-            return Ok(ExitCode::SUCCESS);
-        }
-        Err(Some(why)) => {
-            eprintln!("transpose: {why}\n\n{USAGE}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let parsed = settings(&opts);
-    let (sizes, iters, threads, grid) = match parsed {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("transpose: {why}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    if let Start::Done(code) = support::start(4)? {
+    let args = Args::parse();
+    let (sizes, iters, threads, grid) = (args.sizes, args.iters, args.threads, args.grid);
+    if let Start::Done(code) = support::launch::start(&args.launch, Some(4))? {
         return Ok(code);
     }
     let rt = symmem::init()?;

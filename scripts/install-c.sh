@@ -3,12 +3,14 @@
 #   PREFIX/lib/libsymmem.so.X.Y.Z (soname libsymmem.so.X) and the links libsymmem.so.X and
 #     libsymmem.so, PREFIX/lib/libsymmem.a, PREFIX/lib/pkgconfig/symmem.pc
 #   PREFIX/include/shmem.h, shmemx.h, nvshmem.h, mpp/shmem.h
-#   PREFIX/bin/symcc (with the installed paths), symrun, and oshcc -> symcc, oshrun -> symrun
-#   PREFIX/share/man/man1/*.1, from --man-dir DIR when given
+#   PREFIX/bin/symcc (with the installed paths), symrun, symmem-info, and oshcc -> symcc,
+#     oshrun -> symrun
+#   PREFIX/share/man/man1/symrun.1, symmem-info.1 (symmem-mangen writes them from the
+#     tools' own command-line definitions), and oshrun.1 -> symrun.1
 #
 # Usage: bash scripts/install-c.sh [--prefix DIR] [--man-dir DIR] [--no-build]
 #   --prefix DIR   where to install (default: $PREFIX, else /usr/local)
-#   --man-dir DIR  a directory of generated man pages (*.1) to install
+#   --man-dir DIR  install the man pages (*.1) of DIR instead of generating them
 #   --no-build     install what an earlier release build left in the target directory
 # DESTDIR, when set, is prepended to every installed path (for packaging); the files keep
 # naming PREFIX. CARGO_TARGET_DIR is honoured.
@@ -50,9 +52,10 @@ soname=libsymmem.so.$major
 
 release=$target_dir/release
 if [ "$build" = yes ]; then
-  cargo build --release -p symmem-capi -p symmem --lib --bin symrun
+  cargo build --release -p symmem-capi -p symmem --lib --bin symrun --bin symmem-info
+  cargo build --release -p symmem-mangen
 fi
-for built in libsymmem_capi.so libsymmem_capi.a symrun; do
+for built in libsymmem_capi.so libsymmem_capi.a symrun symmem-info symmem-mangen; do
   if [ ! -f "$release/$built" ]; then
     echo "install-c.sh: $release/$built is missing: build in release first (or drop --no-build)" >&2
     exit 1
@@ -99,20 +102,29 @@ EOF
 # The compiler wrapper, with the installed paths, and the launcher.
 sed -e "s|@INCLUDE@|$includedir|g" -e "s|@LIBDIR@|$libdir|g" capi/symcc.in > "$dest/bin/symcc"
 chmod 755 "$dest/bin/symcc"
-install -m 755 "$release/symrun" "$dest/bin/symrun"
+install -m 755 "$release/symrun" "$release/symmem-info" "$dest/bin/"
 # OpenSHMEM's names for them.
 ln -sfn symcc "$dest/bin/oshcc"
 ln -sfn symrun "$dest/bin/oshrun"
 
+# The man pages of the installed tools, from the definitions they parse their command
+# lines with (symmem-perf's page is not installed: the benchmark is not).
+mkdir -p "$dest/share/man/man1"
 if [ -n "$man_dir" ]; then
   pages=("$man_dir"/*.1)
-  if [ -e "${pages[0]}" ]; then
-    mkdir -p "$dest/share/man/man1"
-    install -m 644 "${pages[@]}" "$dest/share/man/man1/"
-  else
+  if [ ! -e "${pages[0]}" ]; then
     echo "install-c.sh: no *.1 page in $man_dir" >&2
     exit 1
   fi
+else
+  generated=$(mktemp -d)
+  trap 'rm -rf "$generated"' EXIT
+  "$release/symmem-mangen" "$generated" > /dev/null
+  pages=("$generated/symrun.1" "$generated/symmem-info.1")
+fi
+install -m 644 "${pages[@]}" "$dest/share/man/man1/"
+if [ -e "$dest/share/man/man1/symrun.1" ]; then
+  ln -sfn symrun.1 "$dest/share/man/man1/oshrun.1"
 fi
 
 echo "installed symmem $version's C library under $dest"

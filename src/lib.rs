@@ -1,6 +1,9 @@
 //! symmem: an NVSHMEM-style PGAS symmetric-memory runtime.
 pub use symmem_runtime::*;
 
+#[cfg(feature = "cli")]
+pub mod cli;
+
 /// The book's chapters with Rust samples (`docs/src/`), so that `cargo test --doc`
 /// compiles every sample against this crate; the rest of each chapter is prose.
 #[cfg(doctest)]

@@ -130,7 +130,7 @@ fn pipeline_rejects_bad_options() {
         .output()
         .expect("run the example");
     assert!(help.status.success());
-    assert!(String::from_utf8_lossy(&help.stdout).contains("--compute-us US"));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--compute-us <US>"));
 }
 
 const TRANSPOSE_ARGS: &[&str] = &["--sizes", "64,128", "--iters", "2"];

@@ -9,7 +9,13 @@ use std::process::Command;
 
 /// `symmem-info`'s output with `env` set and every other `SYMMEM_*` variable removed.
 fn info(env: &[(&str, &str)]) -> String {
+    info_args(&[], env)
+}
+
+/// `symmem-info ARGS`'s output with `env` set and every other `SYMMEM_*` variable removed.
+fn info_args(args: &[&str], env: &[(&str, &str)]) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_symmem-info"));
+    cmd.args(args);
     for (k, _) in std::env::vars() {
         if k.starts_with("SYMMEM_") {
             cmd.env_remove(k);
@@ -294,4 +300,94 @@ fn bad_pes_values_are_errors_naming_the_flag() {
         }
         assert!(out.stdout.is_empty(), "{bad:?} printed a report");
     }
+}
+
+/// `--json`: one JSON document with every variable of the table under its category
+/// (value, origin, default, meaning), the features, devices, CPUs and launcher.
+#[test]
+fn json_is_one_document_with_the_variables_by_category() {
+    let out = info_args(&["--json"], &[("SYMMEM_ORDERING", "weak")]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}:\n{out}"));
+    assert_eq!(doc["symmem"], env!("CARGO_PKG_VERSION"));
+    assert!(doc["build_features"]["cuda"].is_boolean(), "{doc:#}");
+    for var in symmem::config::VARIABLES {
+        let list = doc["variables"][var.category.name()]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {} list in {doc:#}", var.category.name()));
+        let entry = list
+            .iter()
+            .find(|v| v["name"] == var.name)
+            .unwrap_or_else(|| panic!("{} missing from {}", var.name, var.category.name()));
+        assert_eq!(entry["default"], var.default, "{entry}");
+        assert_eq!(entry["doc"], var.doc, "{entry}");
+    }
+    let weak = doc["variables"]["runtime"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "SYMMEM_ORDERING")
+        .unwrap();
+    assert_eq!(
+        (&weak["value"], &weak["origin"]),
+        (&"weak".into(), &"environment".into())
+    );
+    let build: Vec<&str> = doc["variables"]["build-time"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert!(build.contains(&"SYMMEM_SKIP_PTX"), "{build:?}");
+    assert_eq!(
+        doc["variables"]["testing"][0]["name"],
+        "SYMMEM_TEST_EXIT_AT"
+    );
+    assert!(doc["devices"]["gpu"]["gpus"].is_array(), "{doc:#}");
+    assert!(
+        doc["cpus"]["count"].as_u64().is_some_and(|n| n >= 1),
+        "{doc:#}"
+    );
+    assert_eq!(doc["launcher"]["bootstrap"], "auto");
+}
+
+/// The text report lists the build-time and testing-only variables apart.
+#[test]
+fn build_time_and_testing_variables_are_listed_apart() {
+    let out = info(&[]);
+    let build = out
+        .find("\nbuild-time variables")
+        .expect("a build-time section");
+    let testing = out
+        .find("\ntesting-only variables")
+        .expect("a testing section");
+    let runtime = out.find("\nconfiguration (environment):").unwrap();
+    assert!(runtime < build && build < testing, "{out}");
+    assert!(out[build..testing].contains("SYMMEM_SKIP_PTX"));
+    assert!(!out[runtime..build].contains("SYMMEM_SKIP_PTX"));
+    assert!(out[testing..].contains("SYMMEM_TEST_EXIT_AT"));
+}
+
+#[test]
+fn help_version_and_typos_behave_like_other_tools() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_symmem-info"))
+            .args(args)
+            .output()
+            .expect("running symmem-info")
+    };
+    let help = run(&["--help"]);
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--json"));
+    let version = run(&["--version"]);
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("symmem-info {}", env!("CARGO_PKG_VERSION"))
+    );
+    let typo = run(&["--jsno"]);
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&typo.stderr).contains("'--json'"));
+    let unpaired = run(&["--map-by=numa"]);
+    assert_eq!(unpaired.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unpaired.stderr).contains("need --pes N"));
 }

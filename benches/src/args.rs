@@ -1,7 +1,12 @@
-//! The command line: flags in the style of nccl-tests and NVSHMEM's perftests, parsed into
-//! [`Options`]; every bad value is an error naming the flag and the value.
+//! The command line: [`symmem::cli::perf::Args`] (flags in the style of nccl-tests and
+//! NVSHMEM's perftests, parsed by clap) turned into [`Options`]; the values that need the
+//! benchmark table (metric names, sizes) are checked here, every bad one an error naming
+//! the flag and the value.
 
 use std::path::PathBuf;
+
+use clap::{CommandFactory, FromArgMatches};
+use symmem::cli::perf::{Args, InitiatorChoice, TransportChoice};
 
 use crate::sizes::{parse_size, Sweep, ELEM, MAX_SIZE};
 use crate::table::{Initiator, Transport, BENCHES};
@@ -18,68 +23,6 @@ const DEFAULT_BYTES: usize = 256 << 20;
 /// Default number of timed repetitions per point.
 const DEFAULT_REPS: usize = 11;
 
-/// The `--help` text (the metric list is appended from [`BENCHES`]).
-pub const USAGE: &str = "\
-usage: symmem-perf --pes N [options]
-       symmem-perf --pes N --matrix [options]
-       symmem-perf --plot DIR --from FILE.jsonl
-
-Measures symmem between PE 0 (initiator) and PE 1 (target); launches its own N local PEs
-with --pes (at least 2), or runs under symrun / mpirun.
-
-  --pes N            start N PEs of this program (self-launch)
-  --bind-to WHAT     with --pes: bind each PE to a core, a NUMA node's CPUs, or none, as
-                     symrun does (default: core when there are enough CPUs)
-  --map-by WHAT      with --pes: core (default) or numa, as symrun's
-  -b, --minbytes S   smallest size of every size-sweeping metric (default: each metric's
-                     own sweep; with -e or -f alone, 8)
-  -e, --maxbytes S   largest size (at most 16M; with -b or -f alone, 16M)
-  -f, --stepfactor F sizes grow by this integer factor from -b to -e (default 2)
-                     Sizes take suffixes: 8, 4K, 1M, 16M; they are multiples of 8 bytes.
-  -n, --iters N      most timed iterations per repetition (default 100000; quick 1000)
-  -w, --warmup N     warm-up iterations before each point (default a tenth of the timed
-                     iterations, at least 2)
-  --bytes N          byte budget per repetition: sizes above bytes/iters run bytes/size
-                     iterations, at least 8 (default 268435456; quick 4194304)
-  --reps N           timed repetitions per point; the median is reported (default 11;
-                     quick 3)
-  --quick            smoke run: few iterations and repetitions (still overridable)
-  --transport T      p2p (default: PE 1's heap is mapped), socket, ib or ofi (every PE its own
-                     simulated node, so PE 0 reaches PE 1 over that transport; host rows),
-                     or all: every transport this build and machine can run, one after
-                     the other (an unusable one is named with the reason it is skipped)
-  --initiator I      host, thread, warp, block or all (default): run only that
-                     initiator's rows (grid and stream rows run with all)
-  --bidir            bandwidth metrics run both directions at once, PE 0 → PE 1 and
-                     PE 1 → PE 0, reported as bidirectional GB/s (both directions' bytes)
-  --only M,M         run only the named metrics (a metric's baseline, if it has one, runs
-                     and prints with it: the two are measured interleaved)
-  --matrix           PE × PE tables of put bandwidth (1 MiB, one-way) and 8-byte
-                     put_signal ping-pong latency between every ordered pair, one pair at
-                     a time while the others wait in a barrier (needs N >= 2)
-  --json             one JSON object per line: metric, size, value, unit, transport,
-                     initiator, device, p50, p99, stdev, sample_ops, direction (and src, dst
-                     in --matrix)
-  --plot DIR         also write SVG charts (latency vs size, bandwidth vs size; one series
-                     per transport, initiator and direction) and the rows (rows.jsonl) to DIR
-  --from FILE        with --plot: chart the JSON lines of FILE instead of measuring
-  --help             this text
-
-Every destination page is written before the first measurement, and every point is
-warmed up. Transfer buffers are page-aligned. Values: latency in µs per operation (the
-one-way time for ping-pongs), bandwidth in GB/s (10^9 bytes per second), one-way unless
---bidir. The value is the median of the repetitions' means (min and max beside it).
-
-p50, p99 and stdev: host latency rows run each repetition a second time, timed in
-batches sized to about 2 µs of work (one operation per batch when an operation takes
-longer), each batch giving one per-operation sample; the percentiles and the standard
-deviation are over every batch of every repetition (sample_ops in --json is the batch
-size), and the value still comes from the bare, unbatched runs. Device and stream rows
-loop inside one launch, so their samples are the repetitions themselves (sample_ops =
-the iterations of a launch); bandwidth rows likewise.
-
-metrics (initiators in brackets; `*`: CPU PEs only, `+`: GPU PEs only):";
-
 /// `--transport`: which transports to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportArg {
@@ -92,6 +35,8 @@ pub enum TransportArg {
 /// Command-line options of a measuring run.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// `--pes N`: the PEs this run launches itself, if any.
+    pub pes: Option<usize>,
     /// Print JSON lines instead of tables.
     pub json: bool,
     /// Most timed iterations per repetition.
@@ -146,8 +91,6 @@ impl Options {
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
-    /// Print the usage text.
-    Help,
     /// Measure.
     Run(Options),
     /// Chart saved JSON lines: `--plot DIR --from FILE`.
@@ -159,129 +102,84 @@ pub enum Command {
     },
 }
 
-/// The value after `flag`, or an error naming it.
-fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'a str, String> {
-    it.next()
-        .map(String::as_str)
-        .ok_or_else(|| format!("{flag} needs a value (see --help)"))
+/// Why the command line cannot run.
+#[derive(Debug)]
+pub enum ParseError {
+    /// clap's report, `--help` and `--version` included (`exit()` prints it).
+    Clap(clap::Error),
+    /// A value clap took that the benchmark table rejects.
+    Usage(String),
 }
 
-/// A positive integer after `flag`.
-fn number<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<usize, String> {
-    let v = value(it, flag)?;
-    v.parse::<usize>()
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| format!("{flag} {v:?}: expected a positive number"))
+/// Parses `argv` (the program name first); `--help` lists `metrics` after the options.
+/// `--pes N` is checked and otherwise kept for the self-launch, which consumes it (it
+/// stays in the arguments under symrun).
+pub fn parse_args(
+    argv: impl IntoIterator<Item = String>,
+    metrics: &str,
+) -> Result<Command, ParseError> {
+    let command = Args::command().after_long_help(metrics.to_string());
+    let args = command
+        .try_get_matches_from(argv)
+        .and_then(|m| Args::from_arg_matches(&m))
+        .map_err(ParseError::Clap)?;
+    options(args).map_err(ParseError::Usage)
 }
 
-/// Parses the arguments (without the program name). `--pes N` is checked and otherwise
-/// ignored: the self-launcher consumes it, but it stays in the arguments under symrun.
-pub fn parse_args(args: &[String]) -> Result<Command, String> {
-    let (mut json, mut quick, mut bidir, mut matrix) = (false, false, false, false);
-    let (mut iters, mut bytes, mut reps, mut only, mut warmup) = (None, None, None, None, None);
-    let (mut min, mut max, mut factor) = (None, None, None);
-    let (mut plot, mut from, mut initiator) = (None, None, None);
-    let mut transport = TransportArg::One(Transport::P2p);
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--help" | "-h" => return Ok(Command::Help),
-            "--json" => json = true,
-            "--quick" => quick = true,
-            "--bidir" => bidir = true,
-            "--matrix" => matrix = true,
-            "--pes" => {
-                number(&mut it, "--pes")?;
-            }
-            // Read by the self-launch, which binds the PEs as symrun does.
-            "--bind-to" | "--map-by" => {
-                value(&mut it, arg)?;
-            }
-            "--transport" => {
-                transport = match value(&mut it, "--transport")? {
-                    "p2p" => TransportArg::One(Transport::P2p),
-                    "socket" => TransportArg::One(Transport::Socket),
-                    "ib" => TransportArg::One(Transport::Ib),
-                    "ofi" => TransportArg::One(Transport::Ofi),
-                    "all" => TransportArg::All,
-                    other => {
-                        return Err(format!(
-                            "--transport {other:?}: expected p2p, socket, ib, ofi or all"
-                        ))
-                    }
-                }
-            }
-            "--initiator" => {
-                initiator = match value(&mut it, "--initiator")? {
-                    "host" => Some(Initiator::Host),
-                    "thread" => Some(Initiator::Thread),
-                    "warp" => Some(Initiator::Warp),
-                    "block" => Some(Initiator::Block),
-                    "all" => None,
-                    other => {
-                        return Err(format!(
-                            "--initiator {other:?}: expected host, thread, warp, block or all"
-                        ))
-                    }
-                }
-            }
-            "-n" | "--iters" => iters = Some(number(&mut it, arg)?),
-            "-w" | "--warmup" => {
-                let v = value(&mut it, arg)?;
-                warmup = Some(
-                    v.parse::<usize>()
-                        .map_err(|_| format!("{arg} {v:?}: expected a number of iterations"))?,
-                );
-            }
-            "-b" | "--minbytes" => min = Some(parse_size(arg, value(&mut it, arg)?)?),
-            "-e" | "--maxbytes" => max = Some(parse_size(arg, value(&mut it, arg)?)?),
-            "-f" | "--stepfactor" => {
-                let v = value(&mut it, arg)?;
-                factor =
-                    Some(v.parse::<usize>().ok().filter(|&f| f >= 2).ok_or_else(|| {
-                        format!("{arg} {v:?}: expected an integer of at least 2")
-                    })?);
-            }
-            "--bytes" => bytes = Some(number(&mut it, "--bytes")?),
-            "--reps" => reps = Some(number(&mut it, "--reps")?),
-            "--plot" => plot = Some(PathBuf::from(value(&mut it, "--plot")?)),
-            "--from" => from = Some(PathBuf::from(value(&mut it, "--from")?)),
-            "--only" => {
-                let list = value(&mut it, "--only")?;
-                let names: Vec<String> = list.split(',').map(str::to_string).collect();
-                if let Some(bad) = names
-                    .iter()
-                    .find(|n| !BENCHES.iter().any(|b| b.metric == *n))
-                {
-                    return Err(format!("--only: unknown metric {bad:?} (see --help)"));
-                }
-                only = Some(names);
-            }
-            other => return Err(format!("unknown argument {other:?} (see --help)")),
-        }
-    }
-    if let Some(from) = from {
-        let dir = plot.ok_or("--from FILE needs --plot DIR (where the charts go)")?;
+/// The options of parsed arguments.
+fn options(a: Args) -> Result<Command, String> {
+    a.launch.check()?;
+    if let Some(from) = a.from {
+        let dir = a
+            .plot
+            .ok_or("--from FILE needs --plot DIR (where the charts go)")?;
         return Ok(Command::Replot { dir, from });
     }
-    if matrix && bidir {
-        return Err("--matrix measures one direction per ordered pair: drop --bidir".into());
+    if let Some(bad) = a
+        .only
+        .iter()
+        .flatten()
+        .find(|n| !BENCHES.iter().any(|b| b.metric == *n))
+    {
+        return Err(format!("--only: unknown metric {bad:?} (see --help)"));
     }
-    let sweep = sweep(min, max, factor)?;
+    let size = |flag, v: &Option<String>| v.as_deref().map(|v| parse_size(flag, v)).transpose();
+    let sweep = sweep(
+        size("-b", &a.min_bytes)?,
+        size("-e", &a.max_bytes)?,
+        a.step_factor,
+    )?;
+    let transport = match a.transport {
+        TransportChoice::P2p => TransportArg::One(Transport::P2p),
+        TransportChoice::Socket => TransportArg::One(Transport::Socket),
+        TransportChoice::Ib => TransportArg::One(Transport::Ib),
+        TransportChoice::Ofi => TransportArg::One(Transport::Ofi),
+        TransportChoice::All => TransportArg::All,
+    };
+    let initiator = match a.initiator {
+        InitiatorChoice::Host => Some(Initiator::Host),
+        InitiatorChoice::Thread => Some(Initiator::Thread),
+        InitiatorChoice::Warp => Some(Initiator::Warp),
+        InitiatorChoice::Block => Some(Initiator::Block),
+        InitiatorChoice::All => None,
+    };
+    let quick = a.quick;
     Ok(Command::Run(Options {
-        json,
-        iters: iters.unwrap_or(if quick { 1_000 } else { DEFAULT_ITERS }),
-        warmup,
-        bytes: bytes.unwrap_or(if quick { 4 << 20 } else { DEFAULT_BYTES }),
-        reps: reps.unwrap_or(if quick { 3 } else { DEFAULT_REPS }),
-        only,
+        pes: a.launch.pes,
+        json: a.json,
+        iters: a.iters.unwrap_or(if quick { 1_000 } else { DEFAULT_ITERS }),
+        warmup: a.warmup,
+        bytes: a
+            .bytes
+            .unwrap_or(if quick { 4 << 20 } else { DEFAULT_BYTES }),
+        reps: a.reps.unwrap_or(if quick { 3 } else { DEFAULT_REPS }),
+        only: a.only,
         transport,
         initiator,
-        bidir,
+        bidir: a.bidir,
         sweep,
-        matrix,
-        plot,
+        matrix: a.matrix,
+        plot: a.plot,
     }))
 }
 
@@ -316,7 +214,11 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Command, String> {
-        parse_args(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        let argv = std::iter::once("symmem-perf").chain(args.iter().copied());
+        parse_args(argv.map(str::to_string), "").map_err(|e| match e {
+            ParseError::Clap(e) => e.to_string(),
+            ParseError::Usage(msg) => msg,
+        })
     }
 
     fn options(args: &[&str]) -> Options {
@@ -328,7 +230,7 @@ mod tests {
 
     #[test]
     fn nccl_style_flags() {
-        let o = options(&["-b", "8", "-e", "1M", "-f", "4", "-n", "50", "-w", "3"]);
+        let o = options(&["-b", "8", "-e=1M", "-f", "4", "-n", "50", "-w", "3"]);
         assert_eq!(
             o.sweep,
             Some(Sweep {
@@ -343,17 +245,29 @@ mod tests {
     }
 
     #[test]
+    fn pes_takes_either_spelling() {
+        assert_eq!(options(&["--pes=2", "--quick"]).pes, Some(2));
+        assert_eq!(options(&["--pes", "3"]).pes, Some(3));
+        let o = options(&["--only=put_latency,get_latency", "--transport=socket"]);
+        assert_eq!(o.only.unwrap().len(), 2);
+        assert_eq!(o.transport, TransportArg::One(Transport::Socket));
+    }
+
+    #[test]
     fn bad_values_name_the_flag() {
         for (args, needle) in [
             (&["-b", "12"][..], "-b 12"),
             (&["-e", "32M"][..], "-e"),
-            (&["-f", "1"][..], "-f \"1\""),
-            (&["--transport", "tcp"][..], "--transport \"tcp\""),
-            (&["--initiator", "grid"][..], "--initiator \"grid\""),
-            (&["-n", "x"][..], "-n \"x\""),
+            (&["-f", "1"][..], "'1' for '--stepfactor"),
+            (&["--transport", "tcp"][..], "'tcp' for '--transport"),
+            (&["--initiator", "grid"][..], "'grid' for '--initiator"),
+            (&["-n", "x"][..], "'x' for '--iters"),
+            (&["--pes", "0"][..], "'0' for '--pes"),
             (&["--only", "nope"][..], "\"nope\""),
             (&["--from", "x.jsonl"][..], "--plot"),
+            (&["--bind-to", "core"][..], "need --pes"),
             (&["--bogus"][..], "--bogus"),
+            (&["--quik"][..], "'--quick'"),
         ] {
             let err = parse(args).unwrap_err();
             assert!(err.contains(needle), "{args:?}: {err}");

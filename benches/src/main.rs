@@ -27,6 +27,7 @@ mod host;
 mod matrix;
 mod measure;
 mod plot;
+mod progress;
 mod report;
 mod sizes;
 mod stats;
@@ -40,9 +41,10 @@ use std::process::ExitCode;
 use symmem::SelfLaunch;
 use symmem_bench_kernels as kernels;
 
-use args::{parse_args, Command, Options, TransportArg, USAGE};
+use args::{parse_args, Command, Options, ParseError, TransportArg};
 use ctx::{pages, words, Ctx, Role, Window, PAGE};
 use measure::{directions, groups};
+use progress::Progress;
 use report::{direction, json_line, print_table, Labels, Row};
 use sizes::{sizes_for, ELEM, MAX_SIZE};
 use stats::Sampler;
@@ -180,11 +182,22 @@ fn measure_all(c: &Ctx, o: &Options, device: &str, out: &mut RowsOut) -> symmem:
         );
     }
     let mut printed: Vec<(&str, Initiator)> = Vec::new();
-    for group in groups(o, rt.is_gpu(), transport) {
-        // The last member is the benchmark; its sizes apply to its baseline too.
-        let sizes = sizes_for(group[group.len() - 1].sizes, o.sweep);
+    // Each group with its sizes: the last member is the benchmark, whose sizes apply to its
+    // baseline too.
+    let plan: Vec<_> = groups(o, rt.is_gpu(), transport)
+        .into_iter()
+        .map(|group| {
+            let sizes = sizes_for(group[group.len() - 1].sizes, o.sweep);
+            (group, sizes)
+        })
+        .collect();
+    let mut progress = Progress::new(plan.iter().map(|(_, sizes)| sizes.len()).sum());
+    for (group, sizes) in plan {
         let mut rows: Vec<Vec<Row>> = group.iter().map(|_| Vec::new()).collect();
         for &size in &sizes {
+            if me == 0 {
+                progress.point(group[group.len() - 1].metric, size, None);
+            }
             let stats = measure::measure(c, &group, size, o)?;
             for ((b, r), stats) in group.iter().zip(&mut rows).zip(stats) {
                 r.push(Row {
@@ -245,8 +258,8 @@ fn ib_unusable() -> Option<String> {
 
 /// `--transport all`: runs this program once per usable transport, with the same
 /// arguments but that transport; says why a transport is skipped.
-fn run_all_transports(args: &[String]) -> Result<(), String> {
-    if !args.iter().any(|a| a == "--pes") {
+fn run_all_transports(args: &[String], pes: Option<usize>) -> Result<(), String> {
+    if pes.is_none() {
         return Err("--transport all needs --pes N (it launches one job per transport)".into());
     }
     let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
@@ -263,11 +276,21 @@ fn run_all_transports(args: &[String]) -> Result<(), String> {
         Ok(_) => transports.push(Transport::Ofi),
         Err(why) => eprintln!("symmem-perf: --transport all: ofi skipped: {why}"),
     }
-    for t in transports {
-        let mut child_args = args.to_vec();
-        if let Some(i) = child_args.iter().position(|a| a == "--transport") {
-            child_args[i + 1] = t.name().to_string();
+    // The arguments without `--transport all` (either spelling), then the one transport.
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--transport" => {
+                it.next();
+            }
+            a if a.starts_with("--transport=") => {}
+            _ => rest.push(a.clone()),
         }
+    }
+    for t in transports {
+        let mut child_args = rest.clone();
+        child_args.extend(["--transport".to_string(), t.name().to_string()]);
         let status = std::process::Command::new(&exe)
             .args(&child_args)
             .status()
@@ -295,9 +318,10 @@ fn replot(from: &Path, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Prints `--help`: the usage and every metric with its initiators.
-fn help() {
-    println!("{USAGE}");
+/// The metric list of `--help`: every metric with its initiators.
+fn metrics_help() -> String {
+    let mut text =
+        String::from("metrics (initiators in brackets; `*`: CPU PEs only, `+`: GPU PEs only):\n");
     let mut seen: Vec<&str> = Vec::new();
     for b in BENCHES {
         if seen.contains(&b.metric) {
@@ -316,8 +340,14 @@ fn help() {
                 format!("{}{mark}", d.initiator.name())
             })
             .collect();
-        println!("  {:<30} [{}] {}", b.metric, initiators.join(" "), b.about);
+        text.push_str(&format!(
+            "  {:<30} [{}] {}\n",
+            b.metric,
+            initiators.join(" "),
+            b.about
+        ));
     }
+    text
 }
 
 /// Parses the arguments, self-launches with `--pes N`, and runs.
@@ -331,16 +361,16 @@ fn main() -> ExitCode {
         eprintln!("symmem-perf: {e}");
         ExitCode::from(2)
     };
-    let options = match parse_args(&args) {
-        Ok(Command::Help) => {
-            help();
-            return ExitCode::SUCCESS;
-        }
+    let argv = std::iter::once("symmem-perf".to_string()).chain(args.iter().cloned());
+    let options = match parse_args(argv, &metrics_help()) {
+        Err(ParseError::Clap(e)) => e.exit(),
         Ok(Command::Replot { dir, from }) => {
             return replot(&from, &dir).map_or_else(fail, |()| ExitCode::SUCCESS)
         }
         Ok(Command::Run(o)) => o,
-        Err(e) => return fail(e),
+        Err(ParseError::Usage(e)) => {
+            return fail(format!("{e}\n\nFor more information, try '--help'."))
+        }
     };
     // The rows file: an ancestor's, or this run's own (truncated now, charted at the end).
     let inherited = std::env::var_os(ROWS_ENV).map(PathBuf::from);
@@ -377,7 +407,7 @@ fn main() -> ExitCode {
     };
     let remote = match options.transport {
         TransportArg::All => {
-            return match run_all_transports(&args) {
+            return match run_all_transports(&args, options.pes) {
                 Ok(()) => exit(chart(true)),
                 Err(e) => fail(e),
             }

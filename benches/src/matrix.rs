@@ -7,6 +7,7 @@
 use crate::args::Options;
 use crate::ctx::{Ctx, Role};
 use crate::measure::{bench, measure};
+use crate::progress::Progress;
 use crate::report::{json_line, Labels};
 use crate::stats::Stats;
 use crate::table::{Initiator, Transport};
@@ -39,6 +40,7 @@ pub fn run(c: &Ctx, o: &Options, device: &str) -> symmem::Result<()> {
     let lat = bench("put_signal_pingpong_latency", Initiator::Host, gpu)
         .expect("put_signal_pingpong_latency is in the table");
     let results = rt.calloc::<u64>(n * n * FIELDS)?;
+    let mut progress = Progress::new(2 * n * (n - 1));
     for src in 0..n {
         for dst in (0..n).filter(|&d| d != src) {
             let (role, peer) = match me {
@@ -48,7 +50,13 @@ pub fn run(c: &Ctx, o: &Options, device: &str) -> symmem::Result<()> {
             };
             c.role.set(role);
             c.peer.set(peer);
+            if me == 0 {
+                progress.point(bw.metric, BW_SIZE, Some((src, dst)));
+            }
             let b = measure(c, &[bw], BW_SIZE, o)?[0];
+            if me == 0 {
+                progress.point(lat.metric, LAT_SIZE, Some((src, dst)));
+            }
             let l = measure(c, &[lat], LAT_SIZE, o)?[0];
             if me == src {
                 let t = Transport::detect(rt, &c.word, dst)?;

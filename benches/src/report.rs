@@ -44,16 +44,52 @@ pub fn direction(dirs: usize) -> &'static str {
     }
 }
 
-/// One JSON line of a row.
+/// A row as its JSON line has it; the fields in the order they are written.
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    metric: &'a str,
+    size: usize,
+    value: Option<f64>,
+    unit: &'a str,
+    transport: &'a str,
+    initiator: &'a str,
+    device: &'a str,
+    p50: Option<f64>,
+    p99: Option<f64>,
+    stdev: Option<f64>,
+    sample_ops: usize,
+    direction: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    src: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dst: Option<usize>,
+}
+
+/// `v` to 4 decimal places, or `None` (JSON's null) when it is not a finite number, which
+/// JSON cannot write.
+fn number(v: f64) -> Option<f64> {
+    v.is_finite().then(|| (v * 1e4).round() / 1e4)
+}
+
+/// One JSON line of a row (serde_json: every line is valid JSON, a NaN being null).
 pub fn json_line(metric: &str, size: usize, s: &Stats, l: &Labels) -> String {
-    let pair = l
-        .pair
-        .map(|(src, dst)| format!(",\"src\":{src},\"dst\":{dst}"))
-        .unwrap_or_default();
-    format!(
-        "{{\"metric\":\"{metric}\",\"size\":{size},\"value\":{:.4},\"unit\":\"{}\",\"transport\":\"{}\",\"initiator\":\"{}\",\"device\":\"{}\",\"p50\":{:.4},\"p99\":{:.4},\"stdev\":{:.4},\"sample_ops\":{},\"direction\":\"{}\"{pair}}}",
-        s.median, l.unit, l.transport, l.initiator, l.device, s.p50, s.p99, s.stdev, s.sample_ops, l.direction
-    )
+    let row = JsonRow {
+        metric,
+        size,
+        value: number(s.median),
+        unit: l.unit,
+        transport: l.transport,
+        initiator: l.initiator,
+        device: l.device,
+        p50: number(s.p50),
+        p99: number(s.p99),
+        stdev: number(s.stdev),
+        sample_ops: s.sample_ops,
+        direction: l.direction,
+        src: l.pair.map(|(src, _)| src),
+        dst: l.pair.map(|(_, dst)| dst),
+    };
+    serde_json::to_string(&row).expect("a row of numbers and strings serializes")
 }
 
 /// Prints one benchmark's rows as a table (PE 0 only), with the ratio to `base`, the
@@ -114,6 +150,56 @@ pub fn print_table(
             r.stats.median,
             r.stats.min,
             r.stats.max
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pair: Option<(usize, usize)>) -> Labels<'static> {
+        Labels {
+            unit: "us",
+            transport: "p2p",
+            initiator: "host",
+            device: "cpu",
+            direction: "oneway",
+            pair,
+        }
+    }
+
+    fn stats(median: f64) -> Stats {
+        Stats {
+            median,
+            min: median,
+            max: median,
+            p50: 1.0 / 3.0,
+            p99: f64::INFINITY,
+            stdev: 0.0,
+            sample_ops: 4,
+        }
+    }
+
+    #[test]
+    fn a_json_line_is_valid_json_with_null_for_what_is_not_a_number() {
+        let line = json_line("put_latency", 8, &stats(f64::NAN), &labels(None));
+        let v: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["value"].is_null() && v["p99"].is_null(), "{line}");
+        assert_eq!(v["p50"], 0.3333);
+        assert!(v.get("src").is_none(), "{line}");
+        assert!(
+            line.starts_with(
+                "{\"metric\":\"put_latency\",\"size\":8,\"value\":null,\"unit\":\"us\""
+            ),
+            "{line}"
+        );
+        let line = json_line("put_bw", 1 << 20, &stats(12.34567), &labels(Some((2, 3))));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            (v["value"].as_f64(), v["src"].as_u64(), v["dst"].as_u64()),
+            (Some(12.3457), Some(2), Some(3))
         );
     }
 }

@@ -141,13 +141,21 @@ fn matrix_covers_every_ordered_pair() {
             .collect();
         assert_eq!(pairs, all, "{metric}");
     }
-    let table = perf_ok(&[
+    let out = perf(&[
         "--pes", "3", "--matrix", "-n", "10", "-w", "1", "--reps", "1",
     ]);
+    let (table, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{table}\n{stderr}");
     assert!(
         table.contains("row = source PE, column = destination PE"),
         "{table}"
     );
+    // Progress: two points per ordered pair, the last one PE 2 -> PE 1.
+    let last = "[12/12] put_signal_pingpong_latency 8 B PE 2 -> PE 1 (";
+    assert!(stderr.contains(last), "no {last:?} in:\n{stderr}");
 }
 
 /// Checks that `svg` is one balanced `<svg>` element.
@@ -293,10 +301,12 @@ fn bad_flags_are_errors_naming_the_flag() {
         (&["-b", "12"][..], "-b 12"),
         (&["-e", "1X"][..], "-e \"1X\""),
         (&["--maxbytes", "64M"][..], "-e"),
-        (&["-f", "0"][..], "-f \"0\""),
-        (&["-n", "zero"][..], "-n \"zero\""),
-        (&["--transport", "rdma"][..], "--transport \"rdma\""),
-        (&["--initiator", "gpu"][..], "--initiator \"gpu\""),
+        (&["-f", "0"][..], "'0' for '--stepfactor"),
+        (&["-n", "zero"][..], "'zero' for '--iters"),
+        (&["--transport", "rdma"][..], "'rdma' for '--transport"),
+        (&["--initiator", "gpu"][..], "'gpu' for '--initiator"),
+        (&["--pes=0"][..], "'0' for '--pes"),
+        (&["--quik"][..], "a similar argument exists: '--quick'"),
         (&["--only", "put_latencyy"][..], "put_latencyy"),
         (&["--from", "x.jsonl"][..], "--plot"),
         (&["--matrix", "--bidir"][..], "--bidir"),
@@ -307,4 +317,47 @@ fn bad_flags_are_errors_naming_the_flag() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
+}
+
+/// `--pes=N` self-launches like `--pes N`; with `--json`, stdout holds only JSON lines and
+/// the progress (`[k/N] metric size (elapsed)`) goes to stderr.
+#[test]
+fn pes_with_equals_runs_and_progress_goes_to_stderr() {
+    let mut args = vec![
+        "--pes=2",
+        "--json",
+        "--only=put_latency",
+        "--initiator=host",
+        "-b",
+        "8",
+        "-e",
+        "16",
+    ];
+    args.extend(SMOKE);
+    let out = perf(&args);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let rows = json_rows(&stdout);
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(stdout.lines().all(|l| l.starts_with('{')), "{stdout}");
+    for (k, size) in [(1, "8 B"), (2, "16 B")] {
+        let line = format!("[{k}/2] put_latency {size} (");
+        assert!(stderr.contains(&line), "no {line:?} in:\n{stderr}");
+    }
+}
+
+#[test]
+fn help_and_version_print_and_succeed() {
+    let version = perf(&["--version"]);
+    assert!(version.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("symmem-perf {}", env!("CARGO_PKG_VERSION"))
+    );
+    let help = perf(&["-h"]);
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--stepfactor"));
 }

@@ -335,38 +335,31 @@ pub enum SelfLaunch {
     Finished(i32),
 }
 
-/// Lets a program start itself as N PEs: when `--pes N` is among its arguments and the
-/// process is not already part of a job, it re-runs itself N times (without `--pes N`,
-/// and without `--bind-to V` and `--map-by V`, which bind the PEs as symrun's do) under
-/// the launcher and returns [`SelfLaunch::Finished`] with the job's exit code.
+/// Lets a program start itself as N PEs: when `--pes N` (or `--pes=N`) is among its
+/// arguments and the process is not already part of a job, it re-runs itself N times
+/// (without `--pes N`, and without `--bind-to V` and `--map-by V`, which bind the PEs as
+/// symrun's do) under the launcher and returns [`SelfLaunch::Finished`] with the job's
+/// exit code.
 pub fn self_launch(timeout: Duration, kill_grace: Duration) -> Result<SelfLaunch, BootstrapError> {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let Some(pos) = args.iter().position(|a| a == "--pes") else {
+    let mut rest: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some(pes) = take_option(&mut rest, "--pes") else {
         return Ok(SelfLaunch::InJob);
     };
     if std::env::var_os(ENV_RANK).is_some() {
         return Ok(SelfLaunch::InJob);
     }
-    let n_pes = args
-        .get(pos + 1)
-        .and_then(|v| v.to_str())
+    let n_pes = pes
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|&n| n > 0)
         .ok_or_else(|| BootstrapError::Config("--pes needs a positive number of PEs".into()))?;
-    let mut rest = args.clone();
-    rest.drain(pos..pos + 2);
     let mut binding = Binding::default();
     for option in Binding::OPTIONS {
-        while let Some(at) = rest.iter().position(|a| a == option) {
-            let value = rest
-                .get(at + 1)
-                .and_then(|v| v.to_str())
-                .ok_or_else(|| BootstrapError::Config(format!("{option} needs a value")))?
-                .to_string();
+        while let Some(value) = take_option(&mut rest, option) {
+            let value =
+                value.ok_or_else(|| BootstrapError::Config(format!("{option} needs a value")))?;
             binding
                 .set(option, &value)
                 .map_err(BootstrapError::Config)?;
-            rest.drain(at..at + 2);
         }
     }
     let program = std::env::current_exe()
@@ -381,4 +374,45 @@ pub fn self_launch(timeout: Duration, kill_grace: Duration) -> Result<SelfLaunch
         binding,
     };
     run(&opts).map(SelfLaunch::Finished)
+}
+
+/// Removes the first `option value` or `option=value` from `args`: `None` if the option
+/// is absent, `Some(None)` if its value is missing or not UTF-8.
+fn take_option(args: &mut Vec<OsString>, option: &str) -> Option<Option<String>> {
+    let joined = format!("{option}=");
+    let at = args
+        .iter()
+        .position(|a| a == option || a.to_str().is_some_and(|a| a.starts_with(&joined)))?;
+    let arg = args.remove(at);
+    match arg.to_str().and_then(|a| a.strip_prefix(&joined)) {
+        Some(value) => Some(Some(value.to_string())),
+        None if at < args.len() => Some(args.remove(at).into_string().ok()),
+        None => Some(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take(args: &[&str], option: &str) -> (Option<Option<String>>, Vec<OsString>) {
+        let mut args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        (take_option(&mut args, option), args)
+    }
+
+    #[test]
+    fn an_option_is_taken_with_its_value_in_either_spelling() {
+        let rest: Vec<OsString> = vec!["-x".into()];
+        assert_eq!(
+            take(&["--pes", "2", "-x"], "--pes"),
+            (Some(Some("2".into())), rest.clone())
+        );
+        assert_eq!(
+            take(&["--pes=2", "-x"], "--pes"),
+            (Some(Some("2".into())), rest.clone())
+        );
+        assert_eq!(take(&["-x", "--pes"], "--pes"), (Some(None), rest.clone()));
+        assert_eq!(take(&["-x"], "--pes"), (None, rest));
+        assert_eq!(take(&["--pesky", "1"], "--pes").0, None);
+    }
 }

@@ -1,56 +1,15 @@
-//! Command-line parameters of `moe_dispatch`: parsing, validation and `--help`.
+//! Command-line parameters of `moe_dispatch` (clap) and their validation against the
+//! job's size.
 
 use std::fmt;
+
+use symmem::cli::launch::SelfLaunchArgs;
 
 /// PEs started when the program runs outside any job and no `--pes` is given.
 pub const DEFAULT_PES: usize = 4;
 
-/// The usage text printed by `--help`.
-pub const HELP: &str = "\
-moe_dispatch: device-initiated MoE token dispatch and combine, against a host alltoall baseline
-
-Each PE owns T tokens of H u64s. A seeded, skewed (Zipf-like) router sends every token to
-k distinct experts out of E, spread evenly over the PEs, each choice with an integer weight.
-The device path runs three kernels per PE with no host round trip between them: dispatch
-(each block reserves its run of tokens per expert with one atomic_fetch_add on the expert's
-PE, puts the rows straight to PEs it maps and one batch per run to the others, then hands
-each PE its run descriptors and a signal), expert (takes the source PEs as they finish,
-applies expert e's function x*(e+1)+e, returns each run with one put_signal_nbi) and
-combine (waits for every row, weighted sum). The baseline does the same with host collectives: counts alltoall, payload alltoall,
-host expert function, alltoall back, host combine. Every step of both is checked exactly
-against a host reference; timings are medians over the iterations, the slowest PE per step.
-
-usage: moe_dispatch [--pes N] [options]
-
-  --pes N              start N PEs (default 4 when not already launched as a job)
-  --tokens T[,T...]    tokens per PE, one run per value (default 256,1024)
-  --experts E[,E...]   experts in total, divisible by the PEs (default 8,16)
-  --hidden H           u64 elements per token (default 128)
-  --top-k K            experts per token, at most E (default 2)
-  --capacity N|auto    token slots per expert; auto = T x PEs, which no routing overflows
-                       (default auto)
-  --on-overflow drop|error
-                       when an expert receives more than its capacity: drop the extra
-                       tokens (counted, left out of their token's sum, checked) or fail
-                       the step naming the expert, its PE and the capacity (default error)
-  --skew S             Zipf exponent of expert popularity, 0 = uniform (default 1.0)
-  --seed N             seed of the routing and the token values (default 1)
-  --iters N            timed iterations per run (default 5), after one warm-up
-  --scope block|warp   group that puts each token row (default block)
-  --blocks N           blocks per kernel launch (default: 1 on CPU PEs, 32 on GPU PEs)
-  --threads N          threads per block, 1..=1024 (default: 8 on CPU PEs, where every
-                       block-wide step costs a switch per thread; 256 on GPU PEs)
-  --mode both|device|baseline
-                       which paths to run (default both)
-  --json               also print one JSON object per run on stdout
-  -h, --help           this text
-
-Runs on CPU PEs, or on GPU PEs with the same kernels' PTX when SYMMEM_DEVICE=cuda (or auto
-with a GPU). SYMMEM_SIMULATE_NODES=2 splits the PEs into two nodes joined by sockets.
-";
-
 /// What to do when an expert receives more tokens than its capacity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Overflow {
     /// Drop the extra tokens, count them, and leave them out of the combine.
     Drop,
@@ -59,7 +18,7 @@ pub enum Overflow {
 }
 
 /// Which group of threads puts one token row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scope {
     /// A whole block per row (`put_nbi_block`).
     Block,
@@ -77,7 +36,7 @@ impl fmt::Display for Scope {
 }
 
 /// Which paths to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
     /// The device path and the baseline.
     Both,
@@ -87,183 +46,109 @@ pub enum Mode {
     Baseline,
 }
 
-/// The parsed parameters.
-#[derive(Debug, Clone)]
+/// Device-initiated MoE token dispatch and combine, against a host alltoall baseline.
+///
+/// Each PE owns T tokens of H u64s. A seeded, skewed (Zipf-like) router sends every token
+/// to k distinct experts out of E, spread evenly over the PEs, each choice with an integer
+/// weight. The device path runs three kernels per PE with no host round trip between
+/// them: dispatch (each block reserves its run of tokens per expert with one
+/// atomic_fetch_add on the expert's PE, puts the rows straight to PEs it maps and one batch
+/// per run to the others, then hands each PE its run descriptors and a signal), expert
+/// (takes the source PEs as they finish, applies expert e's function x*(e+1)+e, returns
+/// each run with one put_signal_nbi) and combine (waits for every row, weighted sum). The
+/// baseline does the same with host collectives: counts alltoall, payload alltoall, host
+/// expert function, alltoall back, host combine. Every step of both is checked exactly
+/// against a host reference; timings are medians over the iterations, the slowest PE per
+/// step. Without --pes or a launcher, 4 PEs are self-launched.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "moe_dispatch",
+    version,
+    allow_negative_numbers = true,
+    after_help = "Runs on CPU PEs, or on GPU PEs with the same kernels' PTX when \
+                  SYMMEM_DEVICE=cuda (or auto with a GPU). SYMMEM_SIMULATE_NODES=2 splits the PEs \
+                  into two nodes joined by sockets."
+)]
 pub struct Params {
-    /// `--pes`, if given.
-    pub pes: Option<usize>,
-    /// Tokens per PE, one run each.
+    /// The job's PEs.
+    #[command(flatten)]
+    pub launch: SelfLaunchArgs,
+    /// Tokens per PE, one run per value
+    #[arg(long, value_name = "T[,T...]", value_delimiter = ',', default_value = "256,1024", value_parser = positive)]
     pub tokens: Vec<usize>,
-    /// Experts in total, one run each.
+    /// Experts in total, divisible by the PEs, one run per value
+    #[arg(long, value_name = "E[,E...]", value_delimiter = ',', default_value = "8,16", value_parser = positive)]
     pub experts: Vec<usize>,
-    /// u64 elements per token.
+    /// u64 elements per token
+    #[arg(long, value_name = "H", default_value = "128", value_parser = positive)]
     pub hidden: usize,
-    /// Experts per token.
+    /// Experts per token, at most E
+    #[arg(long, value_name = "K", default_value = "2", value_parser = positive)]
     pub top_k: usize,
-    /// Slots per expert; `None` = tokens × PEs.
-    pub capacity: Option<usize>,
-    /// Overflow policy.
+    /// Token slots per expert; auto = T x PEs, which no routing overflows
+    #[arg(long, value_name = "N|auto", default_value = "auto", value_parser = capacity)]
+    pub capacity: Capacity,
+    /// When an expert receives more than its capacity: drop the extra tokens (counted,
+    /// left out of their token's sum, checked) or fail the step naming the expert, its PE
+    /// and the capacity
+    #[arg(long, value_name = "drop|error", value_enum, default_value = "error")]
     pub on_overflow: Overflow,
-    /// Zipf exponent.
+    /// Zipf exponent of expert popularity, 0 = uniform
+    #[arg(long, value_name = "S", default_value = "1.0", value_parser = skew)]
     pub skew: f64,
-    /// Routing and data seed.
+    /// Seed of the routing and the token values
+    #[arg(long, value_name = "N", default_value = "1")]
     pub seed: u64,
-    /// Timed iterations.
+    /// Timed iterations per run, after one warm-up
+    #[arg(long, value_name = "N", default_value = "5", value_parser = positive)]
     pub iters: usize,
-    /// Put scope.
+    /// Group that puts each token row
+    #[arg(long, value_name = "block|warp", value_enum, default_value = "block")]
     pub scope: Scope,
-    /// Blocks per launch; `None` = by the kind of PE ([`Params::geometry`]).
+    /// Blocks per kernel launch (default: 1 on CPU PEs, 32 on GPU PEs)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub blocks: Option<u32>,
-    /// Threads per block; `None` = by the kind of PE.
+    /// Threads per block, 1..=1024 (default: 8 on CPU PEs, where every block-wide step
+    /// costs a switch per thread; 256 on GPU PEs)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
-    /// Paths to run.
+    /// Which paths to run
+    #[arg(
+        long,
+        value_name = "both|device|baseline",
+        value_enum,
+        default_value = "both"
+    )]
     pub mode: Mode,
-    /// Print JSON lines.
+    /// Also print one JSON object per run on stdout
+    #[arg(long)]
     pub json: bool,
 }
 
-/// What the command line asks for.
-pub enum Command {
-    /// Print [`HELP`].
-    Help,
-    /// Run with these parameters.
-    Run(Params),
-}
+/// `--capacity`: token slots per expert, or `None` for tokens × PEs (`auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capacity(pub Option<usize>);
 
-fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
-    v.parse()
-        .map_err(|_| format!("{flag} expects a number, got {v:?}"))
-}
-
-fn positive(flag: &str, v: &str) -> Result<usize, String> {
-    match number::<usize>(flag, v)? {
-        0 => Err(format!("{flag} must be at least 1")),
-        n => Ok(n),
+fn positive(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("expected a number, got {v:?}")),
     }
 }
 
-fn list(flag: &str, v: &str) -> Result<Vec<usize>, String> {
-    v.split(',').map(|x| positive(flag, x.trim())).collect()
+fn capacity(v: &str) -> Result<Capacity, String> {
+    if v == "auto" {
+        return Ok(Capacity(None));
+    }
+    positive(v).map(|n| Capacity(Some(n)))
 }
 
-/// The options that take a value.
-const WITH_VALUE: [&str; 14] = [
-    "--pes",
-    "--tokens",
-    "--experts",
-    "--hidden",
-    "--top-k",
-    "--capacity",
-    "--on-overflow",
-    "--skew",
-    "--seed",
-    "--iters",
-    "--scope",
-    "--blocks",
-    "--threads",
-    "--mode",
-];
-
-/// Parses `args` (without the program name; `--pes N` may still be among them).
-pub fn parse(args: &[String]) -> Result<Command, String> {
-    let mut p = Params {
-        pes: None,
-        tokens: vec![256, 1024],
-        experts: vec![8, 16],
-        hidden: 128,
-        top_k: 2,
-        capacity: None,
-        on_overflow: Overflow::Error,
-        skew: 1.0,
-        seed: 1,
-        iters: 5,
-        scope: Scope::Block,
-        blocks: None,
-        threads: None,
-        mode: Mode::Both,
-        json: false,
-    };
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let flag = flag.as_str();
-        match flag {
-            "-h" | "--help" => return Ok(Command::Help),
-            "--json" => {
-                p.json = true;
-                continue;
-            }
-            _ => {}
-        }
-        if !WITH_VALUE.contains(&flag) {
-            return Err(format!("unknown option {flag:?} (see --help)"));
-        }
-        let v = it
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value (see --help)"))?;
-        match flag {
-            "--pes" => p.pes = Some(positive(flag, v)?),
-            "--tokens" => p.tokens = list(flag, v)?,
-            "--experts" => p.experts = list(flag, v)?,
-            "--hidden" => p.hidden = positive(flag, v)?,
-            "--top-k" => p.top_k = positive(flag, v)?,
-            "--capacity" => {
-                p.capacity = if v == "auto" {
-                    None
-                } else {
-                    Some(positive(flag, v)?)
-                }
-            }
-            "--on-overflow" => {
-                p.on_overflow = match v.as_str() {
-                    "drop" => Overflow::Drop,
-                    "error" => Overflow::Error,
-                    _ => return Err(format!("--on-overflow expects drop or error, got {v:?}")),
-                }
-            }
-            "--skew" => {
-                p.skew = number(flag, v)?;
-                if !(p.skew.is_finite() && p.skew >= 0.0) {
-                    return Err(format!("--skew must be a finite number >= 0, got {v}"));
-                }
-            }
-            "--seed" => p.seed = number(flag, v)?,
-            "--iters" => p.iters = positive(flag, v)?,
-            "--scope" => {
-                p.scope = match v.as_str() {
-                    "block" => Scope::Block,
-                    "warp" => Scope::Warp,
-                    _ => return Err(format!("--scope expects block or warp, got {v:?}")),
-                }
-            }
-            "--blocks" => {
-                p.blocks = Some(
-                    positive(flag, v)?
-                        .try_into()
-                        .map_err(|_| format!("--blocks {v} is too large"))?,
-                )
-            }
-            "--threads" => {
-                p.threads = match positive(flag, v)? {
-                    n @ 1..=1024 => Some(n as u32),
-                    n => return Err(format!("--threads must be at most 1024, got {n}")),
-                }
-            }
-            "--mode" => {
-                p.mode = match v.as_str() {
-                    "both" => Mode::Both,
-                    "device" => Mode::Device,
-                    "baseline" => Mode::Baseline,
-                    _ => {
-                        return Err(format!(
-                            "--mode expects both, device or baseline, got {v:?}"
-                        ))
-                    }
-                }
-            }
-            _ => unreachable!("{flag} is in WITH_VALUE"),
-        }
-    }
-    Ok(Command::Run(p))
+fn skew(v: &str) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .ok_or_else(|| format!("must be a finite number >= 0, got {v}"))
 }
 
 impl Params {
@@ -308,6 +193,6 @@ impl Params {
 
     /// Slots per expert for a run with `tokens` tokens per PE.
     pub fn capacity_for(&self, tokens: usize, n_pes: usize) -> usize {
-        self.capacity.unwrap_or(tokens * n_pes)
+        self.capacity.0.unwrap_or(tokens * n_pes)
     }
 }

@@ -19,7 +19,6 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use symmem::bootstrap::affinity::Binding;
 use symmem::bootstrap::launcher::{self, LaunchOptions};
 use symmem::bootstrap::select::decide;
 use symmem::bootstrap::vars::process_env;
@@ -27,9 +26,10 @@ use symmem::bootstrap::Plan;
 use symmem::{Runtime, SelfLaunch};
 use symmem_example_kernels::PTX;
 
-use args::{Command, Mode, Overflow, Params};
+use args::{Mode, Overflow, Params};
 use baseline::Baseline;
 use check::{check_drops, check_output, Output};
+use clap::Parser;
 use device_path::{DevicePath, Geometry};
 use report::{Row, Times};
 use routing::{token_values, Router, Shape};
@@ -53,7 +53,7 @@ fn exit_code(code: i32) -> ExitCode {
 /// Outside any job and without `--pes`, starts [`args::DEFAULT_PES`] PEs of this program
 /// and returns the job's exit code; `None` when this process should go on as a PE.
 fn launch_default_job(params: &Params) -> Res<Option<i32>> {
-    if params.pes.is_some() {
+    if params.launch.pes.is_some() {
         return Ok(None);
     }
     let config = symmem::Config::from_env()?;
@@ -68,23 +68,16 @@ fn launch_default_job(params: &Params) -> Res<Option<i32>> {
         tag_output: false,
         timeout: config.bootstrap_timeout,
         kill_grace: symmem::DEFAULT_KILL_GRACE,
-        binding: Binding::default(),
+        binding: params.launch.binding.binding()?,
     };
     Ok(Some(launcher::run(&opts)?))
 }
 
 fn run() -> Res<ExitCode> {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let params = match args::parse(&argv)? {
-        Command::Help => {
-            print!("{}", args::HELP);
-            return Ok(ExitCode::SUCCESS);
-        }
-        Command::Run(p) => p,
-    };
+    let params = Params::parse();
     // Bad parameters fail once, before any PE starts, when the job's size is known here.
     if std::env::var_os(launcher::ENV_RANK).is_none() {
-        if let Some(n) = params.pes {
+        if let Some(n) = params.launch.pes {
             params.validate(n)?;
         }
     }

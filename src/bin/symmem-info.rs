@@ -8,20 +8,28 @@
 //! identity), CPUs (and who bound them), device and NIC, and the route
 //! every PE takes to every other PE (direct p2p, cuda copy, socket, ib; weak ordering
 //! when set) and why. Run under `symrun -n N`, it prints that topology only.
+//!
+//! `symmem-info --json` prints the same report as one JSON document, for scripts (like
+//! `ompi_info --parsable`). The command line is [`symmem::cli::info::Args`].
 
 use std::process::ExitCode;
 
-use symmem::bootstrap::affinity::{numa, Binding, CpuSet};
+use clap::Parser;
+use serde_json::{json, Value};
+use symmem::bootstrap::affinity::{numa, CpuSet};
 use symmem::bootstrap::env::ENV_JOB_SECRET;
 use symmem::bootstrap::launcher::ENV_RANK;
 use symmem::bootstrap::vars::process_env;
 use symmem::bootstrap::{decide, Plan};
-use symmem::config::{MemoryOrdering, VARIABLES};
+use symmem::cli::info::Args;
+use symmem::config::{Category, MemoryOrdering, Variable, VARIABLES};
 use symmem::SelfLaunch;
 
-const USAGE: &str = "usage: symmem-info [--pes N [--bind-to core|numa|none] [--map-by core|numa]]";
-
 fn main() -> ExitCode {
+    // SAFETY: setting a signal disposition to SIG_DFL before any thread is started has no
+    // memory-safety preconditions. Rust ignores SIGPIPE, which turns `symmem-info | head`
+    // into a panic in println!; the default action ends the process quietly instead.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     if std::env::var_os(ENV_RANK).is_some() {
         // One PE of a job (started by `--pes N` or symrun): the topology.
         return match topology() {
@@ -32,17 +40,12 @@ fn main() -> ExitCode {
             }
         };
     }
-    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}\n\nPrints symmem's version, build features, configuration variables (value and default), devices, debugging modes and launcher; with --pes N, also starts N local PEs (bound as symrun binds them) and prints their topology, CPUs and routes.");
-        return ExitCode::SUCCESS;
+    let args = Args::parse();
+    if let Err(e) = args.launch.check() {
+        eprintln!("symmem-info: {e}\n\nFor more information, try '--help'.");
+        return ExitCode::from(2);
     }
-    let pes = match parse_args(std::env::args().skip(1)) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("symmem-info: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let pes = args.launch.pes;
     let config = match symmem::Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -50,6 +53,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.json {
+        println!("{:#}", report_json(&config));
+        return ExitCode::SUCCESS;
+    }
     report(&config);
     let Some(n) = pes else {
         return ExitCode::SUCCESS;
@@ -68,42 +75,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// The number of PEs of `--pes N`, if given; an error names the flag and the bad value.
-/// `--bind-to` and `--map-by` are checked here and acted on by the self-launch.
-fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<usize>, String> {
-    let mut pes = None;
-    let mut binding = Binding::default();
-    let mut args = args;
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            option @ ("--bind-to" | "--map-by") => {
-                let v = args
-                    .next()
-                    .ok_or_else(|| format!("{option} needs a value"))?;
-                binding.set(option, &v)?;
-            }
-            "--pes" => {
-                let v = args
-                    .next()
-                    .ok_or("--pes needs a number of PEs (at least 1)")?;
-                match v.parse::<usize>() {
-                    Ok(n) if n >= 1 => pes = Some(n),
-                    _ => {
-                        return Err(format!(
-                            "--pes needs a number of PEs (at least 1), not {v:?}"
-                        ))
-                    }
-                }
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    if pes.is_none() && binding != Binding::default() {
-        return Err("--bind-to and --map-by need --pes N".into());
-    }
-    Ok(pes)
-}
-
 /// Version, features, configuration, devices, CPU debugging modes and launcher.
 fn report(config: &symmem::Config) {
     println!("symmem {}", env!("CARGO_PKG_VERSION"));
@@ -119,34 +90,39 @@ fn report(config: &symmem::Config) {
         "device API: CPU executor built in; PTX via symmem-ptx-build; device state layout v{}",
         symmem::device::DEVICE_STATE_VERSION
     );
-    println!("\nconfiguration (environment):");
     let values = config.describe();
-    for var in VARIABLES {
-        let value = values
-            .iter()
-            .find(|(name, _)| *name == var.name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| match process_env(var.name) {
-                // The secret is not printed, only whether there is one.
-                Some(_) if var.name == ENV_JOB_SECRET => "(set)".into(),
-                Some(v) => v,
-                None => "(unset)".into(),
-            });
-        let origin = if std::env::var_os(var.name).is_some() {
-            "from the environment"
-        } else {
-            "default"
-        };
-        println!(
-            "  {:<26} = {value}  ({origin})\n      {} [default {}]",
-            var.name, var.doc, var.default
-        );
+    for (category, title) in [
+        (Category::Runtime, "configuration (environment)"),
+        (
+            Category::BuildTime,
+            "build-time variables (read while building kernel crates, not by a running program)",
+        ),
+        (
+            Category::Testing,
+            "testing-only variables (never set in production)",
+        ),
+    ] {
+        println!("\n{title}:");
+        for var in VARIABLES.iter().filter(|v| v.category == category) {
+            let (value, origin) = value_of(var, &values);
+            let origin = match origin {
+                "environment" => "from the environment",
+                other => other,
+            };
+            println!(
+                "  {:<26} = {value}  ({origin})\n      {} [default {}]",
+                var.name, var.doc, var.default
+            );
+        }
     }
     for unknown in symmem::Config::unknown_variables() {
         println!("  warning: {unknown} is not a symmem variable (typo?)");
     }
     println!("\ndevices:");
-    println!("  GPUs: {}", describe_gpus());
+    println!(
+        "  GPUs: {}",
+        gpus().map_or_else(|why| format!("none: {why}"), |g| g.join("; "))
+    );
     println!(
         "  RDMA: {}",
         match symmem::rdma_probe(config) {
@@ -162,32 +138,122 @@ fn report(config: &symmem::Config) {
     println!("  {}", describe_launch(config));
 }
 
-/// The visible GPUs: none in a build without GPU PEs.
-#[cfg(not(feature = "cuda"))]
-fn describe_gpus() -> String {
-    "none: symmem was built without the `cuda` feature (no GPU PEs)".into()
+/// A variable's effective value (the parsed configuration's, else the environment's; the
+/// job secret only as "(set)") and where it comes from.
+fn value_of(var: &Variable, values: &[(&str, String)]) -> (String, &'static str) {
+    let value = values
+        .iter()
+        .find(|(name, _)| *name == var.name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| match process_env(var.name) {
+            // The secret is not printed, only whether there is one.
+            Some(_) if var.name == ENV_JOB_SECRET => "(set)".into(),
+            Some(v) => v,
+            None => "(unset)".into(),
+        });
+    let origin = if std::env::var_os(var.name).is_some() {
+        "environment"
+    } else {
+        "default"
+    };
+    (value, origin)
 }
 
-/// The visible GPUs (ordinal, name, compute capability, memory), or why there are none.
+/// The report of [`report`] as one JSON document: version, features, the variables by
+/// category (value, origin, default, meaning), unknown `SYMMEM_*` variables, devices,
+/// CPUs and launcher.
+fn report_json(config: &symmem::Config) -> Value {
+    let values = config.describe();
+    let mut variables = serde_json::Map::new();
+    for category in [Category::Runtime, Category::BuildTime, Category::Testing] {
+        let list: Vec<Value> = VARIABLES
+            .iter()
+            .filter(|v| v.category == category)
+            .map(|var| {
+                let (value, origin) = value_of(var, &values);
+                json!({
+                    "name": var.name,
+                    "value": value,
+                    "origin": origin,
+                    "default": var.default,
+                    "doc": var.doc,
+                })
+            })
+            .collect();
+        variables.insert(category.name().into(), list.into());
+    }
+    let features: serde_json::Map<String, Value> = symmem::BUILD_FEATURES
+        .iter()
+        .map(|(name, on)| (name.to_string(), Value::Bool(*on)))
+        .collect();
+    let rdma = match symmem::rdma_probe(config) {
+        Ok(dev) => json!({ "device": dev.to_string() }),
+        Err(why) => json!({ "device": null, "why": why.to_string() }),
+    };
+    let gpus = match gpus() {
+        Ok(list) => json!({ "gpus": list }),
+        Err(why) => json!({ "gpus": [], "why": why }),
+    };
+    let cpus = match CpuSet::of_this_thread() {
+        Ok(allowed) => json!({
+            "allowed": allowed.to_string(),
+            "count": allowed.len(),
+            "numa_nodes": numa::nodes()
+                .iter()
+                .map(|n| json!({ "id": n.id, "cpus": n.cpus.to_string() }))
+                .collect::<Vec<_>>(),
+        }),
+        Err(e) => json!({ "why": format!("sched_getaffinity failed: {e}") }),
+    };
+    let launcher = match decide(config.bootstrap, &process_env) {
+        Ok(d) => json!({
+            "bootstrap": config.bootstrap.to_string(),
+            "plan": describe_launch(config),
+            "why": d.why.to_string(),
+            "node_identity": config.node_identity_source(d.plan.node_source().as_deref()).to_string(),
+        }),
+        Err(e) => json!({ "bootstrap": config.bootstrap.to_string(), "error": e.to_string() }),
+    };
+    json!({
+        "symmem": env!("CARGO_PKG_VERSION"),
+        "build_features": features,
+        "device_state_version": symmem::device::DEVICE_STATE_VERSION,
+        "variables": variables,
+        "unknown_variables": symmem::Config::unknown_variables(),
+        "devices": { "gpu": gpus, "rdma": rdma },
+        "cpus": cpus,
+        "cpu_pes": describe_cpu_modes(config),
+        "launcher": launcher,
+    })
+}
+
+/// The visible GPUs: none in a build without GPU PEs.
+#[cfg(not(feature = "cuda"))]
+fn gpus() -> Result<Vec<String>, String> {
+    Err("symmem was built without the `cuda` feature (no GPU PEs)".into())
+}
+
+/// The visible GPUs (ordinal, name, compute capability, memory, one string each), or why
+/// there are none.
 #[cfg(feature = "cuda")]
-fn describe_gpus() -> String {
+fn gpus() -> Result<Vec<String>, String> {
     use cudarc::driver::sys;
     // Checks that libcuda loads before any call into it (cudarc panics otherwise).
     if !symmem::cuda::driver_present() {
-        return "none: the CUDA driver library (libcuda.so) cannot be loaded (no NVIDIA driver, or not on the loader path)".into();
+        return Err("the CUDA driver library (libcuda.so) cannot be loaded (no NVIDIA driver, or not on the loader path)".into());
     }
     let ok = |rc: sys::CUresult| rc == sys::CUresult::CUDA_SUCCESS;
     // SAFETY: libcuda is loaded (checked above); cuInit may be called any number of times.
     if !ok(unsafe { sys::cuInit(0) }) {
-        return "none: cuInit failed (is the NVIDIA kernel module loaded?)".into();
+        return Err("cuInit failed (is the NVIDIA kernel module loaded?)".into());
     }
     let mut count = 0;
     // SAFETY: cuInit succeeded; `count` is a valid out-parameter.
     if !ok(unsafe { sys::cuDeviceGetCount(&mut count) }) || count <= 0 {
-        return format!(
-            "none: the CUDA driver sees no GPU (CUDA_VISIBLE_DEVICES={:?})",
+        return Err(format!(
+            "the CUDA driver sees no GPU (CUDA_VISIBLE_DEVICES={:?})",
             std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default()
-        );
+        ));
     }
     let mut gpus = Vec::new();
     for ordinal in 0..count {
@@ -229,7 +295,7 @@ fn describe_gpus() -> String {
         };
         gpus.push(format!("{ordinal}: {name} ({sm}, {mem})"));
     }
-    gpus.join("; ")
+    Ok(gpus)
 }
 
 /// One PE of a job: this PE's node, device, NIC and route to every PE, gathered by PE 0

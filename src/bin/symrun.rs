@@ -5,99 +5,40 @@
 //!        [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
 //! ```
 //! Exits with 0 when every PE succeeds, else with the first failing PE's exit code
-//! (128 + signal number for a PE killed by a signal).
+//! (128 + signal number for a PE killed by a signal); 2 for bad usage. The command line
+//! is [`symmem::cli::symrun::Args`] (`symrun --help`, `man symrun`).
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use symmem::bootstrap::affinity::Binding;
+use clap::Parser;
 use symmem::bootstrap::launcher::{self, LaunchOptions};
 use symmem::bootstrap::BootstrapError;
+use symmem::cli::symrun::Args;
 
-const USAGE: &str =
-    "usage: symrun -n N [--bind-to core|numa|none] [--map-by core|numa] [--tag-output]
-              [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
-
-  -n, --np N            number of PEs to start on this machine
-  --bind-to WHAT        bind each PE to a core (one CPU), to the CPUs of a NUMA node, or
-                        none; always within the CPUs symrun itself may use (default: core
-                        when N >= 2 and there are at least N of them, else none)
-  --map-by WHAT         spread PEs CPU after CPU (core, the default) or over the NUMA
-                        nodes in turn (numa)
-  --tag-output          prefix each output line with [PE i]
-  --kill-grace SECONDS  after the first PE fails, how long the others may take to exit
-                        on their own before they are killed (default 5; 1 year or
-                        more, e.g. inf, = never killed)
-
-Environment: SYMMEM_BOOTSTRAP_TIMEOUT bounds every bootstrap call (default 60 s).";
-
-/// symrun's command line.
-struct Args {
-    n_pes: usize,
-    tag_output: bool,
-    kill_grace: Duration,
-    binding: Binding,
-    program: OsString,
-    args: Vec<OsString>,
+/// Parses `argv` (the program name first): clap's error (help and version included) or
+/// the arguments with a checked binding.
+fn parse(argv: Vec<OsString>) -> Result<(Args, symmem::bootstrap::affinity::Binding), Error> {
+    let args = Args::try_parse_from(Args::normalize(argv)).map_err(Error::Clap)?;
+    let binding = args.binding.binding().map_err(Error::Usage)?;
+    Ok((args, binding))
 }
 
-fn parse(args: Vec<OsString>) -> Result<Args, String> {
-    let mut n = None;
-    let mut tag = false;
-    let mut grace = symmem::DEFAULT_KILL_GRACE;
-    let mut binding = Binding::default();
-    let mut it = args.into_iter();
-    let text = |a: &OsString| a.to_string_lossy().into_owned();
-    let program = loop {
-        let Some(arg) = it.next() else {
-            return Err("no program given".into());
-        };
-        match arg.to_str() {
-            Some("-n" | "--np" | "-np") => {
-                let v = it.next().ok_or("-n needs a number")?;
-                let v = text(&v);
-                n = Some(
-                    v.parse::<usize>()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| format!("-n {v}: expected a positive number of PEs"))?,
-                );
-            }
-            Some("--tag-output") => tag = true,
-            Some("--kill-grace") => {
-                let v = text(&it.next().ok_or("--kill-grace needs seconds")?);
-                grace = symmem::bootstrap::duration::parse_seconds(&v)
-                    .map_err(|why| format!("--kill-grace {v}: {why}"))?;
-            }
-            Some(option @ ("--bind-to" | "--map-by")) => {
-                let v = text(&it.next().ok_or_else(|| format!("{option} needs a value"))?);
-                binding.set(option, &v)?;
-            }
-            Some("-h" | "--help") => return Err(String::new()),
-            Some("--") => break it.next().ok_or("no program given after --")?,
-            Some(s) if s.starts_with('-') => return Err(format!("unknown option {s}")),
-            _ => break arg,
-        }
-    };
-    Ok(Args {
-        n_pes: n.ok_or("-n N is required")?,
-        tag_output: tag,
-        kill_grace: grace,
-        binding,
-        program,
-        args: it.collect(),
-    })
+/// Why the command line cannot run.
+#[derive(Debug)]
+enum Error {
+    /// clap's own report (and `--help`, `--version`).
+    Clap(clap::Error),
+    /// A value clap took that symrun rejects.
+    Usage(String),
 }
 
 fn main() -> ExitCode {
-    let args = match parse(std::env::args_os().skip(1).collect()) {
+    let (args, binding) = match parse(std::env::args_os().collect()) {
         Ok(v) => v,
-        Err(msg) => {
-            if !msg.is_empty() {
-                eprintln!("symrun: {msg}");
-            }
-            eprintln!("{USAGE}");
+        Err(Error::Clap(e)) => e.exit(),
+        Err(Error::Usage(msg)) => {
+            eprintln!("symrun: {msg}\n\nFor more information, try '--help'.");
             return ExitCode::from(2);
         }
     };
@@ -108,14 +49,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut command = args.command.into_iter();
     let opts = LaunchOptions {
         n_pes: args.n_pes,
-        program: args.program,
-        args: args.args,
+        program: command.next().expect("clap requires PROGRAM"),
+        args: command.collect(),
         tag_output: args.tag_output,
         timeout: config.bootstrap_timeout,
-        kill_grace: args.kill_grace,
-        binding: args.binding,
+        kill_grace: args.kill_grace.unwrap_or(symmem::DEFAULT_KILL_GRACE),
+        binding,
     };
     match launcher::run(&opts) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
@@ -133,27 +75,37 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use symmem::bootstrap::affinity::Binding;
+
+    fn parsed(args: &[&str]) -> Result<(Args, Binding), String> {
+        let argv = std::iter::once("symrun").chain(args.iter().copied());
+        parse(argv.map(OsString::from).collect()).map_err(|e| match e {
+            Error::Clap(e) => e.to_string(),
+            Error::Usage(msg) => msg,
+        })
+    }
 
     fn grace(v: &str) -> Result<Duration, String> {
-        let args = ["-n", "2", "--kill-grace", v, "prog"];
-        parse(args.iter().map(OsString::from).collect()).map(|a| a.kill_grace)
+        parsed(&["-n", "2", "--kill-grace", v, "prog"]).map(|(a, _)| a.kill_grace.unwrap())
     }
 
     fn binding(args: &[&str]) -> Result<Binding, String> {
-        parse(args.iter().map(OsString::from).collect()).map(|a| a.binding)
+        parsed(args).map(|(_, b)| b)
     }
 
     #[test]
     fn binding_options_are_parsed_and_bad_values_named() {
         use symmem::bootstrap::affinity::{BindTo, MapBy};
-        let b = binding(&["-n", "2", "--bind-to", "numa", "--map-by", "numa", "p"]).unwrap();
+        let b = binding(&["-n", "2", "--bind-to", "numa", "--map-by=numa", "p"]).unwrap();
         assert_eq!((b.bind_to, b.map_by), (Some(BindTo::Numa), MapBy::Numa));
         assert_eq!(binding(&["-n", "2", "p"]).unwrap(), Binding::default());
         let err = binding(&["-n", "2", "--bind-to", "socket", "p"]).unwrap_err();
         assert_eq!(err, "--bind-to socket: expected core, numa, none");
         let err = binding(&["-n", "2", "--map-by"]).unwrap_err();
-        assert_eq!(err, "--map-by needs a value");
+        assert!(err.contains("--map-by"), "{err}");
     }
 
     #[test]
@@ -170,5 +122,29 @@ mod tests {
                 "{v}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn the_program_keeps_its_own_arguments() {
+        let (a, _) = parsed(&["-np", "2", "prog", "--pes", "3", "-x", "-np", "4"]).unwrap();
+        assert_eq!(a.n_pes, 2);
+        let expected: Vec<OsString> = ["prog", "--pes", "3", "-x", "-np", "4"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert_eq!(a.command, expected);
+        let (a, _) = parsed(&["--np=3", "--tag-output", "--", "-prog", "-n", "1"]).unwrap();
+        assert_eq!((a.n_pes, a.tag_output, a.command.len()), (3, true, 3));
+        assert_eq!(a.command[0], "-prog");
+    }
+
+    #[test]
+    fn bad_usage_is_named() {
+        let err = parsed(&["-n", "0", "prog"]).unwrap_err();
+        assert!(err.contains("positive number of PEs"), "{err}");
+        assert!(parsed(&["prog"]).unwrap_err().contains("--np"));
+        assert!(parsed(&["-n", "2"]).unwrap_err().contains("PROGRAM"));
+        let err = parsed(&["-n", "2", "--tag-ouput", "prog"]).unwrap_err();
+        assert!(err.contains("--tag-output"), "no suggestion: {err}");
     }
 }

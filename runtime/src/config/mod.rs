@@ -20,7 +20,7 @@ mod read;
 mod variables;
 
 use read::{parse_size, split_list, Reader};
-pub use variables::{Variable, VARIABLES};
+pub use variables::{Category, Variable, VARIABLES};
 
 /// Default `SYMMEM_EXEC_STACK_SIZE`: kernels keep little on the stack (a GPU thread has a
 /// few KiB), and 256 KiB leaves room for panic messages and debug builds.

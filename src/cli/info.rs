@@ -1,0 +1,20 @@
+//! `symmem-info`'s command line.
+
+use super::launch::SelfLaunchArgs;
+
+/// Print symmem's version, build features, configuration variables (value and default),
+/// devices, debugging modes and launcher.
+///
+/// With --pes N, also starts N local PEs (bound as symrun binds them) and prints their
+/// topology, CPUs and routes. Run under `symrun -n N`, it prints that topology only.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "symmem-info", version, allow_negative_numbers = true)]
+pub struct Args {
+    /// The PEs whose topology to print.
+    #[command(flatten)]
+    pub launch: SelfLaunchArgs,
+    /// Print one JSON document (version, features, variables by category with value,
+    /// default and origin, devices, CPUs, launcher) instead of text
+    #[arg(long, conflicts_with = "pes")]
+    pub json: bool,
+}

@@ -1,0 +1,111 @@
+//! The tools and the examples parse their command lines like their neighbours do (clap):
+//! `--help` and `--version` print and succeed, `--opt=value` equals `--opt value`, a typo
+//! is a usage error (exit code 2) that suggests the option, and symrun passes the
+//! program's own arguments on untouched.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const SYMRUN: &str = env!("CARGO_BIN_EXE_symrun");
+
+/// The path of example `name` (built by `cargo test`).
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test runs from target/<profile>/deps");
+    profile_dir.join("examples").join(name)
+}
+
+/// `program args` with no inherited `SYMMEM_*` variable.
+fn run(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(program);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SYMMEM_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.args(args).output().expect("running the program")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_and_version_print_and_succeed() {
+    for (program, name) in [
+        (PathBuf::from(SYMRUN), "symrun"),
+        (example("hello"), "hello"),
+        (example("transpose"), "transpose"),
+    ] {
+        let help = run(&program, &["--help"]);
+        assert!(help.status.success(), "{name} --help: {help:?}");
+        assert!(
+            text(&help.stdout).contains("Usage:"),
+            "{name} --help: {help:?}"
+        );
+        let version = run(&program, &["--version"]);
+        assert_eq!(
+            text(&version.stdout).trim(),
+            format!("{name} {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+#[test]
+fn hello_with_pes_equals_runs_that_many_pes() {
+    let out = run(example("hello"), &["--pes=2"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    for me in 0..2 {
+        assert!(stdout.contains(&format!("PE {me} of 2 ")), "{stdout}");
+    }
+}
+
+#[test]
+fn typos_are_usage_errors_with_a_suggestion() {
+    for (program, typo, suggestion) in [
+        (
+            PathBuf::from(SYMRUN),
+            &["-n", "2", "--tag-ouput", "true"][..],
+            "--tag-output",
+        ),
+        (example("transpose"), &["--size", "64"], "--sizes"),
+    ] {
+        let out = run(&program, typo);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{typo:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("'{suggestion}'")),
+            "{typo:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{typo:?} ran");
+    }
+}
+
+#[test]
+fn symrun_passes_the_programs_own_arguments_untouched() {
+    let out = run(
+        SYMRUN,
+        &[
+            "--np=2",
+            "sh",
+            "-c",
+            "echo \"$0 $*\"",
+            "--pes",
+            "3",
+            "-x",
+            "-np",
+            "4",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert_eq!(
+        stdout.lines().filter(|l| *l == "--pes 3 -x -np 4").count(),
+        2,
+        "{stdout}"
+    );
+}
