@@ -618,7 +618,8 @@ impl Transport for SocketTransport {
     fn progress(&self) -> Result<()> {
         self.shared.spins.fetch_add(1, Ordering::Relaxed);
         for c in self.shared.conns.iter().flatten() {
-            self.shared.write_staged(c, false);
+            // A spinning wait calls this again at once: it never waits for another writer.
+            self.shared.write_staged(c, true);
             self.shared.receive(c);
         }
         Ok(())

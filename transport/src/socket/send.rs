@@ -88,7 +88,9 @@ impl Shared {
             self.wait_writable(c, op, &mut started)?;
         }
         let staged = std::mem::take(&mut *tx);
-        c.staged.store(false, Ordering::SeqCst);
+        if !staged.is_empty() {
+            c.staged.store(false, Ordering::SeqCst);
+        }
         let mut all: [&[u8]; 4] = [&staged, &[], &[], &[]];
         all[1..=parts.len()].copy_from_slice(parts);
         let all = &all[..=parts.len()];
@@ -172,11 +174,8 @@ impl Shared {
         if !c.staged.load(Ordering::SeqCst) || c.failed().is_some() {
             return;
         }
-        if only_if_free {
-            match c.tx.try_lock() {
-                Ok(tx) if !tx.is_empty() => drop(tx),
-                _ => return,
-            }
+        if only_if_free && c.tx.try_lock().is_err() {
+            return;
         }
         // A failure is recorded on the connection and reported by the next operation.
         let _ = self.send(c, "writing staged requests", &[]);
