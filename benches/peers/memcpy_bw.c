@@ -10,12 +10,13 @@
  * SIZES a comma-separated list of byte counts (default symmem-perf's sweep, 8 B to 16 MiB).
  *
  * A second row per size (c_nt_copy_bw, x86-64 only) copies with non-temporal stores
- * (16-byte movntdq after the destination's head up to a 16-byte boundary, then sfence),
- * which bypass the caches: the faster of the two is the limit for copies larger than the
+ * (32-byte vmovntdq where the CPU has AVX2, else 16-byte movntdq, after the destination's
+ * head up to a boundary of that width, then sfence), as symmem's host copies do: they
+ * bypass the caches, so the faster of the two is the limit for copies larger than the
  * last-level cache can hold. */
 #include "common.h"
 #ifdef __x86_64__
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 typedef void *(*copy_fn)(void *, const void *, size_t);
@@ -23,7 +24,7 @@ typedef void *(*copy_fn)(void *, const void *, size_t);
 #ifdef __x86_64__
 /* memcpy by non-temporal stores: the head to the destination's first 16-byte boundary and
  * the tail by memcpy, the body by four 16-byte streaming stores per step, then sfence. */
-static void *nt_copy(void *dst_, const void *src_, size_t len) {
+static void *nt_copy_sse2(void *dst_, const void *src_, size_t len) {
     char *dst = dst_;
     const char *src = src_;
     size_t head = (16 - ((size_t)dst & 15)) & 15;
@@ -41,6 +42,32 @@ static void *nt_copy(void *dst_, const void *src_, size_t len) {
     memcpy(dst, src, len);
     _mm_sfence();
     return dst_;
+}
+
+/* The same with 32-byte streaming stores, four per 128-byte step. */
+__attribute__((target("avx2"))) static void *nt_copy_avx2(void *dst_, const void *src_, size_t len) {
+    char *dst = dst_;
+    const char *src = src_;
+    size_t head = (32 - ((size_t)dst & 31)) & 31;
+    if (head > len) head = len;
+    memcpy(dst, src, head);
+    dst += head, src += head, len -= head;
+    for (; len >= 128; dst += 128, src += 128, len -= 128) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)src), b = _mm256_loadu_si256((const __m256i *)(src + 32));
+        __m256i c = _mm256_loadu_si256((const __m256i *)(src + 64)), d = _mm256_loadu_si256((const __m256i *)(src + 96));
+        _mm256_stream_si256((__m256i *)dst, a);
+        _mm256_stream_si256((__m256i *)(dst + 32), b);
+        _mm256_stream_si256((__m256i *)(dst + 64), c);
+        _mm256_stream_si256((__m256i *)(dst + 96), d);
+    }
+    memcpy(dst, src, len);
+    _mm_sfence();
+    return dst_;
+}
+
+/* The widest non-temporal copy this CPU has. */
+static void *nt_copy(void *dst, const void *src, size_t len) {
+    return __builtin_cpu_supports("avx2") ? nt_copy_avx2(dst, src, len) : nt_copy_sse2(dst, src, len);
 }
 #endif
 
