@@ -55,6 +55,8 @@ pub struct Options {
     pub initiator: Option<Initiator>,
     /// `--bidir`.
     pub bidir: bool,
+    /// Whether metrics run interleaved with their baselines (not `--no-baseline`).
+    pub baselines: bool,
     /// `-b/-e/-f`: the sweep replacing the default sizes.
     pub sweep: Option<Sweep>,
     /// `--matrix`.
@@ -177,6 +179,7 @@ fn options(a: Args) -> Result<Command, String> {
         transport,
         initiator,
         bidir: a.bidir,
+        baselines: !a.no_baseline,
         sweep,
         matrix: a.matrix,
         plot: a.plot,
@@ -251,6 +254,29 @@ mod tests {
         let o = options(&["--only=put_latency,get_latency", "--transport=socket"]);
         assert_eq!(o.only.unwrap().len(), 2);
         assert_eq!(o.transport, TransportArg::One(Transport::Socket));
+    }
+
+    /// `--no-baseline` measures put_bw and put_signal alone; by default each has its
+    /// baseline in front of it in one group.
+    #[test]
+    fn no_baseline_measures_each_metric_alone() {
+        use crate::measure::groups;
+        let only = "--only=put_bw,put_signal_pingpong_latency";
+        let metrics = |o: &Options| -> Vec<Vec<&str>> {
+            groups(o, false, Transport::P2p)
+                .iter()
+                .map(|g| g.iter().map(|b| b.metric).collect())
+                .collect()
+        };
+        let with = metrics(&options(&[only, "--initiator=host"]));
+        assert!(with.contains(&vec!["memcpy_bw", "put_bw"]), "{with:?}");
+        assert!(with.contains(&vec![
+            "flag_pingpong_latency",
+            "put_signal_pingpong_latency"
+        ]));
+        let alone = metrics(&options(&[only, "--initiator=host", "--no-baseline"]));
+        assert!(alone.iter().all(|g| g.len() == 1), "{alone:?}");
+        assert!(alone.contains(&vec!["put_bw"]), "{alone:?}");
     }
 
     #[test]

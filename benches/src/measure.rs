@@ -14,8 +14,8 @@ pub fn bench(metric: &str, initiator: Initiator, gpu: bool) -> Option<&'static B
         .find(|b| b.metric == metric && b.initiator == initiator && b.on.includes(gpu))
 }
 
-/// The selected benchmarks in measuring order, each with its baseline in front: a group
-/// is measured together. A baseline that a selected benchmark refers to is measured in
+/// The selected benchmarks in measuring order, each with its baseline in front (unless
+/// `--no-baseline`): a group is measured together. A baseline that a selected benchmark refers to is measured in
 /// that benchmark's group rather than on its own.
 pub fn groups(o: &Options, gpu: bool, transport: Transport) -> Vec<Vec<&'static Bench>> {
     // Remote PEs are measured from the host: device initiators reach them only through
@@ -38,7 +38,7 @@ pub fn groups(o: &Options, gpu: bool, transport: Transport) -> Vec<Vec<&'static 
         .filter(|b| !selected.iter().any(|d| d.baseline == Some(b.metric)))
         .map(|b| {
             b.baseline
-                .filter(|_| p2p)
+                .filter(|_| p2p && o.baselines)
                 .and_then(|m| BENCHES.iter().find(|d| d.metric == m && d.on.includes(gpu)))
                 .into_iter()
                 .chain([*b])

@@ -124,6 +124,12 @@ pub struct Args {
     /// runs and prints with it: the two are measured interleaved)
     #[arg(long, value_name = "M,M", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
+    /// Measure every metric alone, without the baseline it is otherwise interleaved with
+    /// (put_bw's memcpy, put_signal's flag ping-pong): for comparisons with programs that
+    /// run alone too, as benches/peers/run.sh makes. Interleaved, a 16 MiB put_bw after
+    /// each repetition of the memcpy measured 20-25% lower than alone
+    #[arg(long)]
+    pub no_baseline: bool,
     /// PE × PE tables of put bandwidth (1 MiB, one-way) and 8-byte put_signal ping-pong
     /// latency between every ordered pair, one pair at a time while the others wait in a
     /// barrier (needs N >= 2)
