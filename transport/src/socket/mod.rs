@@ -28,6 +28,10 @@
 //! goes round its loop at most every [`SPINNER_CHECK_MS`] and writes what is staged each
 //! round, so a staged request is never held longer than that ([`Shared::stage_or_send`]).
 //!
+//! A get travels in chunks of at most [`MAX_CHUNK`] bytes, [`GET_CHUNKS_IN_FLIGHT`] asked
+//! for at once; a host-heap target writes each answer from the heap itself, copying into
+//! its queue only what the socket does not take at once.
+//!
 //! [`Transport::submit_nowait`] sends a get or fetching AMO and returns at once with the
 //! answer's slot ([`InFlight`]); the proxy thread keeps many in flight, and their answers
 //! come back in order on each peer's connection, read by the same readers as any other.
@@ -83,6 +87,14 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the service thread checks whether threads spinning on the sockets have
 /// stopped, in milliseconds.
 const SPINNER_CHECK_MS: i32 = 1;
+
+/// Chunks of one get asked for before the first answer is awaited: the answers of that
+/// many chunks fit in the requester's window ([`flow::REPLY_WINDOW`]).
+const GET_CHUNKS_IN_FLIGHT: usize = 3;
+const _: () = assert!(
+    GET_CHUNKS_IN_FLIGHT * (HEADER_LEN + 16 + MAX_CHUNK) <= flow::REPLY_WINDOW,
+    "a get's chunks in flight must fit in the reply window"
+);
 /// How long the service thread keeps polling hot after the last frame it served.
 const HOT_WINDOW: Duration = Duration::from_micros(50);
 /// While hot, the service thread yields the core once every this many empty polls: a
@@ -143,10 +155,10 @@ struct Conn {
     said_goodbye: AtomicBool,
     /// Bytes of answers awaited from and queued for the peer ([`flow`]).
     flow: Flow,
-    /// A buffer for the data of the next get's answer, kept between gets so that each
-    /// answer lands in memory already mapped and written once (a fresh buffer of a MiB
-    /// costs its zeroing and a page fault per page).
-    spare: Mutex<Vec<u8>>,
+    /// Buffers for the data of the next gets' answers (at most [`GET_CHUNKS_IN_FLIGHT`]),
+    /// kept between gets so that each answer lands in memory already mapped and written
+    /// once (a fresh buffer of a MiB costs its zeroing and a page fault per page).
+    spare: Mutex<Vec<Vec<u8>>>,
 }
 
 /// Whether a request without an answer must be flushed by the next `quiet`.
@@ -259,22 +271,22 @@ impl Conn {
         }
     }
 
-    /// A buffer of `len` bytes for an answer's data: the spare one if it is free.
+    /// A buffer of `len` bytes for an answer's data: a spare one if there is one.
     fn answer_buffer(&self, len: usize) -> Vec<u8> {
         if len == 0 {
             return Vec::new();
         }
-        let mut buf = std::mem::take(&mut *lock(&self.spare));
+        let mut buf = lock(&self.spare).pop().unwrap_or_default();
         // Zeroes only what the buffer did not hold before: nothing, from one chunk to the next.
         buf.resize(len, 0);
         buf
     }
 
-    /// Keeps `buf` as the spare answer buffer, if it is larger than the one kept.
+    /// Keeps `buf` as a spare answer buffer, unless [`GET_CHUNKS_IN_FLIGHT`] are kept.
     fn recycle(&self, buf: Vec<u8>) {
         let mut spare = lock(&self.spare);
-        if buf.capacity() > spare.capacity() {
-            *spare = buf;
+        if spare.len() < GET_CHUNKS_IN_FLIGHT {
+            spare.push(buf);
         }
     }
 
@@ -526,13 +538,25 @@ impl Transport for SocketTransport {
                 Ok(0)
             }
             (Some(Opcode::Get), Io::Dst(out)) => {
+                // Chunk by chunk, with up to GET_CHUNKS_IN_FLIGHT asked for at once, so the
+                // target prepares and sends the next chunk while this PE copies the last.
+                let mut in_flight: VecDeque<(&mut [u8], Arc<Slot>)> =
+                    VecDeque::with_capacity(GET_CHUNKS_IN_FLIGHT);
                 for (i, chunk) in out.chunks_mut(MAX_CHUNK).enumerate() {
+                    if in_flight.len() == GET_CHUNKS_IN_FLIGHT {
+                        let (oldest, slot) = in_flight.pop_front().expect("full");
+                        sh.take_get_answer(c, op, oldest, &slot)?;
+                    }
                     let mut r = *req;
                     r.remote += (i * MAX_CHUNK) as u64;
                     r.len = chunk.len() as u64;
-                    let (_, data) = sh.request(c, op, r, &[])?;
-                    chunk.copy_from_slice(&data);
-                    c.recycle(data);
+                    let slot = sh
+                        .send_request(c, op, r, &[], Flush::Needed)?
+                        .expect("a get is answered");
+                    in_flight.push_back((chunk, slot));
+                }
+                for (chunk, slot) in in_flight {
+                    sh.take_get_answer(c, op, chunk, &slot)?;
                 }
                 Ok(0)
             }
@@ -1032,6 +1056,52 @@ pub(super) mod tests {
         pe1.shutdown();
         pe2.shutdown();
         assert_eq!((h1[1], h2[2], h1[3]), (50, 250, 0xabcd));
+    }
+
+    /// A get of several chunks (the last one partial) through a target whose socket
+    /// takes only a little at a time: its answers are written straight from the heap and
+    /// the rest of each is queued, several chunks are in flight at once, and every byte
+    /// arrives in place; the same get twice, alternating with a put, sees the put.
+    #[test]
+    fn a_get_of_several_chunks_arrives_whole_through_a_small_socket_buffer() {
+        let words = (3 * MAX_CHUNK + MAX_CHUNK / 2) / 8 + 4;
+        let mut h0 = vec![0u64; 8];
+        let mut h1: Vec<u64> = (0..words as u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9))
+            .collect();
+        let want: Vec<u8> = h1.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let (a, b) = tcp_pair();
+        // SAFETY: setsockopt on a live socket with a valid c_int option value.
+        let rc = unsafe {
+            let small: libc::c_int = 64 << 10;
+            libc::setsockopt(
+                b.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&small as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        let pe0 = transport(0, vec![None, Some(Conn::new(1, a))], &mut h0);
+        let pe1 = transport(1, vec![Some(Conn::new(0, b)), None], &mut h1);
+        let len = want.len() - 24;
+        let mut got = vec![0u8; len];
+        pe0.submit(&Request::get(1, 0, 8, len as u64), Io::Dst(&mut got))
+            .unwrap();
+        assert!(
+            got == want[8..8 + len],
+            "the get's bytes differ from the heap's"
+        );
+        pe0.submit(&Request::put(1, 16, 0, 8), Io::Src(&[0xee; 8]))
+            .unwrap();
+        got.fill(0);
+        pe0.submit(&Request::get(1, 0, 8, len as u64), Io::Dst(&mut got))
+            .unwrap();
+        assert_eq!(got[8..16], [0xee; 8]);
+        assert!(got[16..] == want[24..8 + len]);
+        pe0.shutdown();
+        pe1.shutdown();
     }
 
     /// A peer that dies with fetch-adds in flight: the one it answered is delivered, the

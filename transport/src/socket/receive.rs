@@ -231,15 +231,27 @@ impl Shared {
             }
             Opcode::Get => {
                 let len = req.len as usize;
-                let mut f = Vec::with_capacity(HEADER_LEN + 16 + len);
-                f.extend_from_slice(&frame::header(Kind::Response, 16 + len));
-                f.extend_from_slice(&frame::two_u64(req.tag, 0));
-                let at = f.len();
-                f.resize(at + len, 0);
-                self.target
-                    .read(req.remote, &mut f[at..])
-                    .map_err(|why| self.apply_failed(c, "get", why))?;
-                self.respond(c, f);
+                let mut head = [0u8; HEADER_LEN + 16];
+                head[..HEADER_LEN].copy_from_slice(&frame::header(Kind::Response, 16 + len));
+                head[HEADER_LEN..].copy_from_slice(&frame::two_u64(req.tag, 0));
+                if self.target.is_host() {
+                    // Written from the heap itself: no copy into a buffer first.
+                    // SAFETY: the range was checked to lie within the host heap, which
+                    // stays mapped while the transport lives; the slice only goes to the
+                    // kernel (or is copied), and peers may write it meanwhile, as with any
+                    // get.
+                    let data =
+                        unsafe { std::slice::from_raw_parts(self.target.at(req.remote), len) };
+                    self.respond_parts(c, &head, data);
+                } else {
+                    let mut f = Vec::with_capacity(head.len() + len);
+                    f.extend_from_slice(&head);
+                    f.resize(head.len() + len, 0);
+                    self.target
+                        .read(req.remote, &mut f[head.len()..])
+                        .map_err(|why| self.apply_failed(c, "get", why))?;
+                    self.respond(c, f);
+                }
             }
             Opcode::Amo => {
                 // SAFETY: checked as an AMO.

@@ -33,6 +33,51 @@ impl Shared {
         self.flush_out(c);
     }
 
+    /// Sends a response frame made of `head` and `data` (a get's answer, `data` still in
+    /// the heap): written from where it lies when no one else is writing to `c` and no
+    /// response is queued before it, so a large answer is not copied into a buffer first.
+    /// Whatever the socket does not take at once is copied into the queue before anyone
+    /// else may write, and so is the whole frame when another writer holds the socket.
+    pub(super) fn respond_parts(&self, c: &Conn, head: &[u8], data: &[u8]) {
+        let total = head.len() + data.len();
+        if let Ok(tx) = c.tx.try_lock() {
+            let mut q = lock(&c.out);
+            if q.frames.is_empty() {
+                let sent = match write_raw(c.fd, &[head, data]) {
+                    Ok(k) => k,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+                    Err(e) => {
+                        drop(q);
+                        drop(tx);
+                        c.fail(format!("writing to PE {}: {}", c.pe, describe(&e)));
+                        return;
+                    }
+                };
+                if sent < total {
+                    // The rest of a partly written frame goes first in the queue, while
+                    // `tx` still keeps every other writer out.
+                    let mut rest = Vec::with_capacity(total - sent);
+                    if sent < head.len() {
+                        rest.extend_from_slice(&head[sent..]);
+                        rest.extend_from_slice(data);
+                    } else {
+                        rest.extend_from_slice(&data[sent - head.len()..]);
+                    }
+                    c.flow.queued.fetch_add(rest.len(), Ordering::AcqRel);
+                    q.frames.push_back(rest);
+                    drop(q);
+                    drop(tx);
+                    self.flush_out(c);
+                }
+                return;
+            }
+        }
+        let mut f = Vec::with_capacity(total);
+        f.extend_from_slice(head);
+        f.extend_from_slice(data);
+        self.respond(c, f);
+    }
+
     /// Writes queued responses if no one is writing to `c`; whoever releases `tx` next
     /// (or the service thread, on POLLOUT) writes the rest.
     pub(super) fn flush_out(&self, c: &Conn) {
@@ -278,6 +323,21 @@ impl Shared {
         self.wait(c, op, &slot)?;
         let data = std::mem::take(&mut *lock(&slot.data));
         Ok((slot.value.load(Ordering::Relaxed), data))
+    }
+
+    /// Waits for the answer of one chunk of a get and copies its data into `chunk`.
+    pub(super) fn take_get_answer(
+        &self,
+        c: &Conn,
+        op: &'static str,
+        chunk: &mut [u8],
+        slot: &Slot,
+    ) -> Result<()> {
+        self.wait(c, op, slot)?;
+        let data = std::mem::take(&mut *lock(&slot.data));
+        chunk.copy_from_slice(&data);
+        c.recycle(data);
+        Ok(())
     }
 
     /// Sends one request (with its payload); for gets and fetching AMOs returns the slot
