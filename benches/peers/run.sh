@@ -17,10 +17,14 @@
 # lower is better for latency, higher for bandwidth) and writes OUT/peers-<UTC date>.json
 # (the table and every row) and OUT/peers-<UTC date>.svg (a chart).
 #
-#   bash benches/peers/run.sh [--quick] [--perf PATH] [--out DIR] [--ofi]
+#   bash benches/peers/run.sh [--quick] [--rounds N] [--perf PATH] [--out DIR] [--ofi]
 #
 #   --quick      smoke run: few iterations, small byte budgets, fewer sizes (seconds, not
 #                minutes; the values mean little)
+#   --rounds N   run every program N times, round by round (default 1); each cell is then
+#                the median over the rounds and each ratio the median of the rounds' ratios,
+#                with their range: on a VM whose speed drifts over minutes, only ratios
+#                taken within one round compare like with like
 #   --perf PATH  use this symmem-perf binary instead of building it with cargo --release
 #   --out DIR    where the JSON and the chart go (default bench-results/ in the repository)
 #   --ofi        also run ofi.sh (one run; --quick passed on)
@@ -33,17 +37,22 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-quick=0 perf="" out="$root/bench-results" ofi=0
+quick=0 perf="" out="$root/bench-results" ofi=0 rounds=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --perf) perf="${2:?--perf needs the path of a symmem-perf binary}"; shift ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
     --ofi) ofi=1 ;;
-    *) echo "usage: $0 [--quick] [--perf PATH] [--out DIR] [--ofi]" >&2; exit 2 ;;
+    --rounds) rounds="${2:?--rounds needs a number}"; shift ;;
+    *) echo "usage: $0 [--quick] [--rounds N] [--perf PATH] [--out DIR] [--ofi]" >&2; exit 2 ;;
   esac
   shift
 done
+
+case "$rounds" in
+  '' | *[!0-9]* | 0) echo "run.sh: --rounds $rounds: give a whole number of rounds, 1 or more" >&2; exit 2 ;;
+esac
 
 # Iterations per repetition: `iters` over shared memory, `sock_iters` over TCP, where one
 # operation costs 100 to 1000 times more.
@@ -88,43 +97,46 @@ fi
 
 rows="$build/rows.jsonl"
 : >"$rows"
-# Runs one program (bounded by `limit` seconds), tagging its JSON lines with `source`;
-# its other output goes to stderr. A program that fails stops the run, naming it.
+# Runs one program (bounded by `limit` seconds), tagging its JSON lines with `source` and
+# the round; its other output goes to stderr. A program that fails stops the run, naming it.
+round=1
 measure() {
   local source=$1
   shift
-  echo "# $source: $*" >&2
+  echo "# round $round, $source: $*" >&2
   local log="$build/$source.out"
   if ! timeout -k 10 "$limit" "$@" >"$log"; then
     echo "run.sh: $source failed or ran past ${limit}s: $*" >&2
     cat "$log" >&2
     exit 1
   fi
-  grep '^{' "$log" | sed "s/^{/{\"source\":\"$source\",/" >>"$rows" || true
+  grep '^{' "$log" | sed "s/^{/{\"source\":\"$source\",\"round\":$round,/" >>"$rows" || true
   grep -v '^{' "$log" >&2 || true
 }
 
 started=$(date -u +%FT%TZ)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 symmem_metrics=put_signal_pingpong_latency,put_latency,get_latency,atomic_fetch_add_latency,put_bw,get_bw,barrier_all_latency
-measure limits-flags "$build/flag_pingpong" "$iters"
-measure limits-memcpy "$build/memcpy_bw" "$iters" "$bytes" "$p2p_sizes"
-# Alone, as the C programs run: interleaved with its memcpy baseline, a 16 MiB put moved
-# 20-25% less.
-measure symmem-p2p "$perf" --pes 2 --json --no-baseline "${perf_opts[@]}" --iters "$iters" \
-  --bytes "$bytes" --only "$symmem_metrics"
-measure symmem-socket "$perf" --pes 2 --transport socket --json "${perf_opts[@]}" --iters "$sock_iters" \
-  --bytes "$bytes" --only "$symmem_metrics"
-measure oshmem "$oshrun" --mca osc ^rdma -np 2 "$build/shmem_perf" "$iters" "$bytes" "$p2p_sizes"
-measure mpi "$mpirun" -np 2 "$build/mpi_perf" "$iters" p2p "$bytes" "$p2p_sizes"
-# ob1 + the TCP BTL (not UCX, not shared memory) for sends; pt2pt one-sided over it.
-measure mpi-tcp "$mpirun" --mca pml ob1 --mca btl tcp,self --mca osc pt2pt -np 2 \
-  "$build/mpi_perf" "$sock_iters" tcp "$bytes" "$sock_sizes"
-measure tcp "$build/tcp_pingpong" "$sock_iters" "$bytes" "$sock_sizes"
+for round in $(seq 1 "$rounds"); do
+  measure limits-flags "$build/flag_pingpong" "$iters"
+  measure limits-memcpy "$build/memcpy_bw" "$iters" "$bytes" "$p2p_sizes"
+  # Alone, as the C programs run: interleaved with its memcpy baseline, a 16 MiB put moved
+  # 20-25% less.
+  measure symmem-p2p "$perf" --pes 2 --json --no-baseline "${perf_opts[@]}" --iters "$iters" \
+    --bytes "$bytes" --only "$symmem_metrics"
+  measure symmem-socket "$perf" --pes 2 --transport socket --json "${perf_opts[@]}" --iters "$sock_iters" \
+    --bytes "$bytes" --only "$symmem_metrics"
+  measure oshmem "$oshrun" --mca osc ^rdma -np 2 "$build/shmem_perf" "$iters" "$bytes" "$p2p_sizes"
+  measure mpi "$mpirun" -np 2 "$build/mpi_perf" "$iters" p2p "$bytes" "$p2p_sizes"
+  # ob1 + the TCP BTL (not UCX, not shared memory) for sends; pt2pt one-sided over it.
+  measure mpi-tcp "$mpirun" --mca pml ob1 --mca btl tcp,self --mca osc pt2pt -np 2 \
+    "$build/mpi_perf" "$sock_iters" tcp "$bytes" "$sock_sizes"
+  measure tcp "$build/tcp_pingpong" "$sock_iters" "$bytes" "$sock_sizes"
+done
 
 day=$(date -u +%F)
 machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load average at start $load"
-mode=$([ "$quick" = 1 ] && echo " --quick" || true)
+mode=$([ "$quick" = 1 ] && echo " --quick" || true)$([ "$rounds" -gt 1 ] && echo " --rounds $rounds" || true)
 python3 "$here/table.py" "$rows" --json "$out/peers-$day.json" --svg "$out/peers-$day.svg" \
   --machine "$machine" --command "bash benches/peers/run.sh$mode (started $started)"
 echo "wrote $out/peers-$day.json and $out/peers-$day.svg" >&2

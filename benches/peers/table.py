@@ -14,7 +14,9 @@ bandwidth rows. So a host run and a GPU run go into one table with
 
     python3 benches/peers/table.py bench-results/peers-DATE.json --gpu symmem.json nvshmem.json
 
-Each cell of a peer is its value and, in brackets, the ratio symmem / peer. Which direction
+Each cell of a peer is its value and, in brackets, the ratio symmem / peer; with rows of
+several rounds (run.sh --rounds, rows tagged "round"), medians over the rounds and the
+median and range of the ratios taken within each round. Which direction
 is better is stated per row: lower for latency (µs; a ratio below 1 means symmem is
 faster), higher for bandwidth (GB/s; a ratio above 1 means symmem moves more). --json
 writes the table and every input row; --svg a chart of symmem's advantage over each peer
@@ -23,6 +25,7 @@ writes the table and every input row; --svg a chart of symmem's advantage over e
 import argparse
 import json
 import math
+import statistics
 import sys
 from datetime import datetime, timezone
 
@@ -144,11 +147,16 @@ def better(unit):
 
 
 def host_table(rows):
-    """Table rows of the host comparison: one per (spec, size) with symmem's value."""
+    """Table rows of the host comparison: one per (spec, size) with symmem's value.
+
+    Rows of several rounds (run.sh --rounds) give medians: of symmem's values, of each
+    peer's, and of the ratios taken within each round (paired, so that the machine's drift
+    between rounds cancels), with the range of those ratios."""
     host = [r for r in rows if r.get("initiator", "host") == "host" and r.get("device", "cpu") != "cuda"]
+    # (metric, transport, size) -> {round: row}
     value = {}
     for r in host:
-        value[(r["metric"], r.get("transport", "p2p"), r["size"])] = r
+        value.setdefault((r["metric"], r.get("transport", "p2p"), r["size"]), {})[r.get("round", 1)] = r
     out = []
     for label, metric, transport, peers in HOST_ROWS:
         peer_transport = "tcp" if transport == "socket" else "p2p"
@@ -157,17 +165,27 @@ def host_table(rows):
             mine = value[(metric, transport, size)]
             cells = {}
             for col, (pm, factor) in peers.items():
-                r = value.get((pm, peer_transport, size))
-                if r is not None:
-                    cells[col] = {"metric": pm, "value": r["value"] * factor,
-                                  "factor": factor}
+                theirs = value.get((pm, peer_transport, size))
+                if theirs is None:
+                    continue
+                cell = {"metric": pm, "factor": factor,
+                        "value": statistics.median(r["value"] * factor for r in theirs.values())}
+                paired = [mine[k]["value"] / (theirs[k]["value"] * factor)
+                          for k in sorted(mine.keys() & theirs.keys()) if theirs[k]["value"] > 0]
+                if len(paired) > 1:
+                    cell["ratio"] = statistics.median(paired)
+                    cell["ratio_range"] = [min(paired), max(paired)]
+                    cell["rounds"] = len(paired)
+                cells[col] = cell
             # Sizes no peer measured say nothing side by side (symmem-perf's own tables
             # have them).
             if not cells:
                 continue
             out.append({"label": label, "metric": metric, "transport": transport,
-                        "initiator": "host", "size": size, "unit": mine["unit"],
-                        "symmem": mine["value"], "peers": cells})
+                        "initiator": "host", "size": size,
+                        "unit": next(iter(mine.values()))["unit"], "rounds": len(mine),
+                        "symmem": statistics.median(r["value"] for r in mine.values()),
+                        "peers": cells})
     return out
 
 
@@ -195,9 +213,11 @@ def gpu_table(symmem_rows, nvshmem_rows):
 
 
 def add_ratios(table):
+    """The ratio of each cell of one round; cells of several rounds have theirs."""
     for row in table:
         for cell in row["peers"].values():
-            cell["ratio"] = row["symmem"] / cell["value"] if cell["value"] > 0 else None
+            if "ratio" not in cell:
+                cell["ratio"] = row["symmem"] / cell["value"] if cell["value"] > 0 else None
 
 
 def fmt(v):
@@ -224,7 +244,12 @@ def markdown(table, columns):
                 cells.append("")
             else:
                 r = c["ratio"]
-                ratio = "" if r is None else f" ({r:.2f})" if r >= 0.1 else f" ({r:.2g})"
+                num = (lambda v: f"{v:.2f}" if v >= 0.1 else f"{v:.2g}")
+                spread = ""
+                if "ratio_range" in c:
+                    lo, hi = c["ratio_range"]
+                    spread = f", {num(lo)}–{num(hi)}"
+                ratio = "" if r is None else f" ({num(r)}{spread})"
                 cells.append(f"{fmt(c['value'])}{ratio}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -340,6 +365,10 @@ def main():
     print("\nEach peer cell: its value (symmem / peer). Latency in µs: lower is better, a ratio "
           "below 1 means symmem is faster. Bandwidth in GB/s: higher is better, a ratio above 1 "
           "means symmem moves more.")
+    rounds = max((row.get("rounds", 1) for row in table), default=1)
+    if rounds > 1:
+        print(f"{rounds} rounds: every value is the median over the rounds, every ratio the "
+              "median of the ratios taken within each round, then their range.")
     date = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     if args.json:
         doc = {"date": date, "machine": args.machine, "command": args.command,

@@ -1,6 +1,7 @@
-//! The side-by-side comparison (`benches/peers/run.sh --quick`, with this build's
-//! symmem-perf) runs end to end: every peer and limit reports its metrics, the table has a
-//! column for each, and the JSON and the chart are written. Values are not checked: on a
+//! The side-by-side comparison (`benches/peers/run.sh --quick --rounds 2`, with this
+//! build's symmem-perf) runs end to end: every peer and limit reports its metrics in each
+//! round, the table has a column for each with ratios paired round by round, and the JSON
+//! and the chart are written. Values are not checked: on a
 //! shared machine they mean little, and performance is measured, not asserted.
 //! Skipped, with the reason printed, only where Open MPI or a C compiler is missing.
 
@@ -104,6 +105,8 @@ fn every_peer_reports_its_metrics_in_one_table() {
     cmd.arg(repo.join("benches/peers/run.sh"))
         .args([
             "--quick",
+            "--rounds",
+            "2",
             "--perf",
             env!("CARGO_BIN_EXE_symmem-perf"),
             "--out",
@@ -145,7 +148,7 @@ fn every_peer_reports_its_metrics_in_one_table() {
              d = json.load(open(sys.argv[1]))\n\
              for r in d['rows']: print('row', r['source'], r['metric'], r.get('transport'), r.get('initiator'))\n\
              for t in d['table']:\n\
-             \x20   for c in t['peers']: print('cell', c)",
+             \x20   for c, v in t['peers'].items(): print('cell', c, 'paired' if 'ratio_range' in v else 'single')",
         ])
         .arg(&json)
         .output()
@@ -167,9 +170,16 @@ fn every_peer_reports_its_metrics_in_one_table() {
             }
         }
     }
+    // Two rounds: every peer column has a cell whose ratio is the median of the two
+    // rounds' own ratios.
     for column in COLUMNS {
-        if !summary.lines().any(|l| l == format!("cell {column}")) {
-            job.fail(&format!("the table has no {column} cell:\n{summary}"));
+        if !summary
+            .lines()
+            .any(|l| l == format!("cell {column} paired"))
+        {
+            job.fail(&format!(
+                "the table has no {column} cell paired over the rounds:\n{summary}"
+            ));
         }
     }
     let chart = std::fs::read_to_string(&svg)
