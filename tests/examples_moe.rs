@@ -166,3 +166,24 @@ fn capacity_overflow_errors_naming_the_expert_or_drops_and_still_checks() {
         job.stdout
     );
 }
+
+/// A bad binding option is a usage error (exit code 2) naming the values it takes, before
+/// any PE starts, as with symrun and the other examples.
+#[test]
+fn a_bad_binding_is_a_usage_error() {
+    for (args, needle) in [
+        (
+            &["--pes", "2", "--bind-to", "socket"][..],
+            "--bind-to socket: expected core, numa, none",
+        ),
+        (
+            &["--map-by", "slot"][..],
+            "--map-by slot: expected core, numa",
+        ),
+    ] {
+        let job = run(args, &[]);
+        if job.status.code() != Some(2) || !job.stderr.contains(needle) {
+            job.fail(&format!("{args:?}: want exit code 2 and {needle:?}"));
+        }
+    }
+}

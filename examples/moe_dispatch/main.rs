@@ -75,6 +75,12 @@ fn launch_default_job(params: &Params) -> Res<Option<i32>> {
 
 fn run() -> Res<ExitCode> {
     let params = Params::parse();
+    // A binding the options cannot describe is a usage error, like clap's own, before
+    // any PE starts.
+    if let Err(why) = params.launch.binding.binding() {
+        eprintln!("error: {why}\n\nFor more information, try '--help'.");
+        return Ok(ExitCode::from(2));
+    }
     // Bad parameters fail once, before any PE starts, when the job's size is known here.
     if std::env::var_os(launcher::ENV_RANK).is_none() {
         if let Some(n) = params.launch.pes {
