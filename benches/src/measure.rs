@@ -15,8 +15,8 @@ pub fn bench(metric: &str, initiator: Initiator, gpu: bool) -> Option<&'static B
 }
 
 /// The selected benchmarks in measuring order, each with its baseline in front (unless
-/// `--no-baseline`): a group is measured together. A baseline that a selected benchmark refers to is measured in
-/// that benchmark's group rather than on its own.
+/// `--no-baseline`): a group is measured together. A baseline that a selected benchmark
+/// refers to is measured in that benchmark's group rather than on its own.
 pub fn groups(o: &Options, gpu: bool, transport: Transport) -> Vec<Vec<&'static Bench>> {
     // Remote PEs are measured from the host: device initiators reach them only through
     // the proxy channel.

@@ -3,9 +3,9 @@
 //! Below a threshold a copy is the platform's `memcpy`: source and destination stay in
 //! the caches, where small and medium copies run fastest, and the peer that reads the data
 //! next finds it in the shared last-level cache. From the threshold on, the copy writes
-//! with non-temporal stores (`vmovntdq`, or `movntdq` without AVX2), which go around the caches: a copy that does not
-//! fit in the last-level cache would only evict what is there and then wait for the
-//! write-backs.
+//! with non-temporal stores (`vmovntdq`, or `movntdq` without AVX2), which go around the
+//! caches: a copy that does not fit in the last-level cache would only evict what is there
+//! and then wait for the write-backs.
 //!
 //! Measured on the 2-core AMD EPYC development machine (32 MiB L3, one core copying the
 //! same buffers over and over, as `symmem-perf`'s `put_bw` does): `memcpy` 38.0, 34.5,
@@ -151,77 +151,70 @@ mod nt {
         }
     }
 
-    /// [`copy`] with 16-byte stores: the head up to the destination's first 16-byte
-    /// boundary and the tail by `memcpy`, the body 64 bytes (four loads, four streaming
-    /// stores) at a time.
-    ///
-    /// # Safety
-    /// As [`std::ptr::copy_nonoverlapping`].
-    pub(super) unsafe fn copy_sse2(mut dst: *mut u8, mut src: *const u8, mut len: usize) {
-        const STEP: usize = 64;
-        let head = dst.align_offset(16).min(len);
-        // SAFETY: the caller's ranges hold `len` bytes; `head <= len`, and every step
-        // below stays within what is left of them. `_mm_stream_si128` gets a 16-byte
-        // aligned destination (after the head, `dst` advances by multiples of 16);
-        // `_mm_loadu_si128` takes any alignment; SSE2 is part of x86-64.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src, dst, head);
-            dst = dst.add(head);
-            src = src.add(head);
-            len -= head;
-            while len >= STEP {
-                let s = src.cast::<__m128i>();
-                let (a, b) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)));
-                let (c, d) = (_mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
-                let t = dst.cast::<__m128i>();
-                _mm_stream_si128(t, a);
-                _mm_stream_si128(t.add(1), b);
-                _mm_stream_si128(t.add(2), c);
-                _mm_stream_si128(t.add(3), d);
-                dst = dst.add(STEP);
-                src = src.add(STEP);
-                len -= STEP;
+    /// Defines `$name`, [`copy`] with `$vec`-wide loads and streaming stores: the head up
+    /// to the destination's first `$vec`-aligned byte and the tail by `memcpy`, the body
+    /// four vectors at a time, then `sfence`.
+    macro_rules! nt_copy_by {
+        ($(#[$attr:meta])* $name:ident, $vec:ty, $load:ident, $stream:ident) => {
+            $(#[$attr])*
+            pub(super) unsafe fn $name(mut dst: *mut u8, mut src: *const u8, mut len: usize) {
+                const WIDTH: usize = std::mem::size_of::<$vec>();
+                const STEP: usize = 4 * WIDTH;
+                let head = dst.align_offset(WIDTH).min(len);
+                // SAFETY: the caller's ranges hold `len` bytes; `head <= len`, and every
+                // step below stays within what is left of them. The streaming store gets
+                // a `WIDTH`-aligned destination (after the head, `dst` advances by
+                // multiples of `WIDTH`); the load takes any alignment; the caller
+                // guarantees the instructions exist.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(src, dst, head);
+                    dst = dst.add(head);
+                    src = src.add(head);
+                    len -= head;
+                    while len >= STEP {
+                        let s = src.cast::<$vec>();
+                        let (a, b) = ($load(s), $load(s.add(1)));
+                        let (c, d) = ($load(s.add(2)), $load(s.add(3)));
+                        let t = dst.cast::<$vec>();
+                        $stream(t, a);
+                        $stream(t.add(1), b);
+                        $stream(t.add(2), c);
+                        $stream(t.add(3), d);
+                        dst = dst.add(STEP);
+                        src = src.add(STEP);
+                        len -= STEP;
+                    }
+                    std::ptr::copy_nonoverlapping(src, dst, len);
+                    // Non-temporal stores are weakly ordered: fence them before whatever
+                    // the caller stores next (a signal after a put).
+                    _mm_sfence();
+                }
             }
-            std::ptr::copy_nonoverlapping(src, dst, len);
-            // Non-temporal stores are weakly ordered: fence them before whatever the
-            // caller stores next (a signal after a put).
-            _mm_sfence();
-        }
+        };
     }
 
-    /// [`copy`] with 32-byte stores: the head up to the destination's first 32-byte
-    /// boundary and the tail by `memcpy`, the body 128 bytes at a time.
-    ///
-    /// # Safety
-    /// As [`std::ptr::copy_nonoverlapping`], on a CPU with AVX2.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn copy_avx2(mut dst: *mut u8, mut src: *const u8, mut len: usize) {
-        const STEP: usize = 128;
-        let head = dst.align_offset(32).min(len);
-        // SAFETY: as in `copy_sse2`, with a 32-byte aligned destination for
-        // `_mm256_stream_si256` after the head; the caller guarantees AVX2.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src, dst, head);
-            dst = dst.add(head);
-            src = src.add(head);
-            len -= head;
-            while len >= STEP {
-                let s = src.cast::<__m256i>();
-                let (a, b) = (_mm256_loadu_si256(s), _mm256_loadu_si256(s.add(1)));
-                let (c, d) = (_mm256_loadu_si256(s.add(2)), _mm256_loadu_si256(s.add(3)));
-                let t = dst.cast::<__m256i>();
-                _mm256_stream_si256(t, a);
-                _mm256_stream_si256(t.add(1), b);
-                _mm256_stream_si256(t.add(2), c);
-                _mm256_stream_si256(t.add(3), d);
-                dst = dst.add(STEP);
-                src = src.add(STEP);
-                len -= STEP;
-            }
-            std::ptr::copy_nonoverlapping(src, dst, len);
-            _mm_sfence();
-        }
-    }
+    nt_copy_by!(
+        /// [`copy`] with 16-byte stores (SSE2, part of x86-64).
+        ///
+        /// # Safety
+        /// As [`std::ptr::copy_nonoverlapping`].
+        copy_sse2,
+        __m128i,
+        _mm_loadu_si128,
+        _mm_stream_si128
+    );
+
+    nt_copy_by!(
+        /// [`copy`] with 32-byte stores.
+        ///
+        /// # Safety
+        /// As [`std::ptr::copy_nonoverlapping`], on a CPU with AVX2.
+        #[target_feature(enable = "avx2")]
+        copy_avx2,
+        __m256i,
+        _mm256_loadu_si256,
+        _mm256_stream_si256
+    );
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -266,30 +259,27 @@ mod tests {
     fn every_method_copies_every_length_and_alignment() {
         let src: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
         let by_size = HostCopy::new(NtCopy::From(MIN_NT_COPY));
-        #[cfg(target_arch = "x86_64")]
-        let avx2 = std::arch::is_x86_feature_detected!("avx2");
-        #[cfg(target_arch = "x86_64")]
-        let by_width: [&dyn Fn(*mut u8, *const u8, usize); 2] = [
+        type Copy<'a> = Box<dyn Fn(*mut u8, *const u8, usize) + 'a>;
+        #[allow(unused_mut)] // pushed to on x86-64 only
+        let mut methods: Vec<Copy<'_>> = vec![
             // SAFETY: the loop below passes ranges inside two separate vectors.
-            &|d, s, n| unsafe { nt::copy_sse2(d, s, n) },
-            // SAFETY: as above; called only where the CPU has AVX2.
-            &|d, s, n| unsafe { nt::copy_avx2(d, s, n) },
-        ];
-        #[cfg(not(target_arch = "x86_64"))]
-        let by_width: [&dyn Fn(*mut u8, *const u8, usize); 0] = [];
-        let methods: [&dyn Fn(*mut u8, *const u8, usize); 3] = [
-            // SAFETY: the loop below passes ranges inside two separate vectors.
-            &|d, s, n| unsafe { nt::copy(d, s, n) },
+            Box::new(|d, s, n| unsafe { nt::copy(d, s, n) }),
             // SAFETY: as above.
-            &|d, s, n| unsafe { by_size.copy(d, s, n) },
+            Box::new(|d, s, n| unsafe { by_size.copy(d, s, n) }),
             // SAFETY: as above.
-            &|d, s, n| unsafe { HostCopy::new(NtCopy::Off).copy(d, s, n) },
+            Box::new(|d, s, n| unsafe { HostCopy::new(NtCopy::Off).copy(d, s, n) }),
         ];
+        // Both widths, whichever `nt::copy` picks here.
         #[cfg(target_arch = "x86_64")]
-        let widths = by_width.into_iter().take(if avx2 { 2 } else { 1 });
-        #[cfg(not(target_arch = "x86_64"))]
-        let widths = by_width.into_iter();
-        for copy in methods.into_iter().chain(widths) {
+        {
+            // SAFETY: as above.
+            methods.push(Box::new(|d, s, n| unsafe { nt::copy_sse2(d, s, n) }));
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: as above, on a CPU with AVX2.
+                methods.push(Box::new(|d, s, n| unsafe { nt::copy_avx2(d, s, n) }));
+            }
+        }
+        for copy in methods {
             for len in [
                 0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 4096, 5000,
             ] {

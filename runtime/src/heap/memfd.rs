@@ -154,26 +154,8 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Maps `len` bytes of `fd`, shared with every other process that maps it.
     pub fn map(fd: BorrowedFd<'_>, len: usize, what: &str) -> Result<Self> {
-        // SAFETY: a fresh mapping at an address chosen by the kernel; `fd` is valid and at
-        // least `len` bytes long, for good: this PE's own memfds are created and sealed at
-        // that size, and peers' pass `check_import` first.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_NORESERVE,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(Error::last_os(format!("mapping {what} ({len} bytes)")));
-        }
-        Ok(Mapping {
-            ptr: NonNull::new(ptr.cast()).expect("mmap never returns null on success"),
-            len,
-        })
+        // SAFETY: no fixed address: the kernel picks a free range.
+        unsafe { Self::map_at(fd, len, what, None) }
     }
 
     /// Maps `len` bytes of `fd` like [`map`](Self::map), at an address whose bits 21–27 are
@@ -202,23 +184,15 @@ impl Mapping {
         let reserved = reserved as usize;
         let start = reserved.next_multiple_of(HEAP_COLOUR_ALIGN) + offset;
         let end = start + len.next_multiple_of(page_size());
-        // SAFETY: `start .. start + len` lies inside the reservation made above, which
-        // nothing else uses, so MAP_FIXED replaces only our own PROT_NONE pages; `fd` is
-        // valid and at least `len` bytes long for good (see `map`).
-        let ptr = unsafe {
-            libc::mmap(
-                start as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        let mapped = ptr != libc::MAP_FAILED;
-        let err = (!mapped).then(std::io::Error::last_os_error);
+        // SAFETY: `start .. end` lies inside the reservation made above, which nothing
+        // else uses.
+        let mapped = unsafe { Self::map_at(fd, len, what, Some(start)) };
         // The reservation around the mapping (all of it, if mapping failed) goes back.
-        let (keep_from, keep_to) = if mapped { (start, end) } else { (end, end) };
+        let (keep_from, keep_to) = if mapped.is_ok() {
+            (start, end)
+        } else {
+            (end, end)
+        };
         for (from, to) in [(reserved, keep_from), (keep_to, reserved + span)] {
             if to > from {
                 // SAFETY: a part of the reservation made above that holds no mapping of ours.
@@ -226,8 +200,40 @@ impl Mapping {
                 debug_assert_eq!(rc, 0, "munmap of an unused reservation failed");
             }
         }
-        if let Some(err) = err {
-            return Err(Error::io(format!("mapping {what} ({len} bytes)"), err));
+        mapped
+    }
+
+    /// Maps `len` bytes of `fd` shared and read-write, at `at` (replacing what is there)
+    /// or, without it, where the kernel chooses.
+    ///
+    /// # Safety
+    /// `at .. at + len`, if given, is address space this process reserved and nothing
+    /// else uses.
+    unsafe fn map_at(
+        fd: BorrowedFd<'_>,
+        len: usize,
+        what: &str,
+        at: Option<usize>,
+    ) -> Result<Self> {
+        let (addr, fixed) = match at {
+            Some(a) => (a as *mut libc::c_void, libc::MAP_FIXED),
+            None => (std::ptr::null_mut(), 0),
+        };
+        // SAFETY: `fd` is valid and at least `len` bytes long, for good: this PE's own
+        // memfds are created and sealed at that size, and peers' pass `check_import`
+        // first; a fixed address replaces only the caller's own reservation.
+        let ptr = unsafe {
+            libc::mmap(
+                addr,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_NORESERVE | fixed,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(Error::last_os(format!("mapping {what} ({len} bytes)")));
         }
         Ok(Mapping {
             ptr: NonNull::new(ptr.cast()).expect("mmap never returns null on success"),

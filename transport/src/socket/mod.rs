@@ -540,12 +540,18 @@ impl Transport for SocketTransport {
             (Some(Opcode::Get), Io::Dst(out)) => {
                 // Chunk by chunk, with up to GET_CHUNKS_IN_FLIGHT asked for at once, so the
                 // target prepares and sends the next chunk while this PE copies the last.
+                let take = |chunk: &mut [u8], slot: &Slot| -> Result<()> {
+                    let (_, data) = sh.answer(c, op, slot)?;
+                    chunk.copy_from_slice(&data);
+                    c.recycle(data);
+                    Ok(())
+                };
                 let mut in_flight: VecDeque<(&mut [u8], Arc<Slot>)> =
                     VecDeque::with_capacity(GET_CHUNKS_IN_FLIGHT);
                 for (i, chunk) in out.chunks_mut(MAX_CHUNK).enumerate() {
                     if in_flight.len() == GET_CHUNKS_IN_FLIGHT {
                         let (oldest, slot) = in_flight.pop_front().expect("full");
-                        sh.take_get_answer(c, op, oldest, &slot)?;
+                        take(oldest, &slot)?;
                     }
                     let mut r = *req;
                     r.remote += (i * MAX_CHUNK) as u64;
@@ -556,7 +562,7 @@ impl Transport for SocketTransport {
                     in_flight.push_back((chunk, slot));
                 }
                 for (chunk, slot) in in_flight {
-                    sh.take_get_answer(c, op, chunk, &slot)?;
+                    take(chunk, &slot)?;
                 }
                 Ok(0)
             }

@@ -320,24 +320,14 @@ impl Shared {
         let Some(slot) = self.send_request(c, op, req, payload, Flush::Needed)? else {
             return Ok((0, Vec::new()));
         };
-        self.wait(c, op, &slot)?;
-        let data = std::mem::take(&mut *lock(&slot.data));
-        Ok((slot.value.load(Ordering::Relaxed), data))
+        self.answer(c, op, &slot)
     }
 
-    /// Waits for the answer of one chunk of a get and copies its data into `chunk`.
-    pub(super) fn take_get_answer(
-        &self,
-        c: &Conn,
-        op: &'static str,
-        chunk: &mut [u8],
-        slot: &Slot,
-    ) -> Result<()> {
+    /// Waits for the answer in `slot`: the value and the data it carries.
+    pub(super) fn answer(&self, c: &Conn, op: &'static str, slot: &Slot) -> Result<(u64, Vec<u8>)> {
         self.wait(c, op, slot)?;
         let data = std::mem::take(&mut *lock(&slot.data));
-        chunk.copy_from_slice(&data);
-        c.recycle(data);
-        Ok(())
+        Ok((slot.value.load(Ordering::Relaxed), data))
     }
 
     /// Sends one request (with its payload); for gets and fetching AMOs returns the slot
