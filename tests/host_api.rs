@@ -187,13 +187,19 @@ fn put_signal_large_on_one_node() {
 }
 
 /// Every put and get of 4 KiB or more (the lowest threshold) copied by non-temporal
-/// stores: the data is exact, and a signal or flag after it never shows before the data
-/// (the copy's fence).
+/// stores, then every one by `memcpy` (the vector copy off): the data is exact, and a
+/// signal or flag after it never shows before the data (the non-temporal copy's fence).
+/// The other tests run the default methods (the vector copy from 2 KiB to the L2).
 #[test]
-fn puts_and_gets_by_non_temporal_stores() {
+fn puts_and_gets_by_non_temporal_stores_and_by_memcpy() {
     let nt = [("SYMMEM_NT_COPY_THRESHOLD", "4K")];
+    let memcpy = [
+        ("SYMMEM_VECTOR_COPY_BELOW", "off"),
+        ("SYMMEM_NT_COPY_THRESHOLD", "off"),
+    ];
     for scenario in ["rma", "put_signal", "put_signal_large", "fence_quiet"] {
         run_ok(2, scenario, &nt);
+        run_ok(2, scenario, &memcpy);
     }
 }
 

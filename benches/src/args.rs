@@ -55,6 +55,9 @@ pub struct Options {
     pub initiator: Option<Initiator>,
     /// `--bidir`.
     pub bidir: bool,
+    /// `--misalign`: bytes past a page boundary where the remote side of host copies
+    /// starts.
+    pub misalign: usize,
     /// Whether metrics run interleaved with their baselines (not `--no-baseline`).
     pub baselines: bool,
     /// `-b/-e/-f`: the sweep replacing the default sizes.
@@ -179,6 +182,7 @@ fn options(a: Args) -> Result<Command, String> {
         transport,
         initiator,
         bidir: a.bidir,
+        misalign: usize::from(a.misalign),
         baselines: !a.no_baseline,
         sweep,
         matrix: a.matrix,
@@ -245,6 +249,10 @@ mod tests {
         assert_eq!((o.iters, o.warmup, o.warmup_for(50)), (50, Some(3), 3));
         let d = options(&["--quick"]);
         assert_eq!((d.sweep, d.warmup_for(1000), d.reps), (None, 100, 3));
+        assert_eq!(
+            (d.misalign, options(&["--misalign=4095"]).misalign),
+            (0, 4095)
+        );
     }
 
     #[test]
@@ -294,6 +302,8 @@ mod tests {
             (&["--bind-to", "core"][..], "need --pes"),
             (&["--bogus"][..], "--bogus"),
             (&["--quik"][..], "'--quick'"),
+            (&["--misalign", "4096"][..], "'4096' for '--misalign"),
+            (&["--misalign", "-1"][..], "--misalign"),
         ] {
             let err = parse(args).unwrap_err();
             assert!(err.contains(needle), "{args:?}: {err}");

@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
-use symmem::{Runtime, SymBuf};
+use symmem::{Runtime, SymBuf, SymView};
 
 use crate::sizes::{ELEM, MAX_SIZE, ROTATION_WINDOW};
 use crate::stats::Sampler;
@@ -30,12 +30,16 @@ pub struct Ctx<'a> {
     pub peer: Cell<usize>,
     /// Bandwidth metrics run both directions at once (`--bidir`).
     pub bidir: bool,
+    /// `--misalign`: where memcpy_bw's destination starts in `scratch`.
+    pub misalign: usize,
     /// The target of single-word operations.
     pub word: SymBuf<u64>,
     /// The ping-pong signal.
     pub sig: SymBuf<u64>,
-    /// The target of transfers, [`MAX_SIZE`] bytes.
+    /// The target of transfers, [`MAX_SIZE`] bytes and one page.
     pub big: SymBuf<u64>,
+    /// `big`'s bytes from `--misalign` on: the remote side of host puts and gets.
+    pub big_bytes: SymView<u8>,
     /// Local source of transfers, [`MAX_SIZE`] bytes, pre-touched.
     pub src: Vec<Page>,
     /// Local destination of gets and of the memcpy baseline, pre-touched.
@@ -125,15 +129,25 @@ pub struct Page([u64; PAGE / ELEM]);
 /// Bytes per [`Page`].
 pub const PAGE: usize = 4096;
 
-/// `MAX_SIZE` bytes of pages filled with `byte`; a non-zero fill writes (pre-touches)
+/// `MAX_SIZE` bytes and one page (for `--misalign`) of pages filled with `byte`; a non-zero fill writes (pre-touches)
 /// every page, where zeroed memory may stay unmapped.
 pub fn pages(byte: u8) -> Vec<Page> {
-    vec![Page([u64::from_ne_bytes([byte; ELEM]); PAGE / ELEM]); MAX_SIZE / PAGE]
+    vec![Page([u64::from_ne_bytes([byte; ELEM]); PAGE / ELEM]); MAX_SIZE / PAGE + 1]
 }
 
 /// The first `size` bytes of `pages` as u64 elements.
 pub fn words(pages: &[Page], size: usize) -> &[u64] {
     &bytemuck::cast_slice(pages)[..size / ELEM]
+}
+
+/// `size` bytes of `pages` from byte `at`.
+pub fn bytes(pages: &[Page], at: usize, size: usize) -> &[u8] {
+    &bytemuck::cast_slice(pages)[at..at + size]
+}
+
+/// `size` bytes of `pages` from byte `at`, mutable.
+pub fn bytes_mut(pages: &mut [Page], at: usize, size: usize) -> &mut [u8] {
+    &mut bytemuck::cast_slice_mut(pages)[at..at + size]
 }
 
 /// The first `size` bytes of `pages` as mutable u64 elements.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use symmem::{Cmp, SignalOp};
 use symmem_bench_kernels as kernels;
 
-use crate::ctx::{timed, words, words_mut, Ctx, Role};
+use crate::ctx::{bytes, bytes_mut, timed, words, words_mut, Ctx, Role};
 use crate::sizes::ELEM;
 
 /// The floor under `put_signal_pingpong`: the initiator and the target bounce a counter
@@ -228,9 +228,9 @@ pub fn memcpy_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration>
     if c.role() != Role::Initiator {
         return Ok(Duration::ZERO);
     }
-    let src = words(&c.src, size);
+    let src = bytes(&c.src, 0, size);
     let mut scratch = c.scratch.borrow_mut();
-    let dst = words_mut(&mut scratch, size);
+    let dst = bytes_mut(&mut scratch, c.misalign, size);
     // A bandwidth row: never sampled, so the bare loop (through `timed`, the loop's code
     // changed enough to move the 8-byte copy by 9%).
     let t0 = Instant::now();
@@ -247,10 +247,10 @@ pub fn put_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
     if !c.sends() {
         return c.bw_done().map(|()| Duration::ZERO);
     }
-    let (src, peer) = (words(&c.src, size), c.peer());
+    let (src, peer) = (bytes(&c.src, 0, size), c.peer());
     let t0 = Instant::now();
     for _ in 0..iters {
-        c.rt.put_nbi(c.big.at(0), black_box(src), peer)?;
+        c.rt.put_nbi(c.big_bytes.at(0), black_box(src), peer)?;
     }
     c.rt.quiet()?;
     c.bw_done()?;
@@ -264,10 +264,10 @@ pub fn get_bw(c: &Ctx, size: usize, iters: usize) -> symmem::Result<Duration> {
         return c.bw_done().map(|()| Duration::ZERO);
     }
     let mut scratch = c.scratch.borrow_mut();
-    let (dst, peer) = (words_mut(&mut scratch, size), c.peer());
+    let (dst, peer) = (bytes_mut(&mut scratch, 0, size), c.peer());
     let t0 = Instant::now();
     for _ in 0..iters {
-        c.rt.get_nbi(c.big.at(0), &mut *dst, peer)?;
+        c.rt.get_nbi(c.big_bytes.at(0), &mut *dst, peer)?;
     }
     c.rt.quiet()?;
     c.bw_done()?;

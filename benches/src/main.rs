@@ -73,14 +73,22 @@ fn run(
         1 => Role::Target,
         _ => Role::Idle,
     };
+    let big = rt.alloc_aligned::<u64>((MAX_SIZE + PAGE) / ELEM, PAGE)?;
+    let big_bytes = rt.view_at::<u8>(
+        "symmem-perf --misalign",
+        (rt.heap_local_range().0 + big.offset() + o.misalign) as *const u8,
+        MAX_SIZE,
+    )?;
     let c = Ctx {
         rt: &rt,
         role: Cell::new(role),
         peer: Cell::new(if me == 0 { 1 } else { 0 }),
         bidir: o.bidir,
+        misalign: o.misalign,
         word: rt.calloc::<u64>(1)?,
         sig: rt.calloc::<u64>(1)?,
-        big: rt.alloc_aligned::<u64>(MAX_SIZE / ELEM, PAGE)?,
+        big,
+        big_bytes,
         src: pages(0x5a),
         scratch: RefCell::new(pages(0xa5)),
         gsrc: rt.alloc_aligned::<u64>(MAX_SIZE / ELEM, PAGE)?,
@@ -93,7 +101,7 @@ fn run(
     let device = if rt.is_gpu() { "cuda" } else { "cpu" };
     // Pre-touch: each PE writes every page of its own copy of `big`, so no page is
     // first allocated inside a measurement; the warm-up then maps PE 1's pages into PE 0.
-    rt.put(c.big.at(0), words(&c.src, MAX_SIZE), me)?;
+    rt.put(c.big.at(0), words(&c.src, MAX_SIZE + PAGE), me)?;
     rt.barrier_all()?;
     let mut out = RowsOut::open(if me == 0 { rows_file } else { None })?;
     if o.matrix {

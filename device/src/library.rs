@@ -31,7 +31,7 @@ pub const LIBRARY_MAGIC: u64 = u64::from_le_bytes(*b"SYMMKLB1");
 /// The revision of what a library and its loader share beyond the sizes [`LibraryAbi`]
 /// records: bump it when the [`Executor`](crate::host::Executor) trait, the meaning of a
 /// field or the [`outcome`] codes change.
-pub const LIBRARY_REVISION: u32 = 1;
+pub const LIBRARY_REVISION: u32 = 2;
 
 /// A `'static` string or byte string, as the C layout carries it.
 #[repr(C)]

@@ -1,73 +1,91 @@
 //! The host's copies for puts and gets on mapped heaps, by size.
 //!
-//! Below a threshold a copy is the platform's `memcpy`: source and destination stay in
-//! the caches, where small and medium copies run fastest, and the peer that reads the data
-//! next finds it in the shared last-level cache. From the threshold on, the copy writes
-//! with non-temporal stores (`vmovntdq`, or `movntdq` without AVX2), which go around the
-//! caches: a copy that does not fit in the last-level cache would only evict what is there
-//! and then wait for the write-backs.
+//! Three methods, each where it measured fastest on the 2-core AMD EPYC development
+//! machine (glibc 2.36; one core copying the same buffers over and over, as
+//! `symmem-perf`'s `put_bw` does):
 //!
-//! Measured on the 2-core AMD EPYC development machine (32 MiB L3, one core copying the
-//! same buffers over and over, as `symmem-perf`'s `put_bw` does): `memcpy` 38.0, 34.5,
-//! 28.4, 27.0, 21.0, 19.6 GB/s at 6, 8, 10, 12, 14, 16 MiB; non-temporal stores
-//! 27.6, 27.7, 27.0, 27.5, 25.9, 27.9 GB/s. They cross at about 12 MiB, 3/8 of the L3,
-//! which is the default threshold ([`HostCopy::auto`]). `rep movsb` (the CPU has ERMS and
-//! FSRM) measured within 5% of `memcpy` below 8 MiB and no faster above it, so it is not
-//! used. `SYMMEM_NT_COPY_THRESHOLD` sets the threshold, or turns the stores off.
+//! - Below [`MIN_VECTOR_COPY`] (2 KiB), the platform's `memcpy`: inlined for fixed sizes,
+//!   and as fast as anything at every relative alignment.
+//! - From there to a core's L2 cache (1 MiB here), the runtime's vector copy: 32-byte
+//!   loads and stores four at a time, the destination aligned first. `memcpy` copies
+//!   these sizes with `rep movsb`, which moved 3–4 GB/s wherever the destination sat 1
+//!   to 31 bytes (mod 32) past the source: a put of 8-byte-headed records, a `putmem` at
+//!   an odd offset. The vector loop moved 44–117 GB/s at the same offsets, and on
+//!   aligned buffers it matched or beat `rep movsb` (4 KiB: 116 against 97 GB/s; 64 KiB:
+//!   57 against 56). Above the L2 `memcpy` is a vector loop of its own, as fast.
+//! - From a threshold on, non-temporal stores (`vmovntdq`, or `movntdq` without AVX2),
+//!   which go around the caches: a copy that does not fit in the last-level cache would
+//!   only evict what is there and then wait for the write-backs. `memcpy` moved 38.0,
+//!   34.5, 28.4, 27.0, 21.0, 19.6 GB/s at 6, 8, 10, 12, 14, 16 MiB; non-temporal stores
+//!   27.6, 27.7, 27.0, 27.5, 25.9, 27.9 GB/s. They cross at about 12 MiB, 3/8 of the
+//!   32 MiB L3, which is the default threshold ([`HostCopy::new`]).
+//!
+//! `SYMMEM_VECTOR_COPY_BELOW` and `SYMMEM_NT_COPY_THRESHOLD` move the bounds or turn a
+//! method off.
 
-use crate::config::{NtCopy, MIN_NT_COPY};
+use crate::config::{CopyBound, MIN_NT_COPY, MIN_VECTOR_COPY};
 
-/// Which method copies how much: `memcpy` below `nt_from` bytes, non-temporal stores
-/// from it on (`usize::MAX`: never).
+/// Which method copies how much: `memcpy` below [`MIN_VECTOR_COPY`] bytes, the vector
+/// copy from there to `vector_below`, `memcpy` again up to `nt_from`, non-temporal
+/// stores from there on (0 and `usize::MAX` turn the vector copy and the non-temporal
+/// stores off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HostCopy {
+    vector_below: usize,
     nt_from: usize,
 }
 
-/// The default threshold as a fraction of the last-level cache: where the two methods
-/// crossed on the development machine (see the module's doc).
+/// The default non-temporal threshold as a fraction of the last-level cache: where the
+/// two methods crossed on the development machine (see the module's doc).
 const AUTO_NUMERATOR: usize = 3;
 const AUTO_DENOMINATOR: usize = 8;
 
 impl HostCopy {
-    /// The copies `setting` asks for; `auto` from this machine's last-level cache.
-    pub(crate) fn new(setting: NtCopy) -> Self {
-        match setting {
-            NtCopy::Auto => Self::auto(last_level_cache_bytes()),
-            NtCopy::Off => Self {
-                nt_from: usize::MAX,
-            },
-            NtCopy::From(bytes) => Self {
-                nt_from: if nt_stores_available() {
-                    bytes
-                } else {
-                    usize::MAX
-                },
-            },
-        }
+    /// The copies the two settings ask for; `auto` from this machine's caches.
+    pub(crate) fn new(vector: CopyBound, nt: CopyBound) -> Self {
+        Self::for_caches(vector, nt, &Caches::of_cpu0())
     }
 
-    /// The default for a last-level cache of `llc` bytes (unknown: never).
-    fn auto(llc: Option<usize>) -> Self {
-        let nt_from = match llc {
-            Some(llc) if llc > 0 && nt_stores_available() => {
-                llc / AUTO_DENOMINATOR * AUTO_NUMERATOR
-            }
-            _ => usize::MAX,
+    /// [`Self::new`] on a machine with `caches`.
+    fn for_caches(vector: CopyBound, nt: CopyBound, caches: &Caches) -> Self {
+        let vector_below = match vector {
+            _ if !vector_copy_available() => 0,
+            CopyBound::Auto => caches.l2.unwrap_or(0),
+            CopyBound::Off => 0,
+            CopyBound::At(bytes) => bytes,
         };
-        Self { nt_from }
+        let nt_from = match nt {
+            _ if !nt_stores_available() => usize::MAX,
+            CopyBound::Auto => match caches.last_level {
+                Some(llc) if llc > 0 => llc / AUTO_DENOMINATOR * AUTO_NUMERATOR,
+                _ => usize::MAX,
+            },
+            CopyBound::Off => usize::MAX,
+            CopyBound::At(bytes) => bytes,
+        };
+        Self {
+            vector_below,
+            nt_from,
+        }
     }
 
-    /// One line for the init log: the threshold, or why there is none.
+    /// One line for the init log: which method copies which sizes.
     pub(crate) fn describe(&self) -> String {
-        if self.nt_from == usize::MAX {
-            "host copies: memcpy at every size".to_string()
-        } else {
-            format!(
-                "host copies: memcpy below {} bytes, non-temporal stores from there on",
-                self.nt_from
-            )
+        let mut bands = vec![(0, "memcpy")];
+        if self.vector_below > MIN_VECTOR_COPY {
+            bands.push((MIN_VECTOR_COPY, "the 32-byte vector copy"));
+            if self.vector_below < self.nt_from {
+                bands.push((self.vector_below, "memcpy"));
+            }
         }
+        if self.nt_from != usize::MAX {
+            bands.push((self.nt_from.max(MIN_NT_COPY), "non-temporal stores"));
+        }
+        let bands: Vec<String> = bands
+            .iter()
+            .map(|(from, method)| format!("{method} from {from} bytes"))
+            .collect();
+        format!("host copies by size: {}", bands.join(", "))
     }
 
     /// Copies `len` bytes from `src` to `dst` with the method for `len`. A copy by
@@ -79,12 +97,16 @@ impl HostCopy {
     /// for `len` bytes of writes, not overlapping.
     #[inline(always)]
     pub(crate) unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) {
-        // The constant test first: for `p`, `g` and other fixed small sizes it folds
-        // away, and with it the load of the threshold.
+        // The constant tests first: for `p`, `g` and other fixed small sizes they fold
+        // away, and with them the loads of the bounds.
         if len >= MIN_NT_COPY && len >= self.nt_from {
             // SAFETY: forwarded from the caller; `nt_from` is finite only where the
             // stores exist.
-            unsafe { nt::copy(dst, src, len) }
+            unsafe { simd::nt_copy(dst, src, len) }
+        } else if len >= MIN_VECTOR_COPY && len < self.vector_below {
+            // SAFETY: forwarded from the caller; `vector_below` is non-zero only where
+            // the CPU has AVX2.
+            unsafe { simd::vector_copy(dst, src, len) }
         } else {
             // SAFETY: forwarded from the caller.
             unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
@@ -97,22 +119,54 @@ fn nt_stores_available() -> bool {
     cfg!(target_arch = "x86_64")
 }
 
-/// The size of the largest cache CPU 0 sees (the last level), from sysfs.
-fn last_level_cache_bytes() -> Option<usize> {
-    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    dir.filter_map(|e| {
-        let path = e.ok()?.path();
-        let name = path.file_name()?.to_str()?;
-        if !name.starts_with("index") {
-            return None;
+/// Whether this CPU runs the vector copy (x86-64 with AVX2).
+fn vector_copy_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The data cache sizes that set the automatic bounds.
+#[derive(Debug, Default)]
+struct Caches {
+    /// A core's level-2 cache, in bytes.
+    l2: Option<usize>,
+    /// The largest data or unified cache (the last level), in bytes.
+    last_level: Option<usize>,
+}
+
+impl Caches {
+    /// CPU 0's caches, from sysfs (none where it is not readable).
+    fn of_cpu0() -> Self {
+        let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache") else {
+            return Self::default();
+        };
+        let mut caches = Self::default();
+        for entry in dir.flatten() {
+            let path = entry.path();
+            let is_index = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("index"));
+            let read = |file| std::fs::read_to_string(path.join(file)).ok();
+            if !is_index || read("type").is_some_and(|t| t.trim() == "Instruction") {
+                continue;
+            }
+            let Some(size) = read("size").and_then(|s| parse_cache_size(&s)) else {
+                continue;
+            };
+            if read("level").is_some_and(|l| l.trim() == "2") {
+                caches.l2 = Some(size);
+            }
+            caches.last_level = caches.last_level.max(Some(size));
         }
-        let kind = std::fs::read_to_string(path.join("type")).ok()?;
-        if kind.trim() == "Instruction" {
-            return None;
-        }
-        parse_cache_size(&std::fs::read_to_string(path.join("size")).ok()?)
-    })
-    .max()
+        caches
+    }
 }
 
 /// A sysfs cache size (`32768K`, `1M`, `512`) in bytes.
@@ -128,10 +182,10 @@ fn parse_cache_size(text: &str) -> Option<usize> {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod nt {
+mod simd {
     use std::arch::x86_64::{
-        __m128i, __m256i, _mm256_loadu_si256, _mm256_stream_si256, _mm_loadu_si128, _mm_sfence,
-        _mm_stream_si128,
+        __m128i, __m256i, _mm256_loadu_si256, _mm256_store_si256, _mm256_stream_si256,
+        _mm_loadu_si128, _mm_sfence, _mm_stream_si128,
     };
 
     /// Copies `len` bytes by non-temporal stores, then `sfence`: 32-byte stores where the
@@ -141,29 +195,29 @@ mod nt {
     ///
     /// # Safety
     /// As [`std::ptr::copy_nonoverlapping`].
-    pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
+    pub(super) unsafe fn nt_copy(dst: *mut u8, src: *const u8, len: usize) {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: forwarded from the caller; the CPU has AVX2.
-            unsafe { copy_avx2(dst, src, len) }
+            unsafe { nt_copy_avx2(dst, src, len) }
         } else {
             // SAFETY: forwarded from the caller.
-            unsafe { copy_sse2(dst, src, len) }
+            unsafe { nt_copy_sse2(dst, src, len) }
         }
     }
 
-    /// Defines `$name`, [`copy`] with `$vec`-wide loads and streaming stores: the head up
-    /// to the destination's first `$vec`-aligned byte and the tail by `memcpy`, the body
-    /// four vectors at a time, then `sfence`.
-    macro_rules! nt_copy_by {
-        ($(#[$attr:meta])* $name:ident, $vec:ty, $load:ident, $stream:ident) => {
+    /// Defines `$name`, a copy by `$vec`-wide loads and `$store`s: the head up to the
+    /// destination's first `$vec`-aligned byte and the tail by `memcpy`, the body four
+    /// vectors at a time, then `$finish` if given.
+    macro_rules! copy_by {
+        ($(#[$attr:meta])* $name:ident, $vec:ty, $load:ident, $store:ident $(, $finish:expr)?) => {
             $(#[$attr])*
             pub(super) unsafe fn $name(mut dst: *mut u8, mut src: *const u8, mut len: usize) {
                 const WIDTH: usize = std::mem::size_of::<$vec>();
                 const STEP: usize = 4 * WIDTH;
                 let head = dst.align_offset(WIDTH).min(len);
                 // SAFETY: the caller's ranges hold `len` bytes; `head <= len`, and every
-                // step below stays within what is left of them. The streaming store gets
-                // a `WIDTH`-aligned destination (after the head, `dst` advances by
+                // step below stays within what is left of them. The store gets a
+                // `WIDTH`-aligned destination (after the head, `dst` advances by
                 // multiples of `WIDTH`); the load takes any alignment; the caller
                 // guarantees the instructions exist.
                 unsafe {
@@ -176,55 +230,81 @@ mod nt {
                         let (a, b) = ($load(s), $load(s.add(1)));
                         let (c, d) = ($load(s.add(2)), $load(s.add(3)));
                         let t = dst.cast::<$vec>();
-                        $stream(t, a);
-                        $stream(t.add(1), b);
-                        $stream(t.add(2), c);
-                        $stream(t.add(3), d);
+                        $store(t, a);
+                        $store(t.add(1), b);
+                        $store(t.add(2), c);
+                        $store(t.add(3), d);
                         dst = dst.add(STEP);
                         src = src.add(STEP);
                         len -= STEP;
                     }
                     std::ptr::copy_nonoverlapping(src, dst, len);
-                    // Non-temporal stores are weakly ordered: fence them before whatever
-                    // the caller stores next (a signal after a put).
-                    _mm_sfence();
+                    $($finish;)?
                 }
             }
         };
     }
 
-    nt_copy_by!(
-        /// [`copy`] with 16-byte stores (SSE2, part of x86-64).
+    copy_by!(
+        /// [`nt_copy`] with 16-byte stores (SSE2, part of x86-64).
         ///
         /// # Safety
         /// As [`std::ptr::copy_nonoverlapping`].
-        copy_sse2,
+        nt_copy_sse2,
         __m128i,
         _mm_loadu_si128,
-        _mm_stream_si128
+        _mm_stream_si128,
+        // Non-temporal stores are weakly ordered: fence them before whatever the caller
+        // stores next (a signal after a put).
+        _mm_sfence()
     );
 
-    nt_copy_by!(
-        /// [`copy`] with 32-byte stores.
+    copy_by!(
+        /// [`nt_copy`] with 32-byte stores.
         ///
         /// # Safety
         /// As [`std::ptr::copy_nonoverlapping`], on a CPU with AVX2.
         #[target_feature(enable = "avx2")]
-        copy_avx2,
+        nt_copy_avx2,
         __m256i,
         _mm256_loadu_si256,
-        _mm256_stream_si256
+        _mm256_stream_si256,
+        // As in `nt_copy_sse2`.
+        _mm_sfence()
+    );
+
+    copy_by!(
+        /// Copies `len` bytes through the caches by 32-byte loads and aligned stores.
+        /// Ordinary stores, so no fence: they are ordered as `memcpy`'s are.
+        ///
+        /// # Safety
+        /// As [`std::ptr::copy_nonoverlapping`], on a CPU with AVX2.
+        #[target_feature(enable = "avx2")]
+        vector_copy,
+        __m256i,
+        _mm256_loadu_si256,
+        _mm256_store_si256
     );
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-mod nt {
+mod simd {
     /// No non-temporal copy on this architecture: `memcpy` (never reached: the
     /// threshold is infinite here).
     ///
     /// # Safety
     /// As [`std::ptr::copy_nonoverlapping`].
-    pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
+    pub(super) unsafe fn nt_copy(dst: *mut u8, src: *const u8, len: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+    }
+
+    /// No vector copy on this architecture: `memcpy` (never reached: its bound is 0
+    /// here).
+    ///
+    /// # Safety
+    /// As [`std::ptr::copy_nonoverlapping`].
+    pub(super) unsafe fn vector_copy(dst: *mut u8, src: *const u8, len: usize) {
         // SAFETY: forwarded from the caller.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
     }
@@ -244,44 +324,63 @@ mod tests {
     }
 
     #[test]
-    fn the_default_is_three_eighths_of_the_last_level_cache() {
-        let want = if nt_stores_available() {
+    fn the_automatic_bounds_come_from_the_caches() {
+        let epyc = Caches {
+            l2: Some(1 << 20),
+            last_level: Some(32 << 20),
+        };
+        let auto = HostCopy::for_caches(CopyBound::Auto, CopyBound::Auto, &epyc);
+        let nt_want = if nt_stores_available() {
             12 << 20
         } else {
             usize::MAX
         };
-        assert_eq!(HostCopy::auto(Some(32 << 20)).nt_from, want);
-        assert_eq!(HostCopy::auto(None).nt_from, usize::MAX);
-        assert_eq!(HostCopy::new(NtCopy::Off).nt_from, usize::MAX);
+        let vector_want = if vector_copy_available() { 1 << 20 } else { 0 };
+        assert_eq!(auto.nt_from, nt_want, "3/8 of the last-level cache");
+        assert_eq!(auto.vector_below, vector_want, "the L2");
+        let unknown = HostCopy::for_caches(CopyBound::Auto, CopyBound::Auto, &Caches::default());
+        assert_eq!((unknown.vector_below, unknown.nt_from), (0, usize::MAX));
+        let off = HostCopy::for_caches(CopyBound::Off, CopyBound::Off, &epyc);
+        assert_eq!((off.vector_below, off.nt_from), (0, usize::MAX));
+        assert_eq!(off.describe(), "host copies by size: memcpy from 0 bytes");
     }
 
     #[test]
     fn every_method_copies_every_length_and_alignment() {
         let src: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
-        let by_size = HostCopy::new(NtCopy::From(MIN_NT_COPY));
+        let none = Caches::default();
+        let by_size = HostCopy::for_caches(
+            CopyBound::At(MIN_VECTOR_COPY + 1000),
+            CopyBound::At(MIN_NT_COPY),
+            &none,
+        );
+        let memcpy = HostCopy::for_caches(CopyBound::Off, CopyBound::Off, &none);
         type Copy<'a> = Box<dyn Fn(*mut u8, *const u8, usize) + 'a>;
         #[allow(unused_mut)] // pushed to on x86-64 only
         let mut methods: Vec<Copy<'_>> = vec![
             // SAFETY: the loop below passes ranges inside two separate vectors.
-            Box::new(|d, s, n| unsafe { nt::copy(d, s, n) }),
+            Box::new(|d, s, n| unsafe { simd::nt_copy(d, s, n) }),
             // SAFETY: as above.
             Box::new(|d, s, n| unsafe { by_size.copy(d, s, n) }),
             // SAFETY: as above.
-            Box::new(|d, s, n| unsafe { HostCopy::new(NtCopy::Off).copy(d, s, n) }),
+            Box::new(|d, s, n| unsafe { memcpy.copy(d, s, n) }),
         ];
-        // Both widths, whichever `nt::copy` picks here.
+        // Both widths, whichever `nt_copy` picks here, and the vector copy.
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: as above.
-            methods.push(Box::new(|d, s, n| unsafe { nt::copy_sse2(d, s, n) }));
+            methods.push(Box::new(|d, s, n| unsafe { simd::nt_copy_sse2(d, s, n) }));
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: as above, on a CPU with AVX2.
-                methods.push(Box::new(|d, s, n| unsafe { nt::copy_avx2(d, s, n) }));
+                methods.push(Box::new(|d, s, n| unsafe { simd::nt_copy_avx2(d, s, n) }));
+                // SAFETY: as above, on a CPU with AVX2.
+                methods.push(Box::new(|d, s, n| unsafe { simd::vector_copy(d, s, n) }));
             }
         }
         for copy in methods {
             for len in [
-                0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 4096, 5000,
+                0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 2048, 3000, 4096,
+                5000,
             ] {
                 for (s_off, d_off) in [(0, 0), (1, 0), (0, 3), (5, 11), (16, 8), (32, 48)] {
                     let mut dst = vec![0xAAu8; 8192];

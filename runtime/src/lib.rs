@@ -37,7 +37,7 @@ mod team_state;
 mod topology;
 mod wait_report;
 
-pub use config::{Config, DeviceChoice, MemoryOrdering, NtCopy, DEFAULT_MAX_TEAMS};
+pub use config::{Config, CopyBound, DeviceChoice, MemoryOrdering, DEFAULT_MAX_TEAMS};
 pub use counters::{Counters, OpCounts};
 pub use error::{Error, Result};
 #[cfg(feature = "mpi")]

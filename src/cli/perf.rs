@@ -130,6 +130,12 @@ pub struct Args {
     /// each repetition of the memcpy measured 20-25% lower than alone
     #[arg(long)]
     pub no_baseline: bool,
+    /// Host put_bw, get_bw and memcpy_bw with the remote side (the put's destination,
+    /// the get's source, memcpy's destination) starting BYTES past a page boundary, the
+    /// local side page-aligned: copies between buffers misaligned against each other,
+    /// which some memcpy implementations crawl through (0-4095; default 0)
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..4096))]
+    pub misalign: u16,
     /// PE × PE tables of put bandwidth (1 MiB, one-way) and 8-byte put_signal ping-pong
     /// latency between every ordered pair, one pair at a time while the others wait in a
     /// barrier (needs N >= 2)

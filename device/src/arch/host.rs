@@ -35,6 +35,12 @@ pub trait Executor: Sync {
     /// sibling failed, a peer died, the state's `wait_timeout_ms` passed), naming the
     /// wait.
     fn check(&self, waited: core::time::Duration, site: &WaitSite, seen: u64) -> Result<(), Stop>;
+    /// Copies `len` bytes from `src` to `dst` the way the PE's host puts and gets copy
+    /// that many bytes (the runtime picks the method by size).
+    ///
+    /// # Safety
+    /// As [`core::ptr::copy_nonoverlapping`].
+    unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize);
 }
 
 /// Why the executor stops a kernel thread.
@@ -149,6 +155,17 @@ fn current() -> &'static ThreadContext<'static> {
     // 'static is never observable outside it because no reference escapes a device
     // function call.
     unsafe { &*p }
+}
+
+/// Copies `len` bytes from `src` to `dst` by the executor's [`Executor::copy`]: a
+/// group's share of a put or get copies as fast as the host's own.
+///
+/// # Safety
+/// As [`core::ptr::copy_nonoverlapping`].
+#[inline]
+pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { current().executor.copy(dst, src, len) }
 }
 
 /// The PE's device state, by value.

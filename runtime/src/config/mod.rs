@@ -70,39 +70,49 @@ pub enum MemoryOrdering {
 /// the size test from `p`, `g` and every other fixed-size copy below it.
 pub const MIN_NT_COPY: usize = 4 << 10;
 
-/// From what size host copies on mapped heaps use non-temporal stores
-/// (`SYMMEM_NT_COPY_THRESHOLD`).
+/// The size from which host copies on mapped heaps use the runtime's vector copy, below
+/// `SYMMEM_VECTOR_COPY_BELOW` (the smallest value it takes). Below it `memcpy` measured as
+/// fast at every relative alignment; from about there on the development machine's
+/// `memcpy` switches to `rep movsb`, which crawls on mutually misaligned buffers. A
+/// constant, so that fixed-size copies below it keep no size test.
+pub const MIN_VECTOR_COPY: usize = 2 << 10;
+
+/// A size bound of one host copy method: where it starts (`SYMMEM_NT_COPY_THRESHOLD`) or
+/// ends (`SYMMEM_VECTOR_COPY_BELOW`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NtCopy {
-    /// 3/8 of the last-level cache (where they measured faster than `memcpy`).
+pub enum CopyBound {
+    /// Chosen from this machine's caches (where the method measured faster).
     Auto,
-    /// Never: `memcpy` at every size.
+    /// The method is never used.
     Off,
-    /// From this many bytes on (at least [`MIN_NT_COPY`]).
-    From(usize),
+    /// This many bytes.
+    At(usize),
 }
 
-impl NtCopy {
-    /// `auto`, `off`, or a size of at least [`MIN_NT_COPY`] (`16M`).
-    fn parse(v: &str) -> Result<Self, String> {
+impl CopyBound {
+    /// `auto`, `off`, or a size of at least `min` bytes (`16M`).
+    fn parse(v: &str, min: usize) -> Result<Self, String> {
         match v.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(Self::Auto),
             "off" | "never" | "none" => Ok(Self::Off),
             _ => match parse_size(v) {
-                Ok(bytes) if bytes >= MIN_NT_COPY => Ok(Self::From(bytes)),
-                Ok(_) => Err("must be at least 4K (smaller copies stay in cache)".into()),
+                Ok(bytes) if bytes >= min => Ok(Self::At(bytes)),
+                Ok(_) => Err(format!(
+                    "must be at least {}K (smaller copies are memcpy's)",
+                    min >> 10
+                )),
                 Err(why) => Err(format!("{why}; or auto, or off")),
             },
         }
     }
 }
 
-impl std::fmt::Display for NtCopy {
+impl std::fmt::Display for CopyBound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Auto => f.write_str("auto"),
             Self::Off => f.write_str("off"),
-            Self::From(bytes) => write!(f, "{bytes}"),
+            Self::At(bytes) => write!(f, "{bytes}"),
         }
     }
 }
@@ -205,7 +215,10 @@ pub struct Config {
     /// `SYMMEM_ORDERING`.
     pub ordering: MemoryOrdering,
     /// `SYMMEM_NT_COPY_THRESHOLD`.
-    pub nt_copy: NtCopy,
+    pub nt_copy: CopyBound,
+    /// `SYMMEM_VECTOR_COPY_BELOW`: up to where host copies from [`MIN_VECTOR_COPY`] bytes
+    /// use the runtime's vector copy instead of `memcpy`.
+    pub vector_copy: CopyBound,
     /// `SYMMEM_ORDERING_SEED`; `None` = chosen from the clock at init.
     pub ordering_seed: Option<u64>,
     /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
@@ -336,7 +349,12 @@ impl Config {
                 })
             })?,
             ordering: r.choice("SYMMEM_ORDERING", ORDERINGS)?,
-            nt_copy: r.parse_or_default("SYMMEM_NT_COPY_THRESHOLD", NtCopy::parse)?,
+            nt_copy: r.parse_or_default("SYMMEM_NT_COPY_THRESHOLD", |v| {
+                CopyBound::parse(v, MIN_NT_COPY)
+            })?,
+            vector_copy: r.parse_or_default("SYMMEM_VECTOR_COPY_BELOW", |v| {
+                CopyBound::parse(v, MIN_VECTOR_COPY)
+            })?,
             ordering_seed: r.optional_u64("SYMMEM_ORDERING_SEED")?,
             test_exit_at,
         })
@@ -451,6 +469,7 @@ impl Config {
                 format!("{:?}", self.ordering).to_lowercase(),
             ),
             ("SYMMEM_NT_COPY_THRESHOLD", self.nt_copy.to_string()),
+            ("SYMMEM_VECTOR_COPY_BELOW", self.vector_copy.to_string()),
             (
                 "SYMMEM_ORDERING_SEED",
                 self.ordering_seed
@@ -705,6 +724,8 @@ mod tests {
             ("SYMMEM_EXEC_STACK_SIZE", "big"),
             ("SYMMEM_NT_COPY_THRESHOLD", "64"),
             ("SYMMEM_NT_COPY_THRESHOLD", "sometimes"),
+            ("SYMMEM_VECTOR_COPY_BELOW", "1K"),
+            ("SYMMEM_VECTOR_COPY_BELOW", "wide"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
@@ -712,12 +733,17 @@ mod tests {
     }
 
     #[test]
-    fn nt_copy_threshold_is_auto_off_or_a_size_of_at_least_4k() {
-        assert_eq!(cfg(&[]).unwrap().nt_copy, NtCopy::Auto);
+    fn copy_bounds_are_auto_off_or_a_size_of_at_least_their_minimum() {
+        assert_eq!(cfg(&[]).unwrap().nt_copy, CopyBound::Auto);
         let nt = |v| cfg(&[("SYMMEM_NT_COPY_THRESHOLD", v)]).unwrap().nt_copy;
-        assert_eq!(nt("off"), NtCopy::Off);
-        assert_eq!(nt("4K"), NtCopy::From(MIN_NT_COPY));
-        assert_eq!(nt("16M"), NtCopy::From(16 << 20));
+        assert_eq!(nt("off"), CopyBound::Off);
+        assert_eq!(nt("4K"), CopyBound::At(MIN_NT_COPY));
+        assert_eq!(nt("16M"), CopyBound::At(16 << 20));
+        assert_eq!(cfg(&[]).unwrap().vector_copy, CopyBound::Auto);
+        let vector = |v| cfg(&[("SYMMEM_VECTOR_COPY_BELOW", v)]).unwrap().vector_copy;
+        assert_eq!(vector("off"), CopyBound::Off);
+        assert_eq!(vector("2K"), CopyBound::At(MIN_VECTOR_COPY));
+        assert_eq!(vector("1M"), CopyBound::At(1 << 20));
     }
 
     #[test]

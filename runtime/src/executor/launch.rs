@@ -147,6 +147,11 @@ impl Executor for Launch<'_> {
         Ok(slow)
     }
 
+    unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.rt.host_copy.copy(dst, src, len) }
+    }
+
     fn check(&self, waited: Duration, site: &WaitSite, seen: u64) -> std::result::Result<(), Stop> {
         self.check_stop()?;
         let state = self.rt.device_state();
