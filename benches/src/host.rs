@@ -11,6 +11,7 @@ use symmem_bench_kernels as kernels;
 
 use crate::ctx::{bytes, bytes_mut, timed, words, words_mut, Ctx, Role};
 use crate::sizes::ELEM;
+use crate::table::Initiator;
 
 /// The floor under `put_signal_pingpong`: the initiator and the target bounce a counter
 /// through the same signal words with plain atomics on the mapped heaps, bypassing the
@@ -221,6 +222,14 @@ pub fn amo_latency<const KIND: u32>(
         Ok(())
     })
 }
+
+/// The rows whose remote side `--misalign` moves (memcpy_bw's destination stands in for
+/// it).
+pub const MISALIGNED: &[(&str, Initiator)] = &[
+    ("memcpy_bw", Initiator::Host),
+    ("put_bw", Initiator::Host),
+    ("get_bw", Initiator::Host),
+];
 
 /// The initiator copies `size` bytes between two private buffers: the bandwidth a put
 /// could reach.

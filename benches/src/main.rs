@@ -232,6 +232,8 @@ fn measure_all(c: &Ctx, o: &Options, device: &str, out: &mut RowsOut) -> symmem:
                 device,
                 direction: direction(dirs),
                 pair: None,
+                misalign: (o.misalign > 0 && host::MISALIGNED.contains(&(b.metric, b.initiator)))
+                    .then_some(o.misalign),
             };
             for r in &rows[i] {
                 let line = json_line(r.metric, r.size, &r.stats, &labels);
@@ -242,7 +244,7 @@ fn measure_all(c: &Ctx, o: &Options, device: &str, out: &mut RowsOut) -> symmem:
             }
             if !o.json {
                 let base = if i > 0 { rows[0].as_slice() } else { &[] };
-                print_table(b, &rows[i], base, transport.name(), device, dirs);
+                print_table(b, &rows[i], base, &labels);
             }
         }
     }

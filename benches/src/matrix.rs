@@ -116,6 +116,7 @@ fn print(all: &[u64], n: usize, o: &Options, device: &str) {
                         device,
                         direction: "oneway",
                         pair: Some((s, d)),
+                        misalign: None,
                     };
                     println!("{}", json_line(metric, size, &stats(f, at), &labels));
                 }

@@ -3,7 +3,7 @@
 //! The JSON fields `metric`, `size`, `value`, `unit`, `transport`, `initiator` and
 //! `device` come first and keep their meaning (benches/peers and scripts/gpu-check.sh
 //! read them); `p50`, `p99`, `stdev`, `sample_ops` and `direction` follow, then `src` and
-//! `dst` on the rows of `--matrix`.
+//! `dst` on the rows of `--matrix`, and `misalign` on the rows `--misalign` moved.
 
 use crate::sizes::human_size;
 use crate::stats::Stats;
@@ -33,6 +33,8 @@ pub struct Labels<'a> {
     pub direction: &'a str,
     /// Source and destination PE (`--matrix` rows).
     pub pair: Option<(usize, usize)>,
+    /// `--misalign`'s bytes, on the rows it moves.
+    pub misalign: Option<usize>,
 }
 
 /// The `direction` label of a row moving bytes in `dirs` directions at once.
@@ -63,6 +65,8 @@ struct JsonRow<'a> {
     src: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dst: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    misalign: Option<usize>,
 }
 
 /// `v` to 4 decimal places, or `None` (JSON's null) when it is not a finite number, which
@@ -88,6 +92,7 @@ pub fn json_line(metric: &str, size: usize, s: &Stats, l: &Labels) -> String {
         direction: l.direction,
         src: l.pair.map(|(src, _)| src),
         dst: l.pair.map(|(_, dst)| dst),
+        misalign: l.misalign,
     };
     serde_json::to_string(&row).expect("a row of numbers and strings serializes")
 }
@@ -95,25 +100,25 @@ pub fn json_line(metric: &str, size: usize, s: &Stats, l: &Labels) -> String {
 /// Prints one benchmark's rows as a table (PE 0 only), with the ratio to `base`, the
 /// rows of its baseline measured alongside (one-way rows only), and for latency rows the
 /// samples' p50, p99 and standard deviation.
-pub fn print_table(
-    bench: &Bench,
-    rows: &[Row],
-    base: &[Row],
-    transport: &str,
-    device: &str,
-    dirs: usize,
-) {
+pub fn print_table(bench: &Bench, rows: &[Row], base: &[Row], l: &Labels) {
     println!();
-    let dir = if dirs == 2 { ", bidirectional" } else { "" };
+    let bidir = l.direction == "bidir";
+    let dir = if bidir { ", bidirectional" } else { "" };
+    let misalign = l
+        .misalign
+        .map(|m| format!(", remote side {m} bytes past a page boundary"))
+        .unwrap_or_default();
     println!(
-        "{} — {} ({}, {transport}, {device}{dir})",
+        "{} — {} ({}, {}, {}{dir}{misalign})",
         bench.metric,
         bench.about,
         bench.initiator.name(),
+        l.transport,
+        l.device,
     );
     let latency = matches!(bench.kind, Kind::Latency { .. });
     // A one-way baseline says nothing about both directions at once.
-    let baseline = bench.baseline.filter(|_| dirs == 1);
+    let baseline = bench.baseline.filter(|_| !bidir);
     let ratio_heading = baseline.map(|b| format!("  vs {b}"));
     let dist_heading = if latency {
         format!("  {:>10}  {:>10}  {:>10}", "p50", "p99", "stdev")
@@ -123,7 +128,7 @@ pub fn print_table(
     println!(
         "{:>10}  {:>16}  {:>10}  {:>10}{}{dist_heading}",
         "size",
-        bench.kind.heading(dirs == 2),
+        bench.kind.heading(bidir),
         "min",
         "max",
         ratio_heading.as_deref().unwrap_or("")
@@ -166,6 +171,7 @@ mod tests {
             device: "cpu",
             direction: "oneway",
             pair,
+            misalign: None,
         }
     }
 
