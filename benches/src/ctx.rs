@@ -40,7 +40,7 @@ pub struct Ctx<'a> {
     pub big: SymBuf<u64>,
     /// `big`'s bytes from `--misalign` on: the remote side of host puts and gets.
     pub big_bytes: SymView<u8>,
-    /// Local source of transfers, [`MAX_SIZE`] bytes, pre-touched.
+    /// Local source of transfers, [`MAX_SIZE`] bytes and one page, pre-touched.
     pub src: Vec<Page>,
     /// Local destination of gets and of the memcpy baseline, pre-touched.
     pub scratch: RefCell<Vec<Page>>,
@@ -129,8 +129,8 @@ pub struct Page([u64; PAGE / ELEM]);
 /// Bytes per [`Page`].
 pub const PAGE: usize = 4096;
 
-/// `MAX_SIZE` bytes and one page (for `--misalign`) of pages filled with `byte`; a non-zero fill writes (pre-touches)
-/// every page, where zeroed memory may stay unmapped.
+/// `MAX_SIZE` bytes and one page (for `--misalign`) of pages filled with `byte`; a
+/// non-zero fill writes (pre-touches) every page, where zeroed memory may stay unmapped.
 pub fn pages(byte: u8) -> Vec<Page> {
     vec![Page([u64::from_ne_bytes([byte; ELEM]); PAGE / ELEM]); MAX_SIZE / PAGE + 1]
 }

@@ -55,7 +55,7 @@ pub use ops::*;
 pub mod host {
     pub use crate::arch::{
         installed_context, set_context, set_context_source, ContextSource, Executor, Stop, Stopped,
-        ThreadContext,
+        ThreadContext, EXECUTOR_COPY_FROM,
     };
 }
 

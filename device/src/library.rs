@@ -133,7 +133,7 @@ impl LibraryAbi {
     }
 
     /// "symmem-device 0.1.0, rustc 1.xx (…), DeviceState 512 B, ThreadContext 80 B, table
-    /// 152/64 B, revision 1".
+    /// 152/64 B, revision 2".
     ///
     /// # Safety
     /// As for [`matches_this`](Self::matches_this).

@@ -8,11 +8,12 @@
 //!   and as fast as anything at every relative alignment.
 //! - From there to a core's L2 cache (1 MiB here), the runtime's vector copy: 32-byte
 //!   loads and stores four at a time, the destination aligned first. `memcpy` copies
-//!   these sizes with `rep movsb`, which moved 3–4 GB/s wherever the destination sat 1
-//!   to 31 bytes (mod 32) past the source: a put of 8-byte-headed records, a `putmem` at
-//!   an odd offset. The vector loop moved 44–117 GB/s at the same offsets, and on
-//!   aligned buffers it matched or beat `rep movsb` (4 KiB: 116 against 97 GB/s; 64 KiB:
-//!   57 against 56). Above the L2 `memcpy` is a vector loop of its own, as fast.
+//!   these sizes with `rep movsb`, which moved 3–4 GB/s where the destination sat 1 or 8
+//!   bytes (mod 64) past the source (a put of 8-byte-headed records, a `putmem` at an
+//!   odd offset) and 41–48 GB/s at 16 bytes past it. The vector loop moved 44–97 GB/s at
+//!   those offsets, and on aligned buffers it matched or beat `rep movsb` (4 KiB: 116
+//!   against 97 GB/s; 64 KiB: 57 against 56). From the L2 size on `memcpy` is a vector
+//!   loop of its own, as fast.
 //! - From a threshold on, non-temporal stores (`vmovntdq`, or `movntdq` without AVX2),
 //!   which go around the caches: a copy that does not fit in the last-level cache would
 //!   only evict what is there and then wait for the write-backs. `memcpy` moved 38.0,

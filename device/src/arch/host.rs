@@ -35,13 +35,22 @@ pub trait Executor: Sync {
     /// sibling failed, a peer died, the state's `wait_timeout_ms` passed), naming the
     /// wait.
     fn check(&self, waited: core::time::Duration, site: &WaitSite, seen: u64) -> Result<(), Stop>;
-    /// Copies `len` bytes from `src` to `dst` the way the PE's host puts and gets copy
-    /// that many bytes (the runtime picks the method by size).
+    /// Copies `len` bytes (at least [`EXECUTOR_COPY_FROM`]) from `src` to `dst` the way
+    /// the PE's host puts and gets copy that many bytes: the runtime picks the method by
+    /// size. By default `memcpy`.
     ///
     /// # Safety
     /// As [`core::ptr::copy_nonoverlapping`].
-    unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize);
+    unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
+    }
 }
+
+/// The size from which a group's share of a copy goes to [`Executor::copy`]; smaller
+/// shares are copied in line by `memcpy`, with no context lookup or virtual call (the
+/// runtime's host copies use `memcpy` below this size too, which it checks).
+pub const EXECUTOR_COPY_FROM: usize = 2 << 10;
 
 /// Why the executor stops a kernel thread.
 #[derive(Debug)]
@@ -157,15 +166,21 @@ fn current() -> &'static ThreadContext<'static> {
     unsafe { &*p }
 }
 
-/// Copies `len` bytes from `src` to `dst` by the executor's [`Executor::copy`]: a
-/// group's share of a put or get copies as fast as the host's own.
+/// Copies `len` bytes from `src` to `dst` as the host's puts and gets copy that many
+/// bytes: in line by `memcpy` below [`EXECUTOR_COPY_FROM`], by the executor's
+/// [`Executor::copy`] from there on.
 ///
 /// # Safety
 /// As [`core::ptr::copy_nonoverlapping`].
 #[inline]
 pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
-    // SAFETY: forwarded from the caller.
-    unsafe { current().executor.copy(dst, src, len) }
+    if len < EXECUTOR_COPY_FROM {
+        // SAFETY: forwarded from the caller.
+        unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { current().executor.copy(dst, src, len) }
+    }
 }
 
 /// The PE's device state, by value.

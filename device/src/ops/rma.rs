@@ -116,7 +116,7 @@ const UNROLL: usize = 4;
 
 /// The group's share of a copy of `n` elements on the CPU executor: one contiguous range
 /// per thread, copied as the host's puts copy ([`crate::arch::copy_bytes`]: the method
-/// for the size, fast at every alignment). A block's threads are fibers taking turns on one core,
+/// the runtime picks for the size). A block's threads are fibers taking turns on one core,
 /// so lanes that interleave 16-byte chunks (the GPU's pattern, below) would only make each
 /// fiber walk the whole buffer: every cache line loaded by several fibers at different
 /// times (a 2 MiB block put moved 4 GB/s that way, against memcpy's 47).

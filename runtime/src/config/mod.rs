@@ -77,6 +77,10 @@ pub const MIN_NT_COPY: usize = 4 << 10;
 /// constant, so that fixed-size copies below it keep no size test.
 pub const MIN_VECTOR_COPY: usize = 2 << 10;
 
+/// The smallest `SYMMEM_VECTOR_COPY_BELOW`: a band of at least 2 KiB (a bound of 2K
+/// itself would leave the vector copy no size at all).
+const MIN_VECTOR_COPY_BELOW: usize = 2 * MIN_VECTOR_COPY;
+
 /// A size bound of one host copy method: where it starts (`SYMMEM_NT_COPY_THRESHOLD`) or
 /// ends (`SYMMEM_VECTOR_COPY_BELOW`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,10 +101,7 @@ impl CopyBound {
             "off" | "never" | "none" => Ok(Self::Off),
             _ => match parse_size(v) {
                 Ok(bytes) if bytes >= min => Ok(Self::At(bytes)),
-                Ok(_) => Err(format!(
-                    "must be at least {}K (smaller copies are memcpy's)",
-                    min >> 10
-                )),
+                Ok(_) => Err(format!("must be at least {}K", min >> 10)),
                 Err(why) => Err(format!("{why}; or auto, or off")),
             },
         }
@@ -353,7 +354,7 @@ impl Config {
                 CopyBound::parse(v, MIN_NT_COPY)
             })?,
             vector_copy: r.parse_or_default("SYMMEM_VECTOR_COPY_BELOW", |v| {
-                CopyBound::parse(v, MIN_VECTOR_COPY)
+                CopyBound::parse(v, MIN_VECTOR_COPY_BELOW)
             })?,
             ordering_seed: r.optional_u64("SYMMEM_ORDERING_SEED")?,
             test_exit_at,
@@ -724,7 +725,7 @@ mod tests {
             ("SYMMEM_EXEC_STACK_SIZE", "big"),
             ("SYMMEM_NT_COPY_THRESHOLD", "64"),
             ("SYMMEM_NT_COPY_THRESHOLD", "sometimes"),
-            ("SYMMEM_VECTOR_COPY_BELOW", "1K"),
+            ("SYMMEM_VECTOR_COPY_BELOW", "2K"),
             ("SYMMEM_VECTOR_COPY_BELOW", "wide"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
@@ -742,7 +743,7 @@ mod tests {
         assert_eq!(cfg(&[]).unwrap().vector_copy, CopyBound::Auto);
         let vector = |v| cfg(&[("SYMMEM_VECTOR_COPY_BELOW", v)]).unwrap().vector_copy;
         assert_eq!(vector("off"), CopyBound::Off);
-        assert_eq!(vector("2K"), CopyBound::At(MIN_VECTOR_COPY));
+        assert_eq!(vector("4K"), CopyBound::At(MIN_VECTOR_COPY_BELOW));
         assert_eq!(vector("1M"), CopyBound::At(1 << 20));
     }
 

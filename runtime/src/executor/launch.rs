@@ -148,6 +148,12 @@ impl Executor for Launch<'_> {
     }
 
     unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) {
+        // Shares below the device crate's bound skip this call and use `memcpy`, as the
+        // host copy does below its smallest bounds.
+        const {
+            assert!(symmem_device::host::EXECUTOR_COPY_FROM <= crate::config::MIN_VECTOR_COPY);
+            assert!(symmem_device::host::EXECUTOR_COPY_FROM <= crate::config::MIN_NT_COPY);
+        }
         // SAFETY: forwarded from the caller.
         unsafe { self.rt.host_copy.copy(dst, src, len) }
     }
