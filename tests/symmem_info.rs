@@ -252,6 +252,60 @@ fn routes(n: usize, env: &[(&str, &str)]) -> std::collections::BTreeMap<(usize, 
     routes
 }
 
+/// `--pes N --json`: one document, the report with every PE's part under `pes`, in PE
+/// order: its CPUs (bound one core each here when the machine has a core per PE) and its
+/// route to every other PE.
+#[test]
+fn json_with_pes_adds_every_pe_and_its_routes() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_symmem-info"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SYMMEM_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.args(["--pes", "2", "--json"])
+        .env("SYMMEM_SYMMETRIC_SIZE", "64M")
+        .env("SYMMEM_BOOTSTRAP_TIMEOUT", "60")
+        .env("SYMMEM_SIMULATE_NODES", "2")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("starting symmem-info --pes 2 --json");
+    let job = symmem_test_harness::wait_job(child, std::time::Duration::from_secs(120));
+    job.assert_success();
+    let doc: serde_json::Value = serde_json::from_str(&job.stdout)
+        .unwrap_or_else(|e| job.fail(&format!("not one JSON document: {e}")));
+    assert_eq!(doc["symmem"], env!("CARGO_PKG_VERSION"));
+    assert!(doc["variables"]["runtime"].is_array(), "{doc:#}");
+    let pes = doc["pes"]
+        .as_array()
+        .unwrap_or_else(|| job.fail("no pes list"));
+    assert_eq!(pes.len(), 2, "{doc:#}");
+    for (i, pe) in pes.iter().enumerate() {
+        let other = 1 - i;
+        assert_eq!(pe["pe"], i, "{pe:#}");
+        assert!(pe["cpus"].as_str().is_some_and(|c| !c.is_empty()), "{pe:#}");
+        assert!(
+            pe["cpus_allowed"].as_str().is_some_and(|c| !c.is_empty()),
+            "{pe:#}"
+        );
+        assert!(pe["node"].as_str().is_some_and(|n| !n.is_empty()), "{pe:#}");
+        let routes = pe["routes"]
+            .as_array()
+            .unwrap_or_else(|| job.fail("no routes"));
+        assert_eq!(routes.len(), 1, "{pe:#}");
+        assert_eq!(routes[0]["to"], other, "{pe:#}");
+        assert_eq!(routes[0]["path"], "socket", "two simulated nodes: {pe:#}");
+        assert!(
+            routes[0]["why"]
+                .as_str()
+                .is_some_and(|w| w.contains("different nodes")),
+            "{pe:#}"
+        );
+    }
+    assert_ne!(pes[0]["node"], pes[1]["node"], "two simulated nodes");
+}
+
 #[test]
 fn two_simulated_nodes_of_one_pe_talk_over_sockets() {
     let r = routes(2, &[("SYMMEM_SIMULATE_NODES", "2")]);

@@ -10,7 +10,8 @@
 //! when set) and why. Run under `symrun -n N`, it prints that topology only.
 //!
 //! `symmem-info --json` prints the same report as one JSON document, for scripts (like
-//! `ompi_info --parsable`). The command line is [`symmem::cli::info::Args`].
+//! `ompi_info --parsable`); with `--pes N` (or under `symrun -n N`) PE 0 prints it with
+//! the topology as a list `pes`. The command line is [`symmem::cli::info::Args`].
 
 use std::process::ExitCode;
 
@@ -31,8 +32,10 @@ fn main() -> ExitCode {
     // into a panic in println!; the default action ends the process quietly instead.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     if std::env::var_os(ENV_RANK).is_some() {
-        // One PE of a job (started by `--pes N` or symrun): the topology.
-        return match topology() {
+        // One PE of a job (started by `--pes N` or symrun): the topology, as text or (with
+        // `--json`, which the launcher passed on) in PE 0's JSON document.
+        let json = Args::parse().json;
+        return match topology(json) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("symmem-info: {e}");
@@ -53,15 +56,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.json {
-        println!("{:#}", report_json(&config));
-        return ExitCode::SUCCESS;
-    }
-    report(&config);
     let Some(n) = pes else {
+        if args.json {
+            println!("{:#}", report_json(&config));
+        } else {
+            report(&config);
+        }
         return ExitCode::SUCCESS;
     };
-    println!("\ntopology of {n} local PEs (symmem-info --pes {n}):");
+    if !args.json {
+        report(&config);
+        println!("\ntopology of {n} local PEs (symmem-info --pes {n}):");
+    }
     match symmem::self_launch() {
         Ok(SelfLaunch::Finished(code)) => ExitCode::from(code.clamp(0, 255) as u8),
         Ok(SelfLaunch::InJob) => {
@@ -298,9 +304,11 @@ fn gpus() -> Result<Vec<String>, String> {
     Ok(gpus)
 }
 
-/// One PE of a job: this PE's node, device, NIC and route to every PE, gathered by PE 0
-/// through symmetric memory and printed there, PE by PE.
-fn topology() -> symmem::Result<()> {
+/// One PE's part of `--pes N` (or of `symrun -n N symmem-info`): its node, CPUs, device,
+/// NIC and route to every other PE. PE 0 gathers every PE's part through the symmetric
+/// heap and prints them in PE order, as text or, with `json`, as the list `pes` of the
+/// JSON report.
+fn topology(json: bool) -> symmem::Result<()> {
     let rt = symmem::init()?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let config = rt.config();
@@ -309,18 +317,48 @@ fn topology() -> symmem::Result<()> {
         Err(why) => format!("no RDMA device ({why})"),
     };
     let ifname = config.socket_ifname.as_deref().unwrap_or("auto");
-    let mut text = format!(
-        "PE {me}: node {}\n  node identity: {}\n  host {}, pid {}, device {}\n  CPUs: {}\n  NIC: {nic}; sockets: interface {ifname} (SYMMEM_SOCKET_IFNAME)\n",
-        rt.node_of(me)?,
-        rt.node_identity_source(),
-        rt.hostname_of(me)?,
-        std::process::id(),
-        rt.device_description(),
-        rt.cpu_binding(),
-    );
-    for pe in (0..n).filter(|&pe| pe != me) {
-        text.push_str(&format!("  PE {me} -> PE {pe}: {}\n", rt.route_to(pe)?));
-    }
+    let routes = (0..n)
+        .filter(|&pe| pe != me)
+        .map(|pe| Ok((pe, rt.route_to(pe)?)))
+        .collect::<symmem::Result<Vec<_>>>()?;
+    let text = if json {
+        json!({
+            "pe": me,
+            "node": rt.node_of(me)?,
+            "node_identity": rt.node_identity_source(),
+            "host": rt.hostname_of(me)?,
+            "pid": std::process::id(),
+            "device": rt.device_description(),
+            "cpus": rt.cpu_binding(),
+            "cpus_allowed": CpuSet::of_this_thread().map_or_else(|e| format!("unknown: {e}"), |c| c.to_string()),
+            "nic": nic,
+            "socket_interface": ifname,
+            "routes": routes
+                .iter()
+                .map(|(pe, r)| json!({
+                    "to": pe,
+                    "path": r.path.to_string(),
+                    "weak": r.weak,
+                    "why": r.why,
+                }))
+                .collect::<Vec<_>>(),
+        })
+        .to_string()
+    } else {
+        let mut text = format!(
+            "PE {me}: node {}\n  node identity: {}\n  host {}, pid {}, device {}\n  CPUs: {}\n  NIC: {nic}; sockets: interface {ifname} (SYMMEM_SOCKET_IFNAME)\n",
+            rt.node_of(me)?,
+            rt.node_identity_source(),
+            rt.hostname_of(me)?,
+            std::process::id(),
+            rt.device_description(),
+            rt.cpu_binding(),
+        );
+        for (pe, route) in &routes {
+            text.push_str(&format!("  PE {me} -> PE {pe}: {route}\n"));
+        }
+        text
+    };
     // Every PE's text length, so that all allocate the same (largest) buffer.
     let lens = rt.calloc::<u64>(1)?;
     rt.put(lens.at(0), &[text.len() as u64], me)?;
@@ -335,10 +373,22 @@ fn topology() -> symmem::Result<()> {
     rt.put(texts.at(0), text.as_bytes(), me)?;
     rt.barrier_all()?;
     if me == 0 {
+        let mut parts = Vec::with_capacity(n);
         for (pe, &len) in all.iter().enumerate() {
             let mut bytes = vec![0u8; len];
             rt.get(texts.at(0), &mut bytes, pe)?;
-            print!("{}", String::from_utf8_lossy(&bytes));
+            parts.push(String::from_utf8_lossy(&bytes).into_owned());
+        }
+        if json {
+            let pes: Vec<Value> = parts
+                .iter()
+                .map(|p| serde_json::from_str(p).expect("every PE wrote one JSON object"))
+                .collect();
+            let mut doc = report_json(config);
+            doc["pes"] = Value::Array(pes);
+            println!("{doc:#}");
+        } else {
+            print!("{}", parts.concat());
         }
     }
     // Nobody frees (or exits) while PE 0 still reads.

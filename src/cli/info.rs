@@ -14,7 +14,8 @@ pub struct Args {
     #[command(flatten)]
     pub launch: SelfLaunchArgs,
     /// Print one JSON document (version, features, variables by category with value,
-    /// default and origin, devices, CPUs, launcher) instead of text
-    #[arg(long, conflicts_with = "pes")]
+    /// default and origin, devices, CPUs, launcher; with --pes, every PE's node, CPUs,
+    /// device and routes under "pes") instead of text
+    #[arg(long)]
     pub json: bool,
 }
