@@ -202,24 +202,31 @@ fn the_book_lists_exactly_the_tables_variables() {
     }
 }
 
-/// `symmem-info --pes N` with `env`: the routes it prints, `(from, to) -> path`.
-fn routes(n: usize, env: &[(&str, &str)]) -> std::collections::BTreeMap<(usize, usize), String> {
+/// `symmem-info ARGS` (a `--pes` job) with `env` and every other `SYMMEM_*` variable
+/// removed, run to its end (at most two minutes) and checked to succeed.
+fn info_job(args: &[&str], env: &[(&str, &str)]) -> symmem_test_harness::Job {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_symmem-info"));
     for (k, _) in std::env::vars() {
         if k.starts_with("SYMMEM_") {
             cmd.env_remove(k);
         }
     }
-    cmd.args(["--pes", &n.to_string()])
+    cmd.args(args)
         .env("SYMMEM_SYMMETRIC_SIZE", "64M")
         .env("SYMMEM_BOOTSTRAP_TIMEOUT", "60")
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let child = cmd.spawn().expect("starting symmem-info --pes");
+    let child = cmd.spawn().expect("starting symmem-info");
     let job = symmem_test_harness::wait_job(child, std::time::Duration::from_secs(120));
     job.assert_success();
+    job
+}
+
+/// `symmem-info --pes N` with `env`: the routes it prints, `(from, to) -> path`.
+fn routes(n: usize, env: &[(&str, &str)]) -> std::collections::BTreeMap<(usize, usize), String> {
+    let job = info_job(&["--pes", &n.to_string()], env);
     let topology = job
         .stdout
         .find(&format!("topology of {n} local PEs"))
@@ -257,22 +264,7 @@ fn routes(n: usize, env: &[(&str, &str)]) -> std::collections::BTreeMap<(usize, 
 /// route to every other PE.
 #[test]
 fn json_with_pes_adds_every_pe_and_its_routes() {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_symmem-info"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("SYMMEM_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.args(["--pes", "2", "--json"])
-        .env("SYMMEM_SYMMETRIC_SIZE", "64M")
-        .env("SYMMEM_BOOTSTRAP_TIMEOUT", "60")
-        .env("SYMMEM_SIMULATE_NODES", "2")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = cmd.spawn().expect("starting symmem-info --pes 2 --json");
-    let job = symmem_test_harness::wait_job(child, std::time::Duration::from_secs(120));
-    job.assert_success();
+    let job = info_job(&["--pes", "2", "--json"], &[("SYMMEM_SIMULATE_NODES", "2")]);
     let doc: serde_json::Value = serde_json::from_str(&job.stdout)
         .unwrap_or_else(|e| job.fail(&format!("not one JSON document: {e}")));
     assert_eq!(doc["symmem"], env!("CARGO_PKG_VERSION"));

@@ -102,7 +102,7 @@ pub fn json_line(metric: &str, size: usize, s: &Stats, l: &Labels) -> String {
 /// samples' p50, p99 and standard deviation.
 pub fn print_table(bench: &Bench, rows: &[Row], base: &[Row], l: &Labels) {
     println!();
-    let bidir = l.direction == "bidir";
+    let bidir = l.direction == direction(2);
     let dir = if bidir { ", bidirectional" } else { "" };
     let misalign = l
         .misalign
