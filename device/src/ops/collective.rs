@@ -149,6 +149,32 @@ unsafe fn sync_group(team: &DeviceTeam, group: Group, complete: bool) {
     group.sync();
 }
 
+/// [`sync_group`] for the collectives that move data: a call, not inlined, since each of
+/// them barriers two or three times and is generic over its element type (and the
+/// reductions over their operator); inlined, the barrier's waits were copied into every
+/// instance, which made the PTX of a kernel using every reduction megabytes long and
+/// ptxas take minutes on it. Barriers cost microseconds; the call, nanoseconds.
+///
+/// # Safety
+/// As [`sync_group`].
+#[inline(never)]
+unsafe fn sync_members(team: &DeviceTeam, group: Group, complete: bool) {
+    // SAFETY: caller contract.
+    unsafe { sync_group(team, group, complete) }
+}
+
+/// [`put_group`] for the collectives that move data, a call for the reason
+/// [`sync_members`] is: one copy per element type, not one per collective, operator
+/// and group.
+///
+/// # Safety
+/// As [`put_group`] (non-blocking).
+#[inline(never)]
+unsafe fn put_member<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32, group: Group) {
+    // SAFETY: caller contract.
+    unsafe { put_group(dest, src, nelems, pe, group, true) }
+}
+
 /// Direct push between team barriers: for each team PE `j`, starting with the right
 /// neighbour, `part(j)` names the block this PE sends it: (element index in `dest`,
 /// source of `nelems` elements), or `None`.
@@ -164,17 +190,17 @@ unsafe fn push<T: Copy>(
     part: impl Fn(u32) -> Option<(usize, *const T)>,
 ) {
     // SAFETY: caller contract.
-    unsafe { sync_group(team, group, false) };
+    unsafe { sync_members(team, group, false) };
     let n = team.size;
     for k in 0..n {
         let j = (team.my_index + k) % n;
         if let Some((at, src)) = part(j) {
             // SAFETY: caller contract; `j` is a member.
-            unsafe { put_group(dest.add(at), src, nelems, world(team, j), group, true) };
+            unsafe { put_member(dest.add(at), src, nelems, world(team, j), group) };
         }
     }
     // SAFETY: caller contract.
-    unsafe { sync_group(team, group, true) };
+    unsafe { sync_members(team, group, true) };
 }
 
 /// `team_sync` by `group`.
@@ -302,11 +328,12 @@ unsafe fn reducescatter_group<T: Reducible, O: ReduceOp<T>>(
 /// The reductions, with the direct-load or the all-gather algorithm: each PE's `dest`
 /// gets the combination of one block of `nelems` elements of every member's `src`, the
 /// block at 0 (`reduce`) or, with `scatter`, the block at `my_index * nelems`
-/// (`reducescatter`).
+/// (`reducescatter`). A call, not inlined: one copy per element type and operator, which
+/// the thread, warp and block forms of `reduce` and `reducescatter` share.
 ///
 /// # Safety
 /// As [`reduce`] or [`reducescatter`].
-#[inline(always)]
+#[inline(never)]
 unsafe fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
     team: &DeviceTeam,
     group: Group,
@@ -323,7 +350,7 @@ unsafe fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
     let direct =
         dest.cast_const() != src && (0..n).all(|j| !unsafe { ptr(src, world(team, j)) }.is_null());
     // SAFETY: `team` passed `check`.
-    unsafe { sync_group(team, group, false) };
+    unsafe { sync_members(team, group, false) };
     if direct {
         let mut i = block(me) + first;
         let end = block(me) + nelems;
@@ -340,7 +367,7 @@ unsafe fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
             i += stride;
         }
         // SAFETY: as above.
-        unsafe { sync_group(team, group, false) };
+        unsafe { sync_members(team, group, false) };
         return;
     }
     let per = team.scratch_words as usize * 8 / size_of::<T>();
@@ -352,19 +379,10 @@ unsafe fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
             let j = (me + k) % n;
             // SAFETY: scratch parts hold `per >= len` elements at the same offset on
             // every member; `src` holds team PE `j`'s block.
-            unsafe {
-                put_group(
-                    part(me),
-                    src.add(block(j) + at),
-                    len,
-                    world(team, j),
-                    group,
-                    true,
-                )
-            };
+            unsafe { put_member(part(me), src.add(block(j) + at), len, world(team, j), group) };
         }
         // SAFETY: as above.
-        unsafe { sync_group(team, group, true) };
+        unsafe { sync_members(team, group, true) };
         let mut i = first;
         while i < len {
             // SAFETY: every member's part of this half now holds its chunk. With
@@ -400,7 +418,7 @@ unsafe fn collect_group<T: Copy>(
     let (n, me) = (team.size, team.my_index);
     let size = |p: u32| local::<u64>(team.scratch_part_off(0, p));
     // SAFETY: `team` passed `check`.
-    unsafe { sync_group(team, group, false) };
+    unsafe { sync_members(team, group, false) };
     if group.is_leader() {
         for k in 0..n {
             let j = (me + k) % n;
@@ -410,7 +428,7 @@ unsafe fn collect_group<T: Copy>(
         }
     }
     // SAFETY: as above.
-    unsafe { sync_group(team, group, true) };
+    unsafe { sync_members(team, group, true) };
     // SAFETY: every member's size word has landed (the barrier); nobody writes them again
     // before the next collective's entry barrier, which this PE enters after returning.
     let at: usize = (0..me).map(|j| unsafe { size(j).read() } as usize).sum();
