@@ -4,26 +4,43 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Each step's wall time, printed at the end (also when a step fails).
-step_names=() step_secs=() step_started=$SECONDS
+# Each step's wall time and the CPU time its commands used (user + system, of the
+# commands waited for), printed at the end (also when a step fails). CPU time over wall
+# time says how busy the step kept the machine's cores.
+step_names=() step_secs=() step_cpus=() step_started=$SECONDS step_cpu_started=0
+# `children_cpu` sets `cpu` to the CPU seconds of this shell's finished children so far:
+# bash's `times`, which must run in this shell (not in a pipe or `$(...)`).
+times_file=$(mktemp)
+children_cpu() {
+  times > "$times_file"
+  cpu=$(awk 'NR == 2 {
+    s = 0
+    for (i = 1; i <= NF; i++) { split($i, ms, /[ms]/); s += ms[1] * 60 + ms[2] }
+    printf "%d", s
+  }' "$times_file")
+}
 step_done() {
   if [ ${#step_names[@]} -gt 0 ]; then
+    children_cpu
     step_secs+=($((SECONDS - step_started)))
+    step_cpus+=($((cpu - step_cpu_started)))
   fi
 }
 step() {
   step_done
   step_names+=("$1")
   step_started=$SECONDS
+  children_cpu
+  step_cpu_started=$cpu
   printf '\n=== %s\n' "$*"
 }
 step_times() {
   step_done
   step_names=("${step_names[@]:0:${#step_secs[@]}}")
-  printf '\n=== time per step (%d min %02d s in all)\n' $((SECONDS / 60)) $((SECONDS % 60))
+  printf '\n=== time per step (%d min %02d s in all; CPU: the seconds of CPU time it used)\n' $((SECONDS / 60)) $((SECONDS % 60))
   local i
   for i in "${!step_secs[@]}"; do
-    printf '%5d s  %s\n' "${step_secs[$i]}" "${step_names[$i]:0:100}"
+    printf '%5d s  CPU %5d s  %s\n' "${step_secs[$i]}" "${step_cpus[$i]}" "${step_names[$i]:0:100}"
   done
 }
 on_exit=(stop_background step_times)
@@ -142,6 +159,10 @@ export SYMMEM_SASS_ARCH=sm_90
 # core, and cargo has other crates to build meanwhile), and the test reads the cache.
 export SYMMEM_PTX_CHECK_ARCHS=sm_80
 
+# A build from scratch gains nothing from incremental compilation's bookkeeping, and the
+# tests need file and line in a backtrace, not full debug info, which makes every link slower.
+export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
+
 # Open MPI refuses to run as root without these; tests run 4 PEs on 2 cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
@@ -199,7 +220,12 @@ fi
 
 step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; a kernel crate built outside the workspace; loom models)"
 cargo test --workspace --no-run --message-format=json-render-diagnostics > target/test-programs.json
-cargo test --workspace --no-fail-fast
+# Every test program, two at a time (most wait on peers much of the time; those that time
+# something against a bound run alone afterwards), then the doctests.
+python3 scripts/run-tests.py target/test-programs.json --lanes 2 \
+  --first peers weak_ordering collectives device_ops host_api c_suite multi_pe out_of_tree launchers_pmix gpu \
+  --alone rendezvous_limits dead_peer tcp_rendezvous
+cargo test --workspace --doc --no-fail-fast
 # The loom models of the barrier's flag protocol (symmem-sync), in their own target dir so
 # that the --cfg loom build does not replace the workspace's artifacts.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-sync --release --test loom
