@@ -75,11 +75,9 @@ impl Transport {
             return Ok(Transport::P2p);
         }
         Ok(match rt.config().remote_transport {
-            symmem::config::RemoteTransport::Ib => Transport::Ib,
-            symmem::config::RemoteTransport::Ofi => Transport::Ofi,
-            symmem::config::RemoteTransport::Socket | symmem::config::RemoteTransport::Auto => {
-                Transport::Socket
-            }
+            symmem::config::RemoteTransport::Named("ib") => Transport::Ib,
+            symmem::config::RemoteTransport::Named("ofi") => Transport::Ofi,
+            _ => Transport::Socket,
         })
     }
 

@@ -86,14 +86,14 @@ impl std::fmt::Display for PeRoute {
 /// `SYMMEM_HCA_LIST`). The probe [`init`](crate::init) runs for
 /// `SYMMEM_REMOTE_TRANSPORT=auto`.
 pub fn rdma_probe(config: &crate::config::Config) -> std::result::Result<String, String> {
-    symmem_transport::probe_ib(&config.transport())
+    symmem_transport::probe("ib", &config.transport())
 }
 
 /// Which libfabric provider the ofi transport would use on this machine
 /// (`SYMMEM_OFI_PROVIDER`, or the first with RDM endpoints, RMA and atomics), or why it
 /// cannot be used (a build without the `ofi` feature, no such provider).
 pub fn ofi_probe(config: &crate::config::Config) -> std::result::Result<String, String> {
-    symmem_transport::probe_ofi(&config.transport())
+    symmem_transport::probe("ofi", &config.transport())
 }
 
 /// Where a checked access lands.

@@ -17,30 +17,17 @@
 
 /// What one PE would use, as allgathered (one byte).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
 pub(super) enum Proposal {
-    /// The socket transport (asked for, or no RDMA device).
-    Socket = 1,
-    /// The ib transport, with the heap registrable.
-    Ib = 2,
-    /// ib or ofi was chosen, the GPU heap cannot be registered and staging is allowed:
-    /// socket.
-    Staged = 3,
-    /// The ofi transport (`SYMMEM_REMOTE_TRANSPORT=ofi`): every PE must propose it.
-    Ofi = 4,
+    /// The transport of this code (its registry entry's), with the heap registrable where
+    /// the transport registers it.
+    Use(u8),
+    /// A transport that registers heaps was chosen, the GPU heap cannot be registered and
+    /// staging is allowed: the staging transport (socket).
+    Staged,
 }
 
-impl Proposal {
-    fn from_byte(b: u8) -> Option<Proposal> {
-        match b {
-            1 => Some(Proposal::Socket),
-            2 => Some(Proposal::Ib),
-            3 => Some(Proposal::Staged),
-            4 => Some(Proposal::Ofi),
-            _ => None,
-        }
-    }
-}
+/// [`Proposal::Staged`]'s byte: one no transport's code is.
+pub(super) const STAGED: u8 = 3;
 
 /// What a PE whose GPU heap its NIC cannot register at connect time is told about host
 /// staging: that it was too late for `SYMMEM_ALLOW_HOST_STAGING=1` (`allowed`), or that
@@ -56,82 +43,113 @@ pub(crate) fn staging_hint(allowed: bool) -> &'static str {
 
 /// One PE's entry in the agreement: its proposal and whether it allows host staging.
 pub(super) fn encode(proposal: Proposal, allow_staging: bool) -> [u8; 2] {
-    [proposal as u8, allow_staging as u8]
+    let code = match proposal {
+        Proposal::Use(code) => code,
+        Proposal::Staged => STAGED,
+    };
+    [code, allow_staging as u8]
 }
 
-/// The job's transport.
+/// The job's transport: every PE connects the transport of `code`; `staged` lists the
+/// PEs whose GPU heaps could not be registered (then `code` is the staging transport's).
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Verdict {
-    /// Every PE connects the socket transport; `staged` lists the PEs whose GPU heaps
-    /// could not be registered (empty when nobody asked for ib).
-    Socket { staged: Vec<usize> },
-    /// Every PE connects the ib transport.
-    Ib,
-    /// Every PE connects the ofi transport.
-    Ofi,
+pub(super) struct Verdict {
+    /// The code of the transport every PE connects.
+    pub code: u8,
+    /// The PEs that proposed [`Proposal::Staged`].
+    pub staged: Vec<usize>,
+}
+
+/// The transports a job may agree on: each one's code and name, and the code of the one
+/// that stages GPU heaps through host memory.
+pub(super) struct Choices<'a> {
+    /// (code, name) of every transport.
+    pub transports: &'a [(u8, &'static str)],
+    /// The staging transport's code.
+    pub staging: u8,
+}
+
+impl Choices<'_> {
+    fn name(&self, code: u8) -> &'static str {
+        self.transports
+            .iter()
+            .find(|&&(c, _)| c == code)
+            .map_or("?", |&(_, name)| name)
+    }
 }
 
 /// The verdict every PE reaches from the allgathered entries `all` (`all[pe]` from
 /// [`encode`]), or why the job cannot agree (the same text on every PE).
-pub(super) fn agree(all: &[Vec<u8>]) -> Result<Verdict, String> {
-    let mut by_kind: [Vec<usize>; 4] = Default::default();
-    // PEs that proposed ib or ofi without allowing staging, per transport.
-    let mut strict: [Vec<usize>; 2] = Default::default();
+pub(super) fn agree(all: &[Vec<u8>], choices: &Choices<'_>) -> Result<Verdict, String> {
+    // The PEs that proposed each transport, in the order of `choices.transports`.
+    let mut by_code: Vec<Vec<usize>> = vec![Vec::new(); choices.transports.len()];
+    let mut staged = Vec::new();
+    // PEs that proposed a transport other than the staging one without allowing staging.
+    let mut strict: Vec<Vec<usize>> = vec![Vec::new(); choices.transports.len()];
     for (pe, entry) in all.iter().enumerate() {
-        let (Some(&p), Some(&allow)) = (entry.first(), entry.get(1)) else {
+        let (Some(&code), Some(&allow)) = (entry.first(), entry.get(1)) else {
             return Err(format!(
                 "PE {pe} sent a {}-byte transport proposal, not 2",
                 entry.len()
             ));
         };
-        let Some(p) = Proposal::from_byte(p) else {
-            return Err(format!("PE {pe} proposed unknown transport code {p}"));
+        if code == STAGED {
+            staged.push(pe);
+            continue;
+        }
+        let Some(i) = choices.transports.iter().position(|&(c, _)| c == code) else {
+            return Err(format!("PE {pe} proposed unknown transport code {code}"));
         };
-        by_kind[p as usize - 1].push(pe);
-        match p {
-            Proposal::Ib if allow == 0 => strict[0].push(pe),
-            Proposal::Ofi if allow == 0 => strict[1].push(pe),
-            _ => {}
+        by_code[i].push(pe);
+        if allow == 0 && code != choices.staging {
+            strict[i].push(pe);
         }
     }
-    let [socket, ib, staged, ofi] = by_kind;
+    let chosen: Vec<(u8, &'static str, &[usize])> = by_code
+        .iter()
+        .zip(choices.transports)
+        .filter(|(pes, _)| !pes.is_empty())
+        .map(|(pes, &(code, name))| (code, name, pes.as_slice()))
+        .collect();
     if staged.is_empty() {
-        if !ofi.is_empty() {
-            let others: Vec<usize> = (0..all.len()).filter(|pe| !ofi.contains(pe)).collect();
-            if others.is_empty() {
-                return Ok(Verdict::Ofi);
+        return match chosen.as_slice() {
+            [] => Err("no PE proposed a transport".into()),
+            [(code, _, _)] => Ok(Verdict {
+                code: *code,
+                staged,
+            }),
+            [(_, first_name, first), rest @ ..] => {
+                let rest = rest
+                    .iter()
+                    .map(|(_, name, pes)| format!("PEs {} chose {name}", list(pes)))
+                    .collect::<Vec<_>>()
+                    .join(" and ");
+                Err(format!(
+                    "PEs {} chose {first_name} but {rest}; set SYMMEM_REMOTE_TRANSPORT to the same transport on every PE",
+                    list(first)
+                ))
             }
-            return Err(format!(
-                "PEs {} chose ofi but PEs {} chose another transport; set SYMMEM_REMOTE_TRANSPORT=ofi on every PE",
-                list(&ofi),
-                list(&others)
-            ));
-        }
-        return match (socket.is_empty(), ib.is_empty()) {
-            (_, true) => Ok(Verdict::Socket { staged }),
-            (true, false) => Ok(Verdict::Ib),
-            (false, false) => Err(format!(
-                "PEs {} chose socket but PEs {} chose ib; set SYMMEM_REMOTE_TRANSPORT to the same transport on every PE",
-                list(&socket),
-                list(&ib)
-            )),
         };
     }
-    let [strict_ib, strict_ofi] = strict;
-    if !strict_ib.is_empty() || !strict_ofi.is_empty() {
-        let refusing = [(strict_ib, "ib"), (strict_ofi, "ofi")]
-            .iter()
-            .filter(|(pes, _)| !pes.is_empty())
-            .map(|(pes, name)| format!("PEs {} use {name}", list(pes)))
-            .collect::<Vec<_>>()
-            .join(" and ");
+    let refusing = strict
+        .iter()
+        .zip(choices.transports)
+        .filter(|(pes, _)| !pes.is_empty())
+        .map(|(pes, &(_, name))| format!("PEs {} use {name}", list(pes)))
+        .collect::<Vec<_>>();
+    if !refusing.is_empty() {
         return Err(format!(
-            "the GPU heaps of PEs {} cannot be registered with their NICs and they allow host staging, but {refusing} without SYMMEM_ALLOW_HOST_STAGING=1; set it on every PE (the whole job then stages over the socket transport), or fix GPU memory registration (GPUDirect RDMA: dma-buf or nvidia_peermem; for ofi, a libfabric with CUDA support) on PEs {}",
+            "the GPU heaps of PEs {} cannot be registered with their NICs and they allow host staging, but {} without SYMMEM_ALLOW_HOST_STAGING=1; set it on every PE (the whole job then stages over the {} transport), or fix GPU memory registration (GPUDirect RDMA: dma-buf or nvidia_peermem; for ofi, a libfabric with CUDA support) on PEs {}",
             list(&staged),
+            refusing.join(" and "),
+            choices.name(choices.staging),
             list(&staged)
         ));
     }
-    Ok(Verdict::Socket { staged })
+    Ok(Verdict {
+        code: choices.staging,
+        staged,
+    })
 }
 
 fn list(pes: &[usize]) -> String {
@@ -145,74 +163,93 @@ fn list(pes: &[usize]) -> String {
 mod tests {
     use super::*;
 
-    fn entries(props: &[(Proposal, bool)]) -> Vec<Vec<u8>> {
-        props.iter().map(|&(p, a)| encode(p, a).to_vec()).collect()
+    const SOCKET: u8 = 1;
+    const IB: u8 = 2;
+    const OFI: u8 = 4;
+    const CHOICES: Choices<'static> = Choices {
+        transports: &[(IB, "ib"), (OFI, "ofi"), (SOCKET, "socket")],
+        staging: SOCKET,
+    };
+
+    fn agreed(props: &[(Proposal, bool)]) -> Result<Verdict, String> {
+        let all: Vec<Vec<u8>> = props.iter().map(|&(p, a)| encode(p, a).to_vec()).collect();
+        agree(&all, &CHOICES)
+    }
+
+    fn verdict(code: u8, staged: Vec<usize>) -> Result<Verdict, String> {
+        Ok(Verdict { code, staged })
     }
 
     #[test]
     fn unanimous_proposals_win() {
         use Proposal::*;
-        assert_eq!(agree(&entries(&[(Ib, false), (Ib, true)])), Ok(Verdict::Ib));
         assert_eq!(
-            agree(&entries(&[(Socket, false), (Socket, true)])),
-            Ok(Verdict::Socket { staged: vec![] })
+            agreed(&[(Use(IB), false), (Use(IB), true)]),
+            verdict(IB, vec![])
+        );
+        assert_eq!(
+            agreed(&[(Use(SOCKET), false), (Use(SOCKET), true)]),
+            verdict(SOCKET, vec![])
+        );
+        assert_eq!(
+            agreed(&[(Use(OFI), false), (Use(OFI), false)]),
+            verdict(OFI, vec![])
         );
     }
 
     #[test]
-    fn ofi_needs_every_pe() {
+    fn different_choices_name_every_side() {
         use Proposal::*;
-        assert_eq!(
-            agree(&entries(&[(Ofi, false), (Ofi, false)])),
-            Ok(Verdict::Ofi)
-        );
-        let e = agree(&entries(&[(Ofi, false), (Socket, false), (Ofi, true)])).unwrap_err();
+        let e = agreed(&[(Use(OFI), false), (Use(SOCKET), false), (Use(OFI), true)]).unwrap_err();
         assert!(
-            e.contains("PEs 0, 2 chose ofi but PEs 1 chose another transport"),
+            e.contains("PEs 0, 2 chose ofi but PEs 1 chose socket"),
             "{e}"
         );
-        assert!(e.contains("SYMMEM_REMOTE_TRANSPORT=ofi"), "{e}");
-    }
-
-    #[test]
-    fn socket_against_ib_without_staging_names_both_sides() {
-        use Proposal::*;
-        let e = agree(&entries(&[(Socket, false), (Ib, true), (Ib, false)])).unwrap_err();
         assert!(
-            e.contains("PEs 0 chose socket but PEs 1, 2 chose ib"),
+            e.contains("SYMMEM_REMOTE_TRANSPORT to the same transport on every PE"),
             "{e}"
         );
-        assert!(e.contains("SYMMEM_REMOTE_TRANSPORT"), "{e}");
+        let e = agreed(&[(Use(SOCKET), false), (Use(IB), true), (Use(IB), false)]).unwrap_err();
+        assert!(
+            e.contains("PEs 1, 2 chose ib but PEs 0 chose socket"),
+            "{e}"
+        );
+        let e = agreed(&[(Use(SOCKET), false), (Use(IB), true), (Use(OFI), false)]).unwrap_err();
+        assert!(
+            e.contains("PEs 1 chose ib but PEs 2 chose ofi and PEs 0 chose socket"),
+            "{e}"
+        );
     }
 
     #[test]
     fn one_unregistrable_gpu_heap_stages_the_whole_job_over_socket() {
         use Proposal::*;
         assert_eq!(
-            agree(&entries(&[
-                (Ib, true),
+            agreed(&[
+                (Use(IB), true),
                 (Staged, true),
-                (Ib, true),
+                (Use(IB), true),
                 (Staged, true)
-            ])),
-            Ok(Verdict::Socket { staged: vec![1, 3] })
+            ]),
+            verdict(SOCKET, vec![1, 3])
         );
-        // A PE that chose socket itself goes along.
+        // A PE that chose socket itself goes along, with or without allowing it.
         assert_eq!(
-            agree(&entries(&[(Socket, false), (Staged, true)])),
-            Ok(Verdict::Socket { staged: vec![1] })
+            agreed(&[(Use(SOCKET), false), (Staged, true)]),
+            verdict(SOCKET, vec![1])
         );
     }
 
     #[test]
-    fn staging_needs_the_consent_of_every_ib_pe() {
+    fn staging_needs_the_consent_of_every_pe_that_registers_heaps() {
         use Proposal::*;
-        let e = agree(&entries(&[(Ib, false), (Staged, true), (Ib, true)])).unwrap_err();
+        let e = agreed(&[(Use(IB), false), (Staged, true), (Use(IB), true)]).unwrap_err();
         assert!(e.contains("GPU heaps of PEs 1 cannot be registered"), "{e}");
         assert!(
             e.contains("PEs 0 use ib without SYMMEM_ALLOW_HOST_STAGING=1"),
             "{e}"
         );
+        assert!(e.contains("stages over the socket transport"), "{e}");
     }
 
     /// A GPU PE whose provider cannot register CUDA memory stages an ofi job over
@@ -221,10 +258,10 @@ mod tests {
     fn ofi_stages_like_ib() {
         use Proposal::*;
         assert_eq!(
-            agree(&entries(&[(Ofi, true), (Staged, true)])),
-            Ok(Verdict::Socket { staged: vec![1] })
+            agreed(&[(Use(OFI), true), (Staged, true)]),
+            verdict(SOCKET, vec![1])
         );
-        let e = agree(&entries(&[(Ofi, false), (Staged, true), (Ib, false)])).unwrap_err();
+        let e = agreed(&[(Use(OFI), false), (Staged, true), (Use(IB), false)]).unwrap_err();
         assert!(
             e.contains("PEs 2 use ib and PEs 0 use ofi without SYMMEM_ALLOW_HOST_STAGING=1"),
             "{e}"
@@ -233,9 +270,9 @@ mod tests {
 
     #[test]
     fn garbled_entries_name_the_pe() {
-        let e = agree(&[vec![2, 0], vec![9, 0]]).unwrap_err();
+        let e = agree(&[vec![2, 0], vec![9, 0]], &CHOICES).unwrap_err();
         assert!(e.contains("PE 1 proposed unknown transport code 9"), "{e}");
-        let e = agree(&[vec![2]]).unwrap_err();
+        let e = agree(&[vec![2]], &CHOICES).unwrap_err();
         assert!(e.contains("PE 0 sent a 1-byte transport proposal"), "{e}");
     }
 }

@@ -55,17 +55,24 @@ impl TransportConfig {
     }
 }
 
-/// The remote transport preference.
+/// The remote transport preference (`SYMMEM_REMOTE_TRANSPORT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteTransport {
-    /// ibverbs if a device is present, else sockets.
+    /// The fastest that can run here: ib with an RDMA device, else ofi with a libfabric
+    /// fabric provider, else sockets.
     Auto,
-    /// TCP sockets.
-    Socket,
-    /// ibverbs.
-    Ib,
-    /// libfabric (the `ofi` feature), on `SYMMEM_OFI_PROVIDER`'s provider.
-    Ofi,
+    /// The transport of this name: `socket`, `ib` (ibverbs) or `ofi` (libfabric, on
+    /// `SYMMEM_OFI_PROVIDER`'s provider); see [`crate::remote_transport_choices`].
+    Named(&'static str),
+}
+
+impl std::fmt::Display for RemoteTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RemoteTransport::Auto => f.write_str("auto"),
+            RemoteTransport::Named(name) => f.write_str(name),
+        }
+    }
 }
 
 /// The most queue pairs `SYMMEM_IB_QPS_PER_PEER` accepts.

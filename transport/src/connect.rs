@@ -1,10 +1,12 @@
 //! Which remote transport a job uses, and connecting it: each PE proposes one (from
-//! `SYMMEM_REMOTE_TRANSPORT` and what the RDMA probe finds), the job agrees on one
-//! ([`crate::agree`]), and with weak ordering the reordering transport goes in front.
+//! `SYMMEM_REMOTE_TRANSPORT` and what the transports' probes find), the job agrees on one
+//! ([`crate::agree`]), and with weak ordering the reordering transport goes in front. The
+//! transports are the entries of [`REMOTE`] ([`crate::registry`]); nothing here names one
+//! but that list.
 
 use std::sync::Arc;
 
-use crate::agree;
+use crate::agree::{self, Choices, Proposal};
 use crate::config::{RemoteTransport, TransportConfig};
 use crate::counted::Counted;
 use crate::direct;
@@ -14,139 +16,123 @@ use crate::ib;
 use crate::interface::{Setup, Transport};
 #[cfg(feature = "ofi")]
 use crate::ofi;
+#[cfg(not(all(feature = "ib", feature = "ofi")))]
+use crate::registry::not_built_reason;
+use crate::registry::{Auto, Entry};
 use crate::socket;
 use crate::weak;
 
-/// The transports a build can choose between.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Socket,
-    Ib,
-    Ofi,
+/// Every remote transport, in the order `SYMMEM_REMOTE_TRANSPORT=auto` prefers them. Those
+/// this build leaves out are here too, so that asking for one names the feature it needs.
+const REMOTE: &[Entry] = &[IB, OFI, socket::ENTRY];
+
+#[cfg(feature = "ib")]
+const IB: Entry = ib::ENTRY;
+#[cfg(not(feature = "ib"))]
+const IB: Entry = Entry::not_built(
+    "ib",
+    2,
+    |_| Err(not_built_reason("ibverbs", "ib")),
+    Auto::When(|_| {
+        Err(format!(
+            "no RDMA device ({})",
+            not_built_reason("ibverbs", "ib")
+        ))
+    }),
+);
+
+#[cfg(feature = "ofi")]
+const OFI: Entry = ofi::ENTRY;
+#[cfg(not(feature = "ofi"))]
+const OFI: Entry = Entry::not_built(
+    "ofi",
+    4,
+    |_| Err(not_built_reason("libfabric", "ofi")),
+    Auto::When(|_| Err("this build has no libfabric support".into())),
+);
+
+/// The values of `SYMMEM_REMOTE_TRANSPORT`: `auto`, then every transport's name.
+pub fn remote_transport_choices() -> Vec<(&'static str, RemoteTransport)> {
+    std::iter::once(("auto", RemoteTransport::Auto))
+        .chain(
+            REMOTE
+                .iter()
+                .map(|e| (e.name, RemoteTransport::Named(e.name))),
+        )
+        .collect()
 }
 
-/// Why an `ib` transport cannot be used here, or `Ok` with the device it would use.
-pub fn probe_ib(config: &TransportConfig) -> std::result::Result<String, String> {
-    #[cfg(feature = "ib")]
-    return ib::probe(config);
-    #[cfg(not(feature = "ib"))]
-    {
-        let _ = config;
-        Err("this build has no ibverbs support (build symmem with --features ib)".into())
+/// Whether the transport `name` can run here: what it would use (the RDMA device, the
+/// libfabric provider), or why not (a build without its feature, no device, no provider).
+pub fn probe(name: &str, config: &TransportConfig) -> std::result::Result<String, String> {
+    match REMOTE.iter().find(|e| e.name == name) {
+        Some(entry) => (entry.probe)(config),
+        None => Err(format!("there is no remote transport named {name:?}")),
     }
-}
-
-/// Why an `ofi` transport cannot be used here (no libfabric provider with RDM endpoints,
-/// RMA and atomics, or not `SYMMEM_OFI_PROVIDER`'s), or `Ok` with the provider it would use.
-pub fn probe_ofi(config: &TransportConfig) -> std::result::Result<String, String> {
-    #[cfg(feature = "ofi")]
-    return ofi::probe(config.ofi_provider.as_deref());
-    #[cfg(not(feature = "ofi"))]
-    {
-        let _ = config;
-        Err("this build has no libfabric support (build symmem with --features ofi)".into())
-    }
-}
-
-/// The libfabric provider of a fabric (EFA, Slingshot, verbs, Omni-Path: not TCP, UDP or
-/// shared memory, where the socket transport is faster) that `auto` would use, or why
-/// there is none.
-fn probe_fabric() -> std::result::Result<String, String> {
-    #[cfg(feature = "ofi")]
-    return ofi::probe_fabric();
-    #[cfg(not(feature = "ofi"))]
-    Err("this build has no libfabric support".into())
 }
 
 /// What PE `me` would use, and why (`SYMMEM_REMOTE_TRANSPORT`); an error names the PE.
-fn choose(config: &TransportConfig, me: usize) -> Result<(Kind, String)> {
-    match config.remote_transport {
-        RemoteTransport::Socket => Ok((Kind::Socket, "SYMMEM_REMOTE_TRANSPORT=socket".into())),
-        RemoteTransport::Ib => match probe_ib(config) {
-            Ok(dev) => Ok((Kind::Ib, format!("SYMMEM_REMOTE_TRANSPORT=ib, {dev}"))),
-            Err(why) => Err(Error::TransportConfig {
+fn choose(config: &TransportConfig, me: usize) -> Result<(&'static Entry, String)> {
+    let name = match config.remote_transport {
+        RemoteTransport::Named(name) => name,
+        RemoteTransport::Auto => {
+            // What each preferred transport's probe found, in order, up to the chosen one.
+            let mut found = Vec::new();
+            for entry in REMOTE {
+                match entry.auto {
+                    Auto::When(probe) => match probe(config) {
+                        Ok(what) => {
+                            found.push(what);
+                            return Ok((entry, format!("auto: {}", found.join("; "))));
+                        }
+                        Err(why) => found.push(why),
+                    },
+                    Auto::Otherwise => return Ok((entry, format!("auto: {}", found.join("; ")))),
+                }
+            }
+            return Err(Error::TransportConfig {
                 variable: "SYMMEM_REMOTE_TRANSPORT",
-                value: "ib".into(),
-                reason: format!("PE {me}: no usable RDMA device: {why}; use socket or auto"),
-            }),
-        },
-        RemoteTransport::Ofi => match probe_ofi(config) {
-            Ok(provider) => Ok((
-                Kind::Ofi,
-                format!("SYMMEM_REMOTE_TRANSPORT=ofi, provider {provider}"),
-            )),
-            Err(why) => Err(Error::TransportConfig {
-                variable: "SYMMEM_REMOTE_TRANSPORT",
-                value: "ofi".into(),
-                reason: format!("PE {me}: {why}"),
-            }),
-        },
-        RemoteTransport::Auto => match probe_ib(config) {
-            Ok(dev) => Ok((Kind::Ib, format!("auto: RDMA device {dev}"))),
-            Err(no_ib) => match probe_fabric() {
-                Ok(provider) => Ok((
-                    Kind::Ofi,
-                    format!("auto: no RDMA device ({no_ib}); libfabric provider {provider}"),
-                )),
-                Err(no_fabric) => Ok((
-                    Kind::Socket,
-                    format!("auto: no RDMA device ({no_ib}); {no_fabric}"),
-                )),
-            },
-        },
+                value: "auto".into(),
+                reason: format!("PE {me}: no transport can run here: {}", found.join("; ")),
+            });
+        }
+    };
+    let refuse = |reason: String| Error::TransportConfig {
+        variable: "SYMMEM_REMOTE_TRANSPORT",
+        value: name.into(),
+        reason: format!("PE {me}: {reason}"),
+    };
+    let entry = REMOTE
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| refuse(format!("there is no remote transport named {name:?}")))?;
+    match (entry.probe)(config) {
+        Ok(what) if what.is_empty() => Ok((entry, format!("SYMMEM_REMOTE_TRANSPORT={name}"))),
+        Ok(what) => Ok((entry, format!("SYMMEM_REMOTE_TRANSPORT={name}, {what}"))),
+        Err(why) => Err(refuse(format!(
+            "{name} cannot run here: {why}; use another transport or auto"
+        ))),
     }
 }
 
 /// This PE's proposal for the job's transport: what [`choose`] picks, except that a GPU
-/// heap the NIC cannot register is [`agree::Proposal::Staged`] when
+/// heap the transport's NIC cannot register is [`Proposal::Staged`] when
 /// `SYMMEM_ALLOW_HOST_STAGING=1` (checked by registering it once).
-fn propose(setup: &Setup<'_>) -> Result<(agree::Proposal, String)> {
-    let (kind, why) = choose(setup.config, setup.me)?;
-    Ok(match kind {
-        Kind::Socket => (agree::Proposal::Socket, why),
-        Kind::Ofi if setup.heap.host || !setup.config.allow_host_staging => {
-            (agree::Proposal::Ofi, why)
+fn propose(setup: &Setup<'_>) -> Result<(Proposal, String)> {
+    let (entry, why) = choose(setup.config, setup.me)?;
+    let proposal = Proposal::Use(entry.code);
+    Ok(match entry.gpu_registration {
+        Some(registers) if !setup.heap.host && setup.config.allow_host_staging => {
+            match registers(setup) {
+                Ok(()) => (proposal, why),
+                Err(cause) => (
+                    Proposal::Staged,
+                    format!("{why}, but the GPU heap cannot be registered: {cause}"),
+                ),
+            }
         }
-        Kind::Ofi => match probe_ofi_gpu_heap(setup.config) {
-            Ok(()) => (agree::Proposal::Ofi, why),
-            Err(cause) => (
-                agree::Proposal::Staged,
-                format!("{why}, but the GPU heap cannot be registered: {cause}"),
-            ),
-        },
-        Kind::Ib if setup.heap.host || !setup.config.allow_host_staging => {
-            (agree::Proposal::Ib, why)
-        }
-        Kind::Ib => match probe_gpu_heap(setup) {
-            Ok(()) => (agree::Proposal::Ib, why),
-            Err(cause) => (
-                agree::Proposal::Staged,
-                format!("{why}, but the GPU heap cannot be registered: {cause}"),
-            ),
-        },
+        _ => (proposal, why),
     })
-}
-
-/// Whether the NIC can register this PE's GPU heap, or why not.
-fn probe_gpu_heap(setup: &Setup<'_>) -> std::result::Result<(), String> {
-    #[cfg(feature = "ib")]
-    return ib::probe_gpu_registration(setup.config, setup.heap, setup.export_gpu_heap);
-    #[cfg(not(feature = "ib"))]
-    {
-        let _ = setup;
-        Err("this build has no ibverbs support".into())
-    }
-}
-
-/// Whether the ofi provider can register a GPU heap (`FI_HMEM` with CUDA), or why not.
-fn probe_ofi_gpu_heap(config: &TransportConfig) -> std::result::Result<(), String> {
-    #[cfg(feature = "ofi")]
-    return ofi::probe_hmem(config.ofi_provider.as_deref()).map(drop);
-    #[cfg(not(feature = "ofi"))]
-    {
-        let _ = config;
-        Err("this build has no libfabric support".into())
-    }
 }
 
 /// The remote transport a job uses and why it was chosen (as logged at init).
@@ -259,81 +245,85 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, Strin
     }
     let (proposal, why) = propose(setup)?;
     let all = b.allgather(&agree::encode(proposal, setup.config.allow_host_staging))?;
-    let (kind, why) = match agree::agree(&all) {
-        Ok(agree::Verdict::Ib) => (Kind::Ib, why),
-        Ok(agree::Verdict::Ofi) => (Kind::Ofi, why),
-        Ok(agree::Verdict::Socket { staged }) if staged.is_empty() => {
-            if cfg!(feature = "ib") && setup.config.remote_transport == RemoteTransport::Auto {
-                // A build with ib support that ends up on sockets has fallen back.
-                tracing::warn!(
-                    target: "init::transport",
-                    "PE {}: the job's remote transport is socket, not ib (SYMMEM_REMOTE_TRANSPORT=auto; this PE: {why})",
-                    setup.me
-                );
-            }
-            (Kind::Socket, why)
-        }
-        Ok(agree::Verdict::Socket { staged }) => {
-            let pes: Vec<String> = staged.iter().map(|p| p.to_string()).collect();
-            tracing::warn!(
-                "PE {}: host staging (SYMMEM_ALLOW_HOST_STAGING=1): the NIC cannot register the GPU heaps of PEs {}, so every remote op of this job goes over the socket transport, staged through host memory: expect far lower bandwidth than GPUDirect RDMA (this PE: {why})",
-                setup.me,
-                pes.join(", ")
-            );
-            let why = format!(
-                "host staging (SYMMEM_ALLOW_HOST_STAGING=1) for the GPU heaps of PEs {}; this PE: {why}",
-                pes.join(", ")
-            );
-            (Kind::Socket, why)
-        }
-        Err(reason) => {
-            return Err(Error::TransportConfig {
-                variable: "SYMMEM_REMOTE_TRANSPORT",
-                value: format!("{:?}", setup.config.remote_transport).to_lowercase(),
-                reason: format!("PE {} ({why}): {reason}", setup.me),
-            })
-        }
+    let transports: Vec<(u8, &'static str)> = REMOTE.iter().map(|e| (e.code, e.name)).collect();
+    let choices = Choices {
+        transports: &transports,
+        staging: socket::ENTRY.code,
     };
-    let t: Arc<dyn Transport> = match kind {
-        Kind::Socket => Arc::new(Counted::new(
-            socket::SocketTransport::connect(setup)?,
-            (setup.counter)("socket"),
-        )),
-        #[cfg(feature = "ib")]
-        Kind::Ib => Arc::new(Counted::new(
-            ib::IbTransport::connect(setup)?,
-            (setup.counter)("ib"),
-        )),
-        #[cfg(not(feature = "ib"))]
-        Kind::Ib => unreachable!("probe_ib never succeeds without the ib feature"),
-        #[cfg(feature = "ofi")]
-        Kind::Ofi => Arc::new(Counted::new(
-            ofi::OfiTransport::connect(setup)?,
-            (setup.counter)("ofi"),
-        )),
-        #[cfg(not(feature = "ofi"))]
-        Kind::Ofi => unreachable!("probe_ofi never succeeds without the ofi feature"),
+    let verdict = agree::agree(&all, &choices).map_err(|reason| Error::TransportConfig {
+        variable: "SYMMEM_REMOTE_TRANSPORT",
+        value: setup.config.remote_transport.to_string(),
+        reason: format!("PE {} ({why}): {reason}", setup.me),
+    })?;
+    let Some(entry) = REMOTE.iter().find(|e| e.code == verdict.code) else {
+        return Err(Error::Inconsistent {
+            what: "SYMMEM_REMOTE_TRANSPORT",
+            detail: format!(
+                "PE {}: the job agreed on transport code {}, which this build does not have",
+                setup.me, verdict.code
+            ),
+        });
     };
+    let why = if verdict.staged.is_empty() {
+        warn_on_fallback(setup, entry, &why);
+        why
+    } else {
+        let pes: Vec<String> = verdict.staged.iter().map(|p| p.to_string()).collect();
+        tracing::warn!(
+            "PE {}: host staging (SYMMEM_ALLOW_HOST_STAGING=1): the NIC cannot register the GPU heaps of PEs {}, so every remote op of this job goes over the {} transport, staged through host memory: expect far lower bandwidth than GPUDirect RDMA (this PE: {why})",
+            setup.me,
+            pes.join(", "),
+            entry.name
+        );
+        format!(
+            "host staging (SYMMEM_ALLOW_HOST_STAGING=1) for the GPU heaps of PEs {}; this PE: {why}",
+            pes.join(", ")
+        )
+    };
+    let t = (entry.connect)(setup)?;
     for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
         tracing::info!(target: "init::transport", "PE {} reaches PE {pe} over {} ({why})", setup.me, t.name());
     }
     Ok(Some((t, why)))
 }
 
-#[cfg(all(test, feature = "ib"))]
+/// Under `SYMMEM_REMOTE_TRANSPORT=auto`, warns when the job ends up on a transport that
+/// `auto` prefers others to, and this build has one of those: it has fallen back.
+fn warn_on_fallback(setup: &Setup<'_>, chosen: &Entry, why: &str) {
+    if setup.config.remote_transport != RemoteTransport::Auto {
+        return;
+    }
+    let preferred: Vec<&str> = REMOTE
+        .iter()
+        .take_while(|e| e.code != chosen.code)
+        .filter(|e| e.built && matches!(e.auto, Auto::When(_)))
+        .map(|e| e.name)
+        .collect();
+    if !preferred.is_empty() {
+        tracing::warn!(
+            target: "init::transport",
+            "PE {}: the job's remote transport is {}, not {} (SYMMEM_REMOTE_TRANSPORT=auto; this PE: {why})",
+            setup.me,
+            chosen.name,
+            preferred.join(" or ")
+        );
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    /// `SYMMEM_REMOTE_TRANSPORT=ib` on a machine without a usable device is an error that
-    /// names the variable and what the probe found; `auto` falls back to sockets with the
-    /// same reason.
+    /// `SYMMEM_REMOTE_TRANSPORT=ib` on a machine without a usable device (or in a build
+    /// without the feature) is an error that names the variable and what the probe found;
+    /// `auto` falls back to sockets with the same reason.
     #[test]
     fn asking_for_ib_here_names_the_variable_and_the_reason() {
         let config = TransportConfig {
-            remote_transport: RemoteTransport::Ib,
+            remote_transport: RemoteTransport::Named("ib"),
             ..TransportConfig::unset()
         };
-        let Err(why) = ib::probe(&config) else {
+        let Err(why) = probe("ib", &config) else {
             eprintln!("this machine has a usable RDMA device; nothing to check");
             return;
         };
@@ -342,12 +332,38 @@ mod tests {
         assert!(err.contains("SYMMEM_REMOTE_TRANSPORT=ib"), "{err}");
         assert!(err.contains(&why), "{err} does not carry {why:?}");
         assert!(
-            err.contains("libibverbs not found") || err.contains("no RDMA devices"),
+            err.contains("libibverbs not found")
+                || err.contains("no RDMA devices")
+                || err.contains("--features ib"),
             "{err}"
         );
         let auto = TransportConfig::unset();
-        let (kind, reason) = choose(&auto, 0).unwrap();
-        assert_eq!(kind, Kind::Socket);
+        let (entry, reason) = choose(&auto, 0).unwrap();
+        if probe("ofi", &auto).is_err() || cfg!(not(feature = "ofi")) {
+            assert_eq!(entry.name, "socket", "{reason}");
+        }
+        assert!(reason.starts_with("auto: no RDMA device ("), "{reason}");
         assert!(reason.contains(&why), "{reason}");
+    }
+
+    /// Every transport's entry has its own name and agreement byte, none of them the
+    /// staging byte, and `SYMMEM_REMOTE_TRANSPORT` accepts exactly those names and `auto`.
+    #[test]
+    fn the_registry_names_and_codes_each_transport_once() {
+        for (i, e) in REMOTE.iter().enumerate() {
+            assert_ne!(e.code, agree::STAGED, "{}", e.name);
+            for other in &REMOTE[..i] {
+                assert_ne!(e.code, other.code, "{} and {}", e.name, other.name);
+                assert_ne!(e.name, other.name);
+            }
+        }
+        let names: Vec<&str> = remote_transport_choices().iter().map(|c| c.0).collect();
+        assert_eq!(names, ["auto", "ib", "ofi", "socket"]);
+        assert!(matches!(
+            REMOTE.last().map(|e| &e.auto),
+            Some(Auto::Otherwise)
+        ));
+        let e = probe("tcp", &TransportConfig::unset()).unwrap_err();
+        assert!(e.contains("no remote transport named \"tcp\""), "{e}");
     }
 }

@@ -10,8 +10,11 @@
 //!   transport of `SYMMEM_ORDERING=weak`, in front of every peer, and `direct.rs`, which
 //!   delivers its requests to same-node peers through their mapped heaps; `counted.rs`,
 //!   the counting decorator; `target.rs`, the target side that applies a peer's request.
-//! - `connect.rs`: which transport a job uses (`agree.rs`: how the PEs agree) and
-//!   connecting it; it imports the transports, and nothing imports it but the root.
+//! - `registry.rs`: how a remote transport plugs in (an entry: its name, probes and
+//!   connect); each transport's module defines its entry.
+//! - `connect.rs`: the list of entries, which transport a job uses (`agree.rs`: how the
+//!   PEs agree) and connecting it; it imports the transports, and nothing imports it but
+//!   the root.
 //!
 //! Every transport carries the one op vocabulary, [`symmem_device::Request`]: host
 //! operations build requests, the proxy thread takes them off the device ring, and each
@@ -47,12 +50,13 @@ pub mod int;
 mod interface;
 #[cfg(feature = "ofi")]
 mod ofi;
+mod registry;
 mod socket;
 mod target;
 mod weak;
 
 pub use config::{RemoteTransport, TransportConfig};
-pub use connect::{connect, probe_ib, probe_ofi, Connected, RemoteChoice};
+pub use connect::{connect, probe, remote_transport_choices, Connected, RemoteChoice};
 pub use counted::Counted;
 pub use error::{Error, GpuHeapError, Result};
 pub use interface::{DeviceHeap, HeapRegion, InFlight, Io, OpCounter, Pending, Setup, Transport};

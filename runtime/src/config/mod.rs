@@ -135,14 +135,6 @@ const LOG_LEVELS: &[(&str, &str)] = &[
     ("trace", "trace"),
 ];
 
-/// `SYMMEM_REMOTE_TRANSPORT`'s values.
-const REMOTE_TRANSPORTS: &[(&str, RemoteTransport)] = &[
-    ("auto", RemoteTransport::Auto),
-    ("socket", RemoteTransport::Socket),
-    ("ib", RemoteTransport::Ib),
-    ("ofi", RemoteTransport::Ofi),
-];
-
 /// `SYMMEM_ORDERING`'s values.
 const ORDERINGS: &[(&str, MemoryOrdering)] = &[
     ("strict", MemoryOrdering::Strict),
@@ -309,7 +301,10 @@ impl Config {
             debug: r.choice("SYMMEM_DEBUG", LOG_LEVELS)?.to_string(),
             debug_subsys: r.parse_or_default("SYMMEM_DEBUG_SUBSYS", parse_subsystems)?,
             disable_p2p: r.flag("SYMMEM_DISABLE_P2P")?,
-            remote_transport: r.choice("SYMMEM_REMOTE_TRANSPORT", REMOTE_TRANSPORTS)?,
+            remote_transport: r.choice(
+                "SYMMEM_REMOTE_TRANSPORT",
+                &symmem_transport::remote_transport_choices(),
+            )?,
             node_id,
             simulate_nodes: r.parse_or_default("SYMMEM_SIMULATE_NODES", |v| {
                 v.parse::<usize>()
@@ -426,10 +421,7 @@ impl Config {
             ("SYMMEM_DEBUG", self.debug.clone()),
             ("SYMMEM_DEBUG_SUBSYS", list(&self.debug_subsys)),
             ("SYMMEM_DISABLE_P2P", (self.disable_p2p as u8).to_string()),
-            (
-                "SYMMEM_REMOTE_TRANSPORT",
-                format!("{:?}", self.remote_transport).to_lowercase(),
-            ),
+            ("SYMMEM_REMOTE_TRANSPORT", self.remote_transport.to_string()),
             ("SYMMEM_NODE_ID", self.node_id.clone()),
             ("SYMMEM_SIMULATE_NODES", self.simulate_nodes.to_string()),
             ("SYMMEM_MAX_TEAMS", self.max_teams.to_string()),

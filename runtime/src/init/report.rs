@@ -66,7 +66,7 @@ impl Runtime {
             self.heap.len(),
             self.bootstrap.kind(),
             if c.disable_p2p { "off (SYMMEM_DISABLE_P2P=1)" } else { "on" },
-            format!("{:?}", c.remote_transport).to_lowercase(),
+            c.remote_transport.to_string(),
             format!("{:?}", c.ordering).to_lowercase(),
             c.timeout.map_or("none".to_string(), |t| format!("{}s", t.as_secs_f64())),
             c.proxy_slots,

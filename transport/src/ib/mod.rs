@@ -52,8 +52,28 @@ use super::target::Target;
 use crate::error::{Error, Result};
 use crate::interface::{HeapRegion, Io, Transport};
 
-pub(crate) use self::device::probe;
-pub(crate) use self::mr::probe_gpu_registration;
+use self::device::probe;
+use self::mr::probe_gpu_registration;
+use crate::registry::{counted, Auto, Entry};
+
+/// The ib transport in the registry: `auto` takes it wherever an RDMA device with an
+/// active port is, and its NIC registers the heap (a GPU heap needs GPUDirect RDMA, or
+/// host staging).
+pub(crate) const ENTRY: Entry = Entry {
+    name: "ib",
+    code: 2,
+    built: true,
+    probe,
+    auto: Auto::When(|config| {
+        probe(config)
+            .map(|device| format!("RDMA device {device}"))
+            .map_err(|why| format!("no RDMA device ({why})"))
+    }),
+    gpu_registration: Some(|setup| {
+        probe_gpu_registration(setup.config, setup.heap, setup.export_gpu_heap)
+    }),
+    connect: |setup| Ok(counted(setup, "ib", IbTransport::connect(setup)?)),
+};
 
 /// Most WRs outstanding per QP.
 const QP_DEPTH: u32 = 256;

@@ -52,6 +52,20 @@ use symmem_sync::Backoff;
 use self::completions::Completions;
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
+use crate::registry::{counted, Auto, Entry};
+
+/// The ofi transport in the registry: `auto` takes it where libfabric offers a fabric
+/// provider (not tcp, udp, sockets or shm, where the socket transport is faster), and its
+/// provider registers the heap (a GPU heap needs `FI_HMEM` with CUDA, or host staging).
+pub(crate) const ENTRY: Entry = Entry {
+    name: "ofi",
+    code: 4,
+    built: true,
+    probe: |config| probe(config.ofi_provider.as_deref()),
+    auto: Auto::When(|_| probe_fabric().map(|provider| format!("libfabric provider {provider}"))),
+    gpu_registration: Some(|setup| probe_hmem(setup.config.ofi_provider.as_deref()).map(drop)),
+    connect: |setup| Ok(counted(setup, "ofi", OfiTransport::connect(setup)?)),
+};
 
 /// Bytes of one bounce slot: the largest piece of a put or get (512 KiB pieces moved
 /// 2-3x the bytes of 64 KiB ones over tcp;ofi_rxm here).
@@ -72,7 +86,7 @@ const BLOCK_MS: i32 = 10;
 /// The provider the ofi transport would use (`provider`, or the first that `fi_getinfo`
 /// offers with RDM endpoints, RMA and atomics, and that is not known to fail), or why
 /// there is none.
-pub(crate) fn probe(provider: Option<&str>) -> std::result::Result<String, String> {
+fn probe(provider: Option<&str>) -> std::result::Result<String, String> {
     let offered = providers()?;
     match provider {
         Some(p) if offered.split(", ").any(|o| o == p) => Ok(p.to_string()),
@@ -100,7 +114,7 @@ const HOST_PROVIDERS: &[&str] = &["tcp", "udp", "sockets", "shm", "net"];
 /// The first fabric provider `fi_getinfo` offers with RDM endpoints, RMA and atomics (one
 /// not over the host's network stack: efa, cxi, `verbs;ofi_rxm`, psm3, opx, …), for
 /// `SYMMEM_REMOTE_TRANSPORT=auto`; or why there is none, naming what it offers.
-pub(crate) fn probe_fabric() -> std::result::Result<String, String> {
+fn probe_fabric() -> std::result::Result<String, String> {
     let offered = providers()?;
     offered
         .split(", ")
@@ -123,7 +137,7 @@ fn is_fabric(provider: &str) -> bool {
 
 /// The provider (as [`probe`] picks it) when it can register CUDA memory for RMA and
 /// atomics (`FI_HMEM`, as GPU heaps need), or why not.
-pub(crate) fn probe_hmem(provider: Option<&str>) -> std::result::Result<String, String> {
+fn probe_hmem(provider: Option<&str>) -> std::result::Result<String, String> {
     let p = probe(provider)?;
     let name =
         CString::new(p.as_str()).map_err(|_| format!("provider {p:?} contains a NUL byte"))?;

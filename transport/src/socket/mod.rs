@@ -81,6 +81,20 @@ use self::frame::{Answer, Kind, MAX_CHUNK};
 use super::target::Target;
 use crate::error::{Error, GpuHeapError, Result};
 use crate::interface::{DeviceHeap, InFlight, Io, Pending, Transport};
+use crate::registry::{counted, Auto, Entry};
+
+/// The socket transport in the registry: it runs wherever TCP does, so `auto` takes it
+/// when no faster transport can run, and it is the one that stages GPU heaps through host
+/// memory.
+pub(crate) const ENTRY: Entry = Entry {
+    name: "socket",
+    code: 1,
+    built: true,
+    probe: |_| Ok(String::new()),
+    auto: Auto::Otherwise,
+    gpu_registration: None,
+    connect: |setup| Ok(counted(setup, "socket", SocketTransport::connect(setup)?)),
+};
 
 /// How long an accepted connection may take to finish its handshake.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
