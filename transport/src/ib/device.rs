@@ -209,6 +209,37 @@ pub(crate) fn open(config: &TransportConfig) -> Result<(Arc<DeviceContext>, Loca
     Err(found.join("; "))
 }
 
+/// The GID a port's queue pairs use (`SYMMEM_IB_GID_INDEX`, else the best for its link),
+/// or why it has none: InfiniBand works without one (LID routing, no GRH).
+fn port_gid(
+    ctx: &DeviceContext,
+    name: &str,
+    port: u8,
+    link: Link,
+    gid_index: Option<u32>,
+) -> Result<GidInfo, String> {
+    let entries: Vec<GidInfo> = ctx
+        .query_gid_table()
+        .map_err(|e| format!("{name} port {port}: reading the GID table failed ({e})"))?
+        .iter()
+        .filter(|e| e.port_num() == port as u32)
+        .map(|e| GidInfo {
+            index: e.gid_index(),
+            roce_v2: e.gid_type() == GidType::RoceV2,
+            gid: e.gid().raw,
+        })
+        .collect();
+    match choose_gid(link, &entries, gid_index) {
+        Ok(g) => Ok(g),
+        Err(_) if link == Link::Ib && gid_index.is_none() => Ok(GidInfo {
+            index: 0,
+            roce_v2: false,
+            gid: [0; 16],
+        }),
+        Err(e) => Err(format!("{name} port {port}: {e}")),
+    }
+}
+
 /// The first usable port of an opened device, or why each port is not.
 fn usable_port(
     ctx: &DeviceContext,
@@ -245,33 +276,10 @@ fn usable_port(
             // Unspecified is how older providers report InfiniBand.
             LinkLayer::InfiniBand | LinkLayer::Unspecified => Link::Ib,
         };
-        let entries: Vec<GidInfo> = match ctx.query_gid_table() {
-            Ok(t) => t
-                .iter()
-                .filter(|e| e.port_num() == port as u32)
-                .map(|e| GidInfo {
-                    index: e.gid_index(),
-                    roce_v2: e.gid_type() == GidType::RoceV2,
-                    gid: e.gid().raw,
-                })
-                .collect(),
-            Err(e) => {
-                why.push(format!(
-                    "{name} port {port}: reading the GID table failed ({e})"
-                ));
-                continue;
-            }
-        };
-        let gid = match choose_gid(link, &entries, config.ib_gid_index) {
+        let gid = match port_gid(ctx, name, port, link, config.ib_gid_index) {
             Ok(g) => g,
-            // InfiniBand works without a GID (no GRH): LID routing.
-            Err(_) if link == Link::Ib && config.ib_gid_index.is_none() => GidInfo {
-                index: 0,
-                roce_v2: false,
-                gid: [0; 16],
-            },
             Err(e) => {
-                why.push(format!("{name} port {port}: {e}"));
+                why.push(e);
                 continue;
             }
         };

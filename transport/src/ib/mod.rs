@@ -363,61 +363,9 @@ impl IbTransport {
                 self.collect(op, pe, waits, &mut payload.dst)?;
             };
             let st = g.as_mut().expect("checked by wait_until");
-            let (lkey, addr, held, finish, wait) = match wr.local {
-                Local::Payload { offset } => {
-                    let (o, l) = (offset as usize, wr.len as usize);
-                    let place = match (&payload.src, &payload.dst) {
-                        (Some(s), _) => s[o..o + l].as_ptr(),
-                        (None, Some(d)) => d[o..o + l].as_ptr(),
-                        (None, None) => {
-                            return Err(self.err(op, pe, "a payload request without a buffer"))
-                        }
-                    };
-                    if !needs_slot {
-                        // In place: the issuer waits until the NIC is done with it.
-                        (
-                            st.heap_lkey,
-                            place as u64,
-                            Held::None,
-                            Finish::Nothing,
-                            true,
-                        )
-                    } else {
-                        let s = st.bounce.slots.take().expect("waited for a free slot");
-                        let at = st.bounce.slot(s);
-                        if wr.op == WrOp::Write {
-                            // SAFETY: slot `s` was free (taken just now) and holds
-                            // SLOT_BYTES >= l (planned with chunk <= SLOT_BYTES); `place`
-                            // is `l` readable bytes of the source.
-                            unsafe { std::ptr::copy_nonoverlapping(place, at, l) };
-                            // The data is copied: the put is locally complete.
-                            (
-                                st.bounce.lkey,
-                                at as u64,
-                                Held::Slot(s),
-                                Finish::Nothing,
-                                false,
-                            )
-                        } else {
-                            let finish = Finish::CopyOut { offset: o, len: l };
-                            (st.bounce.lkey, at as u64, Held::Slot(s), finish, true)
-                        }
-                    }
-                }
-                Local::Value(v) => {
-                    let w = st.bounce.words.take().expect("waited for a free word");
-                    // SAFETY: word `w` was free (taken just now); the NIC reads it only
-                    // after the post below.
-                    unsafe { std::ptr::write_volatile(st.bounce.word(w), v) };
-                    let at = st.bounce.word(w) as u64;
-                    (st.bounce.lkey, at, Held::Word(w), Finish::Nothing, false)
-                }
-                Local::Result => {
-                    let w = st.bounce.words.take().expect("waited for a free word");
-                    let at = st.bounce.word(w) as u64;
-                    (st.bounce.lkey, at, Held::Word(w), Finish::Value, fetch)
-                }
-            };
+            let (lkey, addr, held, finish, wait) = st
+                .local_buffer(wr, payload, needs_slot, fetch)
+                .map_err(|why| self.err(op, pe, why))?;
             let id = st.post(to, wr, (lkey, addr), held, wait).map_err(|e| {
                 st.give_back(held);
                 error::verbs_error(self.me, pe, &self.device, op, e)
@@ -496,6 +444,72 @@ impl State {
                 self.give_back(p.held);
             }
         }
+    }
+
+    /// The local side of `wr`: the caller's buffer in the heap (`needs_slot` false), or a
+    /// bounce slot or word, taken here (the caller waited for one to be free). Returns the
+    /// key and address the NIC uses, what is held until completion, what to do then, and
+    /// whether the issuer waits for it.
+    fn local_buffer(
+        &mut self,
+        wr: &Wr,
+        payload: &Payload<'_>,
+        needs_slot: bool,
+        fetch: bool,
+    ) -> std::result::Result<(u32, u64, Held, Finish, bool), &'static str> {
+        Ok(match wr.local {
+            Local::Payload { offset } => {
+                let (o, l) = (offset as usize, wr.len as usize);
+                let place = match (&payload.src, &payload.dst) {
+                    (Some(s), _) => s[o..o + l].as_ptr(),
+                    (None, Some(d)) => d[o..o + l].as_ptr(),
+                    (None, None) => return Err("a payload request without a buffer"),
+                };
+                if !needs_slot {
+                    // In place: the issuer waits until the NIC is done with it.
+                    (
+                        self.heap_lkey,
+                        place as u64,
+                        Held::None,
+                        Finish::Nothing,
+                        true,
+                    )
+                } else {
+                    let s = self.bounce.slots.take().expect("waited for a free slot");
+                    let at = self.bounce.slot(s);
+                    if wr.op == WrOp::Write {
+                        // SAFETY: slot `s` was free (taken just now) and holds
+                        // SLOT_BYTES >= l (planned with chunk <= SLOT_BYTES); `place`
+                        // is `l` readable bytes of the source.
+                        unsafe { std::ptr::copy_nonoverlapping(place, at, l) };
+                        // The data is copied: the put is locally complete.
+                        (
+                            self.bounce.lkey,
+                            at as u64,
+                            Held::Slot(s),
+                            Finish::Nothing,
+                            false,
+                        )
+                    } else {
+                        let finish = Finish::CopyOut { offset: o, len: l };
+                        (self.bounce.lkey, at as u64, Held::Slot(s), finish, true)
+                    }
+                }
+            }
+            Local::Value(v) => {
+                let w = self.bounce.words.take().expect("waited for a free word");
+                // SAFETY: word `w` was free (taken just now); the NIC reads it only
+                // after the post.
+                unsafe { std::ptr::write_volatile(self.bounce.word(w), v) };
+                let at = self.bounce.word(w) as u64;
+                (self.bounce.lkey, at, Held::Word(w), Finish::Nothing, false)
+            }
+            Local::Result => {
+                let w = self.bounce.words.take().expect("waited for a free word");
+                let at = self.bounce.word(w) as u64;
+                (self.bounce.lkey, at, Held::Word(w), Finish::Value, fetch)
+            }
+        })
     }
 
     fn give_back(&mut self, held: Held) {

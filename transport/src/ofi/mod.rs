@@ -314,68 +314,29 @@ impl OfiTransport {
         let me = setup.me;
         let n = setup.remote.len();
         let b = setup.bootstrap;
-        let init_err = |pe: usize, detail: String| Error::Transport {
-            transport: "ofi",
-            op: "init",
-            me,
-            pe,
-            detail,
-        };
         let opened = open(setup);
-        // Sent round: 0, address length, address, heap base, length, key; or 1 and why.
-        let blob = match &opened {
-            Ok(o) => {
-                let mut v = vec![0u8];
-                v.extend_from_slice(&(o.name.len() as u32).to_le_bytes());
-                v.extend_from_slice(&o.name);
-                v.extend_from_slice(&o.heap_base.to_le_bytes());
-                v.extend_from_slice(&(setup.heap.len as u64).to_le_bytes());
-                v.extend_from_slice(&o.attrs.heap_key.to_le_bytes());
-                v
-            }
-            Err(e) => {
-                let mut v = vec![1u8];
-                v.extend_from_slice(e.to_string().as_bytes());
-                v
-            }
-        };
-        let all = b.allgather(&blob)?;
+        let (names, addrlen, peers) = exchange(setup, &opened)?;
         let mut opened = opened?;
-        let mut names = Vec::new();
-        let mut peers = vec![None; n];
-        let mut addrlen = None;
-        for (pe, entry) in all.iter().enumerate() {
-            let (name, heap) =
-                decode(entry).map_err(|why| init_err(pe, format!("PE {pe}: {why}")))?;
-            if *addrlen.get_or_insert(name.len()) != name.len() {
-                return Err(init_err(
-                    pe,
-                    format!(
-                        "PE {pe}'s endpoint address has {} bytes, others' {}: PEs opened different providers",
-                        name.len(),
-                        addrlen.unwrap_or(0)
-                    ),
-                ));
-            }
-            names.extend_from_slice(name);
-            if setup.remote.get(pe) == Some(&true) {
-                peers[pe] = Some(heap);
-            }
-        }
         let mut err = [0 as c_char; 256];
         // SAFETY: `names` holds `n` addresses of `addrlen` bytes; a writable error buffer.
         let rc = unsafe {
             ffi::symmem_ofi_insert(
                 opened.ep.0,
                 names.as_ptr().cast(),
-                addrlen.unwrap_or(0),
+                addrlen,
                 n,
                 err.as_mut_ptr(),
                 err.len(),
             )
         };
         if rc != 0 {
-            return Err(init_err(me, ffi::text(&err)));
+            return Err(Error::Transport {
+                transport: "ofi",
+                op: "init",
+                me,
+                pe: me,
+                detail: ffi::text(&err),
+            });
         }
         let describe = format!(
             "{} on {} ({})",
@@ -383,40 +344,9 @@ impl OfiTransport {
             ffi::text(&opened.attrs.domain),
             ffi::text(&opened.attrs.fabric)
         );
+        log_endpoint(me, &opened.attrs, &describe);
         let manual = opened.attrs.manual_progress != 0;
         let order = opened.attrs.order;
-        let unordered: Vec<String> = [
-            (ffi::ORDER_RMA_RAR, "RMA"),
-            (ffi::ORDER_ATOMIC_RAR, "ATOMIC"),
-        ]
-        .iter()
-        .flat_map(|&(base, kind)| {
-            ["RAR", "RAW", "WAR", "WAW"]
-                .iter()
-                .enumerate()
-                .filter(move |&(i, _)| order & (base << i) == 0)
-                .map(move |(_, name)| format!("{kind}_{name}"))
-        })
-        .collect();
-        tracing::info!(
-            target: "init::transport",
-            "PE {me}: ofi transport over {describe}, heap key {:#x}, completion at {}, {}, {}",
-            opened.attrs.heap_key,
-            if opened.attrs.delivery_complete != 0 { "delivery" } else { "the provider's default level" },
-            match (manual, opened.attrs.wait_fd >= 0) {
-                (true, true) => "manual progress (from waiting threads, else from the transport's thread, blocked on the provider's wait object)",
-                (true, false) => "manual progress (from waiting threads, else from the transport's thread, every 20 µs)",
-                (false, _) => "automatic progress",
-            },
-            if unordered.is_empty() {
-                "RMA and atomics each kept in order by the provider".to_string()
-            } else {
-                format!(
-                    "no {} order from the provider (such an operation waits for the earlier one)",
-                    unordered.join("/")
-                )
-            }
-        );
         let state = Arc::new(Mutex::new(Some(State {
             ep: std::mem::replace(&mut opened.ep, Endpoint(std::ptr::null_mut())),
             bounce: std::mem::replace(&mut opened.bounce, Bounce(Box::new([]))),
@@ -503,6 +433,100 @@ impl OfiTransport {
 struct Waiter {
     deadline: Option<Instant>,
     timeout: Option<Duration>,
+}
+
+/// The round in which the PEs learn each other's endpoints: every PE's address (in PE
+/// order, each of the returned length) and the heaps of the PEs `setup.remote` names. A
+/// PE whose endpoint did not open takes part too, sending why, so that every PE fails
+/// naming it.
+fn exchange(
+    setup: &Setup<'_>,
+    opened: &Result<Opened>,
+) -> Result<(Vec<u8>, usize, Vec<Option<PeerHeap>>)> {
+    let me = setup.me;
+    let init_err = |pe: usize, detail: String| Error::Transport {
+        transport: "ofi",
+        op: "init",
+        me,
+        pe,
+        detail,
+    };
+    // Sent: 0, address length, address, heap base, length, key; or 1 and why.
+    let blob = match opened {
+        Ok(o) => {
+            let mut v = vec![0u8];
+            v.extend_from_slice(&(o.name.len() as u32).to_le_bytes());
+            v.extend_from_slice(&o.name);
+            v.extend_from_slice(&o.heap_base.to_le_bytes());
+            v.extend_from_slice(&(setup.heap.len as u64).to_le_bytes());
+            v.extend_from_slice(&o.attrs.heap_key.to_le_bytes());
+            v
+        }
+        Err(e) => {
+            let mut v = vec![1u8];
+            v.extend_from_slice(e.to_string().as_bytes());
+            v
+        }
+    };
+    let all = setup.bootstrap.allgather(&blob)?;
+    let mut names = Vec::new();
+    let mut peers = vec![None; setup.remote.len()];
+    let mut addrlen = None;
+    for (pe, entry) in all.iter().enumerate() {
+        let (name, heap) = decode(entry).map_err(|why| init_err(pe, format!("PE {pe}: {why}")))?;
+        if *addrlen.get_or_insert(name.len()) != name.len() {
+            return Err(init_err(
+                pe,
+                format!(
+                    "PE {pe}'s endpoint address has {} bytes, others' {}: PEs opened different providers",
+                    name.len(),
+                    addrlen.unwrap_or(0)
+                ),
+            ));
+        }
+        names.extend_from_slice(name);
+        if setup.remote.get(pe) == Some(&true) {
+            peers[pe] = Some(heap);
+        }
+    }
+    Ok((names, addrlen.unwrap_or(0), peers))
+}
+
+/// Logs what the endpoint is: the provider, its completion level, its progress and which
+/// orders it does not keep.
+fn log_endpoint(me: usize, attrs: &ffi::Attrs, describe: &str) {
+    let unordered: Vec<String> = [
+        (ffi::ORDER_RMA_RAR, "RMA"),
+        (ffi::ORDER_ATOMIC_RAR, "ATOMIC"),
+    ]
+    .iter()
+    .flat_map(|&(base, kind)| {
+        ["RAR", "RAW", "WAR", "WAW"]
+            .iter()
+            .enumerate()
+            .filter(move |&(i, _)| attrs.order & (base << i) == 0)
+            .map(move |(_, name)| format!("{kind}_{name}"))
+    })
+    .collect();
+    tracing::info!(
+        target: "init::transport",
+        "PE {me}: ofi transport over {describe}, heap key {:#x}, completion at {}, {}, {}",
+        attrs.heap_key,
+        if attrs.delivery_complete != 0 { "delivery" } else { "the provider's default level" },
+        match (attrs.manual_progress != 0, attrs.wait_fd >= 0) {
+            (true, true) => "manual progress (from waiting threads, else from the transport's thread, blocked on the provider's wait object)",
+            (true, false) => "manual progress (from waiting threads, else from the transport's thread, every 20 µs)",
+            (false, _) => "automatic progress",
+        },
+        if unordered.is_empty() {
+            "RMA and atomics each kept in order by the provider".to_string()
+        } else {
+            format!(
+                "no {} order from the provider (such an operation waits for the earlier one)",
+                unordered.join("/")
+            )
+        }
+    );
 }
 
 /// What `open` made, before the exchange.
