@@ -158,37 +158,13 @@ fn run() -> symmem::Result<ExitCode> {
         done: rt.calloc::<u64>(buffers)?,
     };
     let scratch = rt.calloc::<u64>(2)?;
-    // The stream variant needs GPU PEs whose partners are mapped (streams reach PEs of
-    // this node only); every PE must agree, as each run ends in collectives.
-    let partner = (me + n / 2) % n;
-    let unmapped = u64::from(rt.ptr(&bufs.inbox, partner)?.is_none());
-    let unmapped = all_reduce(&rt, &scratch, &[unmapped], Sum)?[0];
-    let stream_skipped = if !rt.is_gpu() {
-        Some("CPU PEs: a stream is the calling thread, so put_signal_on_stream is put_signal; it runs on GPU PEs")
-    } else if unmapped > 0 {
-        Some("a partner is on another node, which stream-ordered operations do not reach")
-    } else {
-        None
-    };
+    let stream_skipped = why_no_stream(&rt, &bufs, &scratch)?;
     let mut variants = vec![Variant::Sync, Variant::Anti, Variant::PutSignal];
     if stream_skipped.is_none() {
         variants.push(Variant::Stream);
     }
     if me == 0 {
-        let pairs: Vec<String> = (0..n / 2).map(|p| format!("{p}->{}", p + n / 2)).collect();
-        println!(
-            "put_signal_pipeline: {n} PEs ({}), pairs {}, {buffers} buffers, compute {} us/chunk",
-            rt.device_description(),
-            pairs.join(" "),
-            compute.as_micros()
-        );
-        if let Some(why) = stream_skipped {
-            println!("stream variant: skipped ({why})");
-        }
-        println!(
-            "{:<22} {:>9} {:>7} {:>10} {:>11} {:>8}  check",
-            "variant", "chunk", "chunks", "total ms", "compute ms", "overlap"
-        );
+        print_heading(&rt, buffers, compute, stream_skipped);
     }
     let configs: Vec<(usize, usize)> = kib
         .iter()
@@ -211,18 +187,7 @@ fn run() -> symmem::Result<ExitCode> {
         };
         let mut sync_exposed = None;
         for &v in &variants {
-            // The best of `reps` runs (least exposed time), as the machine may be busy.
-            let (mut total, mut compute_ns, mut bad) = (u64::MAX, 0, 0);
-            for _ in 0..reps {
-                let (elapsed, computed, wrong) = run_variant(&rt, &bufs, shape, v)?;
-                let times = [elapsed.as_nanos() as u64, computed.as_nanos() as u64];
-                let tc = all_reduce(&rt, &scratch, &times, Max)?;
-                let (t, c) = (tc[0], tc[1]);
-                bad += all_reduce(&rt, &scratch, &[wrong], Sum)?[0];
-                if total == u64::MAX || t.saturating_sub(c) < total.saturating_sub(compute_ns) {
-                    (total, compute_ns) = (t, c);
-                }
-            }
+            let (total, compute_ns, bad) = best_of(&rt, &bufs, &scratch, shape, v, reps)?;
             all_exact &= bad == 0;
             let exposed = total.saturating_sub(compute_ns) as f64;
             if v == Variant::Sync {
@@ -238,13 +203,9 @@ fn run() -> symmem::Result<ExitCode> {
                 } else {
                     format!("WRONG ({bad} elements)")
                 };
-                println!(
-                    "{:<22} {:>5} KiB {chunks:>7} {:>10.2} {:>11.2} {overlap:>8}  {check}",
-                    v.name(),
-                    k,
-                    total as f64 / 1e6,
-                    compute_ns as f64 / 1e6,
-                );
+                let (total_ms, compute_ms) = (total as f64 / 1e6, compute_ns as f64 / 1e6);
+                let name = v.name();
+                println!("{name:<22} {k:>5} KiB {chunks:>7} {total_ms:>10.2} {compute_ms:>11.2} {overlap:>8}  {check}");
             }
         }
     }
@@ -270,6 +231,71 @@ fn run() -> symmem::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What the run is, and the table's heading (PE 0).
+fn print_heading(rt: &Runtime, buffers: usize, compute: Duration, stream_skipped: Option<&str>) {
+    let n = rt.n_pes();
+    let pairs: Vec<String> = (0..n / 2).map(|p| format!("{p}->{}", p + n / 2)).collect();
+    println!(
+        "put_signal_pipeline: {n} PEs ({}), pairs {}, {buffers} buffers, compute {} us/chunk",
+        rt.device_description(),
+        pairs.join(" "),
+        compute.as_micros()
+    );
+    if let Some(why) = stream_skipped {
+        println!("stream variant: skipped ({why})");
+    }
+    println!(
+        "{:<22} {:>9} {:>7} {:>10} {:>11} {:>8}  check",
+        "variant", "chunk", "chunks", "total ms", "compute ms", "overlap"
+    );
+}
+
+/// Why the stream variant does not run, if it does not: it needs GPU PEs whose partners
+/// are mapped (streams reach PEs of this node only). Every PE agrees (a collective), as
+/// each run ends in collectives.
+fn why_no_stream(
+    rt: &Runtime,
+    bufs: &Buffers,
+    scratch: &SymBuf<u64>,
+) -> symmem::Result<Option<&'static str>> {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let partner = (me + n / 2) % n;
+    let unmapped = u64::from(rt.ptr(&bufs.inbox, partner)?.is_none());
+    let unmapped = all_reduce(rt, scratch, &[unmapped], Sum)?[0];
+    Ok(if !rt.is_gpu() {
+        Some("CPU PEs: a stream is the calling thread, so put_signal_on_stream is put_signal; it runs on GPU PEs")
+    } else if unmapped > 0 {
+        Some("a partner is on another node, which stream-ordered operations do not reach")
+    } else {
+        None
+    })
+}
+
+/// The best of `reps` runs of variant `v` (least exposed time, as the machine may be
+/// busy), over every PE: (total ns, compute ns) of that run, and the wrong elements of
+/// all runs.
+fn best_of(
+    rt: &Runtime,
+    bufs: &Buffers,
+    scratch: &SymBuf<u64>,
+    shape: Shape,
+    v: Variant,
+    reps: usize,
+) -> symmem::Result<(u64, u64, u64)> {
+    let (mut total, mut compute_ns, mut bad) = (u64::MAX, 0, 0);
+    for _ in 0..reps {
+        let (elapsed, computed, wrong) = run_variant(rt, bufs, shape, v)?;
+        let times = [elapsed.as_nanos() as u64, computed.as_nanos() as u64];
+        let tc = all_reduce(rt, scratch, &times, Max)?;
+        let (t, c) = (tc[0], tc[1]);
+        bad += all_reduce(rt, scratch, &[wrong], Sum)?[0];
+        if total == u64::MAX || t.saturating_sub(c) < total.saturating_sub(compute_ns) {
+            (total, compute_ns) = (t, c);
+        }
+    }
+    Ok((total, compute_ns, bad))
 }
 
 /// Runs one variant on this PE (producer or consumer). Returns the time from the common

@@ -109,6 +109,28 @@ fn own<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
         .as_ptr())
 }
 
+/// One row of the table: variant `v` on an `n` x `n` matrix, its best time and check.
+fn print_row(v: Variant, fused_ok: bool, n: usize, best: Duration, bad: u64) {
+    let name = match v {
+        Variant::Alltoall => "alltoall+transpose",
+        Variant::Get => "get+transpose",
+        Variant::Fused if fused_ok => "fused (ptr loads)",
+        Variant::Fused => "fused -> get (fallback)",
+    };
+    let bytes = (n * n * 8) as f64;
+    let check = if bad == 0 {
+        "exact".to_string()
+    } else {
+        format!("WRONG ({bad} elements)")
+    };
+    println!(
+        "{name:<24} {n:>6} {:>9.1} {:>10.3} {:>9.2}  {check}",
+        bytes / (1 << 20) as f64,
+        best.as_secs_f64() * 1e3,
+        bytes / best.as_secs_f64() / 1e9,
+    );
+}
+
 fn run() -> symmem::Result<ExitCode> {
     let args = Args::parse();
     let (sizes, iters, threads, grid) = (args.sizes, args.iters, args.threads, args.grid);
@@ -176,24 +198,7 @@ fn run() -> symmem::Result<ExitCode> {
             let bad = all_reduce(&rt, &scratch, &[bad], Sum)?[0];
             all_exact &= bad == 0;
             if me == 0 {
-                let name = match v {
-                    Variant::Alltoall => "alltoall+transpose",
-                    Variant::Get => "get+transpose",
-                    Variant::Fused if fused_ok => "fused (ptr loads)",
-                    Variant::Fused => "fused -> get (fallback)",
-                };
-                let bytes = (n * n * 8) as f64;
-                let check = if bad == 0 {
-                    "exact".to_string()
-                } else {
-                    format!("WRONG ({bad} elements)")
-                };
-                println!(
-                    "{name:<24} {n:>6} {:>9.1} {:>10.3} {:>9.2}  {check}",
-                    bytes / (1 << 20) as f64,
-                    best.as_secs_f64() * 1e3,
-                    bytes / best.as_secs_f64() / 1e9,
-                );
+                print_row(v, fused_ok, n, best, bad);
             }
         }
         rt.barrier_all()?;

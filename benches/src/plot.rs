@@ -154,6 +154,46 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// Series `i` of a chart into `s`: its line and points (`x`, `y`: size and value to
+/// position) and its legend entry.
+fn draw_series(
+    s: &mut String,
+    i: usize,
+    name: &str,
+    points: &[(usize, f64)],
+    x: &dyn Fn(usize) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) {
+    let colour = COLOURS[i % COLOURS.len()];
+    let pts: Vec<String> = points
+        .iter()
+        .filter(|&&(_, v)| v > 0.0)
+        .map(|&(size, v)| format!("{:.1},{:.1}", x(size), y(v)))
+        .collect();
+    let _ = writeln!(
+        s,
+        "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>",
+        pts.join(" ")
+    );
+    for p in &pts {
+        let (cx, cy) = p.split_once(',').unwrap_or(("0", "0"));
+        let _ = writeln!(
+            s,
+            "<circle cx=\"{cx}\" cy=\"{cy}\" r=\"3\" fill=\"{colour}\"/>"
+        );
+    }
+    let ly = TOP + 10.0 + 20.0 * i as f64;
+    let lx = LEFT + PLOT_W + 20.0;
+    let _ = writeln!(
+        s,
+        "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"/><text x=\"{}\" y=\"{}\">{}</text>",
+        lx + 24.0,
+        lx + 30.0,
+        ly + 4.0,
+        esc(name)
+    );
+}
+
 /// The SVG of one chart.
 fn svg(
     metric: &str,
@@ -240,34 +280,7 @@ fn svg(
         TOP + PLOT_H / 2.0
     );
     for (i, (name, points)) in series.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
-        let pts: Vec<String> = points
-            .iter()
-            .filter(|&&(_, v)| v > 0.0)
-            .map(|&(size, v)| format!("{:.1},{:.1}", x(size), y(v)))
-            .collect();
-        let _ = writeln!(
-            s,
-            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>",
-            pts.join(" ")
-        );
-        for p in &pts {
-            let (cx, cy) = p.split_once(',').unwrap_or(("0", "0"));
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{cx}\" cy=\"{cy}\" r=\"3\" fill=\"{colour}\"/>"
-            );
-        }
-        let ly = TOP + 10.0 + 20.0 * i as f64;
-        let lx = LEFT + PLOT_W + 20.0;
-        let _ = writeln!(
-            s,
-            "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"2\"/><text x=\"{}\" y=\"{}\">{}</text>",
-            lx + 24.0,
-            lx + 30.0,
-            ly + 4.0,
-            esc(name)
-        );
+        draw_series(&mut s, i, name, points, &x, &y);
     }
     s.push_str("</svg>\n");
     s

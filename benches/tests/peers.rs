@@ -87,6 +87,8 @@ fn found(tool: &str) -> bool {
 }
 
 #[test]
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn every_peer_reports_its_metrics_in_one_table() {
     let mpicc = if found("mpicc.openmpi") {
         "mpicc.openmpi"

@@ -312,6 +312,7 @@ fn torchrun_under_srun_and_pmi_is_torchrun() {
 }
 
 #[test]
+// Over 100 lines on purpose: a table of bad values, one case per variable.
 fn bad_values_name_the_variable() {
     let torch = |rank: &str, size: &str| {
         let mut v = vec![("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29500")];

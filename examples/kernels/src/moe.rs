@@ -255,6 +255,8 @@ symmem_device::kernel! {
     /// moves the rows by warp (`warp_scope != 0`) or by block, straight to PEs reached
     /// directly and through `send` to the others, then hands every PE its run descriptors
     /// and a signal with the rows it now holds.
+    // Over 100 lines on purpose: the protocol's steps (reserve, place, move, describe,
+    // signal) in order, sharing the block's locals and barriers.
     pub fn moe_dispatch(tokens: *const u64, route: *const u64, pos_of: *mut u64, plan: *mut u64, send: *mut u64, recv: *mut u64, runs: *mut u64, ctrl: *mut u64, n_tokens: usize, hidden: usize, top_k: usize, experts_per_pe: usize, capacity: usize, warp_scope: u32) {
         let (me, n) = (my_pe(), n_pes() as usize);
         let (el, layout) = (experts_per_pe, Ctrl { experts_per_pe, n_pes: n });

@@ -154,6 +154,8 @@ pub fn atomics(rt: &Runtime) -> Outcome {
     finish(rt, "atomics", all())
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn atomics_t<T: TInt>(rt: &Runtime) -> Outcome {
     let (me, n, right, _) = neighbours(rt);
     let ty = T::NAME;

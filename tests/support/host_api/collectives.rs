@@ -236,6 +236,8 @@ fn bitwise<T: CT + symmem::collectives::BitwiseReducible>(
     b.free(rt)
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn plain<T: CT>(rt: &Runtime, team: &Team<'_>, tag: u64, b: &Bufs<T>) -> Outcome {
     let (i, m, me) = (team.my_pe(), team.n_pes(), rt.my_pe());
     let ty = T::NAME;
@@ -512,6 +514,8 @@ pub fn collective_mismatch(rt: &Runtime) -> Outcome {
     finish(rt, "collective_mismatch", collective_mismatch_inner(rt))
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn collective_mismatch_inner(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
     check!(n >= 2, "needs 2 PEs");

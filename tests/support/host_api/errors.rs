@@ -39,6 +39,8 @@ pub fn errors(rt: &Runtime) -> Outcome {
     finish(rt, "errors", errors_inner(rt))
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn errors_inner(rt: &Runtime) -> Outcome {
     let (me, n, _, _) = neighbours(rt);
     const LEN: usize = 10;

@@ -25,6 +25,8 @@ pub fn foreign(check_world: fn(&Runtime) -> Outcome) -> Outcome {
     rt.finalize().map_err(|e| format!("second finalize: {e}"))
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn foreign_checks(rt: &Runtime, old: SymBuf<u64>, old_sig: SymBuf<u64>) -> Outcome {
     let (me, n, right, left) = neighbours(rt);
     let (id, sig_id) = (old.id(), old_sig.id());

@@ -131,6 +131,8 @@ pub fn stress(rt: &Runtime) -> Outcome {
     finish(rt, "stress", stress_inner(rt))
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn stress_inner(rt: &Runtime) -> Outcome {
     let (me, n, _, _) = neighbours(rt);
     let add = rt.calloc::<u64>(n).or_fail()?;

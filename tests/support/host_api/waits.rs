@@ -189,6 +189,8 @@ pub fn wait_arrays(rt: &Runtime) -> Outcome {
     finish(rt, "wait_arrays", all())
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn wait_arrays_t<T: TInt>(rt: &Runtime) -> Outcome {
     let (me, _, right, left) = neighbours(rt);
     let ty = T::NAME;

@@ -355,6 +355,8 @@ fn expect_pair(what: &str, got: [u64; 2], want: [u64; 2]) -> Outcome {
     }
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn remote(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
     if n != 2 {
@@ -471,6 +473,8 @@ fn remote(rt: &Runtime) -> Outcome {
     rt.free(dst).map_err(e2s)
 }
 
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 fn stream(rt: &Runtime) -> Outcome {
     const ITERS: u32 = 200;
     const MAX_LEN: usize = 4096;

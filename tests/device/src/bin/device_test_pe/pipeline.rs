@@ -20,6 +20,8 @@ const THREADS: u32 = 64;
 /// them in a kernel that waits for each chunk's signal and checks and sums every element;
 /// the host checks the sum exactly, and the final signal, credit and slot contents.
 /// Runs with `SignalOp::Set` and `::Add`, each pair member producing once with each.
+// Over 100 lines on purpose: one scenario, its checks in order on one job, each on the
+// state the one before left; cut up, the parts would only hand that state around.
 pub fn pipeline(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe() as u32, rt.n_pes() as u32);
     ensure(n % 2 == 0, || {
