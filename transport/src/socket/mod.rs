@@ -48,11 +48,14 @@
 //! peers that keep the rule never stall each other ([`flow`]).
 //!
 //! # Files
-//! This file holds the state (a connection, its receive state machine, its send queue and
-//! response slots) and the [`Transport`] operations; `connect.rs` sets the connections
-//! up, `receive.rs` reads and acts on frames, `send.rs` writes them and waits for
-//! responses, `flow.rs` bounds the answers in flight, `frame.rs` encodes and decodes
-//! them, `sys.rs` makes the system calls.
+//! The protocol: this file holds the state (a connection, its receive state machine, its
+//! send queue and response slots) and the [`Transport`] operations; `receive.rs` reads and
+//! acts on frames, `send.rs` writes them and waits for responses, `flow.rs` bounds the
+//! answers in flight, `frame.rs` encodes and decodes them. It reads and writes a
+//! connection only through its [`Wire`] (`wire.rs`). The driver: `connect.rs` sets the
+//! connections up, the service thread here polls them, and `sys.rs` makes the system
+//! calls behind the socket wire. `protocol_tests.rs` runs the protocol over an in-memory
+//! wire, with no socket.
 
 mod connect;
 mod flow;
@@ -62,13 +65,15 @@ mod receive;
 pub(crate) mod replay;
 mod send;
 mod sys;
+mod wire;
 
 #[cfg(test)]
 mod hostile_peer_tests;
+#[cfg(test)]
+mod protocol_tests;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -78,6 +83,7 @@ use symmem_device::{Opcode, Request};
 
 use self::flow::Flow;
 use self::frame::{Answer, Kind, MAX_CHUNK};
+use self::wire::Wire;
 use super::target::Target;
 use crate::error::{Error, GpuHeapError, Result};
 use crate::interface::{DeviceHeap, InFlight, Io, Pending, Transport};
@@ -149,8 +155,8 @@ struct Shared {
 /// One TCP connection to a peer.
 struct Conn {
     pe: usize,
-    stream: TcpStream,
-    fd: RawFd,
+    /// The bytes to and from the peer: its socket (or, in the protocol's tests, memory).
+    wire: Wire,
     /// Held while a frame is being written, so frames never interleave. Holds the staged
     /// requests: small requests without an answer that wait for the next write to this
     /// peer, which carries them in front of its own frame ([`Shared::stage_or_send`]).
@@ -262,10 +268,14 @@ enum Stop {
 
 impl Conn {
     fn new(pe: usize, stream: TcpStream) -> Self {
+        Conn::over(pe, Wire::socket(stream))
+    }
+
+    /// A connection to PE `pe` over `wire`.
+    fn over(pe: usize, wire: Wire) -> Self {
         Conn {
             pe,
-            fd: stream.as_raw_fd(),
-            stream,
+            wire,
             tx: Mutex::new(Vec::new()),
             staged: AtomicBool::new(false),
             out: Mutex::default(),
@@ -319,7 +329,7 @@ impl Conn {
                     self.pe
                 );
             }
-            let _ = self.stream.shutdown(std::net::Shutdown::Both);
+            self.wire.shut_down();
         }
     }
 
@@ -398,7 +408,7 @@ impl Shared {
                     }
                 }
                 fds.push(libc::pollfd {
-                    fd: if events == 0 { -1 } else { c.fd },
+                    fd: if events == 0 { -1 } else { c.wire.poll_fd() },
                     events,
                     revents: 0,
                 });
@@ -710,6 +720,7 @@ pub(super) mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::TcpListener;
+    use std::os::fd::AsRawFd;
 
     use super::frame::REQUEST_LEN;
     use crate::interface::HeapRegion;

@@ -12,7 +12,6 @@ use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::{Opcode, Request};
 
 use super::frame::{self, Kind, REQUEST_LEN};
-use super::sys::read_raw;
 use super::{lock, Conn, Dest, Rx, RxState, Shared, Stop, Then};
 
 impl Shared {
@@ -74,7 +73,10 @@ impl Shared {
             }
             let free = rx.buf.len() - rx.end;
             // SAFETY: the buffer has `free` writable bytes from `end`.
-            match read_raw(c.fd, unsafe { rx.buf.as_mut_ptr().add(rx.end) }, free) {
+            match c
+                .wire
+                .read(unsafe { rx.buf.as_mut_ptr().add(rx.end) }, free)
+            {
                 Ok(0) => return Err(Stop::Failed(self.eof_reason(c, rx))),
                 Ok(k) => {
                     rx.end += k;
@@ -298,7 +300,7 @@ impl Shared {
         filled += have;
         while filled < len {
             // SAFETY: as above.
-            match read_raw(c.fd, unsafe { ptr.add(filled) }, len - filled) {
+            match c.wire.read(unsafe { ptr.add(filled) }, len - filled) {
                 Ok(0) => {
                     rx.state = RxState::Payload {
                         dest,

@@ -12,7 +12,7 @@ use symmem_device::{Opcode, Request};
 use symmem_sync::Backoff;
 
 use super::frame::{self, Answer, Kind, REQUEST_LEN};
-use super::sys::{poll_one, write_raw};
+
 use super::{lock, Conn, Flush, Shared, Slot, INLINE_PAYLOAD};
 use crate::error::Result;
 
@@ -43,7 +43,7 @@ impl Shared {
         if let Ok(tx) = c.tx.try_lock() {
             let mut q = lock(&c.out);
             if q.frames.is_empty() {
-                let sent = match write_raw(c.fd, &[head, data]) {
+                let sent = match c.wire.write(&[head, data]) {
                     Ok(k) => k,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
                     Err(e) => {
@@ -96,7 +96,7 @@ impl Shared {
         let mut q = lock(&c.out);
         while let Some(front) = q.frames.front() {
             let rest = &front[q.sent..];
-            let wrote = write_raw(c.fd, &[rest]);
+            let wrote = c.wire.write(&[rest]);
             if let Ok(k) = wrote {
                 c.flow.queued.fetch_sub(k, Ordering::AcqRel);
             }
@@ -154,7 +154,7 @@ impl Shared {
                 skip = 0;
                 k += 1;
             }
-            match write_raw(c.fd, &iov[..k]) {
+            match c.wire.write(&iov[..k]) {
                 Ok(w) => done += w,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     self.wait_writable(c, op, &mut started)?
@@ -250,7 +250,7 @@ impl Shared {
         } else {
             libc::POLLOUT | libc::POLLIN
         };
-        poll_one(c.fd, events, 1);
+        c.wire.wait(events, 1);
         Ok(())
     }
 
