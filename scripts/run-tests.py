@@ -47,7 +47,8 @@ def environment(package_dir, target_deps):
     env["CARGO_MANIFEST_PATH"] = os.path.join(package_dir, "Cargo.toml")
     env["CARGO"] = shutil.which("cargo") or "cargo"
     sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True).stdout.strip()
-    paths = [target_deps, os.path.join(sysroot, "lib")]
+    # As cargo: the build's deps and output directories, then the toolchain's libraries.
+    paths = [target_deps, os.path.dirname(target_deps), os.path.join(sysroot, "lib")]
     if env.get("LD_LIBRARY_PATH"):
         paths.append(env["LD_LIBRARY_PATH"])
     env["LD_LIBRARY_PATH"] = ":".join(paths)
@@ -56,13 +57,16 @@ def environment(package_dir, target_deps):
 
 def run_one(prog, out_lock, results):
     name, package_dir, exe = prog
-    env = environment(package_dir, os.path.dirname(exe))
     started = time.monotonic()
-    with tempfile.TemporaryFile(mode="w+") as log:
-        rc = subprocess.call([exe], cwd=package_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
-        secs = time.monotonic() - started
-        log.seek(0)
-        text = log.read()
+    try:
+        env = environment(package_dir, os.path.dirname(exe))
+        with tempfile.TemporaryFile() as log:
+            rc = subprocess.call([exe], cwd=package_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
+            log.seek(0)
+            text = log.read().decode("utf-8", errors="replace")
+    except Exception as e:  # a program that could not even run has failed
+        rc, text = -1, f"run-tests.py: could not run {exe}: {e!r}\n"
+    secs = time.monotonic() - started
     with out_lock:
         status = "ok" if rc == 0 else f"FAILED (exit {rc})"
         rel = os.path.relpath(exe)
@@ -100,10 +104,12 @@ def main():
     args = ap.parse_args()
 
     progs = programs(args.listing)
-    if args.only is not None:
-        missing = set(args.only) - {p[0] for p in progs}
+    names = {p[0] for p in progs}
+    for option, listed in (("--only", args.only or []), ("--first", args.first), ("--alone", args.alone)):
+        missing = set(listed) - names
         if missing:
-            sys.exit(f"run-tests.py: no test program named {', '.join(sorted(missing))} in {args.listing}")
+            sys.exit(f"run-tests.py: {option} names no test program {', '.join(sorted(missing))} in {args.listing}")
+    if args.only is not None:
         progs = [p for p in progs if p[0] in args.only]
     rank = {name: i for i, name in enumerate(args.first)}
     together = [p for p in progs if p[0] not in args.alone]
@@ -120,6 +126,9 @@ def main():
     print(f"\n== {len(results)} test programs in {total:.0f} s ({args.lanes} at a time, {len(alone)} alone after)")
     for name, rel, rc, secs in sorted(results, key=lambda r: -r[3]):
         print(f"{secs:7.1f} s  {'ok    ' if rc == 0 else 'FAILED'}  {name}  {rel}")
+    if len(results) != len(progs):
+        print(f"\nrun-tests.py: {len(progs)} test programs, but {len(results)} results")
+        sys.exit(1)
     failed = [r for r in results if r[2] != 0]
     if failed:
         print(f"\n{len(failed)} test programs failed: {', '.join(r[0] for r in failed)}")

@@ -222,10 +222,12 @@ step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on
 cargo test --workspace --no-run --message-format=json-render-diagnostics > target/test-programs.json
 # Every test program, two at a time (most wait on peers much of the time; those that time
 # something against a bound run alone afterwards), then the doctests.
+tests_rc=0
 python3 scripts/run-tests.py target/test-programs.json --lanes 2 \
   --first peers weak_ordering collectives device_ops host_api c_suite multi_pe out_of_tree launchers_pmix gpu \
-  --alone rendezvous_limits dead_peer tcp_rendezvous
+  --alone rendezvous_limits dead_peer tcp_rendezvous faults device_faults || tests_rc=$?
 cargo test --workspace --doc --no-fail-fast
+[ "$tests_rc" = 0 ] || { echo "a test program failed (see above)"; exit 1; }
 # The loom models of the barrier's flag protocol (symmem-sync), in their own target dir so
 # that the --cfg loom build does not replace the workspace's artifacts.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p symmem-sync --release --test loom

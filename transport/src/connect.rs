@@ -287,10 +287,14 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, Strin
     Ok(Some((t, why)))
 }
 
-/// Under `SYMMEM_REMOTE_TRANSPORT=auto`, warns when the job ends up on a transport that
-/// `auto` prefers others to, and this build has one of those: it has fallen back.
+/// Under `SYMMEM_REMOTE_TRANSPORT=auto`, warns when the job ends up on `auto`'s last
+/// resort (sockets) although this build has a transport `auto` prefers: it has fallen
+/// back. Landing on a preferred transport (ofi where there is no RDMA device) is no
+/// fallback.
 fn warn_on_fallback(setup: &Setup<'_>, chosen: &Entry, why: &str) {
-    if setup.config.remote_transport != RemoteTransport::Auto {
+    if setup.config.remote_transport != RemoteTransport::Auto
+        || !matches!(chosen.auto, Auto::Otherwise)
+    {
         return;
     }
     let preferred: Vec<&str> = REMOTE

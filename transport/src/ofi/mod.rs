@@ -315,8 +315,10 @@ impl OfiTransport {
         let n = setup.remote.len();
         let b = setup.bootstrap;
         let opened = open(setup);
-        let (names, addrlen, peers) = exchange(setup, &opened)?;
+        let all = exchange(setup, &opened)?;
+        // A PE whose endpoint did not open fails with its own error; the others name it.
         let mut opened = opened?;
+        let (names, addrlen, peers) = addresses(setup, &all)?;
         let mut err = [0 as c_char; 256];
         // SAFETY: `names` holds `n` addresses of `addrlen` bytes; a writable error buffer.
         let rc = unsafe {
@@ -435,22 +437,10 @@ struct Waiter {
     timeout: Option<Duration>,
 }
 
-/// The round in which the PEs learn each other's endpoints: every PE's address (in PE
-/// order, each of the returned length) and the heaps of the PEs `setup.remote` names. A
-/// PE whose endpoint did not open takes part too, sending why, so that every PE fails
-/// naming it.
-fn exchange(
-    setup: &Setup<'_>,
-    opened: &Result<Opened>,
-) -> Result<(Vec<u8>, usize, Vec<Option<PeerHeap>>)> {
-    let me = setup.me;
-    let init_err = |pe: usize, detail: String| Error::Transport {
-        transport: "ofi",
-        op: "init",
-        me,
-        pe,
-        detail,
-    };
+/// The round in which the PEs learn each other's endpoints: every PE's entry, as
+/// [`addresses`] reads them. A PE whose endpoint did not open takes part too, sending
+/// why, so that every other PE fails naming it.
+fn exchange(setup: &Setup<'_>, opened: &Result<Opened>) -> Result<Vec<Vec<u8>>> {
     // Sent: 0, address length, address, heap base, length, key; or 1 and why.
     let blob = match opened {
         Ok(o) => {
@@ -468,7 +458,23 @@ fn exchange(
             v
         }
     };
-    let all = setup.bootstrap.allgather(&blob)?;
+    Ok(setup.bootstrap.allgather(&blob)?)
+}
+
+/// Every PE's endpoint address from the exchanged entries `all` (in PE order, each of the
+/// returned length) and the heaps of the PEs `setup.remote` names.
+fn addresses(
+    setup: &Setup<'_>,
+    all: &[Vec<u8>],
+) -> Result<(Vec<u8>, usize, Vec<Option<PeerHeap>>)> {
+    let me = setup.me;
+    let init_err = |pe: usize, detail: String| Error::Transport {
+        transport: "ofi",
+        op: "init",
+        me,
+        pe,
+        detail,
+    };
     let mut names = Vec::new();
     let mut peers = vec![None; setup.remote.len()];
     let mut addrlen = None;
