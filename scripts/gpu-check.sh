@@ -56,13 +56,13 @@ bundle() {
   # The Python package: its wheel (maturin, from the venv test-all.sh makes, else a new
   # one), pytest's wheels for a machine without network, the example kernels as a kernel
   # library, and the suites and examples.
-  local pyvenv=target/python-venv
+  local pyvenv=${SYMMEM_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-$PWD/target}/.cache}/symmem}/python-venv
   if [ ! -x "$pyvenv/bin/maturin" ]; then
     python3 -m venv "$pyvenv"
     "$pyvenv/bin/python" -m pip install --quiet --disable-pip-version-check maturin
   fi
   mkdir -p "$out/python/wheels"
-  (cd python && CARGO_TARGET_DIR=../target "../$pyvenv/bin/maturin" build --release --locked --quiet --out "../$out/python/wheels")
+  (cd python && CARGO_TARGET_DIR=../target "$pyvenv/bin/maturin" build --release --locked --quiet --out "../$out/python/wheels")
   "$pyvenv/bin/python" -m pip download --quiet --disable-pip-version-check --only-binary :all: \
     --dest "$out/python/wheels" pytest
   cp target/release/libsymmem_example_kernel_library.so "$out/python/"

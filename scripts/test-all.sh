@@ -48,6 +48,12 @@ trap 'for f in "${on_exit[@]}"; do $f; done' EXIT
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# Tools installed from pip and cargo (mdbook, and the Python suites' venv with torch: 5 GB,
+# a minute to install) live outside the clone, like the apt packages, so that a machine
+# installs them once, not once per clone. SYMMEM_TOOLS_DIR moves them.
+tools_dir=${SYMMEM_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-$PWD/target}/.cache}/symmem}
+mkdir -p "$tools_dir"
+
 # Some test programs run beside a cargo command, which holds the build directory's lock
 # while its own tests run, so they are started from their executables: the default
 # build's, listed when the "all tests" step builds them. `test_exe NAME` prints the path
@@ -179,11 +185,12 @@ cargo fmt --manifest-path python/Cargo.toml -- --check
 CARGO_TARGET_DIR=target cargo clippy --locked --manifest-path python/Cargo.toml --all-targets -- -D warnings
 
 step "the book (docs/): mdbook builds it without a warning; its Rust samples compile as doctests of the facade crate (src/lib.rs), tests/book.rs checks the README against it"
-if [ ! -x target/tools/bin/mdbook ]; then
+mdbook_root=$tools_dir/mdbook-0.5.4
+if [ ! -x "$mdbook_root/bin/mdbook" ]; then
   # A debug build: it installs in half the time and renders a book this size in a blink.
-  cargo install --quiet --debug --locked mdbook --version 0.5.4 --no-default-features --root target/tools
+  cargo install --quiet --debug --locked mdbook --version 0.5.4 --no-default-features --root "$mdbook_root"
 fi
-book_log=$(target/tools/bin/mdbook build docs 2>&1)
+book_log=$("$mdbook_root/bin/mdbook" build docs 2>&1)
 echo "$book_log"
 if grep -Eq 'WARN|ERROR' <<< "$book_log"; then
   echo "mdbook warned: fix the book"
@@ -280,7 +287,7 @@ step "the C library installed like an OpenSHMEM (scripts/test-c-install.sh): scr
 bash scripts/test-c-install.sh
 
 step "the Python package (python/: maturin builds it into a venv under target/ with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run, on 2 under torchrun, mpirun and srun and on 2 simulated nodes (sockets), with the example kernels as a kernel library; its examples"
-pyvenv=$PWD/target/python-venv
+pyvenv=$tools_dir/python-venv
 if [ ! -x "$pyvenv/bin/python" ]; then
   python3 -m venv "$pyvenv"
 fi
