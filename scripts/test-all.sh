@@ -286,7 +286,7 @@ cargo run --release --example device_pipeline -- --pes 2
 step "the C library installed like an OpenSHMEM (scripts/test-c-install.sh): scripts/install-c.sh into a temporary prefix; a C program built with pkg-config and with the installed oshcc, shared and static, run on 2 PEs under the installed oshrun"
 bash scripts/test-c-install.sh
 
-step "the Python package (python/: maturin builds it into the tool cache's venv, with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run, on 2 under torchrun, mpirun and srun and on 2 simulated nodes (sockets), with the example kernels as a kernel library; its examples"
+step "the Python package (python/: maturin builds it into the tool cache's venv, with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run and on 2 simulated nodes (sockets), its operations and teams on 2 under torchrun, mpirun and srun, with the example kernels as a kernel library; its examples"
 pyvenv=$tools_dir/python-venv
 if [ ! -x "$pyvenv/bin/python" ]; then
   python3 -m venv "$pyvenv"
