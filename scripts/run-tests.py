@@ -16,6 +16,7 @@ failed.
 """
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -40,13 +41,19 @@ def programs(listing):
     return found
 
 
+@functools.cache
+def rust_sysroot():
+    """The toolchain's sysroot (asked once)."""
+    return subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True).stdout.strip()
+
+
 def environment(package_dir, target_deps):
     """What cargo sets for a test program it runs."""
     env = dict(os.environ)
     env["CARGO_MANIFEST_DIR"] = package_dir
     env["CARGO_MANIFEST_PATH"] = os.path.join(package_dir, "Cargo.toml")
     env["CARGO"] = shutil.which("cargo") or "cargo"
-    sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True).stdout.strip()
+    sysroot = rust_sysroot()
     # As cargo: the build's deps and output directories, then the toolchain's libraries.
     paths = [target_deps, os.path.dirname(target_deps), os.path.join(sysroot, "lib")]
     if env.get("LD_LIBRARY_PATH"):

@@ -163,9 +163,7 @@ fn list(pes: &[usize]) -> String {
 mod tests {
     use super::*;
 
-    const SOCKET: u8 = 1;
-    const IB: u8 = 2;
-    const OFI: u8 = 4;
+    use crate::registry::code::{IB, OFI, SOCKET};
     const CHOICES: Choices<'static> = Choices {
         transports: &[(IB, "ib"), (OFI, "ofi"), (SOCKET, "socket")],
         staging: SOCKET,

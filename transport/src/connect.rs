@@ -17,7 +17,7 @@ use crate::interface::{Setup, Transport};
 #[cfg(feature = "ofi")]
 use crate::ofi;
 #[cfg(not(all(feature = "ib", feature = "ofi")))]
-use crate::registry::not_built_reason;
+use crate::registry::{code, not_built_reason};
 use crate::registry::{Auto, Entry};
 use crate::socket;
 use crate::weak;
@@ -31,7 +31,7 @@ const IB: Entry = ib::ENTRY;
 #[cfg(not(feature = "ib"))]
 const IB: Entry = Entry::not_built(
     "ib",
-    2,
+    code::IB,
     |_| Err(not_built_reason("ibverbs", "ib")),
     Auto::When(|_| {
         Err(format!(
@@ -46,7 +46,7 @@ const OFI: Entry = ofi::ENTRY;
 #[cfg(not(feature = "ofi"))]
 const OFI: Entry = Entry::not_built(
     "ofi",
-    4,
+    code::OFI,
     |_| Err(not_built_reason("libfabric", "ofi")),
     Auto::When(|_| Err("this build has no libfabric support".into())),
 );
@@ -65,10 +65,15 @@ pub fn remote_transport_choices() -> Vec<(&'static str, RemoteTransport)> {
 /// Whether the transport `name` can run here: what it would use (the RDMA device, the
 /// libfabric provider), or why not (a build without its feature, no device, no provider).
 pub fn probe(name: &str, config: &TransportConfig) -> std::result::Result<String, String> {
-    match REMOTE.iter().find(|e| e.name == name) {
-        Some(entry) => (entry.probe)(config),
-        None => Err(format!("there is no remote transport named {name:?}")),
-    }
+    (entry_named(name)?.probe)(config)
+}
+
+/// The entry of the transport `name`, or an error saying there is none.
+fn entry_named(name: &str) -> std::result::Result<&'static Entry, String> {
+    REMOTE
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| format!("there is no remote transport named {name:?}"))
 }
 
 /// What PE `me` would use, and why (`SYMMEM_REMOTE_TRANSPORT`); an error names the PE.
@@ -102,10 +107,7 @@ fn choose(config: &TransportConfig, me: usize) -> Result<(&'static Entry, String
         value: name.into(),
         reason: format!("PE {me}: {reason}"),
     };
-    let entry = REMOTE
-        .iter()
-        .find(|e| e.name == name)
-        .ok_or_else(|| refuse(format!("there is no remote transport named {name:?}")))?;
+    let entry = entry_named(name).map_err(refuse)?;
     match (entry.probe)(config) {
         Ok(what) if what.is_empty() => Ok((entry, format!("SYMMEM_REMOTE_TRANSPORT={name}"))),
         Ok(what) => Ok((entry, format!("SYMMEM_REMOTE_TRANSPORT={name}, {what}"))),
@@ -300,7 +302,7 @@ fn warn_on_fallback(setup: &Setup<'_>, chosen: &Entry, why: &str) {
     let preferred: Vec<&str> = REMOTE
         .iter()
         .take_while(|e| e.code != chosen.code)
-        .filter(|e| e.built && matches!(e.auto, Auto::When(_)))
+        .filter(|e| e.built)
         .map(|e| e.name)
         .collect();
     if !preferred.is_empty() {

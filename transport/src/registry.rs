@@ -15,6 +15,18 @@ use crate::error::Error;
 use crate::error::Result;
 use crate::interface::{Setup, Transport};
 
+/// Each transport's byte in the job's agreement ([`crate::agree`]), in one place so that a
+/// code is never reused, whether or not a build has the transport (the agreement's own
+/// byte for host staging is [`crate::agree::STAGED`], 3).
+pub(crate) mod code {
+    /// The socket transport.
+    pub const SOCKET: u8 = 1;
+    /// The ib transport.
+    pub const IB: u8 = 2;
+    /// The ofi transport.
+    pub const OFI: u8 = 4;
+}
+
 /// What a probe finds: what the transport would use here (a device, a provider), or why
 /// it cannot run here.
 pub(crate) type Probe = fn(&TransportConfig) -> std::result::Result<String, String>;
@@ -27,7 +39,7 @@ pub(crate) struct Entry {
     /// Its name: the value of `SYMMEM_REMOTE_TRANSPORT` that asks for it, and how logs,
     /// errors and counters call it.
     pub name: &'static str,
-    /// Its byte in the job's agreement ([`crate::agree`]); never reused for another.
+    /// Its byte in the job's agreement (one of [`code`]).
     pub code: u8,
     /// Whether this build has it (its cargo feature is on).
     pub built: bool,

@@ -54,14 +54,14 @@ use crate::interface::{HeapRegion, Io, Transport};
 
 use self::device::probe;
 use self::mr::probe_gpu_registration;
-use crate::registry::{counted, Auto, Entry};
+use crate::registry::{code, counted, Auto, Entry};
 
 /// The ib transport in the registry: `auto` takes it wherever an RDMA device with an
 /// active port is, and its NIC registers the heap (a GPU heap needs GPUDirect RDMA, or
 /// host staging).
 pub(crate) const ENTRY: Entry = Entry {
     name: "ib",
-    code: 2,
+    code: code::IB,
     built: true,
     probe,
     auto: Auto::When(|config| {

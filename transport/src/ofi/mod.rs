@@ -52,14 +52,14 @@ use symmem_sync::Backoff;
 use self::completions::Completions;
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
-use crate::registry::{counted, Auto, Entry};
+use crate::registry::{code, counted, Auto, Entry};
 
 /// The ofi transport in the registry: `auto` takes it where libfabric offers a fabric
 /// provider (not tcp, udp, sockets or shm, where the socket transport is faster), and its
 /// provider registers the heap (a GPU heap needs `FI_HMEM` with CUDA, or host staging).
 pub(crate) const ENTRY: Entry = Entry {
     name: "ofi",
-    code: 4,
+    code: code::OFI,
     built: true,
     probe: |config| probe(config.ofi_provider.as_deref()),
     auto: Auto::When(|_| probe_fabric().map(|provider| format!("libfabric provider {provider}"))),

@@ -87,14 +87,14 @@ use self::wire::Wire;
 use super::target::Target;
 use crate::error::{Error, GpuHeapError, Result};
 use crate::interface::{DeviceHeap, InFlight, Io, Pending, Transport};
-use crate::registry::{counted, Auto, Entry};
+use crate::registry::{code, counted, Auto, Entry};
 
 /// The socket transport in the registry: it runs wherever TCP does, so `auto` takes it
 /// when no faster transport can run, and it is the one that stages GPU heaps through host
 /// memory.
 pub(crate) const ENTRY: Entry = Entry {
     name: "socket",
-    code: 1,
+    code: code::SOCKET,
     built: true,
     probe: |_| Ok(String::new()),
     auto: Auto::Otherwise,
@@ -729,11 +729,7 @@ pub(super) mod tests {
     /// A transport state for PE 0 whose connection to "PE 1" is the other end of `client`,
     /// over `heap`.
     pub(super) fn with_client(heap: &mut [u64]) -> (Shared, TcpStream) {
-        with_client_on(HeapRegion {
-            base: heap.as_mut_ptr() as u64,
-            len: heap.len() * 8,
-            host: true,
-        })
+        with_client_on(region_of(heap))
     }
 
     fn with_client_on(region: HeapRegion) -> (Shared, TcpStream) {
@@ -744,17 +740,36 @@ pub(super) mod tests {
         client
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
-        let shared = Shared {
-            me: 0,
-            conns: vec![None, Some(Conn::new(1, server))],
+        let shared = shared_over(0, vec![None, Some(Conn::new(1, server))], region, 5);
+        (shared, client)
+    }
+
+    /// PE `me`'s state over `region` with `conns`, and a `timeout_s` per wait.
+    pub(super) fn shared_over(
+        me: usize,
+        conns: Vec<Option<Conn>>,
+        region: HeapRegion,
+        timeout_s: u64,
+    ) -> Shared {
+        Shared {
+            me,
+            conns,
             target: Target::new(region),
-            timeout: Some(Duration::from_secs(5)),
+            timeout: Some(Duration::from_secs(timeout_s)),
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             spins: AtomicU64::new(0),
             writes_staged_soon: AtomicBool::new(false),
-        };
-        (shared, client)
+        }
+    }
+
+    /// A host heap region over `heap`.
+    pub(super) fn region_of(heap: &mut [u64]) -> HeapRegion {
+        HeapRegion {
+            base: heap.as_mut_ptr() as u64,
+            len: heap.len() * 8,
+            host: true,
+        }
     }
 
     #[test]
@@ -1000,20 +1015,7 @@ pub(super) mod tests {
         conns: Vec<Option<Conn>>,
         heap: &mut [u64],
     ) -> SocketTransport {
-        let shared = Arc::new(Shared {
-            me,
-            conns,
-            target: Target::new(HeapRegion {
-                base: heap.as_mut_ptr() as u64,
-                len: heap.len() * 8,
-                host: true,
-            }),
-            timeout: Some(Duration::from_secs(10)),
-            next_id: AtomicU64::new(1),
-            stopping: AtomicBool::new(false),
-            spins: AtomicU64::new(0),
-            writes_staged_soon: AtomicBool::new(false),
-        });
+        let shared = Arc::new(shared_over(me, conns, region_of(heap), 10));
         let worker = Arc::clone(&shared);
         let service = std::thread::spawn(move || worker.serve());
         SocketTransport {

@@ -4,36 +4,22 @@
 //! own requests from their answers, and refuses a malformed frame without applying it.
 //! No socket, thread or system call is involved.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::{AmoKind, Request};
 
 use super::frame::{self, Kind};
-use super::tests::request_frame;
+use super::tests::{region_of, request_frame, shared_over};
 use super::wire::{Memory, Wire};
 use super::{Conn, Shared, SocketTransport};
-use crate::interface::{HeapRegion, Io, Transport};
-use crate::target::Target;
+use crate::interface::{Io, Transport};
 
 /// PE 0 over `heap`, connected to PE 1 by an in-memory wire.
 fn pe0_over_memory(heap: &mut [u64]) -> Shared {
-    Shared {
-        me: 0,
-        conns: vec![None, Some(Conn::over(1, Wire::Memory(Mutex::default())))],
-        target: Target::new(HeapRegion {
-            base: heap.as_mut_ptr() as u64,
-            len: heap.len() * 8,
-            host: true,
-        }),
-        timeout: Some(Duration::from_secs(5)),
-        next_id: AtomicU64::new(1),
-        stopping: AtomicBool::new(false),
-        spins: AtomicU64::new(0),
-        writes_staged_soon: AtomicBool::new(false),
-    }
+    let conns = vec![None, Some(Conn::over(1, Wire::Memory(Mutex::default())))];
+    shared_over(0, conns, region_of(heap), 5)
 }
 
 fn memory(c: &Conn) -> std::sync::MutexGuard<'_, Memory> {
