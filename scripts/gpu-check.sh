@@ -67,7 +67,14 @@ bundle() {
     --dest "$out/python/wheels" pytest
   cp target/release/libsymmem_example_kernel_library.so "$out/python/"
   strip "$out/python/libsymmem_example_kernel_library.so"
-  cp -r python/tests python/examples "$out/python/"
+  cp -r python/tests python/examples python/bench.py python/bench_gpu_peers.py "$out/python/"
+  # NVSHMEM4Py and the CUDA Python packages it needs, for bench.py's GPU peer rows, for the
+  # lent machines' python3 (3.12; NVSHMEM itself is there as nvidia-nvshmem-cu13).
+  mkdir -p "$out/python/peer-wheels"
+  "$pyvenv/bin/python" -m pip download --quiet --disable-pip-version-check --only-binary :all: --no-deps \
+    --python-version 3.12 --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_34_x86_64 --dest "$out/python/peer-wheels" \
+    nvshmem4py-cu13 "cuda-bindings>=13,<14" "cuda-core>=0.5" "cuda-pathfinder>=1.2.3"
   git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
   # What travels to the GPU machine is the archive (the device tool carries at most 64 MiB;
   # the binaries' embedded PTX is text and compresses about 4x).
@@ -225,18 +232,19 @@ run() {
 # and pytest installed (from the bundle, no network) into a folder on PYTHONPATH, so that
 # python3 keeps every package it finds today (a venv made from it, even with
 # --system-site-packages, hid torch and numpy on the lent H100, whose python3 is itself a
-# venv's); pytest from the bundle only where python3 has none; the suites on
-# CUDA tensors, and the MoE example's Rust kernels driven from torch.
-python_checks() {
-  local here=$1 site library
+# venv's); pytest from the bundle only where python3 has none. Sets python_site (empty when
+# python3 has no torch or the install failed); installs once per run.
+python_install() {
+  local here=$1
+  [ -n "${python_site+set}" ] && return 0
+  python_site=""
   if ! python3 -c 'import torch' 2>/dev/null; then
-    echo "NOTE: python3 has no torch here: the Python checks are not run"
+    echo "NOTE: python3 has no torch here: the Python checks and rows are not run"
     return 0
   fi
   python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
+  local site wheels=("$here"/python/wheels/symmem-*.whl)
   site=$(mktemp -d)/site
-  library="$here/python/libsymmem_example_kernel_library.so"
-  local wheels=("$here"/python/wheels/symmem-*.whl)
   python3 -c 'import pytest' 2>/dev/null || wheels=("$here"/python/wheels/*.whl)
   if ! python3 -m pip install --quiet --no-index --no-deps --target "$site" "${wheels[@]}"; then
     failed=$((failed + 1))
@@ -244,10 +252,40 @@ python_checks() {
     echo "FAIL Python package install (the bundle's wheels into $site)"
     return 0
   fi
-  check "Python suite on GPU PEs (2 PEs)" env PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" \
+  python_site=$site
+}
+
+# The suites on CUDA tensors, and the MoE example's Rust kernels driven from torch.
+python_checks() {
+  local here=$1
+  python_install "$here"
+  [ -n "$python_site" ] || return 0
+  local library="$here/python/libsymmem_example_kernel_library.so"
+  check "Python suite on GPU PEs (2 PEs)" env PYTHONPATH="$python_site${PYTHONPATH:+:$PYTHONPATH}" \
     SYMMEM_KERNEL_LIBRARY="$library" python3 -m symmem.run -n 2 -m pytest "$here/python/tests" -q -p no:cacheprovider
-  check "Python MoE example, Rust kernels from torch (2 PEs)" env PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" \
+  check "Python MoE example, Rust kernels from torch (2 PEs)" env PYTHONPATH="$python_site${PYTHONPATH:+:$PYTHONPATH}" \
     python3 -m symmem.run -n 2 "$here/python/examples/moe.py" "$library"
+}
+
+# python/bench.py on GPU PEs: symmem from Python beside torch's _symmetric_memory and
+# NVSHMEM4Py. NVSHMEM4Py and the CUDA Python packages come from the bundle where python3
+# lacks them (each checked alone: torch may bring cuda-bindings already).
+python_bench() {
+  local here=$1
+  python_install "$here"
+  [ -n "$python_site" ] || return 0
+  local w wheels=()
+  for w in "nvshmem.core:nvshmem4py_cu13" "cuda.bindings:cuda_bindings" "cuda.core:cuda_core" "cuda.pathfinder:cuda_pathfinder"; do
+    python3 -c "import ${w%%:*}" 2>/dev/null || wheels+=("$here"/python/peer-wheels/"${w#*:}"-*.whl)
+  done
+  if [ "${#wheels[@]}" -gt 0 ] && ! python3 -m pip install --quiet --no-index --no-deps --target "$python_site" "${wheels[@]}"; then
+    echo "NOTE: NVSHMEM4Py could not be installed from the bundle: bench.py reports it missing"
+  fi
+  echo
+  echo "=== python/bench.py on GPU PEs (2 PEs), beside torch _symmetric_memory and NVSHMEM4Py"
+  NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 PYTHONPATH="$python_site${PYTHONPATH:+:$PYTHONPATH}" \
+    timeout "${GPU_PERF_TIMEOUT:-600}" python3 -m symmem.run -n 2 "$here/python/bench.py" --iters "${GPU_PY_ITERS:-4000}" --reps 5 ||
+    echo "python/bench.py failed (exit $?)"
 }
 
 # symmem-perf on GPU PEs, NVSHMEM's numbers for the same rows, and the table.
@@ -316,6 +354,7 @@ perf_rows() {
       echo "no symmem-perf rows: no table"
     fi
   done
+  python_bench "$here"
   if [ -n "${GPU_CHECK_RESULTS:-}" ]; then mkdir -p "$GPU_CHECK_RESULTS" && cp "$work"/*.json "$work"/*.err "$GPU_CHECK_RESULTS/" 2>/dev/null; fi
 }
 
