@@ -37,6 +37,10 @@ pub(super) struct Attrs {
     /// The CQ's wait object (a file descriptor that polls readable when progress has work),
     /// or -1.
     pub wait_fd: c_int,
+    /// The largest operations whose data the provider places in order after an earlier
+    /// operation's: read after write, write after read, write after write
+    /// (`max_order_{raw,war,waw}_size`).
+    pub max_order_size: [usize; 3],
 }
 
 impl Default for Attrs {
@@ -53,6 +57,7 @@ impl Default for Attrs {
             order: 0,
             delivery_complete: 0,
             wait_fd: -1,
+            max_order_size: [0; 3],
         }
     }
 }
@@ -72,6 +77,15 @@ pub(super) const RAW: u32 = 1;
 pub(super) const WAR: u32 = 2;
 /// See [`RAW`].
 pub(super) const WAW: u32 = 3;
+/// `FI_ORDER_RAR`: reads after reads stay in order, RMA and atomics alike; the next bits
+/// are `FI_ORDER_RAW` (bit 1), `FI_ORDER_WAR` (bit 3) and `FI_ORDER_WAW` (bit 4).
+pub(super) const ORDER_RAR: u64 = 1 << 0;
+/// `FI_ORDER_RAW`.
+pub(super) const ORDER_RAW: u64 = 1 << 1;
+/// `FI_ORDER_WAR`.
+pub(super) const ORDER_WAR: u64 = 1 << 3;
+/// `FI_ORDER_WAW`.
+pub(super) const ORDER_WAW: u64 = 1 << 4;
 /// `-FI_EAGAIN`: the endpoint is busy; progress and retry.
 pub(super) const EAGAIN: isize = -11;
 /// `-FI_ENODATA`: no provider matches.

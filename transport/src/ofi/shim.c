@@ -46,15 +46,25 @@ struct symmem_ofi_attrs {
 	uint64_t order;
 	int delivery_complete;
 	int wait_fd;
+	/* The largest operations whose data is placed in order after an earlier one's
+	 * (max_order_raw_size, max_order_war_size, max_order_waw_size). */
+	size_t max_order_size[3];
 };
 
 /* The orders the transport can use, as providers report them (requesting none, they list
  * what they keep): RMA after RMA and atomic after atomic, read or write after read or
- * write; the Rust side waits where the provider does not promise one (and always between
- * an RMA and an atomic, which no bit covers). */
+ * write, and the generic RAR/RAW/WAR/WAW, which cover RMA and atomics together (up to
+ * the max_order_*_size of their data); the Rust side waits where the provider does not
+ * promise one. */
 #define SYMMEM_ORDER (FI_ORDER_RMA_RAR | FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAR | \
 		      FI_ORDER_RMA_WAW | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | \
-		      FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
+		      FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW | FI_ORDER_RAR | \
+		      FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW)
+
+/* The orders across RMA and atomics asked for first (see symmem_ofi_open), and the data
+ * size up to which they are asked for: one bounce slot (SLOT_BYTES in mod.rs). */
+#define SYMMEM_ORDER_ACROSS (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAW)
+#define SYMMEM_ORDERED_BYTES ((size_t)512 << 10)
 
 static void say(char *err, size_t len, const char *what, int rc)
 {
@@ -293,7 +303,18 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	 * asked for: rxm's wakes on every arrival and contends with the thread that polls,
 	 * which doubled round trips here. */
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	/* First with the orders across RMA and atomics asked for, with their data placed in
+	 * order up to a bounce slot (a provider reports them, and max_order_*_size, only when
+	 * asked: a put_signal's signal then needs no wait for its data); else without. */
+	hints->tx_attr->msg_order = hints->rx_attr->msg_order = SYMMEM_ORDER_ACROSS;
+	hints->ep_attr->max_order_raw_size = SYMMEM_ORDERED_BYTES;
+	hints->ep_attr->max_order_waw_size = SYMMEM_ORDERED_BYTES;
 	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
+	if (rc == -FI_ENODATA) {
+		hints->tx_attr->msg_order = hints->rx_attr->msg_order = 0;
+		hints->ep_attr->max_order_raw_size = hints->ep_attr->max_order_waw_size = 0;
+		rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
+	}
 	fi_freeinfo(hints);
 	if (rc) {
 		say(err, errlen, "fi_getinfo", rc);
@@ -361,6 +382,9 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	attrs->inject_size = o->info->tx_attr->inject_size;
 	attrs->delivery_complete = (o->info->tx_attr->op_flags & FI_DELIVERY_COMPLETE) != 0;
 	attrs->order = o->info->tx_attr->msg_order & o->info->rx_attr->msg_order & SYMMEM_ORDER;
+	attrs->max_order_size[0] = o->info->ep_attr->max_order_raw_size;
+	attrs->max_order_size[1] = o->info->ep_attr->max_order_war_size;
+	attrs->max_order_size[2] = o->info->ep_attr->max_order_waw_size;
 	attrs->wait_fd = -1;
 	if (cq_attr.wait_obj == FI_WAIT_FD && fi_control(&o->cq->fid, FI_GETWAIT, &attrs->wait_fd))
 		attrs->wait_fd = -1;
