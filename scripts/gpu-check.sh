@@ -18,8 +18,9 @@
 #
 # --perf also runs symmem-perf on GPU PEs and, where nvcc and NVSHMEM (the
 # nvidia-nvshmem-cu13 wheel) are found, the same rows with NVSHMEM, and prints them side
-# by side with the copy limit; --perf-first does so before the checks (a run cut short
-# still has its numbers).
+# by side with the copy limit, then python/bench.py on GPU PEs beside torch's
+# _symmetric_memory and NVSHMEM4Py (its wheels are in the bundle); --perf-first does so
+# before the checks (a run cut short still has its numbers).
 # --mps starts a private MPS daemon first (so kernels of several PEs on one GPU run at
 # the same time rather than taking turns) and stops it at the end.
 set -uo pipefail
