@@ -89,8 +89,8 @@ const STAND_ASIDE: Duration = Duration::from_micros(100);
 /// keep calling in, it checks again after a quarter of the time they have done so, from
 /// [`STAND_ASIDE`] up to this (each check takes the core from a thread that polls; with a
 /// check every 100 µs a put_signal ping-pong over tcp;ofi_rxm took 48-58 µs one way, with
-/// one every 2 ms 38-42). A thread that stops calling in leaves peers' operations unserved
-/// at most this long.
+/// these 32-41). A thread that stops calling in leaves peers' operations unserved at most
+/// this long.
 const MAX_ASIDE: Duration = Duration::from_millis(1);
 /// The longest the progress thread blocks on the wait object before checking for stop.
 const BLOCK_MS: i32 = 10;
