@@ -28,6 +28,25 @@ def note(me, text):
         print(f"bench.py: {text}", file=sys.stderr, flush=True)
 
 
+def library_rows(row, timed, reps, iters, what, finish, rows):
+    """The rows of one library: `rows` holds (metric, how, body) for put_latency,
+    get_latency, put_signal_pingpong_latency (reported one way) and put_bw; `finish()`
+    ends every repetition (a barrier and a synchronized stream), so that a repetition
+    ends only when every PE's queued work has."""
+    for metric, how, body in rows:
+
+        def run(k, body=body):
+            body(k)
+            finish()
+
+        if metric == "put_bw":
+            row(f"{metric} (16 MiB, {how})", MIB16 / timed(reps, 16, run) / 1e9, "GB/s", what)
+        else:
+            per_call = timed(reps, iters // 4, run) * 1e6
+            one_way = per_call / 2 if "pingpong" in metric else per_call
+            row(f"{metric} (8 B, {how})", one_way, "us", what)
+
+
 def cuda_device(torch, symmem):
     """The torch device of this PE's symmetric heap, made current."""
     found = re.match(r"GPU (\d+) ", symmem.device())
@@ -88,22 +107,17 @@ def torch_symmetric_memory_rows(timed, reps, iters, me, peer, row, torch, symmem
                 peer_big.copy_(src_big)
             stream.synchronize()
 
-    def synced(body):
-        def run(k):
-            body(k)
-            handle.barrier()
-            stream.synchronize()
+    def finish():
+        handle.barrier()
+        stream.synchronize()
 
-        return run
-
-    row("put_latency (8 B, copy_ to a peer's buffer, then sync)",
-        timed(reps, iters // 4, synced(put_sync)) * 1e6, "us", what)
-    row("get_latency (8 B, copy_ from a peer's buffer to pinned host)",
-        timed(reps, iters // 4, synced(get)) * 1e6, "us", what)
-    row("put_signal_pingpong_latency (8 B copy_ + put_signal/wait_signal, stream-ordered, one way)",
-        timed(reps, iters // 4, synced(pingpong)) * 1e6 / 2, "us", what)
-    row("put_bw (16 MiB, device to a peer's buffer)",
-        MIB16 / timed(reps, 16, synced(put_bw)) / 1e9, "GB/s", what)
+    library_rows(row, timed, reps, iters, what, finish, [
+        ("put_latency", "copy_ to a peer's buffer, then sync", put_sync),
+        ("get_latency", "copy_ from a peer's buffer to pinned host", get),
+        ("put_signal_pingpong_latency", "copy_ + put_signal/wait_signal, stream-ordered",
+         pingpong),
+        ("put_bw", "device to a peer's buffer", put_bw),
+    ])
     handle.barrier()
     stream.synchronize()
 
@@ -178,23 +192,17 @@ def nvshmem4py_rows(timed, reps, iters, me, n, peer, row, torch, symmem):
             nvshmem.quiet(stream=stream)
             stream.synchronize()
 
-    def synced(body):
-        def run(k):
-            body(k)
-            nvshmem.barrier_all(stream=stream)
-            stream.synchronize()
-
-        return run
+    def finish():
+        nvshmem.barrier_all(stream=stream)
+        stream.synchronize()
 
     try:
-        row("put_latency (8 B, then quiet, on a stream, then sync)",
-            timed(reps, iters // 4, synced(put_quiet)) * 1e6, "us", what)
-        row("get_latency (8 B, on a stream, then sync)",
-            timed(reps, iters // 4, synced(get)) * 1e6, "us", what)
-        row("put_signal_pingpong_latency (8 B, put_signal/signal_wait on a stream, one way)",
-            timed(reps, iters // 4, synced(pingpong)) * 1e6 / 2, "us", what)
-        row("put_bw (16 MiB, symmetric device source)",
-            MIB16 / timed(reps, 16, synced(put_bw)) / 1e9, "GB/s", what)
+        library_rows(row, timed, reps, iters, what, finish, [
+            ("put_latency", "then quiet, on a stream, then sync", put_quiet),
+            ("get_latency", "on a stream, then sync", get),
+            ("put_signal_pingpong_latency", "put_signal/signal_wait on a stream", pingpong),
+            ("put_bw", "symmetric device source", put_bw),
+        ])
     finally:
         for t in (word, src_word, big, src_big):
             nvshmem.free_tensor(t)
