@@ -47,10 +47,18 @@ def main():
     if n < 2:
         raise SystemExit("bench.py needs 2 PEs: python -m symmem.run -n 2 python/bench.py")
     peer = 1 - me if me < 2 else me
-    rows = []
+    if me == 0 and not a.json:
+        print(f"{'metric':48} {'value':>10}  unit  library  ({n} PEs, {symmem.device()})")
 
     def row(metric, value, unit, what):
-        rows.append({"metric": metric, "value": value, "unit": unit, "library": what})
+        """Prints one measurement on PE 0 at once (a later failure keeps it)."""
+        if me != 0:
+            return
+        if a.json:
+            print(json.dumps({"metric": metric, "value": value, "unit": unit, "library": what}),
+                  flush=True)
+        else:
+            print(f"{metric:48} {value:10.3f}  {unit:5} {what}", flush=True)
 
     word = symmem.zeros((1,), "uint64")
     sig = symmem.zeros((1,), "uint64")
@@ -158,14 +166,6 @@ def main():
             gpu.nvshmem4py_rows(timed, a.reps, a.iters, me, n, peer, row, torch, symmem)
         dist.destroy_process_group()
 
-    if me == 0:
-        if a.json:
-            for r in rows:
-                print(json.dumps(r))
-        else:
-            print(f"{'metric':48} {'value':>10}  unit  library  ({n} PEs, {symmem.device()})")
-            for r in rows:
-                print(f"{r['metric']:48} {r['value']:10.3f}  {r['unit']:5} {r['library']}")
     symmem.barrier_all()
 
 

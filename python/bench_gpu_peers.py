@@ -13,7 +13,8 @@ pays for the same task:
 
 A row waits for completion where the task needs it (the stream is synchronized, as
 `quiet` returns only after completion). A library that cannot start here (not installed,
-or refusing 2 PEs on one GPU) is reported by one line on stderr, never silently left out.
+or refusing 2 PEs on one GPU) is reported on stderr, never silently left out, and is
+measured on every PE or on none (`agreed`).
 """
 
 import re
@@ -22,10 +23,11 @@ import sys
 MIB16 = 16 << 20
 
 
-def note(me, text):
-    """A line on stderr from PE 0: why a library's rows are missing."""
-    if me == 0:
-        print(f"bench.py: {text}", file=sys.stderr, flush=True)
+def note(me, text, everywhere=False):
+    """A line on stderr, from PE 0 (or from this PE where `everywhere`: a failure of its
+    own): why a library's rows are missing."""
+    if me == 0 or everywhere:
+        print(f"bench.py: PE {me}: {text}", file=sys.stderr, flush=True)
 
 
 def library_rows(row, timed, reps, iters, what, finish, rows):
@@ -47,6 +49,21 @@ def library_rows(row, timed, reps, iters, what, finish, rows):
             row(f"{metric} (8 B, {how})", one_way, "us", what)
 
 
+def agreed(me, ok, what, torch):
+    """Whether every PE's setup of `what` succeeded (`ok` on this one), over the gloo
+    group: a library is measured on all PEs or on none, so that no PE waits in a barrier
+    for a peer that gave up."""
+    import torch.distributed as dist
+
+    flag = torch.tensor([1 if ok else 0], dtype=torch.int64)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    if flag.item() == 1:
+        return True
+    if ok:
+        note(me, f"{what} not measured: its setup failed on another PE (see its stderr)")
+    return False
+
+
 def cuda_device(torch, symmem):
     """The torch device of this PE's symmetric heap, made current."""
     found = re.match(r"GPU (\d+) ", symmem.device())
@@ -59,22 +76,25 @@ def torch_symmetric_memory_rows(timed, reps, iters, me, peer, row, torch, symmem
     """Rows of torch's `_symmetric_memory` on the gloo group `bench.py` made."""
     import torch.distributed as dist
 
+    what = f"torch {torch.__version__} _symmetric_memory"
+    ok = True
     try:
         import torch.distributed._symmetric_memory as symm_mem
 
         dev = cuda_device(torch, symmem)
         buf = symm_mem.empty(MIB16 // 8, dtype=torch.int64, device=dev)
         handle = symm_mem.rendezvous(buf, dist.group.WORLD)
+        peer_word = handle.get_buffer(peer, (1,), torch.int64)
+        peer_big = handle.get_buffer(peer, (MIB16 // 8,), torch.int64)
+        src_word = torch.ones(1, dtype=torch.int64, device=dev)
+        src_big = torch.ones(MIB16 // 8, dtype=torch.int64, device=dev)
+        host_word = torch.empty(1, dtype=torch.int64).pin_memory()
     except Exception as e:  # any failure of a peer library is reported, not fatal
-        note(me, f"torch _symmetric_memory not measured: {type(e).__name__}: {e}")
+        note(me, f"{what} not measured: {type(e).__name__}: {e}", everywhere=True)
+        ok = False
+    if not agreed(me, ok, what, torch):
         return
-    what = f"torch {torch.__version__} _symmetric_memory"
     stream = torch.cuda.current_stream()
-    peer_word = handle.get_buffer(peer, (1,), torch.int64)
-    peer_big = handle.get_buffer(peer, (MIB16 // 8,), torch.int64)
-    src_word = torch.ones(1, dtype=torch.int64, device=dev)
-    src_big = torch.ones(MIB16 // 8, dtype=torch.int64, device=dev)
-    host_word = torch.empty(1, dtype=torch.int64).pin_memory()
 
     def put_sync(k):
         if me == 0:
@@ -111,15 +131,17 @@ def torch_symmetric_memory_rows(timed, reps, iters, me, peer, row, torch, symmem
         handle.barrier()
         stream.synchronize()
 
-    library_rows(row, timed, reps, iters, what, finish, [
-        ("put_latency", "copy_ to a peer's buffer, then sync", put_sync),
-        ("get_latency", "copy_ from a peer's buffer to pinned host", get),
-        ("put_signal_pingpong_latency", "copy_ + put_signal/wait_signal, stream-ordered",
-         pingpong),
-        ("put_bw", "device to a peer's buffer", put_bw),
-    ])
-    handle.barrier()
-    stream.synchronize()
+    try:
+        library_rows(row, timed, reps, iters, what, finish, [
+            ("put_latency", "copy_ to a peer's buffer, then sync", put_sync),
+            ("get_latency", "copy_ from a peer's buffer to pinned host", get),
+            ("put_signal_pingpong_latency", "copy_ + put_signal/wait_signal, stream-ordered",
+             pingpong),
+            ("put_bw", "device to a peer's buffer", put_bw),
+        ])
+        finish()
+    except Exception as e:  # the rows so far are printed; the peer may wait for this PE
+        note(me, f"{what}: stopped: {type(e).__name__}: {e}", everywhere=True)
 
 
 def nvshmem4py_rows(timed, reps, iters, me, n, peer, row, torch, symmem):
@@ -127,13 +149,14 @@ def nvshmem4py_rows(timed, reps, iters, me, n, peer, row, torch, symmem):
     import numpy as np
     import torch.distributed as dist
 
+    what = "NVSHMEM4Py"
+    ok = True
     try:
+        import nvshmem as nvshmem_package
         import nvshmem.core as nvshmem
         from cuda.core import Device
-    except Exception as e:
-        note(me, f"NVSHMEM4Py not measured: {type(e).__name__}: {e}")
-        return
-    try:
+
+        what = f"NVSHMEM4Py {nvshmem_package.__version__}"
         dev = cuda_device(torch, symmem)
         uid = nvshmem.get_unique_id(empty=(me != 0))
         raw = torch.from_numpy(uid._data.view(np.uint8).copy())
@@ -141,19 +164,23 @@ def nvshmem4py_rows(timed, reps, iters, me, n, peer, row, torch, symmem):
         uid._data[:] = raw.numpy().view(uid._data.dtype)
         nvshmem.init(device=Device(dev.index), uid=uid, rank=me, nranks=n,
                      initializer_method="uid")
+        stream = torch.cuda.current_stream()
+        word = nvshmem.tensor((1,), dtype=torch.int64)
+        src_word = nvshmem.tensor((1,), dtype=torch.int64)
+        big = nvshmem.tensor((MIB16 // 8,), dtype=torch.int64)
+        src_big = nvshmem.tensor((MIB16 // 8,), dtype=torch.int64)
+        sig = nvshmem.buffer(8)  # not zeroed by NVSHMEM: set to 0 below
+        src_word.fill_(1)
+        src_big.fill_(1)
+        nvshmem.signal_op(sig, 0, nvshmem.SignalOp.SIGNAL_SET, me, stream=stream)
+        nvshmem.barrier_all(stream=stream)
+        stream.synchronize()
     except Exception as e:
-        note(me, f"NVSHMEM4Py not measured: init failed: {type(e).__name__}: {e}")
+        note(me, f"{what} not measured: {type(e).__name__}: {e}", everywhere=True)
+        ok = False
+    # A PE whose setup failed part way leaves NVSHMEM as it is: its finalize is collective.
+    if not agreed(me, ok, what, torch):
         return
-    what = f"NVSHMEM4Py {getattr(nvshmem, '__version__', '')}".strip()
-    stream = torch.cuda.current_stream()
-    word = nvshmem.tensor((1,), dtype=torch.int64)
-    src_word = nvshmem.tensor((1,), dtype=torch.int64)
-    big = nvshmem.tensor((MIB16 // 8,), dtype=torch.int64)
-    src_big = nvshmem.tensor((MIB16 // 8,), dtype=torch.int64)
-    sig = nvshmem.buffer(8)
-    src_word.fill_(1)
-    src_big.fill_(1)
-    torch.cuda.synchronize()
     rounds = [0]  # signal values keep growing across repetitions
 
     def put_quiet(k):
@@ -203,6 +230,8 @@ def nvshmem4py_rows(timed, reps, iters, me, n, peer, row, torch, symmem):
             ("put_signal_pingpong_latency", "put_signal/signal_wait on a stream", pingpong),
             ("put_bw", "symmetric device source", put_bw),
         ])
+    except Exception as e:  # the rows so far are printed; the peer may wait for this PE
+        note(me, f"{what}: stopped: {type(e).__name__}: {e}", everywhere=True)
     finally:
         for t in (word, src_word, big, src_big):
             nvshmem.free_tensor(t)

@@ -270,14 +270,19 @@ python_checks() {
 
 # python/bench.py on GPU PEs: symmem from Python beside torch's _symmetric_memory and
 # NVSHMEM4Py. NVSHMEM4Py and the CUDA Python packages come from the bundle where python3
-# lacks them (each checked alone: torch may bring cuda-bindings already).
+# lacks them or has a version NVSHMEM4Py 0.4 cannot use (each checked alone: torch may
+# bring cuda-bindings already, perhaps a 12.x one).
 python_bench() {
   local here=$1
   python_install "$here"
   [ -n "$python_site" ] || return 0
-  local w wheels=()
-  for w in "nvshmem.core:nvshmem4py_cu13" "cuda.bindings:cuda_bindings" "cuda.core:cuda_core" "cuda.pathfinder:cuda_pathfinder"; do
-    python3 -c "import ${w%%:*}" 2>/dev/null || wheels+=("$here"/python/peer-wheels/"${w#*:}"-*.whl)
+  local w wheels=() usable
+  for w in "nvshmem4py_cu13:import nvshmem.core" \
+    "cuda_bindings:import cuda.bindings as m; assert int(m.__version__.split('.')[0]) >= 13" \
+    "cuda_core:import cuda.core as m; assert tuple(map(int, m.__version__.split('.')[:2])) >= (0, 5)" \
+    "cuda_pathfinder:import cuda.pathfinder as m; assert tuple(map(int, m.__version__.split('.')[:2])) >= (1, 2)"; do
+    usable=${w#*:}
+    python3 -c "$usable" 2>/dev/null || wheels+=("$here"/python/peer-wheels/"${w%%:*}"-*.whl)
   done
   if [ "${#wheels[@]}" -gt 0 ] && ! python3 -m pip install --quiet --no-index --no-deps --target "$python_site" "${wheels[@]}"; then
     echo "NOTE: NVSHMEM4Py could not be installed from the bundle: bench.py reports it missing"
