@@ -29,8 +29,9 @@ pub(super) struct Attrs {
     pub max_msg_size: usize,
     /// The largest injected message.
     pub inject_size: usize,
-    /// The `FI_ORDER_RMA_*` and `FI_ORDER_ATOMIC_*` bits the provider promises (transmit
-    /// and receive side alike): which RMA and atomic operations to a peer stay in order.
+    /// The `FI_ORDER_RMA_*`, `FI_ORDER_ATOMIC_*` and generic `FI_ORDER_RAR/RAW/WAR/WAW`
+    /// bits the provider promises (transmit and receive side alike): which RMA and atomic
+    /// operations to a peer stay in order, within each kind and across them.
     pub order: u64,
     /// Whether completions mean delivery (`FI_DELIVERY_COMPLETE` granted).
     pub delivery_complete: c_int,

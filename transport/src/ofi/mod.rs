@@ -246,7 +246,8 @@ struct State {
     /// The target of the operation that failed, where the provider said.
     failed_pe: Option<usize>,
     peers: Vec<Option<PeerHeap>>,
-    /// The `FI_ORDER_RMA_*`/`FI_ORDER_ATOMIC_*` bits the provider promises: an operation
+    /// The order bits the provider promises ([`kept_order`]: `FI_ORDER_RMA_*` and
+    /// `FI_ORDER_ATOMIC_*` within each kind, the generic ones across them): an operation
     /// whose order after an earlier one is not promised waits for that one to complete.
     order: u64,
     /// Per kind (RMA, atomic): the last operation that read and the last that wrote.
