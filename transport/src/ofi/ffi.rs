@@ -113,6 +113,7 @@ extern "C" {
         heap_cuda_device: c_int,
         bounce: *mut c_void,
         bounce_len: usize,
+        ordered_bytes: usize,
         out: *mut *mut SymmemOfi,
         attrs: *mut Attrs,
         err: *mut c_char,

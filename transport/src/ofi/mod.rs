@@ -539,6 +539,7 @@ fn kept_order(attrs: &ffi::Attrs, piece: usize) -> u64 {
 /// Logs what the endpoint is: the provider, its completion level, its progress and which
 /// of the orders the transport uses (`order`, see [`kept_order`]) it does not keep.
 fn log_endpoint(me: usize, attrs: &ffi::Attrs, order: u64, describe: &str) {
+    let kind_bits = |rar: u64| [rar, rar << ffi::RAW, rar << ffi::WAR, rar << ffi::WAW];
     let generic = [
         ffi::ORDER_RAR,
         ffi::ORDER_RAW,
@@ -546,20 +547,17 @@ fn log_endpoint(me: usize, attrs: &ffi::Attrs, order: u64, describe: &str) {
         ffi::ORDER_WAW,
     ];
     let unordered: Vec<String> = [
-        (ffi::ORDER_RMA_RAR, "RMA_"),
-        (ffi::ORDER_ATOMIC_RAR, "ATOMIC_"),
-        (0, ""),
+        (kind_bits(ffi::ORDER_RMA_RAR), "RMA_"),
+        (kind_bits(ffi::ORDER_ATOMIC_RAR), "ATOMIC_"),
+        (generic, ""),
     ]
-    .iter()
-    .flat_map(|&(base, kind)| {
+    .into_iter()
+    .flat_map(|(bits, kind)| {
         ["RAR", "RAW", "WAR", "WAW"]
-            .iter()
-            .enumerate()
-            .filter(move |&(i, _)| {
-                let bit = if base == 0 { generic[i] } else { base << i };
-                order & bit == 0
-            })
-            .map(move |(_, name)| format!("{kind}{name}"))
+            .into_iter()
+            .zip(bits)
+            .filter(|&(_, bit)| order & bit == 0)
+            .map(move |(name, _)| format!("{kind}{name}"))
     })
     .collect();
     tracing::info!(
@@ -639,6 +637,7 @@ fn open(setup: &Setup<'_>) -> Result<Opened> {
             cuda_device,
             bounce.0.as_mut_ptr().cast(),
             bounce.0.len() * 16,
+            SLOT_BYTES,
             &mut ep,
             &mut attrs,
             err.as_mut_ptr(),

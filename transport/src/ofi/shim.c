@@ -61,10 +61,8 @@ struct symmem_ofi_attrs {
 		      FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW | FI_ORDER_RAR | \
 		      FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW)
 
-/* The orders across RMA and atomics asked for first (see symmem_ofi_open), and the data
- * size up to which they are asked for: one bounce slot (SLOT_BYTES in mod.rs). */
+/* The orders across RMA and atomics asked for first (see symmem_ofi_open). */
 #define SYMMEM_ORDER_ACROSS (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAW)
-#define SYMMEM_ORDERED_BYTES ((size_t)512 << 10)
 
 static void say(char *err, size_t len, const char *what, int rc)
 {
@@ -280,9 +278,10 @@ static int unique_shm_name(struct symmem_ofi *o, char *err, size_t errlen)
 /* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL)
  * and registers `heap` (for peers' RMA and atomics: host memory when `heap_cuda_device` is
  * negative, else memory of that CUDA device) and `bounce` (the host buffers of this PE's
- * operations). */
+ * operations). Orders across RMA and atomics are asked for up to `ordered_bytes` of data
+ * (the largest piece the Rust side posts). */
 int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda_device,
-		    void *bounce, size_t bounce_len, struct symmem_ofi **out,
+		    void *bounce, size_t bounce_len, size_t ordered_bytes, struct symmem_ofi **out,
 		    struct symmem_ofi_attrs *attrs, char *err, size_t errlen)
 {
 	struct fi_info *hints = endpoint_hints(prov, heap_cuda_device >= 0);
@@ -304,11 +303,11 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	 * which doubled round trips here. */
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	/* First with the orders across RMA and atomics asked for, with their data placed in
-	 * order up to a bounce slot (a provider reports them, and max_order_*_size, only when
-	 * asked: a put_signal's signal then needs no wait for its data); else without. */
+	 * order up to `ordered_bytes` (a provider reports them, and max_order_*_size, only
+	 * when asked: a put_signal's signal then needs no wait for its data); else without. */
 	hints->tx_attr->msg_order = hints->rx_attr->msg_order = SYMMEM_ORDER_ACROSS;
-	hints->ep_attr->max_order_raw_size = SYMMEM_ORDERED_BYTES;
-	hints->ep_attr->max_order_waw_size = SYMMEM_ORDERED_BYTES;
+	hints->ep_attr->max_order_raw_size = ordered_bytes;
+	hints->ep_attr->max_order_waw_size = ordered_bytes;
 	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
 	if (rc == -FI_ENODATA) {
 		hints->tx_attr->msg_order = hints->rx_attr->msg_order = 0;
