@@ -3,16 +3,18 @@
 //! order (providers promise no completion order), so "operation 7 completed" says nothing
 //! about operation 6. This ring records each completion and keeps the highest number up
 //! to which every operation completed, which is what waits need: a get's bytes, a
-//! reused bounce slot and a quiet all wait until that number reaches theirs.
+//! reused bounce slot and a quiet all wait until that number reaches theirs. An operation
+//! may need more than one completion (a message: its send's, and its target's
+//! acknowledgement); it is complete after the last.
 
 /// Operations in flight at most: posting one more waits for the oldest.
 pub(super) const IN_FLIGHT: usize = 1024;
 
 /// The ring of in-flight operations.
 pub(super) struct Completions {
-    /// Per ring entry: the target PE of the operation numbered there, and whether it
-    /// completed.
-    entries: Box<[(usize, bool)]>,
+    /// Per ring entry: the target PE of the operation numbered there, and how many of
+    /// its completions are still to come.
+    entries: Box<[(usize, u8)]>,
     /// Operations posted so far (the number of the last one).
     issued: u64,
     /// Every operation up to this number completed.
@@ -22,7 +24,7 @@ pub(super) struct Completions {
 impl Completions {
     pub(super) fn new() -> Self {
         Completions {
-            entries: vec![(0, false); IN_FLIGHT].into_boxed_slice(),
+            entries: vec![(0, 0); IN_FLIGHT].into_boxed_slice(),
             issued: 0,
             done_upto: 0,
         }
@@ -45,14 +47,16 @@ impl Completions {
         (next, next.saturating_sub(IN_FLIGHT as u64))
     }
 
-    /// Records that operation `next().0`, to `pe`, was posted.
-    pub(super) fn posted(&mut self, pe: usize) {
+    /// Records that operation `next().0`, to `pe`, was posted, and completes after
+    /// `parts` completions (at least 1).
+    pub(super) fn posted(&mut self, pe: usize, parts: u8) {
         debug_assert!(self.issued - self.done_upto < IN_FLIGHT as u64, "ring full");
+        debug_assert!(parts > 0);
         self.issued += 1;
-        self.entries[self.slot(self.issued)] = (pe, false);
+        self.entries[self.slot(self.issued)] = (pe, parts);
     }
 
-    /// Records that operation `op` completed; an operation that is not in flight is an
+    /// Records one completion of operation `op`; an operation that is not in flight is an
     /// error naming it.
     pub(super) fn complete(&mut self, op: u64) -> Result<(), String> {
         if op <= self.done_upto || op > self.issued {
@@ -63,11 +67,12 @@ impl Completions {
             ));
         }
         let i = self.slot(op);
-        if self.entries[i].1 {
+        if self.entries[i].1 == 0 {
             return Err(format!("the provider completed operation {op} twice"));
         }
-        self.entries[i].1 = true;
-        while self.done_upto < self.issued && self.entries[self.slot(self.done_upto + 1)].1 {
+        self.entries[i].1 -= 1;
+        while self.done_upto < self.issued && self.entries[self.slot(self.done_upto + 1)].1 == 0
+        {
             self.done_upto += 1;
         }
         Ok(())
@@ -92,7 +97,7 @@ mod tests {
     fn done_upto_waits_for_the_oldest() {
         let mut c = Completions::new();
         for pe in [3, 1, 2] {
-            c.posted(pe);
+            c.posted(pe, 1);
         }
         c.complete(2).unwrap();
         c.complete(3).unwrap();
@@ -106,8 +111,8 @@ mod tests {
     #[test]
     fn unknown_and_repeated_completions_are_errors() {
         let mut c = Completions::new();
-        c.posted(0);
-        c.posted(0);
+        c.posted(0, 1);
+        c.posted(0, 1);
         assert!(c
             .complete(3)
             .unwrap_err()
@@ -118,18 +123,32 @@ mod tests {
         assert!(c.complete(1).unwrap_err().contains("not in flight"));
     }
 
+    /// An operation of two parts completes after the second, in either order.
+    #[test]
+    fn an_operation_of_two_parts_waits_for_both() {
+        let mut c = Completions::new();
+        c.posted(1, 2);
+        c.posted(1, 1);
+        c.complete(2).unwrap();
+        c.complete(1).unwrap();
+        assert_eq!(c.done_upto(), 0, "operation 1 has one part to come");
+        c.complete(1).unwrap();
+        assert_eq!(c.done_upto(), 2);
+        assert!(c.complete(1).unwrap_err().contains("not in flight"));
+    }
+
     /// A full ring names the operation to wait for; numbers wrap around the ring.
     #[test]
     fn a_full_ring_waits_for_its_oldest_operation() {
         let mut c = Completions::new();
         assert_eq!(c.next(), (1, 0));
         for op in 1..=IN_FLIGHT as u64 {
-            c.posted(op as usize % 4);
+            c.posted(op as usize % 4, 1);
         }
         let (next, after) = c.next();
         assert_eq!((next, after), (IN_FLIGHT as u64 + 1, 1));
         c.complete(1).unwrap();
-        c.posted(7);
+        c.posted(7, 1);
         assert_eq!(c.target(next), Some(7));
         for op in 2..=next {
             c.complete(op).unwrap();

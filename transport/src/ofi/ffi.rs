@@ -42,6 +42,8 @@ pub(super) struct Attrs {
     /// operation's: read after write, write after read, write after write
     /// (`max_order_{raw,war,waw}_size`).
     pub max_order_size: [usize; 3],
+    /// Whether sends to a peer are received in order (`FI_ORDER_SAS`).
+    pub sends_in_order: c_int,
 }
 
 impl Default for Attrs {
@@ -59,6 +61,7 @@ impl Default for Attrs {
             delivery_complete: 0,
             wait_fd: -1,
             max_order_size: [0; 3],
+            sends_in_order: 0,
         }
     }
 }
@@ -152,6 +155,25 @@ extern "C" {
         raddr: u64,
         key: u64,
     ) -> isize;
+    pub(super) fn symmem_ofi_recv(
+        o: *mut SymmemOfi,
+        context: u64,
+        buf: *mut c_void,
+        len: usize,
+    ) -> isize;
+    pub(super) fn symmem_ofi_send(
+        o: *mut SymmemOfi,
+        op: u64,
+        buf: *const c_void,
+        len: usize,
+        pe: usize,
+    ) -> isize;
+    pub(super) fn symmem_ofi_inject(
+        o: *mut SymmemOfi,
+        buf: *const c_void,
+        len: usize,
+        pe: usize,
+    ) -> isize;
     pub(super) fn symmem_ofi_atomic(
         o: *mut SymmemOfi,
         id: u64,
@@ -189,6 +211,7 @@ extern "C" {
     pub(super) fn symmem_ofi_completed(
         o: *mut SymmemOfi,
         ops: *mut u64,
+        lens: *mut usize,
         max: usize,
         failed_op: *mut u64,
         err: *mut c_char,

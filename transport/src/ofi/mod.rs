@@ -44,6 +44,7 @@
 
 mod completions;
 mod ffi;
+mod messages;
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -55,6 +56,7 @@ use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 use symmem_sync::Backoff;
 
 use self::completions::Completions;
+use self::messages::{Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS};
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
 use crate::registry::{code, counted, Auto, Entry};
@@ -212,19 +214,54 @@ struct PeerHeap {
     len: u64,
     /// Its key.
     key: u64,
+    /// Whether it takes signals as messages ([`messages`]).
+    messages: bool,
 }
 
-/// The bounce buffer: registered, in 16-byte words so that every slot is aligned.
+/// The bounce buffer: registered, in 16-byte words so that every slot is aligned; its
+/// [`SLOTS`] slots, then the [`RECV_SLOTS`] receive buffers of messages.
 struct Bounce(Box<[u128]>);
 
 impl Bounce {
     fn new() -> Self {
-        Bounce(vec![0u128; SLOTS * SLOT_BYTES / 16].into_boxed_slice())
+        Bounce(vec![0u128; (SLOTS * SLOT_BYTES + RECV_SLOTS * RECV_BYTES) / 16].into_boxed_slice())
     }
 
     fn slot(&mut self, i: usize) -> *mut u8 {
         // SAFETY: `i < SLOTS`, so the slot lies inside the buffer.
         unsafe { self.0.as_mut_ptr().cast::<u8>().add(i * SLOT_BYTES) }
+    }
+
+    fn receive(&mut self, i: usize) -> *mut u8 {
+        debug_assert!(i < RECV_SLOTS);
+        // SAFETY: `i < RECV_SLOTS`, so the receive buffer lies inside the buffer.
+        unsafe {
+            self.0
+                .as_mut_ptr()
+                .cast::<u8>()
+                .add(SLOTS * SLOT_BYTES + i * RECV_BYTES)
+        }
+    }
+}
+
+/// Acknowledgements held back at most (see [`State::poll`]).
+const ACKS_HELD: usize = 8;
+
+/// The completion context of receive buffer `i` (operations are numbered from 1 up, far
+/// below this bit).
+const RECEIVE: u64 = 1 << 63;
+
+/// Posts receive buffer `i` of `bounce` on `ep`.
+fn post_receive(ep: &Endpoint, bounce: &mut Bounce, i: usize) -> isize {
+    // SAFETY: an open endpoint; the buffer lies in the registered bounce buffer, which
+    // outlives the endpoint's receives (the endpoint closes first).
+    unsafe {
+        ffi::symmem_ofi_recv(
+            ep.0,
+            RECEIVE | i as u64,
+            bounce.receive(i).cast(),
+            RECV_BYTES,
+        )
     }
 }
 
@@ -250,11 +287,31 @@ struct State {
     /// `FI_ORDER_ATOMIC_*` within each kind, the generic ones across them): an operation
     /// whose order after an earlier one is not promised waits for that one to complete.
     order: u64,
-    /// Per kind (RMA, atomic): the last operation that read and the last that wrote.
-    last: [[u64; 2]; 2],
+    /// Per kind (RMA, atomic, message): the last operation that read and the last that
+    /// wrote.
+    last: [[u64; 2]; 3],
+    /// This PE.
+    me: usize,
+    /// This PE's heap, where peers' messages apply (`addr` 0 where it takes none).
+    heap: LocalHeap,
+    /// Whether sends to a peer arrive in order (`FI_ORDER_SAS`).
+    sends_in_order: bool,
+    /// Acknowledgements still to send: (to PE, its operation).
+    acks: Vec<(usize, u64)>,
+    /// Receive buffers the provider was busy to take back.
+    unposted: Vec<usize>,
     /// The largest piece of a put or get: a slot, or less where the provider's messages
     /// are smaller.
     piece: usize,
+}
+
+/// This PE's heap, as messages apply to it.
+#[derive(Debug, Clone, Copy)]
+struct LocalHeap {
+    /// Its address in this process (0 where it takes no messages).
+    addr: usize,
+    /// Its length.
+    len: u64,
 }
 
 /// What an operation is, for ordering: its kind and what it does at its target.
@@ -268,12 +325,21 @@ enum Access {
     AtomicWrite,
     /// A fetching or compare atomic: reads and writes.
     AtomicReadWrite,
+    /// A message ([`messages`]): data and a signal its target applies.
+    Message,
 }
 
+/// [`Access::kind`] of messages.
+const MESSAGE: usize = 2;
+
 impl Access {
-    /// 0 for RMA, 1 for atomics.
+    /// 0 for RMA, 1 for atomics, [`MESSAGE`] for messages.
     fn kind(self) -> usize {
-        matches!(self, Access::AtomicWrite | Access::AtomicReadWrite) as usize
+        match self {
+            Access::Read | Access::Write => 0,
+            Access::AtomicWrite | Access::AtomicReadWrite => 1,
+            Access::Message => MESSAGE,
+        }
     }
 
     fn reads(self) -> bool {
@@ -282,6 +348,16 @@ impl Access {
 
     fn writes(self) -> bool {
         self != Access::Read
+    }
+
+    /// The completions the operation waits for: a message's send, and its target's
+    /// acknowledgement.
+    fn parts(self) -> u8 {
+        if self == Access::Message {
+            2
+        } else {
+            1
+        }
     }
 }
 
@@ -366,7 +442,7 @@ impl OfiTransport {
             ffi::text(&opened.attrs.fabric)
         );
         let manual = opened.attrs.manual_progress != 0;
-        let piece = SLOT_BYTES.min(opened.attrs.max_msg_size.max(64));
+        let piece = piece_bytes(&opened.attrs);
         let order = kept_order(&opened.attrs, piece);
         log_endpoint(me, &opened.attrs, order, &describe);
         let state = Arc::new(Mutex::new(Some(State {
@@ -380,8 +456,20 @@ impl OfiTransport {
             failed_pe: None,
             peers,
             order,
-            last: [[0; 2]; 2],
+            last: [[0; 2]; 3],
             piece,
+            me,
+            heap: LocalHeap {
+                addr: if opened.takes_messages {
+                    setup.heap.base as usize
+                } else {
+                    0
+                },
+                len: setup.heap.len as u64,
+            },
+            sends_in_order: opened.attrs.sends_in_order != 0,
+            acks: Vec::new(),
+            unposted: Vec::new(),
         })));
         // Nobody issues before every peer's address vector is complete.
         b.barrier()?;
@@ -461,7 +549,8 @@ struct Waiter {
 /// [`addresses`] reads them. A PE whose endpoint did not open takes part too, sending
 /// why, so that every other PE fails naming it.
 fn exchange(setup: &Setup<'_>, opened: &Result<Opened>) -> Result<Vec<Vec<u8>>> {
-    // Sent: 0, address length, address, heap base, length, key; or 1 and why.
+    // Sent: 0, address length, address, heap base, length, key, whether it takes
+    // messages; or 1 and why.
     let blob = match opened {
         Ok(o) => {
             let mut v = vec![0u8];
@@ -470,6 +559,7 @@ fn exchange(setup: &Setup<'_>, opened: &Result<Opened>) -> Result<Vec<Vec<u8>>> 
             v.extend_from_slice(&o.heap_base.to_le_bytes());
             v.extend_from_slice(&(setup.heap.len as u64).to_le_bytes());
             v.extend_from_slice(&o.attrs.heap_key.to_le_bytes());
+            v.extend_from_slice(&u64::from(o.takes_messages).to_le_bytes());
             v
         }
         Err(e) => {
@@ -588,6 +678,25 @@ struct Opened {
     attrs: ffi::Attrs,
     name: Vec<u8>,
     heap_base: u64,
+    /// Whether peers' signals come as messages ([`messages`]); its receives are posted.
+    takes_messages: bool,
+}
+
+/// The largest piece of a put or get: a bounce slot, or less where the provider's
+/// messages are smaller.
+fn piece_bytes(attrs: &ffi::Attrs) -> usize {
+    SLOT_BYTES.min(attrs.max_msg_size.max(64))
+}
+
+/// Whether signals to this PE should come as messages: where the provider keeps no order
+/// between a write and an atomic after it (else the atomic goes out behind the data at
+/// once), the heap is host memory (the target's CPU applies them) and acknowledgements
+/// fit an inject.
+fn wants_messages(attrs: &ffi::Attrs, heap_host: bool) -> bool {
+    kept_order(attrs, piece_bytes(attrs)) & ffi::ORDER_WAW == 0
+        && heap_host
+        && attrs.inject_size >= ACK_BYTES
+        && attrs.max_msg_size >= RECV_BYTES
 }
 
 /// Opens this PE's endpoint on the configured provider and registers the heap.
@@ -667,6 +776,18 @@ fn open(setup: &Setup<'_>) -> Result<Opened> {
         return Err(fail(format!("fi_getname failed ({rc})")));
     }
     name.truncate(len);
+    let takes_messages = wants_messages(&attrs, setup.heap.host);
+    if takes_messages {
+        for i in 0..RECV_SLOTS {
+            let rc = post_receive(&ep, &mut bounce, i);
+            if rc != 0 {
+                return Err(fail(format!(
+                    "posting receive buffer {i} of {RECV_SLOTS} failed: error {}",
+                    -rc
+                )));
+            }
+        }
+    }
     let heap_base = if attrs.mr_mode & ffi::FI_MR_VIRT_ADDR != 0 {
         setup.heap.base
     } else {
@@ -678,6 +799,7 @@ fn open(setup: &Setup<'_>) -> Result<Opened> {
         attrs,
         name,
         heap_base,
+        takes_messages,
     })
 }
 
@@ -687,7 +809,7 @@ fn decode(entry: &[u8]) -> std::result::Result<(&[u8], PeerHeap), String> {
         Some((0, rest)) if rest.len() >= 4 => {
             let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
             let rest = &rest[4..];
-            if rest.len() != len + 24 {
+            if rest.len() != len + 32 {
                 return Err(format!(
                     "a malformed exchange entry of {} bytes",
                     entry.len()
@@ -706,6 +828,7 @@ fn decode(entry: &[u8]) -> std::result::Result<(&[u8], PeerHeap), String> {
                     base: word(0),
                     len: word(1),
                     key: word(2),
+                    messages: word(3) == 1,
                 },
             ))
         }
@@ -793,10 +916,37 @@ fn start_progress(
 }
 
 impl State {
-    /// Drives progress and records the completions; records a failure.
+    /// Drives progress, records the completions and applies the messages received
+    /// (acknowledging them); records a failure.
+    ///
+    /// Acknowledgements go out once a poll finds no new message (or many are due): the
+    /// thread that waits for a signal sees it first, and a ping-pong's answer is not
+    /// queued behind the acknowledgement.
     fn poll(&mut self) -> std::result::Result<(), String> {
+        let due = self.acks.len();
+        let result = self.poll_completions().and_then(|()| {
+            if self.acks.len() == due || self.acks.len() >= ACKS_HELD {
+                self.send_acks()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(why) = &result {
+            self.failure.get_or_insert_with(|| why.clone());
+        }
+        result
+    }
+
+    fn poll_completions(&mut self) -> std::result::Result<(), String> {
         let mut err = [0 as c_char; 512];
         let mut done = [0u64; 64];
+        let mut lens = [0usize; 64];
+        while let Some(i) = self.unposted.pop() {
+            if post_receive(&self.ep, &mut self.bounce, i) != 0 {
+                self.unposted.push(i);
+                break;
+            }
+        }
         loop {
             let mut failed_op = 0u64;
             // SAFETY: an open endpoint; valid out-parameters of the given sizes.
@@ -804,6 +954,7 @@ impl State {
                 ffi::symmem_ofi_completed(
                     self.ep.0,
                     done.as_mut_ptr(),
+                    lens.as_mut_ptr(),
                     done.len(),
                     &mut failed_op,
                     err.as_mut_ptr(),
@@ -812,20 +963,146 @@ impl State {
             };
             if n < 0 {
                 let why = ffi::text(&err);
-                self.failure = Some(why.clone());
-                self.failed_pe = self.ops.target(failed_op);
+                if failed_op & RECEIVE == 0 {
+                    self.failed_pe = self.ops.target(failed_op);
+                }
                 return Err(why);
             }
-            for &op in &done[..n as usize] {
-                if let Err(why) = self.ops.complete(op) {
-                    self.failure = Some(why.clone());
-                    return Err(why);
+            for (&op, &len) in done.iter().zip(&lens).take(n as usize) {
+                if op & RECEIVE != 0 {
+                    self.received((op & !RECEIVE) as usize, len)?;
+                } else {
+                    self.ops.complete(op)?;
                 }
             }
             if (n as usize) < done.len() {
                 return Ok(());
             }
         }
+    }
+
+    /// Applies the message of `len` bytes in receive buffer `i` and posts the buffer again:
+    /// a signal's data, then its signal (a CPU atomic, after the data), to be acknowledged;
+    /// or an acknowledgement, completing the operation it names.
+    fn received(&mut self, i: usize, len: usize) -> std::result::Result<(), String> {
+        if i >= RECV_SLOTS {
+            return Err(format!("a completion of unknown receive buffer {i}"));
+        }
+        let buf = self.bounce.receive(i);
+        // SAFETY: the provider received `len` bytes (at most RECV_BYTES) into the buffer,
+        // which nothing else touches until it is posted again below.
+        let bytes = unsafe { std::slice::from_raw_parts(buf, len.min(RECV_BYTES)) };
+        let message = messages::decode(bytes, self.peers.len(), self.heap.len)
+            .and_then(|m| match m {
+                Message::Signal(_) if self.heap.addr == 0 => {
+                    Err("a signal message, which this PE does not take".to_string())
+                }
+                m => Ok(m),
+            })
+            .map_err(|why| format!("PE {} received {why}", self.me))?;
+        match message {
+            Message::Signal(s) => {
+                self.apply(&s, &bytes[HEADER..HEADER + s.data_len]);
+                self.acks.push((s.from, s.op));
+            }
+            Message::Ack { from, op } => {
+                if self.ops.target(op) != Some(from) {
+                    return Err(format!(
+                        "PE {from} acknowledged operation {op}, which is not a message to it in flight"
+                    ));
+                }
+                self.ops.complete(op)?;
+            }
+        }
+        if post_receive(&self.ep, &mut self.bounce, i) != 0 {
+            self.unposted.push(i);
+        }
+        Ok(())
+    }
+
+    /// Applies signal message `s` with its `data` to this PE's heap: the data, then the
+    /// signal.
+    fn apply(&self, s: &Signal, data: &[u8]) {
+        let base = self.heap.addr as *mut u8;
+        // SAFETY: `decode` checked both ranges against the heap, which is host memory of
+        // this process (`heap.addr` is 0 otherwise, and such messages were refused) and
+        // stays mapped while the endpoint is open. The signal word is 8-byte aligned
+        // (checked) in a page-aligned heap, and peers' RMA and this PE's own code update
+        // it only atomically.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(s.data_off as usize), data.len());
+            let word = AtomicU64::from_ptr(base.add(s.sig_off as usize).cast::<u64>());
+            match s.sig_op {
+                SignalOp::Set => word.store(s.value, Ordering::Release),
+                SignalOp::Add => {
+                    word.fetch_add(s.value, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Sends the acknowledgements due (injected: no completion to wait for).
+    fn send_acks(&mut self) -> std::result::Result<(), String> {
+        while let Some(&(pe, op)) = self.acks.first() {
+            let ack = messages::encode_ack(self.me, op);
+            // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
+            let rc = unsafe { ffi::symmem_ofi_inject(self.ep.0, ack.as_ptr().cast(), ack.len(), pe) };
+            if rc == ffi::EAGAIN {
+                return Ok(());
+            }
+            if rc != 0 {
+                self.failed_pe = Some(pe);
+                return Err(format!("acknowledging a message to PE {pe} failed: error {}", -rc));
+            }
+            self.acks.remove(0);
+        }
+        Ok(())
+    }
+
+    /// Whether a signal with `len` bytes of data to `pe` goes as a message.
+    fn by_message(&self, pe: usize, len: usize) -> bool {
+        self.heap.addr != 0
+            && len <= MAX_DATA
+            && self.peers.get(pe).copied().flatten().is_some_and(|p| p.messages)
+    }
+
+    /// Sends `data` for heap offset `data_off` of `pe` and the signal `sig_op` of `value`
+    /// at heap offset `sig_off` there, as one message (see [`messages`]).
+    #[allow(clippy::too_many_arguments)] // the message's own fields
+    fn message(
+        &mut self,
+        pe: usize,
+        data_off: u64,
+        data: &[u8],
+        sig_off: u64,
+        value: u64,
+        sig_op: SignalOp,
+        w: &Waiter,
+    ) -> std::result::Result<u64, String> {
+        self.target(pe, data_off, data.len() as u64)?;
+        self.target(pe, sig_off, 8)?;
+        let slot = self.take_slot(w)?;
+        let local = self.bounce.slot(slot);
+        // SAFETY: the slot holds SLOT_BYTES >= HEADER + MAX_DATA bytes and is free.
+        let buf = unsafe { std::slice::from_raw_parts_mut(local, HEADER + data.len()) };
+        buf[HEADER..].copy_from_slice(data);
+        let me = self.me;
+        self.post("fi_send", Access::Message, pe, Some(slot), w, |ep, op| {
+            let signal = Signal {
+                from: me,
+                op,
+                data_off,
+                data_len: data.len(),
+                sig_off,
+                value,
+                sig_op,
+            };
+            messages::encode_signal(buf, &signal);
+            // SAFETY: the message lies in the registered slot, untouched until this
+            // operation completes (take_slot).
+            unsafe { ffi::symmem_ofi_send(ep, op, buf.as_ptr().cast(), buf.len(), pe) }
+        })
+        .map(|_| 0)
     }
 
     /// Waits until operation `op` and every earlier one completed.
@@ -881,8 +1158,12 @@ impl State {
         let (op, room_after) = self.ops.next();
         let mut after = room_after;
         for (kind, &[last_read, last_write]) in self.last.iter().enumerate() {
-            let base = [ffi::ORDER_RMA_RAR, ffi::ORDER_ATOMIC_RAR][kind];
+            // Messages keep their order only among themselves, where sends do.
             let kept = |offset: u32, generic: u64| {
+                if kind == MESSAGE || k == MESSAGE {
+                    return kind == k && self.sends_in_order;
+                }
+                let base = [ffi::ORDER_RMA_RAR, ffi::ORDER_ATOMIC_RAR][kind];
                 self.order & generic != 0 || kind == k && self.order & (base << offset) != 0
             };
             if access.reads() && !kept(0, ffi::ORDER_RAR)
@@ -901,7 +1182,7 @@ impl State {
         loop {
             let rc = post(self.ep.0, op);
             if rc == 0 {
-                self.ops.posted(pe);
+                self.ops.posted(pe, access.parts());
                 if let Some(slot) = slot {
                     self.slot_op[slot] = op;
                 }
@@ -1164,6 +1445,10 @@ impl Transport for OfiTransport {
                 self.with_state(op, pe, |st, w| st.put(pe, req.remote, src, w).map(|()| 0))
             }
             (Opcode::PutSignal, Io::Src(src)) => self.with_state(op, pe, |st, w| {
+                if st.by_message(pe, src.len()) {
+                    let sig_op = signal_op(req)?;
+                    return st.message(pe, req.remote, src, req.signal, req.value, sig_op, w);
+                }
                 st.put(pe, req.remote, src, w)?;
                 // The signal lands after the data: the provider keeps writes in order
                 // (FI_ORDER_WAW up to max_order_waw_size), or `post` waits for the data.
@@ -1172,9 +1457,13 @@ impl Transport for OfiTransport {
             (Opcode::Get, Io::Dst(dst)) => {
                 self.with_state(op, pe, |st, w| st.get(pe, req.remote, dst, w).map(|()| 0))
             }
-            (Opcode::Signal, _) => {
-                self.with_state(op, pe, |st, w| signal(st, pe, req.remote, req, w))
-            }
+            (Opcode::Signal, _) => self.with_state(op, pe, |st, w| {
+                if st.by_message(pe, 0) {
+                    let sig_op = signal_op(req)?;
+                    return st.message(pe, req.remote, &[], req.remote, req.value, sig_op, w);
+                }
+                signal(st, pe, req.remote, req, w)
+            }),
             (Opcode::Amo, _) => {
                 let Some(kind) = req.amo_kind() else {
                     return Err(self.err(op, pe, format!("unknown AMO kind {}", req.amo)));
@@ -1245,6 +1534,12 @@ impl Drop for OfiTransport {
     }
 }
 
+/// The signal operation of `req`.
+fn signal_op(req: &Request) -> std::result::Result<SignalOp, String> {
+    req.signal_kind()
+        .ok_or_else(|| format!("unknown signal op {}", req.signal_op))
+}
+
 /// The signal of `req` at heap offset `off` of `pe`: an atomic write or add of 8 bytes.
 fn signal(
     st: &mut State,
@@ -1253,10 +1548,9 @@ fn signal(
     req: &Request,
     w: &Waiter,
 ) -> std::result::Result<u64, String> {
-    let code = match req.signal_kind() {
-        Some(SignalOp::Set) => ffi::OP_ATOMIC_WRITE,
-        Some(SignalOp::Add) => ffi::OP_SUM,
-        None => return Err(format!("unknown signal op {}", req.signal_op)),
+    let code = match signal_op(req)? {
+        SignalOp::Set => ffi::OP_ATOMIC_WRITE,
+        SignalOp::Add => ffi::OP_SUM,
     };
     st.atomic(pe, off, 8, Atomic::Op(code), req.value, 0, false, w)
 }
@@ -1272,12 +1566,13 @@ mod tests {
         let mut ok = vec![0u8];
         ok.extend_from_slice(&3u32.to_le_bytes());
         ok.extend_from_slice(b"abc");
-        for w in [0x1000u64, 4096, 7] {
+        for w in [0x1000u64, 4096, 7, 1] {
             ok.extend_from_slice(&w.to_le_bytes());
         }
         let (name, heap) = decode(&ok).unwrap();
         assert_eq!(name, b"abc");
         assert_eq!((heap.base, heap.len, heap.key), (0x1000, 4096, 7));
+        assert!(heap.messages);
         let failed = [&[1u8][..], b"no provider"].concat();
         assert_eq!(
             decode(&failed).unwrap_err(),
@@ -1285,7 +1580,7 @@ mod tests {
         );
         assert!(decode(&ok[..ok.len() - 1])
             .unwrap_err()
-            .contains("malformed exchange entry of 31 bytes"));
+            .contains("malformed exchange entry of 39 bytes"));
     }
 
     #[test]

@@ -49,6 +49,8 @@ struct symmem_ofi_attrs {
 	/* The largest operations whose data is placed in order after an earlier one's
 	 * (max_order_raw_size, max_order_war_size, max_order_waw_size). */
 	size_t max_order_size[3];
+	/* Whether sends to a peer are received in order (FI_ORDER_SAS). */
+	int sends_in_order;
 };
 
 /* The orders the transport can use, as providers report them (requesting none, they list
@@ -223,14 +225,15 @@ static int reg(struct symmem_ofi *o, void *buf, size_t len, int cuda_device, uin
 	return 0;
 }
 
-/* The hints of the transport's endpoints: RDM, RMA and atomics, every registration mode it
- * can honour, completion at delivery; FI_HMEM when the heap is GPU memory. */
+/* The hints of the transport's endpoints: RDM, RMA, atomics and messages (the transport's
+ * own, see messages.rs), every registration mode it can honour, completion at delivery;
+ * FI_HMEM when the heap is GPU memory. */
 static struct fi_info *endpoint_hints(const char *prov, int hmem)
 {
 	struct fi_info *hints = fi_allocinfo();
 	if (!hints)
 		return NULL;
-	hints->caps = FI_RMA | FI_ATOMIC | (hmem ? FI_HMEM : 0);
+	hints->caps = FI_RMA | FI_ATOMIC | FI_MSG | (hmem ? FI_HMEM : 0);
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY | FI_MR_ENDPOINT | (hmem ? FI_MR_HMEM : 0);
@@ -287,7 +290,7 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	struct fi_info *hints = endpoint_hints(prov, heap_cuda_device >= 0);
 	struct symmem_ofi *o = calloc(1, sizeof(*o));
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_FD};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
 	int rc;
 	*out = NULL;
 	if (!hints || !o) {
@@ -384,6 +387,8 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	attrs->max_order_size[0] = o->info->ep_attr->max_order_raw_size;
 	attrs->max_order_size[1] = o->info->ep_attr->max_order_war_size;
 	attrs->max_order_size[2] = o->info->ep_attr->max_order_waw_size;
+	attrs->sends_in_order =
+		(o->info->tx_attr->msg_order & o->info->rx_attr->msg_order & FI_ORDER_SAS) != 0;
 	attrs->wait_fd = -1;
 	if (cq_attr.wait_obj == FI_WAIT_FD && fi_control(&o->cq->fid, FI_GETWAIT, &attrs->wait_fd))
 		attrs->wait_fd = -1;
@@ -461,6 +466,27 @@ ssize_t symmem_ofi_read(struct symmem_ofi *o, uint64_t op, void *local, int boun
 	return fi_read(o->ep, local, len, desc(o, bounce), o->peers[pe], raddr, key, ctx(op));
 }
 
+/* Posts the receive of one message into `buf` (`len` bytes of the bounce buffer), its
+ * completion carrying `context`. */
+ssize_t symmem_ofi_recv(struct symmem_ofi *o, uint64_t context, void *buf, size_t len)
+{
+	return fi_recv(o->ep, buf, len, bounce_desc(o), FI_ADDR_UNSPEC, ctx(context));
+}
+
+/* Operation `op`: sends the `len` bytes at `buf` (bounce memory) to PE `pe`. */
+ssize_t symmem_ofi_send(struct symmem_ofi *o, uint64_t op, const void *buf, size_t len,
+			size_t pe)
+{
+	return fi_send(o->ep, buf, len, bounce_desc(o), o->peers[pe], ctx(op));
+}
+
+/* Sends the `len` bytes at `buf` (at most the inject size; any memory) to PE `pe`, with no
+ * completion. */
+ssize_t symmem_ofi_inject(struct symmem_ofi *o, const void *buf, size_t len, size_t pe)
+{
+	return fi_inject(o->ep, buf, len, o->peers[pe]);
+}
+
 static enum fi_datatype dtype(int width)
 {
 	return width == 4 ? FI_UINT32 : FI_UINT64;
@@ -499,14 +525,15 @@ ssize_t symmem_ofi_compare_atomic(struct symmem_ofi *o, uint64_t id, const void 
 				 FI_CSWAP, ctx(id));
 }
 
-/* Drives progress and reads up to `max` completions into `ops` (the numbers of the
- * operations completed, in no particular order); returns how many, or a negative error
+/* Drives progress and reads up to `max` completions into `ops` (the contexts of the
+ * operations completed, in no particular order) and `lens` (the bytes a receive got, 0
+ * for other operations); returns how many, or a negative error
  * when one failed (then `err` says why, with the provider's message, and `failed_op` is the
  * failed operation's number, or 0 when unknown). */
-int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *ops, size_t max,
+int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *ops, size_t *lens, size_t max,
 			     uint64_t *failed_op, char *err, size_t errlen)
 {
-	struct fi_cq_entry entries[64];
+	struct fi_cq_msg_entry entries[64];
 	ssize_t rc, i;
 	if (max > 64)
 		max = 64;
@@ -535,7 +562,9 @@ int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *ops, size_t max,
 		say(err, errlen, "fi_cq_read", (int)rc);
 		return rc;
 	}
-	for (i = 0; i < rc; i++)
+	for (i = 0; i < rc; i++) {
 		ops[i] = (uint64_t)(uintptr_t)entries[i].op_context;
+		lens[i] = entries[i].flags & FI_RECV ? entries[i].len : 0;
+	}
 	return rc;
 }

@@ -1,0 +1,199 @@
+//! The ofi transport's own messages, for providers that keep no order between a write and
+//! an atomic after it (`tcp;ofi_rxm`): there a put_signal's signal, as an atomic, would
+//! wait a round trip for its data. Instead a small put_signal (or a signal alone) travels
+//! as one message (`fi_send`) carrying its data and its signal; the target's progress
+//! copies the data into its heap, then applies the signal with a CPU atomic, and
+//! acknowledges it with a message of its own. The operation completes (for `quiet`,
+//! `fence` and the reuse of its bounce slot) once both its send completed and its
+//! acknowledgement arrived.
+//!
+//! A message is a header of [`HEADER`] bytes, then the data:
+//! `kind: u32, from: u32, op: u64, data_off: u64, sig_off: u64, value: u64,
+//! sig_op: u32, data_len: u32`, little-endian. An acknowledgement is the first
+//! [`ACK_BYTES`] of a header with kind [`KIND_ACK`] and `op` the acknowledged operation's
+//! number at its sender.
+
+use symmem_device::SignalOp;
+
+/// Bytes of a message's header.
+pub(super) const HEADER: usize = 48;
+/// Bytes of an acknowledgement.
+pub(super) const ACK_BYTES: usize = 16;
+/// Bytes of one receive buffer: the largest message.
+pub(super) const RECV_BYTES: usize = 8 << 10;
+/// The most data one message carries.
+pub(super) const MAX_DATA: usize = RECV_BYTES - HEADER;
+/// Receive buffers each PE keeps posted.
+pub(super) const RECV_SLOTS: usize = 64;
+/// A data-and-signal message.
+const KIND_SIGNAL: u32 = 1;
+/// An acknowledgement.
+const KIND_ACK: u32 = 2;
+
+/// A data-and-signal message, as its target applies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Signal {
+    /// The sender's PE.
+    pub from: usize,
+    /// The sender's number of the operation, for the acknowledgement.
+    pub op: u64,
+    /// Heap offset of the data.
+    pub data_off: u64,
+    /// Bytes of data after the header.
+    pub data_len: usize,
+    /// Heap offset of the 8-byte signal word.
+    pub sig_off: u64,
+    /// The signal operand.
+    pub value: u64,
+    /// Set or add.
+    pub sig_op: SignalOp,
+}
+
+/// A received message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Message {
+    /// Data and a signal to apply.
+    Signal(Signal),
+    /// `from` applied the sender's operation `op`.
+    Ack { from: usize, op: u64 },
+}
+
+fn word(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn half(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// Writes the header of `s` into `buf` (at least [`HEADER`] bytes).
+pub(super) fn encode_signal(buf: &mut [u8], s: &Signal) {
+    buf[0..4].copy_from_slice(&KIND_SIGNAL.to_le_bytes());
+    buf[4..8].copy_from_slice(&(s.from as u32).to_le_bytes());
+    buf[8..16].copy_from_slice(&s.op.to_le_bytes());
+    buf[16..24].copy_from_slice(&s.data_off.to_le_bytes());
+    buf[24..32].copy_from_slice(&s.sig_off.to_le_bytes());
+    buf[32..40].copy_from_slice(&s.value.to_le_bytes());
+    let op = match s.sig_op {
+        SignalOp::Set => 0u32,
+        SignalOp::Add => 1,
+    };
+    buf[40..44].copy_from_slice(&op.to_le_bytes());
+    buf[44..48].copy_from_slice(&(s.data_len as u32).to_le_bytes());
+}
+
+/// The acknowledgement by `from` of operation `op`.
+pub(super) fn encode_ack(from: usize, op: u64) -> [u8; ACK_BYTES] {
+    let mut b = [0u8; ACK_BYTES];
+    b[0..4].copy_from_slice(&KIND_ACK.to_le_bytes());
+    b[4..8].copy_from_slice(&(from as u32).to_le_bytes());
+    b[8..16].copy_from_slice(&op.to_le_bytes());
+    b
+}
+
+/// The message in the first bytes of a receive buffer, checked against the job (`n_pes`)
+/// and this PE's heap of `heap_len` bytes: a malformed one is named, never applied.
+pub(super) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message, String> {
+    if buf.len() < ACK_BYTES {
+        return Err(format!("a message of {} bytes", buf.len()));
+    }
+    let from = half(buf, 4) as usize;
+    if from >= n_pes {
+        return Err(format!("a message from PE {from} of a job of {n_pes} PEs"));
+    }
+    let op = word(buf, 8);
+    match half(buf, 0) {
+        KIND_ACK => Ok(Message::Ack { from, op }),
+        KIND_SIGNAL if buf.len() >= HEADER => {
+            let data_len = half(buf, 44) as usize;
+            let (data_off, sig_off) = (word(buf, 16), word(buf, 24));
+            let sig_op = match half(buf, 40) {
+                0 => SignalOp::Set,
+                1 => SignalOp::Add,
+                other => return Err(format!("a signal message from PE {from} with signal op {other}")),
+            };
+            if data_len > MAX_DATA.min(buf.len() - HEADER) {
+                return Err(format!(
+                    "a signal message from PE {from} with {data_len} bytes of data in {} bytes",
+                    buf.len()
+                ));
+            }
+            if data_off
+                .checked_add(data_len as u64)
+                .is_none_or(|end| end > heap_len)
+            {
+                return Err(format!(
+                    "a signal message from PE {from} with data at bytes {data_off}..+{data_len}, outside this PE's heap of {heap_len} bytes"
+                ));
+            }
+            if !sig_off.is_multiple_of(8) || sig_off.checked_add(8).is_none_or(|end| end > heap_len) {
+                return Err(format!(
+                    "a signal message from PE {from} with its signal word at heap offset {sig_off} (it must be 8-byte aligned and inside the heap of {heap_len} bytes)"
+                ));
+            }
+            Ok(Message::Signal(Signal {
+                from,
+                op,
+                data_off,
+                data_len,
+                sig_off,
+                value: word(buf, 32),
+                sig_op,
+            }))
+        }
+        kind => Err(format!(
+            "a message of kind {kind} and {} bytes from PE {from}",
+            buf.len()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signal() -> Signal {
+        Signal {
+            from: 3,
+            op: 77,
+            data_off: 4096,
+            data_len: 100,
+            sig_off: 64,
+            value: u64::MAX - 1,
+            sig_op: SignalOp::Add,
+        }
+    }
+
+    /// Both kinds round-trip through their encoding.
+    #[test]
+    fn messages_decode_as_encoded() {
+        let mut buf = vec![0u8; HEADER + 100];
+        encode_signal(&mut buf, &signal());
+        assert_eq!(decode(&buf, 4, 1 << 20), Ok(Message::Signal(signal())));
+        let ack = encode_ack(2, 9);
+        assert_eq!(decode(&ack, 4, 1 << 20), Ok(Message::Ack { from: 2, op: 9 }));
+    }
+
+    /// Every field a peer could get wrong is checked and named before anything is applied.
+    #[test]
+    fn malformed_messages_are_named() {
+        let mut buf = vec![0u8; HEADER + 100];
+        let check = |s: Signal, len: usize, heap: u64, says: &str| {
+            let mut buf = vec![0u8; len];
+            encode_signal(&mut buf, &s);
+            let why = decode(&buf, 4, heap).unwrap_err();
+            assert!(why.contains(says), "{why:?} should say {says:?}");
+        };
+        check(Signal { from: 4, ..signal() }, HEADER + 100, 1 << 20, "from PE 4 of a job of 4");
+        check(signal(), HEADER + 99, 1 << 20, "100 bytes of data in 147 bytes");
+        check(signal(), HEADER + 100, 4150, "outside this PE's heap of 4150 bytes");
+        check(Signal { sig_off: 12, ..signal() }, HEADER + 100, 1 << 20, "heap offset 12");
+        check(Signal { sig_off: u64::MAX - 7, ..signal() }, HEADER + 100, 1 << 20, "8-byte aligned");
+        encode_signal(&mut buf, &signal());
+        buf[40] = 5;
+        assert!(decode(&buf, 4, 1 << 20).unwrap_err().contains("signal op 5"));
+        buf[0] = 9;
+        assert!(decode(&buf, 4, 1 << 20).unwrap_err().contains("kind 9"));
+        assert!(decode(&buf[..8], 4, 1 << 20).unwrap_err().contains("of 8 bytes"));
+    }
+}
