@@ -124,3 +124,25 @@ fn a_missing_provider_is_named_with_what_libfabric_offers() {
         );
     }
 }
+
+/// Where the provider keeps no order between a write and an atomic after it (tcp;ofi_rxm),
+/// small put_signals and signals travel as messages the target applies; where it keeps
+/// every order (shm), as atomics. Each PE's init log says which, and the put_signal suite
+/// passes either way (above).
+#[test]
+fn signals_travel_as_messages_only_where_the_provider_keeps_no_order() {
+    for (provider, expected) in [
+        (TCP, "signals come as messages this PE applies"),
+        (SHM, "signals come as atomics"),
+    ] {
+        let mut env = over(provider).to_vec();
+        env.push(("SYMMEM_DEBUG", "info"));
+        let job = run_ok(4, "put_signal", &env);
+        let said = job.stderr.lines().filter(|l| l.contains(expected)).count();
+        assert_eq!(
+            said, 4,
+            "every PE over {provider} logs {expected:?}:\n{}",
+            job.stderr
+        );
+    }
+}

@@ -71,8 +71,7 @@ impl Completions {
             return Err(format!("the provider completed operation {op} twice"));
         }
         self.entries[i].1 -= 1;
-        while self.done_upto < self.issued && self.entries[self.slot(self.done_upto + 1)].1 == 0
-        {
+        while self.done_upto < self.issued && self.entries[self.slot(self.done_upto + 1)].1 == 0 {
             self.done_upto += 1;
         }
         Ok(())

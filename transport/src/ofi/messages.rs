@@ -110,7 +110,11 @@ pub(super) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message,
             let sig_op = match half(buf, 40) {
                 0 => SignalOp::Set,
                 1 => SignalOp::Add,
-                other => return Err(format!("a signal message from PE {from} with signal op {other}")),
+                other => {
+                    return Err(format!(
+                        "a signal message from PE {from} with signal op {other}"
+                    ))
+                }
             };
             if data_len > MAX_DATA.min(buf.len() - HEADER) {
                 return Err(format!(
@@ -126,7 +130,8 @@ pub(super) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message,
                     "a signal message from PE {from} with data at bytes {data_off}..+{data_len}, outside this PE's heap of {heap_len} bytes"
                 ));
             }
-            if !sig_off.is_multiple_of(8) || sig_off.checked_add(8).is_none_or(|end| end > heap_len) {
+            if !sig_off.is_multiple_of(8) || sig_off.checked_add(8).is_none_or(|end| end > heap_len)
+            {
                 return Err(format!(
                     "a signal message from PE {from} with its signal word at heap offset {sig_off} (it must be 8-byte aligned and inside the heap of {heap_len} bytes)"
                 ));
@@ -171,7 +176,10 @@ mod tests {
         encode_signal(&mut buf, &signal());
         assert_eq!(decode(&buf, 4, 1 << 20), Ok(Message::Signal(signal())));
         let ack = encode_ack(2, 9);
-        assert_eq!(decode(&ack, 4, 1 << 20), Ok(Message::Ack { from: 2, op: 9 }));
+        assert_eq!(
+            decode(&ack, 4, 1 << 20),
+            Ok(Message::Ack { from: 2, op: 9 })
+        );
     }
 
     /// Every field a peer could get wrong is checked and named before anything is applied.
@@ -184,16 +192,54 @@ mod tests {
             let why = decode(&buf, 4, heap).unwrap_err();
             assert!(why.contains(says), "{why:?} should say {says:?}");
         };
-        check(Signal { from: 4, ..signal() }, HEADER + 100, 1 << 20, "from PE 4 of a job of 4");
-        check(signal(), HEADER + 99, 1 << 20, "100 bytes of data in 147 bytes");
-        check(signal(), HEADER + 100, 4150, "outside this PE's heap of 4150 bytes");
-        check(Signal { sig_off: 12, ..signal() }, HEADER + 100, 1 << 20, "heap offset 12");
-        check(Signal { sig_off: u64::MAX - 7, ..signal() }, HEADER + 100, 1 << 20, "8-byte aligned");
+        check(
+            Signal {
+                from: 4,
+                ..signal()
+            },
+            HEADER + 100,
+            1 << 20,
+            "from PE 4 of a job of 4",
+        );
+        check(
+            signal(),
+            HEADER + 99,
+            1 << 20,
+            "100 bytes of data in 147 bytes",
+        );
+        check(
+            signal(),
+            HEADER + 100,
+            4150,
+            "outside this PE's heap of 4150 bytes",
+        );
+        check(
+            Signal {
+                sig_off: 12,
+                ..signal()
+            },
+            HEADER + 100,
+            1 << 20,
+            "heap offset 12",
+        );
+        check(
+            Signal {
+                sig_off: u64::MAX - 7,
+                ..signal()
+            },
+            HEADER + 100,
+            1 << 20,
+            "8-byte aligned",
+        );
         encode_signal(&mut buf, &signal());
         buf[40] = 5;
-        assert!(decode(&buf, 4, 1 << 20).unwrap_err().contains("signal op 5"));
+        assert!(decode(&buf, 4, 1 << 20)
+            .unwrap_err()
+            .contains("signal op 5"));
         buf[0] = 9;
         assert!(decode(&buf, 4, 1 << 20).unwrap_err().contains("kind 9"));
-        assert!(decode(&buf[..8], 4, 1 << 20).unwrap_err().contains("of 8 bytes"));
+        assert!(decode(&buf[..8], 4, 1 << 20)
+            .unwrap_err()
+            .contains("of 8 bytes"));
     }
 }

@@ -24,8 +24,11 @@
 //! operation waits for an earlier one only where the provider does not keep their order
 //! (`FI_ORDER_*`: a kind's own bits, and across RMA and atomics the generic ones up to
 //! `max_order_*_size`, asked for at `fi_getinfo`): so a put_signal's signal goes out
-//! behind its data at once on `shm`, and only once the data completed on `tcp;ofi_rxm`,
-//! which keeps no order between its RMA and its atomics. A failed completion
+//! behind its data at once on `shm`. Where the provider keeps no order between a write
+//! and an atomic after it (`tcp;ofi_rxm`), a put_signal's signal would wait for its data
+//! to complete: there a put_signal of up to 8 KiB, or a signal alone, goes as one message
+//! that the target's progress applies, data then signal, and acknowledges ([`messages`];
+//! such an operation completes with the acknowledgement). A failed completion
 //! (`fi_cq_readerr`) fails the waiting operation and every later one, naming the peer,
 //! the provider's message and its error number. `SYMMEM_TIMEOUT` bounds every wait.
 //!
@@ -244,6 +247,10 @@ impl Bounce {
     }
 }
 
+/// The largest message injected (where the provider's inject size allows): a signal with
+/// up to 80 bytes of data.
+const INJECTED_BYTES: usize = 128;
+
 /// Acknowledgements held back at most (see [`State::poll`]).
 const ACKS_HELD: usize = 8;
 
@@ -300,6 +307,8 @@ struct State {
     acks: Vec<(usize, u64)>,
     /// Receive buffers the provider was busy to take back.
     unposted: Vec<usize>,
+    /// The provider's inject size: messages up to it go without a send completion.
+    inject: usize,
     /// The largest piece of a put or get: a slot, or less where the provider's messages
     /// are smaller.
     piece: usize,
@@ -350,10 +359,10 @@ impl Access {
         self != Access::Read
     }
 
-    /// The completions the operation waits for: a message's send, and its target's
-    /// acknowledgement.
-    fn parts(self) -> u8 {
-        if self == Access::Message {
+    /// The completions the operation waits for: a message's send (unless injected: sent
+    /// from no slot), and its target's acknowledgement.
+    fn parts(self, slot: Option<usize>) -> u8 {
+        if self == Access::Message && slot.is_some() {
             2
         } else {
             1
@@ -444,7 +453,7 @@ impl OfiTransport {
         let manual = opened.attrs.manual_progress != 0;
         let piece = piece_bytes(&opened.attrs);
         let order = kept_order(&opened.attrs, piece);
-        log_endpoint(me, &opened.attrs, order, &describe);
+        log_endpoint(me, &opened.attrs, order, opened.takes_messages, &describe);
         let state = Arc::new(Mutex::new(Some(State {
             ep: std::mem::replace(&mut opened.ep, Endpoint(std::ptr::null_mut())),
             bounce: std::mem::replace(&mut opened.bounce, Bounce(Box::new([]))),
@@ -470,13 +479,16 @@ impl OfiTransport {
             sends_in_order: opened.attrs.sends_in_order != 0,
             acks: Vec::new(),
             unposted: Vec::new(),
+            inject: opened.attrs.inject_size,
         })));
         // Nobody issues before every peer's address vector is complete.
         b.barrier()?;
         let stop = Arc::new(AtomicBool::new(false));
         let activity = Arc::new(Activity::new());
         let wait_fd = opened.attrs.wait_fd;
-        let progress = manual
+        // Messages are applied by whoever reads the CQ, also where the provider progresses
+        // on its own: the thread reads it while the application does not.
+        let progress = (manual || opened.takes_messages)
             .then(|| start_progress(me, state.clone(), activity.clone(), wait_fd, stop.clone()))
             .transpose()?;
         Ok(OfiTransport {
@@ -628,7 +640,7 @@ fn kept_order(attrs: &ffi::Attrs, piece: usize) -> u64 {
 
 /// Logs what the endpoint is: the provider, its completion level, its progress and which
 /// of the orders the transport uses (`order`, see [`kept_order`]) it does not keep.
-fn log_endpoint(me: usize, attrs: &ffi::Attrs, order: u64, describe: &str) {
+fn log_endpoint(me: usize, attrs: &ffi::Attrs, order: u64, messages: bool, describe: &str) {
     let kind_bits = |rar: u64| [rar, rar << ffi::RAW, rar << ffi::WAR, rar << ffi::WAW];
     let generic = [
         ffi::ORDER_RAR,
@@ -652,7 +664,7 @@ fn log_endpoint(me: usize, attrs: &ffi::Attrs, order: u64, describe: &str) {
     .collect();
     tracing::info!(
         target: "init::transport",
-        "PE {me}: ofi transport over {describe}, heap key {:#x}, completion at {}, {}, {}",
+        "PE {me}: ofi transport over {describe}, heap key {:#x}, completion at {}, {}, {}; {}",
         attrs.heap_key,
         if attrs.delivery_complete != 0 { "delivery" } else { "the provider's default level" },
         match (attrs.manual_progress != 0, attrs.wait_fd >= 0) {
@@ -667,6 +679,11 @@ fn log_endpoint(me: usize, attrs: &ffi::Attrs, order: u64, describe: &str) {
                 "no {} order from the provider (such an operation waits for the earlier one)",
                 unordered.join("/")
             )
+        },
+        if messages {
+            format!("put_signals of up to {MAX_DATA} bytes and signals come as messages this PE applies")
+        } else {
+            "signals come as atomics".to_string()
         }
     );
 }
@@ -1046,13 +1063,16 @@ impl State {
         while let Some(&(pe, op)) = self.acks.first() {
             let ack = messages::encode_ack(self.me, op);
             // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
-            let rc = unsafe { ffi::symmem_ofi_inject(self.ep.0, ack.as_ptr().cast(), ack.len(), pe) };
+            let rc =
+                unsafe { ffi::symmem_ofi_inject(self.ep.0, ack.as_ptr().cast(), ack.len(), pe) };
             if rc == ffi::EAGAIN {
                 return Ok(());
             }
             if rc != 0 {
+                let why = format!("acknowledging a message to PE {pe} failed: error {}", -rc);
                 self.failed_pe = Some(pe);
-                return Err(format!("acknowledging a message to PE {pe} failed: error {}", -rc));
+                self.failure.get_or_insert_with(|| why.clone());
+                return Err(why);
             }
             self.acks.remove(0);
         }
@@ -1063,7 +1083,12 @@ impl State {
     fn by_message(&self, pe: usize, len: usize) -> bool {
         self.heap.addr != 0
             && len <= MAX_DATA
-            && self.peers.get(pe).copied().flatten().is_some_and(|p| p.messages)
+            && self
+                .peers
+                .get(pe)
+                .copied()
+                .flatten()
+                .is_some_and(|p| p.messages)
     }
 
     /// Sends `data` for heap offset `data_off` of `pe` and the signal `sig_op` of `value`
@@ -1081,23 +1106,35 @@ impl State {
     ) -> std::result::Result<u64, String> {
         self.target(pe, data_off, data.len() as u64)?;
         self.target(pe, sig_off, 8)?;
+        let me = self.me;
+        let signal = |op| Signal {
+            from: me,
+            op,
+            data_off,
+            data_len: data.len(),
+            sig_off,
+            value,
+            sig_op,
+        };
+        if HEADER + data.len() <= self.inject.min(INJECTED_BYTES) {
+            let mut buf = [0u8; INJECTED_BYTES];
+            let buf = &mut buf[..HEADER + data.len()];
+            buf[HEADER..].copy_from_slice(data);
+            return self
+                .post("fi_inject", Access::Message, pe, None, w, |ep, op| {
+                    messages::encode_signal(buf, &signal(op));
+                    // SAFETY: an open endpoint; the message fits the inject size.
+                    unsafe { ffi::symmem_ofi_inject(ep, buf.as_ptr().cast(), buf.len(), pe) }
+                })
+                .map(|_| 0);
+        }
         let slot = self.take_slot(w)?;
         let local = self.bounce.slot(slot);
         // SAFETY: the slot holds SLOT_BYTES >= HEADER + MAX_DATA bytes and is free.
         let buf = unsafe { std::slice::from_raw_parts_mut(local, HEADER + data.len()) };
         buf[HEADER..].copy_from_slice(data);
-        let me = self.me;
         self.post("fi_send", Access::Message, pe, Some(slot), w, |ep, op| {
-            let signal = Signal {
-                from: me,
-                op,
-                data_off,
-                data_len: data.len(),
-                sig_off,
-                value,
-                sig_op,
-            };
-            messages::encode_signal(buf, &signal);
+            messages::encode_signal(buf, &signal(op));
             // SAFETY: the message lies in the registered slot, untouched until this
             // operation completes (take_slot).
             unsafe { ffi::symmem_ofi_send(ep, op, buf.as_ptr().cast(), buf.len(), pe) }
@@ -1127,7 +1164,9 @@ impl State {
     }
 
     /// Waits until every operation issued so far completed.
+    /// Acknowledgements held back go first: a peer's quiet may be waiting for them.
     fn drain(&mut self, w: &Waiter) -> std::result::Result<(), String> {
+        self.send_acks()?;
         self.wait(self.ops.issued(), w)
     }
 
@@ -1182,7 +1221,7 @@ impl State {
         loop {
             let rc = post(self.ep.0, op);
             if rc == 0 {
-                self.ops.posted(pe, access.parts());
+                self.ops.posted(pe, access.parts(slot));
                 if let Some(slot) = slot {
                     self.slot_op[slot] = op;
                 }
