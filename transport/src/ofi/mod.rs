@@ -895,7 +895,8 @@ fn start_progress(
                 if let Ok(mut g) = state.try_lock() {
                     match g.as_mut() {
                         Some(st) if st.failure.is_none() => {
-                            let _ = st.poll();
+                            // No application thread waits here: acknowledgements go now.
+                            let _ = st.poll().and_then(|()| st.send_acks());
                             // Also while hot: trywait resets the wait object's own signal,
                             // so that only new arrivals make it readable.
                             // SAFETY: an open endpoint, under the lock.
@@ -938,7 +939,7 @@ impl State {
     ///
     /// Acknowledgements go out once a poll finds no new message (or many are due): the
     /// thread that waits for a signal sees it first, and a ping-pong's answer is not
-    /// queued behind the acknowledgement.
+    /// queued behind the acknowledgement. The transport's own thread sends them at once.
     fn poll(&mut self) -> std::result::Result<(), String> {
         let due = self.acks.len();
         let result = self.poll_completions().and_then(|()| {
@@ -959,8 +960,7 @@ impl State {
         let mut done = [0u64; 64];
         let mut lens = [0usize; 64];
         while let Some(i) = self.unposted.pop() {
-            if post_receive(&self.ep, &mut self.bounce, i) != 0 {
-                self.unposted.push(i);
+            if !self.repost(i)? {
                 break;
             }
         }
@@ -1031,10 +1031,23 @@ impl State {
                 self.ops.complete(op)?;
             }
         }
-        if post_receive(&self.ep, &mut self.bounce, i) != 0 {
-            self.unposted.push(i);
+        self.repost(i).map(drop)
+    }
+
+    /// Posts receive buffer `i` again: true when posted, false when the provider was busy
+    /// (it is retried at the next poll).
+    fn repost(&mut self, i: usize) -> std::result::Result<bool, String> {
+        match post_receive(&self.ep, &mut self.bounce, i) {
+            0 => Ok(true),
+            ffi::EAGAIN => {
+                self.unposted.push(i);
+                Ok(false)
+            }
+            rc => Err(format!(
+                "posting receive buffer {i} again failed: error {}",
+                -rc
+            )),
         }
-        Ok(())
     }
 
     /// Applies signal message `s` with its `data` to this PE's heap: the data, then the
@@ -1106,6 +1119,11 @@ impl State {
     ) -> std::result::Result<u64, String> {
         self.target(pe, data_off, data.len() as u64)?;
         self.target(pe, sig_off, 8)?;
+        if !sig_off.is_multiple_of(8) {
+            return Err(format!(
+                "a signal at heap offset {sig_off}, not aligned to 8 bytes"
+            ));
+        }
         let me = self.me;
         let signal = |op| Signal {
             from: me,
@@ -1197,7 +1215,10 @@ impl State {
         let (op, room_after) = self.ops.next();
         let mut after = room_after;
         for (kind, &[last_read, last_write]) in self.last.iter().enumerate() {
-            // Messages keep their order only among themselves, where sends do.
+            // Messages keep their order only among themselves, where sends do
+            // (FI_ORDER_SAS: the target applies them as its CQ reports them, in order for
+            // eager sends); the ordering contract asks for it only across a fence, which
+            // waits for every acknowledgement anyway.
             let kept = |offset: u32, generic: u64| {
                 if kind == MESSAGE || k == MESSAGE {
                     return kind == k && self.sends_in_order;

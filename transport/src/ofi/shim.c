@@ -365,7 +365,8 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 		      heap_cuda_device < 0 ? "fi_mr_regattr (symmetric heap)"
 					   : "fi_mr_regattr (symmetric heap in CUDA memory, FI_HMEM_CUDA)",
 		      err, errlen)) ||
-	    (rc = reg(o, bounce, bounce_len, -1, FI_READ | FI_WRITE, 2, &o->bounce_mr,
+	    (rc = reg(o, bounce, bounce_len, -1, FI_READ | FI_WRITE | FI_SEND | FI_RECV, 2,
+		      &o->bounce_mr,
 		      "fi_mr_regattr (bounce buffer)", err, errlen)))
 		goto fail;
 	/* libfabric 1.17's shm (and later ones, to 1.21 at least) frees the buffer of a
@@ -526,8 +527,8 @@ ssize_t symmem_ofi_compare_atomic(struct symmem_ofi *o, uint64_t id, const void 
 }
 
 /* Drives progress and reads up to `max` completions into `ops` (the contexts of the
- * operations completed, in no particular order) and `lens` (the bytes a receive got, 0
- * for other operations); returns how many, or a negative error
+ * operations completed, in no particular order) and `lens` (their lengths: the bytes a
+ * receive got); returns how many, or a negative error
  * when one failed (then `err` says why, with the provider's message, and `failed_op` is the
  * failed operation's number, or 0 when unknown). */
 int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *ops, size_t *lens, size_t max,
@@ -564,7 +565,7 @@ int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *ops, size_t *lens, 
 	}
 	for (i = 0; i < rc; i++) {
 		ops[i] = (uint64_t)(uintptr_t)entries[i].op_context;
-		lens[i] = entries[i].flags & FI_RECV ? entries[i].len : 0;
+		lens[i] = entries[i].len;
 	}
 	return rc;
 }
