@@ -955,6 +955,8 @@ impl State {
         result
     }
 
+    /// [`Self::poll`] but for the acknowledgements: posts the receive buffers still to
+    /// post, then reads every completion.
     fn poll_completions(&mut self) -> std::result::Result<(), String> {
         let mut err = [0 as c_char; 512];
         let mut done = [0u64; 64];
