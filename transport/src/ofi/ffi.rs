@@ -44,6 +44,8 @@ pub(super) struct Attrs {
     pub max_order_size: [usize; 3],
     /// Whether sends to a peer are received in order (`FI_ORDER_SAS`).
     pub sends_in_order: c_int,
+    /// Whether the endpoint has messages (`FI_MSG`).
+    pub messages: c_int,
 }
 
 impl Default for Attrs {
@@ -62,6 +64,7 @@ impl Default for Attrs {
             wait_fd: -1,
             max_order_size: [0; 3],
             sends_in_order: 0,
+            messages: 0,
         }
     }
 }

@@ -705,12 +705,13 @@ fn piece_bytes(attrs: &ffi::Attrs) -> usize {
     SLOT_BYTES.min(attrs.max_msg_size.max(64))
 }
 
-/// Whether signals to this PE should come as messages: where the provider keeps no order
-/// between a write and an atomic after it (else the atomic goes out behind the data at
-/// once), the heap is host memory (the target's CPU applies them) and acknowledgements
-/// fit an inject.
+/// Whether signals to this PE should come as messages: where the endpoint has them, the
+/// provider keeps no order between a write and an atomic after it (else the atomic goes
+/// out behind the data at once), the heap is host memory (the target's CPU applies them)
+/// and acknowledgements fit an inject.
 fn wants_messages(attrs: &ffi::Attrs, heap_host: bool) -> bool {
-    kept_order(attrs, piece_bytes(attrs)) & ffi::ORDER_WAW == 0
+    attrs.messages != 0
+        && kept_order(attrs, piece_bytes(attrs)) & ffi::ORDER_WAW == 0
         && heap_host
         && attrs.inject_size >= ACK_BYTES
         && attrs.max_msg_size >= RECV_BYTES
@@ -1678,6 +1679,37 @@ mod tests {
             kept_order(&attrs([piece, 0, piece - 1]), piece),
             within | ffi::ORDER_RAR | ffi::ORDER_RAW
         );
+    }
+
+    /// Signals come as messages only where the endpoint has them, the provider does not
+    /// keep an atomic behind a write, the heap is host memory and an ack fits an inject.
+    #[test]
+    fn signals_come_as_messages_only_where_they_must_and_can() {
+        let tcp = ffi::Attrs {
+            messages: 1,
+            inject_size: 64,
+            max_msg_size: usize::MAX,
+            order: ffi::ORDER_RMA_RAR << ffi::WAW | ffi::ORDER_ATOMIC_RAR << ffi::WAW,
+            ..ffi::Attrs::default()
+        };
+        assert!(wants_messages(&tcp, true));
+        assert!(!wants_messages(&tcp, false), "a GPU heap");
+        let without = ffi::Attrs { messages: 0, ..tcp };
+        assert!(!wants_messages(&without, true), "no FI_MSG");
+        let tiny = ffi::Attrs {
+            inject_size: 8,
+            ..tcp
+        };
+        assert!(
+            !wants_messages(&tiny, true),
+            "an ack does not fit an inject"
+        );
+        let ordered = ffi::Attrs {
+            order: tcp.order | ffi::ORDER_WAW,
+            max_order_size: [usize::MAX; 3],
+            ..tcp
+        };
+        assert!(!wants_messages(&ordered, true), "shm keeps every order");
     }
 
     /// `auto` takes fabric providers only: the host's TCP, UDP and shared memory are the

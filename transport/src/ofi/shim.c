@@ -51,6 +51,8 @@ struct symmem_ofi_attrs {
 	size_t max_order_size[3];
 	/* Whether sends to a peer are received in order (FI_ORDER_SAS). */
 	int sends_in_order;
+	/* Whether the endpoint has messages (FI_MSG). */
+	int messages;
 };
 
 /* The orders the transport can use, as providers report them (requesting none, they list
@@ -225,15 +227,15 @@ static int reg(struct symmem_ofi *o, void *buf, size_t len, int cuda_device, uin
 	return 0;
 }
 
-/* The hints of the transport's endpoints: RDM, RMA, atomics and messages (the transport's
- * own, see messages.rs), every registration mode it can honour, completion at delivery;
- * FI_HMEM when the heap is GPU memory. */
+/* The hints of the transport's endpoints: RDM, RMA and atomics, every registration mode it
+ * can honour, completion at delivery; FI_HMEM when the heap is GPU memory. (The endpoint
+ * itself asks for messages too where the provider has them: symmem_ofi_open.) */
 static struct fi_info *endpoint_hints(const char *prov, int hmem)
 {
 	struct fi_info *hints = fi_allocinfo();
 	if (!hints)
 		return NULL;
-	hints->caps = FI_RMA | FI_ATOMIC | FI_MSG | (hmem ? FI_HMEM : 0);
+	hints->caps = FI_RMA | FI_ATOMIC | (hmem ? FI_HMEM : 0);
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				      FI_MR_PROV_KEY | FI_MR_ENDPOINT | (hmem ? FI_MR_HMEM : 0);
@@ -305,17 +307,22 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	 * asked for: rxm's wakes on every arrival and contends with the thread that polls,
 	 * which doubled round trips here. */
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
-	/* First with the orders across RMA and atomics asked for, with their data placed in
-	 * order up to `ordered_bytes` (a provider reports them, and max_order_*_size, only
-	 * when asked: a put_signal's signal then needs no wait for its data); else without. */
-	hints->tx_attr->msg_order = hints->rx_attr->msg_order = SYMMEM_ORDER_ACROSS;
-	hints->ep_attr->max_order_raw_size = ordered_bytes;
-	hints->ep_attr->max_order_waw_size = ordered_bytes;
-	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
-	if (rc == -FI_ENODATA) {
-		hints->tx_attr->msg_order = hints->rx_attr->msg_order = 0;
-		hints->ep_attr->max_order_raw_size = hints->ep_attr->max_order_waw_size = 0;
+	/* First with messages (FI_MSG, for the transport's own: messages.rs), then without;
+	 * each first with the orders across RMA and atomics asked for, with their data placed
+	 * in order up to `ordered_bytes` (a provider reports them, and max_order_*_size, only
+	 * when asked: a put_signal's signal then needs no wait for its data), then without. */
+	rc = -FI_ENODATA;
+	for (int msg = 1; msg >= 0 && rc == -FI_ENODATA; msg--) {
+		hints->caps = msg ? hints->caps | FI_MSG : hints->caps & ~FI_MSG;
+		hints->tx_attr->msg_order = hints->rx_attr->msg_order = SYMMEM_ORDER_ACROSS;
+		hints->ep_attr->max_order_raw_size = ordered_bytes;
+		hints->ep_attr->max_order_waw_size = ordered_bytes;
 		rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
+		if (rc == -FI_ENODATA) {
+			hints->tx_attr->msg_order = hints->rx_attr->msg_order = 0;
+			hints->ep_attr->max_order_raw_size = hints->ep_attr->max_order_waw_size = 0;
+			rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
+		}
 	}
 	fi_freeinfo(hints);
 	if (rc) {
@@ -388,6 +395,7 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	attrs->max_order_size[0] = o->info->ep_attr->max_order_raw_size;
 	attrs->max_order_size[1] = o->info->ep_attr->max_order_war_size;
 	attrs->max_order_size[2] = o->info->ep_attr->max_order_waw_size;
+	attrs->messages = (o->info->caps & FI_MSG) != 0;
 	attrs->sends_in_order =
 		(o->info->tx_attr->msg_order & o->info->rx_attr->msg_order & FI_ORDER_SAS) != 0;
 	attrs->wait_fd = -1;
