@@ -49,6 +49,7 @@ mod completions;
 mod ffi;
 mod messages;
 
+use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -304,7 +305,7 @@ struct State {
     /// Whether sends to a peer arrive in order (`FI_ORDER_SAS`).
     sends_in_order: bool,
     /// Acknowledgements still to send: (to PE, its operation).
-    acks: Vec<(usize, u64)>,
+    acks: VecDeque<(usize, u64)>,
     /// Receive buffers the provider was busy to take back.
     unposted: Vec<usize>,
     /// The provider's inject size: messages up to it go without a send completion.
@@ -477,7 +478,7 @@ impl OfiTransport {
                 len: setup.heap.len as u64,
             },
             sends_in_order: opened.attrs.sends_in_order != 0,
-            acks: Vec::new(),
+            acks: VecDeque::new(),
             unposted: Vec::new(),
             inject: opened.attrs.inject_size,
         })));
@@ -1023,7 +1024,7 @@ impl State {
         match message {
             Message::Signal(s) => {
                 self.apply(&s, &bytes[HEADER..HEADER + s.data_len]);
-                self.acks.push((s.from, s.op));
+                self.acks.push_back((s.from, s.op));
             }
             Message::Ack { from, op } => {
                 if self.ops.target(op) != Some(from) {
@@ -1076,7 +1077,7 @@ impl State {
 
     /// Sends the acknowledgements due (injected: no completion to wait for).
     fn send_acks(&mut self) -> std::result::Result<(), String> {
-        while let Some(&(pe, op)) = self.acks.first() {
+        while let Some(&(pe, op)) = self.acks.front() {
             let ack = messages::encode_ack(self.me, op);
             // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
             let rc =
@@ -1090,7 +1091,7 @@ impl State {
                 self.failure.get_or_insert_with(|| why.clone());
                 return Err(why);
             }
-            self.acks.remove(0);
+            self.acks.pop_front();
         }
         Ok(())
     }
@@ -1121,12 +1122,7 @@ impl State {
         w: &Waiter,
     ) -> std::result::Result<u64, String> {
         self.target(pe, data_off, data.len() as u64)?;
-        self.target(pe, sig_off, 8)?;
-        if !sig_off.is_multiple_of(8) {
-            return Err(format!(
-                "a signal at heap offset {sig_off}, not aligned to 8 bytes"
-            ));
-        }
+        self.word(pe, sig_off, 8)?;
         let me = self.me;
         let signal = |op| Signal {
             from: me,
@@ -1272,6 +1268,17 @@ impl State {
         }
     }
 
+    /// The peer's heap, with the word of `width` bytes at `off` checked against it and for
+    /// alignment (an atomic's or a signal's).
+    fn word(&self, pe: usize, off: u64, width: u8) -> std::result::Result<PeerHeap, String> {
+        if !off.is_multiple_of(u64::from(width)) {
+            return Err(format!(
+                "an atomic or signal word at heap offset {off}, not aligned to {width} bytes"
+            ));
+        }
+        self.target(pe, off, u64::from(width))
+    }
+
     /// The peer's heap, with `off..off + len` checked against it.
     fn target(&self, pe: usize, off: u64, len: u64) -> std::result::Result<PeerHeap, String> {
         let heap = self
@@ -1411,12 +1418,7 @@ impl State {
         if width != 4 && width != 8 {
             return Err(format!("an atomic of {width} bytes (4 or 8 are supported)"));
         }
-        if !off.is_multiple_of(u64::from(width)) {
-            return Err(format!(
-                "an atomic at heap offset {off}, not aligned to {width} bytes"
-            ));
-        }
-        let heap = self.target(pe, off, u64::from(width))?;
+        let heap = self.word(pe, off, width)?;
         let slot = self.take_slot(w)?;
         let words = self.bounce.slot(slot).cast::<u64>();
         // SAFETY: the slot is free and 16-byte aligned; words 0..3: operand, compare,
