@@ -181,6 +181,13 @@ fn put_signal_never_shows_the_signal_before_large_data_across_sockets() {
     run_ok(4, "put_signal_large", &TWO_NODES);
 }
 
+/// A quiet's writes are visible to a third PE that learns of the quiet from the writer
+/// (see the scenario), across sockets.
+#[test]
+fn quiet_makes_writes_visible_to_every_pe_across_sockets() {
+    run_ok(4, "quiet_visibility", &TWO_NODES);
+}
+
 #[test]
 fn put_signal_large_on_one_node() {
     run_ok(2, "put_signal_large", &[]);

@@ -36,6 +36,7 @@ over_tcp! {
     rma_over_tcp: "rma";
     put_signal_over_tcp: "put_signal";
     put_signal_large_over_tcp: "put_signal_large";
+    quiet_visibility_over_tcp: "quiet_visibility";
     signals_over_tcp: "signals";
     waits_over_tcp: "wait_test";
     wait_arrays_over_tcp: "wait_arrays";
@@ -72,6 +73,7 @@ over_shm! {
     signals_over_shm: "signals";
     every_atomic_on_every_type_over_shm: "atomics";
     fence_and_quiet_over_shm: "fence_quiet";
+    quiet_visibility_over_shm: "quiet_visibility";
     stress_over_shm: "stress";
 }
 
@@ -121,6 +123,28 @@ fn a_missing_provider_is_named_with_what_libfabric_offers() {
         assert!(
             line.contains("fi_getinfo offers: ") && line.contains("tcp;ofi_rxm"),
             "{line}"
+        );
+    }
+}
+
+/// Where the provider keeps reads and writes behind earlier writes (tcp;ofi_rxm and shm
+/// both do), writes that stream to a peer complete at transmit, with no reply from the
+/// target, and a read made visible before the quiet, the fence or the flag behind them:
+/// every PE says so in its init log, and the fence/quiet suite (a strided put of
+/// single-element writes, then a fence, a quiet or both, then the flag) finds every
+/// element in place behind every flag.
+#[test]
+fn streamed_writes_complete_at_transmit_and_are_flushed_before_the_flag() {
+    for provider in [TCP, SHM] {
+        let mut env = over(provider).to_vec();
+        env.push(("SYMMEM_DEBUG", "info"));
+        let job = run_ok(4, "fence_quiet", &env);
+        let expected = "writes that stream to a peer at transmit";
+        let said = job.stderr.lines().filter(|l| l.contains(expected)).count();
+        assert_eq!(
+            said, 4,
+            "every PE over {provider} logs {expected:?}:\n{}",
+            job.stderr
         );
     }
 }

@@ -33,7 +33,7 @@ pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;
 pub use local_views::local_views;
 pub use ordering::fence_quiet;
-pub use remote::{kill_transfer, put_signal_large};
+pub use remote::{kill_transfer, put_signal_large, quiet_visibility};
 pub use rma::rma;
 pub use signals::{put_signal, signals};
 pub use stream_collectives::{stream_collective_errors, stream_collectives};

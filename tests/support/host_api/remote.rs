@@ -52,6 +52,80 @@ fn put_signal_large_inner(rt: &Runtime) -> Outcome {
     rt.free(ack).or_fail()
 }
 
+/// Elements the writer of `quiet_visibility` streams per round (512 KiB), in puts of
+/// `VISIBILITY_PIECE` elements (4 KiB).
+const VISIBILITY_LEN: usize = 64 << 10;
+const VISIBILITY_PIECE: usize = 512;
+const VISIBILITY_ROUNDS: u64 = 12;
+
+/// Quiet makes writes visible to every PE, not only to later operations of the writer:
+/// PE 0 streams puts to a PE of another node (the target), quiets, then sets a flag on a
+/// third PE, on the target's node but not PE 0's (the observer), over a connection of its
+/// own. The observer waits for the flag, then reads the target's copy through the
+/// node's shared memory, which shows exactly what the target has applied so far: every
+/// element must be this round's. A transport whose quiet returned once the writes were
+/// merely sent would fail here, whatever order its own connections keep.
+pub fn quiet_visibility(rt: &Runtime) -> Outcome {
+    finish(rt, "quiet_visibility", quiet_visibility_inner(rt))
+}
+
+fn quiet_visibility_inner(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let node = |pe: usize| rt.node_of(pe).map(str::to_owned).or_fail();
+    let writer = 0;
+    let mut target = None;
+    for pe in 1..n {
+        if node(pe)? != node(writer)? {
+            target = Some(pe);
+            break;
+        }
+    }
+    let target = target.ok_or("quiet_visibility needs a PE on a node other than PE 0's")?;
+    let mut observer = None;
+    for pe in 1..n {
+        if pe != target && node(pe)? == node(target)? {
+            observer = Some(pe);
+            break;
+        }
+    }
+    let observer = observer.ok_or("quiet_visibility needs two PEs on a node other than PE 0's")?;
+    let data = rt.calloc::<u64>(VISIBILITY_LEN).or_fail()?;
+    let flag = rt.calloc::<u64>(1).or_fail()?;
+    let ack = rt.calloc::<u64>(1).or_fail()?;
+    let value = |round: u64, i: usize| round << 32 | i as u64;
+    let mut src = vec![0u64; VISIBILITY_LEN];
+    let mut got = vec![0u64; VISIBILITY_LEN];
+    for round in 1..=VISIBILITY_ROUNDS {
+        if me == writer {
+            for (i, v) in src.iter_mut().enumerate() {
+                *v = value(round, i);
+            }
+            for (k, piece) in src.chunks(VISIBILITY_PIECE).enumerate() {
+                rt.put_nbi(data.at(k * VISIBILITY_PIECE), piece, target)
+                    .or_fail()?;
+            }
+            rt.quiet().or_fail()?;
+            rt.p(flag.at(0), round, observer).or_fail()?;
+            rt.wait_until(ack.at(0), Cmp::Ge, round).or_fail()?;
+        } else if me == observer {
+            rt.wait_until(flag.at(0), Cmp::Ge, round).or_fail()?;
+            rt.get(data.at(0), &mut got, target).or_fail()?;
+            for (i, &v) in got.iter().enumerate() {
+                check!(
+                    v == value(round, i),
+                    "round {round}: element {i} on PE {target} is {v:#x} after PE {writer}'s quiet and flag, expected {:#x}",
+                    value(round, i)
+                );
+            }
+            rt.atomic_add(ack.at(0), 1, writer).or_fail()?;
+        }
+    }
+    rt.barrier_all().or_fail()?;
+    rt.free(data).or_fail()?;
+    rt.free(flag).or_fail()?;
+    rt.free(ack).or_fail()
+}
+
 /// Run under symrun on 2 simulated nodes: the last PE kills itself (SIGKILL) while the
 /// PEs of the other node stream large puts to it and quiet (and those of its own node wait
 /// on it). Each survivor must fail with an error naming

@@ -147,6 +147,7 @@ extern "C" {
         pe: usize,
         raddr: u64,
         key: u64,
+        at_delivery: c_int,
     ) -> isize;
     pub(super) fn symmem_ofi_read(
         o: *mut SymmemOfi,

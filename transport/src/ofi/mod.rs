@@ -46,11 +46,12 @@
 //! application computes or sleeps, and a stream of them pays no wake-up each.
 
 mod completions;
+mod deliveries;
 mod ffi;
 mod messages;
 
 use std::collections::VecDeque;
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -60,6 +61,7 @@ use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 use symmem_sync::Backoff;
 
 use self::completions::Completions;
+use self::deliveries::Deliveries;
 use self::messages::{Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS};
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
@@ -223,12 +225,28 @@ struct PeerHeap {
 }
 
 /// The bounce buffer: registered, in 16-byte words so that every slot is aligned; its
-/// [`SLOTS`] slots, then the [`RECV_SLOTS`] receive buffers of messages.
+/// [`SLOTS`] slots, then the [`RECV_SLOTS`] receive buffers of messages, then the
+/// [`FLUSH_BYTES`] that flushes read into.
 struct Bounce(Box<[u128]>);
+
+/// Bytes a flush reads (see [`deliveries`]); where they land, the bytes are not looked at.
+const FLUSH_BYTES: usize = 16;
 
 impl Bounce {
     fn new() -> Self {
-        Bounce(vec![0u128; (SLOTS * SLOT_BYTES + RECV_SLOTS * RECV_BYTES) / 16].into_boxed_slice())
+        let bytes = SLOTS * SLOT_BYTES + RECV_SLOTS * RECV_BYTES + FLUSH_BYTES;
+        Bounce(vec![0u128; bytes / 16].into_boxed_slice())
+    }
+
+    /// Where flushes read into: every flush at once, as their bytes are not used.
+    fn flush(&mut self) -> *mut u8 {
+        // SAFETY: the last FLUSH_BYTES of the buffer.
+        unsafe {
+            self.0
+                .as_mut_ptr()
+                .cast::<u8>()
+                .add(SLOTS * SLOT_BYTES + RECV_SLOTS * RECV_BYTES)
+        }
     }
 
     fn slot(&mut self, i: usize) -> *mut u8 {
@@ -295,6 +313,8 @@ struct State {
     /// `FI_ORDER_ATOMIC_*` within each kind, the generic ones across them): an operation
     /// whose order after an earlier one is not promised waits for that one to complete.
     order: u64,
+    /// Which writes completed at transmit, and what makes them visible ([`deliveries`]).
+    deliveries: Deliveries,
     /// Per kind (RMA, atomic, message): the last operation that read and the last that
     /// wrote.
     last: [[u64; 2]; 3],
@@ -454,7 +474,14 @@ impl OfiTransport {
         let manual = opened.attrs.manual_progress != 0;
         let piece = piece_bytes(&opened.attrs);
         let order = kept_order(&opened.attrs, piece);
-        log_endpoint(me, &opened.attrs, order, opened.takes_messages, &describe);
+        log_endpoint(
+            me,
+            &opened.attrs,
+            order,
+            opened.takes_messages,
+            flushes_writes(&opened.attrs, order),
+            &describe,
+        );
         let state = Arc::new(Mutex::new(Some(State {
             ep: std::mem::replace(&mut opened.ep, Endpoint(std::ptr::null_mut())),
             bounce: std::mem::replace(&mut opened.bounce, Bounce(Box::new([]))),
@@ -464,6 +491,7 @@ impl OfiTransport {
             local_mr: opened.attrs.mr_mode & ffi::FI_MR_LOCAL != 0,
             failure: None,
             failed_pe: None,
+            deliveries: Deliveries::new(peers.len(), flushes_writes(&opened.attrs, order)),
             peers,
             order,
             last: [[0; 2]; 3],
@@ -639,9 +667,33 @@ fn kept_order(attrs: &ffi::Attrs, piece: usize) -> u64 {
         .fold(attrs.order, |order, &(bits, _)| order & !bits)
 }
 
+/// Whether `order` keeps an RMA operation behind an earlier one: `offset` picks `RAW`,
+/// `WAR` or `WAW` among the `FI_ORDER_RMA_*` bits, `generic` is the matching
+/// `FI_ORDER_*` bit.
+fn rma_kept(order: u64, offset: u32, generic: u64) -> bool {
+    order & generic != 0 || order & (ffi::ORDER_RMA_RAR << offset) != 0
+}
+
+/// Whether writes that stream to a peer may complete at transmit ([`deliveries`]): the
+/// endpoint completes at delivery by default, and the provider keeps a read and a write
+/// behind an earlier write (RMA RAW and WAW), so that a later read or delivery-complete
+/// write covers them.
+fn flushes_writes(attrs: &ffi::Attrs, order: u64) -> bool {
+    attrs.delivery_complete != 0
+        && rma_kept(order, ffi::RAW, ffi::ORDER_RAW)
+        && rma_kept(order, ffi::WAW, ffi::ORDER_WAW)
+}
+
 /// Logs what the endpoint is: the provider, its completion level, its progress and which
 /// of the orders the transport uses (`order`, see [`kept_order`]) it does not keep.
-fn log_endpoint(me: usize, attrs: &ffi::Attrs, order: u64, messages: bool, describe: &str) {
+fn log_endpoint(
+    me: usize,
+    attrs: &ffi::Attrs,
+    order: u64,
+    messages: bool,
+    flushes: bool,
+    describe: &str,
+) {
     let kind_bits = |rar: u64| [rar, rar << ffi::RAW, rar << ffi::WAR, rar << ffi::WAW];
     let generic = [
         ffi::ORDER_RAR,
@@ -667,7 +719,11 @@ fn log_endpoint(me: usize, attrs: &ffi::Attrs, order: u64, messages: bool, descr
         target: "init::transport",
         "PE {me}: ofi transport over {describe}, heap key {:#x}, completion at {}, {}, {}; {}",
         attrs.heap_key,
-        if attrs.delivery_complete != 0 { "delivery" } else { "the provider's default level" },
+        match (attrs.delivery_complete != 0, flushes) {
+            (true, true) => "delivery (writes that stream to a peer at transmit, made visible by a read where needed)",
+            (true, false) => "delivery",
+            (false, _) => "the provider's default level",
+        },
         match (attrs.manual_progress != 0, attrs.wait_fd >= 0) {
             (true, true) => "manual progress (from waiting threads, else from the transport's thread, blocked on the provider's wait object)",
             (true, false) => "manual progress (from waiting threads, else from the transport's thread, every 20 µs)",
@@ -1180,11 +1236,39 @@ impl State {
         Ok(())
     }
 
-    /// Waits until every operation issued so far completed.
+    /// Waits until every operation issued so far completed, and every write is visible
+    /// at its target (a flush to each peer whose writes completed at transmit).
     /// Acknowledgements held back go first: a peer's quiet may be waiting for them.
     fn drain(&mut self, w: &Waiter) -> std::result::Result<(), String> {
         self.send_acks()?;
+        self.flush(w)?;
         self.wait(self.ops.issued(), w)
+    }
+
+    /// Posts a flush (a read of a few bytes, which the provider keeps behind the writes)
+    /// to every peer whose writes completed at transmit and nothing covers yet; returns
+    /// the operation whose completion makes every write posted so far visible, as far as
+    /// completed writes are not visible already (see [`deliveries`]).
+    fn flush(&mut self, w: &Waiter) -> std::result::Result<u64, String> {
+        while let Some(pe) = self.deliveries.next_uncovered() {
+            let heap = self.peers[pe].ok_or("a flush to a PE the ofi transport does not reach")?;
+            let local = self.bounce.flush();
+            let len = heap.len.min(FLUSH_BYTES as u64) as usize;
+            // SAFETY: the flush bytes lie in the registered bounce buffer and are never
+            // read; the peer's heap holds `len` bytes at its base.
+            let op = self.post(
+                "fi_read (flush)",
+                Access::Read,
+                pe,
+                None,
+                w,
+                |ep, op| unsafe {
+                    ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, heap.base, heap.key)
+                },
+            )?;
+            self.deliveries.read(pe, op);
+        }
+        Ok(self.deliveries.covered_by())
     }
 
     /// The next bounce slot, once the operation that last used it completed.
@@ -1211,8 +1295,8 @@ impl State {
         // promise that order (a kind's own bits, or the generic ones across RMA and
         // atomics): wait for them. And room in the ring of operations in flight.
         let k = access.kind();
-        let (op, room_after) = self.ops.next();
-        let mut after = room_after;
+        let mut after = 0;
+        let mut after_writes = false;
         for (kind, &[last_read, last_write]) in self.last.iter().enumerate() {
             // Messages keep their order only among themselves, where sends do
             // (FI_ORDER_SAS: the target applies them as its CQ reports them, in order for
@@ -1234,9 +1318,16 @@ impl State {
                 || access.writes() && !kept(ffi::WAW, ffi::ORDER_WAW)
             {
                 after = after.max(last_write);
+                after_writes |= kind == 0 && last_write > 0;
             }
         }
-        self.wait(after, w)?;
+        if after_writes {
+            // Writes that completed at transmit are visible only once what covers them
+            // completed (a flush posted here where nothing does yet).
+            after = after.max(self.flush(w)?);
+        }
+        let (op, room_after) = self.ops.next();
+        self.wait(after.max(room_after), w)?;
         let mut backoff = Backoff::new();
         loop {
             let rc = post(self.ep.0, op);
@@ -1315,6 +1406,8 @@ impl State {
         for (i, piece) in src.chunks(piece_len).enumerate() {
             let raddr = heap.base + off + (i * piece_len) as u64;
             let len = piece.len();
+            let at_transmit = self.deliveries.at_transmit(pe, self.ops.done_upto());
+            let at_delivery = c_int::from(!at_transmit);
             if direct {
                 // SAFETY: `src` outlives the write: this call waits for it below.
                 last = self.post("fi_write", Access::Write, pe, None, w, |ep, op| unsafe {
@@ -1327,8 +1420,10 @@ impl State {
                         pe,
                         raddr,
                         heap.key,
+                        at_delivery,
                     )
                 })?;
+                self.deliveries.wrote(pe, last, at_transmit);
                 continue;
             }
             let slot = self.take_slot(w)?;
@@ -1337,16 +1432,27 @@ impl State {
             // operation completed).
             unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), local, len) };
             // SAFETY: the slot stays untouched until this write completes (take_slot).
-            self.post(
+            let op = self.post(
                 "fi_write",
                 Access::Write,
                 pe,
                 Some(slot),
                 w,
                 |ep, op| unsafe {
-                    ffi::symmem_ofi_write(ep, op, local.cast(), 1, len, pe, raddr, heap.key)
+                    ffi::symmem_ofi_write(
+                        ep,
+                        op,
+                        local.cast(),
+                        1,
+                        len,
+                        pe,
+                        raddr,
+                        heap.key,
+                        at_delivery,
+                    )
                 },
             )?;
+            self.deliveries.wrote(pe, op, at_transmit);
         }
         if direct {
             self.wait(last, w)?;
@@ -1374,6 +1480,7 @@ impl State {
                 last = self.post("fi_read", Access::Read, pe, None, w, |ep, op| unsafe {
                     ffi::symmem_ofi_read(ep, op, local.cast(), 0, len, pe, raddr, heap.key)
                 })?;
+                self.deliveries.read(pe, last);
             }
             return self.wait(last, w);
         }
@@ -1393,6 +1500,7 @@ impl State {
                     ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, raddr, heap.key)
                 },
             )?;
+            self.deliveries.read(pe, op);
             self.wait(op, w)?;
             // SAFETY: the read completed into the slot.
             unsafe { std::ptr::copy_nonoverlapping(local, piece.as_mut_ptr(), len) };

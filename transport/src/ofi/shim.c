@@ -461,11 +461,28 @@ static void *desc(struct symmem_ofi *o, int bounce)
 }
 
 /* Operation `op`: writes `len` bytes at `local` (in the bounce buffer when `bounce`, else
- * unregistered memory) to `raddr` (key `key`) on PE `pe`. */
+ * unregistered memory) to `raddr` (key `key`) on PE `pe`; it completes at delivery (the
+ * endpoint's default) when `at_delivery`, else at the provider's transmit level, with no
+ * reply from the target. */
 ssize_t symmem_ofi_write(struct symmem_ofi *o, uint64_t op, const void *local, int bounce,
-			 size_t len, size_t pe, uint64_t raddr, uint64_t key)
+			 size_t len, size_t pe, uint64_t raddr, uint64_t key, int at_delivery)
 {
-	return fi_write(o->ep, local, len, desc(o, bounce), o->peers[pe], raddr, key, ctx(op));
+	if (at_delivery)
+		return fi_write(o->ep, local, len, desc(o, bounce), o->peers[pe], raddr, key,
+				ctx(op));
+	struct iovec iov = { .iov_base = (void *)local, .iov_len = len };
+	void *d = desc(o, bounce);
+	struct fi_rma_iov remote = { .addr = raddr, .len = len, .key = key };
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov,
+		.desc = &d,
+		.iov_count = 1,
+		.addr = o->peers[pe],
+		.rma_iov = &remote,
+		.rma_iov_count = 1,
+		.context = ctx(op),
+	};
+	return fi_writemsg(o->ep, &msg, FI_COMPLETION);
 }
 
 /* Operation `op`: reads `len` bytes from `raddr` on PE `pe` into `local` (as for writes). */
