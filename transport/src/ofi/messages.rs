@@ -3,20 +3,22 @@
 //! wait a round trip for its data. Instead a small put_signal (or a signal alone) travels
 //! as one message (`fi_send`) carrying its data and its signal; the target's progress
 //! copies the data into its heap, then applies the signal with a CPU atomic, and
-//! acknowledges it with a message of its own. The operation completes (for `quiet`,
-//! `fence` and the reuse of its bounce slot) once both its send completed and its
-//! acknowledgement arrived.
+//! acknowledges it: in the next message it sends to that peer (a ping-pong then sends no
+//! acknowledgement of its own), or with a message of its own. The operation completes
+//! (for `quiet`, `fence` and the reuse of its bounce slot) once both its send completed
+//! and its acknowledgement arrived.
 //!
 //! A message is a header of [`HEADER`] bytes, then the data:
 //! `kind: u32, from: u32, op: u64, data_off: u64, sig_off: u64, value: u64,
-//! sig_op: u32, data_len: u32`, little-endian. An acknowledgement is the first
-//! [`ACK_BYTES`] of a header with kind [`KIND_ACK`] and `op` the acknowledged operation's
-//! number at its sender.
+//! sig_op: u32, data_len: u32, acked: u64`, little-endian, where `acked` is an operation
+//! of the receiver's that the sender acknowledges with it (0 for none). An
+//! acknowledgement alone is the first [`ACK_BYTES`] of a header with kind [`KIND_ACK`]
+//! and `op` the acknowledged operation's number at its sender.
 
 use symmem_device::SignalOp;
 
 /// Bytes of a message's header.
-pub(super) const HEADER: usize = 48;
+pub(super) const HEADER: usize = 56;
 /// Bytes of an acknowledgement.
 pub(super) const ACK_BYTES: usize = 16;
 /// Bytes of one receive buffer: the largest message.
@@ -47,6 +49,9 @@ pub(super) struct Signal {
     pub value: u64,
     /// Set or add.
     pub sig_op: SignalOp,
+    /// The receiver's operation (a message to the sender) this one also acknowledges;
+    /// 0 for none.
+    pub acked: u64,
 }
 
 /// A received message.
@@ -80,6 +85,7 @@ pub(super) fn encode_signal(buf: &mut [u8], s: &Signal) {
     };
     buf[40..44].copy_from_slice(&op.to_le_bytes());
     buf[44..48].copy_from_slice(&(s.data_len as u32).to_le_bytes());
+    buf[48..56].copy_from_slice(&s.acked.to_le_bytes());
 }
 
 /// The acknowledgement by `from` of operation `op`.
@@ -144,6 +150,7 @@ pub(super) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message,
                 sig_off,
                 value: word(buf, 32),
                 sig_op,
+                acked: word(buf, 48),
             }))
         }
         kind => Err(format!(
@@ -166,6 +173,7 @@ mod tests {
             sig_off: 64,
             value: u64::MAX - 1,
             sig_op: SignalOp::Add,
+            acked: 5,
         }
     }
 
@@ -205,7 +213,7 @@ mod tests {
             signal(),
             HEADER + 99,
             1 << 20,
-            "100 bytes of data in 147 bytes",
+            "100 bytes of data in 155 bytes",
         );
         check(
             signal(),

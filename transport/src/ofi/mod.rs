@@ -1079,19 +1079,34 @@ impl State {
             .map_err(|why| format!("PE {} received {why}", self.me))?;
         match message {
             Message::Signal(s) => {
+                if s.acked != 0 {
+                    self.acknowledged(s.from, s.acked)?;
+                }
                 self.apply(&s, &bytes[HEADER..HEADER + s.data_len]);
                 self.acks.push_back((s.from, s.op));
             }
-            Message::Ack { from, op } => {
-                if self.ops.target(op) != Some(from) {
-                    return Err(format!(
-                        "PE {from} acknowledged operation {op}, which is not a message to it in flight"
-                    ));
-                }
-                self.ops.complete(op)?;
-            }
+            Message::Ack { from, op } => self.acknowledged(from, op)?,
         }
         self.repost(i).map(drop)
+    }
+
+    /// Completes this PE's message `op`, which `from` acknowledged.
+    fn acknowledged(&mut self, from: usize, op: u64) -> std::result::Result<(), String> {
+        if self.ops.target(op) != Some(from) {
+            return Err(format!(
+                "PE {from} acknowledged operation {op}, which is not a message to it in flight"
+            ));
+        }
+        self.ops.complete(op)
+    }
+
+    /// Takes the oldest acknowledgement due to `pe`, to go with a message to it (0 for
+    /// none).
+    fn take_ack(&mut self, pe: usize) -> u64 {
+        match self.acks.iter().position(|&(to, _)| to == pe) {
+            Some(i) => self.acks.remove(i).map_or(0, |(_, op)| op),
+            None => 0,
+        }
     }
 
     /// Posts receive buffer `i` again: true when posted, false when the provider was busy
@@ -1180,7 +1195,7 @@ impl State {
         self.target(pe, data_off, data.len() as u64)?;
         self.word(pe, sig_off, 8)?;
         let me = self.me;
-        let signal = |op| Signal {
+        let signal = |op, acked| Signal {
             from: me,
             op,
             data_off,
@@ -1188,31 +1203,44 @@ impl State {
             sig_off,
             value,
             sig_op,
+            acked,
         };
-        if HEADER + data.len() <= self.inject.min(INJECTED_BYTES) {
+        let posted = if HEADER + data.len() <= self.inject.min(INJECTED_BYTES) {
             let mut buf = [0u8; INJECTED_BYTES];
             let buf = &mut buf[..HEADER + data.len()];
             buf[HEADER..].copy_from_slice(data);
-            return self
-                .post("fi_inject", Access::Message, pe, None, w, |ep, op| {
-                    messages::encode_signal(buf, &signal(op));
-                    // SAFETY: an open endpoint; the message fits the inject size.
-                    unsafe { ffi::symmem_ofi_inject(ep, buf.as_ptr().cast(), buf.len(), pe) }
-                })
-                .map(|_| 0);
+            let acked = self.take_ack(pe);
+            let posted = self.post("fi_inject", Access::Message, pe, None, w, |ep, op| {
+                messages::encode_signal(buf, &signal(op, acked));
+                // SAFETY: an open endpoint; the message fits the inject size.
+                unsafe { ffi::symmem_ofi_inject(ep, buf.as_ptr().cast(), buf.len(), pe) }
+            });
+            (posted, acked)
+        } else {
+            let slot = self.take_slot(w)?;
+            let local = self.bounce.slot(slot);
+            // SAFETY: the slot holds SLOT_BYTES >= HEADER + MAX_DATA bytes and is free.
+            let buf = unsafe { std::slice::from_raw_parts_mut(local, HEADER + data.len()) };
+            buf[HEADER..].copy_from_slice(data);
+            let acked = self.take_ack(pe);
+            let posted = self.post("fi_send", Access::Message, pe, Some(slot), w, |ep, op| {
+                messages::encode_signal(buf, &signal(op, acked));
+                // SAFETY: the message lies in the registered slot, untouched until this
+                // operation completes (take_slot).
+                unsafe { ffi::symmem_ofi_send(ep, op, buf.as_ptr().cast(), buf.len(), pe) }
+            });
+            (posted, acked)
+        };
+        match posted {
+            (Ok(_), _) => Ok(0),
+            (Err(why), acked) => {
+                // The acknowledgement did not go: it goes alone, first.
+                if acked != 0 {
+                    self.acks.push_front((pe, acked));
+                }
+                Err(why)
+            }
         }
-        let slot = self.take_slot(w)?;
-        let local = self.bounce.slot(slot);
-        // SAFETY: the slot holds SLOT_BYTES >= HEADER + MAX_DATA bytes and is free.
-        let buf = unsafe { std::slice::from_raw_parts_mut(local, HEADER + data.len()) };
-        buf[HEADER..].copy_from_slice(data);
-        self.post("fi_send", Access::Message, pe, Some(slot), w, |ep, op| {
-            messages::encode_signal(buf, &signal(op));
-            // SAFETY: the message lies in the registered slot, untouched until this
-            // operation completes (take_slot).
-            unsafe { ffi::symmem_ofi_send(ep, op, buf.as_ptr().cast(), buf.len(), pe) }
-        })
-        .map(|_| 0)
     }
 
     /// Waits until operation `op` and every earlier one completed.
