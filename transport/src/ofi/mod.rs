@@ -20,7 +20,10 @@
 //! and, like a fetching atomic or a compare-and-swap, waits for its completion. Every
 //! operation completes at delivery (`FI_DELIVERY_COMPLETE`: the data is visible at the
 //! target) with a completion entry carrying its number ([`completions`]: entries come in
-//! any order), so `quiet` and `fence` wait until every operation issued completed. An
+//! any order), so `quiet` and `fence` wait until every operation issued completed;
+//! except writes that stream to a peer where the provider keeps reads and writes behind
+//! writes: those complete at transmit, and a read to that peer makes them visible before
+//! anything needs them to be ([`deliveries`]). An
 //! operation waits for an earlier one only where the provider does not keep their order
 //! (`FI_ORDER_*`: a kind's own bits, and across RMA and atomics the generic ones up to
 //! `max_order_*_size`, asked for at `fi_getinfo`): so a put_signal's signal goes out
