@@ -127,12 +127,14 @@ fn a_missing_provider_is_named_with_what_libfabric_offers() {
     }
 }
 
-/// Where the provider keeps reads and writes behind earlier writes (tcp;ofi_rxm and shm
-/// both do), writes that stream to a peer complete at transmit, with no reply from the
-/// target, and a read made visible before the quiet, the fence or the flag behind them:
-/// every PE says so in its init log, and the fence/quiet suite (a strided put of
-/// single-element writes, then a fence, a quiet or both, then the flag) finds every
-/// element in place behind every flag.
+/// Where the provider keeps reads and writes behind earlier writes and applies a peer's
+/// operations in order (tcp;ofi_rxm and shm), writes that stream to a peer complete at
+/// transmit, with no reply from the target, and a read makes them visible before a
+/// quiet, a fence or an unordered operation behind them: every PE says so in its init
+/// log, and the fence/quiet suite (a strided put of single-element writes, then a fence,
+/// a quiet or both, then the flag) passes with it. That suite's flag goes to the writes'
+/// own target, which applies them in order anyway; `quiet_visibility` (above) is the
+/// test that fails without the flush.
 #[test]
 fn streamed_writes_complete_at_transmit_and_are_flushed_before_the_flag() {
     for provider in [TCP, SHM] {

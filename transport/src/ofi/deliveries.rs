@@ -5,9 +5,10 @@
 //! acknowledgement per write, as many sends at the target as the initiator's writes). A
 //! write that completes at transmit needs none. Where the provider keeps a read behind
 //! an earlier write and a write behind an earlier write to the same peer
-//! (`FI_ORDER_RMA_RAW` and `FI_ORDER_RMA_WAW`), a later read or delivery-complete write
-//! to that peer completes only once the earlier writes are visible there: it *covers*
-//! them. So writes that stream to a peer (another write to it is still in flight)
+//! (`FI_ORDER_RMA_RAW` and `FI_ORDER_RMA_WAW`) and is known to apply a peer's operations
+//! in that order (`applies_in_order` in the transport: the order bits alone promise it
+//! for data only at the same address), a later read or delivery-complete write to that
+//! peer completes only once the earlier writes are visible there: it *covers* them. So writes that stream to a peer (another write to it is still in flight)
 //! complete at transmit, and whoever needs them visible (a quiet, a fence, an operation
 //! the provider does not order behind them) waits for the operation that covers them,
 //! posting a read of a few bytes (a *flush*) to each peer whose writes nothing covers

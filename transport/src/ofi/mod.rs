@@ -270,7 +270,7 @@ impl Bounce {
 }
 
 /// The largest message injected (where the provider's inject size allows): a signal with
-/// up to 80 bytes of data.
+/// up to 72 bytes of data.
 const INJECTED_BYTES: usize = 128;
 
 /// Acknowledgements held back at most (see [`State::poll`]).
@@ -678,13 +678,27 @@ fn rma_kept(order: u64, offset: u32, generic: u64) -> bool {
 }
 
 /// Whether writes that stream to a peer may complete at transmit ([`deliveries`]): the
-/// endpoint completes at delivery by default, and the provider keeps a read and a write
-/// behind an earlier write (RMA RAW and WAW), so that a later read or delivery-complete
-/// write covers them.
+/// endpoint completes at delivery by default, the provider keeps a read and a write
+/// behind an earlier write (RMA RAW and WAW), and it is one known to apply a peer's
+/// operations in that order ([`applies_in_order`]), so that a later read or
+/// delivery-complete write covers them.
 fn flushes_writes(attrs: &ffi::Attrs, order: u64) -> bool {
     attrs.delivery_complete != 0
         && rma_kept(order, ffi::RAW, ffi::ORDER_RAW)
         && rma_kept(order, ffi::WAW, ffi::ORDER_WAW)
+        && applies_in_order(&ffi::text(&attrs.provider))
+}
+
+/// Whether `provider` applies each peer's operations at the target in the order they
+/// were posted, so that a read behind writes to other addresses returns only once they
+/// are visible. libfabric's order bits promise that order for transmission, and for data
+/// only at the same address; these providers keep it for data too (read in libfabric
+/// 1.17's sources): `tcp` carries a peer's operations over one socket and applies each
+/// as it arrives, and `shm` takes them off one command queue (its fast RMA path, which
+/// bypasses the queue, is off when order is asked for, as here). Others, never run here,
+/// keep delivery completion on every write.
+fn applies_in_order(provider: &str) -> bool {
+    matches!(provider.split(';').next(), Some("tcp" | "shm"))
 }
 
 /// Logs what the endpoint is: the provider, its completion level, its progress and which
@@ -1212,8 +1226,11 @@ impl State {
             let mut buf = [0u8; INJECTED_BYTES];
             let buf = &mut buf[..HEADER + data.len()];
             buf[HEADER..].copy_from_slice(data);
+            let op = self.admit(Access::Message, w)?;
+            // Taken once nothing is left to wait for: held through a wait, it could
+            // stall the peer's quiet, or two PEs could each hold what the other awaits.
             let acked = self.take_ack(pe);
-            let posted = self.post("fi_inject", Access::Message, pe, None, w, |ep, op| {
+            let posted = self.issue("fi_inject", Access::Message, pe, None, op, w, |ep, op| {
                 messages::encode_signal(buf, &signal(op, acked));
                 // SAFETY: an open endpoint; the message fits the inject size.
                 unsafe { ffi::symmem_ofi_inject(ep, buf.as_ptr().cast(), buf.len(), pe) }
@@ -1225,13 +1242,22 @@ impl State {
             // SAFETY: the slot holds SLOT_BYTES >= HEADER + MAX_DATA bytes and is free.
             let buf = unsafe { std::slice::from_raw_parts_mut(local, HEADER + data.len()) };
             buf[HEADER..].copy_from_slice(data);
+            let op = self.admit(Access::Message, w)?;
             let acked = self.take_ack(pe);
-            let posted = self.post("fi_send", Access::Message, pe, Some(slot), w, |ep, op| {
-                messages::encode_signal(buf, &signal(op, acked));
-                // SAFETY: the message lies in the registered slot, untouched until this
-                // operation completes (take_slot).
-                unsafe { ffi::symmem_ofi_send(ep, op, buf.as_ptr().cast(), buf.len(), pe) }
-            });
+            let posted = self.issue(
+                "fi_send",
+                Access::Message,
+                pe,
+                Some(slot),
+                op,
+                w,
+                |ep, op| {
+                    messages::encode_signal(buf, &signal(op, acked));
+                    // SAFETY: the message lies in the registered slot, untouched until this
+                    // operation completes (take_slot).
+                    unsafe { ffi::symmem_ofi_send(ep, op, buf.as_ptr().cast(), buf.len(), pe) }
+                },
+            );
             (posted, acked)
         };
         match posted {
@@ -1320,11 +1346,18 @@ impl State {
         pe: usize,
         slot: Option<usize>,
         w: &Waiter,
-        mut post: impl FnMut(*mut ffi::SymmemOfi, u64) -> isize,
+        post: impl FnMut(*mut ffi::SymmemOfi, u64) -> isize,
     ) -> std::result::Result<u64, String> {
-        // The earlier operations this one must not overtake where the provider does not
-        // promise that order (a kind's own bits, or the generic ones across RMA and
-        // atomics): wait for them. And room in the ring of operations in flight.
+        let op = self.admit(access, w)?;
+        self.issue(what, access, pe, slot, op, w, post)
+    }
+
+    /// Waits until an operation of `access` may be posted: the earlier operations it must
+    /// not overtake where the provider does not promise that order (a kind's own bits, or
+    /// the generic ones across RMA and atomics) completed, and there is room in the ring
+    /// of operations in flight; returns the number it gets, to [`Self::issue`] before
+    /// anything else is posted.
+    fn admit(&mut self, access: Access, w: &Waiter) -> std::result::Result<u64, String> {
         let k = access.kind();
         let mut after = 0;
         let mut after_writes = false;
@@ -1359,6 +1392,24 @@ impl State {
         }
         let (op, room_after) = self.ops.next();
         self.wait(after.max(room_after), w)?;
+        Ok(op)
+    }
+
+    /// Posts operation `op` (from [`Self::admit`]) to `pe` with `post` (given `op`;
+    /// retried while the provider is busy); returns `op` and records it as the last user
+    /// of `slot`, if it uses one.
+    #[allow(clippy::too_many_arguments)] // post()'s own arguments and the number admitted
+    fn issue(
+        &mut self,
+        what: &str,
+        access: Access,
+        pe: usize,
+        slot: Option<usize>,
+        op: u64,
+        w: &Waiter,
+        mut post: impl FnMut(*mut ffi::SymmemOfi, u64) -> isize,
+    ) -> std::result::Result<u64, String> {
+        let k = access.kind();
         let mut backoff = Backoff::new();
         loop {
             let rc = post(self.ep.0, op);
@@ -1703,7 +1754,8 @@ impl Transport for OfiTransport {
     }
 
     fn fence(&self) -> Result<()> {
-        // Completions are at delivery: waiting for every earlier one orders them.
+        // Waiting for every earlier operation to complete (and for the writes that
+        // completed at transmit to be covered: a flush) orders them.
         self.quiet()
     }
 
@@ -1851,6 +1903,48 @@ mod tests {
             ..tcp
         };
         assert!(!wants_messages(&ordered, true), "shm keeps every order");
+    }
+
+    /// Streamed writes complete at transmit only on providers known to apply a peer's
+    /// operations in order, that keep reads and writes behind writes, at delivery by
+    /// default.
+    #[test]
+    fn writes_complete_at_transmit_only_where_a_read_covers_them() {
+        let named = |name: &str| {
+            let mut provider = [0 as c_char; 64];
+            for (p, b) in provider.iter_mut().zip(name.bytes()) {
+                *p = b as c_char;
+            }
+            ffi::Attrs {
+                provider,
+                delivery_complete: 1,
+                ..ffi::Attrs::default()
+            }
+        };
+        let kept = ffi::ORDER_RMA_RAR << ffi::RAW | ffi::ORDER_RMA_RAR << ffi::WAW;
+        assert!(flushes_writes(&named("tcp;ofi_rxm"), kept));
+        assert!(flushes_writes(
+            &named("shm"),
+            ffi::ORDER_RAW | ffi::ORDER_WAW
+        ));
+        assert!(
+            !flushes_writes(&named("tcp;ofi_rxm"), ffi::ORDER_RMA_RAR << ffi::WAW),
+            "no read behind a write"
+        );
+        assert!(
+            !flushes_writes(&named("tcp;ofi_rxm"), ffi::ORDER_RMA_RAR << ffi::RAW),
+            "no write behind a write"
+        );
+        assert!(
+            !flushes_writes(&named("efa"), kept),
+            "not known to apply in order"
+        );
+        assert!(!flushes_writes(&named("verbs;ofi_rxm"), kept));
+        let default_level = ffi::Attrs {
+            delivery_complete: 0,
+            ..named("tcp;ofi_rxm")
+        };
+        assert!(!flushes_writes(&default_level, kept), "not at delivery");
     }
 
     /// `auto` takes fabric providers only: the host's TCP, UDP and shared memory are the
