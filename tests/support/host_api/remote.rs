@@ -53,13 +53,14 @@ fn put_signal_large_inner(rt: &Runtime) -> Outcome {
 }
 
 /// Elements the writer of `quiet_visibility` streams per round (512 KiB), in puts of
-/// `VISIBILITY_PIECE` elements (4 KiB).
+/// one of `VISIBILITY_PIECES` elements (4 KiB, and 256 KiB: transports may send large
+/// pieces another way).
 const VISIBILITY_LEN: usize = 64 << 10;
-const VISIBILITY_PIECE: usize = 512;
+const VISIBILITY_PIECES: [usize; 2] = [512, 32 << 10];
 const VISIBILITY_ROUNDS: u64 = 12;
 
 /// Quiet makes writes visible to every PE, not only to later operations of the writer:
-/// PE 0 streams puts to a PE of another node (the target), quiets, then sets a flag on a
+/// PE 0 streams puts (small or large, by round) to a PE of another node (the target), quiets, then sets a flag on a
 /// third PE, on the target's node but not PE 0's (the observer), over a connection of its
 /// own. The observer waits for the flag, then reads the target's copy through the
 /// node's shared memory, which shows exactly what the target has applied so far: every
@@ -100,9 +101,9 @@ fn quiet_visibility_inner(rt: &Runtime) -> Outcome {
             for (i, v) in src.iter_mut().enumerate() {
                 *v = value(round, i);
             }
-            for (k, piece) in src.chunks(VISIBILITY_PIECE).enumerate() {
-                rt.put_nbi(data.at(k * VISIBILITY_PIECE), piece, target)
-                    .or_fail()?;
+            let piece = VISIBILITY_PIECES[round as usize % VISIBILITY_PIECES.len()];
+            for (k, part) in src.chunks(piece).enumerate() {
+                rt.put_nbi(data.at(k * piece), part, target).or_fail()?;
             }
             rt.quiet().or_fail()?;
             rt.p(flag.at(0), round, observer).or_fail()?;
