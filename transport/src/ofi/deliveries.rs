@@ -25,6 +25,9 @@ pub(super) struct Deliveries {
     /// Per peer: whether a write posted to it completes at transmit and no later read or
     /// delivery-complete write to it covers it yet.
     uncovered: Vec<bool>,
+    /// The peers marked in `uncovered` (and some covered since, dropped when met), so
+    /// that finding one costs no scan of every peer.
+    pending: Vec<usize>,
     /// The latest operation that covers earlier transmit-complete writes: once every
     /// operation up to it completed, every such write it covers is visible.
     covered_by: u64,
@@ -37,6 +40,7 @@ impl Deliveries {
             enabled,
             last_write: vec![0; peers],
             uncovered: vec![false; peers],
+            pending: Vec::new(),
             covered_by: 0,
         }
     }
@@ -52,7 +56,9 @@ impl Deliveries {
     pub(super) fn wrote(&mut self, pe: usize, op: u64, at_transmit: bool) {
         self.last_write[pe] = op;
         if at_transmit {
-            self.uncovered[pe] = true;
+            if !std::mem::replace(&mut self.uncovered[pe], true) {
+                self.pending.push(pe);
+            }
         } else {
             self.cover(pe, op);
         }
@@ -70,8 +76,14 @@ impl Deliveries {
     }
 
     /// A peer whose transmit-complete writes nothing covers yet: it needs a flush.
-    pub(super) fn next_uncovered(&self) -> Option<usize> {
-        self.uncovered.iter().position(|&u| u)
+    pub(super) fn next_uncovered(&mut self) -> Option<usize> {
+        while let Some(&pe) = self.pending.last() {
+            if self.uncovered[pe] {
+                return Some(pe);
+            }
+            self.pending.pop();
+        }
+        None
     }
 
     /// The operation to wait for so that every covered write is visible (0 for none).
@@ -111,7 +123,7 @@ mod tests {
         d.wrote(1, 1, false);
         d.wrote(1, 2, true);
         d.wrote(2, 3, true);
-        assert_eq!(d.next_uncovered(), Some(1));
+        assert_eq!(d.next_uncovered(), Some(2));
         assert_eq!(d.covered_by(), 0);
         d.read(1, 4);
         assert_eq!(d.next_uncovered(), Some(2));

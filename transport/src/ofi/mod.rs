@@ -484,12 +484,13 @@ impl OfiTransport {
         let manual = opened.attrs.manual_progress != 0;
         let piece = piece_bytes(&opened.attrs);
         let order = kept_order(&opened.attrs, piece);
+        let flushes = flushes_writes(&opened.attrs, order);
         log_endpoint(
             me,
             &opened.attrs,
             order,
             opened.takes_messages,
-            flushes_writes(&opened.attrs, order),
+            flushes,
             &describe,
         );
         let state = Arc::new(Mutex::new(Some(State {
@@ -501,7 +502,7 @@ impl OfiTransport {
             local_mr: opened.attrs.mr_mode & ffi::FI_MR_LOCAL != 0,
             failure: None,
             failed_pe: None,
-            deliveries: Deliveries::new(peers.len(), flushes_writes(&opened.attrs, order)),
+            deliveries: Deliveries::new(peers.len(), flushes),
             peers,
             order,
             last: [[0; 2]; 3],
@@ -677,11 +678,11 @@ fn kept_order(attrs: &ffi::Attrs, piece: usize) -> u64 {
         .fold(attrs.order, |order, &(bits, _)| order & !bits)
 }
 
-/// Whether `order` keeps an RMA operation behind an earlier one: `offset` picks `RAW`,
-/// `WAR` or `WAW` among the `FI_ORDER_RMA_*` bits, `generic` is the matching
-/// `FI_ORDER_*` bit.
-fn rma_kept(order: u64, offset: u32, generic: u64) -> bool {
-    order & generic != 0 || order & (ffi::ORDER_RMA_RAR << offset) != 0
+/// Whether `order` keeps an operation behind an earlier one of the same kind: `base` is
+/// the kind's `RAR` bit (`FI_ORDER_RMA_RAR` or `FI_ORDER_ATOMIC_RAR`), `offset` picks
+/// `RAR`, `RAW`, `WAR` or `WAW` after it, `generic` is the matching `FI_ORDER_*` bit.
+fn order_kept(order: u64, base: u64, offset: u32, generic: u64) -> bool {
+    order & generic != 0 || order & (base << offset) != 0
 }
 
 /// Whether writes that stream to a peer may complete at transmit ([`deliveries`]): the
@@ -691,8 +692,8 @@ fn rma_kept(order: u64, offset: u32, generic: u64) -> bool {
 /// delivery-complete write covers them.
 fn flushes_writes(attrs: &ffi::Attrs, order: u64) -> bool {
     attrs.delivery_complete != 0
-        && rma_kept(order, ffi::RAW, ffi::ORDER_RAW)
-        && rma_kept(order, ffi::WAW, ffi::ORDER_WAW)
+        && order_kept(order, ffi::ORDER_RMA_RAR, ffi::RAW, ffi::ORDER_RAW)
+        && order_kept(order, ffi::ORDER_RMA_RAR, ffi::WAW, ffi::ORDER_WAW)
         && applies_in_order(&ffi::text(&attrs.provider))
 }
 
@@ -1229,54 +1230,45 @@ impl State {
             sig_op,
             acked,
         };
-        let posted = if HEADER + data.len() <= self.inject.min(INJECTED_BYTES) {
-            let mut buf = [0u8; INJECTED_BYTES];
-            let buf = &mut buf[..HEADER + data.len()];
-            buf[HEADER..].copy_from_slice(data);
-            let op = self.admit(Access::Message, w)?;
-            // Taken once nothing is left to wait for: held through a wait, it could
-            // stall the peer's quiet, or two PEs could each hold what the other awaits.
-            let acked = self.take_ack(pe);
-            let posted = self.issue("fi_inject", Access::Message, pe, None, op, w, |ep, op| {
-                messages::encode_signal(buf, &signal(op, acked));
-                // SAFETY: an open endpoint; the message fits the inject size.
-                unsafe { ffi::symmem_ofi_inject(ep, buf.as_ptr().cast(), buf.len(), pe) }
-            });
-            (posted, acked)
+        // Injected from the stack where it fits the inject size, else sent from a slot.
+        let mut stack = [0u8; INJECTED_BYTES];
+        let injected = HEADER + data.len() <= self.inject.min(INJECTED_BYTES);
+        let (buf, slot) = if injected {
+            (&mut stack[..HEADER + data.len()], None)
         } else {
             let slot = self.take_slot(w)?;
             let local = self.bounce.slot(slot);
             // SAFETY: the slot holds SLOT_BYTES >= HEADER + MAX_DATA bytes and is free.
             let buf = unsafe { std::slice::from_raw_parts_mut(local, HEADER + data.len()) };
-            buf[HEADER..].copy_from_slice(data);
-            let op = self.admit(Access::Message, w)?;
-            let acked = self.take_ack(pe);
-            let posted = self.issue(
-                "fi_send",
-                Access::Message,
-                pe,
-                Some(slot),
-                op,
-                w,
-                |ep, op| {
-                    messages::encode_signal(buf, &signal(op, acked));
-                    // SAFETY: the message lies in the registered slot, untouched until this
-                    // operation completes (take_slot).
-                    unsafe { ffi::symmem_ofi_send(ep, op, buf.as_ptr().cast(), buf.len(), pe) }
-                },
-            );
-            (posted, acked)
+            (buf, Some(slot))
         };
-        match posted {
-            (Ok(_), _) => Ok(0),
-            (Err(why), acked) => {
-                // The acknowledgement did not go: it goes alone, first.
-                if acked != 0 {
-                    self.acks.push_front((pe, acked));
+        buf[HEADER..].copy_from_slice(data);
+        let op = self.admit(Access::Message, w)?;
+        // Taken once nothing is left to wait for: held through a wait, it could stall the
+        // peer's quiet, or two PEs could each hold what the other awaits.
+        let acked = self.take_ack(pe);
+        let what = if injected { "fi_inject" } else { "fi_send" };
+        let posted = self.issue(what, Access::Message, pe, slot, op, w, |ep, op| {
+            messages::encode_signal(buf, &signal(op, acked));
+            let (at, len) = (buf.as_ptr().cast(), buf.len());
+            // SAFETY: an open endpoint; an injected message fits the inject size, a sent
+            // one lies in the registered slot, untouched until it completes (take_slot).
+            unsafe {
+                if injected {
+                    ffi::symmem_ofi_inject(ep, at, len, pe)
+                } else {
+                    ffi::symmem_ofi_send(ep, op, at, len, pe)
                 }
-                Err(why)
             }
+        });
+        if let Err(why) = posted {
+            // The acknowledgement did not go: it goes alone, first.
+            if acked != 0 {
+                self.acks.push_front((pe, acked));
+            }
+            return Err(why);
         }
+        Ok(0)
     }
 
     /// Waits until operation `op` and every earlier one completed.
@@ -1378,7 +1370,11 @@ impl State {
                     return kind == k && self.sends_in_order;
                 }
                 let base = [ffi::ORDER_RMA_RAR, ffi::ORDER_ATOMIC_RAR][kind];
-                self.order & generic != 0 || kind == k && self.order & (base << offset) != 0
+                if kind == k {
+                    order_kept(self.order, base, offset, generic)
+                } else {
+                    self.order & generic != 0
+                }
             };
             if access.reads() && !kept(0, ffi::ORDER_RAR)
                 || access.writes() && !kept(ffi::WAR, ffi::ORDER_WAR)
