@@ -172,3 +172,53 @@ fn signals_travel_as_messages_only_where_the_provider_keeps_no_order() {
         );
     }
 }
+
+/// `SYMMEM_OFI_PROGRESS=poll`: the progress thread polls a completion queue without a
+/// wait object (no signal per completion). Every PE says so in its init log, and the
+/// suites in which peers' operations need this PE's progress (RMA, put_signal, every
+/// atomic, writes made visible before a flag) pass with it.
+#[test]
+fn a_polling_progress_thread_serves_every_operation() {
+    for scenario in ["rma", "put_signal", "atomics", "quiet_visibility"] {
+        let mut env = over(TCP).to_vec();
+        env.extend([("SYMMEM_OFI_PROGRESS", "poll"), ("SYMMEM_DEBUG", "info")]);
+        let job = run_ok(4, scenario, &env);
+        let expected = "polling: SYMMEM_OFI_PROGRESS=poll";
+        let said = job.stderr.lines().filter(|l| l.contains(expected)).count();
+        assert_eq!(
+            said, 4,
+            "every PE running {scenario} logs {expected:?}:\n{}",
+            job.stderr
+        );
+    }
+}
+
+/// `SYMMEM_OFI_PROGRESS=auto` (the default) polls only where the machine has two CPUs for
+/// each of its PEs (the 2 simulated nodes share it), and each PE's log says what it
+/// counted and chose.
+#[test]
+fn auto_progress_polls_only_with_two_cpus_per_pe_and_says_why() {
+    let mut env = over(TCP).to_vec();
+    env.push(("SYMMEM_DEBUG", "info"));
+    let job = run_ok(4, "rma", &env);
+    let lines: Vec<&str> = job
+        .stderr
+        .lines()
+        .filter(|l| l.contains("SYMMEM_OFI_PROGRESS=auto: "))
+        .collect();
+    assert_eq!(lines.len(), 4, "every PE says why:\n{}", job.stderr);
+    for line in lines {
+        let counted = line
+            .split("SYMMEM_OFI_PROGRESS=auto: ")
+            .nth(1)
+            .and_then(|rest| rest.split(" CPUs for 4 PEs on this machine").next())
+            .and_then(|cpus| cpus.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("the CPUs and the 4 PEs counted: {line}"));
+        let chose = if counted >= 8 {
+            "polling: "
+        } else {
+            "blocked on the provider's wait object: "
+        };
+        assert!(line.contains(chose), "{counted} CPUs for 4 PEs: {line}");
+    }
+}

@@ -32,6 +32,8 @@ pub struct TransportConfig {
     /// `SYMMEM_OFI_PROVIDER`: the libfabric provider of the ofi transport (`tcp;ofi_rxm`,
     /// `shm`, `efa`, …); `None` = the first that has RDM endpoints, RMA and atomics.
     pub ofi_provider: Option<String>,
+    /// `SYMMEM_OFI_PROGRESS`: how the ofi transport's progress thread waits for work.
+    pub ofi_progress: OfiProgress,
 }
 
 #[cfg(test)]
@@ -51,6 +53,7 @@ impl TransportConfig {
             ib_qps_per_peer: 1,
             allow_host_staging: false,
             ofi_provider: None,
+            ofi_progress: OfiProgress::Auto,
         }
     }
 }
@@ -72,6 +75,30 @@ impl std::fmt::Display for RemoteTransport {
             RemoteTransport::Auto => f.write_str("auto"),
             RemoteTransport::Named(name) => f.write_str(name),
         }
+    }
+}
+
+/// How the ofi transport's progress thread waits for work (`SYMMEM_OFI_PROGRESS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfiProgress {
+    /// `poll` where every PE on the machine can have a CPU for its progress thread
+    /// besides its own, else `block`.
+    Auto,
+    /// Blocks on the completion queue's wait object while idle. The provider then signals
+    /// that object (a write and a read of a file descriptor) for each completion.
+    Block,
+    /// Never blocks: polls, yielding its CPU between polls, on a completion queue without
+    /// a wait object, so completions cost no signal.
+    Poll,
+}
+
+impl std::fmt::Display for OfiProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OfiProgress::Auto => "auto",
+            OfiProgress::Block => "block",
+            OfiProgress::Poll => "poll",
+        })
     }
 }
 

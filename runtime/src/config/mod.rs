@@ -11,8 +11,8 @@ use std::time::Duration;
 use symmem_bootstrap::duration;
 use symmem_bootstrap::BootstrapChoice;
 
-use symmem_transport::config::TransportConfig;
 pub use symmem_transport::config::{HcaEntry, HcaFilter, RemoteTransport, MAX_IB_QPS_PER_PEER};
+use symmem_transport::config::{OfiProgress, TransportConfig};
 
 use crate::error::Error;
 
@@ -135,6 +135,13 @@ const LOG_LEVELS: &[(&str, &str)] = &[
     ("trace", "trace"),
 ];
 
+/// `SYMMEM_OFI_PROGRESS`'s values.
+const OFI_PROGRESS: &[(&str, OfiProgress)] = &[
+    ("auto", OfiProgress::Auto),
+    ("block", OfiProgress::Block),
+    ("poll", OfiProgress::Poll),
+];
+
 /// `SYMMEM_ORDERING`'s values.
 const ORDERINGS: &[(&str, MemoryOrdering)] = &[
     ("strict", MemoryOrdering::Strict),
@@ -199,6 +206,8 @@ pub struct Config {
     pub socket_ifname: Option<String>,
     /// `SYMMEM_OFI_PROVIDER`.
     pub ofi_provider: Option<String>,
+    /// `SYMMEM_OFI_PROGRESS`.
+    pub ofi_progress: OfiProgress,
     /// `SYMMEM_DEVICE`.
     pub device: DeviceChoice,
     /// `SYMMEM_EXEC_SEED`: the CPU executor's lane schedule; `None` = thread index order.
@@ -246,6 +255,7 @@ impl Config {
             ib_qps_per_peer: self.ib_qps_per_peer,
             allow_host_staging: self.allow_host_staging,
             ofi_provider: self.ofi_provider.clone(),
+            ofi_progress: self.ofi_progress,
         }
     }
 }
@@ -337,6 +347,7 @@ impl Config {
             allow_host_staging: r.flag("SYMMEM_ALLOW_HOST_STAGING")?,
             socket_ifname: r.value("SYMMEM_SOCKET_IFNAME"),
             ofi_provider: r.value("SYMMEM_OFI_PROVIDER"),
+            ofi_progress: r.choice("SYMMEM_OFI_PROGRESS", OFI_PROGRESS)?,
             exec_seed: r.optional_u64("SYMMEM_EXEC_SEED")?,
             exec_stack_size: r.parse_or_default("SYMMEM_EXEC_STACK_SIZE", |v| {
                 parse_size(v).and_then(|n| match n >= MIN_EXEC_STACK {
@@ -450,6 +461,7 @@ impl Config {
                 "SYMMEM_OFI_PROVIDER",
                 self.ofi_provider.clone().unwrap_or_else(|| "(auto)".into()),
             ),
+            ("SYMMEM_OFI_PROGRESS", self.ofi_progress.to_string()),
             ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
             (
                 "SYMMEM_EXEC_SEED",

@@ -120,6 +120,7 @@ extern "C" {
         bounce: *mut c_void,
         bounce_len: usize,
         ordered_bytes: usize,
+        wait: c_int,
         out: *mut *mut SymmemOfi,
         attrs: *mut Attrs,
         err: *mut c_char,

@@ -66,6 +66,7 @@ use symmem_sync::Backoff;
 use self::completions::Completions;
 use self::deliveries::Deliveries;
 use self::messages::{Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS};
+use crate::config::OfiProgress;
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
 use crate::registry::{code, counted, Auto, Entry};
@@ -449,7 +450,8 @@ impl OfiTransport {
         let me = setup.me;
         let n = setup.remote.len();
         let b = setup.bootstrap;
-        let opened = open(setup);
+        let progress = progress_mode(setup)?;
+        let opened = open(setup, progress.polls);
         let all = exchange(setup, &opened)?;
         // A PE whose endpoint did not open fails with its own error; the others name it.
         let mut opened = opened?;
@@ -491,6 +493,7 @@ impl OfiTransport {
             order,
             opened.takes_messages,
             flushes,
+            &progress,
             &describe,
         );
         let state = Arc::new(Mutex::new(Some(State {
@@ -529,7 +532,17 @@ impl OfiTransport {
         // Messages are applied by whoever reads the CQ, also where the provider progresses
         // on its own: the thread reads it while the application does not.
         let progress = (manual || opened.takes_messages)
-            .then(|| start_progress(me, state.clone(), activity.clone(), wait_fd, stop.clone()))
+            .then(|| {
+                let polls = progress.polls;
+                start_progress(
+                    me,
+                    state.clone(),
+                    activity.clone(),
+                    wait_fd,
+                    polls,
+                    stop.clone(),
+                )
+            })
             .transpose()?;
         Ok(OfiTransport {
             me,
@@ -717,6 +730,7 @@ fn log_endpoint(
     order: u64,
     messages: bool,
     flushes: bool,
+    progress: &ProgressMode,
     describe: &str,
 ) {
     let kind_bits = |rar: u64| [rar, rar << ffi::RAW, rar << ffi::WAR, rar << ffi::WAW];
@@ -749,10 +763,11 @@ fn log_endpoint(
             (true, false) => "delivery",
             (false, _) => "the provider's default level",
         },
-        match (attrs.manual_progress != 0, attrs.wait_fd >= 0) {
-            (true, true) => "manual progress (from waiting threads, else from the transport's thread, blocked on the provider's wait object)",
-            (true, false) => "manual progress (from waiting threads, else from the transport's thread, every 20 µs)",
-            (false, _) => "automatic progress",
+        match (attrs.manual_progress != 0, progress.polls, attrs.wait_fd >= 0) {
+            (true, true, _) => format!("manual progress (from waiting threads, else from the transport's thread, polling: {})", progress.why),
+            (true, false, true) => format!("manual progress (from waiting threads, else from the transport's thread, blocked on the provider's wait object: {})", progress.why),
+            (true, false, false) => "manual progress (from waiting threads, else from the transport's thread, every 20 µs: the provider has no wait object)".to_string(),
+            (false, ..) => "automatic progress".to_string(),
         },
         if unordered.is_empty() {
             "RMA and atomics kept in order by the provider, each and across".to_string()
@@ -799,8 +814,78 @@ fn wants_messages(attrs: &ffi::Attrs, heap_host: bool) -> bool {
         && attrs.max_msg_size >= RECV_BYTES
 }
 
-/// Opens this PE's endpoint on the configured provider and registers the heap.
-fn open(setup: &Setup<'_>) -> Result<Opened> {
+/// How the progress thread waits for work, and why.
+struct ProgressMode {
+    /// It polls, yielding its CPU between polls, on a completion queue without a wait
+    /// object; else it blocks on the queue's wait object while idle.
+    polls: bool,
+    /// Why, for the log.
+    why: String,
+}
+
+/// This PE's progress mode (`SYMMEM_OFI_PROGRESS`): for `auto`, the PEs learn which of
+/// them share this machine (a round of the bootstrap every PE takes part in, whatever it
+/// was asked for, so that PEs set differently still meet).
+fn progress_mode(setup: &Setup<'_>) -> Result<ProgressMode> {
+    let mine = machine_id();
+    let all = setup.bootstrap.allgather(mine.as_bytes())?;
+    let machine_pes = all.iter().filter(|id| **id == mine.as_bytes()).count();
+    Ok(choose_progress(
+        setup.config.ofi_progress,
+        helper_cpus(),
+        machine_pes,
+    ))
+}
+
+/// [`progress_mode`] given the CPUs the progress thread may run on and the PEs on this
+/// machine: `auto` polls where each PE can have two CPUs, one for its own thread and one
+/// for its progress thread.
+fn choose_progress(asked: OfiProgress, cpus: usize, machine_pes: usize) -> ProgressMode {
+    let (polls, why) = match asked {
+        OfiProgress::Poll => (true, "SYMMEM_OFI_PROGRESS=poll".to_string()),
+        OfiProgress::Block => (false, "SYMMEM_OFI_PROGRESS=block".to_string()),
+        OfiProgress::Auto => {
+            let polls = cpus >= 2 * machine_pes;
+            let verdict = if polls {
+                "two or more each"
+            } else {
+                "fewer than two each, so polling would take CPUs from the PEs"
+            };
+            let flip = if polls { "block" } else { "poll" };
+            (
+                polls,
+                format!(
+                    "SYMMEM_OFI_PROGRESS=auto: {cpus} CPUs for {machine_pes} PEs on this machine, {verdict}; SYMMEM_OFI_PROGRESS={flip} to {flip}"
+                ),
+            )
+        }
+    };
+    ProgressMode { polls, why }
+}
+
+/// What names this machine among the job's PEs: its kernel's boot id (containers on one
+/// host share it), or its hostname.
+fn machine_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|id| id.trim().to_string())
+        .or_else(|_| std::fs::read_to_string("/proc/sys/kernel/hostname"))
+        .unwrap_or_default()
+}
+
+/// The CPUs the progress thread may run on: those symrun chose for the PE's helper
+/// threads, else those the process may run on.
+fn helper_cpus() -> usize {
+    std::env::var(symmem_bootstrap::launcher::ENV_HELPER_CPUS)
+        .ok()
+        .and_then(|list| list.parse::<symmem_bootstrap::affinity::CpuSet>().ok())
+        .map(|cpus| cpus.len())
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+}
+
+/// Opens this PE's endpoint on the configured provider and registers the heap; its
+/// completion queue has a wait object unless the progress thread `polls`.
+fn open(setup: &Setup<'_>, polls: bool) -> Result<Opened> {
     let me = setup.me;
     let fail = |detail: String| Error::Transport {
         transport: "ofi",
@@ -847,6 +932,7 @@ fn open(setup: &Setup<'_>) -> Result<Opened> {
             bounce.0.as_mut_ptr().cast(),
             bounce.0.len() * 16,
             SLOT_BYTES,
+            c_int::from(!polls),
             &mut ep,
             &mut attrs,
             err.as_mut_ptr(),
@@ -954,6 +1040,7 @@ fn start_progress(
     state: Arc<Mutex<Option<State>>>,
     activity: Arc<Activity>,
     wait_fd: i32,
+    polls: bool,
     stop: Arc<AtomicBool>,
 ) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -1006,7 +1093,7 @@ fn start_progress(
                     } else if hot {
                         std::thread::yield_now();
                     }
-                } else if hot {
+                } else if hot || polls {
                     std::thread::yield_now();
                 } else {
                     std::thread::sleep(PROGRESS_SLEEP);
@@ -1956,6 +2043,22 @@ mod tests {
 
     /// `auto` takes fabric providers only: the host's TCP, UDP and shared memory are the
     /// socket transport's (this machine offers nothing else, so auto says so).
+    #[test]
+    fn progress_polls_when_asked_or_with_two_cpus_per_pe() {
+        assert!(choose_progress(OfiProgress::Poll, 1, 8).polls);
+        assert!(!choose_progress(OfiProgress::Block, 64, 1).polls);
+        let auto = choose_progress(OfiProgress::Auto, 8, 4);
+        assert!(auto.polls, "{}", auto.why);
+        assert!(auto.why.contains("8 CPUs for 4 PEs"), "{}", auto.why);
+        let auto = choose_progress(OfiProgress::Auto, 7, 4);
+        assert!(!auto.polls, "{}", auto.why);
+        assert!(
+            auto.why.ends_with("SYMMEM_OFI_PROGRESS=poll to poll"),
+            "{}",
+            auto.why
+        );
+    }
+
     #[test]
     fn auto_takes_fabrics_not_the_host_network() {
         for fabric in [

@@ -286,13 +286,15 @@ static int unique_shm_name(struct symmem_ofi *o, char *err, size_t errlen)
  * operations). Orders across RMA and atomics are asked for up to `ordered_bytes` of data
  * (the largest piece the Rust side posts). */
 int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda_device,
-		    void *bounce, size_t bounce_len, size_t ordered_bytes, struct symmem_ofi **out,
-		    struct symmem_ofi_attrs *attrs, char *err, size_t errlen)
+		    void *bounce, size_t bounce_len, size_t ordered_bytes, int wait,
+		    struct symmem_ofi **out, struct symmem_ofi_attrs *attrs, char *err,
+		    size_t errlen)
 {
 	struct fi_info *hints = endpoint_hints(prov, heap_cuda_device >= 0);
 	struct symmem_ofi *o = calloc(1, sizeof(*o));
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_MSG,
+				     .wait_obj = wait ? FI_WAIT_FD : FI_WAIT_NONE};
 	int rc;
 	*out = NULL;
 	if (!hints || !o) {
@@ -343,8 +345,8 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 		say(err, errlen, "fi_av_open", rc);
 		goto fail;
 	}
-	/* A wait object (a file descriptor) where the provider has one, for the progress
-	 * thread to block on; else none, and that thread polls. */
+	/* With `wait`, a wait object (a file descriptor) where the provider has one, for the
+	 * progress thread to block on; else none, and that thread polls. */
 	if (fi_cq_open(o->domain, &cq_attr, &o->cq, NULL)) {
 		cq_attr.wait_obj = FI_WAIT_NONE;
 		if ((rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL))) {
