@@ -2,7 +2,8 @@
 # symmem's OFI (libfabric) transport beside the libfabric floor and Sandia OpenSHMEM (SOS)
 # on the same provider (default tcp;ofi_rxm), 2 PEs/processes on this machine:
 #
-#   - `symmem-perf --transport ofi` (SYMMEM_OFI_PROVIDER=PROVIDER) and, for reference,
+#   - `symmem-perf --transport ofi` (SYMMEM_OFI_PROVIDER=PROVIDER) with its progress thread
+#     blocking while idle (SYMMEM_OFI_PROGRESS=block) and polling (=poll), and, for reference,
 #     `symmem-perf --transport socket`: put_signal ping-pong, put + quiet, get, fetch-add,
 #     barrier (8 B), put bandwidth (put_nbi x n + quiet) 4 KiB..16 MiB in x8 steps;
 #   - SOS (shmem_perf.c built with SOS's oshcc, launched by MPICH's mpiexec.hydra through
@@ -246,13 +247,19 @@ started=$(date -u +%FT%TZ)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 for run in $(seq 1 "$runs"); do
   echo "# run $run of $runs: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-  for t in ofi socket; do
+  # ofi with its progress thread blocking while idle (what auto picks here: each PE is
+  # bound to one core), ofi with it polling, and sockets.
+  for t in ofi ofi-poll socket; do
+    progress=block
+    [ "$t" = ofi-poll ] && progress=poll
     # Latency rows at 8 B only (-b 8 -e 8; put_latency and get_latency sweep otherwise),
     # then put_bw over the bandwidth sizes.
-    bounded "symmem-$t-lat.$run" env SYMMEM_OFI_PROVIDER="$provider" "$perf" --pes 2 --transport "$t" \
+    bounded "symmem-$t-lat.$run" env SYMMEM_OFI_PROVIDER="$provider" SYMMEM_OFI_PROGRESS="$progress" \
+      "$perf" --pes 2 --transport "${t%-poll}" \
       --json "${perf_opts[@]}" --iters "$iters" -b 8 -e 8 --only "$lat_metrics" \
       && keep "$logs/symmem-$t-lat.$run.out" "symmem-$t"
-    bounded "symmem-$t-bw.$run" env SYMMEM_OFI_PROVIDER="$provider" "$perf" --pes 2 --transport "$t" \
+    bounded "symmem-$t-bw.$run" env SYMMEM_OFI_PROVIDER="$provider" SYMMEM_OFI_PROGRESS="$progress" \
+      "$perf" --pes 2 --transport "${t%-poll}" \
       --json "${perf_opts[@]}" --iters "$iters" --bytes "$bytes" -b 4K -e 16M -f 8 --only put_bw \
       && keep "$logs/symmem-$t-bw.$run.out" "symmem-$t"
   done

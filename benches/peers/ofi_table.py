@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Table of ofi.sh's rows: for each row, the median over runs of symmem over ofi, symmem
-over its socket transport, Sandia OpenSHMEM (SOS) on the same provider and the libfabric
+"""Table of ofi.sh's rows: for each row, the median over runs of symmem over ofi (its
+progress thread blocking while idle, and polling: SYMMEM_OFI_PROGRESS), symmem over its
+socket transport, Sandia OpenSHMEM (SOS) on the same provider and the libfabric
 floor (fi_pingpong / fi_rdm_pingpong for latency, fabtests' fi_rma_bw for bandwidth), with
-the ratios symmem-ofi / each (lower is better for latency, higher for bandwidth).
+the ratios symmem-ofi / each and polling / SOS (lower is better for latency, higher for bandwidth).
 
     python3 ofi_table.py ROWS.jsonl
 
@@ -55,11 +56,13 @@ def main(path):
     print(f"Medians over {len(n_runs)} run(s); ratio = symmem-ofi / peer "
           "(latency: lower is better; bandwidth: higher is better).")
     print()
-    print("| row | symmem-ofi | symmem-socket | ofi/socket | SOS | ofi/SOS "
-          "| fi_pingpong (spin) floor | ofi/floor | fi_rdm_pingpong (sread) floor | ofi/floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| row | symmem-ofi | ofi, polling | symmem-socket | ofi/socket | SOS | ofi/SOS "
+          "| polling/SOS | fi_pingpong (spin) floor | ofi/floor | polling/floor "
+          "| fi_rdm_pingpong (sread) floor | ofi/floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, metric, sos_metric, trips in LATENCY:
         ofi = get("symmem-ofi", metric, 8)
+        poll = get("symmem-ofi-poll", metric, 8)
         sock = get("symmem-socket", metric, 8)
         sos = get("sos", sos_metric, 8)
         floors = []
@@ -67,23 +70,26 @@ def main(path):
             f = get("fabtests", m, 8)
             floors.append(None if f is None or trips is None else f * trips)
         tag = "" if trips in (None, 1) else f" ({trips}× one-way)"
-        print(f"| {label}, µs | {cell(ofi)} | {cell(sock)} | {ratio(ofi, sock)} | {cell(sos)} "
-              f"| {ratio(ofi, sos)} | {cell(floors[0])}{tag if floors[0] else ''} "
-              f"| {ratio(ofi, floors[0])} | {cell(floors[1])}{tag if floors[1] else ''} "
+        print(f"| {label}, µs | {cell(ofi)} | {cell(poll)} | {cell(sock)} | {ratio(ofi, sock)} "
+              f"| {cell(sos)} | {ratio(ofi, sos)} | {ratio(poll, sos)} "
+              f"| {cell(floors[0])}{tag if floors[0] else ''} | {ratio(ofi, floors[0])} "
+              f"| {ratio(poll, floors[0])} | {cell(floors[1])}{tag if floors[1] else ''} "
               f"| {ratio(ofi, floors[1])} |")
     print()
-    print("| put bandwidth, GB/s | symmem-ofi | symmem-socket | ofi/socket | SOS | ofi/SOS "
-          "| fi_rma_bw writedata (one way) | ofi/floor | fi_rma_bw write (both ways, per side) "
-          "| ofi/that |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| put bandwidth, GB/s | symmem-ofi | ofi, polling | symmem-socket | ofi/socket | SOS "
+          "| ofi/SOS | polling/SOS | fi_rma_bw writedata (one way) | ofi/floor "
+          "| fi_rma_bw write (both ways, per side) | ofi/that |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for size in BW_SIZES:
         ofi = get("symmem-ofi", "put_bw", size)
+        poll = get("symmem-ofi-poll", "put_bw", size)
         sock = get("symmem-socket", "put_bw", size)
         sos = get("sos", "oshmem_put_bw", size)
         wd = get("fabtests", "fi_rma_bw_writedata", size)
         w = get("fabtests", "fi_rma_bw_write", size)
-        print(f"| {human(size)} | {cell(ofi)} | {cell(sock)} | {ratio(ofi, sock)} | {cell(sos)} "
-              f"| {ratio(ofi, sos)} | {cell(wd)} | {ratio(ofi, wd)} | {cell(w)} | {ratio(ofi, w)} |")
+        print(f"| {human(size)} | {cell(ofi)} | {cell(poll)} | {cell(sock)} | {ratio(ofi, sock)} "
+              f"| {cell(sos)} | {ratio(ofi, sos)} | {ratio(poll, sos)} | {cell(wd)} "
+              f"| {ratio(ofi, wd)} | {cell(w)} | {ratio(ofi, w)} |")
 
 
 if __name__ == "__main__":
