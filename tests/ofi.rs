@@ -199,7 +199,7 @@ fn a_polling_progress_thread_serves_every_operation() {
 #[test]
 fn auto_progress_polls_only_with_two_cpus_per_pe_and_says_why() {
     let mut env = over(TCP).to_vec();
-    env.push(("SYMMEM_DEBUG", "info"));
+    env.extend([("SYMMEM_OFI_PROGRESS", "auto"), ("SYMMEM_DEBUG", "info")]);
     let job = run_ok(4, "rma", &env);
     let lines: Vec<&str> = job
         .stderr
