@@ -193,11 +193,12 @@ fn a_polling_progress_thread_serves_every_operation() {
     }
 }
 
-/// `SYMMEM_OFI_PROGRESS=auto` (the default) polls only where the machine has two CPUs for
-/// each of its PEs (the 2 simulated nodes share it), and each PE's log says what it
-/// counted and chose.
+/// `SYMMEM_OFI_PROGRESS=auto` (the default) polls only where each PE's progress thread
+/// can have a CPU of its own (a spare CPU per PE from symrun's helper CPUs, else two CPUs
+/// of the process per PE; the 2 simulated nodes share the machine), and each PE's log says
+/// what it counted and chose.
 #[test]
-fn auto_progress_polls_only_with_two_cpus_per_pe_and_says_why() {
+fn auto_progress_polls_only_with_a_cpu_per_progress_thread_and_says_why() {
     let mut env = over(TCP).to_vec();
     env.extend([("SYMMEM_OFI_PROGRESS", "auto"), ("SYMMEM_DEBUG", "info")]);
     let job = run_ok(4, "rma", &env);
@@ -208,17 +209,28 @@ fn auto_progress_polls_only_with_two_cpus_per_pe_and_says_why() {
         .collect();
     assert_eq!(lines.len(), 4, "every PE says why:\n{}", job.stderr);
     for line in lines {
-        let counted = line
+        let rest = line
             .split("SYMMEM_OFI_PROGRESS=auto: ")
             .nth(1)
-            .and_then(|rest| rest.split(" CPUs for 4 PEs on this machine").next())
-            .and_then(|cpus| cpus.parse::<usize>().ok())
-            .unwrap_or_else(|| panic!("the CPUs and the 4 PEs counted: {line}"));
-        let chose = if counted >= 8 {
+            .unwrap_or("");
+        let (cpus, counted) = rest.split_once(' ').unwrap_or(("", ""));
+        let cpus: usize = cpus
+            .parse()
+            .unwrap_or_else(|_| panic!("the CPUs counted: {line}"));
+        let needed = if counted
+            .starts_with("spare CPUs for the progress threads of 4 PEs on this machine")
+        {
+            4
+        } else if counted.starts_with("CPUs shared with 4 PEs on this machine") {
+            8
+        } else {
+            panic!("spare or shared CPUs, and the 4 PEs of the machine: {line}");
+        };
+        let chose = if cpus >= needed {
             "polling: "
         } else {
             "blocked on the provider's wait object: "
         };
-        assert!(line.contains(chose), "{counted} CPUs for 4 PEs: {line}");
+        assert!(line.contains(chose), "{cpus} CPUs, {needed} needed: {line}");
     }
 }

@@ -81,8 +81,8 @@ impl std::fmt::Display for RemoteTransport {
 /// How the ofi transport's progress thread waits for work (`SYMMEM_OFI_PROGRESS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OfiProgress {
-    /// `poll` where every PE on the machine can have a CPU for its progress thread
-    /// besides its own, else `block`.
+    /// `poll` where each PE's progress thread can have a CPU of its own (a spare CPU per
+    /// PE on the machine, else two of the process's CPUs per PE), else `block`.
     Auto,
     /// Blocks on the completion queue's wait object while idle. The provider then signals
     /// that object (a write and a read of a file descriptor) for each completion.

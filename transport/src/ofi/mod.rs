@@ -9,7 +9,8 @@
 //! complete as the completion level), checks that the provider has every atomic the
 //! transport issues (`fi_query_atomic`), registers its heap and a bounce buffer, and
 //! allgathers its address, heap base and key (or why it failed, so every PE fails with the
-//! reason). Then every PE's address goes into the address vector.
+//! reason). Then every PE's address goes into the address vector. Before that, one round
+//! tells each PE how many PEs share its machine, for `SYMMEM_OFI_PROGRESS=auto`.
 //!
 //! # Issuing and completing
 //! Atomics take their operands from the registered bounce buffer; a put is copied into
@@ -43,10 +44,12 @@
 //! progress, a thread of the transport drives it while no application thread calls in:
 //! it stands aside while one does (two pollers only contend: with libfabric's own
 //! progress thread, `FI_PROGRESS_AUTO`, which wakes on every arrival, round trips took
-//! 1.3–1.6x as long here), checking back less often the longer they keep calling in, and
-//! otherwise blocks on the CQ's wait object until the provider has work, then keeps
+//! 1.3–1.6x as long here), checking back less often the longer they keep calling in.
+//! Otherwise it blocks on the CQ's wait object until the provider has work, then keeps
 //! polling for a while, so that peers' operations on this PE's heap complete while its
-//! application computes or sleeps, and a stream of them pays no wake-up each.
+//! application computes or sleeps, and a stream of them pays no wake-up each; or, where
+//! it polls (`SYMMEM_OFI_PROGRESS`), the CQ has no wait object, which the provider would
+//! signal for each completion, and the thread polls all the time, yielding its CPU.
 
 mod completions;
 mod deliveries;
@@ -767,7 +770,8 @@ fn log_endpoint(
             (true, true, _) => format!("manual progress (from waiting threads, else from the transport's thread, polling: {})", progress.why),
             (true, false, true) => format!("manual progress (from waiting threads, else from the transport's thread, blocked on the provider's wait object: {})", progress.why),
             (true, false, false) => "manual progress (from waiting threads, else from the transport's thread, every 20 µs: the provider has no wait object)".to_string(),
-            (false, ..) => "automatic progress".to_string(),
+            (false, true, _) => format!("automatic progress (messages read by waiting threads, else by the transport's thread, polling: {})", progress.why),
+            (false, false, _) => "automatic progress".to_string(),
         },
         if unordered.is_empty() {
             "RMA and atomics kept in order by the provider, each and across".to_string()
@@ -837,26 +841,41 @@ fn progress_mode(setup: &Setup<'_>) -> Result<ProgressMode> {
     ))
 }
 
+/// The CPUs the progress thread may run on.
+#[derive(Clone, Copy)]
+enum Cpus {
+    /// CPUs no PE is bound to, which symrun gave the PE's helper threads.
+    Spare(usize),
+    /// The CPUs of the process, which its own threads use too.
+    Shared(usize),
+}
+
 /// [`progress_mode`] given the CPUs the progress thread may run on and the PEs on this
-/// machine: `auto` polls where each PE can have two CPUs, one for its own thread and one
-/// for its progress thread.
-fn choose_progress(asked: OfiProgress, cpus: usize, machine_pes: usize) -> ProgressMode {
+/// machine: `auto` polls where each PE's progress thread can have a CPU of its own, one
+/// spare CPU per PE, or two per PE where they share the PEs' CPUs.
+fn choose_progress(asked: OfiProgress, cpus: Cpus, machine_pes: usize) -> ProgressMode {
     let (polls, why) = match asked {
         OfiProgress::Poll => (true, "SYMMEM_OFI_PROGRESS=poll".to_string()),
         OfiProgress::Block => (false, "SYMMEM_OFI_PROGRESS=block".to_string()),
         OfiProgress::Auto => {
-            let polls = cpus >= 2 * machine_pes;
-            let verdict = if polls {
-                "two or more each"
-            } else {
-                "fewer than two each, so polling would take CPUs from the PEs"
+            let (polls, counted) = match cpus {
+                Cpus::Spare(n) => (
+                    n >= machine_pes,
+                    format!("{n} spare CPUs for the progress threads of {machine_pes} PEs on this machine"),
+                ),
+                Cpus::Shared(n) => (
+                    n >= 2 * machine_pes,
+                    format!("{n} CPUs shared with {machine_pes} PEs on this machine"),
+                ),
             };
-            let flip = if polls { "block" } else { "poll" };
+            let then = if polls {
+                "a CPU for each progress thread; set SYMMEM_OFI_PROGRESS=block to block instead"
+            } else {
+                "too few for a CPU per progress thread; set SYMMEM_OFI_PROGRESS=poll to poll anyway"
+            };
             (
                 polls,
-                format!(
-                    "SYMMEM_OFI_PROGRESS=auto: {cpus} CPUs for {machine_pes} PEs on this machine, {verdict}; SYMMEM_OFI_PROGRESS={flip} to {flip}"
-                ),
+                format!("SYMMEM_OFI_PROGRESS=auto: {counted}, {then}"),
             )
         }
     };
@@ -864,7 +883,8 @@ fn choose_progress(asked: OfiProgress, cpus: usize, machine_pes: usize) -> Progr
 }
 
 /// What names this machine among the job's PEs: its kernel's boot id (containers on one
-/// host share it), or its hostname.
+/// host share it), or its hostname; without either, every PE says "" and all count as one
+/// machine, which errs towards blocking.
 fn machine_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|id| id.trim().to_string())
@@ -872,15 +892,16 @@ fn machine_id() -> String {
         .unwrap_or_default()
 }
 
-/// The CPUs the progress thread may run on: those symrun chose for the PE's helper
-/// threads, else those the process may run on.
-fn helper_cpus() -> usize {
-    std::env::var(symmem_bootstrap::launcher::ENV_HELPER_CPUS)
+/// The CPUs the progress thread may run on: the spare ones symrun chose for the PE's
+/// helper threads, else those the process may run on.
+fn helper_cpus() -> Cpus {
+    match std::env::var(symmem_bootstrap::launcher::ENV_HELPER_CPUS)
         .ok()
         .and_then(|list| list.parse::<symmem_bootstrap::affinity::CpuSet>().ok())
-        .map(|cpus| cpus.len())
-        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-        .unwrap_or(1)
+    {
+        Some(spare) => Cpus::Spare(spare.len()),
+        None => Cpus::Shared(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
 }
 
 /// Opens this PE's endpoint on the configured provider and registers the heap; its
@@ -1031,10 +1052,11 @@ fn decode(entry: &[u8]) -> std::result::Result<(&[u8], PeerHeap), String> {
 
 /// Starts the thread that drives a manual-progress provider while no application thread
 /// does: it stands aside while one called in within [`STAND_ASIDE`] (a thread that waits
-/// polls the provider itself, and two pollers only contend), and otherwise drives progress
-/// and blocks on the CQ's wait object (`wait_fd`) until the provider has work, staying
-/// awake for [`HOT`] after each arrival, or, where there is no wait object, polls every
-/// [`PROGRESS_SLEEP`].
+/// polls the provider itself, and two pollers only contend), and otherwise drives progress:
+/// where it `polls`, all the time, yielding its CPU between polls; else blocked on the CQ's
+/// wait object (`wait_fd`) until the provider has work, staying awake for [`HOT`] after
+/// each arrival, or, where there is no wait object, polling every [`PROGRESS_SLEEP`].
+/// After a failure it only sleeps until it is stopped.
 fn start_progress(
     me: usize,
     state: Arc<Mutex<Option<State>>>,
@@ -1062,6 +1084,7 @@ fn start_progress(
                 aside_since = None;
                 let hot = Instant::now() < hot_until;
                 let mut may_block = false;
+                let mut failed = false;
                 if let Ok(mut g) = state.try_lock() {
                     match g.as_mut() {
                         Some(st) if st.failure.is_none() => {
@@ -1073,7 +1096,7 @@ fn start_progress(
                             may_block =
                                 wait_fd >= 0 && unsafe { ffi::symmem_ofi_trywait(st.ep.0) } == 0;
                         }
-                        Some(_) => {}
+                        Some(_) => failed = true,
                         None => return,
                     }
                 }
@@ -1093,7 +1116,7 @@ fn start_progress(
                     } else if hot {
                         std::thread::yield_now();
                     }
-                } else if hot || polls {
+                } else if (hot || polls) && !failed {
                     std::thread::yield_now();
                 } else {
                     std::thread::sleep(PROGRESS_SLEEP);
@@ -2041,24 +2064,41 @@ mod tests {
         assert!(!flushes_writes(&default_level, kept), "not at delivery");
     }
 
-    /// `auto` takes fabric providers only: the host's TCP, UDP and shared memory are the
-    /// socket transport's (this machine offers nothing else, so auto says so).
+    /// `poll` and `block` are taken as asked; `auto` polls with a spare CPU for each PE's
+    /// progress thread (symrun's helper CPUs), or, where the threads share the process's
+    /// CPUs, with two for each PE, and says what it counted and how to choose otherwise.
     #[test]
-    fn progress_polls_when_asked_or_with_two_cpus_per_pe() {
-        assert!(choose_progress(OfiProgress::Poll, 1, 8).polls);
-        assert!(!choose_progress(OfiProgress::Block, 64, 1).polls);
-        let auto = choose_progress(OfiProgress::Auto, 8, 4);
+    fn progress_polls_when_asked_or_with_a_cpu_for_each_progress_thread() {
+        assert!(choose_progress(OfiProgress::Poll, Cpus::Shared(1), 8).polls);
+        assert!(!choose_progress(OfiProgress::Block, Cpus::Spare(64), 1).polls);
+        let auto = choose_progress(OfiProgress::Auto, Cpus::Shared(8), 4);
         assert!(auto.polls, "{}", auto.why);
-        assert!(auto.why.contains("8 CPUs for 4 PEs"), "{}", auto.why);
-        let auto = choose_progress(OfiProgress::Auto, 7, 4);
-        assert!(!auto.polls, "{}", auto.why);
         assert!(
-            auto.why.ends_with("SYMMEM_OFI_PROGRESS=poll to poll"),
+            auto.why.contains("8 CPUs shared with 4 PEs"),
             "{}",
             auto.why
         );
+        let auto = choose_progress(OfiProgress::Auto, Cpus::Shared(7), 4);
+        assert!(!auto.polls, "{}", auto.why);
+        assert!(
+            auto.why
+                .ends_with("set SYMMEM_OFI_PROGRESS=poll to poll anyway"),
+            "{}",
+            auto.why
+        );
+        let auto = choose_progress(OfiProgress::Auto, Cpus::Spare(4), 4);
+        assert!(auto.polls, "{}", auto.why);
+        assert!(
+            auto.why
+                .contains("4 spare CPUs for the progress threads of 4 PEs"),
+            "{}",
+            auto.why
+        );
+        assert!(!choose_progress(OfiProgress::Auto, Cpus::Spare(3), 4).polls);
     }
 
+    /// `auto` takes fabric providers only: the host's TCP, UDP and shared memory are the
+    /// socket transport's (this machine offers nothing else, so auto says so).
     #[test]
     fn auto_takes_fabrics_not_the_host_network() {
         for fabric in [

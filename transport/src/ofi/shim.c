@@ -305,7 +305,7 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	}
 	/* The Rust side serializes every call (and drives progress where the provider needs
 	 * it: with the threads that wait, and a thread of its own that blocks on the CQ's
-	 * wait object while none does). A provider progress thread (FI_PROGRESS_AUTO) is not
+	 * wait object, or polls, while none does). A provider progress thread (FI_PROGRESS_AUTO) is not
 	 * asked for: rxm's wakes on every arrival and contends with the thread that polls,
 	 * which doubled round trips here. */
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
@@ -347,12 +347,14 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	}
 	/* With `wait`, a wait object (a file descriptor) where the provider has one, for the
 	 * progress thread to block on; else none, and that thread polls. */
-	if (fi_cq_open(o->domain, &cq_attr, &o->cq, NULL)) {
+	rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL);
+	if (rc && cq_attr.wait_obj != FI_WAIT_NONE) {
 		cq_attr.wait_obj = FI_WAIT_NONE;
-		if ((rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL))) {
-			say(err, errlen, "fi_cq_open", rc);
-			goto fail;
-		}
+		rc = fi_cq_open(o->domain, &cq_attr, &o->cq, NULL);
+	}
+	if (rc) {
+		say(err, errlen, "fi_cq_open", rc);
+		goto fail;
 	}
 	if ((rc = fi_endpoint(o->domain, o->info, &o->ep, NULL))) {
 		say(err, errlen, "fi_endpoint", rc);
