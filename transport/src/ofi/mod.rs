@@ -453,8 +453,8 @@ impl OfiTransport {
         let me = setup.me;
         let n = setup.remote.len();
         let b = setup.bootstrap;
-        let progress = progress_mode(setup)?;
-        let opened = open(setup, progress.polls);
+        let mode = progress_mode(setup)?;
+        let opened = open(setup, mode.polls);
         let all = exchange(setup, &opened)?;
         // A PE whose endpoint did not open fails with its own error; the others name it.
         let mut opened = opened?;
@@ -496,7 +496,7 @@ impl OfiTransport {
             order,
             opened.takes_messages,
             flushes,
-            &progress,
+            &mode,
             &describe,
         );
         let state = Arc::new(Mutex::new(Some(State {
@@ -536,13 +536,12 @@ impl OfiTransport {
         // on its own: the thread reads it while the application does not.
         let progress = (manual || opened.takes_messages)
             .then(|| {
-                let polls = progress.polls;
                 start_progress(
                     me,
                     state.clone(),
                     activity.clone(),
                     wait_fd,
-                    polls,
+                    mode.polls,
                     stop.clone(),
                 )
             })
