@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{check_killed_mid_transfer, run_ok, run_symrun};
+use common::{check_killed_mid_transfer, run_ok, run_symrun, Job};
 
 /// 2 simulated nodes over ofi on `provider`.
 fn over(provider: &'static str) -> [(&'static str, &'static str); 3] {
@@ -20,6 +20,17 @@ fn over(provider: &'static str) -> [(&'static str, &'static str); 3] {
 }
 
 const TCP: &str = "tcp;ofi_rxm";
+
+/// Checks that each of the 4 PEs of `job` logged a line with `expected`; `context` names
+/// the run in the failure.
+fn every_pe_logs(job: &Job, expected: &str, context: &str) {
+    let said = job.stderr.lines().filter(|l| l.contains(expected)).count();
+    assert_eq!(
+        said, 4,
+        "every PE {context} logs {expected:?}:\n{}",
+        job.stderr
+    );
+}
 
 macro_rules! over_tcp {
     ($($name:ident: $scenario:literal;)*) => {
@@ -142,12 +153,7 @@ fn streamed_writes_complete_at_transmit_and_are_flushed_before_the_flag() {
         env.push(("SYMMEM_DEBUG", "info"));
         let job = run_ok(4, "fence_quiet", &env);
         let expected = "writes that stream to a peer at transmit";
-        let said = job.stderr.lines().filter(|l| l.contains(expected)).count();
-        assert_eq!(
-            said, 4,
-            "every PE over {provider} logs {expected:?}:\n{}",
-            job.stderr
-        );
+        every_pe_logs(&job, expected, &format!("over {provider}"));
     }
 }
 
@@ -164,12 +170,7 @@ fn signals_travel_as_messages_only_where_the_provider_keeps_no_order() {
         let mut env = over(provider).to_vec();
         env.push(("SYMMEM_DEBUG", "info"));
         let job = run_ok(4, "put_signal", &env);
-        let said = job.stderr.lines().filter(|l| l.contains(expected)).count();
-        assert_eq!(
-            said, 4,
-            "every PE over {provider} logs {expected:?}:\n{}",
-            job.stderr
-        );
+        every_pe_logs(&job, expected, &format!("over {provider}"));
     }
 }
 
@@ -184,12 +185,7 @@ fn a_polling_progress_thread_serves_every_operation() {
         env.extend([("SYMMEM_OFI_PROGRESS", "poll"), ("SYMMEM_DEBUG", "info")]);
         let job = run_ok(4, scenario, &env);
         let expected = "polling: SYMMEM_OFI_PROGRESS=poll";
-        let said = job.stderr.lines().filter(|l| l.contains(expected)).count();
-        assert_eq!(
-            said, 4,
-            "every PE running {scenario} logs {expected:?}:\n{}",
-            job.stderr
-        );
+        every_pe_logs(&job, expected, &format!("running {scenario}"));
     }
 }
 

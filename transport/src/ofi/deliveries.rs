@@ -8,8 +8,9 @@
 //! (`FI_ORDER_RMA_RAW` and `FI_ORDER_RMA_WAW`) and is known to apply a peer's operations
 //! in that order (`applies_in_order` in the transport: the order bits alone promise it
 //! for data only at the same address), a later read or delivery-complete write to that
-//! peer completes only once the earlier writes are visible there: it *covers* them. So writes that stream to a peer (another write to it is still in flight)
-//! complete at transmit, and whoever needs them visible (a quiet, a fence, an operation
+//! peer completes only once the earlier writes are visible there: it *covers* them. So
+//! writes that stream to a peer (another write to it is still in flight) complete at
+//! transmit, and whoever needs them visible (a quiet, a fence, an operation
 //! the provider does not order behind them) waits for the operation that covers them,
 //! posting a read of a few bytes (a *flush*) to each peer whose writes nothing covers
 //! yet. A write to a peer with nothing in flight keeps delivery completion: a lone put
