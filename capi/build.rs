@@ -14,6 +14,13 @@ use std::path::PathBuf;
 /// The soname of `libsymmem.so`: what programs linked with it ask the loader for.
 const SONAME: &str = "libsymmem.so.0";
 
+/// The system libraries `libsymmem.a` needs, as rustc's `--print native-static-libs`
+/// lists them for a build without the fabric transports: what this build's `symcc
+/// -static-symmem` links (it adds libfabric for a library with the ofi transport). The
+/// installed `symcc` and `symmem.pc` carry the list rustc printed for the installed build
+/// (`scripts/install-c.sh`).
+const STATIC_LIBS: &str = "-ldl -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc";
+
 fn main() {
     println!("cargo:rerun-if-changed=symcc.in");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}");
@@ -28,7 +35,8 @@ fn main() {
     let template = std::fs::read_to_string(manifest.join("symcc.in")).expect("reading symcc.in");
     let script = template
         .replace("@INCLUDE@", &manifest.join("include").display().to_string())
-        .replace("@LIBDIR@", &profile_dir.display().to_string());
+        .replace("@LIBDIR@", &profile_dir.display().to_string())
+        .replace("@STATIC_LIBS@", STATIC_LIBS);
     let dest = profile_dir.join("symcc");
     std::fs::write(&dest, script).unwrap_or_else(|e| panic!("writing {}: {e}", dest.display()));
     for (link, target) in [

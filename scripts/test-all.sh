@@ -184,7 +184,7 @@ env -u SYMMEM_REQUIRE_PTX SYMMEM_SKIP_PTX=1 CARGO_TARGET_DIR=target/fuzz-check c
 cargo fmt --manifest-path python/Cargo.toml -- --check
 CARGO_TARGET_DIR=target cargo clippy --locked --manifest-path python/Cargo.toml --all-targets -- -D warnings
 
-step "the book (docs/): mdbook builds it without a warning; its Rust samples compile as doctests of the facade crate (src/lib.rs), tests/book.rs checks the README against it"
+step "the book (docs/) and the API reference: mdbook builds the book and rustdoc the workspace's crates without a warning; the book's Rust samples compile as doctests of the facade crate (src/lib.rs), tests/book.rs checks the README against it"
 mdbook_root=$tools_dir/mdbook-0.5.4
 if [ ! -x "$mdbook_root/bin/mdbook" ]; then
   # A debug build: it installs in half the time and renders a book this size in a blink.
@@ -196,6 +196,7 @@ if grep -Eq 'WARN|ERROR' <<< "$book_log"; then
   echo "mdbook warned: fix the book"
   exit 1
 fi
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 step "the published crates: each packaged and built from its .crate file (cargo publish --dry-run --workspace); the facade without its default cuda feature"
 bash scripts/package-check.sh
@@ -283,8 +284,9 @@ cargo run --release --bin symmem-perf -- --pes 2 --quick
 step "a device-initiated pipeline on the CPU executor"
 cargo run --release --example device_pipeline -- --pes 2
 
-step "the C library installed like an OpenSHMEM (scripts/test-c-install.sh): scripts/install-c.sh into a temporary prefix; a C program built with pkg-config and with the installed oshcc, shared and static, run on 2 PEs under the installed oshrun"
+step "the C library installed like an OpenSHMEM (scripts/test-c-install.sh): scripts/install-c.sh into a temporary prefix; a C program built with pkg-config and with the installed oshcc, shared and static, run on 2 PEs under the installed oshrun; then the library built with the ofi transport, its programs also run on 2 simulated nodes over libfabric's tcp provider"
 bash scripts/test-c-install.sh
+bash scripts/test-c-install.sh --features ofi
 
 step "the Python package (python/: maturin builds it into the tool cache's venv, with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run and on 2 simulated nodes (sockets), its operations and teams on 2 under torchrun, mpirun and srun, with the example kernels as a kernel library; its examples"
 pyvenv=$tools_dir/python-venv

@@ -3,11 +3,22 @@
 # user would: the installed files and the soname; capi/tests/install/ring.c built with
 # `cc $(pkg-config --cflags --libs symmem)`, with the installed oshcc, and linked with
 # libsymmem.a (oshcc -static-symmem, and cc with pkg-config's Libs.private); each program
-# run on 2 PEs under the installed oshrun with no LD_LIBRARY_PATH.
-# Usage: bash scripts/test-c-install.sh   (needs cc, pkg-config, readelf; CARGO_TARGET_DIR
-# is honoured)
+# run on 2 PEs under the installed oshrun with no LD_LIBRARY_PATH. With `--features ofi`
+# the library is built with the ofi transport and each program also runs on 2 simulated
+# nodes over libfabric's tcp provider, every PE logging that path.
+# Usage: bash scripts/test-c-install.sh [--features LIST]   (needs cc, pkg-config, readelf;
+# `ofi` needs libfabric-dev; CARGO_TARGET_DIR is honoured)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+features=
+case "${1:-}" in
+  "") ;;
+  --features) features=${2:?--features needs a list}; [ $# -eq 2 ] || { echo "test-c-install: unexpected arguments after $1 $2" >&2; exit 2; } ;;
+  *) echo "test-c-install: unknown argument $1 (--features LIST)" >&2; exit 2 ;;
+esac
+over_ofi=no
+case ",$features," in *,ofi,*) over_ofi=yes ;; esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/symmem-c-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -18,8 +29,8 @@ fail() {
   exit 1
 }
 
-echo "== install into $prefix"
-bash scripts/install-c.sh --prefix "$prefix"
+echo "== install into $prefix${features:+, with --features $features}"
+bash scripts/install-c.sh --prefix "$prefix" ${features:+--features "$features"}
 
 echo "== the installed files"
 version=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion symmem)
@@ -50,17 +61,41 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 src=capi/tests/install/ring.c
 cflags=(-std=c11 -Wall -Wextra -Werror -O2)
 libdir=$(pkg-config --variable=libdir symmem)
+if [ "$over_ofi" = yes ]; then
+  # libfabric, as rustc listed it for libsymmem.a, and as the shared library needs it.
+  grep -qw -- -lfabric <<< "$(pkg-config --static --libs-only-l symmem)" ||
+    fail "Libs.private lacks -lfabric: $(pkg-config --static --libs-only-l symmem)"
+  grep -q 'NEEDED.*\[libfabric\.so' <<< "$(readelf -d "$libdir/libsymmem.so.0")" ||
+    fail "libsymmem.so.0 does not need libfabric"
+  grep -q '^build features: .*ofi on' <<< "$("$prefix/bin/symmem-info")" ||
+    fail "the installed symmem-info does not report the ofi feature: $("$prefix/bin/symmem-info" | grep '^build features')"
+  echo "ok: built with the ofi transport (Libs.private names -lfabric, symmem-info says ofi on)"
+fi
 
 # Runs PROGRAM on 2 PEs under the installed oshrun, without LD_LIBRARY_PATH; every PE
-# must report.
+# must report. With the ofi transport built in, it runs again with each PE its own
+# (simulated) node, so that every put and barrier goes through libfabric's tcp provider,
+# and every PE must log that path.
 run2() {
-  local out
+  local out log
   out=$(env -u LD_LIBRARY_PATH SYMMEM_TIMEOUT=60 "$prefix/bin/oshrun" -n 2 "$1") ||
     fail "oshrun -n 2 $1 failed: $out"
   for pe in 0 1; do
     grep -qx "PE $pe of 2: ring ok" <<< "$out" || fail "$1: no line from PE $pe in: $out"
   done
   echo "ok: $(basename "$1") on 2 PEs under oshrun"
+  [ "$over_ofi" = yes ] || return 0
+  log=$work/ofi.log
+  out=$(env -u LD_LIBRARY_PATH SYMMEM_TIMEOUT=60 SYMMEM_SIMULATE_NODES=2 \
+    SYMMEM_REMOTE_TRANSPORT=ofi SYMMEM_OFI_PROVIDER='tcp;ofi_rxm' SYMMEM_DEBUG=info \
+    "$prefix/bin/oshrun" -n 2 "$1" 2> "$log") ||
+    fail "oshrun -n 2 $1 over ofi failed: $out $(cat "$log")"
+  for pe in 0 1; do
+    grep -qx "PE $pe of 2: ring ok" <<< "$out" || fail "$1 over ofi: no line from PE $pe in: $out"
+    grep -q "PE $pe: ofi transport over tcp;ofi_rxm" "$log" ||
+      fail "$1 over ofi: PE $pe did not log the ofi transport: $(cat "$log")"
+  done
+  echo "ok: $(basename "$1") on 2 simulated nodes over ofi (tcp;ofi_rxm)"
 }
 # Whether PROGRAM needs libsymmem.so.0 at run time.
 needs_shared() {

@@ -356,7 +356,12 @@ fn json_is_one_document_with_the_variables_by_category() {
     let doc: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}:\n{out}"));
     assert_eq!(doc["symmem"], env!("CARGO_PKG_VERSION"));
-    assert!(doc["build_features"]["cuda"].is_boolean(), "{doc:#}");
+    for feature in ["cuda", "ib", "ofi", "mpi"] {
+        assert!(
+            doc["build_features"][feature].is_boolean(),
+            "{feature}: {doc:#}"
+        );
+    }
     for var in symmem::config::VARIABLES {
         let list = doc["variables"][var.category.name()]
             .as_array()

@@ -26,7 +26,7 @@ use crate::BootstrapError;
 const PREFIX: &str = "symmem-uid-v2";
 
 /// A job identity for unique-id init. Text form: `symmem-uid-v2:<ip>:<port>:<secret>`,
-/// the secret as 64 hex digits. A secret: see [the module](self).
+/// the secret as 64 hex digits. A secret: see the module documentation.
 #[derive(Clone)]
 pub struct UniqueId {
     addr: SocketAddr,

@@ -6,8 +6,8 @@
 //!
 //! The loader finds one `#[repr(C)]` [`KernelLibrary`] through the symbol
 //! [`LIBRARY_SYMBOL`]. The library links a copy of this crate of its own, so the two
-//! copies must agree on the types they share (the [`ThreadContext`](crate::host::ThreadContext)
-//! and the executor behind it): its first field, a [`LibraryAbi`], names the device-crate
+//! copies must agree on the types they share (the [`ThreadContext`] and the executor
+//! behind it): its first field, a [`LibraryAbi`], names the device-crate
 //! version, the compiler and those types' sizes, and the loader refuses a library whose
 //! ABI differs from its own. Once loaded, the library's copy reads each kernel thread's
 //! context from the loader's copy ([`set_context_source`](crate::host::set_context_source)).

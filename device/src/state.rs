@@ -1,8 +1,8 @@
 //! The host/device contract: one `DeviceState` per PE, read by every device operation.
 //!
-//! On the GPU it is the `#[no_mangle]` global [`SYMMEM_DEVICE_STATE`] of the PTX module,
-//! filled by the host with `cuModuleGetGlobal` + a copy before launch. On the CPU executor
-//! the same struct is installed for each kernel thread. There is exactly one definition,
+//! On the GPU it is the `#[no_mangle]` global `SYMMEM_DEVICE_STATE` ([`STATE_SYMBOL`]) of
+//! the PTX module, filled by the host with `cuModuleGetGlobal` + a copy before launch. On
+//! the CPU executor the same struct is installed for each kernel thread. There is exactly one definition,
 //! here, so host and device cannot disagree on the layout; [`DEVICE_STATE_VERSION`] and a
 //! layout test guard changes.
 //!

@@ -58,10 +58,12 @@ pub use symmem_transport::int::{Cmp, SignalOp, SymInt};
 pub use team::{collectives, Team};
 
 /// The optional parts this build of the runtime has, by Cargo feature name: `cuda` (GPU
-/// PEs), `ib` (the ibverbs transport), `mpi` (the MPI bootstrap).
+/// PEs), `ib` (the ibverbs transport), `ofi` (the OFI/libfabric transport), `mpi` (the
+/// MPI bootstrap).
 pub const BUILD_FEATURES: &[(&str, bool)] = &[
     ("cuda", cfg!(feature = "cuda")),
     ("ib", cfg!(feature = "ib")),
+    ("ofi", cfg!(feature = "ofi")),
     ("mpi", cfg!(feature = "mpi")),
 ];
 

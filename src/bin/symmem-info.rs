@@ -88,8 +88,21 @@ fn report(config: &symmem::Config) {
         .iter()
         .map(|(name, on)| format!("{name} {}", if *on { "on" } else { "off" }))
         .collect();
+    let off: Vec<&str> = symmem::BUILD_FEATURES
+        .iter()
+        .filter(|(_, on)| !on)
+        .map(|(name, _)| *name)
+        .collect();
+    let rebuild = if off.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; rebuild with --features {} for what is off",
+            off.join(",")
+        )
+    };
     println!(
-        "build features: {} (cuda: GPU PEs; ib: the ibverbs transport; mpi: the MPI bootstrap; rebuild with --features ib,mpi for what is off)",
+        "build features: {} (cuda: GPU PEs; ib: the ibverbs transport; ofi: the OFI (libfabric) transport; mpi: the MPI bootstrap{rebuild})",
         features.join(", ")
     );
     println!(

@@ -3,10 +3,14 @@
 use crate::interface::HeapRegion;
 
 // The ib transport's endpoint encoding has no dependencies of its own, so its decoder
-// is fuzzed without the `ib` feature (sideway and libibverbs) from the same file.
+// is fuzzed without the `ib` feature (sideway and libibverbs) from the same file; with
+// the feature, it is the transport's own module.
+#[cfg(not(feature = "ib"))]
 #[path = "ib/endpoint.rs"]
 #[allow(dead_code)] // `Endpoint::qp_for` serves the ib transport only.
 mod ib_endpoint;
+#[cfg(feature = "ib")]
+use crate::ib::endpoint as ib_endpoint;
 
 /// Feeds `bytes` to the socket transport's receive state machine as a peer's traffic
 /// to a PE whose host heap is `heap`; returns why the PE closed the connection. See

@@ -92,7 +92,9 @@ impl Entry {
 /// The reason a left-out transport gives: `what` it drives and the `feature` that builds it.
 #[cfg(not(all(feature = "ib", feature = "ofi")))]
 pub(crate) fn not_built_reason(what: &str, feature: &str) -> String {
-    format!("this build has no {what} support (build symmem with --features {feature})")
+    format!(
+        "this build has no {what} support (build symmem with --features {feature}; the C library: scripts/install-c.sh --features {feature})"
+    )
 }
 
 /// A left-out transport's `connect`: never reached, since its probe always fails, but an

@@ -20,50 +20,50 @@ pub const WARP: u32 = 1;
 pub const BLOCK: u32 = 2;
 
 /// Threads per block of the block-scope rows, and the launch bound of every kernel here
-/// but the grid's [`bench_put_bw`] (each runs one block of 1, 32 or this many threads):
+/// but the grid's [`bench_put_bw()`] (each runs one block of 1, 32 or this many threads):
 /// with `max_threads` the compiler may give a kernel the registers it needs rather than
 /// the 64 a 1024-thread block allows, as nvcc gives NVSHMEM's benchmark kernels.
 pub const BLOCK_THREADS: u32 = 64;
 
-/// `then` of [`bench_put_nbi`]: nothing after each put.
+/// `then` of [`bench_put_nbi()`]: nothing after each put.
 pub const THEN_NOTHING: u32 = 0;
-/// `then` of [`bench_put_nbi`]: a fence after each put.
+/// `then` of [`bench_put_nbi()`]: a fence after each put.
 pub const THEN_FENCE: u32 = 1;
-/// `then` of [`bench_put_nbi`]: a quiet after each put.
+/// `then` of [`bench_put_nbi()`]: a quiet after each put.
 pub const THEN_QUIET: u32 = 2;
 
-/// `kind` of [`bench_amo`]: `atomic_fetch`.
+/// `kind` of [`bench_amo()`]: `atomic_fetch`.
 pub const AMO_FETCH: u32 = 0;
-/// `kind` of [`bench_amo`]: `atomic_set`, then quiet.
+/// `kind` of [`bench_amo()`]: `atomic_set`, then quiet.
 pub const AMO_SET: u32 = 1;
-/// `kind` of [`bench_amo`]: `atomic_swap`.
+/// `kind` of [`bench_amo()`]: `atomic_swap`.
 pub const AMO_SWAP: u32 = 2;
-/// `kind` of [`bench_amo`]: `atomic_compare_swap`.
+/// `kind` of [`bench_amo()`]: `atomic_compare_swap`.
 pub const AMO_COMPARE_SWAP: u32 = 3;
-/// `kind` of [`bench_amo`]: `atomic_fetch_add`.
+/// `kind` of [`bench_amo()`]: `atomic_fetch_add`.
 pub const AMO_FETCH_ADD: u32 = 4;
-/// `kind` of [`bench_amo`]: `atomic_add`, then quiet.
+/// `kind` of [`bench_amo()`]: `atomic_add`, then quiet.
 pub const AMO_ADD: u32 = 5;
-/// `kind` of [`bench_amo`]: `atomic_fetch_inc`.
+/// `kind` of [`bench_amo()`]: `atomic_fetch_inc`.
 pub const AMO_FETCH_INC: u32 = 6;
-/// `kind` of [`bench_amo`]: `atomic_inc`, then quiet.
+/// `kind` of [`bench_amo()`]: `atomic_inc`, then quiet.
 pub const AMO_INC: u32 = 7;
-/// `kind` of [`bench_amo`]: `atomic_fetch_and`.
+/// `kind` of [`bench_amo()`]: `atomic_fetch_and`.
 pub const AMO_FETCH_AND: u32 = 8;
-/// `kind` of [`bench_amo`]: `atomic_and`, then quiet.
+/// `kind` of [`bench_amo()`]: `atomic_and`, then quiet.
 pub const AMO_AND: u32 = 9;
-/// `kind` of [`bench_amo`]: `atomic_fetch_or`.
+/// `kind` of [`bench_amo()`]: `atomic_fetch_or`.
 pub const AMO_FETCH_OR: u32 = 10;
-/// `kind` of [`bench_amo`]: `atomic_or`, then quiet.
+/// `kind` of [`bench_amo()`]: `atomic_or`, then quiet.
 pub const AMO_OR: u32 = 11;
-/// `kind` of [`bench_amo`]: `atomic_fetch_xor`.
+/// `kind` of [`bench_amo()`]: `atomic_fetch_xor`.
 pub const AMO_FETCH_XOR: u32 = 12;
-/// `kind` of [`bench_amo`]: `atomic_xor`, then quiet.
+/// `kind` of [`bench_amo()`]: `atomic_xor`, then quiet.
 pub const AMO_XOR: u32 = 13;
 
-/// `op` of [`bench_pg`]: `p`, then quiet.
+/// `op` of [`bench_pg()`]: `p`, then quiet.
 pub const PG_P: u32 = 0;
-/// `op` of [`bench_pg`]: `g`.
+/// `op` of [`bench_pg()`]: `g`.
 pub const PG_G: u32 = 1;
 
 /// The group barrier of `scope` (none for a single thread).

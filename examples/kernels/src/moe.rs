@@ -24,7 +24,7 @@
 //!   combine signals and the rows sent and received.
 //!
 //! # Protocol (three launches per PE, no host round trip between them)
-//! 1. [`moe_dispatch`]: a block counts its choices per expert, reserves every run with one
+//! 1. [`moe_dispatch()`]: a block counts its choices per expert, reserves every run with one
 //!    `atomic_fetch_add` (the threads' reservations are in flight together) and gives each
 //!    choice its position, or [`DROPPED`] beyond the expert's capacity (nothing is written
 //!    there, never out of bounds). Groups (warps or the block) then move the rows: straight
@@ -33,11 +33,11 @@
 //!    puts the block's run descriptors for `q`'s experts, and one `signal_op` Add (after the
 //!    fence it implies) tells `q` the block is done and how many rows it holds:
 //!    [`DISPATCH_DONE`]` + rows` on `dispatch_sig[me]` of `q`.
-//! 2. [`moe_expert`]: takes the source PEs in the order their blocks finish
+//! 2. [`moe_expert()`]: takes the source PEs in the order their blocks finish
 //!    (`wait_until_any`); for each, the grid's groups share its runs, apply the expert
 //!    function [`expert_fn`] in place and return each run with one `put_signal_nbi`
 //!    (Add of the run's rows on `combine_sig[me]` of the origin).
-//! 3. [`moe_combine`]: waits until `combine_sig[q] >= sent[q]` for every PE `q`
+//! 3. [`moe_combine()`]: waits until `combine_sig[q] >= sent[q]` for every PE `q`
 //!    (`wait_until_all_vector`), then writes each token's weighted sum of its returned rows.
 //!
 //! No `quiet` is needed for the `_nbi` puts: their sources stay unchanged until the step

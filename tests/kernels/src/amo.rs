@@ -2,7 +2,7 @@
 //! every PE.
 //!
 //! Each PE's `slots` (sym) hold [`SLOTS_SHARED`] words updated by every thread of every PE,
-//! then one [`SOLO`] word per PE that only thread 0 of that PE touches. Thread `g` of PE
+//! then one `SOLO` word per PE that only thread 0 of that PE touches. Thread `g` of PE
 //! `s` (global number `gid = s * N + g`, `N` threads per PE, `M = n_pes * N` in all) does
 //! on every PE, starting with PE `(s + g) % n_pes`:
 //!

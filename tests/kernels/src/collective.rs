@@ -76,9 +76,9 @@ macro_rules! at_scope {
     };
 }
 
-/// [`coll_reduce_i32`]'s `mode` bit: reduce each block onto itself (`src` copied first).
+/// [`coll_reduce_i32()`]'s `mode` bit: reduce each block onto itself (`src` copied first).
 pub const IN_PLACE: u32 = 1;
-/// [`coll_reduce_i32`]'s `mode` bit: `reducescatter` instead of `reduce`.
+/// [`coll_reduce_i32()`]'s `mode` bit: `reducescatter` instead of `reduce`.
 pub const SCATTER: u32 = 2;
 
 /// One reduction with `op` into `dest`, as `mode` says.
@@ -243,23 +243,23 @@ kernel! {
         reduce_int(&team, dest, src, nelems, scope, mode);
     }
 
-    /// [`coll_reduce_i32`] on i64.
+    /// [`coll_reduce_i32()`] on i64.
     pub fn coll_reduce_i64(team: DeviceTeam, dest: *mut i64, src: *const i64, nelems: usize, scope: u32, mode: u32) {
         reduce_int(&team, dest, src, nelems, scope, mode);
     }
 
-    /// [`coll_reduce_i32`] on u32.
+    /// [`coll_reduce_i32()`] on u32.
     pub fn coll_reduce_u32(team: DeviceTeam, dest: *mut u32, src: *const u32, nelems: usize, scope: u32, mode: u32) {
         reduce_int(&team, dest, src, nelems, scope, mode);
     }
 
-    /// [`coll_reduce_i32`] on u64.
+    /// [`coll_reduce_i32()`] on u64.
     pub fn coll_reduce_u64(team: DeviceTeam, dest: *mut u64, src: *const u64, nelems: usize, scope: u32, mode: u32) {
         reduce_int(&team, dest, src, nelems, scope, mode);
     }
 
     /// Every float reduction of `src` (sym) into blocks 0..4 of `dest` (sym): sum, prod,
-    /// min, max; `mode` as in [`coll_reduce_i32`].
+    /// min, max; `mode` as in [`coll_reduce_i32()`].
     pub fn coll_reduce_f32(team: DeviceTeam, dest: *mut f32, src: *const f32, nelems: usize, scope: u32, mode: u32) {
         reduce_float(&team, dest, src, nelems, scope, mode);
     }

@@ -4,7 +4,7 @@
 
 use symmem_device::*;
 
-/// Operations [`remote_op`] can issue, by number.
+/// Operations [`remote_op()`] can issue, by number.
 pub const REMOTE_OPS: u32 = 8;
 
 kernel! {

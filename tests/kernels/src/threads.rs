@@ -4,10 +4,10 @@ use symmem_device::*;
 
 use crate::{global_thread, pattern};
 
-/// u32 fields [`geometry`] records per thread.
+/// u32 fields [`geometry()`] records per thread.
 pub const GEOMETRY_FIELDS: usize = 17;
 
-/// What thread `t` of block `b` stores in round `r` of [`sync_exchange`].
+/// What thread `t` of block `b` stores in round `r` of [`sync_exchange()`].
 #[inline(always)]
 pub const fn exchange_value(r: u32, b: u32, t: u32) -> u32 {
     r.wrapping_mul(1_000_003)

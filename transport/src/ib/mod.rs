@@ -31,7 +31,8 @@
 
 mod connect;
 mod device;
-mod endpoint;
+// Crate-visible for the fuzzing decoders (`crate::fuzzing`).
+pub(crate) mod endpoint;
 mod error;
 mod mr;
 mod nic;
