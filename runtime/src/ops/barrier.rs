@@ -14,7 +14,6 @@ use std::sync::atomic::Ordering;
 
 use symmem_sync::barrier::{self, Round};
 
-use crate::config::MemoryOrdering;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
@@ -33,20 +32,19 @@ impl Runtime {
     pub fn sync_all(&self) -> Result<()> {
         let n = self.n_pes();
         let me = self.my_pe();
-        if self.all_mapped && self.config.ordering == MemoryOrdering::Weak {
-            if let Some(t) = &self.transport {
-                // Weak ordering buffers puts to mapped peers too: complete them, as below.
-                t.quiet()?;
-            }
+        if let Some(t) = &self.transport {
+            // Blocking puts and AMOs to mapped peers are visible once they return;
+            // completing the transport's too keeps that true on every route (more than
+            // sync requires, and free when nothing is outstanding). Whenever a transport
+            // exists, not only when some control block is unmapped: every control block
+            // can be mapped while data routes are remote (GPU peers without peer access,
+            // one GPU per rank), and weak ordering buffers puts to mapped peers in it.
+            t.quiet()?;
         }
         if !self.all_mapped {
-            let Some(t) = &self.transport else {
+            if self.transport.is_none() {
                 return Ok(self.bootstrap.barrier()?);
-            };
-            // Blocking puts and AMOs to mapped peers are visible once they return;
-            // completing the remote ones too keeps that true on every route (more than
-            // sync requires, and free when nothing is outstanding).
-            t.quiet()?;
+            }
             // TEAM_WORLD's barrier runs on every route and waits under SYMMEM_TIMEOUT, as
             // the mapped barrier below does; the bootstrap's would fail a PE that reaches
             // it more than SYMMEM_BOOTSTRAP_TIMEOUT after another.

@@ -169,8 +169,14 @@ struct Conn {
     rx: Mutex<Rx>,
     /// Requests waiting for a RESPONSE or FLUSHED, by id.
     pending: Mutex<HashMap<u64, Arc<Slot>>>,
-    /// Requests sent since the last flush (what `quiet` must wait for).
-    unflushed: AtomicU64,
+    /// How many requests that a `quiet` must flush were sent so far (a running count,
+    /// bumped once the request is written or staged, so in front of any later flush).
+    needs_flush: AtomicU64,
+    /// How many of those a completed flush covers: the most that a quiet whose flush was
+    /// answered had counted before it sent the flush. A quiet returns once this reaches
+    /// its own count, whichever thread's flush covered it; it never takes another
+    /// thread's flush in flight for a finished one.
+    flushed: AtomicU64,
     failure: OnceLock<String>,
     said_goodbye: AtomicBool,
     /// Bytes of answers awaited from and queued for the peer ([`flow`]).
@@ -287,7 +293,8 @@ impl Conn {
                 emptied: false,
             }),
             pending: Mutex::default(),
-            unflushed: AtomicU64::new(0),
+            needs_flush: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
             failure: OnceLock::new(),
             said_goodbye: AtomicBool::new(false),
             flow: Flow::default(),
@@ -304,6 +311,15 @@ impl Conn {
         // Zeroes only what the buffer did not hold before: nothing, from one chunk to the next.
         buf.resize(len, 0);
         buf
+    }
+
+    /// How many requests sent so far no completed flush covers.
+    #[cfg(test)]
+    fn unflushed(&self) -> u64 {
+        let flushed = self.flushed.load(Ordering::Acquire);
+        self.needs_flush
+            .load(Ordering::Acquire)
+            .saturating_sub(flushed)
     }
 
     /// Keeps `buf` as a spare answer buffer, unless [`GET_CHUNKS_IN_FLIGHT`] are kept.
@@ -644,10 +660,16 @@ impl Transport for SocketTransport {
     }
 
     fn quiet(&self) -> Result<()> {
+        // Ticketed flushes: each quiet counts the requests sent to a peer before it sends
+        // its flush, and waits until a flush covering that count was answered. A quiet
+        // running beside another sends a flush of its own rather than trusting one that
+        // is still in flight (with a shared counter reset, the second quiet saw nothing
+        // to flush and returned before the first one's flush was answered).
         let sh = &*self.shared;
         let mut waits = Vec::new();
         for c in sh.conns.iter().flatten() {
-            if c.unflushed.swap(0, Ordering::AcqRel) == 0 {
+            let covers = c.needs_flush.load(Ordering::Acquire);
+            if c.flushed.load(Ordering::Acquire) >= covers {
                 continue;
             }
             let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
@@ -661,10 +683,11 @@ impl Transport for SocketTransport {
                 c.flow.release(Answer::Flushed.frame_len());
                 return Err(e);
             }
-            waits.push((c, slot));
+            waits.push((c, slot, covers));
         }
-        for (c, slot) in waits {
+        for (c, slot, covers) in waits {
             sh.wait(c, "quiet", &slot)?;
+            c.flushed.fetch_max(covers, Ordering::AcqRel);
         }
         Ok(())
     }
@@ -781,18 +804,72 @@ pub(super) mod tests {
         sh.send_request(c, "barrier", signal, &[], Flush::NotNeeded)
             .unwrap();
         assert_eq!(read_frame(&mut client).0, Kind::Request);
-        assert_eq!(
-            c.unflushed.load(Ordering::Acquire),
-            0,
-            "quiet would flush it"
-        );
+        assert_eq!(c.unflushed(), 0, "quiet would flush it");
         sh.send_request(c, "signal_op", signal, &[], Flush::Needed)
             .unwrap();
         assert_eq!(read_frame(&mut client).0, Kind::Request);
+        assert_eq!(c.unflushed(), 1, "quiet must flush it");
+    }
+
+    /// Two quiets at once, as a PE's threads (or its proxy thread beside the application)
+    /// call them: the second quiet does not take the first one's flush, still unanswered,
+    /// for done. It sends a flush of its own and returns only once a flush covering its
+    /// put was answered. (Before ticketed flushes the second quiet found the shared count
+    /// zeroed and returned at once, and a third PE told after it could read old data.)
+    #[test]
+    fn a_quiet_beside_another_waits_for_a_flush_that_covers_its_puts() {
+        let mut heap = [0u64; 4];
+        let (sh, mut client) = with_client(&mut heap);
+        let t = SocketTransport {
+            shared: Arc::new(sh),
+            service: Mutex::new(None),
+        };
+        let flush_id = |client: &mut TcpStream| {
+            let (kind, body) = read_frame(client);
+            assert_eq!(kind, Kind::Flush);
+            u64::from_le_bytes(body[..8].try_into().unwrap())
+        };
+        let answer = |client: &mut TcpStream, id: u64| {
+            let mut f = frame::header(Kind::Flushed, 8).to_vec();
+            f.extend_from_slice(&id.to_le_bytes());
+            client.write_all(&f).unwrap();
+        };
+        t.submit(&Request::put(1, 0, 0, 8), Io::Src(&[1; 8]))
+            .unwrap();
+        assert_eq!(read_frame(&mut client).0, Kind::Request);
+        std::thread::scope(|s| {
+            let first = s.spawn(|| t.quiet());
+            let first_id = flush_id(&mut client);
+            let second = s.spawn(|| t.quiet());
+            // The second quiet's own flush: before the fix it sent none and returned.
+            client
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            let mut h = [0u8; HEADER_LEN];
+            let sent_own = client.read_exact(&mut h).is_ok();
+            assert!(
+                !second.is_finished(),
+                "the second quiet returned while the only flush was unanswered"
+            );
+            assert!(sent_own, "the second quiet sent no flush of its own");
+            let (kind, len) = frame::check_header(&h).unwrap();
+            assert_eq!((kind, len), (Kind::Flush, 8));
+            let mut body = [0u8; 8];
+            client.read_exact(&mut body).unwrap();
+            let second_id = u64::from_le_bytes(body);
+            answer(&mut client, first_id);
+            first.join().unwrap().unwrap();
+            answer(&mut client, second_id);
+            second.join().unwrap().unwrap();
+        });
+        // Everything is covered now: a third quiet sends nothing and returns.
+        t.quiet().unwrap();
+        client.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
         assert_eq!(
-            c.unflushed.load(Ordering::Acquire),
-            1,
-            "quiet must flush it"
+            client.read(&mut byte).map_err(|e| e.kind()).unwrap_err(),
+            std::io::ErrorKind::WouldBlock,
+            "a quiet with nothing to flush sent a frame"
         );
     }
 
@@ -817,11 +894,7 @@ pub(super) mod tests {
             "a staged put is on the wire"
         );
         client.set_nonblocking(false).unwrap();
-        assert_eq!(
-            c.unflushed.load(Ordering::Acquire),
-            1,
-            "quiet must flush it"
-        );
+        assert_eq!(c.unflushed(), 1, "quiet must flush it");
         // A signal is never staged: it carries the put with it.
         let signal = Request::signal(1, 8, SignalOp::Set, 1);
         sh.send_request(c, "signal_op", signal, &[], Flush::Needed)

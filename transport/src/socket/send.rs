@@ -369,7 +369,7 @@ impl Shared {
                 self.send(c, op, &[head, payload])?;
             }
             if flush == Flush::Needed {
-                c.unflushed.fetch_add(1, Ordering::Release);
+                c.needs_flush.fetch_add(1, Ordering::Release);
             }
             return Ok(None);
         };
