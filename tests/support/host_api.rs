@@ -14,6 +14,7 @@ mod collectives;
 mod errors;
 mod failures;
 mod foreign;
+mod litmus;
 mod local_views;
 mod ordering;
 mod remote;
@@ -31,6 +32,7 @@ pub use collectives::{collective_errors, collective_mismatch, collective_timeout
 pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;
+pub use litmus::litmus;
 pub use local_views::local_views;
 pub use ordering::fence_quiet;
 pub use remote::{kill_transfer, put_signal_large, quiet_visibility};

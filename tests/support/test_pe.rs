@@ -61,6 +61,7 @@ fn main() -> ExitCode {
         "api_bug_get_nbi_read_early" => with_init(host_api::bug_get_nbi_read_early),
         "api_put_signal_large" => with_init(host_api::put_signal_large),
         "api_quiet_visibility" => with_init(host_api::quiet_visibility),
+        "api_litmus" => with_init(host_api::litmus),
         "api_kill_transfer" => with_init(host_api::kill_transfer),
         "api_teams" => with_init(host_api::teams),
         "api_team_errors" => with_init(host_api::team_errors),

@@ -41,7 +41,7 @@ impl Runtime {
     /// and `nbi` tells the remote transport that the caller does not wait for it.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn put_then_signal<T: bytemuck::Pod>(
+    pub(crate) fn put_then_signal<T: bytemuck::Pod>(
         &self,
         name: &'static str,
         dst: SymRef<'_, T>,

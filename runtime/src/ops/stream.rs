@@ -199,6 +199,12 @@ impl Runtime {
                 unsafe { std::ptr::copy(s.cast_const(), d, count) };
                 Ok(())
             }
+            // A CPU PE's stream is the calling thread: the plain put, on every route
+            // (a peer on another node, every peer in weak-ordering mode).
+            _ if matches!(stream.kind, StreamKind::Host) => {
+                let data = self.stream_source(op, src, count)?;
+                self.copy_to(op, dst, &data, pe)
+            }
             #[cfg(feature = "cuda")]
             (crate::route::Located::Device(d), crate::route::Located::Device(s)) => {
                 let bytes = count * std::mem::size_of::<T>();
@@ -218,7 +224,7 @@ impl Runtime {
             (crate::route::Located::Remote { .. }, _) => Err(Error::Unsupported {
                 op,
                 pe,
-                reason: "stream-ordered operations reach PEs of this node only; PE is reached over the remote transport (use put/put_signal from the host after synchronizing the stream)".into(),
+                reason: "a GPU PE's stream-ordered operations reach PEs of this node only; PE is reached over the remote transport (use put/put_signal from the host after synchronizing the stream)".into(),
             }),
             #[allow(unreachable_patterns)] // host and device heaps never mix in one job
             _ => Err(Error::Unsupported {
@@ -227,6 +233,19 @@ impl Runtime {
                 reason: "source and destination are on different kinds of memory".into(),
             }),
         }
+    }
+
+    /// The `count` elements of this PE's `src`, copied out for a host stream's plain put
+    /// (the put may overlap them: a put to this PE's own allocation).
+    fn stream_source<T: bytemuck::Pod>(
+        &self,
+        op: &'static str,
+        src: SymRef<'_, T>,
+        count: usize,
+    ) -> Result<Vec<T>> {
+        let mut data = vec![T::zeroed(); count];
+        self.copy_from(op, src, &mut data, self.my_pe())?;
+        Ok(data)
     }
 
     /// Copies `count` elements from `src` (this PE's heap) to `dst` on `pe`, then updates
@@ -247,6 +266,15 @@ impl Runtime {
         const OP: &str = "put_signal_on_stream";
         // Check the signal first so that a bad signal address leaves the target untouched.
         let word = self.word(OP, sig, pe)?;
+        if matches!(word, crate::route::Word::Remote { .. })
+            && matches!(stream.kind, StreamKind::Host)
+        {
+            // A CPU PE's stream is the calling thread: the plain put_signal, one request
+            // that keeps the signal behind the data on the remote route.
+            self.check_stream(OP, stream)?;
+            let data = self.stream_source(OP, src, count)?;
+            return self.put_then_signal(OP, dst, &data, sig, signal, op, pe, false);
+        }
         self.copy_on_stream(OP, dst, src, count, pe, stream)?;
         match word {
             crate::route::Word::Host(_) => self.signal_op(sig, signal, op, pe),
@@ -263,7 +291,7 @@ impl Runtime {
                 )
             }
             crate::route::Word::Remote { .. } => {
-                unreachable!("copy_on_stream refuses remote PEs first")
+                unreachable!("a host stream's signal went with its data; a GPU stream's copy refuses remote PEs")
             }
         }
     }

@@ -215,8 +215,20 @@ impl Runtime {
     }
 
     /// Whether this PE's `ivar` satisfies `cmp value` now (`shmem_test`).
+    ///
+    /// Where peers reach this PE through a transport, a test that finds the condition
+    /// false drives the transport's progress once, so that a loop of tests (the
+    /// OpenSHMEM idiom, with or without a `fence`) applies the peer operations it waits
+    /// for on transports that need the target to poll.
     pub fn test<T: SymInt>(&self, ivar: SymRef<'_, T>, cmp: Cmp, value: T) -> Result<bool> {
         let w = self.word("test", ivar, self.my_pe())?;
+        if cmp.holds(self.load_word("test", &w)?, value) {
+            return Ok(true);
+        }
+        let Some(t) = &self.transport else {
+            return Ok(false);
+        };
+        t.progress()?;
         Ok(cmp.holds(self.load_word("test", &w)?, value))
     }
 

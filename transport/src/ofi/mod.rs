@@ -347,6 +347,9 @@ struct State {
     /// The largest piece of a put or get: a slot, or less where the provider's messages
     /// are smaller.
     piece: usize,
+    /// How many times [`Self::poll`] ran: an application call that polled marks the
+    /// transport active (the progress thread stands aside); one that only posted does not.
+    polls: u64,
 }
 
 /// This PE's heap, as messages apply to it.
@@ -526,6 +529,7 @@ impl OfiTransport {
             acks: VecDeque::new(),
             unposted: Vec::new(),
             inject: opened.attrs.inject_size,
+            polls: 0,
         })));
         // Nobody issues before every peer's address vector is complete.
         b.barrier()?;
@@ -571,14 +575,16 @@ impl OfiTransport {
         }
     }
 
-    /// Runs `f` on the live state, with errors naming `op` and `pe`.
+    /// Runs `f` on the live state, with errors naming `op` and `pe`. A call that polled the
+    /// provider marks the transport active, so that the progress thread stands aside
+    /// while the application's threads drive progress; a call that only posted does not
+    /// (a thread that issues, tests and fences in a loop never reads the CQ itself).
     fn with_state<R>(
         &self,
         op: &'static str,
         pe: usize,
         f: impl FnOnce(&mut State, &Waiter) -> std::result::Result<R, String>,
     ) -> Result<R> {
-        self.activity.mark();
         let mut g = self.lock();
         let st = g
             .as_mut()
@@ -595,7 +601,12 @@ impl OfiTransport {
             deadline: self.timeout.map(|t| Instant::now() + t),
             timeout: self.timeout,
         };
-        f(st, &waiter).map_err(|why| {
+        let polls = st.polls;
+        let result = f(st, &waiter);
+        if st.polls != polls {
+            self.activity.mark();
+        }
+        result.map_err(|why| {
             // A failed completion names its own target, which may not be `pe` (a quiet).
             self.err(
                 op,
@@ -1133,6 +1144,7 @@ impl State {
     /// thread that waits for a signal sees it first, and a ping-pong's answer is not
     /// queued behind the acknowledgement. The transport's own thread sends them at once.
     fn poll(&mut self) -> std::result::Result<(), String> {
+        self.polls += 1;
         let due = self.acks.len();
         let result = self.poll_completions().and_then(|()| {
             if self.acks.len() == due || self.acks.len() >= ACKS_HELD {
@@ -1404,7 +1416,12 @@ impl State {
     /// Waits until every operation issued so far completed, and every write is visible
     /// at its target (a flush to each peer whose writes completed at transmit).
     /// Acknowledgements held back go first: a peer's quiet may be waiting for them.
+    ///
+    /// It polls at least once, even with nothing outstanding: a target that waits by
+    /// `test` + `fence` (or quiets in a loop) applies its peers' messages here, since
+    /// its calls keep the progress thread standing aside.
     fn drain(&mut self, w: &Waiter) -> std::result::Result<(), String> {
+        self.poll()?;
         self.send_acks()?;
         self.flush(w)?;
         self.wait(self.ops.issued(), w)

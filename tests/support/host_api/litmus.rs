@@ -1,0 +1,487 @@
+//! Litmus shapes of the memory model, run on every route (tests/litmus.rs and tests/ofi.rs
+//! run this scenario on one node, across simulated nodes over sockets and ofi, and in
+//! weak-ordering mode) with `SYMMEM_LITMUS_THREADS` threads per PE (1 by default):
+//!
+//! - `mp`: message passing. Each thread of each PE sends a fresh payload to the same
+//!   thread of its right neighbour and publishes it five ways (put + fence + p, put_nbi +
+//!   quiet + atomic_set, put_signal, put_signal_nbi, put_nbi pieces + fence + atomic_add);
+//!   the consumer waits for the flag, then every element must be this round's.
+//! - `quiet_third`: quiet seen by a third PE. PE 0 streams puts to a PE of another node,
+//!   quiets and flags an observer, which reads the target's copy: every element must be
+//!   this round's. PE 0's other threads put, quiet and fence in a loop meanwhile (a quiet
+//!   must not return on another thread's flush still in flight).
+//! - `test_fence`: a target that waits only by `test` + `fence` (the OpenSHMEM idiom),
+//!   and one that sits in computation, reading its own memory without calling in while
+//!   the producer's get and put_signal need its progress.
+//! - `atomics`: every thread of every PE adds to a counter on every PE, half of the adds
+//!   fetching; each counter ends at the exact total and each thread's fetched values rise.
+//! - `stream_free` (one thread): stream puts and put_signals to the right neighbour, the
+//!   allocation freed at once and allocated again zeroed: nothing late lands in it.
+//!
+//! A failure names the shape, the thread, the round and what was seen; a wait that never
+//! ends fails after [`DEADLINE`] naming what it waited for, instead of hanging.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use symmem::{Cmp, Runtime, SignalOp};
+
+use super::{check, check_eq, finish, key, neighbours, OrFail, Outcome};
+
+/// The longest any litmus wait may take before it fails naming what it waited for.
+const DEADLINE: Duration = Duration::from_secs(60);
+/// Rounds of `mp` per thread.
+const MP_ROUNDS: u64 = 90;
+/// `mp`'s payload lengths (elements), by round: one word, a small message, 256 KiB.
+const MP_LENS: [usize; 3] = [1, 96, 32 << 10];
+/// Elements `quiet_third`'s writer streams per round (1 MiB).
+const QT_LEN: usize = 128 << 10;
+/// `quiet_third`'s put sizes (elements), by round: 4 KiB pieces, and the whole MiB.
+const QT_PIECES: [usize; 2] = [512, QT_LEN];
+/// Rounds of `quiet_third`.
+const QT_ROUNDS: u64 = 300;
+/// Rounds of `test_fence` per thread, and elements per payload.
+const TF_ROUNDS: u64 = 16;
+const TF_LEN: usize = 512;
+/// Adds per thread to each PE's counter in `atomics`.
+const AT_ADDS: u64 = 60;
+/// Rounds of `stream_free`, and elements per allocation.
+const SF_ROUNDS: u64 = 6;
+const SF_LEN: usize = 64 << 10;
+
+/// Runs every litmus shape.
+pub fn litmus(rt: &Runtime) -> Outcome {
+    finish(rt, "litmus", litmus_inner(rt))
+}
+
+fn litmus_inner(rt: &Runtime) -> Outcome {
+    let threads = threads()?;
+    let shapes: [(&str, fn(&Runtime, usize) -> Outcome); 5] = [
+        ("mp", mp),
+        ("quiet_third", quiet_third),
+        ("test_fence", test_fence),
+        ("atomics", atomics),
+        ("stream_free", stream_free),
+    ];
+    for (name, shape) in shapes {
+        let started = Instant::now();
+        shape(rt, threads).map_err(|e| format!("{name} ({threads} threads per PE): {e}"))?;
+        rt.barrier_all().or_fail()?;
+        println!(
+            "PE {}: litmus {name} with {threads} threads ok in {} ms",
+            rt.my_pe(),
+            started.elapsed().as_millis()
+        );
+    }
+    Ok(())
+}
+
+/// `SYMMEM_LITMUS_THREADS`: threads per PE, 1 to 16.
+fn threads() -> Result<usize, String> {
+    match std::env::var("SYMMEM_LITMUS_THREADS") {
+        Err(_) => Ok(1),
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|t| (1..=16).contains(t))
+            .ok_or_else(|| format!("SYMMEM_LITMUS_THREADS={v:?} is not 1 to 16")),
+    }
+}
+
+/// Runs `f(thread)` on `threads` threads of this PE; the first failure, naming its thread.
+fn on_threads(threads: usize, f: impl Fn(usize) -> Outcome + Sync) -> Outcome {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn({
+                    let f = &f;
+                    move || f(t)
+                })
+            })
+            .collect();
+        let mut first = Ok(());
+        for (t, h) in handles.into_iter().enumerate() {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err("panicked".to_string()))
+                .map_err(|e| format!("thread {t}: {e}"));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
+}
+
+/// Spins until `ready()` (a check that may call into symmem), for at most [`DEADLINE`];
+/// yields between checks so that 4 PEs of several threads share 2 cores.
+fn spin_until(
+    what: impl Fn() -> String,
+    mut ready: impl FnMut() -> Result<bool, String>,
+) -> Outcome {
+    let started = Instant::now();
+    let mut spins = 0u32;
+    while !ready()? {
+        if started.elapsed() > DEADLINE {
+            return Err(format!("waited {DEADLINE:?} for {}", what()));
+        }
+        spins = spins.wrapping_add(1);
+        if spins % 64 == 0 {
+            std::thread::sleep(Duration::from_micros(50));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    Ok(())
+}
+
+/// The value of element `i` of the payload `from` sends to `to` in `round` on `thread`.
+fn payload(from: usize, to: usize, thread: usize, round: u64, i: usize) -> u64 {
+    key(&[from as u64, to as u64, thread as u64, round, i as u64])
+}
+
+/// Checks that `got` is the payload of (`from`, `to`, `thread`, `round`).
+fn check_payload(got: &[u64], from: usize, to: usize, thread: usize, round: u64) -> Outcome {
+    if let Some((i, &v)) = got
+        .iter()
+        .enumerate()
+        .find(|&(i, &v)| v != payload(from, to, thread, round, i))
+    {
+        let stale = (1..round)
+            .rev()
+            .find(|&r| payload(from, to, thread, r, i) == v);
+        return Err(format!(
+            "round {round}: element {i} of {} from PE {from} is {v:#x}, {}",
+            got.len(),
+            match stale {
+                Some(r) => format!("round {r}'s value (stale)"),
+                None if v == 0 => "never written".to_string(),
+                None => "no round's value (torn or misplaced)".to_string(),
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// Message passing around the ring, each thread to the same thread of the right
+/// neighbour, published five ways by round.
+fn mp(rt: &Runtime, threads: usize) -> Outcome {
+    let (me, _, right, left) = neighbours(rt);
+    let span = *MP_LENS.iter().max().expect("lengths");
+    let data = rt.calloc::<u64>(span * threads).or_fail()?;
+    let flag = rt.calloc::<u64>(threads).or_fail()?;
+    let ack = rt.calloc::<u64>(threads).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    on_threads(threads, |t| {
+        let mut got = vec![0u64; span];
+        for round in 1..=MP_ROUNDS {
+            let len = MP_LENS[round as usize % MP_LENS.len()];
+            let dst = data.at(t * span);
+            let src: Vec<u64> = (0..len).map(|i| payload(me, right, t, round, i)).collect();
+            // The consumer has checked the previous round: the payload may be rewritten.
+            rt.wait_until(ack.at(t), Cmp::Ge, round - 1).or_fail()?;
+            match round % 5 {
+                0 => {
+                    rt.put(dst, &src, right).or_fail()?;
+                    rt.fence().or_fail()?;
+                    rt.p(flag.at(t), round, right).or_fail()?;
+                }
+                1 => {
+                    rt.put_nbi(dst, &src, right).or_fail()?;
+                    rt.quiet().or_fail()?;
+                    rt.atomic_set(flag.at(t), round, right).or_fail()?;
+                }
+                2 => rt
+                    .put_signal(dst, &src, flag.at(t), round, SignalOp::Set, right)
+                    .or_fail()?,
+                3 => rt
+                    .put_signal_nbi(dst, &src, flag.at(t), 1, SignalOp::Add, right)
+                    .or_fail()?,
+                _ => {
+                    let half = len.div_ceil(2);
+                    rt.put_nbi(dst, &src[..half], right).or_fail()?;
+                    if half < len {
+                        rt.put_nbi(data.at(t * span + half), &src[half..], right)
+                            .or_fail()?;
+                    }
+                    rt.fence().or_fail()?;
+                    rt.atomic_add(flag.at(t), 1, right).or_fail()?;
+                }
+            }
+            // Consumer of the left neighbour's thread t.
+            let seen = if round % 2 == 0 {
+                rt.signal_wait_until(flag.at(t), Cmp::Ge, round).or_fail()?
+            } else {
+                rt.wait_until(flag.at(t), Cmp::Ge, round).or_fail()?
+            };
+            check_eq!(seen, round, "round {round}: the flag from PE {left}");
+            rt.read_local(data.at(t * span), &mut got[..len])
+                .or_fail()?;
+            check_payload(&got[..len], left, me, t, round)?;
+            rt.atomic_add(ack.at(t), 1, left).or_fail()?;
+        }
+        // Every put_signal_nbi is complete before the buffers go.
+        rt.quiet().or_fail()
+    })?;
+    rt.barrier_all().or_fail()?;
+    rt.free(data).or_fail()?;
+    rt.free(flag).or_fail()?;
+    rt.free(ack).or_fail()
+}
+
+/// The writer, target and observer of `quiet_third`: PE 0; a PE of another node (any
+/// other PE on one node); a third PE, on the target's node where there is one.
+fn third_parties(rt: &Runtime) -> Result<Option<(usize, usize, usize)>, String> {
+    let n = rt.n_pes();
+    if n < 3 {
+        return Ok(None);
+    }
+    let node = |pe: usize| rt.node_of(pe).map(str::to_owned).or_fail();
+    let writer = 0;
+    let mut target = 1;
+    for pe in 1..n {
+        if node(pe)? != node(writer)? {
+            target = pe;
+            break;
+        }
+    }
+    let others: Vec<usize> = (1..n).filter(|&pe| pe != target).collect();
+    let mut observer = others[0];
+    for &pe in &others {
+        if node(pe)? == node(target)? {
+            observer = pe;
+            break;
+        }
+    }
+    Ok(Some((writer, target, observer)))
+}
+
+/// Quiet seen by a third PE, with the writer's other threads quieting and fencing.
+fn quiet_third(rt: &Runtime, threads: usize) -> Outcome {
+    let me = rt.my_pe();
+    let Some((writer, target, observer)) = third_parties(rt)? else {
+        println!("PE {me}: litmus quiet_third needs 3 PEs: skipped");
+        return Ok(());
+    };
+    let data = rt.calloc::<u64>(QT_LEN).or_fail()?;
+    // The writer's other threads' own puts, 64 elements each.
+    let scratch = rt.calloc::<u64>(64 * threads).or_fail()?;
+    let flag = rt.calloc::<u64>(1).or_fail()?;
+    let ack = rt.calloc::<u64>(1).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    let value = |round: u64, i: usize| round << 32 | i as u64;
+    if me == writer {
+        let done = AtomicBool::new(false);
+        on_threads(threads, |t| {
+            if t > 0 {
+                // Puts of its own to the target, then quiet and fence, until the rounds end.
+                let mut k = 0u64;
+                while !done.load(Ordering::Acquire) {
+                    k += 1;
+                    rt.put_nbi(scratch.at(64 * t), &[k; 64], target).or_fail()?;
+                    rt.quiet().or_fail()?;
+                    rt.fence().or_fail()?;
+                }
+                return Ok(());
+            }
+            let result = (|| {
+                let mut src = vec![0u64; QT_LEN];
+                for round in 1..=QT_ROUNDS {
+                    for (i, v) in src.iter_mut().enumerate() {
+                        *v = value(round, i);
+                    }
+                    let piece = QT_PIECES[round as usize % QT_PIECES.len()];
+                    for (k, part) in src.chunks(piece).enumerate() {
+                        rt.put_nbi(data.at(k * piece), part, target).or_fail()?;
+                    }
+                    rt.quiet().or_fail()?;
+                    rt.p(flag.at(0), round, observer).or_fail()?;
+                    rt.wait_until(ack.at(0), Cmp::Ge, round).or_fail()?;
+                }
+                Ok(())
+            })();
+            done.store(true, Ordering::Release);
+            result
+        })?;
+    } else if me == observer {
+        let mut got = vec![0u64; QT_LEN];
+        for round in 1..=QT_ROUNDS {
+            rt.wait_until(flag.at(0), Cmp::Ge, round).or_fail()?;
+            rt.get(data.at(0), &mut got, target).or_fail()?;
+            if let Some((i, &v)) = got.iter().enumerate().find(|&(i, &v)| v != value(round, i)) {
+                let wrong = got
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, &v)| v != value(round, i))
+                    .count();
+                return Err(format!(
+                    "round {round}: element {i} on PE {target} is {v:#x} after PE {writer}'s quiet and flag, expected {:#x} ({wrong} of {QT_LEN} elements not this round's)",
+                    value(round, i)
+                ));
+            }
+            rt.atomic_add(ack.at(0), 1, writer).or_fail()?;
+        }
+    }
+    rt.barrier_all().or_fail()?;
+    rt.free(data).or_fail()?;
+    rt.free(scratch).or_fail()?;
+    rt.free(flag).or_fail()?;
+    rt.free(ack).or_fail()
+}
+
+/// A target that waits only by `test` + `fence`, then one that computes without calling
+/// in, each thread to the same thread of the right neighbour.
+fn test_fence(rt: &Runtime, threads: usize) -> Outcome {
+    let (me, _, right, left) = neighbours(rt);
+    let data = rt.calloc::<u64>(TF_LEN * threads).or_fail()?;
+    let flag = rt.calloc::<u64>(threads).or_fail()?;
+    let ack = rt.calloc::<u64>(threads).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    on_threads(threads, |t| {
+        let mut got = vec![0u64; TF_LEN];
+        let dst = data.at(t * TF_LEN);
+        for round in 1..=2 * TF_ROUNDS {
+            let computing = round > TF_ROUNDS;
+            let src: Vec<u64> = (0..TF_LEN)
+                .map(|i| payload(me, right, t, round, i))
+                .collect();
+            // Producer: the consumer acknowledged the previous round.
+            spin_until(
+                || format!("round {}'s acknowledgement from PE {right}", round - 1),
+                || {
+                    let acked = rt.test(ack.at(t), Cmp::Ge, round - 1).or_fail()?;
+                    rt.fence().or_fail()?;
+                    Ok(acked)
+                },
+            )?;
+            if computing {
+                // A get the right neighbour serves while it computes.
+                let old = rt.g(dst, right).or_fail()?;
+                check!(
+                    old == payload(me, right, t, round - 1, 0),
+                    "round {round}: element 0 on PE {right} read back as {old:#x}"
+                );
+            }
+            if round % 2 == 0 {
+                rt.put_signal(dst, &src, flag.at(t), round, SignalOp::Set, right)
+                    .or_fail()?;
+            } else {
+                rt.put(dst, &src, right).or_fail()?;
+                rt.fence().or_fail()?;
+                rt.p(flag.at(t), round, right).or_fail()?;
+            }
+            // Consumer.
+            if computing {
+                // No call into symmem until the flag is seen: peers' operations complete
+                // without this PE's help.
+                let word = rt.local_atomic(flag.at(t)).or_fail()?;
+                spin_until(
+                    || format!("round {round}'s flag from PE {left} (computing, not calling in)"),
+                    || Ok(word.load(Ordering::Acquire) >= round),
+                )?;
+            } else {
+                spin_until(
+                    || format!("round {round}'s flag from PE {left} (by test + fence)"),
+                    || {
+                        let arrived = rt.test(flag.at(t), Cmp::Ge, round).or_fail()?;
+                        rt.fence().or_fail()?;
+                        Ok(arrived)
+                    },
+                )?;
+            }
+            rt.read_local(dst, &mut got).or_fail()?;
+            check_payload(&got, left, me, t, round)?;
+            rt.atomic_add(ack.at(t), 1, left).or_fail()?;
+        }
+        Ok(())
+    })?;
+    rt.barrier_all().or_fail()?;
+    rt.free(data).or_fail()?;
+    rt.free(flag).or_fail()?;
+    rt.free(ack).or_fail()
+}
+
+/// Adds from every thread of every PE to a counter on every PE.
+fn atomics(rt: &Runtime, threads: usize) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let total = rt.calloc::<u64>(1).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    on_threads(threads, |t| {
+        let mut last = vec![None::<u64>; n];
+        for k in 0..AT_ADDS {
+            for step in 0..n {
+                let pe = (me + t + step) % n;
+                if (k + step as u64) % 2 == 0 {
+                    let old = rt.atomic_fetch_add(total.at(0), 1, pe).or_fail()?;
+                    if let Some(prev) = last[pe] {
+                        check!(
+                            old > prev,
+                            "fetch_add {k} on PE {pe} returned {old} after {prev}"
+                        );
+                    }
+                    last[pe] = Some(old);
+                } else {
+                    rt.atomic_add(total.at(0), 1, pe).or_fail()?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    rt.barrier_all().or_fail()?;
+    let got = rt.g(total.at(0), me).or_fail()?;
+    check_eq!(
+        got,
+        (n * threads) as u64 * AT_ADDS,
+        "PE {me}'s counter after every PE's {threads} threads added {AT_ADDS} each"
+    );
+    rt.barrier_all().or_fail()?;
+    rt.free(total).or_fail()
+}
+
+/// Stream puts and put_signals to the right neighbour, the allocation freed at once and
+/// allocated again, zeroed: nothing of the stream's lands in the new allocation.
+fn stream_free(rt: &Runtime, _threads: usize) -> Outcome {
+    let (me, _, right, left) = neighbours(rt);
+    let stream = rt.create_stream().or_fail()?;
+    let sig = rt.calloc::<u64>(1).or_fail()?;
+    for round in 1..=SF_ROUNDS {
+        let buf = rt.alloc::<u64>(2 * SF_LEN).or_fail()?;
+        let src: Vec<u64> = (0..SF_LEN)
+            .map(|i| payload(me, right, 0, round, i))
+            .collect();
+        rt.put(buf.at(SF_LEN), &src, me).or_fail()?;
+        rt.put_on_stream(buf.at(0), buf.at(SF_LEN), SF_LEN / 2, right, &stream)
+            .or_fail()?;
+        rt.put_signal_on_stream(
+            buf.at(SF_LEN / 2),
+            buf.at(SF_LEN + SF_LEN / 2),
+            SF_LEN / 2,
+            sig.at(0),
+            round,
+            SignalOp::Set,
+            right,
+            &stream,
+        )
+        .or_fail()?;
+        // The left neighbour's stream signalled: its data is here.
+        rt.signal_wait_until_on_stream(sig.at(0), Cmp::Ge, round, &stream)
+            .or_fail()?;
+        stream.synchronize().or_fail()?;
+        let mut got = vec![0u64; SF_LEN];
+        rt.read_local(buf.at(0), &mut got).or_fail()?;
+        check_payload(&got, left, me, 0, round)?;
+        // Freed with the next round's stream work possibly queued behind it on a GPU.
+        rt.free(buf).or_fail()?;
+        let fresh = rt.calloc::<u64>(2 * SF_LEN).or_fail()?;
+        rt.barrier_all().or_fail()?;
+        let mut seen = vec![0u64; 2 * SF_LEN];
+        rt.read_local(fresh.at(0), &mut seen).or_fail()?;
+        if let Some((i, &v)) = seen.iter().enumerate().find(|&(_, &v)| v != 0) {
+            return Err(format!(
+                "round {round}: element {i} of a fresh zeroed allocation is {v:#x} (a stream copy landed after free)"
+            ));
+        }
+        rt.free(fresh).or_fail()?;
+    }
+    rt.free(sig).or_fail()
+}
