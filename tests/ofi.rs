@@ -2,7 +2,8 @@
 //! libfabric 1.17): the host-API suites on 2 simulated nodes of 2 PEs over `tcp;ofi_rxm`
 //! (every operation between the nodes is a libfabric RMA or atomic), a killed PE named by
 //! every survivor, the errors of a provider that is not there, and the RMA and AMO suites
-//! over libfabric's `shm` provider. Built and run with `cargo test --features ofi --test ofi` (test-all.sh installs
+//! over libfabric's `shm` provider, and the litmus shapes (tests/litmus.rs) over both and
+//! with no progress thread (`SYMMEM_OFI_PROGRESS=manual`). Built and run with `cargo test --features ofi --test ofi` (test-all.sh installs
 //! libfabric-dev).
 #![cfg(feature = "ofi")]
 
@@ -229,4 +230,63 @@ fn auto_progress_polls_only_with_a_cpu_per_progress_thread_and_says_why() {
         };
         assert!(line.contains(chose), "{cpus} CPUs, {needed} needed: {line}");
     }
+}
+
+/// The litmus shapes (tests/litmus.rs runs them on the other routes) on 4 PEs of 2
+/// simulated nodes over `provider`, with `threads` threads per PE, and `extra` settings.
+fn litmus_over(
+    provider: &'static str,
+    threads: &'static str,
+    extra: &[(&'static str, &'static str)],
+) {
+    let mut env = over(provider).to_vec();
+    env.push(("SYMMEM_LITMUS_THREADS", threads));
+    env.extend_from_slice(extra);
+    run_ok(4, "litmus", &env);
+}
+
+#[test]
+fn litmus_over_tcp_with_one_thread() {
+    litmus_over(TCP, "1", &[]);
+}
+
+#[test]
+fn litmus_over_tcp_with_four_threads() {
+    litmus_over(TCP, "4", &[]);
+}
+
+#[test]
+fn litmus_over_shm_with_four_threads() {
+    litmus_over(SHM, "4", &[]);
+}
+
+/// `SYMMEM_OFI_PROGRESS=manual`: no progress thread, so peers' operations complete only
+/// while the target's threads call in. A target that waits by `test` + `fence` alone (and
+/// whose fences have nothing outstanding) must still apply them: before every drain
+/// polled, it never read its completion queue and waited forever for round 1's flag; 2
+/// PEs on 2 nodes and 4 PEs with 4 threads each (a waiting thread sleeping in its wait
+/// while another quiets in a loop). The computing target is left out: with no thread,
+/// nobody serves a PE that does not call in.
+#[test]
+fn litmus_with_manual_progress_where_only_calls_drive_it() {
+    let shapes = "mp,quiet_third,test_fence,atomics,stream_free";
+    let mut env = over(TCP).to_vec();
+    env.extend([
+        ("SYMMEM_OFI_PROGRESS", "manual"),
+        ("SYMMEM_LITMUS_SHAPES", shapes),
+        ("SYMMEM_DEBUG", "info"),
+    ]);
+    let job = run_ok(2, "litmus", &env);
+    assert_eq!(
+        job.stderr
+            .lines()
+            .filter(|l| l.contains("progress from the application's threads only"))
+            .count(),
+        2,
+        "every PE logs that it runs without a progress thread:\n{}",
+        job.stderr
+    );
+    env.pop();
+    env.push(("SYMMEM_LITMUS_THREADS", "4"));
+    run_ok(4, "litmus", &env);
 }

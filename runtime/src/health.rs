@@ -35,10 +35,10 @@ impl Runtime {
         loop {
             backoff.snooze();
             if let Some(t) = &self.transport {
-                if !backoff.is_slow() {
+                if !backoff.is_slow() || !t.serves_while_idle() {
                     // Serve peers while spinning: their requests may be what this waits
                     // for. Once the wait sleeps, the transport's own thread serves them
-                    // (it stands aside only while threads spin here).
+                    // (it stands aside only while threads spin here), where it has one.
                     t.progress()?;
                 }
             }

@@ -90,6 +90,11 @@ pub enum OfiProgress {
     /// Never blocks: polls, yielding its CPU between polls, on a completion queue without
     /// a wait object, so completions cost no signal.
     Poll,
+    /// No progress thread: peers' operations on this PE complete only while its threads
+    /// call in (waits, tests, fences, quiets, operations of its own), as in OpenSHMEM
+    /// implementations without a progress thread. A PE that computes for long without
+    /// calling in holds its peers up.
+    Manual,
 }
 
 impl std::fmt::Display for OfiProgress {
@@ -98,6 +103,7 @@ impl std::fmt::Display for OfiProgress {
             OfiProgress::Auto => "auto",
             OfiProgress::Block => "block",
             OfiProgress::Poll => "poll",
+            OfiProgress::Manual => "manual",
         })
     }
 }

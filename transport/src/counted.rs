@@ -59,6 +59,10 @@ impl<T: Transport> Transport for Counted<T> {
         self.inner.progress()
     }
 
+    fn serves_while_idle(&self) -> bool {
+        self.inner.serves_while_idle()
+    }
+
     fn nbi_issued(&self, req: &Request) {
         self.inner.nbi_issued(req)
     }

@@ -83,6 +83,14 @@ pub trait Transport: Send + Sync {
     /// peers at once (a sleeping wait leaves that to the transport's own thread).
     fn progress(&self) -> Result<()>;
 
+    /// Whether the transport serves peers' operations on this PE while none of its
+    /// threads calls in (a service or progress thread of its own). Where it does not
+    /// (`SYMMEM_OFI_PROGRESS=manual`), waits keep calling [`Transport::progress`] while
+    /// they sleep, not only while they spin.
+    fn serves_while_idle(&self) -> bool {
+        true
+    }
+
     /// Tells the transport that the issuer of `req`, a put, put_signal or get it already
     /// submitted, does not wait for it (`put_nbi`, `put_signal_nbi`, `get_nbi`, from a
     /// kernel or from host code): the source at `req.local` must stay unchanged until the

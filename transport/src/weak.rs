@@ -620,6 +620,10 @@ impl Transport for WeakTransport {
         Ok(())
     }
 
+    fn serves_while_idle(&self) -> bool {
+        self.shared.inners.iter().all(|t| t.serves_while_idle())
+    }
+
     fn shutdown(&self) {
         let sh = &*self.shared;
         {

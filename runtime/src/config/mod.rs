@@ -140,6 +140,7 @@ const OFI_PROGRESS: &[(&str, OfiProgress)] = &[
     ("auto", OfiProgress::Auto),
     ("block", OfiProgress::Block),
     ("poll", OfiProgress::Poll),
+    ("manual", OfiProgress::Manual),
 ];
 
 /// `SYMMEM_ORDERING`'s values.

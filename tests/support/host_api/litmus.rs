@@ -1,6 +1,7 @@
 //! Litmus shapes of the memory model, run on every route (tests/litmus.rs and tests/ofi.rs
 //! run this scenario on one node, across simulated nodes over sockets and ofi, and in
-//! weak-ordering mode) with `SYMMEM_LITMUS_THREADS` threads per PE (1 by default):
+//! weak-ordering mode) with `SYMMEM_LITMUS_THREADS` threads per PE (1 by default);
+//! `SYMMEM_LITMUS_SHAPES` picks shapes (comma-separated; all by default):
 //!
 //! - `mp`: message passing. Each thread of each PE sends a fresh payload to the same
 //!   thread of its right neighbour and publishes it five ways (put + fence + p, put_nbi +
@@ -10,9 +11,11 @@
 //!   quiets and flags an observer, which reads the target's copy: every element must be
 //!   this round's. PE 0's other threads put, quiet and fence in a loop meanwhile (a quiet
 //!   must not return on another thread's flush still in flight).
-//! - `test_fence`: a target that waits only by `test` + `fence` (the OpenSHMEM idiom),
-//!   and one that sits in computation, reading its own memory without calling in while
-//!   the producer's get and put_signal need its progress.
+//! - `test_fence`: a target that waits only by `test` + `fence` (the OpenSHMEM idiom)
+//!   and issues nothing but acknowledgements.
+//! - `computing`: a target that sits in computation, reading its own memory without
+//!   calling in, while the producer's get and put_signal need its progress (skipped
+//!   where the transport serves peers only while the PE calls in).
 //! - `atomics`: every thread of every PE adds to a counter on every PE, half of the adds
 //!   fetching; each counter ends at the exact total and each thread's fetched values rise.
 //! - `stream_free` (one thread): stream puts and put_signals to the right neighbour, the
@@ -24,7 +27,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use symmem::{Cmp, Runtime, SignalOp};
+use symmem::{Cmp, Runtime, SignalOp, SymRef};
 
 use super::{check, check_eq, finish, key, neighbours, OrFail, Outcome};
 
@@ -56,14 +59,19 @@ pub fn litmus(rt: &Runtime) -> Outcome {
 
 fn litmus_inner(rt: &Runtime) -> Outcome {
     let threads = threads()?;
-    let shapes: [(&str, fn(&Runtime, usize) -> Outcome); 5] = [
+    let shapes: [(&str, fn(&Runtime, usize) -> Outcome); 6] = [
         ("mp", mp),
         ("quiet_third", quiet_third),
         ("test_fence", test_fence),
+        ("computing", computing),
         ("atomics", atomics),
         ("stream_free", stream_free),
     ];
+    let chosen = chosen_shapes(&shapes.map(|(name, _)| name))?;
     for (name, shape) in shapes {
+        if !chosen.contains(&name) {
+            continue;
+        }
         let started = Instant::now();
         shape(rt, threads).map_err(|e| format!("{name} ({threads} threads per PE): {e}"))?;
         rt.barrier_all().or_fail()?;
@@ -74,6 +82,24 @@ fn litmus_inner(rt: &Runtime) -> Outcome {
         );
     }
     Ok(())
+}
+
+/// `SYMMEM_LITMUS_SHAPES`: the shapes to run, comma-separated (all of `known` when unset).
+fn chosen_shapes<'a>(known: &[&'a str]) -> Result<Vec<&'a str>, String> {
+    let Ok(list) = std::env::var("SYMMEM_LITMUS_SHAPES") else {
+        return Ok(known.to_vec());
+    };
+    list.split(',')
+        .map(|name| {
+            known
+                .iter()
+                .find(|k| **k == name.trim())
+                .copied()
+                .ok_or_else(|| {
+                    format!("SYMMEM_LITMUS_SHAPES names {name:?}; the shapes are {known:?}")
+                })
+        })
+        .collect()
 }
 
 /// `SYMMEM_LITMUS_THREADS`: threads per PE, 1 to 16.
@@ -329,9 +355,70 @@ fn quiet_third(rt: &Runtime, threads: usize) -> Outcome {
     rt.free(ack).or_fail()
 }
 
-/// A target that waits only by `test` + `fence`, then one that computes without calling
-/// in, each thread to the same thread of the right neighbour.
+/// Waits until this PE's `word` is at least `value` by `test` + `fence` alone, as
+/// OpenSHMEM programs do: no wait call, no sleep (a yield between tests, so that 4 PEs
+/// share 2 cores), failing after [`DEADLINE`] naming `what`.
+fn by_test_and_fence(rt: &Runtime, word: SymRef<'_, u64>, value: u64, what: &str) -> Outcome {
+    let started = Instant::now();
+    while !rt.test(word, Cmp::Ge, value).or_fail()? {
+        rt.fence().or_fail()?;
+        if started.elapsed() > DEADLINE {
+            return Err(format!("waited {DEADLINE:?} by test + fence for {what}"));
+        }
+        std::thread::yield_now();
+    }
+    Ok(())
+}
+
+/// A target that waits only by `test` + `fence` and issues nothing of its own but
+/// acknowledgements (each PE of the first half of the job sends to one of the second),
+/// each thread to the same thread of its peer.
 fn test_fence(rt: &Runtime, threads: usize) -> Outcome {
+    let (me, n, _, _) = neighbours(rt);
+    let data = rt.calloc::<u64>(TF_LEN * threads).or_fail()?;
+    let flag = rt.calloc::<u64>(threads).or_fail()?;
+    let ack = rt.calloc::<u64>(threads).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    // Producers are the first half of the PEs, each sending to its peer in the second
+    // half: on simulated nodes, a PE of another node.
+    let half = n / 2;
+    let consumer = (me < half).then_some(me + half);
+    let producer = (half..2 * half).contains(&me).then(|| me - half);
+    on_threads(threads, |t| {
+        let mut got = vec![0u64; TF_LEN];
+        let dst = data.at(t * TF_LEN);
+        for round in 1..=TF_ROUNDS {
+            if let Some(to) = consumer {
+                let src: Vec<u64> = (0..TF_LEN).map(|i| payload(me, to, t, round, i)).collect();
+                let what = format!("round {}'s acknowledgement from PE {to}", round - 1);
+                by_test_and_fence(rt, ack.at(t), round - 1, &what)?;
+                if round % 2 == 0 {
+                    rt.put_signal(dst, &src, flag.at(t), round, SignalOp::Set, to)
+                        .or_fail()?;
+                } else {
+                    rt.put(dst, &src, to).or_fail()?;
+                    rt.fence().or_fail()?;
+                    rt.p(flag.at(t), round, to).or_fail()?;
+                }
+            } else if let Some(from) = producer {
+                let what = format!("round {round}'s flag from PE {from}");
+                by_test_and_fence(rt, flag.at(t), round, &what)?;
+                rt.read_local(dst, &mut got).or_fail()?;
+                check_payload(&got, from, me, t, round)?;
+                rt.atomic_add(ack.at(t), 1, from).or_fail()?;
+            }
+        }
+        Ok(())
+    })?;
+    rt.barrier_all().or_fail()?;
+    rt.free(data).or_fail()?;
+    rt.free(flag).or_fail()?;
+    rt.free(ack).or_fail()
+}
+
+/// A target that computes without calling in while its left neighbour's get and
+/// put_signal need its progress, each thread to the same thread of the right neighbour.
+fn computing(rt: &Runtime, threads: usize) -> Outcome {
     let (me, _, right, left) = neighbours(rt);
     let data = rt.calloc::<u64>(TF_LEN * threads).or_fail()?;
     let flag = rt.calloc::<u64>(threads).or_fail()?;
@@ -340,55 +427,33 @@ fn test_fence(rt: &Runtime, threads: usize) -> Outcome {
     on_threads(threads, |t| {
         let mut got = vec![0u64; TF_LEN];
         let dst = data.at(t * TF_LEN);
-        for round in 1..=2 * TF_ROUNDS {
-            let computing = round > TF_ROUNDS;
+        let word = rt.local_atomic(flag.at(t)).or_fail()?;
+        for round in 1..=TF_ROUNDS {
             let src: Vec<u64> = (0..TF_LEN)
                 .map(|i| payload(me, right, t, round, i))
                 .collect();
             // Producer: the consumer acknowledged the previous round.
+            rt.wait_until(ack.at(t), Cmp::Ge, round - 1).or_fail()?;
+            // A get the right neighbour serves while it computes.
+            let old = rt.g(dst, right).or_fail()?;
+            let want = if round == 1 {
+                0
+            } else {
+                payload(me, right, t, round - 1, 0)
+            };
+            check_eq!(
+                old,
+                want,
+                "round {round}: element 0 read back from PE {right}"
+            );
+            rt.put_signal(dst, &src, flag.at(t), round, SignalOp::Set, right)
+                .or_fail()?;
+            // Consumer: no call into symmem until the flag is seen, so peers' operations
+            // must complete without this PE's help.
             spin_until(
-                || format!("round {}'s acknowledgement from PE {right}", round - 1),
-                || {
-                    let acked = rt.test(ack.at(t), Cmp::Ge, round - 1).or_fail()?;
-                    rt.fence().or_fail()?;
-                    Ok(acked)
-                },
+                || format!("round {round}'s flag from PE {left} (computing, not calling in)"),
+                || Ok(word.load(Ordering::Acquire) >= round),
             )?;
-            if computing {
-                // A get the right neighbour serves while it computes.
-                let old = rt.g(dst, right).or_fail()?;
-                check!(
-                    old == payload(me, right, t, round - 1, 0),
-                    "round {round}: element 0 on PE {right} read back as {old:#x}"
-                );
-            }
-            if round % 2 == 0 {
-                rt.put_signal(dst, &src, flag.at(t), round, SignalOp::Set, right)
-                    .or_fail()?;
-            } else {
-                rt.put(dst, &src, right).or_fail()?;
-                rt.fence().or_fail()?;
-                rt.p(flag.at(t), round, right).or_fail()?;
-            }
-            // Consumer.
-            if computing {
-                // No call into symmem until the flag is seen: peers' operations complete
-                // without this PE's help.
-                let word = rt.local_atomic(flag.at(t)).or_fail()?;
-                spin_until(
-                    || format!("round {round}'s flag from PE {left} (computing, not calling in)"),
-                    || Ok(word.load(Ordering::Acquire) >= round),
-                )?;
-            } else {
-                spin_until(
-                    || format!("round {round}'s flag from PE {left} (by test + fence)"),
-                    || {
-                        let arrived = rt.test(flag.at(t), Cmp::Ge, round).or_fail()?;
-                        rt.fence().or_fail()?;
-                        Ok(arrived)
-                    },
-                )?;
-            }
             rt.read_local(dst, &mut got).or_fail()?;
             check_payload(&got, left, me, t, round)?;
             rt.atomic_add(ack.at(t), 1, left).or_fail()?;

@@ -420,6 +420,9 @@ pub(crate) struct OfiTransport {
     activity: Arc<Activity>,
     stop: Arc<AtomicBool>,
     progress: Mutex<Option<JoinHandle<()>>>,
+    /// Whether peers' operations complete while no application thread calls in: a
+    /// progress thread runs, or the provider progresses on its own and takes no messages.
+    serves_while_idle: bool,
 }
 
 /// When the application's threads last called into the transport.
@@ -538,7 +541,7 @@ impl OfiTransport {
         let wait_fd = opened.attrs.wait_fd;
         // Messages are applied by whoever reads the CQ, also where the provider progresses
         // on its own: the thread reads it while the application does not.
-        let progress = (manual || opened.takes_messages)
+        let progress = (mode.thread && (manual || opened.takes_messages))
             .then(|| {
                 start_progress(
                     me,
@@ -557,6 +560,7 @@ impl OfiTransport {
             state,
             activity,
             stop,
+            serves_while_idle: progress.is_some() || !(manual || opened.takes_messages),
             progress: Mutex::new(progress),
         })
     }
@@ -777,6 +781,7 @@ fn log_endpoint(
             (false, _) => "the provider's default level",
         },
         match (attrs.manual_progress != 0, progress.polls, attrs.wait_fd >= 0) {
+            _ if !progress.thread => format!("progress from the application's threads only ({})", progress.why),
             (true, true, _) => format!("manual progress (from waiting threads, else from the transport's thread, polling: {})", progress.why),
             (true, false, true) => format!("manual progress (from waiting threads, else from the transport's thread, blocked on the provider's wait object: {})", progress.why),
             (true, false, false) => "manual progress (from waiting threads, else from the transport's thread, every 20 µs: the provider has no wait object)".to_string(),
@@ -833,6 +838,8 @@ struct ProgressMode {
     /// It polls, yielding its CPU between polls, on a completion queue without a wait
     /// object; else it blocks on the queue's wait object while idle.
     polls: bool,
+    /// Whether there is a progress thread at all (not with `manual`).
+    thread: bool,
     /// Why, for the log.
     why: String,
 }
@@ -865,6 +872,14 @@ enum Cpus {
 /// spare CPU per PE, or two per PE where they share the PEs' CPUs.
 fn choose_progress(asked: OfiProgress, cpus: Cpus, machine_pes: usize) -> ProgressMode {
     let (polls, why) = match asked {
+        OfiProgress::Manual => {
+            return ProgressMode {
+                // Nobody blocks on the completion queue: it needs no wait object.
+                polls: true,
+                thread: false,
+                why: "SYMMEM_OFI_PROGRESS=manual: no progress thread; peers' operations on this PE complete while its threads call in".to_string(),
+            };
+        }
         OfiProgress::Poll => (true, "SYMMEM_OFI_PROGRESS=poll".to_string()),
         OfiProgress::Block => (false, "SYMMEM_OFI_PROGRESS=block".to_string()),
         OfiProgress::Auto => {
@@ -889,7 +904,11 @@ fn choose_progress(asked: OfiProgress, cpus: Cpus, machine_pes: usize) -> Progre
             )
         }
     };
-    ProgressMode { polls, why }
+    ProgressMode {
+        polls,
+        thread: true,
+        why,
+    }
 }
 
 /// What names this machine among the job's PEs: its kernel's boot id (containers on one
@@ -1900,6 +1919,10 @@ impl Transport for OfiTransport {
     fn progress(&self) -> Result<()> {
         let me = self.me;
         self.with_state("progress", me, |st, _| st.poll())
+    }
+
+    fn serves_while_idle(&self) -> bool {
+        self.serves_while_idle
     }
 
     fn shutdown(&self) {
