@@ -1,5 +1,6 @@
 //! The wait loop every host wait shares, and the health check it runs once a wait is slow:
-//! dead peers (`liveness`), the bootstrap's failure reports and `SYMMEM_TIMEOUT`.
+//! dead peers (`liveness`), the bootstrap's failure reports, peers the remote transport
+//! lost and `SYMMEM_TIMEOUT`.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -104,7 +105,10 @@ impl Runtime {
             )
         } else {
             match self.bootstrap.failure() {
-                None => return Ok(()),
+                None => match self.lost_remote_peer() {
+                    Some((pe, reason)) => failed(pe, reason),
+                    None => return Ok(()),
+                },
                 Some(BootstrapError::PeerFailed { rank, reason }) => failed(rank, reason),
                 Some(other) => return Err(other.into()),
             }
@@ -113,6 +117,18 @@ impl Runtime {
             cb.failure_cause.0.store(*pe as u64 + 1, Ordering::Release);
         }
         Err(err)
+    }
+
+    /// A PE on another node that the remote transport has lost (its connection failed
+    /// without a goodbye), with the reason. Same-node peers are watched through their
+    /// processes and the bootstrap reports what it learns, but neither sees every remote
+    /// death: the MPI bootstrap reports none, and a PE's process on another node cannot
+    /// be watched. Consulted after them, so that their reports, which can name a root
+    /// cause, take precedence.
+    fn lost_remote_peer(&self) -> Option<(usize, String)> {
+        let t = self.transport.as_ref()?;
+        let (pe, why) = t.failed_peer()?;
+        Some((pe, format!("the {} transport lost it: {why}", t.name())))
     }
 
     /// Before this PE announces that it is leaving (the `finalizing` flag, set by finalize

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use symmem::{Error, Runtime};
+use symmem_bootstrap::BootstrapError;
 
 mod host_api;
 
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         "api_foreign" => host_api::foreign(check_world_size),
         "api_wait_timeout" => with_init(host_api::wait_timeout),
         "api_kill_wait" => with_init(host_api::kill_wait),
+        "api_kill_wait_blind" => with_blind_init(host_api::kill_wait),
         "api_stress" => with_init(host_api::stress),
         "api_bug_put_then_p" => with_init(host_api::bug_put_then_p),
         "api_bug_put_then_put" => with_init(host_api::bug_put_then_put),
@@ -99,6 +101,62 @@ fn with_init(f: fn(&Runtime) -> Outcome) -> Outcome {
     check_world_size(&rt)?;
     f(&rt)?;
     rt.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+/// As [`with_init`], on the bootstrap the launcher chose made [`Blind`]: the runtime must
+/// find dead peers by itself, as under the MPI bootstrap.
+fn with_blind_init(f: fn(&Runtime) -> Outcome) -> Outcome {
+    let config = symmem::Config::from_env().map_err(|e| format!("config: {e}"))?;
+    let inner = symmem_bootstrap::from_env(config.bootstrap, config.bootstrap_timeout)
+        .map_err(|e| format!("bootstrap: {e}"))?;
+    let rt =
+        symmem::init_with_bootstrap(Box::new(Blind(inner))).map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    f(&rt)?;
+    rt.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+/// A bootstrap that never reports a peer's failure (`failure()` is always `None`, as
+/// MPI's is) but otherwise is the one it wraps.
+struct Blind(Box<dyn symmem::Bootstrap>);
+
+impl symmem::Bootstrap for Blind {
+    fn rank(&self) -> usize {
+        self.0.rank()
+    }
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn kind(&self) -> symmem::BootstrapKind {
+        self.0.kind()
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.0.timeout()
+    }
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        self.0.allgather(mine)
+    }
+    fn alltoall(&self, outgoing: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        self.0.alltoall(outgoing)
+    }
+    fn barrier(&self) -> Result<(), BootstrapError> {
+        self.0.barrier()
+    }
+    fn broadcast(&self, root: usize, data: &[u8]) -> Result<Vec<u8>, BootstrapError> {
+        self.0.broadcast(root, data)
+    }
+    fn abort(&self, reason: &str) {
+        self.0.abort(reason)
+    }
+    fn failure(&self) -> Option<BootstrapError> {
+        None
+    }
+    fn launcher_node(&self) -> Option<symmem_bootstrap::LauncherNode> {
+        self.0.launcher_node()
+    }
+    fn job_key(&self) -> Option<&symmem_bootstrap::auth::JobKey> {
+        self.0.job_key()
+    }
 }
 
 /// `examples/hello` in short: a ring of puts, then `PE r of n` (the launcher tests match it).

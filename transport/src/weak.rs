@@ -620,6 +620,10 @@ impl Transport for WeakTransport {
         Ok(())
     }
 
+    fn failed_peer(&self) -> Option<(usize, String)> {
+        self.shared.inners.iter().find_map(|t| t.failed_peer())
+    }
+
     fn shutdown(&self) {
         let sh = &*self.shared;
         {
