@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         "kill" => with_init(kill),
         "init_fault" => init_fault(),
         "finalize_in_barrier" => finalize_in_barrier(),
+        "finalize_in_team_barrier" => finalize_in_team_barrier(),
         "panic_with_runtime" => panic_with_runtime(),
         "cascade_to_barrier" => cascade_to_barrier(),
         "reinit" => reinit(),
@@ -441,6 +442,35 @@ fn kill(rt: &Runtime) -> Outcome {
     Err(format!(
         "PE {me}: barriers kept succeeding after PE {victim} was killed"
     ))
+}
+
+/// PE 0 finalizes while the other PEs of a team of every PE wait for it in the team's
+/// barrier: they must fail at once, naming it, rather than wait for the bootstrap
+/// deadline (PE 0's finalize fails then, and it exits).
+fn finalize_in_team_barrier() -> Outcome {
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    let n = rt.n_pes();
+    let team = rt
+        .team_world()
+        .split_strided(0, 1, n)
+        .map_err(e2s)?
+        .ok_or("every PE is in the team")?;
+    team.barrier().map_err(e2s)?;
+    if rt.my_pe() == 0 {
+        drop(team);
+        // Its peers leave with an error, so this finalize fails too; that is expected.
+        let _ = rt.finalize();
+        return Ok(());
+    }
+    let start = Instant::now();
+    match team.barrier() {
+        Ok(()) => Err("the team's barrier completed without PE 0".into()),
+        Err(e) => {
+            println!("ERROR after {:?}: {e}", start.elapsed());
+            std::process::exit(3);
+        }
+    }
 }
 
 /// PE 0 finalizes while the others wait for it in `barrier_all`: they must fail at once,

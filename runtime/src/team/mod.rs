@@ -648,18 +648,62 @@ impl Runtime {
             let flag = area.at(self.teams.flag(team.slot, index));
             self.barrier_signal(op, flag, team.members.world(to))?;
             let word = self.word(op, flag, me)?;
-            self.wait_word(
-                op,
-                &word,
-                || {
-                    format!(
-                        "PE {} (team PE {from} of a team of {n}; round {index} of the team's barrier {epoch})",
-                        team.members.world(from)
-                    )
-                },
-                Cmp::Ge,
-                epoch,
-            )?;
+            let from_pe = team.members.world(from);
+            self.wait_team_flag(op, &word, epoch, from_pe, || {
+                format!(
+                    "PE {from_pe} (team PE {from} of a team of {n}; round {index} of the team's barrier {epoch})"
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Waits until this PE's barrier flag `word` reaches `epoch`, signalled by `from` (a
+    /// world PE). Where `from`'s control block is mapped here, also fails as soon as
+    /// `from` has entered finalize (or dropped its runtime) without signalling, as
+    /// `barrier_all` does: it is alive, in finalize's own barrier, and will never come.
+    /// (A PE on another node is not seen entering finalize: its barrier waits until it
+    /// dies or `SYMMEM_TIMEOUT`.)
+    fn wait_team_flag(
+        &self,
+        op: &'static str,
+        word: &Word<'_, u64>,
+        epoch: u64,
+        from: usize,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
+        let Some(gone) = self.heap.control(from).map(|cb| &cb.finalizing.0) else {
+            return self.wait_word(op, word, what, Cmp::Ge, epoch).map(drop);
+        };
+        let seen = std::cell::Cell::new(None);
+        let mut failed = None;
+        let (mut polls, mut left) = (0u32, false);
+        self.wait_for(
+            op,
+            || format!("{} Ge {epoch} (last seen {:?})", what(), seen.get()),
+            || match self.load_word(op, word) {
+                Ok(v) if v >= epoch => true,
+                Ok(v) => {
+                    seen.set(Some(v));
+                    // Checked every 256 polls, as in `barrier_all`, to keep the spin on
+                    // the flag's cache line. The Acquire load pairs with the Release store
+                    // of the flag in finalize, after the failure cause it may record.
+                    polls = polls.wrapping_add(1);
+                    left = polls % 256 == 0 && gone.load(Ordering::Acquire) != 0;
+                    left
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    true
+                }
+            },
+        )?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // A partner that signalled and then entered finalize did its part: look again.
+        if left && !matches!(self.load_word(op, word), Ok(v) if v >= epoch) {
+            return Err(self.partner_left_in(op, from));
         }
         Ok(())
     }
