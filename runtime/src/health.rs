@@ -114,7 +114,12 @@ impl Runtime {
             }
         };
         if let (Error::PeerFailed { pe, .. }, Some(cb)) = (&err, self.heap.control(me)) {
-            cb.failure_cause.0.store(*pe as u64 + 1, Ordering::Release);
+            // A PE that has announced it is leaving (in finalize's arrival barrier, say)
+            // keeps the cause it recorded before, if any: a peer that gave up because
+            // this PE left would otherwise be blamed by the others for this PE's exit.
+            if cb.finalizing.0.load(Ordering::Acquire) == 0 {
+                cb.failure_cause.0.store(*pe as u64 + 1, Ordering::Release);
+            }
         }
         Err(err)
     }

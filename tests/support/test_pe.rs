@@ -31,6 +31,8 @@ fn main() -> ExitCode {
         "init_fault" => init_fault(),
         "finalize_in_barrier" => finalize_in_barrier(),
         "finalize_in_team_barrier" => finalize_in_team_barrier(),
+        "late_collectives" => late_collectives(),
+        "die_before_alloc" => with_init(die_before_alloc),
         "panic_with_runtime" => panic_with_runtime(),
         "cascade_to_barrier" => cascade_to_barrier(),
         "reinit" => reinit(),
@@ -442,6 +444,53 @@ fn kill(rt: &Runtime) -> Outcome {
     Err(format!(
         "PE {me}: barriers kept succeeding after PE {victim} was killed"
     ))
+}
+
+/// How late one PE is for each of `alloc`, `free` and `finalize` in `late_collectives`:
+/// run with a shorter `SYMMEM_BOOTSTRAP_TIMEOUT` (2 s).
+const LATENESS: std::time::Duration = std::time::Duration::from_millis(2500);
+
+/// Load imbalance, not a fault: one PE reaches `alloc`, then another `free`, then the
+/// first `finalize` [`LATENESS`] after the others, longer than the bootstrap's deadline.
+/// Every call must still succeed; prints `late_collectives ok`.
+fn late_collectives() -> Outcome {
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let late = |pe: usize| {
+        if me == pe {
+            std::thread::sleep(LATENESS);
+        }
+    };
+    late(n - 1);
+    let buf = rt.calloc::<u64>(4).map_err(|e| format!("calloc: {e}"))?;
+    rt.put(buf.at(0), &[me as u64 + 1], (me + 1) % n)
+        .map_err(e2s)?;
+    late(0);
+    rt.free(buf).map_err(|e| format!("free: {e}"))?;
+    late(n - 1);
+    rt.finalize().map_err(|e| format!("finalize: {e}"))?;
+    println!("PE {me}: late_collectives ok");
+    Ok(())
+}
+
+/// The last PE kills itself (SIGKILL) a moment after the others have entered `alloc`:
+/// they print `ERROR after <duration>: <error>` and exit with code 3.
+fn die_before_alloc(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    if me == n - 1 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: raising a signal on our own process; nothing runs after it.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let start = Instant::now();
+    match rt.alloc::<u64>(1) {
+        Ok(_) => Err(format!("PE {me}: alloc succeeded without PE {}", n - 1)),
+        Err(e) => {
+            println!("ERROR after {:?}: {e}", start.elapsed());
+            std::process::exit(3);
+        }
+    }
 }
 
 /// PE 0 finalizes while the other PEs of a team of every PE wait for it in the team's
