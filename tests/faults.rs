@@ -404,6 +404,78 @@ fn a_pe_that_finalizes_instead_of_joining_a_barrier_is_named_at_once() {
 }
 
 #[test]
+fn a_pe_that_finalizes_instead_of_joining_a_team_barrier_is_named_at_once() {
+    let job = run_symrun(
+        4,
+        "finalize_in_team_barrier",
+        &[("SYMMEM_BOOTSTRAP_TIMEOUT", "30")],
+    );
+    assert_eq!(job.status.code(), Some(3), "{}\n{}", job.stdout, job.stderr);
+    let errors = job.lines_with("ERROR");
+    assert_eq!(errors.len(), 3, "{}\n{}", job.stdout, job.stderr);
+    for e in &errors {
+        // Those waiting for PE 0 name it; those waiting for one that failed on PE 0
+        // name PE 0 as the root cause too.
+        assert!(e.contains("PE 0 failed while PE"), "{e}");
+        assert!(!e.contains("timed out"), "{e}");
+    }
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("was in team_barrier") && e.contains("entered finalize")),
+        "{}",
+        job.stdout
+    );
+    // Far below the 30 s bootstrap deadline after which PE 0's finalize would give up.
+    assert!(
+        job.elapsed < Duration::from_secs(15),
+        "took {:?}",
+        job.elapsed
+    );
+}
+
+#[test]
+fn alloc_free_and_finalize_wait_for_a_late_pe_past_the_bootstrap_deadline() {
+    // One PE is 2.5 s late for each collective, with a 2 s bootstrap deadline: on one
+    // node, and on 2 nodes of 2 PEs (the arrival barrier over the socket transport).
+    for nodes in [&[][..], &common::TWO_NODES[..]] {
+        let mut env = vec![("SYMMEM_BOOTSTRAP_TIMEOUT", "2")];
+        env.extend_from_slice(nodes);
+        let job = run_symrun(4, "late_collectives", &env);
+        job.assert_success();
+        assert_eq!(
+            job.stdout.matches("late_collectives ok").count(),
+            4,
+            "{nodes:?}: {}",
+            job.stdout
+        );
+    }
+}
+
+#[test]
+fn a_pe_that_dies_instead_of_allocating_is_named_at_once() {
+    let job = run_symrun(4, "die_before_alloc", &[("SYMMEM_BOOTSTRAP_TIMEOUT", "30")]);
+    assert_eq!(
+        job.status.code(),
+        Some(137),
+        "{}\n{}",
+        job.stdout,
+        job.stderr
+    );
+    let errors = job.lines_with("ERROR");
+    assert_eq!(errors.len(), 3, "{}\n{}", job.stdout, job.stderr);
+    for e in errors {
+        assert_names_victim(e, 3, 4, "a PE killed before alloc");
+        assert!(e.contains("was in alloc"), "{e}");
+    }
+    assert!(
+        job.elapsed < Duration::from_secs(15),
+        "took {:?}",
+        job.elapsed
+    );
+}
+
+#[test]
 fn a_pe_that_panics_is_named_by_the_others_at_once() {
     let job = run_symrun(
         3,

@@ -114,7 +114,16 @@ fn wait_until_times_out_naming_symmem_timeout_4_pes() {
 /// The last PE kills itself while the others wait for values only it could write: each
 /// survivor fails naming it, in milliseconds rather than after SYMMEM_TIMEOUT=10.
 fn check_kill(n: usize) {
-    let job = run_symrun(n, "api_kill_wait", &[("SYMMEM_TIMEOUT", "10")]);
+    check_kill_job(n, "api_kill_wait", &[]);
+}
+
+/// Runs `scenario`, `api_kill_wait` on some bootstrap, on `n` PEs with `env`, and checks
+/// [`check_kill`]'s outcome.
+fn check_kill_job(n: usize, scenario: &str, env: &[(&str, &str)]) {
+    let env: Vec<(&str, &str)> = std::iter::once(("SYMMEM_TIMEOUT", "10"))
+        .chain(env.iter().copied())
+        .collect();
+    let job = run_symrun(n, scenario, &env);
     let victim = n - 1;
     assert_eq!(
         job.status.code(),
@@ -173,6 +182,18 @@ fn wait_until_names_a_killed_peer_2_pes() {
 #[test]
 fn wait_until_names_a_killed_peer_4_pes() {
     check_kill(4);
+}
+
+/// `check_kill` on 3 PEs as 2 nodes over sockets (PEs 0 and 1 on one, PE 2 on the
+/// other), on a bootstrap that never reports a failure (as MPI's does not): PEs 0 and 1
+/// cannot watch PE 2's process on the other node, so only the socket transport's lost
+/// connection tells them, and each must still name PE 2 in milliseconds rather than
+/// wait for SYMMEM_TIMEOUT. (The victim is alone on its node: a survivor there would
+/// exit on its own error, and a PE that loses two remote peers names the lower one,
+/// not necessarily the one that died first.)
+#[test]
+fn wait_until_names_a_killed_remote_peer_that_the_bootstrap_does_not_report() {
+    check_kill_job(3, "api_kill_wait_blind", &TWO_NODES);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The wait loop every host wait shares, and the health check it runs once a wait is slow:
-//! dead peers (`liveness`), the bootstrap's failure reports and `SYMMEM_TIMEOUT`.
+//! dead peers (`liveness`), the bootstrap's failure reports, peers the remote transport
+//! lost and `SYMMEM_TIMEOUT`.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -104,15 +105,35 @@ impl Runtime {
             )
         } else {
             match self.bootstrap.failure() {
-                None => return Ok(()),
+                None => match self.lost_remote_peer() {
+                    Some((pe, reason)) => failed(pe, reason),
+                    None => return Ok(()),
+                },
                 Some(BootstrapError::PeerFailed { rank, reason }) => failed(rank, reason),
                 Some(other) => return Err(other.into()),
             }
         };
         if let (Error::PeerFailed { pe, .. }, Some(cb)) = (&err, self.heap.control(me)) {
-            cb.failure_cause.0.store(*pe as u64 + 1, Ordering::Release);
+            // A PE that has announced it is leaving (in finalize's arrival barrier, say)
+            // keeps the cause it recorded before, if any: a peer that gave up because
+            // this PE left would otherwise be blamed by the others for this PE's exit.
+            if cb.finalizing.0.load(Ordering::Acquire) == 0 {
+                cb.failure_cause.0.store(*pe as u64 + 1, Ordering::Release);
+            }
         }
         Err(err)
+    }
+
+    /// A PE on another node that the remote transport has lost (its connection failed
+    /// without a goodbye), with the reason. Same-node peers are watched through their
+    /// processes and the bootstrap reports what it learns, but neither sees every remote
+    /// death: the MPI bootstrap reports none, and a PE's process on another node cannot
+    /// be watched. Consulted after them, so that their reports, which can name a root
+    /// cause, take precedence.
+    fn lost_remote_peer(&self) -> Option<(usize, String)> {
+        let t = self.transport.as_ref()?;
+        let (pe, why) = t.failed_peer()?;
+        Some((pe, format!("the {} transport lost it: {why}", t.name())))
     }
 
     /// Before this PE announces that it is leaving (the `finalizing` flag, set by finalize

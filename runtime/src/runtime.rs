@@ -293,9 +293,13 @@ impl Runtime {
             p.shutdown();
         }
         // This PE's remote puts must land before peers leave; then peers may still read
-        // or write this PE's heap until they, too, reach finalize.
+        // or write this PE's heap until they, too, reach finalize. The arrival barrier
+        // waits for PEs that are late but alive however late they are; the bootstrap's,
+        // with its deadline, then only for PEs already on their way.
         let quiet = self.transport.as_ref().map_or(Ok(()), |t| t.quiet());
-        let barrier = self.bootstrap.barrier();
+        let barrier = self
+            .arrive_all("finalize")
+            .and_then(|()| Ok(self.bootstrap.barrier()?));
         if let Some(t) = &self.transport {
             t.shutdown();
         }

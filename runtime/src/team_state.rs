@@ -61,9 +61,30 @@ pub(crate) struct SlotCounters {
 }
 
 impl TeamState {
-    /// Bytes of the team area for `max_teams` slots in a job of `n_pes` PEs.
+    /// Bytes of the team area for `max_teams` slots in a job of `n_pes` PEs: the slots,
+    /// then the arrival barrier's flags and epoch word (see [`Self::arrival_slot`]).
     pub(crate) fn area_bytes(max_teams: usize, n_pes: usize) -> usize {
-        max_teams * Self::layout(max_teams, n_pes).0 * 8
+        let (slot_words, rounds, _) = Self::layout(max_teams, n_pes);
+        (max_teams * slot_words + Self::arrival_words(rounds)) * 8
+    }
+
+    /// Words after the slots for the arrival barrier: its flags and epoch word, rounded
+    /// up to keep the area 64-byte aligned.
+    fn arrival_words(rounds: usize) -> usize {
+        (rounds + 1).div_ceil(8) * 8
+    }
+
+    /// Words of the whole team area.
+    pub(crate) fn area_words(&self) -> usize {
+        self.max_teams * self.slot_words + Self::arrival_words(self.rounds)
+    }
+
+    /// The pseudo-slot of the arrival barrier, the runtime's own barrier over every PE
+    /// that `alloc`, `free` and `finalize` pass before their bootstrap collective: only
+    /// its flags and epoch word exist ([`Self::flag`] and [`Self::epoch`] of it lie after
+    /// the last slot), it is never free, and no team exchange or collective uses it.
+    pub(crate) fn arrival_slot(&self) -> usize {
+        self.max_teams
     }
 
     /// `(slot_words, rounds, mask_words)`.

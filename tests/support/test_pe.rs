@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use symmem::{Error, Runtime};
+use symmem_bootstrap::BootstrapError;
 
 mod host_api;
 
@@ -29,6 +30,9 @@ fn main() -> ExitCode {
         "kill" => with_init(kill),
         "init_fault" => init_fault(),
         "finalize_in_barrier" => finalize_in_barrier(),
+        "finalize_in_team_barrier" => finalize_in_team_barrier(),
+        "late_collectives" => late_collectives(),
+        "die_before_alloc" => with_init(die_before_alloc),
         "panic_with_runtime" => panic_with_runtime(),
         "cascade_to_barrier" => cascade_to_barrier(),
         "reinit" => reinit(),
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         "api_foreign" => host_api::foreign(check_world_size),
         "api_wait_timeout" => with_init(host_api::wait_timeout),
         "api_kill_wait" => with_init(host_api::kill_wait),
+        "api_kill_wait_blind" => with_blind_init(host_api::kill_wait),
         "api_stress" => with_init(host_api::stress),
         "api_bug_put_then_p" => with_init(host_api::bug_put_then_p),
         "api_bug_put_then_put" => with_init(host_api::bug_put_then_put),
@@ -100,6 +105,62 @@ fn with_init(f: fn(&Runtime) -> Outcome) -> Outcome {
     check_world_size(&rt)?;
     f(&rt)?;
     rt.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+/// As [`with_init`], on the bootstrap the launcher chose made [`Blind`]: the runtime must
+/// find dead peers by itself, as under the MPI bootstrap.
+fn with_blind_init(f: fn(&Runtime) -> Outcome) -> Outcome {
+    let config = symmem::Config::from_env().map_err(|e| format!("config: {e}"))?;
+    let inner = symmem_bootstrap::from_env(config.bootstrap, config.bootstrap_timeout)
+        .map_err(|e| format!("bootstrap: {e}"))?;
+    let rt =
+        symmem::init_with_bootstrap(Box::new(Blind(inner))).map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    f(&rt)?;
+    rt.finalize().map_err(|e| format!("finalize: {e}"))
+}
+
+/// A bootstrap that never reports a peer's failure (`failure()` is always `None`, as
+/// MPI's is) but otherwise is the one it wraps.
+struct Blind(Box<dyn symmem::Bootstrap>);
+
+impl symmem::Bootstrap for Blind {
+    fn rank(&self) -> usize {
+        self.0.rank()
+    }
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn kind(&self) -> symmem::BootstrapKind {
+        self.0.kind()
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.0.timeout()
+    }
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        self.0.allgather(mine)
+    }
+    fn alltoall(&self, outgoing: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        self.0.alltoall(outgoing)
+    }
+    fn barrier(&self) -> Result<(), BootstrapError> {
+        self.0.barrier()
+    }
+    fn broadcast(&self, root: usize, data: &[u8]) -> Result<Vec<u8>, BootstrapError> {
+        self.0.broadcast(root, data)
+    }
+    fn abort(&self, reason: &str) {
+        self.0.abort(reason)
+    }
+    fn failure(&self) -> Option<BootstrapError> {
+        None
+    }
+    fn launcher_node(&self) -> Option<symmem_bootstrap::LauncherNode> {
+        self.0.launcher_node()
+    }
+    fn job_key(&self) -> Option<&symmem_bootstrap::auth::JobKey> {
+        self.0.job_key()
+    }
 }
 
 /// `examples/hello` in short: a ring of puts, then `PE r of n` (the launcher tests match it).
@@ -384,6 +445,82 @@ fn kill(rt: &Runtime) -> Outcome {
     Err(format!(
         "PE {me}: barriers kept succeeding after PE {victim} was killed"
     ))
+}
+
+/// How late one PE is for each of `alloc`, `free` and `finalize` in `late_collectives`:
+/// run with a shorter `SYMMEM_BOOTSTRAP_TIMEOUT` (2 s).
+const LATENESS: std::time::Duration = std::time::Duration::from_millis(2500);
+
+/// Load imbalance, not a fault: one PE reaches `alloc`, then another `free`, then the
+/// first `finalize` [`LATENESS`] after the others, longer than the bootstrap's deadline.
+/// Every call must still succeed; prints `late_collectives ok`.
+fn late_collectives() -> Outcome {
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let late = |pe: usize| {
+        if me == pe {
+            std::thread::sleep(LATENESS);
+        }
+    };
+    late(n - 1);
+    let buf = rt.calloc::<u64>(4).map_err(|e| format!("calloc: {e}"))?;
+    rt.put(buf.at(0), &[me as u64 + 1], (me + 1) % n)
+        .map_err(e2s)?;
+    late(0);
+    rt.free(buf).map_err(|e| format!("free: {e}"))?;
+    late(n - 1);
+    rt.finalize().map_err(|e| format!("finalize: {e}"))?;
+    println!("PE {me}: late_collectives ok");
+    Ok(())
+}
+
+/// The last PE kills itself (SIGKILL) a moment after the others have entered `alloc`:
+/// they print `ERROR after <duration>: <error>` and exit with code 3.
+fn die_before_alloc(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    if me == n - 1 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: raising a signal on our own process; nothing runs after it.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let start = Instant::now();
+    match rt.alloc::<u64>(1) {
+        Ok(_) => Err(format!("PE {me}: alloc succeeded without PE {}", n - 1)),
+        Err(e) => {
+            println!("ERROR after {:?}: {e}", start.elapsed());
+            std::process::exit(3);
+        }
+    }
+}
+
+/// PE 0 finalizes while the other PEs of a team of every PE wait for it in the team's
+/// barrier: they must fail at once, naming it, rather than wait for the bootstrap
+/// deadline (PE 0's finalize fails then, and it exits).
+fn finalize_in_team_barrier() -> Outcome {
+    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    let n = rt.n_pes();
+    let team = rt
+        .team_world()
+        .split_strided(0, 1, n)
+        .map_err(e2s)?
+        .ok_or("every PE is in the team")?;
+    team.barrier().map_err(e2s)?;
+    if rt.my_pe() == 0 {
+        drop(team);
+        // Its peers leave with an error, so this finalize fails too; that is expected.
+        let _ = rt.finalize();
+        return Ok(());
+    }
+    let start = Instant::now();
+    match team.barrier() {
+        Ok(()) => Err("the team's barrier completed without PE 0".into()),
+        Err(e) => {
+            println!("ERROR after {:?}: {e}", start.elapsed());
+            std::process::exit(3);
+        }
+    }
 }
 
 /// PE 0 finalizes while the others wait for it in `barrier_all`: they must fail at once,

@@ -67,6 +67,10 @@ impl<T: Transport> Transport for Counted<T> {
         self.inner.nbi_issued(req)
     }
 
+    fn failed_peer(&self) -> Option<(usize, String)> {
+        self.inner.failed_peer()
+    }
+
     fn shutdown(&self) {
         self.inner.shutdown()
     }

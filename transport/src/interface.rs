@@ -101,6 +101,18 @@ pub trait Transport: Send + Sync {
         let _ = req;
     }
 
+    /// A peer this transport has lost, if any: `(pe, why)` for a PE whose connection
+    /// failed (it closed without the peer's goodbye, an error on it, a malformed frame,
+    /// no answer within `SYMMEM_TIMEOUT`), so that the runtime's health check can name a
+    /// dead remote PE that nothing else reports (an MPI bootstrap does not report deaths,
+    /// and same-node process watching does not see other nodes). Never blocks: it is
+    /// polled by slow waits; a transport whose state is busy may answer `None` this time.
+    /// A peer that shut down in an orderly way (finalize) is not lost. The default, for
+    /// transports that cannot tell, is `None`.
+    fn failed_peer(&self) -> Option<(usize, String)> {
+        None
+    }
+
     /// Stops the transport's threads and closes its connections; later submits fail.
     /// Called once, before the heap is unmapped.
     fn shutdown(&self);

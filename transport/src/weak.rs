@@ -624,6 +624,10 @@ impl Transport for WeakTransport {
         self.shared.inners.iter().all(|t| t.serves_while_idle())
     }
 
+    fn failed_peer(&self) -> Option<(usize, String)> {
+        self.shared.inners.iter().find_map(|t| t.failed_peer())
+    }
+
     fn shutdown(&self) {
         let sh = &*self.shared;
         {

@@ -137,8 +137,14 @@ impl Runtime {
         quieted
     }
 
-    /// Allgathers this PE's request and checks that every PE made the same one.
+    /// Waits until every PE has arrived (as long as they are alive: see
+    /// [`Runtime::arrive_all`]), then allgathers this PE's request and checks that every
+    /// PE made the same one.
     fn verify_collective(&self, call: u64, request: &Request) -> Result<()> {
+        self.arrive_all(match request {
+            Request::Alloc { .. } => "alloc",
+            Request::Free { .. } => "free",
+        })?;
         let all: Vec<Vec<u64>> = self
             .bootstrap
             .allgather(bytemuck::cast_slice(&request.encode()))?

@@ -107,6 +107,12 @@ impl Runtime {
     /// peers that find this PE gone (it exits on this error, usually) blame it too.
     #[cold]
     fn partner_left(&self, from: usize) -> Error {
+        self.partner_left_in("barrier_all", from)
+    }
+
+    /// [`Self::partner_left`] for the barrier of operation `op` (a team's barrier, say).
+    #[cold]
+    pub(crate) fn partner_left_in(&self, op: &'static str, from: usize) -> Error {
         let me = self.my_pe();
         // The Acquire load of `from`'s finalizing flag that got us here synchronizes with
         // `from`'s Release store of it, which follows its store of the cause, so a cause
@@ -133,11 +139,6 @@ impl Runtime {
         if let Some(mine) = self.heap.control(me) {
             mine.failure_cause.0.store(pe as u64 + 1, Ordering::Release);
         }
-        Error::PeerFailed {
-            pe,
-            me,
-            op: "barrier_all",
-            reason,
-        }
+        Error::PeerFailed { pe, me, op, reason }
     }
 }

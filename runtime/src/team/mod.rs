@@ -263,7 +263,7 @@ impl Runtime {
             runtime: self.id,
             id: AREA_ID,
             offset: self.teams.offset,
-            len: self.teams.max_teams * self.teams.slot_words,
+            len: self.teams.area_words(),
             _elem: std::marker::PhantomData,
         }
     }
@@ -618,6 +618,15 @@ impl<'rt> Team<'rt> {
     }
 }
 
+/// Whether a barrier's partners may have entered finalize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Partners {
+    /// A partner in finalize will never join: fail naming it.
+    MustJoin,
+    /// The barrier is finalize's own: every partner has set its finalizing flag.
+    MayBeFinalizing,
+}
+
 /// A split under way on this PE; clears the mark when dropped.
 struct Creating<'a>(&'a TeamState);
 
@@ -631,6 +640,56 @@ impl Runtime {
     /// The dissemination barrier among `team`'s PEs, in its slot (see the module docs);
     /// `op` names the public operation in errors.
     pub(crate) fn team_sync(&self, op: &'static str, team: &Team<'_>) -> Result<()> {
+        self.dissemination(op, team, Partners::MustJoin, "the team's barrier")
+    }
+
+    /// Waits until every PE has arrived at the collective `op` (`alloc`, `free`,
+    /// `finalize`), in the arrival barrier (see [`TeamState::arrival_slot`]), before its
+    /// bootstrap collective. The bootstrap's deadline (`SYMMEM_BOOTSTRAP_TIMEOUT`) runs
+    /// from the first PE's arrival, so load imbalance alone would fail a PE that arrives
+    /// more than that later; this barrier instead waits as long as every PE is alive,
+    /// failing naming a PE that dies or (except in finalize, where every PE sets it)
+    /// enters finalize, and only under `SYMMEM_TIMEOUT` if one is set. The bootstrap
+    /// collective after it then only waits for PEs already on their way. A job that
+    /// reaches some PE neither through the mapping nor a transport has only the bootstrap
+    /// to synchronize with, and keeps its deadline.
+    pub(crate) fn arrive_all(&self, op: &'static str) -> Result<()> {
+        if !self.all_mapped && self.transport.is_none() {
+            return Ok(());
+        }
+        let arrival = Team {
+            rt: self,
+            kind: Kind::World,
+            slot: self.teams.arrival_slot(),
+            members: Members::Strided {
+                start: 0,
+                stride: 1,
+                size: self.n_pes(),
+            },
+            my_index: self.my_pe(),
+        };
+        let partners = if op == "finalize" {
+            Partners::MayBeFinalizing
+        } else {
+            Partners::MustJoin
+        };
+        let label = match op {
+            "finalize" => "the arrival barrier of finalize",
+            "free" => "the arrival barrier of free",
+            _ => "the arrival barrier of alloc",
+        };
+        self.dissemination(op, &arrival, partners, label)
+    }
+
+    /// The dissemination barrier among `team`'s PEs in its slot; `label` names it in a
+    /// timeout's message.
+    fn dissemination(
+        &self,
+        op: &'static str,
+        team: &Team<'_>,
+        partners: Partners,
+        label: &'static str,
+    ) -> Result<()> {
         let n = team.n_pes();
         if n == 1 {
             return Ok(());
@@ -648,18 +707,67 @@ impl Runtime {
             let flag = area.at(self.teams.flag(team.slot, index));
             self.barrier_signal(op, flag, team.members.world(to))?;
             let word = self.word(op, flag, me)?;
-            self.wait_word(
-                op,
-                &word,
-                || {
-                    format!(
-                        "PE {} (team PE {from} of a team of {n}; round {index} of the team's barrier {epoch})",
-                        team.members.world(from)
-                    )
-                },
-                Cmp::Ge,
-                epoch,
-            )?;
+            let from_pe = team.members.world(from);
+            let leaving = match partners {
+                Partners::MustJoin => Some(from_pe),
+                Partners::MayBeFinalizing => None,
+            };
+            self.wait_team_flag(op, &word, epoch, leaving, || {
+                format!(
+                    "PE {from_pe} (team PE {from} of a team of {n}; round {index} of {label} {epoch})"
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Waits until this PE's barrier flag `word` reaches `epoch`. With `leaving` set to
+    /// the world PE that signals it, and where that PE's control block is mapped here,
+    /// also fails as soon as it has entered finalize (or dropped its runtime) without
+    /// signalling, as `barrier_all` does: it is alive, in finalize's own barrier, and
+    /// will never come. (A PE on another node is not seen entering finalize: its barrier
+    /// waits until it dies or `SYMMEM_TIMEOUT`.)
+    fn wait_team_flag(
+        &self,
+        op: &'static str,
+        word: &Word<'_, u64>,
+        epoch: u64,
+        leaving: Option<usize>,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
+        let watched = leaving.and_then(|from| Some((from, self.heap.control(from)?)));
+        let Some((from, gone)) = watched.map(|(from, cb)| (from, &cb.finalizing.0)) else {
+            return self.wait_word(op, word, what, Cmp::Ge, epoch).map(drop);
+        };
+        let seen = std::cell::Cell::new(None);
+        let mut failed = None;
+        let (mut polls, mut left) = (0u32, false);
+        self.wait_for(
+            op,
+            || format!("{} Ge {epoch} (last seen {:?})", what(), seen.get()),
+            || match self.load_word(op, word) {
+                Ok(v) if v >= epoch => true,
+                Ok(v) => {
+                    seen.set(Some(v));
+                    // Checked every 256 polls, as in `barrier_all`, to keep the spin on
+                    // the flag's cache line. The Acquire load pairs with the Release store
+                    // of the flag in finalize, after the failure cause it may record.
+                    polls = polls.wrapping_add(1);
+                    left = polls % 256 == 0 && gone.load(Ordering::Acquire) != 0;
+                    left
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    true
+                }
+            },
+        )?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // A partner that signalled and then entered finalize did its part: look again.
+        if left && !matches!(self.load_word(op, word), Ok(v) if v >= epoch) {
+            return Err(self.partner_left_in(op, from));
         }
         Ok(())
     }
@@ -798,6 +906,17 @@ mod tests {
                 ts.fingerprint(0, 2, 0) <= ts.flag(1, 0),
                 "fingerprints within slot 0"
             );
+            let arrival = ts.arrival_slot();
+            assert_eq!(ts.flag(arrival, 0), DEFAULT_MAX_TEAMS * words);
+            assert!(
+                ts.epoch(arrival) < ts.area_words(),
+                "arrival barrier in the area"
+            );
+            assert_eq!(
+                ts.area_words() * 8,
+                TeamState::area_bytes(DEFAULT_MAX_TEAMS, n)
+            );
+            assert_eq!(ts.area_words() % 8, 0);
         }
         let ts = TeamState::new(0, 70, 4);
         assert_eq!(ts.mask_words, 2);

@@ -11,7 +11,7 @@
 use std::fmt::Debug;
 
 use symmem::collectives::{And, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
-use symmem::{Runtime, SymBuf, Team};
+use symmem::{Cmp, Runtime, SymBuf, Team};
 
 use super::{check, check_eq, expect_err, finish, key, OrFail, Outcome};
 
@@ -645,13 +645,24 @@ fn collective_timeout_inner(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
     check!(n >= 2, "needs 2 PEs");
     let buf = rt.calloc::<u64>(1).or_fail()?;
+    let timed_out = rt.calloc::<u64>(1).or_fail()?;
     if me == n - 1 {
-        return Ok(());
+        // Stays out of finalize until the others have timed out: a PE that enters
+        // finalize instead is named by same-node partners at once, not timed out.
+        // (This wait, too, times out after SYMMEM_TIMEOUT: it waits again then.)
+        loop {
+            match rt.wait_until(timed_out.at(0), Cmp::Eq, (n - 1) as u64) {
+                Ok(_) => return Ok(()),
+                Err(symmem::Error::Timeout { .. }) => continue,
+                Err(e) => return Err(format!("PE {me}: {e}")),
+            }
+        }
     }
     let r = rt.team_world().broadcast(&buf, &buf, 1, 0);
     if let Err(e) = &r {
         println!("ERROR: PE {me}: {e}");
     }
+    rt.atomic_inc(timed_out.at(0), n - 1).or_fail()?;
     expect_err(
         r,
         "Timeout",

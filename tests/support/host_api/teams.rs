@@ -2,7 +2,7 @@
 //! PE translation, team barriers with their writes checked, destroy and slot reuse, the
 //! error cases and the team limit.
 
-use symmem::{Runtime, SymBuf, Team};
+use symmem::{Cmp, Runtime, SymBuf, Team};
 
 use super::{check, check_eq, expect_err, finish, key, OrFail, Outcome};
 
@@ -446,20 +446,31 @@ pub fn team_timeout(rt: &Runtime) -> Outcome {
 fn team_timeout_inner(rt: &Runtime) -> Outcome {
     let (me, n) = (rt.my_pe(), rt.n_pes());
     check!(n >= 2, "needs 2 PEs");
+    let timed_out = rt.calloc::<u64>(1).or_fail()?;
     if me == n - 1 {
-        return Ok(());
+        // Stays out of finalize until the others have timed out: a PE that enters
+        // finalize instead is named by same-node partners at once, not timed out.
+        // (This wait, too, times out after SYMMEM_TIMEOUT: it waits again then.)
+        loop {
+            match rt.wait_until(timed_out.at(0), Cmp::Eq, (n - 1) as u64) {
+                Ok(_) => return Ok(()),
+                Err(symmem::Error::Timeout { .. }) => continue,
+                Err(e) => return Err(format!("PE {me}: {e}")),
+            }
+        }
     }
     let r = rt.team_world().split_strided(0, 1, n);
     if let Err(e) = &r {
         println!("ERROR: PE {me}: {e}");
     }
+    rt.atomic_inc(timed_out.at(0), n - 1).or_fail()?;
     expect_err(
         r,
         "Timeout",
         &[
             s2("SYMMEM_TIMEOUT"),
             s2("team_split_strided on PE"),
-            s2("the team's barrier 1)"),
+            s2("of the team's barrier "),
         ],
     )
 }

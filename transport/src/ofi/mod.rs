@@ -1925,6 +1925,15 @@ impl Transport for OfiTransport {
         self.serves_while_idle
     }
 
+    fn failed_peer(&self) -> Option<(usize, String)> {
+        // Never waits for the lock (the progress thread may hold it): a busy state is
+        // asked again at the next slow round of the caller's wait. Only a failure whose
+        // target the provider named is a lost peer.
+        let g = self.state.try_lock().ok()?;
+        let st = g.as_ref()?;
+        Some((st.failed_pe?, st.failure.clone()?))
+    }
+
     fn shutdown(&self) {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self

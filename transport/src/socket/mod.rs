@@ -702,6 +702,15 @@ impl Transport for SocketTransport {
         Ok(())
     }
 
+    fn failed_peer(&self) -> Option<(usize, String)> {
+        // A connection closed after the peer's goodbye (or by this PE's shutdown, which
+        // marks it so too) is an orderly end, not a lost peer.
+        self.shared.conns.iter().flatten().find_map(|c| {
+            let why = c.failed()?;
+            (!c.said_goodbye.load(Ordering::Acquire)).then(|| (c.pe, why.to_string()))
+        })
+    }
+
     fn serve_device_heap(
         &self,
         make: &dyn Fn() -> Result<Arc<dyn DeviceHeap>, GpuHeapError>,
