@@ -65,6 +65,8 @@ macro_rules! on_2_and_4 {
 // barrier_all and sync_all.
 // read_local, local_atomic, local_slice, local_slice_mut.
 // Error cases.
+// alloc_aligned up to MAX_ALIGN: every PE's address aligned, own and mapped; above it an
+// error on every PE.
 // Handles from before a finalize.
 // Random puts and atomics to random peers.
 on_2_and_4!(
@@ -78,6 +80,7 @@ on_2_and_4!(
     barrier_sync,
     local_views,
     errors,
+    align,
     foreign,
     stress,
 );

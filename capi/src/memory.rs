@@ -63,7 +63,9 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     allocate("shmem_calloc", bytes, |s| s.rt.calloc::<u8>(bytes))
 }
 
-/// `shmem_align` (§9.3.1): `size` bytes aligned to `alignment` (a power of two), or NULL.
+/// `shmem_align` (§9.3.1): `size` bytes aligned to `alignment` (a power of two up to
+/// 16 MiB, `symmem::MAX_ALIGN`; the address, on every PE), or NULL (also on every PE for a
+/// larger alignment).
 #[no_mangle]
 pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
     allocate("shmem_align", size, |s| {

@@ -146,6 +146,7 @@ macro_rules! c_programs {
 
 c_programs!(
     setup,
+    align,
     rma,
     amo,
     sync,

@@ -40,6 +40,7 @@ mod wait_report;
 pub use config::{Config, CopyBound, DeviceChoice, MemoryOrdering, DEFAULT_MAX_TEAMS};
 pub use counters::{Counters, OpCounts};
 pub use error::{Error, Result};
+pub use heap::MAX_ALIGN;
 #[cfg(feature = "mpi")]
 pub use init::init_with_mpi_comm;
 pub use init::{init, init_with_bootstrap, init_with_unique_id, unique_id};

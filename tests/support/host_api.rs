@@ -9,6 +9,7 @@
 //! `PE <me>: <scenario> ok`.
 
 // The scenarios, a file per group; test_pe.rs runs them by name.
+mod align;
 mod atomics;
 mod collectives;
 mod errors;
@@ -27,6 +28,7 @@ mod teams;
 mod waits;
 mod weak;
 
+pub use align::align;
 pub use atomics::atomics;
 pub use collectives::{collective_errors, collective_mismatch, collective_timeout, collectives};
 pub use errors::errors;

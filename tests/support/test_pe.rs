@@ -54,6 +54,7 @@ fn main() -> ExitCode {
         "api_barrier_sync" => with_init(host_api::barrier_sync),
         "api_local_views" => with_init(host_api::local_views),
         "api_errors" => with_init(host_api::errors),
+        "api_align" => with_init(host_api::align),
         "api_foreign" => host_api::foreign(check_world_size),
         "api_wait_timeout" => with_init(host_api::wait_timeout),
         "api_kill_wait" => with_init(host_api::kill_wait),

@@ -10,12 +10,20 @@
 //! Where the driver offers no VMM POSIX-fd handles, the heap is one `cuMemAlloc` shared
 //! with the legacy `cuIpcGetMemHandle` (logged), whose 64-byte handle travels in the
 //! description instead of fds.
+//!
+//! Every own heap starts at a multiple of [`MAX_ALIGN`], so that aligned allocations have
+//! aligned addresses: a VMM range is reserved that much larger and its chunks are mapped
+//! from the first multiple of it inside, as are peers' chunks here; a legacy IPC heap
+//! starts at the first multiple of it inside a `cuMemAlloc` that much larger, and peers
+//! add the same offset (sent in the description) to where `cuIpcOpenMemHandle` mapped it,
+//! which the driver chooses: there a peer's device pointer is only as aligned as that.
 
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
 
+use super::MAX_ALIGN;
 use crate::cuda::{check, Gpu};
 use crate::error::{Error, Result};
 
@@ -95,8 +103,18 @@ pub fn checked_total(
 pub enum Description {
     /// VMM chunks of these lengths, one fd each, in order.
     Vmm(Vec<usize>),
-    /// One legacy IPC allocation.
-    Ipc([u8; 64]),
+    /// One legacy IPC allocation: its handle, and how far into the allocation the heap
+    /// starts (less than [`MAX_ALIGN`]).
+    Ipc([u8; 64], u64),
+}
+
+/// Encodes a legacy IPC heap's description: tag, handle, the heap's offset into the
+/// allocation.
+pub fn encode_ipc(handle: &[u8; 64], offset: u64) -> Vec<u8> {
+    let mut v = vec![TAG_IPC];
+    v.extend_from_slice(handle);
+    v.extend_from_slice(&offset.to_le_bytes());
+    v
 }
 
 /// Decodes a description; `peer` names the sender in errors.
@@ -118,7 +136,18 @@ pub fn decode(bytes: &[u8], peer: usize) -> Result<Description> {
                     .collect(),
             ))
         }
-        Some(&TAG_IPC) if bytes.len() == 65 => Ok(Description::Ipc(bytes[1..].try_into().unwrap())),
+        Some(&TAG_IPC) if bytes.len() == 73 => {
+            let offset = u64::from_le_bytes(bytes[65..].try_into().unwrap());
+            if offset >= MAX_ALIGN as u64 {
+                return Err(Error::Inconsistent {
+                    what: "GPU heap description",
+                    detail: format!(
+                        "PE {peer} announced its heap {offset} bytes into its allocation; expected less than {MAX_ALIGN}"
+                    ),
+                });
+            }
+            Ok(Description::Ipc(bytes[1..65].try_into().unwrap(), offset))
+        }
         _ => Err(bad()),
     }
 }
@@ -148,25 +177,32 @@ fn access(gpu: &Gpu) -> sys::CUmemAccessDesc {
 #[derive(Debug)]
 enum Range {
     Vmm {
+        /// The reserved range: the chunks' length and [`MAX_ALIGN`] more, `span` bytes.
+        reserved: u64,
+        span: usize,
+        /// Where the chunks are mapped: the first multiple of [`MAX_ALIGN`] in it.
         va: u64,
-        len: usize,
         handles: Vec<(sys::CUmemGenericAllocationHandle, usize)>,
     },
-    /// Own `cuMemAlloc`.
-    Allocated { va: u64 },
-    /// A peer's allocation opened with `cuIpcOpenMemHandle`.
-    Opened { va: u64 },
+    /// Own `cuMemAlloc`; the heap starts `offset` bytes into it.
+    Allocated { va: u64, offset: u64 },
+    /// A peer's allocation opened with `cuIpcOpenMemHandle`; its heap starts `offset`
+    /// bytes into it.
+    Opened { va: u64, offset: u64 },
 }
 
 impl Range {
-    fn va(&self) -> u64 {
+    /// The heap's first byte.
+    fn base(&self) -> u64 {
         match self {
-            Range::Vmm { va, .. } | Range::Allocated { va } | Range::Opened { va } => *va,
+            Range::Vmm { va, .. } => *va,
+            Range::Allocated { va, offset } | Range::Opened { va, offset } => va + offset,
         }
     }
 
-    /// Maps `chunks` (handle, length) back to back into a fresh range of `len` bytes and
-    /// grants `gpu` read-write access. Takes ownership of the handles (released on drop).
+    /// Maps `chunks` (handle, length) back to back into a fresh range of `len` bytes,
+    /// starting at a multiple of [`MAX_ALIGN`], and grants `gpu` read-write access. Takes
+    /// ownership of the handles (released on drop).
     fn map(
         gpu: &Gpu,
         len: usize,
@@ -175,21 +211,31 @@ impl Range {
         what: &str,
     ) -> Result<Self> {
         let pe = gpu.pe;
-        let mut va = 0;
-        // SAFETY: reserves address space only; `va` is a valid out-parameter.
-        let rc = unsafe { sys::cuMemAddressReserve(&mut va, len, granularity, 0, 0) };
+        let mut reserved = 0;
+        // MAX_ALIGN more than needed (rounded to the granularity, which reservations need),
+        // so that a multiple of it lies inside even where the driver does not honour the
+        // alignment asked.
+        let span = len + MAX_ALIGN.next_multiple_of(granularity);
+        let align = granularity.max(MAX_ALIGN);
+        // SAFETY: reserves address space only; `reserved` is a valid out-parameter.
+        let rc = unsafe { sys::cuMemAddressReserve(&mut reserved, span, align, 0, 0) };
         let mut range = Range::Vmm {
+            reserved: 0,
+            span,
             va: 0,
-            len,
             handles: chunks,
         };
         check(
             rc,
-            || format!("cuMemAddressReserve({len} bytes for {what})"),
+            || format!("cuMemAddressReserve({span} bytes, aligned to {align}, for {what})"),
             pe,
         )?;
-        if let Range::Vmm { va: v, .. } = &mut range {
-            *v = va;
+        let va = reserved.next_multiple_of(MAX_ALIGN as u64);
+        if let Range::Vmm {
+            reserved: r, va: v, ..
+        } = &mut range
+        {
+            (*r, *v) = (reserved, va);
         }
         let Range::Vmm { handles, .. } = &range else {
             unreachable!()
@@ -220,15 +266,20 @@ impl Drop for Range {
         // Heaps are released at finalize, when no later call could report a failure: it is
         // logged, and the memory goes away with the context in any case.
         match self {
-            Range::Vmm { va, len, handles } => {
-                if *va != 0 {
+            Range::Vmm {
+                reserved,
+                span,
+                va,
+                handles,
+            } => {
+                if *reserved != 0 {
                     let mapped: usize = handles.iter().map(|h| h.1).sum();
                     // SAFETY: unmaps the range `map` mapped; after a failed `map` part of it
                     // may be unmapped already, and the error is ignored.
                     log_release(unsafe { sys::cuMemUnmap(*va, mapped) }, "cuMemUnmap");
-                    // SAFETY: the range was reserved by `map` with this length.
+                    // SAFETY: the range was reserved by `map` with this base and length.
                     log_release(
-                        unsafe { sys::cuMemAddressFree(*va, *len) },
+                        unsafe { sys::cuMemAddressFree(*reserved, *span) },
                         "cuMemAddressFree",
                     );
                 }
@@ -238,11 +289,11 @@ impl Drop for Range {
                     log_release(unsafe { sys::cuMemRelease(h) }, "cuMemRelease");
                 }
             }
-            Range::Allocated { va } => {
+            Range::Allocated { va, .. } => {
                 // SAFETY: allocated by cuMemAlloc, freed once.
                 log_release(unsafe { sys::cuMemFree_v2(*va) }, "cuMemFree");
             }
-            Range::Opened { va } => {
+            Range::Opened { va, .. } => {
                 // SAFETY: opened by cuIpcOpenMemHandle, closed once.
                 log_release(
                     unsafe { sys::cuIpcCloseMemHandle(*va) },
@@ -309,7 +360,7 @@ impl CudaHeap {
             Self::create_ipc(gpu, len)?
         };
         // SAFETY: the own range is mapped for at least `len` bytes.
-        unsafe { gpu.zero("zeroing the new symmetric heap", heap.own.va(), len)? };
+        unsafe { gpu.zero("zeroing the new symmetric heap", heap.own.base(), len)? };
         Ok(heap)
     }
 
@@ -388,13 +439,18 @@ impl CudaHeap {
     fn create_ipc(gpu: &Arc<Gpu>, len: usize) -> Result<Self> {
         let pe = gpu.pe;
         let mut va = 0;
+        // MAX_ALIGN more, so that the heap can start at a multiple of it.
+        let span = len + MAX_ALIGN;
         // SAFETY: valid out-parameter; the context is current.
         check(
-            unsafe { sys::cuMemAlloc_v2(&mut va, len) },
-            || format!("cuMemAlloc({len} bytes, the symmetric heap)"),
+            unsafe { sys::cuMemAlloc_v2(&mut va, span) },
+            || {
+                format!("cuMemAlloc({span} bytes, the symmetric heap and {MAX_ALIGN} bytes to align it)")
+            },
             pe,
         )?;
-        let own = Range::Allocated { va };
+        let offset = va.next_multiple_of(MAX_ALIGN as u64) - va;
+        let own = Range::Allocated { va, offset };
         // SAFETY: all-zero is a valid handle buffer.
         let mut handle: sys::CUipcMemHandle = unsafe { std::mem::zeroed() };
         // SAFETY: `va` is the base of a cuMemAlloc allocation.
@@ -403,8 +459,8 @@ impl CudaHeap {
             || "cuIpcGetMemHandle(the symmetric heap)".into(),
             pe,
         )?;
-        let mut description = vec![TAG_IPC];
-        description.extend(handle.reserved.iter().map(|&c| c as u8));
+        let bytes: [u8; 64] = std::array::from_fn(|i| handle.reserved[i] as u8);
+        let description = encode_ipc(&bytes, offset);
         Ok(CudaHeap {
             gpu: gpu.clone(),
             own,
@@ -422,7 +478,7 @@ impl CudaHeap {
 
     /// Device address of this PE's heap.
     pub fn base(&self) -> u64 {
-        self.own.va()
+        self.own.base()
     }
 
     /// What peers need besides the fds.
@@ -491,7 +547,7 @@ impl CudaHeap {
                     &format!("PE {peer}'s GPU heap"),
                 )?
             }
-            Description::Ipc(bytes) => {
+            Description::Ipc(bytes, offset) => {
                 // SAFETY: all-zero is a valid handle buffer; filled from the peer's bytes.
                 let mut handle: sys::CUipcMemHandle = unsafe { std::mem::zeroed() };
                 for (d, s) in handle.reserved.iter_mut().zip(bytes) {
@@ -505,10 +561,10 @@ impl CudaHeap {
                     || format!("cuIpcOpenMemHandle(PE {peer}'s heap)"),
                     pe,
                 )?;
-                Range::Opened { va }
+                Range::Opened { va, offset }
             }
         };
-        let va = range.va();
+        let va = range.base();
         self.peers.push(range);
         Ok(va)
     }
@@ -580,12 +636,18 @@ mod tests {
             decode(&d, 1).unwrap(),
             Description::Vmm(vec![1 << 30, 2 << 20])
         );
-        let mut ipc = vec![TAG_IPC];
-        ipc.extend(0..64u8);
-        let Description::Ipc(h) = decode(&ipc, 1).unwrap() else {
-            panic!()
-        };
-        assert_eq!(h[63], 63);
+        let handle: [u8; 64] = std::array::from_fn(|i| i as u8);
+        let ipc = encode_ipc(&handle, 3 << 20);
+        assert_eq!(decode(&ipc, 1).unwrap(), Description::Ipc(handle, 3 << 20));
+        // A heap offset of MAX_ALIGN or more into the allocation is refused.
+        let err = decode(&encode_ipc(&handle, MAX_ALIGN as u64), 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("PE 2") && err.contains(&MAX_ALIGN.to_string()),
+            "{err}"
+        );
+        assert!(decode(&ipc[..65], 1).is_err());
         let err = decode(&d[..d.len() - 1], 3).unwrap_err().to_string();
         assert!(err.contains("PE 3 sent"), "{err}");
         assert!(decode(&[], 0).is_err());

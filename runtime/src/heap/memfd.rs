@@ -11,6 +11,7 @@ use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 
+use super::MAX_ALIGN;
 use crate::error::{Error, Result};
 
 /// The seals every exported memfd carries: its size can no longer change, nor can its
@@ -110,7 +111,7 @@ pub fn check_import(fd: BorrowedFd<'_>, peer: usize, len: usize, what: &str) -> 
 
 /// Heaps are mapped at a multiple of this plus their PE's colour ([`HEAP_COLOUR_STEP`] ×
 /// (PE mod [`HEAP_COLOURS`])), so that the same offset in two same-node PEs' heaps differs
-/// in address bits 21–27.
+/// in address bits 24–27.
 ///
 /// Why: AMD Zen cores pick the L1 data cache way by a "microtag", a hash of linear-address
 /// bits 12–27. Two lines whose addresses agree in those bits cannot both stay in L1 (each
@@ -121,15 +122,26 @@ pub fn check_import(fd: BorrowedFd<'_>, peer: usize, len: usize, what: &str) -> 
 /// a flag ping-pong of two forked processes with no symmem in it took 0.065 µs with its two
 /// flags 256 MiB, 512 MiB or 1 GiB apart and 0.047 µs with them 4 KiB or 128 MiB apart, in
 /// one series; symmem's put_signal ping-pong went from 0.064–0.069 to 0.052 µs with
-/// coloured heaps (the C flag ping-pong, flags on one mapping: 0.045–0.051). Bits 21–27
-/// each enter a different bit of the hash, so up to [`HEAP_COLOURS`] PEs per node get
-/// pairwise different microtags, and 2 MiB steps keep heaps 2 MiB aligned. On other CPUs
+/// coloured heaps (the C flag ping-pong, flags on one mapping: 0.045–0.051). On other CPUs
 /// this costs nothing but address space.
+///
+/// The colours first were 2 MiB apart (bits 21–27, 128 colours), which left a heap only
+/// 2 MiB aligned, so `shmem_align(4 MiB)` returned an address aligned to 2 MiB on some
+/// PEs: an allocation's offset is the same on every PE, so its address can only be aligned
+/// as far as every heap's base is. The step is now [`MAX_ALIGN`], the largest alignment
+/// allocations accept: bits 24–27 each enter a different bit of the hash as bits 21–23
+/// did (that series, in docs/src/performance.md, found flags 2 MiB and 128 MiB apart,
+/// bits 21 and 27, equally fast; 16 MiB steps were not timed on their own, the VM being
+/// loaded that day), so up to [`HEAP_COLOURS`] (16) PEs per node still get pairwise
+/// different microtags, and every heap is [`MAX_ALIGN`]-aligned.
 pub const HEAP_COLOUR_ALIGN: usize = 1 << 28;
-/// The distance between two neighbouring heap colours: 2 MiB.
-pub const HEAP_COLOUR_STEP: usize = 1 << 21;
+/// The distance between two neighbouring heap colours: [`MAX_ALIGN`] (16 MiB), so that
+/// every coloured heap is aligned to the largest alignment an allocation may ask for.
+pub const HEAP_COLOUR_STEP: usize = MAX_ALIGN;
 /// How many distinct colours heaps get.
 pub const HEAP_COLOURS: usize = HEAP_COLOUR_ALIGN / HEAP_COLOUR_STEP;
+
+const _: () = assert!(HEAP_COLOURS >= 2 && HEAP_COLOUR_STEP.is_multiple_of(MAX_ALIGN));
 
 /// The size of a page.
 fn page_size() -> usize {
@@ -158,9 +170,9 @@ impl Mapping {
         unsafe { Self::map_at(fd, len, what, None) }
     }
 
-    /// Maps `len` bytes of `fd` like [`map`](Self::map), at an address whose bits 21–27 are
-    /// `colour` (modulo [`HEAP_COLOURS`]): see [`HEAP_COLOUR_ALIGN`]. The unused rest of the
-    /// reservation is given back at once.
+    /// Maps `len` bytes of `fd` like [`map`](Self::map), at a multiple of [`MAX_ALIGN`]
+    /// whose bits 24–27 are `colour` (modulo [`HEAP_COLOURS`]): see [`HEAP_COLOUR_ALIGN`].
+    /// The unused rest of the reservation is given back at once.
     pub fn map_coloured(fd: BorrowedFd<'_>, len: usize, what: &str, colour: usize) -> Result<Self> {
         let offset = (colour % HEAP_COLOURS) * HEAP_COLOUR_STEP;
         let span = len.next_multiple_of(page_size()) + HEAP_COLOUR_ALIGN + offset;
@@ -349,7 +361,8 @@ mod tests {
     }
 
     /// Each PE's heap lands at its own colour: the same offset in two PEs' heaps differs in
-    /// address bits 21–27, and the mapping still shows the memfd's contents.
+    /// address bits 24–27, every heap (own, a peer's, the peer's mapping of it) starts at
+    /// a multiple of [`MAX_ALIGN`], and the mapping still shows the memfd's contents.
     #[test]
     fn heaps_are_mapped_at_their_pe_colour() {
         let len = 3 * HEAP_COLOUR_STEP + 4096;
@@ -357,7 +370,9 @@ mod tests {
         let peer = MemfdHeap::create(HEAP_COLOURS + 5, len).unwrap();
         let base = heap.import(HEAP_COLOURS + 5, peer.fd(), len).unwrap();
         let colour = |addr: u64| (addr as usize % HEAP_COLOUR_ALIGN) / HEAP_COLOUR_STEP;
-        assert_eq!(heap.base() as usize % HEAP_COLOUR_STEP, 0);
+        for b in [heap.base(), peer.base(), base] {
+            assert_eq!(b as usize % MAX_ALIGN, 0, "heap at {b:#x}");
+        }
         assert_eq!(colour(heap.base()), 2);
         assert_eq!(colour(peer.base()), 5);
         assert_eq!(colour(base), 5);

@@ -30,6 +30,28 @@ use memfd::{create_memfd, Mapping};
 /// Bytes at the start of every data heap reserved for the runtime.
 pub const RESERVED: usize = 64 * 1024;
 
+/// The largest alignment an allocation can ask for (`alloc_aligned`, `shmem_align`,
+/// `nvshmem_align`): 16 MiB. Every data heap starts at a multiple of it, so that an
+/// allocation's offset, the same on every PE, is aligned exactly when its address is: on
+/// every PE, in its own heap and in every same-node peer's mapping. Memfd heaps are mapped
+/// at a multiple of it plus their colour (`heap/memfd.rs`), VMM heaps reserve their range
+/// aligned to it, and a legacy-IPC GPU heap starts at the first multiple of it inside an
+/// allocation that much larger (`heap/cuda.rs`; there only the own address is
+/// guaranteed, a peer's mapping is placed by the driver).
+///
+/// Why not more: an address can only be aligned as far as its heap's base is, so a larger
+/// limit would take base address bits from the per-PE heap colours (bits 24–27, see
+/// `HEAP_COLOUR_ALIGN` in `heap/memfd.rs`), which keep the same word of two same-node
+/// heaps out of one AMD L1 microtag: each doubling halves the distinct colours, and
+/// 256 MiB would leave none. 16 MiB covers page sizes, 2 MiB huge pages and what Sandia
+/// OpenSHMEM's `shmemalign` test asks (8 B … 8 MiB, the address checked on every PE),
+/// with one doubling to spare and 16 colours left; 1 GiB huge-page alignment is not
+/// offered. A larger alignment fails on every PE with
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming this limit.
+pub const MAX_ALIGN: usize = 16 << 20;
+
+const _: () = assert!(MAX_ALIGN.is_power_of_two() && RESERVED <= MAX_ALIGN);
+
 /// Most rounds a dissemination barrier needs: ceil(log2(n_pes)) for up to 2^32 PEs.
 pub const MAX_BARRIER_ROUNDS: usize = 32;
 

@@ -8,6 +8,7 @@ use std::marker::PhantomData;
 use crate::alike::{self, Described, Pes};
 use crate::allocator::AllocState;
 use crate::error::{Error, Result};
+use crate::heap::MAX_ALIGN;
 use crate::route::Route;
 use crate::runtime::Runtime;
 use crate::sym::SymBuf;
@@ -30,20 +31,21 @@ impl Runtime {
     }
 
     /// Collectively allocates `len` elements of `T` aligned to `align` bytes, a power of
-    /// two (`nvshmem_align`).
+    /// two up to [`MAX_ALIGN`] (`nvshmem_align`).
+    ///
+    /// The block's *address* is a multiple of `align` on every PE, in this PE's heap and in
+    /// every same-node peer's mapping ([`Runtime::ptr`]): the offset is the same on every PE
+    /// and every heap starts at a multiple of [`MAX_ALIGN`]. A larger alignment, or one
+    /// that is not a power of two, is an [`Error::InvalidArgument`] naming it (and the
+    /// limit) on every PE: the arguments are compared across PEs first, so PEs that
+    /// disagree all get an [`Error::AllocMismatch`] instead, and none is left waiting.
     pub fn alloc_aligned<T: bytemuck::Pod>(&self, len: usize, align: usize) -> Result<SymBuf<T>> {
-        if !align.is_power_of_two() {
-            return Err(Error::InvalidArgument {
-                op: "alloc_aligned",
-                reason: format!("alignment {align} is not a power of two"),
-            });
-        }
-        self.alloc_impl(
-            "alloc_aligned",
-            len,
-            align.max(std::mem::align_of::<T>()),
-            false,
-        )
+        let align = if align.is_power_of_two() {
+            align.max(std::mem::align_of::<T>())
+        } else {
+            align
+        };
+        self.alloc_impl("alloc_aligned", len, align, false)
     }
 
     fn alloc_impl<T>(
@@ -67,6 +69,8 @@ impl Runtime {
         // Every collective call takes a number, failed or not, the same on every PE.
         state.calls += 1;
         self.verify_collective(call, &Request::Alloc { bytes, align, zero })?;
+        // After the comparison: every PE asked for this alignment, so every PE refuses it.
+        check_align(op, align)?;
         let offset = state
             .allocator
             .alloc(bytes, align)
@@ -162,6 +166,27 @@ impl Runtime {
     }
 }
 
+/// Fails unless `align` is a power of two no larger than [`MAX_ALIGN`], the alignment of
+/// every heap's base, beyond which an aligned offset would not be an aligned address.
+fn check_align(op: &'static str, align: usize) -> Result<()> {
+    if !align.is_power_of_two() {
+        return Err(Error::InvalidArgument {
+            op,
+            reason: format!("alignment {align} is not a power of two"),
+        });
+    }
+    if align > MAX_ALIGN {
+        return Err(Error::InvalidArgument {
+            op,
+            reason: format!(
+                "alignment {align} is larger than the largest supported alignment, {MAX_ALIGN} bytes ({} MiB, symmem::MAX_ALIGN): every heap starts at a multiple of that, so no larger alignment can hold on every PE",
+                MAX_ALIGN >> 20
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// A collective allocation call, as compared across PEs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Request {
@@ -196,6 +221,38 @@ impl Described for Request {
             [3, a, b] => format!("free(allocation #{a} at offset {b:#x})"),
             [t, _, _] => format!("an unknown request (tag {t})"),
             _ => format!("an unknown request ({} words)", words.len()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every power of two up to MAX_ALIGN passes; above it, and for a non-power of two,
+    /// the error names the operation, the alignment and (above it) the limit.
+    #[test]
+    fn alignments_above_the_heap_alignment_are_refused_naming_the_limit() {
+        for shift in 0..=MAX_ALIGN.trailing_zeros() {
+            check_align("alloc_aligned", 1 << shift).unwrap();
+        }
+        for too_big in [MAX_ALIGN * 2, 1 << 30, 1 << 63] {
+            let err = check_align("alloc_aligned", too_big).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+            let msg = err.to_string();
+            assert!(
+                msg.starts_with("alloc_aligned: ")
+                    && msg.contains(&format!("alignment {too_big} "))
+                    && msg.contains(&format!("{MAX_ALIGN} bytes (16 MiB, symmem::MAX_ALIGN)")),
+                "{msg}"
+            );
+        }
+        for odd in [0, 3, 3 << 20] {
+            let msg = check_align("shmem_align", odd).unwrap_err().to_string();
+            assert_eq!(
+                msg,
+                format!("shmem_align: alignment {odd} is not a power of two")
+            );
         }
     }
 }
