@@ -52,6 +52,9 @@ const AT_ADDS: u64 = 60;
 const SF_ROUNDS: u64 = 6;
 const SF_LEN: usize = 64 << 10;
 
+/// A litmus shape, given the threads per PE.
+type Shape = fn(&Runtime, usize) -> Outcome;
+
 /// Runs every litmus shape.
 pub fn litmus(rt: &Runtime) -> Outcome {
     finish(rt, "litmus", litmus_inner(rt))
@@ -59,7 +62,7 @@ pub fn litmus(rt: &Runtime) -> Outcome {
 
 fn litmus_inner(rt: &Runtime) -> Outcome {
     let threads = threads()?;
-    let shapes: [(&str, fn(&Runtime, usize) -> Outcome); 6] = [
+    let shapes: [(&str, Shape); 6] = [
         ("mp", mp),
         ("quiet_third", quiet_third),
         ("test_fence", test_fence),
@@ -152,7 +155,7 @@ fn spin_until(
             return Err(format!("waited {DEADLINE:?} for {}", what()));
         }
         spins = spins.wrapping_add(1);
-        if spins % 64 == 0 {
+        if spins.is_multiple_of(64) {
             std::thread::sleep(Duration::from_micros(50));
         } else {
             std::thread::yield_now();
@@ -476,7 +479,7 @@ fn atomics(rt: &Runtime, threads: usize) -> Outcome {
         for k in 0..AT_ADDS {
             for step in 0..n {
                 let pe = (me + t + step) % n;
-                if (k + step as u64) % 2 == 0 {
+                if (k + step as u64).is_multiple_of(2) {
                     let old = rt.atomic_fetch_add(total.at(0), 1, pe).or_fail()?;
                     if let Some(prev) = last[pe] {
                         check!(
