@@ -1,7 +1,8 @@
 //! The OFI (libfabric) transport (feature `ofi`): one reliable-datagram (RDM) endpoint per
 //! PE, the whole heap registered once, and every request as a libfabric RMA or atomic
 //! operation, on whichever provider the job picks (`SYMMEM_OFI_PROVIDER`: `tcp;ofi_rxm`,
-//! `shm`, `verbs;ofi_rxm`, `efa`, `cxi`, …; any provider with RMA and atomics when unset).
+//! `shm`, `verbs;ofi_rxm`, `efa`, `cxi`, …; when unset, the first fabric provider with RMA and
+//! atomics, else the first provider with them).
 //!
 //! # Connecting
 //! Each PE opens its endpoint (`shim.c`: `fi_getinfo` with `FI_RMA | FI_ATOMIC` on an RDM
@@ -114,6 +115,8 @@ const STAND_ASIDE: Duration = Duration::from_micros(100);
 /// these 32-41). A thread that stops calling in leaves peers' operations unserved at most
 /// this long.
 const MAX_ASIDE: Duration = Duration::from_millis(1);
+/// How often the progress thread of a failed endpoint serves the peers still healthy.
+const FAILED_POLL: Duration = Duration::from_millis(1);
 /// The longest the progress thread blocks on the wait object before checking for stop.
 const BLOCK_MS: i32 = 10;
 /// After the wait object woke it (a peer's operation arrived), the progress thread keeps
@@ -142,8 +145,17 @@ fn probe(provider: Option<&str>) -> std::result::Result<String, String> {
         None if offered.is_empty() => {
             Err("libfabric offers no provider with RDM endpoints, RMA and atomics here".into())
         }
-        None => Ok(offered.split(", ").next().unwrap_or_default().to_string()),
+        None => Ok(unnamed_choice(&offered).to_string()),
     }
+}
+
+/// The provider taken where none is named, among `offered` (`fi_getinfo`'s, comma-separated,
+/// none empty): the first fabric provider, as `auto` names it when it picks ofi
+/// ([`probe_fabric`]), else the first one. The provider opened is the one chosen and logged.
+fn unnamed_choice(offered: &str) -> &str {
+    let mut names = offered.split(", ").filter(|p| !p.is_empty());
+    let first = names.clone().next().unwrap_or_default();
+    names.find(|p| is_fabric(p)).unwrap_or(first)
 }
 
 /// Providers over the host's own network stack or shared memory (the core provider, before
@@ -156,10 +168,8 @@ const HOST_PROVIDERS: &[&str] = &["tcp", "udp", "sockets", "shm", "net"];
 /// `SYMMEM_REMOTE_TRANSPORT=auto`; or why there is none, naming what it offers.
 fn probe_fabric() -> std::result::Result<String, String> {
     let offered = providers()?;
-    offered
-        .split(", ")
-        .filter(|p| !p.is_empty())
-        .find(|p| is_fabric(p))
+    Some(unnamed_choice(&offered))
+        .filter(|p| !p.is_empty() && is_fabric(p))
         .map(str::to_string)
         .ok_or_else(|| {
             format!(
@@ -1085,7 +1095,8 @@ fn decode(entry: &[u8]) -> std::result::Result<(&[u8], PeerHeap), String> {
 /// where it `polls`, all the time, yielding its CPU between polls; else blocked on the CQ's
 /// wait object (`wait_fd`) until the provider has work, staying awake for [`HOT`] after
 /// each arrival, or, where there is no wait object, polling every [`PROGRESS_SLEEP`].
-/// After a failure it only sleeps until it is stopped.
+/// After a failure it keeps serving the peers still healthy, every [`FAILED_POLL`], until
+/// it is stopped ([`State::serve_after_failure`]).
 fn start_progress(
     me: usize,
     state: Arc<Mutex<Option<State>>>,
@@ -1125,7 +1136,10 @@ fn start_progress(
                             may_block =
                                 wait_fd >= 0 && unsafe { ffi::symmem_ofi_trywait(st.ep.0) } == 0;
                         }
-                        Some(_) => failed = true,
+                        Some(st) => {
+                            st.serve_after_failure();
+                            failed = true;
+                        }
                         None => return,
                     }
                 }
@@ -1145,7 +1159,9 @@ fn start_progress(
                     } else if hot {
                         std::thread::yield_now();
                     }
-                } else if (hot || polls) && !failed {
+                } else if failed {
+                    std::thread::sleep(FAILED_POLL);
+                } else if hot || polls {
                     std::thread::yield_now();
                 } else {
                     std::thread::sleep(PROGRESS_SLEEP);
@@ -1205,7 +1221,9 @@ impl State {
             };
             if n < 0 {
                 let why = ffi::text(&err);
-                if failed_op & RECEIVE == 0 {
+                // The first failure names its peer; later ones (after it, while this PE
+                // keeps serving its healthy peers) do not rename it.
+                if failed_op & RECEIVE == 0 && self.failure.is_none() {
                     self.failed_pe = self.ops.target(failed_op);
                 }
                 return Err(why);
@@ -1220,6 +1238,31 @@ impl State {
             if (n as usize) < done.len() {
                 return Ok(());
             }
+        }
+    }
+
+    /// After a failure, which fails this PE's own operations, keeps serving the peers that
+    /// are still healthy until shutdown: reads the completion queue (the errors of
+    /// operations to the failed peer are read and dropped), applies their messages and
+    /// acknowledges them (an acknowledgement that cannot go is dropped: its peer is
+    /// gone). Without it a PE whose transport failed stopped reading its queue, and a
+    /// healthy peer's put_signal or quiet waited for it until SYMMEM_TIMEOUT, or forever.
+    fn serve_after_failure(&mut self) {
+        // Each error ends one read of the queue; a bounded number per call.
+        for _ in 0..64 {
+            if self.poll_completions().is_ok() {
+                break;
+            }
+        }
+        while let Some(&(pe, op)) = self.acks.front() {
+            let ack = messages::encode_ack(self.me, op);
+            // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
+            let rc =
+                unsafe { ffi::symmem_ofi_inject(self.ep.0, ack.as_ptr().cast(), ack.len(), pe) };
+            if rc == ffi::EAGAIN {
+                return;
+            }
+            self.acks.pop_front();
         }
     }
 
@@ -2147,6 +2190,17 @@ mod tests {
 
     /// `auto` takes fabric providers only: the host's TCP, UDP and shared memory are the
     /// socket transport's (this machine offers nothing else, so auto says so).
+    /// With no provider named, the one opened is the one `auto` names: the first fabric
+    /// provider, not the first that `fi_getinfo` lists (before, `auto` logged verbs and
+    /// the endpoint opened tcp).
+    #[test]
+    fn an_unnamed_provider_is_the_first_fabric_one_as_auto_names_it() {
+        assert_eq!(unnamed_choice("tcp;ofi_rxm, verbs;ofi_rxm, shm"), "verbs;ofi_rxm");
+        assert_eq!(unnamed_choice("shm, efa, cxi"), "efa");
+        assert_eq!(unnamed_choice("tcp;ofi_rxm, shm"), "tcp;ofi_rxm");
+        assert_eq!(unnamed_choice(""), "");
+    }
+
     #[test]
     fn auto_takes_fabrics_not_the_host_network() {
         for fabric in [
