@@ -77,6 +77,11 @@ impl Completions {
         Ok(())
     }
 
+    /// Whether operation `op` (posted) completed, whether or not every earlier one did.
+    pub(super) fn is_complete(&self, op: u64) -> bool {
+        op <= self.done_upto || (op <= self.issued && self.entries[self.slot(op)].1 == 0)
+    }
+
     /// The target PE of in-flight operation `op`.
     pub(super) fn target(&self, op: u64) -> Option<usize> {
         (op > self.done_upto && op <= self.issued).then(|| self.entries[self.slot(op)].0)
@@ -123,6 +128,22 @@ mod tests {
     }
 
     /// An operation of two parts completes after the second, in either order.
+    /// A failed put or get waits for its own pieces, not for every earlier operation
+    /// (one may wait for an acknowledgement that never comes).
+    #[test]
+    fn an_operation_is_complete_before_the_ones_ahead_of_it() {
+        let mut c = Completions::new();
+        c.posted(1, 2);
+        c.posted(1, 1);
+        assert!(!c.is_complete(2));
+        c.complete(2).unwrap();
+        assert!(c.is_complete(2) && !c.is_complete(1));
+        assert_eq!(c.done_upto(), 0);
+        c.complete(1).unwrap();
+        c.complete(1).unwrap();
+        assert!(c.is_complete(1) && c.is_complete(2));
+    }
+
     #[test]
     fn an_operation_of_two_parts_waits_for_both() {
         let mut c = Completions::new();

@@ -115,6 +115,9 @@ const STAND_ASIDE: Duration = Duration::from_micros(100);
 /// these 32-41). A thread that stops calling in leaves peers' operations unserved at most
 /// this long.
 const MAX_ASIDE: Duration = Duration::from_millis(1);
+/// How long a failed put or get waits for pieces still posted from or into the caller's
+/// buffer where `SYMMEM_TIMEOUT` is unset, before the endpoint is closed.
+const SETTLE_LIMIT: Duration = Duration::from_secs(60);
 /// How often the progress thread of a failed endpoint serves the peers still healthy.
 const FAILED_POLL: Duration = Duration::from_millis(1);
 /// The longest the progress thread blocks on the wait object before checking for stop.
@@ -357,6 +360,9 @@ struct State {
     /// The largest piece of a put or get: a slot, or less where the provider's messages
     /// are smaller.
     piece: usize,
+    /// Operations of the current put or get posted straight from or into the caller's
+    /// buffer: waited for even when the call fails ([`Self::settle`]).
+    caller_buffer_ops: Vec<u64>,
     /// How many times [`Self::poll`] ran: an application call that polled marks the
     /// transport active (the progress thread stands aside); one that only posted does not.
     polls: u64,
@@ -543,6 +549,7 @@ impl OfiTransport {
             unposted: Vec::new(),
             inject: opened.attrs.inject_size,
             polls: 0,
+            caller_buffer_ops: Vec::new(),
         })));
         // Nobody issues before every peer's address vector is complete.
         b.barrier()?;
@@ -1221,6 +1228,11 @@ impl State {
             };
             if n < 0 {
                 let why = ffi::text(&err);
+                // The failed operation is over for the provider: it no longer uses its
+                // buffers ([`Self::settle`] waits for exactly that).
+                if failed_op & RECEIVE == 0 {
+                    let _ = self.ops.complete(failed_op);
+                }
                 // The first failure names its peer; later ones (after it, while this PE
                 // keeps serving its healthy peers) do not rename it.
                 if failed_op & RECEIVE == 0 && self.failure.is_none() {
@@ -1241,6 +1253,62 @@ impl State {
         }
     }
 
+    /// Ends a put or get: where it failed with pieces still posted from or into the
+    /// caller's buffer, waits for them ([`Self::settle`]) before the caller gets its
+    /// buffer back.
+    fn release_caller_buffer<R>(
+        &mut self,
+        result: std::result::Result<R, String>,
+        w: &Waiter,
+    ) -> std::result::Result<R, String> {
+        let posted = std::mem::take(&mut self.caller_buffer_ops);
+        if result.is_err() {
+            self.settle(&posted, w);
+        }
+        result
+    }
+
+    /// Waits until every operation in `posted` completed, successfully or not (each
+    /// posted operation gets one completion entry), so that the provider no longer reads
+    /// or writes the caller's buffer; before, a put or get that failed (a timeout,
+    /// another operation's error) returned with pieces still posted, and the NIC could
+    /// write into memory the caller had reused (the proxy's inline get reads into its
+    /// stack). Where they do not complete within `SYMMEM_TIMEOUT` (or
+    /// [`SETTLE_LIMIT`]) more, the endpoint is closed, which ends every operation on it,
+    /// and the transport stays failed.
+    fn settle(&mut self, posted: &[u64], w: &Waiter) {
+        let limit = w.timeout.unwrap_or(SETTLE_LIMIT);
+        let deadline = Instant::now() + limit;
+        let mut backoff = Backoff::new();
+        while posted.iter().any(|&op| !self.ops.is_complete(op)) {
+            if self.ep.0.is_null() {
+                return;
+            }
+            if Instant::now() >= deadline {
+                let why = format!(
+                    "operations posted from or into the caller's buffer did not complete within {limit:?} after the call failed; the endpoint is closed so that the provider cannot use that buffer again"
+                );
+                tracing::error!("PE {}: ofi transport: {why}", self.me);
+                self.failure.get_or_insert(why);
+                self.close_endpoint();
+                return;
+            }
+            // An error is recorded (the transport fails) and its entry completes the
+            // failed operation.
+            let _ = self.poll();
+            backoff.snooze();
+        }
+    }
+
+    /// Closes the endpoint (and its registrations) at once: every operation on it ends,
+    /// and nothing uses it again (the transport has failed: only shutdown follows).
+    fn close_endpoint(&mut self) {
+        drop(std::mem::replace(
+            &mut self.ep,
+            Endpoint(std::ptr::null_mut()),
+        ));
+    }
+
     /// After a failure, which fails this PE's own operations, keeps serving the peers that
     /// are still healthy until shutdown: reads the completion queue (the errors of
     /// operations to the failed peer are read and dropped), applies their messages and
@@ -1248,6 +1316,9 @@ impl State {
     /// gone). Without it a PE whose transport failed stopped reading its queue, and a
     /// healthy peer's put_signal or quiet waited for it until SYMMEM_TIMEOUT, or forever.
     fn serve_after_failure(&mut self) {
+        if self.ep.0.is_null() {
+            return;
+        }
         // Each error ends one read of the queue; a bounded number per call.
         for _ in 0..64 {
             if self.poll_completions().is_ok() {
@@ -1665,8 +1736,22 @@ impl State {
     /// that it is locally complete at once; or, from `DIRECT_PUT_BYTES` up (and from
     /// `DIRECT_STREAM_BYTES` for pieces that complete at transmit) where the provider
     /// needs no registered local buffers, straight from `src`, waiting for those pieces
-    /// to complete before returning (a copy costs more than that wait there).
+    /// to complete before returning (a copy costs more than that wait there). Pieces
+    /// posted from `src` are waited for even when the put fails ([`Self::settle`]).
     fn put(
+        &mut self,
+        pe: usize,
+        off: u64,
+        src: &[u8],
+        w: &Waiter,
+    ) -> std::result::Result<(), String> {
+        let result = self.put_pieces(pe, off, src, w);
+        self.release_caller_buffer(result, w)
+    }
+
+    /// [`Self::put`]'s pieces; those posted from `src` are recorded in
+    /// `caller_buffer_ops`.
+    fn put_pieces(
         &mut self,
         pe: usize,
         off: u64,
@@ -1699,6 +1784,7 @@ impl State {
                         at_delivery,
                     )
                 })?;
+                self.caller_buffer_ops.push(last);
                 self.deliveries.wrote(pe, last, at_transmit);
                 continue;
             }
@@ -1738,8 +1824,22 @@ impl State {
     }
 
     /// Gets `dst.len()` bytes from heap offset `off` of `pe`: straight into `dst` where
-    /// the provider needs no registered local buffers, else through bounce slots.
+    /// the provider needs no registered local buffers, else through bounce slots. Pieces
+    /// posted into `dst` are waited for even when the get fails ([`Self::settle`]).
     fn get(
+        &mut self,
+        pe: usize,
+        off: u64,
+        dst: &mut [u8],
+        w: &Waiter,
+    ) -> std::result::Result<(), String> {
+        let result = self.get_pieces(pe, off, dst, w);
+        self.release_caller_buffer(result, w)
+    }
+
+    /// [`Self::get`]'s pieces; those posted into `dst` are recorded in
+    /// `caller_buffer_ops`.
+    fn get_pieces(
         &mut self,
         pe: usize,
         off: u64,
@@ -1757,6 +1857,7 @@ impl State {
                 last = self.post("fi_read", Access::Read, pe, None, w, |ep, op| unsafe {
                     ffi::symmem_ofi_read(ep, op, local.cast(), 0, len, pe, raddr, heap.key)
                 })?;
+                self.caller_buffer_ops.push(last);
                 self.deliveries.read(pe, last);
             }
             return self.wait(last, w);
@@ -2195,7 +2296,10 @@ mod tests {
     /// the endpoint opened tcp).
     #[test]
     fn an_unnamed_provider_is_the_first_fabric_one_as_auto_names_it() {
-        assert_eq!(unnamed_choice("tcp;ofi_rxm, verbs;ofi_rxm, shm"), "verbs;ofi_rxm");
+        assert_eq!(
+            unnamed_choice("tcp;ofi_rxm, verbs;ofi_rxm, shm"),
+            "verbs;ofi_rxm"
+        );
         assert_eq!(unnamed_choice("shm, efa, cxi"), "efa");
         assert_eq!(unnamed_choice("tcp;ofi_rxm, shm"), "tcp;ofi_rxm");
         assert_eq!(unnamed_choice(""), "");
