@@ -17,6 +17,9 @@ pub struct TransportConfig {
     pub timeout: Option<Duration>,
     /// `SYMMEM_SOCKET_IFNAME`: the interface the socket transport listens on.
     pub socket_ifname: Option<String>,
+    /// `SYMMEM_SOCKET_FAULTS`: the seed of the faults the socket transport injects into
+    /// its own writes and reads (short writes, short reads, sleeps); `None` = none.
+    pub socket_faults: Option<u64>,
     /// `SYMMEM_DEAD_PEER_TIMEOUT`: how long a socket connection's peer may stay silent
     /// before the connection fails (see [`symmem_bootstrap::net`]); `None` = off.
     pub dead_peer_timeout: Option<Duration>,
@@ -46,6 +49,7 @@ impl TransportConfig {
             weak_ordering: false,
             ordering_seed: None,
             timeout: None,
+            socket_faults: None,
             socket_ifname: None,
             dead_peer_timeout: Some(symmem_bootstrap::DEFAULT_DEAD_PEER_TIMEOUT),
             hca_filter: HcaFilter::default(),

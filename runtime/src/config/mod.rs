@@ -224,6 +224,8 @@ pub struct Config {
     pub vector_copy: CopyBound,
     /// `SYMMEM_ORDERING_SEED`; `None` = chosen from the clock at init.
     pub ordering_seed: Option<u64>,
+    /// `SYMMEM_SOCKET_FAULTS`: the seed of the socket transport's injected faults.
+    pub socket_faults: Option<u64>,
     /// `SYMMEM_TEST_EXIT_AT` (testing only; acted on by `symmem_bootstrap::fault`).
     #[doc(hidden)]
     pub test_exit_at: Option<String>,
@@ -250,6 +252,7 @@ impl Config {
             ordering_seed: self.ordering_seed,
             timeout: self.timeout,
             socket_ifname: self.socket_ifname.clone(),
+            socket_faults: self.socket_faults,
             dead_peer_timeout: self.dead_peer_timeout,
             hca_filter: self.hca_filter.clone(),
             ib_gid_index: self.ib_gid_index,
@@ -364,6 +367,7 @@ impl Config {
                 CopyBound::parse(v, MIN_VECTOR_COPY_BELOW)
             })?,
             ordering_seed: r.optional_u64("SYMMEM_ORDERING_SEED")?,
+            socket_faults: r.optional_u64("SYMMEM_SOCKET_FAULTS")?,
             test_exit_at,
         })
     }
@@ -480,6 +484,11 @@ impl Config {
                 "SYMMEM_ORDERING_SEED",
                 self.ordering_seed
                     .map_or("(from the clock)".into(), |s| s.to_string()),
+            ),
+            (
+                "SYMMEM_SOCKET_FAULTS",
+                self.socket_faults
+                    .map_or("(unset: none)".into(), |s| s.to_string()),
             ),
             (
                 "SYMMEM_TEST_EXIT_AT",

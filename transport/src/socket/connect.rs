@@ -18,6 +18,7 @@ use symmem_bootstrap::auth::{self, HandshakeError, JobKey, Protocol};
 use symmem_bootstrap::detect_dead_peer;
 use symmem_sync::Backoff;
 
+use super::wire::Wire;
 use super::{Conn, Shared, SocketTransport, HELLO_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::interface::Setup;
@@ -55,7 +56,12 @@ impl SocketTransport {
                         .and_then(|()| s.set_read_timeout(None))
                         .and_then(|()| detect_dead_peer(&s, setup.config.dead_peer_timeout))
                         .map_err(|e| init_error(me, pe, format!("configuring its socket: {e}")))?;
-                    Some(Conn::new(pe, s))
+                    let wire = match setup.config.socket_faults {
+                        // Each PE and connection draws its own stream from the seed.
+                        Some(seed) => Wire::faulty(s, seed ^ ((me as u64) << 32 | pe as u64)),
+                        None => Wire::socket(s),
+                    };
+                    Some(Conn::over(pe, wire))
                 }
             });
         }

@@ -73,7 +73,6 @@ mod hostile_peer_tests;
 mod protocol_tests;
 
 use std::collections::{HashMap, VecDeque};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -273,7 +272,8 @@ enum Stop {
 }
 
 impl Conn {
-    fn new(pe: usize, stream: TcpStream) -> Self {
+    #[cfg(test)]
+    fn new(pe: usize, stream: std::net::TcpStream) -> Self {
         Conn::over(pe, Wire::socket(stream))
     }
 
@@ -751,7 +751,7 @@ impl Drop for SocketTransport {
 pub(super) mod tests {
     use super::*;
     use std::io::{Read, Write};
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
 
     use super::frame::REQUEST_LEN;
