@@ -296,7 +296,9 @@ impl Runtime {
         // or write this PE's heap until they, too, reach finalize. The arrival barrier
         // waits for PEs that are late but alive however late they are; the bootstrap's,
         // with its deadline, then only for PEs already on their way.
-        let quiet = self.transport.as_ref().map_or(Ok(()), |t| t.quiet());
+        let quiet = self
+            .wait_for_streams("finalize")
+            .and_then(|()| self.transport.as_ref().map_or(Ok(()), |t| Ok(t.quiet()?)));
         let barrier = self
             .arrive_all("finalize")
             .and_then(|()| Ok(self.bootstrap.barrier()?));

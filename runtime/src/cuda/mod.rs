@@ -472,11 +472,44 @@ pub(crate) struct DeviceResources {
     /// The error word, then the result word the helper kernels write, in mapped pinned
     /// host memory: readable by the host even after a trap has broken the context.
     words: MappedHost,
+    /// The streams `Runtime::create_stream` handed out (weakly: a stream the program
+    /// dropped is gone), which `free` and `finalize` wait for: their copies and helper
+    /// kernels may still write an allocation or the heap.
+    streams: std::sync::Mutex<Vec<std::sync::Weak<cudarc::driver::CudaStream>>>,
     /// Last: freed while the context is still retained.
     pub(crate) gpu: Arc<Gpu>,
 }
 
 impl DeviceResources {
+    /// Records `stream`, handed out by `create_stream`, for [`Self::streams_ended`];
+    /// forgets the streams the program dropped.
+    pub(crate) fn track_stream(&self, stream: &Arc<cudarc::driver::CudaStream>) {
+        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        streams.retain(|s| s.strong_count() > 0);
+        streams.push(Arc::downgrade(stream));
+    }
+
+    /// Whether every stream `create_stream` handed out (and the program still holds) has
+    /// run what was queued on it: `None` while one has not, else the first error.
+    pub(crate) fn streams_ended(&self, op: &str) -> Option<Result<()>> {
+        if let Err(e) = self.gpu.bind() {
+            return Some(Err(e));
+        }
+        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        for stream in streams.iter().filter_map(std::sync::Weak::upgrade) {
+            // SAFETY: the context is current; the stream is alive (held above).
+            match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
+                sys::CUresult::CUDA_SUCCESS => {}
+                sys::CUresult::CUDA_ERROR_NOT_READY => return None,
+                rc => {
+                    let what = format!("cuStreamQuery ({op}: a stream of create_stream)");
+                    return Some(Err(cuda_error(rc, what, self.gpu.pe, String::new())));
+                }
+            }
+        }
+        Some(Ok(()))
+    }
+
     /// Uploads `peer_bases` and allocates the error word.
     pub(crate) fn new(gpu: &Arc<Gpu>, peer_bases: &[u64]) -> Result<Self> {
         gpu.bind()?;
@@ -493,6 +526,7 @@ impl DeviceResources {
         let res = DeviceResources {
             peer_table,
             words,
+            streams: std::sync::Mutex::default(),
             gpu: gpu.clone(),
         };
         // SAFETY: the table holds `bytes` >= the source's bytes.

@@ -125,7 +125,8 @@ impl Runtime {
     /// weak mode) is returned after the free, which every PE still completes.
     pub fn free<T>(&self, buf: SymBuf<T>) -> Result<()> {
         self.check_buf("free", &buf)?;
-        let quieted = self.quiet();
+        // Stream work queued before the free may still write the allocation.
+        let quieted = self.wait_for_streams("free").and_then(|()| self.quiet());
         let mut state = self.lock_allocs();
         let call = state.calls;
         state.calls += 1;

@@ -82,6 +82,7 @@ impl Runtime {
             let s = d.gpu.ctx.new_stream().map_err(|e| {
                 crate::cuda::cuda_error(e.0, "cuStreamCreate".into(), self.my_pe(), String::new())
             })?;
+            d.track_stream(&s);
             return Ok(Stream {
                 kind: StreamKind::Cuda(s),
                 runtime: self.id,
@@ -233,6 +234,36 @@ impl Runtime {
                 reason: "source and destination are on different kinds of memory".into(),
             }),
         }
+    }
+
+    /// Waits until the streams `create_stream` handed out (and the program still holds)
+    /// have run what was queued on them, as `free` and `finalize` must before an offset
+    /// is reused or the heap unmapped: a stream copy or signal still queued would land in
+    /// the next allocation at that offset, or in unmapped memory. Waits like every host
+    /// wait (dead peers and `SYMMEM_TIMEOUT` end it, naming the streams); nothing to do on
+    /// a CPU PE, whose streams run each call at once. Streams of another library's
+    /// (`stream_from_raw`) are the caller's to synchronize.
+    pub(crate) fn wait_for_streams(&self, op: &'static str) -> Result<()> {
+        #[cfg(feature = "cuda")]
+        if let Some(d) = &self.device {
+            let mut failed = None;
+            self.wait_for(
+                op,
+                || "the work queued on this PE's streams (create_stream)".to_string(),
+                || match d.streams_ended(op) {
+                    None => false,
+                    Some(r) => {
+                        failed = r.err();
+                        true
+                    }
+                },
+            )?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+        let _ = op;
+        Ok(())
     }
 
     /// The `count` elements of this PE's `src`, copied out for a host stream's plain put

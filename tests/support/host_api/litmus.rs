@@ -18,8 +18,9 @@
 //!   where the transport serves peers only while the PE calls in).
 //! - `atomics`: every thread of every PE adds to a counter on every PE, half of the adds
 //!   fetching; each counter ends at the exact total and each thread's fetched values rise.
-//! - `stream_free` (one thread): stream puts and put_signals to the right neighbour, the
-//!   allocation freed at once and allocated again zeroed: nothing late lands in it.
+//! - `stream_free` (one thread): stream puts and put_signals to the right neighbour (on
+//!   GPU PEs, the next PE of the node), the allocation freed at once and allocated again
+//!   zeroed: nothing late lands in it (on a GPU, `free` must wait for the streams).
 //!
 //! A failure names the shape, the thread, the round and what was seen; a wait that never
 //! ends fails after [`DEADLINE`] naming what it waited for, instead of hanging.
@@ -509,7 +510,18 @@ fn atomics(rt: &Runtime, threads: usize) -> Outcome {
 /// Stream puts and put_signals to the right neighbour, the allocation freed at once and
 /// allocated again, zeroed: nothing of the stream's lands in the new allocation.
 fn stream_free(rt: &Runtime, _threads: usize) -> Outcome {
-    let (me, _, right, left) = neighbours(rt);
+    let (me, _, right, left) = if rt.is_gpu() {
+        // A GPU PE's stream operations reach its own node's PEs: a ring among them.
+        let local = rt.local_pes();
+        let i = local
+            .iter()
+            .position(|&pe| pe == rt.my_pe())
+            .ok_or("not in its own node")?;
+        let k = local.len();
+        (rt.my_pe(), k, local[(i + 1) % k], local[(i + k - 1) % k])
+    } else {
+        neighbours(rt)
+    };
     let stream = rt.create_stream().or_fail()?;
     let sig = rt.calloc::<u64>(1).or_fail()?;
     for round in 1..=SF_ROUNDS {
