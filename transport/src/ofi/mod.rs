@@ -118,6 +118,9 @@ const MAX_ASIDE: Duration = Duration::from_millis(1);
 /// How long a failed put or get waits for pieces still posted from or into the caller's
 /// buffer where `SYMMEM_TIMEOUT` is unset, before the endpoint is closed.
 const SETTLE_LIMIT: Duration = Duration::from_secs(60);
+/// How long a wait goes without its operation completing before it probes the target
+/// ([`State::probe`]).
+const PROBE_AFTER: Duration = Duration::from_secs(1);
 /// How often the progress thread of a failed endpoint serves the peers still healthy.
 const FAILED_POLL: Duration = Duration::from_millis(1);
 /// The longest the progress thread blocks on the wait object before checking for stop.
@@ -1526,8 +1529,14 @@ impl State {
     }
 
     /// Waits until operation `op` and every earlier one completed.
+    ///
+    /// Every [`PROBE_AFTER`] without that, it probes the target of the oldest operation
+    /// still waited for ([`Self::probe`]): a target that died fails the probe, and the
+    /// wait, naming it, where the operation itself would never complete (a message whose
+    /// acknowledgement will not come) and `SYMMEM_TIMEOUT` is unset by default.
     fn wait(&mut self, op: u64, w: &Waiter) -> std::result::Result<(), String> {
         let mut backoff = Backoff::new();
+        let mut probe_at = Instant::now() + PROBE_AFTER;
         while self.ops.done_upto() < op {
             self.poll()?;
             if self.ops.done_upto() >= op {
@@ -1541,9 +1550,50 @@ impl State {
                     self.ops.issued()
                 ));
             }
+            if Instant::now() >= probe_at {
+                self.probe(op, w)?;
+                probe_at = Instant::now() + PROBE_AFTER;
+            }
             backoff.snooze();
         }
         Ok(())
+    }
+
+    /// Posts a read of a few bytes to the target of the oldest operation up to `upto`
+    /// that has not completed (not to this PE, and only where the ring has room): a live
+    /// target answers it, a dead one fails it, and the failed completion names the PE.
+    fn probe(&mut self, upto: u64, w: &Waiter) -> std::result::Result<(), String> {
+        let oldest = (self.ops.done_upto() + 1..=upto).find(|&o| !self.ops.is_complete(o));
+        let Some(pe) = oldest.and_then(|o| self.ops.target(o)) else {
+            return Ok(());
+        };
+        let Some(heap) = self.peers.get(pe).copied().flatten() else {
+            return Ok(());
+        };
+        let (op, room_after) = self.ops.next();
+        if pe == self.me || !self.ops.is_complete(room_after) {
+            return Ok(());
+        }
+        let local = self.bounce.flush();
+        let len = heap.len.min(FLUSH_BYTES as u64) as usize;
+        tracing::debug!(
+            "PE {}: ofi transport: probing PE {pe}, the target of an operation not completed for {PROBE_AFTER:?}",
+            self.me
+        );
+        // SAFETY: the probe reads into the flush bytes of the registered bounce buffer,
+        // which are never read; the peer's heap holds `len` bytes at its base.
+        self.issue(
+            "fi_read (probe)",
+            Access::Read,
+            pe,
+            None,
+            op,
+            w,
+            |ep, op| unsafe {
+                ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, heap.base, heap.key)
+            },
+        )
+        .map(drop)
     }
 
     /// Waits until every operation issued so far completed, and every write is visible
