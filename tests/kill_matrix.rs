@@ -88,8 +88,9 @@ fn runtime_names(op: &str) -> &'static [&'static str] {
         "team_barrier" => &["team_barrier"],
         "reduce" => &["team_reduce"],
         "fcollect" => &["team_fcollect"],
-        // The puts or the quiet that completes them.
-        "quiet" => &["quiet", "put_nbi"],
+        // The puts or the quiet that completes them: the socket transport names the quiet,
+        // the ofi transport the put whose completion failed.
+        "quiet" => &["quiet", "put_nbi", "put"],
         "alloc" => &["alloc"],
         other => panic!("no operation {other}"),
     }
@@ -232,6 +233,50 @@ fn symrun_two_nodes_over_sockets() {
 #[test]
 fn symrun_two_nodes_over_ofi() {
     run_cell("symrun, ofi tcp", &over_ofi(), &TWO_NODE_JOBS, symrun);
+}
+
+// symrun with a bootstrap that reports no failure (`SYMMEM_TEST_BLIND_BOOTSTRAP=1`), as the
+// MPI bootstrap's: the other node's survivors must learn of the death from the transport.
+// Cheap, and in every build, unlike the `mpi` feature's cells.
+
+/// The variables of a cell whose bootstrap is blind to failures.
+fn blind(transport: Vec<(&'static str, &'static str)>) -> Vec<(&'static str, &'static str)> {
+    let mut env = transport;
+    env.push(("SYMMEM_TEST_BLIND_BOOTSTRAP", "1"));
+    env
+}
+
+#[test]
+fn symrun_blind_bootstrap_two_nodes_over_sockets() {
+    run_cell(
+        "symrun, blind bootstrap, sockets",
+        &blind(over_sockets()),
+        &TWO_NODE_JOBS,
+        symrun,
+    );
+}
+
+// KNOWN: over ofi, a PE with nothing outstanding to the dead PE never learns of its death
+// when the bootstrap does not report it (the MPI bootstrap, or this blind one): the ofi
+// transport's `failed_peer()` (transport/src/ofi/mod.rs, `OfiTransport::failed_peer`)
+// reports only a peer named by a failed completion of this PE's own operation
+// (`State::failed_pe`), and nothing watches an idle peer's connection. The PEs of the
+// other node waiting in barrier_all, a team barrier or a wait then wait until
+// SYMMEM_TIMEOUT. (Under symrun, pmix and env the bootstrap names the dead PE, so those
+// cells pass.) To be fixed in the ofi transport; this test shows it, in about 20 s.
+#[cfg(feature = "ofi")]
+#[test]
+#[ignore = "KNOWN: ofi's failed_peer() only reports peers of failed completions; an idle survivor on the other node waits until SYMMEM_TIMEOUT when the bootstrap reports nothing (as MPI's)"]
+fn symrun_blind_bootstrap_two_nodes_over_ofi() {
+    let mut env = blind(over_ofi());
+    // A short safety net: the hang ends as a timeout, which fails the check.
+    env.push(("SYMMEM_TIMEOUT", "10"));
+    run_cell(
+        "symrun, blind bootstrap, ofi tcp",
+        &env,
+        &TWO_NODE_JOBS[1..2],
+        symrun,
+    );
 }
 
 // Open MPI's mpirun.

@@ -454,8 +454,20 @@ fn kill(rt: &Runtime) -> Outcome {
 /// A survivor prints its error, then finalizes, which must fail at once (the dead PE will
 /// never arrive), prints `LEFT (PE <p>) after <ms> ms: <finalize's result>` and exits
 /// with code 3.
+///
+/// With `SYMMEM_TEST_BLIND_BOOTSTRAP=1` the launcher's bootstrap is made [`Blind`], so the
+/// survivors must find the death by the liveness watch and the transport alone, as under
+/// the MPI bootstrap.
 fn kill_matrix() -> Outcome {
-    let rt = symmem::init().map_err(|e| format!("init: {e}"))?;
+    let rt = if std::env::var("SYMMEM_TEST_BLIND_BOOTSTRAP").as_deref() == Ok("1") {
+        let config = symmem::Config::from_env().map_err(|e| format!("config: {e}"))?;
+        let inner = symmem_bootstrap::from_env(config.bootstrap, config.bootstrap_timeout)
+            .map_err(|e| format!("bootstrap: {e}"))?;
+        symmem::init_with_bootstrap(Box::new(Blind(inner)))
+    } else {
+        symmem::init()
+    }
+    .map_err(|e| format!("init: {e}"))?;
     check_world_size(&rt)?;
     let me = rt.my_pe();
     host_api::kill_matrix(&rt)?;
