@@ -1,7 +1,7 @@
 //! Host API scenarios (tests/host_api.rs runs them on 2 and 4 PEs): every RMA, signal,
 //! wait, atomic, ordering and local-view operation, every `Cmp` and `SignalOp`, the error
-//! cases, `SYMMEM_TIMEOUT`, a peer dying during a wait or
-//! during each kind of operation (the kill -9 matrix), and a random stress test.
+//! cases, `SYMMEM_TIMEOUT`, a peer dying during a wait or during each kind of operation
+//! (the kill -9 matrix), and a random stress test.
 //!
 //! Every scenario checks its results exactly and returns `Err` on the first mismatch. The
 //! values written identify (writer, target, round, index), so stale or reordered data is
