@@ -226,7 +226,7 @@ else
   echo "Slurm did not start; the srun tests will be skipped: $SYMMEM_TEST_SLURM_SKIP"
 fi
 
-step "all tests (multi-PE tests with 2 and 4 PEs under symrun; device kernels on the CPU executor; PTX for sm_80 and sm_90; a kernel crate built outside the workspace; loom models)"
+step "all tests (multi-PE tests with 2 and 4 PEs under symrun; the kill -9 matrix under symrun, mpirun over pmix and the env bootstrap; device kernels on the CPU executor; PTX for sm_80 and sm_90; a kernel crate built outside the workspace; loom models)"
 cargo test --workspace --no-run --message-format=json-render-diagnostics > target/test-programs.json
 # Every test program, two at a time (most wait on peers much of the time; those that time
 # something against a bound run alone afterwards), then the doctests.
@@ -251,8 +251,10 @@ for seed in 1 2; do
   )
 done
 
-step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, a killed peer, a missing provider, the RMA and AMO suites over shm; the 2-node device suite (device operations through the proxy) and the three workloads over it"
+step "the ofi transport for real: the host-API suites on 2 simulated nodes x 2 PEs over libfabric's tcp;ofi_rxm, a killed peer, a missing provider, the RMA and AMO suites over shm; the kill -9 matrix's ofi cell (symrun, 2 nodes over tcp;ofi_rxm); the 2-node device suite (device operations through the proxy) and the three workloads over it"
 cargo test --features ofi --test ofi
+# The kill -9 matrix's other cells ran in the "all tests" step; here the one that needs ofi.
+cargo test --features ofi --test kill_matrix over_ofi
 cargo test -p symmem-device-tests --features ofi --test device_ops on_2_nodes_over_ofi
 cargo build --features ofi --example moe_dispatch --example put_signal_pipeline --example transpose
 (
@@ -323,14 +325,18 @@ SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n 
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle
 
-step "pmix and mpi: the feature mpi builds while the pmix runs finish; then what it changes: the bootstrap's units, every launcher and fault test, the multi-PE suites that reach the bootstrap under mpirun (2 and 4 PEs)"
+step "pmix and mpi: the feature mpi builds while the pmix runs finish; then what it changes: the bootstrap's units, every launcher and fault test, the kill -9 matrix's mpi cells, the multi-PE suites that reach the bootstrap under mpirun (2 and 4 PEs)"
 # As with pmix, the suites whose code the launcher and the bootstrap reach (see above).
 mpi_suites=(-p symmem --test multi_pe --test host_api --test teams --test faults --test symmem_info
   --test launchers_env --test launchers_pmi --test launchers_pmix --test launchers_slurm)
 cargo test --features mpi --no-run -p symmem-bootstrap --lib
 cargo test --features mpi --no-run "${mpi_suites[@]}"
 cargo test --features mpi --no-run -p symmem-device-tests --test device_faults
+cargo test --features mpi --no-run --test kill_matrix
 await_background pmix
+# The kill -9 matrix under mpirun over the mpi bootstrap (its other cells ran in the "all
+# tests" step; it starts its launchers itself, whatever SYMMEM_TEST_LAUNCHER says).
+cargo test --features mpi --test kill_matrix mpirun_mpi
 export SYMMEM_TEST_LAUNCHER=mpirun
 # The runtime's unit tests have no mpi-dependent code: the bootstrap's do.
 cargo test --features mpi --no-fail-fast -p symmem-bootstrap --lib

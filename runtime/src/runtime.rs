@@ -275,7 +275,8 @@ impl Runtime {
 
     /// Finalizes this PE (`nvshmem_finalize`): waits until every PE has finalized its
     /// use of the heap, then releases everything. Collective. Dropping the runtime does the
-    /// same but can only log an error.
+    /// same but can only log an error. After a peer's failure is known it fails at once,
+    /// naming that PE, and still releases everything.
     pub fn finalize(mut self) -> Result<()> {
         self.finalize_inner()
     }
@@ -299,8 +300,12 @@ impl Runtime {
         let quiet = self
             .wait_for_streams("finalize")
             .and_then(|()| self.transport.as_ref().map_or(Ok(()), |t| Ok(t.quiet()?)));
+        // A peer already known to have failed will never arrive: fail at once, naming it,
+        // instead of signalling it (a transport may retry a dead peer until SYMMEM_TIMEOUT:
+        // the ofi transport's tcp;ofi_rxm did, seen in the kill -9 matrix) and waiting.
         let barrier = self
-            .arrive_all("finalize")
+            .check_health("finalize")
+            .and_then(|()| self.arrive_all("finalize"))
             .and_then(|()| Ok(self.bootstrap.barrier()?));
         if let Some(t) = &self.transport {
             t.shutdown();

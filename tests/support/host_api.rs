@@ -1,6 +1,7 @@
 //! Host API scenarios (tests/host_api.rs runs them on 2 and 4 PEs): every RMA, signal,
 //! wait, atomic, ordering and local-view operation, every `Cmp` and `SignalOp`, the error
-//! cases, `SYMMEM_TIMEOUT`, a peer dying during a wait, and a random stress test.
+//! cases, `SYMMEM_TIMEOUT`, a peer dying during a wait or during each kind of operation
+//! (the kill -9 matrix), and a random stress test.
 //!
 //! Every scenario checks its results exactly and returns `Err` on the first mismatch. The
 //! values written identify (writer, target, round, index), so stale or reordered data is
@@ -15,6 +16,7 @@ mod collectives;
 mod errors;
 mod failures;
 mod foreign;
+mod kill_matrix;
 mod litmus;
 mod local_views;
 mod ordering;
@@ -34,6 +36,7 @@ pub use collectives::{collective_errors, collective_mismatch, collective_timeout
 pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;
+pub use kill_matrix::kill_matrix;
 pub use litmus::litmus;
 pub use local_views::local_views;
 pub use ordering::fence_quiet;

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         "finalize_in_barrier" => finalize_in_barrier(),
         "finalize_in_team_barrier" => finalize_in_team_barrier(),
         "late_collectives" => late_collectives(),
+        "kill_matrix" => kill_matrix(),
         "die_before_alloc" => with_init(die_before_alloc),
         "panic_with_runtime" => panic_with_runtime(),
         "cascade_to_barrier" => cascade_to_barrier(),
@@ -446,6 +447,40 @@ fn kill(rt: &Runtime) -> Outcome {
     Err(format!(
         "PE {me}: barriers kept succeeding after PE {victim} was killed"
     ))
+}
+
+/// The kill -9 matrix (tests/kill_matrix.rs, [`host_api::kill_matrix`]): the last PE
+/// kills itself while each other PE is in the operation `SYMMEM_TEST_KILL_OPS` gives it.
+/// A survivor prints its error, then finalizes, which must fail at once (the dead PE will
+/// never arrive), prints `LEFT (PE <p>) after <ms> ms: <finalize's result>` and exits
+/// with code 3.
+///
+/// With `SYMMEM_TEST_BLIND_BOOTSTRAP=1` the launcher's bootstrap is made [`Blind`], so the
+/// survivors must find the death by the liveness watch and the transport alone, as under
+/// the MPI bootstrap.
+fn kill_matrix() -> Outcome {
+    let rt = if std::env::var("SYMMEM_TEST_BLIND_BOOTSTRAP").as_deref() == Ok("1") {
+        let config = symmem::Config::from_env().map_err(|e| format!("config: {e}"))?;
+        let inner = symmem_bootstrap::from_env(config.bootstrap, config.bootstrap_timeout)
+            .map_err(|e| format!("bootstrap: {e}"))?;
+        symmem::init_with_bootstrap(Box::new(Blind(inner)))
+    } else {
+        symmem::init()
+    }
+    .map_err(|e| format!("init: {e}"))?;
+    check_world_size(&rt)?;
+    let me = rt.my_pe();
+    host_api::kill_matrix(&rt)?;
+    let start = Instant::now();
+    let left = match rt.finalize() {
+        Ok(()) => "finalize succeeded".to_string(),
+        Err(e) => format!("finalize failed: {e}"),
+    };
+    println!(
+        "LEFT (PE {me}) after {} ms: {left}",
+        start.elapsed().as_millis()
+    );
+    std::process::exit(3);
 }
 
 /// How late one PE is for each of `alloc`, `free` and `finalize` in `late_collectives`:
