@@ -256,17 +256,15 @@ fn symrun_blind_bootstrap_two_nodes_over_sockets() {
     );
 }
 
-// KNOWN: over ofi, a PE with nothing outstanding to the dead PE never learns of its death
-// when the bootstrap does not report it (the MPI bootstrap, or this blind one): the ofi
-// transport's `failed_peer()` (transport/src/ofi/mod.rs, `OfiTransport::failed_peer`)
-// reports only a peer named by a failed completion of this PE's own operation
-// (`State::failed_pe`), and nothing watches an idle peer's connection. The PEs of the
-// other node waiting in barrier_all, a team barrier or a wait then wait until
-// SYMMEM_TIMEOUT. (Under symrun, pmix and env the bootstrap names the dead PE, so those
-// cells pass.) To be fixed in the ofi transport; this test shows it, in about 20 s.
+// Over ofi, a PE with nothing outstanding to the dead PE learns of its death from the
+// transport alone when the bootstrap does not report it (the MPI bootstrap, or this blind
+// one): while its wait is slow it probes its peers every second, and tcp;ofi_rxm refuses
+// every operation to a peer whose process is gone (EAGAIN, no failed completion), which
+// after SYMMEM_DEAD_PEER_TIMEOUT (3 s here) fails naming that peer. The victim's node-mate
+// leaves after its own error, saying goodbye, so it is not taken for the dead one. Before
+// the probes, the other node's PEs waited until SYMMEM_TIMEOUT.
 #[cfg(feature = "ofi")]
 #[test]
-#[ignore = "KNOWN: ofi's failed_peer() only reports peers of failed completions; an idle survivor on the other node waits until SYMMEM_TIMEOUT when the bootstrap reports nothing (as MPI's)"]
 fn symrun_blind_bootstrap_two_nodes_over_ofi() {
     let mut env = blind(over_ofi());
     // A short safety net: the hang ends as a timeout, which fails the check.

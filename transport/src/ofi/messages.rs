@@ -13,7 +13,9 @@
 //! sig_op: u32, data_len: u32, acked: u64`, little-endian, where `acked` is an operation
 //! of the receiver's that the sender acknowledges with it (0 for none). An
 //! acknowledgement alone is the first [`ACK_BYTES`] of a header with kind [`KIND_ACK`]
-//! and `op` the acknowledged operation's number at its sender.
+//! and `op` the acknowledged operation's number at its sender. A goodbye (kind
+//! [`KIND_GOODBYE`], [`ACK_BYTES`] long, `op` 0) tells a peer that its sender shuts its
+//! endpoint down in order: a peer that stops answering after it has left, not died.
 
 use symmem_device::SignalOp;
 
@@ -31,6 +33,8 @@ pub(super) const RECV_SLOTS: usize = 64;
 const KIND_SIGNAL: u32 = 1;
 /// An acknowledgement.
 const KIND_ACK: u32 = 2;
+/// A goodbye: the sender shuts its endpoint down.
+const KIND_GOODBYE: u32 = 3;
 
 /// A data-and-signal message, as its target applies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +65,8 @@ pub(super) enum Message {
     Signal(Signal),
     /// `from` applied the sender's operation `op`.
     Ack { from: usize, op: u64 },
+    /// `from` shuts its endpoint down.
+    Goodbye { from: usize },
 }
 
 fn word(b: &[u8], at: usize) -> u64 {
@@ -97,6 +103,14 @@ pub(super) fn encode_ack(from: usize, op: u64) -> [u8; ACK_BYTES] {
     b
 }
 
+/// The goodbye of `from`.
+pub(super) fn encode_goodbye(from: usize) -> [u8; ACK_BYTES] {
+    let mut b = [0u8; ACK_BYTES];
+    b[0..4].copy_from_slice(&KIND_GOODBYE.to_le_bytes());
+    b[4..8].copy_from_slice(&(from as u32).to_le_bytes());
+    b
+}
+
 /// The message in the first bytes of a receive buffer, checked against the job (`n_pes`)
 /// and this PE's heap of `heap_len` bytes: a malformed one is named, never applied.
 pub(super) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message, String> {
@@ -110,6 +124,7 @@ pub(super) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message,
     let op = word(buf, 8);
     match half(buf, 0) {
         KIND_ACK => Ok(Message::Ack { from, op }),
+        KIND_GOODBYE => Ok(Message::Goodbye { from }),
         KIND_SIGNAL if buf.len() >= HEADER => {
             let data_len = half(buf, 44) as usize;
             let (data_off, sig_off) = (word(buf, 16), word(buf, 24));
@@ -187,6 +202,10 @@ mod tests {
         assert_eq!(
             decode(&ack, 4, 1 << 20),
             Ok(Message::Ack { from: 2, op: 9 })
+        );
+        assert_eq!(
+            decode(&encode_goodbye(3), 4, 1 << 20),
+            Ok(Message::Goodbye { from: 3 })
         );
     }
 

@@ -121,6 +121,8 @@ const SETTLE_LIMIT: Duration = Duration::from_secs(60);
 /// How long a wait goes without its operation completing before it probes the target
 /// ([`State::probe`]).
 const PROBE_AFTER: Duration = Duration::from_secs(1);
+/// How long a PE shutting its endpoint down drives progress so that its goodbyes leave.
+const GOODBYE_WAIT: Duration = Duration::from_millis(2);
 /// How often the progress thread of a failed endpoint serves the peers still healthy.
 const FAILED_POLL: Duration = Duration::from_millis(1);
 /// The longest the progress thread blocks on the wait object before checking for stop.
@@ -366,6 +368,17 @@ struct State {
     /// Operations of the current put or get posted straight from or into the caller's
     /// buffer: waited for even when the call fails ([`Self::settle`]).
     caller_buffer_ops: Vec<u64>,
+    /// The liveness probes of [`Self::probe_peers`] still in flight, and when the last
+    /// round went out.
+    liveness: (Vec<u64>, Option<Instant>),
+    /// Per peer: since when the provider has refused operations to it (`EAGAIN`), which
+    /// is how `tcp;ofi_rxm` answers for a peer whose connection is gone, and when last.
+    refused_since: Vec<Option<(Instant, Instant)>>,
+    /// Per peer: whether it said goodbye (shut its endpoint down in order).
+    departed: Vec<bool>,
+    /// `SYMMEM_DEAD_PEER_TIMEOUT`: how long a peer may refuse operations before it is
+    /// taken for dead; `None` = never.
+    dead_peer_timeout: Option<Duration>,
     /// How many times [`Self::poll`] ran: an application call that polled marks the
     /// transport active (the progress thread stands aside); one that only posted does not.
     polls: u64,
@@ -553,6 +566,10 @@ impl OfiTransport {
             inject: opened.attrs.inject_size,
             polls: 0,
             caller_buffer_ops: Vec::new(),
+            liveness: (Vec::new(), None),
+            refused_since: vec![None; n],
+            departed: vec![false; n],
+            dead_peer_timeout: setup.config.dead_peer_timeout,
         })));
         // Nobody issues before every peer's address vector is complete.
         b.barrier()?;
@@ -1368,6 +1385,7 @@ impl State {
                 self.acks.push_back((s.from, s.op));
             }
             Message::Ack { from, op } => self.acknowledged(from, op)?,
+            Message::Goodbye { from } => self.departed[from] = true,
         }
         self.repost(i).map(drop)
     }
@@ -1559,6 +1577,56 @@ impl State {
         Ok(())
     }
 
+    /// Every [`PROBE_AFTER`], once the previous round completed, posts a read of a few
+    /// bytes to every peer: a peer that died fails it, and the failed completion names
+    /// it. Called from the runtime's slow waits ([`Transport::failed_peer`]), so that a
+    /// PE waiting on a peer it sends nothing to learns of its death where nothing else
+    /// reports it (an MPI bootstrap). A peer that answers nothing (alive, but serving
+    /// nobody: `SYMMEM_OFI_PROGRESS=manual` while it computes) only delays the next round.
+    fn probe_peers(&mut self) -> std::result::Result<(), String> {
+        let (in_flight, at) = &mut self.liveness;
+        in_flight.retain(|&op| !self.ops.is_complete(op));
+        if !in_flight.is_empty() || at.is_some_and(|t| t.elapsed() < PROBE_AFTER) {
+            return Ok(());
+        }
+        *at = Some(Instant::now());
+        let w = Waiter {
+            deadline: Some(Instant::now()),
+            timeout: None,
+        };
+        for pe in 0..self.peers.len() {
+            let Some(heap) = self.peers[pe] else {
+                continue;
+            };
+            let (op, room_after) = self.ops.next();
+            if pe == self.me || self.departed[pe] || !self.ops.is_complete(room_after) {
+                continue;
+            }
+            let local = self.bounce.flush();
+            let len = heap.len.min(FLUSH_BYTES as u64) as usize;
+            // SAFETY: the probe reads into the flush bytes of the registered bounce
+            // buffer, which are never read; the peer's heap holds `len` bytes at its base.
+            let posted = self.issue(
+                "fi_read (liveness probe)",
+                Access::Read,
+                pe,
+                None,
+                op,
+                &w,
+                |ep, op| unsafe {
+                    ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, heap.base, heap.key)
+                },
+            );
+            match posted {
+                Ok(op) => self.liveness.0.push(op),
+                // A provider busy right now: the next round tries again.
+                Err(_) if self.failure.is_none() => {}
+                Err(why) => return Err(why),
+            }
+        }
+        Ok(())
+    }
+
     /// Posts a read of a few bytes to the target of the oldest operation up to `upto`
     /// that has not completed (not to this PE, and only where the ring has room): a live
     /// target answers it, a dead one fails it, and the failed completion names the PE.
@@ -1726,6 +1794,7 @@ impl State {
         loop {
             let rc = post(self.ep.0, op);
             if rc == 0 {
+                self.refused_since[pe] = None;
                 self.ops.posted(pe, access.parts(slot));
                 if let Some(slot) = slot {
                     self.slot_op[slot] = op;
@@ -1739,11 +1808,15 @@ impl State {
                 return Ok(op);
             }
             if rc != ffi::EAGAIN {
-                let why = format!("{what} failed: error {}", -rc);
+                let why = format!("{what} to PE {pe} failed: error {}", -rc);
+                if self.failure.is_none() {
+                    self.failed_pe = Some(pe);
+                }
                 self.failure = Some(why.clone());
                 return Err(why);
             }
             self.poll()?;
+            self.refused(pe)?;
             if w.deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(format!(
                     "{what}: the provider stayed busy past SYMMEM_TIMEOUT"
@@ -1751,6 +1824,41 @@ impl State {
             }
             backoff.snooze();
         }
+    }
+
+    /// Records that the provider refused an operation to `pe` (`EAGAIN`); fails, naming
+    /// `pe`, once it has refused every one for `SYMMEM_DEAD_PEER_TIMEOUT`: over
+    /// `tcp;ofi_rxm` that is how a peer whose process is gone shows (its connection is
+    /// down and every post is refused, with no failed completion), where a post retried
+    /// until `SYMMEM_TIMEOUT` (unset by default) would wait forever. A peer that said
+    /// goodbye is named as having left.
+    fn refused(&mut self, pe: usize) -> std::result::Result<(), String> {
+        let now = Instant::now();
+        // Refusals more than two probe rounds apart are not one outage (a connection
+        // being set up refuses too, briefly).
+        let since = match self.refused_since[pe] {
+            Some((since, last)) if now - last <= 2 * PROBE_AFTER => since,
+            _ => now,
+        };
+        self.refused_since[pe] = Some((since, now));
+        let Some(limit) = self.dead_peer_timeout else {
+            return Ok(());
+        };
+        if since.elapsed() < limit {
+            return Ok(());
+        }
+        let why = if self.departed[pe] {
+            format!("PE {pe} has shut its endpoint down (it finalized)")
+        } else {
+            format!(
+                "PE {pe} has taken no operation for {limit:?} (SYMMEM_DEAD_PEER_TIMEOUT): the provider refuses every one, as for a peer whose process is gone"
+            )
+        };
+        if self.failure.is_none() {
+            self.failed_pe = Some(pe);
+        }
+        self.failure.get_or_insert_with(|| why.clone());
+        Err(why)
     }
 
     /// The peer's heap, with the word of `width` bytes at `off` checked against it and for
@@ -2122,13 +2230,18 @@ impl Transport for OfiTransport {
     fn failed_peer(&self) -> Option<(usize, String)> {
         // Never waits for the lock (the progress thread may hold it): a busy state is
         // asked again at the next slow round of the caller's wait. Only a failure whose
-        // target the provider named is a lost peer.
-        let g = self.state.try_lock().ok()?;
-        let st = g.as_ref()?;
+        // target the provider named is a lost peer; while there is none, peers are
+        // probed now and then, so that a dead one becomes such a failure.
+        let mut g = self.state.try_lock().ok()?;
+        let st = g.as_mut()?;
+        if st.failure.is_none() {
+            let _ = st.probe_peers();
+        }
         Some((st.failed_pe?, st.failure.clone()?))
     }
 
     fn shutdown(&self) {
+        self.say_goodbye();
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self
             .progress
@@ -2140,6 +2253,36 @@ impl Transport for OfiTransport {
         }
         // Closes the endpoint (and its registrations) before the heap goes.
         self.lock().take();
+    }
+}
+
+impl OfiTransport {
+    /// Tells every peer, where messages travel, that this PE shuts its endpoint down in
+    /// order, so that a peer that then finds it refusing operations names it as having
+    /// left, and one that probes its peers for liveness leaves it alone. Best effort: a
+    /// goodbye the provider cannot take at once (or after a failure) is not sent, and the
+    /// sends get [`GOODBYE_WAIT`] to leave before the endpoint closes.
+    fn say_goodbye(&self) {
+        let mut g = self.lock();
+        let Some(st) = g.as_mut() else {
+            return;
+        };
+        if st.heap.addr == 0 || st.ep.0.is_null() {
+            return;
+        }
+        for pe in 0..st.peers.len() {
+            if pe == st.me || st.peers[pe].is_none() {
+                continue;
+            }
+            let bye = messages::encode_goodbye(st.me);
+            // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
+            let _ = unsafe { ffi::symmem_ofi_inject(st.ep.0, bye.as_ptr().cast(), bye.len(), pe) };
+        }
+        let until = Instant::now() + GOODBYE_WAIT;
+        while Instant::now() < until {
+            let _ = st.poll_completions();
+            std::thread::yield_now();
+        }
     }
 }
 
