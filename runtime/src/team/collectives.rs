@@ -178,7 +178,8 @@ impl Team<'_> {
         );
         self.judge_args(&mut call, Args::Fcollect, dest, src, nelems);
         let data = self.read_judged(&mut call, src, nelems);
-        let at = self.my_index * nelems;
+        // Used only when no member refused, so that it fits `dest` and cannot wrap.
+        let at = self.my_index.wrapping_mul(nelems);
         self.push(&call, dest, |_| Some((at, &data[..])))
     }
 
@@ -267,7 +268,8 @@ impl Team<'_> {
         self.judge_args(&mut call, Args::Alltoall, dest, src, nelems);
         // Unless refused, `nelems * n` fits `src`, so it does not overflow.
         let data = self.read_judged(&mut call, src, nelems.saturating_mul(n));
-        let at = self.my_index * nelems;
+        // Used only when no member refused, so that it fits `dest` and cannot wrap.
+        let at = self.my_index.wrapping_mul(nelems);
         self.push(&call, dest, |j| {
             Some((at, &data[j * nelems..(j + 1) * nelems]))
         })
