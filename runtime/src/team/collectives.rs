@@ -46,22 +46,50 @@
 //! PE and do not depend on timing; the tree of recursive doubling may round differently
 //! from the team-order fold of the others.
 //!
+//! # A PE's own bad arguments
+//! Every member takes a collective's entry barrier whatever its arguments: a PE whose own
+//! arguments are bad (a root outside the team, `src` or `dest` too small for `nelems` or
+//! of another runtime, a `src` it cannot read) does not return before it, which would
+//! leave the others waiting for it (until `SYMMEM_TIMEOUT`, forever by default) or pair
+//! their barrier with its *next* collective, shifting every later call by one. Its
+//! fingerprint (below) carries a *verdict*, three words saying what is wrong, and every
+//! member returns the same [`Error::InvalidArgument`] after the entry barrier, before any
+//! data moves, naming each such member and what was wrong: "team_broadcast: bad
+//! arguments on 1 of the team's 4 PEs (team PE 3 (world PE 3): root 4 is not a PE of
+//! the team (n_pes = 4)); …". When every member's arguments are bad alike (the usual
+//! programming error), each returns its own, more detailed error instead. Without
+//! `SYMMEM_CHECK_COLLECTIVES` the members compare nothing, so the PE with bad arguments
+//! puts its fingerprint into its part of every member's fingerprint buffer and the
+//! entry barrier's epoch into every member's *alert word* of that buffer, `quiet`s, and
+//! enters the barrier; after the barrier each member loads its own alert word (one
+//! load of a word in its own heap, the whole cost on the default path) and reads the
+//! verdicts only when it holds this barrier's epoch. Stamped with the epoch, an alert
+//! or verdict from an earlier call is never taken for this one; `destroy` zeroes them
+//! for the slot's next team, whose epochs start again.
+//!
 //! # Arguments verified across PEs
-//! Each call computes a *fingerprint* of its arguments, eight words: which collective and
+//! Each call computes a *fingerprint* of its arguments, thirteen words: which collective and
 //! the element size, the element type's name (16 bytes), the operator's name
 //! (reductions), `nelems` (not for `collect`, whose counts may differ), the root
-//! (broadcast), and the heap offsets of `dest` and `src`. At the entry barrier every
-//! member compares every member's fingerprint with its own; when any differ, every member
-//! returns the same [`Error::TeamMismatch`] before the data phase, naming the groups of
-//! team (and world) PEs, what each called, and the differing arguments: "team PE 0, 1, 3
-//! (world PE 0, 1, 3) called team_broadcast(u64 (8 bytes), nelems 256, root 0, …); team
-//! PE 2 (world PE 2) called team_broadcast(u64 (8 bytes), nelems 128, root 0, …)
-//! (differs in nelems)". Every member reads the same `n` fingerprints, so all detect a
-//! mismatch or none does, and all have then passed exactly one team barrier: nothing waits
-//! for a member that left.
-//! The check runs under `SYMMEM_CHECK_COLLECTIVES=1`, which every PE must set alike (a
-//! development and debugging switch, like MPI libraries' argument checking); without it
-//! members that disagree get undefined results (or a timeout), as in OpenSHMEM and NVSHMEM.
+//! (broadcast), the heap offsets of `dest` and `src`, the entry barrier's epoch, the
+//! call's number among the host collectives on the team, and the verdict. At the entry
+//! barrier every member compares every member's fingerprint with its own; when any
+//! differ, every member returns the same [`Error::TeamMismatch`] before the data phase,
+//! naming the groups of team (and world) PEs, what each called, and the differing
+//! arguments: "team PE 0, 1, 3 (world PE 0, 1, 3) called team_broadcast(u64 (8 bytes),
+//! nelems 256, root 0, …) [its host collective #5 on the team, at the team's barrier 9];
+//! team PE 2 (world PE 2) called team_broadcast(u64 (8 bytes), nelems 128, root 0, …)
+//! […] (differs in nelems)". The epoch and the number keep back-to-back calls from
+//! masking a mismatch: a member that entered the barrier from `sync`, `barrier` or a
+//! device collective left a fingerprint of an earlier barrier, and one that skipped a
+//! host collective compares its call `k + 1` with the others' `k`; both are named.
+//! Every member reads the same `n` fingerprints, so all detect a mismatch or none does,
+//! and all have then passed exactly one team barrier: nothing waits for a member that
+//! left.
+//! The check runs under `SYMMEM_CHECK_COLLECTIVES=1`, which every PE must set alike (init
+//! fails otherwise, naming the variable and each PE's value; a development and
+//! debugging switch, like MPI libraries' argument checking); without it members that
+//! disagree get undefined results (or a timeout), as in OpenSHMEM and NVSHMEM.
 //! It is off by default because even the cheap form doubles the latency of a small
 //! collective: a u64 sum reduce on 2 PEs of one node took 0.52 µs with it against 0.29 µs
 //! without (`symmem-perf`, 2026-11-23, this 2-core VM), the cost of the cache lines each
@@ -70,23 +98,25 @@
 //!   reduce): each PE stores its fingerprint into its own heap, in its part of the team
 //!   slot's fingerprint buffer, before the entry barrier (whose release signal publishes
 //!   it), and after it loads the others' straight through the P2P mapping. No put, no
-//!   quiet, no extra barrier: a few stores and `8 (n - 1)` loads a call.
+//!   quiet, no extra barrier: a few stores and `13 (n - 1)` loads a call.
 //! - **Some member remote** (several nodes, or P2P off): there is no exchange to fold the
 //!   check into (a broadcast's other PEs send nothing, recursive doubling talks to `log n`
 //!   partners only, and every algorithm's data moves after the entry barrier), so each PE
 //!   puts its fingerprint to every member and `quiet`s (a round trip over the transport)
 //!   before the entry barrier.
 //!
-//! Two buffers alternate by the parity of the entry barrier's epoch, the same on every
-//! member: a PE rewrites buffer `e % 2` for a later barrier `e + 2k` only after finishing
-//! barrier `e + 2k - 1 >= e + 1`, which every member enters after reading buffer `e % 2`,
-//! so no exit barrier is needed (a reduction of 0 elements has none). The buffers come
-//! after the slot's scratch, which the device collectives use with the flags and epoch.
+//! Two buffers (and two alert words) alternate by the parity of the entry barrier's
+//! epoch, the same on every member: a PE rewrites buffer `e % 2` for a later barrier
+//! `e + 2k` only after finishing barrier `e + 2k - 1 >= e + 1`, which every member enters
+//! after reading buffer `e % 2`, so no exit barrier is needed (a reduction of 0 elements
+//! has none). The buffers come after the slot's scratch, which the device collectives use
+//! with the flags and epoch.
 //!
-//! Limits: a PE's own argument errors (a root outside the team, a buffer too small) are
-//! returned before the entry barrier, as before, so a member whose arguments are wrong
-//! only on its PE makes the others time out under `SYMMEM_TIMEOUT`; a member that calls
-//! `sync`/`barrier` (no fingerprint) where the others call a collective is not detected.
+//! Limits: a member that calls `sync`/`barrier` where the others call a collective is
+//! detected only under the check (by the others; it returns Ok from its `sync`); the
+//! stream-ordered forms (`team/on_stream.rs`) still return a PE's own argument errors
+//! before their barrier; `collect`'s `dest`, checked against the sum of the counts after
+//! the exchange, is refused by the PE whose `dest` is too small alone.
 //!
 //! # Where this differs from OpenSHMEM 1.5
 //! - Arguments must be the same on every member (as in OpenSHMEM); under
@@ -203,7 +233,9 @@ impl Team<'_> {
             None,
         );
         if let Some(bad) = self
-            .misfit(OP, Which::Src, src, Some(nelems), || format!("nelems {nelems}"))
+            .misfit(OP, Which::Src, src, Some(nelems), || {
+                format!("nelems {nelems}")
+            })
             .or_else(|| self.foreign(OP, Which::Dest, dest))
         {
             call.refuse(bad);
@@ -851,10 +883,16 @@ impl Bad {
         let which = |w: Which| u64::from(w == Which::Dest);
         match self {
             Bad::Root { root } => [1, root as u64, 0],
-            Bad::Foreign { which: w, alloc, owner } => [2 + which(w), alloc, owner],
-            Bad::TooSmall { which: w, len, need } => {
-                [4 + which(w), len as u64, need.map_or(NONE, |n| n as u64)]
-            }
+            Bad::Foreign {
+                which: w,
+                alloc,
+                owner,
+            } => [2 + which(w), alloc, owner],
+            Bad::TooSmall {
+                which: w,
+                len,
+                need,
+            } => [4 + which(w), len as u64, need.map_or(NONE, |n| n as u64)],
             Bad::Local => [6, 0, 0],
         }
     }
@@ -1070,7 +1108,12 @@ impl Team<'_> {
             }
             rt.quiet()?;
             rt.team_sync(call.op, self)?;
-            return self.judge(call.op, epoch, &self.read_fingerprints(call.op, parity)?, local);
+            return self.judge(
+                call.op,
+                epoch,
+                &self.read_fingerprints(call.op, parity)?,
+                local,
+            );
         }
         if self.all_mapped()? {
             match self.fingerprint_words(call.op, at(self.my_index), me)? {
@@ -1090,7 +1133,12 @@ impl Team<'_> {
         }
         rt.quiet()?;
         rt.team_sync(call.op, self)?;
-        self.judge(call.op, epoch, &self.read_fingerprints(call.op, parity)?, local)
+        self.judge(
+            call.op,
+            epoch,
+            &self.read_fingerprints(call.op, parity)?,
+            local,
+        )
     }
 
     /// After the entry barrier of `epoch` on the default path (no check): Ok unless a
@@ -1124,9 +1172,12 @@ impl Team<'_> {
                     .iter_mut()
                     .zip(w)
                     .for_each(|(o, w)| *o = w.load(Ordering::Relaxed)),
-                None => {
-                    rt.getmem(&rt.team_area(), at, bytemuck::cast_slice_mut(theirs), rt.my_pe())?
-                }
+                None => rt.getmem(
+                    &rt.team_area(),
+                    at,
+                    bytemuck::cast_slice_mut(theirs),
+                    rt.my_pe(),
+                )?,
             }
         }
         Ok(all)
@@ -1213,10 +1264,7 @@ impl Team<'_> {
             .filter(|&i| all[i][EPOCH] == epoch && all[i][VERDICT] != 0)
             .collect();
         if !bad.is_empty() {
-            let alike = bad.len() == n
-                && all
-                    .iter()
-                    .all(|w| w[VERDICT..] == all[0][VERDICT..]);
+            let alike = bad.len() == n && all.iter().all(|w| w[VERDICT..] == all[0][VERDICT..]);
             if let (true, Some(e)) = (alike, local) {
                 return Err(e);
             }
@@ -1262,7 +1310,10 @@ mod tests {
     #[test]
     fn verdicts_round_trip_through_words() {
         let bad = [
-            (Bad::Root { root: 9 }, "root 9 is not a PE of the team (n_pes = 4)"),
+            (
+                Bad::Root { root: 9 },
+                "root 9 is not a PE of the team (n_pes = 4)",
+            ),
             (
                 Bad::TooSmall {
                     which: Which::Dest,
