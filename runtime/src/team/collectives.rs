@@ -899,7 +899,13 @@ impl Bad {
 
     /// What the verdict `words` says was wrong, on a team of `n`.
     fn describe(words: &[u64], n: usize) -> String {
-        let which = |code: u64| if code.is_multiple_of(2) { "src" } else { "dest" };
+        let which = |code: u64| {
+            if code.is_multiple_of(2) {
+                "src"
+            } else {
+                "dest"
+            }
+        };
         match *words {
             [1, root, _] => format!("root {root} is not a PE of the team (n_pes = {n})"),
             [c @ (2 | 3), alloc, owner] => format!(
