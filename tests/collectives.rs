@@ -131,3 +131,47 @@ fn collectives_checked_on_2_nodes_of_2_pes() {
 
 /// Verify host collectives across nodes too.
 const CHECK: (&str, &str) = ("SYMMEM_CHECK_COLLECTIVES", "1");
+
+/// Only the last PE passes a bad argument to each collective (and an overflowing count
+/// to `alloc_aligned`): every PE returns the same error naming it, at once, and the next
+/// correct collective works everywhere (scenario `collective_one_bad`). Before, the last
+/// PE returned at once while the others waited for it in the entry barrier, until the
+/// timeout or until its next collective, which they then paired with this one.
+fn check_one_bad(n: usize, env: &[(&str, &str)]) {
+    let env: Vec<(&str, &str)> = [("SYMMEM_TIMEOUT", "30")]
+        .into_iter()
+        .chain(env.iter().copied())
+        .collect();
+    run_ok(n, "collective_one_bad", &env);
+}
+
+#[test]
+fn one_pe_with_bad_arguments_2_pes() {
+    check_one_bad(2, &[]);
+}
+
+#[test]
+fn one_pe_with_bad_arguments_4_pes() {
+    check_one_bad(4, &[]);
+}
+
+/// Without P2P the verdict and alert travel over the socket transport.
+#[test]
+fn one_pe_with_bad_arguments_on_2_nodes_of_2_pes() {
+    check_one_bad(4, &TWO_NODES);
+}
+
+/// Under the check the verdict rides in the fingerprints every member compares; a PE
+/// that syncs where the others call a collective is named by the barrier epoch.
+#[test]
+fn one_pe_with_bad_arguments_checked_2_and_4_pes() {
+    for n in [2, 4] {
+        check_one_bad(n, &[CHECK]);
+    }
+}
+
+/// See [`one_pe_with_bad_arguments_checked_2_and_4_pes`], across nodes.
+#[test]
+fn one_pe_with_bad_arguments_checked_on_2_nodes_of_2_pes() {
+    check_one_bad(4, &[TWO_NODES[0], TWO_NODES[1], CHECK]);
+}

@@ -82,11 +82,11 @@ fn out_of_memory_names_the_variable() {
     for e in errors {
         assert!(
             // One byte more than 1 MiB less the runtime's 64 KiB reserve and the team
-            // area (SYMMEM_MAX_TEAMS = 32 slots of 2496 bytes on 2 PEs: barrier flags,
-            // epoch, exchange buffers, the collectives' scratch and the two fingerprint
-            // buffers of SYMMEM_CHECK_COLLECTIVES, then 64 bytes of the arrival barrier of
-            // alloc, free and finalize).
-            e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("requested 903105 bytes"),
+            // area (SYMMEM_MAX_TEAMS = 32 slots of 2688 bytes on 2 PEs: barrier flags,
+            // epoch, exchange buffers, the collectives' scratch, and the two fingerprint
+            // buffers and alert words of the host collectives; then 64 bytes of the
+            // arrival barrier of alloc, free and finalize).
+            e.contains("SYMMEM_SYMMETRIC_SIZE") && e.contains("requested 896961 bytes"),
             "{e}"
         );
     }

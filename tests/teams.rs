@@ -129,3 +129,36 @@ fn different_max_teams_on_two_pes_is_an_init_error() {
         );
     }
 }
+
+/// PEs started with different `SYMMEM_CHECK_COLLECTIVES` fail init, naming the variable
+/// and each PE's value: with the check on some PEs only, those would wait for (or read
+/// stale) fingerprints the others never send.
+#[test]
+fn different_check_collectives_on_two_pes_is_an_init_error() {
+    use std::io::Read;
+    let mut root = spawn_pe(&["uid_root", "2"], &[("SYMMEM_CHECK_COLLECTIVES", "1")]);
+    let out = root.stdout.as_mut().expect("piped stdout");
+    let (mut line, mut byte) = (Vec::new(), [0u8; 1]);
+    while out.read(&mut byte).expect("reading the UID line") == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line).expect("UTF-8");
+    let uid = line
+        .strip_prefix("UID ")
+        .unwrap_or_else(|| panic!("expected the UID line, got {line:?}"))
+        .to_string();
+    let other = spawn_pe(
+        &["uid_join", "1", "2"],
+        &[("SYMMEM_CHECK_COLLECTIVES", "0"), ("SYMMEM_TEST_UID", &uid)],
+    );
+    for child in [root, other] {
+        let job = wait_output(child, Duration::from_secs(60));
+        let err = job.lines_with("ERROR: ").join("");
+        assert!(
+            err.contains("SYMMEM_CHECK_COLLECTIVES") && err.contains("PE 0: 1, PE 1: 0"),
+            "stdout:\n{}\nstderr:\n{}",
+            job.stdout,
+            job.stderr
+        );
+    }
+}

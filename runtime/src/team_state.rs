@@ -23,8 +23,14 @@ pub(crate) const REQUEST_HEAD: usize = 4;
 /// (see [`collectives`]).
 pub(crate) const SCRATCH_WORDS: usize = 64;
 
-/// Words of a host collective's argument fingerprint (see [`collectives`]).
-pub(crate) const FINGERPRINT_WORDS: usize = 8;
+/// Words of a host collective's argument fingerprint (see [`collectives`]): the
+/// arguments, the entry barrier's epoch and the call's number on the team, and this PE's
+/// verdict on its own arguments.
+pub(crate) const FINGERPRINT_WORDS: usize = 13;
+
+/// Alert words of a slot, one per fingerprint buffer: a member whose own arguments are
+/// bad stores the entry barrier's epoch there on every member (see [`collectives`]).
+pub(crate) const ALERT_WORDS: usize = 2;
 
 /// This PE's team bookkeeping.
 pub(crate) struct TeamState {
@@ -58,6 +64,9 @@ pub(crate) struct Table {
 pub(crate) struct SlotCounters {
     /// Exchanges (creations and destroys) started in this slot.
     pub(crate) exchanges: u64,
+    /// Host collectives called on the team in this slot, counted under
+    /// `SYMMEM_CHECK_COLLECTIVES` (their fingerprints carry it).
+    pub(crate) collectives: u64,
 }
 
 impl TeamState {
@@ -93,7 +102,7 @@ impl TeamState {
         let mask_words = max_teams.div_ceil(64);
         let exchange = 2 * n_pes * (REQUEST_HEAD + mask_words);
         let scratch = 2 * n_pes * SCRATCH_WORDS;
-        let fingerprints = 2 * n_pes * FINGERPRINT_WORDS;
+        let fingerprints = 2 * n_pes * FINGERPRINT_WORDS + ALERT_WORDS;
         (
             (rounds + 1 + exchange + scratch + fingerprints).div_ceil(8) * 8,
             rounds,
@@ -103,28 +112,43 @@ impl TeamState {
 
     /// Init's check: every PE must use the same `SYMMEM_MAX_TEAMS` (the team area's size
     /// decides where allocations start, so PEs that differ would disagree on every
-    /// symmetric offset), and the heap of `heap_len` bytes must hold the runtime's reserve
-    /// and the team area.
+    /// symmetric offset) and the same `SYMMEM_CHECK_COLLECTIVES`, and the heap of
+    /// `heap_len` bytes must hold the runtime's reserve and the team area. A mismatch is
+    /// an [`Error::Inconsistent`] naming the variable and every PE's value.
     pub(crate) fn check(
         bootstrap: &dyn symmem_bootstrap::Bootstrap,
         max_teams: usize,
+        check_collectives: bool,
         heap_len: usize,
     ) -> Result<()> {
-        let all = bootstrap.allgather(&(max_teams as u64).to_le_bytes())?;
-        if all.iter().any(|v| *v != all[0]) {
-            let detail = all
-                .iter()
-                .enumerate()
-                .map(|(pe, v)| match <[u8; 8]>::try_from(v.as_slice()) {
-                    Ok(b) => format!("PE {pe}: {}", u64::from_le_bytes(b)),
-                    Err(_) => format!("PE {pe}: ({} bytes)", v.len()),
-                })
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(Error::Inconsistent {
-                what: "SYMMEM_MAX_TEAMS",
-                detail,
-            });
+        let mut mine = (max_teams as u64).to_le_bytes().to_vec();
+        mine.push(u8::from(check_collectives));
+        let all = bootstrap.allgather(&mine)?;
+        let field = |v: &[u8], at: std::ops::Range<usize>| -> Option<u64> {
+            let mut b = [0u8; 8];
+            b[..at.len()].copy_from_slice(v.get(at)?);
+            Some(u64::from_le_bytes(b))
+        };
+        for (what, at) in [
+            ("SYMMEM_MAX_TEAMS", 0..8),
+            // The host collectives compare their arguments only where every member does:
+            // PEs set differently would wait for fingerprints never sent, or read stale
+            // ones, and the default path would take another's check for its alert.
+            ("SYMMEM_CHECK_COLLECTIVES", 8..9),
+        ] {
+            let values: Vec<Option<u64>> = all.iter().map(|v| field(v, at.clone())).collect();
+            if values.iter().any(|v| *v != values[0]) {
+                let detail = values
+                    .iter()
+                    .enumerate()
+                    .map(|(pe, v)| match v {
+                        Some(v) => format!("PE {pe}: {v}"),
+                        None => format!("PE {pe}: ({} bytes)", all[pe].len()),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(Error::Inconsistent { what, detail });
+            }
         }
         let need = crate::heap::RESERVED + Self::area_bytes(max_teams, bootstrap.size());
         if heap_len < need {
@@ -196,5 +220,10 @@ impl TeamState {
     /// (after the scratch, which device collectives also use; `FINGERPRINT_WORDS` words).
     pub(crate) fn fingerprint(&self, slot: usize, parity: usize, index: usize) -> usize {
         self.scratch(slot, 2, 0) + (parity * self.n_pes + index) * FINGERPRINT_WORDS
+    }
+
+    /// Word index of alert word `parity` of `slot` (after the fingerprint buffers).
+    pub(crate) fn alert(&self, slot: usize, parity: usize) -> usize {
+        self.fingerprint(slot, 2, 0) + parity
     }
 }

@@ -32,7 +32,9 @@ mod weak;
 
 pub use align::align;
 pub use atomics::atomics;
-pub use collectives::{collective_errors, collective_mismatch, collective_timeout, collectives};
+pub use collectives::{
+    collective_errors, collective_mismatch, collective_one_bad, collective_timeout, collectives,
+};
 pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;
@@ -208,6 +210,7 @@ fn kind(e: &Error) -> &'static str {
         Error::PeerFailed { .. } => "PeerFailed",
         Error::TeamMismatch { .. } => "TeamMismatch",
         Error::TeamLimit { .. } => "TeamLimit",
+        Error::AllocMismatch { .. } => "AllocMismatch",
         _ => "other",
     }
 }

@@ -45,7 +45,12 @@ pub(super) fn join(
     let topo = topology(config, bootstrap)?;
     progress.learn(&topo);
     heap::check_sizes(&topo.heap_lens())?;
-    TeamState::check(bootstrap, config.max_teams, config.symmetric_size)?;
+    TeamState::check(
+        bootstrap,
+        config.max_teams,
+        config.check_collectives,
+        config.symmetric_size,
+    )?;
     let (backend, reachable) = create_backend(config, bootstrap, &topo)?;
     progress.enter(InitStep::HeapExchange);
     let deadline = symmem_bootstrap::duration::deadline_after(config.bootstrap_timeout);

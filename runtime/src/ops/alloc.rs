@@ -55,20 +55,28 @@ impl Runtime {
         align: usize,
         zero: bool,
     ) -> Result<SymBuf<T>> {
-        let bytes =
-            len.checked_mul(std::mem::size_of::<T>())
-                .ok_or_else(|| Error::InvalidArgument {
-                    op,
-                    reason: format!(
-                        "{len} elements of {} bytes overflow",
-                        std::mem::size_of::<T>()
-                    ),
-                })?;
+        let size = std::mem::size_of::<T>();
         let mut state = self.lock_allocs();
         let call = state.calls;
         // Every collective call takes a number, failed or not, the same on every PE.
         state.calls += 1;
-        self.verify_collective(call, &Request::Alloc { bytes, align, zero })?;
+        // A size that overflows is compared like any other request, so that a PE whose
+        // size alone overflows does not leave the others waiting: they all get the
+        // mismatch naming it. When every PE's overflows alike, each refuses it below.
+        let request = match len.checked_mul(size) {
+            Some(bytes) => Request::Alloc { bytes, align, zero },
+            None => Request::Overflow { len, size },
+        };
+        self.verify_collective(call, &request)?;
+        let Request::Alloc { bytes, .. } = request else {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "on PE {}: {len} elements of {size} bytes overflow usize",
+                    self.my_pe()
+                ),
+            });
+        };
         // After the comparison: every PE asked for this alignment, so every PE refuses it.
         check_align(op, align)?;
         let offset = state
@@ -84,8 +92,8 @@ impl Runtime {
         drop(state);
         tracing::debug!(id = call, offset, bytes, align, "allocated");
         if zero {
-            self.zero_own(op, offset, bytes)?;
-            self.barrier_all()?;
+            let zeroed = self.zero_own(op, offset, bytes);
+            self.agree_zeroed(op, call, offset, zeroed)?;
         }
         Ok(SymBuf {
             runtime: self.id,
@@ -142,12 +150,49 @@ impl Runtime {
         quieted
     }
 
+    /// `calloc`'s barrier after every PE zeroed its block at `offset` (`zeroed`: how this
+    /// PE's zeroing went): every PE takes it, and when the zeroing failed on any PE,
+    /// every PE frees the block and returns the same error naming those PEs (this PE's
+    /// own error where it is the only one), so none holds an allocation the others lack.
+    fn agree_zeroed(
+        &self,
+        op: &'static str,
+        call: u64,
+        offset: usize,
+        zeroed: Result<()>,
+    ) -> Result<()> {
+        self.arrive_all("alloc")?;
+        // Gathered after each PE's zeroing, so it is also the barrier that keeps a peer's
+        // later write out of the zeroing.
+        let all = self.bootstrap.allgather(&[u8::from(zeroed.is_err())])?;
+        let failed: Vec<usize> = (0..all.len()).filter(|&p| all[p] != [0]).collect();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        let freed = self.lock_allocs().allocator.free(offset);
+        debug_assert!(freed, "the block was just allocated");
+        match zeroed {
+            Err(e) if failed.len() == 1 => Err(e),
+            _ => Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "call #{call}: zeroing the new block failed on PE {}; every PE freed it",
+                    failed
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
+        }
+    }
+
     /// Waits until every PE has arrived (as long as they are alive: see
     /// [`Runtime::arrive_all`]), then allgathers this PE's request and checks that every
     /// PE made the same one.
     fn verify_collective(&self, call: u64, request: &Request) -> Result<()> {
         self.arrive_all(match request {
-            Request::Alloc { .. } => "alloc",
+            Request::Alloc { .. } | Request::Overflow { .. } => "alloc",
             Request::Free { .. } => "free",
         })?;
         let all: Vec<Vec<u64>> = self
@@ -200,6 +245,11 @@ enum Request {
         id: u64,
         offset: usize,
     },
+    /// An `alloc` of `len` elements of `size` bytes, whose byte count overflows.
+    Overflow {
+        len: usize,
+        size: usize,
+    },
 }
 
 impl Request {
@@ -210,6 +260,7 @@ impl Request {
                 [if zero { 2 } else { 1 }, bytes as u64, align as u64]
             }
             Request::Free { id, offset } => [3, id, offset as u64],
+            Request::Overflow { len, size } => [4, len as u64, size as u64],
         }
     }
 }
@@ -220,6 +271,7 @@ impl Described for Request {
             [1, a, b] => format!("alloc({a} bytes, align {b})"),
             [2, a, b] => format!("calloc({a} bytes, align {b})"),
             [3, a, b] => format!("free(allocation #{a} at offset {b:#x})"),
+            [4, a, b] => format!("alloc({a} elements of {b} bytes, which overflows usize)"),
             [t, _, _] => format!("an unknown request (tag {t})"),
             _ => format!("an unknown request ({} words)", words.len()),
         }

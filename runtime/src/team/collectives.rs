@@ -46,22 +46,50 @@
 //! PE and do not depend on timing; the tree of recursive doubling may round differently
 //! from the team-order fold of the others.
 //!
+//! # A PE's own bad arguments
+//! Every member takes a collective's entry barrier whatever its arguments: a PE whose own
+//! arguments are bad (a root outside the team, `src` or `dest` too small for `nelems` or
+//! of another runtime, a `src` it cannot read) does not return before it, which would
+//! leave the others waiting for it (until `SYMMEM_TIMEOUT`, forever by default) or pair
+//! their barrier with its *next* collective, shifting every later call by one. Its
+//! fingerprint (below) carries a *verdict*, three words saying what is wrong, and every
+//! member returns the same [`Error::InvalidArgument`] after the entry barrier, before any
+//! data moves, naming each such member and what was wrong: "team_broadcast: bad
+//! arguments on 1 of the team's 4 PEs (team PE 3 (world PE 3): root 4 is not a PE of
+//! the team (n_pes = 4)); …". When every member's arguments are bad alike (the usual
+//! programming error), each returns its own, more detailed error instead. Without
+//! `SYMMEM_CHECK_COLLECTIVES` the members compare nothing, so the PE with bad arguments
+//! puts its fingerprint into its part of every member's fingerprint buffer and the
+//! entry barrier's epoch into every member's *alert word* of that buffer, `quiet`s, and
+//! enters the barrier; after the barrier each member loads its own alert word (one
+//! load of a word in its own heap, the whole cost on the default path) and reads the
+//! verdicts only when it holds this barrier's epoch. Stamped with the epoch, an alert
+//! or verdict from an earlier call is never taken for this one; `destroy` zeroes them
+//! for the slot's next team, whose epochs start again.
+//!
 //! # Arguments verified across PEs
-//! Each call computes a *fingerprint* of its arguments, eight words: which collective and
+//! Each call computes a *fingerprint* of its arguments, thirteen words: which collective and
 //! the element size, the element type's name (16 bytes), the operator's name
 //! (reductions), `nelems` (not for `collect`, whose counts may differ), the root
-//! (broadcast), and the heap offsets of `dest` and `src`. At the entry barrier every
-//! member compares every member's fingerprint with its own; when any differ, every member
-//! returns the same [`Error::TeamMismatch`] before the data phase, naming the groups of
-//! team (and world) PEs, what each called, and the differing arguments: "team PE 0, 1, 3
-//! (world PE 0, 1, 3) called team_broadcast(u64 (8 bytes), nelems 256, root 0, …); team
-//! PE 2 (world PE 2) called team_broadcast(u64 (8 bytes), nelems 128, root 0, …)
-//! (differs in nelems)". Every member reads the same `n` fingerprints, so all detect a
-//! mismatch or none does, and all have then passed exactly one team barrier: nothing waits
-//! for a member that left.
-//! The check runs under `SYMMEM_CHECK_COLLECTIVES=1`, which every PE must set alike (a
-//! development and debugging switch, like MPI libraries' argument checking); without it
-//! members that disagree get undefined results (or a timeout), as in OpenSHMEM and NVSHMEM.
+//! (broadcast), the heap offsets of `dest` and `src`, the entry barrier's epoch, the
+//! call's number among the host collectives on the team, and the verdict. At the entry
+//! barrier every member compares every member's fingerprint with its own; when any
+//! differ, every member returns the same [`Error::TeamMismatch`] before the data phase,
+//! naming the groups of team (and world) PEs, what each called, and the differing
+//! arguments: "team PE 0, 1, 3 (world PE 0, 1, 3) called team_broadcast(u64 (8 bytes),
+//! nelems 256, root 0, …) [its host collective #5 on the team, at the team's barrier 9];
+//! team PE 2 (world PE 2) called team_broadcast(u64 (8 bytes), nelems 128, root 0, …)
+//! […] (differs in nelems)". The epoch and the number keep back-to-back calls from
+//! masking a mismatch: a member that entered the barrier from `sync`, `barrier` or a
+//! device collective left a fingerprint of an earlier barrier, and one that skipped a
+//! host collective compares its call `k + 1` with the others' `k`; both are named.
+//! Every member reads the same `n` fingerprints, so all detect a mismatch or none does,
+//! and all have then passed exactly one team barrier: nothing waits for a member that
+//! left.
+//! The check runs under `SYMMEM_CHECK_COLLECTIVES=1`, which every PE must set alike (init
+//! fails otherwise, naming the variable and each PE's value; a development and
+//! debugging switch, like MPI libraries' argument checking); without it members that
+//! disagree get undefined results (or a timeout), as in OpenSHMEM and NVSHMEM.
 //! It is off by default because even the cheap form doubles the latency of a small
 //! collective: a u64 sum reduce on 2 PEs of one node took 0.52 µs with it against 0.29 µs
 //! without (`symmem-perf`, 2026-11-23, this 2-core VM), the cost of the cache lines each
@@ -70,23 +98,25 @@
 //!   reduce): each PE stores its fingerprint into its own heap, in its part of the team
 //!   slot's fingerprint buffer, before the entry barrier (whose release signal publishes
 //!   it), and after it loads the others' straight through the P2P mapping. No put, no
-//!   quiet, no extra barrier: a few stores and `8 (n - 1)` loads a call.
+//!   quiet, no extra barrier: a few stores and `13 (n - 1)` loads a call.
 //! - **Some member remote** (several nodes, or P2P off): there is no exchange to fold the
 //!   check into (a broadcast's other PEs send nothing, recursive doubling talks to `log n`
 //!   partners only, and every algorithm's data moves after the entry barrier), so each PE
 //!   puts its fingerprint to every member and `quiet`s (a round trip over the transport)
 //!   before the entry barrier.
 //!
-//! Two buffers alternate by the parity of the entry barrier's epoch, the same on every
-//! member: a PE rewrites buffer `e % 2` for a later barrier `e + 2k` only after finishing
-//! barrier `e + 2k - 1 >= e + 1`, which every member enters after reading buffer `e % 2`,
-//! so no exit barrier is needed (a reduction of 0 elements has none). The buffers come
-//! after the slot's scratch, which the device collectives use with the flags and epoch.
+//! Two buffers (and two alert words) alternate by the parity of the entry barrier's
+//! epoch, the same on every member: a PE rewrites buffer `e % 2` for a later barrier
+//! `e + 2k` only after finishing barrier `e + 2k - 1 >= e + 1`, which every member enters
+//! after reading buffer `e % 2`, so no exit barrier is needed (a reduction of 0 elements
+//! has none). The buffers come after the slot's scratch, which the device collectives use
+//! with the flags and epoch.
 //!
-//! Limits: a PE's own argument errors (a root outside the team, a buffer too small) are
-//! returned before the entry barrier, as before, so a member whose arguments are wrong
-//! only on its PE makes the others time out under `SYMMEM_TIMEOUT`; a member that calls
-//! `sync`/`barrier` (no fingerprint) where the others call a collective is not detected.
+//! Limits: a member that calls `sync`/`barrier` where the others call a collective is
+//! detected only under the check (by the others; it returns Ok from its `sync`); the
+//! stream-ordered forms (`team/on_stream.rs`) still return a PE's own argument errors
+//! before their barrier; `collect`'s `dest`, checked against the sum of the counts after
+//! the exchange, is refused by the PE whose `dest` is too small alone.
 //!
 //! # Where this differs from OpenSHMEM 1.5
 //! - Arguments must be the same on every member (as in OpenSHMEM); under
@@ -140,8 +170,7 @@ impl Team<'_> {
         root: usize,
     ) -> Result<()> {
         const OP: &str = "team_broadcast";
-        self.check_args(OP, Args::Broadcast { root }, dest, src, nelems)?;
-        let call = Call::new(
+        let mut call = Call::new(
             self.rt.config.check_collectives,
             OP,
             dest,
@@ -150,8 +179,9 @@ impl Team<'_> {
             Some(root),
             None,
         );
+        self.judge_args(&mut call, Args::Broadcast { root }, dest, src, nelems);
         let data = if self.my_index == root {
-            self.read_src(OP, src, nelems)?
+            self.read_judged(&mut call, src, nelems)
         } else {
             Vec::new()
         };
@@ -167,8 +197,7 @@ impl Team<'_> {
     /// PE's block to every PE.
     pub fn fcollect<T: Pod>(&self, dest: &SymBuf<T>, src: &SymBuf<T>, nelems: usize) -> Result<()> {
         const OP: &str = "team_fcollect";
-        self.check_args(OP, Args::Fcollect, dest, src, nelems)?;
-        let call = Call::new(
+        let mut call = Call::new(
             self.rt.config.check_collectives,
             OP,
             dest,
@@ -177,8 +206,10 @@ impl Team<'_> {
             None,
             None,
         );
-        let data = self.read_src(OP, src, nelems)?;
-        let at = self.my_index * nelems;
+        self.judge_args(&mut call, Args::Fcollect, dest, src, nelems);
+        let data = self.read_judged(&mut call, src, nelems);
+        // Used only when no member refused, so that it fits `dest` and cannot wrap.
+        let at = self.my_index.wrapping_mul(nelems);
         self.push(&call, dest, |_| Some((at, &data[..])))
     }
 
@@ -192,12 +223,7 @@ impl Team<'_> {
         const OP: &str = "team_collect";
         let rt = self.rt;
         let n = self.n_pes();
-        self.fits(OP, "src", src, Some(nelems), || format!("nelems {nelems}"))?;
-        rt.check_buf(OP, dest)?;
-        let data = self.read_src(OP, src, nelems)?;
-        let area = rt.team_area();
-        let ts = &rt.teams;
-        self.enter(&Call::new(
+        let mut call = Call::new(
             self.rt.config.check_collectives,
             OP,
             dest,
@@ -205,7 +231,19 @@ impl Team<'_> {
             None,
             None,
             None,
-        ))?;
+        );
+        if let Some(bad) = self
+            .misfit(OP, Which::Src, src, Some(nelems), || {
+                format!("nelems {nelems}")
+            })
+            .or_else(|| self.foreign(OP, Which::Dest, dest))
+        {
+            call.refuse(bad);
+        }
+        let data = self.read_judged(&mut call, src, nelems);
+        let area = rt.team_area();
+        let ts = &rt.teams;
+        self.enter(&call)?;
         let mine = (nelems as u64).to_le_bytes();
         for k in 0..n {
             let j = (self.my_index + k) % n;
@@ -235,7 +273,7 @@ impl Team<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        self.fits(OP, "dest", dest, total, || {
+        self.fits(OP, Which::Dest, dest, total, || {
             format!("the sum of the team's nelems: {}", sizes_text())
         })?;
         let at: usize = sizes[..self.my_index].iter().map(|&s| s as usize).sum();
@@ -250,8 +288,7 @@ impl Team<'_> {
     pub fn alltoall<T: Pod>(&self, dest: &SymBuf<T>, src: &SymBuf<T>, nelems: usize) -> Result<()> {
         const OP: &str = "team_alltoall";
         let n = self.n_pes();
-        self.check_args(OP, Args::Alltoall, dest, src, nelems)?;
-        let call = Call::new(
+        let mut call = Call::new(
             self.rt.config.check_collectives,
             OP,
             dest,
@@ -260,8 +297,11 @@ impl Team<'_> {
             None,
             None,
         );
-        let data = self.read_src(OP, src, nelems * n)?;
-        let at = self.my_index * nelems;
+        self.judge_args(&mut call, Args::Alltoall, dest, src, nelems);
+        // Unless refused, `nelems * n` fits `src`, so it does not overflow.
+        let data = self.read_judged(&mut call, src, nelems.saturating_mul(n));
+        // Used only when no member refused, so that it fits `dest` and cannot wrap.
+        let at = self.my_index.wrapping_mul(nelems);
         self.push(&call, dest, |j| {
             Some((at, &data[j * nelems..(j + 1) * nelems]))
         })
@@ -292,9 +332,8 @@ impl Team<'_> {
         op: O,
     ) -> Result<()> {
         const OP: &str = "team_reduce";
-        self.check_args(OP, Args::Reduce, dest, src, nelems)?;
         let n = self.n_pes();
-        let call = Call::new(
+        let mut call = Call::new(
             self.rt.config.check_collectives,
             OP,
             dest,
@@ -303,11 +342,12 @@ impl Team<'_> {
             None,
             Some(op_name::<O>),
         );
+        self.judge_args(&mut call, Args::Reduce, dest, src, nelems);
         if n >= 2 && n.is_power_of_two() && !self.all_mapped()? {
-            let data = self.read_src(OP, src, nelems)?;
+            let data = self.read_judged(&mut call, src, nelems);
             return self.recursive_doubling(&call, dest, &data, op);
         }
-        self.reduce_blocks(&call, dest, src, nelems, |_| 0, op)
+        self.reduce_blocks(&mut call, dest, src, nelems, |_| 0, op)
     }
 
     /// Reduces and scatters: team PE `j` receives in `dest` the combination with `op` of
@@ -324,8 +364,7 @@ impl Team<'_> {
         op: O,
     ) -> Result<()> {
         const OP: &str = "team_reducescatter";
-        self.check_args(OP, Args::Reducescatter, dest, src, nelems)?;
-        let call = Call::new(
+        let mut call = Call::new(
             self.rt.config.check_collectives,
             OP,
             dest,
@@ -334,7 +373,8 @@ impl Team<'_> {
             None,
             Some(op_name::<O>),
         );
-        self.reduce_blocks(&call, dest, src, nelems, |j| j * nelems, op)
+        self.judge_args(&mut call, Args::Reducescatter, dest, src, nelems);
+        self.reduce_blocks(&mut call, dest, src, nelems, |j| j * nelems, op)
     }
 
     /// The argument checks of a collective, which its `_on_stream` form shares: `root` in
@@ -348,29 +388,64 @@ impl Team<'_> {
         src: &SymBuf<T>,
         nelems: usize,
     ) -> Result<()> {
+        match self.bad_args(op, args, dest, src, nelems) {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Self::check_args`] for a host collective: a bad argument is not returned but
+    /// recorded in `call`, whose entry barrier this PE still takes so that every member
+    /// returns the same error (see the module docs).
+    fn judge_args<T>(
+        &self,
+        call: &mut Call,
+        args: Args,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+    ) {
+        if let Some(bad) = self.bad_args(call.op, args, dest, src, nelems) {
+            call.refuse(bad);
+        }
+    }
+
+    /// The first bad argument [`Self::check_args`] finds, as a verdict for the
+    /// fingerprint and the error this PE would return on its own.
+    fn bad_args<T>(
+        &self,
+        op: &'static str,
+        args: Args,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+    ) -> Option<(Bad, Error)> {
         let n = self.n_pes();
         // Whether `src` and `dest` hold a block of `nelems` per team PE.
         let (src_blocks, dest_blocks) = match args {
             Args::Broadcast { root } if root >= n => {
-                return Err(Error::InvalidPe {
-                    op,
-                    pe: root,
-                    n_pes: n,
-                    access: " in this team (the root)".into(),
-                })
+                return Some((
+                    Bad::Root { root },
+                    Error::InvalidPe {
+                        op,
+                        pe: root,
+                        n_pes: n,
+                        access: " in this team (the root)".into(),
+                    },
+                ))
             }
             Args::Broadcast { .. } | Args::Reduce => (false, false),
             Args::Fcollect => (false, true),
             Args::Alltoall => (true, true),
             Args::Reducescatter => (true, false),
         };
-        let fits = |name, buf, blocks: bool| {
+        let fits = |which, buf, blocks: bool| {
             let need = if blocks {
                 nelems.checked_mul(n)
             } else {
                 Some(nelems)
             };
-            self.fits(op, name, buf, need, || {
+            self.misfit(op, which, buf, need, || {
                 if blocks {
                     format!("nelems {nelems} × {n} PEs of the team")
                 } else {
@@ -378,35 +453,88 @@ impl Team<'_> {
                 }
             })
         };
-        fits("src", src, src_blocks)?;
-        fits("dest", dest, dest_blocks)
+        fits(Which::Src, src, src_blocks).or_else(|| fits(Which::Dest, dest, dest_blocks))
     }
 
     /// Fails unless `buf` belongs to this runtime and holds `need` elements (`None`: the
-    /// count overflowed); `name` is the argument and `why` says where `need` comes from.
+    /// count overflowed); `which` is the argument and `why` says where `need` comes from.
     fn fits<T>(
         &self,
         op: &'static str,
-        name: &str,
+        which: Which,
         buf: &SymBuf<T>,
         need: Option<usize>,
         why: impl FnOnce() -> String,
     ) -> Result<()> {
-        self.rt.check_buf(op, buf)?;
+        match self.misfit(op, which, buf, need, why) {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Self::fits`]' verdict: `None` when `buf` fits.
+    fn misfit<T>(
+        &self,
+        op: &'static str,
+        which: Which,
+        buf: &SymBuf<T>,
+        need: Option<usize>,
+        why: impl FnOnce() -> String,
+    ) -> Option<(Bad, Error)> {
+        if let Some(bad) = self.foreign(op, which, buf) {
+            return Some(bad);
+        }
         match need {
-            Some(need) if need <= buf.len => Ok(()),
-            _ => Err(Error::InvalidArgument {
-                op,
-                reason: format!(
-                    "on PE {}: {name} (allocation #{}, {} elements of {} bytes) is too small: {} elements needed ({})",
-                    self.rt.my_pe(),
-                    buf.id,
-                    buf.len,
-                    std::mem::size_of::<T>(),
-                    need.map_or_else(|| "more than usize::MAX".into(), |n| n.to_string()),
-                    why()
-                ),
-            }),
+            Some(need) if need <= buf.len => None,
+            _ => Some((
+                Bad::TooSmall {
+                    which,
+                    len: buf.len,
+                    need,
+                },
+                Error::InvalidArgument {
+                    op,
+                    reason: format!(
+                        "on PE {}: {} (allocation #{}, {} elements of {} bytes) is too small: {} elements needed ({})",
+                        self.rt.my_pe(),
+                        which.name(),
+                        buf.id,
+                        buf.len,
+                        std::mem::size_of::<T>(),
+                        need.map_or_else(|| "more than usize::MAX".into(), |n| n.to_string()),
+                        why()
+                    ),
+                },
+            )),
+        }
+    }
+
+    /// The verdict on `buf` when it is an allocation of another runtime.
+    fn foreign<T>(&self, op: &'static str, which: Which, buf: &SymBuf<T>) -> Option<(Bad, Error)> {
+        self.rt.check_buf(op, buf).err().map(|e| {
+            (
+                Bad::Foreign {
+                    which,
+                    alloc: buf.id,
+                    owner: buf.runtime,
+                },
+                e,
+            )
+        })
+    }
+
+    /// The first `count` elements of this PE's `src`, unless `call` is already refused
+    /// (then none); a failure to read refuses `call`.
+    fn read_judged<T: Pod>(&self, call: &mut Call, src: &SymBuf<T>, count: usize) -> Vec<T> {
+        if call.refused() {
+            return Vec::new();
+        }
+        match self.read_src(call.op, src, count) {
+            Ok(data) => data,
+            Err(e) => {
+                call.refuse((Bad::Local, e));
+                Vec::new()
+            }
         }
     }
 
@@ -470,7 +598,7 @@ impl Team<'_> {
     /// type, `O`, is what counts).
     fn reduce_blocks<T: Reducible, O: ReduceOp<T>>(
         &self,
-        call: &Call,
+        call: &mut Call,
         dest: &SymBuf<T>,
         src: &SymBuf<T>,
         nelems: usize,
@@ -521,8 +649,11 @@ impl Team<'_> {
                 Ok(())
             };
         }
-        let count = (0..n).map(|j| first(j) + nelems).max().unwrap_or(0);
-        let data = self.read_src(name, src, count)?;
+        let count = (0..n)
+            .map(|j| first(j).saturating_add(nelems))
+            .max()
+            .unwrap_or(0);
+        let data = self.read_judged(call, src, count);
         self.gather_reduce(
             call,
             dest,
@@ -674,14 +805,126 @@ const COLLECTIVES: [&str; 6] = [
 /// A fingerprint word for an argument the collective does not take.
 const NONE: u64 = u64::MAX;
 
+/// Fingerprint word: the entry barrier's epoch (stamped by [`Team::enter`]).
+const EPOCH: usize = 8;
+/// Fingerprint word: the call's number among the host collectives on the team
+/// (`SYMMEM_CHECK_COLLECTIVES` only).
+const SEQ: usize = 9;
+/// Fingerprint words: this PE's verdict on its own arguments ([`Bad::words`]; 0: good).
+const VERDICT: usize = 10;
+
 /// A collective call's arguments as its fingerprint (see the module docs): the words
 /// every member of the team compares after the entry barrier.
 pub(super) struct Call {
     /// The public operation, for errors.
     op: &'static str,
     /// The collective and element size; the element type's name (16 bytes); the operator's
-    /// name; `nelems`, root, `dest` and `src` heap offsets (`NONE` where not taken).
+    /// name; `nelems`, root, `dest` and `src` heap offsets (`NONE` where not taken); the
+    /// entry barrier's epoch and the call's number; the verdict (three words).
     words: [u64; FINGERPRINT_WORDS],
+    /// The error this PE's own arguments make, returned as such when every member's
+    /// arguments are bad alike.
+    local: std::cell::Cell<Option<Error>>,
+}
+
+/// An argument of a collective that names a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Which {
+    /// `src`.
+    Src,
+    /// `dest`.
+    Dest,
+}
+
+impl Which {
+    /// The argument's name.
+    fn name(self) -> &'static str {
+        match self {
+            Which::Src => "src",
+            Which::Dest => "dest",
+        }
+    }
+}
+
+/// What is wrong with a PE's own arguments to a host collective: the verdict its
+/// fingerprint carries to every member (three words, [`Bad::words`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bad {
+    /// The broadcast's root is not a team PE.
+    Root {
+        /// The root passed.
+        root: usize,
+    },
+    /// A buffer is an allocation of another runtime instance.
+    Foreign {
+        /// Which buffer.
+        which: Which,
+        /// Its allocation number.
+        alloc: u64,
+        /// The runtime instance it belongs to.
+        owner: u64,
+    },
+    /// A buffer holds fewer elements than the call needs.
+    TooSmall {
+        /// Which buffer.
+        which: Which,
+        /// The elements it holds.
+        len: usize,
+        /// The elements needed (`None`: more than `usize::MAX`).
+        need: Option<usize>,
+    },
+    /// Reading this PE's `src` failed (its own error says why).
+    Local,
+}
+
+impl Bad {
+    /// The verdict's fingerprint words: a nonzero code, then two values.
+    fn words(self) -> [u64; 3] {
+        let which = |w: Which| u64::from(w == Which::Dest);
+        match self {
+            Bad::Root { root } => [1, root as u64, 0],
+            Bad::Foreign {
+                which: w,
+                alloc,
+                owner,
+            } => [2 + which(w), alloc, owner],
+            Bad::TooSmall {
+                which: w,
+                len,
+                need,
+            } => [4 + which(w), len as u64, need.map_or(NONE, |n| n as u64)],
+            Bad::Local => [6, 0, 0],
+        }
+    }
+
+    /// What the verdict `words` says was wrong, on a team of `n`.
+    fn describe(words: &[u64], n: usize) -> String {
+        let which = |code: u64| {
+            if code.is_multiple_of(2) {
+                "src"
+            } else {
+                "dest"
+            }
+        };
+        match *words {
+            [1, root, _] => format!("root {root} is not a PE of the team (n_pes = {n})"),
+            [c @ (2 | 3), alloc, owner] => format!(
+                "{} is allocation #{alloc} of another runtime instance ({owner})",
+                which(c)
+            ),
+            [c @ (4 | 5), len, need] => format!(
+                "{} ({len} elements) is too small: {} elements needed",
+                which(c),
+                if need == NONE {
+                    "more than usize::MAX".to_string()
+                } else {
+                    need.to_string()
+                }
+            ),
+            [6, ..] => "reading its src failed".to_string(),
+            _ => format!("an unknown verdict {words:?}"),
+        }
+    }
 }
 
 /// Up to `N * 8` bytes of a type name's last path segment, as little-endian words.
@@ -724,21 +967,16 @@ impl Call {
         root: Option<usize>,
         reduce_op: Option<fn() -> u64>,
     ) -> Call {
-        if !checked {
-            return Call {
-                op,
-                words: [NONE; FINGERPRINT_WORDS],
-            };
-        }
-        let kind = COLLECTIVES
-            .iter()
-            .position(|c| *c == op)
-            .map_or(0, |k| k + 1);
-        let [n0, n1] = name_words::<2>(std::any::type_name::<T>());
-        let opt = |v: Option<usize>| v.map_or(NONE, |v| v as u64);
-        Call {
-            op,
-            words: [
+        let mut words = [NONE; FINGERPRINT_WORDS];
+        words[EPOCH..].fill(0);
+        if checked {
+            let kind = COLLECTIVES
+                .iter()
+                .position(|c| *c == op)
+                .map_or(0, |k| k + 1);
+            let [n0, n1] = name_words::<2>(std::any::type_name::<T>());
+            let opt = |v: Option<usize>| v.map_or(NONE, |v| v as u64);
+            words[..EPOCH].copy_from_slice(&[
                 kind as u64 | (std::mem::size_of::<T>() as u64) << 8,
                 n0,
                 n1,
@@ -747,8 +985,27 @@ impl Call {
                 opt(root),
                 dest.offset as u64,
                 src.offset as u64,
-            ],
+            ]);
         }
+        Call {
+            op,
+            words,
+            local: std::cell::Cell::new(None),
+        }
+    }
+
+    /// Records this PE's verdict on its own arguments (the first bad one found wins).
+    fn refuse(&mut self, (bad, error): (Bad, Error)) {
+        if self.refused() {
+            return;
+        }
+        self.words[VERDICT..].copy_from_slice(&bad.words());
+        self.local.set(Some(error));
+    }
+
+    /// Whether this PE's own arguments are bad.
+    fn refused(&self) -> bool {
+        self.words[VERDICT] != 0
     }
 }
 
@@ -770,14 +1027,26 @@ impl Described for Call {
         }
         args.push(format!("dest at heap offset {}", w[6]));
         args.push(format!("src at heap offset {}", w[7]));
-        format!("{name}({})", args.join(", "))
+        format!(
+            "{name}({}) [its host collective #{} on the team, at the team's barrier {}]",
+            args.join(", "),
+            w[SEQ],
+            w[EPOCH]
+        )
     }
 
     fn differing(a: &[u64], b: &[u64]) -> Vec<&'static str> {
-        if a[0] & 0xff != b[0] & 0xff {
-            return vec!["the collective"];
-        }
         let mut out = Vec::new();
+        if a[EPOCH] != b[EPOCH] {
+            out.push("the barrier (a member entered this barrier from sync, barrier or a device collective, not from this call: what is shown for it is its last host collective)");
+        }
+        if a[SEQ] != b[SEQ] {
+            out.push("the call's number (a member skipped a host collective on the team, or called one more)");
+        }
+        if a[0] & 0xff != b[0] & 0xff {
+            out.push("the collective");
+            return out;
+        }
         if a[0] != b[0] || a[1..3] != b[1..3] {
             out.push("the element type");
         }
@@ -794,37 +1063,75 @@ impl Described for Call {
 }
 
 impl Team<'_> {
-    /// The entry barrier of a collective, verifying `call` across the team under
-    /// `SYMMEM_CHECK_COLLECTIVES=1` (see the module docs): every member sees every member's
-    /// fingerprint, through the P2P mapping or the remote transport, and returns the same
-    /// [`Error::TeamMismatch`] when they differ.
+    /// The entry barrier of a collective (see the module docs). Every member takes it,
+    /// whatever its arguments, and then returns the same error when a member's own
+    /// arguments were bad (the verdict in `call`) or, under
+    /// `SYMMEM_CHECK_COLLECTIVES=1`, when the members' fingerprints differ
+    /// ([`Error::TeamMismatch`]).
     fn enter(&self, call: &Call) -> Result<()> {
         let rt = self.rt;
         let n = self.n_pes();
-        if n == 1 || !rt.config.check_collectives {
-            return rt.team_sync(call.op, self);
+        let local = call.local.take();
+        if n == 1 {
+            return match local {
+                Some(e) => Err(e),
+                None => rt.team_sync(call.op, self),
+            };
         }
-        let direct = self.all_mapped()?;
+        let checked = rt.config.check_collectives;
+        if !checked && local.is_none() {
+            // The default path: the barrier and one load of this PE's alert word.
+            let epoch = rt.team_sync_epoch(call.op, self)?;
+            return self.alerted(call.op, epoch);
+        }
         let ts = &rt.teams;
         let me = rt.my_pe();
         let area = rt.team_area();
         // Buffer `epoch % 2` of the entry barrier's epoch, the same on every member: the
         // next write of this buffer, two barriers on, follows a barrier that every member
         // enters only after reading this one.
-        let parity = ((rt.team_epoch(call.op, self)? + 1) % 2) as usize;
+        let epoch = rt.team_epoch(call.op, self)? + 1;
+        let parity = (epoch % 2) as usize;
         let at = |i: usize| ts.fingerprint(self.slot, parity, i) * 8;
-        let mine: &[u8] = bytemuck::cast_slice(&call.words);
-        if direct {
+        let mut words = call.words;
+        words[EPOCH] = epoch;
+        if checked {
+            let mut table = ts.lock();
+            let counters = &mut table.slots[self.slot];
+            counters.collectives += 1;
+            words[SEQ] = counters.collectives;
+        }
+        let mine: &[u8] = bytemuck::cast_slice(&words);
+        if !checked {
+            // This PE's arguments are bad, and the others compare nothing: its verdict
+            // goes to every member's buffer, and the epoch to every member's alert word,
+            // before the barrier, which (after the quiet) publishes both.
+            let alert = area.at(ts.alert(self.slot, parity));
+            for k in 1..=n {
+                let j = self.members.world((self.my_index + k) % n);
+                rt.putmem(&area, at(self.my_index), mine, j)?;
+                rt.atomic_set(alert, epoch, j)?;
+            }
+            rt.quiet()?;
+            rt.team_sync(call.op, self)?;
+            return self.judge(
+                call.op,
+                epoch,
+                &self.read_fingerprints(call.op, parity)?,
+                local,
+            );
+        }
+        if self.all_mapped()? {
             match self.fingerprint_words(call.op, at(self.my_index), me)? {
                 // Published by the barrier's release signal.
-                Some(words) => words
+                Some(w) => w
                     .iter()
-                    .zip(&call.words)
+                    .zip(&words)
                     .for_each(|(w, v)| w.store(*v, Ordering::Relaxed)),
                 None => rt.putmem(&area, at(self.my_index), mine, me)?,
             }
             rt.team_sync(call.op, self)?;
-            return self.verify_mapped(call, parity);
+            return self.verify_mapped(call.op, &words, parity, local);
         }
         for k in 1..=n {
             let j = (self.my_index + k) % n;
@@ -832,25 +1139,75 @@ impl Team<'_> {
         }
         rt.quiet()?;
         rt.team_sync(call.op, self)?;
-        let mut all = vec![[0u64; FINGERPRINT_WORDS]; n];
-        for (i, theirs) in all.iter_mut().enumerate() {
-            rt.getmem(&area, at(i), bytemuck::cast_slice_mut(theirs), me)?;
+        self.judge(
+            call.op,
+            epoch,
+            &self.read_fingerprints(call.op, parity)?,
+            local,
+        )
+    }
+
+    /// After the entry barrier of `epoch` on the default path (no check): Ok unless a
+    /// member with bad arguments stored `epoch` in this PE's alert word, and then the
+    /// error naming it, from the verdicts in this PE's fingerprint buffer.
+    fn alerted(&self, op: &'static str, epoch: u64) -> Result<()> {
+        let rt = self.rt;
+        let parity = (epoch % 2) as usize;
+        let area = rt.team_area();
+        let alert = area.at(rt.teams.alert(self.slot, parity));
+        // Stored before the barrier, whose acquire wait made it visible.
+        if rt.load_word(op, &rt.word(op, alert, rt.my_pe())?)? != epoch {
+            return Ok(());
         }
-        self.verify(call.op, &all)
+        self.judge(op, epoch, &self.read_fingerprints(op, parity)?, None)
+    }
+
+    /// Every member's fingerprint in buffer `parity` of this PE's heap, in team order.
+    fn read_fingerprints(
+        &self,
+        op: &'static str,
+        parity: usize,
+    ) -> Result<Vec<[u64; FINGERPRINT_WORDS]>> {
+        let rt = self.rt;
+        let ts = &rt.teams;
+        let mut all = vec![[0u64; FINGERPRINT_WORDS]; self.n_pes()];
+        for (i, theirs) in all.iter_mut().enumerate() {
+            let at = ts.fingerprint(self.slot, parity, i) * 8;
+            match self.fingerprint_words(op, at, rt.my_pe())? {
+                Some(w) => theirs
+                    .iter_mut()
+                    .zip(w)
+                    .for_each(|(o, w)| *o = w.load(Ordering::Relaxed)),
+                None => rt.getmem(
+                    &rt.team_area(),
+                    at,
+                    bytemuck::cast_slice_mut(theirs),
+                    rt.my_pe(),
+                )?,
+            }
+        }
+        Ok(all)
     }
 
     /// After the entry barrier on a team whose heaps are all mapped here: compares every
     /// other member's fingerprint in buffer `parity`, loaded from its heap, with
-    /// `call`'s, and reads them all for the error when one differs.
-    fn verify_mapped(&self, call: &Call, parity: usize) -> Result<()> {
+    /// `words`, and reads them all for the error when one differs or this PE's own
+    /// arguments are bad (`local`).
+    fn verify_mapped(
+        &self,
+        op: &'static str,
+        words: &[u64; FINGERPRINT_WORDS],
+        parity: usize,
+        local: Option<Error>,
+    ) -> Result<()> {
         let ts = &self.rt.teams;
         let n = self.n_pes();
         let at = |i: usize| ts.fingerprint(self.slot, parity, i) * 8;
         let load = |i: usize| -> Result<[u64; FINGERPRINT_WORDS]> {
             let pe = self.members.world(i);
-            let words = self.fingerprint_words(call.op, at(i), pe)?;
+            let fp = self.fingerprint_words(op, at(i), pe)?;
             let mut out = [0u64; FINGERPRINT_WORDS];
-            match words {
+            match fp {
                 // The barrier's acquire wait made the member's stores visible.
                 Some(w) => out
                     .iter_mut()
@@ -866,9 +1223,9 @@ impl Team<'_> {
             Ok(out)
         };
         for k in 1..n {
-            if load((self.my_index + k) % n)? != call.words {
+            if local.is_some() || load((self.my_index + k) % n)? != *words {
                 let all = (0..n).map(load).collect::<Result<Vec<_>>>()?;
-                return self.verify(call.op, &all);
+                return self.judge(op, words[EPOCH], &all, local);
             }
         }
         Ok(())
@@ -886,8 +1243,8 @@ impl Team<'_> {
         match self.rt.locate(op, area.at(at / 8), FINGERPRINT_WORDS, pe)? {
             // SAFETY: `locate` checked that the FINGERPRINT_WORDS words lie in the team
             // area, which is mapped, 8-byte aligned, while the runtime (which `self`
-            // borrows) lives; on a team whose members are all mapped, fingerprints are
-            // only accessed through these atomics.
+            // borrows) lives; fingerprints in host memory are only accessed through
+            // these atomics or by the runtime's own `putmem`/`getmem` of whole words.
             Located::Host(p) => Ok(Some(unsafe {
                 std::slice::from_raw_parts(p.cast::<AtomicU64>(), FINGERPRINT_WORDS)
             })),
@@ -895,11 +1252,54 @@ impl Team<'_> {
         }
     }
 
-    /// Ok when the fingerprints `all` (in team order) are the same, else the
-    /// [`Error::TeamMismatch`] of `op` naming the groups of team PEs with the same call,
-    /// and the arguments in which each differs from the first.
-    fn verify(&self, op: &'static str, all: &[[u64; FINGERPRINT_WORDS]]) -> Result<()> {
+    /// The verdict of the entry barrier of `epoch`, from every member's fingerprint
+    /// `all` (in team order; under `SYMMEM_CHECK_COLLECTIVES` every member's, otherwise
+    /// only those of members with bad arguments are stamped with `epoch`): when some
+    /// member's own arguments were bad, the error naming each such member and what was
+    /// wrong (this PE's own error, `local`, when every member's were bad alike); else,
+    /// under the check, the [`Error::TeamMismatch`] of members that differ.
+    fn judge(
+        &self,
+        op: &'static str,
+        epoch: u64,
+        all: &[[u64; FINGERPRINT_WORDS]],
+        local: Option<Error>,
+    ) -> Result<()> {
         let n = self.n_pes();
+        let bad: Vec<usize> = (0..n)
+            .filter(|&i| all[i][EPOCH] == epoch && all[i][VERDICT] != 0)
+            .collect();
+        if !bad.is_empty() {
+            let alike = bad.len() == n && all.iter().all(|w| w[VERDICT..] == all[0][VERDICT..]);
+            if let (true, Some(e)) = (alike, local) {
+                return Err(e);
+            }
+            let each = bad
+                .iter()
+                .map(|&i| {
+                    format!(
+                        "team PE {i} (world PE {}): {}",
+                        self.members.world(i),
+                        Bad::describe(&all[i][VERDICT..], n)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "bad arguments on {} of the team's {n} PEs ({each}); every member of the team returns this error after the entry barrier, and no data moved",
+                    bad.len()
+                ),
+            });
+        }
+        if let Some(e) = local {
+            // Not seen by the others: cannot happen, as this PE stamped its own verdict.
+            return Err(e);
+        }
+        if !self.rt.config.check_collectives {
+            return Ok(());
+        }
         alike::check::<Call, _>(all, Pes::Team(&|i| self.members.world(i)), |calls| {
             Error::TeamMismatch {
                 op,
@@ -912,6 +1312,45 @@ impl Team<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verdicts_round_trip_through_words() {
+        let bad = [
+            (
+                Bad::Root { root: 9 },
+                "root 9 is not a PE of the team (n_pes = 4)",
+            ),
+            (
+                Bad::TooSmall {
+                    which: Which::Dest,
+                    len: 2,
+                    need: Some(12),
+                },
+                "dest (2 elements) is too small: 12 elements needed",
+            ),
+            (
+                Bad::TooSmall {
+                    which: Which::Src,
+                    len: 2,
+                    need: None,
+                },
+                "src (2 elements) is too small: more than usize::MAX elements needed",
+            ),
+            (
+                Bad::Foreign {
+                    which: Which::Src,
+                    alloc: 3,
+                    owner: 1,
+                },
+                "src is allocation #3 of another runtime instance (1)",
+            ),
+            (Bad::Local, "reading its src failed"),
+        ];
+        for (b, text) in bad {
+            assert_ne!(b.words()[0], 0, "a verdict is never 0, which means good");
+            assert_eq!(Bad::describe(&b.words(), 4), text);
+        }
+    }
 
     #[test]
     fn names_round_trip_through_words() {
@@ -935,14 +1374,40 @@ mod tests {
     #[test]
     fn differing_names_the_arguments() {
         let [n0, n1] = name_words::<2>("u64");
-        let a = [5 | 8 << 8, n0, n1, op_name::<Sum>(), 3, NONE, 64, 128];
+        let a = [
+            5 | 8 << 8,
+            n0,
+            n1,
+            op_name::<Sum>(),
+            3,
+            NONE,
+            64,
+            128,
+            7,
+            2,
+            0,
+            0,
+            0,
+        ];
         let mut b = a;
         b[4] = 4;
         b[7] = 192;
         assert_eq!(Call::differing(&a, &b), vec!["nelems", "src"]);
         assert_eq!(
             Call::describe(&b),
-            "team_reduce(u64 (8 bytes), Sum, nelems 4, dest at heap offset 64, src at heap offset 192)"
+            "team_reduce(u64 (8 bytes), Sum, nelems 4, dest at heap offset 64, src at heap offset 192) [its host collective #2 on the team, at the team's barrier 7]"
+        );
+        // A member that entered the barrier from elsewhere (a stale fingerprint), or
+        // whose calls are one ahead, is named by the epoch and the number.
+        let mut d = a;
+        d[EPOCH] = 5;
+        d[SEQ] = 1;
+        let diff = Call::differing(&a, &d);
+        assert!(
+            diff.len() == 2
+                && diff[0].starts_with("the barrier")
+                && diff[1].starts_with("the call's number"),
+            "{diff:?}"
         );
         let mut c = a;
         c[0] = 1 | 8 << 8;

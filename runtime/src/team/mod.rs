@@ -554,6 +554,20 @@ impl<'rt> Team<'rt> {
             &zeros,
             rt.my_pe(),
         )?;
+        // So are the fingerprints and alert words in this PE's heap, which members wrote
+        // (if at all) before that barrier: the slot's next team counts its barrier
+        // epochs from 1 again, and an old alert or verdict stamped with one of them must
+        // not be taken for its own.
+        let (first, end) = (
+            rt.teams.fingerprint(self.slot, 0, 0),
+            rt.teams.alert(self.slot, 2),
+        );
+        rt.putmem(
+            &rt.team_area(),
+            first * 8,
+            &vec![0u8; (end - first) * 8],
+            rt.my_pe(),
+        )?;
         let mut table = rt.teams.lock();
         table.free[self.slot / 64] |= 1 << (self.slot % 64);
         table.slots[self.slot] = SlotCounters::default();
@@ -640,6 +654,11 @@ impl Runtime {
     /// The dissemination barrier among `team`'s PEs, in its slot (see the module docs);
     /// `op` names the public operation in errors.
     pub(crate) fn team_sync(&self, op: &'static str, team: &Team<'_>) -> Result<()> {
+        self.team_sync_epoch(op, team).map(drop)
+    }
+
+    /// [`Self::team_sync`], returning the barrier's epoch (the same on every member).
+    pub(crate) fn team_sync_epoch(&self, op: &'static str, team: &Team<'_>) -> Result<u64> {
         self.dissemination(op, team, Partners::MustJoin, "the team's barrier")
     }
 
@@ -678,21 +697,22 @@ impl Runtime {
             "free" => "the arrival barrier of free",
             _ => "the arrival barrier of alloc",
         };
-        self.dissemination(op, &arrival, partners, label)
+        self.dissemination(op, &arrival, partners, label).map(drop)
     }
 
     /// The dissemination barrier among `team`'s PEs in its slot; `label` names it in a
-    /// timeout's message.
+    /// timeout's message. Returns the barrier's epoch (0 on a team of one PE, which has
+    /// no barrier).
     fn dissemination(
         &self,
         op: &'static str,
         team: &Team<'_>,
         partners: Partners,
         label: &'static str,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let n = team.n_pes();
         if n == 1 {
-            return Ok(());
+            return Ok(0);
         }
         let area = self.team_area();
         let me = self.my_pe();
@@ -718,7 +738,7 @@ impl Runtime {
                 )
             })?;
         }
-        Ok(())
+        Ok(epoch)
     }
 
     /// Waits until this PE's barrier flag `word` reaches `epoch`. With `leaving` set to
@@ -853,6 +873,7 @@ impl Runtime {
 mod tests {
     use super::*;
     use crate::config::DEFAULT_MAX_TEAMS;
+    use crate::team_state::ALERT_WORDS;
 
     #[test]
     fn members_strided_and_lists() {
@@ -900,11 +921,12 @@ mod tests {
                     >= rounds
                         + 1
                         + 2 * n * (REQUEST_HEAD + mask + SCRATCH_WORDS + FINGERPRINT_WORDS)
+                        + ALERT_WORDS
             );
             let ts = TeamState::new(0, DEFAULT_MAX_TEAMS, n);
             assert!(
-                ts.fingerprint(0, 2, 0) <= ts.flag(1, 0),
-                "fingerprints within slot 0"
+                ts.alert(0, 1) < ts.flag(1, 0),
+                "fingerprints and alert words within slot 0"
             );
             let arrival = ts.arrival_slot();
             assert_eq!(ts.flag(arrival, 0), DEFAULT_MAX_TEAMS * words);

@@ -534,12 +534,9 @@ fn collective_mismatch_inner(rt: &Runtime) -> Outcome {
     let needles = |op: &str, theirs: &str, last: &str, diff: &str| {
         vec![
             format!("{op}: the PEs of the team disagree: a collective on a team of {n}: "),
-            format!("team PE {rest} (world PE {rest}) called {theirs}; "),
-            format!(
-                "team PE {} (world PE {}) called {last} (differs in {diff})",
-                n - 1,
-                n - 1
-            ),
+            format!("team PE {rest} (world PE {rest}) called {theirs} [its host collective #"),
+            format!("team PE {} (world PE {}) called {last} [", n - 1, n - 1),
+            format!("] (differs in {diff})"),
         ]
     };
     let bcast = |ne: usize, root: usize, d: usize| {
@@ -672,4 +669,158 @@ fn collective_timeout_inner(rt: &Runtime) -> Outcome {
             "waiting for PE".to_string(),
         ],
     )
+}
+
+/// Only the last PE passes a bad argument (run on 2 or more PEs, with `SYMMEM_TIMEOUT`
+/// as a safety net): to a broadcast, reduce, fcollect, alltoall, collect and
+/// reducescatter, and to `alloc_aligned` (a count whose size overflows). Every PE gets
+/// the same error naming the last PE and what was wrong, at once (well before the
+/// timeout), and the correct collective after each works on every PE: nobody waited,
+/// and nobody paired its next call with the failed one. Under
+/// `SYMMEM_CHECK_COLLECTIVES=1`, a last PE that calls `sync` where the others call a
+/// broadcast is named too (its fingerprint is from another barrier).
+pub fn collective_one_bad(rt: &Runtime) -> Outcome {
+    finish(rt, "collective_one_bad", collective_one_bad_inner(rt))
+}
+
+fn collective_one_bad_inner(rt: &Runtime) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    check!(n >= 2, "needs 2 PEs");
+    let checked = std::env::var("SYMMEM_CHECK_COLLECTIVES").is_ok_and(|v| v == "1");
+    let world = rt.team_world();
+    let last = n - 1;
+    let odd = me == last;
+    let big = rt.calloc::<u64>(4 * n).or_fail()?;
+    let small = rt.calloc::<u64>(1).or_fail()?;
+    let start = std::time::Instant::now();
+    let names = |op: &str, what: String| {
+        vec![
+            format!("{op}: bad arguments on 1 of the team's {n} PEs (team PE {last} (world PE {last}): "),
+            what,
+            "every member of the team returns this error".to_string(),
+        ]
+    };
+    // After each failure, a correct reduce: every PE must take part in the same one.
+    let mut round = 0u64;
+    let mut good_sum = || -> Outcome {
+        round += 1;
+        rt.put(big.at(0), &[me as u64 + 1 + 10 * round], me)
+            .or_fail()?;
+        world.reduce(&big, &big, 1, Sum).or_fail()?;
+        let mut got = [0u64];
+        rt.read_local(big.at(0), &mut got).or_fail()?;
+        check_eq!(
+            got[0],
+            (n * (n + 1) / 2) as u64 + 10 * round * n as u64,
+            "the correct reduce after failure {round}"
+        );
+        Ok(())
+    };
+    expect_err(
+        world.broadcast(&big, &big, 2, if odd { n } else { 0 }),
+        "InvalidArgument",
+        &names(
+            "team_broadcast",
+            format!("root {n} is not a PE of the team (n_pes = {n})"),
+        ),
+    )?;
+    good_sum()?;
+    expect_err(
+        world.reduce(if odd { &small } else { &big }, &big, 3, Sum),
+        "InvalidArgument",
+        &names(
+            "team_reduce",
+            "dest (1 elements) is too small: 3 elements needed".into(),
+        ),
+    )?;
+    good_sum()?;
+    expect_err(
+        world.fcollect(&big, if odd { &small } else { &big }, 2),
+        "InvalidArgument",
+        &names(
+            "team_fcollect",
+            "src (1 elements) is too small: 2 elements needed".into(),
+        ),
+    )?;
+    good_sum()?;
+    expect_err(
+        world.alltoall(&big, if odd { &small } else { &big }, 2),
+        "InvalidArgument",
+        &names(
+            "team_alltoall",
+            format!("src (1 elements) is too small: {} elements needed", 2 * n),
+        ),
+    )?;
+    good_sum()?;
+    expect_err(
+        world.collect(&big, if odd { &small } else { &big }, 2),
+        "InvalidArgument",
+        &names(
+            "team_collect",
+            "src (1 elements) is too small: 2 elements needed".into(),
+        ),
+    )?;
+    good_sum()?;
+    expect_err(
+        world.reducescatter(if odd { &small } else { &big }, &big, 2, Max),
+        "InvalidArgument",
+        &names(
+            "team_reducescatter",
+            "dest (1 elements) is too small: 2 elements needed".into(),
+        ),
+    )?;
+    good_sum()?;
+    // A split team, whose slot is not TEAM_WORLD's: the same.
+    let (row, _col) = world.split_2d(n).or_fail()?;
+    expect_err(
+        row.broadcast(&big, &big, 1, if odd { n + 1 } else { 0 }),
+        "InvalidArgument",
+        &names(
+            "team_broadcast",
+            format!("root {} is not a PE of the team (n_pes = {n})", n + 1),
+        ),
+    )?;
+    row.sync().or_fail()?;
+    // The last PE's count overflows: the PEs' requests differ, and every PE's error
+    // names it.
+    let huge = usize::MAX / 4;
+    let r = rt.alloc_aligned::<u64>(if odd { huge } else { 4 }, 64);
+    expect_err(
+        r.map(drop),
+        "AllocMismatch",
+        &[format!(
+            "PE {last} called alloc({huge} elements of 8 bytes, which overflows usize)"
+        )],
+    )?;
+    let b = rt.alloc_aligned::<u64>(4, 64).or_fail()?;
+    rt.free(b).or_fail()?;
+    good_sum()?;
+    // SYMMEM_TIMEOUT is 30 s: the errors came from the PEs' exchange, not a timeout.
+    check!(
+        start.elapsed() < std::time::Duration::from_secs(10),
+        "the errors took {:?}",
+        start.elapsed()
+    );
+    if checked {
+        // The last PE syncs where the others broadcast: its fingerprint is from an
+        // earlier barrier, and the others name it; every PE passed one barrier. (Its
+        // call numbers stay one behind from here on, so later checked collectives would
+        // report it again: the scenario ends here.)
+        if odd {
+            world.sync().or_fail()?;
+        } else {
+            expect_err(
+                world.broadcast(&big, &big, 1, 0),
+                "TeamMismatch",
+                &[
+                    format!("team PE {last} (world PE {last}) called "),
+                    "differs in the barrier".to_string(),
+                ],
+            )?;
+        }
+    }
+    row.destroy().or_fail()?;
+    rt.barrier_all().or_fail()?;
+    rt.free(small).or_fail()?;
+    rt.free(big).or_fail()
 }
