@@ -1248,15 +1248,15 @@ impl State {
             };
             if n < 0 {
                 let why = ffi::text(&err);
-                // The failed operation is over for the provider: it no longer uses its
-                // buffers ([`Self::settle`] waits for exactly that).
                 if failed_op & RECEIVE == 0 {
+                    // The first failure names its peer; later ones (after it, while this
+                    // PE keeps serving its healthy peers) do not rename it.
+                    if self.failure.is_none() {
+                        self.failed_pe = self.ops.target(failed_op);
+                    }
+                    // Then the failed operation is over for the provider: it no longer
+                    // uses its buffers ([`Self::settle`] waits for exactly that).
                     let _ = self.ops.complete(failed_op);
-                }
-                // The first failure names its peer; later ones (after it, while this PE
-                // keeps serving its healthy peers) do not rename it.
-                if failed_op & RECEIVE == 0 && self.failure.is_none() {
-                    self.failed_pe = self.ops.target(failed_op);
                 }
                 return Err(why);
             }
