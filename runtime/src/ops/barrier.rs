@@ -21,8 +21,9 @@ impl Runtime {
     /// Blocks until every PE has called `barrier_all`, after completing all of this PE's
     /// outstanding operations (`nvshmem_barrier_all`: quiet + sync).
     pub fn barrier_all(&self) -> Result<()> {
+        // The quiet completes the transport's operations too: no second quiet in the sync.
         self.quiet()?;
-        self.sync_all()
+        self.sync_pes()
     }
 
     /// Blocks until every PE has called `sync_all` (`nvshmem_sync_all`). Orders memory
@@ -30,8 +31,6 @@ impl Runtime {
     /// operations (except those over the remote transport, which it completes so that
     /// blocking puts and AMOs are visible after it on every route).
     pub fn sync_all(&self) -> Result<()> {
-        let n = self.n_pes();
-        let me = self.my_pe();
         if let Some(t) = &self.transport {
             // Blocking puts and AMOs to mapped peers are visible once they return;
             // completing the transport's too keeps that true on every route (more than
@@ -41,6 +40,13 @@ impl Runtime {
             // one GPU per rank), and weak ordering buffers puts to mapped peers in it.
             t.quiet()?;
         }
+        self.sync_pes()
+    }
+
+    /// The synchronization of `sync_all` and `barrier_all`, after their quiets.
+    fn sync_pes(&self) -> Result<()> {
+        let n = self.n_pes();
+        let me = self.my_pe();
         if !self.all_mapped {
             if self.transport.is_none() {
                 return Ok(self.bootstrap.barrier()?);
