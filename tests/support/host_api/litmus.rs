@@ -29,7 +29,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use symmem::{Cmp, Runtime, SignalOp, SymRef};
+use symmem::{Cmp, Runtime, SignalOp, SymBuf, SymRef};
+
+/// A symmetric buffer of the shapes.
+type Buf = SymBuf<u64>;
 
 use super::{check, check_eq, finish, key, neighbours, OrFail, Outcome};
 
@@ -167,6 +170,25 @@ fn spin_until(
     Ok(())
 }
 
+/// The buffers of one shape's threads, allocated zeroed, once every PE has them: a
+/// payload area of `len` elements, and a flag and an acknowledgement counter per thread.
+fn lanes(rt: &Runtime, len: usize, threads: usize) -> Result<(Buf, Buf, Buf), String> {
+    let data = rt.calloc::<u64>(len).or_fail()?;
+    let flag = rt.calloc::<u64>(threads).or_fail()?;
+    let ack = rt.calloc::<u64>(threads).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    Ok((data, flag, ack))
+}
+
+/// Frees `bufs` once every PE is done with them.
+fn free_all<const N: usize>(rt: &Runtime, bufs: [Buf; N]) -> Outcome {
+    rt.barrier_all().or_fail()?;
+    for buf in bufs {
+        rt.free(buf).or_fail()?;
+    }
+    Ok(())
+}
+
 /// The value of element `i` of the payload `from` sends to `to` in `round` on `thread`.
 fn payload(from: usize, to: usize, thread: usize, round: u64, i: usize) -> u64 {
     key(&[from as u64, to as u64, thread as u64, round, i as u64])
@@ -200,10 +222,7 @@ fn check_payload(got: &[u64], from: usize, to: usize, thread: usize, round: u64)
 fn mp(rt: &Runtime, threads: usize) -> Outcome {
     let (me, _, right, left) = neighbours(rt);
     let span = *MP_LENS.iter().max().expect("lengths");
-    let data = rt.calloc::<u64>(span * threads).or_fail()?;
-    let flag = rt.calloc::<u64>(threads).or_fail()?;
-    let ack = rt.calloc::<u64>(threads).or_fail()?;
-    rt.barrier_all().or_fail()?;
+    let (data, flag, ack) = lanes(rt, span * threads, threads)?;
     on_threads(threads, |t| {
         let mut got = vec![0u64; span];
         for round in 1..=MP_ROUNDS {
@@ -255,10 +274,7 @@ fn mp(rt: &Runtime, threads: usize) -> Outcome {
         // Every put_signal_nbi is complete before the buffers go.
         rt.quiet().or_fail()
     })?;
-    rt.barrier_all().or_fail()?;
-    rt.free(data).or_fail()?;
-    rt.free(flag).or_fail()?;
-    rt.free(ack).or_fail()
+    free_all(rt, [data, flag, ack])
 }
 
 /// The writer, target and observer of `quiet_third`: PE 0; a PE of another node (any
@@ -360,11 +376,7 @@ fn quiet_third(rt: &Runtime, threads: usize) -> Outcome {
             rt.atomic_add(ack.at(0), 1, writer).or_fail()?;
         }
     }
-    rt.barrier_all().or_fail()?;
-    rt.free(data).or_fail()?;
-    rt.free(scratch).or_fail()?;
-    rt.free(flag).or_fail()?;
-    rt.free(ack).or_fail()
+    free_all(rt, [data, scratch, flag, ack])
 }
 
 /// Waits until this PE's `word` is at least `value` by `test` + `fence` alone, as
@@ -387,10 +399,7 @@ fn by_test_and_fence(rt: &Runtime, word: SymRef<'_, u64>, value: u64, what: &str
 /// each thread to the same thread of its peer.
 fn test_fence(rt: &Runtime, threads: usize) -> Outcome {
     let (me, n, _, _) = neighbours(rt);
-    let data = rt.calloc::<u64>(TF_LEN * threads).or_fail()?;
-    let flag = rt.calloc::<u64>(threads).or_fail()?;
-    let ack = rt.calloc::<u64>(threads).or_fail()?;
-    rt.barrier_all().or_fail()?;
+    let (data, flag, ack) = lanes(rt, TF_LEN * threads, threads)?;
     // Producers are the first half of the PEs, each sending to its peer in the second
     // half: on simulated nodes, a PE of another node.
     let half = n / 2;
@@ -422,20 +431,14 @@ fn test_fence(rt: &Runtime, threads: usize) -> Outcome {
         }
         Ok(())
     })?;
-    rt.barrier_all().or_fail()?;
-    rt.free(data).or_fail()?;
-    rt.free(flag).or_fail()?;
-    rt.free(ack).or_fail()
+    free_all(rt, [data, flag, ack])
 }
 
 /// A target that computes without calling in while its left neighbour's get and
 /// put_signal need its progress, each thread to the same thread of the right neighbour.
 fn computing(rt: &Runtime, threads: usize) -> Outcome {
     let (me, _, right, left) = neighbours(rt);
-    let data = rt.calloc::<u64>(TF_LEN * threads).or_fail()?;
-    let flag = rt.calloc::<u64>(threads).or_fail()?;
-    let ack = rt.calloc::<u64>(threads).or_fail()?;
-    rt.barrier_all().or_fail()?;
+    let (data, flag, ack) = lanes(rt, TF_LEN * threads, threads)?;
     on_threads(threads, |t| {
         let mut got = vec![0u64; TF_LEN];
         let dst = data.at(t * TF_LEN);
@@ -472,10 +475,7 @@ fn computing(rt: &Runtime, threads: usize) -> Outcome {
         }
         Ok(())
     })?;
-    rt.barrier_all().or_fail()?;
-    rt.free(data).or_fail()?;
-    rt.free(flag).or_fail()?;
-    rt.free(ack).or_fail()
+    free_all(rt, [data, flag, ack])
 }
 
 /// Adds from every thread of every PE to a counter on every PE.
@@ -511,8 +511,7 @@ fn atomics(rt: &Runtime, threads: usize) -> Outcome {
         (n * threads) as u64 * AT_ADDS,
         "PE {me}'s counter after every PE's {threads} threads added {AT_ADDS} each"
     );
-    rt.barrier_all().or_fail()?;
-    rt.free(total).or_fail()
+    free_all(rt, [total])
 }
 
 /// Stream puts and put_signals to the right neighbour, the allocation freed at once and

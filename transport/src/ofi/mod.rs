@@ -1611,22 +1611,7 @@ impl State {
             if pe == self.me || self.departed[pe] || !self.ops.is_complete(room_after) {
                 continue;
             }
-            let local = self.bounce.flush();
-            let len = heap.len.min(FLUSH_BYTES as u64) as usize;
-            // SAFETY: the probe reads into the flush bytes of the registered bounce
-            // buffer, which are never read; the peer's heap holds `len` bytes at its base.
-            let posted = self.issue(
-                "fi_read (liveness probe)",
-                Access::Read,
-                pe,
-                None,
-                op,
-                &w,
-                |ep, op| unsafe {
-                    ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, heap.base, heap.key)
-                },
-            );
-            match posted {
+            match self.post_probe("fi_read (liveness probe)", pe, heap, op, &w) {
                 Ok(op) => self.liveness.0.push(op),
                 // A provider busy right now: the next round tries again.
                 Err(_) if self.failure.is_none() => {}
@@ -1651,26 +1636,31 @@ impl State {
         if pe == self.me || !self.ops.is_complete(room_after) {
             return Ok(());
         }
-        let local = self.bounce.flush();
-        let len = heap.len.min(FLUSH_BYTES as u64) as usize;
         tracing::debug!(
             "PE {}: ofi transport: probing PE {pe}, the target of an operation not completed for {PROBE_AFTER:?}",
             self.me
         );
+        self.post_probe("fi_read (probe)", pe, heap, op, w)
+            .map(drop)
+    }
+
+    /// Posts operation `op` (the next number, with room in the ring): a read of a few
+    /// bytes from `pe`'s heap into the flush bytes, to learn whether `pe` answers.
+    fn post_probe(
+        &mut self,
+        what: &str,
+        pe: usize,
+        heap: PeerHeap,
+        op: u64,
+        w: &Waiter,
+    ) -> std::result::Result<u64, String> {
+        let local = self.bounce.flush();
+        let len = heap.len.min(FLUSH_BYTES as u64) as usize;
         // SAFETY: the probe reads into the flush bytes of the registered bounce buffer,
         // which are never read; the peer's heap holds `len` bytes at its base.
-        self.issue(
-            "fi_read (probe)",
-            Access::Read,
-            pe,
-            None,
-            op,
-            w,
-            |ep, op| unsafe {
-                ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, heap.base, heap.key)
-            },
-        )
-        .map(drop)
+        self.issue(what, Access::Read, pe, None, op, w, |ep, op| unsafe {
+            ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, heap.base, heap.key)
+        })
     }
 
     /// Waits until every operation issued so far completed, and every write is visible

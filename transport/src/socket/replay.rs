@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, Instant};
 
 use super::frame::Answer;
+use super::wire::Wire;
 use super::{Conn, Shared};
 use crate::interface::HeapRegion;
 use crate::target::Target;
@@ -28,7 +29,7 @@ pub(crate) fn replay(heap: HeapRegion, bytes: &[u8]) -> String {
     let (server, mut client) = pair();
     let sh = Shared {
         me: 0,
-        conns: vec![None, Some(Conn::new(1, server))],
+        conns: vec![None, Some(Conn::over(1, Wire::socket(server)))],
         target: Target::new(heap),
         timeout: Some(STALL),
         next_id: AtomicU64::new(4),
