@@ -201,10 +201,13 @@ impl Runtime {
                 Ok(())
             }
             // A CPU PE's stream is the calling thread: the plain put, on every route
-            // (a peer on another node, every peer in weak-ordering mode).
+            // (a peer on another node, every peer in weak-ordering mode), complete before
+            // the stream's next operation as on a GPU stream (a quiet: otherwise a later
+            // put_signal_on_stream's signal could pass this data).
             _ if matches!(stream.kind, StreamKind::Host) => {
                 let data = self.stream_source(op, src, count)?;
-                self.copy_to(op, dst, &data, pe)
+                self.copy_to(op, dst, &data, pe)?;
+                self.quiet()
             }
             #[cfg(feature = "cuda")]
             (crate::route::Located::Device(d), crate::route::Located::Device(s)) => {
@@ -301,10 +304,12 @@ impl Runtime {
             && matches!(stream.kind, StreamKind::Host)
         {
             // A CPU PE's stream is the calling thread: the plain put_signal, one request
-            // that keeps the signal behind the data on the remote route.
+            // that keeps the signal behind the data on the remote route, complete before
+            // the stream's next operation.
             self.check_stream(OP, stream)?;
             let data = self.stream_source(OP, src, count)?;
-            return self.put_then_signal(OP, dst, &data, sig, signal, op, pe, false);
+            self.put_then_signal(OP, dst, &data, sig, signal, op, pe, false)?;
+            return self.quiet();
         }
         self.copy_on_stream(OP, dst, src, count, pe, stream)?;
         match word {
