@@ -5,7 +5,9 @@
 //! order (verified: PEs that differ all get NULL, with an error naming each PE's call).
 //! As the specification asks, the allocating calls end with a barrier (`shmem_calloc`'s
 //! zeroing is complete everywhere before it returns) and `shmem_free` starts with one.
-//! A zero size returns NULL without doing anything (§9.3.1).
+//! A zero size returns NULL and allocates nothing (§9.3.1), but the call is still compared
+//! with the other PEs' (a PE passing 0 where the others pass a size would otherwise leave
+//! them waiting in their allocation): every PE gets NULL then.
 
 use std::ffi::{c_long, c_void};
 
@@ -22,7 +24,12 @@ fn allocate(
 ) -> *mut c_void {
     let s = state(func);
     if size == 0 {
-        tracing::debug!("{func}: size 0; returning NULL");
+        // Compared with the other PEs' calls like any allocation (a block of no bytes,
+        // freed at once): where another PE asked for a size, every PE gets the mismatch.
+        match s.rt.alloc::<u8>(0).and_then(|b| s.rt.free(b)) {
+            Ok(()) => tracing::debug!("{func}: size 0; returning NULL"),
+            Err(e) => tracing::error!(pe = s.rt.my_pe(), "{func}(0 bytes) returns NULL: {e}"),
+        }
         return std::ptr::null_mut();
     }
     let buf = match how(s).and_then(|b| s.rt.barrier_all().map(|()| b)) {

@@ -2,7 +2,8 @@
  * test uses it: every power of two from 8 bytes to 8 MiB, here on to symmem's limit
  * (16 MiB, symmem::MAX_ALIGN). The returned address and every same-node peer's shmem_ptr
  * to it are multiples of the alignment on every PE, and the block is usable to its last
- * word. Above the limit every PE gets NULL, and the library stays usable. */
+ * word. Above the limit every PE gets NULL, and the library stays usable; so it does
+ * after one PE asks for 0 bytes where the others ask for 64. */
 #include <stdint.h>
 #include "check.h"
 
@@ -44,6 +45,16 @@ int main(void) {
     CHECK(again != NULL && ((uintptr_t)again & (MAX_ALIGN - 1)) == 0,
           "shmem_align(%zu) after the failures returned %p", MAX_ALIGN, (void *)again);
     shmem_free(again);
+
+    /* A size of 0 on one PE only: NULL on every PE (the calls are compared), nobody left
+     * waiting, and the next allocation works everywhere. */
+    long *mixed = shmem_malloc(me == n - 1 ? 0 : 64);
+    CHECK(mixed == NULL, "shmem_malloc(%d) beside another PE's shmem_malloc(%d) returned %p",
+          me == n - 1 ? 0 : 64, me == n - 1 ? 64 : 0, (void *)mixed);
+    CHECK(shmem_malloc(0) == NULL, "shmem_malloc(0) on every PE returned non-NULL");
+    long *after = shmem_malloc(64);
+    CHECK(after != NULL, "shmem_malloc(64) after a mismatched size returned NULL");
+    shmem_free(after);
     ok("align");
     shmem_finalize();
     return 0;
