@@ -98,6 +98,13 @@ pub trait Bootstrap: Send + Sync {
     /// A failure reported asynchronously (a peer died or aborted), if any. Non-blocking, so
     /// wait loops elsewhere in the runtime can poll it.
     fn failure(&self) -> Option<BootstrapError>;
+    /// Tells the bootstrap that the runtime found a peer dead, whoever reported it (or
+    /// that finalize failed, which leaves the job broken): one
+    /// whose teardown is collective (MPI's `MPI_Finalize`, which Open MPI can block on a
+    /// dead rank even under `--enable-recovery`) leaves it out at exit, so that the
+    /// survivors, having reported the failure, end instead of hanging. The default does
+    /// nothing.
+    fn peer_lost(&self) {}
     /// The node the launcher placed this rank on (see [`node`]), where it tells:
     /// PMI-1, PMIx and launcher variables do; symrun, unique-id init, a single PE and MPI
     /// do not (`None`, the default).

@@ -71,6 +71,9 @@ use crate::{Bootstrap, BootstrapError, BootstrapKind};
 /// The MPI environment, when symmem initialized MPI. Taken and dropped (`MPI_Finalize`) by
 /// [`finalize_at_exit`]; `None` while MPI is not initialized or belongs to the program.
 static UNIVERSE: Mutex<Option<Universe>> = Mutex::new(None);
+/// Set once the runtime found a peer dead ([`Bootstrap::peer_lost`]): [`finalize_at_exit`]
+/// then leaves MPI unfinalized rather than wait in `MPI_Finalize` for a dead rank.
+static PEER_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Environment variables through which launchers announce how many processes they started,
 /// checked in this order: Open MPI's `mpirun` (also PRRTE), then MPICH's Hydra `mpiexec`
@@ -525,6 +528,10 @@ impl Bootstrap for MpiBootstrap {
     ///
     /// Unlike the trait's general contract, this terminates the whole MPI job, this process
     /// included: MPI has no way to tell other ranks about a failure without killing them.
+    fn peer_lost(&self) {
+        PEER_LOST.store(true, std::sync::atomic::Ordering::Release);
+    }
+
     fn abort(&self, reason: &str) {
         tracing::error!(
             rank = self.rank,
@@ -618,6 +625,11 @@ extern "C" fn finalize_at_exit() {
     if let Some(universe) = lock(&UNIVERSE).take() {
         if environment::is_finalized() {
             // The program called MPI_Finalize itself; a second call would be erroneous.
+            mem::forget(universe);
+        } else if PEER_LOST.load(std::sync::atomic::Ordering::Acquire) {
+            // A rank is dead: MPI_Finalize may wait for it forever (Open MPI's did in the
+            // kill matrix, under --enable-recovery), and this process has reported the
+            // failure already. The launcher sees it exit without finalizing.
             mem::forget(universe);
         } else {
             // Dropping the universe calls MPI_Finalize.

@@ -113,6 +113,7 @@ impl Runtime {
                 Some(other) => return Err(other.into()),
             }
         };
+        self.bootstrap.peer_lost();
         if let (Error::PeerFailed { pe, .. }, Some(cb)) = (&err, self.heap.control(me)) {
             // A PE that has announced it is leaving (in finalize's arrival barrier, say)
             // keeps the cause it recorded before, if any: a peer that gave up because

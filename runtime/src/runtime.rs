@@ -311,6 +311,11 @@ impl Runtime {
             t.shutdown();
         }
         crate::counters::log(self.my_pe(), &self.counters());
+        if quiet.is_err() || barrier.is_err() {
+            // The job is broken (a peer dead or unreachable): a collective teardown at exit
+            // (MPI_Finalize) could wait for it forever.
+            self.bootstrap.peer_lost();
+        }
         quiet?;
         barrier?;
         tracing::debug!(pe = self.my_pe(), "symmem finalized");
