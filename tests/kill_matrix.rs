@@ -30,7 +30,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{run_symrun, test_pe, wait_output, Job, FOREIGN_LAUNCH_VARS, TWO_NODES};
+use common::{open_mpi, run_symrun, test_pe, wait_output, Job, FOREIGN_LAUNCH_VARS, TWO_NODES};
 use symmem_test_harness::OmpiSession;
 
 /// The victim: the last of [`N`] PEs.
@@ -279,22 +279,6 @@ fn symrun_blind_bootstrap_two_nodes_over_ofi() {
 
 // Open MPI's mpirun.
 
-/// Whether `mpirun` is Open MPI's and libpmix is there; prints why not.
-fn open_mpi_here() -> bool {
-    let out = Command::new("mpirun").arg("--version").output();
-    let open_mpi = out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Open MPI"));
-    if !open_mpi {
-        println!("SKIPPED: no Open MPI mpirun here");
-        return false;
-    }
-    let cache = Command::new("ldconfig").arg("-p").output();
-    let pmix = cache.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libpmix.so.2"));
-    if !pmix {
-        println!("SKIPPED: libpmix.so.2 is not in the loader cache (install libpmix2)");
-    }
-    pmix
-}
-
 /// Runs the scenario under `mpirun --enable-recovery` (which lets the survivors run after
 /// a rank dies, so each must find out by itself) over `bootstrap`.
 fn mpirun(bootstrap: &'static str, env: &[(&str, &str)]) -> Job {
@@ -329,7 +313,7 @@ fn mpirun(bootstrap: &'static str, env: &[(&str, &str)]) -> Job {
 
 #[test]
 fn mpirun_pmix_one_node() {
-    if open_mpi_here() {
+    if open_mpi().is_some() {
         run_cell(
             "mpirun + pmix, one node",
             &one_node(),
@@ -341,7 +325,7 @@ fn mpirun_pmix_one_node() {
 
 #[test]
 fn mpirun_pmix_two_nodes_over_sockets() {
-    if open_mpi_here() {
+    if open_mpi().is_some() {
         run_cell(
             "mpirun + pmix, sockets",
             &over_sockets(),
@@ -354,7 +338,7 @@ fn mpirun_pmix_two_nodes_over_sockets() {
 #[cfg(feature = "mpi")]
 #[test]
 fn mpirun_mpi_one_node() {
-    if open_mpi_here() {
+    if open_mpi().is_some() {
         run_cell(
             "mpirun + mpi, one node",
             &one_node(),
@@ -367,7 +351,7 @@ fn mpirun_mpi_one_node() {
 #[cfg(feature = "mpi")]
 #[test]
 fn mpirun_mpi_two_nodes_over_sockets() {
-    if open_mpi_here() {
+    if open_mpi().is_some() {
         run_cell(
             "mpirun + mpi, sockets",
             &over_sockets(),

@@ -98,12 +98,11 @@ fn a_heap_without_room_for_the_team_area_is_an_init_error() {
     }
 }
 
-/// PEs started with different `SYMMEM_MAX_TEAMS` (which decides where allocations start)
-/// fail init, naming each PE's value.
-#[test]
-fn different_max_teams_on_two_pes_is_an_init_error() {
+/// Starts 2 PEs by unique id, PE 0 with `var` = `values[0]` and PE 1 with `values[1]`:
+/// each must fail init with an `ERROR:` line naming `var` and `PE 0: a, PE 1: b`.
+fn different_settings_fail_init(var: &str, values: [&str; 2]) {
     use std::io::Read;
-    let mut root = spawn_pe(&["uid_root", "2"], &[("SYMMEM_MAX_TEAMS", "8")]);
+    let mut root = spawn_pe(&["uid_root", "2"], &[(var, values[0])]);
     let out = root.stdout.as_mut().expect("piped stdout");
     let (mut line, mut byte) = (Vec::new(), [0u8; 1]);
     while out.read(&mut byte).expect("reading the UID line") == 1 && byte[0] != b'\n' {
@@ -116,13 +115,14 @@ fn different_max_teams_on_two_pes_is_an_init_error() {
         .to_string();
     let other = spawn_pe(
         &["uid_join", "1", "2"],
-        &[("SYMMEM_MAX_TEAMS", "32"), ("SYMMEM_TEST_UID", &uid)],
+        &[(var, values[1]), ("SYMMEM_TEST_UID", &uid)],
     );
+    let both = format!("PE 0: {}, PE 1: {}", values[0], values[1]);
     for child in [root, other] {
         let job = wait_output(child, Duration::from_secs(60));
         let err = job.lines_with("ERROR: ").join("");
         assert!(
-            err.contains("SYMMEM_MAX_TEAMS") && err.contains("PE 0: 8, PE 1: 32"),
+            err.contains(var) && err.contains(&both),
             "stdout:\n{}\nstderr:\n{}",
             job.stdout,
             job.stderr
@@ -130,35 +130,17 @@ fn different_max_teams_on_two_pes_is_an_init_error() {
     }
 }
 
+/// PEs started with different `SYMMEM_MAX_TEAMS` (which decides where allocations start)
+/// fail init, naming each PE's value.
+#[test]
+fn different_max_teams_on_two_pes_is_an_init_error() {
+    different_settings_fail_init("SYMMEM_MAX_TEAMS", ["8", "32"]);
+}
+
 /// PEs started with different `SYMMEM_CHECK_COLLECTIVES` fail init, naming the variable
 /// and each PE's value: with the check on some PEs only, those would wait for (or read
 /// stale) fingerprints the others never send.
 #[test]
 fn different_check_collectives_on_two_pes_is_an_init_error() {
-    use std::io::Read;
-    let mut root = spawn_pe(&["uid_root", "2"], &[("SYMMEM_CHECK_COLLECTIVES", "1")]);
-    let out = root.stdout.as_mut().expect("piped stdout");
-    let (mut line, mut byte) = (Vec::new(), [0u8; 1]);
-    while out.read(&mut byte).expect("reading the UID line") == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    let line = String::from_utf8(line).expect("UTF-8");
-    let uid = line
-        .strip_prefix("UID ")
-        .unwrap_or_else(|| panic!("expected the UID line, got {line:?}"))
-        .to_string();
-    let other = spawn_pe(
-        &["uid_join", "1", "2"],
-        &[("SYMMEM_CHECK_COLLECTIVES", "0"), ("SYMMEM_TEST_UID", &uid)],
-    );
-    for child in [root, other] {
-        let job = wait_output(child, Duration::from_secs(60));
-        let err = job.lines_with("ERROR: ").join("");
-        assert!(
-            err.contains("SYMMEM_CHECK_COLLECTIVES") && err.contains("PE 0: 1, PE 1: 0"),
-            "stdout:\n{}\nstderr:\n{}",
-            job.stdout,
-            job.stderr
-        );
-    }
+    different_settings_fail_init("SYMMEM_CHECK_COLLECTIVES", ["1", "0"]);
 }

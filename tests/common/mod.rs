@@ -280,3 +280,45 @@ pub fn check_killed_mid_transfer(env: &[(&str, &str)]) {
         job.elapsed
     );
 }
+
+/// `mpirun`, when it is Open MPI's and libpmix loads; else `None` after printing why the
+/// test is skipped.
+pub fn open_mpi() -> Option<&'static str> {
+    let version = Command::new("mpirun").arg("--version").output();
+    match version {
+        Ok(out) if String::from_utf8_lossy(&out.stdout).contains("Open MPI") => {}
+        Ok(out) => {
+            println!(
+                "SKIPPED: mpirun is not Open MPI's: {}",
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+            );
+            return None;
+        }
+        Err(e) => {
+            println!("SKIPPED: no mpirun ({e}); install Debian's openmpi-bin");
+            return None;
+        }
+    }
+    if !libpmix_present() {
+        return None;
+    }
+    Some("mpirun")
+}
+
+/// Whether the dynamic loader knows `libpmix.so.2` (`ldconfig -p`); prints why the test is
+/// skipped when it does not.
+pub fn libpmix_present() -> bool {
+    // ldconfig is in /sbin, which a user's PATH may lack.
+    let cache = ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"]
+        .iter()
+        .find_map(|l| Command::new(l).arg("-p").output().ok());
+    let known =
+        cache.is_some_and(|out| String::from_utf8_lossy(&out.stdout).contains("libpmix.so.2"));
+    if !known {
+        println!("SKIPPED: libpmix.so.2 is not in the loader cache (install libpmix2)");
+    }
+    known
+}

@@ -246,6 +246,7 @@ impl Runtime {
     /// wait (dead peers and `SYMMEM_TIMEOUT` end it, naming the streams); nothing to do on
     /// a CPU PE, whose streams run each call at once. Streams of another library's
     /// (`stream_from_raw`) are the caller's to synchronize.
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op: the GPU path
     pub(crate) fn wait_for_streams(&self, op: &'static str) -> Result<()> {
         #[cfg(feature = "cuda")]
         if let Some(d) = &self.device {
@@ -265,7 +266,6 @@ impl Runtime {
                 return Err(e);
             }
         }
-        let _ = op;
         Ok(())
     }
 

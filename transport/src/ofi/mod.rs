@@ -118,8 +118,8 @@ const MAX_ASIDE: Duration = Duration::from_millis(1);
 /// How long a failed put or get waits for pieces still posted from or into the caller's
 /// buffer where `SYMMEM_TIMEOUT` is unset, before the endpoint is closed.
 const SETTLE_LIMIT: Duration = Duration::from_secs(60);
-/// How long a wait goes without its operation completing before it probes the target
-/// ([`State::probe`]).
+/// How long a wait goes without its operation completing before it probes the peers, and
+/// how often slow waits probe them ([`State::probe_peers`]).
 const PROBE_AFTER: Duration = Duration::from_secs(1);
 /// A drain with nothing outstanding polls the provider unless a poll ran this recently
 /// ([`State::drain`]): a loop of fences still applies peers' messages within this, and a
@@ -1354,14 +1354,8 @@ impl State {
                 break;
             }
         }
-        while let Some(&(pe, op)) = self.acks.front() {
-            let ack = messages::encode_ack(self.me, op);
-            // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
-            let rc =
-                unsafe { ffi::symmem_ofi_inject(self.ep.0, ack.as_ptr().cast(), ack.len(), pe) };
-            if rc == ffi::EAGAIN {
-                return;
-            }
+        // An acknowledgement that fails stays at the front: drop it and go on.
+        while self.send_acks().is_err() {
             self.acks.pop_front();
         }
     }
@@ -1467,7 +1461,9 @@ impl State {
             }
             if rc != 0 {
                 let why = format!("acknowledging a message to PE {pe} failed: error {}", -rc);
-                self.failed_pe = Some(pe);
+                if self.failure.is_none() {
+                    self.failed_pe = Some(pe);
+                }
                 self.failure.get_or_insert_with(|| why.clone());
                 return Err(why);
             }
@@ -1557,10 +1553,10 @@ impl State {
 
     /// Waits until operation `op` and every earlier one completed.
     ///
-    /// Every [`PROBE_AFTER`] without that, it probes the target of the oldest operation
-    /// still waited for ([`Self::probe`]): a target that died fails the probe, and the
-    /// wait, naming it, where the operation itself would never complete (a message whose
-    /// acknowledgement will not come) and `SYMMEM_TIMEOUT` is unset by default.
+    /// Every [`PROBE_AFTER`] without that, it probes the peers ([`Self::probe_peers`]): a
+    /// target that died fails the wait, naming it, where the operation itself would never
+    /// complete (a message whose acknowledgement will not come) and `SYMMEM_TIMEOUT` is
+    /// unset by default.
     fn wait(&mut self, op: u64, w: &Waiter) -> std::result::Result<(), String> {
         let mut backoff = Backoff::new();
         let mut probe_at = Instant::now() + PROBE_AFTER;
@@ -1578,7 +1574,7 @@ impl State {
                 ));
             }
             if Instant::now() >= probe_at {
-                self.probe(op, w)?;
+                self.probe_peers()?;
                 probe_at = Instant::now() + PROBE_AFTER;
             }
             backoff.snooze();
@@ -1590,12 +1586,19 @@ impl State {
     /// bytes to every peer: a peer that died fails it, and the failed completion names
     /// it. Called from the runtime's slow waits ([`Transport::failed_peer`]), so that a
     /// PE waiting on a peer it sends nothing to learns of its death where nothing else
-    /// reports it (an MPI bootstrap). A peer that answers nothing (alive, but serving
+    /// reports it (an MPI bootstrap), and from this transport's own waits that see no
+    /// completion for a while ([`Self::wait`]). A peer that answers nothing (alive, but serving
     /// nobody: `SYMMEM_OFI_PROGRESS=manual` while it computes) only delays the next round.
     fn probe_peers(&mut self) -> std::result::Result<(), String> {
         let (in_flight, at) = &mut self.liveness;
         in_flight.retain(|&op| !self.ops.is_complete(op));
-        if !in_flight.is_empty() || at.is_some_and(|t| t.elapsed() < PROBE_AFTER) {
+        // The first call only starts the clock: a wait that is slow for less than a
+        // round (or finalize's one health check) sends no probe.
+        let Some(last) = at else {
+            *at = Some(Instant::now());
+            return Ok(());
+        };
+        if !in_flight.is_empty() || last.elapsed() < PROBE_AFTER {
             return Ok(());
         }
         *at = Some(Instant::now());
@@ -1619,29 +1622,6 @@ impl State {
             }
         }
         Ok(())
-    }
-
-    /// Posts a read of a few bytes to the target of the oldest operation up to `upto`
-    /// that has not completed (not to this PE, and only where the ring has room): a live
-    /// target answers it, a dead one fails it, and the failed completion names the PE.
-    fn probe(&mut self, upto: u64, w: &Waiter) -> std::result::Result<(), String> {
-        let oldest = (self.ops.done_upto() + 1..=upto).find(|&o| !self.ops.is_complete(o));
-        let Some(pe) = oldest.and_then(|o| self.ops.target(o)) else {
-            return Ok(());
-        };
-        let Some(heap) = self.peers.get(pe).copied().flatten() else {
-            return Ok(());
-        };
-        let (op, room_after) = self.ops.next();
-        if pe == self.me || !self.ops.is_complete(room_after) {
-            return Ok(());
-        }
-        tracing::debug!(
-            "PE {}: ofi transport: probing PE {pe}, the target of an operation not completed for {PROBE_AFTER:?}",
-            self.me
-        );
-        self.post_probe("fi_read (probe)", pe, heap, op, w)
-            .map(drop)
     }
 
     /// Posts operation `op` (the next number, with room in the ring): a read of a few
