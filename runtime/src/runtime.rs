@@ -286,9 +286,6 @@ impl Runtime {
             return Ok(());
         }
         self.record_failure_cause();
-        if let Some(cb) = self.heap.control(self.my_pe()) {
-            cb.finalizing.0.store(1, Ordering::Release);
-        }
         // No kernel runs now: the proxy issues what is left in its ring, then stops.
         if let Some(p) = &self.proxy {
             p.shutdown();
@@ -300,6 +297,13 @@ impl Runtime {
         let quiet = self
             .wait_for_streams("finalize")
             .and_then(|()| self.transport.as_ref().map_or(Ok(()), |t| Ok(t.quiet()?)));
+        // Only now announce finalize: a peer still in a barrier that this PE left takes
+        // the announcement for a PE that skipped it unless its flag is set, and this PE's
+        // signals of that barrier may have been in flight until the quiet above (a
+        // transport route, or weak ordering's buffer, even to a same-node peer).
+        if let Some(cb) = self.heap.control(self.my_pe()) {
+            cb.finalizing.0.store(1, Ordering::Release);
+        }
         // A peer already known to have failed will never arrive: fail at once, naming it,
         // instead of signalling it (a transport may retry a dead peer until SYMMEM_TIMEOUT:
         // the ofi transport's tcp;ofi_rxm did, seen in the kill -9 matrix) and waiting.

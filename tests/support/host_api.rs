@@ -47,7 +47,7 @@ pub use rma::rma;
 pub use signals::{put_signal, signals};
 pub use stream_collectives::{stream_collective_errors, stream_collectives};
 pub use stress::stress;
-pub use sync::barrier_sync;
+pub use sync::{barrier_sync, barrier_then_finalize};
 pub use teams::{team_errors, team_limit, team_timeout, teams};
 pub use waits::{wait_arrays, wait_test};
 pub use weak::{

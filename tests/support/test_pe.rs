@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         "dead_host" => dead_host(&args[1..]),
         "init_error" => init_error(),
         "api_rma" => with_init(host_api::rma),
+        "api_barrier_then_finalize" => with_init(host_api::barrier_then_finalize),
         "api_put_signal" => with_init(host_api::put_signal),
         "api_signals" => with_init(host_api::signals),
         "api_wait_test" => with_init(host_api::wait_test),

@@ -6,6 +6,18 @@ use super::{check, check_eq, finish, key, neighbours, OrFail, Outcome};
 
 const B_ROUNDS: u64 = 200;
 
+/// `barrier_all` three times, then a barrier of TEAM_WORLD as the last call before
+/// finalize, which every PE then enters at once: a PE that left the barrier must not look
+/// to a peer still in it as one that skipped it (its barrier signals may be in flight when
+/// it enters finalize: weak ordering buffers them, and so may a transport route).
+pub fn barrier_then_finalize(rt: &Runtime) -> Outcome {
+    for _ in 0..3 {
+        rt.barrier_all().or_fail()?;
+    }
+    rt.team_world().barrier().or_fail()?;
+    finish(rt, "barrier_then_finalize", Ok(()))
+}
+
 /// Alternating barrier_all (after put_nbi) and sync_all (after blocking puts and atomics):
 /// neither lets a PE through before every PE arrived (an arrival counter on PE 0 is in
 /// [n*round, n*round + n - 1] right after), and both make the round's writes visible
