@@ -18,8 +18,20 @@ use crate::rma::Bytes16;
 use crate::teams::team_or_err;
 use crate::{code, state, State};
 
-/// A view of `len` elements at `addr`, as a `Result` (collectives return codes).
+/// A view of `len` elements at `addr`, as a `Result` (collectives return codes). A
+/// collective of no elements still runs on every PE, so that a PE passing 0 where the
+/// others pass more takes part in the same call (and `SYMMEM_CHECK_COLLECTIVES` reports
+/// the mismatch) instead of pairing a bare barrier with their collective; C may pass any
+/// pointer with 0 elements, NULL included, and an empty view at the heap's end stands in
+/// for one outside the heap.
 fn view<T>(s: &State, func: &'static str, addr: *const T, len: usize) -> Result<SymView<T>> {
+    if len == 0 {
+        if let Ok(v) = s.try_view(func, addr, 0) {
+            return Ok(v);
+        }
+        let (base, heap_len) = s.rt.heap_local_range();
+        return s.try_view(func, (base + heap_len) as *const T, 0);
+    }
     s.try_view(func, addr, len)
 }
 
@@ -51,9 +63,6 @@ fn broadcast<T: Pod>(
                 n_pes: t.n_pes(),
                 access: format!(" (PE_root {root} is negative)"),
             })?;
-            if n == 0 {
-                return t.sync();
-            }
             t.broadcast(&*view(s, func, dest, n)?, &*view(s, func, src, n)?, n, root)
         })(),
     )
@@ -72,9 +81,6 @@ fn fcollect<T: Pod>(
         func,
         (|| {
             let t = team_or_err(s, func, team)?;
-            if n == 0 {
-                return t.sync();
-            }
             let all = times(func, n, t.n_pes())?;
             t.fcollect(&*view(s, func, dest, all)?, &*view(s, func, src, n)?, n)
         })(),
@@ -95,16 +101,16 @@ fn collect<T: Pod>(
         (|| {
             let t = team_or_err(s, func, team)?;
             // The total is only known after the exchange: `dest` may reach to the heap's
-            // end, and the runtime checks that the sum of the sizes fits.
+            // end, and the runtime checks that the sum of the sizes fits. A `dest` outside
+            // the heap (NULL, where every PE passes 0) holds nothing.
             let (base, len) = s.rt.heap_local_range();
-            let room =
-                (base + len).saturating_sub(s.translate(dest as usize)) / std::mem::size_of::<T>();
-            let src = if n == 0 {
-                view(s, func, dest.cast_const(), 0)?
+            let at = s.translate(dest as usize);
+            let room = if s.rt.heap_offset_of(at).is_some() {
+                (base + len).saturating_sub(at) / std::mem::size_of::<T>()
             } else {
-                view(s, func, src, n)?
+                0
             };
-            t.collect(&*view(s, func, dest, room)?, &src, n)
+            t.collect(&*view(s, func, dest, room)?, &*view(s, func, src, n)?, n)
         })(),
     )
 }
@@ -123,9 +129,6 @@ fn alltoall<T: Pod>(
         func,
         (|| {
             let t = team_or_err(s, func, team)?;
-            if n == 0 {
-                return t.sync();
-            }
             let all = times(func, n, t.n_pes())?;
             t.alltoall(&*view(s, func, dest, all)?, &*view(s, func, src, all)?, n)
         })(),
@@ -160,7 +163,10 @@ fn alltoalls<T: Pod>(
             };
             let (dst, sst) = (stride("dst", dst)?, stride("sst", sst)?);
             if n == 0 {
-                return t.sync();
+                // The two barriers of every other call: PEs that pass more elements (a
+                // mismatch nothing here can see) still leave with this one.
+                t.barrier()?;
+                return t.barrier();
             }
             let npes = t.n_pes();
             let span = |stride: usize| {
@@ -254,9 +260,6 @@ fn native<T: Reducible, O: ReduceOp<T>>(
         func,
         (|| {
             let t = team_or_err(s, func, team)?;
-            if n == 0 {
-                return t.sync();
-            }
             t.reduce(&*view(s, func, dest, n)?, &*view(s, func, src, n)?, n, op)
         })(),
     )
@@ -278,7 +281,9 @@ fn generic<T: Pod>(
         (|| {
             let t = team_or_err(s, func, team)?;
             if n == 0 {
-                return t.sync();
+                // The two barriers of every other call, as in `alltoalls`.
+                t.barrier()?;
+                return t.barrier();
             }
             let (dv, sv) = (view(s, func, dest, n)?, view(s, func, src, n)?);
             t.barrier()?;

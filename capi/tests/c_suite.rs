@@ -156,8 +156,21 @@ c_programs!(
     contexts,
     nvshmem,
     statics,
-    generic
+    generic,
+    empty_collectives
 );
+
+/// One PE passing 0 elements where the others pass 1, under `SYMMEM_CHECK_COLLECTIVES=1`:
+/// every PE's call fails, or (the collectives built from barriers) every PE leaves it in
+/// step; the next broadcast is right. Before, PE 0 ran a bare team barrier instead of the
+/// collective and returned 0 while the others' collective paired with its next call.
+#[test]
+fn a_pe_passing_no_elements_takes_part_in_the_others_collective() {
+    let check = ("SYMMEM_CHECK_COLLECTIVES", "1");
+    run_ok("empty_collectives", 2, &[check]);
+    run_ok("empty_collectives", 4, &[check]);
+    run_ok("empty_collectives", 4, &[check, TWO_NODES[0], TWO_NODES[1]]);
+}
 
 /// Symmetric statics in a program linked with `libsymmem.a` (`symcc -static-symmem`),
 /// where the runtime's own statics share the program's data segment.

@@ -983,8 +983,17 @@ impl Call {
                 reduce_op.map_or(NONE, |name| name()),
                 opt(nelems),
                 opt(root),
-                dest.offset as u64,
-                src.offset as u64,
+                // The buffers of a call that moves nothing may differ (C passes NULL).
+                if nelems == Some(0) {
+                    NONE
+                } else {
+                    dest.offset as u64
+                },
+                if nelems == Some(0) {
+                    NONE
+                } else {
+                    src.offset as u64
+                },
             ]);
         }
         Call {
