@@ -169,10 +169,23 @@ impl Team<'_> {
         nelems: usize,
         root: usize,
     ) -> Result<()> {
-        const OP: &str = "team_broadcast";
+        self.broadcast_as("team_broadcast", dest, src, nelems, root, None)
+    }
+
+    /// [`Self::broadcast`] as operation `op`, with `refusal` (an argument this PE's caller
+    /// found bad) judged like the collective's own checks.
+    pub(super) fn broadcast_as<T: Pod>(
+        &self,
+        op: &'static str,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        root: usize,
+        refusal: Option<(Bad, Error)>,
+    ) -> Result<()> {
         let mut call = Call::new(
             self.rt.config.check_collectives,
-            OP,
+            op,
             dest,
             src,
             Some(nelems),
@@ -180,6 +193,7 @@ impl Team<'_> {
             None,
         );
         self.judge_args(&mut call, Args::Broadcast { root }, dest, src, nelems);
+        call.refuse_with(refusal);
         let data = if self.my_index == root {
             self.read_judged(&mut call, src, nelems)
         } else {
@@ -196,10 +210,21 @@ impl Team<'_> {
     /// `nelems * n_pes()` elements. Collective over the team; algorithm: direct push of each
     /// PE's block to every PE.
     pub fn fcollect<T: Pod>(&self, dest: &SymBuf<T>, src: &SymBuf<T>, nelems: usize) -> Result<()> {
-        const OP: &str = "team_fcollect";
+        self.fcollect_as("team_fcollect", dest, src, nelems, None)
+    }
+
+    /// [`Self::fcollect`] as `op`, judging `refusal` (see [`Self::broadcast_as`]).
+    pub(super) fn fcollect_as<T: Pod>(
+        &self,
+        op: &'static str,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        refusal: Option<(Bad, Error)>,
+    ) -> Result<()> {
         let mut call = Call::new(
             self.rt.config.check_collectives,
-            OP,
+            op,
             dest,
             src,
             Some(nelems),
@@ -207,6 +232,7 @@ impl Team<'_> {
             None,
         );
         self.judge_args(&mut call, Args::Fcollect, dest, src, nelems);
+        call.refuse_with(refusal);
         let data = self.read_judged(&mut call, src, nelems);
         // Used only when no member refused, so that it fits `dest` and cannot wrap.
         let at = self.my_index.wrapping_mul(nelems);
@@ -286,11 +312,22 @@ impl Team<'_> {
     /// `nelems * n_pes()` elements. Collective over the team; algorithm: direct push of each
     /// block to its PE.
     pub fn alltoall<T: Pod>(&self, dest: &SymBuf<T>, src: &SymBuf<T>, nelems: usize) -> Result<()> {
-        const OP: &str = "team_alltoall";
+        self.alltoall_as("team_alltoall", dest, src, nelems, None)
+    }
+
+    /// [`Self::alltoall`] as `op`, judging `refusal` (see [`Self::broadcast_as`]).
+    pub(super) fn alltoall_as<T: Pod>(
+        &self,
+        op: &'static str,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        refusal: Option<(Bad, Error)>,
+    ) -> Result<()> {
         let n = self.n_pes();
         let mut call = Call::new(
             self.rt.config.check_collectives,
-            OP,
+            op,
             dest,
             src,
             Some(nelems),
@@ -298,6 +335,7 @@ impl Team<'_> {
             None,
         );
         self.judge_args(&mut call, Args::Alltoall, dest, src, nelems);
+        call.refuse_with(refusal);
         // Unless refused, `nelems * n` fits `src`, so it does not overflow.
         let data = self.read_judged(&mut call, src, nelems.saturating_mul(n));
         // Used only when no member refused, so that it fits `dest` and cannot wrap.
@@ -331,11 +369,22 @@ impl Team<'_> {
         nelems: usize,
         op: O,
     ) -> Result<()> {
-        const OP: &str = "team_reduce";
+        self.reduce_as("team_reduce", dest, src, nelems, op)
+    }
+
+    /// [`Self::reduce`] as operation `name` (its stream form, on a CPU PE).
+    pub(super) fn reduce_as<T: Reducible, O: ReduceOp<T>>(
+        &self,
+        name: &'static str,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        op: O,
+    ) -> Result<()> {
         let n = self.n_pes();
         let mut call = Call::new(
             self.rt.config.check_collectives,
-            OP,
+            name,
             dest,
             src,
             Some(nelems),
@@ -363,10 +412,21 @@ impl Team<'_> {
         nelems: usize,
         op: O,
     ) -> Result<()> {
-        const OP: &str = "team_reducescatter";
+        self.reducescatter_as("team_reducescatter", dest, src, nelems, op)
+    }
+
+    /// [`Self::reducescatter`] as operation `name` (its stream form, on a CPU PE).
+    pub(super) fn reducescatter_as<T: Reducible, O: ReduceOp<T>>(
+        &self,
+        name: &'static str,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        op: O,
+    ) -> Result<()> {
         let mut call = Call::new(
             self.rt.config.check_collectives,
-            OP,
+            name,
             dest,
             src,
             Some(nelems),
@@ -377,9 +437,10 @@ impl Team<'_> {
         self.reduce_blocks(&mut call, dest, src, nelems, |j| j * nelems, op)
     }
 
-    /// The argument checks of a collective, which its `_on_stream` form shares: `root` in
-    /// the team (broadcast), then `src` and `dest` of this runtime and large enough for
-    /// `nelems` as `args` sizes them.
+    /// The argument checks of a collective, which its `_on_stream` form makes on a GPU
+    /// PE: `root` in the team (broadcast), then `src` and `dest` of this runtime and large
+    /// enough for `nelems` as `args` sizes them.
+    #[cfg(feature = "cuda")]
     pub(super) fn check_args<T>(
         &self,
         op: &'static str,
@@ -875,6 +936,12 @@ pub(super) enum Bad {
     },
     /// Reading this PE's `src` failed (its own error says why).
     Local,
+    /// `dest` and `src` are one allocation, which a stream-ordered broadcast, fcollect or
+    /// alltoall cannot take.
+    SameAllocation {
+        /// Its allocation number.
+        alloc: u64,
+    },
 }
 
 impl Bad {
@@ -894,6 +961,7 @@ impl Bad {
                 need,
             } => [4 + which(w), len as u64, need.map_or(NONE, |n| n as u64)],
             Bad::Local => [6, 0, 0],
+            Bad::SameAllocation { alloc } => [7, alloc, 0],
         }
     }
 
@@ -922,6 +990,7 @@ impl Bad {
                 }
             ),
             [6, ..] => "reading its src failed".to_string(),
+            [7, alloc, _] => format!("dest and src are the same allocation (#{alloc})"),
             _ => format!("an unknown verdict {words:?}"),
         }
     }
@@ -970,9 +1039,11 @@ impl Call {
         let mut words = [NONE; FINGERPRINT_WORDS];
         words[EPOCH..].fill(0);
         if checked {
+            // A stream form on a CPU PE runs the host collective: the same kind.
+            let host = op.trim_end_matches("_on_stream");
             let kind = COLLECTIVES
                 .iter()
-                .position(|c| *c == op)
+                .position(|c| *c == host)
                 .map_or(0, |k| k + 1);
             let [n0, n1] = name_words::<2>(std::any::type_name::<T>());
             let opt = |v: Option<usize>| v.map_or(NONE, |v| v as u64);
@@ -1000,6 +1071,13 @@ impl Call {
             op,
             words,
             local: std::cell::Cell::new(None),
+        }
+    }
+
+    /// Records `refusal`, if any, as [`Self::refuse`] does.
+    fn refuse_with(&mut self, refusal: Option<(Bad, Error)>) {
+        if let Some(bad) = refusal {
+            self.refuse(bad);
         }
     }
 
@@ -1354,6 +1432,10 @@ mod tests {
                 "src is allocation #3 of another runtime instance (1)",
             ),
             (Bad::Local, "reading its src failed"),
+            (
+                Bad::SameAllocation { alloc: 5 },
+                "dest and src are the same allocation (#5)",
+            ),
         ];
         for (b, text) in bad {
             assert_ne!(b.words()[0], 0, "a verdict is never 0, which means good");

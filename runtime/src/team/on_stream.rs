@@ -7,8 +7,13 @@
 //! `TEAM_THREADS` threads running the device `_block` collective on the team's
 //! [`Team::device`] handle, so the collective runs after the work already on the stream and
 //! before the work queued after it, without blocking the host. Errors of the kernel itself
-//! (a member that dies, `SYMMEM_TIMEOUT`) surface when the stream is synchronized. On a
-//! CPU PE a stream is the calling thread: the same checks, then the host collective.
+//! (a member that dies, `SYMMEM_TIMEOUT`) surface when the stream is synchronized. An
+//! argument error is returned before anything is queued, and only on the PE that made it:
+//! the other members' kernels wait for this PE's, until `SYMMEM_TIMEOUT` if it is set
+//! (agreeing on a verdict would need the device collectives to exchange one; they do not
+//! yet). On a CPU PE a stream is the calling thread and the call is the host collective,
+//! which judges the same arguments and exchanges the verdict: one PE's bad argument fails
+//! the call on every member, which stay in step, as with the host collectives.
 //!
 //! # Rules (beyond the host collectives')
 //! - The team's PEs must be evenly spaced (it needs a device handle), on both kinds of PE,
@@ -23,7 +28,9 @@
 
 use bytemuck::Pod;
 
-use super::collectives::{Args, ReduceOp, Reducible};
+#[cfg(feature = "cuda")]
+use super::collectives::Args;
+use super::collectives::{Bad, ReduceOp, Reducible};
 use super::Team;
 use crate::error::{Error, Result};
 use crate::ops::stream::Stream;
@@ -70,9 +77,10 @@ impl Team<'_> {
 
     /// [`Self::broadcast`] in stream order (`nvshmemx_broadcast_on_stream`): `nelems`
     /// elements of `src` on team PE `root` into `dest` on every member. `dest` and `src`
-    /// must be different allocations. Errors (before anything is queued): `root` outside
-    /// the team, `nelems` past `src` or `dest`, the same allocation twice, a team whose
-    /// PEs are not evenly spaced, a stream or allocation of another runtime.
+    /// must be different allocations. Errors: `root` outside the team, `nelems` past `src`
+    /// or `dest`, the same allocation twice, a team whose PEs are not evenly spaced, a
+    /// stream or allocation of another runtime (see the module docs for which PEs return
+    /// them).
     pub fn broadcast_on_stream<T: Pod>(
         &self,
         dest: &SymBuf<T>,
@@ -83,10 +91,10 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_broadcast_on_stream";
         let _team = self.prepare(OP, stream)?;
-        self.check_args(OP, Args::Broadcast { root }, dest, src, nelems)?;
-        distinct(OP, dest, src)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
+            self.check_args(OP, Args::Broadcast { root }, dest, src, nelems)?;
+            refuse(same_allocation(OP, dest, src))?;
             let (width, words) = words::<T>(nelems);
             let (d, s) = self.addrs(dest, src);
             return self.queue(
@@ -96,7 +104,7 @@ impl Team<'_> {
                 (_team, d, s, words, width, root as u32),
             );
         }
-        self.broadcast(dest, src, nelems, root)
+        self.broadcast_as(OP, dest, src, nelems, root, same_allocation(OP, dest, src))
     }
 
     /// [`Self::fcollect`] in stream order (`nvshmemx_fcollect_on_stream`): team PE `i`'s
@@ -112,10 +120,10 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_fcollect_on_stream";
         let _team = self.prepare(OP, stream)?;
-        self.check_args(OP, Args::Fcollect, dest, src, nelems)?;
-        distinct(OP, dest, src)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
+            self.check_args(OP, Args::Fcollect, dest, src, nelems)?;
+            refuse(same_allocation(OP, dest, src))?;
             let (width, words) = words::<T>(nelems);
             let (d, s) = self.addrs(dest, src);
             return self.queue(
@@ -125,7 +133,7 @@ impl Team<'_> {
                 (_team, d, s, words, width),
             );
         }
-        self.fcollect(dest, src, nelems)
+        self.fcollect_as(OP, dest, src, nelems, same_allocation(OP, dest, src))
     }
 
     /// [`Self::alltoall`] in stream order (`nvshmemx_alltoall_on_stream`): block `j` of
@@ -141,10 +149,10 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_alltoall_on_stream";
         let _team = self.prepare(OP, stream)?;
-        self.check_args(OP, Args::Alltoall, dest, src, nelems)?;
-        distinct(OP, dest, src)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
+            self.check_args(OP, Args::Alltoall, dest, src, nelems)?;
+            refuse(same_allocation(OP, dest, src))?;
             let (width, words) = words::<T>(nelems);
             let (d, s) = self.addrs(dest, src);
             return self.queue(
@@ -154,7 +162,7 @@ impl Team<'_> {
                 (_team, d, s, words, width),
             );
         }
-        self.alltoall(dest, src, nelems)
+        self.alltoall_as(OP, dest, src, nelems, same_allocation(OP, dest, src))
     }
 
     /// [`Self::reduce`] in stream order (`nvshmemx_<op>_reduce_on_stream`): `nelems`
@@ -171,9 +179,9 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_reduce_on_stream";
         let _team = self.prepare(OP, stream)?;
-        self.check_args(OP, Args::Reduce, dest, src, nelems)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
+            self.check_args(OP, Args::Reduce, dest, src, nelems)?;
             let (d, s) = self.addrs(dest, src);
             return self.queue(
                 OP,
@@ -182,7 +190,7 @@ impl Team<'_> {
                 (_team, d, s, nelems, T::CODE, O::CODE, 0u32),
             );
         }
-        self.reduce(dest, src, nelems, op)
+        self.reduce_as(OP, dest, src, nelems, op)
     }
 
     /// [`Self::reducescatter`] in stream order (`nvshmemx_<op>_reducescatter_on_stream`):
@@ -199,9 +207,9 @@ impl Team<'_> {
     ) -> Result<()> {
         const OP: &str = "team_reducescatter_on_stream";
         let _team = self.prepare(OP, stream)?;
-        self.check_args(OP, Args::Reducescatter, dest, src, nelems)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
+            self.check_args(OP, Args::Reducescatter, dest, src, nelems)?;
             let (d, s) = self.addrs(dest, src);
             return self.queue(
                 OP,
@@ -210,7 +218,7 @@ impl Team<'_> {
                 (_team, d, s, nelems, T::CODE, O::CODE, 1u32),
             );
         }
-        self.reducescatter(dest, src, nelems, op)
+        self.reducescatter_as(OP, dest, src, nelems, op)
     }
 
     /// The checks every stream collective starts with: `stream` is this runtime's and of
@@ -251,19 +259,25 @@ impl Team<'_> {
     }
 }
 
-/// Fails when `dest` and `src` are the same allocation (the non-reducing stream
-/// collectives push straight from `src`).
-fn distinct<T>(op: &'static str, dest: &SymBuf<T>, src: &SymBuf<T>) -> Result<()> {
-    if dest.id == src.id && dest.runtime == src.runtime {
-        return Err(Error::InvalidArgument {
+/// The verdict and error when `dest` and `src` are the same allocation (the
+/// non-reducing stream collectives push straight from `src`).
+fn same_allocation<T>(op: &'static str, dest: &SymBuf<T>, src: &SymBuf<T>) -> Option<(Bad, Error)> {
+    (dest.id == src.id && dest.runtime == src.runtime).then(|| {
+        let error = Error::InvalidArgument {
             op,
             reason: format!(
                 "dest and src are the same allocation (#{}); the stream-ordered broadcast, fcollect and alltoall need separate buffers",
                 dest.id
             ),
-        });
-    }
-    Ok(())
+        };
+        (Bad::SameAllocation { alloc: dest.id }, error)
+    })
+}
+
+/// `refusal`'s error, if any, returned at once (a GPU PE, before queueing).
+#[cfg(feature = "cuda")]
+fn refuse(refusal: Option<(Bad, Error)>) -> Result<()> {
+    refusal.map_or(Ok(()), |(_, e)| Err(e))
 }
 
 /// `nelems` elements of `T` as `(width, count)`: elements of the widest of 8, 4, 2 and 1

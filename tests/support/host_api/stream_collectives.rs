@@ -358,6 +358,9 @@ fn errors_inner(rt: &Runtime) -> Outcome {
             format!("nelems 3 × {n} PEs of the team"),
         ],
     )?;
+    if n >= 2 && !rt.is_gpu() {
+        one_bad(rt, &stream, &small, &big, &other)?;
+    }
     // The team still works: a sum in place.
     rt.put(big.at(0), &[me as u64 + 1], me).or_fail()?;
     world
@@ -372,4 +375,84 @@ fn errors_inner(rt: &Runtime) -> Outcome {
     rt.free(small).or_fail()?;
     rt.free(big).or_fail()?;
     rt.free(other).or_fail()
+}
+
+/// On CPU PEs, where a stream call is the host collective: the last PE alone passes a bad
+/// argument, and every PE's call fails naming it (a PE that returned on its own would
+/// leave the others' collective to pair with its next call); after each, a sum in place
+/// must be right on every PE. (A GPU PE returns its own error before queueing: see
+/// runtime/src/team/on_stream.rs.)
+fn one_bad(
+    rt: &Runtime,
+    stream: &Stream,
+    small: &SymBuf<u64>,
+    big: &SymBuf<u64>,
+    other: &SymBuf<u64>,
+) -> Outcome {
+    let (me, n) = (rt.my_pe(), rt.n_pes());
+    let last = n - 1;
+    let odd = me == last;
+    let world = rt.team_world();
+    let names = |op: &str, what: &str| {
+        vec![
+            format!("{op}: bad arguments on 1 of the team's {n} PEs (team PE {last} (world PE {last}): "),
+            what.to_string(),
+        ]
+    };
+    let mut round = 0u64;
+    let mut good_sum = || -> Outcome {
+        round += 1;
+        rt.put(big.at(0), &[me as u64 + 1 + 10 * round], me)
+            .or_fail()?;
+        world.reduce_on_stream(big, big, 1, Sum, stream).or_fail()?;
+        stream.synchronize().or_fail()?;
+        let mut got = [0u64];
+        rt.read_local(big.at(0), &mut got).or_fail()?;
+        check_eq!(
+            got[0],
+            (n * (n + 1) / 2) as u64 + 10 * round * n as u64,
+            "the sum after one PE's bad stream call {round}"
+        );
+        Ok(())
+    };
+    let err = |r: symmem::Result<()>, op: &str, what: &str| -> Outcome {
+        if odd {
+            // This PE's own error, as if it were alone.
+            return r
+                .err()
+                .map(drop)
+                .ok_or_else(|| format!("{op}: the bad PE got Ok"));
+        }
+        expect_err(r, "InvalidArgument", &names(op, what))
+    };
+    err(
+        world.broadcast_on_stream(other, big, 1, if odd { n } else { 0 }, stream),
+        "team_broadcast_on_stream",
+        &format!("root {n} is not a PE of the team"),
+    )?;
+    good_sum()?;
+    err(
+        world.fcollect_on_stream(other, if odd { small } else { big }, 3, stream),
+        "team_fcollect_on_stream",
+        "src (2 elements) is too small: 3 elements needed",
+    )?;
+    good_sum()?;
+    err(
+        world.alltoall_on_stream(if odd { big } else { other }, big, 1, stream),
+        "team_alltoall_on_stream",
+        "dest and src are the same allocation",
+    )?;
+    good_sum()?;
+    err(
+        world.reduce_on_stream(if odd { small } else { other }, big, 3, Sum, stream),
+        "team_reduce_on_stream",
+        "dest (2 elements) is too small: 3 elements needed",
+    )?;
+    good_sum()?;
+    err(
+        world.reducescatter_on_stream(other, if odd { small } else { big }, 2, Max, stream),
+        "team_reducescatter_on_stream",
+        &format!("src (2 elements) is too small: {} elements needed", 2 * n),
+    )?;
+    good_sum()
 }
