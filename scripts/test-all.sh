@@ -321,6 +321,8 @@ SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n 
 "$pyvenv/bin/python" -m symmem.run -n 4 python/examples/hello.py
 "$pyvenv/bin/python" -m symmem.run -n 2 python/examples/pipeline.py
 "$pyvenv/bin/python" -m symmem.run -n 4 python/examples/moe.py "$kernel_library"
+# free and finalize refused on every PE when one PE holds a view (a script: it finalizes).
+SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n 3 python/tests/finalize_votes.py
 
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle

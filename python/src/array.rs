@@ -181,25 +181,60 @@ impl SymArray {
     }
 
     /// Frees the array on every PE (collective: call it on each, in the same order as the
-    /// other collective calls). Refused while numpy/torch views of it are alive, since
-    /// they would point at memory the next allocation reuses.
-    fn free(&mut self) -> PyResult<()> {
+    /// other collective calls). Refused on every PE while numpy/torch views of it are
+    /// alive on some PE, since they would point at memory the next allocation reuses: the
+    /// PEs vote first. For wrappers (`symmem.torch.free`): `held` counts views that
+    /// DLPack does not see, `own` views that `release`, called once every PE agreed and
+    /// before the memory goes, drops.
+    #[pyo3(signature = (*, held=0, own=0, release=None))]
+    fn free(
+        &mut self,
+        py: Python<'_>,
+        held: usize,
+        own: usize,
+        release: Option<PyObject>,
+    ) -> PyResult<()> {
         let Some(buf) = self.buf.take() else {
             return Err(PyValueError::new_err(format!(
                 "free: {} was already freed",
                 self.describe()
             )));
         };
-        let views = self.live.load(Ordering::Acquire);
-        if views > 0 {
+        let views = self.live.load(Ordering::Acquire).saturating_sub(own) + held;
+        // Every PE votes, so that all refuse or none does (one refusing alone would leave
+        // the others waiting in the free for it).
+        let voted = handle::runtime().and_then(|rt| {
+            let all = handle::vote(&rt, views as u64).map_err(to_py)?;
+            Ok((rt, all))
+        });
+        let (rt, holders) = match voted {
+            Ok(v) => v,
+            Err(e) => {
+                self.buf = Some(buf);
+                return Err(e);
+            }
+        };
+        let refusals: Vec<String> = holders
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| v > 0)
+            .map(|(pe, v)| format!("PE {pe} holds {v}"))
+            .collect();
+        if !refusals.is_empty() {
             let msg = format!(
-                "free: {views} DLPack view(s) of symmetric array allocation #{} (numpy/torch arrays made from it) are still alive; delete them first",
-                buf.id()
+                "free: view(s) of symmetric array allocation #{} (numpy/torch arrays made from it) are still alive ({}); delete them, then free it again on every PE",
+                buf.id(),
+                refusals.join(", ")
             );
             self.buf = Some(buf);
             return Err(PyBufferError::new_err(msg));
         }
-        let rt = handle::runtime()?;
+        if let Some(release) = release {
+            // Every PE frees now, whatever this returns.
+            if let Err(e) = release.call0(py) {
+                e.print(py);
+            }
+        }
         rt.free(buf).map_err(to_py)
     }
 
@@ -210,7 +245,7 @@ impl SymArray {
     #[pyo3(signature = (*_exc))]
     fn __exit__(&mut self, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
         if self.buf.is_some() {
-            self.free()?;
+            self.free(_exc.py(), 0, 0, None)?;
         }
         Ok(false)
     }

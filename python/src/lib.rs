@@ -32,26 +32,60 @@ fn init(py: Python<'_>) -> PyResult<()> {
         return Ok(());
     }
     let rt = py.allow_threads(symmem::init).map_err(to_py)?;
-    handle::install(rt);
-    Ok(())
+    handle::install(rt).map_err(to_py)
 }
 
-/// Leaves the job (collective: every PE calls it). Refused while numpy/torch views of
-/// symmetric arrays are alive, which would point at unmapped memory afterwards, unless
-/// `force` (what the exit handler passes: nothing reads them after it).
+/// Leaves the job (collective: every PE calls it). Refused on every PE while some PE
+/// holds numpy/torch views of symmetric arrays, which would point at unmapped memory
+/// afterwards, or has another thread inside a call: the PEs vote first. `force` (what the
+/// exit handler passes: nothing reads the views after it) neither votes nor refuses.
 #[pyfunction]
 #[pyo3(signature = (force=false))]
 fn finalize(py: Python<'_>, force: bool) -> PyResult<()> {
-    let views = handle::LIVE_VIEWS.load(Ordering::Acquire);
-    if views > 0 && !force {
-        return Err(SymmemError::new_err(format!(
-            "finalize: {views} DLPack view(s) of symmetric arrays (numpy/torch arrays made from them) are still alive; delete them first"
-        )));
+    if !force {
+        if let Ok(rt) = handle::runtime() {
+            let views = handle::LIVE_VIEWS.load(Ordering::Acquire) as u64;
+            let mine = views.min(BUSY - 1) | if handle::busy_elsewhere(&rt) { BUSY } else { 0 };
+            let all = py
+                .allow_threads(|| handle::vote(&rt, mine))
+                .map_err(to_py)?;
+            let refusals: Vec<String> = all
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b != 0)
+                .map(|(pe, &b)| refusal(pe, b))
+                .collect();
+            if !refusals.is_empty() {
+                return Err(SymmemError::new_err(format!(
+                    "finalize: refused on every PE: {}; remove what holds it, then call finalize again on every PE",
+                    refusals.join("; ")
+                )));
+            }
+        }
     }
     match handle::take()? {
         Some(rt) => py.allow_threads(|| rt.finalize()).map_err(to_py),
         None => Ok(()),
     }
+}
+
+/// The ballot bit of finalize's vote that says another thread is inside a call (below
+/// it: the PE's live views).
+const BUSY: u64 = 1 << 32;
+
+/// Why PE `pe` refused finalize, from its ballot `b`.
+fn refusal(pe: usize, b: u64) -> String {
+    let views = b & (BUSY - 1);
+    let mut why = Vec::new();
+    if views > 0 {
+        why.push(format!(
+            "PE {pe} holds {views} DLPack view(s) of symmetric arrays (numpy/torch arrays made from them)"
+        ));
+    }
+    if b & BUSY != 0 {
+        why.push(format!("PE {pe} has another thread inside a symmem call"));
+    }
+    why.join("; ")
 }
 
 /// Whether `init` has run and `finalize` has not.

@@ -125,8 +125,9 @@ def zeros(shape, dtype="float32"):
 
 
 def finalize():
-    """Leaves the job (collective). Refused while numpy/torch views of symmetric arrays
-    are alive; also run at interpreter exit."""
+    """Leaves the job (collective). Refused on every PE while some PE holds numpy/torch
+    views of symmetric arrays or has another thread inside a symmem call (the PEs vote);
+    also run at interpreter exit, without the vote."""
     _native.finalize()
 
 

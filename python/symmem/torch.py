@@ -46,21 +46,24 @@ def zeros(shape, dtype=_torch.float32):
 def free(tensor):
     """Frees a tensor from :func:`empty`/:func:`zeros` on every PE (collective). The tensor
     is emptied (0 elements), so a later use fails instead of reading memory the next
-    allocation reuses. Refused, changing nothing, while other views of it (slices,
-    ``numpy``/``torch.from_dlpack`` of it) are alive."""
+    allocation reuses. Refused on every PE, changing nothing, while other views of it
+    (slices, ``numpy``/``torch.from_dlpack`` of it) are alive on some PE: the PEs vote."""
     array = getattr(tensor, "_symmem_array", None)
     if array is None:
         raise ValueError(
             "symmem.torch.free: the tensor was not returned by symmem.torch.empty/zeros "
             "(a view or slice of one? free the tensor the allocation returned)")
     use_count = getattr(_torch._C, "_storage_Use_Count", None)
-    if use_count is not None and use_count(tensor.untyped_storage()._cdata) > 2:
-        # One reference is the tensor's, one the temporary storage object's.
-        raise BufferError(
-            f"symmem.torch.free: other views of the tensor (shape {tuple(tensor.shape)}, "
-            f"{tensor.dtype}) are alive, and would point at memory the next allocation "
-            "reuses; delete them first")
-    del tensor._symmem_array
-    # Dropping the tensor's storage releases its DLPack view of the array.
-    tensor.set_()
-    array.free()
+    # Views sharing the tensor's storage (slices), which DLPack does not count. Of the
+    # storage's references, one is the tensor's and one the temporary storage object's.
+    held = 0
+    if use_count is not None:
+        held = max(use_count(tensor.untyped_storage()._cdata) - 2, 0)
+
+    def release():
+        # Dropping the tensor's storage releases its DLPack view of the array (the `own`
+        # view below).
+        del tensor._symmem_array
+        tensor.set_()
+
+    array.free(held=held, own=1, release=release)

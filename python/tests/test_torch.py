@@ -68,3 +68,18 @@ def test_an_atomic_counter_in_a_torch_tensor(pe):
         del counters
         gc.collect()
         symmem.barrier_all()
+
+
+def test_torch_free_is_refused_on_every_pe_while_one_holds_a_slice(pe):
+    import symmem.torch as storch
+
+    me, n = pe
+    t = storch.zeros((8,), dtype=torch.int64)
+    part = t[2:4] if me == n - 1 else None
+    with pytest.raises(BufferError, match=rf"are still alive \(PE {n - 1} holds 1\)"):
+        storch.free(t)
+    assert t.numel() == 8, "a refused free changed the tensor"
+    del part
+    gc.collect()
+    storch.free(t)
+    assert t.numel() == 0
