@@ -10,9 +10,9 @@
 //!
 //! Access is safe where the hardware allows: elements are [`Pod`] (any bits are a valid
 //! value, so even unspecified contents are), every index is checked (a bad one panics,
-//! naming it and the length), and [`SharedSlice::get`]/[`SharedSlice::set`] are volatile
-//! accesses of one element, which another thread's access can make stale but never
-//! invalid. As in CUDA, threads order their accesses with [`sync_threads`] or the
+//! naming it and the length), and [`SharedSlice::get`]/[`SharedSlice::set`] access one
+//! element, which a racing access of another thread can make stale or torn but never
+//! invalid (the compiler keeps no element across a barrier, an asm memory clobber). As in CUDA, threads order their accesses with [`sync_threads`] or the
 //! block-scope atomics. Only borrowing the memory as a Rust slice is `unsafe`: the caller
 //! then promises that no other thread writes it meanwhile.
 
@@ -140,21 +140,21 @@ impl<T: Pod> SharedSlice<T> {
         unsafe { self.ptr.add(i) }
     }
 
-    /// Element `i` (a volatile read). Panics if `i >= len`.
+    /// Element `i`. Panics if `i >= len`.
     #[inline(always)]
     #[track_caller]
     pub fn get(&self, i: usize) -> T {
         // SAFETY: `at` checked the index; the memory is the block's for its whole life
         // and holds a valid `T` whatever its bits (`Pod`).
-        unsafe { self.at(i).read_volatile() }
+        unsafe { self.at(i).read() }
     }
 
-    /// Stores `v` in element `i` (a volatile write). Panics if `i >= len`.
+    /// Stores `v` in element `i`. Panics if `i >= len`.
     #[inline(always)]
     #[track_caller]
     pub fn set(&self, i: usize, v: T) {
         // SAFETY: as in `get`.
-        unsafe { self.at(i).write_volatile(v) }
+        unsafe { self.at(i).write(v) }
     }
 
     /// The `len` elements from `start`. Panics if they do not fit.

@@ -11,18 +11,21 @@ use symmem_device::MAX_SHARED_BYTES;
 /// What fresh shared memory holds.
 const FILL: u128 = u128::from_ne_bytes([0xA5; 16]);
 
-/// `bytes` of fresh memory, 16-byte aligned. `Cell`s, because the block's threads write
-/// it through the pointers they are given.
-fn fresh(bytes: usize) -> Box<[Cell<u128>]> {
+/// Memory the block's threads write through the pointers they are given (hence `Cell`s),
+/// 16-byte aligned.
+type Memory = Box<[Cell<u128>]>;
+
+/// `bytes` of fresh memory.
+fn fresh(bytes: usize) -> Memory {
     (0..bytes.div_ceil(16)).map(|_| Cell::new(FILL)).collect()
 }
 
 /// One block's shared memory.
 pub(super) struct BlockMemory {
     /// Each `shared!` array used so far: its key (the static's address) and memory.
-    arrays: RefCell<Vec<(usize, Box<[Cell<u128>]>)>>,
+    arrays: RefCell<Vec<(usize, Memory)>>,
     array_bytes: Cell<usize>,
-    dynamic: Box<[Cell<u128>]>,
+    dynamic: Memory,
     dynamic_bytes: usize,
 }
 

@@ -175,7 +175,7 @@ mod tests {
         x.join(1, 0b0011, 11).unwrap();
         let v = x.collect(a, 0).unwrap().expect("complete");
         assert_eq!(&v[..2], &[10, 11]);
-        assert!(x.join(3, 0b0110, 0).unwrap_err().contains("disagree"));
+        assert!(x.join(1, 0b0110, 0).unwrap_err().contains("disagree"));
         assert!(x
             .join(4, 0b1_0000_0000, 0)
             .unwrap_err()

@@ -62,7 +62,7 @@ kernel! {
         let mask = warp_mask();
         // First: on the CPU executor a lane that finished the kernel counts as inactive.
         let active = active_mask();
-        let votes = ballot(mask, lane % 3 == 0);
+        let votes = ballot(mask, lane.is_multiple_of(3));
         let rec = out.add(g as usize * WARP_FIELDS);
         rec.write(votes as u64);
         rec.add(1).write(shfl(mask, g as u64 * WIDE, (lane + 5) % WARP_SIZE));

@@ -68,7 +68,9 @@ fn warps(rt: &Runtime, m: &symmem::Module) -> Outcome {
     let o = sym(rt, &out)?;
     // SAFETY: `o` is a symmetric address of one record per thread of the launch.
     unsafe { rt.launch(m, k::warp_ops::KERNEL, grid, block, (o,)) }.map_err(e2s)?;
-    let thirds = (0..32).filter(|l| l % 3 == 0).fold(0u64, |m, l| m | 1 << l);
+    let thirds = (0..32u32)
+        .filter(|l| l.is_multiple_of(3))
+        .fold(0u64, |m, l| m | 1 << l);
     let mut want = Vec::new();
     for g in 0..grid * block {
         let l = g % 32;
