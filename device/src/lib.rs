@@ -30,14 +30,26 @@
 //! [`Prod`], [`Min`], [`Max`] on every [`Reducible`] type, [`And`], [`Or`], [`Xor`] on
 //! integers only. The algorithms are named in the docs of [`team_sync`] and its module.
 //!
+//! # Shared memory, warp intrinsics and block helpers
+//! [`shared!`] declares a block's shared arrays and [`dynamic_shared`] gives the memory a
+//! launch sized with `shared_bytes`, both as bounds-checked [`SharedSlice`]s with
+//! block-scope atomics. [`ballot`], [`shfl`] (and `_up`, `_down`, `_xor`), [`match_any`],
+//! [`match_all`], [`active_mask`] and [`popc`] are CUDA's warp intrinsics; the fibers of a
+//! warp really exchange their values on the CPU executor. [`block_fetch_add`] and its
+//! family are block-scope atomics; [`scan_exclusive_block`], [`scan_inclusive_block`] and
+//! [`histogram_block`] are block-wide helpers built on them.
+//!
 //! # Kernels
 //! Declare kernels with [`kernel!`]: on nvptx64 it produces an `extern "ptx-kernel"` entry
 //! point, on the host an `unsafe fn` the CPU executor calls from each kernel thread.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, allow_internal_unstable)
 )]
+// `shared!` lets the kernel crates that expand it use inline PTX without enabling
+// `asm_experimental_arch` themselves.
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 pub mod proxy;
 pub mod reduce;
@@ -68,6 +80,12 @@ mod arch;
 #[cfg(all(feature = "host", not(target_arch = "nvptx64")))]
 #[path = "arch/host.rs"]
 mod arch;
+#[cfg(target_arch = "nvptx64")]
+#[path = "arch/nvptx_group.rs"]
+mod group_arch;
+#[cfg(all(feature = "host", not(target_arch = "nvptx64")))]
+#[path = "arch/host_group.rs"]
+mod group_arch;
 
 pub use reduce::{And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
 pub use request::{Opcode, Request};
@@ -91,6 +109,11 @@ pub const WARP_SIZE: u32 = 32;
 /// every system fence's L1 invalidation then sends to L2). `symmem_ptx_build` uses the
 /// same number.
 pub const MAX_THREADS: u32 = 1024;
+
+/// The most shared memory a block may have, its [`shared!`] arrays and its dynamic shared
+/// memory (`shared_bytes` at launch) together: 48 KiB, what every CUDA GPU allows without
+/// an opt-in. A launch asking for more is refused, naming the kernel and the size.
+pub const MAX_SHARED_BYTES: u32 = 48 << 10;
 
 /// The prefix of the marker global that `kernel!` emits for a kernel with `max_threads(N)`:
 /// `SYMMEM_MAX_THREADS_<kernel>` holding `N`, which the PTX build turns into the entry's

@@ -46,6 +46,7 @@ pub use init::init_with_mpi_comm;
 pub use init::{init, init_with_bootstrap, init_with_unique_id, unique_id};
 pub use interrupt::with_interrupt_check;
 pub use module::{KernelLibrary, Module};
+pub use ops::kernels::LaunchConfig;
 pub use ops::local;
 pub use ops::raw::{SymView, VIEW_ID};
 pub use ops::stream::Stream;

@@ -35,6 +35,34 @@ pub trait Executor: Sync {
     /// sibling failed, a peer died, the state's `wait_timeout_ms` passed), naming the
     /// wait.
     fn check(&self, waited: core::time::Duration, site: &WaitSite, seen: u64) -> Result<(), Stop>;
+    /// The memory of the calling thread's block for the [`shared!`](crate::shared) array
+    /// whose key is `key` (the address of its static in this process): `size` bytes
+    /// aligned to `align`, allocated at the block's first use, with unspecified contents.
+    /// Stops the launch when the block's shared memory would exceed
+    /// [`MAX_SHARED_BYTES`](crate::MAX_SHARED_BYTES).
+    fn block_shared(
+        &self,
+        ctx: &ThreadContext<'_>,
+        key: usize,
+        size: usize,
+        align: usize,
+    ) -> Result<*mut u8, Stop>;
+    /// The calling thread's block's dynamic shared memory: its address (16-byte aligned)
+    /// and size, the launch's `shared_bytes`.
+    fn dynamic_shared(&self, ctx: &ThreadContext<'_>) -> (*mut u8, usize);
+    /// Exchanges `value` with the lanes of `mask` in the calling thread's warp: waits until
+    /// every lane of `mask` has called it, then returns each lane's value (indexed by lane;
+    /// 0 for lanes outside `mask`). Stops the launch, naming what was wrong, when the
+    /// calling lane is not in `mask`, `mask` names lanes the warp does not have or that
+    /// have exited, or lanes of one exchange pass different masks.
+    fn warp_exchange(
+        &self,
+        ctx: &ThreadContext<'_>,
+        mask: u32,
+        value: u64,
+    ) -> Result<[u64; 32], Stop>;
+    /// The lanes of the calling thread's warp that have not exited.
+    fn active_mask(&self, ctx: &ThreadContext<'_>) -> u32;
     /// Copies `len` bytes (at least [`EXECUTOR_COPY_FROM`]) from `src` to `dst` the way
     /// the PE's host puts and gets copy that many bytes: the runtime picks the method by
     /// size. By default `memcpy`.
@@ -68,7 +96,7 @@ pub struct Stopped;
 
 /// Unwinds the calling kernel thread when the executor says it must stop.
 #[inline]
-fn obey<T>(verdict: Result<T, Stop>) -> T {
+pub(crate) fn obey<T>(verdict: Result<T, Stop>) -> T {
     match verdict {
         Ok(v) => v,
         Err(stop) => stop_thread(stop),
@@ -144,7 +172,7 @@ pub unsafe fn set_context_source(source: ContextSource) {
     CONTEXT_SOURCE.store(source as *mut (), Ordering::Release);
 }
 
-fn current() -> &'static ThreadContext<'static> {
+pub(crate) fn current() -> &'static ThreadContext<'static> {
     // Relaxed: on every device call; the value is a function (immutable code), stored
     // before the loader runs any kernel of this copy.
     let source = CONTEXT_SOURCE.load(Ordering::Relaxed);

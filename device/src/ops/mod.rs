@@ -1,21 +1,30 @@
 //! The device operations, written once over the per-target primitives in `arch`.
 
 mod amo;
+mod block_atomic;
+mod block_scan;
 mod collective;
 mod remote;
 mod rma;
+mod shared;
 mod signal;
 mod sync;
 mod thread;
 mod wait_many;
+mod warp;
 
 pub use amo::*;
+pub use block_atomic::*;
+pub use block_scan::*;
 pub use collective::*;
 pub use rma::*;
+pub use shared::*;
 pub use signal::*;
 pub use sync::*;
 pub use thread::*;
 pub use wait_many::*;
+pub(crate) use warp::ShflMode;
+pub use warp::*;
 
 use crate::arch;
 use crate::state::error_code;

@@ -287,8 +287,9 @@ impl CudaModule {
         Ok(f)
     }
 
-    /// Launches `info` with the argument addresses `args` on `stream` (null: the legacy
-    /// default stream) without waiting for it: the caller waits (`Gpu::legacy_stream_ended`
+    /// Launches `info` with the argument addresses `args` and `shared_bytes` of dynamic
+    /// shared memory per block on `stream` (null: the legacy default stream) without
+    /// waiting for it: the caller waits (`Gpu::legacy_stream_ended`
     /// or the stream's synchronization).
     ///
     /// # Safety
@@ -302,6 +303,7 @@ impl CudaModule {
         args: &mut [*mut c_void],
         grid: Dim3,
         block: Dim3,
+        shared_bytes: u32,
         cooperative: bool,
         stream: sys::CUstream,
     ) -> Result<()> {
@@ -317,7 +319,7 @@ impl CudaModule {
                         &mut per_sm,
                         f,
                         block.volume() as i32,
-                        0,
+                        shared_bytes as usize,
                     )
                 },
                 || format!("cuOccupancyMaxActiveBlocksPerMultiprocessor({})", info.name),
@@ -353,7 +355,7 @@ impl CudaModule {
                     block.x,
                     block.y,
                     block.z,
-                    0,
+                    shared_bytes,
                     stream,
                     args.as_mut_ptr(),
                 )
@@ -366,7 +368,7 @@ impl CudaModule {
                     block.x,
                     block.y,
                     block.z,
-                    0,
+                    shared_bytes,
                     stream,
                     args.as_mut_ptr(),
                     std::ptr::null_mut(),
@@ -377,7 +379,7 @@ impl CudaModule {
             rc,
             || {
                 format!(
-                    "{} of kernel {} (grid {grid:?}, block {block:?})",
+                    "{} of kernel {} (grid {grid:?}, block {block:?}, {shared_bytes} bytes of dynamic shared memory)",
                     if cooperative {
                         "cuLaunchCooperativeKernel"
                     } else {

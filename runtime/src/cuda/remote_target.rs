@@ -79,6 +79,7 @@ impl GpuTarget {
                 &mut ptrs,
                 one,
                 one,
+                0,
                 false,
                 self.stream.raw(),
             )

@@ -101,33 +101,6 @@ impl BlockBarriers {
     }
 }
 
-std::thread_local! {
-    /// The barriers of the block whose fiber this thread is running.
-    static BARRIERS: Cell<*const BlockBarriers> = const { Cell::new(std::ptr::null()) };
-}
-
-/// The barriers of the running fiber's block.
-///
-/// # Panics
-/// Outside a fiber of the executor.
-pub(super) fn running_barriers() -> &'static BlockBarriers {
-    let p = BARRIERS.with(Cell::get);
-    assert!(
-        !p.is_null(),
-        "a barrier was reached outside the CPU executor's fibers"
-    );
-    // SAFETY: the worker installs the running fiber's block barriers before resuming it
-    // and keeps them alive and in place until every fiber of the block has ended; the
-    // 'static never escapes the barrier call that asks for it.
-    unsafe { &*p }
-}
-
-/// Makes `barriers` those of the running fiber's block on this worker thread (null when
-/// no fiber runs): the worker calls it before resuming a fiber and after the last ends.
-pub(super) fn set_running(barriers: *const BlockBarriers) {
-    BARRIERS.with(|b| b.set(barriers));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,18 +11,18 @@ use std::sync::Mutex;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::block_barrier::Group;
+use super::block::Wait;
 use super::overflow;
 
 /// Why a fiber gave way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Suspend {
-    /// It arrived at its barrier of `group`; `closed` holds the generation to wait out
-    /// if the barrier did not open (the worker resumes it once the barrier opens).
+    /// It arrived at a barrier or warp exchange, `at`; `closed` holds the generation to
+    /// wait out if it did not open (the worker resumes it once it opens).
     Arrived {
-        /// The barrier.
-        group: Group,
-        /// `None` if this arrival opened the barrier, else its generation.
+        /// The barrier or exchange.
+        at: Wait,
+        /// `None` if this arrival opened it, else its generation.
         closed: Option<u64>,
     },
     /// A device wait found its condition false; `first` on the wait's first round.

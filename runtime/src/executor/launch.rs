@@ -10,7 +10,8 @@ use symmem_device::host::{Executor, Stop, Stopped, ThreadContext};
 use symmem_device::state::WaitSite;
 use symmem_device::{Dim3, WARP_SIZE};
 
-use super::block_barrier::{self, Group};
+use super::block::{self, Wait};
+use super::block_barrier::Group;
 use super::fiber::{self, Suspend};
 
 use crate::error::{Error, Result};
@@ -29,19 +30,23 @@ pub(super) struct Launch<'a> {
     pub(super) seed: Option<u64>,
     /// `SYMMEM_EXEC_STACK_SIZE`: bytes of stack per kernel thread.
     pub(super) stack_size: usize,
+    /// Bytes of dynamic shared memory per block.
+    pub(super) shared_bytes: u32,
     stop: AtomicBool,
     first_failure: Mutex<Option<(Dim3, Dim3, String)>>,
 }
 
 impl<'a> Launch<'a> {
-    /// A launch of `grid` blocks of `block` threads on `rt`'s executor.
-    pub(super) fn new(rt: &'a Runtime, grid: Dim3, block: Dim3) -> Self {
+    /// A launch of `grid` blocks of `block` threads, each with `shared_bytes` of dynamic
+    /// shared memory, on `rt`'s executor.
+    pub(super) fn new(rt: &'a Runtime, grid: Dim3, block: Dim3, shared_bytes: u32) -> Self {
         Launch {
             rt,
             grid_dim: grid,
             block_dim: block,
             seed: rt.config.exec_seed,
             stack_size: rt.config.exec_stack_size,
+            shared_bytes,
             stop: AtomicBool::new(false),
             first_failure: Mutex::new(None),
         }
@@ -94,9 +99,12 @@ impl<'a> Launch<'a> {
     /// is the schedule's; the worker resumes it once the barrier has opened (or the launch
     /// stops).
     fn barrier(&self, group: Group) -> std::result::Result<(), Stop> {
-        let barrier = block_barrier::running_barriers().get(group);
+        let barrier = block::running().barriers.get(group);
         let closed = barrier.arrive();
-        fiber::suspend(Suspend::Arrived { group, closed });
+        fiber::suspend(Suspend::Arrived {
+            at: Wait::Barrier(group),
+            closed,
+        });
         self.check_stop()?;
         debug_assert!(closed.is_none_or(|g| barrier.is_open(g)));
         Ok(())
@@ -139,6 +147,51 @@ impl Executor for Launch<'_> {
         self.barrier(Group::Warp(
             ctx.block_dim.linear(ctx.thread_idx) / WARP_SIZE,
         ))
+    }
+
+    fn block_shared(
+        &self,
+        _ctx: &ThreadContext<'_>,
+        key: usize,
+        size: usize,
+        _align: usize,
+    ) -> std::result::Result<*mut u8, Stop> {
+        block::running()
+            .memory
+            .array(key, size)
+            .map_err(Stop::Failed)
+    }
+
+    fn dynamic_shared(&self, _ctx: &ThreadContext<'_>) -> (*mut u8, usize) {
+        block::running().memory.dynamic()
+    }
+
+    fn warp_exchange(
+        &self,
+        ctx: &ThreadContext<'_>,
+        mask: u32,
+        value: u64,
+    ) -> std::result::Result<[u64; 32], Stop> {
+        let t = ctx.block_dim.linear(ctx.thread_idx);
+        let (warp, lane) = (t / WARP_SIZE, t % WARP_SIZE);
+        let exchange = block::running().exchange(warp);
+        let failed = |why: String| Stop::Failed(format!("warp {warp}: {why}"));
+        let round = exchange.join(lane, mask, value).map_err(failed)?;
+        loop {
+            if let Some(values) = exchange.collect(round, lane).map_err(failed)? {
+                return Ok(values);
+            }
+            fiber::suspend(Suspend::Arrived {
+                at: Wait::Exchange(warp),
+                closed: Some(exchange.events()),
+            });
+            self.check_stop()?;
+        }
+    }
+
+    fn active_mask(&self, ctx: &ThreadContext<'_>) -> u32 {
+        let warp = ctx.block_dim.linear(ctx.thread_idx) / WARP_SIZE;
+        block::running().exchange(warp).active()
     }
 
     fn pause(&self, first: bool) -> std::result::Result<bool, Stop> {

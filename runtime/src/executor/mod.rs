@@ -59,13 +59,16 @@
 //! with a stack-overflow error naming the block and thread (on x86-64 Linux; see
 //! `executor/overflow.rs`).
 
+mod block;
 mod block_barrier;
+mod block_memory;
 mod fiber;
 mod launch;
 mod order;
 mod overflow;
 #[cfg(test)]
 mod tests;
+mod warp_exchange;
 mod worker;
 
 use std::num::NonZeroUsize;
@@ -134,6 +137,21 @@ pub(crate) fn check_dims(op: &'static str, grid: Dim3, block: Dim3) -> Result<()
     Ok(())
 }
 
+/// Refuses `shared_bytes` of dynamic shared memory per block for `kernel` beyond
+/// [`MAX_SHARED_BYTES`](symmem_device::MAX_SHARED_BYTES), on GPU and CPU PEs alike.
+pub(crate) fn check_shared(op: &'static str, kernel: &str, shared_bytes: u32) -> Result<()> {
+    let max = symmem_device::MAX_SHARED_BYTES;
+    if shared_bytes > max {
+        return Err(Error::InvalidArgument {
+            op,
+            reason: format!(
+                "kernel {kernel} asks for {shared_bytes} bytes of dynamic shared memory per block (shared_bytes); a block may have at most {max} (48 KiB, with its shared! arrays)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl Runtime {
     /// Runs `kernel` on every thread of a `grid` of `block`s on host threads, with this
     /// PE's device state installed, and returns when all threads have finished. Blocks run
@@ -150,10 +168,12 @@ impl Runtime {
         kernel: F,
     ) -> Result<()> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.run_closure("launch_closure", grid.into(), block.into(), kernel) }
+        unsafe { self.run_closure("launch_closure", grid.into(), block.into(), 0, kernel) }
     }
 
-    /// [`Self::launch_closure`], with `op` naming the public call in errors.
+    /// [`Self::launch_closure`] with `shared_bytes` of dynamic shared memory per block
+    /// (checked by the caller against [`MAX_SHARED_BYTES`](symmem_device::MAX_SHARED_BYTES)),
+    /// with `op` naming the public call in errors.
     ///
     /// # Safety
     /// As for [`Self::launch_closure`].
@@ -162,11 +182,12 @@ impl Runtime {
         op: &'static str,
         grid: Dim3,
         block: Dim3,
+        shared_bytes: u32,
         kernel: F,
     ) -> Result<()> {
         self.check_host_pe(op)?;
         check_dims(op, grid, block)?;
-        let launch = Launch::new(self, grid, block);
+        let launch = Launch::new(self, grid, block, shared_bytes);
         let kernel = SharedKernel(kernel);
         overflow::prepare_thread();
         let mut worker = Worker::new(&launch, 0);
@@ -197,12 +218,14 @@ impl Runtime {
                 "launch_closure_cooperative",
                 grid.into(),
                 block.into(),
+                0,
                 kernel,
             )
         }
     }
 
-    /// [`Self::launch_closure_cooperative`], with `op` naming the public call in errors.
+    /// [`Self::launch_closure_cooperative`], with `shared_bytes` and `op` as in
+    /// [`Self::run_closure`].
     ///
     /// # Safety
     /// As for [`Self::launch_closure`].
@@ -211,6 +234,7 @@ impl Runtime {
         op: &'static str,
         grid: Dim3,
         block: Dim3,
+        shared_bytes: u32,
         kernel: F,
     ) -> Result<()> {
         self.check_host_pe(op)?;
@@ -222,7 +246,7 @@ impl Runtime {
                 reason: format!("grid {grid:?} × block {block:?} is {total} threads; a cooperative launch runs all at once, at most {MAX_COOPERATIVE_THREADS}"),
             });
         }
-        let launch = Launch::new(self, grid, block);
+        let launch = Launch::new(self, grid, block, shared_bytes);
         let kernel = SharedKernel(kernel);
         let blocks = grid.volume();
         let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);

@@ -173,7 +173,8 @@ fn a_skipped_barrier_fails_instead_of_hanging() {
     assert_eq!((block, thread), ((1, 0, 0), (0, 0, 0)));
     assert!(
         message.contains("deadlock: this thread waits in sync_threads")
-            && message.contains("(9 at sync_threads, 31 at sync_warp, 24 exited)"),
+            && message
+                .contains("(9 at sync_threads, 31 at sync_warp, 0 in warp intrinsics, 24 exited)"),
         "{message}"
     );
     rt.finalize().unwrap();

@@ -11,7 +11,8 @@ use corosensei::CoroutineResult;
 use symmem_device::host::{set_context, ThreadContext};
 use symmem_sync::Backoff;
 
-use super::block_barrier::{self, BlockBarriers, Group};
+use super::block::{self, Block, Wait};
+use super::block_barrier::Group;
 use super::fiber::{self, End, Fiber, Suspend};
 use super::launch::Launch;
 use super::order::LaneOrder;
@@ -21,8 +22,9 @@ use super::unravel;
 struct Lane {
     /// `None` once the fiber has ended and its stack went back to the pool.
     fiber: Option<Fiber>,
-    /// The barrier it arrived at and the generation to wait out, until it opens.
-    blocked: Option<(Group, u64)>,
+    /// The barrier or exchange it arrived at and the generation to wait out, until it
+    /// opens.
+    blocked: Option<(Wait, u64)>,
 }
 
 /// How a block's running threads spent one round.
@@ -69,9 +71,9 @@ impl<'l> Worker<'l> {
                 })
             })
             .collect();
-        let barriers: Vec<BlockBarriers> = blocks
+        let states: Vec<Block> = blocks
             .iter()
-            .map(|_| BlockBarriers::new(block_dim.volume()))
+            .map(|_| Block::new(block_dim.volume(), launch.shared_bytes as usize))
             .collect();
         let mut lanes = Vec::with_capacity(contexts.len());
         for ctx in &contexts {
@@ -99,23 +101,18 @@ impl<'l> Worker<'l> {
                 blocked: None,
             });
         }
-        self.schedule(&contexts, &barriers, &mut lanes);
+        self.schedule(&contexts, &states, &mut lanes);
         // SAFETY: clears this thread's context, whose fibers have all ended.
         unsafe { set_context(std::ptr::null()) };
-        block_barrier::set_running(std::ptr::null());
+        block::set_running(std::ptr::null());
     }
 
     /// Resumes the fibers round after round until all have ended.
-    fn schedule(
-        &mut self,
-        contexts: &[ThreadContext<'_>],
-        barriers: &[BlockBarriers],
-        lanes: &mut [Lane],
-    ) {
+    fn schedule(&mut self, contexts: &[ThreadContext<'_>], states: &[Block], lanes: &mut [Lane]) {
         let launch = self.launch;
         let per_block = launch.block_dim.volume() as usize;
         let mut live: Vec<usize> = (0..lanes.len()).collect();
-        let mut rounds = vec![Round::Idle; barriers.len()];
+        let mut rounds = vec![Round::Idle; states.len()];
         let mut ended = Vec::with_capacity(lanes.len());
         let mut idle = Backoff::new();
         while !live.is_empty() {
@@ -128,8 +125,8 @@ impl<'l> Worker<'l> {
             live.retain(|&i| {
                 let block = i / per_block;
                 let lane = &mut lanes[i];
-                if let Some((group, generation)) = lane.blocked {
-                    if !stopping && !barriers[block].get(group).is_open(generation) {
+                if let Some((wait, generation)) = lane.blocked {
+                    if !stopping && !states[block].is_open(wait, generation) {
                         if rounds[block] == Round::Idle {
                             rounds[block] = Round::Stuck;
                         }
@@ -139,16 +136,16 @@ impl<'l> Worker<'l> {
                 }
                 rounds[block] = Round::Moving;
                 let fiber = lane.fiber.as_mut().expect("a live lane has its fiber");
-                // SAFETY: `contexts` and `barriers` stay in place until every fiber has
+                // SAFETY: `contexts` and `states` stay in place until every fiber has
                 // ended; the context is replaced before any other fiber runs.
                 unsafe { set_context(&contexts[i]) };
-                block_barrier::set_running(&barriers[block]);
+                block::set_running(&states[block]);
                 match fiber.resume(slow) {
                     CoroutineResult::Yield(why) => {
                         progress |= why.made_progress();
                         match why {
-                            Suspend::Arrived { group, closed } => {
-                                lane.blocked = closed.map(|g| (group, g));
+                            Suspend::Arrived { at, closed } => {
+                                lane.blocked = closed.map(|g| (at, g));
                             }
                             Suspend::Waiting { .. } => waits += 1,
                         }
@@ -157,7 +154,7 @@ impl<'l> Worker<'l> {
                     CoroutineResult::Return(end) => {
                         progress = true;
                         let ctx = &contexts[i];
-                        barriers[block].depart(ctx.block_dim, ctx.thread_idx);
+                        states[block].depart(ctx.block_dim, ctx.thread_idx);
                         if end == End::Overflowed {
                             launch.fail(
                                 ctx.block_idx,
@@ -215,35 +212,37 @@ impl<'l> Worker<'l> {
         per_block: usize,
     ) {
         let range = block * per_block..(block + 1) * per_block;
-        let (mut at_block, mut at_warp, mut exited) = (0, 0, 0);
+        let (mut at_block, mut at_warp, mut at_exchange, mut exited) = (0, 0, 0, 0);
         let mut first = None;
         for i in range {
             match (lanes[i].fiber.is_some(), lanes[i].blocked) {
                 (false, _) => exited += 1,
-                (true, Some((group, _))) => {
-                    first.get_or_insert((i, group));
-                    match group {
-                        Group::Block => at_block += 1,
-                        Group::Warp(_) => at_warp += 1,
+                (true, Some((wait, _))) => {
+                    first.get_or_insert((i, wait));
+                    match wait {
+                        Wait::Barrier(Group::Block) => at_block += 1,
+                        Wait::Barrier(Group::Warp(_)) => at_warp += 1,
+                        Wait::Exchange(_) => at_exchange += 1,
                     }
                 }
                 // Not stuck: the round said otherwise.
                 (true, None) => return,
             }
         }
-        let Some((i, group)) = first else {
+        let Some((i, wait)) = first else {
             return;
         };
-        let what = match group {
-            Group::Block => "sync_threads".to_string(),
-            Group::Warp(w) => format!("sync_warp (warp {w})"),
+        let what = match wait {
+            Wait::Barrier(Group::Block) => "sync_threads".to_string(),
+            Wait::Barrier(Group::Warp(w)) => format!("sync_warp (warp {w})"),
+            Wait::Exchange(w) => format!("a warp intrinsic (warp {w})"),
         };
         let ctx = &contexts[i];
         self.launch.fail(
             ctx.block_idx,
             ctx.thread_idx,
             format!(
-                "deadlock: this thread waits in {what}, and every running thread of its block waits at a barrier that cannot open ({at_block} at sync_threads, {at_warp} at sync_warp, {exited} exited): some threads of a group skipped a barrier the others wait at"
+                "deadlock: this thread waits in {what}, and every running thread of its block waits at a barrier that cannot open ({at_block} at sync_threads, {at_warp} at sync_warp, {at_exchange} in warp intrinsics, {exited} exited): some threads of a group skipped a barrier the others wait at"
             ),
         );
     }

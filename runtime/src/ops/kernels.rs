@@ -12,6 +12,43 @@ use crate::module::{KernelLibrary, Module, ModuleKind};
 use crate::ops::stream::Stream;
 use crate::runtime::Runtime;
 
+/// Where a kernel runs: a `grid` of `block`s, each with `shared_bytes` of dynamic shared
+/// memory (what the kernel reads with `symmem_device::dynamic_shared`; CUDA's
+/// `sharedMemBytes`, at most [`MAX_SHARED_BYTES`](symmem_device::MAX_SHARED_BYTES)).
+///
+/// ```ignore
+/// let config = LaunchConfig::new(4, 256).shared_bytes(256 * 4);
+/// unsafe { rt.launch_with(&m, my_kernels::count::KERNEL, config, (out,))? };
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks of the grid.
+    pub grid: Dim3,
+    /// Threads of each block.
+    pub block: Dim3,
+    /// Bytes of dynamic shared memory per block.
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A `grid` of `block`s with no dynamic shared memory.
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_bytes: 0,
+        }
+    }
+
+    /// The same launch with `bytes` of dynamic shared memory per block.
+    pub fn shared_bytes(self, bytes: u32) -> Self {
+        LaunchConfig {
+            shared_bytes: bytes,
+            ..self
+        }
+    }
+}
+
 impl Runtime {
     /// Loads a kernel crate's embedded kernels on a GPU PE and writes this PE's device
     /// state into the module: the embedded cubin when it was built for this GPU's
@@ -98,10 +135,51 @@ impl Runtime {
                 "launch",
                 module,
                 kernel,
-                grid.into(),
-                block.into(),
+                LaunchConfig::new(grid, block),
                 args,
                 false,
+            )
+        }
+    }
+
+    /// [`Self::launch`] with a [`LaunchConfig`]: what a kernel that uses dynamic shared
+    /// memory is launched with. A `shared_bytes` over
+    /// [`MAX_SHARED_BYTES`](symmem_device::MAX_SHARED_BYTES) is refused, naming the kernel
+    /// and the size.
+    ///
+    /// # Safety
+    /// As for [`Self::launch`].
+    pub unsafe fn launch_with<A: KernelArgs>(
+        &self,
+        module: &Module,
+        kernel: Kernel<A>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_kernel("launch_with", module, kernel, config, args, false) }
+    }
+
+    /// [`Self::launch_cooperative`] with a [`LaunchConfig`].
+    ///
+    /// # Safety
+    /// As for [`Self::launch`].
+    pub unsafe fn launch_cooperative_with<A: KernelArgs>(
+        &self,
+        module: &Module,
+        kernel: Kernel<A>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.launch_kernel(
+                "launch_cooperative_with",
+                module,
+                kernel,
+                config,
+                args,
+                true,
             )
         }
     }
@@ -126,8 +204,7 @@ impl Runtime {
                 "launch_cooperative",
                 module,
                 kernel,
-                grid.into(),
-                block.into(),
+                LaunchConfig::new(grid, block),
                 args,
                 true,
             )
@@ -158,7 +235,7 @@ impl Runtime {
         let (one, block) = (Dim3::new(1, 1, 1), Dim3::new(threads, 1, 1));
         // SAFETY: `ptrs` point into `args`, which lives until the launch call returns (the
         // driver copies parameters at launch); the rest is forwarded from the caller.
-        unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, block, false, stream) }
+        unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, block, 0, false, stream) }
     }
 
     /// Loads the kernel library at `path` (a shared library exporting a kernel crate's
@@ -207,7 +284,7 @@ impl Runtime {
                 // SAFETY: forwarded from the caller; every thread passes the same checked
                 // argument addresses, which outlive the launch.
                 unsafe {
-                    self.run_closure(op, grid, block, || run_library_thread(entry, addresses))
+                    self.run_closure(op, grid, block, 0, || run_library_thread(entry, addresses))
                 }
             }
             #[cfg(feature = "cuda")]
@@ -218,8 +295,11 @@ impl Runtime {
                     m,
                     info,
                     addresses.iter().map(|&a| a.cast_mut().cast()).collect(),
-                    grid,
-                    block,
+                    LaunchConfig {
+                        grid,
+                        block,
+                        shared_bytes: 0,
+                    },
                     false,
                 )
             },
@@ -258,7 +338,7 @@ impl Runtime {
                 addresses.iter().map(|&a| a.cast_mut().cast()).collect();
             // SAFETY: `ptrs` point into `args`, which outlive the call (the driver copies
             // parameters at launch); the rest is forwarded from the caller.
-            return unsafe { m.launch(op, &info, &mut ptrs, grid, block, false, raw) };
+            return unsafe { m.launch(op, &info, &mut ptrs, grid, block, 0, false, raw) };
         }
         // SAFETY: forwarded from the caller.
         unsafe { self.launch_by_name(library, kernel, grid, block, args) }
@@ -320,27 +400,33 @@ impl Runtime {
 
     /// The one launch behind the public forms: checks the launch, then runs `kernel` on
     /// the CPU executor (a CPU PE) or on the GPU.
-    #[allow(clippy::too_many_arguments)] // the public forms' arguments plus two flags
     unsafe fn launch_kernel<A: KernelArgs>(
         &self,
         op: &'static str,
         module: &Module,
         kernel: Kernel<A>,
-        grid: Dim3,
-        block: Dim3,
+        config: LaunchConfig,
         args: A,
         cooperative: bool,
     ) -> Result<()> {
+        let LaunchConfig {
+            grid,
+            block,
+            shared_bytes,
+        } = config;
         self.check_launch(op, module, &kernel.info(), block)?;
+        crate::executor::check_shared(op, kernel.name(), shared_bytes)?;
         match &module.kind {
             ModuleKind::Host => {
                 // SAFETY: forwarded from the caller; the kernel's host entry unpacks the
                 // same argument tuple on every thread.
+                let run = || unsafe { kernel.call_host(args) };
+                // SAFETY: forwarded from the caller.
                 unsafe {
                     if cooperative {
-                        self.run_closure_cooperative(op, grid, block, || kernel.call_host(args))
+                        self.run_closure_cooperative(op, grid, block, shared_bytes, run)
                     } else {
-                        self.run_closure(op, grid, block, || kernel.call_host(args))
+                        self.run_closure(op, grid, block, shared_bytes, run)
                     }
                 }
             }
@@ -351,7 +437,7 @@ impl Runtime {
                 args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
                 // SAFETY: `ptrs` point into `args`, which outlives the call; the rest is
                 // forwarded from the caller.
-                unsafe { self.launch_on_gpu(op, m, kernel.info(), ptrs, grid, block, cooperative) }
+                unsafe { self.launch_on_gpu(op, m, kernel.info(), ptrs, config, cooperative) }
             }
         }
     }
@@ -363,23 +449,27 @@ impl Runtime {
     /// As for [`Self::launch`]; `ptrs` point at values of the kernel's parameters, live
     /// until the call returns.
     #[cfg(feature = "cuda")]
-    #[allow(clippy::too_many_arguments)] // launch_kernel's arguments, with the loaded module
     unsafe fn launch_on_gpu(
         &self,
         op: &'static str,
         m: &crate::cuda::CudaModule,
         info: KernelInfo,
         mut ptrs: Vec<*mut std::ffi::c_void>,
-        grid: Dim3,
-        block: Dim3,
+        config: LaunchConfig,
         cooperative: bool,
     ) -> Result<()> {
+        let LaunchConfig {
+            grid,
+            block,
+            shared_bytes,
+        } = config;
         crate::executor::check_dims(op, grid, block)?;
         tracing::debug!(
             pe = self.my_pe(),
             kernel = info.name,
             ?grid,
             ?block,
+            shared_bytes,
             cooperative,
             "GPU launch"
         );
@@ -395,6 +485,7 @@ impl Runtime {
                 &mut ptrs,
                 grid,
                 block,
+                shared_bytes,
                 cooperative,
                 std::ptr::null_mut(),
             )

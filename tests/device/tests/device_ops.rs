@@ -47,6 +47,12 @@ macro_rules! scenarios {
 }
 
 scenarios! {
+    /// Static and dynamic shared memory, warp intrinsics, block-scope atomics, block scan
+    /// and histogram, every value checked; dynamic shared memory over 48 KiB refused.
+    shared_warp;
+    /// Misuses of shared memory and warp intrinsics fail the launch, naming the thread
+    /// and what was wrong.
+    shared_warp_misuse;
     /// The ring example: put_signal_block to the neighbour, a kernel waits for the signal.
     ring_put_signal;
     /// my_pe, n_pes, and ptr to every peer (compared with the host's), written through.

@@ -90,10 +90,12 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
             continue;
         }
         // AMOs and signal adds are relaxed at system scope: ordering comes from fence and
-        // quiet (and a signal's own fence), never from a barrier inside every AMO.
+        // quiet (and a signal's own fence), never from a barrier inside every AMO. The
+        // block-scope atomics (`block_fetch_add`…) are relaxed at CTA scope by design.
         if line.starts_with("atom.") || line.starts_with("red.") {
             assert!(
-                line.contains(".sys") && line.contains(".relaxed"),
+                (line.contains(".sys") || line.starts_with("atom.relaxed.cta."))
+                    && line.contains(".relaxed"),
                 "{what}: RMW that is not relaxed at system scope (AMOs are relaxed; order with fence/quiet): {line}"
             );
         }

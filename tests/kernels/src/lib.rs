@@ -17,6 +17,7 @@
 pub static PTX: symmem_device::EmbeddedPtx = symmem_device::embedded_ptx!();
 
 pub mod amo;
+pub mod block;
 pub mod collective;
 pub mod failure;
 pub mod pipeline;
@@ -56,6 +57,11 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     amo::amo_i32::KERNEL.info(),
     amo::amo_u64::KERNEL.info(),
     amo::amo_i64::KERNEL.info(),
+    block::block_scan::KERNEL.info(),
+    block::warp_ops::KERNEL.info(),
+    block::shared_hist::KERNEL.info(),
+    block::dyn_shared::KERNEL.info(),
+    block::group_misuse::KERNEL.info(),
     collective::coll_barrier::KERNEL.info(),
     collective::coll_broadcast::KERNEL.info(),
     collective::coll_fcollect::KERNEL.info(),

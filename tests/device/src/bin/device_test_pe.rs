@@ -22,6 +22,8 @@
 
 #[path = "device_test_pe/amo.rs"]
 mod amo;
+#[path = "device_test_pe/block.rs"]
+mod block;
 #[path = "device_test_pe/collective.rs"]
 mod collective;
 #[path = "device_test_pe/failure.rs"]
@@ -99,6 +101,9 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("cooperative", threads::cooperative, GPU),
     // Asserts the CPU executor's error texts and its 4096-thread cooperative limit.
     ("launch_args", threads::launch_args, CPU_ONLY),
+    ("shared_warp", block::shared_warp, GPU),
+    // Asserts the CPU executor's messages for misuses a GPU leaves undefined.
+    ("shared_warp_misuse", block::shared_warp_misuse, CPU_ONLY),
     ("pipeline", pipeline::pipeline, GPU),
     // Asserts `KernelFailed` from a panicking kernel thread (a GPU trap kills the context).
     ("kernel_panic", failure::kernel_panic, CPU_ONLY),
