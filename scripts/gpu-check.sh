@@ -171,6 +171,7 @@ run() {
   check "bad module (1 PE)" "$bin/gpu_check_pe" --pes 1 bad_module
   check "cooperative launch: occupancy limit (2 PEs)" "$bin/gpu_check_pe" --pes 2 cooperative
   check "device put to a PE that does not exist traps (2 PEs)" "$bin/gpu_check_pe" --pes 2 trap
+  check "a kernel panic names file:line, block and thread (2 PEs)" "$bin/gpu_check_pe" --pes 2 panic
   check "device ops to another node through the GPU proxy channel (2 nodes)" env SYMMEM_SIMULATE_NODES=2 "$bin/gpu_check_pe" --pes 2 remote
   local n
   for n in $pes_list; do

@@ -39,6 +39,7 @@
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
 )]
 
+pub mod panic_record;
 pub mod proxy;
 pub mod reduce;
 pub mod request;

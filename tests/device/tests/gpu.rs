@@ -52,8 +52,8 @@ fn stream_ordered_operations_on_the_default_device() {
 }
 
 #[test]
-fn cooperative_trap_and_remote_scenarios_on_the_default_device() {
-    for scenario in ["cooperative", "trap", "remote"] {
+fn cooperative_trap_panic_and_remote_scenarios_on_the_default_device() {
+    for scenario in ["cooperative", "trap", "panic", "remote"] {
         let job = run_job(
             &Launcher::SelfLaunch,
             2,
