@@ -49,6 +49,8 @@ pub mod team;
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
 mod ops;
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
+pub mod printf;
+#[cfg(any(target_arch = "nvptx64", feature = "host"))]
 pub use ops::*;
 
 /// CPU-executor plumbing: the per-thread context and the executor interface.

@@ -151,7 +151,10 @@ pub unsafe fn write(rec: *mut PanicRecord, site: &PanicSite<'_>, stores: Stores)
         store(thread, site.thread.x);
         store(thread.add(1), site.thread.y);
         store(thread.add(2), site.thread.z);
-        store(addr_of_mut!((*rec).file_len), path.len().min(u32::MAX as usize) as u32);
+        store(
+            addr_of_mut!((*rec).file_len),
+            path.len().min(u32::MAX as usize) as u32,
+        );
         store(addr_of_mut!((*rec).message_len), message_len);
         let file = addr_of_mut!((*rec).file).cast::<u8>();
         for (i, &b) in kept_path.iter().enumerate() {
@@ -168,7 +171,10 @@ impl PanicRecord {
     /// The recorded bytes of the file path (its end) and whether they are all of it.
     pub fn file_bytes(&self) -> (impl Iterator<Item = u8> + '_, bool) {
         let whole = self.file_len as usize <= FILE_BYTES;
-        (self.file.iter().copied().take(self.file_len as usize), whole)
+        (
+            self.file.iter().copied().take(self.file_len as usize),
+            whole,
+        )
     }
 
     /// The recorded bytes of the message (its start) and whether they are all of it;
@@ -278,10 +284,7 @@ mod tests {
         assert_eq!((rec.file_len, rec.message_len), (10, 10));
         // Bytes past the text are neither written nor read.
         assert_eq!(rec.file[10], 0xff);
-        assert_eq!(
-            rec.to_string(),
-            "panicked at src/lib.rs:42:9: deliberate"
-        );
+        assert_eq!(rec.to_string(), "panicked at src/lib.rs:42:9: deliberate");
     }
 
     #[test]

@@ -732,12 +732,16 @@ mod tests {
         let all = "cargo-x86_64-unknown-linux-gnu\nllvm-bitcode-linker-x86_64-unknown-linux-gnu\nllvm-tools-x86_64-unknown-linux-gnu\nrust-src\nrust-std-x86_64-unknown-linux-gnu\n";
         let host = "x86_64-unknown-linux-gnu";
         assert!(missing_from(all, host).is_empty());
-        let no_linker = "llvm-tools-x86_64-unknown-linux-gnu\nrust-src\nrust-std-x86_64-unknown-linux-gnu\n";
+        let no_linker =
+            "llvm-tools-x86_64-unknown-linux-gnu\nrust-src\nrust-std-x86_64-unknown-linux-gnu\n";
         assert_eq!(missing_from(no_linker, host), ["llvm-bitcode-linker"]);
         // Another host's components are not this one's.
         assert_eq!(missing_from(all, "aarch64-apple-darwin").len(), 2);
         assert_eq!(
-            missing_from("llvm-tools-preview\nrust-std-x86_64-unknown-linux-gnu", host),
+            missing_from(
+                "llvm-tools-preview\nrust-std-x86_64-unknown-linux-gnu",
+                host
+            ),
             COMPONENTS
         );
     }

@@ -625,6 +625,20 @@ impl Backoff {
     }
 }
 
+/// [`printf!`](crate::printf!) on a GPU: CUDA's device `vprintf`, which the driver links
+/// (a system call of the PTX ABI) and prints on the host when the launch ends.
+#[cfg(feature = "printf")]
+#[inline(always)]
+pub fn printf(format: &core::ffi::CStr, args: &[crate::printf::Arg]) {
+    extern "C" {
+        fn vprintf(format: *const u8, args: *const u8) -> i32;
+    }
+    let buf = crate::printf::vprintf_args(args);
+    // SAFETY: `format` is NUL-terminated and `buf` holds the arguments as vprintf lays
+    // them out; both outlive the call.
+    unsafe { vprintf(format.as_ptr().cast(), buf.as_ptr().cast()) };
+}
+
 /// A Rust panic in a kernel: the first panicking thread records where it panicked (file,
 /// line, column, block, thread and a literal message: [`crate::panic_record`]) in the
 /// error record, fences at system scope, publishes [`error_code::PANIC`] and traps; the

@@ -713,7 +713,13 @@ mod tests {
             unsafe { p.write(v) }
         }
         // SAFETY: the record is live and writable.
-        unsafe { write(std::ptr::addr_of_mut!(rec.panic), &site, Stores { word, byte }) };
+        unsafe {
+            write(
+                std::ptr::addr_of_mut!(rec.panic),
+                &site,
+                Stores { word, byte },
+            )
+        };
         rec
     }
 
@@ -758,7 +764,10 @@ mod tests {
         };
         assert!(panic_error(&rec).is_none());
         assert_eq!(
-            describe_error(&rec, &<symmem_device::DeviceState as bytemuck::Zeroable>::zeroed()),
+            describe_error(
+                &rec,
+                &<symmem_device::DeviceState as bytemuck::Zeroable>::zeroed()
+            ),
             "a device operation named PE 5, which does not exist"
         );
     }

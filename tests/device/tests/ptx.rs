@@ -120,12 +120,17 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
 /// system-scope stores (words and bytes), fences at system scope and publishes the error
 /// word with a release store. Every module with a panic path has it.
 fn check_panic_record(funcs: &[(String, Vec<&str>)], what: &str) {
-    if !funcs.iter().any(|(name, _)| name.contains("rust_begin_unwind")) {
+    if !funcs
+        .iter()
+        .any(|(name, _)| name.contains("rust_begin_unwind"))
+    {
         return;
     }
+    // The definition, not its forward declaration (also parsed as a function).
     let (_, body) = funcs
         .iter()
-        .find(|(name, _)| name.contains("record_panic"))
+        .filter(|(name, _)| name.contains("record_panic"))
+        .max_by_key(|(_, body)| body.len())
         .unwrap_or_else(|| panic!("{what}: a panic handler but no record_panic"));
     let body = body.join("\n");
     for needle in [
@@ -145,9 +150,10 @@ fn check_panic_record(funcs: &[(String, Vec<&str>)], what: &str) {
     let last_write = body.rfind("st.relaxed.sys.u8").unwrap_or(0);
     let tail = &body[last_write..];
     let fence = tail.find("fence.sc.sys");
-    let publish = tail
-        .find("st.release.sys.u64")
-        .or_else(|| tail.find("call.uni").filter(|&at| tail[at..].contains("4fail")));
+    let publish = tail.find("st.release.sys.u64").or_else(|| {
+        tail.find("call.uni")
+            .filter(|&at| tail[at..].contains("4fail"))
+    });
     assert!(
         matches!((fence, publish), (Some(f), Some(p)) if f < p),
         "{what}: record_panic must write the record, then fence, then publish the word:\n{body}"

@@ -17,6 +17,9 @@
 //!   threads wait: the launch fails with `KernelFailed` naming block (1, 0, 0), thread
 //!   (37, 0, 0) and the message; on a GPU PE (where the panic handler records them
 //!   before trapping) also the kernel's file and line, `failure.rs:18`.
+//! - `printf`: one thread of each PE's kernel prints a line with `printf!` (CUDA's device
+//!   `vprintf` on a GPU, the host's stdout on the CPU executor):
+//!   `printf: PE <pe>: x=7 y=2.50 text`, which the caller checks.
 //! - `remote` (2 PEs, each its own simulated node: `SYMMEM_SIMULATE_NODES=2`, set here
 //!   unless given): device operations to the other node through the proxy channel (on GPU
 //!   PEs: the ring in mapped pinned memory, payloads staged by the proxy thread). A
@@ -78,11 +81,12 @@ fn main() -> ExitCode {
         "cooperative" => cooperative,
         "trap" => trap,
         "panic" => panic,
+        "printf" => printf,
         "remote" => remote,
         "stream" => stream,
         other => {
             eprintln!(
-                "unknown scenario {other:?}; known: ipc bad_module cooperative trap panic remote stream"
+                "unknown scenario {other:?}; known: ipc bad_module cooperative trap panic printf remote stream"
             );
             return ExitCode::from(2);
         }
@@ -368,11 +372,30 @@ fn panic(rt: &Runtime) -> Outcome {
             "expected KernelFailed on PE 0 in block (1, 0, 0) thread (37, 0, 0) with the message: {text}"
         ))
     } else if rt.is_gpu() && !text.contains(file_line) {
-        Err(format!("the GPU panic's error does not name {file_line}: {text}"))
+        Err(format!(
+            "the GPU panic's error does not name {file_line}: {text}"
+        ))
     } else {
         Ok(())
     }
     // A trapped GPU context cannot be used again; the PE finalizes without freeing.
+}
+
+/// One thread of each PE's kernel prints with `printf!`; the launch must succeed (the
+/// caller checks the printed line; a GPU prints it when the launch ends).
+fn printf(rt: &Runtime) -> Outcome {
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    // SAFETY: the kernel takes plain values.
+    unsafe {
+        rt.launch(
+            &module,
+            symmem_test_kernels::print::print_values::KERNEL,
+            2,
+            64,
+            (7u32, 2.5f64),
+        )
+    }
+    .map_err(|e| format!("printf kernel: {e}"))
 }
 
 /// One thread's device operation `op` of `remote_op` on `buf` (sym) at PE `pe`.
