@@ -93,7 +93,7 @@ impl Default for PanicRecord {
     }
 }
 
-/// A panic, as the handler sees it: what [`write`] records.
+/// A panic, as the handler sees it: what [`write()`] records.
 #[derive(Debug, Clone, Copy)]
 pub struct PanicSite<'a> {
     /// The file path of the panic.
