@@ -4,7 +4,9 @@
 //!
 //! Also hands the build scripts of dependents (kernel crates) this crate's source
 //! directory as `DEP_SYMMEM_DEVICE_SRC` (`links = "symmem_device"`): their PTX embeds it,
-//! so their PTX build reruns when it changes, wherever cargo found this crate.
+//! so their PTX build reruns when it changes, wherever cargo found this crate; and, with
+//! the `cuda` feature, `DEP_SYMMEM_DEVICE_CUDA=1`: the program can run kernels on GPU
+//! PEs, so their PTX is required.
 use std::process::Command;
 
 fn main() {
@@ -19,6 +21,9 @@ fn main() {
     println!("cargo:rustc-env=SYMMEM_DEVICE_RUSTC={version}");
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo");
     println!("cargo::metadata=src={manifest}/src");
+    if std::env::var_os("CARGO_FEATURE_CUDA").is_some() {
+        println!("cargo::metadata=cuda=1");
+    }
     println!("cargo:rerun-if-env-changed=RUSTC");
     println!("cargo:rerun-if-changed=build.rs");
 }

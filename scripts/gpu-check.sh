@@ -171,6 +171,8 @@ run() {
   check "bad module (1 PE)" "$bin/gpu_check_pe" --pes 1 bad_module
   check "cooperative launch: occupancy limit (2 PEs)" "$bin/gpu_check_pe" --pes 2 cooperative
   check "device put to a PE that does not exist traps (2 PEs)" "$bin/gpu_check_pe" --pes 2 trap
+  check "a kernel panic names file:line, block and thread (2 PEs)" "$bin/gpu_check_pe" --pes 2 panic
+  check "device printf prints each PE's line (2 PEs)" bash -c "out=\$(\"$bin/gpu_check_pe\" --pes 2 printf) && echo \"\$out\" && grep -qx 'printf: PE 0: x=7 y=2.50 text' <<< \"\$out\" && grep -qx 'printf: PE 1: x=7 y=2.50 text' <<< \"\$out\""
   check "device ops to another node through the GPU proxy channel (2 nodes)" env SYMMEM_SIMULATE_NODES=2 "$bin/gpu_check_pe" --pes 2 remote
   local n
   for n in $pes_list; do

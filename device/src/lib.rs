@@ -51,6 +51,7 @@
 // `asm_experimental_arch` themselves.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
+pub mod panic_record;
 pub mod proxy;
 pub mod reduce;
 pub mod request;
@@ -59,6 +60,8 @@ pub mod team;
 
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
 mod ops;
+#[cfg(any(target_arch = "nvptx64", feature = "host"))]
+pub mod printf;
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
 pub use ops::*;
 

@@ -22,8 +22,11 @@
 //! 72                          (size)
 //! ```
 
-/// Version of the [`DeviceState`] layout. Bump on any change.
-pub const DEVICE_STATE_VERSION: u32 = 2;
+pub use crate::panic_record::PanicRecord;
+
+/// Version of the [`DeviceState`] layout and of the [`ErrorRecord`] it points to. Bump on
+/// any change.
+pub const DEVICE_STATE_VERSION: u32 = 3;
 
 /// Per-PE state every device operation reads.
 #[repr(C)]
@@ -103,9 +106,21 @@ pub static mut SYMMEM_DEVICE_STATE: DeviceState = DeviceState {
 
 /// What a kernel reports before it traps, at [`DeviceState::error`] (host-mapped memory):
 /// `word` last (code in the low 32 bits, the PE involved in the high 32), after the
-/// details of a [`error_code::WAIT_TIMEOUT`].
+/// details of a [`error_code::WAIT_TIMEOUT`] or a [`error_code::PANIC`].
+///
+/// ```text
+/// offset  field
+///  0      word         u64
+///  8      wait         u64
+/// 16      addr         u64
+/// 24      seen         u64
+/// 32      wanted       u64
+/// 40      peer_failed  u64
+/// 48      panic        PanicRecord (280 bytes)
+/// 328                  (size)
+/// ```
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct ErrorRecord {
     /// An [`error_code`] and a PE; 0 = no error.
     pub word: u64,
@@ -123,6 +138,24 @@ pub struct ErrorRecord {
     /// Device waits read it in their sleeping phase and fail with
     /// [`error_code::PEER_FAILED`].
     pub peer_failed: u64,
+    /// A [`error_code::PANIC`]: where the kernel panicked.
+    pub panic: PanicRecord,
+}
+
+// Part of the contract with every PTX module, as `DeviceState` is.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<ErrorRecord>() == 328);
+    assert!(align_of::<ErrorRecord>() == 8);
+    assert!(offset_of!(ErrorRecord, word) == 0);
+    assert!(offset_of!(ErrorRecord, peer_failed) == 40);
+    assert!(offset_of!(ErrorRecord, panic) == 48);
+};
+
+impl Default for ErrorRecord {
+    fn default() -> Self {
+        bytemuck::Zeroable::zeroed()
+    }
 }
 
 /// The PE field of a timed-out wait that waited for any PE (a signal anyone may send).
@@ -206,4 +239,7 @@ pub mod error_code {
     /// ([`super::ErrorRecord::peer_failed`]); the high bits hold the PE it waited for,
     /// the rest of the record what it waited for, as for [`WAIT_TIMEOUT`].
     pub const PEER_FAILED: u32 = 8;
+    /// A kernel thread panicked; the high bits hold this PE, the record's
+    /// [`super::ErrorRecord::panic`] where and which thread.
+    pub const PANIC: u32 = 9;
 }

@@ -348,10 +348,13 @@ pub const EMBED_ARCH: &str = "sm_80";
 /// writes the files [`symmem_device::embedded_ptx!`] reads into `OUT_DIR`. Call it as the
 /// whole `main` of a kernel crate's `build.rs`.
 ///
-/// When the PTX cannot be built (no `rust-src`, no `llvm-bitcode-linker`, …) the crate
-/// still builds, for the CPU executor; the reason is embedded instead and
-/// `Runtime::load_module` reports it on a GPU PE. With `SYMMEM_REQUIRE_PTX=1` a failed PTX
-/// build fails the build instead. Set `SYMMEM_SKIP_PTX=1` to skip the nested build (the
+/// When the PTX cannot be built (no `rust-src`, no `llvm-bitcode-linker`, …) and the
+/// program being built can run kernels on GPU PEs (symmem's `cuda` feature, on by default,
+/// which turns on `symmem-device/cuda`), or `SYMMEM_REQUIRE_PTX=1` is set, the build fails
+/// with an error naming the missing rustup components and the `rustup component add`
+/// command that installs them. Otherwise (a build for CPU PEs only) the crate still
+/// builds; the reason is embedded instead and `Runtime::load_module` reports it on a GPU
+/// PE. Set `SYMMEM_SKIP_PTX=1` to skip the nested build on purpose (CPU PEs only; the
 /// reason then says so); docs.rs builds (`DOCS_RS` set) skip it too.
 ///
 /// [`symmem_device::embedded_ptx!`]: https://docs.rs/symmem-device
@@ -364,6 +367,7 @@ pub fn embed_from_build_script() {
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-env-changed=SYMMEM_SKIP_PTX");
     println!("cargo:rerun-if-env-changed=SYMMEM_REQUIRE_PTX");
+    println!("cargo:rerun-if-env-changed=DEP_SYMMEM_DEVICE_CUDA");
     println!("cargo:rerun-if-env-changed=DOCS_RS");
     let crate_dir =
         PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run from a build script"));
@@ -410,8 +414,16 @@ pub fn embed_from_build_script() {
             write("symmem-ptx-missing", "");
         }
         Err(why) => {
-            if ptx_required() && !target.starts_with("nvptx") {
-                panic!("SYMMEM_REQUIRE_PTX=1 and the PTX build failed: {why}");
+            if let Some(required) = ptx_required().filter(|_| !target.starts_with("nvptx")) {
+                // Skipping on purpose opts out of the `cuda` feature's requirement, not of
+                // SYMMEM_REQUIRE_PTX's.
+                let skipped = std::env::var_os("SYMMEM_SKIP_PTX").is_some_and(|v| v == "1");
+                if !(skipped && required == Required::ByCudaFeature) {
+                    panic!(
+                        "{}",
+                        failure_report(&package, required, &why, missing_components())
+                    );
+                }
             }
             let why = format!(
                 "the kernel crate was built without PTX: {}",
@@ -460,8 +472,8 @@ fn embed_sass(ptx: &Ptx, out: &Path) -> String {
     match built {
         Ok(_) => arch,
         Err(why) => {
-            if ptx_required() {
-                panic!("SYMMEM_REQUIRE_PTX=1 and the {arch} cubin was not built: {why}");
+            if let Some(required) = ptx_required() {
+                panic!("{required} and the {arch} cubin was not built: {why}");
             }
             println!("cargo:warning=no {arch} cubin embedded (GPU PEs JIT-compile the PTX): {why}");
             std::fs::write(&cubin, b"")
@@ -491,18 +503,125 @@ fn check_archs(ptx: &Ptx, out: &Path) {
             assemble_cached(&ptxas, ptx, arch, None, &cache).map_err(|e| e.to_string())
         };
         if let Err(why) = checked {
-            if ptx_required() {
-                panic!("SYMMEM_REQUIRE_PTX=1 and the PTX does not assemble for {arch}: {why}");
+            if let Some(required) = ptx_required() {
+                panic!("{required} and the PTX does not assemble for {arch}: {why}");
             }
             println!("cargo:warning=the PTX does not assemble for {arch}: {why}");
         }
     }
 }
 
-/// Whether `SYMMEM_REQUIRE_PTX=1`: a kernel crate whose PTX or cubin cannot be built fails
-/// the build instead of warning.
-fn ptx_required() -> bool {
-    std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1")
+/// Why a kernel crate whose PTX or cubin cannot be built must fail its build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Required {
+    /// `SYMMEM_REQUIRE_PTX=1` (CI, the GPU bundle).
+    ByVariable,
+    /// The program can run kernels on GPU PEs: `symmem-device`'s `cuda` feature is on
+    /// (symmem's `cuda` feature turns it on), which its build script hands this one as
+    /// `DEP_SYMMEM_DEVICE_CUDA`.
+    ByCudaFeature,
+}
+
+impl fmt::Display for Required {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Required::ByVariable => "SYMMEM_REQUIRE_PTX=1",
+            Required::ByCudaFeature => {
+                "symmem's `cuda` feature is on (GPU PEs load this PTX; symmem-device/cuda)"
+            }
+        })
+    }
+}
+
+/// Whether a kernel crate whose PTX or cubin cannot be built fails the build instead of
+/// warning, and why.
+fn ptx_required() -> Option<Required> {
+    if std::env::var_os("SYMMEM_REQUIRE_PTX").is_some_and(|v| v == "1") {
+        Some(Required::ByVariable)
+    } else if std::env::var_os("DEP_SYMMEM_DEVICE_CUDA").is_some_and(|v| v == "1") {
+        Some(Required::ByCudaFeature)
+    } else {
+        None
+    }
+}
+
+/// The components of [`COMPONENTS`] missing from the toolchain this build runs with
+/// (`rustup component list --installed`), or why that could not be learnt (no rustup).
+pub fn missing_components() -> Result<Vec<&'static str>, String> {
+    let host = std::env::var("HOST").unwrap_or_default();
+    let mut cmd = Command::new("rustup");
+    cmd.args(["component", "list", "--installed"]);
+    run(cmd)
+        .map(|listed| missing_from(&listed, &host))
+        .map_err(|e| e.to_string())
+}
+
+/// The components of [`COMPONENTS`] that `installed` (rustup's list: one a line, host
+/// components suffixed with the `host` triple, e.g. `llvm-tools-x86_64-unknown-linux-gnu`)
+/// does not name.
+fn missing_from(installed: &str, host: &str) -> Vec<&'static str> {
+    COMPONENTS
+        .into_iter()
+        .filter(|c| {
+            let hosted = format!("{c}-{host}");
+            !installed
+                .lines()
+                .map(str::trim)
+                .any(|line| line == *c || line == hosted)
+        })
+        .collect()
+}
+
+/// The first line of a failed build's output (the command) and its last 15 (the error).
+fn excerpt(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let tail = lines.len().saturating_sub(15).max(1);
+    let mut kept = lines[..1.min(lines.len())].to_vec();
+    if tail > 1 {
+        kept.push("…");
+    }
+    kept.extend(&lines[tail.min(lines.len())..]);
+    kept.join("\n")
+}
+
+/// The build error of kernel crate `package` whose PTX build failed (`why`) while
+/// `required`: what is missing and how to install it, or the build's own error when
+/// nothing is missing, and how to opt out.
+fn failure_report(
+    package: &str,
+    required: Required,
+    why: &str,
+    missing: Result<Vec<&str>, String>,
+) -> String {
+    let toolchain = std::env::var("RUSTUP_TOOLCHAIN")
+        .map(|t| format!(" of toolchain {t}"))
+        .unwrap_or_default();
+    let fix = match missing {
+        Ok(missing) if !missing.is_empty() => format!(
+            "missing rustup components{toolchain}: {}\ninstall them with:\n    rustup component add {}\n",
+            missing.join(", "),
+            missing.join(" ")
+        ),
+        Ok(_) => format!(
+            "the rustup components it needs ({}) are installed: the kernel crate itself failed to compile for nvptx64\n",
+            COMPONENTS.join(", ")
+        ),
+        Err(e) => format!(
+            "the nvptx build needs the rustup components {} and rustup could not list them ({e}); with rustup:\n    rustup component add {}\n",
+            COMPONENTS.join(", "),
+            COMPONENTS.join(" ")
+        ),
+    };
+    let opt_out = match required {
+        Required::ByVariable => "unset SYMMEM_REQUIRE_PTX",
+        Required::ByCudaFeature => "build without symmem's `cuda` feature",
+    };
+    format!(
+        "the PTX of kernel crate `{package}` could not be built, and {required}.\n{fix}\
+         To build for CPU PEs only, set SYMMEM_SKIP_PTX=1 (or {opt_out}).\n\
+         The nvptx build said:\n{}",
+        excerpt(why)
+    )
 }
 
 /// Whether `arch` names a GPU architecture the way ptxas takes it (`sm_90`).
@@ -608,6 +727,65 @@ pub fn assemble_to(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn missing_components_are_named_from_rustups_list() {
+        let all = "cargo-x86_64-unknown-linux-gnu\nllvm-bitcode-linker-x86_64-unknown-linux-gnu\nllvm-tools-x86_64-unknown-linux-gnu\nrust-src\nrust-std-x86_64-unknown-linux-gnu\n";
+        let host = "x86_64-unknown-linux-gnu";
+        assert!(missing_from(all, host).is_empty());
+        let no_linker =
+            "llvm-tools-x86_64-unknown-linux-gnu\nrust-src\nrust-std-x86_64-unknown-linux-gnu\n";
+        assert_eq!(missing_from(no_linker, host), ["llvm-bitcode-linker"]);
+        // Another host's components are not this one's.
+        assert_eq!(missing_from(all, "aarch64-apple-darwin").len(), 2);
+        assert_eq!(
+            missing_from(
+                "llvm-tools-preview\nrust-std-x86_64-unknown-linux-gnu",
+                host
+            ),
+            COMPONENTS
+        );
+    }
+
+    #[test]
+    fn a_long_build_output_keeps_its_command_and_its_error() {
+        let out: Vec<String> = (0..40).map(|i| format!("line {i}")).collect();
+        let kept = excerpt(&out.join("\n"));
+        assert!(kept.starts_with("line 0\n…\nline 25\n"), "{kept}");
+        assert!(kept.ends_with("line 39"), "{kept}");
+        assert_eq!(excerpt("only\ntwo"), "only\ntwo");
+    }
+
+    #[test]
+    fn a_required_ptx_failure_says_what_to_install_and_how_to_opt_out() {
+        let text = failure_report(
+            "my-kernels",
+            Required::ByCudaFeature,
+            "error: the `-Zbuild-std` flag requires rust-src",
+            Ok(vec!["rust-src", "llvm-bitcode-linker"]),
+        );
+        for needle in [
+            "kernel crate `my-kernels` could not be built",
+            "symmem's `cuda` feature is on",
+            "missing rustup components",
+            "rust-src, llvm-bitcode-linker",
+            "rustup component add rust-src llvm-bitcode-linker\n",
+            "SYMMEM_SKIP_PTX=1",
+            "build without symmem's `cuda` feature",
+            "requires rust-src",
+        ] {
+            assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+        }
+        let text = failure_report("k", Required::ByVariable, "error[E0425]", Ok(vec![]));
+        assert!(text.contains("SYMMEM_REQUIRE_PTX=1"), "{text}");
+        assert!(text.contains("failed to compile for nvptx64"), "{text}");
+        assert!(text.contains("unset SYMMEM_REQUIRE_PTX"), "{text}");
+        let text = failure_report("k", Required::ByVariable, "x", Err("no rustup".into()));
+        assert!(
+            text.contains("rustup component add rust-src llvm-tools llvm-bitcode-linker"),
+            "{text}"
+        );
+    }
+
     use super::*;
 
     #[test]

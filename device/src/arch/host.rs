@@ -495,3 +495,15 @@ impl Backoff {
         obey(executor.check(since.elapsed(), &self.site, seen));
     }
 }
+
+/// [`printf!`](crate::printf!) on the CPU executor: formats as C's `printf` and writes the
+/// line to this process's standard output in one write (threads' prints do not interleave
+/// within one call).
+#[cfg(feature = "printf")]
+pub fn printf(format: &core::ffi::CStr, args: &[crate::printf::Arg]) {
+    use std::io::Write as _;
+    let mut text = std::string::String::new();
+    crate::printf::format_into(&mut text, format, args);
+    // A print that fails (a closed stdout) is dropped, as a GPU's full printf buffer is.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}

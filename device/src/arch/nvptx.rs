@@ -216,14 +216,36 @@ pub fn fail(code: u32, pe: u32) -> ! {
     unsafe { nvptx::trap() }
 }
 
-/// The error word's value while one timed-out thread fills the record's details.
+/// The error word's value while one failing thread fills the record's details.
 const CLAIMED: u64 = u64::MAX;
+
+/// Claims the error record `rec` for this thread's details: true for the first thread to
+/// get here; every later one waits (boundedly) until the first has published its word,
+/// then gets false and should trap (a trap ends the whole grid, so an early one could
+/// leave the record half written).
+///
+/// # Safety
+/// `rec` must be the state's error record: host-provided, aligned, device-accessible.
+#[inline(always)]
+unsafe fn claim_record(rec: *mut ErrorRecord) -> bool {
+    // SAFETY: the caller's contract; the word is the record's first field.
+    unsafe {
+        let word = core::ptr::addr_of_mut!((*rec).word);
+        if atom_cas_u64(word, 0, CLAIMED) == 0 {
+            return true;
+        }
+        let mut polls = 0u32;
+        while load_relaxed_u64(word) == CLAIMED && polls < 1 << 20 {
+            polls += 1;
+        }
+    }
+    false
+}
 
 /// Fails the kernel for a wait that had to stop (`code`: it outlasted its deadline, or
 /// the host found a failed peer): the first thread to get here fills the error record
 /// (what it waited for, the value it saw) and traps; the others wait until it has, then
-/// trap too (a trap ends the whole grid, so an early one could leave the record half
-/// written). Not named `*wait*`: the PTX check holds functions so named to the rules of
+/// trap too. Not named `*wait*`: the PTX check holds functions so named to the rules of
 /// waits.
 #[cold]
 #[inline(never)]
@@ -234,12 +256,7 @@ fn fail_stalled(code: u32, site: &WaitSite, seen: u64) -> ! {
     }
     // SAFETY: `error` is a host-provided, aligned, device-accessible ErrorRecord.
     unsafe {
-        let word = core::ptr::addr_of_mut!((*rec).word);
-        if atom_cas_u64(word, 0, CLAIMED) != 0 {
-            let mut polls = 0u32;
-            while load_relaxed_u64(word) == CLAIMED && polls < 1 << 20 {
-                polls += 1;
-            }
+        if !claim_record(rec) {
             nvptx::trap()
         }
         store_relaxed_u64(
@@ -365,6 +382,18 @@ pub unsafe fn store_release_u64(p: *mut u64, v: u64) {
     // SAFETY: the caller guarantees `p` is valid and aligned.
     unsafe {
         asm!("st.release.sys.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v, options(nostack))
+    };
+}
+
+/// `st.relaxed.sys.u8`: a strong store of a byte (text of the panic record).
+///
+/// # Safety
+/// `p` must be a valid address.
+#[inline(always)]
+pub unsafe fn store_relaxed_u8(p: *mut u8, v: u8) {
+    // SAFETY: the caller guarantees `p` is valid.
+    unsafe {
+        asm!("st.relaxed.sys.u8 [{p}], {v};", p = in(reg64) p, v = in(reg16) v as u16, options(nostack))
     };
 }
 
@@ -596,8 +625,65 @@ impl Backoff {
     }
 }
 
+/// [`printf!`](crate::printf!) on a GPU: CUDA's device `vprintf`, which the driver links
+/// (a system call of the PTX ABI) and prints on the host when the launch ends.
+#[cfg(feature = "printf")]
+#[inline(always)]
+pub fn printf(format: &core::ffi::CStr, args: &[crate::printf::Arg]) {
+    extern "C" {
+        fn vprintf(format: *const u8, args: *const u8) -> i32;
+    }
+    let buf = crate::printf::vprintf_args(args);
+    // SAFETY: `format` is NUL-terminated and `buf` holds the arguments as vprintf lays
+    // them out; both outlive the call.
+    unsafe { vprintf(format.as_ptr().cast(), buf.as_ptr().cast()) };
+}
+
+/// A Rust panic in a kernel: the first panicking thread records where it panicked (file,
+/// line, column, block, thread and a literal message: [`crate::panic_record`]) in the
+/// error record, fences at system scope, publishes [`error_code::PANIC`] and traps; the
+/// host names all of it in the launch's error. Another failing thread (or no record: a
+/// kernel launched outside symmem) traps once the first has published its record.
+///
+/// Only a message that is a string literal is recorded: formatting one (`panic!("{x}")`)
+/// would pull `core::fmt` into every kernel that can panic.
 #[panic_handler]
-fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    record_panic(info);
     // SAFETY: trap aborts the kernel; it has no preconditions.
     unsafe { nvptx::trap() }
+}
+
+/// The panic handler's record: if this thread is the first to fail, writes where it
+/// panicked into the error record and publishes [`error_code::PANIC`].
+///
+/// Kept small: ptxas copies it into every kernel that can panic.
+#[cold]
+#[inline(never)]
+fn record_panic(info: &core::panic::PanicInfo<'_>) {
+    let rec = state().error as *mut ErrorRecord;
+    // SAFETY: a non-null `error` is the host-provided, aligned, device-accessible
+    // ErrorRecord; its `panic` field is lent to `write` after the claim.
+    if rec.is_null() || !unsafe { claim_record(rec) } {
+        return;
+    }
+    let (file, line, column) = info
+        .location()
+        .map_or(("<unknown>", 0, 0), |l| (l.file(), l.line(), l.column()));
+    let site = crate::panic_record::PanicSite {
+        file,
+        line,
+        column,
+        block: block_idx(),
+        thread: thread_idx(),
+        message: info.message().as_str(),
+    };
+    let stores = crate::panic_record::Stores {
+        word: store_relaxed_u32,
+        byte: store_relaxed_u8,
+    };
+    // SAFETY: as above; the stores store at the addresses they are given.
+    unsafe { crate::panic_record::write(core::ptr::addr_of_mut!((*rec).panic), &site, stores) };
+    fence_sys();
+    fail(error_code::PANIC, state().my_pe);
 }

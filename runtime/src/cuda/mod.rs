@@ -621,6 +621,15 @@ pub(crate) fn describe_error(rec: &ErrorRecord, state: &symmem_device::DeviceSta
         WaitSite,
     };
     let (code, pe) = (rec.word as u32, (rec.word >> 32) as u32);
+    if code == symmem_device::state::error_code::PANIC {
+        let p = &rec.panic;
+        return format!(
+            "a kernel thread in block {:?} thread {:?} {}",
+            (p.block[0], p.block[1], p.block[2]),
+            (p.thread[0], p.thread[1], p.thread[2]),
+            p
+        );
+    }
     if code == WAIT_TIMEOUT || code == PEER_FAILED || rec.word == u64::MAX {
         let site = WaitSite {
             op: rec.wait as u32,
@@ -641,6 +650,22 @@ pub(crate) fn describe_error(rec: &ErrorRecord, state: &symmem_device::DeviceSta
     describe_error_word(rec.word)
 }
 
+/// The error of a GPU kernel whose record says it panicked: [`Error::KernelFailed`], as a
+/// panic on the CPU executor gives, naming the PE, block and thread, and the panic's file,
+/// line and message (`panicked at src/lib.rs:12:9: …`). `None` for any other record.
+pub(crate) fn panic_error(rec: &ErrorRecord) -> Option<Error> {
+    let (code, pe) = (rec.word as u32, (rec.word >> 32) as usize);
+    (code == symmem_device::state::error_code::PANIC).then(|| {
+        let p = &rec.panic;
+        Error::KernelFailed {
+            pe,
+            block: (p.block[0], p.block[1], p.block[2]),
+            thread: (p.thread[0], p.thread[1], p.thread[2]),
+            message: p.to_string(),
+        }
+    })
+}
+
 /// Describes a device error word (code in the low 32 bits, PE in the high 32).
 pub(crate) fn describe_error_word(w: u64) -> String {
     use symmem_device::state::error_code::*;
@@ -653,5 +678,97 @@ pub(crate) fn describe_error_word(w: u64) -> String {
         INVALID_TEAM => format!("a device collective on PE {pe} got a team handle that does not describe a team of this PE (get it from Team::device on this PE)"),
         NOT_INITIALIZED => "a device operation ran before SYMMEM_DEVICE_STATE was filled (launch through Runtime::launch)".into(),
         c => format!("device error code {c} (PE {pe})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use symmem_device::panic_record::{write, PanicSite, Stores};
+    use symmem_device::state::error_code::PANIC;
+    use symmem_device::Dim3;
+
+    /// The record a GPU kernel leaves when thread (7, 0, 0) of block (1, 0, 0) of PE 3
+    /// panics at `tests/kernels/src/failure.rs:18:13`.
+    fn panicked(message: Option<&str>) -> ErrorRecord {
+        let mut rec = ErrorRecord {
+            word: (3u64 << 32) | PANIC as u64,
+            ..ErrorRecord::default()
+        };
+        let site = PanicSite {
+            file: "tests/kernels/src/failure.rs",
+            line: 18,
+            column: 13,
+            block: Dim3::new(1, 0, 0),
+            thread: Dim3::new(7, 0, 0),
+            message,
+        };
+        // Plain stores: the host's stand-in for the device's system-scope ones.
+        unsafe fn word(p: *mut u32, v: u32) {
+            // SAFETY: `write` passes addresses inside the record it was lent.
+            unsafe { p.write(v) }
+        }
+        unsafe fn byte(p: *mut u8, v: u8) {
+            // SAFETY: as for `word`.
+            unsafe { p.write(v) }
+        }
+        // SAFETY: the record is live and writable.
+        unsafe {
+            write(
+                std::ptr::addr_of_mut!(rec.panic),
+                &site,
+                Stores { word, byte },
+            )
+        };
+        rec
+    }
+
+    #[test]
+    fn a_gpu_panic_fails_the_launch_as_a_cpu_panic_does() {
+        let err = panic_error(&panicked(Some("deliberate kernel panic"))).expect("a panic");
+        assert!(
+            matches!(
+                err,
+                Error::KernelFailed {
+                    pe: 3,
+                    block: (1, 0, 0),
+                    thread: (7, 0, 0),
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "kernel failed on PE 3 in block (1, 0, 0) thread (7, 0, 0): panicked at \
+             tests/kernels/src/failure.rs:18:13: deliberate kernel panic"
+        );
+    }
+
+    #[test]
+    fn a_panic_beside_a_peer_failure_is_described_whole() {
+        let rec = panicked(None);
+        let state = <symmem_device::DeviceState as bytemuck::Zeroable>::zeroed();
+        assert_eq!(
+            describe_error(&rec, &state),
+            "a kernel thread in block (1, 0, 0) thread (7, 0, 0) panicked at \
+             tests/kernels/src/failure.rs:18:13: (a formatted message, which a GPU does not record)"
+        );
+    }
+
+    #[test]
+    fn other_records_are_not_panics() {
+        let rec = ErrorRecord {
+            word: symmem_device::state::error_code::INVALID_PE as u64 | 5 << 32,
+            ..panicked(Some("x"))
+        };
+        assert!(panic_error(&rec).is_none());
+        assert_eq!(
+            describe_error(
+                &rec,
+                &<symmem_device::DeviceState as bytemuck::Zeroable>::zeroed()
+            ),
+            "a device operation named PE 5, which does not exist"
+        );
     }
 }

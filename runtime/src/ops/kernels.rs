@@ -549,6 +549,10 @@ impl Runtime {
                 (failure, _) => failure,
             });
         }
+        // A panic is reported as on the CPU executor: the block, thread and location.
+        if let Some(panic) = record.as_ref().and_then(crate::cuda::panic_error) {
+            return Err(panic);
+        }
         match (result, record) {
             (Ok(()), None) => Ok(()),
             (Ok(()), Some(w)) | (Err(_), Some(w)) => Err(Error::Module {

@@ -51,9 +51,31 @@ fn stream_ordered_operations_on_the_default_device() {
     }
 }
 
+/// `printf!` in a kernel prints one line per PE, formatted as C's printf does.
 #[test]
-fn cooperative_trap_and_remote_scenarios_on_the_default_device() {
-    for scenario in ["cooperative", "trap", "remote"] {
+fn device_printf_prints_on_the_default_device() {
+    let job = run_job(
+        &Launcher::SelfLaunch,
+        2,
+        GPU_CHECK,
+        &["printf"],
+        &[("SYMMEM_SYMMETRIC_SIZE", "64M")],
+    );
+    job.assert_ok(2, "printf");
+    for pe in 0..2 {
+        let line = format!("printf: PE {pe}: x=7 y=2.50 text");
+        assert_eq!(
+            job.stdout.lines().filter(|l| *l == line).count(),
+            1,
+            "{line:?} once in:\n{}",
+            job.stdout
+        );
+    }
+}
+
+#[test]
+fn cooperative_trap_panic_and_remote_scenarios_on_the_default_device() {
+    for scenario in ["cooperative", "trap", "panic", "remote"] {
         let job = run_job(
             &Launcher::SelfLaunch,
             2,

@@ -106,6 +106,7 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
     }
     let funcs = functions(text);
     check_proxy_path(&funcs, &what, crate_dir.ends_with("tests/kernels"));
+    check_panic_record(&funcs, &what);
     for (name, body) in funcs {
         if name.contains("put_signal") {
             check_signals(&what, &name, &body);
@@ -114,6 +115,51 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
             check_wait(&what, &name, &body);
         }
     }
+}
+
+/// The panic handler records where a kernel panicked before it traps: it claims the error
+/// record (a system-scope CAS), writes the location, block and thread with relaxed
+/// system-scope stores (words and bytes), fences at system scope and publishes the error
+/// word with a release store. Every module with a panic path has it.
+fn check_panic_record(funcs: &[(String, Vec<&str>)], what: &str) {
+    if !funcs
+        .iter()
+        .any(|(name, _)| name.contains("rust_begin_unwind"))
+    {
+        return;
+    }
+    // The definition, not its forward declaration (also parsed as a function).
+    let (_, body) = funcs
+        .iter()
+        .filter(|(name, _)| name.contains("record_panic"))
+        .max_by_key(|(_, body)| body.len())
+        .unwrap_or_else(|| panic!("{what}: a panic handler but no record_panic"));
+    let body = body.join("\n");
+    for needle in [
+        "%ctaid.x",
+        "%tid.x",
+        "atom.relaxed.sys.cas.b64",
+        "st.relaxed.sys.u32",
+        "st.relaxed.sys.u8",
+    ] {
+        assert!(
+            body.contains(needle),
+            "{what}: record_panic has no {needle}:\n{body}"
+        );
+    }
+    // After the last write of the record: a system fence, then the error word's release
+    // store, inline or in `arch::fail` (mangled `4fail`).
+    let last_write = body.rfind("st.relaxed.sys.u8").unwrap_or(0);
+    let tail = &body[last_write..];
+    let fence = tail.find("fence.sc.sys");
+    let publish = tail.find("st.release.sys.u64").or_else(|| {
+        tail.find("call.uni")
+            .filter(|&at| tail[at..].contains("4fail"))
+    });
+    assert!(
+        matches!((fence, publish), (Some(f), Some(p)) if f < p),
+        "{what}: record_panic must write the record, then fence, then publish the word:\n{body}"
+    );
 }
 
 /// A signal of a put_signal function: a relaxed system-scope store or add of a u64.

@@ -21,6 +21,7 @@ pub mod block;
 pub mod collective;
 pub mod failure;
 pub mod pipeline;
+pub mod print;
 pub mod proxy;
 pub mod ring;
 pub mod rma;
@@ -82,6 +83,7 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     pipeline::pipe_produce::KERNEL.info(),
     pipeline::pipe_consume::KERNEL.info(),
     pipeline::stream_consume::KERNEL.info(),
+    print::print_values::KERNEL.info(),
     ring::ring_put_signal::KERNEL.info(),
     ring::wait_signal::KERNEL.info(),
     ring::identity::KERNEL.info(),

@@ -13,6 +13,13 @@
 //!   naming the limit; one that fits runs every thread once.
 //! - `trap`: PE 0's device put to a PE that does not exist fails the launch with an error
 //!   naming that PE (on the GPU: the error word, then a trap).
+//! - `panic`: thread 37 of block 1 of PE 0's kernel panics (`panic_one`) while the other
+//!   threads wait: the launch fails with `KernelFailed` naming block (1, 0, 0), thread
+//!   (37, 0, 0) and the message; on a GPU PE (where the panic handler records them
+//!   before trapping) also the kernel's file and line, `failure.rs:18`.
+//! - `printf`: one thread of each PE's kernel prints a line with `printf!` (CUDA's device
+//!   `vprintf` on a GPU, the host's stdout on the CPU executor):
+//!   `printf: PE <pe>: x=7 y=2.50 text`, which the caller checks.
 //! - `remote` (2 PEs, each its own simulated node: `SYMMEM_SIMULATE_NODES=2`, set here
 //!   unless given): device operations to the other node through the proxy channel (on GPU
 //!   PEs: the ring in mapped pinned memory, payloads staged by the proxy thread). A
@@ -73,11 +80,13 @@ fn main() -> ExitCode {
         "bad_module" => bad_module,
         "cooperative" => cooperative,
         "trap" => trap,
+        "panic" => panic,
+        "printf" => printf,
         "remote" => remote,
         "stream" => stream,
         other => {
             eprintln!(
-                "unknown scenario {other:?}; known: ipc bad_module cooperative trap remote stream"
+                "unknown scenario {other:?}; known: ipc bad_module cooperative trap panic printf remote stream"
             );
             return ExitCode::from(2);
         }
@@ -323,6 +332,70 @@ fn trap(rt: &Runtime) -> Outcome {
         }
     }
     // A trapped GPU context cannot be used again; the PE finalizes without freeing.
+}
+
+/// PE 0's kernel panics in one thread; the launch's error must name the block, the
+/// thread, the message and, on a GPU PE, the panic's file and line.
+fn panic(rt: &Runtime) -> Outcome {
+    let me = rt.my_pe();
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    // Collective: every PE allocates.
+    let sig = rt.calloc::<u64>(1).map_err(e2s)?;
+    let s = sym(rt, &sig)?;
+    if me != 0 {
+        // Only PE 0 panics, as in `trap` (MPS stops every client's kernels on a fault).
+        return Ok(());
+    }
+    // Block 0 passes its wait; block 1, the victim's, never does.
+    rt.put(sig.at(0), &[1u64], me).map_err(e2s)?;
+    // SAFETY: `s` is the symmetric address of one u64.
+    let r = unsafe { rt.launch(&module, kf::panic_one::KERNEL, 2, 64, (s, 1u32, 37u32)) };
+    let e = match r {
+        Ok(()) => return Err("a kernel that panics succeeded".into()),
+        Err(e) => e,
+    };
+    let text = e.to_string();
+    println!("PE {me}: kernel panic: {text}");
+    let located = match &e {
+        symmem::Error::KernelFailed {
+            pe: 0,
+            block: (1, 0, 0),
+            thread: (37, 0, 0),
+            message,
+        } => message.contains("deliberate kernel panic"),
+        _ => false,
+    };
+    // The line of `panic!` in tests/kernels/src/failure.rs.
+    let file_line = "failure.rs:18";
+    if !located {
+        Err(format!(
+            "expected KernelFailed on PE 0 in block (1, 0, 0) thread (37, 0, 0) with the message: {text}"
+        ))
+    } else if rt.is_gpu() && !text.contains(file_line) {
+        Err(format!(
+            "the GPU panic's error does not name {file_line}: {text}"
+        ))
+    } else {
+        Ok(())
+    }
+    // A trapped GPU context cannot be used again; the PE finalizes without freeing.
+}
+
+/// One thread of each PE's kernel prints with `printf!`; the launch must succeed (the
+/// caller checks the printed line; a GPU prints it when the launch ends).
+fn printf(rt: &Runtime) -> Outcome {
+    let module = rt.load_module(&PTX).map_err(e2s)?;
+    // SAFETY: the kernel takes plain values.
+    unsafe {
+        rt.launch(
+            &module,
+            symmem_test_kernels::print::print_values::KERNEL,
+            2,
+            64,
+            (7u32, 2.5f64),
+        )
+    }
+    .map_err(|e| format!("printf kernel: {e}"))
 }
 
 /// One thread's device operation `op` of `remote_op` on `buf` (sym) at PE `pe`.
