@@ -8,7 +8,12 @@
 //!   interleave on one OS thread at barriers and waits) with the same semantics.
 //!
 //! Without either, only the host/device contract ([`state`], [`team`], [`reduce`](mod@reduce),
-//! [`Cmp`], [`SignalOp`], [`Dim3`]) is compiled.
+//! [`float`], [`Cmp`], [`SignalOp`], [`Dim3`]) is compiled.
+//!
+//! # Element types
+//! Operations that move data take any `Copy` element; the narrow floats of [`float`]
+//! ([`bf16`], [`f16`], [`Fp8E4M3`], [`Fp8E5M2`]) are `Pod` newtypes over their bits, the
+//! same on the host and in kernels.
 //!
 //! # Addresses
 //! Symmetric memory is named by *symmetric addresses*: pointers into this PE's own heap
@@ -27,8 +32,8 @@
 //! team for the collectives [`team_sync`], [`team_barrier`], [`broadcast`], [`fcollect`],
 //! [`collect`], [`alltoall`], [`reduce()`] and [`reducescatter`], each with `_warp` and
 //! `_block` forms. Reductions take an operator of [`reduce`](mod@reduce): [`Sum`],
-//! [`Prod`], [`Min`], [`Max`] on every [`Reducible`] type, [`And`], [`Or`], [`Xor`] on
-//! integers only. The algorithms are named in the docs of [`team_sync`] and its module.
+//! [`Prod`], [`Min`], [`Max`] on every [`Reducible`] type (the integers, `f32`, `f64`,
+//! [`bf16`] and [`f16`]), [`And`], [`Or`], [`Xor`] on integers only. The algorithms are named in the docs of [`team_sync`] and its module.
 //!
 //! # Kernels
 //! Declare kernels with [`kernel!`]: on nvptx64 it produces an `extern "ptx-kernel"` entry
@@ -39,6 +44,7 @@
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
 )]
 
+pub mod float;
 pub mod proxy;
 pub mod reduce;
 pub mod request;
@@ -69,6 +75,7 @@ mod arch;
 #[path = "arch/host.rs"]
 mod arch;
 
+pub use float::{bf16, f16, Fp8E4M3, Fp8E5M2};
 pub use reduce::{And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
 pub use request::{Opcode, Request};
 pub use state::{DeviceState, DEVICE_STATE_VERSION};
