@@ -24,6 +24,8 @@
 mod amo;
 #[path = "device_test_pe/collective.rs"]
 mod collective;
+#[path = "device_test_pe/element_types.rs"]
+mod element_types;
 #[path = "device_test_pe/failure.rs"]
 mod failure;
 #[path = "device_test_pe/pipeline.rs"]
@@ -82,6 +84,11 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("wait_many", signal::wait_many, GPU),
     ("wait_test", signal::wait_test, GPU),
     ("atomics", amo::atomics, GPU),
+    ("narrow_floats", element_types::narrow_floats, GPU),
+    // Host atomics on the heap check the device ones (host AMOs on a GPU heap launch the
+    // helper kernel, which a running kernel's stream would not wait for): CPU PEs.
+    ("float_atomics", element_types::float_atomics, CPU_ONLY),
+    ("strided", element_types::strided, GPU),
     // The unsigned half of `atomics`, for the 2-node suite (each retry crosses the proxy).
     ("atomics_unsigned", amo::atomics_unsigned, CPU_ONLY),
     ("fence_quiet", sync::fence_quiet, GPU),
