@@ -1,15 +1,15 @@
-//! Narrow floating-point element types for ML data: [`bf16`] and [`f16`] (16 bits), and
+//! Narrow floating-point element types for ML data: [`bf16`] and [`f16`](struct@f16) (16 bits), and
 //! the two 8-bit formats of the OCP FP8 specification, [`Fp8E4M3`] and [`Fp8E5M2`].
 //!
 //! Each is a `#[repr(transparent)]` newtype over its bits and `bytemuck::Pod`, so it is an
 //! element type of symmetric buffers (`SymBuf<bf16>`), host and device RMA, collectives
 //! that move data, and kernel arguments, on the host and in PTX alike. [`bf16`] and
-//! [`f16`] are also [`Reducible`](crate::Reducible) (see [`crate::reduce`]).
+//! [`f16`](struct@f16) are also [`Reducible`](crate::Reducible) (see [`reduce`](mod@crate::reduce)).
 //!
 //! # Conversions
 //! `from_f32` rounds to nearest, ties to even (IEEE 754's default, CUDA's
 //! `__float2bfloat16_rn` and `__float2half_rn`), subnormals included; `to_f32` is exact.
-//! [`bf16`] and [`f16`] overflow to infinity and keep NaN a NaN. The FP8 conversions
+//! [`bf16`] and [`f16`](struct@f16) overflow to infinity and keep NaN a NaN. The FP8 conversions
 //! saturate, as PTX's `cvt.rn.satfinite` and NVIDIA's `__NV_SATFINITE` do: a finite value
 //! beyond the largest finite one, or an infinity, becomes the largest finite value of its
 //! sign (448 for E4M3, 57344 for E5M2), and NaN stays NaN (E4M3 has no infinity and one
@@ -19,7 +19,7 @@
 //! the GPU, so a value converted in a kernel and on the CPU executor is the same bit for bit.
 //!
 //! # Arithmetic
-//! [`bf16`] and [`f16`] add, subtract, multiply and divide through `f32`, rounding the
+//! [`bf16`] and [`f16`](struct@f16) add, subtract, multiply and divide through `f32`, rounding the
 //! result back to the type: every operation is correctly rounded, since `f32` carries
 //! more than twice the significand bits plus two of either type, which makes the double
 //! rounding harmless (Figueroa, "When is double rounding innocuous?", 1995).
@@ -387,9 +387,9 @@ mod tests {
             (1.0, 0x3C00),
             (-2.0, 0xC000),
             (65504.0, 0x7BFF),
-            (6.103_515_6e-5, 0x0400),    // least normal, 2^-14
-            (5.960_464_5e-8, 0x0001),    // least subnormal, 2^-24
-            (0.000_060_975_552, 0x03FF), // largest subnormal
+            (6.103_515_6e-5, 0x0400),     // least normal, 2^-14
+            (5.960_464_5e-8, 0x0001),     // least subnormal, 2^-24
+            (1023.0 * pow2(-24), 0x03FF), // largest subnormal
             (0.333_251_95, 0x3555),
             (f32::NEG_INFINITY, 0xFC00),
         ];

@@ -12,7 +12,7 @@
 //!
 //! # Element types
 //! Operations that move data take any `Copy` element; the narrow floats of [`float`]
-//! ([`bf16`], [`f16`], [`Fp8E4M3`], [`Fp8E5M2`]) are `Pod` newtypes over their bits, the
+//! ([`bf16`], [`f16`](struct@f16), [`Fp8E4M3`], [`Fp8E5M2`]) are `Pod` newtypes over their bits, the
 //! same on the host and in kernels.
 //!
 //! # Addresses
@@ -33,7 +33,7 @@
 //! [`collect`], [`alltoall`], [`reduce()`] and [`reducescatter`], each with `_warp` and
 //! `_block` forms. Reductions take an operator of [`reduce`](mod@reduce): [`Sum`],
 //! [`Prod`], [`Min`], [`Max`] on every [`Reducible`] type (the integers, `f32`, `f64`,
-//! [`bf16`] and [`f16`]), [`And`], [`Or`], [`Xor`] on integers only. The algorithms are named in the docs of [`team_sync`] and its module.
+//! [`bf16`] and [`f16`](struct@f16)), [`And`], [`Or`], [`Xor`] on integers only. The algorithms are named in the docs of [`team_sync`] and its module.
 //!
 //! # Kernels
 //! Declare kernels with [`kernel!`]: on nvptx64 it produces an `extern "ptx-kernel"` entry

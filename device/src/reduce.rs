@@ -4,7 +4,7 @@
 //! bitwise reduction of floats does not compile, on the host or in a kernel.
 //!
 //! # bf16 and f16
-//! [`bf16`] and [`f16`] reduce with per-step rounding, as NCCL does for its 16-bit types:
+//! [`bf16`] and [`f16`](struct@f16) reduce with per-step rounding, as NCCL does for its 16-bit types:
 //! every combination of two values is computed in `f32` and rounded back to the type
 //! (correctly rounded, see [`crate::float`]), so a sum over `n` PEs rounds `n - 1` times,
 //! the same on every PE (the collectives combine in team order) and on the host and the
@@ -25,7 +25,7 @@ mod sealed {
 }
 
 /// An element type of reductions (OpenSHMEM's reduction types): `i32`, `i64`, `u32`,
-/// `u64`, `f32`, `f64`, and the 16-bit floats [`bf16`] and [`f16`] (rounded at every
+/// `u64`, `f32`, `f64`, and the 16-bit floats [`bf16`] and [`f16`](struct@f16) (rounded at every
 /// step, see the module docs).
 pub trait Reducible: Pod + PartialOrd + sealed::Sealed {
     /// The type's code in kernel arguments (the runtime's stream-ordered reductions):

@@ -88,6 +88,14 @@ scenarios! {
     strided;
 }
 
+/// `launch_on_stream`: a typed launch on a stream, checked after synchronize, and a block
+/// over CUDA's limit refused by the call on every PE.
+#[test]
+fn launch_on_stream() {
+    let job = ok(2, "launch_on_stream");
+    expected_errors(&job, 2, 1, &["launch_on_stream"]);
+}
+
 /// The new element types' operations with every PE's neighbour on the other node (2
 /// simulated nodes of 1 PE), so they go through the proxy channel, and on 2 nodes of 2 PEs
 /// (half the neighbours remote).

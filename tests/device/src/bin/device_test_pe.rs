@@ -36,6 +36,8 @@ mod ring;
 mod rma;
 #[path = "device_test_pe/signal.rs"]
 mod signal;
+#[path = "device_test_pe/stream_launch.rs"]
+mod stream_launch;
 #[path = "device_test_pe/sync.rs"]
 mod sync;
 #[path = "device_test_pe/threads.rs"]
@@ -89,6 +91,7 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     // helper kernel, which a running kernel's stream would not wait for): CPU PEs.
     ("float_atomics", element_types::float_atomics, CPU_ONLY),
     ("strided", element_types::strided, GPU),
+    ("launch_on_stream", stream_launch::launch_on_stream, GPU),
     // The unsigned half of `atomics`, for the 2-node suite (each retry crosses the proxy).
     ("atomics_unsigned", amo::atomics_unsigned, CPU_ONLY),
     ("fence_quiet", sync::fence_quiet, GPU),
