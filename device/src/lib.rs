@@ -8,7 +8,12 @@
 //!   interleave on one OS thread at barriers and waits) with the same semantics.
 //!
 //! Without either, only the host/device contract ([`state`], [`team`], [`reduce`](mod@reduce),
-//! [`Cmp`], [`SignalOp`], [`Dim3`]) is compiled.
+//! [`float`], [`Cmp`], [`SignalOp`], [`Dim3`]) is compiled.
+//!
+//! # Element types
+//! Operations that move data take any `Copy` element; the narrow floats of [`float`]
+//! ([`bf16`], [`f16`](struct@f16), [`Fp8E4M3`], [`Fp8E5M2`]) are `Pod` newtypes over their bits, the
+//! same on the host and in kernels.
 //!
 //! # Addresses
 //! Symmetric memory is named by *symmetric addresses*: pointers into this PE's own heap
@@ -27,8 +32,9 @@
 //! team for the collectives [`team_sync`], [`team_barrier`], [`broadcast`], [`fcollect`],
 //! [`collect`], [`alltoall`], [`reduce()`] and [`reducescatter`], each with `_warp` and
 //! `_block` forms. Reductions take an operator of [`reduce`](mod@reduce): [`Sum`],
-//! [`Prod`], [`Min`], [`Max`] on every [`Reducible`] type, [`And`], [`Or`], [`Xor`] on
-//! integers only. The algorithms are named in the docs of [`team_sync`] and its module.
+//! [`Prod`], [`Min`], [`Max`] on every [`Reducible`] type (the integers, `f32`, `f64`,
+//! [`bf16`] and [`f16`](struct@f16)), [`And`], [`Or`], [`Xor`] on integers only. The
+//! algorithms are named in the docs of [`team_sync`] and its module.
 //!
 //! # Shared memory, warp intrinsics and block helpers
 //! [`shared!`] declares a block's shared arrays and [`dynamic_shared`] gives the memory a
@@ -51,6 +57,7 @@
 // `asm_experimental_arch` themselves.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
+pub mod float;
 pub mod panic_record;
 pub mod proxy;
 pub mod reduce;
@@ -90,6 +97,7 @@ mod group_arch;
 #[path = "arch/host_group.rs"]
 mod group_arch;
 
+pub use float::{bf16, f16, Fp8E4M3, Fp8E5M2};
 pub use reduce::{And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
 pub use request::{Opcode, Request};
 pub use state::{DeviceState, DEVICE_STATE_VERSION};

@@ -56,7 +56,7 @@ pub use self_launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
-pub use symmem_transport::int::{Cmp, SignalOp, SymInt};
+pub use symmem_transport::int::{Cmp, SignalOp, SymInt, SymWord};
 pub use team::{collectives, Team};
 
 /// The optional parts this build of the runtime has, by Cargo feature name: `cuda` (GPU
@@ -73,4 +73,7 @@ pub const BUILD_FEATURES: &[(&str, bool)] = &[
 pub use bytemuck::Pod;
 /// The device API, for kernels run by the CPU executor.
 pub use symmem_device as device;
+/// The narrow floating-point element types (bf16, f16, OCP FP8), the same on the host and
+/// in kernels.
+pub use symmem_device::float::{self, bf16, f16, Fp8E4M3, Fp8E5M2};
 pub use symmem_device::Dim3;

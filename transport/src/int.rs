@@ -1,4 +1,5 @@
-//! The integer types that atomics, waits and signals work on.
+//! The types that atomics, waits and signals work on: integers, and for fetch, set and
+//! swap `f32` and `f64` too.
 
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
@@ -6,16 +7,14 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// An integer type with a matching std atomic: `u32`, `u64`, `i32`, `i64`.
+/// A type whose symmetric words the host's atomic fetch, set and swap work on: the
+/// integers of [`SymInt`], and `f32` and `f64` through their bit patterns (on the std
+/// atomic of their size: `nvshmem_float_atomic_fetch` and its kin).
 ///
 /// The methods are the runtime's plumbing; users only name the trait in bounds.
-pub trait SymInt:
-    bytemuck::Pod + Ord + Eq + std::fmt::Debug + Send + Sync + sealed::Sealed
-{
+pub trait SymWord: bytemuck::Pod + std::fmt::Debug + Send + Sync + sealed::Sealed {
     /// The std atomic type of the same size.
     type Atomic: Send + Sync;
-    /// One.
-    const ONE: Self;
 
     /// Views `p` as an atomic.
     ///
@@ -31,6 +30,21 @@ pub trait SymInt:
     #[doc(hidden)]
     fn swap(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
     #[doc(hidden)]
+    /// The value's bits, zero-extended to 64 (how GPU helper kernels take operands).
+    fn to_bits(self) -> u64;
+    #[doc(hidden)]
+    /// The value whose bits are the low `size_of::<Self>()` bytes of `bits`.
+    fn from_bits(bits: u64) -> Self;
+}
+
+/// An integer type with a matching std atomic: `u32`, `u64`, `i32`, `i64`.
+///
+/// The methods are the runtime's plumbing; users only name the trait in bounds.
+pub trait SymInt: SymWord + Ord + Eq {
+    /// One.
+    const ONE: Self;
+
+    #[doc(hidden)]
     fn compare_swap(a: &Self::Atomic, cond: Self, v: Self, o: Ordering) -> Self;
     #[doc(hidden)]
     fn fetch_add(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
@@ -40,20 +54,52 @@ pub trait SymInt:
     fn fetch_or(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
     #[doc(hidden)]
     fn fetch_xor(a: &Self::Atomic, v: Self, o: Ordering) -> Self;
-    #[doc(hidden)]
-    /// The value's bits, zero-extended to 64 (how GPU helper kernels take operands).
-    fn to_bits(self) -> u64;
-    #[doc(hidden)]
-    /// The value whose bits are the low `size_of::<Self>()` bytes of `bits`.
-    fn from_bits(bits: u64) -> Self;
 }
+
+/// [`SymWord`] for a float on the std atomic of its bits.
+macro_rules! sym_float {
+    ($t:ty, $atomic:ty, $bits:ty) => {
+        impl sealed::Sealed for $t {}
+        impl SymWord for $t {
+            type Atomic = $atomic;
+            #[inline]
+            unsafe fn atomic<'a>(p: *mut Self) -> &'a Self::Atomic {
+                // SAFETY: guaranteed by the caller (valid, aligned, atomic-only access);
+                // the atomic of the float's bits has its size and alignment.
+                unsafe { <$atomic>::from_ptr(p.cast()) }
+            }
+            #[inline]
+            fn load(a: &Self::Atomic, o: Ordering) -> Self {
+                <$t>::from_bits(a.load(o))
+            }
+            #[inline]
+            fn store(a: &Self::Atomic, v: Self, o: Ordering) {
+                a.store(v.to_bits(), o)
+            }
+            #[inline]
+            fn swap(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
+                <$t>::from_bits(a.swap(v.to_bits(), o))
+            }
+            #[inline]
+            fn to_bits(self) -> u64 {
+                <$t>::to_bits(self) as u64
+            }
+            #[inline]
+            fn from_bits(bits: u64) -> Self {
+                <$t>::from_bits(bits as $bits)
+            }
+        }
+    };
+}
+
+sym_float!(f32, AtomicU32, u32);
+sym_float!(f64, AtomicU64, u64);
 
 macro_rules! sym_int {
     ($t:ty, $atomic:ty, $bits:ty) => {
         impl sealed::Sealed for $t {}
-        impl SymInt for $t {
+        impl SymWord for $t {
             type Atomic = $atomic;
-            const ONE: Self = 1;
             #[inline]
             unsafe fn atomic<'a>(p: *mut Self) -> &'a Self::Atomic {
                 // SAFETY: guaranteed by the caller (valid, aligned, atomic-only access).
@@ -71,6 +117,17 @@ macro_rules! sym_int {
             fn swap(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
                 a.swap(v, o)
             }
+            #[inline]
+            fn to_bits(self) -> u64 {
+                self as $bits as u64
+            }
+            #[inline]
+            fn from_bits(bits: u64) -> Self {
+                bits as $bits as $t
+            }
+        }
+        impl SymInt for $t {
+            const ONE: Self = 1;
             #[inline]
             fn compare_swap(a: &Self::Atomic, cond: Self, v: Self, o: Ordering) -> Self {
                 match a.compare_exchange(cond, v, o, Ordering::Acquire) {
@@ -92,14 +149,6 @@ macro_rules! sym_int {
             #[inline]
             fn fetch_xor(a: &Self::Atomic, v: Self, o: Ordering) -> Self {
                 a.fetch_xor(v, o)
-            }
-            #[inline]
-            fn to_bits(self) -> u64 {
-                self as $bits as u64
-            }
-            #[inline]
-            fn from_bits(bits: u64) -> Self {
-                bits as $bits as $t
             }
         }
     };

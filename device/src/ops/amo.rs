@@ -1,5 +1,6 @@
 //! Atomic memory operations on `u32`, `u64`, `i32`, `i64` at system scope
-//! (`nvshmem_*_atomic_*`).
+//! (`nvshmem_*_atomic_*`), and fetch, set and swap on `f32` and `f64` too
+//! (`nvshmem_float_atomic_fetch`, `_set`, `_swap`), on their bits.
 //!
 //! AMOs are relaxed, as OpenSHMEM and NVSHMEM define them: atomic on their word, ordered
 //! with other operations only by [`fence`](super::fence) and [`quiet`](super::quiet) (and,
@@ -19,10 +20,11 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Integer types with device atomics: `u32`, `u64`, `i32`, `i64`.
-pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
-    /// One.
-    const ONE: Self;
+/// Types whose words device atomics read, write and swap ([`atomic_fetch`],
+/// [`atomic_set`], [`atomic_swap`]): the integers of [`DeviceInt`], and `f32` and `f64`
+/// through their bit patterns (the same `ld`/`st`/`atom.exch` instructions on the bits,
+/// as CUDA's `atomicExch(float*)`).
+pub trait DeviceWord: Copy + sealed::Sealed {
     #[doc(hidden)]
     const WIDTH: u8;
     #[doc(hidden)]
@@ -36,6 +38,14 @@ pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn store_relaxed(p: *mut Self, v: Self);
     #[doc(hidden)]
+    unsafe fn swap(p: *mut Self, v: Self) -> Self;
+}
+
+/// Integer types with device atomics: `u32`, `u64`, `i32`, `i64`.
+pub trait DeviceInt: DeviceWord + PartialOrd {
+    /// One.
+    const ONE: Self;
+    #[doc(hidden)]
     unsafe fn add(p: *mut Self, v: Self);
     #[doc(hidden)]
     unsafe fn and(p: *mut Self, v: Self);
@@ -46,8 +56,6 @@ pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn fetch_add(p: *mut Self, v: Self) -> Self;
     #[doc(hidden)]
-    unsafe fn swap(p: *mut Self, v: Self) -> Self;
-    #[doc(hidden)]
     unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self) -> Self;
     #[doc(hidden)]
     unsafe fn fetch_and(p: *mut Self, v: Self) -> Self;
@@ -57,38 +65,121 @@ pub trait DeviceInt: Copy + PartialOrd + sealed::Sealed {
     unsafe fn fetch_xor(p: *mut Self, v: Self) -> Self;
 }
 
-macro_rules! device_int {
-    ($t:ty, $bits:ty, $ld:ident, $ldr:ident, $st:ident, $add:ident, $exch:ident, $cas:ident, $and:ident, $or:ident, $xor:ident,
-     $radd:ident, $rand:ident, $ror:ident, $rxor:ident) => {
+/// [`DeviceWord`] for `$t`, a word of `$bits` that `$raw` turns into its bits and `$val`
+/// back.
+macro_rules! device_word {
+    ($t:ty, $bits:ty, $ld:ident, $ldr:ident, $st:ident, $exch:ident,
+     |$x:ident| $raw:expr, |$b:ident| $val:expr) => {
         impl sealed::Sealed for $t {}
-        // Signed types share the unsigned instructions: two's complement makes add, exch,
-        // cas and the bitwise ops identical bit for bit.
-        impl DeviceInt for $t {
-            const ONE: Self = 1;
+        impl DeviceWord for $t {
             const WIDTH: u8 = core::mem::size_of::<$t>() as u8;
             #[inline(always)]
             fn to_bits(self) -> u64 {
-                self as $bits as u64
+                let $x = self;
+                $raw as u64
             }
             #[inline(always)]
             fn from_bits(bits: u64) -> Self {
-                bits as $bits as $t
+                let $b = bits as $bits;
+                $val
             }
             #[inline(always)]
             unsafe fn load_acquire(p: *const Self) -> Self {
                 // SAFETY: forwarded caller contract (valid, aligned).
-                unsafe { arch::$ld(p as *const $bits) as $t }
+                let $b = unsafe { arch::$ld(p as *const $bits) };
+                $val
             }
             #[inline(always)]
             unsafe fn load_relaxed(p: *const Self) -> Self {
                 // SAFETY: forwarded caller contract (valid, aligned).
-                unsafe { arch::$ldr(p as *const $bits) as $t }
+                let $b = unsafe { arch::$ldr(p as *const $bits) };
+                $val
             }
             #[inline(always)]
             unsafe fn store_relaxed(p: *mut Self, v: Self) {
+                let $x = v;
                 // SAFETY: forwarded caller contract.
-                unsafe { arch::$st(p as *mut $bits, v as $bits) }
+                unsafe { arch::$st(p as *mut $bits, $raw) }
             }
+            #[inline(always)]
+            unsafe fn swap(p: *mut Self, v: Self) -> Self {
+                let $x = v;
+                // SAFETY: forwarded caller contract.
+                let $b = unsafe { arch::$exch(p as *mut $bits, $raw) };
+                $val
+            }
+        }
+    };
+}
+
+device_word!(
+    u32,
+    u32,
+    load_acquire_u32,
+    load_relaxed_u32,
+    store_relaxed_u32,
+    atom_exch_u32,
+    |x| x,
+    |b| b
+);
+device_word!(
+    i32,
+    u32,
+    load_acquire_u32,
+    load_relaxed_u32,
+    store_relaxed_u32,
+    atom_exch_u32,
+    |x| x as u32,
+    |b| b as i32
+);
+device_word!(
+    u64,
+    u64,
+    load_acquire_u64,
+    load_relaxed_u64,
+    store_relaxed_u64,
+    atom_exch_u64,
+    |x| x,
+    |b| b
+);
+device_word!(
+    i64,
+    u64,
+    load_acquire_u64,
+    load_relaxed_u64,
+    store_relaxed_u64,
+    atom_exch_u64,
+    |x| x as u64,
+    |b| b as i64
+);
+device_word!(
+    f32,
+    u32,
+    load_acquire_u32,
+    load_relaxed_u32,
+    store_relaxed_u32,
+    atom_exch_u32,
+    |x| x.to_bits(),
+    |b| f32::from_bits(b)
+);
+device_word!(
+    f64,
+    u64,
+    load_acquire_u64,
+    load_relaxed_u64,
+    store_relaxed_u64,
+    atom_exch_u64,
+    |x| x.to_bits(),
+    |b| f64::from_bits(b)
+);
+
+macro_rules! device_int {
+    ($t:ty, $bits:ty, $add:ident, $cas:ident, $and:ident, $or:ident, $xor:ident,
+     $radd:ident, $rand:ident, $ror:ident, $rxor:ident) => {
+        // Signed types share the unsigned instructions: two's complement makes add, exch,
+        // cas and the bitwise ops identical bit for bit.
+        impl DeviceInt for $t {
+            const ONE: Self = 1;
             #[inline(always)]
             unsafe fn add(p: *mut Self, v: Self) {
                 // SAFETY: forwarded caller contract.
@@ -113,11 +204,6 @@ macro_rules! device_int {
             unsafe fn fetch_add(p: *mut Self, v: Self) -> Self {
                 // SAFETY: forwarded caller contract.
                 unsafe { arch::$add(p as *mut $bits, v as $bits) as $t }
-            }
-            #[inline(always)]
-            unsafe fn swap(p: *mut Self, v: Self) -> Self {
-                // SAFETY: forwarded caller contract.
-                unsafe { arch::$exch(p as *mut $bits, v as $bits) as $t }
             }
             #[inline(always)]
             unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self) -> Self {
@@ -146,11 +232,7 @@ macro_rules! device_int {
 device_int!(
     u32,
     u32,
-    load_acquire_u32,
-    load_relaxed_u32,
-    store_relaxed_u32,
     atom_add_u32,
-    atom_exch_u32,
     atom_cas_u32,
     atom_and_u32,
     atom_or_u32,
@@ -163,11 +245,7 @@ device_int!(
 device_int!(
     i32,
     u32,
-    load_acquire_u32,
-    load_relaxed_u32,
-    store_relaxed_u32,
     atom_add_u32,
-    atom_exch_u32,
     atom_cas_u32,
     atom_and_u32,
     atom_or_u32,
@@ -180,11 +258,7 @@ device_int!(
 device_int!(
     u64,
     u64,
-    load_acquire_u64,
-    load_relaxed_u64,
-    store_relaxed_u64,
     atom_add_u64,
-    atom_exch_u64,
     atom_cas_u64,
     atom_and_u64,
     atom_or_u64,
@@ -197,11 +271,7 @@ device_int!(
 device_int!(
     i64,
     u64,
-    load_acquire_u64,
-    load_relaxed_u64,
-    store_relaxed_u64,
     atom_add_u64,
-    atom_exch_u64,
     atom_cas_u64,
     atom_and_u64,
     atom_or_u64,
@@ -215,7 +285,7 @@ device_int!(
 /// One AMO on `dest` of `pe`: `direct` on the P2P pointer, or a proxy request of `kind`
 /// (waited for when `fetch`).
 #[inline(always)]
-unsafe fn amo<T: DeviceInt>(
+unsafe fn amo<T: DeviceWord>(
     dest: *const T,
     pe: u32,
     kind: AmoKind,
@@ -243,12 +313,17 @@ unsafe fn amo<T: DeviceInt>(
 /// # Safety
 /// `dest` must be an aligned symmetric address of a `T`.
 #[inline(always)]
-pub unsafe fn atomic_fetch<T: DeviceInt>(dest: *const T, pe: u32) -> T {
+pub unsafe fn atomic_fetch<T: DeviceWord>(dest: *const T, pe: u32) -> T {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
-        amo(dest, pe, AmoKind::Fetch, (T::ONE, T::ONE), true, |d| {
-            T::load_relaxed(d)
-        })
+        amo(
+            dest,
+            pe,
+            AmoKind::Fetch,
+            (T::from_bits(0), T::from_bits(0)),
+            true,
+            |d| T::load_relaxed(d),
+        )
     }
 }
 
@@ -257,7 +332,7 @@ pub unsafe fn atomic_fetch<T: DeviceInt>(dest: *const T, pe: u32) -> T {
 /// # Safety
 /// As [`atomic_fetch`].
 #[inline(always)]
-pub unsafe fn atomic_set<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
+pub unsafe fn atomic_set<T: DeviceWord>(dest: *mut T, value: T, pe: u32) {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::Set, (value, value), false, |d| {
@@ -272,7 +347,7 @@ pub unsafe fn atomic_set<T: DeviceInt>(dest: *mut T, value: T, pe: u32) {
 /// # Safety
 /// As [`atomic_fetch`].
 #[inline(always)]
-pub unsafe fn atomic_swap<T: DeviceInt>(dest: *mut T, value: T, pe: u32) -> T {
+pub unsafe fn atomic_swap<T: DeviceWord>(dest: *mut T, value: T, pe: u32) -> T {
     // SAFETY: caller contract; the closure gets `dest`'s valid, aligned P2P address.
     unsafe {
         amo(dest, pe, AmoKind::Swap, (value, value), true, |d| {

@@ -1,5 +1,5 @@
 //! Put and get at thread, warp and block scope (`nvshmem_put*`, `nvshmemx_put*_warp`,
-//! `nvshmemx_put*_block`).
+//! `nvshmemx_put*_block`), contiguous and strided (`iput`, `iget`).
 //!
 //! To a P2P peer a put is a copy through the peer pointer, in 16-byte vector accesses
 //! where the two ranges' alignment allows (element by element at the unaligned head and
@@ -374,4 +374,205 @@ pub unsafe fn put_nbi_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize,
 pub unsafe fn get_nbi_block<T: Copy>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
     // SAFETY: caller contract.
     unsafe { get_group(dest, src, nelems, pe, Group::Block, true) }
+}
+
+// Strided put and get (`nvshmem_iput`, `nvshmem_iget`).
+
+/// A strided put by `group`: `dest[i * dst]` on `pe` gets `src[i * sst]` for `i <
+/// nelems`, strides in elements. Through P2P the group's threads take elements `first,
+/// first + stride, …`; through the proxy its first thread sends each element inline
+/// (`p`'s requests), so `src` may be reused on return, as after a blocking put.
+#[inline(always)]
+unsafe fn iput_group<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    dst: usize,
+    sst: usize,
+    nelems: usize,
+    pe: u32,
+    group: Group,
+) {
+    let (first, stride, leader) = group.split();
+    let size = core::mem::size_of::<T>();
+    // SAFETY: caller contract.
+    match unsafe { route(dest, pe) } {
+        Route::Direct(d) => {
+            let mut i = first;
+            while i < nelems {
+                // SAFETY: caller contract: element `i * dst` of `dest` and `i * sst` of
+                // `src` exist for every `i < nelems`.
+                unsafe { d.add(i * dst).write(src.add(i * sst).read()) };
+                i += stride;
+            }
+        }
+        Route::Proxy(off) if leader => {
+            for i in 0..nelems {
+                // SAFETY: as above; the element's bytes are read before the call returns.
+                unsafe {
+                    remote::p_bytes(
+                        pe,
+                        off + (i * dst * size) as u64,
+                        src.add(i * sst).cast(),
+                        size,
+                    )
+                };
+            }
+        }
+        Route::Proxy(_) => {}
+    }
+    group.sync();
+}
+
+/// A strided get by `group`: `dest[i * dst]` gets `src[i * sst]` of `pe` for `i <
+/// nelems`. Through the proxy its first thread fetches each element inline (`g`'s
+/// requests), so every element has arrived when the group returns.
+#[inline(always)]
+unsafe fn iget_group<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    dst: usize,
+    sst: usize,
+    nelems: usize,
+    pe: u32,
+    group: Group,
+) {
+    let (first, stride, leader) = group.split();
+    let size = core::mem::size_of::<T>();
+    // SAFETY: caller contract.
+    match unsafe { route(src, pe) } {
+        Route::Direct(s) => {
+            let mut i = first;
+            while i < nelems {
+                // SAFETY: caller contract, as in `iput_group`.
+                unsafe { dest.add(i * dst).write(s.add(i * sst).read()) };
+                i += stride;
+            }
+        }
+        Route::Proxy(off) if leader => {
+            for i in 0..nelems {
+                // SAFETY: as above; `dest`'s element has room for `size` bytes.
+                unsafe {
+                    remote::g_bytes(
+                        pe,
+                        off + (i * sst * size) as u64,
+                        dest.add(i * dst).cast(),
+                        size,
+                    )
+                };
+            }
+        }
+        Route::Proxy(_) => {}
+    }
+    group.sync();
+}
+
+/// Copies `nelems` elements from local `src`, every `sst`-th, to symmetric `dest` on
+/// `pe`, every `dst`-th (`nvshmem_iput`; strides in elements, 1 for contiguous): `dest[i
+/// * dst] = src[i * sst]`. Returns when `src` may be reused; complete at `pe` after
+/// [`quiet`](super::quiet), as [`put`]. Through the proxy, one request per element.
+///
+/// # Safety
+/// `dest` must be a symmetric address with elements `0, dst, …, (nelems - 1) * dst`;
+/// `src` must be readable at elements `0, sst, …, (nelems - 1) * sst`.
+#[inline(always)]
+pub unsafe fn iput<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    dst: usize,
+    sst: usize,
+    nelems: usize,
+    pe: u32,
+) {
+    // SAFETY: caller contract.
+    unsafe { iput_group(dest, src, dst, sst, nelems, pe, Group::Thread) }
+}
+
+/// Copies `nelems` elements from symmetric `src` on `pe`, every `sst`-th, to local
+/// `dest`, every `dst`-th (`nvshmem_iget`): `dest[i * dst] = src[i * sst]`. Returns when
+/// every element has arrived. Through the proxy, one round trip per element.
+///
+/// # Safety
+/// `src` must be a symmetric address with elements `0, sst, …, (nelems - 1) * sst`;
+/// `dest` must be writable at elements `0, dst, …, (nelems - 1) * dst`.
+#[inline(always)]
+pub unsafe fn iget<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    dst: usize,
+    sst: usize,
+    nelems: usize,
+    pe: u32,
+) {
+    // SAFETY: caller contract.
+    unsafe { iget_group(dest, src, dst, sst, nelems, pe, Group::Thread) }
+}
+
+/// [`iput`] by a whole warp (`nvshmemx_iput_warp`): lanes take every warp-width-th
+/// element.
+///
+/// # Safety
+/// As [`iput`]; every thread of the warp must call it with the same arguments.
+#[inline(always)]
+pub unsafe fn iput_warp<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    dst: usize,
+    sst: usize,
+    nelems: usize,
+    pe: u32,
+) {
+    // SAFETY: caller contract.
+    unsafe { iput_group(dest, src, dst, sst, nelems, pe, Group::Warp) }
+}
+
+/// [`iget`] by a whole warp (`nvshmemx_iget_warp`).
+///
+/// # Safety
+/// As [`iget`]; every thread of the warp must call it with the same arguments.
+#[inline(always)]
+pub unsafe fn iget_warp<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    dst: usize,
+    sst: usize,
+    nelems: usize,
+    pe: u32,
+) {
+    // SAFETY: caller contract.
+    unsafe { iget_group(dest, src, dst, sst, nelems, pe, Group::Warp) }
+}
+
+/// [`iput`] by a whole block (`nvshmemx_iput_block`): threads take every
+/// block-size-th element.
+///
+/// # Safety
+/// As [`iput`]; every thread of the block must call it with the same arguments.
+#[inline(always)]
+pub unsafe fn iput_block<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    dst: usize,
+    sst: usize,
+    nelems: usize,
+    pe: u32,
+) {
+    // SAFETY: caller contract.
+    unsafe { iput_group(dest, src, dst, sst, nelems, pe, Group::Block) }
+}
+
+/// [`iget`] by a whole block (`nvshmemx_iget_block`).
+///
+/// # Safety
+/// As [`iget`]; every thread of the block must call it with the same arguments.
+#[inline(always)]
+pub unsafe fn iget_block<T: Copy>(
+    dest: *mut T,
+    src: *const T,
+    dst: usize,
+    sst: usize,
+    nelems: usize,
+    pe: u32,
+) {
+    // SAFETY: caller contract.
+    unsafe { iget_group(dest, src, dst, sst, nelems, pe, Group::Block) }
 }

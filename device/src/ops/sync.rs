@@ -1,13 +1,13 @@
 //! Ordering and synchronization from kernels: `fence`, `quiet`, `sync_all`, `barrier_all`
-//! (called by one thread per PE) and their `_block` forms (called by every thread of one
-//! block per PE).
+//! (called by one thread per PE) and their `_warp` and `_block` forms (called by every
+//! thread of one warp, or one block, per PE).
 //!
 //! `sync_all` is a dissemination barrier over device barrier flags in each PE's heap
 //! (reserved by the runtime, located by `DeviceState::barrier_off`), separate from the
 //! host's barrier flags so host and device barriers never mix epochs. The epoch counter
 //! lives in this PE's heap, so successive launches continue the sequence.
 
-use super::{has_proxy, remote, route, sync_threads, thread_rank, Route};
+use super::{has_proxy, lane_id, remote, route, sync_threads, sync_warp, thread_rank, Route};
 use crate::arch;
 use crate::state::{wait_op, WaitSite};
 use crate::{Cmp, SignalOp};
@@ -136,4 +136,25 @@ pub fn barrier_all_block() {
         barrier_all();
     }
     sync_threads();
+}
+
+/// [`sync_all`] called by every thread of one warp per PE (`nvshmemx_sync_all_warp`): lane
+/// 0 runs the barrier between warp barriers.
+pub fn sync_all_warp() {
+    sync_warp();
+    if lane_id() == 0 {
+        sync_all();
+    }
+    sync_warp();
+}
+
+/// [`barrier_all`] called by every thread of one warp per PE
+/// (`nvshmemx_barrier_all_warp`): the warp barrier before it orders every lane's earlier
+/// operations before lane 0's quiet (as [`quiet_block`] does for a block).
+pub fn barrier_all_warp() {
+    sync_warp();
+    if lane_id() == 0 {
+        barrier_all();
+    }
+    sync_warp();
 }

@@ -214,7 +214,9 @@ kernel! {
             2 => reduce_int::<u32>(&team, dest, src, nelems, op, scatter),
             3 => reduce_int::<u64>(&team, dest, src, nelems, op, scatter),
             4 => reduce_typed::<f32>(&team, dest, src, nelems, op, scatter),
-            _ => reduce_typed::<f64>(&team, dest, src, nelems, op, scatter),
+            5 => reduce_typed::<f64>(&team, dest, src, nelems, op, scatter),
+            6 => reduce_typed::<bf16>(&team, dest, src, nelems, op, scatter),
+            _ => reduce_typed::<f16>(&team, dest, src, nelems, op, scatter),
         }
     }
 }

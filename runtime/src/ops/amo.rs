@@ -1,5 +1,6 @@
 //! Atomic memory operations on `u32`, `u64`, `i32`, `i64` (OpenSHMEM 1.5 §9.7,
-//! NVSHMEM `nvshmem_*_atomic_*`).
+//! NVSHMEM `nvshmem_*_atomic_*`); fetch, set and swap also on `f32` and `f64`, through
+//! their bit patterns (the same word operations, so every route handles them alike).
 //!
 //! On a mapped peer each operation is one hardware atomic on the peer's heap. Read-modify-
 //! writes are `SeqCst` (on x86 a locked instruction either way); `atomic_fetch` is an
@@ -21,13 +22,13 @@ use crate::error::Result;
 use crate::route::Located;
 use crate::runtime::Runtime;
 use crate::sym::SymRef;
-use symmem_transport::int::SymInt;
+use symmem_transport::int::{SymInt, SymWord};
 use symmem_transport::Io;
 
 /// The operands of an AMO as a [`Request`] (and the `host_amo` helper kernel) carry them,
 /// from the host form's `(a, b)`: `(cond, value)` for a compare-and-swap, `(value, _)`
 /// otherwise. A request's `compare` is the value the word must hold to be replaced.
-fn request_operands<T: SymInt>(kind: AmoKind, a: T, b: T) -> (u64, u64) {
+fn request_operands<T: SymWord>(kind: AmoKind, a: T, b: T) -> (u64, u64) {
     match kind {
         AmoKind::CompareSwap => (b.to_bits(), a.to_bits()),
         _ => (a.to_bits(), 0),
@@ -40,7 +41,7 @@ impl Runtime {
     /// result with `from_old`.
     #[inline]
     #[allow(clippy::too_many_arguments)] // the host form and the encoded form of one op
-    fn amo<T: SymInt, R>(
+    fn amo<T: SymWord, R>(
         &self,
         op: &'static str,
         r: SymRef<'_, T>,
@@ -88,7 +89,7 @@ impl Runtime {
     }
 
     /// Atomically reads the element (`nvshmem_atomic_fetch`).
-    pub fn atomic_fetch<T: SymInt>(&self, r: SymRef<'_, T>, pe: usize) -> Result<T> {
+    pub fn atomic_fetch<T: SymWord>(&self, r: SymRef<'_, T>, pe: usize) -> Result<T> {
         self.amo(
             "atomic_fetch",
             r,
@@ -101,7 +102,7 @@ impl Runtime {
     }
 
     /// Atomically writes the element (`nvshmem_atomic_set`).
-    pub fn atomic_set<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
+    pub fn atomic_set<T: SymWord>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<()> {
         self.amo(
             "atomic_set",
             r,
@@ -114,7 +115,7 @@ impl Runtime {
     }
 
     /// Atomically replaces the element, returning the old value (`nvshmem_atomic_swap`).
-    pub fn atomic_swap<T: SymInt>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<T> {
+    pub fn atomic_swap<T: SymWord>(&self, r: SymRef<'_, T>, value: T, pe: usize) -> Result<T> {
         self.amo(
             "atomic_swap",
             r,

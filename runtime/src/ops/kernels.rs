@@ -218,7 +218,7 @@ impl Runtime {
     /// # Safety
     /// As for [`Self::launch`].
     #[cfg(feature = "cuda")]
-    pub(crate) unsafe fn launch_on_stream<A: KernelArgs>(
+    pub(crate) unsafe fn launch_helper_on_stream<A: KernelArgs>(
         &self,
         op: &'static str,
         module: &Module,
@@ -236,6 +236,61 @@ impl Runtime {
         // SAFETY: `ptrs` point into `args`, which lives until the launch call returns (the
         // driver copies parameters at launch); the rest is forwarded from the caller.
         unsafe { m.launch(op, &kernel.info(), &mut ptrs, one, block, 0, false, stream) }
+    }
+
+    /// Like [`Self::launch`], on `stream`, without blocking the host: on a GPU PE the
+    /// kernel is queued on the CUDA stream behind the work already there and the call
+    /// returns at once (CUDA's `kernel<<<grid, block, 0, stream>>>`); a failure of the
+    /// kernel itself surfaces at [`Stream::synchronize`](crate::Stream::synchronize). On a
+    /// CPU PE it runs before the call returns, as every stream-ordered operation does
+    /// there. The launch's checks (the module and stream are this runtime's, the block
+    /// within the kernel's bound and CUDA's limits) fail the call itself.
+    ///
+    /// ```ignore
+    /// let stream = rt.create_stream()?;
+    /// unsafe { rt.launch_on_stream(&m, my_kernels::ring::KERNEL, 1, 128, (dst, src, n, sig), &stream)? };
+    /// // … host work overlaps the kernel …
+    /// stream.synchronize()?;
+    /// ```
+    ///
+    /// # Safety
+    /// As for [`Self::launch`]; on a GPU PE, pointer arguments must stay valid until the
+    /// kernel has run.
+    pub unsafe fn launch_on_stream<A: KernelArgs>(
+        &self,
+        module: &Module,
+        kernel: Kernel<A>,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: A,
+        stream: &Stream,
+    ) -> Result<()> {
+        let op = "launch_on_stream";
+        let (grid, block) = (grid.into(), block.into());
+        // `cu_stream` checks the stream, as `check_stream` does in a build without CUDA.
+        #[cfg(not(feature = "cuda"))]
+        self.check_stream(op, stream)?;
+        #[cfg(feature = "cuda")]
+        if let (ModuleKind::Cuda(m), Some(raw)) = (&module.kind, self.cu_stream(op, stream)?) {
+            let info = kernel.info();
+            self.check_launch(op, module, &info, block)?;
+            crate::executor::check_dims(op, grid, block)?;
+            let mut ptrs: Vec<*mut std::ffi::c_void> = Vec::with_capacity(kernel.params().len());
+            args.for_each(&mut |p, _| ptrs.push(p.cast_mut().cast()));
+            tracing::debug!(
+                pe = self.my_pe(),
+                kernel = info.name,
+                ?grid,
+                ?block,
+                "GPU launch on a stream"
+            );
+            // SAFETY: `ptrs` point into `args`, which lives until the launch call returns
+            // (the driver copies parameters at launch); the rest is forwarded from the
+            // caller.
+            return unsafe { m.launch(op, &info, &mut ptrs, grid, block, false, raw) };
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_kernel(op, module, kernel, grid, block, args, false) }
     }
 
     /// Loads the kernel library at `path` (a shared library exporting a kernel crate's

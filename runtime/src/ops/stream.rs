@@ -9,6 +9,7 @@
 //! | `quiet_on_stream` | the `stream_quiet` helper kernel (`fence.sc.sys`) | `quiet` |
 //! | `barrier_all_on_stream` | the `stream_barrier_all` helper kernel (device `barrier_all`) | `barrier_all` |
 //! | `Team::*_on_stream` (barrier, sync, broadcast, fcollect, alltoall, reduce, reducescatter) | a `stream_team_*` helper kernel: one block running the `_block` device collective | the host collective |
+//! | `launch_on_stream`, `launch_by_name_on_stream` | the user's kernel, `cuLaunchKernel` on the stream | `launch`, `launch_by_name` |
 //!
 //! On a CPU PE a [`Stream`] is the calling thread: each call runs at once, in order, so
 //! one program runs on both kinds of PE.
@@ -506,6 +507,6 @@ impl Runtime {
         let module = self.helper_module(op)?;
         // SAFETY: the helper kernels only touch the symmetric addresses they are given,
         // which the callers derive from checked references.
-        unsafe { self.launch_on_stream(op, &module, kernel, args, threads, cu) }
+        unsafe { self.launch_helper_on_stream(op, &module, kernel, args, threads, cu) }
     }
 }

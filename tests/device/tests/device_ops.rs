@@ -72,7 +72,8 @@ scenarios! {
     atomics;
     /// Data, then fence / quiet / quiet_block, then a flag, for hundreds of rounds.
     fence_quiet;
-    /// barrier_all, sync_all and their _block forms, hundreds of times, across launches.
+    /// barrier_all, sync_all and their _warp and _block forms, hundreds of times, across
+    /// launches.
     barriers;
     /// Thread geometry in 1-D, 2-D and 3-D launches with partial warps, and cooperative.
     geometry;
@@ -84,6 +85,50 @@ scenarios! {
     cooperative;
     /// The device-side put_signal_nbi_block pipeline: 48 chunks of 256 KiB, Set and Add.
     pipeline;
+    /// bf16, f16, FP8 E4M3 and E5M2 converted in kernels (specials included) and put at
+    /// every scope: the bits equal the host's conversions.
+    narrow_floats;
+    /// f32 and f64 atomic swap, set and fetch from 48 threads per PE, and from the host.
+    float_atomics;
+    /// iput/iget at every scope with four stride pairs, around barrier_all(_warp/_block).
+    strided;
+}
+
+/// `launch_on_stream`: a typed launch on a stream, checked after synchronize, and a block
+/// over CUDA's limit refused by the call on every PE.
+#[test]
+fn launch_on_stream() {
+    let job = ok(2, "launch_on_stream");
+    expected_errors(&job, 2, 1, &["launch_on_stream"]);
+}
+
+/// The new element types' operations with every PE's neighbour on the other node (2
+/// simulated nodes of 1 PE), so they go through the proxy channel, and on 2 nodes of 2 PEs
+/// (half the neighbours remote).
+mod element_types_remote {
+    use super::common::run_with_env;
+
+    const TWO_NODES: [(&str, &str); 1] = [("SYMMEM_SIMULATE_NODES", "2")];
+
+    #[test]
+    fn strided_on_2_nodes_of_1_pe() {
+        run_with_env(2, "strided", &TWO_NODES).assert_ok(2, "strided");
+    }
+
+    #[test]
+    fn strided_on_2_nodes_of_2_pes() {
+        run_with_env(4, "strided", &TWO_NODES).assert_ok(4, "strided");
+    }
+
+    #[test]
+    fn float_atomics_on_2_nodes_of_1_pe() {
+        run_with_env(2, "float_atomics", &TWO_NODES).assert_ok(2, "float_atomics");
+    }
+
+    #[test]
+    fn narrow_floats_on_2_nodes_of_1_pe() {
+        run_with_env(2, "narrow_floats", &TWO_NODES).assert_ok(2, "narrow_floats");
+    }
 }
 
 /// Device collectives on a team (barrier/sync, broadcast, fcollect, collect, alltoall,

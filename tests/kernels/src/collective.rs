@@ -36,7 +36,7 @@ pub const fn reduce_input(index: u32, salt: u32, i: usize) -> i64 {
 
 /// Whether this thread calls the collectives at `scope`.
 #[inline(always)]
-fn calls(scope: u32) -> bool {
+pub(crate) fn calls(scope: u32) -> bool {
     match scope {
         0 => thread_rank() == 0,
         1 => warp_id() == 1,
@@ -46,7 +46,7 @@ fn calls(scope: u32) -> bool {
 
 /// Whether this thread is the first of those that call at `scope`.
 #[inline(always)]
-fn leads(scope: u32) -> bool {
+pub(crate) fn leads(scope: u32) -> bool {
     match scope {
         1 => thread_rank() == 32,
         _ => thread_rank() == 0,
@@ -55,7 +55,7 @@ fn leads(scope: u32) -> bool {
 
 /// The barrier of the threads that call at `scope` (called only by them).
 #[inline(always)]
-fn scope_sync(scope: u32) {
+pub(crate) fn scope_sync(scope: u32) {
     match scope {
         0 => {}
         1 => sync_warp(),
@@ -266,6 +266,16 @@ kernel! {
 
     /// [`coll_reduce_f32`] on f64.
     pub fn coll_reduce_f64(team: DeviceTeam, dest: *mut f64, src: *const f64, nelems: usize, scope: u32, mode: u32) {
+        reduce_float(&team, dest, src, nelems, scope, mode);
+    }
+
+    /// [`coll_reduce_f32`] on bf16 (rounded at every step).
+    pub fn coll_reduce_bf16(team: DeviceTeam, dest: *mut bf16, src: *const bf16, nelems: usize, scope: u32, mode: u32) {
+        reduce_float(&team, dest, src, nelems, scope, mode);
+    }
+
+    /// [`coll_reduce_f32`] on f16 (rounded at every step).
+    pub fn coll_reduce_f16(team: DeviceTeam, dest: *mut f16, src: *const f16, nelems: usize, scope: u32, mode: u32) {
         reduce_float(&team, dest, src, nelems, scope, mode);
     }
 }

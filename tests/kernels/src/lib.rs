@@ -19,6 +19,7 @@ pub static PTX: symmem_device::EmbeddedPtx = symmem_device::embedded_ptx!();
 pub mod amo;
 pub mod block;
 pub mod collective;
+pub mod element_types;
 pub mod failure;
 pub mod pipeline;
 pub mod print;
@@ -74,6 +75,15 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     collective::coll_reduce_u64::KERNEL.info(),
     collective::coll_reduce_f32::KERNEL.info(),
     collective::coll_reduce_f64::KERNEL.info(),
+    collective::coll_reduce_bf16::KERNEL.info(),
+    collective::coll_reduce_f16::KERNEL.info(),
+    element_types::put_bf16::KERNEL.info(),
+    element_types::put_f16::KERNEL.info(),
+    element_types::put_e4m3::KERNEL.info(),
+    element_types::put_e5m2::KERNEL.info(),
+    element_types::amo_f32::KERNEL.info(),
+    element_types::amo_f64::KERNEL.info(),
+    element_types::strided::KERNEL.info(),
     failure::panic_one::KERNEL.info(),
     failure::remote_op::KERNEL.info(),
     failure::wait_forever::KERNEL.info(),
@@ -110,6 +120,7 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     sync::quiet_block_flag::KERNEL.info(),
     sync::barrier_rounds::KERNEL.info(),
     sync::barrier_rounds_block::KERNEL.info(),
+    sync::barrier_rounds_warp::KERNEL.info(),
     sync::flag_without_fence::KERNEL.info(),
     sync::get_nbi_read_early::KERNEL.info(),
     sync::nbi_source_reused::KERNEL.info(),

@@ -235,4 +235,41 @@ kernel! {
         }
         out.add(t).write(bad);
     }
+
+    /// [`barrier_rounds_block`] by one warp per PE (the block's first warp, which may be
+    /// partial; the other lanes return): lane `t` stores into element `my_pe * W + t` of
+    /// `slots` (sym, `n_pes * W` u64s, `W` the warp's width) on every PE and checks
+    /// elements `s * W + t`; odd values use `barrier_all_warp` then `sync_all_warp`, even
+    /// ones `quiet` (every lane) + `sync_all_warp` then `barrier_all_warp`. `out[t]`
+    /// (sym): stale elements lane `t` saw.
+    pub fn barrier_rounds_warp(slots: *mut u64, base: u64, iters: u32, out: *mut u64) {
+        if warp_id() != 0 {
+            return;
+        }
+        let (me, n, t, lanes) = (my_pe(), n_pes(), lane_id() as usize, warp_width() as usize);
+        let mut bad = 0u64;
+        for k in 1..=iters as u64 {
+            let value = base + k;
+            for pe in 0..n {
+                p(slots.add(me as usize * lanes + t), value, pe);
+            }
+            if value % 2 == 1 {
+                barrier_all_warp();
+            } else {
+                quiet();
+                sync_all_warp();
+            }
+            for s in 0..n as usize {
+                if g(slots.add(s * lanes + t), me) != value {
+                    bad += 1;
+                }
+            }
+            if value % 2 == 1 {
+                sync_all_warp();
+            } else {
+                barrier_all_warp();
+            }
+        }
+        out.add(t).write(bad);
+    }
 }

@@ -1,12 +1,13 @@
 //! Collectives on teams: broadcast (every root), fcollect, collect (different sizes per
-//! PE), alltoall, reduce and reducescatter with every operator on i32/i64/u32/u64/f32/f64,
+//! PE), alltoall, reduce and reducescatter with every operator on i32/i64/u32/u64/f32/f64/bf16/f16,
 //! on TEAM_WORLD, TEAM_NODE, strided and 2D teams, with sizes that cross the reductions'
 //! scratch chunks; the argument errors (the same on every PE, and the team works after
 //! them) and a collective that one PE never calls.
 //!
 //! Results are checked exactly against models computed here with std's arithmetic:
 //! integers get full-range inputs (so sums and products wrap), floats small integers, whose
-//! sums and products are exact in any order.
+//! sums and products are exact in any order (bf16 and f16 too, whose per-step rounding
+//! `Reducible` documents and the device crate's unit tests check).
 
 use std::fmt::Debug;
 
@@ -94,6 +95,30 @@ macro_rules! ct_float {
 }
 ct_float!(f32, f64);
 
+macro_rules! ct_narrow {
+    ($($t:ident),*) => {$(
+        impl CT for symmem::$t {
+            const NAME: &'static str = stringify!($t);
+            fn input(h: u64) -> Self {
+                // As for f32: sums and products of -3..=4 on at most 4 PEs are exact in
+                // 8 significand bits, so every rounding step is exact.
+                Self::from_f32((h % 8) as f32 - 3.0)
+            }
+            fn of(v: u64) -> Self {
+                // A distinct positive finite value per `v` below 0x7000 (the bits).
+                Self::from_bits((v % 0x7000) as u16 + 1)
+            }
+            fn m_add(self, o: Self) -> Self {
+                Self::from_f32(self.to_f32() + o.to_f32())
+            }
+            fn m_mul(self, o: Self) -> Self {
+                Self::from_f32(self.to_f32() * o.to_f32())
+            }
+        }
+    )*};
+}
+ct_narrow!(bf16, f16);
+
 /// Every collective on every team: `collectives ok` on every PE.
 pub fn collectives(rt: &Runtime) -> Outcome {
     finish(rt, "collectives", collectives_inner(rt))
@@ -135,6 +160,8 @@ fn all_types(rt: &Runtime, team: &Team<'_>, tag: u64) -> Outcome {
     typed::<u64>(rt, team, tag)?;
     typed::<f32>(rt, team, tag)?;
     typed::<f64>(rt, team, tag)?;
+    typed::<symmem::bf16>(rt, team, tag)?;
+    typed::<symmem::f16>(rt, team, tag)?;
     bitwise::<i32>(rt, team, tag)?;
     bitwise::<i64>(rt, team, tag)?;
     bitwise::<u32>(rt, team, tag)?;

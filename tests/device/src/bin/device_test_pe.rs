@@ -26,6 +26,8 @@ mod amo;
 mod block;
 #[path = "device_test_pe/collective.rs"]
 mod collective;
+#[path = "device_test_pe/element_types.rs"]
+mod element_types;
 #[path = "device_test_pe/failure.rs"]
 mod failure;
 #[path = "device_test_pe/pipeline.rs"]
@@ -36,6 +38,8 @@ mod ring;
 mod rma;
 #[path = "device_test_pe/signal.rs"]
 mod signal;
+#[path = "device_test_pe/stream_launch.rs"]
+mod stream_launch;
 #[path = "device_test_pe/sync.rs"]
 mod sync;
 #[path = "device_test_pe/threads.rs"]
@@ -84,6 +88,12 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("wait_many", signal::wait_many, GPU),
     ("wait_test", signal::wait_test, GPU),
     ("atomics", amo::atomics, GPU),
+    ("narrow_floats", element_types::narrow_floats, GPU),
+    // Host atomics on the heap check the device ones (host AMOs on a GPU heap launch the
+    // helper kernel, which a running kernel's stream would not wait for): CPU PEs.
+    ("float_atomics", element_types::float_atomics, CPU_ONLY),
+    ("strided", element_types::strided, GPU),
+    ("launch_on_stream", stream_launch::launch_on_stream, GPU),
     // The unsigned half of `atomics`, for the 2-node suite (each retry crosses the proxy).
     ("atomics_unsigned", amo::atomics_unsigned, CPU_ONLY),
     ("fence_quiet", sync::fence_quiet, GPU),

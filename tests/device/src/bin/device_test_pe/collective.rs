@@ -1,5 +1,6 @@
 //! Device collectives on a team (`team_barrier`/`team_sync`, `broadcast`, `fcollect`,
-//! `collect`, `alltoall`, `reduce` and `reducescatter` with every operator on every type,
+//! `collect`, `alltoall`, `reduce` and `reducescatter` with every operator on every type
+//! (bf16 and f16 too, whose per-step roundings the models repeat in team order),
 //! in place and not) at thread, warp and block scope, on TEAM_WORLD and on the columns of
 //! a 2-D split (strided teams starting at PE 0 and at PE 1), checked exactly; host and
 //! device barriers alternate on each team.
@@ -59,6 +60,18 @@ macro_rules! elem {
 elem!(int: i32, i64, u32, u64);
 elem!(float: f32, f64);
 
+macro_rules! elem_narrow {
+    ($($t:ident),*) => {$(
+        impl Elem for symmem::$t {
+            const BITWISE: &'static [(&'static str, Apply<Self>)] = &[];
+            fn from_i64(v: i64) -> Self {
+                Self::from_f32(v as f32)
+            }
+        }
+    )*};
+}
+elem_narrow!(bf16, f16);
+
 /// The buffers of one run, allocated on every PE (sized for TEAM_WORLD).
 struct Bufs {
     slots: SymBuf<u64>,
@@ -87,6 +100,8 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
         ReduceBufs::<u64>::new(rt)?,
         ReduceBufs::<f32>::new(rt)?,
         ReduceBufs::<f64>::new(rt)?,
+        ReduceBufs::<symmem::bf16>::new(rt)?,
+        ReduceBufs::<symmem::f16>::new(rt)?,
     );
     for (t, team) in [&world, &column].into_iter().enumerate() {
         for scope in SCOPES {
@@ -111,7 +126,7 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
                 &[0, k::SCATTER]
             };
             for &mode in modes {
-                let (a, b, c, d, e, f) = &reduce_bufs;
+                let (a, b, c, d, e, f, g, h) = &reduce_bufs;
                 run.reduce(a, k::coll_reduce_i32::KERNEL, mode)
                     .map_err(what)?;
                 run.reduce(b, k::coll_reduce_i64::KERNEL, mode)
@@ -123,6 +138,10 @@ pub fn team_collectives(rt: &Runtime) -> Outcome {
                 run.reduce(e, k::coll_reduce_f32::KERNEL, mode)
                     .map_err(what)?;
                 run.reduce(f, k::coll_reduce_f64::KERNEL, mode)
+                    .map_err(what)?;
+                run.reduce(g, k::coll_reduce_bf16::KERNEL, mode)
+                    .map_err(what)?;
+                run.reduce(h, k::coll_reduce_f16::KERNEL, mode)
                     .map_err(what)?;
             }
             // A host reduction right after the device ones, through the same scratch.

@@ -1,4 +1,5 @@
-//! `fence`, `quiet`, `quiet_block` and the device barriers, repeated many times.
+//! `fence`, `quiet`, `quiet_block` and the device barriers (thread, warp and block forms),
+//! repeated many times.
 
 use symmem::Runtime;
 use symmem_test_kernels::sync as k;
@@ -181,7 +182,54 @@ pub fn barriers(rt: &Runtime) -> Outcome {
     rt.free(slots).map_err(e2s)?;
     rt.free(bad).map_err(e2s)?;
     rt.free(block_slots).map_err(e2s)?;
-    rt.free(block_bad).map_err(e2s)
+    rt.free(block_bad).map_err(e2s)?;
+    barriers_warp(rt, &m)
+}
+
+/// `barrier_rounds_warp` in a 48-thread block (its first warp, full) and a 20-thread
+/// block (a partial warp), twice each, as the thread and block forms above.
+fn barriers_warp(rt: &Runtime, m: &symmem::Module) -> Outcome {
+    let n = rt.n_pes();
+    for (block, lanes) in [(48u32, 32usize), (20, 20)] {
+        let slots = rt.calloc::<u64>(n * lanes).map_err(e2s)?;
+        let bad = rt.calloc::<u64>(lanes).map_err(e2s)?;
+        let (s, b) = (sym(rt, &slots)?, sym(rt, &bad)?);
+        let iters = 100;
+        for launch in 0..2u64 {
+            rt.put(bad.at(0), &vec![u64::MAX; lanes], rt.my_pe())
+                .map_err(e2s)?;
+            let base = launch * iters as u64;
+            // SAFETY: `s` and `b` are symmetric addresses of `n * lanes` u64s and one u64
+            // per lane, each written by its lane.
+            unsafe {
+                rt.launch(
+                    m,
+                    k::barrier_rounds_warp::KERNEL,
+                    1,
+                    block,
+                    (s, base, iters, b),
+                )
+            }
+            .map_err(e2s)?;
+            check_eq(
+                &format!(
+                    "barrier_rounds_warp ({block} threads) launch {launch}: stale values per lane"
+                ),
+                &read_all(rt, &bad)?,
+                &vec![0; lanes],
+            )?;
+            rt.barrier_all().map_err(e2s)?;
+            check_eq(
+                "slots after barrier_rounds_warp",
+                &read_all(rt, &slots)?,
+                &vec![base + iters as u64; n * lanes],
+            )?;
+            rt.barrier_all().map_err(e2s)?;
+        }
+        rt.free(slots).map_err(e2s)?;
+        rt.free(bad).map_err(e2s)?;
+    }
+    Ok(())
 }
 
 /// Deliberately wrong programs for the weak-ordering tests (tests/device/tests/
