@@ -287,10 +287,21 @@ impl Runtime {
             // SAFETY: `ptrs` point into `args`, which lives until the launch call returns
             // (the driver copies parameters at launch); the rest is forwarded from the
             // caller.
-            return unsafe { m.launch(op, &info, &mut ptrs, grid, block, false, raw) };
+            // No dynamic shared memory: a kernel that needs some is launched with
+            // `launch_with`.
+            return unsafe { m.launch(op, &info, &mut ptrs, grid, block, 0, false, raw) };
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.launch_kernel(op, module, kernel, grid, block, args, false) }
+        unsafe {
+            self.launch_kernel(
+                op,
+                module,
+                kernel,
+                LaunchConfig::new(grid, block),
+                args,
+                false,
+            )
+        }
     }
 
     /// Loads the kernel library at `path` (a shared library exporting a kernel crate's
