@@ -348,12 +348,12 @@ pub const EMBED_ARCH: &str = "sm_80";
 /// writes the files [`symmem_device::embedded_ptx!`] reads into `OUT_DIR`. Call it as the
 /// whole `main` of a kernel crate's `build.rs`.
 ///
-/// When the PTX cannot be built (no `rust-src`, no `llvm-bitcode-linker`, …) and the
-/// program being built can run kernels on GPU PEs (symmem's `cuda` feature, on by default,
-/// which turns on `symmem-device/cuda`), or `SYMMEM_REQUIRE_PTX=1` is set, the build fails
-/// with an error naming the missing rustup components and the `rustup component add`
-/// command that installs them. Otherwise (a build for CPU PEs only) the crate still
-/// builds; the reason is embedded instead and `Runtime::load_module` reports it on a GPU
+/// Where the program being built can run kernels on GPU PEs (symmem's `cuda` feature, on
+/// by default, which turns on `symmem-device/cuda`), or `SYMMEM_REQUIRE_PTX=1` is set,
+/// the rustup components the nvptx build needs are installed first when missing (a cargo
+/// warning says so), and a PTX build that still fails fails the crate's build with an
+/// error naming the missing components and the `rustup component add` command. Otherwise
+/// (a build for CPU PEs only) the crate still builds; the reason is embedded instead and `Runtime::load_module` reports it on a GPU
 /// PE. Set `SYMMEM_SKIP_PTX=1` to skip the nested build on purpose (CPU PEs only; the
 /// reason then says so); docs.rs builds (`DOCS_RS` set) skip it too.
 ///
@@ -389,6 +389,9 @@ pub fn embed_from_build_script() {
                 "cargo:rerun-if-changed={}",
                 Path::new(&device_src).display()
             );
+        }
+        if ptx_required().is_some() {
+            install_missing_components(&out);
         }
         PtxBuilder::new(&crate_dir, &package)
             .arch(EMBED_ARCH)
@@ -542,6 +545,37 @@ fn ptx_required() -> Option<Required> {
         Some(Required::ByCudaFeature)
     } else {
         None
+    }
+}
+
+/// Where the PTX is required (see [`embed_from_build_script`]), installs the rustup
+/// components of [`COMPONENTS`] that the toolchain lacks, so that a first build on a fresh
+/// machine (rustup's default profile has none of them) just works; says so in a cargo
+/// warning. One build script at a time (a lock file beside the shared PTX build), since
+/// kernel crates build in parallel. When rustup cannot list or install them, nothing
+/// happens here: the PTX build then fails and its error names what is missing.
+fn install_missing_components(out: &Path) {
+    let dir = shared_ptx_dir(out);
+    let lock = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::File::create(dir.join("rustup-components.lock")));
+    // Held until the end of this function; without a lock file, install unlocked.
+    let _held = lock.and_then(|f| f.lock().map(|()| f));
+    let Ok(missing) = missing_components() else {
+        return;
+    };
+    if missing.is_empty() {
+        return;
+    }
+    match ensure_components() {
+        Ok(()) => println!(
+            "cargo:warning=installed the rustup components {} (symmem-ptx-build needs them to build kernels to PTX for GPU PEs; SYMMEM_SKIP_PTX=1 skips that)",
+            missing.join(", ")
+        ),
+        Err(e) => println!(
+            "cargo:warning=could not install the rustup components {}: {}",
+            missing.join(", "),
+            e.to_string().lines().next().unwrap_or("")
+        ),
     }
 }
 
