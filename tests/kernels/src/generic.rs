@@ -130,3 +130,60 @@ kernel! {
         }
     }
 }
+
+kernel! {
+    /// `S::put_nbi` instantiated at each group scope: the PTX test checks that each
+    /// instance's entry is the same code as the explicit form's (`explicit_put_nbi_*`).
+    pub fn scope_put_nbi[type S](dst: *mut u64, src: *const u64, n: usize, pe: u32) where [S: Scope] {
+        S::put_nbi(dst, src, n, pe);
+    }
+    instances {
+        scope_put_nbi_warp = [Warp],
+        scope_put_nbi_block = [Block],
+    }
+
+    /// `put_nbi_warp`, for [`scope_put_nbi`]'s comparison.
+    pub fn explicit_put_nbi_warp(dst: *mut u64, src: *const u64, n: usize, pe: u32) {
+        put_nbi_warp(dst, src, n, pe);
+    }
+
+    /// `put_nbi_block`, for [`scope_put_nbi`]'s comparison.
+    pub fn explicit_put_nbi_block(dst: *mut u64, src: *const u64, n: usize, pe: u32) {
+        put_nbi_block(dst, src, n, pe);
+    }
+
+    /// `dst.p(i, i, pe)` for every `i < n` (checked): with [`slice_p_loop_unchecked`],
+    /// what the bounds check costs in a loop of single-element puts (the PTX test counts
+    /// their instructions).
+    pub safe fn slice_p_loop(dst: SymSlice<u64>, n: usize, pe: u32) {
+        for i in 0..n {
+            dst.p(i, i as u64, pe);
+        }
+    }
+
+    /// [`slice_p_loop`] with `p_unchecked`, after one check of the whole range.
+    pub safe fn slice_p_loop_unchecked(dst: SymSlice<u64>, n: usize, pe: u32) {
+        let dst = dst.sub(0, n);
+        for i in 0..n {
+            // SAFETY: `i < n == dst.len()`.
+            unsafe { dst.p_unchecked(i, i as u64, pe) };
+        }
+    }
+
+    /// `n` checked puts of `len` elements, one after another in `dst`: the block-put
+    /// counterpart of [`slice_p_loop`].
+    pub safe fn slice_put_loop(dst: SymSlice<u64>, src: SymSlice<u64>, n: usize, pe: u32) {
+        for i in 0..n {
+            dst.put::<Block>(i * src.len(), src, pe);
+        }
+    }
+
+    /// [`slice_put_loop`] with `put_unchecked`.
+    pub safe fn slice_put_loop_unchecked(dst: SymSlice<u64>, src: SymSlice<u64>, n: usize, pe: u32) {
+        let dst = dst.sub(0, n * src.len());
+        for i in 0..n {
+            // SAFETY: `(i + 1) * src.len() <= dst.len()`.
+            unsafe { dst.put_unchecked::<Block>(i * src.len(), src, pe) };
+        }
+    }
+}
