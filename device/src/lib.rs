@@ -20,6 +20,8 @@
 //! (the host gets one with `Runtime::ptr(&buf, my_pe)`). An operation on PE `pe` translates
 //! it to `pe`'s copy. Device operations are `unsafe`: the hardware cannot check bounds, so
 //! the caller guarantees that every address and length lies inside a symmetric allocation.
+//! A [`SymSlice`] (from the host's `Runtime::sym_slice`) carries its length, so its
+//! operations check bounds and are safe.
 //!
 //! # Scopes
 //! Thread-scope operations are called by any single thread. `_warp` operations must be
@@ -44,6 +46,13 @@
 //! warp really exchange their values on the CPU executor. [`block_fetch_add`] and its
 //! family are block-scope atomics; [`scan_exclusive_block`], [`scan_inclusive_block`] and
 //! [`histogram_block`] are block-wide helpers built on them.
+//!
+//! # Generic kernels, scopes and typed slices
+//! [`kernel!`] takes type and const parameters and a list of instances, each its own
+//! entry point. [`Thread`], [`Warp`] and [`Block`] implement [`Scope`], whose functions
+//! are the group operations of that scope (`S::put_nbi` is [`put_nbi_warp`] for
+//! [`Warp`]), so one kernel body serves every scope. [`SymSlice`] is a typed symmetric
+//! range passed as a kernel argument; its operations check every range against it.
 //!
 //! # Kernels
 //! Declare kernels with [`kernel!`]: on nvptx64 it produces an `extern "ptx-kernel"` entry
@@ -322,6 +331,33 @@ impl Cmp {
 /// Off nvptx64, each kernel also gets a module of the same name holding
 /// `KERNEL: Kernel<(args…)>`, its launch descriptor: `rt.launch(&module, ring_put::KERNEL,
 /// grid, block, (dst, src, n, sig))` runs it on a GPU PE or on the CPU executor.
+///
+/// `safe fn` instead of `fn` makes the body safe code: raw-pointer operations then need
+/// an `unsafe` block of their own ([`SymSlice`] arguments need none).
+///
+/// # Generic kernels
+/// Type and const parameters go in brackets (`macro_rules!` cannot match `<…>`), types
+/// first, bounds in a bracketed `where`; the instances follow the body, each the name of
+/// its entry point and its arguments in the parameters' order:
+///
+/// ```ignore
+/// symmem_device::kernel! {
+///     pub safe fn scale[type T, type S, const N: usize](dst: SymSlice<T>, src: SymSlice<T>)
+///         where [T: Copy, S: Scope]
+///     {
+///         dst.put::<S>(0, src.sub(0, N), symmem_device::my_pe());
+///     }
+///     instances {
+///         scale_f32_warp_4 = [f32, Warp, 4],
+///         scale_u64_block_1 = [u64, Block, 1],
+///     }
+/// }
+/// ```
+/// Each instance is a PTX entry of its own name and, off nvptx64, a module of that name
+/// with its `KERNEL` descriptor (`scale_f32_warp_4::KERNEL`); the generic function
+/// (`scale`) is an ordinary `unsafe fn` other kernels may call. Instances of a kernel
+/// with `max_threads(N)` share the bound. Instance descriptors record no parameter type
+/// names (they would be the generic ones).
 #[macro_export]
 macro_rules! kernel {
     // One kernel with no generic parameters: an entry point of its own name.

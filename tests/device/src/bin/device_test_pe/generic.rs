@@ -3,12 +3,33 @@
 //! element checked, and out-of-bounds ranges refused naming the operation, PE and range
 //! (see `symmem_test_kernels::generic`).
 
-use symmem::device::{Kernel, SymSlice};
+use symmem::device::{DeviceTeam, Kernel, SymSlice};
 use symmem::{Pod, Runtime, SymBuf};
 use symmem_test_kernels::generic::{self as k, THREADS};
 use symmem_test_kernels::{pattern, PTX};
 
 use super::{check_eq, e2s, ensure, expect_kernel_failed, read_all, sym_from, Outcome};
+
+/// `slice_rma`'s arguments: dst, src, got, echo, sig.
+type RmaArgs<T> = (
+    SymSlice<T>,
+    SymSlice<T>,
+    SymSlice<T>,
+    SymSlice<T>,
+    SymSlice<u64>,
+);
+
+/// `slice_elems`'s arguments: a, out, got, count.
+type ElemsArgs<T> = (SymSlice<T>, SymSlice<T>, SymSlice<T>, SymSlice<u64>);
+
+/// `scope_collectives`' arguments: team, mine, local, all, bcast.
+type CollectiveArgs = (
+    DeviceTeam,
+    SymSlice<u64>,
+    SymSlice<u64>,
+    SymSlice<u64>,
+    SymSlice<u64>,
+);
 
 /// Elements each PE moves in `slice_rma`: divisible by every instance's chunk count, and
 /// not a multiple of the 16-byte vector width for u8.
@@ -45,13 +66,7 @@ fn value<T>(pe: usize, i: usize, conv: fn(u64) -> T) -> T {
 /// left neighbour's source; each signal word counts one put.
 fn slice_rma<T: Pod + PartialEq + std::fmt::Debug>(
     rt: &Runtime,
-    kernel: Kernel<(
-        SymSlice<T>,
-        SymSlice<T>,
-        SymSlice<T>,
-        SymSlice<T>,
-        SymSlice<u64>,
-    )>,
+    kernel: Kernel<RmaArgs<T>>,
     chunks: usize,
     elem: fn(usize) -> T,
 ) -> Outcome {
@@ -111,7 +126,7 @@ fn slice_rma<T: Pod + PartialEq + std::fmt::Debug>(
 fn slice_elems<T: Pod + PartialEq + std::fmt::Debug + std::ops::Mul<Output = T>>(
     rt: &Runtime,
     what: &str,
-    kernel: Kernel<(SymSlice<T>, SymSlice<T>, SymSlice<T>, SymSlice<u64>)>,
+    kernel: Kernel<ElemsArgs<T>>,
     times: T,
     elem: fn(usize) -> T,
 ) -> Outcome {
@@ -159,17 +174,7 @@ fn slice_elems<T: Pod + PartialEq + std::fmt::Debug + std::ops::Mul<Output = T>>
 
 /// `scope_collectives` at one scope over TEAM_WORLD: `local` = this PE's `mine`, `all` =
 /// every PE's `mine` in order, `bcast` = PE 0's.
-fn scope_collectives(
-    rt: &Runtime,
-    scope: &str,
-    kernel: Kernel<(
-        symmem::device::DeviceTeam,
-        SymSlice<u64>,
-        SymSlice<u64>,
-        SymSlice<u64>,
-        SymSlice<u64>,
-    )>,
-) -> Outcome {
+fn scope_collectives(rt: &Runtime, scope: &str, kernel: Kernel<CollectiveArgs>) -> Outcome {
     const NE: usize = 37;
     let m = rt.load_module(&PTX).map_err(e2s)?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
