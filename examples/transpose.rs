@@ -101,14 +101,6 @@ fn init(r: usize, c: usize) -> f64 {
     ((r + 3 * c) % 17) as f64
 }
 
-/// The address of this PE's own copy of `buf`, for kernel arguments.
-fn own<T>(rt: &Runtime, buf: &SymBuf<T>) -> symmem::Result<*mut T> {
-    Ok(rt
-        .ptr(buf, rt.my_pe())?
-        .expect("a PE's own heap is always mapped")
-        .as_ptr())
-}
-
 /// One row of the table: variant `v` on an `n` x `n` matrix, its best time and check.
 fn print_row(v: Variant, fused_ok: bool, n: usize, best: Duration, bad: u64) {
     let name = match v {
@@ -256,18 +248,16 @@ impl Setup<'_> {
     /// One transpose with variant `v`.
     fn once(&self, v: Variant, fused_ok: bool) -> symmem::Result<()> {
         let rt = self.rt;
-        let (a, out) = (own(rt, &self.a)?.cast_const(), own(rt, &self.out)?);
+        let (a, out) = (rt.sym_slice(&self.a)?, rt.sym_slice(&self.out)?);
         let nb = self.nb;
-        // The launches' arguments: `a`, `recv`, `staging` and `out` are this PE's
-        // symmetric addresses of live allocations of n·nb, n·nb, nb² and n·nb f64s, the
-        // sizes the kernels index for this `nb` and PE count.
+        // The launches' arguments are typed slices of live symmetric allocations; the
+        // kernels check every range they use against them.
         match v {
             Variant::Alltoall => {
                 rt.team_world().alltoall(&self.recv, &self.a, nb * nb)?;
-                let recv = own(rt, &self.recv)?.cast_const();
+                let recv = rt.sym_slice(&self.recv)?;
                 let blocks = rt.n_pes();
-                // SAFETY: `recv` holds the n_pes blocks of nb² f64s the kernel reads and
-                // `out` the n·nb it updates.
+                // SAFETY: the slices are of live allocations.
                 unsafe {
                     rt.launch(
                         self.module,
@@ -278,8 +268,8 @@ impl Setup<'_> {
                     )
                 }
             }
-            // SAFETY: `a` is symmetric (n·nb f64s on every PE, each reachable through
-            // `ptr`, as `fused_ok` says) and `out` holds n·nb.
+            // SAFETY: the slices are of live allocations; every PE's copy of `a` is
+            // reachable through `ptr`, as `fused_ok` says.
             Variant::Fused if fused_ok => unsafe {
                 rt.launch(
                     self.module,
@@ -290,9 +280,8 @@ impl Setup<'_> {
                 )
             },
             Variant::Get | Variant::Fused => {
-                let staging = own(rt, &self.staging)?;
-                // SAFETY: `a` is symmetric (n·nb f64s), `staging` holds nb² and `out`
-                // n·nb; `grid <= nb` keeps every block's rows of `staging` in range.
+                let staging = rt.sym_slice(&self.staging)?;
+                // SAFETY: the slices are of live allocations.
                 unsafe {
                     rt.launch(
                         self.module,

@@ -205,6 +205,51 @@ impl Runtime {
             .and_then(|b| std::ptr::NonNull::new((b as usize + buf.offset) as *mut T)))
     }
 
+    /// This PE's copy of `buf` as a [`SymSlice`](symmem_device::SymSlice): the typed
+    /// kernel argument whose device operations check every range against it.
+    ///
+    /// ```ignore
+    /// let (dst, src) = (rt.sym_slice(&dst)?, rt.sym_slice(&src)?);
+    /// unsafe { rt.launch(&m, my_kernels::scatter::KERNEL, 1, 128, (dst, src))? };
+    /// ```
+    pub fn sym_slice<T>(&self, buf: &SymBuf<T>) -> Result<symmem_device::SymSlice<T>> {
+        self.sym_slice_range(buf, ..)
+    }
+
+    /// Elements `range` of this PE's copy of `buf` as a
+    /// [`SymSlice`](symmem_device::SymSlice); a range outside `buf` is refused, naming it.
+    pub fn sym_slice_range<T>(
+        &self,
+        buf: &SymBuf<T>,
+        range: impl std::ops::RangeBounds<usize>,
+    ) -> Result<symmem_device::SymSlice<T>> {
+        use std::ops::Bound;
+        let op = "sym_slice";
+        self.check_buf(op, buf)?;
+        let me = self.my_pe();
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => buf.len,
+        };
+        if start > end || end > buf.len {
+            return Err(self.out_of_bounds(op, buf, me, start, end.saturating_sub(start)));
+        }
+        let base = self.heap.base(me).ok_or_else(|| Error::InvalidArgument {
+            op,
+            reason: "this PE's heap is not mapped".into(),
+        })?;
+        let ptr = (base as usize + buf.offset) as *mut T;
+        // SAFETY: `ptr..ptr + buf.len` is `buf` in this PE's heap (a symmetric address
+        // range, alive until `buf` is freed) and `start <= end <= buf.len`.
+        Ok(unsafe { symmem_device::SymSlice::from_raw_parts(ptr.add(start), end - start) })
+    }
+
     /// Fails unless `pe` names a PE of the job.
     ///
     /// The check_* helpers run on every one-sided operation. The comparisons are inlined;

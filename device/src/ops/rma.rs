@@ -122,7 +122,13 @@ const UNROLL: usize = 4;
 /// times (a 2 MiB block put moved 4 GB/s that way, against memcpy's 47).
 #[cfg(not(target_arch = "nvptx64"))]
 #[inline(always)]
-unsafe fn copy_split<T: Copy>(dst: *mut T, src: *const T, n: usize, first: usize, stride: usize) {
+pub(crate) unsafe fn copy_split<T: Copy>(
+    dst: *mut T,
+    src: *const T,
+    n: usize,
+    first: usize,
+    stride: usize,
+) {
     let share = n.div_ceil(stride.max(1));
     let start = first.saturating_mul(share).min(n);
     let end = start.saturating_add(share).min(n);
@@ -144,7 +150,13 @@ unsafe fn copy_split<T: Copy>(dst: *mut T, src: *const T, n: usize, first: usize
 /// 16-byte vector accesses and only the head and tail element by element.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn copy_split<T: Copy>(dst: *mut T, src: *const T, n: usize, first: usize, stride: usize) {
+pub(crate) unsafe fn copy_split<T: Copy>(
+    dst: *mut T,
+    src: *const T,
+    n: usize,
+    first: usize,
+    stride: usize,
+) {
     let size = core::mem::size_of::<T>();
     let (d, s) = (dst as usize % VEC, src as usize % VEC);
     if size == 0

@@ -119,6 +119,16 @@ pub fn quiet_block() {
     sync_threads();
 }
 
+/// [`quiet`] by a whole warp (`nvshmemx_quiet_warp`): as [`quiet_block`], lane 0 quiets
+/// for the warp between warp barriers.
+pub fn quiet_warp() {
+    sync_warp();
+    if lane_id() == 0 {
+        quiet();
+    }
+    sync_warp();
+}
+
 /// [`sync_all`] called by every thread of one block per PE (`nvshmemx_sync_all_block`).
 pub fn sync_all_block() {
     sync_threads();

@@ -12,10 +12,15 @@
 //! (coalesced). Each tile ends with `sync_warp`: on the CPU executor, where a lane runs
 //! until its next switch point, that makes the 32 lanes go over a tile together while
 //! its 16 KiB are in L1, instead of each lane walking the whole matrix alone.
+//!
+//! The kernels take typed symmetric slices ([`SymSlice`]) and are `safe fn`s: the get
+//! and every block they hand to the tile loop are checked against the slices once, and
+//! only the tile loop (indices bounded by `nb` at each step) and the fused kernel's peer
+//! pointer use raw pointers, in `unsafe` blocks that say why they are in range.
 
 use symmem_device::{
-    block_dim, block_rank, get_block, grid_dim, my_pe, n_pes, ptr, sync_threads, sync_warp,
-    thread_rank, WARP_SIZE,
+    block_dim, block_rank, grid_dim, my_pe, n_pes, ptr, sync_threads, sync_warp, thread_rank,
+    Block, SymSlice, WARP_SIZE,
 };
 
 /// Side of the tiles: a warp.
@@ -85,38 +90,43 @@ unsafe fn add_transposed(src: *const f64, out: *mut f64, nb: usize, a0: usize, a
 }
 
 symmem_device::kernel! {
-    /// Local transpose and accumulate after `alltoall`: staged block `j` (at
-    /// `staged + j·nb²`, the `D_j` that PE `j` sent) is transposed and added to block `j`
-    /// of `out`, for `j < blocks`.
-    pub fn transpose_staged(staged: *const f64, out: *mut f64, nb: usize, blocks: usize) {
+    /// Local transpose and accumulate after `alltoall`: staged block `j` (elements
+    /// `j·nb²..` of `staged`, the `D_j` that PE `j` sent) is transposed and added to block
+    /// `j` of `out`, for `j < blocks`.
+    pub safe fn transpose_staged(staged: SymSlice<f64>, out: SymSlice<f64>, nb: usize, blocks: usize) {
         let w = Warp::of_grid();
         let mut j = 0;
         while j < blocks {
-            add_transposed(staged.add(j * nb * nb), out.add(j * nb * nb), nb, 0, nb, w);
+            let (src, dst) = (staged.sub(j * nb * nb, nb * nb), out.sub(j * nb * nb, nb * nb));
+            // SAFETY: both are checked sub-slices of nb² elements.
+            unsafe { add_transposed(src.as_ptr(), dst.as_ptr(), nb, 0, nb, w) };
             j += 1;
         }
     }
 
     /// Get, then transpose, interleaved: for each PE `j` (starting at this PE's right
-    /// neighbour), each block `get_block`s its share of the rows of `D_j` from symmetric
-    /// `a` on `j` into the same rows of symmetric `staging` (`nb²` elements), then adds
-    /// their transpose to `out`. Works to any PE, through the proxy channel when `j` has
-    /// no P2P path.
-    pub fn transpose_get(a: *const f64, staging: *mut f64, out: *mut f64, nb: usize) {
+    /// neighbour), each block gets its share of the rows of `D_j` from `a` on `j` into
+    /// the same rows of `staging` (`nb²` elements) with `get::<Block>`, then adds their
+    /// transpose to `out`. Works to any PE, through the proxy channel when `j` has no
+    /// P2P path.
+    pub safe fn transpose_get(a: SymSlice<f64>, staging: SymSlice<f64>, out: SymSlice<f64>, nb: usize) {
         let (me, n) = (my_pe() as usize, n_pes() as usize);
         let (blocks, block) = (grid_dim().volume() as usize, block_rank() as usize);
         let rows = nb.div_ceil(blocks);
         let (r0, r1) = ((block * rows).min(nb), ((block + 1) * rows).min(nb));
+        let stage = staging.sub(0, nb * nb);
         let mut i = 1;
         while i <= n {
             let j = (me + i) % n;
             // A block left without rows (grid not dividing nb) skips as a whole, so the
-            // barrier inside `get_block` sees all of its threads or none.
+            // barrier inside the block get sees all of its threads or none.
             if r1 > r0 {
-                get_block(staging.add(r0 * nb), a.add((me * nb + r0) * nb), (r1 - r0) * nb, j as u32);
+                a.get::<Block>((me * nb + r0) * nb, stage.sub(r0 * nb, (r1 - r0) * nb), j as u32);
             }
             // This block's rows of D_j, transposed, by the block's warps.
-            add_transposed(staging, out.add(j * nb * nb), nb, r0, r1, Warp::of_block());
+            let dst = out.sub(j * nb * nb, nb * nb);
+            // SAFETY: `stage` and `dst` are checked slices of nb² elements; `r1 <= nb`.
+            unsafe { add_transposed(stage.as_ptr(), dst.as_ptr(), nb, r0, r1, Warp::of_block()) };
             // The next get overwrites these rows of `staging`.
             sync_threads();
             i += 1;
@@ -126,14 +136,21 @@ symmem_device::kernel! {
     /// Fused transpose: loads every PE's `D_j` straight from its memory through
     /// `ptr(a, j)` and adds the transpose to `out`, with no staging copy. Every PE must be
     /// P2P reachable (`ptr` not null); the host checks before launching.
-    pub fn transpose_fused(a: *const f64, out: *mut f64, nb: usize) {
+    pub safe fn transpose_fused(a: SymSlice<f64>, out: SymSlice<f64>, nb: usize) {
         let (me, n) = (my_pe() as usize, n_pes() as usize);
         let w = Warp::of_grid();
+        let block = a.sub(me * nb * nb, nb * nb);
         let mut i = 1;
         while i <= n {
             let j = (me + i) % n;
-            let remote = ptr(a, j as u32).cast_const();
-            add_transposed(remote.add(me * nb * nb), out.add(j * nb * nb), nb, 0, nb, w);
+            let dst = out.sub(j * nb * nb, nb * nb);
+            // SAFETY: `block` is a checked symmetric range of nb² elements, so its copy on
+            // `j` (every PE is P2P reachable, `j < n_pes`) holds nb² as well; `dst` is a
+            // checked slice of nb².
+            unsafe {
+                let remote = ptr(block.as_ptr(), j as u32).cast_const();
+                add_transposed(remote, dst.as_ptr(), nb, 0, nb, w);
+            }
             i += 1;
         }
     }

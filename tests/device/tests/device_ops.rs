@@ -92,6 +92,27 @@ scenarios! {
     float_atomics;
     /// iput/iget at every scope with four stride pairs, around barrier_all(_warp/_block).
     strided;
+    /// Generic kernels (type, scope and const parameters) launched through each
+    /// instance's descriptor; the scope-generic operations at every scope; typed
+    /// symmetric slices' put/get/_nbi/put_signal/p/g/atomics/element access.
+    generic_kernels;
+}
+
+/// Slice operations out of bounds fail the launch naming the operation, scope, PE,
+/// range and the slice's length; `sym_slice_range` past an allocation is refused.
+#[test]
+fn slice_bounds() {
+    let job = ok(2, "slice_bounds");
+    expected_errors(
+        &job,
+        2,
+        3,
+        &[
+            "SymSlice::put (thread)",
+            "SymSlice::put_nbi (warp)",
+            "sym_slice on PE",
+        ],
+    );
 }
 
 /// `launch_on_stream`: a typed launch on a stream, checked after synchronize, and a block

@@ -420,3 +420,113 @@ fn every_embedded_module_assembles_for_sm80_and_sm90_with_the_required_ordering(
         }
     });
 }
+
+/// The body of `.entry name`, with the entry's own name, its local depot, its labels and
+/// call sequences (numbered per function) and the numbers LLVM appends to copies of one
+/// device function (`…4fail9`, `…4fail13`) made neutral, so two entries compiled from the
+/// same code compare equal.
+fn normalized_entry(ptx: &str, name: &str) -> Option<String> {
+    let start = ptx.find(&format!(".visible .entry {name}("))?;
+    let end = start + ptx[start..].find("\n}\n")?;
+    let body = ptx[start..end].replace(name, "ENTRY");
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body.as_str();
+    while let Some(at) = ["__local_depot", "$L__BB", "callseq ", "4fail"]
+        .iter()
+        .filter_map(|p| rest.find(p).map(|i| i + p.len()))
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        rest = rest[at..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push('N');
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// Instructions in the loop blocks of `.entry name` (those LLVM marks `Loop Header` or
+/// `in Loop`): what one iteration executes, at most.
+fn loop_instructions(ptx: &str, name: &str) -> usize {
+    let body = normalized_entry(ptx, name).unwrap_or_default();
+    let mut in_loop = false;
+    let mut count = 0;
+    for line in body.lines().map(str::trim) {
+        if line.starts_with('$') || line.starts_with("// %bb") {
+            in_loop = line.contains("Loop");
+            continue;
+        }
+        let instruction = !line.is_empty()
+            && !line.starts_with(['.', '/', '{', '}', '(', ')'])
+            && !line.starts_with("begin inline")
+            && !line.starts_with("end inline");
+        if in_loop && instruction {
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Every instance of the test kernels' generic kernels is a PTX entry of its own name; a
+/// scope-generic instance (`S::put_nbi` at `Warp`, `Block`) is the same code as the
+/// explicit form (`put_nbi_warp`, `put_nbi_block`). Also prints what the bounds check of
+/// a typed slice's `p` and block `put` costs in a loop: the instructions of the loop
+/// blocks and of the whole entry, checked and unchecked (recorded in the kernels
+/// chapter).
+#[test]
+fn generic_instances_are_entries_and_scope_dispatch_costs_nothing() {
+    let ptx = symmem_test_kernels::PTX.ptx;
+    if ptx.is_empty() {
+        assert!(
+            !std::env::var("SYMMEM_REQUIRE_PTX").is_ok_and(|v| v == "1"),
+            "SYMMEM_REQUIRE_PTX=1 but the test kernels embed no PTX: {}",
+            symmem_test_kernels::PTX.missing
+        );
+        eprintln!("skipped: {}", symmem_test_kernels::PTX.missing);
+        return;
+    }
+    for entry in [
+        "slice_rma_u64_thread_4",
+        "slice_rma_u32_warp_2",
+        "slice_rma_f64_block_8",
+        "slice_rma_u8_block_1",
+        "slice_elems_u32_3",
+        "slice_elems_f64_2",
+        "scope_collectives_thread",
+        "scope_collectives_warp",
+        "scope_collectives_block",
+        "scope_put_nbi_warp",
+        "scope_put_nbi_block",
+    ] {
+        assert!(
+            ptx.contains(&format!(".visible .entry {entry}(")),
+            "no .entry {entry} in the test kernels' PTX"
+        );
+    }
+    for (generic, explicit) in [
+        ("scope_put_nbi_warp", "explicit_put_nbi_warp"),
+        ("scope_put_nbi_block", "explicit_put_nbi_block"),
+    ] {
+        let (g, e) = (
+            normalized_entry(ptx, generic).expect("generic entry"),
+            normalized_entry(ptx, explicit).expect("explicit entry"),
+        );
+        assert_eq!(
+            g, e,
+            "{generic} (S::put_nbi) is not the same code as {explicit}"
+        );
+    }
+    for (checked, unchecked) in [
+        ("slice_p_loop", "slice_p_loop_unchecked"),
+        ("slice_put_loop", "slice_put_loop_unchecked"),
+    ] {
+        let c = normalized_entry(ptx, checked).expect("checked entry");
+        let u = normalized_entry(ptx, unchecked).expect("unchecked entry");
+        eprintln!(
+            "bounds check cost: {checked} {} instructions per iteration ({} in the entry), {unchecked} {} ({})",
+            loop_instructions(ptx, checked),
+            c.lines().count(),
+            loop_instructions(ptx, unchecked),
+            u.lines().count()
+        );
+    }
+}

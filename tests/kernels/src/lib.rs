@@ -21,6 +21,7 @@ pub mod block;
 pub mod collective;
 pub mod element_types;
 pub mod failure;
+pub mod generic;
 pub mod pipeline;
 pub mod print;
 pub mod proxy;
@@ -84,6 +85,25 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     element_types::amo_f32::KERNEL.info(),
     element_types::amo_f64::KERNEL.info(),
     element_types::strided::KERNEL.info(),
+    generic::slice_rma_u64_thread_4::KERNEL.info(),
+    generic::slice_rma_u32_warp_2::KERNEL.info(),
+    generic::slice_rma_f64_block_8::KERNEL.info(),
+    generic::slice_rma_u8_block_1::KERNEL.info(),
+    generic::slice_elems_u32_3::KERNEL.info(),
+    generic::slice_elems_f64_2::KERNEL.info(),
+    generic::scope_collectives_thread::KERNEL.info(),
+    generic::scope_collectives_warp::KERNEL.info(),
+    generic::scope_collectives_block::KERNEL.info(),
+    generic::slice_put_at::KERNEL.info(),
+    generic::slice_put_warp_at::KERNEL.info(),
+    generic::scope_put_nbi_warp::KERNEL.info(),
+    generic::scope_put_nbi_block::KERNEL.info(),
+    generic::explicit_put_nbi_warp::KERNEL.info(),
+    generic::explicit_put_nbi_block::KERNEL.info(),
+    generic::slice_p_loop::KERNEL.info(),
+    generic::slice_p_loop_unchecked::KERNEL.info(),
+    generic::slice_put_loop::KERNEL.info(),
+    generic::slice_put_loop_unchecked::KERNEL.info(),
     failure::panic_one::KERNEL.info(),
     failure::remote_op::KERNEL.info(),
     failure::wait_forever::KERNEL.info(),

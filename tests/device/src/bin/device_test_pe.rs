@@ -30,6 +30,8 @@ mod collective;
 mod element_types;
 #[path = "device_test_pe/failure.rs"]
 mod failure;
+#[path = "device_test_pe/generic.rs"]
+mod generic;
 #[path = "device_test_pe/pipeline.rs"]
 mod pipeline;
 #[path = "device_test_pe/ring.rs"]
@@ -93,6 +95,9 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     // helper kernel, which a running kernel's stream would not wait for): CPU PEs.
     ("float_atomics", element_types::float_atomics, CPU_ONLY),
     ("strided", element_types::strided, GPU),
+    ("generic_kernels", generic::generic_kernels, GPU),
+    // Asserts the CPU executor's messages (a GPU records the operation, file and line).
+    ("slice_bounds", generic::slice_bounds, CPU_ONLY),
     ("launch_on_stream", stream_launch::launch_on_stream, GPU),
     // The unsigned half of `atomics`, for the 2-node suite (each retry crosses the proxy).
     ("atomics_unsigned", amo::atomics_unsigned, CPU_ONLY),
