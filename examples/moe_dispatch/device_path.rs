@@ -1,4 +1,4 @@
-//! The device-initiated path: the buffers of `examples/kernels/src/moe.rs`, one step as
+//! The device-initiated path: the buffers of `examples/kernels/src/moe/`, one step as
 //! its three launches, and the expert-side checks of what the kernels counted.
 
 use std::time::Instant;
