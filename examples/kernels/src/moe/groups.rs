@@ -243,10 +243,10 @@ fn warps_per_block() -> usize {
 }
 
 /// The largest `v` over the `lanes` lanes of `mask` (lanes `0..lanes`), on every lane: a
-/// tree reduction to lane 0 with `shfl` (a lane past the warp's end reads itself, so a
-/// partial warp works), then lane 0's value to all.
+/// tree reduction to lane 0 with `shfl`, `log2(lanes)` rounds (a lane past the warp's end
+/// reads itself, so a partial warp works), then lane 0's value to all.
 fn warp_max(mask: u32, lane: usize, lanes: usize, mut v: f32) -> f32 {
-    let mut offset = WARP_SIZE as usize / 2;
+    let mut offset = lanes.next_power_of_two() / 2;
     while offset > 0 {
         let from = lane + offset;
         let src = if from < lanes { from } else { lane };
