@@ -1,6 +1,8 @@
 //! The `moe_dispatch` example at small sizes: 4 self-launched PEs, 2 simulated nodes × 2
-//! PEs over sockets, and the capacity-overflow policies. The example checks every step
-//! against its host reference and exits non-zero on any mismatch.
+//! PEs over sockets with fp8 dispatch, fp8 under weak ordering and a seeded schedule, and
+//! the capacity-overflow policies. The example checks every step bit for bit against its
+//! host reference (fp8 also within its error bound of bf16) and exits non-zero on any
+//! mismatch.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -96,9 +98,17 @@ fn four_pes_by_default_device_and_baseline_agree_with_the_reference() {
     assert_eq!(dropped(&job), 0, "auto capacity drops nothing");
 }
 
-#[test]
-fn two_nodes_of_two_pes_over_sockets_with_warp_puts() {
+/// `SMALL` with fp8 dispatch, which needs whole 128-element scale blocks.
+fn small_fp8() -> Vec<&'static str> {
     let mut args = SMALL.to_vec();
+    args[5] = "128";
+    args.extend(["--dispatch", "fp8"]);
+    args
+}
+
+#[test]
+fn two_nodes_of_two_pes_over_sockets_with_warp_puts_and_fp8() {
+    let mut args = small_fp8();
     args.extend([
         "--pes",
         "4",
@@ -117,6 +127,34 @@ fn two_nodes_of_two_pes_over_sockets_with_warp_puts() {
         ],
     );
     assert_passed(&job);
+}
+
+/// fp8 rows quantized straight into the peers' slots by whole blocks of a partial last
+/// warp, with puts and signals delivered out of order and a seeded lane schedule.
+#[test]
+fn fp8_by_block_under_weak_ordering() {
+    let mut args = small_fp8();
+    args.extend([
+        "--mode",
+        "device",
+        "--blocks",
+        "2",
+        "--threads",
+        "37",
+        "--json",
+    ]);
+    let job = run(
+        &args,
+        &[("SYMMEM_ORDERING", "weak"), ("SYMMEM_EXEC_SEED", "5")],
+    );
+    assert_passed(&job);
+    assert!(
+        job.stdout
+            .lines()
+            .any(|l| l.contains("\"dispatch\":\"fp8\"") && l.contains("\"fp8_error_of_bound\":")),
+        "the device row reports its fp8 error:\n{}",
+        job.stdout
+    );
 }
 
 /// Four experts, a skewed router and room for 8 tokens per expert: the hot experts

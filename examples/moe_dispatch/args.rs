@@ -4,6 +4,8 @@
 use std::fmt;
 
 use symmem::cli::launch::SelfLaunchArgs;
+use symmem_example_kernels::moe::wire::hidden_error;
+use symmem_example_kernels::moe::{MAX_EXPERTS, MAX_PES};
 
 /// PEs started when the program runs outside any job and no `--pes` is given.
 pub const DEFAULT_PES: usize = 4;
@@ -35,6 +37,34 @@ impl fmt::Display for Scope {
     }
 }
 
+/// How token rows travel to the experts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Dispatch {
+    /// As bf16, unchanged.
+    Bf16,
+    /// Quantized to fp8 (E4M3) with one f32 scale per 128 elements, dequantized by the
+    /// expert.
+    Fp8,
+}
+
+impl fmt::Display for Dispatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dispatch::Bf16 => "bf16",
+            Dispatch::Fp8 => "fp8",
+        })
+    }
+}
+
+/// DeepEP's benchmark sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// The normal (prefill) path: 4096 tokens per PE, hidden 7168, top-8.
+    DeepepNormal,
+    /// The low-latency (decode) path: 128 tokens per PE, hidden 7168, top-8.
+    DeepepLowLatency,
+}
+
 /// Which paths to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
@@ -48,18 +78,20 @@ pub enum Mode {
 
 /// Device-initiated MoE token dispatch and combine, against a host alltoall baseline.
 ///
-/// Each PE owns T tokens of H u64s. A seeded, skewed (Zipf-like) router sends every token
-/// to k distinct experts out of E, spread evenly over the PEs, each choice with an integer
-/// weight. The device path runs three kernels per PE with no host round trip between
-/// them: dispatch (each block reserves its run of tokens per expert with one
-/// atomic_fetch_add on the expert's PE, puts the rows straight to PEs it maps and one batch
-/// per run to the others, then hands each PE its run descriptors and a signal), expert
-/// (takes the source PEs as they finish, applies expert e's function x*(e+1)+e, returns
-/// each run with one put_signal_nbi) and combine (waits for every row, weighted sum). The
-/// baseline does the same with host collectives: counts alltoall, payload alltoall, host
-/// expert function, alltoall back, host combine. Every step of both is checked exactly
-/// against a host reference; timings are medians over the iterations, the slowest PE per
-/// step. Without --pes or a launcher, 4 PEs are self-launched.
+/// Each PE owns T tokens of H bf16 elements. A seeded, skewed (Zipf-like) router sends
+/// every token to k distinct experts out of E, spread evenly over the PEs, each choice with
+/// an f32 weight. The device path runs three kernels per PE with no host round trip
+/// between them: dispatch (each block counts its choices per expert in shared memory,
+/// reserves its run of tokens per expert with one atomic_fetch_add on the expert's PE,
+/// puts the rows straight to PEs it maps, as bf16 or quantized to fp8, and one batch per
+/// run to the others, then hands each PE its run descriptors and a signal), expert (takes
+/// the source PEs as they finish, applies expert e's function bf16(x*s_e+b_e), returns
+/// each run with one put_signal_nbi) and combine (waits for every row, weighted sum in
+/// f32, rounded to bf16 once). The baseline does the same with host collectives: counts
+/// alltoall, payload alltoall, host expert function, alltoall back, host combine. Every
+/// step of both is checked bit for bit against a host reference (fp8 also within its
+/// error bound of bf16); timings are medians over the iterations, the slowest PE per step.
+/// Without --pes or a launcher, 4 PEs are self-launched.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "moe_dispatch",
@@ -79,7 +111,7 @@ pub struct Params {
     /// Experts in total, divisible by the PEs, one run per value
     #[arg(long, value_name = "E[,E...]", value_delimiter = ',', default_value = "8,16", value_parser = positive)]
     pub experts: Vec<usize>,
-    /// u64 elements per token
+    /// bf16 elements per token: even, and a multiple of 128 with --dispatch fp8
     #[arg(long, value_name = "H", default_value = "128", value_parser = positive)]
     pub hidden: usize,
     /// Experts per token, at most E
@@ -102,6 +134,13 @@ pub struct Params {
     /// Timed iterations per run, after one warm-up
     #[arg(long, value_name = "N", default_value = "5", value_parser = positive)]
     pub iters: usize,
+    /// How token rows travel: bf16, or fp8 (E4M3) with one f32 scale per 128 elements
+    #[arg(long, value_name = "bf16|fp8", value_enum, default_value = "bf16")]
+    pub dispatch: Dispatch,
+    /// DeepEP's sizes: sets --tokens, --hidden 7168 and --top-k 8 (normal: 4096 tokens
+    /// per PE; low latency: 128)
+    #[arg(long, value_name = "deepep-normal|deepep-low-latency", value_enum)]
+    pub preset: Option<Preset>,
     /// Group that puts each token row
     #[arg(long, value_name = "block|warp", value_enum, default_value = "block")]
     pub scope: Scope,
@@ -154,7 +193,23 @@ fn skew(v: &str) -> Result<f64, String> {
 impl Params {
     /// Checks the parameters against the job's `n_pes`: the errors name the flag.
     pub fn validate(&self, n_pes: usize) -> Result<(), String> {
+        if let Some(why) = hidden_error(self.hidden, self.dispatch == Dispatch::Fp8) {
+            return Err(format!("--hidden {}: {why}", self.hidden));
+        }
+        if n_pes > MAX_PES {
+            return Err(format!(
+                "{n_pes} PEs are more than the kernels' shared arrays hold ({MAX_PES})"
+            ));
+        }
+        if let Some(c) = self.capacity.0.filter(|&c| c > u32::MAX as usize) {
+            return Err(format!("--capacity {c} does not fit the 32-bit slot index"));
+        }
         for &e in &self.experts {
+            if e > MAX_EXPERTS {
+                return Err(format!(
+                    "--experts {e} is more than the kernels' shared arrays hold ({MAX_EXPERTS})"
+                ));
+            }
             if e % n_pes != 0 {
                 return Err(format!(
                     "--experts {e} is not divisible by the {n_pes} PEs: every PE holds the same number of experts"
@@ -178,6 +233,18 @@ impl Params {
             }
         }
         Ok(())
+    }
+
+    /// Applies `--preset`, which sets the tokens, hidden size and top-k.
+    pub fn apply_preset(&mut self) {
+        let tokens = match self.preset {
+            None => return,
+            Some(Preset::DeepepNormal) => 4096,
+            Some(Preset::DeepepLowLatency) => 128,
+        };
+        self.tokens = vec![tokens];
+        self.hidden = 7168;
+        self.top_k = 8;
     }
 
     /// `(blocks, threads)` of each launch: as given, else small on CPU PEs (the CPU

@@ -1,17 +1,17 @@
-//! The device-initiated path: the buffers of `examples/kernels/src/moe.rs`, one step as
+//! The device-initiated path: the buffers of `examples/kernels/src/moe/`, one step as
 //! its three launches, and the expert-side checks of what the kernels counted.
 
 use std::time::Instant;
 
-use symmem::{Module, Runtime, SymBuf};
+use symmem::{bf16, Module, Runtime, SymBuf};
 use symmem_example_kernels::moe::{
-    moe_combine, moe_dispatch, moe_expert, Ctrl, DROPPED, RUN_WORDS,
+    moe_combine, moe_dispatch, moe_expert, wire_words, Ctrl, DROPPED, RUN_WORDS,
 };
 
 use crate::args::Scope;
 use crate::check::Output;
 use crate::report::Times;
-use crate::routing::Shape;
+use crate::routing::{Routes, Shape};
 
 /// Launch geometry.
 #[derive(Debug, Clone, Copy)]
@@ -30,17 +30,17 @@ pub struct DevicePath<'a> {
     module: &'a Module,
     shape: Shape,
     geometry: Geometry,
-    tokens: SymBuf<u64>,
-    route: SymBuf<u64>,
-    pos_of: SymBuf<u64>,
+    tokens: SymBuf<bf16>,
+    experts: SymBuf<u32>,
+    weights: SymBuf<f32>,
+    pos_of: SymBuf<u32>,
     plan: SymBuf<u64>,
-    send: SymBuf<u64>,
-    recv: SymBuf<u64>,
+    send: SymBuf<u32>,
+    recv: SymBuf<u32>,
+    done: SymBuf<bf16>,
     runs: SymBuf<u64>,
-    status: SymBuf<i32>,
-    pick: SymBuf<u64>,
-    combine_in: SymBuf<u64>,
-    out: SymBuf<u64>,
+    combine_in: SymBuf<bf16>,
+    out: SymBuf<bf16>,
     /// [`Ctrl`]: counters and signals, zeroed before each step with one put.
     ctrl: SymBuf<u64>,
 }
@@ -68,10 +68,11 @@ impl<'a> DevicePath<'a> {
         module: &'a Module,
         shape: Shape,
         geometry: Geometry,
-        routes: &[u64],
-        tokens: &[u64],
+        routes: &Routes,
+        tokens: &[bf16],
     ) -> symmem::Result<Self> {
         let (t, h, k) = (shape.tokens, shape.hidden, shape.top_k);
+        let words = wire_words(h, shape.fp8);
         let (n, el, blocks) = (
             shape.n_pes,
             shape.experts_per_pe(),
@@ -83,21 +84,22 @@ impl<'a> DevicePath<'a> {
             shape,
             geometry,
             tokens: rt.alloc(t * h)?,
-            route: rt.alloc(t * k)?,
+            experts: rt.alloc(t * k)?,
+            weights: rt.alloc(t * k)?,
             pos_of: rt.alloc(t * k)?,
             plan: rt.alloc(blocks * shape.experts * RUN_WORDS)?,
-            send: rt.alloc(t * k * h)?,
-            recv: rt.alloc(el * shape.capacity * h)?,
+            send: rt.alloc(t * k * words)?,
+            recv: rt.alloc(el * shape.capacity * words)?,
+            done: rt.alloc(el * shape.capacity * h)?,
             runs: rt.alloc(n * blocks * el * RUN_WORDS)?,
-            status: rt.alloc(blocks * n)?,
-            pick: rt.alloc(blocks)?,
             combine_in: rt.calloc(t * k * h)?,
             out: rt.alloc(t * h)?,
             ctrl: rt.alloc(ctrl_of(&shape).words())?,
         };
         let me = rt.my_pe();
         rt.put(path.tokens.at(0), tokens, me)?;
-        rt.put(path.route.at(0), routes, me)?;
+        rt.put(path.experts.at(0), &routes.experts, me)?;
+        rt.put(path.weights.at(0), &routes.weights, me)?;
         Ok(path)
     }
 
@@ -108,13 +110,17 @@ impl<'a> DevicePath<'a> {
         let me = rt.my_pe();
         rt.put(self.ctrl.at(0), &vec![0u64; ctrl_of(s).words()], me)?;
         rt.barrier_all()?;
-        let warp = u32::from(g.scope == Scope::Warp);
-        let (route, pos_of, ctrl) = (
-            sym(rt, &self.route)?,
+        let (warp, fp8) = (u32::from(g.scope == Scope::Warp), u32::from(s.fp8));
+        let (experts, pos_of, ctrl) = (
+            sym(rt, &self.experts)?,
             sym(rt, &self.pos_of)?,
             sym(rt, &self.ctrl)?,
         );
-        let (recv, runs) = (sym(rt, &self.recv)?, sym(rt, &self.runs)?);
+        let (recv, done, runs) = (
+            sym(rt, &self.recv)?,
+            sym(rt, &self.done)?,
+            sym(rt, &self.runs)?,
+        );
         let (combine_in, out) = (sym(rt, &self.combine_in)?, sym(rt, &self.out)?);
         let start = Instant::now();
         // SAFETY: every pointer is the symmetric address of a live allocation of this run,
@@ -127,7 +133,7 @@ impl<'a> DevicePath<'a> {
                 g.threads,
                 (
                     sym(rt, &self.tokens)?.cast_const(),
-                    route.cast_const(),
+                    experts.cast_const(),
                     pos_of,
                     sym(rt, &self.plan)?,
                     sym(rt, &self.send)?,
@@ -139,6 +145,7 @@ impl<'a> DevicePath<'a> {
                     s.top_k,
                     s.experts_per_pe(),
                     s.capacity,
+                    fp8,
                     warp,
                 ),
             )?
@@ -152,16 +159,16 @@ impl<'a> DevicePath<'a> {
                 g.blocks,
                 g.threads,
                 (
-                    recv,
+                    recv.cast_const(),
                     runs.cast_const(),
                     ctrl,
-                    sym(rt, &self.status)?,
-                    sym(rt, &self.pick)?,
+                    done,
                     combine_in,
                     s.hidden,
                     s.experts_per_pe(),
                     s.capacity,
                     g.blocks as usize,
+                    fp8,
                     warp,
                 ),
             )?
@@ -176,7 +183,7 @@ impl<'a> DevicePath<'a> {
                 g.threads,
                 (
                     combine_in.cast_const(),
-                    route.cast_const(),
+                    sym(rt, &self.weights)?.cast_const(),
                     pos_of.cast_const(),
                     ctrl,
                     out,
@@ -231,18 +238,18 @@ impl<'a> DevicePath<'a> {
             }
         }
         let choices = s.tokens * s.top_k;
-        let mut pos_of = vec![0u64; choices];
+        let mut pos_of = vec![0u32; choices];
         rt.get(self.pos_of.at(0), &mut pos_of, me).map_err(io)?;
         if let Some((c, &pos)) = pos_of
             .iter()
             .enumerate()
-            .find(|(_, &x)| x != DROPPED && x >= choices as u64)
+            .find(|(_, &x)| x != DROPPED && x as usize >= choices)
         {
             return Err(format!(
                 "device path: PE {me} choice {c} got position {pos}, beyond its {choices} choices"
             ));
         }
-        let mut out = vec![0u64; s.tokens * s.hidden];
+        let mut out = vec![bf16::from_f32(0.0); s.tokens * s.hidden];
         rt.get(self.out.at(0), &mut out, me).map_err(io)?;
         Ok(Output {
             out,
@@ -256,14 +263,14 @@ impl<'a> DevicePath<'a> {
         rt.free(self.ctrl)?;
         rt.free(self.out)?;
         rt.free(self.combine_in)?;
-        rt.free(self.pick)?;
-        rt.free(self.status)?;
         rt.free(self.runs)?;
+        rt.free(self.done)?;
         rt.free(self.recv)?;
         rt.free(self.send)?;
         rt.free(self.plan)?;
         rt.free(self.pos_of)?;
-        rt.free(self.route)?;
+        rt.free(self.weights)?;
+        rt.free(self.experts)?;
         rt.free(self.tokens)
     }
 }

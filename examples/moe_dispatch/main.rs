@@ -1,10 +1,12 @@
 //! Device-initiated MoE token dispatch and combine (the kernels are in
-//! `examples/kernels/src/moe.rs`), checked exactly against a host reference and timed
-//! against a host-driven alltoall baseline. `--help` explains the parameters.
+//! `examples/kernels/src/moe/`), bf16 tokens (or fp8 dispatch), checked bit for bit against
+//! a host reference and timed against a host-driven alltoall baseline. `--help` explains
+//! the parameters.
 //!
 //! ```text
 //! cargo run --release --example moe_dispatch                  # 4 PEs by default
 //! cargo run --release --example moe_dispatch -- --pes 2 --tokens 4096 --experts 8 --json
+//! cargo run --release --example moe_dispatch -- --pes 2 --preset deepep-low-latency --experts 16 --dispatch fp8
 //! SYMMEM_SIMULATE_NODES=2 cargo run --release --example moe_dispatch   # 2 nodes x 2 PEs
 //! ```
 
@@ -26,13 +28,13 @@ use symmem::bootstrap::Plan;
 use symmem::{Runtime, SelfLaunch};
 use symmem_example_kernels::PTX;
 
-use args::{Mode, Overflow, Params};
+use args::{Dispatch, Mode, Overflow, Params};
 use baseline::Baseline;
-use check::{check_drops, check_output, Output};
+use check::{check_drops, Output, Reference};
 use clap::Parser;
 use device_path::{DevicePath, Geometry};
 use report::{Row, Times};
-use routing::{token_values, Router, Shape};
+use routing::{token_values, Router, Routes, Shape};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -74,7 +76,8 @@ fn launch_default_job(params: &Params) -> Res<Option<i32>> {
 }
 
 fn run() -> Res<ExitCode> {
-    let params = Params::parse();
+    let mut params = Params::parse();
+    params.apply_preset();
     // A binding the options cannot describe is a usage error, like clap's own, before
     // any PE starts.
     if let Err(why) = params.launch.binding.binding() {
@@ -138,18 +141,21 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                 hidden: params.hidden,
                 top_k: params.top_k,
                 capacity: params.capacity_for(tokens, n),
+                fp8: params.dispatch == Dispatch::Fp8,
             };
             let router = Router::new(experts, params.skew, params.seed);
             let routes = router.routes(&shape, me);
             let values = token_values(&shape, me, params.seed);
             let loads = router.loads(&shape);
+            let reference = Reference::new(shape, &routes, &values);
             for &path in paths {
                 if me == 0 {
                     eprintln!(
-                        "moe_dispatch: run {}/{total}: {path}, {n} PEs, T={tokens} E={experts} k={} H={} capacity {} ({:.1?} so far)",
+                        "moe_dispatch: run {}/{total}: {path}, {n} PEs, T={tokens} E={experts} k={} H={} {} capacity {} ({:.1?} so far)",
                         rows.len() + 1,
                         shape.top_k,
                         shape.hidden,
+                        params.dispatch,
                         shape.capacity,
                         started.elapsed()
                     );
@@ -158,11 +164,11 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                     rt,
                     shape: &shape,
                     routes: &routes,
-                    values: &values,
+                    reference: &reference,
                     loads: &loads,
                     policy: params.on_overflow,
                 };
-                let (times, dropped) = if path == "device" {
+                let (times, dropped, fp8_error) = if path == "device" {
                     let (blocks, threads) = params.geometry(module.on_gpu());
                     let geometry = Geometry {
                         scope: params.scope,
@@ -191,6 +197,7 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                     experts,
                     top_k: shape.top_k,
                     hidden: shape.hidden,
+                    dispatch: params.dispatch,
                     capacity: shape.capacity,
                     scope: if path == "device" {
                         let (blocks, threads) = params.geometry(module.on_gpu());
@@ -199,6 +206,7 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                         "-".into()
                     },
                     dropped,
+                    fp8_error,
                     median: report::slowest_pe_medians(rt, &times)?,
                 });
             }
@@ -211,27 +219,28 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
 struct Run<'a> {
     rt: &'a Runtime,
     shape: &'a Shape,
-    routes: &'a [u64],
-    values: &'a [u64],
+    routes: &'a Routes,
+    reference: &'a Reference<'a>,
     loads: &'a [u64],
     policy: Overflow,
 }
 
 impl Run<'_> {
     /// A warm-up step and `iters` timed steps of `step`, each checked; returns the timed
-    /// steps' times and the tokens the job dropped per step.
+    /// steps' times, the tokens the job dropped per step and the largest fp8 error as a
+    /// fraction of its bound.
     fn steps(
         &self,
         iters: usize,
         path: &str,
         mut step: impl FnMut() -> Res<(Times, Output)>,
-    ) -> Res<(Vec<Times>, u64)> {
+    ) -> Res<(Vec<Times>, u64, f32)> {
         let me = self.rt.my_pe();
         let mut times = Vec::with_capacity(iters);
-        let mut dropped = 0;
+        let (mut dropped, mut fp8_error) = (0, 0f32);
         for i in 0..=iters {
             let (t, output) = step()?;
-            check_output(path, self.shape, me, self.routes, self.values, &output)?;
+            fp8_error = fp8_error.max(self.reference.check(path, me, &output)?);
             dropped = check_drops(
                 self.rt,
                 path,
@@ -245,6 +254,6 @@ impl Run<'_> {
                 times.push(t);
             }
         }
-        Ok((times, dropped))
+        Ok((times, dropped, fp8_error))
     }
 }

@@ -5,6 +5,9 @@ use std::time::Instant;
 
 use symmem::collectives::Max;
 use symmem::Runtime;
+use symmem_example_kernels::moe::wire_words;
+
+use crate::args::Dispatch;
 
 /// Phases of one step, in nanoseconds: dispatch, expert, combine, and the whole step.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,14 +38,19 @@ pub struct Row {
     pub experts: usize,
     /// Experts per token.
     pub top_k: usize,
-    /// u64s per token.
+    /// bf16 elements per token.
     pub hidden: usize,
+    /// How rows travel to the experts.
+    pub dispatch: Dispatch,
     /// Slots per expert.
     pub capacity: usize,
     /// Put scope and `blocks`x`threads` (device path), or `-`.
     pub scope: String,
     /// Tokens the job dropped per step.
     pub dropped: u64,
+    /// With fp8 dispatch, the largest difference from the bf16 result as a fraction of its
+    /// bound (0 with bf16).
+    pub fp8_error: f32,
     /// Median phase times of the slowest PE, nanoseconds.
     pub median: Times,
 }
@@ -53,20 +61,37 @@ impl Row {
         (self.pes * self.tokens) as f64 / (self.median.0[3] as f64 / 1e9)
     }
 
+    /// GB/s of the rows in flight: the job's kept rows as they travel, over the dispatch
+    /// time (DeepEP's dispatch bandwidth), and as bf16 results, over the expert and
+    /// combine times (its combine bandwidth).
+    pub fn gb_per_s(&self) -> (f64, f64) {
+        let rows = (self.pes * self.tokens * self.top_k) as u64 - self.dropped;
+        let fp8 = self.dispatch == Dispatch::Fp8;
+        let wire = (rows as usize * wire_words(self.hidden, fp8) * 4) as f64;
+        let back = (rows as usize * self.hidden * 2) as f64;
+        let m = &self.median.0;
+        (wire / m[0] as f64, back / (m[1] + m[2]) as f64)
+    }
+
     /// The row as a JSON object on one line.
     pub fn json(&self) -> String {
         let us = |i: usize| self.median.0[i] as f64 / 1e3;
+        let (dispatch_gbs, combine_gbs) = self.gb_per_s();
         format!(
-            "{{\"example\":\"moe_dispatch\",\"path\":\"{}\",\"pes\":{},\"tokens\":{},\"experts\":{},\"top_k\":{},\"hidden\":{},\"capacity\":{},\"scope\":\"{}\",\"dropped\":{},\"dispatch_us\":{:.1},\"expert_us\":{:.1},\"combine_us\":{:.1},\"step_us\":{:.1},\"tokens_per_s\":{:.0}}}",
+            "{{\"example\":\"moe_dispatch\",\"path\":\"{}\",\"pes\":{},\"tokens\":{},\"experts\":{},\"top_k\":{},\"hidden\":{},\"dispatch\":\"{}\",\"capacity\":{},\"scope\":\"{}\",\"dropped\":{},\"fp8_error_of_bound\":{:.3},\"dispatch_gb_s\":{:.3},\"combine_gb_s\":{:.3},\"dispatch_us\":{:.1},\"expert_us\":{:.1},\"combine_us\":{:.1},\"step_us\":{:.1},\"tokens_per_s\":{:.0}}}",
             self.path,
             self.pes,
             self.tokens,
             self.experts,
             self.top_k,
             self.hidden,
+            self.dispatch,
             self.capacity,
             self.scope,
             self.dropped,
+            self.fp8_error,
+            dispatch_gbs,
+            combine_gbs,
             us(0),
             us(1),
             us(2),
@@ -79,12 +104,13 @@ impl Row {
 /// The table of `rows`, with a header line.
 pub fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "{:<9} {:>6} {:>4} {:>2} {:>5} {:>6} {:>12} {:>7} {:>12} {:>10} {:>11} {:>10} {:>11}\n",
+        "{:<9} {:>6} {:>4} {:>2} {:>5} {:>4} {:>6} {:>12} {:>7} {:>12} {:>10} {:>11} {:>10} {:>11}\n",
         "path",
         "T",
         "E",
         "k",
         "H",
+        "wire",
         "cap",
         "scope",
         "dropped",
@@ -97,12 +123,13 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         let us = |i: usize| r.median.0[i] as f64 / 1e3;
         s += &format!(
-            "{:<9} {:>6} {:>4} {:>2} {:>5} {:>6} {:>12} {:>7} {:>12.1} {:>10.1} {:>11.1} {:>10.1} {:>11.0}\n",
+            "{:<9} {:>6} {:>4} {:>2} {:>5} {:>4} {:>6} {:>12} {:>7} {:>12.1} {:>10.1} {:>11.1} {:>10.1} {:>11.0}\n",
             r.path,
             r.tokens,
             r.experts,
             r.top_k,
             r.hidden,
+            r.dispatch.to_string(),
             r.capacity,
             r.scope,
             r.dropped,

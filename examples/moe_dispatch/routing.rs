@@ -1,11 +1,8 @@
-//! The workload: seeded token values and a seeded, skewed top-k router. Every PE can
-//! compute every PE's routing, so the reference and the expected per-expert loads need
-//! no communication.
+//! The workload: seeded bf16 token values and a seeded, skewed top-k router with f32
+//! weights. Every PE can compute every PE's routing, so the reference and the expected
+//! per-expert loads need no communication.
 
-use symmem_example_kernels::moe::pack_route;
-
-/// Largest integer routing weight (weights are `1..=MAX_WEIGHT`).
-const MAX_WEIGHT: u64 = 4;
+use symmem::bf16;
 
 /// SplitMix64: a small, well-mixed seeded generator (no dependency needed).
 pub struct Rng(u64);
@@ -45,12 +42,14 @@ pub struct Shape {
     pub tokens: usize,
     /// Experts in total.
     pub experts: usize,
-    /// u64s per token.
+    /// bf16 elements per token.
     pub hidden: usize,
     /// Experts per token.
     pub top_k: usize,
     /// Slots per expert.
     pub capacity: usize,
+    /// Rows travel as fp8 with per-128 scales (true) or as bf16.
+    pub fp8: bool,
 }
 
 impl Shape {
@@ -88,10 +87,14 @@ impl Router {
         Router { weight, seed }
     }
 
-    /// The route words ([`pack_route`]) of PE `pe`'s tokens: `top_k` distinct experts per
-    /// token, drawn by popularity without replacement, each with a weight in `1..=4`.
-    pub fn routes(&self, shape: &Shape, pe: usize) -> Vec<u64> {
-        let mut out = Vec::with_capacity(shape.tokens * shape.top_k);
+    /// PE `pe`'s routing: `top_k` distinct experts per token, drawn by popularity without
+    /// replacement, each with a weight in `(0, 1]` (a multiple of 1/256).
+    pub fn routes(&self, shape: &Shape, pe: usize) -> Routes {
+        let choices = shape.tokens * shape.top_k;
+        let mut out = Routes {
+            experts: Vec::with_capacity(choices),
+            weights: Vec::with_capacity(choices),
+        };
         let mut taken = vec![false; self.weight.len()];
         for t in 0..shape.tokens {
             let mut rng = Rng::new(self.seed, &[pe as u64, t as u64]);
@@ -114,8 +117,8 @@ impl Router {
                 let e = pick.expect("top_k <= experts leaves an expert to pick");
                 taken[e] = true;
                 chosen.push(e);
-                let w = 1 + rng.next() % MAX_WEIGHT;
-                out.push(pack_route(e as u32, w as u32));
+                out.experts.push(e as u32);
+                out.weights.push((1 + rng.next() % 256) as f32 / 256.0);
             }
             for e in chosen {
                 taken[e] = false;
@@ -128,28 +131,26 @@ impl Router {
     pub fn loads(&self, shape: &Shape) -> Vec<u64> {
         let mut load = vec![0u64; shape.experts];
         for pe in 0..shape.n_pes {
-            for r in self.routes(shape, pe) {
-                load[expert(r)] += 1;
+            for e in self.routes(shape, pe).experts {
+                load[e as usize] += 1;
             }
         }
         load
     }
 }
 
-/// The expert of a route word.
-pub fn expert(route: u64) -> usize {
-    (route & 0xffff_ffff) as usize
+/// One PE's routing, per choice (`token * k + j`).
+pub struct Routes {
+    /// The chosen expert.
+    pub experts: Vec<u32>,
+    /// The choice's weight in the token's combined output.
+    pub weights: Vec<f32>,
 }
 
-/// The weight of a route word.
-pub fn weight(route: u64) -> u64 {
-    route >> 32
-}
-
-/// PE `pe`'s token values: small integers, distinct per PE, token and element.
-pub fn token_values(shape: &Shape, pe: usize, seed: u64) -> Vec<u64> {
+/// PE `pe`'s token values: bf16 in `[-4, 4)`, distinct per PE, token and element.
+pub fn token_values(shape: &Shape, pe: usize, seed: u64) -> Vec<bf16> {
     let mut rng = Rng::new(seed, &[0x0074_6f6b, pe as u64]);
     (0..shape.tokens * shape.hidden)
-        .map(|_| rng.next() % 65_536)
+        .map(|_| bf16::from_f32((rng.unit() * 8.0 - 4.0) as f32))
         .collect()
 }

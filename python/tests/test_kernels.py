@@ -89,10 +89,12 @@ def _moe_example():
     return moe
 
 
-@pytest.mark.parametrize("warp_scope", [1, 0])
-def test_moe_dispatch_and_combine_match_torch(module, warp_scope):
+@pytest.mark.parametrize("warp_scope,fp8", [(1, 0), (0, 0), (1, 1)])
+def test_moe_dispatch_and_combine_match_torch(module, warp_scope, fp8):
     moe = _moe_example()
-    assert moe.moe_step(module, tokens=96, hidden=16, warp_scope=warp_scope, seed=3) == 96
+    hidden = 128 if fp8 else 16
+    assert moe.moe_step(module, tokens=96, hidden=hidden, warp_scope=warp_scope, fp8=fp8,
+                        seed=3) == 96
 
 
 def test_a_failing_kernel_names_what_failed(module, pe):

@@ -345,6 +345,49 @@ fn the_checks_reject_a_wait_that_never_acquires() {
     check_structure(&ptx, Path::new("fake"));
 }
 
+/// The MoE example's results are bit for bit those of its host model only if every f32
+/// operation rounds once as on the host: no contraction into `fma`, no approximate or
+/// flush-to-zero forms (see `examples/kernels/src/moe/wire.rs`).
+#[test]
+fn the_moe_kernels_round_every_f32_operation_like_the_host() {
+    let module = &symmem_example_kernels::PTX;
+    if module.ptx.is_empty() {
+        let required = std::env::var("SYMMEM_REQUIRE_PTX").is_ok_and(|v| v == "1");
+        assert!(!required, "SYMMEM_REQUIRE_PTX=1 but {}", module.missing);
+        eprintln!("skipped: {}", module.missing);
+        return;
+    }
+    let funcs = functions(module.ptx);
+    let moe: Vec<_> = funcs
+        .iter()
+        .filter(|(name, _)| name.starts_with("moe_"))
+        .collect();
+    assert_eq!(
+        moe.len(),
+        3,
+        "moe_dispatch, moe_expert and moe_combine in the PTX"
+    );
+    let mut rounded = 0;
+    for (name, body) in moe {
+        for line in body {
+            let fused = line.starts_with("fma.") || line.starts_with("mad.");
+            let inexact = [".approx", ".ftz", ".full."]
+                .iter()
+                .any(|m| line.contains(m));
+            assert!(
+                !(fused || inexact) || !line.contains("f32"),
+                "{name}: `{line}` does not round like the host's f32 arithmetic"
+            );
+            rounded +=
+                usize::from(line.starts_with("mul.rn.f32") || line.starts_with("add.rn.f32"));
+        }
+    }
+    assert!(
+        rounded > 0,
+        "the MoE kernels' f32 arithmetic is missing from the PTX"
+    );
+}
+
 #[test]
 fn every_embedded_module_assembles_for_sm80_and_sm90_with_the_required_ordering() {
     let required = std::env::var("SYMMEM_REQUIRE_PTX").is_ok_and(|v| v == "1");
