@@ -19,12 +19,13 @@ pub enum Overflow {
     Error,
 }
 
-/// Which group of threads puts one token row.
+/// Which group of threads moves one token row: the instance of the dispatch and expert
+/// kernels that runs (their scope parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scope {
-    /// A whole block per row (`put_nbi_block`).
+    /// A whole block per row (`moe_dispatch_block`, `moe_expert_block`).
     Block,
-    /// A warp per row (`put_nbi_warp`).
+    /// A warp per row (`moe_dispatch_warp`, `moe_expert_warp`).
     Warp,
 }
 
@@ -141,7 +142,7 @@ pub struct Params {
     /// per PE; low latency: 128)
     #[arg(long, value_name = "deepep-normal|deepep-low-latency", value_enum)]
     pub preset: Option<Preset>,
-    /// Group that puts each token row
+    /// Group that moves each token row: picks the kernels' warp or block instance
     #[arg(long, value_name = "block|warp", value_enum, default_value = "block")]
     pub scope: Scope,
     /// Blocks per kernel launch (default: 1 on CPU PEs, 32 on GPU PEs)

@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use symmem::{bf16, Module, Runtime, SymBuf};
 use symmem_example_kernels::moe::{
-    moe_combine, moe_dispatch, moe_expert, wire_words, Ctrl, DROPPED, RUN_WORDS,
+    moe_combine, moe_dispatch_block, moe_dispatch_warp, moe_expert_block, moe_expert_warp,
+    wire_words, Ctrl, DROPPED, RUN_WORDS,
 };
 
 use crate::args::Scope;
@@ -16,7 +17,7 @@ use crate::routing::{Routes, Shape};
 /// Launch geometry.
 #[derive(Debug, Clone, Copy)]
 pub struct Geometry {
-    /// Warp or block puts.
+    /// Warp or block groups: which instance of the dispatch and expert kernels runs.
     pub scope: Scope,
     /// Blocks per launch.
     pub blocks: u32,
@@ -110,7 +111,11 @@ impl<'a> DevicePath<'a> {
         let me = rt.my_pe();
         rt.put(self.ctrl.at(0), &vec![0u64; ctrl_of(s).words()], me)?;
         rt.barrier_all()?;
-        let (warp, fp8) = (u32::from(g.scope == Scope::Warp), u32::from(s.fp8));
+        let fp8 = u32::from(s.fp8);
+        let (dispatch, expert) = match g.scope {
+            Scope::Warp => (moe_dispatch_warp::KERNEL, moe_expert_warp::KERNEL),
+            Scope::Block => (moe_dispatch_block::KERNEL, moe_expert_block::KERNEL),
+        };
         let (experts, pos_of, ctrl) = (
             sym(rt, &self.experts)?,
             sym(rt, &self.pos_of)?,
@@ -128,7 +133,7 @@ impl<'a> DevicePath<'a> {
         unsafe {
             rt.launch(
                 self.module,
-                moe_dispatch::KERNEL,
+                dispatch,
                 g.blocks,
                 g.threads,
                 (
@@ -146,7 +151,6 @@ impl<'a> DevicePath<'a> {
                     s.experts_per_pe(),
                     s.capacity,
                     fp8,
-                    warp,
                 ),
             )?
         };
@@ -155,7 +159,7 @@ impl<'a> DevicePath<'a> {
         unsafe {
             rt.launch(
                 self.module,
-                moe_expert::KERNEL,
+                expert,
                 g.blocks,
                 g.threads,
                 (
@@ -169,7 +173,6 @@ impl<'a> DevicePath<'a> {
                     s.capacity,
                     g.blocks as usize,
                     fp8,
-                    warp,
                 ),
             )?
         };

@@ -1,7 +1,8 @@
 """MoE dispatch + combine from torch, with the Rust kernels of examples/kernels (moe/):
 each PE routes its bf16 tokens to top-k experts spread over the PEs, the dispatch kernel
 moves every token row straight into its experts' receive buffers (as bf16, or quantized to
-fp8 E4M3 with one scale per 128 elements), the expert kernel applies each expert and
+fp8 E4M3 with one scale per 128 elements) by warp or by block (the kernels' `_warp` and
+`_block` instances), the expert kernel applies each expert and
 returns the rows, and the combine kernel sums each token's weighted results in f32 and
 rounds them to bf16 once. The result is checked bit for bit against a pure-torch
 reference that does the same arithmetic in the same order.
@@ -65,9 +66,12 @@ def reference(x, experts_of, weights, fp8):
 
 
 def moe_step(module, tokens=256, hidden=128, experts_per_pe=2, top_k=2, blocks=2,
-             threads=64, warp_scope=1, fp8=0, seed=1):
+             threads=64, scope="warp", fp8=0, seed=1):
     """Runs one dispatch + expert + combine step on every PE (collective) and checks this
-    PE's output against the reference; returns the number of tokens checked."""
+    PE's output against the reference; returns the number of tokens checked. `scope`
+    ("warp" or "block") picks the instances of the dispatch and expert kernels."""
+    if scope not in ("warp", "block"):
+        raise ValueError(f"scope must be 'warp' or 'block', not {scope!r}")
     me, n = symmem.my_pe(), symmem.n_pes()
     experts = experts_per_pe * n
     capacity = tokens * n  # room for every token: nothing is dropped
@@ -100,11 +104,11 @@ def moe_step(module, tokens=256, hidden=128, experts_per_pe=2, top_k=2, blocks=2
     b["weights"].copy_(weights.to(dev))
     symmem.barrier_all()
 
-    module.launch("moe_dispatch", blocks, threads, b["tokens"], b["experts"], b["pos_of"],
+    module.launch(f"moe_dispatch_{scope}", blocks, threads, b["tokens"], b["experts"], b["pos_of"],
                   b["plan"], b["send"], b["recv"], b["runs"], b["ctrl"], tokens, hidden,
-                  top_k, experts_per_pe, capacity, fp8, warp_scope)
-    module.launch("moe_expert", blocks, threads, b["recv"], b["runs"], b["ctrl"], b["done"],
-                  b["combine_in"], hidden, experts_per_pe, capacity, blocks, fp8, warp_scope)
+                  top_k, experts_per_pe, capacity, fp8)
+    module.launch(f"moe_expert_{scope}", blocks, threads, b["recv"], b["runs"], b["ctrl"],
+                  b["done"], b["combine_in"], hidden, experts_per_pe, capacity, blocks, fp8)
     module.launch("moe_combine", blocks, threads, b["combine_in"], b["weights"], b["pos_of"],
                   b["ctrl"], b["out"], tokens, hidden, top_k, experts_per_pe)
 
@@ -132,7 +136,7 @@ def main():
         sys.exit(f"usage: python -m symmem.run -n 4 {sys.argv[0]} LIBRARY.so")
     symmem.init()
     module = symmem.load_module(sys.argv[1])
-    checked = moe_step(module) + moe_step(module, fp8=1, warp_scope=0)
+    checked = moe_step(module) + moe_step(module, fp8=1, scope="block")
     print(f"PE {symmem.my_pe()} of {symmem.n_pes()} ({symmem.device()}): "
           f"{checked} tokens dispatched (bf16 and fp8), combined and checked against torch")
 

@@ -33,7 +33,8 @@ def test_the_library_lists_its_kernels(module):
     assert module.name == "symmem-example-kernels"
     assert module.kernels["pipeline_produce"] == (
         "*mut u64", "*const u64", "usize", "usize", "*mut u64", "u32")
-    assert set(module.kernels) >= {"moe_dispatch", "moe_expert", "moe_combine"}
+    assert set(module.kernels) >= {"moe_dispatch_warp", "moe_dispatch_block", "moe_expert_warp",
+                                   "moe_expert_block", "moe_combine"}
     assert module.on_gpu == (symmem.device() != "cpu")
     assert "symmem-example-kernels" in repr(module)
 
@@ -89,11 +90,11 @@ def _moe_example():
     return moe
 
 
-@pytest.mark.parametrize("warp_scope,fp8", [(1, 0), (0, 0), (1, 1)])
-def test_moe_dispatch_and_combine_match_torch(module, warp_scope, fp8):
+@pytest.mark.parametrize("scope,fp8", [("warp", 0), ("block", 0), ("warp", 1)])
+def test_moe_dispatch_and_combine_match_torch(module, scope, fp8):
     moe = _moe_example()
     hidden = 128 if fp8 else 16
-    assert moe.moe_step(module, tokens=96, hidden=hidden, warp_scope=warp_scope, fp8=fp8,
+    assert moe.moe_step(module, tokens=96, hidden=hidden, scope=scope, fp8=fp8,
                         seed=3) == 96
 
 

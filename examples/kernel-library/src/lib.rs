@@ -8,8 +8,10 @@ symmem_device::export_kernels!(
     kernels::PTX;
     kernels::pipeline_produce,
     kernels::pipeline_consume,
-    kernels::moe::moe_dispatch,
-    kernels::moe::moe_expert,
+    kernels::moe::moe_dispatch_warp,
+    kernels::moe::moe_dispatch_block,
+    kernels::moe::moe_expert_warp,
+    kernels::moe::moe_expert_block,
     kernels::moe::moe_combine,
     kernels::transpose::transpose_staged,
     kernels::transpose::transpose_get,

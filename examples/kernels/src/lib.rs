@@ -59,8 +59,10 @@ symmem_device::kernel! {
 /// Every kernel of this crate, for the check of each descriptor against its PTX `.entry`.
 #[cfg(not(target_arch = "nvptx64"))]
 pub const KERNELS: &[symmem_device::KernelInfo] = &[
-    moe::moe_dispatch::KERNEL.info(),
-    moe::moe_expert::KERNEL.info(),
+    moe::moe_dispatch_warp::KERNEL.info(),
+    moe::moe_dispatch_block::KERNEL.info(),
+    moe::moe_expert_warp::KERNEL.info(),
+    moe::moe_expert_block::KERNEL.info(),
     moe::moe_combine::KERNEL.info(),
     transpose::transpose_staged::KERNEL.info(),
     transpose::transpose_get::KERNEL.info(),

@@ -39,11 +39,19 @@
 //! - `ctrl` ([`Ctrl`]): the experts' slot counters and, per PE pair, the dispatch and
 //!   combine signals and the rows sent and received.
 //!
+//! # Scope
+//! Dispatch and expert move rows by *group*: a warp or the whole block, the kernels' type
+//! parameter `S` ([`RowScope`], a [`Scope`](symmem_device::Scope) that also numbers the
+//! grid's groups). Each is instantiated at both, as `moe_dispatch_warp` and
+//! `moe_dispatch_block`, `moe_expert_warp` and `moe_expert_block`: the host picks the
+//! entry, and each entry calls the warp or block operations directly, with no choice made
+//! at run time. Combine has no group operations and one entry, [`moe_combine`].
+//!
 //! # Protocol (three launches per PE, no host round trip between them)
 //! 1. [`moe_dispatch()`]: a block counts and places its choices (above), reserves every run
 //!    with one `atomic_fetch_add` (the threads' reservations are in flight together) and
 //!    gives each choice its position, or [`DROPPED`] beyond the expert's capacity (nothing
-//!    is written there, never out of bounds). Groups (warps or the block) then move the
+//!    is written there, never out of bounds). Groups of scope `S` then move the
 //!    rows: on a PE this one reaches directly (`ptr`), bf16 rows go to their slots with
 //!    `put_nbi` and fp8 rows are quantized straight into them; for the other PEs rows are
 //!    encoded into `send`, from where one `put_nbi` per run carries them. Last, one thread
@@ -69,11 +77,12 @@ pub mod wire;
 use symmem_device::{
     atomic_add, atomic_fetch_add, ballot, bf16, block_dim, block_rank, grid_dim, histogram_block,
     lane_id, match_any, my_pe, n_pes, popc, ptr, put_nbi, scan_exclusive_block, shfl, signal_fetch,
-    signal_op, sync_threads, thread_rank, wait_until_all_vector, wait_until_any, warp_mask, Cmp,
-    SignalOp,
+    signal_op, sync_threads, thread_rank, wait_until_all_vector, wait_until_any, warp_mask, Block,
+    Cmp, SignalOp, Warp,
 };
 
-use groups::Groups;
+use groups::{expert_row, quantize_row, stage};
+pub use groups::RowScope;
 pub use wire::{expert_fn, wire_words};
 
 /// `pos_of` value of a choice that found its expert full: the token was not sent there.
@@ -184,13 +193,13 @@ fn too_many(what: &str, have: usize, max: usize) -> ! {
 symmem_device::kernel! {
     /// Dispatch (step 1 of the module's protocol): counts this block's choices per expert
     /// in shared memory, reserves its run on every expert with one `atomic_fetch_add`,
-    /// gives each choice its position (or [`DROPPED`]), moves the rows by warp
-    /// (`warp_scope != 0`) or by block, as bf16 or fp8 (`fp8 != 0`), straight to PEs
-    /// reached directly and through `send` to the others, then hands every PE its run
-    /// descriptors and a signal with the rows it now holds.
+    /// gives each choice its position (or [`DROPPED`]), moves the rows by group of scope
+    /// `S` (`moe_dispatch_warp`: by warp; `moe_dispatch_block`: by block), as bf16 or fp8
+    /// (`fp8 != 0`), straight to PEs reached directly and through `send` to the others,
+    /// then hands every PE its run descriptors and a signal with the rows it now holds.
     // Over 100 lines on purpose: the protocol's steps (count, reserve, rank, move,
     // describe, signal) in order, sharing the block's locals and barriers.
-    pub fn moe_dispatch(tokens: *const bf16, experts: *const u32, pos_of: *mut u32, plan: *mut u64, send: *mut u32, recv: *mut u32, runs: *mut u64, ctrl: *mut u64, n_tokens: usize, hidden: usize, top_k: usize, experts_per_pe: usize, capacity: usize, fp8: u32, warp_scope: u32) {
+    pub fn moe_dispatch[type S](tokens: *const bf16, experts: *const u32, pos_of: *mut u32, plan: *mut u64, send: *mut u32, recv: *mut u32, runs: *mut u64, ctrl: *mut u64, n_tokens: usize, hidden: usize, top_k: usize, experts_per_pe: usize, capacity: usize, fp8: u32) where [S: RowScope] {
         let (me, n) = (my_pe(), n_pes() as usize);
         let (el, layout) = (experts_per_pe, Ctrl { experts_per_pe, n_pes: n });
         let n_experts = el * n;
@@ -198,7 +207,6 @@ symmem_device::kernel! {
             too_many("experts", n_experts, MAX_EXPERTS);
         }
         let words = wire_words(hidden, fp8 != 0);
-        let g = Groups::new(warp_scope != 0);
         let (b, blocks) = (block_rank() as usize, grid_dim().volume() as usize);
         let (tid, threads) = (thread_rank() as usize, block_dim().volume() as usize);
         let (first, end) = block_tokens(n_tokens);
@@ -264,7 +272,7 @@ symmem_device::kernel! {
 
         // 4. Each group moves one kept choice's row at a time: into its slot on a PE this
         //    one reaches directly, else into `send` at its position.
-        let (offset, stride) = g.within_block();
+        let (offset, stride) = (S::index_in_block(), S::per_block());
         let mut c = first_c + offset;
         while c < end_c {
             let pos = pos_of.add(c).read();
@@ -277,11 +285,11 @@ symmem_device::kernel! {
                 let direct = ptr(recv.cast_const(), pe);
                 if fp8 != 0 {
                     let dst = if direct.is_null() { send.add(pos as usize * words) } else { direct.add(slot_words) };
-                    g.quantize(dst, src, hidden);
+                    quantize_row::<S>(dst, src, hidden);
                 } else if direct.is_null() {
-                    g.copy(send.add(pos as usize * words), src.cast::<u32>(), words);
+                    stage::<S, _>(send.add(pos as usize * words), src.cast::<u32>(), words);
                 } else {
-                    g.put_nbi(recv.add(slot_words), src.cast::<u32>(), words, pe);
+                    S::put_nbi(recv.add(slot_words), src.cast::<u32>(), words, pe);
                 }
             }
             c += stride;
@@ -313,20 +321,26 @@ symmem_device::kernel! {
             q += threads;
         }
     }
+    instances {
+        moe_dispatch_warp = [Warp],
+        moe_dispatch_block = [Block],
+    }
 
     /// The experts of this PE (step 2): takes the source PEs as their `dispatch_blocks`
     /// blocks finish, records each source's rows in `received`, and for each of its runs
     /// applies [`expert_fn`] to the rows in `recv` (bf16 or fp8: `fp8 != 0`), writes the
     /// bf16 results to `done` and returns the run to its origin with one `put_signal_nbi`.
-    pub fn moe_expert(recv: *const u32, runs: *const u64, ctrl: *mut u64, done: *mut bf16, combine_in: *mut bf16, hidden: usize, experts_per_pe: usize, capacity: usize, dispatch_blocks: usize, fp8: u32, warp_scope: u32) {
+    /// The runs are shared by the grid's groups of scope `S` (`moe_expert_warp`: warps;
+    /// `moe_expert_block`: blocks).
+    pub fn moe_expert[type S](recv: *const u32, runs: *const u64, ctrl: *mut u64, done: *mut bf16, combine_in: *mut bf16, hidden: usize, experts_per_pe: usize, capacity: usize, dispatch_blocks: usize, fp8: u32) where [S: RowScope] {
         let (me, n) = (my_pe(), n_pes() as usize);
         if n > MAX_PES {
             too_many("PEs", n, MAX_PES);
         }
         let (el, layout) = (experts_per_pe, Ctrl { experts_per_pe, n_pes: n });
         let words = wire_words(hidden, fp8 != 0);
-        let g = Groups::new(warp_scope != 0);
         let b = block_rank() as usize;
+        let (group, groups) = (S::id(), S::count());
         let (taken, picked) = (TAKEN.slice().sub(0, n), PICKED.slice());
         let dispatch_sig = ctrl.add(layout.dispatch_sig());
         let all_done = dispatch_blocks as u64 * DISPATCH_DONE;
@@ -354,7 +368,7 @@ symmem_device::kernel! {
                 break;
             }
             let src_runs = runs.add(src as usize * dispatch_blocks * el * RUN_WORDS);
-            let mut j = g.id;
+            let mut j = group;
             while j < dispatch_blocks * el {
                 let (base, kept) = unpack_run(src_runs.add(j * RUN_WORDS).read());
                 if kept > 0 {
@@ -364,21 +378,25 @@ symmem_device::kernel! {
                     let mut r = 0;
                     while r < kept {
                         let row_in = recv.add((slot + r) * words);
-                        g.expert_row(done.add((slot + r) * hidden), row_in, hidden, e, fp8 != 0);
+                        expert_row::<S>(done.add((slot + r) * hidden), row_in, hidden, e, fp8 != 0);
                         r += 1;
                     }
                     // The whole run is computed before any member (or the proxy) sends it.
-                    g.sync();
+                    S::sync();
                     let pos = src_runs.add(j * RUN_WORDS + 1).read() as usize;
                     let sig = ctrl.add(layout.combine_sig() + me as usize);
                     let rows = done.add(slot * hidden).cast_const();
-                    g.put_signal_add(combine_in.add(pos * hidden), rows, kept * hidden, sig, kept as u64, src);
+                    S::put_signal_nbi(combine_in.add(pos * hidden), rows, kept * hidden, sig, kept as u64, SignalOp::Add, src);
                 }
-                j += g.count;
+                j += groups;
             }
             // Every thread read `picked` before thread 0 writes the next source.
             sync_threads();
         }
+    }
+    instances {
+        moe_expert_warp = [Warp],
+        moe_expert_block = [Block],
     }
 
     /// Combine (step 3): waits until every expert PE returned all the rows this PE sent
