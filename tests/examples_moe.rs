@@ -1,6 +1,8 @@
 //! The `moe_dispatch` example at small sizes: 4 self-launched PEs, 2 simulated nodes × 2
 //! PEs over sockets with fp8 dispatch, fp8 under weak ordering and a seeded schedule, and
-//! the capacity-overflow policies. The example checks every step bit for bit against its
+//! the capacity-overflow policies; the kernels' block instances (`moe_dispatch_block`,
+//! `moe_expert_block`, the default) everywhere but over the simulated nodes, which run the
+//! warp instances (`--scope warp`). The example checks every step bit for bit against its
 //! host reference (fp8 also within its error bound of bf16) and exits non-zero on any
 //! mismatch.
 

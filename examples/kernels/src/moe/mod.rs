@@ -45,7 +45,7 @@
 //! grid's groups). Each is instantiated at both, as `moe_dispatch_warp` and
 //! `moe_dispatch_block`, `moe_expert_warp` and `moe_expert_block`: the host picks the
 //! entry, and each entry calls the warp or block operations directly, with no choice made
-//! at run time. Combine has no group operations and one entry, [`moe_combine`].
+//! at run time. Combine has no group operations and one entry, [`moe_combine()`].
 //!
 //! # Protocol (three launches per PE, no host round trip between them)
 //! 1. [`moe_dispatch()`]: a block counts and places its choices (above), reserves every run
@@ -81,8 +81,8 @@ use symmem_device::{
     Cmp, SignalOp, Warp,
 };
 
-use groups::{expert_row, quantize_row, stage};
 pub use groups::RowScope;
+use groups::{expert_row, quantize_row, stage};
 pub use wire::{expert_fn, wire_words};
 
 /// `pos_of` value of a choice that found its expert full: the token was not sent there.
