@@ -67,3 +67,6 @@ def free(tensor):
         tensor.set_()
 
     array.free(held=held, own=1, release=release)
+
+
+from . import torch_ops as _torch_ops  # noqa: E402,F401 (registers torch.ops.symmem.*)

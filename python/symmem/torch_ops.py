@@ -1,0 +1,297 @@
+"""symmem's collectives as torch custom ops, ``torch.ops.symmem.*``, for eager code,
+``torch.compile(fullgraph=True)`` and CUDA graphs:
+
+    import torch, symmem, symmem.torch               # symmem.torch registers the ops
+    symmem.init()
+    y = torch.ops.symmem.all_reduce(x, "sum")        # any tensor on this PE's device
+    f = torch.compile(lambda x: torch.ops.symmem.all_gather(x * 2) + 1, fullgraph=True)
+
+Every op is collective over all PEs (TEAM_WORLD): each PE calls it with the same shapes,
+dtypes and arguments, in the same order (a compiled graph calls them in its own order,
+which is the same on every PE). Inputs are ordinary tensors on this PE's device: the ops
+stage them through a symmetric workspace that grows collectively to the largest call (call
+each op once before capturing a CUDA graph, so that no allocation happens in the capture),
+and :func:`free_workspace` gives it back (collective; before ``symmem.finalize()``).
+
+The functional ops return new tensors; ``all_to_all_v`` writes its ``out`` and
+``out_splits_offsets`` (as torch's ``symm_mem.all_to_all_vdev``) and keeps the split sizes on
+the device. Each has a fake implementation, so tracing never runs a collective.
+
+On GPU PEs the staging copies run on torch's current stream. A symmem call that takes
+``stream=`` (stream-ordered, defaulting to the current stream) is called without it; one that
+does not yet is called after synchronizing the current stream, so it sees the staged data.
+"""
+
+import inspect as _inspect
+
+import torch as _torch
+
+import symmem as _symmem
+from symmem import _native
+from symmem import torch as _symtorch
+
+__all__ = [
+    "all_gather", "all_reduce", "all_to_all", "all_to_all_v", "barrier", "broadcast",
+    "free_workspace", "reduce_scatter",
+]
+
+#: Reduction names the ops take (``min``/``max``/``sum``/``prod`` for every dtype, the
+#: bitwise ones for integers), as :func:`symmem.reduce`.
+REDUCE_OPS = ("sum", "prod", "min", "max", "and", "or", "xor")
+
+# Element types symmem reduces natively; the others are reduced in a wider type
+# (floats in float32, small integers in int64) and rounded back once.
+_NATIVE_REDUCE = {_torch.int32, _torch.int64, _torch.uint32, _torch.uint64, _torch.float32,
+                  _torch.float64}
+_WIDER = {_torch.bfloat16: _torch.float32, _torch.float16: _torch.float32,
+          _torch.int8: _torch.int64, _torch.int16: _torch.int64, _torch.uint8: _torch.int64}
+
+# Regions of the workspace start on this many bytes (any dtype's view stays aligned).
+_ALIGN = 256
+
+
+class _Workspace:
+    """A symmetric byte tensor that stages the ops' operands, grown collectively: every
+    PE asks for the same size in the same call, so every PE grows it at the same time."""
+
+    def __init__(self):
+        self.tensor = None
+
+    def bytes(self, nbytes):
+        """The workspace, at least `nbytes` long (collective when it grows)."""
+        if self.tensor is None or self.tensor.numel() < nbytes:
+            self.free()
+            # Grows by at least half, so a sequence of rising sizes allocates few times.
+            size = max(nbytes, 3 * (self.tensor_size() // 2), 4096)
+            self.tensor = _symtorch.empty((_aligned(size),), _torch.uint8)
+        return self.tensor
+
+    def tensor_size(self):
+        """Bytes held now (0 when freed)."""
+        return 0 if self.tensor is None else self.tensor.numel()
+
+    def free(self):
+        """Frees the workspace (collective), if there is one."""
+        if self.tensor is not None:
+            tensor, self.tensor = self.tensor, None
+            _symtorch.free(tensor)
+
+
+_workspace = _Workspace()
+
+
+def free_workspace():
+    """Frees the symmetric workspace that the ops stage through (collective; the next op
+    allocates it again). Call it before ``symmem.finalize()``, which refuses while the
+    workspace's tensor is alive."""
+    _workspace.free()
+
+
+def _aligned(n):
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _regions(*sizes):
+    """The workspace cut into aligned regions of `sizes` bytes: one uint8 view each."""
+    offsets, end = [], 0
+    for s in sizes:
+        offsets.append(end)
+        end += _aligned(s)
+    ws = _workspace.bytes(end)
+    return [ws[o:o + s] for o, s in zip(offsets, sizes)]
+
+
+def _as(region, dtype, shape):
+    """The uint8 workspace `region` as a tensor of `dtype` and `shape`."""
+    return region.view(dtype).view(shape)
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def _takes_stream(fn):
+    """Whether the symmem function `fn` takes ``stream=`` (then it is stream-ordered)."""
+    try:
+        return "stream" in _inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _call(fn, *args, **kwargs):
+    """Calls symmem's `fn` after the work queued on torch's current stream, on GPU PEs:
+    stream-ordered when `fn` takes ``stream=`` (its default is the current stream),
+    otherwise after synchronizing that stream (the host form then sees the staged data)."""
+    if _on_gpu() and not _takes_stream(fn):
+        _torch.cuda.current_stream().synchronize()
+    return fn(*args, **kwargs)
+
+
+def _on_gpu():
+    return _native.device() != "cpu"
+
+
+def _check_op(name, op):
+    if op not in REDUCE_OPS:
+        raise ValueError(f"symmem.{name}: unknown reduction {op!r} ({', '.join(REDUCE_OPS)})")
+
+
+def _blocks(name, t):
+    """Fails unless `t`'s first dimension splits into n_pes equal blocks."""
+    n = _native.n_pes()
+    if t.dim() == 0 or t.shape[0] % n != 0:
+        raise ValueError(f"symmem.{name}: input's first dimension must split into n_pes = {n} "
+                         f"equal blocks, input has shape {tuple(t.shape)}")
+
+
+def _reduction(name, t, op, out_shape, scatter):
+    """`t` reduced with `op` over the PEs (all of it, or this PE's block of it when
+    `scatter`), computed in a wider type where symmem has no native reduction of `t`'s."""
+    _check_op(name, op)
+    kind = t.dtype if t.dtype in _NATIVE_REDUCE else _WIDER.get(t.dtype)
+    if kind is None:
+        raise TypeError(f"symmem.{name}: cannot reduce {t.dtype} tensors (reduces integer "
+                        f"and floating dtypes)")
+    if kind.is_floating_point and op in ("and", "or", "xor"):
+        raise TypeError(f"symmem.{name}: {op} is bitwise: it takes integer tensors, got "
+                        f"{t.dtype}")
+    elem = _torch.empty((), dtype=kind).element_size()
+    out_numel = _torch.Size(out_shape).numel()
+    src_r, dst_r = _regions(t.numel() * elem, out_numel * elem)
+    src = _as(src_r, kind, t.shape)
+    src.copy_(t)
+    dst = _as(dst_r, kind, out_shape)
+    if scatter:
+        _call(_symmem.reducescatter, dst.view(-1), src.view(-1), op)
+    else:
+        _call(_symmem.reduce, dst.view(-1), src.view(-1), op)
+    return _torch.empty(out_shape, dtype=t.dtype, device=t.device).copy_(dst)
+
+
+@_torch.library.custom_op("symmem::all_reduce", mutates_args=())
+def all_reduce(input: _torch.Tensor, op: str = "sum") -> _torch.Tensor:
+    """``input`` combined element by element over every PE with ``op`` (``sum``,
+    ``prod``, ``min``, ``max``, and for integers ``and``, ``or``, ``xor``); bf16 and fp16
+    are summed in float32 and rounded once."""
+    return _reduction("all_reduce", input.contiguous(), op, input.shape, scatter=False)
+
+
+@all_reduce.register_fake
+def _(input, op="sum"):
+    _check_op("all_reduce", op)
+    return _torch.empty_like(input, memory_format=_torch.contiguous_format)
+
+
+def _gathered_shape(t):
+    n = _native.n_pes()
+    if t.dim() == 0:
+        return _torch.Size((n,))
+    return _torch.Size((n * t.shape[0],) + tuple(t.shape[1:]))
+
+
+@_torch.library.custom_op("symmem::all_gather", mutates_args=())
+def all_gather(input: _torch.Tensor) -> _torch.Tensor:
+    """Every PE's ``input`` concatenated along the first dimension in PE order (as torch's
+    ``all_gather_into_tensor``; a 0-d input gives one element per PE)."""
+    t = input.contiguous()
+    shape = _gathered_shape(t)
+    src_r, dst_r = _regions(_nbytes(t), _nbytes(t) * _native.n_pes())
+    src = _as(src_r, t.dtype, t.shape)
+    src.copy_(t)
+    dst = _as(dst_r, t.dtype, shape)
+    _call(_symmem.fcollect, dst, src)
+    return dst.clone()
+
+
+@all_gather.register_fake
+def _(input):
+    return input.new_empty(_gathered_shape(input))
+
+
+def _scattered_shape(t):
+    return _torch.Size((t.shape[0] // _native.n_pes(),) + tuple(t.shape[1:]))
+
+
+@_torch.library.custom_op("symmem::reduce_scatter", mutates_args=())
+def reduce_scatter(input: _torch.Tensor, op: str = "sum") -> _torch.Tensor:
+    """Block ``my_pe()`` (of ``n_pes()`` along the first dimension) of ``input`` combined
+    over every PE with ``op`` (as :func:`all_reduce`), as torch's
+    ``reduce_scatter_tensor``."""
+    _blocks("reduce_scatter", input)
+    return _reduction("reduce_scatter", input.contiguous(), op, _scattered_shape(input),
+                      scatter=True)
+
+
+@reduce_scatter.register_fake
+def _(input, op="sum"):
+    _check_op("reduce_scatter", op)
+    _blocks("reduce_scatter", input)
+    return input.new_empty(_scattered_shape(input))
+
+
+@_torch.library.custom_op("symmem::all_to_all", mutates_args=())
+def all_to_all(input: _torch.Tensor) -> _torch.Tensor:
+    """Block ``j`` (of ``n_pes()`` equal blocks along the first dimension) of ``input``
+    goes to PE ``j``; the result holds every PE's block for this PE, in PE order (as torch's
+    ``all_to_all_single`` with equal splits)."""
+    _blocks("all_to_all", input)
+    t = input.contiguous()
+    src_r, dst_r = _regions(_nbytes(t), _nbytes(t))
+    src = _as(src_r, t.dtype, t.shape)
+    src.copy_(t)
+    dst = _as(dst_r, t.dtype, t.shape)
+    _call(_symmem.alltoall, dst, src)
+    return dst.clone()
+
+
+@all_to_all.register_fake
+def _(input):
+    _blocks("all_to_all", input)
+    return _torch.empty_like(input, memory_format=_torch.contiguous_format)
+
+
+def _check_root(name, root):
+    n = _native.n_pes()
+    if not 0 <= root < n:
+        raise ValueError(f"symmem.{name}: root {root} is not a PE (0..{n - 1})")
+
+
+@_torch.library.custom_op("symmem::broadcast", mutates_args=())
+def broadcast(input: _torch.Tensor, root: int) -> _torch.Tensor:
+    """PE ``root``'s ``input`` on every PE (every PE passes a tensor of its shape)."""
+    _check_root("broadcast", root)
+    t = input.contiguous()
+    src_r, dst_r = _regions(_nbytes(t), _nbytes(t))
+    src = _as(src_r, t.dtype, t.shape)
+    src.copy_(t)
+    dst = _as(dst_r, t.dtype, t.shape)
+    _call(_symmem.broadcast, dst, src, root)
+    return dst.clone()
+
+
+@broadcast.register_fake
+def _(input, root):
+    _check_root("broadcast", root)
+    return _torch.empty_like(input, memory_format=_torch.contiguous_format)
+
+
+@_torch.library.custom_op("symmem::barrier", mutates_args=())
+def barrier() -> None:
+    """Waits until every PE reaches it (``symmem.barrier_all``: also completes this PE's
+    outstanding puts); kept by ``torch.compile`` although it returns nothing."""
+    _call(_symmem.barrier_all)
+
+
+@barrier.register_fake
+def _():
+    return None
+
+
+from .all_to_all_v import all_to_all_v  # noqa: E402 (it stages through the workspace above)
+
+# Collectives must run on every PE even when a graph does not use their result: dead code
+# elimination would otherwise drop them (on every PE alike, but a barrier's effect is all
+# it has).
+for _name in ("barrier", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+              "broadcast", "all_to_all_v"):
+    _torch.fx.node.has_side_effect(getattr(_torch.ops.symmem, _name).default)

@@ -1,0 +1,201 @@
+"""torch.ops.symmem.*: the collectives and all_to_all_v as torch custom ops, eager against a
+torch reference, under torch.compile(fullgraph=True) with aot_eager (which runs the fake
+implementations while tracing), and in a CUDA graph on GPU PEs."""
+
+import pytest
+
+import symmem
+
+torch = pytest.importorskip("torch")
+import symmem.torch  # noqa: E402 (registers the ops)
+from symmem import torch_ops  # noqa: E402
+from symmem.all_to_all_v import _through_peer_views  # noqa: E402
+
+ops = torch.ops.symmem
+
+
+def dev():
+    return "cpu" if symmem.device() == "cpu" else f"cuda:{torch.cuda.current_device()}"
+
+
+def pe_input(pe, shape, dtype=torch.float32):
+    """PE `pe`'s input of a test: small integers, exact in every dtype and sum."""
+    g = torch.Generator().manual_seed(1000 + pe)
+    return torch.randint(-8, 9, shape, generator=g).to(dtype)
+
+
+def every_input(n, shape, dtype=torch.float32):
+    return [pe_input(p, shape, dtype) for p in range(n)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
+def test_all_reduce_matches_torch(pe, dtype, op):
+    me, n = pe
+    xs = torch.stack(every_input(n, (3, 5), dtype))
+    want = {"sum": xs.sum(0), "max": xs.amax(0), "min": xs.amin(0),
+            "prod": xs.prod(0)}[op].to(dtype)
+    got = ops.all_reduce(xs[me].to(dev()), op)
+    assert got.dtype == dtype and got.device.type == dev().split(":")[0]
+    assert torch.equal(got.cpu(), want)
+
+
+def test_bitwise_all_reduce_and_its_errors(pe):
+    me, n = pe
+    got = ops.all_reduce(torch.tensor([1 << me, 7], device=dev()), "or")
+    assert got.cpu().tolist() == [(1 << n) - 1, 7]
+    with pytest.raises(TypeError, match="all_reduce: xor is bitwise"):
+        ops.all_reduce(torch.ones(2, device=dev()), "xor")
+    with pytest.raises(ValueError, match="all_reduce: unknown reduction 'mean'"):
+        ops.all_reduce(torch.ones(2, device=dev()), "mean")
+
+
+def test_all_gather_reduce_scatter_all_to_all_broadcast(pe):
+    me, n = pe
+    xs = every_input(n, (2 * n, 3))
+    x = xs[me].to(dev())
+    assert torch.equal(ops.all_gather(x).cpu(), torch.cat(xs))
+    assert torch.equal(ops.all_gather(torch.tensor(float(me), device=dev())).cpu(),
+                       torch.arange(n, dtype=torch.float32))
+    assert torch.equal(ops.reduce_scatter(x, "sum").cpu(),
+                       torch.stack(xs).sum(0).chunk(n)[me])
+    assert torch.equal(ops.all_to_all(x).cpu(), torch.cat([t.chunk(n)[me] for t in xs]))
+    assert torch.equal(ops.broadcast(x, n - 1).cpu(), xs[n - 1])
+    with pytest.raises(ValueError, match=f"all_to_all: input's first dimension must split "
+                                         f"into n_pes = {n}"):
+        ops.all_to_all(torch.ones(2 * n + 1, device=dev()))
+    with pytest.raises(ValueError, match="broadcast: root -1 is not a PE"):
+        ops.broadcast(x, -1)
+
+
+def aot_eager_recording(graphs):
+    """aot_eager that also keeps each forward graph it runs (after dead code elimination)."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    def keep(gm, _inputs):
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    return aot_autograd(fw_compiler=keep)
+
+
+def test_the_ops_compile_without_graph_breaks(pe):
+    me, n = pe
+    torch._dynamo.reset()
+    graphs = []
+
+    def step(x):
+        y = ops.all_reduce(x * 2, "sum")
+        ops.barrier()
+        g = ops.all_gather(y + 1)
+        ops.all_reduce(x, "max")  # unused: kept, every PE must still call it
+        return ops.reduce_scatter(g, "sum") + ops.all_to_all(g) [:y.shape[0]] \
+            + ops.broadcast(y, 0)
+
+    compiled = torch.compile(step, backend=aot_eager_recording(graphs), fullgraph=True)
+    x = pe_input(me, (n, 4)).to(dev())
+    assert torch.equal(compiled(x).cpu(), step(x).cpu())
+    targets = [node.target for gm in graphs for node in gm.graph.nodes]
+    assert targets.count(ops.barrier.default) == 1
+    assert targets.count(ops.all_reduce.default) == 2
+
+
+def splits_of(pe, n, rows):
+    """PE `pe`'s in_splits: how many of its `rows` go to each PE (some zero)."""
+    g = torch.Generator().manual_seed(77 + pe)
+    cuts = torch.randint(0, rows + 1, (n - 1,), generator=g).sort().values
+    return torch.diff(torch.cat([torch.tensor([0]), cuts, torch.tensor([rows])]))
+
+
+def all_to_all_v_reference(me, n, rows, hidden):
+    """What PE `me` receives: each PE's run for it, in PE order, and the splits/offsets."""
+    parts = []
+    for p in range(n):
+        s = splits_of(p, n, rows)
+        start = int(s[:me].sum())
+        parts.append(pe_input(p, (rows, hidden))[start:start + int(s[me])])
+    counts = torch.tensor([len(t) for t in parts])
+    return torch.cat(parts), torch.stack([counts, torch.cumsum(counts, 0) - counts])
+
+
+def run_all_to_all_v(fn, me, n, rows=12, hidden=3):
+    """`fn(input, out, in_splits, out_splits_offsets)` on this PE's inputs, checked."""
+    want, want_so = all_to_all_v_reference(me, n, rows, hidden)
+    out = torch.full((rows * n, hidden), -1.0, device=dev())
+    so = torch.zeros((2, n), dtype=torch.int64, device=dev())
+    fn(pe_input(me, (rows, hidden)).to(dev()), out, splits_of(me, n, rows).to(dev()), so)
+    assert torch.equal(so.cpu(), want_so)
+    assert torch.equal(out[:len(want)].cpu(), want)
+    assert (out[len(want):] == -1).all()  # rows beyond the received ones are untouched
+
+
+def test_all_to_all_v_matches_torch(pe):
+    me, n = pe
+    run_all_to_all_v(ops.all_to_all_v, me, n)
+    run_all_to_all_v(ops.all_to_all_v, me, n, rows=0)
+
+
+def test_all_to_all_v_compiles(pe):
+    me, n = pe
+    torch._dynamo.reset()
+
+    def step(x, out, splits, so):
+        ops.all_to_all_v(x * 1, out, splits, so)
+
+    run_all_to_all_v(torch.compile(step, backend="aot_eager", fullgraph=True), me, n)
+
+
+def test_the_gpu_route_of_all_to_all_v_on_mapped_peers(pe):
+    me, n = pe
+    if symmem.device() == "cpu":
+        probe = symmem.zeros((1,), "int64")
+        mapped = all(symmem.ptr(probe, p) is not None for p in range(n))
+        probe.free()
+        if not mapped:
+            pytest.skip("peers on another node: the peer-view route needs them mapped")
+    run_all_to_all_v(_through_peer_views, me, n)
+
+
+def test_all_to_all_v_errors_name_the_argument(pe):
+    me, n = pe
+    x = torch.ones((4, 2), device=dev())
+    so = torch.zeros((2, n), dtype=torch.int64, device=dev())
+    splits = torch.zeros(n, dtype=torch.int64, device=dev())
+    with pytest.raises(ValueError, match=f"in_splits must be int64 of shape \\({n},\\)"):
+        ops.all_to_all_v(x, torch.empty((4, 2), device=dev()), splits.int(), so)
+    with pytest.raises(TypeError, match="out's rows"):
+        ops.all_to_all_v(x, torch.empty((4, 3), device=dev()), splits, so)
+    if symmem.device() == "cpu":
+        splits[0] = 4  # every PE sends its 4 rows to PE 0, which has room for 1
+        with pytest.raises(ValueError, match=f"PE 0 receives {4 * n} rows but its out has "
+                                             "room for 1"):
+            ops.all_to_all_v(x, torch.empty((1, 2)), splits, so)
+
+
+def test_free_workspace_then_the_ops_allocate_it_again(pe):
+    me, n = pe
+    torch_ops.free_workspace()
+    assert torch_ops._workspace.tensor is None
+    assert ops.all_reduce(torch.ones(3, device=dev())).cpu().tolist() == [n] * 3
+    torch_ops.free_workspace()
+
+
+@pytest.mark.skipif("symmem.device() == 'cpu'", reason="CUDA graphs need GPU PEs")
+def test_cuda_graph_capture_and_replay(pe):
+    me, n = pe
+    if not torch_ops._takes_stream(symmem.reduce):
+        pytest.skip("needs the stream-ordered symmem calls (issue 50 section 1)")
+    x = torch.zeros((n, 4), device=dev())
+    ops.all_reduce(x, "sum")  # grows the workspace before the capture
+    ops.all_gather(x)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.all_reduce(x, "sum")
+        g = ops.all_gather(y)
+    for step in range(3):
+        x.copy_(pe_input(me, (n, 4)) + step)
+        graph.replay()
+        torch.cuda.synchronize()
+        want = sum(pe_input(p, (n, 4)) + step for p in range(n))
+        assert torch.equal(y.cpu(), want) and torch.equal(g.cpu(), torch.cat([want] * n))
