@@ -46,10 +46,6 @@ _NATIVE_REDUCE = {_torch.int32, _torch.int64, _torch.uint32, _torch.uint64, _tor
 _WIDER = {_torch.bfloat16: _torch.float32, _torch.float16: _torch.float32,
           _torch.int8: _torch.int64, _torch.int16: _torch.int64, _torch.uint8: _torch.int64}
 
-# Regions of the workspace start on this many bytes (any dtype's view stays aligned).
-_ALIGN = 256
-
-
 class _Workspace:
     """A symmetric byte tensor that stages the ops' operands, grown collectively: every
     PE asks for the same size in the same call, so every PE grows it at the same time."""
@@ -59,16 +55,13 @@ class _Workspace:
 
     def bytes(self, nbytes):
         """The workspace, at least `nbytes` long (collective when it grows)."""
-        if self.tensor is None or self.tensor.numel() < nbytes:
+        held = 0 if self.tensor is None else self.tensor.numel()
+        if held < nbytes:
             self.free()
             # Grows by at least half, so a sequence of rising sizes allocates few times.
-            size = max(nbytes, 3 * (self.tensor_size() // 2), 4096)
-            self.tensor = _symtorch.empty((_aligned(size),), _torch.uint8)
+            size = max(nbytes, 3 * (held // 2), 4096)
+            self.tensor = _symtorch.empty((size,), _torch.uint8)
         return self.tensor
-
-    def tensor_size(self):
-        """Bytes held now (0 when freed)."""
-        return 0 if self.tensor is None else self.tensor.numel()
 
     def free(self):
         """Frees the workspace (collective), if there is one."""
@@ -77,28 +70,23 @@ class _Workspace:
             _symtorch.free(tensor)
 
 
-_workspace = _Workspace()
+# Two allocations: a collective's source and destination must be different allocations
+# for its stream-ordered form.
+_workspaces = (_Workspace(), _Workspace())
 
 
 def free_workspace():
     """Frees the symmetric workspace that the ops stage through (collective; the next op
     allocates it again). Call it before ``symmem.finalize()``, which refuses while the
-    workspace's tensor is alive."""
-    _workspace.free()
-
-
-def _aligned(n):
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+    workspace's tensors are alive."""
+    for w in _workspaces:
+        w.free()
 
 
 def _regions(*sizes):
-    """The workspace cut into aligned regions of `sizes` bytes: one uint8 view each."""
-    offsets, end = [], 0
-    for s in sizes:
-        offsets.append(end)
-        end += _aligned(s)
-    ws = _workspace.bytes(end)
-    return [ws[o:o + s] for o, s in zip(offsets, sizes)]
+    """One uint8 region of each of `sizes` bytes (at most two), each in its own workspace
+    allocation (collective when one grows)."""
+    return [w.bytes(s)[:s] for w, s in zip(_workspaces, sizes)]
 
 
 def _as(region, dtype, shape):

@@ -176,7 +176,7 @@ def test_all_to_all_v_errors_name_the_argument(pe):
 def test_free_workspace_then_the_ops_allocate_it_again(pe):
     me, n = pe
     torch_ops.free_workspace()
-    assert torch_ops._workspace.tensor is None
+    assert all(w.tensor is None for w in torch_ops._workspaces)
     assert ops.all_reduce(torch.ones(3, device=dev())).cpu().tolist() == [n] * 3
     torch_ops.free_workspace()
 
