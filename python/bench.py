@@ -158,6 +158,7 @@ def main():
             MIB16 / timed(a.reps, 5, lambda k: [dist.all_to_all_single(t16_out, t16)
                                                for _ in range(k)]) / 1e9,
             "GB/s", "torch.distributed gloo")
+        all_to_all_v_rows(timed, a.reps, row, me, n, torch, dist)
         if symmem.device() != "cpu":
             import bench_gpu_peers as gpu
 
@@ -167,6 +168,47 @@ def main():
         dist.destroy_process_group()
 
     symmem.barrier_all()
+
+
+def all_to_all_v_rows(timed, reps, row, me, n, torch, dist):
+    """MoE dispatch sizes: 4096 tokens of hidden 7168 in bf16, each sent to top-8 experts
+    (rows to PEs uniformly at random), as torch.ops.symmem.all_to_all_v (splits on the
+    device) and gloo's all_to_all_single with the same splits (host lists, CPU tensors).
+    Scaled to 256 tokens on CPU PEs (28 MiB sent per PE). GB/s of rows sent per PE."""
+    import symmem.torch  # noqa: F401 (registers torch.ops.symmem.*)
+    from symmem import torch_ops
+
+    tokens = 4096 if symmem.device() != "cpu" else 256
+    hidden, top_k = 7168, 8
+    rows = tokens * top_k
+
+    def splits(pe):
+        g = torch.Generator().manual_seed(4242 + pe)
+        return torch.bincount(torch.randint(0, n, (rows,), generator=g), minlength=n)
+
+    received = sum(int(splits(p)[me]) for p in range(n))
+    dev = "cpu" if symmem.device() == "cpu" else f"cuda:{torch.cuda.current_device()}"
+    x = torch.ones((rows, hidden), dtype=torch.bfloat16, device=dev)
+    out = torch.empty((received, hidden), dtype=torch.bfloat16, device=dev)
+    in_splits, so = splits(me).to(dev), torch.empty((2, n), dtype=torch.int64, device=dev)
+
+    def symmem_a2av(k):
+        for _ in range(k):
+            torch.ops.symmem.all_to_all_v(x, out, in_splits, so)
+        if dev != "cpu":
+            torch.cuda.synchronize()
+
+    sent = rows * hidden * 2
+    what = f"all_to_all_v_bw (MoE: {tokens} tokens, hidden {hidden}, top-{top_k}, bf16)"
+    row(what, sent / timed(reps, 3, symmem_a2av) / 1e9, "GB/s", "symmem")
+    xc, outc = x.cpu(), out.cpu()
+    ins, outs = splits(me).tolist(), [int(splits(p)[me]) for p in range(n)]
+    row(what.replace("all_to_all_v", "all_to_all_single"),
+        sent / timed(reps, 3, lambda k: [dist.all_to_all_single(outc, xc, outs, ins)
+                                         for _ in range(k)]) / 1e9,
+        "GB/s", "torch.distributed gloo")
+    del x, out
+    torch_ops.free_workspace()
 
 
 def symmem_broadcast_port(port):

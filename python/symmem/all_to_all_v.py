@@ -12,8 +12,8 @@ after the first dimension; ``input`` and ``out`` have the same row shape and dty
 Two routes, picked by the PE kind:
 
 - CPU PEs (``_through_host``): the PEs exchange every PE's splits with one ``fcollect``, then
-  each PE pulls its rows from its peers' staged inputs with ``get`` (every route, other
-  nodes included). ``input`` may differ in rows between PEs; a missing room in ``out`` is a
+  each PE pulls its rows from its peers' staged inputs: one copy from a peer mapped here,
+  a ``get`` from one on another node. ``input`` may differ in rows between PEs; a missing room in ``out`` is a
   ``ValueError`` on every PE.
 - GPU PEs (``_through_peer_views``): nothing reads the splits on the host. Each PE stages
   its splits and rows, a barrier, then every PE reads its peers' splits and rows through
@@ -80,8 +80,8 @@ def _row_bytes(t):
 
 
 def _through_host(input, out, in_splits, out_splits_offsets):
-    """The CPU PEs' route: every PE's splits by ``fcollect``, then ``get`` of each peer's
-    rows for this PE from its staged input."""
+    """The CPU PEs' route: every PE's splits by ``fcollect``, then each peer's rows for
+    this PE from its staged input (a copy from a mapped peer, else ``get``)."""
     me, n = _native.my_pe(), _native.n_pes()
     # Each PE's header: its splits, then its input's rows and out's room.
     w = n + 2
@@ -119,10 +119,14 @@ def _through_host(input, out, in_splits, out_splits_offsets):
         dst_rows = out.narrow(0, int(offsets[i]), c)
         if i == me:
             dst_rows.copy_(staged.narrow(0, start, c))
-        else:
-            peer_rows = _as(data_r[start * row_bytes:(start + c) * row_bytes], input.dtype,
-                            dst_rows.shape)
-            _symmem.get(dst_rows, peer_rows, i)
+            continue
+        peer_rows = _as(data_r[start * row_bytes:(start + c) * row_bytes], input.dtype,
+                        dst_rows.shape)
+        if _native.ptr(peer_rows, i) is None:
+            _symmem.get(dst_rows, peer_rows, i)  # another node: through the transport
+        else:  # mapped here: one copy straight from the peer's memory
+            dst_rows.copy_(_torch.from_dlpack(_native.peer_array(
+                peer_rows, i, 0, tuple(dst_rows.shape), _symmem.dtype_name(input.dtype))))
     _symmem.barrier_all()  # no PE restages before every PE has read its rows
     out_splits_offsets[0].copy_(counts)
     out_splits_offsets[1].copy_(offsets)
