@@ -16,8 +16,10 @@ each expert's output row to the token's PE and sums them there weighted by
 
 The rows travel with :func:`symmem.torch_ops.all_to_all_v` (both directions; the split
 sizes stay on the device). ``dispatch`` reads the number of received rows on the host to
-return tensors of that many rows (on GPU PEs: one synchronization of the current stream);
-``combine`` reads nothing on the host and compiles with ``torch.compile(fullgraph=True)``.
+return tensors of that many rows (on GPU PEs: one synchronization of the current stream),
+in the custom op ``symmem::leading_rows``, which a compiled graph sees as a data-dependent
+size; ``combine`` reads nothing on the host. Both compile with
+``torch.compile(fullgraph=True)``: they are torch ops and symmem custom ops throughout.
 
 The Rust MoE kernels of ``examples/kernels`` (``moe_dispatch_*``, ``moe_expert_*``,
 ``moe_combine``) are not used here: they ship only in the example kernel library, and
@@ -35,6 +37,22 @@ from . import torch_ops as _torch_ops  # noqa: F401 (registers torch.ops.symmem.
 __all__ = ["Buffer", "DispatchHandle", "DispatchLayout"]
 
 _a2av = _torch.ops.symmem.all_to_all_v
+
+
+@_torch.library.custom_op("symmem::leading_rows", mutates_args=())
+def _leading_rows(tensors: list[_torch.Tensor], counts: _torch.Tensor) -> list[_torch.Tensor]:
+    """The first ``counts.sum()`` rows of each of ``tensors`` (copies): a count read on
+    the host, which a compiled graph sees as one data-dependent size instead of a break."""
+    rows = int(counts.sum())
+    return [t[:rows].clone() for t in tensors]
+
+
+@_leading_rows.register_fake
+def _(tensors, counts):
+    rows = _torch.library.get_ctx().new_dynamic_size()
+    if tensors:
+        _torch._check(rows <= tensors[0].shape[0])  # lets shape checks decide statically
+    return [t.new_empty((rows,) + tuple(t.shape[1:])) for t in tensors]
 
 
 @dataclass
@@ -130,10 +148,10 @@ class Buffer:
         splits = _torch.empty((2, n), dtype=_torch.int64, device=x.device)
         _a2av(rows, recv_x, layout.num_rows_per_pe, splits)
         _a2av(local_expert, recv_e, layout.num_rows_per_pe, _torch.empty_like(splits))
-        received = int(splits[0].sum())
         weights = topk_weights.reshape(-1).to(_torch.float32).index_select(0, order)
         handle = DispatchHandle(layout, splits[0], topk_idx.shape[0], weights)
-        return recv_x[:received], recv_e[:received, 0], handle
+        recv_x, recv_e = _leading_rows([recv_x, recv_e], splits[0])
+        return recv_x, recv_e[:, 0], handle
 
     def combine(self, y, handle):
         """Returns each row of ``y`` (one per row :meth:`dispatch` received, in its order)
