@@ -22,6 +22,7 @@ On GPU PEs the staging copies run on torch's current stream. A symmem call that 
 does not yet is called after synchronizing the current stream, so it sees the staged data.
 """
 
+import functools as _functools
 import inspect as _inspect
 
 import torch as _torch
@@ -45,6 +46,7 @@ _NATIVE_REDUCE = {_torch.int32, _torch.int64, _torch.uint32, _torch.uint64, _tor
                   _torch.float64}
 _WIDER = {_torch.bfloat16: _torch.float32, _torch.float16: _torch.float32,
           _torch.int8: _torch.int64, _torch.int16: _torch.int64, _torch.uint8: _torch.int64}
+
 
 class _Workspace:
     """A symmetric byte tensor that stages the ops' operands, grown collectively: every
@@ -98,6 +100,7 @@ def _nbytes(t):
     return t.numel() * t.element_size()
 
 
+@_functools.lru_cache(maxsize=None)
 def _takes_stream(fn):
     """Whether the symmem function `fn` takes ``stream=`` (then it is stream-ordered)."""
     try:
