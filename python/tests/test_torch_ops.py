@@ -108,22 +108,24 @@ def splits_of(pe, n, rows):
     return torch.diff(torch.cat([torch.tensor([0]), cuts, torch.tensor([rows])]))
 
 
-def all_to_all_v_reference(me, n, rows, hidden):
+def all_to_all_v_reference(me, n, rows_of, hidden):
     """What PE `me` receives: each PE's run for it, in PE order, and the splits/offsets."""
     parts = []
     for p in range(n):
-        s = splits_of(p, n, rows)
+        s = splits_of(p, n, rows_of(p))
         start = int(s[:me].sum())
-        parts.append(pe_input(p, (rows, hidden))[start:start + int(s[me])])
+        parts.append(pe_input(p, (rows_of(p), hidden))[start:start + int(s[me])])
     counts = torch.tensor([len(t) for t in parts])
     return torch.cat(parts), torch.stack([counts, torch.cumsum(counts, 0) - counts])
 
 
-def run_all_to_all_v(fn, me, n, rows=12, hidden=3):
-    """`fn(input, out, in_splits, out_splits_offsets)` on this PE's inputs, checked."""
-    want, want_so = all_to_all_v_reference(me, n, rows, hidden)
-    out = torch.full((rows * n, hidden), -1.0, device=dev())
+def run_all_to_all_v(fn, me, n, rows_of=lambda pe: 12, hidden=3):
+    """`fn(input, out, in_splits, out_splits_offsets)` on this PE's inputs (PE `pe` has
+    `rows_of(pe)` rows), checked."""
+    want, want_so = all_to_all_v_reference(me, n, rows_of, hidden)
+    out = torch.full((max(map(rows_of, range(n))) * n, hidden), -1.0, device=dev())
     so = torch.zeros((2, n), dtype=torch.int64, device=dev())
+    rows = rows_of(me)
     fn(pe_input(me, (rows, hidden)).to(dev()), out, splits_of(me, n, rows).to(dev()), so)
     assert torch.equal(so.cpu(), want_so)
     assert torch.equal(out[:len(want)].cpu(), want)
@@ -133,7 +135,9 @@ def run_all_to_all_v(fn, me, n, rows=12, hidden=3):
 def test_all_to_all_v_matches_torch(pe):
     me, n = pe
     run_all_to_all_v(ops.all_to_all_v, me, n)
-    run_all_to_all_v(ops.all_to_all_v, me, n, rows=0)
+    run_all_to_all_v(ops.all_to_all_v, me, n, rows_of=lambda pe: 0)
+    if symmem.device() == "cpu":  # GPU PEs stage input in symmetric memory: one shape
+        run_all_to_all_v(ops.all_to_all_v, me, n, rows_of=lambda pe: 5 + 3 * pe)
 
 
 def test_all_to_all_v_compiles(pe):
