@@ -7,7 +7,8 @@ of 8 B, the put_signal ping-pong (one way), put bandwidth of a 16 MiB array (bac
 put_nbi, then one quiet, 16 per repetition: as symmem-perf's put_bw row), reduce (sum)
 of 8 B and 16 MiB and alltoall of 16 MiB; and, where torch is installed, the same through
 torch.distributed on gloo: send/recv ping-pong (one way), all_reduce of 8 B and 16 MiB,
-all_to_all_single of 16 MiB. On GPU PEs, also torch's `_symmetric_memory` and NVSHMEM4Py
+all_to_all_single of 16 MiB; all_to_all_v at MoE sizes beside gloo's all_to_all_single
+(`all_to_all_v_rows`). On GPU PEs, also torch's `_symmetric_memory` and NVSHMEM4Py
 where the machine has them (`bench_gpu_peers.py`). Set the Rust rows beside them with
 `symmem-perf --pes 2 --only put_latency,get_latency,put_signal_pingpong_latency,put_bw`:
 the difference is the Python layer's cost per call.
