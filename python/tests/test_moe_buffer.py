@@ -7,8 +7,17 @@ import symmem
 
 torch = pytest.importorskip("torch")
 import symmem.moe  # noqa: E402
+import symmem.torch_ops  # noqa: E402
 
 HIDDEN, TOKENS, TOP_K, EXPERTS_PER_PE = 16, 12, 3, 2
+
+
+@pytest.fixture(scope="module", autouse=True)
+def workspace():
+    """Frees the ops' symmetric workspace after this module's tests (collective), so the
+    suites after it find no symmetric memory of these tests."""
+    yield
+    symmem.torch_ops.free_workspace()
 
 
 def dev():

@@ -14,6 +14,14 @@ from symmem.all_to_all_v import _through_peer_views  # noqa: E402
 ops = torch.ops.symmem
 
 
+@pytest.fixture(scope="module", autouse=True)
+def workspace():
+    """Frees the ops' symmetric workspace after this module's tests (collective), so the
+    suites after it find no symmetric memory of these tests."""
+    yield
+    torch_ops.free_workspace()
+
+
 def dev():
     return "cpu" if symmem.device() == "cpu" else f"cuda:{torch.cuda.current_device()}"
 
