@@ -18,8 +18,9 @@ The functional ops return new tensors; ``all_to_all_v`` writes its ``out`` and
 the device. Each has a fake implementation, so tracing never runs a collective.
 
 On GPU PEs the staging copies run on torch's current stream. A symmem call that takes
-``stream=`` (stream-ordered, defaulting to the current stream) is called without it; one that
-does not yet is called after synchronizing the current stream, so it sees the staged data.
+``stream=`` is queued on that stream (``stream=torch.cuda.current_stream().cuda_stream``, the
+handle ``KernelModule.launch`` takes); one that does not yet is called after synchronizing
+the current stream, so it sees the staged data.
 """
 
 import functools as _functools
@@ -68,6 +69,10 @@ class _Workspace:
     def free(self):
         """Frees the workspace (collective), if there is one."""
         if self.tensor is not None:
+            if _on_gpu():
+                # Work queued on torch's streams may still use it (a free waits only for
+                # the streams symmem made).
+                _torch.cuda.synchronize()
             tensor, self.tensor = self.tensor, None
             _symtorch.free(tensor)
 
@@ -109,13 +114,18 @@ def _takes_stream(fn):
         return False
 
 
-def _call(fn, *args, **kwargs):
+def _call(fn, *args):
     """Calls symmem's `fn` after the work queued on torch's current stream, on GPU PEs:
-    stream-ordered when `fn` takes ``stream=`` (its default is the current stream),
-    otherwise after synchronizing that stream (the host form then sees the staged data)."""
-    if _on_gpu() and not _takes_stream(fn):
-        _torch.cuda.current_stream().synchronize()
-    return fn(*args, **kwargs)
+    queued on that stream when `fn` takes ``stream=`` (a CUDA stream handle, as
+    ``KernelModule.launch``), otherwise after synchronizing it (the host form then sees
+    the staged data)."""
+    if not _on_gpu():
+        return fn(*args)
+    stream = _torch.cuda.current_stream()
+    if _takes_stream(fn):
+        return fn(*args, stream=stream.cuda_stream)
+    stream.synchronize()
+    return fn(*args)
 
 
 def _on_gpu():
