@@ -13,7 +13,9 @@ stage them through a symmetric workspace that grows collectively to the largest 
 each op once before capturing a CUDA graph, so that no allocation happens in the capture),
 and :func:`free_workspace` gives it back (collective; before ``symmem.finalize()``).
 
-The functional ops return new tensors; ``all_to_all_v`` writes its ``out`` and
+``all_reduce``/``reduce_scatter`` (``op="sum"``), ``all_gather`` and ``all_to_all`` have
+gradients (the collective that moves them the other way). The functional ops return new
+tensors; ``all_to_all_v`` writes its ``out`` and
 ``out_splits_offsets`` (as torch's ``symm_mem.all_to_all_vdev``) and keeps the split sizes on
 the device. Each has a fake implementation, so tracing never runs a collective.
 
@@ -287,6 +289,45 @@ def barrier() -> None:
 def _():
     return None
 
+
+
+
+# Gradients, for a loss that is the sum of every PE's own loss (data-parallel SPMD, as
+# torch.distributed.nn's collectives): each backward is the collective that moves the
+# gradients the other way, so every PE runs it in the same backward step.
+
+def _save_op(ctx, inputs, output):
+    ctx.op = inputs[1]
+
+
+def _sum_only(name, op):
+    if op != "sum":
+        raise RuntimeError(f"symmem.{name}: the gradient is defined for op='sum' only, "
+                           f"the forward used {op!r}")
+
+
+def _all_reduce_backward(ctx, grad):
+    _sum_only("all_reduce", ctx.op)
+    return all_reduce(grad, "sum"), None
+
+
+def _all_gather_backward(ctx, grad):
+    return reduce_scatter(grad.contiguous(), "sum")
+
+
+def _reduce_scatter_backward(ctx, grad):
+    _sum_only("reduce_scatter", ctx.op)
+    return all_gather(grad.contiguous()), None
+
+
+def _all_to_all_backward(ctx, grad):
+    return all_to_all(grad.contiguous())
+
+
+all_reduce.register_autograd(_all_reduce_backward, setup_context=_save_op)
+all_gather.register_autograd(_all_gather_backward)
+reduce_scatter.register_autograd(_reduce_scatter_backward, setup_context=_save_op)
+all_to_all.register_autograd(_all_to_all_backward)
 
 from .all_to_all_v import all_to_all_v  # noqa: E402 (it stages through the workspace above)
 

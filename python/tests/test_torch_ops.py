@@ -211,3 +211,26 @@ def test_cuda_graph_capture_and_replay(pe):
         torch.cuda.synchronize()
         want = sum(pe_input(p, (n, 4)) + step for p in range(n))
         assert torch.equal(y.cpu(), want) and torch.equal(g.cpu(), torch.cat([want] * n))
+
+
+def test_gradients_move_the_other_way(pe):
+    me, n = pe
+    xs = [pe_input(p, (n, 2)).requires_grad_() for p in range(n)]
+    # The loss of PE p weights its output by (p + 1): every PE's gradient sums them all.
+    weight = float(me + 1)
+    x = xs[me].detach().to(dev()).requires_grad_()
+    for op, ref in ((lambda t: ops.all_reduce(t, "sum"), lambda ts: sum(ts)),
+                    (ops.all_gather, torch.cat),
+                    (lambda t: ops.reduce_scatter(t, "sum"),
+                     lambda ts: [sum(ts).chunk(n)[p] for p in range(n)]),
+                    (ops.all_to_all,
+                     lambda ts: [torch.cat([t.chunk(n)[p] for t in ts]) for p in range(n)])):
+        x.grad = None
+        (op(x) * weight).sum().backward()
+        outs = ref(xs)
+        outs = outs if isinstance(outs, list) else [outs] * n
+        want = torch.autograd.grad(sum((o * (p + 1)).sum() for p, o in enumerate(outs)),
+                                   xs[me], retain_graph=True)[0]
+        assert torch.equal(x.grad.cpu(), want)
+    with pytest.raises(RuntimeError, match="all_reduce: the gradient is defined for op='sum'"):
+        ops.all_reduce(x, "max").sum().backward()
