@@ -99,8 +99,6 @@ class Buffer:
         self.max_tokens, self.n_pes = max_tokens, n
         self.experts_per_pe = num_experts // n
         self.max_recv_rows = max_tokens * top_k * n if max_recv_rows is None else max_recv_rows
-        self.device = _torch.device(
-            "cpu" if _native.device() == "cpu" else f"cuda:{_torch.cuda.current_device()}")
 
     def _check_routing(self, op, topk_idx):
         if topk_idx.dim() != 2 or topk_idx.shape[1] != self.top_k or \
