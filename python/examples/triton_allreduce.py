@@ -52,13 +52,16 @@ def blockwise_barrier(signal_pad_ptrs, rank, world_size: tl.constexpr):
     """Program ``b`` of every PE meets here (see the module's docstring)."""
     pads = signal_pad_ptrs.to(tl.pointer_type(tl.uint64))
     word = tl.program_id(0) * world_size
+    # Compiled, a compare-and-swap takes operands of its pointer's type exactly.
+    zero = tl.full([], 0, tl.uint64)
+    one = tl.full([], 1, tl.uint64)
     for pe in tl.static_range(world_size):
         peer_pad = tl.load(pads + pe).to(tl.pointer_type(tl.uint64))
-        while tl.atomic_cas(peer_pad + word + rank, 0, 1, sem="release", scope="sys") != 0:
+        while tl.atomic_cas(peer_pad + word + rank, zero, one, sem="release", scope="sys") != 0:
             pass
     my_pad = tl.load(pads + rank).to(tl.pointer_type(tl.uint64))
     for pe in tl.static_range(world_size):
-        while tl.atomic_cas(my_pad + word + pe, 1, 0, sem="acquire", scope="sys") != 1:
+        while tl.atomic_cas(my_pad + word + pe, one, zero, sem="acquire", scope="sys") != 1:
             pass
 
 

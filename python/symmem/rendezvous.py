@@ -133,7 +133,7 @@ class SymmetricHandle:
     """The handle of :func:`rendezvous`, as torch's ``_SymmetricMemory``: ``rank``,
     ``world_size``, ``buffer_size``, ``buffer_ptrs``, ``buffer_ptrs_dev``,
     ``signal_pad_ptrs``, ``signal_pad_ptrs_dev``, ``signal_pad_size``, ``multicast_ptr``
-    (0: no multicast object), ``offset`` (0), ``get_buffer``, ``get_remote_tensor``,
+    (0: no multicast object), ``device``, ``offset`` (0), ``get_buffer``, ``get_remote_tensor``,
     ``get_signal_pad``, ``barrier``, ``put_signal``, ``wait_signal``; ``free()`` frees its
     signal pad and pointer arrays (collective). Made by :func:`rendezvous` only."""
 
@@ -211,6 +211,13 @@ class SymmetricHandle:
         """0: symmem makes no multicast (NVLS) object, as torch reports where a device
         has none."""
         return 0
+
+    @property
+    def device(self):
+        """Where the buffer is, as torch names devices: ``"cpu"`` or ``"cuda:N"`` (a
+        string, which ``torch.device`` takes)."""
+        kind, index = self._array.__dlpack_device__()
+        return "cpu" if kind == 1 else f"cuda:{index}"
 
     @property
     def offset(self):

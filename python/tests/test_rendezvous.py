@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import symmem
-from views import host, on_gpu, view
+from views import host, on_gpu, torch_device, view
 
 #: The module (``symmem.rendezvous`` is its function).
 rdv = import_module("symmem.rendezvous")
@@ -73,6 +73,7 @@ def test_pointers_and_the_kernels_pointer_arrays(pe):
     assert hdl.buffer_ptrs == [symmem.ptr(buf, p) for p in range(n)]
     assert hdl.signal_pad_ptrs[me] is not None
     assert (hdl.signal_pad_size, hdl.multicast_ptr, hdl.offset) == (9216, 0, 0)
+    assert hdl.device == ("cpu" if not on_gpu() else str(torch_device()))
     if not on_gpu():
         # The arrays kernels take: every peer's address, 0 where a peer is not mapped.
         assert words(hdl.buffer_ptrs_dev, n) == [p or 0 for p in hdl.buffer_ptrs]

@@ -5,6 +5,9 @@ interpreted (the example sets TRITON_INTERPRET=1), on GPU PEs compiled."""
 
 import gc
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +20,30 @@ torch = pytest.importorskip("torch")
 import symmem.torch  # noqa: E402 (needs torch)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "triton_allreduce.py"
+
+#: Compiles the example's kernel for sm_80 and sm_90, with no GPU and outside the job (symmem
+#: stubbed as a GPU PE): the interpreter forgives what the compiler refuses (operand types).
+COMPILE = """
+import importlib.util, sys, types
+symmem = types.ModuleType("symmem")
+symmem.init, symmem.device = (lambda: None), (lambda: "GPU 0 (stub)")
+sys.modules.update({"symmem": symmem, "symmem.torch": types.ModuleType("symmem.torch")})
+spec = importlib.util.spec_from_file_location("triton_allreduce", sys.argv[1])
+example = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(example)
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+signature = {"buffer_ptrs": "i64", "signal_pad_ptrs": "i64", "out_ptr": "*fp32", "numel": "i32",
+             "rank": "i32", "world_size": "constexpr", "BLOCK": "constexpr"}
+for cc in (80, 90):
+    src = ASTSource(fn=example.one_shot_all_reduce_kernel, signature=signature,
+                    constexprs={"world_size": 4, "BLOCK": 256})
+    ptx = triton.compile(src, target=GPUTarget("cuda", cc, 32)).asm["ptx"]
+    for want in ("atom.global.release.sys.cas.b64", "atom.global.acquire.sys.cas.b64", "bar.sync"):
+        assert want in ptx, f"sm_{cc}: no {want} in the PTX"
+print("compiled for sm_80 and sm_90")
+"""
 
 #: The example's barrier, for this module's kernels (set by the ``example`` fixture: the
 #: example decides whether Triton runs interpreted before anything is decorated).
@@ -125,6 +152,17 @@ def test_triton_one_shot_all_reduce(pe, example, numel):
     gc.collect()
     hdl.free()
     symmem.torch.free(buf)
+
+
+def test_the_kernel_compiles_for_gpus(pe, example, tmp_path):
+    me, n = pe
+    if (me, n) != (0, 2):
+        pytest.skip("compiled once, by PE 0 of the 2-PE job")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", COMPILE, str(EXAMPLE)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-4000:]
 
 
 def test_the_example_runs(example):
