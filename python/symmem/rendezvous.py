@@ -160,7 +160,7 @@ class SymmetricHandle:
 
     def _live(self, op):
         if self._freed:
-            raise ValueError(f"SymmetricHandle.{op}: the handle was freed")
+            raise ValueError(f"SymmetricHandle.{op}: the handle was freed (or symmem finalized)")
         if self._array.freed:
             raise ValueError(
                 f"SymmetricHandle.{op}: the handle's buffer ({self._array!r}) was freed; "
@@ -361,6 +361,14 @@ def _drop_stale():
     for hdl in list(_handles.values()):
         if hdl._array.freed:
             hdl.free()
+
+
+def _forget_all():
+    """Drops every handle without a free: what ``symmem.finalize`` calls, since their
+    memory went with the heap."""
+    for hdl in _handles.values():
+        hdl._freed = True
+    _handles.clear()
 
 
 def rendezvous(tensor, group=None):

@@ -4,7 +4,10 @@ of a peer's copy, the handle cache and what freeing does to it, group=, signal p
 
 import ctypes
 import gc
+import os
+import subprocess
 import sys
+import textwrap
 from importlib import import_module
 
 import numpy as np
@@ -124,6 +127,41 @@ def test_the_handle_is_cached_until_it_or_its_buffer_is_freed(pe):
     symmem.rendezvous(other).free()
     fresh.free()
     other.free()
+
+
+def test_finalize_ends_every_handle():
+    # One PE alone (a job of its own: no launcher variables): finalize with a handle alive,
+    # which then refuses every use; after a new init, rendezvous makes a new handle (the
+    # old one is not freed into the new heap).
+    code = textwrap.dedent("""
+        import symmem
+        symmem.init()
+        buf = symmem.zeros((4,), "int64")
+        old = symmem.rendezvous(buf)
+        buf.free()
+        symmem.finalize()
+        for use in (lambda: old.buffer_ptrs_dev, lambda: old.barrier()):
+            try:
+                use()
+            except ValueError as e:
+                assert "finalized" in str(e), e
+            else:
+                raise AssertionError("a handle of a finalized job was used")
+        symmem.init()
+        buf = symmem.zeros((4,), "int64")
+        new = symmem.rendezvous(buf)
+        assert new is not old and new.buffer_ptrs == [buf.address]
+        new.barrier()
+        new.free()
+        buf.free()
+        print("ok")
+    """)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SYMMEM_", "OMPI_", "PMI", "SLURM_", "RANK", "WORLD_SIZE",
+                                "LOCAL_RANK", "MASTER_"))}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
 
 
 def test_group_must_span_every_pe_in_order(pe):
