@@ -34,8 +34,10 @@ import symmem
 symmem.init()
 ON_GPU = symmem.device() != "cpu"
 if not ON_GPU:
-    # Before triton is imported (its language's own functions are decorated then): on
-    # CPU PEs every kernel runs interpreted.
+    # Before the kernels below are decorated: on CPU PEs they run interpreted. They call
+    # only triton.language's builtins (tl.full, not tl.zeros): its @triton.jit helpers
+    # were decorated when triton was first imported, interpreted only if this was set by
+    # then, and torch.compile, for one, imports triton early.
     os.environ.setdefault("TRITON_INTERPRET", "1")
 elif os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
     raise SystemExit("triton_allreduce: this PE's buffers are on a GPU; unset TRITON_INTERPRET")
@@ -76,7 +78,7 @@ def one_shot_all_reduce_kernel(buffer_ptrs, signal_pad_ptrs, out_ptr, numel, ran
     for start in range(tl.program_id(0) * BLOCK, numel, tl.num_programs(0) * BLOCK):
         offsets = start + tl.arange(0, BLOCK)
         mask = offsets < numel
-        acc = tl.zeros((BLOCK,), tl.float32)
+        acc = tl.full((BLOCK,), 0, tl.float32)
         for pe in tl.static_range(world_size):
             peer = tl.load(ptrs + pe).to(tl.pointer_type(out_ptr.dtype.element_ty))
             acc += tl.load(peer + offsets, mask=mask, other=0).to(tl.float32)

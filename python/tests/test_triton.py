@@ -55,10 +55,11 @@ def example():
     """python/examples/triton_allreduce.py as a module (it picks Triton's mode), on a job
     whose peers are all mapped into this process."""
     global blockwise_barrier
-    # Not imported here: TRITON_INTERPRET must be set before triton is imported (its
-    # language's own functions are decorated then), and the example decides it.
     if importlib.util.find_spec("triton") is None:
         pytest.skip("triton is not installed: the Triton kernels are not tested")
+    # Imported before the example sets TRITON_INTERPRET, as torch.compile (earlier in the
+    # suite) does: the example's kernels must run interpreted all the same.
+    import triton  # noqa: F401
     probe = symmem.zeros((1,), "int8")
     mapped = all(symmem.ptr(probe, p) is not None for p in range(symmem.n_pes()))
     probe.free()
