@@ -27,6 +27,7 @@ they are atomic between processes too. (The interpreter's float16 atomic add tak
 in one process, so it is not; this example does none.)
 """
 
+import contextlib
 import os
 
 import symmem
@@ -93,6 +94,9 @@ def one_shot_all_reduce(hdl, out, block=256, max_programs=8):
     launches the kernel with the same grid). Needs every PE's buffer mapped here (one
     node); on a GPU PE it is queued on torch's current stream."""
     numel = out.numel()
+    if str(out.device) != hdl.device or not out.is_contiguous():
+        raise ValueError(f"one_shot_all_reduce: out must be a contiguous tensor on "
+                         f"{hdl.device}, where the buffer is (it is on {out.device})")
     if numel * out.element_size() > hdl.buffer_size:
         raise ValueError(f"one_shot_all_reduce: out has {numel * out.element_size()} bytes, "
                          f"the symmetric buffer {hdl.buffer_size}")
@@ -104,9 +108,11 @@ def one_shot_all_reduce(hdl, out, block=256, max_programs=8):
     # One barrier channel (world_size signal words) per program.
     channels = hdl.signal_pad_size // 8 // hdl.world_size
     programs = max(1, min(triton.cdiv(numel, block), max_programs, channels))
-    one_shot_all_reduce_kernel[(programs,)](
-        hdl.buffer_ptrs_dev, hdl.signal_pad_ptrs_dev, out, numel, hdl.rank,
-        world_size=hdl.world_size, BLOCK=block)
+    # On a GPU PE, launched on the PE's GPU whatever torch's current device is.
+    with torch.cuda.device(out.device) if out.is_cuda else contextlib.nullcontext():
+        one_shot_all_reduce_kernel[(programs,)](
+            hdl.buffer_ptrs_dev, hdl.signal_pad_ptrs_dev, out, numel, hdl.rank,
+            world_size=hdl.world_size, BLOCK=block)
     return out
 
 

@@ -150,6 +150,8 @@ def test_triton_one_shot_all_reduce(pe, example, numel):
     assert not host(hdl.get_signal_pad(me)).any()
     with pytest.raises(ValueError, match="out has 2404 bytes, the symmetric buffer"):
         example.one_shot_all_reduce(hdl, torch.empty(601, device=buf.device))
+    with pytest.raises(ValueError, match="out must be a contiguous tensor on"):
+        example.one_shot_all_reduce(hdl, torch.empty((4, 2), device=buf.device).t())
     gc.collect()
     hdl.free()
     symmem.torch.free(buf)
