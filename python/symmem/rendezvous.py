@@ -160,7 +160,8 @@ class SymmetricHandle:
 
     def _live(self, op):
         if self._freed:
-            raise ValueError(f"SymmetricHandle.{op}: the handle was freed (or symmem finalized)")
+            raise ValueError(
+                f"SymmetricHandle.{op}: the handle was freed (or symmem finalized)")
         if self._array.freed:
             raise ValueError(
                 f"SymmetricHandle.{op}: the handle's buffer ({self._array!r}) was freed; "

@@ -159,6 +159,8 @@ def test_triton_one_shot_all_reduce(pe, example, numel):
 
 def test_the_kernel_compiles_for_gpus(pe, example, tmp_path):
     me, n = pe
+    if on_gpu():
+        pytest.skip("on GPU PEs the tests above compile the kernel for this GPU and run it")
     if (me, n) != (0, 2):
         pytest.skip("compiled once, by PE 0 of the 2-PE job")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
