@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -157,16 +158,18 @@ def test_triton_one_shot_all_reduce(pe, example, numel):
     symmem.torch.free(buf)
 
 
-def test_the_kernel_compiles_for_gpus(pe, example, tmp_path):
+def test_the_kernel_compiles_for_gpus(pe, example):
     me, n = pe
     if on_gpu():
         pytest.skip("on GPU PEs the tests above compile the kernel for this GPU and run it")
     if (me, n) != (0, 2):
         pytest.skip("compiled once, by PE 0 of the 2-PE job")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_CACHE_DIR"] = str(tmp_path)
-    done = subprocess.run([sys.executable, "-c", COMPILE, str(EXAMPLE)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    # (Not pytest's tmp_path: every PE would set it up, racing over its old folders.)
+    with tempfile.TemporaryDirectory(prefix="symmem-triton-cache-") as cache:
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        env["TRITON_CACHE_DIR"] = cache
+        done = subprocess.run([sys.executable, "-c", COMPILE, str(EXAMPLE)], env=env,
+                              capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-4000:]
 
 
