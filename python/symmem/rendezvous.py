@@ -361,7 +361,13 @@ def _drop_stale():
     since frees are collective and in the same order)."""
     for hdl in list(_handles.values()):
         if hdl._array.freed:
-            hdl.free()
+            try:
+                hdl.free()
+            except BufferError as e:
+                # Refused on every PE alike (the PEs vote), so every PE raises here.
+                raise BufferError(
+                    "rendezvous: the signal pad of a handle whose buffer was freed cannot be "
+                    f"freed yet: {e}") from e
 
 
 def _forget_all():

@@ -119,8 +119,15 @@ def test_the_handle_is_cached_until_it_or_its_buffer_is_freed(pe):
     with pytest.raises(ValueError, match="rendezvous: the buffer .*was freed"):
         symmem.rendezvous(buf)
     # ... and the next rendezvous that is not a cache hit frees its signal pad and pointer
-    # arrays on every PE (so a freed handle can no longer be freed).
+    # arrays on every PE (so a freed handle can no longer be freed); refused on every PE
+    # while one PE holds a view of that pad.
     fresh = symmem.zeros((2,), "int64")
+    # (A view of the pad made from the handle's own array: what free's vote counts.)
+    pad = view(again._pad) if me == n - 1 else None
+    with pytest.raises(BufferError, match=f"rendezvous: the signal pad of a handle whose buffer was freed .*PE {n - 1} holds 1"):
+        symmem.rendezvous(fresh)
+    del pad
+    gc.collect()
     symmem.rendezvous(fresh).free()
     with pytest.raises(ValueError, match="already freed"):
         again.free()
