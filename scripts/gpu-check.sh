@@ -268,6 +268,14 @@ python_checks() {
     SYMMEM_KERNEL_LIBRARY="$library" python3 -m symmem.run -n 2 -m pytest "$here/python/tests" -q -p no:cacheprovider
   check "Python MoE example, Rust kernels from torch (2 PEs)" env PYTHONPATH="$python_site${PYTHONPATH:+:$PYTHONPATH}" \
     python3 -m symmem.run -n 2 "$here/python/examples/moe.py" "$library"
+  # A Triton kernel on the rendezvous handle's pointer arrays (python/tests/test_triton.py,
+  # in the suite above, runs it too, and pairs a Triton barrier with the host's).
+  if python3 -c "import triton" 2>/dev/null; then
+    check "Python Triton one-shot all-reduce example (2 PEs)" env PYTHONPATH="$python_site${PYTHONPATH:+:$PYTHONPATH}" \
+      python3 -m symmem.run -n 2 "$here/python/examples/triton_allreduce.py"
+  else
+    echo "NOTE: python3 has no triton: the Triton example and test_triton.py's kernels did not run"
+  fi
 }
 
 # python/bench.py on GPU PEs: symmem from Python beside torch's _symmetric_memory and

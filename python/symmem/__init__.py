@@ -129,6 +129,8 @@ def finalize():
     views of symmetric arrays or has another thread inside a symmem call (the PEs vote);
     also run at interpreter exit, without the vote."""
     _native.finalize()
+    from .rendezvous import _forget_all
+    _forget_all()
 
 
 from .rendezvous import SymmetricHandle, rendezvous  # noqa: E402 (needs the above)
