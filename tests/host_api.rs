@@ -69,6 +69,8 @@ macro_rules! on_2_and_4 {
 // error on every PE.
 // Handles from before a finalize.
 // Random puts and atomics to random peers.
+// Stream-ordered get_on_stream and the transfers with a local operand outside the heap
+// (put_on_stream_from, get_on_stream_into, put_signal_on_stream_from), and their errors.
 on_2_and_4!(
     rma,
     put_signal,
@@ -83,6 +85,7 @@ on_2_and_4!(
     align,
     foreign,
     stress,
+    stream_rma,
 );
 
 fn check_timeout(n: usize) {
