@@ -10,6 +10,7 @@ use symmem::{Runtime, Team};
 use crate::errors::to_py;
 use crate::handle::{self, runtime};
 use crate::ops::blocking;
+use crate::streams::{order, Order};
 
 /// A team's place: the team until it is destroyed, or until finalize takes every team
 /// away before the runtime they borrow goes.
@@ -163,18 +164,33 @@ impl PyTeam {
         Ok((PyTeam::wrap(&rt, x), PyTeam::wrap(&rt, y)))
     }
 
-    /// Waits for every PE of the team (`shmem_team_sync`).
-    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+    /// Waits for every PE of the team (`shmem_team_sync`). Queued on a stream (GPU PEs:
+    /// `stream`, default torch's current stream), the stream waits instead and the call
+    /// returns at once (`nvshmemx_team_sync_on_stream`).
+    #[pyo3(signature = (stream=None))]
+    fn sync(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let rt = runtime()?;
+        let how = order(py, &rt, "team sync", stream)?;
         let g = self.lock()?;
         let t = g.team();
-        blocking(py, || t.sync())
+        match how {
+            Order::Queued(s) => t.sync_on_stream(&s).map_err(to_py),
+            Order::Now => blocking(py, || t.sync()),
+        }
     }
 
-    /// Quiet, then waits for every PE of the team.
-    fn barrier(&self, py: Python<'_>) -> PyResult<()> {
+    /// Quiet, then waits for every PE of the team. Queued on a stream (GPU PEs), as
+    /// [`Self::sync`] (`nvshmemx_barrier_on_stream`).
+    #[pyo3(signature = (stream=None))]
+    fn barrier(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let rt = runtime()?;
+        let how = order(py, &rt, "team barrier", stream)?;
         let g = self.lock()?;
         let t = g.team();
-        blocking(py, || t.barrier())
+        match how {
+            Order::Queued(s) => t.barrier_on_stream(&s).map_err(to_py),
+            Order::Now => blocking(py, || t.barrier()),
+        }
     }
 
     /// Destroys the team (`shmem_team_destroy`): collective over it; TEAM_WORLD cannot be.
