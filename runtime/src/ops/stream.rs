@@ -12,8 +12,8 @@
 //! | `launch_on_stream`, `launch_by_name_on_stream` | the user's kernel, `cuLaunchKernel` on the stream | `launch`, `launch_by_name` |
 //! | `get_on_stream`, and the forms with a local operand outside the heap (`put_on_stream_from`, `get_on_stream_into`, `put_signal_on_stream_from`) | see `stream_local.rs` | `get`, `put`, `put_signal` |
 //!
-//! A GPU stream reaches the PEs of this node; a PE on another node is refused with
-//! [`Error::Unsupported`] before anything is queued (see `stream_local.rs`).
+//! A GPU stream reaches the PEs of this node with copies; a PE on another node with the
+//! `stream_rma` helper kernel, through the proxy (see `stream_local.rs`).
 //!
 //! On a CPU PE a [`Stream`] is the calling thread: each call runs at once, in order, so
 //! one program runs on both kinds of PE.
@@ -224,7 +224,11 @@ impl Runtime {
             (crate::route::Located::Device(d), crate::route::Located::Device(s)) => {
                 self.queue_device_copy(op, stream, d, s, count * std::mem::size_of::<T>())
             }
-            (crate::route::Located::Remote { .. }, _) => Err(self.not_on_stream(op, pe)),
+            #[cfg(feature = "cuda")]
+            (crate::route::Located::Remote { .. }, crate::route::Located::Device(s)) => {
+                let bytes = count * std::mem::size_of::<T>();
+                self.queue_remote_rma(op, stream, self.sym_addr(dst), s, bytes, pe, false)
+            }
             #[allow(unreachable_patterns)] // host and device heaps never mix in one job
             _ => Err(Error::Unsupported {
                 op,
@@ -340,8 +344,18 @@ impl Runtime {
                     (sym as *mut u64, signal, op as u32, pe as u32),
                 )
             }
+            // A GPU stream's signal to another node: through the proxy, behind the data
+            // (the `stream_rma` kernel completed it with a quiet).
+            #[cfg(feature = "cuda")]
+            crate::route::Word::Remote { .. } => self.helper_on_stream(
+                name,
+                stream,
+                symmem_runtime_kernels::host_signal::KERNEL,
+                (self.sym_addr(sig) as *mut u64, signal, op as u32, pe as u32),
+            ),
+            #[cfg(not(feature = "cuda"))]
             crate::route::Word::Remote { .. } => {
-                unreachable!("a host stream's signal went with its data; a GPU stream's copy refuses remote PEs")
+                unreachable!("a host stream's signal goes with its data")
             }
         }
     }

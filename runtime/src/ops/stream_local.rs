@@ -18,13 +18,13 @@
 //! `count` readable elements) is the caller's promise.
 //!
 //! # Peers on other nodes
-//! A GPU stream reaches the PEs whose heaps are mapped into this PE's CUDA context (its
-//! node, P2P). A PE reached over the remote transport is refused with
-//! [`Error::Unsupported`] before anything is queued: synchronize the stream and use the
-//! host operations, or put from a kernel (device puts to other nodes go through the
-//! proxy). A helper kernel could do the same for the stream forms, but the proxy reads a
-//! put's source from the symmetric heap, so a local operand outside it would first need a
-//! staging copy into a heap buffer the runtime owns; that is not built yet.
+//! The copy engine reaches the PEs whose heaps are mapped into this PE's CUDA context (its
+//! node, P2P). For a PE reached over the remote transport a GPU stream queues the
+//! `stream_rma` helper kernel instead: one thread doing the device put (then `quiet`) or
+//! get, which the proxy thread carries over the transport, staging the local operand
+//! (any device memory) through its pinned buffer. A put_signal's signal then follows as
+//! the `host_signal` helper kernel, also through the proxy, behind the completed data.
+//! This serves every stream transfer here and `put_on_stream`/`put_signal_on_stream`.
 
 use bytemuck::Pod;
 use symmem_transport::int::SignalOp;
@@ -71,6 +71,11 @@ impl Runtime {
             #[cfg(feature = "cuda")]
             (Located::Device(d), Located::Device(s)) => {
                 self.queue_device_copy(OP, stream, d, s, count * std::mem::size_of::<T>())
+            }
+            #[cfg(feature = "cuda")]
+            (Located::Device(d), Located::Remote { .. }) => {
+                let bytes = count * std::mem::size_of::<T>();
+                self.queue_remote_rma(OP, stream, self.sym_addr(src), d, bytes, pe, true)
             }
             _ => Err(self.not_on_stream(OP, pe)),
         }
@@ -142,6 +147,12 @@ impl Runtime {
             Located::Device(d) => {
                 self.queue_device_copy(op, stream, d, src as u64, count * std::mem::size_of::<T>())
             }
+            #[cfg(feature = "cuda")]
+            Located::Remote { .. } => {
+                let bytes = count * std::mem::size_of::<T>();
+                self.queue_remote_rma(op, stream, self.sym_addr(dst), src as u64, bytes, pe, false)
+            }
+            #[allow(unreachable_patterns)] // a host heap on a GPU stream: never in one job
             _ => Err(self.not_on_stream(op, pe)),
         }
     }
@@ -193,6 +204,12 @@ impl Runtime {
             Located::Device(s) => {
                 self.queue_device_copy(OP, stream, dst as u64, s, count * std::mem::size_of::<T>())
             }
+            #[cfg(feature = "cuda")]
+            Located::Remote { .. } => {
+                let bytes = count * std::mem::size_of::<T>();
+                self.queue_remote_rma(OP, stream, self.sym_addr(src), dst as u64, bytes, pe, true)
+            }
+            #[allow(unreachable_patterns)] // a host heap on a GPU stream: never in one job
             _ => Err(self.not_on_stream(OP, pe)),
         }
     }
@@ -338,14 +355,49 @@ impl Runtime {
         Ok(())
     }
 
-    /// The error of a GPU stream's transfer to or from `pe` on another node.
+    /// Queues the `stream_rma` helper kernel on a GPU PE's `stream`: a put of `bytes`
+    /// from `local` (device memory of this context) to symmetric `sym` on `pe`, then a
+    /// quiet, or (`get`) a get from `sym` on `pe` into `local`; through the proxy for a PE
+    /// on another node (see the module docs).
+    #[cfg(feature = "cuda")]
+    #[allow(clippy::too_many_arguments)] // the transfer, its target and its direction
+    pub(crate) fn queue_remote_rma(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+        sym: u64,
+        local: u64,
+        bytes: usize,
+        pe: usize,
+        get: bool,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let args = (
+            sym as *mut u8,
+            local as *mut u8,
+            bytes,
+            pe as u32,
+            u32::from(get),
+        );
+        self.block_on_stream(
+            op,
+            stream,
+            symmem_runtime_kernels::stream_rma::KERNEL,
+            args,
+            1,
+        )
+    }
+
+    /// The error of a stream transfer that no route serves (a heap of another kind
+    /// than the stream's PE: never in one job).
     pub(crate) fn not_on_stream(&self, op: &'static str, pe: usize) -> Error {
         Error::Unsupported {
             op,
             pe,
-            reason: format!(
-                "a GPU PE's stream-ordered transfers reach the PEs whose heaps are mapped into its CUDA context (this node); PE {pe} is reached over the remote transport: synchronize the stream and use the host put/get/put_signal, or put from a kernel (device puts to other nodes go through the proxy)"
-            ),
+            reason: "the source and destination are on kinds of memory no stream transfer joins"
+                .into(),
         }
     }
 }

@@ -7,10 +7,10 @@
 //! On a CPU PE the local operand is a `Vec` (host memory) and a stream is the calling
 //! thread. On a GPU PE (`scripts/gpu-check.sh`) it is the device address of a heap buffer
 //! of this PE's (device memory the runtime checks with the driver), the copies are queued
-//! on the stream and read after `Stream::synchronize`, and a neighbour on another node
-//! (2 simulated nodes) must be refused with `Unsupported`.
+//! on the stream and read after `Stream::synchronize`; a neighbour on another node (2
+//! simulated nodes) is reached by the `stream_rma` helper kernel through the proxy.
 
-use symmem::{Error, RoutePath, Runtime, Stream, SymBuf};
+use symmem::{Runtime, Stream, SymBuf};
 
 use super::{check_eq, elem, expect_err, finish, key, neighbours, OrFail, Outcome};
 
@@ -71,23 +71,6 @@ impl Local<'_> {
     }
 }
 
-/// Whether this PE's streams reach `pe` (a GPU stream does not reach other nodes).
-fn reaches(rt: &Runtime, pe: usize) -> Result<bool, String> {
-    Ok(!rt.is_gpu() || !matches!(rt.route_to(pe).or_fail()?.path, RoutePath::Transport(_)))
-}
-
-/// `r` is `Ok` when this PE's stream reaches `pe`, else the `Unsupported` error naming
-/// the remote transport.
-fn done_or_refused(r: symmem::Result<()>, reached: bool) -> Outcome {
-    match (r, reached) {
-        (Ok(()), true) => Ok(()),
-        (Err(Error::Unsupported { reason, .. }), false) if reason.contains("remote transport") => {
-            Ok(())
-        }
-        (r, _) => Err(format!("reached {reached}, got {r:?}")),
-    }
-}
-
 fn inner(rt: &Runtime) -> Outcome {
     let (me, _, right, left) = neighbours(rt);
     let stream = rt.create_stream().or_fail()?;
@@ -100,7 +83,6 @@ fn inner(rt: &Runtime) -> Outcome {
         host: vec![0; LEN],
         device: &scratch,
     };
-    let (to_right, from_left) = (reaches(rt, right)?, reaches(rt, left)?);
     let read = |buf: &SymBuf<u64>| -> Result<Vec<u64>, String> {
         let mut out = vec![0u64; LEN];
         rt.read_local(buf.at(0), &mut out).or_fail()?;
@@ -110,76 +92,53 @@ fn inner(rt: &Runtime) -> Outcome {
     // put_on_stream_from: local memory into the right neighbour's dst.
     let p = local.holding(&values(me, 1))?;
     // SAFETY: `p` holds LEN elements until the stream is synchronized below.
-    let r = unsafe { rt.put_on_stream_from(dst.at(0), p, LEN, right, &stream) };
-    done_or_refused(r, to_right)?;
+    unsafe { rt.put_on_stream_from(dst.at(0), p, LEN, right, &stream) }.or_fail()?;
     stream.synchronize().or_fail()?;
     rt.barrier_all().or_fail()?;
-    if from_left {
-        check_eq!(
-            read(&dst)?,
-            values(left, 1),
-            "put_on_stream_from from PE {left}"
-        );
-    }
+    check_eq!(
+        read(&dst)?,
+        values(left, 1),
+        "put_on_stream_from from PE {left}"
+    );
 
     // get_on_stream: the right neighbour's src into this PE's dst.
     rt.put(src.at(0), &values(me, 2), me).or_fail()?;
     rt.barrier_all().or_fail()?;
-    done_or_refused(
-        rt.get_on_stream(dst.at(0), src.at(0), LEN, right, &stream),
-        to_right,
-    )?;
+    rt.get_on_stream(dst.at(0), src.at(0), LEN, right, &stream)
+        .or_fail()?;
     stream.synchronize().or_fail()?;
-    if to_right {
-        check_eq!(
-            read(&dst)?,
-            values(right, 2),
-            "get_on_stream from PE {right}"
-        );
-    }
+    check_eq!(
+        read(&dst)?,
+        values(right, 2),
+        "get_on_stream from PE {right}"
+    );
 
     // get_on_stream_into: the right neighbour's src into local memory.
     let p = local.holding(&[0; LEN])?;
     // SAFETY: `p` holds LEN writable elements until the stream is synchronized below.
-    let r = unsafe { rt.get_on_stream_into(p, src.at(0), LEN, right, &stream) };
-    done_or_refused(r, to_right)?;
+    unsafe { rt.get_on_stream_into(p, src.at(0), LEN, right, &stream) }.or_fail()?;
     stream.synchronize().or_fail()?;
-    if to_right {
-        check_eq!(
-            local.read()?,
-            values(right, 2),
-            "get_on_stream_into from PE {right}"
-        );
-    }
+    check_eq!(
+        local.read()?,
+        values(right, 2),
+        "get_on_stream_into from PE {right}"
+    );
     rt.barrier_all().or_fail()?;
 
     // put_signal_on_stream_from: data then signal; the receiver's stream waits for it.
     let p = local.holding(&values(me, 3))?;
+    let add = symmem::SignalOp::Add;
     // SAFETY: as for put_on_stream_from.
-    let r = unsafe {
-        rt.put_signal_on_stream_from(
-            dst.at(0),
-            p,
-            LEN,
-            sig.at(0),
-            5,
-            symmem::SignalOp::Add,
-            right,
-            &stream,
-        )
-    };
-    done_or_refused(r, to_right)?;
-    if from_left {
-        rt.signal_wait_until_on_stream(sig.at(0), symmem::Cmp::Ge, 5, &stream)
-            .or_fail()?;
-        stream.synchronize().or_fail()?;
-        check_eq!(
-            read(&dst)?,
-            values(left, 3),
-            "data behind the signal from PE {left}"
-        );
-    }
+    unsafe { rt.put_signal_on_stream_from(dst.at(0), p, LEN, sig.at(0), 5, add, right, &stream) }
+        .or_fail()?;
+    rt.signal_wait_until_on_stream(sig.at(0), symmem::Cmp::Ge, 5, &stream)
+        .or_fail()?;
     stream.synchronize().or_fail()?;
+    check_eq!(
+        read(&dst)?,
+        values(left, 3),
+        "data behind the signal from PE {left}"
+    );
     rt.barrier_all().or_fail()?;
 
     errors(rt, &stream, &dst, &mut local)?;
