@@ -35,7 +35,7 @@ def test_views_of_a_peers_copy(pe):
     assert mine[:4].tolist() == [0] * 4 and (mine[4:] == left + 0.5).all()
     # A signal to the right neighbour's pad, seen by its owner's wait.
     symmem.signal_op(view(hdl.signal_pad)[0:1], 7, right)
-    assert symmem.signal_wait_until(view(hdl.signal_pad)[0:1], "eq", 7) == 7
+    assert symmem.signal_wait_until(view(hdl.signal_pad)[0:1], "eq", 7, stream="host") == 7
     with pytest.raises(ValueError, match="does not fit"):
         hdl.get_buffer(right, (9,), "float32")
     gc.collect()
