@@ -243,3 +243,10 @@ fn puts_and_gets_by_non_temporal_stores_and_by_memcpy() {
 fn a_peer_killed_mid_transfer_is_named_by_every_survivor() {
     check_killed_mid_transfer(&TWO_NODES);
 }
+
+/// The stream transfers in weak-ordering mode on 3 PEs: every peer behind the reordering
+/// transport, so a CPU stream's put must be complete (quieted) before its next operation.
+#[test]
+fn stream_rma_in_weak_ordering() {
+    run_ok(3, "stream_rma", &[("SYMMEM_ORDERING", "weak")]);
+}
