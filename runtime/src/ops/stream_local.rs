@@ -38,9 +38,10 @@ use crate::sym::SymRef;
 impl Runtime {
     /// Copies `count` elements of `src` on `pe` into `dst` (this PE's heap), in stream
     /// order (`nvshmemx_getmem_on_stream`): on a GPU PE the copy is queued on `stream`
-    /// behind its earlier work and the call returns at once; on a CPU PE it is a `get`,
-    /// complete on return. Errors: as `get`, a stream of another runtime or kind of PE, and
-    /// on a GPU PE a `pe` on another node ([`Error::Unsupported`], see the module docs).
+    /// behind its earlier work (a copy engine copy, or for a PE on another node the
+    /// `stream_rma` helper kernel, see the module docs) and the call returns at once; on a
+    /// CPU PE it is a `get`, complete on return. Errors: as `get`, and a stream of another
+    /// runtime or kind of PE.
     pub fn get_on_stream<T: Pod>(
         &self,
         dst: SymRef<'_, T>,
@@ -82,12 +83,13 @@ impl Runtime {
     }
 
     /// Copies `count` elements at `src` (local memory, see below) to `dst` on `pe`, in
-    /// stream order: on a GPU PE queued on `stream` (a copy engine copy) and returning at
-    /// once; on a CPU PE a `put` complete at the target on return. The local operand is
-    /// any device memory of this PE's GPU on a GPU PE (a CUDA tensor outside the symmetric
-    /// heap), host memory on a CPU PE. Errors: as `put`, a null or misaligned `src`, on a
-    /// GPU PE an `src` that is not device memory of this PE's GPU or runs past its
-    /// allocation, and a `pe` on another node (see the module docs).
+    /// stream order: on a GPU PE queued on `stream` (a copy engine copy, or the
+    /// `stream_rma` helper kernel for a PE on another node) and returning at once; on a CPU
+    /// PE a `put` complete at the target on return. The local operand is any device memory
+    /// of this PE's GPU on a GPU PE (a CUDA tensor outside the symmetric heap), host memory
+    /// on a CPU PE. Errors: as `put`, a stream of another runtime or kind of PE, a null or
+    /// misaligned `src`, and on a GPU PE an `src` that is not device memory of this PE's
+    /// GPU or runs past its allocation.
     ///
     /// # Safety
     /// `src` must point at `count` readable elements that stay allocated and unchanged
