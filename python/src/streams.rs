@@ -101,6 +101,23 @@ fn borrowed(rt: &Runtime, handle: usize) -> PyResult<Stream> {
     unsafe { rt.stream_from_raw(handle) }.map_err(crate::errors::to_py)
 }
 
+/// Waits, on a GPU PE with torch imported, for the work on torch's current stream: what a
+/// host collective over a team (a split, `destroy`) does first, so that a team collective
+/// queued there by default has run before the host one advances or clears the team's
+/// barrier state. Nothing to do elsewhere.
+pub fn settle(py: Python<'_>, rt: &Runtime) -> PyResult<()> {
+    let Some(g) = rt.gpu_ordinal() else {
+        return Ok(());
+    };
+    match torch_current(py, g)? {
+        Some(h) => {
+            let s = borrowed(rt, h)?;
+            blocking(py, || s.synchronize())
+        }
+        None => Ok(()),
+    }
+}
+
 /// How `op`, which has no local operand (a wait, quiet, a barrier, a collective), runs
 /// for `stream=`.
 pub fn order(

@@ -10,7 +10,7 @@ use symmem::{Runtime, Team};
 use crate::errors::to_py;
 use crate::handle::{self, runtime};
 use crate::ops::blocking;
-use crate::streams::{order, Order};
+use crate::streams::{order, settle, Order};
 
 /// A team's place: the team until it is destroyed, or until finalize takes every team
 /// away before the runtime they borrow goes.
@@ -148,6 +148,7 @@ impl PyTeam {
         size: usize,
     ) -> PyResult<Option<PyTeam>> {
         let rt = runtime()?;
+        settle(py, &rt)?;
         let g = self.lock()?;
         let t = g.team();
         let child = blocking(py, || t.split_strided(start, stride, size))?;
@@ -155,9 +156,12 @@ impl PyTeam {
     }
 
     /// `(xteam, yteam)`: this PE's row and column of the team laid out with `xrange`
-    /// columns (`shmem_team_split_2d`). Collective over this team.
+    /// columns (`shmem_team_split_2d`). Collective over this team; on a GPU PE it first
+    /// waits for torch's current stream (its queued collectives), as splits and
+    /// `destroy` do.
     fn split_2d(&self, py: Python<'_>, xrange: usize) -> PyResult<(PyTeam, PyTeam)> {
         let rt = runtime()?;
+        settle(py, &rt)?;
         let g = self.lock()?;
         let t = g.team();
         let (x, y) = blocking(py, || t.split_2d(xrange))?;
@@ -194,6 +198,8 @@ impl PyTeam {
     }
 
     /// Destroys the team (`shmem_team_destroy`): collective over it; TEAM_WORLD cannot be.
+    /// On a GPU PE it first waits for torch's current stream (the team's queued
+    /// collectives).
     fn destroy(&self, py: Python<'_>) -> PyResult<()> {
         let mut g = self.lock()?;
         if g.team().is_predefined() {
@@ -201,6 +207,7 @@ impl PyTeam {
                 "destroy: TEAM_WORLD is predefined and cannot be destroyed",
             ));
         }
+        settle(py, &*runtime()?)?;
         let team = g.0.take().expect("checked by lock");
         blocking(py, || team.destroy())
     }
