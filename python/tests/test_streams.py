@@ -391,3 +391,30 @@ def test_a_launch_inside_torch_cuda_stream_runs_on_it(pe, gpu):
         del src
         gc.collect()
         symmem.barrier_all(stream="host")
+
+
+def test_a_cpu_pes_launch_takes_host_and_refuses_cuda_streams(pe, cpu):
+    path = os.environ.get("SYMMEM_KERNEL_LIBRARY", pathlib.Path(__file__).resolve().parents[2]
+                          / "target" / "debug" / "libsymmem_example_kernel_library.so")
+    if not pathlib.Path(path).exists():
+        pytest.fail(f"no kernel library at {path}: run `cargo build -p "
+                    "symmem-example-kernel-library` (or set SYMMEM_KERNEL_LIBRARY)")
+    module = symmem.load_module(path)
+    me, n = pe
+    chunk, chunks = 8, 2
+    with symmem.zeros((chunks * chunk,), "uint64") as buf, \
+            symmem.zeros((chunks,), "uint64") as sig:
+        src = np.arange(chunks * chunk, dtype=np.uint64) + 100 * me
+        for refused in (FakeStream(), 0):
+            with pytest.raises(ValueError, match="launch: stream= is for GPU PEs"):
+                module.launch("pipeline_produce", 1, 32, buf, src, chunk, chunks, sig,
+                              (me + 1) % n, stream=refused)
+        with pytest.raises(TypeError, match="launch: stream must be None"):
+            module.launch("pipeline_produce", 1, 32, buf, src, chunk, chunks, sig,
+                          (me + 1) % n, stream="cuda")
+        module.launch("pipeline_produce", 1, 32, buf, src, chunk, chunks, sig, (me + 1) % n,
+                      stream="host")
+        symmem.barrier_all()
+        left = (me - 1) % n
+        assert host(buf).tolist() == (np.arange(chunks * chunk) + 100 * left).tolist()
+        gc.collect()
