@@ -69,6 +69,8 @@ macro_rules! on_2_and_4 {
 // error on every PE.
 // Handles from before a finalize.
 // Random puts and atomics to random peers.
+// Stream-ordered get_on_stream and the transfers with a local operand outside the heap
+// (put_on_stream_from, get_on_stream_into, put_signal_on_stream_from), and their errors.
 on_2_and_4!(
     rma,
     put_signal,
@@ -83,6 +85,7 @@ on_2_and_4!(
     align,
     foreign,
     stress,
+    stream_rma,
 );
 
 fn check_timeout(n: usize) {
@@ -239,4 +242,11 @@ fn puts_and_gets_by_non_temporal_stores_and_by_memcpy() {
 #[test]
 fn a_peer_killed_mid_transfer_is_named_by_every_survivor() {
     check_killed_mid_transfer(&TWO_NODES);
+}
+
+/// The stream transfers in weak-ordering mode on 3 PEs: every peer behind the reordering
+/// transport, so a CPU stream's put must be complete (quieted) before its next operation.
+#[test]
+fn stream_rma_in_weak_ordering() {
+    run_ok(3, "stream_rma", &[("SYMMEM_ORDERING", "weak")]);
 }

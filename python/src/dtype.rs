@@ -31,11 +31,19 @@ pub enum DType {
     F32,
     /// `float64`.
     F64,
+    /// `float8_e4m3fn` (OCP FP8 E4M3, no infinities): moved as bytes, never computed on.
+    F8E4M3Fn,
+    /// `float8_e5m2` (OCP FP8 E5M2): moved as bytes.
+    F8E5M2,
+    /// `float8_e4m3fnuz` (E4M3, no infinities or negative zero): moved as bytes.
+    F8E4M3Fnuz,
+    /// `float8_e5m2fnuz` (E5M2, no infinities or negative zero): moved as bytes.
+    F8E5M2Fnuz,
 }
 
 impl DType {
     /// Every type, in the order of [`DType::NAMES`].
-    pub const ALL: [DType; 13] = [
+    pub const ALL: [DType; 17] = [
         DType::Bool,
         DType::I8,
         DType::I16,
@@ -49,12 +57,31 @@ impl DType {
         DType::Bf16,
         DType::F32,
         DType::F64,
+        DType::F8E4M3Fn,
+        DType::F8E5M2,
+        DType::F8E4M3Fnuz,
+        DType::F8E5M2Fnuz,
     ];
 
     /// numpy's (and torch's, after `torch.`) name of each type in [`DType::ALL`].
-    pub const NAMES: [&'static str; 13] = [
-        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "bfloat16", "float32", "float64",
+    pub const NAMES: [&'static str; 17] = [
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
     ];
 
     /// The type named `name` (numpy's names; `torch.float32` and numpy dtypes are
@@ -71,10 +98,20 @@ impl DType {
         Self::NAMES[Self::ALL.iter().position(|d| *d == self).expect("in ALL")]
     }
 
+    /// Whether this is one of the fp8 types, which move as bytes but take no arithmetic
+    /// (reductions, atomics).
+    pub fn is_fp8(self) -> bool {
+        matches!(
+            self,
+            DType::F8E4M3Fn | DType::F8E5M2 | DType::F8E4M3Fnuz | DType::F8E5M2Fnuz
+        )
+    }
+
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
             DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::F8E4M3Fn | DType::F8E5M2 | DType::F8E4M3Fnuz | DType::F8E5M2Fnuz => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::Bf16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
             DType::I64 | DType::U64 | DType::F64 => 8,
@@ -89,6 +126,11 @@ impl DType {
             DType::F16 | DType::F32 | DType::F64 => 2,
             DType::Bf16 => 4,
             DType::Bool => 6,
+            // DLPack 1.1's codes (dlpack.h: kDLFloat8_e4m3fn …), as torch exports them.
+            DType::F8E4M3Fn => 10,
+            DType::F8E4M3Fnuz => 11,
+            DType::F8E5M2 => 12,
+            DType::F8E5M2Fnuz => 13,
         };
         DlDataType {
             code,

@@ -1,7 +1,8 @@
 //! Rust kernels from Python: `symmem.load_module(path)` loads a kernel library (a shared
 //! library that exports a kernel crate's kernels with `symmem_device::export_kernels!`)
 //! and `module.launch(kernel, grid, block, *args, stream=None)` runs one of its kernels,
-//! on the GPU on GPU PEs and on the CPU executor on CPU PEs.
+//! on the GPU on GPU PEs (on torch's current stream by default, see `streams.rs`) and on
+//! the CPU executor on CPU PEs.
 //!
 //! Arguments are converted by the kernel's parameter layout: arrays (symmetric arrays,
 //! numpy arrays, torch tensors) by the address of their first element, Python ints as
@@ -19,6 +20,7 @@ use crate::errors::to_py;
 use crate::handle;
 use crate::operands::{self, Operand};
 use crate::ops::blocking;
+use crate::streams::{self, Order};
 
 /// A loaded kernel library: its kernels, ready to launch on this PE.
 #[pyclass(module = "symmem._native", name = "KernelModule", frozen)]
@@ -74,11 +76,13 @@ impl PyKernelModule {
         Ok(d)
     }
 
-    /// Runs `kernel` on a `grid` of `block`s (ints or tuples of up to three) with `args`,
-    /// and returns when it has finished. With `stream` (a CUDA stream handle, such as
-    /// `torch.cuda.current_stream().cuda_stream`) on a GPU PE, the kernel is queued on
-    /// that stream behind torch's own work and the call returns at once; on a CPU PE
-    /// `stream` must be None.
+    /// Runs `kernel` on a `grid` of `block`s (ints or tuples of up to three) with `args`.
+    /// On a GPU PE it is queued on `stream` (a CUDA stream handle such as
+    /// `torch.cuda.current_stream().cuda_stream`, or a `torch.cuda.Stream`; by default
+    /// torch's current stream when torch is imported, so a launch inside
+    /// `torch.cuda.stream(s)` runs on `s`) behind the work already there, and the call
+    /// returns at once; without torch, or with `stream="host"`, it returns when the kernel
+    /// has finished. On a CPU PE it finishes before it returns, and `stream` must be None.
     #[pyo3(signature = (kernel, grid, block, *args, stream=None))]
     fn launch(
         &self,
@@ -87,10 +91,11 @@ impl PyKernelModule {
         grid: &Bound<'_, PyAny>,
         block: &Bound<'_, PyAny>,
         args: &Bound<'_, PyTuple>,
-        stream: Option<usize>,
+        stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let op = "launch";
         let rt = handle::runtime()?;
+        let how = streams::order(py, &rt, op, stream)?;
         let (grid, block) = (dim3(op, grid, "grid")?, dim3(op, block, "block")?);
         let info = self.library.kernel(kernel).map_err(to_py)?;
         if args.len() != info.params.len() {
@@ -110,16 +115,18 @@ impl PyKernelModule {
             .collect::<PyResult<Vec<Argument>>>()?;
         let bytes: Vec<&[u8]> = converted.iter().map(|a| a.bytes.as_slice()).collect();
         let library = &self.library;
-        match stream {
-            None => blocking(py, || {
+        match how {
+            Order::Now => blocking(py, || {
                 // SAFETY: the arguments match the kernel's parameter layout (checked by
                 // size; values as Python gave them); arrays are held for the call and lie
                 // on the device the kernel runs on.
                 unsafe { rt.launch_by_name(library, kernel, grid, block, &bytes) }
             }),
-            Some(handle) => {
-                launch_on_stream(py, &rt, library, kernel, (grid, block), &bytes, handle)
-            }
+            // SAFETY: as for the blocking launch; torch keeps the arrays' memory until the
+            // stream's work that uses them has run (its caching allocator's rule).
+            Order::Queued(s) => blocking(py, || unsafe {
+                rt.launch_by_name_on_stream(library, kernel, grid, block, &bytes, &s)
+            }),
         }
     }
 
@@ -136,31 +143,6 @@ impl PyKernelModule {
             }
         )
     }
-}
-
-/// Queues the launch on the CUDA stream `handle` (GPU PEs only).
-fn launch_on_stream(
-    py: Python<'_>,
-    rt: &Runtime,
-    library: &KernelLibrary,
-    kernel: &str,
-    (grid, block): (Dim3, Dim3),
-    bytes: &[&[u8]],
-    handle: usize,
-) -> PyResult<()> {
-    if !library.on_gpu() {
-        return Err(PyValueError::new_err(format!(
-            "launch: stream= is for GPU PEs; PE {} runs kernels on the CPU executor, where a launch finishes before it returns (pass stream=None)",
-            rt.my_pe()
-        )));
-    }
-    blocking(py, || {
-        // SAFETY: the caller's stream handle, of this PE's context (checked).
-        let stream = unsafe { rt.stream_from_raw(handle) }?;
-        // SAFETY: as for the blocking launch; torch keeps the arrays' memory until the
-        // stream's work that uses them has run (its caching allocator's rule).
-        unsafe { rt.launch_by_name_on_stream(library, kernel, grid, block, bytes, &stream) }
-    })
 }
 
 /// `obj` (an int or a tuple of up to three) as a grid or block shape.

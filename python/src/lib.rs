@@ -12,6 +12,7 @@ mod kernels;
 mod operands;
 mod ops;
 mod peer;
+mod streams;
 mod team;
 
 use std::sync::atomic::Ordering;

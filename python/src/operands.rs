@@ -1,6 +1,6 @@
 //! The arrays an operation takes, checked: a symmetric operand must lie in this PE's
 //! symmetric heap (a symmetric array, or a numpy/torch view of one), a local operand in
-//! host memory; both contiguous and of a type symmem knows. Errors name the operation,
+//! host memory (or, for the transfers that take streams, on a GPU PE's GPU); both contiguous and of a type symmem knows. Errors name the operation,
 //! the argument and what is wrong with it.
 
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
@@ -166,6 +166,38 @@ pub fn local(op: &'static str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<O
         return Err(PyValueError::new_err(format!(
             "{op}: {what} is on {}; host operations read and write host memory (a CPU array)",
             o.device.describe()
+        )));
+    }
+    Ok(o)
+}
+
+/// `obj` as the local operand `what` of a transfer that takes streams (`op`): host memory,
+/// or on a GPU PE device memory of its GPU (a CUDA tensor), which the call queues on a
+/// stream (see `streams.rs`).
+pub fn transfer_local(
+    rt: &Runtime,
+    op: &'static str,
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<Operand> {
+    let o = operand(op, obj, what)?;
+    if o.device.device_type == DEVICE_CPU {
+        return Ok(o);
+    }
+    let heap = heap_device(rt);
+    if heap.device_type == DEVICE_CPU {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {what} is on {}, but PE {} is a CPU PE: its transfers read and write host memory (a CPU array)",
+            o.device.describe(),
+            rt.my_pe()
+        )));
+    }
+    if o.device != heap {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {what} is on {}, but PE {}'s GPU is {}: a transfer takes host memory or memory of this PE's GPU",
+            o.device.describe(),
+            rt.my_pe(),
+            heap.describe()
         )));
     }
     Ok(o)

@@ -1,7 +1,8 @@
 //! The one-sided operations, atomics, waits and barriers on arrays. Transfers move the
 //! whole of the local array; atomics and waits act on the first element of their
 //! symmetric operand (a one-element view: `counter[i:i+1]`). Waits and barriers run with
-//! the GIL released and stop on Ctrl-C.
+//! the GIL released and stop on Ctrl-C. `put`, `get`, `put_signal`, `signal_wait_until`,
+//! `quiet`, `barrier_all` and `sync_all` take `stream=` (see `streams.rs`).
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -10,7 +11,8 @@ use symmem::{Cmp, Runtime, SignalOp};
 use crate::dtype::DType;
 use crate::errors::{python_signalled, to_py};
 use crate::handle::runtime;
-use crate::operands::{local, same_layout, symmetric, view, Operand};
+use crate::operands::{local, same_layout, symmetric, transfer_local, view, Operand};
+use crate::streams::{order, transfer_order, Order};
 
 /// Transfers from this size up release the GIL while they copy.
 const RELEASE_GIL_BYTES: usize = 64 << 10;
@@ -115,25 +117,57 @@ impl Way {
 }
 
 /// Moves all of the local array into the symmetric one on `pe` (puts: `dst` symmetric,
-/// `src` local) or back (gets: `src` symmetric, `dst` local).
+/// `src` local) or back (gets: `src` symmetric, `dst` local). `put` and `get` take
+/// `stream` (see `streams.rs`); the `_nbi` forms move host arrays at once.
 fn transfer_call(
     py: Python<'_>,
     way: Way,
     dst: &Bound<'_, PyAny>,
     src: &Bound<'_, PyAny>,
     pe: usize,
+    stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let (op, rt) = (way.name(), runtime()?);
     let put = matches!(way, Way::Put | Way::PutNbi);
+    let streamed = matches!(way, Way::Put | Way::Get);
+    let local_operand = |obj, what| {
+        if streamed {
+            transfer_local(&rt, op, obj, what)
+        } else {
+            local(op, obj, what)
+        }
+    };
     let (d, s) = if put {
-        (symmetric(&rt, op, dst, "dst")?, local(op, src, "src")?)
+        (symmetric(&rt, op, dst, "dst")?, local_operand(src, "src")?)
     } else {
-        (local(op, dst, "dst")?, symmetric(&rt, op, src, "src")?)
+        (local_operand(dst, "dst")?, symmetric(&rt, op, src, "src")?)
     };
     same_layout(op, (&d, "dst"), (&s, "src"))?;
     let (sym, what) = if put { (&d, "dst") } else { (&s, "src") };
+    let (loc, loc_what) = if put { (&s, "src") } else { (&d, "dst") };
+    let order = if streamed {
+        transfer_order(py, &rt, op, stream, loc, loc_what)?
+    } else {
+        Order::Now
+    };
     let v = view::<u8>(&rt, op, sym, what, sym.nbytes())?;
     let r = v.at(0);
+    if let Order::Queued(stream) = order {
+        let n = loc.nbytes();
+        // SAFETY: `loc` is contiguous memory of this PE's GPU holding `n` bytes (checked
+        // by `transfer_local`, and by the runtime with the driver). It stays allocated
+        // until the stream has run the copy under torch's caching-allocator rule (memory
+        // freed on a stream is reused only behind that stream's work; a tensor of another
+        // stream needs `record_stream`), as for every kernel torch queues.
+        let queued = unsafe {
+            if put {
+                rt.put_on_stream_from(r, loc.addr as *const u8, n, pe, &stream)
+            } else {
+                rt.get_on_stream_into(loc.addr as *mut u8, r, n, pe, &stream)
+            }
+        };
+        return queued.map_err(to_py);
+    }
     match way {
         Way::Put => {
             let b = bytes_of(&s);
@@ -154,52 +188,69 @@ fn transfer_call(
     }
 }
 
-/// Defines the Python function of a transfer (`$name(dst, src, pe)`).
-macro_rules! transfer_fn {
-    ($(#[$doc:meta])* $name:ident, $way:expr) => {
-        $(#[$doc])*
-        #[pyfunction]
-        pub fn $name(
-            py: Python<'_>,
-            dst: &Bound<'_, PyAny>,
-            src: &Bound<'_, PyAny>,
-            pe: usize,
-        ) -> PyResult<()> {
-            transfer_call(py, $way, dst, src, pe)
-        }
-    };
+/// Puts all of `src` (local) into `dst` (symmetric) on PE `pe` (`shmem_put`). With a host
+/// array: returns when `src` may be reused. With a CUDA tensor (GPU PEs): queued on
+/// `stream` (default: torch's current stream), returning at once
+/// (`nvshmemx_putmem_on_stream`).
+#[pyfunction]
+#[pyo3(signature = (dst, src, pe, stream=None))]
+pub fn put(
+    py: Python<'_>,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    pe: usize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    transfer_call(py, Way::Put, dst, src, pe, stream)
 }
 
-transfer_fn!(
-    /// Puts all of `src` (local) into `dst` (symmetric) on PE `pe`; returns when `src` may
-    /// be reused (`shmem_put`).
-    put,
-    Way::Put
-);
-transfer_fn!(
-    /// As [`put`], returning at once: `src` must stay unchanged until `quiet()`
-    /// (`shmem_put_nbi`).
-    put_nbi,
-    Way::PutNbi
-);
-transfer_fn!(
-    /// Gets all of `src` (symmetric) on PE `pe` into `dst` (local) (`shmem_get`).
-    get,
-    Way::Get
-);
-transfer_fn!(
-    /// As [`get`], returning at once: `dst` holds the data after `quiet()`
-    /// (`shmem_get_nbi`).
-    get_nbi,
-    Way::GetNbi
-);
+/// As [`put`] from a host array, returning at once: `src` must stay unchanged until
+/// `quiet()` (`shmem_put_nbi`).
+#[pyfunction]
+pub fn put_nbi(
+    py: Python<'_>,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    pe: usize,
+) -> PyResult<()> {
+    transfer_call(py, Way::PutNbi, dst, src, pe, None)
+}
+
+/// Gets all of `src` (symmetric) on PE `pe` into `dst` (local) (`shmem_get`). Into a
+/// host array: complete on return. Into a CUDA tensor (GPU PEs): queued on `stream`
+/// (default: torch's current stream), returning at once (`nvshmemx_getmem_on_stream`).
+#[pyfunction]
+#[pyo3(signature = (dst, src, pe, stream=None))]
+pub fn get(
+    py: Python<'_>,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    pe: usize,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    transfer_call(py, Way::Get, dst, src, pe, stream)
+}
+
+/// As [`get`] into a host array, returning at once: `dst` holds the data after `quiet()`
+/// (`shmem_get_nbi`).
+#[pyfunction]
+pub fn get_nbi(
+    py: Python<'_>,
+    dst: &Bound<'_, PyAny>,
+    src: &Bound<'_, PyAny>,
+    pe: usize,
+) -> PyResult<()> {
+    transfer_call(py, Way::GetNbi, dst, src, pe, None)
+}
 
 /// Puts all of `src` into `dst` on PE `pe`, then updates the signal word `sig` there
 /// (`set` or `add` `signal`); the peer never sees the signal before the data
-/// (`shmem_put_signal`).
+/// (`shmem_put_signal`). A CUDA tensor `src` (GPU PEs) is queued on `stream` (default:
+/// torch's current stream) with its signal, returning at once
+/// (`nvshmemx_putmem_signal_on_stream`).
 #[pyfunction]
-#[pyo3(signature = (dst, src, sig, signal, pe, op="set", nbi=false))]
-#[allow(clippy::too_many_arguments)] // shmem_put_signal's arguments, and the two options
+#[pyo3(signature = (dst, src, sig, signal, pe, op="set", nbi=false, stream=None))]
+#[allow(clippy::too_many_arguments)] // shmem_put_signal's arguments, and the options
 pub fn put_signal(
     py: Python<'_>,
     dst: &Bound<'_, PyAny>,
@@ -209,16 +260,26 @@ pub fn put_signal(
     pe: usize,
     op: &str,
     nbi: bool,
+    stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let name = if nbi { "put_signal_nbi" } else { "put_signal" };
     let rt = runtime()?;
     let sop = parse_signal_op(name, op)?;
     let d = symmetric(&rt, name, dst, "dst")?;
-    let s = local(name, src, "src")?;
+    let s = transfer_local(&rt, name, src, "src")?;
     same_layout(name, (&d, "dst"), (&s, "src"))?;
     let w = signal_word(&rt, name, sig)?;
+    let order = transfer_order(py, &rt, name, stream, &s, "src")?;
     let v = view::<u8>(&rt, name, &d, "dst", d.nbytes())?;
     let sv = view::<u64>(&rt, name, &w, "sig", 1)?;
+    if let Order::Queued(stream) = order {
+        let (p, n) = (s.addr as *const u8, s.nbytes());
+        // SAFETY: as for the queued put in `transfer_call`.
+        let queued = unsafe {
+            rt.put_signal_on_stream_from(v.at(0), p, n, sv.at(0), signal, sop, pe, &stream)
+        };
+        return queued.map_err(to_py);
+    }
     let bytes = bytes_of(&s);
     transfer(py, bytes.len(), || {
         if nbi {
@@ -250,19 +311,30 @@ pub fn signal_fetch(sig: &Bound<'_, PyAny>) -> PyResult<u64> {
 }
 
 /// Waits until this PE's signal word `sig` compares `cmp` to `value`; returns the value
-/// seen (`shmem_signal_wait_until`). Releases the GIL; Ctrl-C stops it.
+/// seen (`shmem_signal_wait_until`). Releases the GIL; Ctrl-C stops it. Queued on a
+/// stream (GPU PEs: `stream`, default torch's current stream), the stream waits instead
+/// and the call returns None at once (`nvshmemx_signal_wait_until_on_stream`).
 #[pyfunction]
+#[pyo3(signature = (sig, cmp, value, stream=None))]
 pub fn signal_wait_until(
     py: Python<'_>,
     sig: &Bound<'_, PyAny>,
     cmp: &str,
     value: u64,
-) -> PyResult<u64> {
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<u64>> {
+    const OP: &str = "signal_wait_until";
     let rt = runtime()?;
-    let c = parse_cmp("signal_wait_until", cmp)?;
-    let w = signal_word(&rt, "signal_wait_until", sig)?;
-    let sv = view::<u64>(&rt, "signal_wait_until", &w, "sig", 1)?;
-    blocking(py, || rt.signal_wait_until(sv.at(0), c, value))
+    let c = parse_cmp(OP, cmp)?;
+    let w = signal_word(&rt, OP, sig)?;
+    let sv = view::<u64>(&rt, OP, &w, "sig", 1)?;
+    match order(py, &rt, OP, stream)? {
+        Order::Queued(s) => rt
+            .signal_wait_until_on_stream(sv.at(0), c, value, &s)
+            .map(|()| None)
+            .map_err(to_py),
+        Order::Now => blocking(py, || rt.signal_wait_until(sv.at(0), c, value)).map(Some),
+    }
 }
 
 /// Runs `$body` with `$T` the Rust type of the integer dtype `$dtype`, or fails naming
@@ -476,23 +548,42 @@ pub fn fence() -> PyResult<()> {
     runtime()?.fence().map_err(to_py)
 }
 
-/// Completes every earlier operation of this PE (`shmem_quiet`).
+/// Completes every earlier operation of this PE (`shmem_quiet`). Queued on a stream
+/// (GPU PEs: `stream`, default torch's current stream), it completes the stream's
+/// earlier operations before its later ones, and returns at once
+/// (`nvshmemx_quiet_on_stream`); `stream="host"` completes the host's own.
 #[pyfunction]
-pub fn quiet(py: Python<'_>) -> PyResult<()> {
+#[pyo3(signature = (stream=None))]
+pub fn quiet(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let rt = runtime()?;
-    blocking(py, || rt.quiet())
+    match order(py, &rt, "quiet", stream)? {
+        Order::Queued(s) => rt.quiet_on_stream(&s).map_err(to_py),
+        Order::Now => blocking(py, || rt.quiet()),
+    }
 }
 
-/// Quiet, then waits for every PE (`shmem_barrier_all`). Releases the GIL.
+/// Quiet, then waits for every PE (`shmem_barrier_all`). Releases the GIL. Queued on a
+/// stream (GPU PEs), the stream's later work waits instead and the call returns at once
+/// (`nvshmemx_barrier_all_on_stream`).
 #[pyfunction]
-pub fn barrier_all(py: Python<'_>) -> PyResult<()> {
+#[pyo3(signature = (stream=None))]
+pub fn barrier_all(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let rt = runtime()?;
-    blocking(py, || rt.barrier_all())
+    match order(py, &rt, "barrier_all", stream)? {
+        Order::Queued(s) => rt.barrier_all_on_stream(&s).map_err(to_py),
+        Order::Now => blocking(py, || rt.barrier_all()),
+    }
 }
 
-/// Waits for every PE, without completing operations (`shmem_sync_all`). Releases the GIL.
+/// Waits for every PE, without completing operations (`shmem_sync_all`). Releases the
+/// GIL. Queued on a stream (GPU PEs), the stream waits instead and the call returns at
+/// once (`nvshmemx_team_sync_on_stream` on TEAM_WORLD).
 #[pyfunction]
-pub fn sync_all(py: Python<'_>) -> PyResult<()> {
+#[pyo3(signature = (stream=None))]
+pub fn sync_all(py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let rt = runtime()?;
-    blocking(py, || rt.sync_all())
+    match order(py, &rt, "sync_all", stream)? {
+        Order::Queued(s) => rt.team_world().sync_on_stream(&s).map_err(to_py),
+        Order::Now => blocking(py, || rt.sync_all()),
+    }
 }

@@ -10,6 +10,7 @@ use symmem::{Runtime, Team};
 use crate::errors::to_py;
 use crate::handle::{self, runtime};
 use crate::ops::blocking;
+use crate::streams::{order, settle, Order};
 
 /// A team's place: the team until it is destroyed, or until finalize takes every team
 /// away before the runtime they borrow goes.
@@ -147,6 +148,7 @@ impl PyTeam {
         size: usize,
     ) -> PyResult<Option<PyTeam>> {
         let rt = runtime()?;
+        settle(py, &rt)?;
         let g = self.lock()?;
         let t = g.team();
         let child = blocking(py, || t.split_strided(start, stride, size))?;
@@ -154,30 +156,50 @@ impl PyTeam {
     }
 
     /// `(xteam, yteam)`: this PE's row and column of the team laid out with `xrange`
-    /// columns (`shmem_team_split_2d`). Collective over this team.
+    /// columns (`shmem_team_split_2d`). Collective over this team; on a GPU PE it first
+    /// waits for torch's current stream (its queued collectives), as splits and
+    /// `destroy` do.
     fn split_2d(&self, py: Python<'_>, xrange: usize) -> PyResult<(PyTeam, PyTeam)> {
         let rt = runtime()?;
+        settle(py, &rt)?;
         let g = self.lock()?;
         let t = g.team();
         let (x, y) = blocking(py, || t.split_2d(xrange))?;
         Ok((PyTeam::wrap(&rt, x), PyTeam::wrap(&rt, y)))
     }
 
-    /// Waits for every PE of the team (`shmem_team_sync`).
-    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+    /// Waits for every PE of the team (`shmem_team_sync`). Queued on a stream (GPU PEs:
+    /// `stream`, default torch's current stream), the stream waits instead and the call
+    /// returns at once (`nvshmemx_team_sync_on_stream`).
+    #[pyo3(signature = (stream=None))]
+    fn sync(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let rt = runtime()?;
+        let how = order(py, &rt, "team sync", stream)?;
         let g = self.lock()?;
         let t = g.team();
-        blocking(py, || t.sync())
+        match how {
+            Order::Queued(s) => t.sync_on_stream(&s).map_err(to_py),
+            Order::Now => blocking(py, || t.sync()),
+        }
     }
 
-    /// Quiet, then waits for every PE of the team.
-    fn barrier(&self, py: Python<'_>) -> PyResult<()> {
+    /// Quiet, then waits for every PE of the team. Queued on a stream (GPU PEs), as
+    /// [`Self::sync`] (`nvshmemx_barrier_on_stream`).
+    #[pyo3(signature = (stream=None))]
+    fn barrier(&self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let rt = runtime()?;
+        let how = order(py, &rt, "team barrier", stream)?;
         let g = self.lock()?;
         let t = g.team();
-        blocking(py, || t.barrier())
+        match how {
+            Order::Queued(s) => t.barrier_on_stream(&s).map_err(to_py),
+            Order::Now => blocking(py, || t.barrier()),
+        }
     }
 
     /// Destroys the team (`shmem_team_destroy`): collective over it; TEAM_WORLD cannot be.
+    /// On a GPU PE it first waits for torch's current stream (the team's queued
+    /// collectives).
     fn destroy(&self, py: Python<'_>) -> PyResult<()> {
         let mut g = self.lock()?;
         if g.team().is_predefined() {
@@ -185,6 +207,7 @@ impl PyTeam {
                 "destroy: TEAM_WORLD is predefined and cannot be destroyed",
             ));
         }
+        settle(py, &*runtime()?)?;
         let team = g.0.take().expect("checked by lock");
         blocking(py, || team.destroy())
     }

@@ -72,6 +72,6 @@ def test_collective_argument_errors(pe):
             symmem.fcollect(a, a)
         with pytest.raises(ValueError, match="dst is not symmetric"):
             symmem.reduce(local(np.zeros(4), "float32"), a)
-        with pytest.raises(TypeError, match="reduces int32, int64, uint32, uint64, float32 or float64 arrays, got bool"):
+        with pytest.raises(TypeError, match="reduces int32, int64, uint32, uint64, float16, bfloat16, float32 or float64 arrays, got bool"):
             with symmem.zeros((4,), "bool") as c:
                 symmem.reduce(c, c)

@@ -75,12 +75,12 @@ def test_put_signal_and_wait(pe):
     me, n = pe
     with symmem.zeros((16,), "float32") as data, symmem.zeros((1,), "uint64") as sig:
         symmem.put_signal(data, np.full(16, me + 0.5, np.float32), sig, 1, (me + 1) % n, op="add")
-        assert symmem.signal_wait_until(sig, "ge", 1) == 1
+        assert symmem.signal_wait_until(sig, "ge", 1, stream="host") == 1
         assert (host(data) == (me - 1) % n + 0.5).all()
         assert symmem.signal_fetch(sig) == 1
         symmem.barrier_all()
         symmem.signal_op(sig, 5, (me + 1) % n, op="set")
-        assert symmem.signal_wait_until(sig, "==", 5) == 5
+        assert symmem.signal_wait_until(sig, "==", 5, stream="host") == 5
         gc.collect()
         symmem.barrier_all()
 

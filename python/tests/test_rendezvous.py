@@ -56,7 +56,7 @@ def test_views_of_a_peers_copy(pe):
     # A signal to the right neighbour's pad, seen by its owner's wait, then taken back.
     word = hdl.get_signal_pad(me, (1,), storage_offset=SPARE_WORD)
     symmem.signal_op(word, 7, right)
-    assert symmem.signal_wait_until(word, "eq", 7) == 7
+    assert symmem.signal_wait_until(word, "eq", 7, stream="host") == 7
     symmem.atomic_set(word, 0, me)
     del word
     with pytest.raises(ValueError, match="does not fit"):

@@ -1,6 +1,7 @@
 //! The runtime's own GPU helper kernels: what host code cannot do to GPU memory with a
 //! copy. `Runtime` launches them for host atomics and signals on GPU heaps and for the
-//! stream-ordered operations (`*_on_stream`): one thread each, except the team
+//! stream-ordered operations (`*_on_stream`, `stream_rma` for their transfers to other
+//! nodes): one thread each, except the team
 //! collectives (`stream_team_*`), which run the device `_block` collectives in one block
 //! of [`TEAM_THREADS`] threads. The arguments are the
 //! encodings of the device crate's op vocabulary ([`AmoKind`], [`SignalOp`], [`Cmp`] as
@@ -146,6 +147,23 @@ kernel! {
         }
     }
 
+    /// Thread 0 moves `bytes` bytes between `local` (device memory of this PE's GPU) and
+    /// symmetric `sym` on `pe` with the device RMA, which reaches a PE on another node
+    /// through the proxy: a put from `local` to `sym` when `get == 0`, then `quiet`, so
+    /// the data is complete at the target before the stream's next work (a signal);
+    /// else a get from `sym` into `local`, complete when it returns. The stream-ordered
+    /// transfers to PEs the copy engine cannot reach.
+    pub fn stream_rma(sym: *mut u8, local: *mut u8, bytes: usize, pe: u32, get: u32) {
+        if thread_rank() == 0 {
+            if get != 0 {
+                symmem_device::get(local, sym.cast_const(), bytes, pe);
+            } else {
+                put(sym, local.cast_const(), bytes, pe);
+                quiet();
+            }
+        }
+    }
+
     /// Thread 0 waits until this PE's `sig` (symmetric) satisfies `cmp` (a `Cmp` code)
     /// against `value`: the stream-ordered signal wait.
     pub fn stream_wait(sig: *mut u64, cmp: u32, value: u64) {
@@ -226,6 +244,7 @@ kernel! {
 pub const KERNELS: &[symmem_device::KernelInfo] = &[
     host_amo::KERNEL.info(),
     host_signal::KERNEL.info(),
+    stream_rma::KERNEL.info(),
     stream_wait::KERNEL.info(),
     stream_quiet::KERNEL.info(),
     stream_barrier_all::KERNEL.info(),

@@ -15,4 +15,5 @@ pub(crate) mod raw;
 pub(crate) mod rma;
 pub(crate) mod signal;
 pub(crate) mod stream;
+pub(crate) mod stream_local;
 pub(crate) mod wait;

@@ -10,6 +10,10 @@
 //! | `barrier_all_on_stream` | the `stream_barrier_all` helper kernel (device `barrier_all`) | `barrier_all` |
 //! | `Team::*_on_stream` (barrier, sync, broadcast, fcollect, alltoall, reduce, reducescatter) | a `stream_team_*` helper kernel: one block running the `_block` device collective | the host collective |
 //! | `launch_on_stream`, `launch_by_name_on_stream` | the user's kernel, `cuLaunchKernel` on the stream | `launch`, `launch_by_name` |
+//! | `get_on_stream`, and the forms with a local operand outside the heap (`put_on_stream_from`, `get_on_stream_into`, `put_signal_on_stream_from`) | see `stream_local.rs` | `get`, `put`, `put_signal` |
+//!
+//! A GPU stream reaches the PEs of this node with copies; a PE on another node with the
+//! `stream_rma` helper kernel, through the proxy (see `stream_local.rs`).
 //!
 //! On a CPU PE a [`Stream`] is the calling thread: each call runs at once, in order, so
 //! one program runs on both kinds of PE.
@@ -41,6 +45,12 @@ enum StreamKind {
 }
 
 impl Stream {
+    /// Whether this is a CPU PE's stream, the calling thread: operations on it run at
+    /// once.
+    pub(crate) fn runs_now(&self) -> bool {
+        matches!(self.kind, StreamKind::Host)
+    }
+
     /// Waits until everything queued on the stream has run (on a CPU PE: at once).
     pub fn synchronize(&self) -> Result<()> {
         match &self.kind {
@@ -212,25 +222,13 @@ impl Runtime {
             }
             #[cfg(feature = "cuda")]
             (crate::route::Located::Device(d), crate::route::Located::Device(s)) => {
-                let bytes = count * std::mem::size_of::<T>();
-                let cu = self
-                    .cu_stream(op, stream)?
-                    .expect("a GPU heap implies a GPU stream");
-                let gpu = self.gpu(op)?;
-                gpu.bind()?;
-                // SAFETY: both ranges are device memory mapped in this context, located
-                // for `bytes` bytes; the copy is queued on the caller's stream.
-                crate::cuda::check(
-                    unsafe { cudarc::driver::sys::cuMemcpyDtoDAsync_v2(d, s, bytes, cu) },
-                    || format!("cuMemcpyDtoDAsync of {bytes} bytes ({op})"),
-                    self.my_pe(),
-                )
+                self.queue_device_copy(op, stream, d, s, count * std::mem::size_of::<T>())
             }
-            (crate::route::Located::Remote { .. }, _) => Err(Error::Unsupported {
-                op,
-                pe,
-                reason: "a GPU PE's stream-ordered operations reach PEs of this node only; PE is reached over the remote transport (use put/put_signal from the host after synchronizing the stream)".into(),
-            }),
+            #[cfg(feature = "cuda")]
+            (crate::route::Located::Remote { .. }, crate::route::Located::Device(s)) => {
+                let bytes = count * std::mem::size_of::<T>();
+                self.queue_remote_rma(op, stream, self.sym_addr(dst), s, bytes, pe, false)
+            }
             #[allow(unreachable_patterns)] // host and device heaps never mix in one job
             _ => Err(Error::Unsupported {
                 op,
@@ -313,22 +311,51 @@ impl Runtime {
             return self.quiet();
         }
         self.copy_on_stream(OP, dst, src, count, pe, stream)?;
+        self.signal_after_copy(OP, word, sig, signal, op, pe, stream)
+    }
+
+    /// The signal of a stream-ordered put_signal (`name`), queued behind its copy: the
+    /// host signal on a CPU PE, a stream memory write or the `host_signal` helper kernel
+    /// on a GPU PE. `word` is `sig` on `pe`, checked.
+    #[allow(clippy::too_many_arguments)] // put_signal's signal half, and the stream
+    pub(crate) fn signal_after_copy(
+        &self,
+        name: &'static str,
+        word: crate::route::Word<'_, u64>,
+        sig: SymRef<'_, u64>,
+        signal: u64,
+        op: SignalOp,
+        pe: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        #[cfg(not(feature = "cuda"))]
+        let _ = (name, stream); // the GPU path's
         match word {
             crate::route::Word::Host(_) => self.signal_op(sig, signal, op, pe),
             #[cfg(feature = "cuda")]
             crate::route::Word::Device { addr, sym } => {
-                if op == SignalOp::Set && self.write_value_on_stream(OP, stream, addr, signal)? {
+                if op == SignalOp::Set && self.write_value_on_stream(name, stream, addr, signal)? {
                     return Ok(());
                 }
                 self.helper_on_stream(
-                    OP,
+                    name,
                     stream,
                     symmem_runtime_kernels::host_signal::KERNEL,
                     (sym as *mut u64, signal, op as u32, pe as u32),
                 )
             }
+            // A GPU stream's signal to another node: through the proxy, behind the data
+            // (the `stream_rma` kernel completed it with a quiet).
+            #[cfg(feature = "cuda")]
+            crate::route::Word::Remote { .. } => self.helper_on_stream(
+                name,
+                stream,
+                symmem_runtime_kernels::host_signal::KERNEL,
+                (self.sym_addr(sig) as *mut u64, signal, op as u32, pe as u32),
+            ),
+            #[cfg(not(feature = "cuda"))]
             crate::route::Word::Remote { .. } => {
-                unreachable!("a host stream's signal went with its data; a GPU stream's copy refuses remote PEs")
+                unreachable!("a host stream's signal goes with its data")
             }
         }
     }
@@ -489,6 +516,32 @@ impl Runtime {
         let rc = unsafe { sys::cuStreamWaitValue64_v2(cu, addr, value, flags) };
         crate::cuda::check(rc, || "cuStreamWaitValue64".into(), gpu.pe)?;
         Ok(true)
+    }
+
+    /// Queues a copy of `bytes` bytes from `src` to `dst` (addresses in this PE's CUDA
+    /// context: its heap, a mapped peer's, or its other device memory) on a GPU PE's
+    /// `stream`.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn queue_device_copy(
+        &self,
+        op: &'static str,
+        stream: &Stream,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    ) -> Result<()> {
+        let cu = self
+            .cu_stream(op, stream)?
+            .expect("a GPU heap implies a GPU stream");
+        let gpu = self.gpu(op)?;
+        gpu.bind()?;
+        // SAFETY: the callers located or checked both ranges for `bytes` bytes of device
+        // memory mapped in this context; the copy is queued on the caller's stream.
+        crate::cuda::check(
+            unsafe { cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, cu) },
+            || format!("cuMemcpyDtoDAsync of {bytes} bytes ({op})"),
+            self.my_pe(),
+        )
     }
 
     /// Queues one helper kernel as one block of `threads` threads on a GPU PE's stream.

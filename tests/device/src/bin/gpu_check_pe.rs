@@ -32,7 +32,8 @@
 //!   the next PE with `put_signal_on_stream` while that PE's kernel waits for each signal
 //!   and checks the chunk at once (a signal ahead of its data would show); then
 //!   `signal_wait_until_on_stream`, `put_on_stream`, `quiet_on_stream` and
-//!   `barrier_all_on_stream` in a round trip.
+//!   `barrier_all_on_stream` in a round trip; then `get_on_stream` of the partner's whole
+//!   source (819 200 u64s), every element checked.
 //!
 //! Each PE prints its device and `PE i: SCENARIO ok` and exits 0, or `FAILED: …` and exits 1.
 //! On a CPU PE the scenarios run too (where they make sense), so CI runs them.
@@ -662,6 +663,22 @@ fn stream(rt: &Runtime) -> Outcome {
         )
         .map_err(e2s)?;
         stream.synchronize().map_err(e2s)?;
+    }
+    rt.barrier_all().map_err(e2s)?;
+    // get_on_stream: the partner's whole source (its pattern) into this PE's regions.
+    let partner = me ^ 1;
+    rt.get_on_stream(regions.at(0), src.at(0), total, partner, &stream)
+        .map_err(e2s)?;
+    stream.synchronize().map_err(e2s)?;
+    let mut got = vec![0u64; total];
+    rt.get(regions.at(0), &mut got, me).map_err(e2s)?;
+    for (x, v) in got.iter().enumerate() {
+        let want = pattern(partner as u32, (x / MAX_LEN) as u32, x % MAX_LEN);
+        if *v != want {
+            return Err(format!(
+                "get_on_stream: element {x} is {v:#x}, want {want:#x}"
+            ));
+        }
     }
     rt.barrier_all().map_err(e2s)?;
     rt.free(bad).map_err(e2s)?;
