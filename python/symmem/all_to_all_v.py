@@ -18,8 +18,7 @@ Two routes, picked by the PE kind:
 - GPU PEs (``_through_peer_views``): nothing reads the splits on the host. Each PE stages
   its splits and rows, a barrier, then every PE reads its peers' splits and rows through
   their mapped memory with torch gathers on the current stream, and a second barrier.
-  The barriers are stream-ordered once ``symmem.barrier_all`` takes ``stream=``; until
-  then they synchronize the current stream. ``input`` must have the same shape on every
+  The barriers are queued on the current stream too. ``input must have the same shape on every
   PE (it is staged in symmetric memory, as torch requires of its symmetric input), every
   peer must be mapped (same node), and rows beyond ``out``'s room are dropped (the splits
   still count them). Each peer costs one gather over ``out``'s rows: a device kernel that

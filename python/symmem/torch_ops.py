@@ -19,14 +19,11 @@ tensors; ``all_to_all_v`` writes its ``out`` and
 ``out_splits_offsets`` (as torch's ``symm_mem.all_to_all_vdev``) and keeps the split sizes on
 the device. Each has a fake implementation, so tracing never runs a collective.
 
-On GPU PEs the staging copies run on torch's current stream. A symmem call that takes
-``stream=`` is queued on that stream (``stream=torch.cuda.current_stream().cuda_stream``, the
-handle ``KernelModule.launch`` takes); one that does not yet is called after synchronizing
-the current stream, so it sees the staged data.
+On GPU PEs the staging copies and the symmem calls run on torch's current stream (the
+calls are queued with ``stream=torch.cuda.current_stream().cuda_stream``), so nothing
+blocks the host.
 """
 
-import functools as _functools
-import inspect as _inspect
 
 import torch as _torch
 
@@ -107,27 +104,13 @@ def _nbytes(t):
     return t.numel() * t.element_size()
 
 
-@_functools.lru_cache(maxsize=None)
-def _takes_stream(fn):
-    """Whether the symmem function `fn` takes ``stream=`` (then it is stream-ordered)."""
-    try:
-        return "stream" in _inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def _call(fn, *args):
-    """Calls symmem's `fn` after the work queued on torch's current stream, on GPU PEs:
-    queued on that stream when `fn` takes ``stream=`` (a CUDA stream handle, as
-    ``KernelModule.launch``), otherwise after synchronizing it (the host form then sees
-    the staged data)."""
+    """Calls symmem's `fn` in the order of torch's current stream: on GPU PEs queued on
+    that stream (``stream=``, the handle ``KernelModule.launch`` takes too), so it sees
+    the staged data without blocking the host; at once on CPU PEs."""
     if not _on_gpu():
         return fn(*args)
-    stream = _torch.cuda.current_stream()
-    if _takes_stream(fn):
-        return fn(*args, stream=stream.cuda_stream)
-    stream.synchronize()
-    return fn(*args)
+    return fn(*args, stream=_torch.cuda.current_stream().cuda_stream)
 
 
 def _on_gpu():

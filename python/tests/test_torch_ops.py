@@ -196,8 +196,6 @@ def test_free_workspace_then_the_ops_allocate_it_again(pe):
 @pytest.mark.skipif("symmem.device() == 'cpu'", reason="CUDA graphs need GPU PEs")
 def test_cuda_graph_capture_and_replay(pe):
     me, n = pe
-    if not torch_ops._takes_stream(symmem.reduce):
-        pytest.skip("needs the stream-ordered symmem calls (issue 50 section 1)")
     x = torch.zeros((n, 4), device=dev())
     ops.all_reduce(x, "sum")  # grows the workspace before the capture
     ops.all_gather(x)
