@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 
 create_exception!(
@@ -12,6 +12,13 @@ create_exception!(
     SymmemError,
     PyRuntimeError,
     "An error of the symmem runtime; the message names the PE, the operation and what was wrong."
+);
+
+create_exception!(
+    _native,
+    UnfreedArrayWarning,
+    PyRuntimeWarning,
+    "A symmetric array was garbage-collected without free(): it is freed at the next collective allocation, free or finalize at which every PE has dropped it. A RuntimeWarning, so Python shows it by default."
 );
 
 thread_local! {

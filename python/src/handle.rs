@@ -1,7 +1,9 @@
 //! The process's one runtime, as Python sees it: set by `init`, taken by `finalize`, and
-//! shared by every call in between (a call holds it only while it runs).
+//! shared by every call in between (a call holds it only while it runs); the ballot the
+//! PEs vote with; and the arrays dropped without `free()`, which [`reclaim`] frees once
+//! every PE dropped them.
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use pyo3::prelude::*;
@@ -12,13 +14,24 @@ use crate::errors::SymmemError;
 /// The runtime between `init` and `finalize`.
 static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 
+/// How many runtimes `init` has installed: an array belongs to the runtime of the
+/// generation it was allocated in, and is dead once that one is finalized.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
 /// DLPack views of symmetric arrays that consumers still hold, over all arrays: a
 /// `finalize` with some alive would leave them pointing at unmapped memory.
 pub static LIVE_VIEWS: std::sync::LazyLock<Arc<AtomicUsize>> =
     std::sync::LazyLock::new(|| Arc::new(AtomicUsize::new(0)));
 
-/// The symmetric words of [`vote`]: this PE's ballot and every PE's, allocated by
-/// `init` with the runtime.
+/// Allocation ids one PE offers per round of [`reclaim`].
+const RECLAIM_IDS: usize = 15;
+
+/// Words of a PE's ballot: its vote or its count of dropped arrays, then up to
+/// [`RECLAIM_IDS`] of their ids.
+const BALLOT_WORDS: usize = 1 + RECLAIM_IDS;
+
+/// The symmetric words of [`vote`] and [`reclaim`]: this PE's ballot and every PE's,
+/// allocated by `init` with the runtime.
 struct Ballot {
     mine: SymBuf<u64>,
     all: SymBuf<u64>,
@@ -26,6 +39,10 @@ struct Ballot {
 
 /// The ballot between `init` and `finalize`.
 static BALLOT: Mutex<Option<Ballot>> = Mutex::new(None);
+
+/// Symmetric arrays of the current runtime that were garbage-collected without `free()`
+/// on this PE, waiting for [`reclaim`].
+static DROPPED: Mutex<Vec<SymBuf<u8>>> = Mutex::new(Vec::new());
 
 /// The runtime, or the error a call before `init` (or after `finalize`) gets.
 pub fn runtime() -> PyResult<Arc<Runtime>> {
@@ -44,12 +61,42 @@ pub fn is_initialized() -> bool {
 /// Installs `rt` (`init`), with the ballot's words (collective: every PE allocates them).
 pub fn install(rt: Runtime) -> symmem::Result<()> {
     let ballot = Ballot {
-        mine: rt.calloc(1)?,
-        all: rt.calloc(rt.n_pes())?,
+        mine: rt.calloc(BALLOT_WORDS)?,
+        all: rt.calloc(rt.n_pes() * BALLOT_WORDS)?,
     };
     *BALLOT.lock().expect("never poisoned") = Some(ballot);
-    *RUNTIME.write().expect("never poisoned") = Some(Arc::new(rt));
+    let mut slot = RUNTIME.write().expect("never poisoned");
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    *slot = Some(Arc::new(rt));
     Ok(())
+}
+
+/// The current runtime's generation (see [`GENERATION`]).
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
+
+/// Whether memory allocated in runtime generation `generation` is still mapped: that
+/// runtime is the current one and was not finalized.
+pub fn alive(generation: u64) -> bool {
+    is_initialized() && self::generation() == generation
+}
+
+/// Exchanges this PE's ballot `mine` with every PE's and returns them all by PE: a
+/// collective over the world, called in the same order as the others.
+fn exchange(rt: &Runtime, mine: &[u64; BALLOT_WORDS]) -> symmem::Result<Vec<[u64; BALLOT_WORDS]>> {
+    let ballot = BALLOT.lock().expect("never poisoned");
+    let b = ballot
+        .as_ref()
+        .expect("the ballot is installed with the runtime");
+    rt.put(b.mine.at(0), mine, rt.my_pe())?;
+    rt.team_world().fcollect(&b.all, &b.mine, BALLOT_WORDS)?;
+    let mut all = vec![0; rt.n_pes() * BALLOT_WORDS];
+    rt.read_local(b.all.at(0), &mut all)?;
+    Ok(all
+        .chunks_exact(BALLOT_WORDS)
+        .map(|c| c.try_into().expect("chunks of BALLOT_WORDS"))
+        .collect())
 }
 
 /// Exchanges `mine` (0: this PE agrees; else why it refuses) with every PE's, and returns
@@ -58,15 +105,57 @@ pub fn install(rt: Runtime) -> symmem::Result<()> {
 /// alive) votes first, so that every PE refuses or none does: a PE refusing alone would
 /// leave the others waiting in the call for it.
 pub fn vote(rt: &Runtime, mine: u64) -> symmem::Result<Vec<u64>> {
-    let ballot = BALLOT.lock().expect("never poisoned");
-    let b = ballot
-        .as_ref()
-        .expect("the ballot is installed with the runtime");
-    rt.put(b.mine.at(0), &[mine], rt.my_pe())?;
-    rt.team_world().fcollect(&b.all, &b.mine, 1)?;
-    let mut all = vec![0; rt.n_pes()];
-    rt.read_local(b.all.at(0), &mut all)?;
-    Ok(all)
+    let mut ballot = [0; BALLOT_WORDS];
+    ballot[0] = mine;
+    Ok(exchange(rt, &ballot)?.iter().map(|b| b[0]).collect())
+}
+
+/// Keeps `buf`, a symmetric array this PE dropped without `free()`, for [`reclaim`].
+pub fn dropped(buf: SymBuf<u8>) {
+    DROPPED.lock().expect("never poisoned").push(buf);
+}
+
+/// Frees the arrays that every PE dropped without `free()`: a collective point (every
+/// allocation, free and finalize from Python starts with it). Each PE offers the ids of
+/// its first [`RECLAIM_IDS`] dropped arrays, oldest allocation first; the ids every PE
+/// offered are freed, in id order on every PE; rounds repeat while they free something
+/// and some PE has more to offer. An array some PE still holds waits for a later point.
+pub fn reclaim(rt: &Runtime) -> symmem::Result<()> {
+    loop {
+        let mut ids: Vec<u64> = DROPPED
+            .lock()
+            .expect("never poisoned")
+            .iter()
+            .map(SymBuf::id)
+            .collect();
+        ids.sort_unstable();
+        let mut ballot = [0; BALLOT_WORDS];
+        ballot[0] = ids.len() as u64;
+        ids.truncate(RECLAIM_IDS);
+        ballot[1..=ids.len()].copy_from_slice(&ids);
+        let all = exchange(rt, &ballot)?;
+        let offered = |b: &[u64; BALLOT_WORDS]| -> Vec<u64> {
+            b[1..=(b[0] as usize).min(RECLAIM_IDS)].to_vec()
+        };
+        let common: Vec<u64> = ids
+            .into_iter()
+            .filter(|id| all.iter().all(|b| offered(b).contains(id)))
+            .collect();
+        for id in &common {
+            let buf = {
+                let mut list = DROPPED.lock().expect("never poisoned");
+                let at = list
+                    .iter()
+                    .position(|b| b.id() == *id)
+                    .expect("only reclaim takes from the list");
+                list.swap_remove(at)
+            };
+            rt.free(buf)?;
+        }
+        if common.is_empty() || all.iter().all(|b| b[0] as usize <= RECLAIM_IDS) {
+            return Ok(());
+        }
+    }
 }
 
 /// Whether a thread other than the caller (which holds `rt`) is inside a call.
@@ -93,6 +182,8 @@ pub fn take() -> PyResult<Option<Runtime>> {
         move || ready,
         || {
             BALLOT.lock().expect("never poisoned").take();
+            // Their memory goes with the heap.
+            DROPPED.lock().expect("never poisoned").clear();
             slot.take()
         },
     )?;
