@@ -312,7 +312,7 @@ fn argument(
             let array = operands::kernel_array(rt, "launch", obj, &what)?;
             if let Some(ty) = ty.filter(|t| !pointee_accepts(t, array.dtype)) {
                 return Err(PyTypeError::new_err(format!(
-                    "launch: {what} is a {} array, but its parameter is {ty}",
+                    "launch: {what} is an array of {}, but its parameter is {ty}",
                     array.dtype.name()
                 )));
             }

@@ -102,10 +102,22 @@ def dtype_name(dtype: _Any) -> str:
             import numpy
         except ImportError:
             raise TypeError(f"unsupported dtype {dtype!r} (give its name, e.g. 'float32')")
-        name = numpy.dtype(dtype).name
+        try:
+            name = numpy.dtype(dtype).name
+        except TypeError:
+            raise TypeError(f"unsupported dtype {dtype!r} (give its name, e.g. 'float32', "
+                            "a numpy dtype or a torch dtype)") from None
     aliases = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
                "int": "int32", "bool_": "bool"}
     return aliases.get(name, name)
+
+
+def _dtype_of(op: str, dtype: _Any) -> str:
+    """:func:`dtype_name` of ``dtype``, argument of ``op`` (named in the error)."""
+    try:
+        return dtype_name(dtype)
+    except TypeError as e:
+        raise TypeError(f"{op}: {e}") from None
 
 
 def _dlpack_nbytes(array: _Any) -> int:
@@ -123,12 +135,12 @@ def empty(shape: _Union[int, _Sequence[int]], dtype: _Any = "float32") -> Symmet
     """A new symmetric array, uninitialized. Collective: every PE calls it with the same
     shape and dtype, in the same order as its other collective calls (a collective point:
     arrays every PE dropped without ``free()`` are freed first)."""
-    return _named_empty(_shape(shape), dtype_name(dtype))
+    return _named_empty(_shape(shape), _dtype_of("empty", dtype))
 
 
 def zeros(shape: _Union[int, _Sequence[int]], dtype: _Any = "float32") -> SymmetricArray:
     """A new symmetric array of zeros (collective, as :func:`empty`; ends with a barrier)."""
-    return _named_zeros(_shape(shape), dtype_name(dtype))
+    return _named_zeros(_shape(shape), _dtype_of("zeros", dtype))
 
 
 def init(*, group: _Any = None, unique_id: _Union[UniqueId, str, None] = None,
@@ -199,7 +211,7 @@ from .rendezvous import SymmetricHandle, rendezvous  # noqa: E402 (needs the abo
 
 
 @_atexit.register
-def _finalize_at_exit():
+def _finalize_at_exit() -> None:
     if _native.is_initialized():
         # Views still referenced by module globals are never read after this.
         _gc.collect()

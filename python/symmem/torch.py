@@ -20,7 +20,7 @@ from typing import Any, Sequence, Union
 
 import torch as _torch
 
-from . import _native, dtype_name, empty as _empty, zeros as _zeros
+from . import _native, dtype_name as _dtype_name, empty as _empty, zeros as _zeros
 
 __all__ = ["device", "empty", "zeros", "free"]
 
@@ -34,7 +34,7 @@ def device() -> _torch.device:
 
 def _allocate(shape: Union[int, Sequence[int]], dtype: Any, zero: bool) -> _torch.Tensor:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    name = dtype_name(dtype)
+    name = _dtype_name(dtype)
     array = _zeros(shape, name) if zero else _empty(shape, name)
     tensor = _torch.from_dlpack(array)
     # The tensor's own reference, for free(); its DLPack capsule holds another.
