@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 import symmem
+from views import host, view
 
 mode, rank, n, where = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), pathlib.Path(sys.argv[4])
 HEAP = 8 << 20
@@ -28,9 +29,7 @@ def ring_put():
     with symmem.zeros((1,), "int64") as a:
         symmem.put(a, np.array([me + 100], np.int64), (me + 1) % n_pes)
         symmem.barrier_all()
-        view = np.from_dlpack(a)
-        assert view[0] == (me - 1) % n_pes + 100, view
-        del view
+        assert host(a)[0] == (me - 1) % n_pes + 100, host(a)
         symmem.barrier_all()
 
 
@@ -68,17 +67,17 @@ elif mode == "lifetimes":
     symmem.init()
     a = symmem.zeros((4,), "int64")
     peer = symmem._native.peer_array(a, 0, 0, (4,), "int64")
-    view = np.from_dlpack(peer)
+    held = view(peer)
     try:
         symmem.finalize()
     except symmem.SymmemError as e:
         assert "PE 0 holds 1 DLPack view" in str(e), e
     else:
         raise AssertionError("finalize went ahead under a live view of a peer view")
-    del view
+    del held
     gc.collect()
     symmem.finalize()
-    for what, use in [("address", lambda: a.address), ("__dlpack__", lambda: np.from_dlpack(a)),
+    for what, use in [("address", lambda: a.address), ("__dlpack__", a.__dlpack__),
                       ("free", a.free)]:
         try:
             use()
@@ -87,7 +86,7 @@ elif mode == "lifetimes":
         else:
             raise AssertionError(f"{what} of an array of a finalized runtime went ahead")
     try:
-        np.from_dlpack(peer)
+        peer.__dlpack__()
     except BufferError as e:
         assert "symmem was finalized" in str(e), e
     else:
