@@ -20,14 +20,21 @@ def _out_of_range(fn: Callable[..., Any], args: Tuple[Any, ...],
                   kwargs: Dict[str, Any]) -> str:
     """Which int argument of the call overflowed its parameter, in words."""
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return "an int argument is out of range"
-    for name, value in bound.arguments.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+    # Named parameters only: what *args carries (a kernel's arguments) is converted by
+    # the function itself, which names it.
+    ints = [(name, value) for name, value in bound.arguments.items()
+            if sig.parameters[name].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                 inspect.Parameter.VAR_KEYWORD)
+            and isinstance(value, int) and not isinstance(value, bool)]
+    for name, value in ints:
+        if value < 0:
             return f"{name} must be a non-negative int, got {value}"
-    for name, value in bound.arguments.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1 << 63:
+    for name, value in ints:
+        if value >= 1 << 63:
             return f"{name} = {value} is too large"
     return "an int argument is out of range"
 
