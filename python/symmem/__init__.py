@@ -164,6 +164,10 @@ def init(*, group: _Any = None, unique_id: _Union[UniqueId, str, None] = None,
     if unique_id is not None or rank is not None or n_pes is not None:
         raise ValueError("init: group= makes the unique id and numbers the PEs by their ranks "
                          "in the group; pass it without unique_id, rank and n_pes")
+    if _native.is_initialized():
+        # Before any collective: every member of the group is in the same state.
+        raise SymmemError("init: symmem is already initialized; heap_size, unique_id and "
+                          "group apply to the first init (call finalize first)")
     import torch.distributed as dist
 
     if not dist.is_initialized():

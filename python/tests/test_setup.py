@@ -109,6 +109,8 @@ def test_a_second_init_with_arguments_is_refused():
     symmem.init()  # without arguments: nothing to do
     with pytest.raises(symmem.SymmemError, match="init: symmem is already initialized"):
         symmem.init(heap_size="1G")
+    with pytest.raises(symmem.SymmemError, match="init: symmem is already initialized"):
+        symmem.init(group=object())
 
 
 def test_bad_unique_id_arguments_are_refused():
