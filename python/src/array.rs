@@ -316,7 +316,7 @@ impl Drop for SymArray {
             self.shape,
             self.dtype.name()
         );
-        handle::dropped(buf);
+        handle::dropped(self.generation, buf);
         Python::with_gil(|py| {
             // A drop while an exception propagates (a temporary array in a failing call):
             // the warning machinery needs no exception set, and the exception must survive.

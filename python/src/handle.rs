@@ -16,7 +16,10 @@ static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 
 /// How many runtimes `init` has installed: an array belongs to the runtime of the
 /// generation it was allocated in, and is dead once that one is finalized.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
+static GENERATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The generation of the installed runtime; 0 between `finalize` and the next `init`.
+static CURRENT: AtomicU64 = AtomicU64::new(0);
 
 /// DLPack views of symmetric arrays that consumers still hold, over all arrays: a
 /// `finalize` with some alive would leave them pointing at unmapped memory.
@@ -40,9 +43,9 @@ struct Ballot {
 /// The ballot between `init` and `finalize`.
 static BALLOT: Mutex<Option<Ballot>> = Mutex::new(None);
 
-/// Symmetric arrays of the current runtime that were garbage-collected without `free()`
-/// on this PE, waiting for [`reclaim`].
-static DROPPED: Mutex<Vec<SymBuf<u8>>> = Mutex::new(Vec::new());
+/// Symmetric arrays that were garbage-collected without `free()` on this PE, with the
+/// runtime generation each belongs to, waiting for [`reclaim`].
+static DROPPED: Mutex<Vec<(u64, SymBuf<u8>)>> = Mutex::new(Vec::new());
 
 /// The runtime, or the error a call before `init` (or after `finalize`) gets.
 pub fn runtime() -> PyResult<Arc<Runtime>> {
@@ -66,20 +69,24 @@ pub fn install(rt: Runtime) -> symmem::Result<()> {
     };
     *BALLOT.lock().expect("never poisoned") = Some(ballot);
     let mut slot = RUNTIME.write().expect("never poisoned");
-    GENERATION.fetch_add(1, Ordering::AcqRel);
+    CURRENT.store(
+        GENERATIONS.fetch_add(1, Ordering::AcqRel) + 1,
+        Ordering::Release,
+    );
     *slot = Some(Arc::new(rt));
     Ok(())
 }
 
-/// The current runtime's generation (see [`GENERATION`]).
+/// The installed runtime's generation (see [`GENERATIONS`]); 0 when none is.
 pub fn generation() -> u64 {
-    GENERATION.load(Ordering::Acquire)
+    CURRENT.load(Ordering::Acquire)
 }
 
 /// Whether memory allocated in runtime generation `generation` is still mapped: that
-/// runtime is the current one and was not finalized.
+/// runtime is the installed one (not finalized). One atomic load: operands ask it on
+/// every call.
 pub fn alive(generation: u64) -> bool {
-    is_initialized() && self::generation() == generation
+    generation != 0 && self::generation() == generation
 }
 
 /// Exchanges this PE's ballot `mine` with every PE's and returns them all by PE: a
@@ -110,9 +117,13 @@ pub fn vote(rt: &Runtime, mine: u64) -> symmem::Result<Vec<u64>> {
     Ok(exchange(rt, &ballot)?.iter().map(|b| b[0]).collect())
 }
 
-/// Keeps `buf`, a symmetric array this PE dropped without `free()`, for [`reclaim`].
-pub fn dropped(buf: SymBuf<u8>) {
-    DROPPED.lock().expect("never poisoned").push(buf);
+/// Keeps `buf`, a symmetric array of runtime generation `generation` that this PE
+/// dropped without `free()`, for [`reclaim`].
+pub fn dropped(generation: u64, buf: SymBuf<u8>) {
+    DROPPED
+        .lock()
+        .expect("never poisoned")
+        .push((generation, buf));
 }
 
 /// Frees the arrays that every PE dropped without `free()`: a collective point (every
@@ -122,12 +133,12 @@ pub fn dropped(buf: SymBuf<u8>) {
 /// and some PE has more to offer. An array some PE still holds waits for a later point.
 pub fn reclaim(rt: &Runtime) -> symmem::Result<()> {
     loop {
-        let mut ids: Vec<u64> = DROPPED
-            .lock()
-            .expect("never poisoned")
-            .iter()
-            .map(SymBuf::id)
-            .collect();
+        let mut ids: Vec<u64> = {
+            let mut list = DROPPED.lock().expect("never poisoned");
+            // One dropped as its runtime was being finalized went with that heap.
+            list.retain(|(g, _)| alive(*g));
+            list.iter().map(|(_, b)| b.id()).collect()
+        };
         ids.sort_unstable();
         let mut ballot = [0; BALLOT_WORDS];
         ballot[0] = ids.len() as u64;
@@ -146,9 +157,9 @@ pub fn reclaim(rt: &Runtime) -> symmem::Result<()> {
                 let mut list = DROPPED.lock().expect("never poisoned");
                 let at = list
                     .iter()
-                    .position(|b| b.id() == *id)
+                    .position(|(_, b)| b.id() == *id)
                     .expect("only reclaim takes from the list");
-                list.swap_remove(at)
+                list.swap_remove(at).1
             };
             rt.free(buf)?;
         }
@@ -184,6 +195,7 @@ pub fn take() -> PyResult<Option<Runtime>> {
             BALLOT.lock().expect("never poisoned").take();
             // Their memory goes with the heap.
             DROPPED.lock().expect("never poisoned").clear();
+            CURRENT.store(0, Ordering::Release);
             slot.take()
         },
     )?;
