@@ -65,6 +65,8 @@ def test_an_array_every_pe_dropped_is_freed_at_the_next_allocation():
 
 def test_an_array_one_pe_still_holds_is_kept_until_every_pe_dropped_it(pe):
     me, n = pe
+    if n < 2:
+        pytest.skip("needs a PE that holds the array while another dropped it")
     a = symmem.zeros((1024,), "uint8")
     address = a.address
     if me == 0:
