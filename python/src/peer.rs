@@ -76,10 +76,17 @@ pub fn peer_array(
             rt.my_pe()
         )));
     };
-    let counted = array
-        .downcast::<SymArray>()
-        .ok()
-        .map(|a| a.borrow().count_view());
+    // A symmetric array, or the tensor of `symmem.torch` that owns one (whose `free`
+    // counts only the views torch shares its storage with); other views of an array hold
+    // a DLPack export of it, counted already.
+    let owner = match array.downcast::<SymArray>() {
+        Ok(a) => Some(a.clone()),
+        Err(_) => array
+            .getattr(pyo3::intern!(array.py(), "_symmem_array"))
+            .ok()
+            .and_then(|a| a.downcast_into::<SymArray>().ok()),
+    };
+    let counted = owner.map(|a| a.borrow().count_view());
     Ok(PeerArray {
         base: array.clone().unbind(),
         pe,

@@ -134,3 +134,21 @@ def test_after_finalize_arrays_and_peer_views_refuse_every_use(pe):
     assert out.returncode == 0 and "ok lifetimes 0" in out.stdout, out.stdout + out.stderr
     # Shown with Python's default warning filters, on stderr.
     assert "UnfreedArrayWarning: symmetric array allocation" in out.stderr, out.stderr
+
+
+def test_a_peer_view_of_a_torch_tensor_keeps_it_from_being_freed(pe):
+    torch = pytest.importorskip("torch")
+    import symmem.torch as st
+
+    me, n = pe
+    t = st.zeros((4,), torch.int64)
+    handle = symmem.rendezvous(t)
+    peer = handle.get_buffer(me, (4,), "int64")
+    with pytest.raises(BufferError, match=r"still alive \(PE 0 holds 1"):
+        st.free(t)
+    assert t.numel() == 4
+    del peer
+    gc.collect()
+    st.free(t)
+    assert t.numel() == 0
+    handle.free()
