@@ -246,7 +246,6 @@ impl SymArray {
         // Every PE votes, so that all refuse or none does (one refusing alone would leave
         // the others waiting in the free for it).
         let voted = handle::runtime().and_then(|rt| {
-            handle::reclaim(&rt).map_err(to_py)?;
             let all = handle::vote(&rt, views as u64).map_err(to_py)?;
             Ok((rt, all))
         });

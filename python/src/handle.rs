@@ -27,11 +27,11 @@ pub static LIVE_VIEWS: std::sync::LazyLock<Arc<AtomicUsize>> =
     std::sync::LazyLock::new(|| Arc::new(AtomicUsize::new(0)));
 
 /// Allocation ids one PE offers per round of [`reclaim`].
-const RECLAIM_IDS: usize = 15;
+const RECLAIM_IDS: usize = 14;
 
-/// Words of a PE's ballot: its vote or its count of dropped arrays, then up to
+/// Words of a PE's ballot: its vote, its count of dropped arrays, then up to
 /// [`RECLAIM_IDS`] of their ids.
-const BALLOT_WORDS: usize = 1 + RECLAIM_IDS;
+const BALLOT_WORDS: usize = 2 + RECLAIM_IDS;
 
 /// The symmetric words of [`vote`] and [`reclaim`]: this PE's ballot and every PE's,
 /// allocated by `init` with the runtime.
@@ -110,11 +110,14 @@ fn exchange(rt: &Runtime, mine: &[u64; BALLOT_WORDS]) -> symmem::Result<Vec<[u64
 /// them all by PE: a collective over the world, called in the same order as the others.
 /// A collective call that one PE would refuse on its own (`free`, `finalize` with views
 /// alive) votes first, so that every PE refuses or none does: a PE refusing alone would
-/// leave the others waiting in the call for it.
+/// leave the others waiting in the call for it. The same exchange reclaims (see
+/// [`reclaim`]): a vote is a collective point.
 pub fn vote(rt: &Runtime, mine: u64) -> symmem::Result<Vec<u64>> {
-    let mut ballot = [0; BALLOT_WORDS];
-    ballot[0] = mine;
-    Ok(exchange(rt, &ballot)?.iter().map(|b| b[0]).collect())
+    let (votes, mut more) = round(rt, mine)?;
+    while more {
+        more = round(rt, 0)?.1;
+    }
+    Ok(votes)
 }
 
 /// Keeps `buf`, a symmetric array of runtime generation `generation` that this PE
@@ -127,46 +130,53 @@ pub fn dropped(generation: u64, buf: SymBuf<u8>) {
 }
 
 /// Frees the arrays that every PE dropped without `free()`: a collective point (every
-/// allocation, free and finalize from Python starts with it). Each PE offers the ids of
-/// its first [`RECLAIM_IDS`] dropped arrays, oldest allocation first; the ids every PE
-/// offered are freed, in id order on every PE; rounds repeat while they free something
-/// and some PE has more to offer. An array some PE still holds waits for a later point.
+/// allocation from Python starts with it, and every vote, so every free and finalize,
+/// does it too). Each PE offers the ids of its first [`RECLAIM_IDS`] dropped arrays,
+/// oldest allocation first; the ids every PE offered are freed, in id order on every PE;
+/// rounds repeat while they free something and some PE has more to offer. An array some
+/// PE still holds waits for a later point.
 pub fn reclaim(rt: &Runtime) -> symmem::Result<()> {
-    loop {
-        let mut ids: Vec<u64> = {
+    vote(rt, 0).map(drop)
+}
+
+/// One exchange of [`vote`]: this PE's vote `mine` and its dropped arrays' ids out, every
+/// PE's votes back, the arrays every PE offered freed; and whether another round could
+/// free more (the same answer on every PE: it is read from the exchanged ballots).
+fn round(rt: &Runtime, mine: u64) -> symmem::Result<(Vec<u64>, bool)> {
+    let mut ids: Vec<u64> = {
+        let mut list = DROPPED.lock().expect("never poisoned");
+        // One dropped as its runtime was being finalized went with that heap.
+        list.retain(|(g, _)| alive(*g));
+        list.iter().map(|(_, b)| b.id()).collect()
+    };
+    ids.sort_unstable();
+    let mut ballot = [0; BALLOT_WORDS];
+    ballot[0] = mine;
+    ballot[1] = ids.len() as u64;
+    ids.truncate(RECLAIM_IDS);
+    ballot[2..2 + ids.len()].copy_from_slice(&ids);
+    let all = exchange(rt, &ballot)?;
+    let offered = |b: &[u64; BALLOT_WORDS]| -> Vec<u64> {
+        b[2..2 + (b[1] as usize).min(RECLAIM_IDS)].to_vec()
+    };
+    // The same on every PE: the ids in every PE's offer (this PE's included).
+    let common: Vec<u64> = ids
+        .into_iter()
+        .filter(|id| all.iter().all(|b| offered(b).contains(id)))
+        .collect();
+    for id in &common {
+        let buf = {
             let mut list = DROPPED.lock().expect("never poisoned");
-            // One dropped as its runtime was being finalized went with that heap.
-            list.retain(|(g, _)| alive(*g));
-            list.iter().map(|(_, b)| b.id()).collect()
+            let at = list
+                .iter()
+                .position(|(_, b)| b.id() == *id)
+                .expect("only reclaim takes from the list");
+            list.swap_remove(at).1
         };
-        ids.sort_unstable();
-        let mut ballot = [0; BALLOT_WORDS];
-        ballot[0] = ids.len() as u64;
-        ids.truncate(RECLAIM_IDS);
-        ballot[1..=ids.len()].copy_from_slice(&ids);
-        let all = exchange(rt, &ballot)?;
-        let offered = |b: &[u64; BALLOT_WORDS]| -> Vec<u64> {
-            b[1..=(b[0] as usize).min(RECLAIM_IDS)].to_vec()
-        };
-        let common: Vec<u64> = ids
-            .into_iter()
-            .filter(|id| all.iter().all(|b| offered(b).contains(id)))
-            .collect();
-        for id in &common {
-            let buf = {
-                let mut list = DROPPED.lock().expect("never poisoned");
-                let at = list
-                    .iter()
-                    .position(|(_, b)| b.id() == *id)
-                    .expect("only reclaim takes from the list");
-                list.swap_remove(at).1
-            };
-            rt.free(buf)?;
-        }
-        if common.is_empty() || all.iter().all(|b| b[0] as usize <= RECLAIM_IDS) {
-            return Ok(());
-        }
+        rt.free(buf)?;
     }
+    let more = !common.is_empty() && all.iter().any(|b| b[1] as usize > RECLAIM_IDS);
+    Ok((all.iter().map(|b| b[0]).collect(), more))
 }
 
 /// Whether a thread other than the caller (which holds `rt`) is inside a call.

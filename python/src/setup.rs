@@ -197,7 +197,6 @@ fn count(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
 pub fn finalize(py: Python<'_>, force: bool) -> PyResult<()> {
     if !force {
         if let Ok(rt) = handle::runtime() {
-            py.allow_threads(|| handle::reclaim(&rt)).map_err(to_py)?;
             let views = handle::LIVE_VIEWS.load(Ordering::Acquire) as u64;
             let mine = views.min(BUSY - 1) | if handle::busy_elsewhere(&rt) { BUSY } else { 0 };
             let all = py

@@ -85,7 +85,7 @@ def test_an_array_one_pe_still_holds_is_kept_until_every_pe_dropped_it(pe):
 
 
 def test_more_dropped_arrays_than_a_round_offers_are_all_freed():
-    # 20 ids, more than the 15 a PE offers per round: the point takes two rounds.
+    # 20 ids, more than the 14 a PE offers per round: the point takes two rounds.
     sizes = [256 * (i + 1) for i in range(20)]
     with pytest.warns(symmem.UnfreedArrayWarning):
         arrays = [symmem.zeros((s,), "uint8") for s in sizes]
