@@ -8,14 +8,14 @@ use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning, PyTimeoutError, PyValue
 use pyo3::prelude::*;
 
 create_exception!(
-    _native,
+    symmem._native,
     SymmemError,
     PyRuntimeError,
     "An error of the symmem runtime; the message names the PE, the operation and what was wrong."
 );
 
 create_exception!(
-    _native,
+    symmem._native,
     UnfreedArrayWarning,
     PyRuntimeWarning,
     "A symmetric array was garbage-collected without free(): it is freed at the next collective allocation, free or finalize at which every PE has dropped it. A RuntimeWarning, so Python shows it by default."

@@ -221,3 +221,12 @@ def test_the_exported_natives_keep_their_signatures_through_the_error_naming():
 def test_py_typed_ships_with_the_stubs():
     assert (PACKAGE / "py.typed").exists()
     assert all((PACKAGE / stub).exists() for stub in STUBS)
+
+
+def test_the_exceptions_live_where_their_module_says():
+    # So that they pickle (multiprocessing, a worker's error sent back to its parent).
+    import pickle
+
+    for cls in (symmem.SymmemError, symmem.UnfreedArrayWarning):
+        assert cls.__module__ == "symmem._native" and getattr(_native, cls.__name__) is cls
+        assert type(pickle.loads(pickle.dumps(cls("x")))) is cls
