@@ -42,14 +42,32 @@ pub fn python_signalled() -> bool {
 /// `TimeoutError` for an expired wait, the pending `KeyboardInterrupt` for an interrupted
 /// one, else [`SymmemError`].
 pub fn to_py(e: symmem::Error) -> PyErr {
+    let text = e.to_string();
+    as_py(e, text)
+}
+
+/// [`to_py`], with the message starting with `op` where the runtime's does not (errors of
+/// steps that do not know the Python call, such as init's bootstrap).
+pub fn to_py_in(op: &str, e: symmem::Error) -> PyErr {
+    let text = e.to_string();
+    let text = if text.starts_with(op) {
+        text
+    } else {
+        format!("{op}: {text}")
+    };
+    as_py(e, text)
+}
+
+/// The Python exception for `e`, with the message `text` (see [`to_py`]).
+fn as_py(e: symmem::Error, text: String) -> PyErr {
     match e {
         symmem::Error::Interrupted { .. } => PENDING
             .with(|p| p.borrow_mut().take())
-            .unwrap_or_else(|| SymmemError::new_err(e.to_string())),
+            .unwrap_or_else(|| SymmemError::new_err(text)),
         symmem::Error::InvalidArgument { .. }
         | symmem::Error::OutOfBounds { .. }
-        | symmem::Error::InvalidPe { .. } => PyValueError::new_err(e.to_string()),
-        symmem::Error::Timeout { .. } => PyTimeoutError::new_err(e.to_string()),
-        e => SymmemError::new_err(e.to_string()),
+        | symmem::Error::InvalidPe { .. } => PyValueError::new_err(text),
+        symmem::Error::Timeout { .. } => PyTimeoutError::new_err(text),
+        _ => SymmemError::new_err(text),
     }
 }

@@ -3,20 +3,21 @@
 
 use std::str::FromStr;
 use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyString};
+use pyo3::types::{PyBool, PyInt, PyString, PyWeakrefMethods, PyWeakrefReference};
 use symmem::{Config, UniqueId};
 
-use crate::errors::{to_py, SymmemError};
+use crate::errors::{to_py, to_py_in, SymmemError};
 use crate::handle;
 
 /// A job identity for `init(unique_id=...)`: made by one process with
 /// `get_unique_id()`, passed to every PE (`str(uid)` is its text, which `init` and
 /// `UniqueId(text)` take back). A secret: whoever holds its text can join the job and
 /// reach every PE's heap, so `repr` leaves the secret out.
-#[pyclass(module = "symmem._native", name = "UniqueId", frozen)]
+#[pyclass(module = "symmem._native", name = "UniqueId", frozen, weakref)]
 pub struct PyUniqueId {
     id: UniqueId,
 }
@@ -48,14 +49,33 @@ impl PyUniqueId {
     }
 }
 
+/// The ids `get_unique_id` made in this process that are still alive (weak references):
+/// `init` given one's text finds it here, with the listening socket it hosts the
+/// rendezvous on (binding the id's address afresh would fail while that socket is open).
+static ISSUED: Mutex<Vec<Py<PyWeakrefReference>>> = Mutex::new(Vec::new());
+
+/// The id `get_unique_id` made here whose text is `text`, if it is still alive.
+fn issued(py: Python<'_>, text: &str) -> Option<UniqueId> {
+    let mut issued = ISSUED.lock().expect("never poisoned");
+    issued.retain(|r| r.bind(py).upgrade().is_some());
+    issued.iter().find_map(|r| {
+        let alive = r.bind(py).upgrade()?;
+        let id = &alive.downcast::<PyUniqueId>().ok()?.get().id;
+        (id.to_string() == text).then(|| id.clone())
+    })
+}
+
 /// A new unique id for `init(unique_id=...)` (NVSHMEM's `nvshmemx_get_uniqueid`). One
 /// process makes it and keeps it until its own `init`: it hosts the rendezvous, so it must
 /// be PE 0 of the job. Not collective; needs no `init`.
 #[pyfunction]
-pub fn get_unique_id() -> PyResult<PyUniqueId> {
-    symmem::unique_id()
-        .map(|id| PyUniqueId { id })
-        .map_err(|e| SymmemError::new_err(format!("get_unique_id: {e}")))
+pub fn get_unique_id(py: Python<'_>) -> PyResult<Bound<'_, PyUniqueId>> {
+    let id =
+        symmem::unique_id().map_err(|e| SymmemError::new_err(format!("get_unique_id: {e}")))?;
+    let made = Bound::new(py, PyUniqueId { id })?;
+    let weak = PyWeakrefReference::new(made.as_any())?;
+    ISSUED.lock().expect("never poisoned").push(weak.unbind());
+    Ok(made)
 }
 
 /// `heap_size` as bytes: a positive int, or a size string as `SYMMEM_SYMMETRIC_SIZE`
@@ -102,13 +122,18 @@ fn config(heap_size: Option<&str>) -> symmem::Result<Config> {
     })
 }
 
-/// `unique_id` (a `UniqueId` or its text) as an id.
+/// `unique_id` (a `UniqueId` or its text) as an id: the one `get_unique_id` made here,
+/// if it is that one's text.
 fn unique_id_of(unique_id: &Bound<'_, PyAny>) -> PyResult<UniqueId> {
     if let Ok(u) = unique_id.downcast::<PyUniqueId>() {
         return Ok(u.get().id.clone());
     }
     if let Ok(s) = unique_id.downcast::<PyString>() {
-        return UniqueId::from_str(&s.extract::<String>()?)
+        let text: String = s.extract()?;
+        if let Some(id) = issued(s.py(), &text) {
+            return Ok(id);
+        }
+        return UniqueId::from_str(&text)
             .map_err(|e| PyValueError::new_err(format!("init: unique_id: {e}")));
     }
     Err(PyTypeError::new_err(format!(
@@ -168,7 +193,7 @@ pub fn init(
             };
             symmem::init_with_config(config, bootstrap)
         })
-        .map_err(to_py)?;
+        .map_err(|e| to_py_in("init", e))?;
     handle::install(rt).map_err(to_py)
 }
 

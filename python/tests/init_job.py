@@ -59,7 +59,17 @@ if mode == "unique_id":
             assert time.monotonic() < deadline, "rank 0 wrote no unique id"
             time.sleep(0.01)
         uid = uid_file.read_text()
-    symmem.init(unique_id=uid, rank=rank, n_pes=n, heap_size=HEAP)
+    if rank == 0:
+        # Another object of the same text has no socket, and the address is taken.
+        try:
+            symmem.init(unique_id=symmem.UniqueId(str(uid)), rank=0, n_pes=n)
+        except symmem.SymmemError as e:
+            assert str(e).startswith("init: ") and "in use" in str(e), e
+        else:
+            raise AssertionError("rank 0 joined on a copy of the id while the id listened")
+    # Rank 0 passes the text too, with its id object alive: init finds the id it made
+    # (and its listening socket) by the text.
+    symmem.init(unique_id=str(uid), rank=rank, n_pes=n, heap_size=HEAP)
     ring_put()
     heap_size_is_honored()
     symmem.finalize()
