@@ -74,14 +74,19 @@ def test_init_over_a_gloo_process_group(pe):
     symmem.finalize()
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=me, world_size=n)
     try:
-        symmem.init(group=dist.group.WORLD)
-        assert (symmem.my_pe(), symmem.n_pes()) == (me, n)
-        with symmem.zeros((1,), "int64") as a:
-            symmem.put(a, np.array([me + 100], np.int64), (me + 1) % n)
-            symmem.barrier_all()
-            assert int(host(a)[0]) == (me - 1) % n + 100
-            gc.collect()
-            symmem.barrier_all()
+        # The default group, then a group object of its own (the id's root found by
+        # get_global_rank); the session goes on on the second.
+        for group in (dist.group.WORLD, dist.new_group(list(range(n)))):
+            symmem.init(group=group)
+            assert (symmem.my_pe(), symmem.n_pes()) == (me, n)
+            with symmem.zeros((1,), "int64") as a:
+                symmem.put(a, np.array([me + 100], np.int64), (me + 1) % n)
+                symmem.barrier_all()
+                assert int(host(a)[0]) == (me - 1) % n + 100
+                gc.collect()
+                symmem.barrier_all()
+            if group is dist.group.WORLD:
+                symmem.finalize()
     finally:
         dist.destroy_process_group()
         if me == 0:
