@@ -19,12 +19,13 @@ PACKAGE = pathlib.Path(symmem.__file__).parent
 
 #: Members of a native class that Python gives every class, or that say nothing typed.
 GENERIC_MEMBERS = {"__doc__", "__module__", "__new__", "__dict__", "__weakref__", "__repr__",
-                   "__str__", "__reduce__", "__qualname__", "__init__"}
+                   "__str__", "__reduce__", "__qualname__", "__init__", "__final__"}
 
 
 def is_protocol(node):
-    """A typing-only class of the stub (no runtime counterpart)."""
-    return any(isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases)
+    """A typing-only class of the stub (no runtime counterpart, a private name)."""
+    return node.name.startswith("_") and any(
+        isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases)
 
 
 def stub_params(fn, method):
@@ -155,7 +156,7 @@ def test_every_class_member_has_a_stub_with_its_parameters(stub):
         assert runtime - set(members) == set(), \
             f"{node.name}: no stub for {sorted(runtime - set(members))}"
         for name, m in members.items():
-            if name == "__init__":
+            if name in ("__init__", "__new__"):
                 # A constructor (#[new], or a Python class's __init__): the class's own
                 # signature.
                 same(stub_params(m, True), runtime_params(cls, False), f"{node.name}()")
