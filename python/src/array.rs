@@ -4,14 +4,14 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyBufferError, PyResourceWarning, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use symmem::SymBuf;
 
 use crate::dlpack::{self, DlDevice};
 use crate::dtype::DType;
-use crate::errors::to_py;
+use crate::errors::{to_py, UnfreedArrayWarning};
 use crate::handle;
 use crate::operands::heap_device;
 
@@ -22,7 +22,9 @@ const ALIGN: usize = 256;
 /// it) as the symmetric operand of `put`, `get`, the atomics and the waits; turn it into a
 /// numpy or torch array with `numpy.from_dlpack(a)` / `torch.from_dlpack(a)` (no copy: CPU
 /// memory on a CPU PE, the PE's GPU on a GPU PE). Free it with `free()` on every PE, or
-/// use it as a context manager.
+/// use it as a context manager; one dropped without either is reported
+/// (`UnfreedArrayWarning`) and freed at the next collective point at which every PE has
+/// dropped it. After `finalize` it refuses every use.
 #[pyclass(module = "symmem._native", name = "SymmetricArray")]
 pub struct SymArray {
     buf: Option<SymBuf<u8>>,
@@ -30,8 +32,20 @@ pub struct SymArray {
     shape: Vec<i64>,
     addr: usize,
     device: DlDevice,
-    /// DLPack views of this array that consumers hold.
+    /// DLPack views of this array that consumers hold, and peer views of it on this PE.
     live: Arc<AtomicUsize>,
+    /// The runtime generation it was allocated in (see `handle::alive`).
+    generation: u64,
+}
+
+/// One view of a symmetric array counted while it lives: a peer view holds one, so that
+/// `free` is refused while it exists, as for a numpy or torch view.
+pub struct ViewCount(Arc<AtomicUsize>);
+
+impl Drop for ViewCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl SymArray {
@@ -50,6 +64,8 @@ impl SymArray {
             .and_then(|n| n.checked_mul(dtype.size()))
             .ok_or_else(|| PyValueError::new_err(format!("shape {shape:?} is too large")))?;
         let rt = handle::runtime()?;
+        // A collective point: arrays every PE dropped are freed first.
+        handle::reclaim(&rt).map_err(to_py)?;
         // An empty array still gets a distinct (1-byte) allocation: a symmetric address.
         let buf = rt
             .alloc_aligned::<u8>(nbytes.max(1), ALIGN)
@@ -71,6 +87,7 @@ impl SymArray {
             addr,
             device: heap_device(&rt),
             live: Arc::new(AtomicUsize::new(0)),
+            generation: handle::generation(),
         })
     }
 
@@ -78,17 +95,39 @@ impl SymArray {
         self.shape.iter().map(|&d| d as usize).product()
     }
 
-    /// Address, device, type and shape of this PE's copy; `None` once freed.
-    pub fn parts(&self) -> Option<(usize, DlDevice, DType, Vec<i64>)> {
-        self.buf
-            .as_ref()
-            .map(|_| (self.addr, self.device, self.dtype, self.shape.clone()))
+    /// Address, device, type and shape of this PE's copy; else why it has none: "was
+    /// freed", or its runtime was finalized.
+    pub fn parts(&self) -> Result<(usize, DlDevice, DType, Vec<i64>), String> {
+        self.usable()?;
+        Ok((self.addr, self.device, self.dtype, self.shape.clone()))
+    }
+
+    /// Whether its memory may be used; else why not ("was freed (what it was)").
+    fn usable(&self) -> Result<(), String> {
+        match &self.buf {
+            None => Err(format!("was freed ({})", self.describe())),
+            Some(_) if !handle::alive(self.generation) => Err(format!(
+                "is gone: symmem was finalized, and its memory with it ({})",
+                self.describe()
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// A count of one more view of this array, held by a peer view of it.
+    pub fn count_view(&self) -> ViewCount {
+        self.live.fetch_add(1, Ordering::AcqRel);
+        ViewCount(self.live.clone())
     }
 
     /// What the array is, for messages.
     pub fn describe(&self) -> String {
         let id = self.buf.as_ref().map(SymBuf::id);
-        let state = id.map_or("freed".to_string(), |id| format!("allocation #{id}"));
+        let state = match id {
+            None => "freed".to_string(),
+            Some(id) if handle::alive(self.generation) => format!("allocation #{id}"),
+            Some(id) => format!("allocation #{id} of a finalized runtime"),
+        };
         format!(
             "symmetric array of shape {:?} and dtype {} ({state})",
             self.shape,
@@ -129,10 +168,13 @@ impl SymArray {
         self.numel() * self.dtype.size()
     }
 
-    /// This PE's copy's address (a device address on a GPU PE).
+    /// This PE's copy's address (a device address on a GPU PE); refused once freed or
+    /// finalized.
     #[getter]
-    fn address(&self) -> usize {
-        self.addr
+    fn address(&self) -> PyResult<usize> {
+        self.usable()
+            .map(|()| self.addr)
+            .map_err(|why| PyBufferError::new_err(format!("address: the array {why}")))
     }
 
     /// Whether `free()` has run.
@@ -161,12 +203,8 @@ impl SymArray {
         // stream to order against (`stream`); a copy to another device is not offered.
         let _ = (stream, dl_device);
         let me = slf.borrow();
-        if me.buf.is_none() {
-            return Err(PyBufferError::new_err(format!(
-                "__dlpack__: {} was freed",
-                me.describe()
-            )));
-        }
+        me.usable()
+            .map_err(|why| PyBufferError::new_err(format!("__dlpack__: the array {why}")))?;
         let versioned = dlpack::in_place_request(slf.py(), max_version, copy, "a symmetric array")?;
         dlpack::export(
             slf.py(),
@@ -181,9 +219,10 @@ impl SymArray {
     }
 
     /// Frees the array on every PE (collective: call it on each, in the same order as the
-    /// other collective calls). Refused on every PE while numpy/torch views of it are
-    /// alive on some PE, since they would point at memory the next allocation reuses: the
-    /// PEs vote first. For wrappers (`symmem.torch.free`): `held` counts views that
+    /// other collective calls). Refused on every PE while numpy/torch views or peer views
+    /// of it are alive on some PE, since they would point at memory the next allocation
+    /// reuses: the PEs vote first. Arrays every PE dropped without `free()` are freed
+    /// first. For wrappers (`symmem.torch.free`): `held` counts views that
     /// DLPack does not see, `own` views that `release`, called once every PE agreed and
     /// before the memory goes, drops.
     #[pyo3(signature = (*, held=0, own=0, release=None))]
@@ -194,12 +233,15 @@ impl SymArray {
         own: usize,
         release: Option<PyObject>,
     ) -> PyResult<()> {
-        let Some(buf) = self.buf.take() else {
+        if self.buf.is_none() {
             return Err(PyValueError::new_err(format!(
                 "free: {} was already freed",
                 self.describe()
             )));
-        };
+        }
+        self.usable()
+            .map_err(|why| PyBufferError::new_err(format!("free: the array {why}")))?;
+        let buf = self.buf.take().expect("checked above");
         let views = self.live.load(Ordering::Acquire).saturating_sub(own) + held;
         // Every PE votes, so that all refuse or none does (one refusing alone would leave
         // the others waiting in the free for it).
@@ -222,7 +264,7 @@ impl SymArray {
             .collect();
         if !refusals.is_empty() {
             let msg = format!(
-                "free: view(s) of symmetric array allocation #{} (numpy/torch arrays made from it) are still alive ({}); delete them, then free it again on every PE",
+                "free: view(s) of symmetric array allocation #{} (numpy/torch arrays or peer views made from it) are still alive ({}); delete them, then free it again on every PE",
                 buf.id(),
                 refusals.join(", ")
             );
@@ -257,28 +299,39 @@ impl SymArray {
 
 impl Drop for SymArray {
     fn drop(&mut self) {
-        // Never freed on one PE alone: a free is collective. The memory stays allocated
-        // until finalize; say so, as Python does for an unclosed file.
-        if let Some(buf) = self.buf.take() {
-            if handle::is_initialized() {
-                let msg = format!(
-                    "symmetric array allocation #{} (shape {:?}, {}) was garbage-collected without free(); its memory stays allocated until symmem.finalize() (a free is collective: call free() on every PE)",
-                    buf.id(),
-                    self.shape,
-                    self.dtype.name()
-                );
-                Python::with_gil(|py| {
-                    let warned = PyErr::warn(
-                        py,
-                        &py.get_type::<PyResourceWarning>(),
-                        &std::ffi::CString::new(msg).expect("no NUL in the message"),
-                        1,
-                    );
-                    if let Err(e) = warned {
-                        e.write_unraisable(py, None);
-                    }
-                });
-            }
+        // Never freed on one PE alone: a free is collective. Kept for `handle::reclaim`,
+        // which frees it at the next collective point where every PE has dropped it; said
+        // loudly, since until then its memory stays allocated. The memory of a finalized
+        // runtime went with it.
+        let Some(buf) = self.buf.take() else {
+            return;
+        };
+        if !handle::alive(self.generation) {
+            return;
         }
+        let msg = format!(
+            "symmetric array allocation #{} (shape {:?}, {}) was garbage-collected without free(); it is freed at the next collective allocation, free or finalize at which every PE has dropped it (call free() on every PE to free it at a known point)",
+            buf.id(),
+            self.shape,
+            self.dtype.name()
+        );
+        handle::dropped(self.generation, buf);
+        Python::with_gil(|py| {
+            // A drop while an exception propagates (a temporary array in a failing call):
+            // the warning machinery needs no exception set, and the exception must survive.
+            let propagating = PyErr::take(py);
+            let warned = PyErr::warn(
+                py,
+                &py.get_type::<UnfreedArrayWarning>(),
+                &std::ffi::CString::new(msg).expect("no NUL in the message"),
+                1,
+            );
+            if let Err(e) = warned {
+                e.write_unraisable(py, None);
+            }
+            if let Some(e) = propagating {
+                e.restore(py);
+            }
+        });
     }
 }

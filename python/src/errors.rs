@@ -4,14 +4,21 @@
 use std::cell::RefCell;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 
 create_exception!(
-    _native,
+    symmem._native,
     SymmemError,
     PyRuntimeError,
     "An error of the symmem runtime; the message names the PE, the operation and what was wrong."
+);
+
+create_exception!(
+    symmem._native,
+    UnfreedArrayWarning,
+    PyRuntimeWarning,
+    "A symmetric array was garbage-collected without free(): it is freed at the next collective allocation, free or finalize at which every PE has dropped it. A RuntimeWarning, so Python shows it by default."
 );
 
 thread_local! {
@@ -35,14 +42,32 @@ pub fn python_signalled() -> bool {
 /// `TimeoutError` for an expired wait, the pending `KeyboardInterrupt` for an interrupted
 /// one, else [`SymmemError`].
 pub fn to_py(e: symmem::Error) -> PyErr {
+    let text = e.to_string();
+    as_py(e, text)
+}
+
+/// [`to_py`], with the message starting with `op` where the runtime's does not (errors of
+/// steps that do not know the Python call, such as init's bootstrap).
+pub fn to_py_in(op: &str, e: symmem::Error) -> PyErr {
+    let text = e.to_string();
+    let text = if text.starts_with(op) {
+        text
+    } else {
+        format!("{op}: {text}")
+    };
+    as_py(e, text)
+}
+
+/// The Python exception for `e`, with the message `text` (see [`to_py`]).
+fn as_py(e: symmem::Error, text: String) -> PyErr {
     match e {
         symmem::Error::Interrupted { .. } => PENDING
             .with(|p| p.borrow_mut().take())
-            .unwrap_or_else(|| SymmemError::new_err(e.to_string())),
+            .unwrap_or_else(|| SymmemError::new_err(text)),
         symmem::Error::InvalidArgument { .. }
         | symmem::Error::OutOfBounds { .. }
-        | symmem::Error::InvalidPe { .. } => PyValueError::new_err(e.to_string()),
-        symmem::Error::Timeout { .. } => PyTimeoutError::new_err(e.to_string()),
-        e => SymmemError::new_err(e.to_string()),
+        | symmem::Error::InvalidPe { .. } => PyValueError::new_err(text),
+        symmem::Error::Timeout { .. } => PyTimeoutError::new_err(text),
+        _ => SymmemError::new_err(text),
     }
 }

@@ -7,7 +7,10 @@
 //! Arguments are converted by the kernel's parameter layout: arrays (symmetric arrays,
 //! numpy arrays, torch tensors) by the address of their first element, Python ints as
 //! integers of the parameter's size (range-checked), floats as `f32` or `f64`. Their count
-//! and sizes are checked against the kernel's parameters first.
+//! and sizes are checked against the kernel's parameters first, and each against the
+//! parameter's Rust type from the library's signature table (a float32 array for a
+//! `*mut u64` is refused). The table is the host library's, the same on GPU PEs: the PTX
+//! declares only each parameter's size (`.param .u64`), so it says less.
 
 use std::path::PathBuf;
 
@@ -16,6 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
 use symmem::{Dim3, KernelLibrary, Runtime};
 
+use crate::dtype::DType;
 use crate::errors::to_py;
 use crate::handle;
 use crate::operands::{self, Operand};
@@ -201,6 +205,45 @@ impl ParamKind {
     }
 }
 
+/// Whether an array of `dtype` may be passed to a parameter of pointer type `ty` (as
+/// `stringify!` writes it, `*mut u64`): integers of the pointee's size (either sign, as
+/// torch has few unsigned types), the pointee's own float type, one-byte arrays for fp8
+/// and bool, any array for a byte pointer (`u8`, `i8`), and any for a pointee Python does
+/// not know (a struct, a generic parameter, `c_void`).
+fn pointee_accepts(ty: &str, dtype: DType) -> bool {
+    let pointee = ty.trim().trim_start_matches('*').trim_start();
+    let pointee = pointee
+        .strip_prefix("mut ")
+        .or_else(|| pointee.strip_prefix("const "))
+        .unwrap_or(pointee)
+        .trim();
+    let ints_of = |size: usize| {
+        matches!(
+            dtype,
+            DType::I8
+                | DType::I16
+                | DType::I32
+                | DType::I64
+                | DType::U8
+                | DType::U16
+                | DType::U32
+                | DType::U64
+        ) && dtype.size() == size
+    };
+    match pointee.rsplit("::").next().unwrap_or(pointee) {
+        "u8" | "i8" => true,
+        "u16" | "i16" => ints_of(2),
+        "u32" | "i32" => ints_of(4),
+        "u64" | "i64" | "usize" | "isize" => ints_of(8),
+        "f16" => dtype == DType::F16,
+        "bf16" => dtype == DType::Bf16,
+        "f32" => dtype == DType::F32,
+        "f64" => dtype == DType::F64,
+        "bool" | "Fp8E4M3" | "Fp8E5M2" => matches!(dtype, DType::Bool | DType::U8 | DType::I8),
+        _ => true,
+    }
+}
+
 /// The int `obj` as `size` little-endian bytes, if it fits a signed (`signed`) or
 /// unsigned integer of that size; `None` for either where the type is not known.
 fn int_bytes(obj: &Bound<'_, PyAny>, size: usize, signed: Option<bool>) -> Option<Vec<u8>> {
@@ -249,6 +292,12 @@ fn argument(
                 )));
             }
             let array = operands::kernel_array(rt, "launch", obj, &what)?;
+            if let Some(ty) = ty.filter(|t| !pointee_accepts(t, array.dtype)) {
+                return Err(PyTypeError::new_err(format!(
+                    "launch: {what} is an array of {}, but its parameter is {ty}",
+                    array.dtype.name()
+                )));
+            }
             return Ok(Argument {
                 bytes: array.addr.to_le_bytes().to_vec(),
                 _array: Some(array),

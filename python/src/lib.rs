@@ -12,10 +12,9 @@ mod kernels;
 mod operands;
 mod ops;
 mod peer;
+mod setup;
 mod streams;
 mod team;
-
-use std::sync::atomic::Ordering;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -23,77 +22,6 @@ use pyo3::prelude::*;
 use array::SymArray;
 use dtype::DType;
 use errors::{to_py, SymmemError};
-
-/// Joins the job the launcher started (symrun / `python -m symmem.run`, torchrun, srun,
-/// mpirun, Kubernetes variables, or one PE alone), as the Rust `symmem::init` does. A
-/// second call does nothing.
-#[pyfunction]
-fn init(py: Python<'_>) -> PyResult<()> {
-    if handle::is_initialized() {
-        return Ok(());
-    }
-    let rt = py.allow_threads(symmem::init).map_err(to_py)?;
-    handle::install(rt).map_err(to_py)
-}
-
-/// Leaves the job (collective: every PE calls it). Refused on every PE while some PE
-/// holds numpy/torch views of symmetric arrays, which would point at unmapped memory
-/// afterwards, or has another thread inside a call: the PEs vote first. `force` (what the
-/// exit handler passes: nothing reads the views after it) neither votes nor refuses.
-#[pyfunction]
-#[pyo3(signature = (force=false))]
-fn finalize(py: Python<'_>, force: bool) -> PyResult<()> {
-    if !force {
-        if let Ok(rt) = handle::runtime() {
-            let views = handle::LIVE_VIEWS.load(Ordering::Acquire) as u64;
-            let mine = views.min(BUSY - 1) | if handle::busy_elsewhere(&rt) { BUSY } else { 0 };
-            let all = py
-                .allow_threads(|| handle::vote(&rt, mine))
-                .map_err(to_py)?;
-            let refusals: Vec<String> = all
-                .iter()
-                .enumerate()
-                .filter(|(_, &b)| b != 0)
-                .map(|(pe, &b)| refusal(pe, b))
-                .collect();
-            if !refusals.is_empty() {
-                return Err(SymmemError::new_err(format!(
-                    "finalize: refused on every PE: {}; remove what holds it, then call finalize again on every PE",
-                    refusals.join("; ")
-                )));
-            }
-        }
-    }
-    match handle::take()? {
-        Some(rt) => py.allow_threads(|| rt.finalize()).map_err(to_py),
-        None => Ok(()),
-    }
-}
-
-/// The ballot bit of finalize's vote that says another thread is inside a call (below
-/// it: the PE's live views).
-const BUSY: u64 = 1 << 32;
-
-/// Why PE `pe` refused finalize, from its ballot `b`.
-fn refusal(pe: usize, b: u64) -> String {
-    let views = b & (BUSY - 1);
-    let mut why = Vec::new();
-    if views > 0 {
-        why.push(format!(
-            "PE {pe} holds {views} DLPack view(s) of symmetric arrays (numpy/torch arrays made from them)"
-        ));
-    }
-    if b & BUSY != 0 {
-        why.push(format!("PE {pe} has another thread inside a symmem call"));
-    }
-    why.join("; ")
-}
-
-/// Whether `init` has run and `finalize` has not.
-#[pyfunction]
-fn is_initialized() -> bool {
-    handle::is_initialized()
-}
 
 /// This PE's number, 0 to `n_pes() - 1`.
 #[pyfunction]
@@ -188,9 +116,16 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::load_module, m)?)?;
     m.add_function(wrap_pyfunction!(peer::peer_array, m)?)?;
     m.add_function(wrap_pyfunction!(team::team_world, m)?)?;
-    m.add_function(wrap_pyfunction!(init, m)?)?;
-    m.add_function(wrap_pyfunction!(finalize, m)?)?;
-    m.add_function(wrap_pyfunction!(is_initialized, m)?)?;
+    m.add(
+        "UnfreedArrayWarning",
+        m.py().get_type::<errors::UnfreedArrayWarning>(),
+    )?;
+    m.add_class::<setup::PyUniqueId>()?;
+    m.add_function(wrap_pyfunction!(setup::init, m)?)?;
+    m.add_function(wrap_pyfunction!(setup::get_unique_id, m)?)?;
+    m.add_function(wrap_pyfunction!(setup::finalize, m)?)?;
+    m.add_function(wrap_pyfunction!(setup::is_initialized, m)?)?;
+    m.add_function(wrap_pyfunction!(setup::gpu_ordinal, m)?)?;
     m.add_function(wrap_pyfunction!(my_pe, m)?)?;
     m.add_function(wrap_pyfunction!(n_pes, m)?)?;
     m.add_function(wrap_pyfunction!(device, m)?)?;

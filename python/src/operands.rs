@@ -45,12 +45,9 @@ impl Operand {
 fn operand(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
     if let Ok(a) = obj.downcast::<SymArray>() {
         let a = a.borrow();
-        let Some((addr, device, dtype, shape)) = a.parts() else {
-            return Err(PyBufferError::new_err(format!(
-                "{op}: {what} was freed ({})",
-                a.describe()
-            )));
-        };
+        let (addr, device, dtype, shape) = a
+            .parts()
+            .map_err(|why| PyBufferError::new_err(format!("{op}: {what} {why}")))?;
         return Ok(Operand {
             addr,
             device,

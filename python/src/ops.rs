@@ -6,6 +6,7 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyInt;
 use symmem::{Cmp, Runtime, SignalOp};
 
 use crate::dtype::DType;
@@ -367,6 +368,29 @@ macro_rules! with_int {
     };
 }
 
+/// `obj`, argument `what` of `op`, as a `T`: the type `dtype` of its `ivar`.
+fn int_value<'py, T: FromPyObject<'py>>(
+    op: &str,
+    what: &str,
+    obj: &Bound<'py, PyAny>,
+    dtype: DType,
+) -> PyResult<T> {
+    obj.extract().map_err(|_| {
+        if obj.is_instance_of::<PyInt>() {
+            PyValueError::new_err(format!(
+                "{op}: {what} {obj} does not fit ivar's type {}",
+                dtype.name()
+            ))
+        } else {
+            let ty = obj.get_type().name().map_or("?".into(), |n| n.to_string());
+            PyTypeError::new_err(format!(
+                "{op}: {what} must be an int (ivar holds {}), not {ty}",
+                dtype.name()
+            ))
+        }
+    })
+}
+
 /// The integer word `ivar` (first element of a symmetric operand) of `op`.
 fn int_word(rt: &Runtime, op: &'static str, ivar: &Bound<'_, PyAny>) -> PyResult<Operand> {
     let w = symmetric(rt, op, ivar, "ivar")?;
@@ -392,7 +416,7 @@ pub fn wait_until(
     let w = int_word(&rt, "wait_until", ivar)?;
     with_int!("wait_until", w.dtype, T => {
         let v = view::<T>(&rt, "wait_until", &w, "ivar", 1)?;
-        let value: T = value.extract()?;
+        let value: T = int_value("wait_until", "value", value, w.dtype)?;
         let seen = blocking(py, || rt.wait_until(v.at(0), c, value))?;
         Ok(seen.into_pyobject(py)?.into_any().unbind())
     })
@@ -406,7 +430,7 @@ pub fn test(ivar: &Bound<'_, PyAny>, cmp: &str, value: &Bound<'_, PyAny>) -> PyR
     let w = int_word(&rt, "test", ivar)?;
     with_int!("test", w.dtype, T => {
         let v = view::<T>(&rt, "test", &w, "ivar", 1)?;
-        let value: T = value.extract()?;
+        let value: T = int_value("test", "value", value, w.dtype)?;
         rt.test(v.at(0), c, value).map_err(to_py)
     })
 }
@@ -425,7 +449,9 @@ fn amo(
     with_int!(op, w.dtype, T => {
         let v = view::<T>(&rt, op, &w, "ivar", 1)?;
         let r = v.at(0);
-        let arg = |i: usize| -> PyResult<T> { args[i].extract() };
+        // compare_swap's operands are (cond, value); the others' is (value).
+        let what = |i: usize| if args.len() == 2 && i == 0 { "cond" } else { "value" };
+        let arg = |i: usize| -> PyResult<T> { int_value(op, what(i), args[i], w.dtype) };
         let none = || Ok(py.None());
         let val = |x: T| -> PyResult<PyObject> { Ok(x.into_pyobject(py)?.into_any().unbind()) };
         match op {

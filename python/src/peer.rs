@@ -1,10 +1,12 @@
 //! Direct views of a same-node peer's copy of a symmetric array (its heap is mapped into
-//! this process): what `get_buffer` of the torch-style rendezvous handle returns.
+//! this process): what `get_buffer` of the torch-style rendezvous handle returns. A peer
+//! view counts as a view of its array: `free` is refused while it lives.
 
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+use crate::array::{SymArray, ViewCount};
 use crate::dlpack::{self, DlDevice};
 use crate::dtype::DType;
 use crate::errors::to_py;
@@ -14,7 +16,9 @@ use crate::operands::{symmetric, view};
 /// `shape` elements of `dtype` in PE `pe`'s copy of a symmetric array, read and written
 /// in place through DLPack (`numpy.from_dlpack`, `torch.from_dlpack`). Loads and stores
 /// through it are plain memory accesses: order them with the symmem calls (a barrier, a
-/// signal) as for any P2P access.
+/// signal) as for any P2P access. While it lives, `free()` of its array is refused (a
+/// numpy/torch view it was made from counts already); after `finalize` it refuses to
+/// export.
 #[pyclass(module = "symmem._native", name = "PeerArray")]
 pub struct PeerArray {
     /// The symmetric array (or view) it was made from, kept alive.
@@ -24,6 +28,10 @@ pub struct PeerArray {
     device: DlDevice,
     dtype: DType,
     shape: Vec<i64>,
+    /// The runtime generation it was made in (see `handle::alive`).
+    generation: u64,
+    /// Its count among the views of `base`, when `base` is a symmetric array.
+    _counted: Option<ViewCount>,
 }
 
 /// A view of `shape` elements of `dtype` starting `offset` elements (of `dtype`) into PE
@@ -68,6 +76,17 @@ pub fn peer_array(
             rt.my_pe()
         )));
     };
+    // A symmetric array, or the tensor of `symmem.torch` that owns one (whose `free`
+    // counts only the views torch shares its storage with); other views of an array hold
+    // a DLPack export of it, counted already.
+    let owner = match array.downcast::<SymArray>() {
+        Ok(a) => Some(a.clone()),
+        Err(_) => array
+            .getattr(pyo3::intern!(array.py(), "_symmem_array"))
+            .ok()
+            .and_then(|a| a.downcast_into::<SymArray>().ok()),
+    };
+    let counted = owner.map(|a| a.borrow().count_view());
     Ok(PeerArray {
         base: array.clone().unbind(),
         pe,
@@ -75,6 +94,8 @@ pub fn peer_array(
         device: o.device,
         dtype,
         shape,
+        generation: handle::generation(),
+        _counted: counted,
     })
 }
 
@@ -117,7 +138,7 @@ impl PeerArray {
         copy: Option<bool>,
     ) -> PyResult<PyObject> {
         let _ = (stream, dl_device);
-        if !handle::is_initialized() {
+        if !handle::alive(slf.borrow().generation) {
             return Err(PyBufferError::new_err(
                 "__dlpack__: symmem was finalized; the peer's heap is unmapped",
             ));

@@ -9,11 +9,12 @@ others are stopped after ``--kill-grace`` seconds, 5 by default).
 
 import argparse
 import sys
+from typing import List, Optional
 
 from . import _native
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m symmem.run",
         description="Start N symmem PEs of a Python program on this machine.",

@@ -7,43 +7,54 @@
     symmem.barrier_all()
     symmem.torch.free(x)                                         # collective
 
-The tensors live on this PE's device (``cpu`` on CPU PEs, ``cuda:N`` on GPU PEs), are
-ordinary torch tensors for every torch operation, and are symmetric operands (with every
-view of them) for every symmem operation and kernel launch. The tensor owns its symmetric
-allocation: a free is collective, so it is never freed when the tensor is garbage-collected
-on one PE (a ``ResourceWarning`` says so; the memory stays allocated until finalize).
+The tensors live on this PE's device (:func:`device`: ``cpu`` on CPU PEs, ``cuda:N`` on
+GPU PEs), are ordinary torch tensors for every torch operation, and are symmetric operands
+(with every view of them) for every symmem operation and kernel launch. The tensor owns
+its symmetric allocation. A free is collective, so one PE never frees it alone when the
+tensor is garbage-collected: a ``symmem.UnfreedArrayWarning`` (a ``RuntimeWarning``,
+shown by default) says so, and the allocation is freed at the next collective allocation,
+free or finalize at which every PE has dropped it.
 """
+
+from typing import Any, Sequence, Union
 
 import torch as _torch
 
-from . import _native, dtype_name
+from . import _native, dtype_name as _dtype_name, empty as _empty, zeros as _zeros
 
-__all__ = ["empty", "zeros", "free"]
+__all__ = ["device", "empty", "zeros", "free"]
 
 
-def _allocate(shape, dtype, zero):
+def device() -> _torch.device:
+    """The torch device of this PE's symmetric heap: ``cpu`` on a CPU PE, ``cuda:N`` (its
+    GPU) on a GPU PE. Needs :func:`symmem.init`."""
+    ordinal = _native.gpu_ordinal()
+    return _torch.device("cpu") if ordinal is None else _torch.device("cuda", ordinal)
+
+
+def _allocate(shape: Union[int, Sequence[int]], dtype: Any, zero: bool) -> _torch.Tensor:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    name = dtype_name(dtype)
-    array = _native.zeros(shape, name) if zero else _native.empty(shape, name)
+    name = _dtype_name(dtype)
+    array = _zeros(shape, name) if zero else _empty(shape, name)
     tensor = _torch.from_dlpack(array)
     # The tensor's own reference, for free(); its DLPack capsule holds another.
     tensor._symmem_array = array
     return tensor
 
 
-def empty(shape, dtype=_torch.float32):
+def empty(shape: Union[int, Sequence[int]], dtype: _torch.dtype = _torch.float32) -> _torch.Tensor:
     """A symmetric torch tensor, uninitialized. Collective: every PE calls it with the same
     shape and dtype, in the same order as its other collective calls."""
     return _allocate(shape, dtype, zero=False)
 
 
-def zeros(shape, dtype=_torch.float32):
+def zeros(shape: Union[int, Sequence[int]], dtype: _torch.dtype = _torch.float32) -> _torch.Tensor:
     """A symmetric torch tensor of zeros (collective, as :func:`empty`; it ends with a
     barrier, so no PE writes into a peer's copy before that peer zeroed it)."""
     return _allocate(shape, dtype, zero=True)
 
 
-def free(tensor):
+def free(tensor: _torch.Tensor) -> None:
     """Frees a tensor from :func:`empty`/:func:`zeros` on every PE (collective). The tensor
     is emptied (0 elements), so a later use fails instead of reading memory the next
     allocation reuses. Refused on every PE, changing nothing, while other views of it
@@ -60,7 +71,7 @@ def free(tensor):
     if use_count is not None:
         held = max(use_count(tensor.untyped_storage()._cdata) - 2, 0)
 
-    def release():
+    def release() -> None:
         # Dropping the tensor's storage releases its DLPack view of the array (the `own`
         # view below).
         del tensor._symmem_array

@@ -89,12 +89,6 @@ def test_use_after_free_and_free_with_a_live_view():
         a.free()
 
 
-def test_an_array_dropped_without_free_is_reported_not_freed():
-    with pytest.warns(ResourceWarning, match="garbage-collected without free"):
-        symmem.empty((16,), "uint8")
-        gc.collect()
-
-
 def test_ctrl_c_stops_a_wait():
     # One PE alone (a job of its own: no launcher variables), waiting for a signal that
     # never comes; SIGINT after half a second must end the wait with KeyboardInterrupt.
@@ -119,3 +113,42 @@ def test_ctrl_c_stops_a_wait():
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "interrupted"
+
+
+def test_every_bad_argument_is_refused_naming_the_operation(arr):
+    # Arguments that pyo3 cannot convert (a negative PE, a float where an int goes) as
+    # well as those the functions check themselves.
+    ints = symmem.zeros((1,), "int32")
+    sig = symmem.zeros((1,), "uint64")
+    src = np.zeros(4, np.float32)
+    team = symmem.team_world()
+    cases = [
+        ("put", lambda: symmem.put(arr, src, -1), ValueError, "pe must be a non-negative int, got -1"),
+        ("get", lambda: symmem.get(src, arr, 1.5), TypeError, "argument 'pe'"),
+        ("put_nbi", lambda: symmem.put_nbi(arr, src, 1 << 70), ValueError, "pe = 1180591620717411303424 is too large"),
+        ("ptr", lambda: symmem.ptr(arr, -2), ValueError, "pe must be a non-negative int, got -2"),
+        ("atomic_add", lambda: symmem.atomic_add(ints, 1.5, 0), TypeError, "value must be an int \\(ivar holds int32\\), not float"),
+        ("atomic_set", lambda: symmem.atomic_set(ints, 1 << 40, 0), ValueError, "value 1099511627776 does not fit ivar's type int32"),
+        ("atomic_compare_swap", lambda: symmem.atomic_compare_swap(ints, "0", 1, 0), TypeError, "cond must be an int"),
+        ("atomic_fetch", lambda: symmem.atomic_fetch(ints, -1), ValueError, "pe must be a non-negative int"),
+        ("wait_until", lambda: symmem.wait_until(ints, "eq", 0.5), TypeError, "value must be an int"),
+        ("test", lambda: symmem.test(ints, "eq", None), TypeError, "value must be an int"),
+        ("signal_op", lambda: symmem.signal_op(sig, -1, 0), ValueError, "signal must be a non-negative int, got -1"),
+        ("signal_op", lambda: symmem.signal_op(sig, "1", 0), TypeError, "argument 'signal'"),
+        ("signal_wait_until", lambda: symmem.signal_wait_until(sig, "ge", -1), ValueError, "value must be a non-negative int"),
+        ("put_signal", lambda: symmem.put_signal(arr, src, arr, 1, 0), TypeError, "sig must hold uint64"),
+        ("put_signal", lambda: symmem.put_signal(arr, src, sig, 1.0, 0), TypeError, "argument 'signal'"),
+        ("broadcast", lambda: symmem.broadcast(arr, arr, -1), ValueError, "root must be a non-negative int"),
+        ("world_pe", lambda: team.world_pe(-1), ValueError, "pe must be a non-negative int, got -1"),
+        ("split_strided", lambda: team.split_strided(0, -1, 1), ValueError, "stride must be a non-negative int"),
+        ("free", lambda: ints.free(held=-1), ValueError, "held must be a non-negative int"),
+        ("empty", lambda: symmem.empty((2,), 3.5), TypeError, "unsupported dtype 3.5"),
+        ("zeros", lambda: symmem.zeros((2,), "complex64"), TypeError, 'unsupported dtype "complex64"'),
+        ("load_module", lambda: symmem.load_module(7), TypeError, "argument 'path'"),
+    ]
+    for op, call, kind, text in cases:
+        with pytest.raises(kind, match=f"^{op}: .*{text}"):
+            call()
+    assert not ints.freed
+    ints.free()
+    sig.free()

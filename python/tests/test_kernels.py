@@ -130,12 +130,19 @@ def test_bad_launches_are_refused_naming_the_argument(module, pe):
             module.launch("pipeline_produce", 1, 1, buf, src, 8, 1, buf, buf)
         with pytest.raises(TypeError, match="argument 0 of kernel pipeline_produce is a str, but its parameter is \\*mut u64: it takes an array"):
             module.launch("pipeline_produce", 1, 1, "buf", src, 8, 1, buf, 0)
+        # Arrays against the pointee: ints of its size (either sign), else refused.
+        with pytest.raises(TypeError, match="argument 1 of kernel pipeline_produce is an array of float64, but its parameter is \\*const u64"):
+            module.launch("pipeline_produce", 1, 1, buf, local(np.zeros(8), "float64"), 8, 1, buf, 0)
+        with pytest.raises(TypeError, match="argument 1 of kernel pipeline_produce is an array of int32, but its parameter is \\*const u64"):
+            module.launch("pipeline_produce", 1, 1, buf, local(np.zeros(16), "int32"), 8, 1, buf, 0)
         with pytest.raises(ValueError, match="argument 1 of kernel pipeline_produce is on cuda:0|not contiguous"):
             module.launch("pipeline_produce", 1, 1, buf, src[::2], 8, 1, buf, 0)
         with pytest.raises(TypeError, match="block must be a positive int or a tuple of one to three"):
             module.launch("pipeline_produce", 1, 0, buf, src, 8, 1, buf, 0)
         with pytest.raises(ValueError, match="at most 1024 are allowed"):
             module.launch("pipeline_produce", 1, 2048, buf, src, 8, 1, buf, 0)
+        with pytest.raises(ValueError, match="^launch: stream must be a non-negative int, got -1"):
+            module.launch("pipeline_produce", 1, 1, buf, src, -8, 1, buf, 0, stream=-1)
         if not module.on_gpu:
             with pytest.raises(ValueError, match="stream= is for GPU PEs"):
                 module.launch("pipeline_produce", 1, 1, buf, src, 8, 1, buf, 0, stream=0)

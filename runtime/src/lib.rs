@@ -43,7 +43,7 @@ pub use error::{Error, Result};
 pub use heap::MAX_ALIGN;
 #[cfg(feature = "mpi")]
 pub use init::init_with_mpi_comm;
-pub use init::{init, init_with_bootstrap, init_with_unique_id, unique_id};
+pub use init::{init, init_with_bootstrap, init_with_config, init_with_unique_id, unique_id};
 pub use interrupt::with_interrupt_check;
 pub use module::{KernelLibrary, Module};
 pub use ops::kernels::LaunchConfig;

@@ -67,7 +67,14 @@ pub fn init_with_mpi_comm<C: mpi::topology::Communicator>(comm: &C) -> Result<Ru
 
 /// Starts this PE on a bootstrap the caller built.
 pub fn init_with_bootstrap(bootstrap: Box<dyn Bootstrap>) -> Result<Runtime> {
-    let config = Config::from_env()?;
+    init_with_config(Config::from_env()?, bootstrap)
+}
+
+/// Starts this PE on a bootstrap the caller built, with a configuration the caller
+/// adjusted in code (a [`Config::from_env`] with, say, another `symmetric_size`: what
+/// Python's `symmem.init(heap_size=...)` passes). Collective; every PE's heap size must
+/// match.
+pub fn init_with_config(config: Config, bootstrap: Box<dyn Bootstrap>) -> Result<Runtime> {
     crate::logging::init(&config);
     Runtime::start(config, bootstrap)
 }
