@@ -10,6 +10,8 @@ import functools
 import inspect
 from typing import Any, Callable, Dict, Tuple, TypeVar
 
+__all__ = ["name_methods", "named"]
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 #: Exception types whose message gets the operation's name when it lacks it.

@@ -25,19 +25,20 @@ Two routes, picked by the PE kind:
   copies each peer's run once is the faster form still to write.
 """
 
+from typing import Sequence
+
 import torch as _torch
 
 import symmem as _symmem
 from symmem import _native
-
-from .torch_ops import _call, _on_gpu, _as, _regions
 
 __all__ = ["all_to_all_v"]
 
 _OP = "symmem.all_to_all_v"
 
 
-def _check(input, out, in_splits, out_splits_offsets):
+def _check(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Tensor,
+           out_splits_offsets: _torch.Tensor) -> None:
     """Fails, naming the argument, unless the operands fit together."""
     n = _native.n_pes()
     if input.dim() == 0 or out.dim() == 0:
@@ -70,15 +71,17 @@ def all_to_all_v(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Ten
 
 
 @all_to_all_v.register_fake
-def _(input, out, in_splits, out_splits_offsets):
+def _(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Tensor,
+      out_splits_offsets: _torch.Tensor) -> None:
     _check(input, out, in_splits, out_splits_offsets)
 
 
-def _row_bytes(t):
+def _row_bytes(t: _torch.Tensor) -> int:
     return _torch.Size(t.shape[1:]).numel() * t.element_size()
 
 
-def _through_host(input, out, in_splits, out_splits_offsets):
+def _through_host(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Tensor,
+                  out_splits_offsets: _torch.Tensor) -> None:
     """The CPU PEs' route: every PE's splits by ``fcollect``, then each peer's rows for
     this PE from its staged input (a copy from a mapped peer, else ``get``)."""
     me, n = _native.my_pe(), _native.n_pes()
@@ -131,7 +134,8 @@ def _through_host(input, out, in_splits, out_splits_offsets):
     out_splits_offsets[1].copy_(offsets)
 
 
-def _through_peer_views(input, out, in_splits, out_splits_offsets):
+def _through_peer_views(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Tensor,
+                        out_splits_offsets: _torch.Tensor) -> None:
     """The GPU PEs' route: splits and rows read from the peers' staged copies through their
     mapped memory with torch ops on the current stream; no host read of a split."""
     me, n = _native.my_pe(), _native.n_pes()
@@ -148,7 +152,8 @@ def _through_peer_views(input, out, in_splits, out_splits_offsets):
     _call(_symmem.barrier_all)  # every PE's splits and rows are staged
     name = _symmem.dtype_name(input.dtype)
 
-    def peer(region, pe, shape, dtype_name):
+    def peer(region: _torch.Tensor, pe: int, shape: Sequence[int],
+             dtype_name: str) -> _torch.Tensor:
         return _torch.from_dlpack(_native.peer_array(region, pe, 0, shape, dtype_name))
 
     sent = _torch.stack([peer(split_r, i, (n,), "int64") for i in range(n)])
@@ -167,3 +172,8 @@ def _through_peer_views(input, out, in_splits, out_splits_offsets):
     out_splits_offsets[1].copy_(offsets)
     del sent
     _call(_symmem.barrier_all)  # no PE restages before every PE has read its rows
+
+
+# Last: torch_ops imports this module's op at its own end, so either module can be imported
+# first (this one's op is defined by the time torch_ops asks for it).
+from .torch_ops import _as, _call, _on_gpu, _regions  # noqa: E402

@@ -28,6 +28,7 @@ launch, so a user's torch experts have no place between their dispatch and combi
 """
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch as _torch
 
@@ -48,7 +49,7 @@ def _leading_rows(tensors: list[_torch.Tensor], counts: _torch.Tensor) -> list[_
 
 
 @_leading_rows.register_fake
-def _(tensors, counts):
+def _(tensors: "list[_torch.Tensor]", counts: _torch.Tensor) -> "list[_torch.Tensor]":
     rows = _torch.library.get_ctx().new_dynamic_size()
     if tensors:
         _torch._check(rows <= tensors[0].shape[0])  # lets shape checks decide statically
@@ -85,8 +86,9 @@ class Buffer:
     ``max_tokens * top_k * n_pes``). Every call is collective: every PE makes it, in the
     same order."""
 
-    def __init__(self, hidden, num_experts, max_tokens, top_k, dtype=_torch.bfloat16,
-                 max_recv_rows=None):
+    def __init__(self, hidden: int, num_experts: int, max_tokens: int, top_k: int,
+                 dtype: _torch.dtype = _torch.bfloat16,
+                 max_recv_rows: Optional[int] = None) -> None:
         n = _native.n_pes()
         for name, v in (("hidden", hidden), ("num_experts", num_experts),
                         ("max_tokens", max_tokens), ("top_k", top_k)):
@@ -100,14 +102,14 @@ class Buffer:
         self.experts_per_pe = num_experts // n
         self.max_recv_rows = max_tokens * top_k * n if max_recv_rows is None else max_recv_rows
 
-    def _check_routing(self, op, topk_idx):
+    def _check_routing(self, op: str, topk_idx: _torch.Tensor) -> None:
         if topk_idx.dim() != 2 or topk_idx.shape[1] != self.top_k or \
                 topk_idx.shape[0] > self.max_tokens:
             raise ValueError(f"symmem.moe.Buffer.{op}: topk_idx must be (tokens <= "
                              f"{self.max_tokens}, top_k = {self.top_k}), got "
                              f"{tuple(topk_idx.shape)}")
 
-    def get_dispatch_layout(self, topk_idx):
+    def get_dispatch_layout(self, topk_idx: _torch.Tensor) -> DispatchLayout:
         """The :class:`DispatchLayout` of a routing: ``topk_idx`` (tokens, top_k) holds
         each token's experts (``-1``: none). Local: no PE is involved."""
         self._check_routing("get_dispatch_layout", topk_idx)
@@ -119,7 +121,9 @@ class Buffer:
         per_pe = per_expert.view(-1, self.experts_per_pe).sum(dim=1)
         return DispatchLayout(order, per_pe, per_expert)
 
-    def dispatch(self, x, topk_idx, topk_weights, layout):
+    def dispatch(self, x: _torch.Tensor, topk_idx: _torch.Tensor, topk_weights: _torch.Tensor,
+                 layout: DispatchLayout
+                 ) -> "tuple[_torch.Tensor, _torch.Tensor, DispatchHandle]":
         """Sends each token row of ``x`` (tokens, hidden) to the PEs of its experts
         (collective). Returns ``(recv_x, recv_expert, handle)``: the rows this PE's experts
         received (grouped by source PE, then by expert), the local expert of each
@@ -151,7 +155,7 @@ class Buffer:
         recv_x, recv_e = _leading_rows([recv_x, recv_e], splits[0])
         return recv_x, recv_e[:, 0], handle
 
-    def combine(self, y, handle):
+    def combine(self, y: _torch.Tensor, handle: DispatchHandle) -> _torch.Tensor:
         """Returns each row of ``y`` (one per row :meth:`dispatch` received, in its order)
         to its token's PE and sums each token's rows there, weighted by its top-k weights
         (collective). Returns (tokens, hidden) of ``y``'s dtype; a token that chose no

@@ -23,13 +23,22 @@ every PE.
 
 import sys
 import time
+import typing
+from typing import Any, Sequence, Union
 
 from . import _native
+
+if typing.TYPE_CHECKING:
+    import torch
+    from torch.distributed import ProcessGroup
+
+#: What :func:`rendezvous` takes as its ``group`` (every PE, by any of its names).
+_Group = Union["ProcessGroup", str, _native.Team, None]
 
 __all__ = ["SIGNAL_PAD_SIZE", "SymmetricHandle", "rendezvous"]
 
 #: Bytes of each handle's signal pad: torch's default (``get_signal_pad_size()``).
-SIGNAL_PAD_SIZE = 9216
+SIGNAL_PAD_SIZE: int = 9216
 
 #: The pad's uint64 words: the signal words of the handle's ``barrier``, ``put_signal``
 #: and ``wait_signal``, ``world_size`` per channel.
@@ -37,7 +46,7 @@ _PAD_WORDS = SIGNAL_PAD_SIZE // 8
 
 #: Live handles by the ``id`` of their allocation (which each handle holds, so the id is
 #: not reused while it is here).
-_handles = {}
+_handles: "dict[int, SymmetricHandle]" = {}
 
 #: What torch's handle has that this one does not, and why.
 _NOT_OFFERED = {
@@ -49,39 +58,40 @@ _NOT_OFFERED = {
 }
 
 
-def _shape(sizes):
+def _shape(sizes: Union[int, Sequence[int]]) -> "tuple[int, ...]":
     return (sizes,) if isinstance(sizes, int) else tuple(sizes)
 
 
-def _itemsize(name):
+def _itemsize(name: str) -> int:
     """Bytes of the symmem dtype ``name`` (one of ``symmem.DTYPES``)."""
     return 1 if name == "bool" else int("".join(c for c in name if c.isdigit())) // 8
 
 
-def _is_torch_dtype(dtype):
+def _is_torch_dtype(dtype: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(dtype, torch.dtype)
 
 
-def _allocation(tensor):
+def _allocation(tensor: Union[_native.SymmetricArray, "torch.Tensor"]) -> _native.SymmetricArray:
     """The symmetric allocation (``SymmetricArray``) that ``tensor`` is, or fails."""
     if isinstance(tensor, _native.SymmetricArray):
         array = tensor
     else:
-        array = getattr(tensor, "_symmem_array", None)
-        if not isinstance(array, _native.SymmetricArray):
+        held = getattr(tensor, "_symmem_array", None)
+        if not isinstance(held, _native.SymmetricArray):
             raise TypeError(
                 f"rendezvous: tensor is a {type(tensor).__name__} that is not a symmetric "
                 "allocation; pass a SymmetricArray (symmem.empty/zeros) or a tensor of "
                 "symmem.torch.empty/zeros itself (a view or slice does not lead back to its "
                 "allocation; the handle covers the whole allocation, and get_buffer's "
                 "storage_offset reaches any part of it)")
+        array = held
     if array.freed:
         raise ValueError(f"rendezvous: the buffer ({array!r}) was freed")
     return array
 
 
-def _check_group(group):
+def _check_group(group: _Group) -> None:
     """Fails unless ``group`` spans every PE, numbered as symmem numbers them: symmetric
     allocations are collective over every PE, so a handle of a subgroup cannot exist.
     Decided from the group's own description, the same on every member, before any
@@ -105,7 +115,7 @@ def _check_group(group):
         from torch.distributed import distributed_c10d
 
         try:
-            pg = distributed_c10d._resolve_process_group(group)
+            pg = distributed_c10d._resolve_process_group(group)  # type: ignore[arg-type]
         except (KeyError, ValueError, RuntimeError) as e:
             raise ValueError(f"rendezvous: no process group named {group!r} ({e})") from None
         what = f"process group {group!r}"
@@ -137,7 +147,7 @@ class SymmetricHandle:
     ``get_signal_pad``, ``barrier``, ``put_signal``, ``wait_signal``; ``free()`` frees its
     signal pad and pointer arrays (collective). Made by :func:`rendezvous` only."""
 
-    def __init__(self, array):
+    def __init__(self, array: _native.SymmetricArray) -> None:
         self.rank = _native.my_pe()
         self.world_size = n = _native.n_pes()
         self._array = array
@@ -154,11 +164,11 @@ class SymmetricHandle:
         for i, p in enumerate(self._buffer_ptrs + self._signal_pad_ptrs):
             _native.atomic_set(self._word(self._tables, i), p or 0, self.rank)
 
-    def _word(self, array, index):
+    def _word(self, array: _native.SymmetricArray, index: int) -> _native.PeerArray:
         """Word ``index`` of symmetric uint64 ``array``: a symmetric operand naming it."""
         return _native.peer_array(array, self.rank, index, (1,), "uint64")
 
-    def _live(self, op):
+    def _live(self, op: str) -> None:
         if self._freed:
             raise ValueError(
                 f"SymmetricHandle.{op}: the handle was freed (or symmem finalized)")
@@ -167,7 +177,7 @@ class SymmetricHandle:
                 f"SymmetricHandle.{op}: the handle's buffer ({self._array!r}) was freed; "
                 "rendezvous a live buffer")
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in _NOT_OFFERED:
             raise AttributeError(
                 f"SymmetricHandle.{name} (of torch's _SymmetricMemory) is not offered by "
@@ -175,20 +185,20 @@ class SymmetricHandle:
         raise AttributeError(f"'SymmetricHandle' object has no attribute {name!r}")
 
     @property
-    def buffer_ptrs(self):
+    def buffer_ptrs(self) -> "list[int | None]":
         """Each PE's copy of the buffer, as this process addresses it (``None``: not
         mapped, another node)."""
         self._live("buffer_ptrs")
         return list(self._buffer_ptrs)
 
     @property
-    def signal_pad_ptrs(self):
+    def signal_pad_ptrs(self) -> "list[int | None]":
         """Each PE's signal pad, as this process addresses it (``None``: not mapped)."""
         self._live("signal_pad_ptrs")
         return list(self._signal_pad_ptrs)
 
     @property
-    def buffer_ptrs_dev(self):
+    def buffer_ptrs_dev(self) -> int:
         """Address of ``world_size`` uint64 words, ``buffer_ptrs`` with 0 for unmapped
         peers, in memory this PE's kernels read (host memory on a CPU PE, device memory on
         a GPU PE); valid while the handle lives."""
@@ -196,36 +206,37 @@ class SymmetricHandle:
         return self._tables.address
 
     @property
-    def signal_pad_ptrs_dev(self):
+    def signal_pad_ptrs_dev(self) -> int:
         """Address of ``world_size`` uint64 words, ``signal_pad_ptrs`` with 0 for unmapped
         peers, as ``buffer_ptrs_dev``."""
         self._live("signal_pad_ptrs_dev")
         return self._tables.address + 8 * self.world_size
 
     @property
-    def signal_pad_size(self):
+    def signal_pad_size(self) -> int:
         """Bytes of each PE's signal pad (zero at rendezvous)."""
         return SIGNAL_PAD_SIZE
 
     @property
-    def multicast_ptr(self):
+    def multicast_ptr(self) -> int:
         """0: symmem makes no multicast (NVLS) object, as torch reports where a device
         has none."""
         return 0
 
     @property
-    def device(self):
+    def device(self) -> str:
         """Where the buffer is, as torch names devices: ``"cpu"`` or ``"cuda:N"`` (a
         string, which ``torch.device`` takes)."""
         kind, index = self._array.__dlpack_device__()
         return "cpu" if kind == 1 else f"cuda:{index}"
 
     @property
-    def offset(self):
+    def offset(self) -> int:
         """0: a handle is always on its whole allocation."""
         return 0
 
-    def get_buffer(self, rank, sizes, dtype, storage_offset=0):
+    def get_buffer(self, rank: int, sizes: Union[int, Sequence[int]], dtype: Any,
+                   storage_offset: int = 0) -> Union["torch.Tensor", _native.PeerArray]:
         """PE ``rank``'s copy as ``sizes`` elements of ``dtype``, from element
         ``storage_offset``, in place: a torch tensor when ``dtype`` is a torch dtype (as
         torch's handle returns), else a DLPack array for ``numpy.from_dlpack`` /
@@ -239,11 +250,14 @@ class SymmetricHandle:
             return sys.modules["torch"].from_dlpack(view)
         return view
 
-    def get_remote_tensor(self, peer, sizes, dtype):
+    def get_remote_tensor(self, peer: int, sizes: Union[int, Sequence[int]],
+                          dtype: Any) -> Union["torch.Tensor", _native.PeerArray]:
         """``get_buffer(peer, sizes, dtype)``, as torch names it."""
         return self.get_buffer(peer, sizes, dtype)
 
-    def get_signal_pad(self, rank, sizes=None, dtype=None, storage_offset=0):
+    def get_signal_pad(self, rank: int, sizes: Union[int, Sequence[int], None] = None,
+                       dtype: Any = None,
+                       storage_offset: int = 0) -> Union["torch.Tensor", _native.PeerArray]:
         """PE ``rank``'s signal pad in place, as ``get_buffer``: by default all of it as
         uint64 words (torch's default is uint32; pass ``dtype`` for another)."""
         from . import dtype_name
@@ -262,7 +276,7 @@ class SymmetricHandle:
     # one), 1 -> 0 by the receiver. Torch's barrier and the Triton example's use the same
     # words, so a kernel's barrier and this one pair up.
 
-    def _signal_index(self, op, channel, peer, what):
+    def _signal_index(self, op: str, channel: int, peer: int, what: str) -> int:
         if not isinstance(channel, int) or not 0 <= channel < _PAD_WORDS // self.world_size:
             raise ValueError(
                 f"SymmetricHandle.{op}: channel {channel!r} is not in 0.."
@@ -273,7 +287,7 @@ class SymmetricHandle:
                 f"SymmetricHandle.{op}: {what} {peer!r} is not a PE (0..{self.world_size - 1})")
         return channel * self.world_size
 
-    def _settle(self):
+    def _settle(self) -> None:
         """Makes this PE's earlier writes visible before it signals: its puts delivered,
         and on a GPU PE the kernels queued on torch's current stream finished."""
         _native.quiet()
@@ -282,12 +296,13 @@ class SymmetricHandle:
             torch.cuda.current_stream().synchronize()
 
     @staticmethod
-    def _deadline(timeout_ms):
+    def _deadline(timeout_ms: int) -> "float | None":
         if not isinstance(timeout_ms, int) or timeout_ms < 0:
             raise ValueError(f"timeout_ms {timeout_ms!r} must be an int >= 0 (0: no limit)")
         return time.monotonic() + timeout_ms / 1000 if timeout_ms else None
 
-    def _send(self, op, word, dst, deadline):
+    def _send(self, op: str, word: _native.PeerArray, dst: int,
+              deadline: "float | None") -> None:
         pause = 1e-6
         while _native.atomic_compare_swap(word, 0, 1, dst) != 0:
             if deadline is not None and time.monotonic() > deadline:
@@ -297,7 +312,8 @@ class SymmetricHandle:
             time.sleep(pause)
             pause = min(2 * pause, 1e-3)
 
-    def _receive(self, op, word, src, deadline):
+    def _receive(self, op: str, word: _native.PeerArray, src: int,
+                 deadline: "float | None") -> None:
         if deadline is None:
             _native.signal_wait_until(word, "eq", 1)
         else:
@@ -311,7 +327,7 @@ class SymmetricHandle:
                 pause = min(2 * pause, 1e-3)
         _native.atomic_compare_swap(word, 1, 0, self.rank)
 
-    def barrier(self, channel=0, timeout_ms=0):
+    def barrier(self, channel: int = 0, timeout_ms: int = 0) -> None:
         """Waits until every PE reached the barrier of ``channel``, having made its earlier
         writes visible (host-blocking; on a GPU PE it first waits for torch's current
         stream). ``timeout_ms`` > 0 bounds the wait (``TimeoutError``); 0 waits as long as
@@ -325,7 +341,7 @@ class SymmetricHandle:
         for pe in range(self.world_size):
             self._receive("barrier", self._word(self._pad, base + pe), pe, deadline)
 
-    def put_signal(self, dst_rank, channel=0, timeout_ms=0):
+    def put_signal(self, dst_rank: int, channel: int = 0, timeout_ms: int = 0) -> None:
         """Signals PE ``dst_rank`` on ``channel`` (its ``wait_signal(src_rank=this PE)``
         returns), after this PE's earlier writes are visible; waits while its previous
         signal there is not consumed."""
@@ -335,7 +351,7 @@ class SymmetricHandle:
         self._settle()
         self._send("put_signal", self._word(self._pad, base + self.rank), dst_rank, deadline)
 
-    def wait_signal(self, src_rank, channel=0, timeout_ms=0):
+    def wait_signal(self, src_rank: int, channel: int = 0, timeout_ms: int = 0) -> None:
         """Waits for PE ``src_rank``'s ``put_signal`` to this PE on ``channel``, and
         consumes it."""
         self._live("wait_signal")
@@ -344,7 +360,7 @@ class SymmetricHandle:
         self._receive("wait_signal", self._word(self._pad, base + src_rank), src_rank,
                       deadline)
 
-    def free(self):
+    def free(self) -> None:
         """Frees the handle's signal pad and pointer arrays on every PE (collective) and
         drops it from :func:`rendezvous`'s cache; the buffer itself stays."""
         if self._freed:
@@ -356,7 +372,7 @@ class SymmetricHandle:
             del _handles[id(self._array)]
 
 
-def _drop_stale():
+def _drop_stale() -> None:
     """Frees the handles whose buffers were freed (collective: the same ones on every PE,
     since frees are collective and in the same order)."""
     for hdl in list(_handles.values()):
@@ -370,7 +386,7 @@ def _drop_stale():
                     f"freed yet: {e}") from e
 
 
-def _forget_all():
+def _forget_all() -> None:
     """Drops every handle without a free: what ``symmem.finalize`` calls, since their
     memory went with the heap."""
     for hdl in _handles.values():
@@ -378,7 +394,8 @@ def _forget_all():
     _handles.clear()
 
 
-def rendezvous(tensor, group=None):
+def rendezvous(tensor: Union[_native.SymmetricArray, "torch.Tensor"],
+               group: _Group = None) -> SymmetricHandle:
     """The :class:`SymmetricHandle` of the symmetric allocation ``tensor`` (a
     ``SymmetricArray``, or a tensor of ``symmem.torch.empty/zeros``), as torch's
     ``rendezvous(tensor, group)``. ``group``: ``None`` (every PE), a torch.distributed

@@ -13,6 +13,8 @@ from typing import List, Optional
 
 from . import _native
 
+__all__ = ["main"]
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(

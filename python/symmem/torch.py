@@ -38,7 +38,7 @@ def _allocate(shape: Union[int, Sequence[int]], dtype: Any, zero: bool) -> _torc
     array = _zeros(shape, name) if zero else _empty(shape, name)
     tensor = _torch.from_dlpack(array)
     # The tensor's own reference, for free(); its DLPack capsule holds another.
-    tensor._symmem_array = array
+    tensor._symmem_array = array  # type: ignore[attr-defined]
     return tensor
 
 
@@ -74,8 +74,8 @@ def free(tensor: _torch.Tensor) -> None:
     def release() -> None:
         # Dropping the tensor's storage releases its DLPack view of the array (the `own`
         # view below).
-        del tensor._symmem_array
-        tensor.set_()
+        del tensor._symmem_array  # type: ignore[attr-defined]
+        tensor.set_()  # type: ignore[call-overload]  # no arguments: an empty storage
 
     array.free(held=held, own=1, release=release)
 

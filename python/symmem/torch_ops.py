@@ -24,6 +24,7 @@ calls are queued with ``stream=torch.cuda.current_stream().cuda_stream``), so no
 blocks the host.
 """
 
+from typing import Any, Callable, Optional, Sequence
 
 import torch as _torch
 
@@ -32,13 +33,13 @@ from symmem import _native
 from symmem import torch as _symtorch
 
 __all__ = [
-    "all_gather", "all_reduce", "all_to_all", "all_to_all_v", "barrier", "broadcast",
+    "REDUCE_OPS", "all_gather", "all_reduce", "all_to_all", "all_to_all_v", "barrier", "broadcast",
     "free_workspace", "reduce_scatter",
 ]
 
 #: Reduction names the ops take (``min``/``max``/``sum``/``prod`` for every dtype, the
 #: bitwise ones for integers), as :func:`symmem.reduce`.
-REDUCE_OPS = ("sum", "prod", "min", "max", "and", "or", "xor")
+REDUCE_OPS: "tuple[str, ...]" = ("sum", "prod", "min", "max", "and", "or", "xor")
 
 # Element types symmem reduces natively; the others are reduced in a wider type
 # (floats in float32, small integers in int64) and rounded back once.
@@ -52,20 +53,21 @@ class _Workspace:
     """A symmetric byte tensor that stages the ops' operands, grown collectively: every
     PE asks for the same size in the same call, so every PE grows it at the same time."""
 
-    def __init__(self):
-        self.tensor = None
+    def __init__(self) -> None:
+        self.tensor: Optional[_torch.Tensor] = None
 
-    def bytes(self, nbytes):
+    def bytes(self, nbytes: int) -> _torch.Tensor:
         """The workspace, at least `nbytes` long (collective when it grows)."""
-        held = 0 if self.tensor is None else self.tensor.numel()
-        if held < nbytes:
+        tensor = self.tensor
+        held = 0 if tensor is None else tensor.numel()
+        if tensor is None or held < nbytes:
             self.free()
             # Grows by at least half, so a sequence of rising sizes allocates few times.
             size = max(nbytes, 3 * (held // 2), 4096)
-            self.tensor = _symtorch.empty((size,), _torch.uint8)
-        return self.tensor
+            tensor = self.tensor = _symtorch.empty((size,), _torch.uint8)
+        return tensor
 
-    def free(self):
+    def free(self) -> None:
         """Frees the workspace (collective), if there is one."""
         if self.tensor is not None:
             if _on_gpu():
@@ -81,7 +83,7 @@ class _Workspace:
 _workspaces = (_Workspace(), _Workspace())
 
 
-def free_workspace():
+def free_workspace() -> None:
     """Frees the symmetric workspace that the ops stage through (collective; the next op
     allocates it again). Call it before ``symmem.finalize()``, which refuses while the
     workspace's tensors are alive."""
@@ -89,22 +91,22 @@ def free_workspace():
         w.free()
 
 
-def _regions(*sizes):
+def _regions(*sizes: int) -> "list[_torch.Tensor]":
     """One uint8 region of each of `sizes` bytes (at most two), each in its own workspace
     allocation (collective when one grows)."""
     return [w.bytes(s)[:s] for w, s in zip(_workspaces, sizes)]
 
 
-def _as(region, dtype, shape):
+def _as(region: _torch.Tensor, dtype: _torch.dtype, shape: Sequence[int]) -> _torch.Tensor:
     """The uint8 workspace `region` as a tensor of `dtype` and `shape`."""
     return region.view(dtype).view(shape)
 
 
-def _nbytes(t):
+def _nbytes(t: _torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def _call(fn, *args):
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
     """Calls symmem's `fn` in the order of torch's current stream: on GPU PEs queued on
     that stream (``stream=``, the handle ``KernelModule.launch`` takes too), so it sees
     the staged data without blocking the host; at once on CPU PEs."""
@@ -113,16 +115,16 @@ def _call(fn, *args):
     return fn(*args, stream=_torch.cuda.current_stream().cuda_stream)
 
 
-def _on_gpu():
+def _on_gpu() -> bool:
     return _native.device() != "cpu"
 
 
-def _check_op(name, op):
+def _check_op(name: str, op: str) -> None:
     if op not in REDUCE_OPS:
         raise ValueError(f"symmem.{name}: unknown reduction {op!r} ({', '.join(REDUCE_OPS)})")
 
 
-def _blocks(name, t):
+def _blocks(name: str, t: _torch.Tensor) -> None:
     """Fails unless `t`'s first dimension splits into n_pes equal blocks."""
     n = _native.n_pes()
     if t.dim() == 0 or t.shape[0] % n != 0:
@@ -130,7 +132,8 @@ def _blocks(name, t):
                          f"equal blocks, input has shape {tuple(t.shape)}")
 
 
-def _reduction(name, t, op, out_shape, scatter):
+def _reduction(name: str, t: _torch.Tensor, op: str, out_shape: Sequence[int],
+               scatter: bool) -> _torch.Tensor:
     """`t` reduced with `op` over the PEs (all of it, or this PE's block of it when
     `scatter`), computed in a wider type where symmem has no native reduction of `t`'s."""
     _check_op(name, op)
@@ -163,12 +166,12 @@ def all_reduce(input: _torch.Tensor, op: str = "sum") -> _torch.Tensor:
 
 
 @all_reduce.register_fake
-def _(input, op="sum"):
+def _(input: _torch.Tensor, op: str = "sum") -> _torch.Tensor:
     _check_op("all_reduce", op)
     return _torch.empty_like(input, memory_format=_torch.contiguous_format)
 
 
-def _gathered_shape(t):
+def _gathered_shape(t: _torch.Tensor) -> _torch.Size:
     n = _native.n_pes()
     if t.dim() == 0:
         return _torch.Size((n,))
@@ -190,11 +193,11 @@ def all_gather(input: _torch.Tensor) -> _torch.Tensor:
 
 
 @all_gather.register_fake
-def _(input):
+def _(input: _torch.Tensor) -> _torch.Tensor:
     return input.new_empty(_gathered_shape(input))
 
 
-def _scattered_shape(t):
+def _scattered_shape(t: _torch.Tensor) -> _torch.Size:
     return _torch.Size((t.shape[0] // _native.n_pes(),) + tuple(t.shape[1:]))
 
 
@@ -209,7 +212,7 @@ def reduce_scatter(input: _torch.Tensor, op: str = "sum") -> _torch.Tensor:
 
 
 @reduce_scatter.register_fake
-def _(input, op="sum"):
+def _(input: _torch.Tensor, op: str = "sum") -> _torch.Tensor:
     _check_op("reduce_scatter", op)
     _blocks("reduce_scatter", input)
     return input.new_empty(_scattered_shape(input))
@@ -231,12 +234,12 @@ def all_to_all(input: _torch.Tensor) -> _torch.Tensor:
 
 
 @all_to_all.register_fake
-def _(input):
+def _(input: _torch.Tensor) -> _torch.Tensor:
     _blocks("all_to_all", input)
     return _torch.empty_like(input, memory_format=_torch.contiguous_format)
 
 
-def _check_root(name, root):
+def _check_root(name: str, root: int) -> None:
     n = _native.n_pes()
     if not 0 <= root < n:
         raise ValueError(f"symmem.{name}: root {root} is not a PE (0..{n - 1})")
@@ -256,7 +259,7 @@ def broadcast(input: _torch.Tensor, root: int) -> _torch.Tensor:
 
 
 @broadcast.register_fake
-def _(input, root):
+def _(input: _torch.Tensor, root: int) -> _torch.Tensor:
     _check_root("broadcast", root)
     return _torch.empty_like(input, memory_format=_torch.contiguous_format)
 
@@ -269,7 +272,7 @@ def barrier() -> None:
 
 
 @barrier.register_fake
-def _():
+def _() -> None:
     return None
 
 
@@ -279,31 +282,31 @@ def _():
 # torch.distributed.nn's collectives): each backward is the collective that moves the
 # gradients the other way, so every PE runs it in the same backward step.
 
-def _save_op(ctx, inputs, output):
+def _save_op(ctx: Any, inputs: "tuple[Any, ...]", output: _torch.Tensor) -> None:
     ctx.op = inputs[1]
 
 
-def _sum_only(name, op):
+def _sum_only(name: str, op: str) -> None:
     if op != "sum":
         raise RuntimeError(f"symmem.{name}: the gradient is defined for op='sum' only, "
                            f"the forward used {op!r}")
 
 
-def _all_reduce_backward(ctx, grad):
+def _all_reduce_backward(ctx: Any, grad: _torch.Tensor) -> "tuple[_torch.Tensor, None]":
     _sum_only("all_reduce", ctx.op)
     return all_reduce(grad, "sum"), None
 
 
-def _all_gather_backward(ctx, grad):
+def _all_gather_backward(ctx: Any, grad: _torch.Tensor) -> _torch.Tensor:
     return reduce_scatter(grad.contiguous(), "sum")
 
 
-def _reduce_scatter_backward(ctx, grad):
+def _reduce_scatter_backward(ctx: Any, grad: _torch.Tensor) -> "tuple[_torch.Tensor, None]":
     _sum_only("reduce_scatter", ctx.op)
     return all_gather(grad.contiguous()), None
 
 
-def _all_to_all_backward(ctx, grad):
+def _all_to_all_backward(ctx: Any, grad: _torch.Tensor) -> _torch.Tensor:
     return all_to_all(grad.contiguous())
 
 
