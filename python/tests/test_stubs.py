@@ -198,7 +198,9 @@ def test_every_class_member_has_a_stub_with_its_parameters(stub):
 def test_every_module_of_the_package_is_checked():
     assert "symmem" in MODULES and "symmem.rendezvous" in MODULES and len(MODULES) >= 5
     # A stub beside a Python module would be a second source of truth that drifts.
-    assert sorted(p.name for p in PACKAGE.glob("*.pyi")) == sorted(STUBS)
+    stubs = sorted(p.name for p in PACKAGE.glob("*.pyi"))
+    assert stubs == sorted(STUBS), \
+        f"stubs {stubs}: only the extension has one ({sorted(STUBS)}); annotate a Python module inline"
 
 
 def unannotated(tree):
