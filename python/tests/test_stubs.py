@@ -200,7 +200,8 @@ def test_every_module_of_the_package_is_checked():
     # A stub beside a Python module would be a second source of truth that drifts.
     stubs = sorted(p.name for p in PACKAGE.glob("*.pyi"))
     assert stubs == sorted(STUBS), \
-        f"stubs {stubs}: only the extension has one ({sorted(STUBS)}); annotate a Python module inline"
+        f"stubs {stubs}: only the extension has one ({sorted(STUBS)}); annotate a Python " \
+        "module inline"
 
 
 def unannotated(tree):
