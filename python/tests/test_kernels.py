@@ -141,7 +141,7 @@ def test_bad_launches_are_refused_naming_the_argument(module, pe):
             module.launch("pipeline_produce", 1, 0, buf, src, 8, 1, buf, 0)
         with pytest.raises(ValueError, match="at most 1024 are allowed"):
             module.launch("pipeline_produce", 1, 2048, buf, src, 8, 1, buf, 0)
-        with pytest.raises(ValueError, match="^launch: stream must be a non-negative int, got -1"):
+        with pytest.raises(ValueError, match="^launch: stream handle -1 is not a CUDA stream handle"):
             module.launch("pipeline_produce", 1, 1, buf, src, -8, 1, buf, 0, stream=-1)
         if not module.on_gpu:
             with pytest.raises(ValueError, match="stream= is for GPU PEs"):
