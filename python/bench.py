@@ -224,7 +224,6 @@ def cpu_pe_symmem_rows(reps, iters, me, peer, row):
     for nbytes, size in ALL_REDUCE_SIZES:
         src = symmem.zeros((nbytes // 4,), "float32")
         dst = symmem.zeros((nbytes // 4,), "float32")
-        np.from_dlpack(src)[:] = 1.0
         k = all_reduce_iters(iters, nbytes)
         row(f"all_reduce_latency (sum, float32, {size})",
             timed(reps, k, lambda k: [symmem.reduce(dst, src, "sum") for _ in range(k)]) * 1e6,
