@@ -8,7 +8,12 @@ put_nbi, then one quiet, 16 per repetition: as symmem-perf's put_bw row), reduce
 of 8 B and 16 MiB and alltoall of 16 MiB; and, where torch is installed, the same through
 torch.distributed on gloo: send/recv ping-pong (one way), all_reduce of 8 B and 16 MiB,
 all_to_all_single of 16 MiB; all_to_all_v at MoE sizes beside gloo's all_to_all_single
-(`all_to_all_v_rows`). On GPU PEs, also torch's `_symmetric_memory` and NVSHMEM4Py
+(`all_to_all_v_rows`). Issue 50's rows on CPU PEs (`cpu_pe_symmem_rows`,
+`cpu_pe_gloo_rows`): the stream put ping-pong, which on CPU PEs is the host put_signal
+ping-pong of a torch tensor (the stream-ordered forms are the host forms there), beside
+gloo's send/recv ping-pong above; a one-shot all-reduce (symmem.reduce, sum, float32: on
+one node each PE loads every PE's data directly) of 8 KiB and 1 MiB beside gloo's
+all_reduce of the same tensors. On GPU PEs, also torch's `_symmetric_memory` and NVSHMEM4Py
 where the machine has them (`bench_gpu_peers.py`). Set the Rust rows beside them with
 `symmem-perf --pes 2 --only put_latency,get_latency,put_signal_pingpong_latency,put_bw`:
 the difference is the Python layer's cost per call.
@@ -17,13 +22,21 @@ the difference is the Python layer's cost per call.
 import argparse
 import json
 import statistics
+import sys
 import time
 
-import numpy as np
+# This script sits beside the package's sources (python/symmem/, which lack the built
+# extension when symmem is installed from its wheel): its directory goes last on the
+# path, so the installed symmem comes first and bench_gpu_peers still imports from here.
+sys.path.append(sys.path.pop(0))
 
-import symmem
+import numpy as np  # noqa: E402
+
+import symmem  # noqa: E402
 
 MIB16 = 16 << 20
+# The one-shot all-reduce sizes of issue 50's table.
+ALL_REDUCE_SIZES = ((8 << 10, "8 KiB"), (1 << 20, "1 MiB"))
 
 
 def timed(reps, iters, body):
@@ -118,6 +131,7 @@ def main():
     row("reduce_bw (sum, 16 MiB)", MIB16 / timed(a.reps, 5, reduce(big_dst, big)) / 1e9,
         "GB/s", "symmem")
     row("alltoall_bw (16 MiB)", MIB16 / timed(a.reps, 5, alltoall) / 1e9, "GB/s", "symmem")
+    cpu_pe_symmem_rows(a.reps, a.iters, me, peer, row)
     for b in (word_dst, big_dst, word, sig, big):
         b.free()
 
@@ -160,6 +174,7 @@ def main():
                                                for _ in range(k)]) / 1e9,
             "GB/s", "torch.distributed gloo")
         all_to_all_v_rows(timed, a.reps, row, me, n, torch, dist)
+        cpu_pe_gloo_rows(a.reps, a.iters, row, torch, dist)
         if symmem.device() != "cpu":
             import bench_gpu_peers as gpu
 
@@ -210,6 +225,65 @@ def all_to_all_v_rows(timed, reps, row, me, n, torch, dist):
         "GB/s", "torch.distributed gloo")
     del x, out
     torch_ops.free_workspace()
+
+
+def all_reduce_iters(iters, nbytes):
+    """Iterations per repetition of an all-reduce of `nbytes`: about a 20th of `iters` for
+    the small size, fewer as the size grows (at least 10)."""
+    return max(iters // 20 * (8 << 10) // max(nbytes, 8 << 10), 10)
+
+
+def cpu_pe_symmem_rows(reps, iters, me, peer, row):
+    """Issue 50's symmem rows: the stream put ping-pong and the one-shot all-reduce of
+    8 KiB and 1 MiB (sum, float32). The ping-pong runs on CPU PEs only, where symmem's
+    stream-ordered forms are its host forms: an 8-byte torch tensor put with put_signal,
+    then signal_wait_until, one way (without torch, a numpy array)."""
+    if symmem.device() == "cpu":
+        try:
+            import torch
+
+            src = torch.ones(1, dtype=torch.int64)
+        except ImportError:
+            src = np.ones(1, np.int64)
+        dst = symmem.zeros((1,), "int64")
+        sig = symmem.zeros((1,), "uint64")
+
+        def pingpong(k):
+            base = symmem.signal_fetch(sig)
+            symmem.barrier_all()
+            for i in range(1, k + 1):
+                if me == 0:
+                    symmem.put_signal(dst, src, sig, base + i, peer)
+                    symmem.signal_wait_until(sig, "ge", base + i)
+                elif me == 1:
+                    symmem.signal_wait_until(sig, "ge", base + i)
+                    symmem.put_signal(dst, src, sig, base + i, peer)
+
+        row("stream_put_pingpong_latency (8 B, one way)",
+            timed(reps, iters // 4, pingpong) * 1e6 / 2, "us",
+            "symmem: CPU PE, so host put_signal + signal_wait_until")
+        sig.free()
+        dst.free()
+    for nbytes, size in ALL_REDUCE_SIZES:
+        src = symmem.zeros((nbytes // 4,), "float32")
+        dst = symmem.zeros((nbytes // 4,), "float32")
+        k = all_reduce_iters(iters, nbytes)
+        row(f"all_reduce_latency (sum, float32, {size})",
+            timed(reps, k, lambda k: [symmem.reduce(dst, src, "sum") for _ in range(k)]) * 1e6,
+            "us", "symmem.reduce (one-shot: direct loads)")
+        dst.free()
+        src.free()
+
+
+def cpu_pe_gloo_rows(reps, iters, row, torch, dist):
+    """Issue 50's gloo rows beside `cpu_pe_symmem_rows`: torch.distributed.all_reduce
+    (sum, float32) of 8 KiB and 1 MiB on gloo."""
+    for nbytes, size in ALL_REDUCE_SIZES:
+        t = torch.ones(nbytes // 4, dtype=torch.float32)
+        k = all_reduce_iters(iters, nbytes)
+        row(f"all_reduce_latency (sum, float32, {size})",
+            timed(reps, k, lambda k: [dist.all_reduce(t) for _ in range(k)]) * 1e6, "us",
+            "torch.distributed gloo")
 
 
 def symmem_broadcast_port(port):

@@ -56,7 +56,9 @@ bundle() {
   cp benches/peers/nvshmem_perf.cu benches/peers/table.py "$out/peers/"
   # The Python package: its wheel (maturin, from the venv test-all.sh makes, else a new
   # one), pytest's wheels for a machine without network, the example kernels as a kernel
-  # library, and the suites and examples.
+  # library, and the suites and examples. The maturin command is test-all.sh's (its Python
+  # step tests this release wheel, installed): after that step cargo finds the extension
+  # built, and maturin only packs the wheel again (2 s).
   local pyvenv=${SYMMEM_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-$PWD/target}/.cache}/symmem}/python-venv
   if [ ! -x "$pyvenv/bin/maturin" ]; then
     python3 -m venv "$pyvenv"

@@ -290,39 +290,70 @@ step "the C library installed like an OpenSHMEM (scripts/test-c-install.sh): scr
 bash scripts/test-c-install.sh
 bash scripts/test-c-install.sh --features ofi
 
-step "the Python package (python/: maturin builds it into the tool cache's venv, with pytest, numpy and torch): its suites on 2 and 4 PEs under python -m symmem.run and on 2 simulated nodes (sockets), its operations and teams on 2 under torchrun, mpirun and srun, with the example kernels as a kernel library; its examples"
+step "the Python package (python/: maturin builds its wheel, abi3 and manylinux, which is installed into a clean venv with no cargo or rustc on PATH; pytest, numpy and torch come from the tool cache's venv): its suites on 2 and 4 PEs under python -m symmem.run and on 2 simulated nodes (sockets), its operations and teams on 2 under torchrun, mpirun and srun, with the example kernels as a kernel library; its examples; all from the installed wheel"
 pyvenv=$tools_dir/python-venv
 if [ ! -x "$pyvenv/bin/python" ]; then
   python3 -m venv "$pyvenv"
 fi
 "$pyvenv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest numpy torch
-(cd python && VIRTUAL_ENV="$pyvenv" CARGO_TARGET_DIR=../target "$pyvenv/bin/maturin" develop --locked --quiet)
+# The release wheel, which the GPU bundle packs too: its maturin command is this one, so
+# there cargo finds everything built and maturin only packs the wheel again.
+rm -rf target/wheels
+(cd python && CARGO_TARGET_DIR=../target "$pyvenv/bin/maturin" build --release --locked --quiet --out ../target/wheels)
 # The example kernels as a kernel library, for symmem.load_module (python/tests/test_kernels.py).
 cargo build --locked -p symmem-example-kernel-library
 kernel_library=$PWD/target/debug/libsymmem_example_kernel_library.so
+# A user's install: the wheel into a new venv (of the tool venv's Python, whose torch and
+# numpy are built for it) by pip, with PATH stripped of every directory holding cargo or
+# rustc, so nothing can build from source; the suites, launchers and examples below run
+# with that PATH too. torch, numpy and pytest (5 GB) are not installed again: a .pth file
+# puts the tool venv's site-packages after the new venv's own, so `import symmem` finds the
+# wheel's copy (checked below), and the .pth files there (an editable symmem left by an
+# older test command) are not read.
+no_rust_path=$(printf '%s\n' "${PATH//:/$'\n'}" | while IFS= read -r d; do
+  [ -e "$d/cargo" ] || [ -e "$d/rustc" ] || printf '%s:' "$d"
+done)
+no_rust=(env PATH="${no_rust_path%:}")
+"${no_rust[@]}" sh -c '! command -v cargo && ! command -v rustc' || {
+  echo "cargo or rustc is still on the Python tests' PATH"
+  exit 1
+}
+pyclean=$PWD/target/python-wheel-venv
+rm -rf "$pyclean"
+"$pyvenv/bin/python" -m venv --without-pip "$pyclean"
+"${no_rust[@]}" "$pyvenv/bin/python" -m pip --python "$pyclean/bin/python" install --quiet \
+  --disable-pip-version-check --no-index --no-deps target/wheels/symmem-*.whl
+pysite() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+pysite "$pyvenv/bin/python" > "$(pysite "$pyclean/bin/python")/symmem-test-deps.pth"
+py=("${no_rust[@]}" "$pyclean/bin/python")
+"${py[@]}" -c 'import sys, symmem
+where = symmem.__file__
+if not where.startswith(sys.prefix + "/"):
+    sys.exit(f"symmem is imported from {where}, not from the wheel installed in {sys.prefix}")
+print("symmem from", where)'
 pytest_all=(-m pytest python/tests -q -p no:cacheprovider)
 for n in 2 4; do
-  SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n "$n" "${pytest_all[@]}"
+  SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n "$n" "${pytest_all[@]}"
 done
 # torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, …) is one of the launchers init
 # detects. Under torchrun, mpirun and srun, what the launcher changes: init, the
 # operations and teams, finalize (the rest ran under symrun above).
 pytest_launch=(-m pytest python/tests/test_ops.py python/tests/test_teams.py -q -p no:cacheprovider)
-SYMMEM_TIMEOUT=30 "$pyvenv/bin/torchrun" --nproc-per-node 2 "${pytest_launch[@]}"
-SYMMEM_TIMEOUT=30 mpirun -n 2 "$pyvenv/bin/python" "${pytest_launch[@]}"
+SYMMEM_TIMEOUT=30 "${py[@]}" -m torch.distributed.run --nproc-per-node 2 "${pytest_launch[@]}"
+SYMMEM_TIMEOUT=30 "${no_rust[@]}" mpirun -n 2 "$pyclean/bin/python" "${pytest_launch[@]}"
 if [ -n "${SYMMEM_TEST_SLURM_CONF:-}" ]; then
-  SLURM_CONF=$SYMMEM_TEST_SLURM_CONF SYMMEM_TIMEOUT=30 srun -n 2 -O --mpi=pmi2 --kill-on-bad-exit=1 \
-    "$pyvenv/bin/python" "${pytest_launch[@]}"
+  SLURM_CONF=$SYMMEM_TEST_SLURM_CONF SYMMEM_TIMEOUT=30 "${no_rust[@]}" srun -n 2 -O --mpi=pmi2 --kill-on-bad-exit=1 \
+    "$pyclean/bin/python" "${pytest_launch[@]}"
 else
   echo "SKIPPED: the Python suite under srun: Slurm did not start here: ${SYMMEM_TEST_SLURM_SKIP:-}"
 fi
 # Each PE its own node: every operation from Python over the socket transport.
-SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n 2 "${pytest_all[@]}"
-"$pyvenv/bin/python" -m symmem.run -n 4 python/examples/hello.py
-"$pyvenv/bin/python" -m symmem.run -n 2 python/examples/pipeline.py
-"$pyvenv/bin/python" -m symmem.run -n 4 python/examples/moe.py "$kernel_library"
+SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n 2 "${pytest_all[@]}"
+"${py[@]}" -m symmem.run -n 4 python/examples/hello.py
+"${py[@]}" -m symmem.run -n 2 python/examples/pipeline.py
+"${py[@]}" -m symmem.run -n 4 python/examples/moe.py "$kernel_library"
 # free and finalize refused on every PE when one PE holds a view (a script: it finalizes).
-SYMMEM_TIMEOUT=30 "$pyvenv/bin/python" -m symmem.run -n 3 python/tests/finalize_votes.py
+SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n 3 python/tests/finalize_votes.py
 
 step "the GPU bundle (scripts/gpu-check.sh bundle): every GPU test program with its PTX, so it cannot rot"
 bash scripts/gpu-check.sh bundle
