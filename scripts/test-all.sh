@@ -331,6 +331,9 @@ where = symmem.__file__
 if not where.startswith(sys.prefix + "/"):
     sys.exit(f"symmem is imported from {where}, not from the wheel installed in {sys.prefix}")
 print("symmem from", where)'
+# One OpenMP thread per PE: torch's CPU ops otherwise start one per core in every PE, and
+# their spinning between parallel regions (4 PEs on 2 cores) nearly doubled the 4-PE suite.
+export OMP_NUM_THREADS=1
 pytest_all=(-m pytest python/tests -q -p no:cacheprovider)
 for n in 2 4; do
   SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n "$n" "${pytest_all[@]}"
