@@ -9,7 +9,7 @@ import symmem
 torch = pytest.importorskip("torch")
 import symmem.torch  # noqa: E402 (registers the ops)
 from symmem import torch_ops  # noqa: E402
-from symmem.all_to_all_v import _through_peer_views  # noqa: E402
+from symmem.all_to_all_v import _through_native  # noqa: E402
 
 ops = torch.ops.symmem
 
@@ -158,15 +158,13 @@ def test_all_to_all_v_compiles(pe):
     run_all_to_all_v(torch.compile(step, backend="aot_eager", fullgraph=True), me, n)
 
 
-def test_the_gpu_route_of_all_to_all_v_on_mapped_peers(pe):
+def test_the_native_route_of_all_to_all_v(pe):
+    """The GPU PEs' route (the runtime's alltoallv: its kernel on GPU PEs, the host
+    collective here on CPU PEs), on one node or two."""
     me, n = pe
-    if symmem.device() == "cpu":
-        probe = symmem.zeros((1,), "int64")
-        mapped = all(symmem.ptr(probe, p) is not None for p in range(n))
-        probe.free()
-        if not mapped:
-            pytest.skip("peers on another node: the peer-view route needs them mapped")
-    run_all_to_all_v(_through_peer_views, me, n)
+    run_all_to_all_v(_through_native, me, n)
+    run_all_to_all_v(_through_native, me, n, rows_of=lambda pe: 0)
+    run_all_to_all_v(_through_native, me, n, hidden=5)  # rows of 20 bytes
 
 
 def test_all_to_all_v_errors_name_the_argument(pe):
