@@ -41,21 +41,22 @@ use bytemuck::Pod;
 use super::Team;
 use crate::error::{Error, Result};
 use crate::ops::stream::Stream;
+use crate::route::Located;
 use crate::sym::SymBuf;
 
 /// Words each member's verdict takes in the scratch: the rows it receives, the rows its
 /// `out` holds, whether its own splits are bad, their sum.
 const VERDICT_WORDS: usize = 4;
 
-/// The checked shape of one call: rows of `input` and `out`, bytes of a row.
+/// The checked shape of one call: rows of `input` and `out`, elements of a row.
 #[derive(Debug, Clone, Copy)]
 struct Rows {
     /// Whole rows `input` holds.
     input: usize,
     /// Whole rows `out` holds.
     out: usize,
-    /// Bytes of one row.
-    bytes: usize,
+    /// Elements of one row (whose bytes fit a `usize`: checked).
+    elems: usize,
 }
 
 impl Team<'_> {
@@ -113,7 +114,7 @@ impl Team<'_> {
                     rows.out,
                     self.rt.sym_addr(input.at(0)) as *const u8,
                     rows.input,
-                    rows.bytes,
+                    rows.elems * std::mem::size_of::<T>(),
                     self.rt.sym_addr(in_splits.at(0)) as *const i64,
                     self.rt.sym_addr(out_splits_offsets.at(0)) as *mut i64,
                 ),
@@ -140,7 +141,7 @@ impl Team<'_> {
         rt.check_buf(op, input)?;
         rt.check_buf(op, in_splits)?;
         rt.check_buf(op, out_so)?;
-        let bytes = row
+        row
             .checked_mul(std::mem::size_of::<T>())
             .filter(|&b| b > 0)
             .ok_or_else(|| {
@@ -179,12 +180,12 @@ impl Team<'_> {
         Ok(Rows {
             input: input.len() / row,
             out: out.len() / row,
-            bytes,
+            elems: row,
         })
     }
 
     /// The host form (see the module docs), once the arguments are checked.
-    fn alltoallv_host<T>(
+    fn alltoallv_host<T: Pod>(
         &self,
         op: &'static str,
         out: &SymBuf<T>,
@@ -250,15 +251,27 @@ impl Team<'_> {
         let mut staged = Vec::new();
         for k in 1..=n {
             let i = (me + k) % n;
-            let count = as_rows(counts[i]);
+            let count = as_rows(counts[i]) * rows.elems;
             if count == 0 {
                 continue;
             }
-            staged.resize(count * rows.bytes, 0u8);
-            let pe = self.members.world(i);
-            let from = as_rows(starts[i]) * rows.bytes;
-            rt.getmem(input, from, &mut staged, pe)?;
-            rt.putmem(out, offsets[i] * rows.bytes, &staged, rt.my_pe())?;
+            let (pe, from) = (self.members.world(i), as_rows(starts[i]) * rows.elems);
+            let to = out.at(offsets[i] * rows.elems);
+            match rt.locate(op, input.at(from), count, pe)? {
+                // A member mapped here: one copy straight from its input.
+                Located::Host(p) => {
+                    // SAFETY: `locate` checked that `count` elements of the member's
+                    // input lie at `p`, mapped while the runtime lives; no member writes
+                    // its input during the call (the exit barrier), and `T: Pod`.
+                    let theirs = unsafe { std::slice::from_raw_parts(p.cast_const(), count) };
+                    rt.copy_to(op, to, theirs, rt.my_pe())?;
+                }
+                _ => {
+                    staged.resize(count, T::zeroed());
+                    rt.copy_from(op, input.at(from), &mut staged, pe)?;
+                    rt.copy_to(op, to, &staged, rt.my_pe())?;
+                }
+            }
         }
         let offsets: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
         rt.copy_to(op, out_so.at(n), &offsets, rt.my_pe())?;
