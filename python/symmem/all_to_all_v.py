@@ -25,6 +25,8 @@ Two routes, picked by the PE kind:
   staged in symmetric memory, as torch requires of its symmetric input and out), and
   rows beyond ``out``'s room are dropped (the splits still count them, so
   ``out_splits_offsets[1][-1] + out_splits_offsets[0][-1] > out.shape[0]`` shows it).
+  It runs on CPU PEs too (the host collective there), but staging ``out`` in and out costs
+  two more copies of it than the ``fcollect`` route, which CPU PEs therefore keep.
 """
 
 import torch as _torch
