@@ -60,8 +60,8 @@ struct Rows {
 }
 
 impl Team<'_> {
-    /// An all-to-all of rows with per-member counts (torch's `all_to_all_vdev`; see the
-    /// [module docs](self)): `in_splits[j]` rows of `row` elements of this PE's `input`
+    /// An all-to-all of rows with per-member counts (torch's `all_to_all_vdev`; the book's
+    /// Collectives chapter has the algorithm): `in_splits[j]` rows of `row` elements of this PE's `input`
     /// go to team PE `j`, and the rows each member sends here land in `out` in team
     /// order, packed from row 0; `out_splits_offsets[i]` gets the rows from team PE `i`,
     /// `out_splits_offsets[n + i]` the row of `out` where they start. Collective over the
@@ -88,8 +88,10 @@ impl Team<'_> {
     /// [`Self::alltoallv`] in stream order: after the work already on `stream`, before the
     /// work queued after it, without blocking the host. GPU PE: one block of the helper
     /// kernel `stream_team_alltoallv`, which reads the splits on the device (rows that do
-    /// not fit are dropped, not an error: see the [module docs](self)); the team's PEs
-    /// must be evenly spaced. CPU PE: [`Self::alltoallv`].
+    /// not fit are dropped, not an error; a negative split moves nothing; the counts are
+    /// reported as sent, so `out_splits_offsets[n + i] + out_splits_offsets[i]` past
+    /// `out`'s rows shows a drop); the team's PEs must be evenly spaced. CPU PE:
+    /// [`Self::alltoallv`].
     pub fn alltoallv_on_stream<T: Pod>(
         &self,
         out: &SymBuf<T>,
