@@ -13,8 +13,8 @@ Two routes, picked by the PE kind:
 
 - CPU PEs (``_through_host``): the PEs exchange every PE's splits with one ``fcollect``, then
   each PE pulls its rows from its peers' staged inputs: one copy from a peer mapped here,
-  a ``get`` from one on another node. ``input`` may differ in rows between PEs; a missing room in ``out`` is a
-  ``ValueError`` on every PE.
+  a ``get`` from one on another node. ``input`` may differ in rows between PEs; a missing
+  room in ``out`` is a ``ValueError`` on every PE.
 - GPU PEs (``_through_native``): nothing reads the splits on the host. Each PE stages its
   splits, rows and ``out`` in the symmetric workspace and queues one
   ``_native.alltoallv`` on the current stream: the runtime's ``stream_team_alltoallv``

@@ -167,6 +167,32 @@ def test_the_native_route_of_all_to_all_v(pe):
     run_all_to_all_v(_through_native, me, n, hidden=5)  # rows of 20 bytes
 
 
+def test_native_alltoallv_refuses_bad_operands(pe):
+    """symmem._native.alltoallv on symmetric arrays: bad dtypes and rows refused on the
+    calling PE; on CPU PEs (the host form) an out too small fails every PE alike."""
+    me, n = pe
+    from symmem import _native
+    x, out, small = (symmem.zeros(s, "float32") for s in ((2, 3), (2 * n, 3), (1, 3)))
+    s, so, s32 = symmem.zeros((n,), "int64"), symmem.zeros((2 * n,), "int64"), \
+        symmem.zeros((n,), "int32")
+    try:
+        with pytest.raises(TypeError, match="alltoallv: in_splits must be int64, got int32"):
+            _native.alltoallv(out, x, s32, so)
+        with pytest.raises(TypeError, match="alltoallv: out's rows"):
+            _native.alltoallv(s, x, s, so)
+        if symmem.device() == "cpu":
+            from views import view
+            view(s)[:] = 0
+            view(s)[0] = 2  # every PE sends both rows to PE 0, whose small holds 1
+            with pytest.raises(ValueError, match=f"team PE 0 \\(world PE 0\\) receives "
+                                                 f"{2 * n} rows but its out holds 1"):
+                _native.alltoallv(small, x, s, so)
+    finally:
+        symmem.barrier_all()
+        for a in (x, out, small, s, so, s32):
+            a.free()
+
+
 def test_all_to_all_v_errors_name_the_argument(pe):
     me, n = pe
     x = torch.ones((4, 2), device=dev())
