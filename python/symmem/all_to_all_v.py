@@ -25,8 +25,12 @@ Two routes, picked by the PE kind:
   staged in symmetric memory, as torch requires of its symmetric input and out), and
   rows beyond ``out``'s room are dropped (the splits still count them, so
   ``out_splits_offsets[1][-1] + out_splits_offsets[0][-1] > out.shape[0]`` shows it).
-  It runs on CPU PEs too (the host collective there), but staging ``out`` in and out costs
-  two more copies of it than the ``fcollect`` route, which CPU PEs therefore keep.
+  When all four tensors are symmetric already (``symmem.torch.empty``, as torch's
+  ``all_to_all_vdev`` requires of them) nothing is staged: the kernel works on them in
+  place. Pass symmetric tensors on every PE or on none (a PE that stages may grow the
+  workspace, which is collective). It runs on CPU PEs too (the host collective there),
+  but staging ``out`` in and out costs two more copies of it than the ``fcollect``
+  route, which CPU PEs therefore keep.
 """
 
 import torch as _torch
@@ -146,6 +150,12 @@ def _through_native(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.
     n = _native.n_pes()
     row_bytes = _row_bytes(input)
     row = _torch.Size(input.shape[1:]).numel()
+    if all(map(_symmetric, (input, out, in_splits, out_splits_offsets))):
+        # Symmetric already, as torch's all_to_all_vdev requires: nothing to stage.
+        _call(_native.alltoallv, out.view(out.shape[0], row).view(_torch.uint8),
+              input.view(input.shape[0], row).view(_torch.uint8), in_splits,
+              out_splits_offsets)
+        return
     # The splits first, each region's rows after them at a 64-byte boundary.
     head_in, head_out = _aligned(8 * n), _aligned(16 * n)
     in_r, out_r = _regions(head_in + input.shape[0] * row_bytes,
@@ -161,6 +171,15 @@ def _through_native(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.
     _call(_native.alltoallv, rows_out, rows_in, splits, so)
     mine.copy_(rows_out)
     out_splits_offsets.copy_(so)
+
+
+def _symmetric(t: _torch.Tensor) -> bool:
+    """Whether `t` is a contiguous tensor of this PE's symmetric heap (from
+    ``symmem.torch.empty``/``zeros``, or a view of one)."""
+    try:
+        return t.is_contiguous() and _native.ptr(t, _native.my_pe()) is not None
+    except (TypeError, ValueError):
+        return False
 
 
 def _aligned(nbytes: int) -> int:

@@ -165,6 +165,22 @@ def test_the_native_route_of_all_to_all_v(pe):
     run_all_to_all_v(_through_native, me, n)
     run_all_to_all_v(_through_native, me, n, rows_of=lambda pe: 0)
     run_all_to_all_v(_through_native, me, n, hidden=5)  # rows of 20 bytes
+    # Operands symmetric already (torch's all_to_all_vdev contract): used in place.
+    from symmem import torch as symtorch
+    rows, hidden = 12, 3
+    made = [symtorch.empty(s, d) for s, d in (((rows, hidden), torch.float32),
+                                              ((rows * n, hidden), torch.float32),
+                                              ((n,), torch.int64), ((2, n), torch.int64))]
+    try:
+        def in_place(x, out, splits, so):
+            made[0].copy_(x), made[1].copy_(out), made[2].copy_(splits)
+            _through_native(*made)
+            out.copy_(made[1]), so.copy_(made[3])
+        run_all_to_all_v(in_place, me, n, rows_of=lambda pe: rows, hidden=hidden)
+    finally:
+        symmem.barrier_all()
+        for t in made:
+            symtorch.free(t)
 
 
 def test_native_alltoallv_refuses_bad_operands(pe):
