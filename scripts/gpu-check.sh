@@ -190,12 +190,12 @@ run() {
   done
   # The host-API suite on GPU PEs (the same scenarios CI runs on CPU PEs).
   local api
-  for api in rma put_signal signals wait_test wait_arrays atomics fence_quiet barrier_sync errors stress teams team_errors collectives collective_errors stream_collectives stream_collective_errors stream_rma litmus align; do
+  for api in rma put_signal signals wait_test wait_arrays atomics fence_quiet barrier_sync errors stress teams team_errors collectives collective_errors stream_collectives stream_collective_errors stream_alltoallv stream_rma litmus align; do
     check "host API on GPU PEs: $api (2 PEs)" env SYMMEM_TEST_EXPECT_PES=2 "$bin/symrun" -n 2 "$bin/symmem-test-pe" "api_$api"
   done
   # The same scenarios with each PE its own simulated node: GPU heaps served by the socket
   # transport (staged copies, helper kernels for AMOs and signals).
-  for api in rma put_signal signals wait_test atomics fence_quiet barrier_sync teams collectives stream_rma litmus; do
+  for api in rma put_signal signals wait_test atomics fence_quiet barrier_sync teams collectives stream_alltoallv stream_rma litmus; do
     check "host API on GPU PEs over sockets: $api (2 nodes)" env SYMMEM_TEST_EXPECT_PES=2 SYMMEM_SIMULATE_NODES=2 "$bin/symrun" -n 2 "$bin/symmem-test-pe" "api_$api"
   done
   if "$bin/device-test-pe" --list-gpu >/dev/null 2>&1; then

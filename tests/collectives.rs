@@ -3,7 +3,7 @@
 //! nodes of 2 PEs (TEAM_NODE is then each node's pair and world, strided, row and column
 //! teams cross the socket transport); the argument errors; a collective that one PE never
 //! calls times out naming the missing PE; the stream-ordered forms (`Team::*_on_stream`,
-//! the host fallback on CPU PEs) and their errors. The PE side is
+//! the host fallback on CPU PEs) and their errors; `Team::alltoallv` and its stream form. The PE side is
 //! tests/support/host_api/collectives.rs and stream_collectives.rs.
 
 mod common;
@@ -45,6 +45,7 @@ on_1_to_4! {
     errors: "collective_errors";
     stream: "stream_collectives";
     stream_errors: "stream_collective_errors";
+    stream_alltoallv: "stream_alltoallv";
 }
 
 /// One node with P2P off: every PE reaches the others over the socket transport, so the

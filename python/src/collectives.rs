@@ -21,7 +21,7 @@ use crate::streams::{order, Order};
 use crate::team::PyTeam;
 
 /// Runs `f` over `team`, or TEAM_WORLD when there is none.
-fn over<R>(
+pub(crate) fn over<R>(
     rt: &Runtime,
     team: Option<PyRef<'_, PyTeam>>,
     f: impl FnOnce(&Team<'_>) -> PyResult<R>,

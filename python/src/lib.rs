@@ -2,6 +2,7 @@
 //! `__init__.py` re-exports it with the Python-side conveniences (dtype names from numpy
 //! and torch, `symmem.torch`, finalize at exit); see `python/README.md`.
 
+mod alltoallv;
 mod array;
 mod collectives;
 mod dlpack;
@@ -166,5 +167,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collectives::alltoall, m)?)?;
     m.add_function(wrap_pyfunction!(collectives::reduce, m)?)?;
     m.add_function(wrap_pyfunction!(collectives::reducescatter, m)?)?;
+    m.add_function(wrap_pyfunction!(alltoallv::alltoallv, m)?)?;
     Ok(())
 }

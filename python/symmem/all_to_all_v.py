@@ -13,19 +13,25 @@ Two routes, picked by the PE kind:
 
 - CPU PEs (``_through_host``): the PEs exchange every PE's splits with one ``fcollect``, then
   each PE pulls its rows from its peers' staged inputs: one copy from a peer mapped here,
-  a ``get`` from one on another node. ``input`` may differ in rows between PEs; a missing room in ``out`` is a
-  ``ValueError`` on every PE.
-- GPU PEs (``_through_peer_views``): nothing reads the splits on the host. Each PE stages
-  its splits and rows, a barrier, then every PE reads its peers' splits and rows through
-  their mapped memory with torch gathers on the current stream, and a second barrier.
-  The barriers are queued on the current stream too. ``input must have the same shape on every
-  PE (it is staged in symmetric memory, as torch requires of its symmetric input), every
-  peer must be mapped (same node), and rows beyond ``out``'s room are dropped (the splits
-  still count them). Each peer costs one gather over ``out``'s rows: a device kernel that
-  copies each peer's run once is the faster form still to write.
+  a ``get`` from one on another node. ``input`` may differ in rows between PEs; a missing
+  room in ``out`` is a ``ValueError`` on every PE.
+- GPU PEs (``_through_native``): nothing reads the splits on the host. Each PE stages its
+  splits, rows and ``out`` in the symmetric workspace and queues one
+  ``_native.alltoallv`` on the current stream: the runtime's ``stream_team_alltoallv``
+  kernel (one block) exchanges the splits between the PEs, computes the offsets on the
+  device, moves each peer's rows once (a copy from a peer mapped here, a get through the
+  proxy from another node) and ends with a barrier; the results are copied back on the
+  same stream. ``input`` and ``out`` must have the same shapes on every PE (they are
+  staged in symmetric memory, as torch requires of its symmetric input and out), and
+  rows beyond ``out``'s room are dropped (the splits still count them, so
+  ``out_splits_offsets[1][-1] + out_splits_offsets[0][-1] > out.shape[0]`` shows it).
+  When all four tensors are symmetric already (``symmem.torch.empty``, as torch's
+  ``all_to_all_vdev`` requires of them) nothing is staged: the kernel works on them in
+  place. Pass symmetric tensors on every PE or on none (a PE that stages may grow the
+  workspace, which is collective). It runs on CPU PEs too (the host collective there),
+  but staging ``out`` in and out costs two more copies of it than the ``fcollect``
+  route, which CPU PEs therefore keep.
 """
-
-from typing import Sequence
 
 import torch as _torch
 
@@ -65,7 +71,7 @@ def all_to_all_v(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Ten
     GPU PEs (see the module's docstring for each PE kind's route and limits)."""
     _check(input, out, in_splits, out_splits_offsets)
     if _on_gpu():
-        _through_peer_views(input.contiguous(), out, in_splits, out_splits_offsets)
+        _through_native(input.contiguous(), out, in_splits, out_splits_offsets)
     else:
         _through_host(input.contiguous(), out, in_splits, out_splits_offsets)
 
@@ -134,44 +140,51 @@ def _through_host(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Te
     out_splits_offsets[1].copy_(offsets)
 
 
-def _through_peer_views(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Tensor,
-                        out_splits_offsets: _torch.Tensor) -> None:
-    """The GPU PEs' route: splits and rows read from the peers' staged copies through their
-    mapped memory with torch ops on the current stream; no host read of a split."""
-    me, n = _native.my_pe(), _native.n_pes()
+def _through_native(input: _torch.Tensor, out: _torch.Tensor, in_splits: _torch.Tensor,
+                    out_splits_offsets: _torch.Tensor) -> None:
+    """The GPU PEs' route: the operands staged in the symmetric workspace, then one
+    ``_native.alltoallv`` queued on the current stream (the runtime's
+    ``stream_team_alltoallv`` kernel: splits exchanged and offsets computed on the
+    device, each peer's rows moved once), then the results copied back; no host read of
+    a split. On CPU PEs the same call is the blocking host collective."""
+    n = _native.n_pes()
     row_bytes = _row_bytes(input)
-    split_r, data_r = _regions(8 * n, max(input.shape[0] * row_bytes, 1))
-    for pe in range(n):
-        if _native.ptr(split_r, pe) is None:
-            raise _symmem.SymmemError(
-                f"{_OP}: PE {pe} is not mapped here (another node); on GPU PEs all_to_all_v "
-                f"reads its peers' memory directly and needs every PE on this node")
-    _as(split_r, _torch.int64, (n,)).copy_(in_splits)
-    staged = _as(data_r[:input.shape[0] * row_bytes], input.dtype, input.shape)
-    staged.copy_(input)
-    _call(_symmem.barrier_all)  # every PE's splits and rows are staged
-    name = _symmem.dtype_name(input.dtype)
+    row = _torch.Size(input.shape[1:]).numel()
+    if all(map(_symmetric, (input, out, in_splits, out_splits_offsets))):
+        # Symmetric already, as torch's all_to_all_vdev requires: nothing to stage.
+        _call(_native.alltoallv, out.view(out.shape[0], row).view(_torch.uint8),
+              input.view(input.shape[0], row).view(_torch.uint8), in_splits,
+              out_splits_offsets)
+        return
+    # The splits first, each region's rows after them at a 64-byte boundary.
+    head_in, head_out = _aligned(8 * n), _aligned(16 * n)
+    in_r, out_r = _regions(head_in + input.shape[0] * row_bytes,
+                           head_out + out.shape[0] * row_bytes)
+    splits = _as(in_r[:8 * n], _torch.int64, (n,))
+    splits.copy_(in_splits)
+    rows_in = _as(in_r[head_in:], _torch.uint8, (input.shape[0], row_bytes))
+    rows_in.copy_(input.reshape(input.shape[0], row).view(_torch.uint8))
+    so = _as(out_r[:16 * n], _torch.int64, (2, n))
+    rows_out = _as(out_r[head_out:], _torch.uint8, (out.shape[0], row_bytes))
+    mine = out.view(out.shape[0], row).view(_torch.uint8)
+    rows_out.copy_(mine)  # rows that receive nothing keep out's values
+    _call(_native.alltoallv, rows_out, rows_in, splits, so)
+    mine.copy_(rows_out)
+    out_splits_offsets.copy_(so)
 
-    def peer(region: _torch.Tensor, pe: int, shape: Sequence[int],
-             dtype_name: str) -> _torch.Tensor:
-        return _torch.from_dlpack(_native.peer_array(region, pe, 0, shape, dtype_name))
 
-    sent = _torch.stack([peer(split_r, i, (n,), "int64") for i in range(n)])
-    counts = sent[:, me]
-    offsets = _torch.cumsum(counts, 0) - counts
-    starts = sent[:, :me].sum(dim=1)  # where PE i's rows for me start in its input
-    rows = _torch.arange(out.shape[0], device=out.device)
-    mask_shape = (-1,) + (1,) * (out.dim() - 1)
-    if input.shape[0]:
-        for i in range(n):
-            mine = (rows >= offsets[i]) & (rows < offsets[i] + counts[i])
-            src = (rows - offsets[i] + starts[i]).clamp(0, input.shape[0] - 1)
-            theirs = peer(data_r, i, tuple(input.shape), name).index_select(0, src)
-            out.copy_(_torch.where(mine.view(mask_shape), theirs, out))
-    out_splits_offsets[0].copy_(counts)
-    out_splits_offsets[1].copy_(offsets)
-    del sent
-    _call(_symmem.barrier_all)  # no PE restages before every PE has read its rows
+def _symmetric(t: _torch.Tensor) -> bool:
+    """Whether `t` is a contiguous tensor of this PE's symmetric heap (from
+    ``symmem.torch.empty``/``zeros``, or a view of one)."""
+    try:
+        return t.is_contiguous() and _native.ptr(t, _native.my_pe()) is not None
+    except (TypeError, ValueError):
+        return False
+
+
+def _aligned(nbytes: int) -> int:
+    """`nbytes` rounded up to a multiple of 64."""
+    return -(-nbytes // 64) * 64
 
 
 # Last: torch_ops imports this module's op at its own end, so either module can be imported

@@ -9,7 +9,7 @@ import symmem
 torch = pytest.importorskip("torch")
 import symmem.torch  # noqa: E402 (registers the ops)
 from symmem import torch_ops  # noqa: E402
-from symmem.all_to_all_v import _through_peer_views  # noqa: E402
+from symmem.all_to_all_v import _through_native  # noqa: E402
 
 ops = torch.ops.symmem
 
@@ -158,15 +158,55 @@ def test_all_to_all_v_compiles(pe):
     run_all_to_all_v(torch.compile(step, backend="aot_eager", fullgraph=True), me, n)
 
 
-def test_the_gpu_route_of_all_to_all_v_on_mapped_peers(pe):
+def test_the_native_route_of_all_to_all_v(pe):
+    """The GPU PEs' route (the runtime's alltoallv: its kernel on GPU PEs, the host
+    collective here on CPU PEs), on one node or two."""
     me, n = pe
-    if symmem.device() == "cpu":
-        probe = symmem.zeros((1,), "int64")
-        mapped = all(symmem.ptr(probe, p) is not None for p in range(n))
-        probe.free()
-        if not mapped:
-            pytest.skip("peers on another node: the peer-view route needs them mapped")
-    run_all_to_all_v(_through_peer_views, me, n)
+    run_all_to_all_v(_through_native, me, n)
+    run_all_to_all_v(_through_native, me, n, rows_of=lambda pe: 0)
+    run_all_to_all_v(_through_native, me, n, hidden=5)  # rows of 20 bytes
+    # Operands symmetric already (torch's all_to_all_vdev contract): used in place.
+    from symmem import torch as symtorch
+    rows, hidden = 12, 3
+    made = [symtorch.empty(s, d) for s, d in (((rows, hidden), torch.float32),
+                                              ((rows * n, hidden), torch.float32),
+                                              ((n,), torch.int64), ((2, n), torch.int64))]
+    try:
+        def in_place(x, out, splits, so):
+            made[0].copy_(x), made[1].copy_(out), made[2].copy_(splits)
+            _through_native(*made)
+            out.copy_(made[1]), so.copy_(made[3])
+        run_all_to_all_v(in_place, me, n, rows_of=lambda pe: rows, hidden=hidden)
+    finally:
+        symmem.barrier_all()
+        for t in made:
+            symtorch.free(t)
+
+
+def test_native_alltoallv_refuses_bad_operands(pe):
+    """symmem._native.alltoallv on symmetric arrays: bad dtypes and rows refused on the
+    calling PE; on CPU PEs (the host form) an out too small fails every PE alike."""
+    me, n = pe
+    from symmem import _native
+    x, out, small = (symmem.zeros(s, "float32") for s in ((2, 3), (2 * n, 3), (1, 3)))
+    s, so, s32 = symmem.zeros((n,), "int64"), symmem.zeros((2 * n,), "int64"), \
+        symmem.zeros((n,), "int32")
+    try:
+        with pytest.raises(TypeError, match="alltoallv: in_splits must be int64, got int32"):
+            _native.alltoallv(out, x, s32, so)
+        with pytest.raises(TypeError, match="alltoallv: out's rows"):
+            _native.alltoallv(s, x, s, so)
+        if symmem.device() == "cpu":
+            from views import view
+            view(s)[:] = 0
+            view(s)[0] = 2  # every PE sends both rows to PE 0, whose small holds 1
+            with pytest.raises(ValueError, match=f"team PE 0 \\(world PE 0\\) receives "
+                                                 f"{2 * n} rows but its out holds 1"):
+                _native.alltoallv(small, x, s, so)
+    finally:
+        symmem.barrier_all()
+        for a in (x, out, small, s, so, s32):
+            a.free()
 
 
 def test_all_to_all_v_errors_name_the_argument(pe):

@@ -81,6 +81,7 @@ fn main() -> ExitCode {
         "api_stream_collectives" => with_init(host_api::stream_collectives),
         "api_stream_collective_errors" => with_init(host_api::stream_collective_errors),
         "api_stream_rma" => with_init(host_api::stream_rma),
+        "api_stream_alltoallv" => with_init(host_api::stream_alltoallv),
         "api_collective_mismatch" => with_init(host_api::collective_mismatch),
         "api_collective_one_bad" => with_init(host_api::collective_one_bad),
         "obs_counters" => with_init(obs_counters),

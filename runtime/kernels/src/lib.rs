@@ -121,6 +121,99 @@ unsafe fn amo<T: DeviceInt + Default>(dest: *mut T, pe: u32, kind: u32, value: T
     }
 }
 
+/// The all-to-all-v of `stream_team_alltoallv`, by every thread of the block (see its
+/// docs for the contract).
+///
+/// # Safety
+/// `team` is this PE's handle of a live team, every member calling the team's
+/// collectives in the same order; `out` (`out_rows` rows), `input` (`in_rows` rows) of
+/// `row_bytes` bytes, `in_splits` (`team.size` words) and `out_so` (`2 * team.size`
+/// words) are symmetric, the same on every member, and do not overlap.
+#[allow(clippy::too_many_arguments)] // the kernel's arguments, passed on
+#[inline(always)]
+unsafe fn alltoallv_block(
+    team: &DeviceTeam,
+    out: *mut u8,
+    out_rows: usize,
+    input: *const u8,
+    in_rows: usize,
+    row_bytes: usize,
+    in_splits: *const i64,
+    out_so: *mut i64,
+) {
+    let (n, me) = (team.size, team.my_index);
+    let world = |j: u32| team.start + team.stride * j;
+    // Rows of a split as moved: a negative split moves nothing.
+    let rows = |v: i64| v.max(0) as usize;
+    // SAFETY: caller contract: a handle of this PE's team.
+    unsafe { team_sync_block(team) };
+    // (a) Each thread tells some members what this PE sends them: split `j` into word `me`
+    // of their `out_so`, where it starts in `input` into word `n + me`. Inline `p`s, so
+    // they need no staging on the way through the proxy.
+    let mut j = thread_rank();
+    while j < n {
+        // SAFETY: `in_splits` holds `n` words and `out_so` `2n` on every member (caller
+        // contract); `j` is a member. The entry barrier above: the member has entered,
+        // so it no longer reads its `out_so` of an earlier call.
+        unsafe {
+            let start: usize = (0..j).map(|k| rows(in_splits.add(k as usize).read())).sum();
+            let split = in_splits.add(j as usize).read();
+            p(out_so.add(me as usize), split, world(j));
+            p(out_so.add((n + me) as usize), start as i64, world(j));
+        }
+        j += block_dim().volume();
+    }
+    // Every member's words have landed (the barrier's quiet completes proxied `p`s).
+    // SAFETY: as above.
+    unsafe { team_barrier_block(team) };
+    // (b) Offsets: member `i`'s rows land after those of members `0..i`. (c) Its rows come
+    // with one block get, starting with the right neighbour; the first thread then
+    // replaces word `n + i` (where they started in `i`'s input) with where they start
+    // in `out`.
+    let first = (me + 1) % n;
+    // SAFETY: `out_so` is this PE's, written by the members before the barrier.
+    let mut at: usize = (0..first)
+        .map(|i| rows(unsafe { out_so.add(i as usize).read() }))
+        .sum();
+    for k in 0..n {
+        let i = (first + k) % n;
+        if i == 0 {
+            at = 0;
+        }
+        // SAFETY: as above; words `i` and `n + i` are read by every thread before the
+        // get's closing block barrier, after which the first thread alone writes one.
+        let (count, start) = unsafe {
+            (
+                rows(out_so.add(i as usize).read()),
+                rows(out_so.add((n + i) as usize).read()),
+            )
+        };
+        // Only rows inside member `i`'s input and this PE's `out` move.
+        let moved = count
+            .min(in_rows.saturating_sub(start))
+            .min(out_rows.saturating_sub(at));
+        // SAFETY: `start + moved <= in_rows` rows of `input` on member `i` and
+        // `at + moved <= out_rows` rows of this PE's `out` (caller contract: they hold
+        // them); a get of 0 bytes moves nothing.
+        unsafe {
+            get_block(
+                out.add(at * row_bytes),
+                input.add(start * row_bytes),
+                moved * row_bytes,
+                world(i),
+            )
+        };
+        if thread_rank() == 0 {
+            // SAFETY: word `n + i` of this PE's `out_so`; every thread has read it.
+            unsafe { out_so.add((n + i) as usize).write(at as i64) };
+        }
+        at += count;
+    }
+    // (d) No member changes its input before every member has read its rows.
+    // SAFETY: as above.
+    unsafe { team_sync_block(team) };
+}
+
 kernel! {
     /// Thread 0 performs one atomic of `kind` (an `AmoKind` code) on the `size`-byte (4 or
     /// 8) word at symmetric address `dest` on `pe`, with the operands of a request
@@ -220,6 +313,21 @@ kernel! {
         by_width!(width, alltoall_block(&team, dest, src, nelems));
     }
 
+    /// Every thread of the block runs an all-to-all of rows with per-member counts that
+    /// stay on the device (torch's `all_to_all_vdev`): `in_splits[j]` rows of `input` go
+    /// to team PE `j`, this PE's rows for each member in team order from row 0; team PE
+    /// `i`'s rows for this PE land in `out` in team order, packed from row 0, and
+    /// `out_so[i]` gets how many team PE `i` sent (its split as given), `out_so[n + i]`
+    /// the row of `out` where they start. Rows are `row_bytes` bytes; `input` and `out`
+    /// hold `in_rows` and `out_rows` of them. Symmetric buffers, the same on every
+    /// member. Rows past the sender's `input` or this PE's `out` do not move (the counts
+    /// still include them: the caller sees `out_so[n + i] + out_so[i]` pass `out_rows`);
+    /// a negative split moves nothing. Three team barriers: entry, after the splits'
+    /// exchange, exit.
+    pub fn stream_team_alltoallv(team: DeviceTeam, out: *mut u8, out_rows: usize, input: *const u8, in_rows: usize, row_bytes: usize, in_splits: *const i64, out_so: *mut i64) {
+        alltoallv_block(&team, out, out_rows, input, in_rows, row_bytes, in_splits, out_so);
+    }
+
     /// Every thread of the block runs `reduce_block` (`reducescatter_block` when
     /// `scatter != 0`) of `nelems` elements of the type of code `ty` (a
     /// `Reducible::CODE`) with the operator of code `op` (a `ReduceOp::CODE`), from `src`
@@ -253,4 +361,5 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     stream_team_fcollect::KERNEL.info(),
     stream_team_alltoall::KERNEL.info(),
     stream_team_reduce::KERNEL.info(),
+    stream_team_alltoallv::KERNEL.info(),
 ];

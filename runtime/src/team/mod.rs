@@ -42,6 +42,7 @@
 //! barrier, when no member can signal them any more; a member of a later team in that slot
 //! signals them only after the creating exchange, which this PE enters after `destroy`.
 
+mod alltoallv;
 pub mod collectives;
 mod on_stream;
 

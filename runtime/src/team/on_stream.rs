@@ -223,7 +223,7 @@ impl Team<'_> {
 
     /// The checks every stream collective starts with: `stream` is this runtime's and of
     /// this kind of PE, and the team has a device handle (which this returns).
-    fn prepare(&self, op: &'static str, stream: &Stream) -> Result<DeviceTeam> {
+    pub(super) fn prepare(&self, op: &'static str, stream: &Stream) -> Result<DeviceTeam> {
         self.rt.check_stream(op, stream)?;
         self.device().map_err(|e| match e {
             Error::InvalidArgument { reason, .. } => Error::InvalidArgument { op, reason },
@@ -242,7 +242,7 @@ impl Team<'_> {
 
     /// Queues a `stream_team_*` helper kernel (one block) on a GPU PE's stream.
     #[cfg(feature = "cuda")]
-    fn queue<A: symmem_device::KernelArgs>(
+    pub(super) fn queue<A: symmem_device::KernelArgs>(
         &self,
         op: &'static str,
         stream: &Stream,

@@ -204,6 +204,35 @@ mod team_collectives {
     }
 }
 
+/// The runtime's `stream_team_alltoallv` kernel (what `Team::alltoallv_on_stream` queues
+/// on GPU PEs) launched on the CPU executor: uneven, zero, too many and negative splits,
+/// on TEAM_WORLD and the columns of a 2-D split; on 2 simulated nodes × 2 PEs each
+/// column's rows and splits cross the proxy channel.
+mod runtime_alltoallv {
+    const SCENARIO: &str = "runtime_alltoallv";
+
+    #[test]
+    fn two_pes() {
+        super::ok(2, SCENARIO);
+    }
+
+    #[test]
+    fn three_pes() {
+        super::ok(3, SCENARIO);
+    }
+
+    #[test]
+    fn four_pes() {
+        super::ok(4, SCENARIO);
+    }
+
+    #[test]
+    fn on_2_nodes_of_2_pes() {
+        let job = super::common::run_with_env(4, SCENARIO, &[("SYMMEM_SIMULATE_NODES", "2")]);
+        job.assert_ok(4, SCENARIO);
+    }
+}
+
 /// Scenarios whose kernels interleave their threads at barriers and waits, under seeded
 /// lane schedules (`SYMMEM_EXEC_SEED`) instead of thread index order: a correct kernel
 /// passes under every schedule.

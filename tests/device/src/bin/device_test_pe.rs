@@ -20,6 +20,8 @@
 //! test sets `SYMMEM_TEST_EXPECT_PES`, which every PE checks against the job's size (and
 //! `SYMMEM_TEST_EXPECT_BOOTSTRAP` against the bootstrap in use).
 
+#[path = "device_test_pe/alltoallv.rs"]
+mod alltoallv;
 #[path = "device_test_pe/amo.rs"]
 mod amo;
 #[path = "device_test_pe/block.rs"]
@@ -104,6 +106,8 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("fence_quiet", sync::fence_quiet, GPU),
     ("barriers", sync::barriers, GPU),
     ("team_collectives", collective::team_collectives, GPU),
+    // The runtime's own all-to-all-v kernel, launched directly.
+    ("runtime_alltoallv", alltoallv::alltoallv, GPU),
     // Asserts `KernelFailed` naming the thread (a GPU trap kills the context).
     (
         "team_collective_errors",
