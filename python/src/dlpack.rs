@@ -308,14 +308,19 @@ pub fn import(obj: &Bound<'_, PyAny>, op: &str, what: &str) -> PyResult<Imported
         }
         Err(e) => return Err(e),
     };
-    let capsule = method.call0()?;
+    from_capsule(&method.call0()?, &what())
+}
+
+/// Takes the memory of an unused unversioned capsule, as `__dlpack__()` or torch's
+/// `_to_dlpack` returns it; `what` names the operation and argument in errors.
+pub fn from_capsule(capsule: &Bound<'_, PyAny>, what: &str) -> PyResult<Imported> {
+    let py = capsule.py();
     let cap = capsule.as_ptr();
     // SAFETY: `cap` is a live object (held by `capsule`); the capsule API checks its kind.
     let managed = unsafe {
         if ffi::PyCapsule_IsValid(cap, CAPSULE.as_ptr()) != 1 {
             return Err(PyValueError::new_err(format!(
-                "{}: __dlpack__ returned something other than an unused \"dltensor\" capsule",
-                what()
+                "{what}: __dlpack__ returned something other than an unused \"dltensor\" capsule"
             )));
         }
         let m = ffi::PyCapsule_GetPointer(cap, CAPSULE.as_ptr()).cast::<DlManagedTensor>();
