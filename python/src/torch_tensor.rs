@@ -101,7 +101,7 @@ pub fn import(obj: &Bound<'_, PyAny>, op: &str, what: &str) -> PyResult<Option<I
     let Ok(capsule) = torch.to_dlpack.bind(py).call1((obj,)) else {
         return Ok(None);
     };
-    match dlpack::from_capsule(&capsule, &format!("{op}: {what}")) {
+    match dlpack::from_capsule(&capsule, op, what) {
         Ok(t) if t.dtype.is_some() => Ok(Some(t)),
         _ => Ok(None),
     }
