@@ -28,32 +28,33 @@ def no_dlpack(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "__dlpack__", refuse)
 
 
-def pattern(pe, dtype, n=8):
-    """`n` elements of `dtype` whose bytes depend on `pe` (any bits but bool's 0/1)."""
-    size = torch.empty(0, dtype=dtype).element_size()
+def pattern(pe, dtype):
+    """64 bytes of `dtype` that depend on `pe` (any bits but bool's 0/1)."""
     g = torch.Generator().manual_seed(1000 + pe)
     high = 2 if dtype == torch.bool else 256
-    return torch.randint(0, high, (n * size,), dtype=torch.uint8, generator=g).view(dtype)
+    return torch.randint(0, high, (64,), dtype=torch.uint8, generator=g).view(dtype)
 
 
 def bits(t):
-    return t.view(torch.uint8) if t.dtype != torch.bool else t.to(torch.uint8)
+    return t.view(torch.uint8)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_every_type_moves_bit_exact_without_dlpack(pe, dtype, no_dlpack):
+def test_every_type_moves_bit_exact_without_dlpack(pe, no_dlpack):
     me, n = pe
     right, left = (me + 1) % n, (me - 1) % n
-    with symmem.zeros((8,), dtype) as a:
-        dst = torch.from_dlpack(a)  # a torch view of a symmetric array: the symmetric side
-        symmem.put(dst, pattern(me, dtype), right)
+    with symmem.zeros((len(DTYPES), 64), "uint8") as a:
+        # Rows of a torch view of a symmetric array, one per type: the symmetric side.
+        rows = [row.view(dtype) for row, dtype in zip(torch.from_dlpack(a), DTYPES)]
+        for row, dtype in zip(rows, DTYPES):
+            symmem.put(row, pattern(me, dtype), right)
         symmem.quiet()
         symmem.barrier_all()
-        assert torch.equal(bits(dst), bits(pattern(left, dtype)))
-        back = torch.empty(8, dtype=dtype)
-        symmem.get(back, dst, right)
-        assert torch.equal(bits(back), bits(pattern(me, dtype)))
-        del dst
+        for row, dtype in zip(rows, DTYPES):
+            assert torch.equal(bits(row), bits(pattern(left, dtype))), dtype
+            back = torch.empty_like(row)
+            symmem.get(back, row, right)
+            assert torch.equal(bits(back), bits(pattern(me, dtype))), dtype
+        del rows, row, back
         gc.collect()
         symmem.barrier_all()
 
@@ -153,3 +154,19 @@ def test_a_cuda_tensor_on_a_cpu_pe_is_refused(pe):
     with symmem.zeros((4,), "float32") as a:
         with pytest.raises(ValueError, match=r"put: src is on cuda:\d+, but PE \d+ is a CPU PE"):
             symmem.put(a, torch.ones(4, device="cuda"), me)
+
+
+def test_a_cuda_tensor_of_this_pes_gpu_takes_the_fast_path(pe, no_dlpack):
+    if symmem.device() == "cpu":
+        pytest.skip("GPU PEs only")
+    me, n = pe
+    right, left = (me + 1) % n, (me - 1) % n
+    with symmem.zeros((4,), "float32") as a:
+        dst = torch.from_dlpack(a)  # on this PE's GPU
+        src = torch.full((4,), me + 0.5, device=dst.device)
+        symmem.put(dst, src, right)  # queued on torch's current stream
+        symmem.barrier_all()  # queued there too
+        torch.cuda.current_stream(dst.device).synchronize()
+        assert dst.tolist() == [left + 0.5] * 4
+        del dst, src
+        gc.collect()
