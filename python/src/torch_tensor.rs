@@ -1,16 +1,16 @@
 //! torch tensors as operands without `torch.Tensor.__dlpack__`, which is Python code
 //! costing several microseconds a call: a tensor is exported by the C function it calls
-//! (`torch._C._to_dlpack`, the same export with the same checks of layout, dtype and
-//! device) and read from that capsule as any other (`dlpack::from_capsule`). torch is
+//! (`torch._C._to_dlpack`: the same capsule, refused where it cannot describe the tensor)
+//! and read from that capsule as any other (`dlpack::from_capsule`). torch is
 //! never imported here: its classes are looked up once it is in `sys.modules` (no torch
 //! tensor exists before).
 //!
 //! What `__dlpack__` checks in Python before that call: a conjugate view is complex, which
 //! symmem refuses as a type (the fallback below then gives `__dlpack__`'s own error); a
 //! non-strided layout makes `_to_dlpack` fail (fallback); a tensor that requires grad is
-//! read (its memory is as alive and as valid as any other's); the current CUDA device is
-//! not consulted (the operand's device is checked against this PE's GPU instead). A
-//! negated view (torch's lazy negation, which a capsule cannot carry, so `__dlpack__` too
+//! read or written (its memory is as alive and valid as any other's); the current CUDA
+//! device is not consulted (the operand's device is checked against this PE's GPU instead).
+//! A negated view (torch's lazy negation, which a capsule cannot carry, so `__dlpack__` too
 //! would hand out the un-negated elements) is refused, whichever path reads it.
 
 use pyo3::exceptions::PyValueError;
