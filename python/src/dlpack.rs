@@ -296,26 +296,29 @@ impl Drop for Imported {
 /// `op` and `what` name the operation and the argument in errors.
 pub fn import(obj: &Bound<'_, PyAny>, op: &str, what: &str) -> PyResult<Imported> {
     let py = obj.py();
-    let what = || format!("{op}: {what}");
     let method = match obj.getattr(pyo3::intern!(py, "__dlpack__")) {
         Ok(m) => m,
         Err(e) if e.is_instance_of::<pyo3::exceptions::PyAttributeError>(py) => {
             return Err(PyTypeError::new_err(format!(
-                "{}: expected an array with __dlpack__ (numpy, torch, cupy or a symmem array), got {}",
-                what(),
+                "{op}: {what}: expected an array with __dlpack__ (numpy, torch, cupy or a symmem array), got {}",
                 obj.get_type().name()?
             )))
         }
         Err(e) => return Err(e),
     };
-    let capsule = method.call0()?;
+    from_capsule(&method.call0()?, op, what)
+}
+
+/// Takes the memory of an unused unversioned capsule, as `__dlpack__()` or torch's
+/// `_to_dlpack` returns it; `op` and `what` name the operation and the argument in errors.
+pub fn from_capsule(capsule: &Bound<'_, PyAny>, op: &str, what: &str) -> PyResult<Imported> {
+    let py = capsule.py();
     let cap = capsule.as_ptr();
     // SAFETY: `cap` is a live object (held by `capsule`); the capsule API checks its kind.
     let managed = unsafe {
         if ffi::PyCapsule_IsValid(cap, CAPSULE.as_ptr()) != 1 {
             return Err(PyValueError::new_err(format!(
-                "{}: __dlpack__ returned something other than an unused \"dltensor\" capsule",
-                what()
+                "{op}: {what}: __dlpack__ returned something other than an unused \"dltensor\" capsule"
             )));
         }
         let m = ffi::PyCapsule_GetPointer(cap, CAPSULE.as_ptr()).cast::<DlManagedTensor>();

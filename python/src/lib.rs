@@ -16,6 +16,7 @@ mod peer;
 mod setup;
 mod streams;
 mod team;
+mod torch_tensor;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

@@ -11,6 +11,7 @@ use crate::array::SymArray;
 use crate::dlpack::{self, DlDevice, Imported, DEVICE_CPU, DEVICE_CUDA};
 use crate::dtype::DType;
 use crate::errors::to_py;
+use crate::torch_tensor;
 
 /// A checked operand: where its elements are, their type and shape.
 pub struct Operand {
@@ -40,8 +41,9 @@ impl Operand {
 }
 
 /// `obj` as an operand of `op`, contiguous and of a known type. A symmetric array is read
-/// directly (a DLPack export per call would cost a microsecond); anything else through
-/// its `__dlpack__`.
+/// directly (a DLPack export per call would cost a microsecond), a torch tensor through
+/// the C export its `__dlpack__` calls (`torch_tensor`: that Python method costs several
+/// microseconds), anything else through its `__dlpack__`.
 fn operand(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
     if let Ok(a) = obj.downcast::<SymArray>() {
         let a = a.borrow();
@@ -56,7 +58,10 @@ fn operand(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
             _held: None,
         });
     }
-    let t = dlpack::import(obj, op, what)?;
+    let t = match torch_tensor::import(obj, op, what)? {
+        Some(t) => t,
+        None => dlpack::import(obj, op, what)?,
+    };
     let Some(dtype) = t.dtype else {
         return Err(PyTypeError::new_err(format!(
             "{op}: {what} has a {} that symmem does not support (supported: {})",
