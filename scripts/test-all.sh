@@ -175,7 +175,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 step "format and lints (the workspace, and the fuzz targets)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy --workspace --all-targets --features mpi -- -D warnings
+# The feature mpi changes code in these three crates only (the bootstrap, the runtime's
+# init, the facade's tools and tests); the rest of the workspace was linted just above.
+cargo clippy -p symmem-bootstrap -p symmem-runtime -p symmem --all-targets --features mpi -- -D warnings
 # The fuzz targets (their own package, run by scripts/fuzz.sh) must keep compiling; their
 # decoders need no kernels, so no PTX is built for them.
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
@@ -335,9 +337,14 @@ print("symmem from", where)'
 # their spinning between parallel regions (4 PEs on 2 cores) nearly doubled the 4-PE suite.
 export OMP_NUM_THREADS=1
 pytest_all=(-m pytest python/tests -q -p no:cacheprovider)
-for n in 2 4; do
-  SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n "$n" "${pytest_all[@]}"
-done
+SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n 2 "${pytest_all[@]}"
+# On 4 PEs and across nodes, the suites whose calls meet other PEs; not the package's
+# types and stubs (no PE meets another), the set-up (it re-joins the job over torch's
+# gloo and starts jobs of its own), the conversions of torch tensors and (across nodes)
+# the Triton tests (which skip there: peers must be mapped).
+pytest_peers=("${pytest_all[@]}" --ignore=python/tests/test_stubs.py
+  --ignore=python/tests/test_setup.py --ignore=python/tests/test_torch_operands.py)
+SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n 4 "${pytest_peers[@]}"
 # torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, …) is one of the launchers init
 # detects. Under torchrun, mpirun and srun, what the launcher changes: init, the
 # operations and teams, finalize (the rest ran under symrun above).
@@ -351,7 +358,8 @@ else
   echo "SKIPPED: the Python suite under srun: Slurm did not start here: ${SYMMEM_TEST_SLURM_SKIP:-}"
 fi
 # Each PE its own node: every operation from Python over the socket transport.
-SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n 2 "${pytest_all[@]}"
+SYMMEM_SIMULATE_NODES=2 SYMMEM_TIMEOUT=30 "${py[@]}" -m symmem.run -n 2 "${pytest_peers[@]}" \
+  --ignore=python/tests/test_triton.py
 "${py[@]}" -m symmem.run -n 4 python/examples/hello.py
 "${py[@]}" -m symmem.run -n 2 python/examples/pipeline.py
 "${py[@]}" -m symmem.run -n 4 python/examples/moe.py "$kernel_library"
