@@ -77,6 +77,17 @@ fn ptr(array: &Bound<'_, PyAny>, pe: usize) -> PyResult<Option<usize>> {
     Ok(rt.ptr(&v, pe).map_err(to_py)?.map(|p| p.as_ptr() as usize))
 }
 
+/// Every PE's `mine` (0: this PE agrees; anything else: why it refuses), by PE: a
+/// collective over the world (every PE calls it, in the same order as its other
+/// collective calls), for a decision that one PE could otherwise take alone and leave the
+/// others waiting in the next collective (`rendezvous` agrees through it that every PE's
+/// torch rank is its PE number). A collective point for dropped arrays too.
+#[pyfunction]
+fn vote(py: Python<'_>, mine: u64) -> PyResult<Vec<u64>> {
+    let rt = handle::runtime()?;
+    py.allow_threads(|| handle::vote(&rt, mine)).map_err(to_py)
+}
+
 /// Runs `program args…` as `n` PEs on this machine (what `python -m symmem.run` does, as
 /// `symrun`); returns 0 when every PE succeeded, else the first failing PE's exit code.
 #[pyfunction]
@@ -125,6 +136,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<setup::PyUniqueId>()?;
     m.add_function(wrap_pyfunction!(setup::init, m)?)?;
     m.add_function(wrap_pyfunction!(setup::get_unique_id, m)?)?;
+    m.add_function(wrap_pyfunction!(vote, m)?)?;
     m.add_function(wrap_pyfunction!(setup::finalize, m)?)?;
     m.add_function(wrap_pyfunction!(setup::is_initialized, m)?)?;
     m.add_function(wrap_pyfunction!(setup::gpu_ordinal, m)?)?;

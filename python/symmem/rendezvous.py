@@ -24,7 +24,7 @@ every PE.
 import sys
 import time
 import typing
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from . import _native
 
@@ -91,14 +91,16 @@ def _allocation(tensor: Union[_native.SymmetricArray, "torch.Tensor"]) -> _nativ
     return array
 
 
-def _check_group(group: _Group) -> None:
+def _check_group(group: _Group) -> Optional[str]:
     """Fails unless ``group`` spans every PE, numbered as symmem numbers them: symmetric
     allocations are collective over every PE, so a handle of a subgroup cannot exist.
     Decided from the group's own description, the same on every member, before any
-    collective (so that no member is left waiting in one)."""
+    collective (so that no member is left waiting in one). Returns why this process's
+    torch rank is not its PE number, or None: that differs between PEs, so the PEs vote
+    on it before a collective (:func:`rendezvous`)."""
     n, me = _native.n_pes(), _native.my_pe()
     if group is None:
-        return
+        return None
     if isinstance(group, _native.Team):
         if group.n_pes != n:
             raise ValueError(
@@ -133,10 +135,10 @@ def _check_group(group: _Group) -> None:
             f"PEs in order (ranks {list(range(n))}; symmetric allocations are collective "
             "over every PE): rendezvous with the world's group or group=None")
     if dist.get_rank() != me:
-        raise ValueError(
-            f"rendezvous: this process is torch.distributed rank {dist.get_rank()} but "
-            f"symmem PE {me}; the handle's ranks would not be the group's (launch both "
-            "from the same launcher, e.g. torchrun, so that they agree)")
+        return (f"rendezvous: this process is torch.distributed rank {dist.get_rank()} but "
+                f"symmem PE {me}; the handle's ranks would not be the group's (launch both "
+                "from the same launcher, e.g. torchrun, so that they agree)")
+    return None
 
 
 class SymmetricHandle:
@@ -404,10 +406,24 @@ def rendezvous(tensor: Union[_native.SymmetricArray, "torch.Tensor"],
     allocation is collective (every PE, in the same order as its other collective calls);
     later ones return the same handle without one."""
     array = _allocation(tensor)
-    _check_group(group)
+    misnumbered = _check_group(group)
     hdl = _handles.get(id(array))
     if hdl is not None and hdl._array is array:
+        if misnumbered:
+            raise ValueError(misnumbered)
         return hdl
+    # A collective follows: every PE learns whether some PE's torch rank is not its PE
+    # number, and all refuse together (one PE refusing alone would leave the others
+    # waiting in the allocation).
+    verdicts = _native.vote(1 if misnumbered else 0)
+    if misnumbered:
+        raise ValueError(misnumbered)
+    if any(verdicts):
+        bad = [pe for pe, v in enumerate(verdicts) if v]
+        raise ValueError(
+            f"rendezvous: refused on every PE: the torch.distributed rank of PE(s) {bad} is "
+            "not its PE number (launch both from the same launcher, e.g. torchrun, so that "
+            "they agree)")
     _drop_stale()
     hdl = SymmetricHandle(array)
     _handles[id(array)] = hdl

@@ -225,3 +225,30 @@ def test_signal_pad_barrier_orders_every_round(pe):
     hdl.barrier()
     hdl.free()
     buf.free()
+
+
+def test_a_pe_whose_torch_rank_is_not_its_number_fails_every_pe(pe):
+    # PEs 0 and 1 swap torch ranks. Before the vote, a PE whose own rank matched went on
+    # into the handle's allocation and waited there for the PEs that had refused.
+    pytest.importorskip("torch")
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    me, n = pe
+    if dist.is_initialized():
+        pytest.skip("torch.distributed is initialized already (this test makes its own group)")
+    swapped = {0: 1, 1: 0}.get(me, me)
+    dist.init_process_group("fake", store=FakeStore(), rank=swapped, world_size=n)
+    buf = symmem.zeros((2,), "int32")
+    try:
+        if me in (0, 1):
+            with pytest.raises(ValueError, match=f"torch.distributed rank {swapped} but symmem PE {me}"):
+                symmem.rendezvous(buf, dist.group.WORLD)
+        else:
+            with pytest.raises(ValueError, match=r"refused on every PE: .*PE\(s\) \[0, 1\]"):
+                symmem.rendezvous(buf, dist.group.WORLD)
+    finally:
+        dist.destroy_process_group()
+    # Every PE is still in step: the next collective pairs up.
+    symmem.rendezvous(buf).free()
+    buf.free()
