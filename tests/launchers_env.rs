@@ -232,7 +232,8 @@ fn srun_tasks_without_pmi_form_one_job() {
     run_ranks(4, |r| owned(&slurm_vars(r, 4, port)));
 }
 
-/// `slurm_vars` with Slurm placing task `rank` on node `node_of(rank)`.
+/// `slurm_vars` with Slurm placing task `rank` on node `node_of(rank)`, and a job secret
+/// (a job on more than one node is refused without one).
 fn slurm_vars_on(
     rank: usize,
     n: usize,
@@ -243,6 +244,7 @@ fn slurm_vars_on(
     vars.retain(|(k, _)| *k != "SLURMD_NODENAME");
     vars.push(("SLURMD_NODENAME", node_of(rank)));
     vars.push(("SYMMEM_DEBUG", "info".into()));
+    vars.push(("SYMMEM_JOB_SECRET", "slurm-node-tests".into()));
     owned(&vars)
 }
 
@@ -302,6 +304,122 @@ fn one_slurm_node_split_by_an_ipc_namespace_is_two_nodes() {
             job.fail("the info log does not say why the launcher's node was split");
         }
     }
+}
+
+/// Runs `n` ranks expected to fail init; returns each rank's `ERROR:` lines and its job.
+fn init_errors(n: usize, vars_of: impl Fn(usize) -> Vec<(String, String)>) -> Vec<(String, Job)> {
+    let children: Vec<Child> = (0..n)
+        .map(|r| start("init_error", n, &vars_of(r)))
+        .collect();
+    children
+        .into_iter()
+        .enumerate()
+        .map(|(rank, child)| {
+            let job = wait_output(child, Duration::from_secs(60));
+            job.assert_success();
+            let err = job.lines_with("ERROR:").join("\n");
+            if err.is_empty() {
+                job.fail(&format!("rank {rank}: no ERROR line"));
+            }
+            (err, job)
+        })
+        .collect()
+}
+
+/// `torchrun_vars` with `extra` and the PEs split into two simulated nodes.
+fn torchrun_on_two_nodes(
+    rank: usize,
+    n: usize,
+    port: u16,
+    extra: &[(&'static str, &str)],
+) -> Vec<(String, String)> {
+    let mut vars = torchrun_vars(rank, n, port);
+    vars.push(("SYMMEM_SIMULATE_NODES", "2".into()));
+    vars.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+    owned(&vars)
+}
+
+#[test]
+fn a_job_on_two_nodes_without_a_job_secret_is_refused_on_every_pe() {
+    // torchrun on 2 nodes (simulated): the key would come from MASTER_ADDR, MASTER_PORT and
+    // the run id, which anyone may guess.
+    let store = agent_store();
+    let port = store.local_addr().unwrap().port();
+    for (rank, (err, job)) in init_errors(4, |r| torchrun_on_two_nodes(r, 4, port, &[]))
+        .into_iter()
+        .enumerate()
+    {
+        for needle in [
+            format!("init on PE {rank}: the job's PEs are on 2 nodes and torchrun hands out no secret"),
+            format!("TORCHELASTIC_RUN_ID=none, TORCHELASTIC_RESTART_COUNT=0, MASTER_ADDR=127.0.0.1, MASTER_PORT={port}, WORLD_SIZE=4"),
+            "Export SYMMEM_JOB_SECRET=<random>".into(),
+            "set SYMMEM_ALLOW_PUBLIC_JOB_KEY=1 on every PE to accept that risk".into(),
+        ] {
+            assert!(err.contains(&needle), "rank {rank}: no {needle:?} in {err}");
+        }
+        assert!(
+            job.elapsed < Duration::from_secs(20),
+            "rank {rank} took {:?}",
+            job.elapsed
+        );
+    }
+    drop(store);
+    // Slurm without PMI, tasks on two nodes as its variables say: the job and step ids.
+    let port = free_port();
+    let slurm = |r| {
+        let mut vars = slurm_vars_on(r, 2, port, |r| format!("node{r}"));
+        vars.retain(|(k, _)| k != "SYMMEM_JOB_SECRET");
+        vars
+    };
+    for (rank, (err, _)) in init_errors(2, slurm).into_iter().enumerate() {
+        for needle in [
+            format!("init on PE {rank}: the job's PEs are on 2 nodes and Slurm srun (no PMI plugin) hands out no secret"),
+            "(SLURM_JOB_ID=4242, SLURM_STEP_ID=0, SLURM_NTASKS=2)".into(),
+        ] {
+            assert!(err.contains(&needle), "rank {rank}: no {needle:?} in {err}");
+        }
+    }
+}
+
+#[test]
+fn a_job_on_two_nodes_runs_with_a_job_secret_or_the_opt_in() {
+    let store = agent_store();
+    let port = store.local_addr().unwrap().port();
+    run_ranks(4, |r| {
+        torchrun_on_two_nodes(r, 4, port, &[("SYMMEM_JOB_SECRET", "a-random-secret")])
+    });
+    // The opt-in runs it, and rank 0 warns that anyone who guesses the identity can join.
+    let children: Vec<Child> = (0..2)
+        .map(|r| {
+            let vars = torchrun_on_two_nodes(r, 2, port, &[("SYMMEM_ALLOW_PUBLIC_JOB_KEY", "1")]);
+            start("hello", 2, &vars)
+        })
+        .collect();
+    for (rank, child) in children.into_iter().enumerate() {
+        let job = wait_output(child, Duration::from_secs(60));
+        job.assert_success();
+        if !job.stdout.lines().any(|l| l == format!("PE {rank} of 2")) {
+            job.fail(&format!("rank {rank} did not print PE {rank} of 2"));
+        }
+        if !job.stderr.contains("SYMMEM_ALLOW_PUBLIC_JOB_KEY=1: this job on 2 nodes runs with a key derived from torchrun's public job identity") {
+            job.fail(&format!("rank {rank} did not warn about the public key"));
+        }
+    }
+    drop(store);
+}
+
+#[test]
+fn a_job_on_one_node_needs_no_job_secret() {
+    // The other torchrun tests run on one node without a secret too; here the same job
+    // that is refused across two nodes.
+    let store = agent_store();
+    let port = store.local_addr().unwrap().port();
+    run_ranks(4, |r| {
+        let mut vars = torchrun_on_two_nodes(r, 4, port, &[]);
+        vars.retain(|(k, _)| k != "SYMMEM_SIMULATE_NODES");
+        vars
+    });
+    drop(store);
 }
 
 #[test]

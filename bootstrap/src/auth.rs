@@ -70,6 +70,17 @@ impl Protocol {
     }
 }
 
+/// Where a job's key comes from when no secret went into it: the launcher and the public
+/// job identity it was derived from (the `env` bootstrap without `SYMMEM_JOB_SECRET`).
+/// Anyone who can reach rank 0's port and guess that identity can derive the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicJobKey {
+    /// The launcher whose variables the identity comes from, e.g. `torchrun`.
+    pub launcher: String,
+    /// The variables the key is derived from, as `NAME=value, NAME=value`.
+    pub derived_from: String,
+}
+
 /// A job's 32-byte key. `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct JobKey([u8; 32]);

@@ -117,6 +117,12 @@ pub trait Bootstrap: Send + Sync {
     fn job_key(&self) -> Option<&auth::JobKey> {
         None
     }
+    /// Where the job's key comes from when it was derived from public job identity alone
+    /// (launcher variables anyone may guess), not from a secret: the `env` bootstrap
+    /// without `SYMMEM_JOB_SECRET`. `None` (the default) when a secret went into the key.
+    fn public_job_key(&self) -> Option<&auth::PublicJobKey> {
+        None
+    }
 }
 
 /// Writes `line` and a newline to stderr in one write. `eprintln!` writes each formatted

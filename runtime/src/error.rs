@@ -255,6 +255,20 @@ pub enum Error {
         /// What was found instead.
         reason: String,
     },
+    /// A job whose PEs span several nodes would run with a key derived from its public
+    /// identity (launcher variables, no `SYMMEM_JOB_SECRET`), and
+    /// `SYMMEM_ALLOW_PUBLIC_JOB_KEY` does not accept that.
+    #[error("init on PE {pe}: the job's PEs are on {nodes} nodes and {launcher} hands out no secret, so without SYMMEM_JOB_SECRET the job's key would be derived from its public identity ({derived_from}): anyone who can reach rank 0's port and guess that identity could join the job and read and write every PE's heap. Export SYMMEM_JOB_SECRET=<random> (e.g. from `openssl rand -hex 32`), the same value to every PE; or, on a network nobody else can reach, set SYMMEM_ALLOW_PUBLIC_JOB_KEY=1 on every PE to accept that risk")]
+    PublicJobKey {
+        /// This PE.
+        pe: usize,
+        /// How many nodes the job's PEs are on.
+        nodes: usize,
+        /// The launcher, e.g. `torchrun`.
+        launcher: String,
+        /// The variables the key would be derived from.
+        derived_from: String,
+    },
     /// An operating-system call failed.
     #[error("{context}: {source}")]
     Io {

@@ -25,7 +25,10 @@
 //! neither the secret nor the key ever crosses a socket (each connection proves the key
 //! both ways with a challenge-response). A secret should be random and long (32 random
 //! bytes as hex, say): anyone who completes a handshake can try to guess a short one
-//! offline.
+//! offline. A job whose PEs span more than one node is refused at init without
+//! `SYMMEM_JOB_SECRET` unless [`ENV_ALLOW_PUBLIC_JOB_KEY`] is set: the bootstrap reports
+//! the derivation ([`Bootstrap::public_job_key`](crate::Bootstrap::public_job_key)), and
+//! the runtime, which knows the nodes, decides.
 
 pub mod hostlist;
 
@@ -33,7 +36,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::auth::JobKey;
+use crate::auth::{JobKey, PublicJobKey};
 
 use crate::tcp::TcpBootstrap;
 use crate::{BootstrapError, LauncherNode};
@@ -44,6 +47,10 @@ pub const ENV_ROOT_ADDR: &str = "SYMMEM_ROOT_ADDR";
 pub const ENV_ROOT_PORT: &str = "SYMMEM_ROOT_PORT";
 /// The job secret shared by every rank.
 pub const ENV_JOB_SECRET: &str = "SYMMEM_JOB_SECRET";
+/// Lets a job that spans several nodes run with a key derived from its public identity
+/// (no `SYMMEM_JOB_SECRET`); read by the runtime's init, which refuses such a job
+/// otherwise.
+pub const ENV_ALLOW_PUBLIC_JOB_KEY: &str = "SYMMEM_ALLOW_PUBLIC_JOB_KEY";
 /// The job size for Kubernetes Indexed Jobs, which do not export their completions count.
 pub const ENV_WORLD_SIZE: &str = "SYMMEM_WORLD_SIZE";
 /// Rank 0 listens on `MASTER_PORT` plus this, leaving `MASTER_PORT` to torchrun's store.
@@ -608,8 +615,14 @@ impl EnvJob {
     /// 0's previous rendezvous, which cannot prove the new key or closes while shutting down:
     /// after the first init, such refusals are retried until the deadline.
     pub fn join(&self, timeout: Duration) -> Result<TcpBootstrap, BootstrapError> {
-        self.rendezvous(timeout)
-            .map(|b| b.with_launcher_node(self.node.clone()))
+        let public_key = self.derived_from.as_ref().map(|from| PublicJobKey {
+            launcher: self.source.to_string(),
+            derived_from: from.clone(),
+        });
+        self.rendezvous(timeout).map(|b| {
+            b.with_launcher_node(self.node.clone())
+                .with_public_key(public_key)
+        })
     }
 
     /// Joins the TCP rendezvous of [`Self::join`].
@@ -647,7 +660,7 @@ impl EnvJob {
         }
         if let Some(from) = &self.derived_from {
             tracing::warn!(
-                "the {} rendezvous secret is derived from the job identity ({from}): anyone who can reach port {} and guess it can join the job; set {ENV_JOB_SECRET} to a random value shared by all ranks",
+                "the {} rendezvous secret is derived from the job identity ({from}): anyone who can reach port {} and guess it can join the job; set {ENV_JOB_SECRET} to a random value shared by all ranks (a job on more than one node is refused without it unless {ENV_ALLOW_PUBLIC_JOB_KEY}=1)",
                 self.source,
                 self.root_port
             );

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::admission::Claim;
 use super::RendezvousServer;
-use crate::auth::{self, HandshakeError, JobKey, Protocol};
+use crate::auth::{self, HandshakeError, JobKey, Protocol, PublicJobKey};
 use crate::wire::{self, CollOp, Msg, Recv};
 use crate::{Bootstrap, BootstrapError, BootstrapKind, LauncherNode};
 
@@ -73,6 +73,9 @@ pub struct TcpBootstrap {
     launcher_node: Option<LauncherNode>,
     /// The job's rendezvous key.
     key: JobKey,
+    /// Where the key comes from when no secret went into it (see
+    /// [`Bootstrap::public_job_key`]).
+    public_key: Option<PublicJobKey>,
 }
 
 impl TcpBootstrap {
@@ -118,6 +121,13 @@ impl TcpBootstrap {
     /// Records the node the launcher placed this rank on, for [`Bootstrap::launcher_node`].
     pub fn with_launcher_node(mut self, node: Option<LauncherNode>) -> Self {
         self.launcher_node = node;
+        self
+    }
+
+    /// Records that the key was derived from public job identity, for
+    /// [`Bootstrap::public_job_key`].
+    pub fn with_public_key(mut self, public_key: Option<PublicJobKey>) -> Self {
+        self.public_key = public_key;
         self
     }
 
@@ -201,6 +211,7 @@ impl TcpBootstrap {
             host_rank,
             launcher_node: None,
             key: key.clone(),
+            public_key: None,
         };
         // The server enforces the join deadline from its own start; wait a little longer.
         let wait = deadline.saturating_duration_since(Instant::now()) + SERVER_GRACE;
@@ -452,6 +463,10 @@ impl Bootstrap for TcpBootstrap {
 
     fn job_key(&self) -> Option<&JobKey> {
         Some(&self.key)
+    }
+
+    fn public_job_key(&self) -> Option<&PublicJobKey> {
+        self.public_key.as_ref()
     }
 
     fn timeout(&self) -> Duration {

@@ -180,6 +180,9 @@ pub struct Config {
     pub node_id: String,
     /// `SYMMEM_SIMULATE_NODES`: the job's PEs form this many nodes (1 = by node id only).
     pub simulate_nodes: usize,
+    /// `SYMMEM_ALLOW_PUBLIC_JOB_KEY`: a job on more than one node may run with a key
+    /// derived from its public identity (launcher variables, no `SYMMEM_JOB_SECRET`).
+    pub allow_public_job_key: bool,
     /// `SYMMEM_PROXY_SLOTS`: slots of the proxy ring.
     pub proxy_slots: usize,
     /// This machine's hostname, for messages only (containers may share one).
@@ -326,6 +329,7 @@ impl Config {
                     .filter(|&k| k >= 1)
                     .ok_or_else(|| "expected a number of nodes, at least 1".to_string())
             })?,
+            allow_public_job_key: r.flag(symmem_bootstrap::env::ENV_ALLOW_PUBLIC_JOB_KEY)?,
             max_teams: r.number(
                 "SYMMEM_MAX_TEAMS",
                 MIN_MAX_TEAMS..=MAX_MAX_TEAMS,
@@ -440,6 +444,10 @@ impl Config {
             ("SYMMEM_REMOTE_TRANSPORT", self.remote_transport.to_string()),
             ("SYMMEM_NODE_ID", self.node_id.clone()),
             ("SYMMEM_SIMULATE_NODES", self.simulate_nodes.to_string()),
+            (
+                "SYMMEM_ALLOW_PUBLIC_JOB_KEY",
+                (self.allow_public_job_key as u8).to_string(),
+            ),
             ("SYMMEM_MAX_TEAMS", self.max_teams.to_string()),
             (
                 "SYMMEM_CHECK_COLLECTIVES",
@@ -768,6 +776,21 @@ mod tests {
         assert_eq!(
             cfg(&[("SYMMEM_MAX_TEAMS", "4096")]).unwrap().max_teams,
             4096
+        );
+    }
+
+    #[test]
+    fn the_public_job_key_opt_in_is_off_by_default() {
+        assert!(!cfg(&[]).unwrap().allow_public_job_key);
+        assert!(
+            cfg(&[("SYMMEM_ALLOW_PUBLIC_JOB_KEY", "1")])
+                .unwrap()
+                .allow_public_job_key
+        );
+        let err = cfg(&[("SYMMEM_ALLOW_PUBLIC_JOB_KEY", "maybe")]).unwrap_err();
+        assert!(
+            err.to_string().contains("SYMMEM_ALLOW_PUBLIC_JOB_KEY"),
+            "{err}"
         );
     }
 

@@ -2,6 +2,7 @@
 //! in the steps of [`steps`] and then builds the state every operation reads (routes,
 //! device state, the proxy). What init logs is in [`report`].
 
+mod job_key;
 mod report;
 mod steps;
 

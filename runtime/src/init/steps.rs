@@ -44,6 +44,7 @@ pub(super) fn join(
     progress.enter(InitStep::Topology);
     let topo = topology(config, bootstrap)?;
     progress.learn(&topo);
+    super::job_key::check(config, bootstrap, &topo)?;
     heap::check_sizes(&topo.heap_lens())?;
     TeamState::check(
         bootstrap,
