@@ -20,15 +20,15 @@
 use symmem_device::SignalOp;
 
 /// Bytes of a message's header.
-pub(super) const HEADER: usize = 56;
+pub(crate) const HEADER: usize = 56;
 /// Bytes of an acknowledgement.
-pub(super) const ACK_BYTES: usize = 16;
+pub(crate) const ACK_BYTES: usize = 16;
 /// Bytes of one receive buffer: the largest message.
-pub(super) const RECV_BYTES: usize = 8 << 10;
+pub(crate) const RECV_BYTES: usize = 8 << 10;
 /// The most data one message carries.
-pub(super) const MAX_DATA: usize = RECV_BYTES - HEADER;
+pub(crate) const MAX_DATA: usize = RECV_BYTES - HEADER;
 /// Receive buffers each PE keeps posted.
-pub(super) const RECV_SLOTS: usize = 64;
+pub(crate) const RECV_SLOTS: usize = 64;
 /// A data-and-signal message.
 const KIND_SIGNAL: u32 = 1;
 /// An acknowledgement.
@@ -38,7 +38,7 @@ const KIND_GOODBYE: u32 = 3;
 
 /// A data-and-signal message, as its target applies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Signal {
+pub(crate) struct Signal {
     /// The sender's PE.
     pub from: usize,
     /// The sender's number of the operation, for the acknowledgement.
@@ -60,7 +60,7 @@ pub(super) struct Signal {
 
 /// A received message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Message {
+pub(crate) enum Message {
     /// Data and a signal to apply.
     Signal(Signal),
     /// `from` applied the sender's operation `op`.
@@ -78,7 +78,7 @@ fn half(b: &[u8], at: usize) -> u32 {
 }
 
 /// Writes the header of `s` into `buf` (at least [`HEADER`] bytes).
-pub(super) fn encode_signal(buf: &mut [u8], s: &Signal) {
+pub(crate) fn encode_signal(buf: &mut [u8], s: &Signal) {
     buf[0..4].copy_from_slice(&KIND_SIGNAL.to_le_bytes());
     buf[4..8].copy_from_slice(&(s.from as u32).to_le_bytes());
     buf[8..16].copy_from_slice(&s.op.to_le_bytes());
@@ -95,7 +95,7 @@ pub(super) fn encode_signal(buf: &mut [u8], s: &Signal) {
 }
 
 /// The acknowledgement by `from` of operation `op`.
-pub(super) fn encode_ack(from: usize, op: u64) -> [u8; ACK_BYTES] {
+pub(crate) fn encode_ack(from: usize, op: u64) -> [u8; ACK_BYTES] {
     let mut b = [0u8; ACK_BYTES];
     b[0..4].copy_from_slice(&KIND_ACK.to_le_bytes());
     b[4..8].copy_from_slice(&(from as u32).to_le_bytes());
@@ -104,7 +104,7 @@ pub(super) fn encode_ack(from: usize, op: u64) -> [u8; ACK_BYTES] {
 }
 
 /// The goodbye of `from`.
-pub(super) fn encode_goodbye(from: usize) -> [u8; ACK_BYTES] {
+pub(crate) fn encode_goodbye(from: usize) -> [u8; ACK_BYTES] {
     let mut b = [0u8; ACK_BYTES];
     b[0..4].copy_from_slice(&KIND_GOODBYE.to_le_bytes());
     b[4..8].copy_from_slice(&(from as u32).to_le_bytes());
@@ -113,7 +113,7 @@ pub(super) fn encode_goodbye(from: usize) -> [u8; ACK_BYTES] {
 
 /// The message in the first bytes of a receive buffer, checked against the job (`n_pes`)
 /// and this PE's heap of `heap_len` bytes: a malformed one is named, never applied.
-pub(super) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message, String> {
+pub(crate) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message, String> {
     if buf.len() < ACK_BYTES {
         return Err(format!("a message of {} bytes", buf.len()));
     }
@@ -178,6 +178,7 @@ pub(super) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn signal() -> Signal {
         Signal {
@@ -268,5 +269,92 @@ mod tests {
         assert!(decode(&buf[..8], 4, 1 << 20)
             .unwrap_err()
             .contains("of 8 bytes"));
+    }
+
+    fn any_signal(n_pes: usize, heap: u64) -> impl Strategy<Value = Signal> {
+        let offset = prop_oneof![
+            0..heap + 16,
+            heap.saturating_sub(16)..heap + 16,
+            any::<u64>()
+        ];
+        (
+            0..n_pes + 1,
+            any::<u64>(),
+            offset.clone(),
+            0..=MAX_DATA + 1,
+            offset,
+            any::<u64>(),
+            any::<bool>(),
+            any::<u64>(),
+        )
+            .prop_map(
+                |(from, op, data_off, data_len, sig_off, value, add, acked)| Signal {
+                    from,
+                    op,
+                    data_off,
+                    data_len,
+                    sig_off,
+                    value,
+                    sig_op: if add { SignalOp::Add } else { SignalOp::Set },
+                    acked,
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// A signal message decodes as encoded exactly when every field fits the job and
+        /// the heap; whatever it accepts writes only inside the heap, and its data lies
+        /// inside the message.
+        #[test]
+        fn signals_decode_as_encoded_or_are_refused(
+            (heap, s) in (0..1u64 << 16).prop_flat_map(|h| (Just(h), any_signal(4, h))),
+            extra in 0..64usize,
+        ) {
+            let len = (HEADER + s.data_len.min(MAX_DATA) + extra).min(RECV_BYTES);
+            let mut buf = vec![0u8; len];
+            encode_signal(&mut buf, &s);
+            let fits = s.from < 4
+                && s.data_len <= len - HEADER
+                && s.data_off.checked_add(s.data_len as u64).is_some_and(|e| e <= heap)
+                && s.sig_off.is_multiple_of(8)
+                && s.sig_off.checked_add(8).is_some_and(|e| e <= heap);
+            match decode(&buf, 4, heap) {
+                Ok(m) => {
+                    prop_assert!(fits);
+                    prop_assert_eq!(m, Message::Signal(s));
+                }
+                Err(_) => prop_assert!(!fits),
+            }
+            for cut in [0, 1, ACK_BYTES - 1, HEADER - 1] {
+                prop_assert!(decode(&buf[..cut], 4, heap).is_err(), "{} bytes", cut);
+            }
+        }
+
+        /// Acknowledgements and goodbyes decode as encoded, from any PE of the job.
+        #[test]
+        fn acks_and_goodbyes_decode_as_encoded(from in 0..1024usize, op in any::<u64>()) {
+            prop_assert_eq!(decode(&encode_ack(from, op), 1024, 0), Ok(Message::Ack { from, op }));
+            prop_assert_eq!(decode(&encode_goodbye(from), 1024, 0), Ok(Message::Goodbye { from }));
+            prop_assert!(decode(&encode_ack(from, op), from, 0).is_err());
+        }
+
+        /// Whatever bytes arrive, decoding returns (never panics), and a signal it accepts
+        /// touches only the heap and data inside the message.
+        #[test]
+        fn any_bytes_decode_or_are_refused(
+            kind in prop_oneof![1..=3u32, any::<u32>()],
+            from in prop_oneof![0..5u32, any::<u32>()],
+            rest in proptest::collection::vec(any::<u8>(), 0..HEADER + 64),
+            heap in 0..256u64,
+        ) {
+            let buf = [&kind.to_le_bytes()[..], &from.to_le_bytes(), &rest].concat();
+            if let Ok(Message::Signal(s)) = decode(&buf, 4, heap) {
+                prop_assert!(HEADER + s.data_len <= buf.len());
+                prop_assert!(s.data_off + s.data_len as u64 <= heap);
+                prop_assert!(s.sig_off + 8 <= heap && s.sig_off.is_multiple_of(8));
+            }
+        }
     }
 }

@@ -10,8 +10,9 @@
 //! complete as the completion level), checks that the provider has every atomic the
 //! transport issues (`fi_query_atomic`), registers its heap and a bounce buffer, and
 //! allgathers its address, heap base and key (or why it failed, so every PE fails with the
-//! reason). Then every PE's address goes into the address vector. Before that, one round
-//! tells each PE how many PEs share its machine, for `SYMMEM_OFI_PROGRESS=auto`.
+//! reason; [`exchange`]). Then every PE's address goes into the address vector. Before
+//! that, one round tells each PE how many PEs share its machine, for
+//! `SYMMEM_OFI_PROGRESS=auto`.
 //!
 //! # Issuing and completing
 //! Atomics take their operands from the registered bounce buffer; a put is copied into
@@ -54,8 +55,11 @@
 
 mod completions;
 mod deliveries;
+// Crate-visible for the fuzzing decoders (`crate::fuzzing`).
+pub(crate) mod exchange;
 mod ffi;
-mod messages;
+// Crate-visible for the fuzzing decoders (`crate::fuzzing`).
+pub(crate) mod messages;
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -69,6 +73,7 @@ use symmem_sync::Backoff;
 
 use self::completions::Completions;
 use self::deliveries::Deliveries;
+use self::exchange::{PeerHeap, MAX_ADDRESS};
 use self::messages::{Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS};
 use crate::config::OfiProgress;
 use crate::error::{Error, Result};
@@ -246,19 +251,6 @@ impl Drop for Endpoint {
         // SAFETY: opened by symmem_ofi_open, closed once.
         unsafe { ffi::symmem_ofi_close(self.0) }
     }
-}
-
-/// A peer's heap registration.
-#[derive(Debug, Clone, Copy)]
-struct PeerHeap {
-    /// Its base address (or 0 where the provider addresses by offset).
-    base: u64,
-    /// Its length.
-    len: u64,
-    /// Its key.
-    key: u64,
-    /// Whether it takes signals as messages ([`messages`]).
-    messages: bool,
 }
 
 /// The bounce buffer: registered, in 16-byte words so that every slot is aligned; its
@@ -500,7 +492,7 @@ impl OfiTransport {
         let b = setup.bootstrap;
         let mode = progress_mode(setup)?;
         let opened = open(setup, mode.polls);
-        let all = exchange(setup, &opened)?;
+        let all = share_endpoints(setup, &opened)?;
         // A PE whose endpoint did not open fails with its own error; the others name it.
         let mut opened = opened?;
         let (names, addrlen, peers) = addresses(setup, &all)?;
@@ -675,25 +667,18 @@ struct Waiter {
 /// The round in which the PEs learn each other's endpoints: every PE's entry, as
 /// [`addresses`] reads them. A PE whose endpoint did not open takes part too, sending
 /// why, so that every other PE fails naming it.
-fn exchange(setup: &Setup<'_>, opened: &Result<Opened>) -> Result<Vec<Vec<u8>>> {
-    // Sent: 0, address length, address, heap base, length, key, whether it takes
-    // messages; or 1 and why.
+fn share_endpoints(setup: &Setup<'_>, opened: &Result<Opened>) -> Result<Vec<Vec<u8>>> {
     let blob = match opened {
-        Ok(o) => {
-            let mut v = vec![0u8];
-            v.extend_from_slice(&(o.name.len() as u32).to_le_bytes());
-            v.extend_from_slice(&o.name);
-            v.extend_from_slice(&o.heap_base.to_le_bytes());
-            v.extend_from_slice(&(setup.heap.len as u64).to_le_bytes());
-            v.extend_from_slice(&o.attrs.heap_key.to_le_bytes());
-            v.extend_from_slice(&u64::from(o.takes_messages).to_le_bytes());
-            v
-        }
-        Err(e) => {
-            let mut v = vec![1u8];
-            v.extend_from_slice(e.to_string().as_bytes());
-            v
-        }
+        Ok(o) => exchange::encode(
+            &o.name,
+            &PeerHeap {
+                base: o.heap_base,
+                len: setup.heap.len as u64,
+                key: o.attrs.heap_key,
+                messages: o.takes_messages,
+            },
+        ),
+        Err(e) => exchange::encode_failure(&e.to_string()),
     };
     Ok(setup.bootstrap.allgather(&blob)?)
 }
@@ -716,7 +701,8 @@ fn addresses(
     let mut peers = vec![None; setup.remote.len()];
     let mut addrlen = None;
     for (pe, entry) in all.iter().enumerate() {
-        let (name, heap) = decode(entry).map_err(|why| init_err(pe, format!("PE {pe}: {why}")))?;
+        let (name, heap) =
+            exchange::decode(entry).map_err(|why| init_err(pe, format!("PE {pe}: {why}")))?;
         if *addrlen.get_or_insert(name.len()) != name.len() {
             return Err(init_err(
                 pe,
@@ -1049,7 +1035,7 @@ fn open(setup: &Setup<'_>, polls: bool) -> Result<Opened> {
         }));
     }
     let ep = Endpoint(ep);
-    let mut name = vec![0u8; 256];
+    let mut name = vec![0u8; MAX_ADDRESS];
     let mut len = name.len();
     // SAFETY: an open endpoint; a buffer of `len` bytes.
     let rc = unsafe { ffi::symmem_ofi_name(ep.0, name.as_mut_ptr().cast(), &mut len) };
@@ -1082,46 +1068,6 @@ fn open(setup: &Setup<'_>, polls: bool) -> Result<Opened> {
         heap_base,
         takes_messages,
     })
-}
-
-/// One PE's exchange entry: its address and heap, or why its setup failed.
-fn decode(entry: &[u8]) -> std::result::Result<(&[u8], PeerHeap), String> {
-    match entry.split_first() {
-        Some((0, rest)) if rest.len() >= 4 => {
-            let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
-            let rest = &rest[4..];
-            if rest.len() != len + 32 {
-                return Err(format!(
-                    "a malformed exchange entry of {} bytes",
-                    entry.len()
-                ));
-            }
-            let word = |i: usize| {
-                u64::from_le_bytes(
-                    rest[len + 8 * i..len + 8 * i + 8]
-                        .try_into()
-                        .expect("8 bytes"),
-                )
-            };
-            Ok((
-                &rest[..len],
-                PeerHeap {
-                    base: word(0),
-                    len: word(1),
-                    key: word(2),
-                    messages: word(3) == 1,
-                },
-            ))
-        }
-        Some((1, why)) => Err(format!(
-            "its ofi setup failed: {}",
-            String::from_utf8_lossy(why)
-        )),
-        _ => Err(format!(
-            "a malformed exchange entry of {} bytes",
-            entry.len()
-        )),
-    }
 }
 
 /// Starts the thread that drives a manual-progress provider while no application thread
@@ -2299,30 +2245,6 @@ fn signal(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The exchange entry of a PE whose setup failed carries its reason to every PE;
-    /// malformed entries are refused, naming their size.
-    #[test]
-    fn exchange_entries_decode_or_say_why_not() {
-        let mut ok = vec![0u8];
-        ok.extend_from_slice(&3u32.to_le_bytes());
-        ok.extend_from_slice(b"abc");
-        for w in [0x1000u64, 4096, 7, 1] {
-            ok.extend_from_slice(&w.to_le_bytes());
-        }
-        let (name, heap) = decode(&ok).unwrap();
-        assert_eq!(name, b"abc");
-        assert_eq!((heap.base, heap.len, heap.key), (0x1000, 4096, 7));
-        assert!(heap.messages);
-        let failed = [&[1u8][..], b"no provider"].concat();
-        assert_eq!(
-            decode(&failed).unwrap_err(),
-            "its ofi setup failed: no provider"
-        );
-        assert!(decode(&ok[..ok.len() - 1])
-            .unwrap_err()
-            .contains("malformed exchange entry of 39 bytes"));
-    }
 
     #[test]
     fn gpu_heap_registration_is_probed_by_provider() {
