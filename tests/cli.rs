@@ -109,3 +109,45 @@ fn symrun_passes_the_programs_own_arguments_untouched() {
         "{stdout}"
     );
 }
+
+/// Without `--tag-output`, symrun still forwards each PE's output in whole lines, stdout
+/// and stderr apart: four PEs that each write a line in two pieces, all at once, never mix
+/// mid-line (before, their pieces came through as written: `start-0 start-1 ... end-0`).
+#[test]
+fn symrun_forwards_whole_lines_with_or_without_tags() {
+    let script = "printf 'start-%s ' $SYMMEM_LAUNCH_RANK; printf 'err-%s ' $SYMMEM_LAUNCH_RANK >&2; \
+                  sleep 0.3; printf 'end-%s\\n' $SYMMEM_LAUNCH_RANK; \
+                  printf 'done-%s\\n' $SYMMEM_LAUNCH_RANK >&2; printf 'tail-%s' $SYMMEM_LAUNCH_RANK";
+    for tagged in [false, true] {
+        let mut args = vec!["-n", "4"];
+        if tagged {
+            args.push("--tag-output");
+        }
+        args.extend(["sh", "-c", script]);
+        let out = run(SYMRUN, &args);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{stdout}{stderr}");
+        for (stream, first, last) in [(&stdout, "start", "end"), (&stderr, "err", "done")] {
+            let mut seen = Vec::new();
+            for line in stream.lines() {
+                let (tag, body) = match line.strip_prefix("[PE ") {
+                    Some(rest) => rest.split_once("] ").expect("a tagged line"),
+                    None => ("", line),
+                };
+                assert_eq!(tagged, !tag.is_empty(), "{line:?} in {stream:?}");
+                let rank = body.rsplit('-').next().expect("a rank");
+                if tagged {
+                    assert_eq!(tag, rank, "{line:?}");
+                }
+                if let Some(rest) = body.strip_prefix(&format!("{first}-{rank} ")) {
+                    assert_eq!(rest, format!("{last}-{rank}"), "a mixed line: {stream:?}");
+                } else {
+                    assert_eq!(body, format!("tail-{rank}"), "a mixed line: {stream:?}");
+                }
+                seen.push(line.to_string());
+            }
+            let whole = if first == "start" { 8 } else { 4 };
+            assert_eq!(seen.len(), whole, "{stream:?}");
+        }
+    }
+}

@@ -42,6 +42,8 @@ pub const ENV_HELPER_CPUS: &str = "SYMMEM_LAUNCH_HELPER_CPUS";
 
 /// Longest the launcher sleeps between checks of its children.
 const POLL: Duration = Duration::from_millis(50);
+/// How long the job's exit waits for its output to be copied once every PE has exited.
+const PUMP_DRAIN: Duration = Duration::from_secs(2);
 /// After the first failed exit is seen, how long to gather others before naming the first.
 const SETTLE: Duration = Duration::from_millis(200);
 
@@ -54,7 +56,8 @@ pub struct LaunchOptions {
     pub program: OsString,
     /// Its arguments.
     pub args: Vec<OsString>,
-    /// Prefix every output line with `[PE i] `.
+    /// Prefix every output line with `[PE i] `. Either way the PEs' output is forwarded
+    /// in whole lines, stdout and stderr apart, so two PEs' lines never mix mid-line.
     pub tag_output: bool,
     /// Bootstrap deadline handed to the rendezvous.
     pub timeout: Duration,
@@ -97,9 +100,7 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
         if let Some(helpers) = placement.helper_cpus(rank) {
             cmd.env(ENV_HELPER_CPUS, helpers.to_string());
         }
-        if opts.tag_output {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        }
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let cpus = placement.cpus(rank);
         // Built here: the child may not allocate between fork and exec.
         let mask = cpus.map(|c| c.mask());
@@ -134,21 +135,33 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
                 ));
             }
         };
-        if opts.tag_output {
-            if let Some(out) = child.stdout.take() {
-                pumps.push(pump(rank, out, false));
-            }
-            if let Some(err) = child.stderr.take() {
-                pumps.push(pump(rank, err, true));
-            }
+        let tag = opts.tag_output.then(|| format!("[PE {rank}] "));
+        if let Some(out) = child.stdout.take() {
+            pumps.push(pump(tag.clone(), out, false));
+        }
+        if let Some(err) = child.stderr.take() {
+            pumps.push(pump(tag, err, true));
         }
         children.push(Some(child));
     }
     let code = supervise(&mut children, &server, opts.kill_grace);
-    for p in pumps {
+    finish_pumps(pumps, PUMP_DRAIN);
+    Ok(code)
+}
+
+/// Waits for the output pumps to copy what the PEs wrote before they exited, but no longer
+/// than `limit`: a process a PE started in the background may hold its pipe open for ever,
+/// and the job's exit must not wait for it.
+fn finish_pumps(pumps: Vec<JoinHandle<()>>, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    let mut backoff = Duration::from_millis(1);
+    while pumps.iter().any(|p| !p.is_finished()) && Instant::now() < deadline {
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).min(POLL);
+    }
+    for p in pumps.into_iter().filter(|p| p.is_finished()) {
         let _ = p.join();
     }
-    Ok(code)
 }
 
 /// Waits for every child; on the first failure, reports it and later kills the rest.
@@ -300,8 +313,14 @@ fn signal_name(sig: i32) -> String {
         .into_owned()
 }
 
-/// Copies a child's stream to ours line by line, prefixed with its PE.
-fn pump(rank: usize, stream: impl Read + Send + 'static, is_stderr: bool) -> JoinHandle<()> {
+/// Copies a child's stream to ours in whole lines (one write each, so lines of different
+/// PEs never mix), each prefixed with `tag` where there is one; a last line without a
+/// newline gets one.
+fn pump(
+    tag: Option<String>,
+    stream: impl Read + Send + 'static,
+    is_stderr: bool,
+) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stream);
         let mut line = Vec::new();
@@ -314,13 +333,15 @@ fn pump(rank: usize, stream: impl Read + Send + 'static, is_stderr: bool) -> Joi
             if !line.ends_with(b"\n") {
                 line.push(b'\n');
             }
-            let mut tagged = format!("[PE {rank}] ").into_bytes();
-            tagged.extend_from_slice(&line);
+            if let Some(tag) = &tag {
+                line.splice(0..0, tag.bytes());
+            }
             // One write per line keeps lines from different PEs whole.
             let _ = if is_stderr {
-                std::io::stderr().lock().write_all(&tagged)
+                std::io::stderr().lock().write_all(&line)
             } else {
-                std::io::stdout().lock().write_all(&tagged)
+                let mut out = std::io::stdout().lock();
+                out.write_all(&line).and_then(|()| out.flush())
             };
         }
     })

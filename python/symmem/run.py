@@ -24,7 +24,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("-n", "--np", type=int, required=True, metavar="N",
                         help="number of PEs to start")
     parser.add_argument("--tag-output", action="store_true",
-                        help="prefix each output line with [PE i]")
+                        help="prefix each output line with [PE i] (lines are whole either way)")
     parser.add_argument("-m", dest="module", metavar="MODULE",
                         help="run a library module as a script (as python -m)")
     parser.add_argument("program", nargs="?", help="the script to run")

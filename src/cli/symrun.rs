@@ -21,7 +21,7 @@ pub struct Args {
     /// Number of PEs to start on this machine (-np N is taken too)
     #[arg(short = 'n', long = "np", value_name = "N", value_parser = pes)]
     pub n_pes: usize,
-    /// Prefix each output line with [PE i]
+    /// Prefix each output line with [PE i] (output is forwarded in whole lines either way)
     #[arg(long)]
     pub tag_output: bool,
     /// After the first PE fails, how long the others may take to exit on their own
