@@ -170,16 +170,20 @@ static int check_atomics(struct fid_domain *d, char *err, size_t len)
 	return 0;
 }
 
+/* Closes what symmem_ofi_open opened, each object before what it is bound to: the memory
+ * regions first (with FI_MR_ENDPOINT they are bound to the endpoint, and such providers
+ * refuse to close an endpoint that still has them), then the endpoint, then the address
+ * vector and CQ it was bound to, then the domain, then the fabric. */
 void symmem_ofi_close(struct symmem_ofi *o)
 {
 	if (!o)
 		return;
-	if (o->ep)
-		fi_close(&o->ep->fid);
 	if (o->heap_mr)
 		fi_close(&o->heap_mr->fid);
 	if (o->bounce_mr)
 		fi_close(&o->bounce_mr->fid);
+	if (o->ep)
+		fi_close(&o->ep->fid);
 	if (o->av)
 		fi_close(&o->av->fid);
 	if (o->cq)

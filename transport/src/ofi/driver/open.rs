@@ -258,3 +258,67 @@ pub(in crate::ofi) fn open(setup: &Setup<'_>, polls: bool) -> Result<Opened> {
         takes_messages,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// The shim closes each libfabric object before what it is bound to: memory regions
+    /// (bound to the endpoint under `FI_MR_ENDPOINT`, whose providers refuse to close an
+    /// endpoint that still has them), the endpoint, the address vector, CQ and counters
+    /// it was bound to, the domain, the fabric; and it closes every object it holds.
+    #[test]
+    fn the_shim_closes_memory_regions_then_the_endpoint_then_what_it_was_bound_to() {
+        let shim = include_str!("../shim.c");
+        let rank = |kind: &str| match kind {
+            "fid_mr" => 0,
+            "fid_ep" => 1,
+            "fid_av" | "fid_cq" | "fid_cntr" => 2,
+            "fid_domain" => 3,
+            "fid_fabric" => 4,
+            other => panic!("the shim holds a {other}: say when it closes"),
+        };
+        let held = shim
+            .split("struct symmem_ofi {")
+            .nth(1)
+            .and_then(|rest| rest.split("};").next())
+            .expect("the shim's struct symmem_ofi");
+        // Every `struct fid_* *name;` field: (name, rank of its kind).
+        let fields: Vec<(&str, u32)> = held
+            .lines()
+            .filter_map(|line| {
+                let line = line.trim().strip_prefix("struct fid_")?;
+                let (kind, name) = line.split_once(" *")?;
+                Some((name.trim_end_matches(';'), rank(&format!("fid_{kind}"))))
+            })
+            .collect();
+        assert!(fields.len() >= 7, "{fields:?}");
+        let close = shim
+            .split("void symmem_ofi_close(struct symmem_ofi *o)")
+            .nth(1)
+            .and_then(|rest| rest.split("\n}\n").next())
+            .expect("the shim's symmem_ofi_close");
+        let closed: Vec<&str> = close
+            .split("fi_close(&o->")
+            .skip(1)
+            .filter_map(|rest| rest.split("->fid)").next())
+            .collect();
+        let ranks: Vec<u32> = closed
+            .iter()
+            .map(|name| {
+                fields
+                    .iter()
+                    .find(|(field, _)| field == name)
+                    .unwrap_or_else(|| panic!("closes {name}, which the shim does not hold"))
+                    .1
+            })
+            .collect();
+        assert!(
+            ranks.windows(2).all(|w| w[0] <= w[1]),
+            "closed in the order {closed:?}; each object must close before what it is bound to (MRs, endpoint, AV/CQ/counters, domain, fabric)"
+        );
+        let mut names: Vec<&str> = closed.clone();
+        names.sort_unstable();
+        let mut expected: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+        expected.sort_unstable();
+        assert_eq!(names, expected, "every object closed once");
+    }
+}
