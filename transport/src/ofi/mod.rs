@@ -77,6 +77,7 @@ use self::deliveries::Deliveries;
 use self::driver::open::{addresses, log_endpoint, open, piece_bytes, share_endpoints};
 use self::driver::probe::{probe, probe_fabric, probe_hmem};
 use self::driver::progress::{progress_mode, start_progress, Activity};
+use self::driver::{machine, placement};
 use self::exchange::PeerHeap;
 use self::messages::{Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS};
 use crate::error::{Error, Result};
@@ -349,8 +350,10 @@ impl OfiTransport {
         let me = setup.me;
         let n = setup.remote.len();
         let b = setup.bootstrap;
-        let mode = progress_mode(setup)?;
-        let opened = open(setup, mode.polls);
+        let near = placement::this_pe(setup.gpu_pci_bus_id);
+        let neighbours = machine::learn(setup, &near.key())?;
+        let mode = progress_mode(setup, neighbours.machine_pes);
+        let opened = open(setup, mode.polls, &near, neighbours.near_rank);
         let all = share_endpoints(setup, &opened)?;
         // A PE whose endpoint did not open fails with its own error; the others name it.
         let mut opened = opened?;

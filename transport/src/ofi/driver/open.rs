@@ -3,6 +3,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CString};
 
+use super::placement::{place, Near};
 use super::probe::{probe, probe_hmem, providers};
 use super::progress::ProgressMode;
 use crate::error::{Error, Result};
@@ -153,9 +154,16 @@ pub(in crate::ofi) fn piece_bytes(attrs: &ffi::Attrs) -> usize {
     SLOT_BYTES.min(attrs.max_msg_size.max(64))
 }
 
-/// Opens this PE's endpoint on the configured provider and registers the heap; its
-/// completion queue has a wait object unless the progress thread `polls`.
-pub(in crate::ofi) fn open(setup: &Setup<'_>, polls: bool) -> Result<Opened> {
+/// Opens this PE's endpoint on the configured provider, on the domain nearest it (`near`,
+/// `near_rank`-th of its machine's PEs near the same nodes: [`super::placement`]), and
+/// registers the heap; its completion queue has a wait object unless the progress thread
+/// `polls`.
+pub(in crate::ofi) fn open(
+    setup: &Setup<'_>,
+    polls: bool,
+    near: &Near,
+    near_rank: usize,
+) -> Result<Opened> {
     let me = setup.me;
     let fail = |detail: String| Error::Transport {
         transport: "ofi",
@@ -187,6 +195,22 @@ pub(in crate::ofi) fn open(setup: &Setup<'_>, polls: bool) -> Result<Opened> {
                 .map_err(|_| fail(format!("SYMMEM_OFI_PROVIDER={p:?} contains a NUL byte")))
         })
         .transpose()?;
+    let domain = place(
+        me,
+        provider.as_deref().unwrap_or_default(),
+        cuda_device >= 0,
+        near,
+        near_rank,
+        setup.config.ofi_domain.as_deref(),
+    )
+    .map_err(fail)?;
+    let text = |what: &str, s: &str| {
+        CString::new(s).map_err(|_| fail(format!("{what} {s:?} contains a NUL byte")))
+    };
+    let (domain_name, fabric_name) = (
+        text("domain", &domain.name)?,
+        text("fabric", &domain.fabric)?,
+    );
     let mut bounce = Bounce::new();
     let mut attrs = ffi::Attrs::default();
     let mut ep = std::ptr::null_mut();
@@ -196,6 +220,8 @@ pub(in crate::ofi) fn open(setup: &Setup<'_>, polls: bool) -> Result<Opened> {
     let rc = unsafe {
         ffi::symmem_ofi_open(
             prov.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+            domain_name.as_ptr(),
+            fabric_name.as_ptr(),
             setup.heap.base as *mut c_void,
             setup.heap.len,
             cuda_device,

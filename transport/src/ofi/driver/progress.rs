@@ -78,18 +78,10 @@ pub(in crate::ofi) struct ProgressMode {
     pub(in crate::ofi) why: String,
 }
 
-/// This PE's progress mode (`SYMMEM_OFI_PROGRESS`): for `auto`, the PEs learn which of
-/// them share this machine (a round of the bootstrap every PE takes part in, whatever it
-/// was asked for, so that PEs set differently still meet).
-pub(in crate::ofi) fn progress_mode(setup: &Setup<'_>) -> Result<ProgressMode> {
-    let mine = machine_id();
-    let all = setup.bootstrap.allgather(mine.as_bytes())?;
-    let machine_pes = all.iter().filter(|id| **id == mine.as_bytes()).count();
-    Ok(choose_progress(
-        setup.config.ofi_progress,
-        helper_cpus(),
-        machine_pes,
-    ))
+/// This PE's progress mode (`SYMMEM_OFI_PROGRESS`), with `machine_pes` PEs on its machine
+/// ([`super::machine`]).
+pub(in crate::ofi) fn progress_mode(setup: &Setup<'_>, machine_pes: usize) -> ProgressMode {
+    choose_progress(setup.config.ofi_progress, helper_cpus(), machine_pes)
 }
 
 /// The CPUs the progress thread may run on.
@@ -143,16 +135,6 @@ fn choose_progress(asked: OfiProgress, cpus: Cpus, machine_pes: usize) -> Progre
         thread: true,
         why,
     }
-}
-
-/// What names this machine among the job's PEs: its kernel's boot id (containers on one
-/// host share it), or its hostname; without either, every PE says "" and all count as one
-/// machine, which errs towards blocking.
-fn machine_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|id| id.trim().to_string())
-        .or_else(|_| std::fs::read_to_string("/proc/sys/kernel/hostname"))
-        .unwrap_or_default()
 }
 
 /// The CPUs the progress thread may run on: the spare ones symrun chose for the PE's
