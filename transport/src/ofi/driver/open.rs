@@ -180,7 +180,7 @@ pub(in crate::ofi) fn open(
         (false, Some(ordinal)) => {
             if let Err(why) = probe_hmem(provider.as_deref()) {
                 return Err(fail(format!(
-                    "the GPU heap cannot be registered: {why}{}",
+                    "the GPU heap cannot be served over ofi: {why}{}",
                     crate::agree::staging_hint(setup.config.allow_host_staging)
                 )));
             }
