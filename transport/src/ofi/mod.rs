@@ -5,14 +5,16 @@
 //! atomics, else the first provider with them).
 //!
 //! # Connecting
-//! Each PE opens its endpoint (`shim.c`: `fi_getinfo` with `FI_RMA | FI_ATOMIC` on an RDM
+//! Each PE opens its endpoint on the libfabric domain nearest it ([`driver::placement`];
+//! `SYMMEM_OFI_DOMAIN` pins one) (`shim.c`: `fi_getinfo` with `FI_RMA | FI_ATOMIC` on an RDM
 //! endpoint, every memory-registration mode the transport can honour, and delivery
 //! complete as the completion level), checks that the provider has every atomic the
 //! transport issues (`fi_query_atomic`), registers its heap and a bounce buffer, and
 //! allgathers its address, heap base and key (or why it failed, so every PE fails with the
 //! reason; [`exchange`]). Then every PE's address goes into the address vector. Before
 //! that, one round tells each PE how many PEs share its machine, for
-//! `SYMMEM_OFI_PROGRESS=auto`.
+//! `SYMMEM_OFI_PROGRESS=auto`, and its rank among those near the same NUMA nodes, for
+//! placement ([`driver::machine`]).
 //!
 //! # Issuing and completing
 //! Atomics take their operands from the registered bounce buffer; a put is copied into
