@@ -295,3 +295,60 @@ fn litmus_with_manual_progress_where_only_calls_drive_it() {
     env.push(("SYMMEM_LITMUS_THREADS", "4"));
     run_ok(4, "litmus", &env);
 }
+
+/// Each PE's init log names the libfabric domain it opens and why (here tcp's
+/// interfaces, whose NUMA nodes sysfs does not give: libfabric's first, the same on every
+/// PE); `SYMMEM_OFI_DOMAIN` pins one (`lo` reaches every PE of the 2 simulated nodes),
+/// and one the provider does not offer fails init on every PE, naming those it offers.
+#[test]
+fn each_pe_names_its_domain_and_a_pinned_one_is_taken_or_named_missing() {
+    let mut env = over(TCP).to_vec();
+    env.push(("SYMMEM_DEBUG", "info"));
+    let job = run_ok(2, "barrier_sync", &env);
+    let domains: Vec<&str> = job
+        .stderr
+        .lines()
+        .filter_map(|l| l.split("ofi domain ").nth(1))
+        .filter_map(|rest| rest.split(' ').next())
+        .collect();
+    assert_eq!(
+        domains.len(),
+        2,
+        "every PE names its domain:\n{}",
+        job.stderr
+    );
+    assert!(
+        domains.iter().all(|d| *d == domains[0]),
+        "one fabric, no NUMA nodes: the same domain on every PE: {domains:?}"
+    );
+    env.push(("SYMMEM_OFI_DOMAIN", "lo"));
+    let job = run_ok(2, "barrier_sync", &env);
+    let pinned = "ofi domain lo (tcp;ofi_rxm): SYMMEM_OFI_DOMAIN=lo";
+    let said = job.stderr.lines().filter(|l| l.contains(pinned)).count();
+    assert_eq!(said, 2, "every PE logs {pinned:?}:\n{}", job.stderr);
+    let env = [
+        ("SYMMEM_SIMULATE_NODES", "2"),
+        ("SYMMEM_REMOTE_TRANSPORT", "ofi"),
+        ("SYMMEM_OFI_PROVIDER", TCP),
+        ("SYMMEM_OFI_DOMAIN", "nosuchnic"),
+        ("SYMMEM_TIMEOUT", "20"),
+    ];
+    let job = run_symrun(2, "init_error", &env);
+    job.assert_success();
+    let errors = job.lines_with("ERROR: ");
+    assert_eq!(
+        errors.len(),
+        2,
+        "every PE fails init:\n{}\n{}",
+        job.stdout,
+        job.stderr
+    );
+    for line in errors {
+        assert!(
+            line.contains(
+                "SYMMEM_OFI_DOMAIN=\"nosuchnic\": the provider offers no such domain; it offers "
+            ) && line.contains("lo (fabric 127.0.0.1/32"),
+            "{line}"
+        );
+    }
+}

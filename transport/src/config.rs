@@ -37,6 +37,9 @@ pub struct TransportConfig {
     pub ofi_provider: Option<String>,
     /// `SYMMEM_OFI_PROGRESS`: how the ofi transport's progress thread waits for work.
     pub ofi_progress: OfiProgress,
+    /// `SYMMEM_OFI_DOMAIN`: the libfabric domain (NIC) every PE of this process opens;
+    /// `None` = each PE takes the one nearest its GPU or CPUs.
+    pub ofi_domain: Option<String>,
 }
 
 #[cfg(test)]
@@ -58,6 +61,7 @@ impl TransportConfig {
             allow_host_staging: false,
             ofi_provider: None,
             ofi_progress: OfiProgress::Auto,
+            ofi_domain: None,
         }
     }
 }

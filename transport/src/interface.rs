@@ -157,6 +157,9 @@ pub struct Setup<'a> {
     /// The CUDA device (ordinal) whose memory holds a GPU heap, for transports that
     /// register it by device (ofi's `FI_HMEM_CUDA`); `None` on a CPU PE.
     pub gpu_ordinal: Option<i32>,
+    /// The PCI bus id of this PE's GPU (`0000:1b:00.0`, as CUDA names it), for transports
+    /// that place the PE on the NIC nearest it (ofi's domain choice); `None` on a CPU PE.
+    pub gpu_pci_bus_id: Option<&'a str>,
     /// `peer_bases[pe]`: where `pe`'s heap is mapped here (host memory), 0 if it is not.
     pub peer_bases: &'a [u64],
     /// When connecting must be done.

@@ -212,6 +212,8 @@ pub struct Config {
     pub ofi_provider: Option<String>,
     /// `SYMMEM_OFI_PROGRESS`.
     pub ofi_progress: OfiProgress,
+    /// `SYMMEM_OFI_DOMAIN`.
+    pub ofi_domain: Option<String>,
     /// `SYMMEM_DEVICE`.
     pub device: DeviceChoice,
     /// `SYMMEM_EXEC_SEED`: the CPU executor's lane schedule; `None` = thread index order.
@@ -263,6 +265,7 @@ impl Config {
             allow_host_staging: self.allow_host_staging,
             ofi_provider: self.ofi_provider.clone(),
             ofi_progress: self.ofi_progress,
+            ofi_domain: self.ofi_domain.clone(),
         }
     }
 }
@@ -356,6 +359,7 @@ impl Config {
             socket_ifname: r.value("SYMMEM_SOCKET_IFNAME"),
             ofi_provider: r.value("SYMMEM_OFI_PROVIDER"),
             ofi_progress: r.choice("SYMMEM_OFI_PROGRESS", OFI_PROGRESS)?,
+            ofi_domain: r.value("SYMMEM_OFI_DOMAIN"),
             exec_seed: r.optional_u64("SYMMEM_EXEC_SEED")?,
             exec_stack_size: r.parse_or_default("SYMMEM_EXEC_STACK_SIZE", |v| {
                 parse_size(v).and_then(|n| match n >= MIN_EXEC_STACK {
@@ -475,6 +479,10 @@ impl Config {
                 self.ofi_provider.clone().unwrap_or_else(|| "(auto)".into()),
             ),
             ("SYMMEM_OFI_PROGRESS", self.ofi_progress.to_string()),
+            (
+                "SYMMEM_OFI_DOMAIN",
+                self.ofi_domain.clone().unwrap_or_else(|| "(auto)".into()),
+            ),
             ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
             (
                 "SYMMEM_EXEC_SEED",

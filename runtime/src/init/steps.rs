@@ -166,12 +166,15 @@ fn connect_transport(
     #[cfg(not(feature = "cuda"))]
     let export_gpu_heap = None;
     #[cfg(feature = "cuda")]
-    let gpu_ordinal = match heap.backend() {
-        crate::heap::Backend::Cuda(c) => Some(c.gpu().ordinal as i32),
-        crate::heap::Backend::Memfd(_) => None,
+    let (gpu_ordinal, gpu_pci_bus_id) = match heap.backend() {
+        crate::heap::Backend::Cuda(c) => (
+            Some(c.gpu().ordinal as i32),
+            Some(c.gpu().pci_bus_id.as_str()),
+        ),
+        crate::heap::Backend::Memfd(_) => (None, None),
     };
     #[cfg(not(feature = "cuda"))]
-    let gpu_ordinal = None;
+    let (gpu_ordinal, gpu_pci_bus_id) = (None, None);
     let connected = transport::connect(&transport::Setup {
         bootstrap,
         config: &config.transport(),
@@ -183,6 +186,7 @@ fn connect_transport(
             host: heap.host_accessible(),
         },
         gpu_ordinal,
+        gpu_pci_bus_id,
         peer_bases: &mapped,
         deadline,
         counter: &|name| counters.transport(name),

@@ -114,6 +114,8 @@ extern "C" {
     pub(super) fn symmem_ofi_providers(out: *mut c_char, len: usize) -> c_int;
     pub(super) fn symmem_ofi_open(
         prov: *const c_char,
+        domain: *const c_char,
+        fabric: *const c_char,
         heap: *mut c_void,
         heap_len: usize,
         heap_cuda_device: c_int,
@@ -127,6 +129,12 @@ extern "C" {
         errlen: usize,
     ) -> c_int;
     pub(super) fn symmem_ofi_hmem(prov: *const c_char) -> c_int;
+    pub(super) fn symmem_ofi_domains(
+        prov: *const c_char,
+        hmem: c_int,
+        out: *mut c_char,
+        len: usize,
+    ) -> c_int;
     pub(super) fn symmem_ofi_known(prov: *const c_char) -> c_int;
     pub(super) fn symmem_ofi_close(o: *mut SymmemOfi);
     pub(super) fn symmem_ofi_trywait(o: *mut SymmemOfi) -> c_int;

@@ -5,14 +5,16 @@
 //! atomics, else the first provider with them).
 //!
 //! # Connecting
-//! Each PE opens its endpoint (`shim.c`: `fi_getinfo` with `FI_RMA | FI_ATOMIC` on an RDM
+//! Each PE opens its endpoint on the libfabric domain nearest it ([`driver::placement`];
+//! `SYMMEM_OFI_DOMAIN` pins one) (`shim.c`: `fi_getinfo` with `FI_RMA | FI_ATOMIC` on an RDM
 //! endpoint, every memory-registration mode the transport can honour, and delivery
 //! complete as the completion level), checks that the provider has every atomic the
 //! transport issues (`fi_query_atomic`), registers its heap and a bounce buffer, and
 //! allgathers its address, heap base and key (or why it failed, so every PE fails with the
 //! reason; [`exchange`]). Then every PE's address goes into the address vector. Before
 //! that, one round tells each PE how many PEs share its machine, for
-//! `SYMMEM_OFI_PROGRESS=auto`.
+//! `SYMMEM_OFI_PROGRESS=auto`, and its rank among those near the same NUMA nodes, for
+//! placement ([`driver::machine`]).
 //!
 //! # Issuing and completing
 //! Atomics take their operands from the registered bounce buffer; a put is copied into
@@ -55,6 +57,7 @@
 
 mod completions;
 mod deliveries;
+mod driver;
 // Crate-visible for the fuzzing decoders (`crate::fuzzing`).
 pub(crate) mod exchange;
 mod ffi;
@@ -62,7 +65,7 @@ mod ffi;
 pub(crate) mod messages;
 
 use std::collections::VecDeque;
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -73,9 +76,12 @@ use symmem_sync::Backoff;
 
 use self::completions::Completions;
 use self::deliveries::Deliveries;
-use self::exchange::{PeerHeap, MAX_ADDRESS};
+use self::driver::open::{addresses, log_endpoint, open, piece_bytes, share_endpoints};
+use self::driver::probe::{probe, probe_fabric, probe_hmem};
+use self::driver::progress::{progress_mode, start_progress, Activity};
+use self::driver::{machine, placement};
+use self::exchange::PeerHeap;
 use self::messages::{Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS};
-use crate::config::OfiProgress;
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
 use crate::registry::{code, counted, Auto, Entry};
@@ -108,18 +114,6 @@ const DIRECT_PUT_BYTES: usize = 1 << 20;
 const DIRECT_STREAM_BYTES: usize = 128 << 10;
 /// Bounce slots: how many pieces can be in flight.
 const SLOTS: usize = 16;
-/// How long the progress thread sleeps between two progress calls where it cannot block.
-const PROGRESS_SLEEP: Duration = Duration::from_micros(20);
-/// The progress thread leaves progress to the application's threads while one called in
-/// this recently.
-const STAND_ASIDE: Duration = Duration::from_micros(100);
-/// The longest the progress thread stands aside at once: while the application's threads
-/// keep calling in, it checks again after a quarter of the time they have done so, from
-/// [`STAND_ASIDE`] up to this (each check takes the core from a thread that polls; with a
-/// check every 100 µs a put_signal ping-pong over tcp;ofi_rxm took 48-58 µs one way, with
-/// these 32-41). A thread that stops calling in leaves peers' operations unserved at most
-/// this long.
-const MAX_ASIDE: Duration = Duration::from_millis(1);
 /// How long a failed put or get waits for pieces still posted from or into the caller's
 /// buffer where `SYMMEM_TIMEOUT` is unset, before the endpoint is closed.
 const SETTLE_LIMIT: Duration = Duration::from_secs(60);
@@ -133,111 +127,6 @@ const PROBE_AFTER: Duration = Duration::from_secs(1);
 const POLL_FRESH: Duration = Duration::from_micros(20);
 /// How long a PE shutting its endpoint down drives progress so that its goodbyes leave.
 const GOODBYE_WAIT: Duration = Duration::from_millis(2);
-/// How often the progress thread of a failed endpoint serves the peers still healthy.
-const FAILED_POLL: Duration = Duration::from_millis(1);
-/// The longest the progress thread blocks on the wait object before checking for stop.
-const BLOCK_MS: i32 = 10;
-/// After the wait object woke it (a peer's operation arrived), the progress thread keeps
-/// polling, yielding its core between polls, this long before it blocks again: a peer
-/// issuing one operation after another (a get loop) is served without a wake-up each
-/// time (over tcp;ofi_rxm here a blocked thread's wake-up took a get from 16-22 to
-/// 40-48 µs).
-const HOT: Duration = Duration::from_micros(500);
-
-/// The provider the ofi transport would use (`provider`, or the first that `fi_getinfo`
-/// offers with RDM endpoints, RMA and atomics, and that is not known to fail), or why
-/// there is none.
-fn probe(provider: Option<&str>) -> std::result::Result<String, String> {
-    let offered = providers()?;
-    match provider {
-        Some(p) if offered.split(", ").any(|o| o == p) => Ok(p.to_string()),
-        Some(p) => Err(format!(
-            "libfabric {} here; fi_getinfo offers: {}",
-            if known(p) {
-                format!("has a provider {p:?}, but not with RDM endpoints, RMA and atomics (FI_EP_RDM, FI_RMA | FI_ATOMIC)")
-            } else {
-                format!("has no provider {p:?} with RDM endpoints, RMA and atomics")
-            },
-            if offered.is_empty() { "none" } else { &offered }
-        )),
-        None if offered.is_empty() => {
-            Err("libfabric offers no provider with RDM endpoints, RMA and atomics here".into())
-        }
-        None => Ok(unnamed_choice(&offered).to_string()),
-    }
-}
-
-/// The provider taken where none is named, among `offered` (`fi_getinfo`'s, comma-separated,
-/// none empty): the first fabric provider, as `auto` names it when it picks ofi
-/// ([`probe_fabric`]), else the first one. The provider opened is the one chosen and logged.
-fn unnamed_choice(offered: &str) -> &str {
-    let mut names = offered.split(", ").filter(|p| !p.is_empty());
-    let first = names.clone().next().unwrap_or_default();
-    names.find(|p| is_fabric(p)).unwrap_or(first)
-}
-
-/// Providers over the host's own network stack or shared memory (the core provider, before
-/// any `;ofi_rx*` utility layer): `auto` leaves them to the socket transport, which is
-/// faster over TCP and needless within a node.
-const HOST_PROVIDERS: &[&str] = &["tcp", "udp", "sockets", "shm", "net"];
-
-/// The first fabric provider `fi_getinfo` offers with RDM endpoints, RMA and atomics (one
-/// not over the host's network stack: efa, cxi, `verbs;ofi_rxm`, psm3, opx, …), for
-/// `SYMMEM_REMOTE_TRANSPORT=auto`; or why there is none, naming what it offers.
-fn probe_fabric() -> std::result::Result<String, String> {
-    let offered = providers()?;
-    Some(unnamed_choice(&offered))
-        .filter(|p| !p.is_empty() && is_fabric(p))
-        .map(str::to_string)
-        .ok_or_else(|| {
-            format!(
-                "no libfabric fabric provider (libfabric offers {}; tcp, udp, sockets and shm are left to the socket transport)",
-                if offered.is_empty() { "none" } else { &offered }
-            )
-        })
-}
-
-/// Whether `provider` drives a fabric rather than the host's network stack or memory.
-fn is_fabric(provider: &str) -> bool {
-    let core = provider.split(';').next().unwrap_or(provider);
-    !HOST_PROVIDERS.contains(&core)
-}
-
-/// The provider (as [`probe`] picks it) when it can register CUDA memory for RMA and
-/// atomics (`FI_HMEM`, as GPU heaps need), or why not.
-fn probe_hmem(provider: Option<&str>) -> std::result::Result<String, String> {
-    let p = probe(provider)?;
-    let name =
-        CString::new(p.as_str()).map_err(|_| format!("provider {p:?} contains a NUL byte"))?;
-    // SAFETY: a NUL-terminated provider name.
-    match unsafe { ffi::symmem_ofi_hmem(name.as_ptr()) } {
-        0 => Ok(p),
-        ffi::ENODATA => Err(format!(
-            "libfabric's provider {p} cannot register CUDA memory for RMA and atomics (no FI_HMEM: a libfabric built without CUDA, or a provider without it)"
-        )),
-        rc => Err(format!("fi_getinfo failed asking provider {p} for FI_HMEM ({rc})")),
-    }
-}
-
-/// Whether libfabric has a provider named `provider`, whatever it can do.
-fn known(provider: &str) -> bool {
-    let Ok(name) = CString::new(provider) else {
-        return false;
-    };
-    // SAFETY: a NUL-terminated provider name.
-    unsafe { ffi::symmem_ofi_known(name.as_ptr()) == 0 }
-}
-
-/// `fi_getinfo`'s providers, comma-separated.
-fn providers() -> std::result::Result<String, String> {
-    let mut buf = [0 as c_char; 512];
-    // SAFETY: a writable buffer of the given length.
-    let rc = unsafe { ffi::symmem_ofi_providers(buf.as_mut_ptr(), buf.len()) };
-    if rc != 0 {
-        return Err(format!("fi_getinfo failed ({rc})"));
-    }
-    Ok(ffi::text(&buf))
-}
 
 /// An open endpoint; closed when dropped.
 struct Endpoint(*mut ffi::SymmemOfi);
@@ -456,33 +345,6 @@ pub(crate) struct OfiTransport {
     serves_while_idle: bool,
 }
 
-/// When the application's threads last called into the transport.
-struct Activity {
-    since: Instant,
-    /// Nanoseconds after `since` of the last call.
-    last: AtomicU64,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Activity {
-            since: Instant::now(),
-            last: AtomicU64::new(0),
-        }
-    }
-
-    fn mark(&self) {
-        let now = self.since.elapsed().as_nanos() as u64;
-        self.last.store(now, Ordering::Relaxed);
-    }
-
-    /// Whether a call came within `window`.
-    fn recent(&self, window: Duration) -> bool {
-        let now = self.since.elapsed().as_nanos() as u64;
-        now.saturating_sub(self.last.load(Ordering::Relaxed)) < window.as_nanos() as u64
-    }
-}
-
 impl OfiTransport {
     /// Opens this PE's endpoint and connects it to every PE `setup.remote` names.
     /// Collective: every PE calls it.
@@ -490,8 +352,10 @@ impl OfiTransport {
         let me = setup.me;
         let n = setup.remote.len();
         let b = setup.bootstrap;
-        let mode = progress_mode(setup)?;
-        let opened = open(setup, mode.polls);
+        let near = placement::this_pe(setup.gpu_pci_bus_id);
+        let neighbours = machine::learn(setup, &near.key())?;
+        let mode = progress_mode(setup, neighbours.machine_pes);
+        let opened = open(setup, mode.polls, &near, neighbours.near_rank);
         let all = share_endpoints(setup, &opened)?;
         // A PE whose endpoint did not open fails with its own error; the others name it.
         let mut opened = opened?;
@@ -664,63 +528,6 @@ struct Waiter {
     timeout: Option<Duration>,
 }
 
-/// The round in which the PEs learn each other's endpoints: every PE's entry, as
-/// [`addresses`] reads them. A PE whose endpoint did not open takes part too, sending
-/// why, so that every other PE fails naming it.
-fn share_endpoints(setup: &Setup<'_>, opened: &Result<Opened>) -> Result<Vec<Vec<u8>>> {
-    let blob = match opened {
-        Ok(o) => exchange::encode(
-            &o.name,
-            &PeerHeap {
-                base: o.heap_base,
-                len: setup.heap.len as u64,
-                key: o.attrs.heap_key,
-                messages: o.takes_messages,
-            },
-        ),
-        Err(e) => exchange::encode_failure(&e.to_string()),
-    };
-    Ok(setup.bootstrap.allgather(&blob)?)
-}
-
-/// Every PE's endpoint address from the exchanged entries `all` (in PE order, each of the
-/// returned length) and the heaps of the PEs `setup.remote` names.
-fn addresses(
-    setup: &Setup<'_>,
-    all: &[Vec<u8>],
-) -> Result<(Vec<u8>, usize, Vec<Option<PeerHeap>>)> {
-    let me = setup.me;
-    let init_err = |pe: usize, detail: String| Error::Transport {
-        transport: "ofi",
-        op: "init",
-        me,
-        pe,
-        detail,
-    };
-    let mut names = Vec::new();
-    let mut peers = vec![None; setup.remote.len()];
-    let mut addrlen = None;
-    for (pe, entry) in all.iter().enumerate() {
-        let (name, heap) =
-            exchange::decode(entry).map_err(|why| init_err(pe, format!("PE {pe}: {why}")))?;
-        if *addrlen.get_or_insert(name.len()) != name.len() {
-            return Err(init_err(
-                pe,
-                format!(
-                    "PE {pe}'s endpoint address has {} bytes, others' {}: PEs opened different providers",
-                    name.len(),
-                    addrlen.unwrap_or(0)
-                ),
-            ));
-        }
-        names.extend_from_slice(name);
-        if setup.remote.get(pe) == Some(&true) {
-            peers[pe] = Some(heap);
-        }
-    }
-    Ok((names, addrlen.unwrap_or(0), peers))
-}
-
 /// The order bits of `attrs` the transport may rely on for operations of up to `piece`
 /// bytes. Across RMA and atomics (the generic bits), a write after a write (or a read
 /// after a write, a write after a read) keeps its order only up to the provider's
@@ -770,88 +577,6 @@ fn applies_in_order(provider: &str) -> bool {
     matches!(provider.split(';').next(), Some("tcp" | "shm"))
 }
 
-/// Logs what the endpoint is: the provider, its completion level, its progress and which
-/// of the orders the transport uses (`order`, see [`kept_order`]) it does not keep.
-fn log_endpoint(
-    me: usize,
-    attrs: &ffi::Attrs,
-    order: u64,
-    messages: bool,
-    flushes: bool,
-    progress: &ProgressMode,
-    describe: &str,
-) {
-    let kind_bits = |rar: u64| [rar, rar << ffi::RAW, rar << ffi::WAR, rar << ffi::WAW];
-    let generic = [
-        ffi::ORDER_RAR,
-        ffi::ORDER_RAW,
-        ffi::ORDER_WAR,
-        ffi::ORDER_WAW,
-    ];
-    let unordered: Vec<String> = [
-        (kind_bits(ffi::ORDER_RMA_RAR), "RMA_"),
-        (kind_bits(ffi::ORDER_ATOMIC_RAR), "ATOMIC_"),
-        (generic, ""),
-    ]
-    .into_iter()
-    .flat_map(|(bits, kind)| {
-        ["RAR", "RAW", "WAR", "WAW"]
-            .into_iter()
-            .zip(bits)
-            .filter(|&(_, bit)| order & bit == 0)
-            .map(move |(name, _)| format!("{kind}{name}"))
-    })
-    .collect();
-    tracing::info!(
-        target: "init::transport",
-        "PE {me}: ofi transport over {describe}, heap key {:#x}, completion at {}, {}, {}; {}",
-        attrs.heap_key,
-        match (attrs.delivery_complete != 0, flushes) {
-            (true, true) => "delivery (writes that stream to a peer at transmit, made visible by a read where needed)",
-            (true, false) => "delivery",
-            (false, _) => "the provider's default level",
-        },
-        match (attrs.manual_progress != 0, progress.polls, attrs.wait_fd >= 0) {
-            _ if !progress.thread => format!("progress from the application's threads only ({})", progress.why),
-            (true, true, _) => format!("manual progress (from waiting threads, else from the transport's thread, polling: {})", progress.why),
-            (true, false, true) => format!("manual progress (from waiting threads, else from the transport's thread, blocked on the provider's wait object: {})", progress.why),
-            (true, false, false) => "manual progress (from waiting threads, else from the transport's thread, every 20 µs: the provider has no wait object)".to_string(),
-            (false, true, _) => format!("automatic progress (messages read by waiting threads, else by the transport's thread, polling: {})", progress.why),
-            (false, false, _) => "automatic progress".to_string(),
-        },
-        if unordered.is_empty() {
-            "RMA and atomics kept in order by the provider, each and across".to_string()
-        } else {
-            format!(
-                "no {} order from the provider (such an operation waits for the earlier one)",
-                unordered.join("/")
-            )
-        },
-        if messages {
-            format!("put_signals of up to {MAX_DATA} bytes and signals come as messages this PE applies")
-        } else {
-            "signals come as atomics".to_string()
-        }
-    );
-}
-
-/// What `open` made, before the exchange.
-struct Opened {
-    ep: Endpoint,
-    bounce: Bounce,
-    attrs: ffi::Attrs,
-    name: Vec<u8>,
-    heap_base: u64,
-    /// Whether peers' signals come as messages ([`messages`]); its receives are posted.
-    takes_messages: bool,
-}
-
-/// The largest piece of a put or get: a bounce slot, or less where the provider's
-/// messages are smaller.
-fn piece_bytes(attrs: &ffi::Attrs) -> usize {
-    SLOT_BYTES.min(attrs.max_msg_size.max(64))
-}
-
 /// Whether signals to this PE should come as messages: where the endpoint has them, the
 /// provider keeps no order between a write and an atomic after it (else the atomic goes
 /// out behind the data at once), the heap is host memory (the target's CPU applies them)
@@ -862,294 +587,6 @@ fn wants_messages(attrs: &ffi::Attrs, heap_host: bool) -> bool {
         && heap_host
         && attrs.inject_size >= ACK_BYTES
         && attrs.max_msg_size >= RECV_BYTES
-}
-
-/// How the progress thread waits for work, and why.
-struct ProgressMode {
-    /// It polls, yielding its CPU between polls, on a completion queue without a wait
-    /// object; else it blocks on the queue's wait object while idle.
-    polls: bool,
-    /// Whether there is a progress thread at all (not with `manual`).
-    thread: bool,
-    /// Why, for the log.
-    why: String,
-}
-
-/// This PE's progress mode (`SYMMEM_OFI_PROGRESS`): for `auto`, the PEs learn which of
-/// them share this machine (a round of the bootstrap every PE takes part in, whatever it
-/// was asked for, so that PEs set differently still meet).
-fn progress_mode(setup: &Setup<'_>) -> Result<ProgressMode> {
-    let mine = machine_id();
-    let all = setup.bootstrap.allgather(mine.as_bytes())?;
-    let machine_pes = all.iter().filter(|id| **id == mine.as_bytes()).count();
-    Ok(choose_progress(
-        setup.config.ofi_progress,
-        helper_cpus(),
-        machine_pes,
-    ))
-}
-
-/// The CPUs the progress thread may run on.
-#[derive(Clone, Copy)]
-enum Cpus {
-    /// CPUs no PE is bound to, which symrun gave the PE's helper threads.
-    Spare(usize),
-    /// The CPUs of the process, which its own threads use too.
-    Shared(usize),
-}
-
-/// [`progress_mode`] given the CPUs the progress thread may run on and the PEs on this
-/// machine: `auto` polls where each PE's progress thread can have a CPU of its own, one
-/// spare CPU per PE, or two per PE where they share the PEs' CPUs.
-fn choose_progress(asked: OfiProgress, cpus: Cpus, machine_pes: usize) -> ProgressMode {
-    let (polls, why) = match asked {
-        OfiProgress::Manual => {
-            return ProgressMode {
-                // Nobody blocks on the completion queue: it needs no wait object.
-                polls: true,
-                thread: false,
-                why: "SYMMEM_OFI_PROGRESS=manual: no progress thread; peers' operations on this PE complete while its threads call in".to_string(),
-            };
-        }
-        OfiProgress::Poll => (true, "SYMMEM_OFI_PROGRESS=poll".to_string()),
-        OfiProgress::Block => (false, "SYMMEM_OFI_PROGRESS=block".to_string()),
-        OfiProgress::Auto => {
-            let (polls, counted) = match cpus {
-                Cpus::Spare(n) => (
-                    n >= machine_pes,
-                    format!("{n} spare CPUs for the progress threads of {machine_pes} PEs on this machine"),
-                ),
-                Cpus::Shared(n) => (
-                    n >= 2 * machine_pes,
-                    format!("{n} CPUs shared with {machine_pes} PEs on this machine"),
-                ),
-            };
-            let then = if polls {
-                "a CPU for each progress thread; set SYMMEM_OFI_PROGRESS=block to block instead"
-            } else {
-                "too few for a CPU per progress thread; set SYMMEM_OFI_PROGRESS=poll to poll anyway"
-            };
-            (
-                polls,
-                format!("SYMMEM_OFI_PROGRESS=auto: {counted}, {then}"),
-            )
-        }
-    };
-    ProgressMode {
-        polls,
-        thread: true,
-        why,
-    }
-}
-
-/// What names this machine among the job's PEs: its kernel's boot id (containers on one
-/// host share it), or its hostname; without either, every PE says "" and all count as one
-/// machine, which errs towards blocking.
-fn machine_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|id| id.trim().to_string())
-        .or_else(|_| std::fs::read_to_string("/proc/sys/kernel/hostname"))
-        .unwrap_or_default()
-}
-
-/// The CPUs the progress thread may run on: the spare ones symrun chose for the PE's
-/// helper threads, else those the process may run on.
-fn helper_cpus() -> Cpus {
-    match std::env::var(symmem_bootstrap::launcher::ENV_HELPER_CPUS)
-        .ok()
-        .and_then(|list| list.parse::<symmem_bootstrap::affinity::CpuSet>().ok())
-    {
-        Some(spare) => Cpus::Spare(spare.len()),
-        None => Cpus::Shared(std::thread::available_parallelism().map_or(1, |n| n.get())),
-    }
-}
-
-/// Opens this PE's endpoint on the configured provider and registers the heap; its
-/// completion queue has a wait object unless the progress thread `polls`.
-fn open(setup: &Setup<'_>, polls: bool) -> Result<Opened> {
-    let me = setup.me;
-    let fail = |detail: String| Error::Transport {
-        transport: "ofi",
-        op: "init",
-        me,
-        pe: me,
-        detail,
-    };
-    // The provider `probe` picks (the job agreed on ofi after every PE probed).
-    let provider = Some(probe(setup.config.ofi_provider.as_deref()).map_err(fail)?);
-    // A GPU heap is registered as CUDA memory (FI_HMEM_CUDA) of its device.
-    let cuda_device = match (setup.heap.host, setup.gpu_ordinal) {
-        (true, _) => -1,
-        (false, Some(ordinal)) => {
-            if let Err(why) = probe_hmem(provider.as_deref()) {
-                return Err(fail(format!(
-                    "the GPU heap cannot be registered: {why}{}",
-                    crate::agree::staging_hint(setup.config.allow_host_staging)
-                )));
-            }
-            ordinal
-        }
-        (false, None) => return Err(fail("a GPU heap without its CUDA device".into())),
-    };
-    let prov = provider
-        .as_deref()
-        .map(|p| {
-            CString::new(p)
-                .map_err(|_| fail(format!("SYMMEM_OFI_PROVIDER={p:?} contains a NUL byte")))
-        })
-        .transpose()?;
-    let mut bounce = Bounce::new();
-    let mut attrs = ffi::Attrs::default();
-    let mut ep = std::ptr::null_mut();
-    let mut err = [0 as c_char; 512];
-    // SAFETY: the heap and bounce buffer stay allocated while the endpoint is open (the
-    // heap until shutdown, which closes it first); valid out-parameters.
-    let rc = unsafe {
-        ffi::symmem_ofi_open(
-            prov.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
-            setup.heap.base as *mut c_void,
-            setup.heap.len,
-            cuda_device,
-            bounce.0.as_mut_ptr().cast(),
-            bounce.0.len() * 16,
-            SLOT_BYTES,
-            c_int::from(!polls),
-            &mut ep,
-            &mut attrs,
-            err.as_mut_ptr(),
-            err.len(),
-        )
-    };
-    if rc != 0 {
-        let offered = providers().unwrap_or_else(|e| e);
-        let asked = provider
-            .as_deref()
-            .map_or("any provider".to_string(), |p| format!("provider {p:?}"));
-        return Err(fail(if rc == ffi::ENODATA {
-            format!("libfabric has no {asked} with RDM endpoints, RMA and atomics here; fi_getinfo offers: {}", if offered.is_empty() { "none" } else { &offered })
-        } else {
-            format!(
-                "opening {asked}: {} (fi_getinfo offers: {offered})",
-                ffi::text(&err)
-            )
-        }));
-    }
-    let ep = Endpoint(ep);
-    let mut name = vec![0u8; MAX_ADDRESS];
-    let mut len = name.len();
-    // SAFETY: an open endpoint; a buffer of `len` bytes.
-    let rc = unsafe { ffi::symmem_ofi_name(ep.0, name.as_mut_ptr().cast(), &mut len) };
-    if rc != 0 {
-        return Err(fail(format!("fi_getname failed ({rc})")));
-    }
-    name.truncate(len);
-    let takes_messages = wants_messages(&attrs, setup.heap.host);
-    if takes_messages {
-        for i in 0..RECV_SLOTS {
-            let rc = post_receive(&ep, &mut bounce, i);
-            if rc != 0 {
-                return Err(fail(format!(
-                    "posting receive buffer {i} of {RECV_SLOTS} failed: error {}",
-                    -rc
-                )));
-            }
-        }
-    }
-    let heap_base = if attrs.mr_mode & ffi::FI_MR_VIRT_ADDR != 0 {
-        setup.heap.base
-    } else {
-        0
-    };
-    Ok(Opened {
-        ep,
-        bounce,
-        attrs,
-        name,
-        heap_base,
-        takes_messages,
-    })
-}
-
-/// Starts the thread that drives a manual-progress provider while no application thread
-/// does: it stands aside while one called in within [`STAND_ASIDE`] (a thread that waits
-/// polls the provider itself, and two pollers only contend), and otherwise drives progress:
-/// where it `polls`, all the time, yielding its CPU between polls; else blocked on the CQ's
-/// wait object (`wait_fd`) until the provider has work, staying awake for [`HOT`] after
-/// each arrival, or, where there is no wait object, polling every [`PROGRESS_SLEEP`].
-/// After a failure it keeps serving the peers still healthy, every [`FAILED_POLL`], until
-/// it is stopped ([`State::serve_after_failure`]).
-fn start_progress(
-    me: usize,
-    state: Arc<Mutex<Option<State>>>,
-    activity: Arc<Activity>,
-    wait_fd: i32,
-    polls: bool,
-    stop: Arc<AtomicBool>,
-) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name(format!("symmem-ofi-{me}"))
-        .spawn(move || {
-            symmem_bootstrap::affinity::place_helper_thread("the ofi transport's progress thread");
-            // Sleeps of 20 µs, not the default 50 µs of timer slack on top.
-            // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects this thread only.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64) };
-            let mut hot_until = Instant::now();
-            // Since when the application's threads have been calling in without a break.
-            let mut aside_since: Option<Instant> = None;
-            while !stop.load(Ordering::Acquire) {
-                if activity.recent(STAND_ASIDE) {
-                    let since = *aside_since.get_or_insert_with(Instant::now);
-                    std::thread::sleep((since.elapsed() / 4).clamp(STAND_ASIDE, MAX_ASIDE));
-                    continue;
-                }
-                aside_since = None;
-                let hot = Instant::now() < hot_until;
-                let mut may_block = false;
-                let mut failed = false;
-                if let Ok(mut g) = state.try_lock() {
-                    match g.as_mut() {
-                        Some(st) if st.failure.is_none() => {
-                            // No application thread waits here: acknowledgements go now.
-                            let _ = st.poll().and_then(|()| st.send_acks());
-                            // Also while hot: trywait resets the wait object's own signal,
-                            // so that only new arrivals make it readable.
-                            // SAFETY: an open endpoint, under the lock.
-                            may_block =
-                                wait_fd >= 0 && unsafe { ffi::symmem_ofi_trywait(st.ep.0) } == 0;
-                        }
-                        Some(st) => {
-                            st.serve_after_failure();
-                            failed = true;
-                        }
-                        None => return,
-                    }
-                }
-                if may_block {
-                    // While hot, a look at the wait object (more arrivals keep the thread
-                    // hot); else blocked on it, bounded so that `stop` is seen. The
-                    // endpoint (and its fd) closes only after this thread is joined.
-                    let mut fd = libc::pollfd {
-                        fd: wait_fd,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    };
-                    let timeout = if hot { 0 } else { BLOCK_MS };
-                    // SAFETY: one valid pollfd.
-                    if unsafe { libc::poll(&mut fd, 1, timeout) } > 0 {
-                        hot_until = Instant::now() + HOT;
-                    } else if hot {
-                        std::thread::yield_now();
-                    }
-                } else if failed {
-                    std::thread::sleep(FAILED_POLL);
-                } else if hot || polls {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(PROGRESS_SLEEP);
-                }
-            }
-        })
-        .map_err(|e| Error::io("starting the ofi progress thread", e))
 }
 
 impl State {
@@ -2246,18 +1683,6 @@ fn signal(
 mod tests {
     use super::*;
 
-    #[test]
-    fn gpu_heap_registration_is_probed_by_provider() {
-        match probe_hmem(Some("tcp;ofi_rxm")) {
-            Ok(p) => assert_eq!(p, "tcp;ofi_rxm"),
-            Err(why) => assert!(
-                why.contains("provider tcp;ofi_rxm cannot register CUDA memory")
-                    && why.contains("FI_HMEM"),
-                "{why}"
-            ),
-        }
-    }
-
     /// Orders across RMA and atomics count only up to the provider's data-order sizes;
     /// a kind's own orders are kept as reported.
     #[test]
@@ -2352,98 +1777,5 @@ mod tests {
             ..named("tcp;ofi_rxm")
         };
         assert!(!flushes_writes(&default_level, kept), "not at delivery");
-    }
-
-    /// `poll` and `block` are taken as asked; `auto` polls with a spare CPU for each PE's
-    /// progress thread (symrun's helper CPUs), or, where the threads share the process's
-    /// CPUs, with two for each PE, and says what it counted and how to choose otherwise.
-    #[test]
-    fn progress_polls_when_asked_or_with_a_cpu_for_each_progress_thread() {
-        assert!(choose_progress(OfiProgress::Poll, Cpus::Shared(1), 8).polls);
-        assert!(!choose_progress(OfiProgress::Block, Cpus::Spare(64), 1).polls);
-        let auto = choose_progress(OfiProgress::Auto, Cpus::Shared(8), 4);
-        assert!(auto.polls, "{}", auto.why);
-        assert!(
-            auto.why.contains("8 CPUs shared with 4 PEs"),
-            "{}",
-            auto.why
-        );
-        let auto = choose_progress(OfiProgress::Auto, Cpus::Shared(7), 4);
-        assert!(!auto.polls, "{}", auto.why);
-        assert!(
-            auto.why
-                .ends_with("set SYMMEM_OFI_PROGRESS=poll to poll anyway"),
-            "{}",
-            auto.why
-        );
-        let auto = choose_progress(OfiProgress::Auto, Cpus::Spare(4), 4);
-        assert!(auto.polls, "{}", auto.why);
-        assert!(
-            auto.why
-                .contains("4 spare CPUs for the progress threads of 4 PEs"),
-            "{}",
-            auto.why
-        );
-        assert!(!choose_progress(OfiProgress::Auto, Cpus::Spare(3), 4).polls);
-    }
-
-    /// `auto` takes fabric providers only: the host's TCP, UDP and shared memory are the
-    /// socket transport's (this machine offers nothing else, so auto says so).
-    /// With no provider named, the one opened is the one `auto` names: the first fabric
-    /// provider, not the first that `fi_getinfo` lists (before, `auto` logged verbs and
-    /// the endpoint opened tcp).
-    #[test]
-    fn an_unnamed_provider_is_the_first_fabric_one_as_auto_names_it() {
-        assert_eq!(
-            unnamed_choice("tcp;ofi_rxm, verbs;ofi_rxm, shm"),
-            "verbs;ofi_rxm"
-        );
-        assert_eq!(unnamed_choice("shm, efa, cxi"), "efa");
-        assert_eq!(unnamed_choice("tcp;ofi_rxm, shm"), "tcp;ofi_rxm");
-        assert_eq!(unnamed_choice(""), "");
-    }
-
-    #[test]
-    fn auto_takes_fabrics_not_the_host_network() {
-        for fabric in [
-            "efa",
-            "cxi",
-            "verbs;ofi_rxm",
-            "psm3",
-            "opx",
-            "verbs;ofi_rxd",
-        ] {
-            assert!(is_fabric(fabric), "{fabric}");
-        }
-        for host in ["tcp;ofi_rxm", "tcp", "udp;ofi_rxd", "sockets", "shm", "net"] {
-            assert!(!is_fabric(host), "{host}");
-        }
-        match probe_fabric() {
-            Ok(p) => assert!(is_fabric(&p), "{p}"),
-            Err(why) => assert!(why.contains("left to the socket transport"), "{why}"),
-        }
-    }
-
-    #[test]
-    fn a_missing_provider_is_named_with_what_libfabric_offers() {
-        let why = probe(Some("nosuchfabric")).unwrap_err();
-        assert!(why.contains("has no provider \"nosuchfabric\""), "{why}");
-        assert!(why.contains("fi_getinfo offers: "), "{why}");
-    }
-
-    /// libfabric's `udp` provider (datagrams only: no RMA, no atomics) is there but cannot
-    /// serve: the error says what it lacks.
-    #[test]
-    fn a_provider_without_rma_and_atomics_is_named_with_what_it_lacks() {
-        assert!(
-            known("udp"),
-            "libfabric builds always have the udp provider"
-        );
-        assert!(!known("nosuchfabric"));
-        let why = probe(Some("udp")).unwrap_err();
-        assert!(
-            why.contains("has a provider \"udp\", but not with RDM endpoints, RMA and atomics"),
-            "{why}"
-        );
     }
 }

@@ -170,16 +170,20 @@ static int check_atomics(struct fid_domain *d, char *err, size_t len)
 	return 0;
 }
 
+/* Closes what symmem_ofi_open opened, each object before what it is bound to: the memory
+ * regions first (with FI_MR_ENDPOINT they are bound to the endpoint, and such providers
+ * refuse to close an endpoint that still has them), then the endpoint, then the address
+ * vector and CQ it was bound to, then the domain, then the fabric. */
 void symmem_ofi_close(struct symmem_ofi *o)
 {
 	if (!o)
 		return;
-	if (o->ep)
-		fi_close(&o->ep->fid);
 	if (o->heap_mr)
 		fi_close(&o->heap_mr->fid);
 	if (o->bounce_mr)
 		fi_close(&o->bounce_mr->fid);
+	if (o->ep)
+		fi_close(&o->ep->fid);
 	if (o->av)
 		fi_close(&o->av->fid);
 	if (o->cq)
@@ -261,6 +265,46 @@ int symmem_ofi_hmem(const char *prov)
 	return rc;
 }
 
+/* The domains (NICs) provider `prov` offers RDM endpoints with RMA and atomics on (with
+ * FI_HMEM when `hmem`), in fi_getinfo's order, one line each: the domain's name, its
+ * fabric's name and the NIC's PCI address ("0000:1b:00.0", from fi_info's nic bus
+ * attributes; empty where the provider gives none), separated by tabs. A domain listed
+ * again (another fabric or address format) is left out. */
+int symmem_ofi_domains(const char *prov, int hmem, char *out, size_t len)
+{
+	struct fi_info *hints = endpoint_hints(prov, hmem), *info = NULL, *i;
+	int rc;
+	size_t used = 0;
+	if (!hints)
+		return -FI_ENOMEM;
+	rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (len)
+		out[0] = 0;
+	if (rc)
+		return rc;
+	for (i = info; i; i = i->next) {
+		const char *name = i->domain_attr->name ? i->domain_attr->name : "";
+		const char *fabric = i->fabric_attr->name ? i->fabric_attr->name : "";
+		struct fi_info *j;
+		char pci[32] = "";
+		for (j = info; j != i; j = j->next)
+			if (j->domain_attr->name && !strcmp(j->domain_attr->name, name))
+				break;
+		if (j != i)
+			continue;
+		if (i->nic && i->nic->bus_attr && i->nic->bus_attr->bus_type == FI_BUS_PCI) {
+			struct fi_pci_attr *a = &i->nic->bus_attr->attr.pci;
+			snprintf(pci, sizeof(pci), "%04x:%02x:%02x.%x", a->domain_id, a->bus_id,
+				 a->device_id, a->function_id);
+		}
+		used += snprintf(out + used, used < len ? len - used : 0, "%s\t%s\t%s\n", name,
+				 fabric, pci);
+	}
+	fi_freeinfo(info);
+	return used < len ? 0 : -FI_ETOOSMALL;
+}
+
 /* shm names an endpoint's region after the process ("<pid>:<domain>:<endpoint>" in
  * /dev/shm). A region left there by a process that was killed makes fi_enable of a later
  * process with the same pid fail (EBUSY); a name with the time in it meets no stale one.
@@ -280,15 +324,15 @@ static int unique_shm_name(struct symmem_ofi *o, char *err, size_t errlen)
 	return rc;
 }
 
-/* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL)
- * and registers `heap` (for peers' RMA and atomics: host memory when `heap_cuda_device` is
+/* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL),
+ * on domain `domain` of fabric `fabric` (libfabric's first when NULL), and registers `heap` (for peers' RMA and atomics: host memory when `heap_cuda_device` is
  * negative, else memory of that CUDA device) and `bounce` (the host buffers of this PE's
  * operations). Orders across RMA and atomics are asked for up to `ordered_bytes` of data
  * (the largest piece the Rust side posts). */
-int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda_device,
-		    void *bounce, size_t bounce_len, size_t ordered_bytes, int wait,
-		    struct symmem_ofi **out, struct symmem_ofi_attrs *attrs, char *err,
-		    size_t errlen)
+int symmem_ofi_open(const char *prov, const char *domain, const char *fabric, void *heap,
+		    size_t heap_len, int heap_cuda_device, void *bounce, size_t bounce_len,
+		    size_t ordered_bytes, int wait, struct symmem_ofi **out,
+		    struct symmem_ofi_attrs *attrs, char *err, size_t errlen)
 {
 	struct fi_info *hints = endpoint_hints(prov, heap_cuda_device >= 0);
 	struct symmem_ofi *o = calloc(1, sizeof(*o));
@@ -309,6 +353,10 @@ int symmem_ofi_open(const char *prov, void *heap, size_t heap_len, int heap_cuda
 	 * asked for: rxm's wakes on every arrival and contends with the thread that polls,
 	 * which doubled round trips here. */
 	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	if (domain)
+		hints->domain_attr->name = strdup(domain);
+	if (fabric)
+		hints->fabric_attr->name = strdup(fabric);
 	/* First with messages (FI_MSG, for the transport's own: messages.rs), then without;
 	 * each first with the orders across RMA and atomics asked for, with their data placed
 	 * in order up to `ordered_bytes` (a provider reports them, and max_order_*_size, only

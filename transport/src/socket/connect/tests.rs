@@ -27,6 +27,7 @@ fn with_setup<T>(me: usize, n: usize, deadline: Instant, f: impl FnOnce(&Setup<'
             host: true,
         },
         gpu_ordinal: None,
+        gpu_pci_bus_id: None,
         peer_bases: &bases,
         deadline,
         counter: &counter,
