@@ -216,7 +216,7 @@ fn digests(job: &Job) -> Vec<String> {
         .map(str::to_owned)
         .collect();
     lines.sort();
-    if lines.is_empty() || lines.len() % 4 != 0 {
+    if lines.is_empty() || !lines.len().is_multiple_of(4) {
         job.fail("want one digest line per PE and run");
     }
     lines

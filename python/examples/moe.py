@@ -107,7 +107,7 @@ def moe_step(module, tokens=256, hidden=128, experts_per_pe=2, top_k=2, blocks=2
 
     module.launch(f"moe_dispatch_{scope}", blocks, threads, b["tokens"], b["experts"], b["pos_of"],
                   b["plan"], b["send"], b["recv"], b["runs"], b["ctrl"],
-                  None,  # counts_in: none, the atomic mode (no moe_count launch first)
+                  0,  # counts_in: null, the atomic mode (no moe_count launch first)
                   tokens, hidden, top_k, experts_per_pe, capacity, fp8)
     module.launch(f"moe_expert_{scope}", blocks, threads, b["recv"], b["runs"], b["ctrl"],
                   b["done"], b["combine_in"], hidden, experts_per_pe, capacity, blocks, fp8)
