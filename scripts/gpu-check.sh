@@ -185,6 +185,9 @@ run() {
     check "moe_dispatch example ($n PEs)" env SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024,4096 --experts 8 --hidden 512
     # Each PE its own node: runs staged and sent as one put each through the GPU proxy.
     check "moe_dispatch example across simulated nodes ($n PEs)" env SYMMEM_SIMULATE_NODES="$n" SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024 --experts 8 --hidden 512
+    # Deterministic mode with drops: each step against the host model of the (source PE,
+    # token) receive order; the digest lines should match a CPU-PE run's.
+    check "moe_dispatch --deterministic with drops ($n PEs)" env SYMMEM_SYMMETRIC_SIZE=1G "$bin/moe_dispatch" --pes "$n" --tokens 1024 --experts 8 --hidden 512 --mode device --deterministic --capacity 256 --on-overflow drop --skew 2
     check "put_signal_pipeline example, GPU numbers ($n PEs)" "$bin/put_signal_pipeline" --pes "$n" --chunk-kib 64,1024 --chunks 64
     check "transpose example, GPU numbers ($n PEs)" "$bin/transpose" --pes "$n" --sizes 1024,2048 --iters 5
   done

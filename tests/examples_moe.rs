@@ -1,10 +1,10 @@
 //! The `moe_dispatch` example at small sizes: 4 self-launched PEs, 2 simulated nodes × 2
-//! PEs over sockets with fp8 dispatch, fp8 under weak ordering and a seeded schedule, and
-//! the capacity-overflow policies; the kernels' block instances (`moe_dispatch_block`,
-//! `moe_expert_block`, the default) everywhere but over the simulated nodes, which run the
-//! warp instances (`--scope warp`). The example checks every step bit for bit against its
-//! host reference (fp8 also within its error bound of bf16) and exits non-zero on any
-//! mismatch.
+//! PEs over sockets with fp8 dispatch, fp8 under weak ordering and a seeded schedule, the
+//! capacity-overflow policies and the deterministic mode under two timings; the kernels'
+//! block instances (`moe_dispatch_block`, `moe_expert_block`, the default) everywhere but
+//! over the simulated nodes, which run the warp instances (`--scope warp`). The example
+//! checks every step bit for bit against its host reference (fp8 also within its error
+//! bound of bf16) and exits non-zero on any mismatch.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -204,6 +204,64 @@ fn capacity_overflow_errors_naming_the_expert_or_drops_and_still_checks() {
             .any(|l| l.contains("\"path\":\"device\"") && !l.contains("\"dropped\":0,")),
         "the device row reports its drops:\n{}",
         job.stdout
+    );
+}
+
+/// The digest lines (`PE p: ... results digest X`) of a job, sorted by PE.
+fn digests(job: &Job) -> Vec<String> {
+    let mut lines: Vec<String> = job
+        .stdout
+        .lines()
+        .filter(|l| l.contains("results digest "))
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    if lines.is_empty() || !lines.len().is_multiple_of(4) {
+        job.fail("want one digest line per PE and run");
+    }
+    lines
+}
+
+/// The deterministic mode with overflowing experts, three dispatch blocks of two warps
+/// each: two runs with different timing (weak ordering and a seeded lane schedule, then
+/// two simulated nodes over sockets with warp puts and another seed) check every step
+/// against the host model of the (source PE, token) receive order and print the same
+/// digest of their receive buffers, drops and combined tokens on every PE.
+#[test]
+fn deterministic_mode_gives_the_same_bits_under_different_timing() {
+    let mut args = SMALL.to_vec();
+    args.extend(OVERFLOW);
+    args.extend([
+        "--on-overflow",
+        "drop",
+        "--mode",
+        "device",
+        "--deterministic",
+        "--blocks",
+        "3",
+        "--threads",
+        "40",
+    ]);
+    let weak = run(
+        &args,
+        &[("SYMMEM_ORDERING", "weak"), ("SYMMEM_EXEC_SEED", "5")],
+    );
+    assert_passed(&weak);
+    assert!(dropped(&weak) > 0, "the skewed run drops tokens");
+    args.extend(["--scope", "warp"]);
+    let nodes = run(
+        &args,
+        &[
+            ("SYMMEM_SIMULATE_NODES", "2"),
+            ("SYMMEM_REMOTE_TRANSPORT", "socket"),
+            ("SYMMEM_EXEC_SEED", "11"),
+        ],
+    );
+    assert_passed(&nodes);
+    assert_eq!(
+        digests(&weak),
+        digests(&nodes),
+        "the two runs' results differ"
     );
 }
 

@@ -88,7 +88,8 @@ pub enum Mode {
 /// run to the others, then hands each PE its run descriptors and a signal), expert (takes
 /// the source PEs as they finish, applies expert e's function bf16(x*s_e+b_e), returns
 /// each run with one put_signal_nbi) and combine (waits for every row, weighted sum in
-/// f32, rounded to bf16 once). The baseline does the same with host collectives: counts
+/// f32, rounded to bf16 once). With --deterministic a count exchange comes first and every
+/// expert's slots follow (source PE, token) order. The baseline does the same with host collectives: counts
 /// alltoall, payload alltoall, host expert function, alltoall back, host combine. Every
 /// step of both is checked bit for bit against a host reference (fp8 also within its
 /// error bound of bf16); timings are medians over the iterations, the slowest PE per step.
@@ -152,6 +153,14 @@ pub struct Params {
     /// costs a switch per thread; 256 on GPU PEs)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
+    /// Deterministic device path: every expert receives its tokens in (source PE, token)
+    /// order, at offsets from a count exchange and prefix sums instead of atomic slot
+    /// reservations, so the receive buffers, the dropped tokens and the results are the
+    /// same bits in every run; checked against a host model of that order, and every
+    /// step's results against the first's. Either way each PE prints a digest of its
+    /// first step's results per device run, to compare runs
+    #[arg(long)]
+    pub deterministic: bool,
     /// Which paths to run
     #[arg(
         long,

@@ -1,12 +1,13 @@
 //! The device-initiated path: the buffers of `examples/kernels/src/moe/`, one step as
-//! its three launches, and the expert-side checks of what the kernels counted.
+//! its three launches (four in the deterministic mode: the count exchange first), and the
+//! expert-side checks of what the kernels counted.
 
 use std::time::Instant;
 
 use symmem::{bf16, Module, Runtime, SymBuf};
 use symmem_example_kernels::moe::{
-    moe_combine, moe_dispatch_block, moe_dispatch_warp, moe_expert_block, moe_expert_warp,
-    wire_words, Ctrl, DROPPED, RUN_WORDS,
+    moe_combine, moe_count, moe_dispatch_block, moe_dispatch_warp, moe_expert_block,
+    moe_expert_warp, wire_words, Ctrl, DROPPED, RUN_WORDS,
 };
 
 use crate::args::Scope;
@@ -23,6 +24,9 @@ pub struct Geometry {
     pub blocks: u32,
     /// Threads per block.
     pub threads: u32,
+    /// The deterministic mode: receive slots from a count exchange and prefix sums, not
+    /// atomic reservations.
+    pub deterministic: bool,
 }
 
 /// The symmetric buffers of one run (see the kernel module's layout).
@@ -44,6 +48,8 @@ pub struct DevicePath<'a> {
     out: SymBuf<bf16>,
     /// [`Ctrl`]: counters and signals, zeroed before each step with one put.
     ctrl: SymBuf<u64>,
+    /// The deterministic mode's exchanged counts, `[source PE][block][expert]`.
+    counts_in: Option<SymBuf<u32>>,
 }
 
 /// The control buffer's layout for `shape`.
@@ -96,6 +102,11 @@ impl<'a> DevicePath<'a> {
             combine_in: rt.calloc(t * k * h)?,
             out: rt.alloc(t * h)?,
             ctrl: rt.alloc(ctrl_of(&shape).words())?,
+            counts_in: if geometry.deterministic {
+                Some(rt.alloc(n * blocks * shape.experts)?)
+            } else {
+                None
+            },
         };
         let me = rt.my_pe();
         rt.put(path.tokens.at(0), tokens, me)?;
@@ -127,7 +138,30 @@ impl<'a> DevicePath<'a> {
             sym(rt, &self.runs)?,
         );
         let (combine_in, out) = (sym(rt, &self.combine_in)?, sym(rt, &self.out)?);
+        let counts_in = match &self.counts_in {
+            Some(buf) => sym(rt, buf)?,
+            None => std::ptr::null_mut(),
+        };
         let start = Instant::now();
+        if !counts_in.is_null() {
+            // SAFETY: as below; `counts_in` holds n_pes × blocks × experts counts.
+            unsafe {
+                rt.launch(
+                    self.module,
+                    moe_count::KERNEL,
+                    g.blocks,
+                    g.threads,
+                    (
+                        experts.cast_const(),
+                        counts_in,
+                        ctrl,
+                        s.tokens,
+                        s.top_k,
+                        s.experts_per_pe(),
+                    ),
+                )?
+            };
+        }
         // SAFETY: every pointer is the symmetric address of a live allocation of this run,
         // sized by `new` for the shape and geometry the kernels are given.
         unsafe {
@@ -145,6 +179,7 @@ impl<'a> DevicePath<'a> {
                     recv,
                     runs,
                     ctrl,
+                    counts_in.cast_const(),
                     s.tokens,
                     s.hidden,
                     s.top_k,
@@ -214,12 +249,17 @@ impl<'a> DevicePath<'a> {
         rt.get(self.ctrl.at(0), &mut ctrl, me).map_err(io)?;
         let el = s.experts_per_pe();
         let mut held = 0;
-        let counters = &ctrl[layout.counters()..layout.counters() + el];
+        let counters = self.counted(&ctrl[layout.counters()..layout.counters() + el])?;
+        let what = if self.counts_in.is_some() {
+            "exchanged counts"
+        } else {
+            "reservations"
+        };
         for (local, &count) in counters.iter().enumerate() {
             let e = me * el + local;
             if count != loads[e] {
                 return Err(format!(
-                    "device path: expert {e} on PE {me} counted {count} reservations, but the routing sends it {} tokens",
+                    "device path: expert {e} on PE {me} counted {count} {what}, but the routing sends it {} tokens",
                     loads[e]
                 ));
             }
@@ -260,9 +300,46 @@ impl<'a> DevicePath<'a> {
         })
     }
 
+    /// Per local expert, the tokens the job routed to it as the kernels counted them: the
+    /// slot `counters` (atomic mode), or the sum of every (source PE, block)'s exchanged
+    /// count (deterministic mode).
+    fn counted(&self, counters: &[u64]) -> Result<Vec<u64>, String> {
+        let Some(buf) = &self.counts_in else {
+            return Ok(counters.to_vec());
+        };
+        let (rt, s) = (self.rt, &self.shape);
+        let me = rt.my_pe();
+        let mut counts = vec![0u32; s.n_pes * self.geometry.blocks as usize * s.experts];
+        rt.get(buf.at(0), &mut counts, me)
+            .map_err(|e| e.to_string())?;
+        let el = s.experts_per_pe();
+        Ok((0..el)
+            .map(|local| {
+                counts
+                    .chunks_exact(s.experts)
+                    .map(|pair| u64::from(pair[me * el + local]))
+                    .sum()
+            })
+            .collect())
+    }
+
+    /// This PE's experts' receive buffers after a step: `experts_per_pe × capacity` rows
+    /// as they travelled.
+    pub fn received(&self) -> Result<Vec<u32>, String> {
+        let (rt, s) = (self.rt, &self.shape);
+        let words = wire_words(s.hidden, s.fp8);
+        let mut recv = vec![0u32; s.experts_per_pe() * s.capacity * words];
+        rt.get(self.recv.at(0), &mut recv, rt.my_pe())
+            .map_err(|e| e.to_string())?;
+        Ok(recv)
+    }
+
     /// Frees the run's buffers (collective, in the reverse order of allocation).
     pub fn free(self) -> symmem::Result<()> {
         let rt = self.rt;
+        if let Some(buf) = self.counts_in {
+            rt.free(buf)?;
+        }
         rt.free(self.ctrl)?;
         rt.free(self.out)?;
         rt.free(self.combine_in)?;

@@ -14,6 +14,7 @@ mod args;
 mod baseline;
 mod check;
 mod device_path;
+mod order;
 mod report;
 mod routing;
 
@@ -33,6 +34,7 @@ use baseline::Baseline;
 use check::{check_drops, Output, Reference};
 use clap::Parser;
 use device_path::{DevicePath, Geometry};
+use order::ReceiveOrder;
 use report::{Row, Times};
 use routing::{token_values, Router, Routes, Shape};
 
@@ -124,9 +126,14 @@ fn run() -> Res<ExitCode> {
 fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let module = rt.load_module(&PTX)?;
+    let device = if params.deterministic {
+        "device-det"
+    } else {
+        "device"
+    };
     let paths: &[&str] = match params.mode {
-        Mode::Both => &["device", "host-a2a"],
-        Mode::Device => &["device"],
+        Mode::Both => &[device, "host-a2a"],
+        Mode::Device => &[device],
         Mode::Baseline => &["host-a2a"],
     };
     let total = params.tokens.len() * params.experts.len() * paths.len();
@@ -168,20 +175,37 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                     loads: &loads,
                     policy: params.on_overflow,
                 };
-                let (times, dropped, fp8_error) = if path == "device" {
+                let (times, dropped, fp8_error) = if path == device {
                     let (blocks, threads) = params.geometry(module.on_gpu());
                     let geometry = Geometry {
                         scope: params.scope,
                         blocks,
                         threads,
+                        deterministic: params.deterministic,
                     };
                     let dev = DevicePath::new(rt, &module, shape, geometry, &routes, &values)?;
+                    let order = ReceiveOrder::new(&shape, &router, params.seed, me);
+                    let mut first_digest = None;
                     // A failed step ends the job: no collective free after it, which the
                     // other PEs (still in the step's collectives) could not match.
                     let result = run.steps(params.iters, path, || {
                         let t = dev.step()?;
-                        Ok((t, dev.collect(&loads)?))
+                        let output = dev.collect(&loads)?;
+                        let recv = dev.received()?;
+                        let digest = order.digest(&output, &recv);
+                        if params.deterministic {
+                            order.check(path, me, &output.kept, &recv)?;
+                            if *first_digest.get_or_insert(digest) != digest {
+                                return Err(format!("{path}: PE {me}: a step's results differ from the first step's").into());
+                            }
+                        } else {
+                            first_digest.get_or_insert(digest);
+                        }
+                        Ok((t, output))
                     })?;
+                    if let Some(digest) = first_digest {
+                        println!("PE {me}: {path} T={tokens} E={experts}: first step's results digest {digest:016x}");
+                    }
                     dev.free()?;
                     result
                 } else {
@@ -199,7 +223,7 @@ fn run_all(rt: &Runtime, params: &Params) -> Res<Vec<Row>> {
                     hidden: shape.hidden,
                     dispatch: params.dispatch,
                     capacity: shape.capacity,
-                    scope: if path == "device" {
+                    scope: if path == device {
                         let (blocks, threads) = params.geometry(module.on_gpu());
                         format!("{} {blocks}x{threads}", params.scope)
                     } else {

@@ -85,7 +85,8 @@ def moe_step(module, tokens=256, hidden=128, experts_per_pe=2, top_k=2, blocks=2
     x = (torch.rand(tokens, hidden, generator=g) * 8 - 4).to(torch.bfloat16)
 
     # The kernels' buffers (moe/mod.rs); the control buffer holds the per-expert counters
-    # and the signals: counters[El], dispatch_sig[n], combine_sig[n], sent[n], received[n].
+    # and the signals: counters[El], dispatch_sig[n], combine_sig[n], sent[n], received[n],
+    # count_sig[n] (the deterministic mode's, unused here).
     z = lambda *shape, dtype=i64: symmem.torch.zeros(shape, dtype=dtype)  # noqa: E731
     bf16 = torch.bfloat16
     buffers = dict(
@@ -96,7 +97,7 @@ def moe_step(module, tokens=256, hidden=128, experts_per_pe=2, top_k=2, blocks=2
         done=z(experts_per_pe * capacity * hidden, dtype=bf16),
         runs=z(n * blocks * experts_per_pe * RUN_WORDS),
         combine_in=z(tokens * top_k * hidden, dtype=bf16), out=z(tokens, hidden, dtype=bf16),
-        ctrl=z(experts_per_pe + 4 * n),
+        ctrl=z(experts_per_pe + 5 * n),
     )
     b = buffers
     b["tokens"].copy_(x.to(dev))
@@ -105,8 +106,9 @@ def moe_step(module, tokens=256, hidden=128, experts_per_pe=2, top_k=2, blocks=2
     symmem.barrier_all()
 
     module.launch(f"moe_dispatch_{scope}", blocks, threads, b["tokens"], b["experts"], b["pos_of"],
-                  b["plan"], b["send"], b["recv"], b["runs"], b["ctrl"], tokens, hidden,
-                  top_k, experts_per_pe, capacity, fp8)
+                  b["plan"], b["send"], b["recv"], b["runs"], b["ctrl"],
+                  0,  # counts_in: null, the atomic mode (no moe_count launch first)
+                  tokens, hidden, top_k, experts_per_pe, capacity, fp8)
     module.launch(f"moe_expert_{scope}", blocks, threads, b["recv"], b["runs"], b["ctrl"],
                   b["done"], b["combine_in"], hidden, experts_per_pe, capacity, blocks, fp8)
     module.launch("moe_combine", blocks, threads, b["combine_in"], b["weights"], b["pos_of"],

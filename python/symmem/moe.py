@@ -14,6 +14,13 @@ once to each expert it chose (``topk_idx[t, j]``; ``-1`` for no expert); ``combi
 each expert's output row to the token's PE and sums them there weighted by
 ``topk_weights``, in float32, rounded to the tokens' dtype once.
 
+Deterministic by construction: ``dispatch`` receives rows by source PE, then in the
+source's send order (by expert, then token), at places the split sizes fix, whatever
+order they arrive in; ``combine`` adds each token's weighted rows in top-k order
+(``j = 0, 1, ...``, from zero, one float32 product and one addition per choice, no
+atomics). Given the same PEs and inputs, the results are the same bits in every run
+(``python/tests/test_moe_determinism.py``).
+
 The rows travel with :func:`symmem.torch_ops.all_to_all_v` (both directions; the split
 sizes stay on the device). ``dispatch`` reads the number of received rows on the host to
 return tensors of that many rows (on GPU PEs: one synchronization of the current stream),
@@ -174,7 +181,12 @@ class Buffer:
             handle.layout.num_rows_per_pe.sum()
         weighted = _torch.where(sent.view(-1, 1), back.float() * handle.weights.view(-1, 1),
                                 0.0)
+        # Each choice's row at its index token * top_k + j (send order is a permutation of
+        # them: one write each, no atomics), then each token's rows added in top-k order.
+        by_choice = weighted.new_empty(weighted.shape).index_copy_(0, order, weighted)
+        by_choice = by_choice.view(handle.num_tokens, self.top_k, self.hidden)
         out = _torch.zeros((handle.num_tokens, self.hidden), dtype=_torch.float32,
                            device=y.device)
-        out.index_add_(0, order // self.top_k, weighted)
+        for j in range(self.top_k):
+            out = out + by_choice[:, j]
         return out.to(y.dtype)

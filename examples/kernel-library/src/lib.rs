@@ -8,6 +8,7 @@ symmem_device::export_kernels!(
     kernels::PTX;
     kernels::pipeline_produce,
     kernels::pipeline_consume,
+    kernels::moe::moe_count,
     kernels::moe::moe_dispatch_warp,
     kernels::moe::moe_dispatch_block,
     kernels::moe::moe_expert_warp,

@@ -364,8 +364,8 @@ fn the_moe_kernels_round_every_f32_operation_like_the_host() {
         .collect();
     assert_eq!(
         moe.len(),
-        5,
-        "moe_dispatch and moe_expert (each at warp and block scope) and moe_combine in the PTX"
+        6,
+        "moe_count, moe_dispatch and moe_expert (each at warp and block scope) and moe_combine in the PTX"
     );
     let mut rounded = 0;
     for (name, body) in moe {

@@ -26,6 +26,26 @@
 //! decide, so on a GPU which choices of an overflowing expert are dropped may differ from
 //! run to run (the counts never do); on the CPU executor the schedule fixes them.
 //!
+//! # Two modes of slot assignment
+//! - **Atomic** (`counts_in` null): each run's slots come from an `atomic_fetch_add` on
+//!   the expert's PE, so an expert's receive order (and, past its capacity, which choices
+//!   are dropped) follows the order in which the blocks of all PEs reach it.
+//! - **Deterministic** (`counts_in` the count exchange's buffer): a fourth launch first,
+//!   [`moe_count()`], with the dispatch's grid: each block counts its choices per expert
+//!   and puts the counts to every PE, one `signal_op` each. The dispatch block then waits
+//!   for every PE's counts and takes as its run's first slot the exclusive prefix sum of
+//!   the counts of the (PE, block) pairs before its own, and ranks its choices one warp at
+//!   a time, so the ranks follow the choices' order. Every expert's slots hold its rows in
+//!   (source PE, token) order and the first `capacity` of them in that order are kept,
+//!   whatever the timing. No atomic remains that decides an order; the cost is one more
+//!   launch, one all-to-all of `experts` counts per block, and a barrier per warp and round
+//!   of the ranking.
+//!
+//! Combine is the same in both: each token's weighted rows added in f32 in choice order
+//! (by top-k index), from zero, rounded to bf16 once, never in arrival order. So with the
+//! same PEs, inputs and grid, the combined tokens are the same bits in either mode whenever
+//! nothing is dropped; the deterministic mode also fixes the receive buffers and the drops.
+//!
 //! # Buffers (symmetric; `El` = experts per PE, `C` = capacity per expert, `B` = blocks,
 //! `W` = [`wire_words`])
 //! - origin side: `tokens[T*H]` (bf16), `experts[T*k]` (u32), `weights[T*k]` (f32),
@@ -37,7 +57,9 @@
 //!   (the experts' bf16 outputs), `runs[n*B*El*2]` (every source block's run descriptors:
 //!   the `plan` entries of this PE's experts);
 //! - `ctrl` ([`Ctrl`]): the experts' slot counters and, per PE pair, the dispatch and
-//!   combine signals and the rows sent and received.
+//!   combine signals, the rows sent and received, and the count exchange's signals;
+//! - deterministic mode: `counts_in[n*B*E]` (u32: every (source PE, block)'s choices per
+//!   expert, filled by [`moe_count()`]).
 //!
 //! # Scope
 //! Dispatch and expert move rows by *group*: a warp or the whole block, the kernels' type
@@ -47,9 +69,11 @@
 //! entry, and each entry calls the warp or block operations directly, with no choice made
 //! at run time. Combine has no group operations and one entry, [`moe_combine()`].
 //!
-//! # Protocol (three launches per PE, no host round trip between them)
+//! # Protocol (three launches per PE, four in the deterministic mode, no host round trip)
+//! 0. Deterministic mode only: [`moe_count()`], the count exchange (above).
 //! 1. [`moe_dispatch()`]: a block counts and places its choices (above), reserves every run
-//!    with one `atomic_fetch_add` (the threads' reservations are in flight together) and
+//!    with one `atomic_fetch_add` (the threads' reservations are in flight together; in the
+//!    deterministic mode at its prefix sum of the exchanged counts) and
 //!    gives each choice its position, or [`DROPPED`] beyond the expert's capacity (nothing
 //!    is written there, never out of bounds). Groups of scope `S` then move the
 //!    rows: on a PE this one reaches directly (`ptr`), bf16 rows go to their slots with
@@ -77,8 +101,8 @@ pub mod wire;
 use symmem_device::{
     atomic_add, atomic_fetch_add, ballot, bf16, block_dim, block_rank, grid_dim, histogram_block,
     lane_id, match_any, my_pe, n_pes, popc, ptr, put_nbi, scan_exclusive_block, shfl, signal_fetch,
-    signal_op, sync_threads, thread_rank, wait_until_all_vector, wait_until_any, warp_mask, Block,
-    Cmp, SignalOp, Warp,
+    signal_op, sync_threads, thread_rank, wait_until_all, wait_until_all_vector, wait_until_any,
+    warp_id, warp_mask, Block, Cmp, SharedSlice, SignalOp, Warp, WARP_SIZE,
 };
 
 pub use groups::RowScope;
@@ -164,9 +188,14 @@ impl Ctrl {
     pub const fn received(self) -> usize {
         self.experts_per_pe + 3 * self.n_pes
     }
+    /// Per source PE: its blocks whose counts arrived here ([`moe_count()`], the
+    /// deterministic mode only).
+    pub const fn count_sig(self) -> usize {
+        self.experts_per_pe + 4 * self.n_pes
+    }
     /// Words in the buffer.
     pub const fn words(self) -> usize {
-        self.experts_per_pe + 4 * self.n_pes
+        self.experts_per_pe + 5 * self.n_pes
     }
 }
 
@@ -184,6 +213,60 @@ fn thread_range(items: usize) -> (usize, usize) {
     ((tid * per).min(items), ((tid + 1) * per).min(items))
 }
 
+/// The slots of expert `e` that the `pairs` (source PE, dispatch block) pairs before this
+/// block's take, in the deterministic mode: the sum of their counts in `counts_in`
+/// (`[pair][expert]`, `n_experts` per pair).
+fn slots_before(counts_in: *const u32, pairs: usize, n_experts: usize, e: usize) -> usize {
+    let mut sum = 0;
+    for pair in 0..pairs {
+        // SAFETY: the dispatch's caller passes `n_pes * blocks * n_experts` counts, and
+        // `pairs` is at most this block's index among the job's (PE, block) pairs.
+        sum += unsafe { counts_in.add(pair * n_experts + e).read() } as usize;
+    }
+    sum
+}
+
+/// Dispatch step 3 for this thread's choice `c` (none when `c >= end`): its rank among
+/// the choices of its expert, one warp-aggregated atomic on the expert's shared cursor in
+/// `cursors` (the lanes that chose the same expert find each other with `match_any`);
+/// writes its position (`starts` plus the rank) or [`DROPPED`] (a rank past `kept_of`)
+/// to `pos_of`. Every lane of the warp calls it together.
+///
+/// # Safety
+/// `experts` and `pos_of` hold at least `end` choices, each expert below the slices' length.
+unsafe fn rank_choice(
+    c: usize,
+    end: usize,
+    experts: *const u32,
+    pos_of: *mut u32,
+    cursors: SharedSlice<u32>,
+    starts: SharedSlice<u32>,
+    kept_of: SharedSlice<u32>,
+) {
+    let lane = lane_id();
+    let mask = ballot(warp_mask(), c < end);
+    if c < end {
+        // SAFETY: c < end, inside `experts`.
+        let e = unsafe { experts.add(c).read() };
+        let peers = match_any(mask, e);
+        let leader = peers.trailing_zeros();
+        let first_rank = if lane == leader {
+            cursors.fetch_add(e as usize, popc(peers))
+        } else {
+            0
+        };
+        let rank = shfl(mask, first_rank, leader) + popc(peers & ((1u32 << lane) - 1));
+        let e = e as usize;
+        let pos = if rank < kept_of.get(e) {
+            starts.get(e) + rank
+        } else {
+            DROPPED
+        };
+        // SAFETY: c < end, inside `pos_of`.
+        unsafe { pos_of.add(c).write(pos) };
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn too_many(what: &str, have: usize, max: usize) -> ! {
@@ -191,15 +274,51 @@ fn too_many(what: &str, have: usize, max: usize) -> ! {
 }
 
 symmem_device::kernel! {
+    /// The count exchange of the deterministic mode (step 0, before [`moe_dispatch()`],
+    /// with the same grid): each block counts its dispatch block's choices per expert,
+    /// writes them to its row of `counts_in` (`[source PE][block][expert]`, `n_pes ×
+    /// blocks × experts` u32s on every PE), puts the row to every other PE and adds 1 to
+    /// `count_sig[me]` on every PE (after the fence the signal implies).
+    pub fn moe_count(experts: *const u32, counts_in: *mut u32, ctrl: *mut u64, n_tokens: usize, top_k: usize, experts_per_pe: usize) {
+        let (me, n) = (my_pe(), n_pes() as usize);
+        let layout = Ctrl { experts_per_pe, n_pes: n };
+        let n_experts = experts_per_pe * n;
+        if n_experts > MAX_EXPERTS {
+            too_many("experts", n_experts, MAX_EXPERTS);
+        }
+        let (b, blocks) = (block_rank() as usize, grid_dim().volume() as usize);
+        let (tid, threads) = (thread_rank() as usize, block_dim().volume() as usize);
+        let (first, end) = block_tokens(n_tokens);
+        let counts = COUNTS.slice().sub(0, n_experts);
+        histogram_block(counts, (first * top_k + tid..end * top_k).step_by(threads).map(|c| experts.add(c).read()));
+        let row = counts_in.add((me as usize * blocks + b) * n_experts);
+        let (lo, hi) = thread_range(n_experts);
+        for e in lo..hi {
+            row.add(e).write(counts.get(e));
+        }
+        // The barrier makes the row this block's, so each signal's fence orders it first.
+        sync_threads();
+        let mut q = tid;
+        while q < n {
+            if q != me as usize {
+                put_nbi(row, row.cast_const(), n_experts, q as u32);
+            }
+            signal_op(ctrl.add(layout.count_sig() + me as usize), 1, SignalOp::Add, q as u32);
+            q += threads;
+        }
+    }
+
     /// Dispatch (step 1 of the module's protocol): counts this block's choices per expert
-    /// in shared memory, reserves its run on every expert with one `atomic_fetch_add`,
-    /// gives each choice its position (or [`DROPPED`]), moves the rows by group of scope
-    /// `S` (`moe_dispatch_warp`: by warp; `moe_dispatch_block`: by block), as bf16 or fp8
-    /// (`fp8 != 0`), straight to PEs reached directly and through `send` to the others,
-    /// then hands every PE its run descriptors and a signal with the rows it now holds.
+    /// in shared memory, reserves its run on every expert (atomic mode, `counts` null:
+    /// with one `atomic_fetch_add`; deterministic mode: at the offset the count exchange
+    /// of [`moe_count()`] in `counts_in` gives it), gives each choice its position (or
+    /// [`DROPPED`]), moves the rows by group of scope `S` (`moe_dispatch_warp`: by warp;
+    /// `moe_dispatch_block`: by block), as bf16 or fp8 (`fp8 != 0`), straight to PEs
+    /// reached directly and through `send` to the others, then hands every PE its run
+    /// descriptors and a signal with the rows it now holds.
     // Over 100 lines on purpose: the protocol's steps (count, reserve, rank, move,
     // describe, signal) in order, sharing the block's locals and barriers.
-    pub fn moe_dispatch[type S](tokens: *const bf16, experts: *const u32, pos_of: *mut u32, plan: *mut u64, send: *mut u32, recv: *mut u32, runs: *mut u64, ctrl: *mut u64, n_tokens: usize, hidden: usize, top_k: usize, experts_per_pe: usize, capacity: usize, fp8: u32) where [S: RowScope] {
+    pub fn moe_dispatch[type S](tokens: *const bf16, experts: *const u32, pos_of: *mut u32, plan: *mut u64, send: *mut u32, recv: *mut u32, runs: *mut u64, ctrl: *mut u64, counts_in: *const u32, n_tokens: usize, hidden: usize, top_k: usize, experts_per_pe: usize, capacity: usize, fp8: u32) where [S: RowScope] {
         let (me, n) = (my_pe(), n_pes() as usize);
         let (el, layout) = (experts_per_pe, Ctrl { experts_per_pe, n_pes: n });
         let n_experts = el * n;
@@ -227,7 +346,17 @@ symmem_device::kernel! {
         }
         let (before, _) = scan_exclusive_block(total);
 
-        // 2. One reservation per run, the threads' atomics in flight together.
+        // 2. One reservation per run: the threads' atomics in flight together, or in the
+        //    deterministic mode the runs of the (PE, block) pairs before this one, once
+        //    every PE's counts are here.
+        let deterministic = !counts_in.is_null();
+        if deterministic {
+            if tid == 0 {
+                wait_until_all(ctrl.add(layout.count_sig()), n, core::ptr::null(), Cmp::Ge, blocks as u64);
+            }
+            // Thread 0's acquire saw every block's counts; the barrier extends it.
+            sync_threads();
+        }
         let mut at = first_c as u32 + before;
         for e in lo..hi {
             let count = counts.get(e) as usize;
@@ -235,7 +364,11 @@ symmem_device::kernel! {
             let (base, kept) = if count == 0 {
                 (0, 0)
             } else {
-                let base = atomic_fetch_add(ctrl.add(layout.counters() + local), count as u64, pe) as usize;
+                let base = if deterministic {
+                    slots_before(counts_in, me as usize * blocks + b, n_experts, e)
+                } else {
+                    atomic_fetch_add(ctrl.add(layout.counters() + local), count as u64, pe) as usize
+                };
                 (base.min(capacity), count.min(capacity.saturating_sub(base)))
             };
             starts.set(e, at);
@@ -251,20 +384,19 @@ symmem_device::kernel! {
 
         // 3. Each choice's rank in its run, one warp-aggregated atomic per expert a warp
         //    meets in a round: the first `kept` ranks get positions, the rest are dropped.
-        let lane = lane_id();
+        //    The deterministic mode takes a round's warps in turn, so ranks follow the
+        //    choices' order.
+        let turns = if deterministic { threads.div_ceil(WARP_SIZE as usize) } else { 1 };
         let mut round = first_c;
         while round < end_c {
             let c = round + tid;
-            let mask = ballot(warp_mask(), c < end_c);
-            if c < end_c {
-                let e = experts.add(c).read();
-                let peers = match_any(mask, e);
-                let leader = peers.trailing_zeros();
-                let first_rank = if lane == leader { counts.fetch_add(e as usize, popc(peers)) } else { 0 };
-                let rank = shfl(mask, first_rank, leader) + popc(peers & ((1u32 << lane) - 1));
-                let e = e as usize;
-                let pos = if rank < kept_of.get(e) { starts.get(e) + rank } else { DROPPED };
-                pos_of.add(c).write(pos);
+            for turn in 0..turns {
+                if !deterministic || warp_id() as usize == turn {
+                    rank_choice(c, end_c, experts, pos_of, counts, starts, kept_of);
+                }
+                if deterministic {
+                    sync_threads();
+                }
             }
             round += threads;
         }
