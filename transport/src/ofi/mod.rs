@@ -34,7 +34,10 @@
 //! and an atomic after it (`tcp;ofi_rxm`), a put_signal's signal would wait for its data
 //! to complete: there a put_signal of up to 8 KiB, or a signal alone, goes as one message
 //! that the target's progress applies, data then signal, and acknowledges ([`messages`];
-//! such an operation completes with the acknowledgement). A failed completion
+//! such an operation completes with the acknowledgement). Every such message is sealed
+//! under the job's key and checked before anything in it is applied
+//! ([`protocol::auth`]); the heap's memory key, which alone guards RMA and atomics, is
+//! drawn at random where the provider lets the application choose it. A failed completion
 //! (`fi_cq_readerr`) fails the waiting operation and every later one, naming the peer,
 //! the provider's message and its error number. `SYMMEM_TIMEOUT` bounds every wait.
 //!
