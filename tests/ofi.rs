@@ -161,7 +161,9 @@ fn streamed_writes_complete_at_transmit_and_are_flushed_before_the_flag() {
 /// Where the provider keeps no order between a write and an atomic after it (tcp;ofi_rxm),
 /// small put_signals and signals travel as messages the target applies; where it keeps
 /// every order (shm), as atomics. Each PE's init log says which, and the put_signal suite
-/// passes either way (above).
+/// passes either way (above). Over tcp each PE also says that its messages are
+/// authenticated and their senders checked against the provider's source, and none of
+/// the job's messages is refused.
 #[test]
 fn signals_travel_as_messages_only_where_the_provider_keeps_no_order() {
     for (provider, expected) in [
@@ -172,6 +174,16 @@ fn signals_travel_as_messages_only_where_the_provider_keeps_no_order() {
         env.push(("SYMMEM_DEBUG", "info"));
         let job = run_ok(4, "put_signal", &env);
         every_pe_logs(&job, expected, &format!("over {provider}"));
+        if provider == TCP {
+            // Every message is sealed, checked against its source, and accepted.
+            let checked = "ofi messages authenticated (HMAC-SHA256 under the job key), their senders checked against the provider's source (FI_SOURCE)";
+            every_pe_logs(&job, checked, "over tcp");
+            assert!(
+                !job.stderr.contains("dropped a message"),
+                "no message of the job is refused:\n{}",
+                job.stderr
+            );
+        }
     }
 }
 

@@ -103,6 +103,12 @@ impl JobKey {
         JobKey::derive(&self.0, label)
     }
 
+    /// An HMAC-SHA256 keyed with this key, for the MACs of a protocol that authenticates
+    /// its own messages (the ofi transport's); the key's bytes stay inside.
+    pub fn hmac_sha256(&self) -> Hmac<Sha256> {
+        HmacSha256::new_from_slice(&self.0).expect("HMAC takes a key of any length")
+    }
+
     /// 32 random bytes from the OS: the secret material of a new job.
     pub fn random_secret() -> Result<[u8; 32], BootstrapError> {
         let mut buf = [0u8; 32];

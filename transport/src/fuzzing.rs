@@ -20,6 +20,12 @@ mod ofi_messages;
 #[cfg(feature = "ofi")]
 use crate::ofi::messages as ofi_messages;
 #[cfg(not(feature = "ofi"))]
+#[path = "ofi/protocol/auth.rs"]
+#[allow(dead_code)] // The sending side's sequences and the refusals' log serve the transport.
+mod ofi_auth;
+#[cfg(feature = "ofi")]
+use crate::ofi::protocol::auth as ofi_auth;
+#[cfg(not(feature = "ofi"))]
 #[path = "ofi/exchange.rs"]
 #[allow(dead_code)] // `encode_failure` serves the ofi transport only.
 mod ofi_exchange;
@@ -86,6 +92,66 @@ pub fn ofi_message_decode(b: &[u8], n_pes: usize, heap_len: u64) -> Result<OfiMe
             writes: Vec::new(),
         },
     })
+}
+
+/// What the ofi transport's message check ([`ofi_message_check`]) did with a message.
+#[derive(Debug)]
+pub struct OfiCheck {
+    /// The message as it came, checked by PE 0 under a fixed key: accepted only where its
+    /// tag is that key's (then sealing it again changes nothing).
+    pub as_sent: bool,
+    /// Whether sealing the message again changes it.
+    pub resealing_changes_it: bool,
+    /// The message sealed under that key by its claimed sender, as its sequence number
+    /// says: accepted where its sender is in the job and the number is not 0.
+    pub sealed: bool,
+    /// The sealed message again: a replay, always refused.
+    pub replayed: bool,
+    /// The sealed message with one bit flipped (at the offset the message's last byte
+    /// names): always refused.
+    pub flipped: bool,
+    /// The claimed sender and sequence number, where the message is long enough.
+    pub envelope: Option<(u32, u64)>,
+}
+
+/// Checks `b` as a message to PE 0 of a job of `n_pes` PEs as that PE would before
+/// decoding it (its tag, its sequence number, no source named); then seals it under
+/// the same key, as its claimed sender would, and checks that, its replay, and a
+/// changed bit.
+pub fn ofi_message_check(b: &[u8], n_pes: usize) -> OfiCheck {
+    let key = symmem_bootstrap::auth::JobKey::derive(b"fuzz", ofi_auth::KEY_LABEL);
+    let mut verifier = ofi_auth::Verifier::new(key.hmac_sha256(), 0, n_pes);
+    let as_sent = verifier.check(b, ofi_auth::Source::Unreported).is_ok();
+    let envelope = ofi_messages::envelope(b);
+    let mut sealed = b.to_vec();
+    let mut verifier = ofi_auth::Verifier::new(key.hmac_sha256(), 0, n_pes);
+    if let Some((_, seq)) = envelope {
+        ofi_auth::Sealer::new(key.hmac_sha256()).seal(&mut sealed, 0, seq);
+    }
+    let resealing_changes_it = sealed != b;
+    let accepted = verifier
+        .check(&sealed, ofi_auth::Source::Unreported)
+        .is_ok();
+    let replayed = verifier
+        .check(&sealed, ofi_auth::Source::Unreported)
+        .is_ok();
+    let mut flipped = sealed.clone();
+    if let Some(&last) = b.last() {
+        let at = usize::from(last) % flipped.len();
+        flipped[at] ^= 1;
+    }
+    let flipped = !b.is_empty()
+        && ofi_auth::Verifier::new(key.hmac_sha256(), 0, n_pes)
+            .check(&flipped, ofi_auth::Source::Unreported)
+            .is_ok();
+    OfiCheck {
+        as_sent,
+        resealing_changes_it,
+        sealed: accepted,
+        replayed,
+        flipped,
+        envelope,
+    }
 }
 
 /// Decodes `b` as a PE's entry in the ofi transport's exchange, and encodes what was

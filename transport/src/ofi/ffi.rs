@@ -46,6 +46,10 @@ pub(super) struct Attrs {
     pub sends_in_order: c_int,
     /// Whether the endpoint has messages (`FI_MSG`).
     pub messages: c_int,
+    /// Whether receive completions name their source (`FI_SOURCE`).
+    pub sources: c_int,
+    /// Bytes of a memory key the application may choose (`mr_key_size`).
+    pub mr_key_size: usize,
 }
 
 impl Default for Attrs {
@@ -65,12 +69,16 @@ impl Default for Attrs {
             max_order_size: [0; 3],
             sends_in_order: 0,
             messages: 0,
+            sources: 0,
+            mr_key_size: 0,
         }
     }
 }
 
 /// `FI_MR_LOCAL`: every local buffer must be registered (the bounce buffer is).
 pub(super) const FI_MR_LOCAL: u64 = 1 << 2;
+/// `FI_MR_PROV_KEY`: the provider picks memory keys (the heap's random key is ignored).
+pub(super) const FI_MR_PROV_KEY: u64 = 1 << 6;
 /// `FI_MR_VIRT_ADDR`: remote addresses are the target's virtual addresses (else offsets).
 pub(super) const FI_MR_VIRT_ADDR: u64 = 1 << 4;
 /// `FI_ORDER_RMA_RAR`: RMA reads after RMA reads stay in order; the next three bits are
@@ -123,6 +131,7 @@ extern "C" {
         bounce_len: usize,
         ordered_bytes: usize,
         wait: c_int,
+        heap_key: u64,
         out: *mut *mut SymmemOfi,
         attrs: *mut Attrs,
         err: *mut c_char,
@@ -221,10 +230,12 @@ extern "C" {
         raddr: u64,
         key: u64,
     ) -> isize;
-    pub(super) fn symmem_ofi_completed(
+    #[allow(clippy::too_many_arguments)] // the completions' fields, then the error's
+    pub(super) fn symmem_ofi_completed_from(
         o: *mut SymmemOfi,
         ops: *mut u64,
         lens: *mut usize,
+        sources: *mut u64,
         max: usize,
         failed_op: *mut u64,
         err: *mut c_char,

@@ -9,20 +9,33 @@
 //! and its acknowledgement arrived.
 //!
 //! A message is a header of [`HEADER`] bytes, then the data:
-//! `kind: u32, from: u32, op: u64, data_off: u64, sig_off: u64, value: u64,
-//! sig_op: u32, data_len: u32, acked: u64`, little-endian, where `acked` is an operation
-//! of the receiver's that the sender acknowledges with it (0 for none). An
+//! `kind: u32, from: u32, op: u64, seq: u64, tag: [u8; 16], data_off: u64, sig_off: u64,
+//! value: u64, sig_op: u32, data_len: u32, acked: u64`, little-endian, where `acked` is an
+//! operation of the receiver's that the sender acknowledges with it (0 for none). An
 //! acknowledgement alone is the first [`ACK_BYTES`] of a header with kind [`KIND_ACK`]
 //! and `op` the acknowledged operation's number at its sender. A goodbye (kind
 //! [`KIND_GOODBYE`], [`ACK_BYTES`] long, `op` 0) tells a peer that its sender shuts its
 //! endpoint down in order: a peer that stops answering after it has left, not died.
+//!
+//! Every message is sealed by its sender: `seq` numbers the sender's messages to that
+//! receiver (from 1 up) and `tag` is a MAC of the whole message, but for the tag, and of
+//! its receiver, under the job's key (`protocol::auth`). The encoders here leave both
+//! zero for the sealing; [`decode`] reads neither: the receiver checks them first.
 
 use symmem_device::SignalOp;
 
 /// Bytes of a message's header.
-pub(crate) const HEADER: usize = 56;
+pub(crate) const HEADER: usize = 80;
 /// Bytes of an acknowledgement.
-pub(crate) const ACK_BYTES: usize = 16;
+pub(crate) const ACK_BYTES: usize = 40;
+/// Where a message's sequence number is: a `u64` that numbers its sender's messages to
+/// its receiver.
+pub(crate) const SEQ_AT: usize = 16;
+/// Where a message's tag is (its MAC, [`TAG_BYTES`] long): every byte but these is
+/// authenticated.
+pub(crate) const TAG_AT: usize = 24;
+/// Bytes of a message's tag.
+pub(crate) const TAG_BYTES: usize = 16;
 /// Bytes of one receive buffer: the largest message.
 pub(crate) const RECV_BYTES: usize = 8 << 10;
 /// The most data one message carries.
@@ -82,16 +95,17 @@ pub(crate) fn encode_signal(buf: &mut [u8], s: &Signal) {
     buf[0..4].copy_from_slice(&KIND_SIGNAL.to_le_bytes());
     buf[4..8].copy_from_slice(&(s.from as u32).to_le_bytes());
     buf[8..16].copy_from_slice(&s.op.to_le_bytes());
-    buf[16..24].copy_from_slice(&s.data_off.to_le_bytes());
-    buf[24..32].copy_from_slice(&s.sig_off.to_le_bytes());
-    buf[32..40].copy_from_slice(&s.value.to_le_bytes());
+    buf[SEQ_AT..TAG_AT + TAG_BYTES].fill(0);
+    buf[40..48].copy_from_slice(&s.data_off.to_le_bytes());
+    buf[48..56].copy_from_slice(&s.sig_off.to_le_bytes());
+    buf[56..64].copy_from_slice(&s.value.to_le_bytes());
     let op = match s.sig_op {
         SignalOp::Set => 0u32,
         SignalOp::Add => 1,
     };
-    buf[40..44].copy_from_slice(&op.to_le_bytes());
-    buf[44..48].copy_from_slice(&(s.data_len as u32).to_le_bytes());
-    buf[48..56].copy_from_slice(&s.acked.to_le_bytes());
+    buf[64..68].copy_from_slice(&op.to_le_bytes());
+    buf[68..72].copy_from_slice(&(s.data_len as u32).to_le_bytes());
+    buf[72..80].copy_from_slice(&s.acked.to_le_bytes());
 }
 
 /// The acknowledgement by `from` of operation `op`.
@@ -111,8 +125,15 @@ pub(crate) fn encode_goodbye(from: usize) -> [u8; ACK_BYTES] {
     b
 }
 
+/// The claimed sender and the sequence number of the message in `buf`, for checking its
+/// tag before anything else is read; `None` where it is shorter than any message.
+pub(crate) fn envelope(buf: &[u8]) -> Option<(u32, u64)> {
+    (buf.len() >= ACK_BYTES).then(|| (half(buf, 4), word(buf, SEQ_AT)))
+}
+
 /// The message in the first bytes of a receive buffer, checked against the job (`n_pes`)
-/// and this PE's heap of `heap_len` bytes: a malformed one is named, never applied.
+/// and this PE's heap of `heap_len` bytes: a malformed one is named, never applied. Its
+/// sequence number and tag are not read (the receiver checked them).
 pub(crate) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message, String> {
     if buf.len() < ACK_BYTES {
         return Err(format!("a message of {} bytes", buf.len()));
@@ -126,9 +147,9 @@ pub(crate) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message,
         KIND_ACK => Ok(Message::Ack { from, op }),
         KIND_GOODBYE => Ok(Message::Goodbye { from }),
         KIND_SIGNAL if buf.len() >= HEADER => {
-            let data_len = half(buf, 44) as usize;
-            let (data_off, sig_off) = (word(buf, 16), word(buf, 24));
-            let sig_op = match half(buf, 40) {
+            let data_len = half(buf, 68) as usize;
+            let (data_off, sig_off) = (word(buf, 40), word(buf, 48));
+            let sig_op = match half(buf, 64) {
                 0 => SignalOp::Set,
                 1 => SignalOp::Add,
                 other => {
@@ -163,9 +184,9 @@ pub(crate) fn decode(buf: &[u8], n_pes: usize, heap_len: u64) -> Result<Message,
                 data_off,
                 data_len,
                 sig_off,
-                value: word(buf, 32),
+                value: word(buf, 56),
                 sig_op,
-                acked: word(buf, 48),
+                acked: word(buf, 72),
             }))
         }
         kind => Err(format!(
@@ -233,7 +254,7 @@ mod tests {
             signal(),
             HEADER + 99,
             1 << 20,
-            "100 bytes of data in 155 bytes",
+            "100 bytes of data in 179 bytes",
         );
         check(
             signal(),
@@ -260,7 +281,7 @@ mod tests {
             "8-byte aligned",
         );
         encode_signal(&mut buf, &signal());
-        buf[40] = 5;
+        buf[64] = 5;
         assert!(decode(&buf, 4, 1 << 20)
             .unwrap_err()
             .contains("signal op 5"));

@@ -36,7 +36,10 @@
 //! and an atomic after it (`tcp;ofi_rxm`), a put_signal's signal would wait for its data
 //! to complete: there a put_signal of up to 8 KiB, or a signal alone, goes as one message
 //! that the target's progress applies, data then signal, and acknowledges ([`messages`];
-//! such an operation completes with the acknowledgement). A failed completion
+//! such an operation completes with the acknowledgement). Every such message is sealed
+//! under the job's key and checked before anything in it is applied
+//! ([`protocol::auth`]); the heap's memory key, which alone guards RMA and atomics, is
+//! drawn at random where the provider lets the application choose it. A failed completion
 //! (`fi_cq_readerr`) fails the waiting operation and every later one, naming the peer,
 //! the provider's message and its error number. `SYMMEM_TIMEOUT` bounds every wait.
 //!
@@ -63,6 +66,10 @@ pub(crate) mod exchange;
 mod ffi;
 // Crate-visible for the fuzzing decoders (`crate::fuzzing`).
 pub(crate) mod messages;
+// Crate-visible for the fuzzing decoders (`crate::fuzzing`).
+pub(crate) mod protocol;
+#[cfg(test)]
+mod stranger_tests;
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void};
@@ -186,7 +193,7 @@ impl Bounce {
 
 /// The largest message injected (where the provider's inject size allows): a signal with
 /// up to 72 bytes of data.
-const INJECTED_BYTES: usize = 128;
+const INJECTED_BYTES: usize = HEADER + 72;
 
 /// Acknowledgements held back at most (see [`State::poll`]).
 const ACKS_HELD: usize = 8;
@@ -242,6 +249,8 @@ struct State {
     heap: LocalHeap,
     /// Whether sends to a peer arrive in order (`FI_ORDER_SAS`).
     sends_in_order: bool,
+    /// The sealing of this PE's messages and the check of those it receives.
+    auth: driver::auth::Auth,
     /// Acknowledgements still to send: (to PE, its operation).
     acks: VecDeque<(usize, u64)>,
     /// Receive buffers the provider was busy to take back.
@@ -355,6 +364,7 @@ impl OfiTransport {
         let near = placement::this_pe(setup.gpu_pci_bus_id);
         let neighbours = machine::learn(setup, &near.key())?;
         let mode = progress_mode(setup, neighbours.machine_pes);
+        let key = driver::auth::transport_key(b)?;
         let opened = open(setup, mode.polls, &near, neighbours.near_rank);
         let all = share_endpoints(setup, &opened)?;
         // A PE whose endpoint did not open fails with its own error; the others name it.
@@ -400,6 +410,10 @@ impl OfiTransport {
             &mode,
             &describe,
         );
+        let auth = driver::auth::Auth::new(&key, me, n, opened.attrs.sources != 0);
+        if opened.takes_messages {
+            tracing::info!(target: "init::transport", "PE {me}: ofi {}", auth.describe());
+        }
         let state = Arc::new(Mutex::new(Some(State {
             ep: std::mem::replace(&mut opened.ep, Endpoint(std::ptr::null_mut())),
             bounce: std::mem::replace(&mut opened.bounce, Bounce(Box::new([]))),
@@ -424,6 +438,7 @@ impl OfiTransport {
                 len: setup.heap.len as u64,
             },
             sends_in_order: opened.attrs.sends_in_order != 0,
+            auth,
             acks: VecDeque::new(),
             unposted: Vec::new(),
             inject: opened.attrs.inject_size,
@@ -619,6 +634,7 @@ impl State {
         let mut err = [0 as c_char; 512];
         let mut done = [0u64; 64];
         let mut lens = [0usize; 64];
+        let mut sources = [0u64; 64];
         while let Some(i) = self.unposted.pop() {
             if !self.repost(i)? {
                 break;
@@ -628,10 +644,11 @@ impl State {
             let mut failed_op = 0u64;
             // SAFETY: an open endpoint; valid out-parameters of the given sizes.
             let n = unsafe {
-                ffi::symmem_ofi_completed(
+                ffi::symmem_ofi_completed_from(
                     self.ep.0,
                     done.as_mut_ptr(),
                     lens.as_mut_ptr(),
+                    sources.as_mut_ptr(),
                     done.len(),
                     &mut failed_op,
                     err.as_mut_ptr(),
@@ -652,9 +669,9 @@ impl State {
                 }
                 return Err(why);
             }
-            for (&op, &len) in done.iter().zip(&lens).take(n as usize) {
+            for ((&op, &len), &source) in done.iter().zip(&lens).zip(&sources).take(n as usize) {
                 if op & RECEIVE != 0 {
-                    self.received((op & !RECEIVE) as usize, len)?;
+                    self.received((op & !RECEIVE) as usize, len, source)?;
                 } else {
                     self.ops.complete(op)?;
                 }
@@ -745,8 +762,10 @@ impl State {
 
     /// Applies the message of `len` bytes in receive buffer `i` and posts the buffer again:
     /// a signal's data, then its signal (a CPU atomic, after the data), to be acknowledged;
-    /// or an acknowledgement, completing the operation it names.
-    fn received(&mut self, i: usize, len: usize) -> std::result::Result<(), String> {
+    /// or an acknowledgement, completing the operation it names. A message that is not
+    /// its claimed sender's under the job's key, or came from another endpoint (`source`:
+    /// the shim's), is dropped ([`driver::auth::Auth::admits`]).
+    fn received(&mut self, i: usize, len: usize, source: u64) -> std::result::Result<(), String> {
         if i >= RECV_SLOTS {
             return Err(format!("a completion of unknown receive buffer {i}"));
         }
@@ -754,6 +773,9 @@ impl State {
         // SAFETY: the provider received `len` bytes (at most RECV_BYTES) into the buffer,
         // which nothing else touches until it is posted again below.
         let bytes = unsafe { std::slice::from_raw_parts(buf, len.min(RECV_BYTES)) };
+        if !self.auth.admits(bytes, source) {
+            return self.repost(i).map(drop);
+        }
         let message = messages::decode(bytes, self.peers.len(), self.heap.len)
             .and_then(|m| match m {
                 Message::Signal(_) if self.heap.addr == 0 => {
@@ -835,7 +857,8 @@ impl State {
     /// Sends the acknowledgements due (injected: no completion to wait for).
     fn send_acks(&mut self) -> std::result::Result<(), String> {
         while let Some(&(pe, op)) = self.acks.front() {
-            let ack = messages::encode_ack(self.me, op);
+            let mut ack = messages::encode_ack(self.me, op);
+            self.auth.seal(&mut ack, pe);
             // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
             let rc =
                 unsafe { ffi::symmem_ofi_inject(self.ep.0, ack.as_ptr().cast(), ack.len(), pe) };
@@ -910,9 +933,11 @@ impl State {
         // Taken once nothing is left to wait for: held through a wait, it could stall the
         // peer's quiet, or two PEs could each hold what the other awaits.
         let acked = self.take_ack(pe);
+        let (sealer, seq) = self.auth.next_to(pe);
         let what = if injected { "fi_inject" } else { "fi_send" };
         let posted = self.issue(what, Access::Message, pe, slot, op, w, |ep, op| {
             messages::encode_signal(buf, &signal(op, acked));
+            sealer.seal(buf, pe, seq);
             let (at, len) = (buf.as_ptr().cast(), buf.len());
             // SAFETY: an open endpoint; an injected message fits the inject size, a sent
             // one lies in the registered slot, untouched until it completes (take_slot).
@@ -1640,7 +1665,8 @@ impl OfiTransport {
             if pe == st.me || st.peers[pe].is_none() {
                 continue;
             }
-            let bye = messages::encode_goodbye(st.me);
+            let mut bye = messages::encode_goodbye(st.me);
+            st.auth.seal(&mut bye, pe);
             // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
             let _ = unsafe { ffi::symmem_ofi_inject(st.ep.0, bye.as_ptr().cast(), bye.len(), pe) };
         }

@@ -53,6 +53,10 @@ struct symmem_ofi_attrs {
 	int sends_in_order;
 	/* Whether the endpoint has messages (FI_MSG). */
 	int messages;
+	/* Whether receive completions name their source (FI_SOURCE). */
+	int sources;
+	/* Bytes of a memory key the application may choose (mr_key_size). */
+	size_t mr_key_size;
 };
 
 /* The orders the transport can use, as providers report them (requesting none, they list
@@ -324,14 +328,25 @@ static int unique_shm_name(struct symmem_ofi *o, char *err, size_t errlen)
 	return rc;
 }
 
+/* The heap's memory key from `drawn` (random bits): as many bytes of it as the domain's
+ * keys have (mr_key_size), never the bounce buffer's key (2). Where the provider picks
+ * keys (FI_MR_PROV_KEY) it ignores this one. */
+static uint64_t heap_key_of(const struct fi_info *info, uint64_t drawn)
+{
+	size_t bytes = info->domain_attr->mr_key_size;
+	uint64_t key = bytes && bytes < 8 ? drawn & ((1ull << (8 * bytes)) - 1) : drawn;
+	return key == 2 ? 3 : key;
+}
+
 /* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL),
- * on domain `domain` of fabric `fabric` (libfabric's first when NULL), and registers `heap` (for peers' RMA and atomics: host memory when `heap_cuda_device` is
- * negative, else memory of that CUDA device) and `bounce` (the host buffers of this PE's
- * operations). Orders across RMA and atomics are asked for up to `ordered_bytes` of data
- * (the largest piece the Rust side posts). */
+ * on domain `domain` of fabric `fabric` (libfabric's first when NULL), and registers `heap`
+ * (for peers' RMA and atomics, under key `heap_key` where the application chooses keys:
+ * host memory when `heap_cuda_device` is negative, else memory of that CUDA device) and
+ * `bounce` (the host buffers of this PE's operations). Orders across RMA and atomics are
+ * asked for up to `ordered_bytes` of data (the largest piece the Rust side posts). */
 int symmem_ofi_open(const char *prov, const char *domain, const char *fabric, void *heap,
 		    size_t heap_len, int heap_cuda_device, void *bounce, size_t bounce_len,
-		    size_t ordered_bytes, int wait, struct symmem_ofi **out,
+		    size_t ordered_bytes, int wait, uint64_t heap_key, struct symmem_ofi **out,
 		    struct symmem_ofi_attrs *attrs, char *err, size_t errlen)
 {
 	struct fi_info *hints = endpoint_hints(prov, heap_cuda_device >= 0);
@@ -357,13 +372,16 @@ int symmem_ofi_open(const char *prov, const char *domain, const char *fabric, vo
 		hints->domain_attr->name = strdup(domain);
 	if (fabric)
 		hints->fabric_attr->name = strdup(fabric);
-	/* First with messages (FI_MSG, for the transport's own: messages.rs), then without;
+	/* First with messages (FI_MSG, for the transport's own: messages.rs) whose receive
+	 * completions name their source (FI_SOURCE, checked against the message's sender),
+	 * then with messages alone, then without;
 	 * each first with the orders across RMA and atomics asked for, with their data placed
 	 * in order up to `ordered_bytes` (a provider reports them, and max_order_*_size, only
 	 * when asked: a put_signal's signal then needs no wait for its data), then without. */
 	rc = -FI_ENODATA;
-	for (int msg = 1; msg >= 0 && rc == -FI_ENODATA; msg--) {
-		hints->caps = msg ? hints->caps | FI_MSG : hints->caps & ~FI_MSG;
+	for (int msg = 2; msg >= 0 && rc == -FI_ENODATA; msg--) {
+		hints->caps = (hints->caps & ~(FI_MSG | FI_SOURCE)) | (msg ? FI_MSG : 0) |
+			      (msg == 2 ? FI_SOURCE : 0);
 		hints->tx_attr->msg_order = hints->rx_attr->msg_order = SYMMEM_ORDER_ACROSS;
 		hints->ep_attr->max_order_raw_size = ordered_bytes;
 		hints->ep_attr->max_order_waw_size = ordered_bytes;
@@ -420,7 +438,8 @@ int symmem_ofi_open(const char *prov, const char *domain, const char *fabric, vo
 		goto fail;
 	}
 	if ((rc = reg(o, heap, heap_len, heap_cuda_device,
-		      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 1, &o->heap_mr,
+		      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
+		      heap_key_of(o->info, heap_key), &o->heap_mr,
 		      heap_cuda_device < 0 ? "fi_mr_regattr (symmetric heap)"
 					   : "fi_mr_regattr (symmetric heap in CUDA memory, FI_HMEM_CUDA)",
 		      err, errlen)) ||
@@ -448,6 +467,8 @@ int symmem_ofi_open(const char *prov, const char *domain, const char *fabric, vo
 	attrs->max_order_size[1] = o->info->ep_attr->max_order_war_size;
 	attrs->max_order_size[2] = o->info->ep_attr->max_order_waw_size;
 	attrs->messages = (o->info->caps & FI_MSG) != 0;
+	attrs->sources = (o->info->caps & FI_SOURCE) != 0;
+	attrs->mr_key_size = o->info->domain_attr->mr_key_size;
 	attrs->sends_in_order =
 		(o->info->tx_attr->msg_order & o->info->rx_attr->msg_order & FI_ORDER_SAS) != 0;
 	attrs->wait_fd = -1;
@@ -603,19 +624,35 @@ ssize_t symmem_ofi_compare_atomic(struct symmem_ofi *o, uint64_t id, const void 
 				 FI_CSWAP, ctx(id));
 }
 
+/* The PE of the address vector entry `addr` (a completion's source), or UINT64_MAX for
+ * none (an endpoint outside the job, or FI_ADDR_NOTAVAIL). FI_AV_TABLE numbers entries
+ * from 0 in the order inserted, which is PE order. */
+static uint64_t source_pe(struct symmem_ofi *o, fi_addr_t addr)
+{
+	if (addr < o->n_peers && o->peers[addr] == addr)
+		return addr;
+	for (size_t i = 0; i < o->n_peers; i++)
+		if (o->peers[i] == addr)
+			return i;
+	return UINT64_MAX;
+}
+
 /* Drives progress and reads up to `max` completions into `ops` (the contexts of the
  * operations completed, in no particular order) and `lens` (their lengths: the bytes a
- * receive got); returns how many, or a negative error
+ * receive got) and `sources` (for a receive, the PE whose endpoint sent it where the
+ * endpoint has FI_SOURCE: source_pe); returns how many, or a negative error
  * when one failed (then `err` says why, with the provider's message, and `failed_op` is the
  * failed operation's number, or 0 when unknown). */
-int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *ops, size_t *lens, size_t max,
-			     uint64_t *failed_op, char *err, size_t errlen)
+int64_t symmem_ofi_completed_from(struct symmem_ofi *o, uint64_t *ops, size_t *lens,
+				  uint64_t *sources, size_t max, uint64_t *failed_op, char *err,
+				  size_t errlen)
 {
 	struct fi_cq_msg_entry entries[64];
+	fi_addr_t from[64];
 	ssize_t rc, i;
 	if (max > 64)
 		max = 64;
-	rc = fi_cq_read(o->cq, entries, max);
+	rc = fi_cq_readfrom(o->cq, entries, max, from);
 	if (rc == -FI_EAVAIL) {
 		struct fi_cq_err_entry e;
 		memset(&e, 0, sizeof(e));
@@ -637,12 +674,13 @@ int64_t symmem_ofi_completed(struct symmem_ofi *o, uint64_t *ops, size_t *lens, 
 	if (rc == -FI_EAGAIN)
 		return 0;
 	if (rc < 0) {
-		say(err, errlen, "fi_cq_read", (int)rc);
+		say(err, errlen, "fi_cq_readfrom", (int)rc);
 		return rc;
 	}
 	for (i = 0; i < rc; i++) {
 		ops[i] = (uint64_t)(uintptr_t)entries[i].op_context;
 		lens[i] = entries[i].len;
+		sources[i] = source_pe(o, from[i]);
 	}
 	return rc;
 }

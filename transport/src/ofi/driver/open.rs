@@ -106,8 +106,8 @@ pub(in crate::ofi) fn log_endpoint(
     .collect();
     tracing::info!(
         target: "init::transport",
-        "PE {me}: ofi transport over {describe}, heap key {:#x}, completion at {}, {}, {}; {}",
-        attrs.heap_key,
+        "PE {me}: ofi transport over {describe}, {}, completion at {}, {}, {}; {}",
+        super::auth::heap_key_origin(attrs),
         match (attrs.delivery_complete != 0, flushes) {
             (true, true) => "delivery (writes that stream to a peer at transmit, made visible by a read where needed)",
             (true, false) => "delivery",
@@ -215,6 +215,7 @@ pub(in crate::ofi) fn open(
     let mut attrs = ffi::Attrs::default();
     let mut ep = std::ptr::null_mut();
     let mut err = [0 as c_char; 512];
+    let heap_key = super::auth::random_heap_key()?;
     // SAFETY: the heap and bounce buffer stay allocated while the endpoint is open (the
     // heap until shutdown, which closes it first); valid out-parameters.
     let rc = unsafe {
@@ -229,6 +230,7 @@ pub(in crate::ofi) fn open(
             bounce.0.len() * 16,
             SLOT_BYTES,
             c_int::from(!polls),
+            heap_key,
             &mut ep,
             &mut attrs,
             err.as_mut_ptr(),
