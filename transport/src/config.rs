@@ -37,6 +37,8 @@ pub struct TransportConfig {
     pub ofi_provider: Option<String>,
     /// `SYMMEM_OFI_PROGRESS`: how the ofi transport's progress thread waits for work.
     pub ofi_progress: OfiProgress,
+    /// `SYMMEM_OFI_ASSUME_ORDER`: the order the ofi transport relies on.
+    pub ofi_assume_order: OfiAssumeOrder,
 }
 
 #[cfg(test)]
@@ -58,6 +60,7 @@ impl TransportConfig {
             allow_host_staging: false,
             ofi_provider: None,
             ofi_progress: OfiProgress::Auto,
+            ofi_assume_order: OfiAssumeOrder::Provider,
         }
     }
 }
@@ -108,6 +111,27 @@ impl std::fmt::Display for OfiProgress {
             OfiProgress::Block => "block",
             OfiProgress::Poll => "poll",
             OfiProgress::Manual => "manual",
+        })
+    }
+}
+
+/// The order the ofi transport relies on between operations to a peer
+/// (`SYMMEM_OFI_ASSUME_ORDER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfiAssumeOrder {
+    /// What the provider promises (its `FI_ORDER_*` bits and `FI_FENCE`).
+    Provider,
+    /// The weakest a provider of RMA and atomics keeps (efa's): sends after sends only, no
+    /// `FI_FENCE`, whatever the provider promises; to run efa's protocol on `tcp;ofi_rxm`
+    /// or `shm`.
+    Weakest,
+}
+
+impl std::fmt::Display for OfiAssumeOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OfiAssumeOrder::Provider => "provider",
+            OfiAssumeOrder::Weakest => "weakest",
         })
     }
 }

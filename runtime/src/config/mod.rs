@@ -12,7 +12,7 @@ use symmem_bootstrap::duration;
 use symmem_bootstrap::BootstrapChoice;
 
 pub use symmem_transport::config::{HcaEntry, HcaFilter, RemoteTransport, MAX_IB_QPS_PER_PEER};
-use symmem_transport::config::{OfiProgress, TransportConfig};
+use symmem_transport::config::{OfiAssumeOrder, OfiProgress, TransportConfig};
 
 use crate::error::Error;
 
@@ -143,6 +143,12 @@ const OFI_PROGRESS: &[(&str, OfiProgress)] = &[
     ("manual", OfiProgress::Manual),
 ];
 
+/// `SYMMEM_OFI_ASSUME_ORDER`'s values.
+const OFI_ASSUME_ORDER: &[(&str, OfiAssumeOrder)] = &[
+    ("provider", OfiAssumeOrder::Provider),
+    ("weakest", OfiAssumeOrder::Weakest),
+];
+
 /// `SYMMEM_ORDERING`'s values.
 const ORDERINGS: &[(&str, MemoryOrdering)] = &[
     ("strict", MemoryOrdering::Strict),
@@ -212,6 +218,8 @@ pub struct Config {
     pub ofi_provider: Option<String>,
     /// `SYMMEM_OFI_PROGRESS`.
     pub ofi_progress: OfiProgress,
+    /// `SYMMEM_OFI_ASSUME_ORDER`.
+    pub ofi_assume_order: OfiAssumeOrder,
     /// `SYMMEM_DEVICE`.
     pub device: DeviceChoice,
     /// `SYMMEM_EXEC_SEED`: the CPU executor's lane schedule; `None` = thread index order.
@@ -263,6 +271,7 @@ impl Config {
             allow_host_staging: self.allow_host_staging,
             ofi_provider: self.ofi_provider.clone(),
             ofi_progress: self.ofi_progress,
+            ofi_assume_order: self.ofi_assume_order,
         }
     }
 }
@@ -356,6 +365,7 @@ impl Config {
             socket_ifname: r.value("SYMMEM_SOCKET_IFNAME"),
             ofi_provider: r.value("SYMMEM_OFI_PROVIDER"),
             ofi_progress: r.choice("SYMMEM_OFI_PROGRESS", OFI_PROGRESS)?,
+            ofi_assume_order: r.choice("SYMMEM_OFI_ASSUME_ORDER", OFI_ASSUME_ORDER)?,
             exec_seed: r.optional_u64("SYMMEM_EXEC_SEED")?,
             exec_stack_size: r.parse_or_default("SYMMEM_EXEC_STACK_SIZE", |v| {
                 parse_size(v).and_then(|n| match n >= MIN_EXEC_STACK {
@@ -475,6 +485,7 @@ impl Config {
                 self.ofi_provider.clone().unwrap_or_else(|| "(auto)".into()),
             ),
             ("SYMMEM_OFI_PROGRESS", self.ofi_progress.to_string()),
+            ("SYMMEM_OFI_ASSUME_ORDER", self.ofi_assume_order.to_string()),
             ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
             (
                 "SYMMEM_EXEC_SEED",

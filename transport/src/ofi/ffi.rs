@@ -46,6 +46,8 @@ pub(super) struct Attrs {
     pub sends_in_order: c_int,
     /// Whether the endpoint has messages (`FI_MSG`).
     pub messages: c_int,
+    /// Whether operations may carry `FI_FENCE` (the endpoint was opened with it).
+    pub fence: c_int,
 }
 
 impl Default for Attrs {
@@ -65,6 +67,7 @@ impl Default for Attrs {
             max_order_size: [0; 3],
             sends_in_order: 0,
             messages: 0,
+            fence: 0,
         }
     }
 }
@@ -139,17 +142,6 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
-    pub(super) fn symmem_ofi_write(
-        o: *mut SymmemOfi,
-        op: u64,
-        local: *const c_void,
-        bounce: c_int,
-        len: usize,
-        pe: usize,
-        raddr: u64,
-        key: u64,
-        at_delivery: c_int,
-    ) -> isize;
     pub(super) fn symmem_ofi_read(
         o: *mut SymmemOfi,
         op: u64,
@@ -179,7 +171,34 @@ extern "C" {
         len: usize,
         pe: usize,
     ) -> isize;
-    pub(super) fn symmem_ofi_atomic(
+    #[allow(clippy::too_many_arguments)] // libfabric's own operands
+    pub(super) fn symmem_ofi_write_ex(
+        o: *mut SymmemOfi,
+        op: u64,
+        local: *const c_void,
+        bounce: c_int,
+        len: usize,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+        at_delivery: c_int,
+        inject: c_int,
+        fence: c_int,
+    ) -> isize;
+    #[allow(clippy::too_many_arguments)] // libfabric's own operands
+    pub(super) fn symmem_ofi_read_ex(
+        o: *mut SymmemOfi,
+        op: u64,
+        local: *mut c_void,
+        bounce: c_int,
+        len: usize,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+        fence: c_int,
+    ) -> isize;
+    #[allow(clippy::too_many_arguments)] // libfabric's own operands
+    pub(super) fn symmem_ofi_atomic_ex(
         o: *mut SymmemOfi,
         id: u64,
         operand: *const c_void,
@@ -188,9 +207,10 @@ extern "C" {
         pe: usize,
         raddr: u64,
         key: u64,
+        fence: c_int,
     ) -> isize;
     #[allow(clippy::too_many_arguments)] // libfabric's own operands
-    pub(super) fn symmem_ofi_fetch_atomic(
+    pub(super) fn symmem_ofi_fetch_atomic_ex(
         o: *mut SymmemOfi,
         id: u64,
         operand: *const c_void,
@@ -200,9 +220,10 @@ extern "C" {
         pe: usize,
         raddr: u64,
         key: u64,
+        fence: c_int,
     ) -> isize;
     #[allow(clippy::too_many_arguments)] // libfabric's own operands
-    pub(super) fn symmem_ofi_compare_atomic(
+    pub(super) fn symmem_ofi_compare_atomic_ex(
         o: *mut SymmemOfi,
         id: u64,
         operand: *const c_void,
@@ -212,6 +233,7 @@ extern "C" {
         pe: usize,
         raddr: u64,
         key: u64,
+        fence: c_int,
     ) -> isize;
     pub(super) fn symmem_ofi_completed(
         o: *mut SymmemOfi,
