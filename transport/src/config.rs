@@ -121,9 +121,9 @@ impl std::fmt::Display for OfiProgress {
 pub enum OfiAssumeOrder {
     /// What the provider promises (its `FI_ORDER_*` bits and `FI_FENCE`).
     Provider,
-    /// The weakest a provider of RMA and atomics keeps (efa's): sends after sends only, no
-    /// `FI_FENCE`, whatever the provider promises; to run efa's protocol on `tcp;ofi_rxm`
-    /// or `shm`.
+    /// The weakest a provider of RMA and atomics keeps (efa's): sends after sends only, and
+    /// `FI_FENCE` only where the provider really offers it, whatever order it promises; to
+    /// run efa's protocol on `tcp;ofi_rxm` or `shm`.
     Weakest,
 }
 

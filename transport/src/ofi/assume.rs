@@ -1,7 +1,8 @@
 //! `SYMMEM_OFI_ASSUME_ORDER`: the order the transport relies on, in place of what the
-//! provider reported. `weakest` takes efa's (only sends stay behind sends, no
-//! `FI_FENCE`), so that efa's protocol (waits between same-peer operations, signals as
-//! messages) runs and is tested on `tcp;ofi_rxm` and `shm`.
+//! provider reported. `weakest` takes efa's (only sends stay behind sends; `FI_FENCE`
+//! only where the provider really offers it), so that efa's protocol (waits between
+//! same-peer operations, signals as messages) runs and is tested on `tcp;ofi_rxm` and
+//! `shm`.
 
 use super::ffi;
 use crate::config::OfiAssumeOrder;
@@ -14,13 +15,12 @@ pub(super) fn assume_order(attrs: &mut ffi::Attrs, assumed: OfiAssumeOrder, me: 
         OfiAssumeOrder::Weakest => {
             tracing::info!(
                 target: "init::transport",
-                "PE {me}: SYMMEM_OFI_ASSUME_ORDER=weakest: the ofi transport relies only on sends staying behind sends (efa's order), not on the provider's order bits {:#x}{}",
-                attrs.order,
-                if attrs.fence != 0 { " or its FI_FENCE" } else { "" }
+                "PE {me}: SYMMEM_OFI_ASSUME_ORDER=weakest: the ofi transport relies only on sends staying behind sends (efa's order){}, not on the provider's order bits {:#x}",
+                if attrs.fence != 0 { " and the provider's FI_FENCE" } else { "" },
+                attrs.order
             );
             attrs.order = 0;
             attrs.max_order_size = [0; 3];
-            attrs.fence = 0;
         }
     }
 }
@@ -30,7 +30,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn weakest_keeps_only_what_sends_keep() {
+    fn weakest_keeps_only_what_sends_and_fi_fence_keep() {
         let mut attrs = ffi::Attrs {
             order: u64::MAX,
             max_order_size: [1 << 20; 3],
@@ -48,7 +48,7 @@ mod tests {
                 attrs.fence,
                 attrs.sends_in_order
             ),
-            (0, [0; 3], 0, 1)
+            (0, [0; 3], 1, 1)
         );
     }
 }

@@ -78,9 +78,7 @@ const RAW: u32 = 1;
 const WAR: u32 = 2;
 /// See [`RAW`].
 const WAW: u32 = 3;
-/// `FI_ORDER_RAR`, the generic read-after-read bit (RMA and atomics alike).
-const ORDER_RAR: u64 = 1 << 0;
-/// `FI_ORDER_RAW`.
+/// `FI_ORDER_RAW`, the generic read-after-write bit (RMA and atomics alike).
 const ORDER_RAW: u64 = 1 << 1;
 /// `FI_ORDER_WAR`.
 const ORDER_WAR: u64 = 1 << 3;
@@ -122,12 +120,14 @@ impl Kept {
                 self.order & generic != 0
             }
         };
-        let (after_read, after_write) = if earlier_writes {
-            ((RAW, ORDER_RAW), (WAW, ORDER_WAW))
+        // A read never needs to stay behind a read: neither changes what the other sees.
+        let after_read = earlier_writes.then_some((RAW, ORDER_RAW));
+        let after_write = if earlier_writes {
+            (WAW, ORDER_WAW)
         } else {
-            ((0, ORDER_RAR), (WAR, ORDER_WAR))
+            (WAR, ORDER_WAR)
         };
-        (!later.reads() || kept(after_read.0, after_read.1))
+        (!later.reads() || after_read.is_none_or(|(offset, generic)| kept(offset, generic)))
             && (!later.writes() || kept(after_write.0, after_write.1))
     }
 }
@@ -244,7 +244,7 @@ mod tests {
     const SHM: Kept = Kept {
         order: (0xf * ORDER_RMA_RAR)
             | (0xf * ORDER_ATOMIC_RAR)
-            | ORDER_RAR
+            | 1 // FI_ORDER_RAR
             | ORDER_RAW
             | ORDER_WAR
             | ORDER_WAW,
@@ -274,6 +274,14 @@ mod tests {
         assert_eq!(o.admit(1, Access::Message, NOTHING_DONE), after(1));
         o.issued(1, Access::Message, 2);
         o.issued(1, Access::Write, 3);
+        let mut reads = PeerOrder::new(1, WEAKEST, false, false);
+        reads.issued(0, Access::Read, 1);
+        assert_eq!(
+            reads.admit(0, Access::Read, NOTHING_DONE),
+            Admission::Now,
+            "reads never wait for reads"
+        );
+        assert_eq!(reads.admit(0, Access::Write, NOTHING_DONE), after(1), "WAR");
         let mut messages_only = PeerOrder::new(2, WEAKEST, false, false);
         messages_only.issued(1, Access::Message, 2);
         assert_eq!(
