@@ -276,6 +276,26 @@ fn litmus_over_shm_with_four_threads() {
     litmus_over(SHM, "4", &[]);
 }
 
+/// `SYMMEM_OFI_ASSUME_ORDER=weakest`: efa's order (sends after sends only) on tcp;ofi_rxm
+/// and shm, so that every same-peer RMA or atomic that must follow an earlier one waits for
+/// it (per peer) and signals go as messages, also on shm, whose own order needs neither.
+/// A short run of the shapes on each.
+#[test]
+fn litmus_assuming_the_weakest_order_over_tcp_and_shm() {
+    for provider in [TCP, SHM] {
+        let mut env = over(provider).to_vec();
+        env.extend([
+            ("SYMMEM_OFI_ASSUME_ORDER", "weakest"),
+            ("SYMMEM_LITMUS_THREADS", "2"),
+            ("SYMMEM_LITMUS_QUIET_ROUNDS", "30"),
+            ("SYMMEM_DEBUG", "info"),
+        ]);
+        let job = run_ok(4, "litmus", &env);
+        every_pe_logs(&job, "relies only on sends staying behind sends", provider);
+        every_pe_logs(&job, "come as messages this PE applies", provider);
+    }
+}
+
 /// `SYMMEM_OFI_PROGRESS=manual`: no progress thread, so peers' operations complete only
 /// while the target's threads call in. A target that waits by `test` + `fence` alone (and
 /// whose fences have nothing outstanding) must still apply them: before every drain

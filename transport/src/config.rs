@@ -40,6 +40,8 @@ pub struct TransportConfig {
     /// `SYMMEM_OFI_DOMAIN`: the libfabric domain (NIC) every PE of this process opens;
     /// `None` = each PE takes the one nearest its GPU or CPUs.
     pub ofi_domain: Option<String>,
+    /// `SYMMEM_OFI_ASSUME_ORDER`: the order the ofi transport relies on.
+    pub ofi_assume_order: OfiAssumeOrder,
 }
 
 #[cfg(test)]
@@ -62,6 +64,7 @@ impl TransportConfig {
             ofi_provider: None,
             ofi_progress: OfiProgress::Auto,
             ofi_domain: None,
+            ofi_assume_order: OfiAssumeOrder::Provider,
         }
     }
 }
@@ -112,6 +115,27 @@ impl std::fmt::Display for OfiProgress {
             OfiProgress::Block => "block",
             OfiProgress::Poll => "poll",
             OfiProgress::Manual => "manual",
+        })
+    }
+}
+
+/// The order the ofi transport relies on between operations to a peer
+/// (`SYMMEM_OFI_ASSUME_ORDER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfiAssumeOrder {
+    /// What the provider promises (its `FI_ORDER_*` bits and `FI_FENCE`).
+    Provider,
+    /// The weakest a provider of RMA and atomics keeps (efa's): sends after sends only, and
+    /// `FI_FENCE` only where the provider really offers it, whatever order it promises; to
+    /// run efa's protocol on `tcp;ofi_rxm` or `shm`.
+    Weakest,
+}
+
+impl std::fmt::Display for OfiAssumeOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OfiAssumeOrder::Provider => "provider",
+            OfiAssumeOrder::Weakest => "weakest",
         })
     }
 }

@@ -55,7 +55,7 @@ mod socket;
 mod target;
 mod weak;
 
-pub use config::{OfiProgress, RemoteTransport, TransportConfig};
+pub use config::{OfiAssumeOrder, OfiProgress, RemoteTransport, TransportConfig};
 pub use connect::{connect, probe, remote_transport_choices, Connected, RemoteChoice};
 pub use counted::Counted;
 pub use error::{Error, GpuHeapError, Result};

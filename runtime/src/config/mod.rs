@@ -12,7 +12,7 @@ use symmem_bootstrap::duration;
 use symmem_bootstrap::BootstrapChoice;
 
 pub use symmem_transport::config::{HcaEntry, HcaFilter, RemoteTransport, MAX_IB_QPS_PER_PEER};
-use symmem_transport::config::{OfiProgress, TransportConfig};
+use symmem_transport::config::{OfiAssumeOrder, OfiProgress, TransportConfig};
 
 use crate::error::Error;
 
@@ -143,6 +143,12 @@ const OFI_PROGRESS: &[(&str, OfiProgress)] = &[
     ("manual", OfiProgress::Manual),
 ];
 
+/// `SYMMEM_OFI_ASSUME_ORDER`'s values.
+const OFI_ASSUME_ORDER: &[(&str, OfiAssumeOrder)] = &[
+    ("provider", OfiAssumeOrder::Provider),
+    ("weakest", OfiAssumeOrder::Weakest),
+];
+
 /// `SYMMEM_ORDERING`'s values.
 const ORDERINGS: &[(&str, MemoryOrdering)] = &[
     ("strict", MemoryOrdering::Strict),
@@ -214,6 +220,8 @@ pub struct Config {
     pub ofi_progress: OfiProgress,
     /// `SYMMEM_OFI_DOMAIN`.
     pub ofi_domain: Option<String>,
+    /// `SYMMEM_OFI_ASSUME_ORDER`.
+    pub ofi_assume_order: OfiAssumeOrder,
     /// `SYMMEM_DEVICE`.
     pub device: DeviceChoice,
     /// `SYMMEM_EXEC_SEED`: the CPU executor's lane schedule; `None` = thread index order.
@@ -266,6 +274,7 @@ impl Config {
             ofi_provider: self.ofi_provider.clone(),
             ofi_progress: self.ofi_progress,
             ofi_domain: self.ofi_domain.clone(),
+            ofi_assume_order: self.ofi_assume_order,
         }
     }
 }
@@ -360,6 +369,7 @@ impl Config {
             ofi_provider: r.value("SYMMEM_OFI_PROVIDER"),
             ofi_progress: r.choice("SYMMEM_OFI_PROGRESS", OFI_PROGRESS)?,
             ofi_domain: r.value("SYMMEM_OFI_DOMAIN"),
+            ofi_assume_order: r.choice("SYMMEM_OFI_ASSUME_ORDER", OFI_ASSUME_ORDER)?,
             exec_seed: r.optional_u64("SYMMEM_EXEC_SEED")?,
             exec_stack_size: r.parse_or_default("SYMMEM_EXEC_STACK_SIZE", |v| {
                 parse_size(v).and_then(|n| match n >= MIN_EXEC_STACK {
@@ -483,6 +493,7 @@ impl Config {
                 "SYMMEM_OFI_DOMAIN",
                 self.ofi_domain.clone().unwrap_or_else(|| "(auto)".into()),
             ),
+            ("SYMMEM_OFI_ASSUME_ORDER", self.ofi_assume_order.to_string()),
             ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
             (
                 "SYMMEM_EXEC_SEED",

@@ -82,6 +82,15 @@ impl Completions {
         op <= self.done_upto || (op <= self.issued && self.entries[self.slot(op)].1 == 0)
     }
 
+    /// Whether operation `op` and every earlier one to `pe` completed (earlier ones to
+    /// other peers may still be in flight).
+    pub(super) fn peer_done(&self, pe: usize, op: u64) -> bool {
+        (self.done_upto + 1..=op.min(self.issued)).all(|o| {
+            let (target, left) = self.entries[self.slot(o)];
+            target != pe || left == 0
+        })
+    }
+
     /// The target PE of in-flight operation `op`.
     pub(super) fn target(&self, op: u64) -> Option<usize> {
         (op > self.done_upto && op <= self.issued).then(|| self.entries[self.slot(op)].0)
@@ -155,6 +164,26 @@ mod tests {
         c.complete(1).unwrap();
         assert_eq!(c.done_upto(), 2);
         assert!(c.complete(1).unwrap_err().contains("not in flight"));
+    }
+
+    /// A peer's operations complete without waiting for another peer's.
+    #[test]
+    fn a_peer_is_done_whatever_other_peers_have_in_flight() {
+        let mut c = Completions::new();
+        for pe in [1, 2, 1, 2] {
+            c.posted(pe, 1);
+        }
+        c.complete(1).unwrap();
+        c.complete(3).unwrap();
+        assert!(c.peer_done(1, 4), "PE 2's 2 and 4 are still in flight");
+        assert!(!c.peer_done(2, 2) && !c.peer_done(2, 4));
+        c.complete(4).unwrap();
+        assert!(
+            c.peer_done(2, 1) && !c.peer_done(2, 4),
+            "2 is still in flight"
+        );
+        c.complete(2).unwrap();
+        assert!(c.peer_done(2, 4));
     }
 
     /// A full ring names the operation to wait for; numbers wrap around the ring.

@@ -76,6 +76,11 @@ impl Deliveries {
         }
     }
 
+    /// Whether `pe` has transmit-complete writes that nothing covers yet.
+    pub(super) fn uncovered(&self, pe: usize) -> bool {
+        self.uncovered[pe]
+    }
+
     /// A peer whose transmit-complete writes nothing covers yet: it needs a flush.
     pub(super) fn next_uncovered(&mut self) -> Option<usize> {
         while let Some(&pe) = self.pending.last() {
@@ -125,6 +130,7 @@ mod tests {
         d.wrote(1, 2, true);
         d.wrote(2, 3, true);
         assert_eq!(d.next_uncovered(), Some(2));
+        assert!(d.uncovered(1) && d.uncovered(2) && !d.uncovered(0));
         assert_eq!(d.covered_by(), 0);
         d.read(1, 4);
         assert_eq!(d.next_uncovered(), Some(2));

@@ -50,6 +50,8 @@ pub(super) struct Attrs {
     pub sources: c_int,
     /// Bytes of a memory key the application may choose (`mr_key_size`).
     pub mr_key_size: usize,
+    /// Whether operations may carry `FI_FENCE` (the endpoint was opened with it).
+    pub fence: c_int,
 }
 
 impl Default for Attrs {
@@ -71,6 +73,7 @@ impl Default for Attrs {
             messages: 0,
             sources: 0,
             mr_key_size: 0,
+            fence: 0,
         }
     }
 }
@@ -156,17 +159,6 @@ extern "C" {
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
-    pub(super) fn symmem_ofi_write(
-        o: *mut SymmemOfi,
-        op: u64,
-        local: *const c_void,
-        bounce: c_int,
-        len: usize,
-        pe: usize,
-        raddr: u64,
-        key: u64,
-        at_delivery: c_int,
-    ) -> isize;
     pub(super) fn symmem_ofi_read(
         o: *mut SymmemOfi,
         op: u64,
@@ -196,7 +188,34 @@ extern "C" {
         len: usize,
         pe: usize,
     ) -> isize;
-    pub(super) fn symmem_ofi_atomic(
+    #[allow(clippy::too_many_arguments)] // libfabric's own operands
+    pub(super) fn symmem_ofi_write_ex(
+        o: *mut SymmemOfi,
+        op: u64,
+        local: *const c_void,
+        bounce: c_int,
+        len: usize,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+        at_delivery: c_int,
+        inject: c_int,
+        fence: c_int,
+    ) -> isize;
+    #[allow(clippy::too_many_arguments)] // libfabric's own operands
+    pub(super) fn symmem_ofi_read_ex(
+        o: *mut SymmemOfi,
+        op: u64,
+        local: *mut c_void,
+        bounce: c_int,
+        len: usize,
+        pe: usize,
+        raddr: u64,
+        key: u64,
+        fence: c_int,
+    ) -> isize;
+    #[allow(clippy::too_many_arguments)] // libfabric's own operands
+    pub(super) fn symmem_ofi_atomic_ex(
         o: *mut SymmemOfi,
         id: u64,
         operand: *const c_void,
@@ -205,9 +224,10 @@ extern "C" {
         pe: usize,
         raddr: u64,
         key: u64,
+        fence: c_int,
     ) -> isize;
     #[allow(clippy::too_many_arguments)] // libfabric's own operands
-    pub(super) fn symmem_ofi_fetch_atomic(
+    pub(super) fn symmem_ofi_fetch_atomic_ex(
         o: *mut SymmemOfi,
         id: u64,
         operand: *const c_void,
@@ -217,9 +237,10 @@ extern "C" {
         pe: usize,
         raddr: u64,
         key: u64,
+        fence: c_int,
     ) -> isize;
     #[allow(clippy::too_many_arguments)] // libfabric's own operands
-    pub(super) fn symmem_ofi_compare_atomic(
+    pub(super) fn symmem_ofi_compare_atomic_ex(
         o: *mut SymmemOfi,
         id: u64,
         operand: *const c_void,
@@ -229,6 +250,7 @@ extern "C" {
         pe: usize,
         raddr: u64,
         key: u64,
+        fence: c_int,
     ) -> isize;
     #[allow(clippy::too_many_arguments)] // the completions' fields, then the error's
     pub(super) fn symmem_ofi_completed_from(

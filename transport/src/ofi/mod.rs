@@ -29,10 +29,16 @@
 //! except writes that stream to a peer where the provider keeps reads and writes behind
 //! writes: those complete at transmit, and a read to that peer makes them visible before
 //! anything needs them to be ([`deliveries`]). An
-//! operation waits for an earlier one only where the provider does not keep their order
-//! (`FI_ORDER_*`: a kind's own bits, and across RMA and atomics the generic ones up to
-//! `max_order_*_size`, asked for at `fi_getinfo`): so a put_signal's signal goes out
-//! behind its data at once on `shm`. Where the provider keeps no order between a write
+//! operation waits for an earlier one to the same peer only where the provider does not
+//! keep their order (`FI_ORDER_*`: a kind's own bits, and across RMA and atomics the
+//! generic ones up to `max_order_*_size`, asked for at `fi_getinfo`), and where the
+//! provider offers `FI_FENCE` it goes at once with that flag instead
+//! ([`protocol::ordering`]; operations to other peers never wait for each other): so a
+//! put_signal's signal goes out behind its data at once on `shm`. Puts of up to the
+//! provider's inject size go with `FI_INJECT` (copied before the call returns, so from no
+//! bounce slot) and still complete with an entry of their own, at delivery.
+//! `SYMMEM_OFI_ASSUME_ORDER=weakest` relies on efa's order (sends after sends only)
+//! whatever the provider keeps ([`assume`]). Where the provider keeps no order between a write
 //! and an atomic after it (`tcp;ofi_rxm`), a put_signal's signal would wait for its data
 //! to complete: there a put_signal of up to 8 KiB, or a signal alone, goes as one message
 //! that the target's progress applies, data then signal, and acknowledges ([`messages`];
@@ -58,6 +64,7 @@
 //! it polls (`SYMMEM_OFI_PROGRESS`), the CQ has no wait object, which the provider would
 //! signal for each completion, and the thread polls all the time, yielding its CPU.
 
+mod assume;
 mod completions;
 mod deliveries;
 mod driver;
@@ -89,6 +96,7 @@ use self::driver::progress::{progress_mode, start_progress, Activity};
 use self::driver::{machine, placement};
 use self::exchange::PeerHeap;
 use self::messages::{Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS};
+use self::protocol::ordering::{Access, Admission, Kept, PeerOrder};
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
 use crate::registry::{code, counted, Auto, Entry};
@@ -234,28 +242,25 @@ struct State {
     /// The target of the operation that failed, where the provider said.
     failed_pe: Option<usize>,
     peers: Vec<Option<PeerHeap>>,
-    /// The order bits the provider promises ([`kept_order`]: `FI_ORDER_RMA_*` and
-    /// `FI_ORDER_ATOMIC_*` within each kind, the generic ones across them): an operation
-    /// whose order after an earlier one is not promised waits for that one to complete.
-    order: u64,
+    /// Per peer, what a new operation must not overtake where the provider does not keep
+    /// its order ([`kept_order`]: `FI_ORDER_RMA_*` and `FI_ORDER_ATOMIC_*` within each
+    /// kind, the generic ones across them; `FI_ORDER_SAS` among messages): it waits for
+    /// the earlier one, or goes with `FI_FENCE` where the provider offers that.
+    order: PeerOrder,
     /// Which writes completed at transmit, and what makes them visible ([`deliveries`]).
     deliveries: Deliveries,
-    /// Per kind (RMA, atomic, message): the last operation that read and the last that
-    /// wrote.
-    last: [[u64; 2]; 3],
     /// This PE.
     me: usize,
     /// This PE's heap, where peers' messages apply (`addr` 0 where it takes none).
     heap: LocalHeap,
-    /// Whether sends to a peer arrive in order (`FI_ORDER_SAS`).
-    sends_in_order: bool,
     /// The sealing of this PE's messages and the check of those it receives.
     auth: driver::auth::Auth,
     /// Acknowledgements still to send: (to PE, its operation).
     acks: VecDeque<(usize, u64)>,
     /// Receive buffers the provider was busy to take back.
     unposted: Vec<usize>,
-    /// The provider's inject size: messages up to it go without a send completion.
+    /// The provider's inject size: messages up to it go without a send completion; puts
+    /// up to it go from no bounce slot ([`Self::put_pieces`]).
     inject: usize,
     /// The largest piece of a put or get: a slot, or less where the provider's messages
     /// are smaller.
@@ -290,42 +295,7 @@ struct LocalHeap {
     len: u64,
 }
 
-/// What an operation is, for ordering: its kind and what it does at its target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
-    /// `fi_read`.
-    Read,
-    /// `fi_write`.
-    Write,
-    /// A non-fetching atomic.
-    AtomicWrite,
-    /// A fetching or compare atomic: reads and writes.
-    AtomicReadWrite,
-    /// A message ([`messages`]): data and a signal its target applies.
-    Message,
-}
-
-/// [`Access::kind`] of messages.
-const MESSAGE: usize = 2;
-
 impl Access {
-    /// 0 for RMA, 1 for atomics, [`MESSAGE`] for messages.
-    fn kind(self) -> usize {
-        match self {
-            Access::Read | Access::Write => 0,
-            Access::AtomicWrite | Access::AtomicReadWrite => 1,
-            Access::Message => MESSAGE,
-        }
-    }
-
-    fn reads(self) -> bool {
-        matches!(self, Access::Read | Access::AtomicReadWrite)
-    }
-
-    fn writes(self) -> bool {
-        self != Access::Read
-    }
-
     /// The completions the operation waits for: a message's send (unless injected: sent
     /// from no slot), and its target's acknowledgement.
     fn parts(self, slot: Option<usize>) -> u8 {
@@ -424,9 +394,16 @@ impl OfiTransport {
             failure: None,
             failed_pe: None,
             deliveries: Deliveries::new(peers.len(), flushes),
+            order: PeerOrder::new(
+                peers.len(),
+                Kept {
+                    order,
+                    sends_in_order: opened.attrs.sends_in_order != 0,
+                },
+                opened.attrs.fence != 0,
+                flushes,
+            ),
             peers,
-            order,
-            last: [[0; 2]; 3],
             piece,
             me,
             heap: LocalHeap {
@@ -437,7 +414,6 @@ impl OfiTransport {
                 },
                 len: setup.heap.len as u64,
             },
-            sends_in_order: opened.attrs.sends_in_order != 0,
             auth,
             acks: VecDeque::new(),
             unposted: Vec::new(),
@@ -594,11 +570,12 @@ fn applies_in_order(provider: &str) -> bool {
 
 /// Whether signals to this PE should come as messages: where the endpoint has them, the
 /// provider keeps no order between a write and an atomic after it (else the atomic goes
-/// out behind the data at once), the heap is host memory (the target's CPU applies them)
+/// out behind the data at once) and offers no `FI_FENCE` (else the atomic goes fenced), the heap is host memory (the target's CPU applies them)
 /// and acknowledgements fit an inject.
 fn wants_messages(attrs: &ffi::Attrs, heap_host: bool) -> bool {
     attrs.messages != 0
         && kept_order(attrs, piece_bytes(attrs)) & ffi::ORDER_WAW == 0
+        && attrs.fence == 0
         && heap_host
         && attrs.inject_size >= ACK_BYTES
         && attrs.max_msg_size >= RECV_BYTES
@@ -929,13 +906,13 @@ impl State {
             (buf, Some(slot))
         };
         buf[HEADER..].copy_from_slice(data);
-        let op = self.admit(Access::Message, w)?;
+        let (op, _) = self.admit(pe, Access::Message, w)?;
         // Taken once nothing is left to wait for: held through a wait, it could stall the
         // peer's quiet, or two PEs could each hold what the other awaits.
         let acked = self.take_ack(pe);
         let (sealer, seq) = self.auth.next_to(pe);
         let what = if injected { "fi_inject" } else { "fi_send" };
-        let posted = self.issue(what, Access::Message, pe, slot, op, w, |ep, op| {
+        let posted = self.issue(what, Access::Message, pe, slot, op, w, |ep, op, _| {
             messages::encode_signal(buf, &signal(op, acked));
             sealer.seal(buf, pe, seq);
             let (at, len) = (buf.as_ptr().cast(), buf.len());
@@ -966,11 +943,32 @@ impl State {
     /// complete (a message whose acknowledgement will not come) and `SYMMEM_TIMEOUT` is
     /// unset by default.
     fn wait(&mut self, op: u64, w: &Waiter) -> std::result::Result<(), String> {
+        self.wait_until(w, |ops| ops.done_upto() >= op)
+    }
+
+    /// Waits until operation `op` and every earlier one to `pe` completed (operations to
+    /// other peers may still be in flight), as [`Self::wait`].
+    fn wait_peer(&mut self, pe: usize, op: u64, w: &Waiter) -> std::result::Result<(), String> {
+        self.wait_until(w, |ops| ops.peer_done(pe, op))
+    }
+
+    /// Waits until operation `op` completed (earlier ones may still be in flight), as
+    /// [`Self::wait`].
+    fn wait_op(&mut self, op: u64, w: &Waiter) -> std::result::Result<(), String> {
+        self.wait_until(w, |ops| ops.is_complete(op))
+    }
+
+    /// Waits until `done` says so of the completions, polling; as [`Self::wait`].
+    fn wait_until(
+        &mut self,
+        w: &Waiter,
+        done: impl Fn(&Completions) -> bool,
+    ) -> std::result::Result<(), String> {
         let mut backoff = Backoff::new();
         let mut probe_at = Instant::now() + PROBE_AFTER;
-        while self.ops.done_upto() < op {
+        while !done(&self.ops) {
             self.poll()?;
-            if self.ops.done_upto() >= op {
+            if done(&self.ops) {
                 break;
             }
             if w.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -1046,7 +1044,7 @@ impl State {
         let len = heap.len.min(FLUSH_BYTES as u64) as usize;
         // SAFETY: the probe reads into the flush bytes of the registered bounce buffer,
         // which are never read; the peer's heap holds `len` bytes at its base.
-        self.issue(what, Access::Read, pe, None, op, w, |ep, op| unsafe {
+        self.issue(what, Access::Read, pe, None, op, w, |ep, op, _| unsafe {
             ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, heap.base, heap.key)
         })
     }
@@ -1075,37 +1073,55 @@ impl State {
     /// completed writes are not visible already (see [`deliveries`]).
     fn flush(&mut self, w: &Waiter) -> std::result::Result<u64, String> {
         while let Some(pe) = self.deliveries.next_uncovered() {
-            let heap = self.peers[pe].ok_or("a flush to a PE the ofi transport does not reach")?;
-            let local = self.bounce.flush();
-            let len = heap.len.min(FLUSH_BYTES as u64) as usize;
-            // SAFETY: the flush bytes lie in the registered bounce buffer and are never
-            // read; the peer's heap holds `len` bytes at its base.
-            let op = self.post(
-                "fi_read (flush)",
-                Access::Read,
-                pe,
-                None,
-                w,
-                |ep, op| unsafe {
-                    ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, heap.base, heap.key)
-                },
-            )?;
-            self.deliveries.read(pe, op);
+            self.flush_peer(pe, w)?;
         }
         Ok(self.deliveries.covered_by())
     }
 
-    /// The next bounce slot, once the operation that last used it completed.
+    /// Posts a flush to `pe` (see [`Self::flush`]) and records that it covers the writes
+    /// to `pe` before it.
+    fn flush_peer(&mut self, pe: usize, w: &Waiter) -> std::result::Result<(), String> {
+        let heap = self.peers[pe].ok_or("a flush to a PE the ofi transport does not reach")?;
+        let local = self.bounce.flush();
+        let len = heap.len.min(FLUSH_BYTES as u64) as usize;
+        // SAFETY: the flush bytes lie in the registered bounce buffer and are never
+        // read; the peer's heap holds `len` bytes at its base.
+        let op = self.post(
+            "fi_read (flush)",
+            Access::Read,
+            pe,
+            None,
+            w,
+            |ep, op, fence| unsafe {
+                ffi::symmem_ofi_read_ex(
+                    ep,
+                    op,
+                    local.cast(),
+                    1,
+                    len,
+                    pe,
+                    heap.base,
+                    heap.key,
+                    fence,
+                )
+            },
+        )?;
+        self.deliveries.read(pe, op);
+        Ok(())
+    }
+
+    /// The next bounce slot, once the operation that last used it completed (whether or
+    /// not earlier ones did).
     fn take_slot(&mut self, w: &Waiter) -> std::result::Result<usize, String> {
         let i = self.next_slot;
         self.next_slot = (i + 1) % SLOTS;
-        self.wait(self.slot_op[i], w)?;
+        self.wait_op(self.slot_op[i], w)?;
         Ok(i)
     }
 
-    /// Posts one operation to `pe` with `post` (given the operation's number; retried
-    /// while the provider is busy); returns its number and records it as the last user
-    /// of `slot`, if it uses one.
+    /// Posts one operation to `pe` with `post` (given the operation's number, and 1 where
+    /// it must carry `FI_FENCE`; retried while the provider is busy); returns its number
+    /// and records it as the last user of `slot`, if it uses one.
     fn post(
         &mut self,
         what: &str,
@@ -1113,62 +1129,54 @@ impl State {
         pe: usize,
         slot: Option<usize>,
         w: &Waiter,
-        post: impl FnMut(*mut ffi::SymmemOfi, u64) -> isize,
+        mut post: impl FnMut(*mut ffi::SymmemOfi, u64, c_int) -> isize,
     ) -> std::result::Result<u64, String> {
-        let op = self.admit(access, w)?;
-        self.issue(what, access, pe, slot, op, w, post)
+        let (op, fenced) = self.admit(pe, access, w)?;
+        self.issue(what, access, pe, slot, op, w, |ep, op, _| {
+            post(ep, op, c_int::from(fenced))
+        })
     }
 
-    /// Waits until an operation of `access` may be posted: the earlier operations it must
-    /// not overtake where the provider does not promise that order (a kind's own bits, or
-    /// the generic ones across RMA and atomics) completed, and there is room in the ring
-    /// of operations in flight; returns the number it gets, to [`Self::issue`] before
-    /// anything else is posted.
-    fn admit(&mut self, access: Access, w: &Waiter) -> std::result::Result<u64, String> {
-        let k = access.kind();
-        let mut after = 0;
-        let mut after_writes = false;
-        for (kind, &[last_read, last_write]) in self.last.iter().enumerate() {
-            // Messages keep their order only among themselves, where sends do
-            // (FI_ORDER_SAS: the target applies them as its CQ reports them, in order for
-            // eager sends); the ordering contract asks for it only across a fence, which
-            // waits for every acknowledgement anyway.
-            let kept = |offset: u32, generic: u64| {
-                if kind == MESSAGE || k == MESSAGE {
-                    return kind == k && self.sends_in_order;
+    /// Waits until an operation of `access` to `pe` may be posted: the earlier operations
+    /// to `pe` it must not overtake where the provider does not keep that order completed
+    /// (and writes that completed at transmit are covered: [`deliveries`]), unless it may
+    /// go with `FI_FENCE` instead ([`PeerOrder::admit`]); and there is room in the ring of
+    /// operations in flight. Returns the number it gets, to [`Self::issue`] before
+    /// anything else is posted, and whether it must carry `FI_FENCE`.
+    fn admit(
+        &mut self,
+        pe: usize,
+        access: Access,
+        w: &Waiter,
+    ) -> std::result::Result<(u64, bool), String> {
+        let ops = &self.ops;
+        let admission = self.order.admit(pe, access, |op| ops.peer_done(pe, op));
+        let fenced = match admission {
+            Admission::Now => false,
+            Admission::Fenced => true,
+            Admission::After { op, cover } => {
+                let mut after = op;
+                if cover {
+                    // Writes that completed at transmit are visible only once what covers
+                    // them completed: a flush to `pe` where nothing does yet, and every
+                    // operation to `pe` up to it.
+                    if self.deliveries.uncovered(pe) {
+                        self.flush_peer(pe, w)?;
+                    }
+                    after = self.ops.issued();
                 }
-                let base = [ffi::ORDER_RMA_RAR, ffi::ORDER_ATOMIC_RAR][kind];
-                if kind == k {
-                    order_kept(self.order, base, offset, generic)
-                } else {
-                    self.order & generic != 0
-                }
-            };
-            if access.reads() && !kept(0, ffi::ORDER_RAR)
-                || access.writes() && !kept(ffi::WAR, ffi::ORDER_WAR)
-            {
-                after = after.max(last_read);
+                self.wait_peer(pe, after, w)?;
+                false
             }
-            if access.reads() && !kept(ffi::RAW, ffi::ORDER_RAW)
-                || access.writes() && !kept(ffi::WAW, ffi::ORDER_WAW)
-            {
-                after = after.max(last_write);
-                after_writes |= kind == 0 && last_write > 0;
-            }
-        }
-        if after_writes {
-            // Writes that completed at transmit are visible only once what covers them
-            // completed (a flush posted here where nothing does yet).
-            after = after.max(self.flush(w)?);
-        }
+        };
         let (op, room_after) = self.ops.next();
-        self.wait(after.max(room_after), w)?;
-        Ok(op)
+        self.wait(room_after, w)?;
+        Ok((op, fenced))
     }
 
-    /// Posts operation `op` (from [`Self::admit`]) to `pe` with `post` (given `op`;
-    /// retried while the provider is busy); returns `op` and records it as the last user
-    /// of `slot`, if it uses one.
+    /// Posts operation `op` (from [`Self::admit`]) to `pe` with `post` (given `op`, and
+    /// the `FI_FENCE` flag [`Self::post`] passes; retried while the provider is busy);
+    /// returns `op` and records it as the last user of `slot`, if it uses one.
     #[allow(clippy::too_many_arguments)] // post()'s own arguments and the number admitted
     fn issue(
         &mut self,
@@ -1178,24 +1186,18 @@ impl State {
         slot: Option<usize>,
         op: u64,
         w: &Waiter,
-        mut post: impl FnMut(*mut ffi::SymmemOfi, u64) -> isize,
+        mut post: impl FnMut(*mut ffi::SymmemOfi, u64, c_int) -> isize,
     ) -> std::result::Result<u64, String> {
-        let k = access.kind();
         let mut backoff = Backoff::new();
         loop {
-            let rc = post(self.ep.0, op);
+            let rc = post(self.ep.0, op, 0);
             if rc == 0 {
                 self.refused_since[pe] = None;
                 self.ops.posted(pe, access.parts(slot));
                 if let Some(slot) = slot {
                     self.slot_op[slot] = op;
                 }
-                if access.reads() {
-                    self.last[k][0] = op;
-                }
-                if access.writes() {
-                    self.last[k][1] = op;
-                }
+                self.order.issued(pe, access, op);
                 return Ok(op);
             }
             if rc != ffi::EAGAIN {
@@ -1318,21 +1320,63 @@ impl State {
             let direct = !self.local_mr
                 && (src.len() >= DIRECT_PUT_BYTES
                     || at_transmit && src.len() >= DIRECT_STREAM_BYTES);
+            if len <= self.inject && !direct && !at_transmit {
+                // Injected: the provider copies the bytes before it returns, so the put
+                // takes no bounce slot, and it still completes at delivery with an entry
+                // of its own, which quiet and ordering count like any other. Not where
+                // writes stream at transmit: their slots come back at once anyway, and
+                // injected ones measured 2-3x slower there (8 B to 4 KiB put_nbi streams
+                // over tcp;ofi_rxm and shm).
+                // SAFETY: an injected write reads `piece` only during the call.
+                let op = self.post(
+                    "fi_write (inject)",
+                    Access::Write,
+                    pe,
+                    None,
+                    w,
+                    |ep, op, fence| unsafe {
+                        ffi::symmem_ofi_write_ex(
+                            ep,
+                            op,
+                            piece.as_ptr().cast(),
+                            0,
+                            len,
+                            pe,
+                            raddr,
+                            heap.key,
+                            at_delivery,
+                            1,
+                            fence,
+                        )
+                    },
+                )?;
+                self.deliveries.wrote(pe, op, at_transmit);
+                continue;
+            }
             if direct {
                 // SAFETY: `src` outlives the write: this call waits for it below.
-                last = self.post("fi_write", Access::Write, pe, None, w, |ep, op| unsafe {
-                    ffi::symmem_ofi_write(
-                        ep,
-                        op,
-                        piece.as_ptr().cast(),
-                        0,
-                        len,
-                        pe,
-                        raddr,
-                        heap.key,
-                        at_delivery,
-                    )
-                })?;
+                last = self.post(
+                    "fi_write",
+                    Access::Write,
+                    pe,
+                    None,
+                    w,
+                    |ep, op, fence| unsafe {
+                        ffi::symmem_ofi_write_ex(
+                            ep,
+                            op,
+                            piece.as_ptr().cast(),
+                            0,
+                            len,
+                            pe,
+                            raddr,
+                            heap.key,
+                            at_delivery,
+                            0,
+                            fence,
+                        )
+                    },
+                )?;
                 self.caller_buffer_ops.push(last);
                 self.deliveries.wrote(pe, last, at_transmit);
                 continue;
@@ -1349,8 +1393,8 @@ impl State {
                 pe,
                 Some(slot),
                 w,
-                |ep, op| unsafe {
-                    ffi::symmem_ofi_write(
+                |ep, op, fence| unsafe {
+                    ffi::symmem_ofi_write_ex(
                         ep,
                         op,
                         local.cast(),
@@ -1360,6 +1404,8 @@ impl State {
                         raddr,
                         heap.key,
                         at_delivery,
+                        0,
+                        fence,
                     )
                 },
             )?;
@@ -1367,7 +1413,7 @@ impl State {
         }
         // The last piece from `src` (and with it every earlier one).
         if last != 0 {
-            self.wait(last, w)?;
+            self.wait_peer(pe, last, w)?;
         }
         Ok(())
     }
@@ -1403,13 +1449,31 @@ impl State {
                 let raddr = heap.base + off + (i * piece_len) as u64;
                 let (local, len) = (piece.as_mut_ptr(), piece.len());
                 // SAFETY: `dst` outlives the read: this call waits for it below.
-                last = self.post("fi_read", Access::Read, pe, None, w, |ep, op| unsafe {
-                    ffi::symmem_ofi_read(ep, op, local.cast(), 0, len, pe, raddr, heap.key)
-                })?;
+                last = self.post(
+                    "fi_read",
+                    Access::Read,
+                    pe,
+                    None,
+                    w,
+                    |ep, op, fence| unsafe {
+                        ffi::symmem_ofi_read_ex(
+                            ep,
+                            op,
+                            local.cast(),
+                            0,
+                            len,
+                            pe,
+                            raddr,
+                            heap.key,
+                            fence,
+                        )
+                    },
+                )?;
                 self.caller_buffer_ops.push(last);
                 self.deliveries.read(pe, last);
             }
-            return self.wait(last, w);
+            // Every piece (all to `pe`), not the operations to other peers.
+            return self.wait_peer(pe, last, w);
         }
         for (i, piece) in dst.chunks_mut(piece_len).enumerate() {
             let slot = self.take_slot(w)?;
@@ -1423,12 +1487,22 @@ impl State {
                 pe,
                 Some(slot),
                 w,
-                |ep, op| unsafe {
-                    ffi::symmem_ofi_read(ep, op, local.cast(), 1, len, pe, raddr, heap.key)
+                |ep, op, fence| unsafe {
+                    ffi::symmem_ofi_read_ex(
+                        ep,
+                        op,
+                        local.cast(),
+                        1,
+                        len,
+                        pe,
+                        raddr,
+                        heap.key,
+                        fence,
+                    )
                 },
             )?;
             self.deliveries.read(pe, op);
-            self.wait(op, w)?;
+            self.wait_op(op, w)?;
             // SAFETY: the read completed into the slot.
             unsafe { std::ptr::copy_nonoverlapping(local, piece.as_mut_ptr(), len) };
         }
@@ -1437,7 +1511,9 @@ impl State {
 
     /// An atomic of `width` bytes at heap offset `off` of `pe`: `op` with `value` (and
     /// `compare` for a compare-and-swap); waits for and returns the old value when
-    /// `fetch`.
+    /// `fetch`. Never injected: libfabric 1.17's `ofi_rxm` writes no completion for an
+    /// atomic posted with `FI_INJECT`, even one that asks for it (`FI_COMPLETION`), so
+    /// nothing would tell quiet that it was delivered.
     #[allow(clippy::too_many_arguments)] // the atomic's own operands
     fn atomic(
         &mut self,
@@ -1454,6 +1530,8 @@ impl State {
             return Err(format!("an atomic of {width} bytes (4 or 8 are supported)"));
         }
         let heap = self.word(pe, off, width)?;
+        let raddr = heap.base + off;
+        let w32 = i32::from(width);
         let slot = self.take_slot(w)?;
         let words = self.bounce.slot(slot).cast::<u64>();
         // SAFETY: the slot is free and 16-byte aligned; words 0..3: operand, compare,
@@ -1468,8 +1546,6 @@ impl State {
             words.wrapping_add(1).cast::<c_void>(),
             words.wrapping_add(2).cast::<c_void>(),
         );
-        let raddr = heap.base + off;
-        let w32 = i32::from(width);
         // SAFETY (each post): the operand, compare and result words lie in the registered
         // slot, which nothing touches until the operation completes (take_slot); the
         // target range was checked against the peer's heap (`target`).
@@ -1480,9 +1556,9 @@ impl State {
                 pe,
                 Some(slot),
                 w,
-                |ep, id| unsafe {
-                    ffi::symmem_ofi_compare_atomic(
-                        ep, id, operand, cmp, result, w32, pe, raddr, heap.key,
+                |ep, id, fence| unsafe {
+                    ffi::symmem_ofi_compare_atomic_ex(
+                        ep, id, operand, cmp, result, w32, pe, raddr, heap.key, fence,
                     )
                 },
             )?,
@@ -1492,9 +1568,9 @@ impl State {
                 pe,
                 Some(slot),
                 w,
-                |ep, id| unsafe {
-                    ffi::symmem_ofi_fetch_atomic(
-                        ep, id, operand, result, w32, code, pe, raddr, heap.key,
+                |ep, id, fence| unsafe {
+                    ffi::symmem_ofi_fetch_atomic_ex(
+                        ep, id, operand, result, w32, code, pe, raddr, heap.key, fence,
                     )
                 },
             )?,
@@ -1504,15 +1580,17 @@ impl State {
                 pe,
                 Some(slot),
                 w,
-                |ep, id| unsafe {
-                    ffi::symmem_ofi_atomic(ep, id, operand, w32, code, pe, raddr, heap.key)
+                |ep, id, fence| unsafe {
+                    ffi::symmem_ofi_atomic_ex(
+                        ep, id, operand, w32, code, pe, raddr, heap.key, fence,
+                    )
                 },
             )?,
         };
         if !fetch && !matches!(op, Atomic::Compare) {
             return Ok(0);
         }
-        self.wait(id, w)?;
+        self.wait_op(id, w)?;
         // SAFETY: the operation completed into the result word.
         let old = unsafe { words.add(2).read() };
         Ok(if width == 4 { old & 0xffff_ffff } else { old })

@@ -31,6 +31,9 @@ struct symmem_ofi {
 	size_t n_peers;
 	/* Non-fetching atomics are issued as fetching ones (see symmem_ofi_atomic). */
 	int fetch_for_update;
+	/* FI_DELIVERY_COMPLETE when the endpoint completes at delivery, else 0: the completion
+	 * level the *_ex calls (which pass their flags explicitly) ask for. */
+	uint64_t delivery;
 };
 
 /* What the endpoint was opened with, for the Rust side. */
@@ -57,6 +60,8 @@ struct symmem_ofi_attrs {
 	int sources;
 	/* Bytes of a memory key the application may choose (mr_key_size). */
 	size_t mr_key_size;
+	/* Whether operations may carry FI_FENCE (the endpoint was opened with it). */
+	int fence;
 };
 
 /* The orders the transport can use, as providers report them (requesting none, they list
@@ -338,6 +343,29 @@ static uint64_t heap_key_of(const struct fi_info *info, uint64_t drawn)
 	return key == 2 ? 3 : key;
 }
 
+/* Where the provider also offers FI_FENCE with the `hints` that found `*info`, replaces
+ * `*info` with the answer that has it: a same-peer operation that must follow an earlier
+ * one then goes at once with FI_FENCE instead of waiting for it. Not on libfabric 1.17's
+ * sockets, which offers it but whose fenced operations here stopped completing (puts,
+ * gets and put_signals between 2 simulated nodes hung with the order bits assumed away);
+ * it keeps every order, so it never needs a fence anyway. */
+static void ask_fence(struct fi_info *hints, struct fi_info **info)
+{
+	struct fi_info *fenced = NULL;
+	uint64_t caps = hints->caps;
+	if (!strcmp((*info)->fabric_attr->prov_name, "sockets"))
+		return;
+	hints->caps |= FI_FENCE;
+	if (!fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &fenced) &&
+	    (fenced->caps & FI_FENCE)) {
+		fi_freeinfo(*info);
+		*info = fenced;
+		fenced = NULL;
+	}
+	fi_freeinfo(fenced);
+	hints->caps = caps;
+}
+
 /* Opens an RDM endpoint of provider `prov` (any provider with RMA and atomics when NULL),
  * on domain `domain` of fabric `fabric` (libfabric's first when NULL), and registers `heap`
  * (for peers' RMA and atomics, under key `heap_key` where the application chooses keys:
@@ -392,6 +420,8 @@ int symmem_ofi_open(const char *prov, const char *domain, const char *fabric, vo
 			rc = fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &o->info);
 		}
 	}
+	if (!rc)
+		ask_fence(hints, &o->info);
 	fi_freeinfo(hints);
 	if (rc) {
 		say(err, errlen, "fi_getinfo", rc);
@@ -471,6 +501,8 @@ int symmem_ofi_open(const char *prov, const char *domain, const char *fabric, vo
 	attrs->mr_key_size = o->info->domain_attr->mr_key_size;
 	attrs->sends_in_order =
 		(o->info->tx_attr->msg_order & o->info->rx_attr->msg_order & FI_ORDER_SAS) != 0;
+	attrs->fence = (o->info->caps & FI_FENCE) != 0;
+	o->delivery = o->info->tx_attr->op_flags & FI_DELIVERY_COMPLETE;
 	attrs->wait_fd = -1;
 	if (cq_attr.wait_obj == FI_WAIT_FD && fi_control(&o->cq->fid, FI_GETWAIT, &attrs->wait_fd))
 		attrs->wait_fd = -1;
@@ -683,4 +715,135 @@ int64_t symmem_ofi_completed_from(struct symmem_ofi *o, uint64_t *ops, size_t *l
 		sources[i] = source_pe(o, from[i]);
 	}
 	return rc;
+}
+
+/* The flags of an operation posted with its flags given (the *_ex calls): a completion
+ * entry always (also when injected: quiet, slot reuse and ordering count every operation
+ * by its entry), at delivery where `at_delivery` and the endpoint completes there, the
+ * payload copied at once (FI_INJECT) where `inject`, and FI_FENCE where `fence`. */
+static uint64_t flags_of(struct symmem_ofi *o, int at_delivery, int inject, int fence)
+{
+	return FI_COMPLETION | (at_delivery ? o->delivery : 0) | (inject ? FI_INJECT : 0) |
+	       (fence ? FI_FENCE : 0);
+}
+
+/* Operation `op`: symmem_ofi_write's write, with `inject` (at most the inject size; the
+ * bytes at `local` may be reused on return, any memory) and `fence`; without either, that
+ * very call. (The *_ex calls below alike.) */
+ssize_t symmem_ofi_write_ex(struct symmem_ofi *o, uint64_t op, const void *local, int bounce,
+			    size_t len, size_t pe, uint64_t raddr, uint64_t key, int at_delivery,
+			    int inject, int fence)
+{
+	if (!inject && !fence)
+		return symmem_ofi_write(o, op, local, bounce, len, pe, raddr, key, at_delivery);
+	struct iovec iov = {.iov_base = (void *)local, .iov_len = len};
+	void *d = inject ? NULL : desc(o, bounce);
+	struct fi_rma_iov remote = {.addr = raddr, .len = len, .key = key};
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov,
+		.desc = &d,
+		.iov_count = 1,
+		.addr = o->peers[pe],
+		.rma_iov = &remote,
+		.rma_iov_count = 1,
+		.context = ctx(op),
+	};
+	return fi_writemsg(o->ep, &msg, flags_of(o, at_delivery, inject, fence));
+}
+
+/* Operation `op`: symmem_ofi_read's read, with FI_FENCE where `fence`. */
+ssize_t symmem_ofi_read_ex(struct symmem_ofi *o, uint64_t op, void *local, int bounce,
+			   size_t len, size_t pe, uint64_t raddr, uint64_t key, int fence)
+{
+	if (!fence)
+		return symmem_ofi_read(o, op, local, bounce, len, pe, raddr, key);
+	struct iovec iov = {.iov_base = local, .iov_len = len};
+	void *d = desc(o, bounce);
+	struct fi_rma_iov remote = {.addr = raddr, .len = len, .key = key};
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov,
+		.desc = &d,
+		.iov_count = 1,
+		.addr = o->peers[pe],
+		.rma_iov = &remote,
+		.rma_iov_count = 1,
+		.context = ctx(op),
+	};
+	/* A read completes once its bytes are here: no delivery level to ask for. */
+	return fi_readmsg(o->ep, &msg, flags_of(o, 0, 0, fence));
+}
+
+/* The parts of an atomic message on the word at `raddr` of PE `pe`. */
+struct atomic_parts {
+	struct fi_ioc operand, compare, result;
+	struct fi_rma_ioc remote;
+	void *desc;
+	struct fi_msg_atomic msg;
+};
+
+static void atomic_msg(struct symmem_ofi *o, struct atomic_parts *p, uint64_t id,
+		       const void *operand, int bounce, int width, int op, size_t pe,
+		       uint64_t raddr, uint64_t key)
+{
+	p->operand = (struct fi_ioc){.addr = (void *)operand, .count = 1};
+	p->remote = (struct fi_rma_ioc){.addr = raddr, .count = 1, .key = key};
+	p->desc = desc(o, bounce);
+	p->msg = (struct fi_msg_atomic){
+		.msg_iov = &p->operand,
+		.desc = &p->desc,
+		.iov_count = 1,
+		.addr = o->peers[pe],
+		.rma_iov = &p->remote,
+		.rma_iov_count = 1,
+		.datatype = dtype(width),
+		.op = (enum fi_op)op,
+		.context = ctx(id),
+	};
+}
+
+/* Operation `id`: symmem_ofi_atomic with FI_FENCE where `fence`. (Atomics are not
+ * injected: libfabric 1.17's ofi_rxm writes no completion for an atomic posted with
+ * FI_INJECT, even with FI_COMPLETION.) */
+ssize_t symmem_ofi_atomic_ex(struct symmem_ofi *o, uint64_t id, const void *operand, int width,
+			     int op, size_t pe, uint64_t raddr, uint64_t key, int fence)
+{
+	struct atomic_parts p;
+	if (!fence)
+		return symmem_ofi_atomic(o, id, operand, width, op, pe, raddr, key);
+	atomic_msg(o, &p, id, operand, 1, width, op, pe, raddr, key);
+	if (o->fetch_for_update) {
+		p.result = (struct fi_ioc){.addr = (char *)operand + 16, .count = 1};
+		return fi_fetch_atomicmsg(o->ep, &p.msg, &p.result, &p.desc, 1,
+					  flags_of(o, 1, 0, fence));
+	}
+	return fi_atomicmsg(o->ep, &p.msg, flags_of(o, 1, 0, fence));
+}
+
+/* Operation `id`: symmem_ofi_fetch_atomic with FI_FENCE where `fence`. */
+ssize_t symmem_ofi_fetch_atomic_ex(struct symmem_ofi *o, uint64_t id, const void *operand,
+				   void *result, int width, int op, size_t pe, uint64_t raddr,
+				   uint64_t key, int fence)
+{
+	struct atomic_parts p;
+	if (!fence)
+		return symmem_ofi_fetch_atomic(o, id, operand, result, width, op, pe, raddr, key);
+	atomic_msg(o, &p, id, operand, 1, width, op, pe, raddr, key);
+	p.result = (struct fi_ioc){.addr = result, .count = 1};
+	return fi_fetch_atomicmsg(o->ep, &p.msg, &p.result, &p.desc, 1, flags_of(o, 1, 0, fence));
+}
+
+/* Operation `id`: symmem_ofi_compare_atomic with FI_FENCE where `fence`. */
+ssize_t symmem_ofi_compare_atomic_ex(struct symmem_ofi *o, uint64_t id, const void *operand,
+				     const void *compare, void *result, int width, size_t pe,
+				     uint64_t raddr, uint64_t key, int fence)
+{
+	struct atomic_parts p;
+	if (!fence)
+		return symmem_ofi_compare_atomic(o, id, operand, compare, result, width, pe, raddr,
+						 key);
+	atomic_msg(o, &p, id, operand, 1, width, FI_CSWAP, pe, raddr, key);
+	p.compare = (struct fi_ioc){.addr = (void *)compare, .count = 1};
+	p.result = (struct fi_ioc){.addr = result, .count = 1};
+	return fi_compare_atomicmsg(o->ep, &p.msg, &p.compare, &p.desc, 1, &p.result, &p.desc,
+				    1, flags_of(o, 1, 0, fence));
 }

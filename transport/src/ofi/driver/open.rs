@@ -125,8 +125,9 @@ pub(in crate::ofi) fn log_endpoint(
             "RMA and atomics kept in order by the provider, each and across".to_string()
         } else {
             format!(
-                "no {} order from the provider (such an operation waits for the earlier one)",
-                unordered.join("/")
+                "no {} order from the provider (such an operation {} the earlier one to the same peer)",
+                unordered.join("/"),
+                if attrs.fence != 0 { "goes with FI_FENCE behind" } else { "waits for" }
             )
         },
         if messages {
@@ -252,6 +253,7 @@ pub(in crate::ofi) fn open(
         }));
     }
     let ep = Endpoint(ep);
+    crate::ofi::assume::assume_order(&mut attrs, setup.config.ofi_assume_order, me);
     let mut name = vec![0u8; MAX_ADDRESS];
     let mut len = name.len();
     // SAFETY: an open endpoint; a buffer of `len` bytes.

@@ -3,3 +3,4 @@
 
 // Crate-visible for the fuzzing decoders (`crate::fuzzing`).
 pub(crate) mod auth;
+pub(super) mod ordering;
