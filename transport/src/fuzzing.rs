@@ -14,11 +14,11 @@ use crate::ib::endpoint as ib_endpoint;
 
 // Likewise the ofi transport's message and exchange codecs, without libfabric.
 #[cfg(not(feature = "ofi"))]
-#[path = "ofi/messages.rs"]
+#[path = "ofi/protocol/messages.rs"]
 #[allow(dead_code)] // Constants the transport's buffers are sized by.
 mod ofi_messages;
 #[cfg(feature = "ofi")]
-use crate::ofi::messages as ofi_messages;
+use crate::ofi::protocol::messages as ofi_messages;
 #[cfg(not(feature = "ofi"))]
 #[path = "ofi/protocol/auth.rs"]
 #[allow(dead_code)] // The sending side's sequences and the refusals' log serve the transport.
@@ -26,11 +26,11 @@ mod ofi_auth;
 #[cfg(feature = "ofi")]
 use crate::ofi::protocol::auth as ofi_auth;
 #[cfg(not(feature = "ofi"))]
-#[path = "ofi/exchange.rs"]
+#[path = "ofi/protocol/exchange.rs"]
 #[allow(dead_code)] // `encode_failure` serves the ofi transport only.
 mod ofi_exchange;
 #[cfg(feature = "ofi")]
-use crate::ofi::exchange as ofi_exchange;
+use crate::ofi::protocol::exchange as ofi_exchange;
 
 /// Bytes of an ofi signal message's header, before its data.
 pub const OFI_HEADER: usize = ofi_messages::HEADER;

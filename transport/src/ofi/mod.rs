@@ -11,7 +11,7 @@
 //! complete as the completion level), checks that the provider has every atomic the
 //! transport issues (`fi_query_atomic`), registers its heap and a bounce buffer, and
 //! allgathers its address, heap base and key (or why it failed, so every PE fails with the
-//! reason; [`exchange`]). Then every PE's address goes into the address vector. Before
+//! reason; [`exchange`](protocol::exchange)). Then every PE's address goes into the address vector. Before
 //! that, one round tells each PE how many PEs share its machine, for
 //! `SYMMEM_OFI_PROGRESS=auto`, and its rank among those near the same NUMA nodes, for
 //! placement ([`driver::machine`]).
@@ -24,11 +24,11 @@
 //! from the caller's buffer and waits for its completion; a get reads straight into the caller's buffer there (else through a slot)
 //! and, like a fetching atomic or a compare-and-swap, waits for its completion. Every
 //! operation completes at delivery (`FI_DELIVERY_COMPLETE`: the data is visible at the
-//! target) with a completion entry carrying its number ([`completions`]: entries come in
+//! target) with a completion entry carrying its number ([`completions`](protocol::completions): entries come in
 //! any order), so `quiet` and `fence` wait until every operation issued completed;
 //! except writes that stream to a peer where the provider keeps reads and writes behind
 //! writes: those complete at transmit, and a read to that peer makes them visible before
-//! anything needs them to be ([`deliveries`]). An
+//! anything needs them to be ([`deliveries`](protocol::deliveries)). An
 //! operation waits for an earlier one to the same peer only where the provider does not
 //! keep their order (`FI_ORDER_*`: a kind's own bits, and across RMA and atomics the
 //! generic ones up to `max_order_*_size`, asked for at `fi_getinfo`), and where the
@@ -63,22 +63,24 @@
 //! application computes or sleeps, and a stream of them pays no wake-up each; or, where
 //! it polls (`SYMMEM_OFI_PROGRESS`), the CQ has no wait object, which the provider would
 //! signal for each completion, and the thread polls all the time, yielding its CPU.
+//!
+//! # Layout
+//! As quinn splits its protocol from its I/O: [`protocol`] is pure (no FFI, no threads,
+//! unit-tested without libfabric): the message and exchange codecs, the messages' seal and
+//! check, the ordering per peer, the completions, deliveries at transmit, acknowledgements
+//! due and bounce slots; completions and bytes in, decisions out. [`driver`] touches
+//! libfabric, sysfs and threads: probing, placement, the machine round, opening, the
+//! progress thread, the key. This file joins them: the endpoint's state under its lock,
+//! posting through the shim (`ffi`, `shim.c`) and the [`Transport`] calls.
 
 mod assume;
-mod completions;
-mod deliveries;
 mod driver;
-// Crate-visible for the fuzzing decoders (`crate::fuzzing`).
-pub(crate) mod exchange;
 mod ffi;
-// Crate-visible for the fuzzing decoders (`crate::fuzzing`).
-pub(crate) mod messages;
 // Crate-visible for the fuzzing decoders (`crate::fuzzing`).
 pub(crate) mod protocol;
 #[cfg(test)]
 mod stranger_tests;
 
-use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -88,15 +90,19 @@ use std::time::{Duration, Instant};
 use symmem_device::{AmoKind, Opcode, Request, SignalOp};
 use symmem_sync::Backoff;
 
-use self::completions::Completions;
-use self::deliveries::Deliveries;
 use self::driver::open::{addresses, log_endpoint, open, piece_bytes, share_endpoints};
 use self::driver::probe::{probe, probe_fabric, probe_hmem};
 use self::driver::progress::{progress_mode, start_progress, Activity};
 use self::driver::{machine, placement};
-use self::exchange::PeerHeap;
-use self::messages::{Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS};
+use self::protocol::acks::DueAcks;
+use self::protocol::completions::Completions;
+use self::protocol::deliveries::Deliveries;
+use self::protocol::exchange::PeerHeap;
+use self::protocol::messages::{
+    self, Message, Signal, ACK_BYTES, HEADER, MAX_DATA, RECV_BYTES, RECV_SLOTS,
+};
 use self::protocol::ordering::{Access, Admission, Kept, PeerOrder};
+use self::protocol::slots::Slots;
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
 use crate::registry::{code, counted, Auto, Entry};
@@ -121,7 +127,7 @@ const SLOT_BYTES: usize = 512 << 10;
 /// provider allows (no `FI_MR_LOCAL`), and wait for their completion.
 const DIRECT_PUT_BYTES: usize = 1 << 20;
 /// Puts of at least this many bytes that stream to a peer (complete at transmit,
-/// [`deliveries`]) go straight from the caller's buffer where the provider allows, and
+/// [`deliveries`](protocol::deliveries)) go straight from the caller's buffer where the provider allows, and
 /// wait for their transmit completion: the provider then copies them once, into its
 /// socket, instead of a bounce copy first. Over tcp;ofi_rxm here 256 KiB puts moved
 /// 3.4-3.7 GB/s so against 2.3-3.5 through bounce slots, and 32 KiB ones 2.0-2.3 against
@@ -162,7 +168,7 @@ impl Drop for Endpoint {
 /// [`FLUSH_BYTES`] that flushes read into.
 struct Bounce(Box<[u128]>);
 
-/// Bytes a flush reads (see [`deliveries`]); where they land, the bytes are not looked at.
+/// Bytes a flush reads (see [`deliveries`](protocol::deliveries)); where they land, the bytes are not looked at.
 const FLUSH_BYTES: usize = 16;
 
 impl Bounce {
@@ -203,9 +209,6 @@ impl Bounce {
 /// up to 72 bytes of data.
 const INJECTED_BYTES: usize = HEADER + 72;
 
-/// Acknowledgements held back at most (see [`State::poll`]).
-const ACKS_HELD: usize = 8;
-
 /// The completion context of receive buffer `i` (operations are numbered from 1 up, far
 /// below this bit).
 const RECEIVE: u64 = 1 << 63;
@@ -229,9 +232,8 @@ struct State {
     /// Declared before the bounce buffer: its registration goes first.
     ep: Endpoint,
     bounce: Bounce,
-    /// Per slot: the operation (its number) that last used it.
-    slot_op: [u64; SLOTS],
-    next_slot: usize,
+    /// The bounce slots, taken in turn ([`protocol::slots`]).
+    slots: Slots,
     /// The operations posted, and which completed.
     ops: Completions,
     /// Whether the provider needs every local buffer registered (`FI_MR_LOCAL`): then
@@ -247,7 +249,7 @@ struct State {
     /// kind, the generic ones across them; `FI_ORDER_SAS` among messages): it waits for
     /// the earlier one, or goes with `FI_FENCE` where the provider offers that.
     order: PeerOrder,
-    /// Which writes completed at transmit, and what makes them visible ([`deliveries`]).
+    /// Which writes completed at transmit, and what makes them visible ([`deliveries`](protocol::deliveries)).
     deliveries: Deliveries,
     /// This PE.
     me: usize,
@@ -255,8 +257,8 @@ struct State {
     heap: LocalHeap,
     /// The sealing of this PE's messages and the check of those it receives.
     auth: driver::auth::Auth,
-    /// Acknowledgements still to send: (to PE, its operation).
-    acks: VecDeque<(usize, u64)>,
+    /// Acknowledgements still to send ([`protocol::acks`]).
+    acks: DueAcks,
     /// Receive buffers the provider was busy to take back.
     unposted: Vec<usize>,
     /// The provider's inject size: messages up to it go without a send completion; puts
@@ -387,8 +389,7 @@ impl OfiTransport {
         let state = Arc::new(Mutex::new(Some(State {
             ep: std::mem::replace(&mut opened.ep, Endpoint(std::ptr::null_mut())),
             bounce: std::mem::replace(&mut opened.bounce, Bounce(Box::new([]))),
-            slot_op: [0; SLOTS],
-            next_slot: 0,
+            slots: Slots::new(SLOTS),
             ops: Completions::new(),
             local_mr: opened.attrs.mr_mode & ffi::FI_MR_LOCAL != 0,
             failure: None,
@@ -415,7 +416,7 @@ impl OfiTransport {
                 len: setup.heap.len as u64,
             },
             auth,
-            acks: VecDeque::new(),
+            acks: DueAcks::default(),
             unposted: Vec::new(),
             inject: opened.attrs.inject_size,
             polls: 0,
@@ -544,7 +545,7 @@ fn order_kept(order: u64, base: u64, offset: u32, generic: u64) -> bool {
     order & generic != 0 || order & (base << offset) != 0
 }
 
-/// Whether writes that stream to a peer may complete at transmit ([`deliveries`]): the
+/// Whether writes that stream to a peer may complete at transmit ([`deliveries`](protocol::deliveries)): the
 /// endpoint completes at delivery by default, the provider keeps a read and a write
 /// behind an earlier write (RMA RAW and WAW), and it is one known to apply a peer's
 /// operations in that order ([`applies_in_order`]), so that a later read or
@@ -593,7 +594,7 @@ impl State {
         self.last_poll = Instant::now();
         let due = self.acks.len();
         let result = self.poll_completions().and_then(|()| {
-            if self.acks.len() == due || self.acks.len() >= ACKS_HELD {
+            if self.acks.send_now(due) {
                 self.send_acks()
             } else {
                 Ok(())
@@ -733,7 +734,7 @@ impl State {
         }
         // An acknowledgement that fails stays at the front: drop it and go on.
         while self.send_acks().is_err() {
-            self.acks.pop_front();
+            self.acks.sent_oldest();
         }
     }
 
@@ -767,7 +768,7 @@ impl State {
                     self.acknowledged(s.from, s.acked)?;
                 }
                 self.apply(&s, &bytes[HEADER..HEADER + s.data_len]);
-                self.acks.push_back((s.from, s.op));
+                self.acks.owe(s.from, s.op);
             }
             Message::Ack { from, op } => self.acknowledged(from, op)?,
             Message::Goodbye { from } => self.departed[from] = true,
@@ -783,15 +784,6 @@ impl State {
             ));
         }
         self.ops.complete(op)
-    }
-
-    /// Takes the oldest acknowledgement due to `pe`, to go with a message to it (0 for
-    /// none).
-    fn take_ack(&mut self, pe: usize) -> u64 {
-        match self.acks.iter().position(|&(to, _)| to == pe) {
-            Some(i) => self.acks.remove(i).map_or(0, |(_, op)| op),
-            None => 0,
-        }
     }
 
     /// Posts receive buffer `i` again: true when posted, false when the provider was busy
@@ -833,7 +825,7 @@ impl State {
 
     /// Sends the acknowledgements due (injected: no completion to wait for).
     fn send_acks(&mut self) -> std::result::Result<(), String> {
-        while let Some(&(pe, op)) = self.acks.front() {
+        while let Some((pe, op)) = self.acks.oldest() {
             let mut ack = messages::encode_ack(self.me, op);
             self.auth.seal(&mut ack, pe);
             // SAFETY: an open endpoint; ACK_BYTES fit its inject size (`wants_messages`).
@@ -850,7 +842,7 @@ impl State {
                 self.failure.get_or_insert_with(|| why.clone());
                 return Err(why);
             }
-            self.acks.pop_front();
+            self.acks.sent_oldest();
         }
         Ok(())
     }
@@ -909,7 +901,7 @@ impl State {
         let (op, _) = self.admit(pe, Access::Message, w)?;
         // Taken once nothing is left to wait for: held through a wait, it could stall the
         // peer's quiet, or two PEs could each hold what the other awaits.
-        let acked = self.take_ack(pe);
+        let acked = self.acks.ride_to(pe);
         let (sealer, seq) = self.auth.next_to(pe);
         let what = if injected { "fi_inject" } else { "fi_send" };
         let posted = self.issue(what, Access::Message, pe, slot, op, w, |ep, op, _| {
@@ -928,9 +920,7 @@ impl State {
         });
         if let Err(why) = posted {
             // The acknowledgement did not go: it goes alone, first.
-            if acked != 0 {
-                self.acks.push_front((pe, acked));
-            }
+            self.acks.not_carried(pe, acked);
             return Err(why);
         }
         Ok(0)
@@ -1070,7 +1060,7 @@ impl State {
     /// Posts a flush (a read of a few bytes, which the provider keeps behind the writes)
     /// to every peer whose writes completed at transmit and nothing covers yet; returns
     /// the operation whose completion makes every write posted so far visible, as far as
-    /// completed writes are not visible already (see [`deliveries`]).
+    /// completed writes are not visible already (see [`deliveries`](protocol::deliveries)).
     fn flush(&mut self, w: &Waiter) -> std::result::Result<u64, String> {
         while let Some(pe) = self.deliveries.next_uncovered() {
             self.flush_peer(pe, w)?;
@@ -1113,9 +1103,8 @@ impl State {
     /// The next bounce slot, once the operation that last used it completed (whether or
     /// not earlier ones did).
     fn take_slot(&mut self, w: &Waiter) -> std::result::Result<usize, String> {
-        let i = self.next_slot;
-        self.next_slot = (i + 1) % SLOTS;
-        self.wait_op(self.slot_op[i], w)?;
+        let (i, last) = self.slots.take();
+        self.wait_op(last, w)?;
         Ok(i)
     }
 
@@ -1139,7 +1128,7 @@ impl State {
 
     /// Waits until an operation of `access` to `pe` may be posted: the earlier operations
     /// to `pe` it must not overtake where the provider does not keep that order completed
-    /// (and writes that completed at transmit are covered: [`deliveries`]), unless it may
+    /// (and writes that completed at transmit are covered: [`deliveries`](protocol::deliveries)), unless it may
     /// go with `FI_FENCE` instead ([`PeerOrder::admit`]); and there is room in the ring of
     /// operations in flight. Returns the number it gets, to [`Self::issue`] before
     /// anything else is posted, and whether it must carry `FI_FENCE`.
@@ -1195,7 +1184,7 @@ impl State {
                 self.refused_since[pe] = None;
                 self.ops.posted(pe, access.parts(slot));
                 if let Some(slot) = slot {
-                    self.slot_op[slot] = op;
+                    self.slots.used(slot, op);
                 }
                 self.order.issued(pe, access, op);
                 return Ok(op);

@@ -11,9 +11,9 @@ use symmem_bootstrap::auth::JobKey;
 use symmem_bootstrap::single::SingleBootstrap;
 use symmem_device::SignalOp;
 
-use super::exchange::MAX_ADDRESS;
-use super::messages::{encode_ack, encode_signal, Signal, HEADER};
 use super::protocol::auth::{Sealer, KEY_LABEL};
+use super::protocol::exchange::MAX_ADDRESS;
+use super::protocol::messages::{encode_ack, encode_signal, Signal, HEADER};
 use super::*;
 use crate::config::TransportConfig;
 use crate::interface::{HeapRegion, OpCounter};

@@ -8,8 +8,8 @@ use super::probe::{probe, probe_hmem, providers};
 use super::progress::ProgressMode;
 use crate::error::{Error, Result};
 use crate::interface::Setup;
-use crate::ofi::exchange::{self, PeerHeap, MAX_ADDRESS};
-use crate::ofi::messages::{MAX_DATA, RECV_SLOTS};
+use crate::ofi::protocol::exchange::{self, PeerHeap, MAX_ADDRESS};
+use crate::ofi::protocol::messages::{MAX_DATA, RECV_SLOTS};
 use crate::ofi::{ffi, post_receive, wants_messages, Bounce, Endpoint, SLOT_BYTES};
 
 /// The round in which the PEs learn each other's endpoints: every PE's entry, as
@@ -145,7 +145,7 @@ pub(in crate::ofi) struct Opened {
     pub(in crate::ofi) attrs: ffi::Attrs,
     pub(in crate::ofi) name: Vec<u8>,
     pub(in crate::ofi) heap_base: u64,
-    /// Whether peers' signals come as messages ([`messages`](crate::ofi::messages)); its receives are posted.
+    /// Whether peers' signals come as messages ([`messages`](crate::ofi::protocol::messages)); its receives are posted.
     pub(in crate::ofi) takes_messages: bool,
 }
 

@@ -22,7 +22,7 @@ use sha2::Sha256;
 #[cfg(not(feature = "ofi"))]
 use crate::fuzzing::ofi_messages::{envelope, SEQ_AT, TAG_AT, TAG_BYTES};
 #[cfg(feature = "ofi")]
-use crate::ofi::messages::{envelope, SEQ_AT, TAG_AT, TAG_BYTES};
+use crate::ofi::protocol::messages::{envelope, SEQ_AT, TAG_AT, TAG_BYTES};
 
 /// The label of the transport's key under the job key.
 pub(crate) const KEY_LABEL: &str = "ofi transport messages";

@@ -5,7 +5,7 @@ use symmem_bootstrap::auth::JobKey;
 use symmem_device::SignalOp;
 
 use super::*;
-use crate::ofi::messages::{encode_ack, encode_goodbye, encode_signal, Signal, HEADER};
+use crate::ofi::protocol::messages::{encode_ack, encode_goodbye, encode_signal, Signal, HEADER};
 
 fn mac(job: &str) -> Hmac<Sha256> {
     JobKey::derive(job.as_bytes(), "ofi auth test")
@@ -112,7 +112,7 @@ fn a_tampered_or_foreign_message_is_refused() {
     assert_eq!(v.check(&good, Source::Pe(1)), Ok(()));
 }
 
-use crate::ofi::messages::SEQ_AT as SEQ_AT_TEST;
+use crate::ofi::protocol::messages::SEQ_AT as SEQ_AT_TEST;
 
 /// A message whose claimed sender is not the endpoint it came from is refused before its
 /// tag is looked at, however well sealed: from another PE's endpoint or from outside the

@@ -8,10 +8,10 @@
 //! acknowledgement); it is complete after the last.
 
 /// Operations in flight at most: posting one more waits for the oldest.
-pub(super) const IN_FLIGHT: usize = 1024;
+pub(in crate::ofi) const IN_FLIGHT: usize = 1024;
 
 /// The ring of in-flight operations.
-pub(super) struct Completions {
+pub(in crate::ofi) struct Completions {
     /// Per ring entry: the target PE of the operation numbered there, and how many of
     /// its completions are still to come.
     entries: Box<[(usize, u8)]>,
@@ -22,7 +22,7 @@ pub(super) struct Completions {
 }
 
 impl Completions {
-    pub(super) fn new() -> Self {
+    pub(in crate::ofi) fn new() -> Self {
         Completions {
             entries: vec![(0, 0); IN_FLIGHT].into_boxed_slice(),
             issued: 0,
@@ -31,25 +31,25 @@ impl Completions {
     }
 
     /// Operations posted so far.
-    pub(super) fn issued(&self) -> u64 {
+    pub(in crate::ofi) fn issued(&self) -> u64 {
         self.issued
     }
 
     /// Every operation up to this number completed.
-    pub(super) fn done_upto(&self) -> u64 {
+    pub(in crate::ofi) fn done_upto(&self) -> u64 {
         self.done_upto
     }
 
     /// The number the next operation gets, and the operation that must complete before
     /// it may be posted (0 when there is room).
-    pub(super) fn next(&self) -> (u64, u64) {
+    pub(in crate::ofi) fn next(&self) -> (u64, u64) {
         let next = self.issued + 1;
         (next, next.saturating_sub(IN_FLIGHT as u64))
     }
 
     /// Records that operation `next().0`, to `pe`, was posted, and completes after
     /// `parts` completions (at least 1).
-    pub(super) fn posted(&mut self, pe: usize, parts: u8) {
+    pub(in crate::ofi) fn posted(&mut self, pe: usize, parts: u8) {
         debug_assert!(self.issued - self.done_upto < IN_FLIGHT as u64, "ring full");
         debug_assert!(parts > 0);
         self.issued += 1;
@@ -58,7 +58,7 @@ impl Completions {
 
     /// Records one completion of operation `op`; an operation that is not in flight is an
     /// error naming it.
-    pub(super) fn complete(&mut self, op: u64) -> Result<(), String> {
+    pub(in crate::ofi) fn complete(&mut self, op: u64) -> Result<(), String> {
         if op <= self.done_upto || op > self.issued {
             return Err(format!(
                 "the provider completed operation {op}, which is not in flight (operations {}..={} are)",
@@ -78,13 +78,13 @@ impl Completions {
     }
 
     /// Whether operation `op` (posted) completed, whether or not every earlier one did.
-    pub(super) fn is_complete(&self, op: u64) -> bool {
+    pub(in crate::ofi) fn is_complete(&self, op: u64) -> bool {
         op <= self.done_upto || (op <= self.issued && self.entries[self.slot(op)].1 == 0)
     }
 
     /// Whether operation `op` and every earlier one to `pe` completed (earlier ones to
     /// other peers may still be in flight).
-    pub(super) fn peer_done(&self, pe: usize, op: u64) -> bool {
+    pub(in crate::ofi) fn peer_done(&self, pe: usize, op: u64) -> bool {
         (self.done_upto + 1..=op.min(self.issued)).all(|o| {
             let (target, left) = self.entries[self.slot(o)];
             target != pe || left == 0
@@ -92,7 +92,7 @@ impl Completions {
     }
 
     /// The target PE of in-flight operation `op`.
-    pub(super) fn target(&self, op: u64) -> Option<usize> {
+    pub(in crate::ofi) fn target(&self, op: u64) -> Option<usize> {
         (op > self.done_upto && op <= self.issued).then(|| self.entries[self.slot(op)].0)
     }
 

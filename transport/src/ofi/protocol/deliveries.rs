@@ -17,7 +17,7 @@
 //! and quiet then pays one round trip, not a write and a flush.
 
 /// Per peer: the writes that completed at transmit and what covers them.
-pub(super) struct Deliveries {
+pub(in crate::ofi) struct Deliveries {
     /// Whether writes may complete at transmit (the provider keeps the orders above, and
     /// the endpoint completes at delivery by default).
     enabled: bool,
@@ -36,7 +36,7 @@ pub(super) struct Deliveries {
 
 impl Deliveries {
     /// Tracking for `peers` peers; `enabled` as the provider allows (see the module docs).
-    pub(super) fn new(peers: usize, enabled: bool) -> Self {
+    pub(in crate::ofi) fn new(peers: usize, enabled: bool) -> Self {
         Deliveries {
             enabled,
             last_write: vec![0; peers],
@@ -49,12 +49,12 @@ impl Deliveries {
     /// Whether the next write to `pe` should complete at transmit: it may, and the last
     /// write to `pe` has not completed (`done_upto` is the number up to which every
     /// operation completed), so the writes stream.
-    pub(super) fn at_transmit(&self, pe: usize, done_upto: u64) -> bool {
+    pub(in crate::ofi) fn at_transmit(&self, pe: usize, done_upto: u64) -> bool {
         self.enabled && self.last_write[pe] > done_upto
     }
 
     /// Records write `op` to `pe`, completing at transmit or at delivery.
-    pub(super) fn wrote(&mut self, pe: usize, op: u64, at_transmit: bool) {
+    pub(in crate::ofi) fn wrote(&mut self, pe: usize, op: u64, at_transmit: bool) {
         self.last_write[pe] = op;
         if at_transmit {
             if !std::mem::replace(&mut self.uncovered[pe], true) {
@@ -66,7 +66,7 @@ impl Deliveries {
     }
 
     /// Records read `op` from `pe` (a get, a flush): it covers the writes before it.
-    pub(super) fn read(&mut self, pe: usize, op: u64) {
+    pub(in crate::ofi) fn read(&mut self, pe: usize, op: u64) {
         self.cover(pe, op);
     }
 
@@ -77,12 +77,12 @@ impl Deliveries {
     }
 
     /// Whether `pe` has transmit-complete writes that nothing covers yet.
-    pub(super) fn uncovered(&self, pe: usize) -> bool {
+    pub(in crate::ofi) fn uncovered(&self, pe: usize) -> bool {
         self.uncovered[pe]
     }
 
     /// A peer whose transmit-complete writes nothing covers yet: it needs a flush.
-    pub(super) fn next_uncovered(&mut self) -> Option<usize> {
+    pub(in crate::ofi) fn next_uncovered(&mut self) -> Option<usize> {
         while let Some(&pe) = self.pending.last() {
             if self.uncovered[pe] {
                 return Some(pe);
@@ -93,7 +93,7 @@ impl Deliveries {
     }
 
     /// The operation to wait for so that every covered write is visible (0 for none).
-    pub(super) fn covered_by(&self) -> u64 {
+    pub(in crate::ofi) fn covered_by(&self) -> u64 {
         self.covered_by
     }
 }
