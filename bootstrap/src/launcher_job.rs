@@ -39,7 +39,7 @@ pub(crate) fn claim(launcher: &str) -> Result<Claim, BootstrapError> {
     let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(holder) = held.as_deref() {
         return Err(BootstrapError::Config(format!(
-            "this process already has a live runtime in the job that {holder} started, and a launcher's job takes one runtime per process at a time (two, made on two threads, could each meet another process's other one); finalize it first, or start the second runtime as a job of its own: `init_with_unique_id` (rank 0 makes the id with `unique_id()` and passes its text to the others, e.g. broadcast over the first runtime), or split a team off the first runtime"
+            "this process already has a live runtime in the job that {holder} started, and a launcher's job takes one runtime per process at a time (two, made on two threads, could each meet another process's other one); finalize it first, or start the second runtime as a job of its own: `init_with_unique_id` with an id that the first runtime's `broadcast_unique_id()` hands every PE, or split a team off the first runtime"
         )));
     }
     *held = Some(launcher.to_string());

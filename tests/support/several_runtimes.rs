@@ -1,6 +1,6 @@
 //! Several runtimes in one process (tests/several_runtimes.rs runs these): job A joins the
 //! launcher's job with `init`, job B is made with a unique id that PE 0 creates and
-//! broadcasts over A. Each runtime's data carries its own tag, so data that crossed from
+//! broadcasts over A (`Runtime::broadcast_unique_id`). Each runtime's data carries its own tag, so data that crossed from
 //! one runtime's heap into the other's would be caught, and every value is checked exactly.
 //! What a runtime owns in the process (its memfds, its threads, its fds) is compared
 //! before it was made and after it was dropped, while the other runtime lives on.
@@ -19,8 +19,6 @@ const WORDS: usize = 64;
 const ROUNDS: usize = 20;
 /// Longest wait for a dropped runtime's threads to end.
 const RELEASE_WAIT: Duration = Duration::from_secs(10);
-/// Bytes of the buffer the unique id's text is broadcast in.
-const ID_BYTES: usize = 256;
 
 /// Job A from the launcher, job B from a unique id on a second thread: both run the
 /// workload at the same time; B finalizes first, then A, still alive, works on and checks
@@ -29,7 +27,7 @@ pub fn two_jobs_two_threads() -> Outcome {
     let a = symmem::init().map_err(|e| format!("init A: {e}"))?;
     let (me, n) = (a.my_pe(), a.n_pes());
     let alone = Resources::now();
-    let id = share_unique_id(&a)?;
+    let id = a.broadcast_unique_id().map_err(e2s)?;
     let b_thread = std::thread::spawn(move || -> Result<BTreeSet<String>, String> {
         let b = symmem::init_with_unique_id(me, n, &id).map_err(|e| format!("init B: {e}"))?;
         ensure(b.my_pe() == me && b.n_pes() == n, || {
@@ -62,7 +60,7 @@ pub fn two_jobs_one_thread() -> Outcome {
     let a = symmem::init().map_err(|e| format!("init A: {e}"))?;
     let (me, n) = (a.my_pe(), a.n_pes());
     let a_memfds = Resources::now().memfds;
-    let id = share_unique_id(&a)?;
+    let id = a.broadcast_unique_id().map_err(e2s)?;
     let b = symmem::init_with_unique_id(me, n, &id).map_err(|e| format!("init B: {e}"))?;
     let both = Resources::now().memfds;
     for turn in 0..3 {
@@ -102,38 +100,6 @@ pub fn second_launcher_init() -> Outcome {
     again.finalize().map_err(|e| format!("finalize: {e}"))?;
     println!("PE {me}: second_launcher_init ok");
     Ok(())
-}
-
-/// PE 0's new unique id, broadcast over `rt` as text; every PE returns it (PE 0 its own,
-/// which holds the rendezvous's listening socket).
-fn share_unique_id(rt: &Runtime) -> Result<symmem::UniqueId, String> {
-    let me = rt.my_pe();
-    let mine = (me == 0)
-        .then(symmem::unique_id)
-        .transpose()
-        .map_err(|e| format!("unique_id: {e}"))?;
-    let src = rt.calloc::<u8>(ID_BYTES).map_err(e2s)?;
-    let dest = rt.calloc::<u8>(ID_BYTES).map_err(e2s)?;
-    if let Some(id) = &mine {
-        let text = id.to_string().into_bytes();
-        ensure(text.len() < ID_BYTES, || {
-            format!("a {}-byte id", text.len())
-        })?;
-        rt.put(src.at(0), &text, me).map_err(e2s)?;
-    }
-    rt.team_world()
-        .broadcast(&dest, &src, ID_BYTES, 0)
-        .map_err(e2s)?;
-    if let Some(id) = mine {
-        return Ok(id);
-    }
-    let mut bytes = vec![0u8; ID_BYTES];
-    rt.read_local(dest.at(0), &mut bytes).map_err(e2s)?;
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(ID_BYTES);
-    std::str::from_utf8(&bytes[..end])
-        .map_err(|e| format!("the broadcast id is not text: {e}"))?
-        .parse()
-        .map_err(|e: symmem::bootstrap::BootstrapError| e.to_string())
 }
 
 /// The word PE `from` puts at index `i` of its block on PE `to` in `round`, in the
