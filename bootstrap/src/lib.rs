@@ -27,6 +27,7 @@ pub mod fault;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod launcher;
+mod launcher_job;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod net;

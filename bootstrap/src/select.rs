@@ -509,12 +509,36 @@ fn pmix_decision(
 /// Counts the inits of this process under one launcher, so each joins a fresh group.
 static LAUNCH_SESSION: AtomicU64 = AtomicU64::new(0);
 
-/// Creates the bootstrap this process was started for.
+/// Creates the bootstrap this process was started for. While one it made for a launcher's
+/// job is alive, another fails at once, naming the launcher: the n-th init of each process
+/// meets the n-th of the others, which two inits on two threads would number in any order.
+/// A second runtime alongside it is a job of its own, made with a unique id.
 pub fn from_env(
     choice: BootstrapChoice,
     timeout: Duration,
 ) -> Result<Box<dyn Bootstrap>, BootstrapError> {
-    let Decision { plan, why } = decide(choice, &process_env)?;
+    let decision = decide(choice, &process_env)?;
+    let launcher = match &decision.plan {
+        Plan::Symrun(_) => Some("symrun".to_string()),
+        Plan::Mpi => Some("the MPI launcher (bootstrap mpi)".to_string()),
+        Plan::Pmi(_) => Some("the PMI-1 process manager (bootstrap pmi)".to_string()),
+        Plan::Pmix(_) => Some("the PMIx server (bootstrap pmix)".to_string()),
+        Plan::Env(job) if job.size > 1 => Some(format!("{} (bootstrap env)", job.source)),
+        Plan::Env(_) | Plan::Single => None,
+    };
+    let Some(launcher) = launcher else {
+        return join(decision, timeout);
+    };
+    let claim = crate::launcher_job::claim(&launcher)?;
+    let joined = join(decision, timeout)?;
+    Ok(Box::new(crate::launcher_job::Claimed::new(joined, claim)))
+}
+
+/// Joins the job `decision` chose.
+fn join(
+    Decision { plan, why }: Decision,
+    timeout: Duration,
+) -> Result<Box<dyn Bootstrap>, BootstrapError> {
     match plan {
         Plan::Symrun(env) => {
             tracing::info!(why, "bootstrap: symrun");

@@ -15,13 +15,14 @@ pub(crate) type Device = crate::cuda::DeviceResources;
 #[cfg(not(feature = "cuda"))]
 pub(crate) type Device = std::convert::Infallible;
 
-/// Chooses this PE's device and creates its data heap there; also says, per PE, whether
-/// its data heap may be mapped here (a GPU this one can access). Collective: every PE
-/// allgathers its device.
+/// Chooses this PE's device and creates its data heap there, for job `job`; also says, per
+/// PE, whether its data heap may be mapped here (a GPU this one can access). Collective:
+/// every PE allgathers its device.
 pub(crate) fn create_backend(
     config: &Config,
     bootstrap: &dyn Bootstrap,
     topo: &Topology,
+    job: u64,
 ) -> Result<(Backend, Vec<bool>)> {
     let me = topo.my_pe();
     #[cfg(feature = "cuda")]
@@ -87,7 +88,7 @@ pub(crate) fn create_backend(
         return Ok((Backend::Cuda(heap), reachable));
     }
     Ok((
-        Backend::Memfd(MemfdHeap::create(me, config.symmetric_size)?),
+        Backend::Memfd(MemfdHeap::create(job, me, config.symmetric_size)?),
         vec![true; all.len()],
     ))
 }

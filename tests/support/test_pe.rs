@@ -11,6 +11,7 @@ use symmem::{Error, Runtime};
 use symmem_bootstrap::BootstrapError;
 
 mod host_api;
+mod several_runtimes;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -85,6 +86,9 @@ fn main() -> ExitCode {
         "api_collective_mismatch" => with_init(host_api::collective_mismatch),
         "api_collective_one_bad" => with_init(host_api::collective_one_bad),
         "obs_counters" => with_init(obs_counters),
+        "two_jobs_two_threads" => several_runtimes::two_jobs_two_threads(),
+        "two_jobs_one_thread" => several_runtimes::two_jobs_one_thread(),
+        "second_launcher_init" => several_runtimes::second_launcher_init(),
         other => Err(format!("unknown scenario {other}")),
     };
     match result {

@@ -113,30 +113,69 @@ pub(super) fn suspend(why: Suspend) -> bool {
     slow
 }
 
-/// Stacks of ended fibers, all of [`Pool::size`] bytes.
+/// Stacks of ended fibers, by size. Process-wide, since a stack is plain memory that any
+/// runtime's launch can reuse; kept by size because `SYMMEM_EXEC_STACK_SIZE` is per
+/// runtime, and two runtimes of one process launching in turns with different sizes must
+/// not keep emptying each other's.
 struct Pool {
-    size: usize,
-    stacks: Vec<DefaultStack>,
+    /// `(size, stacks of that size)`, a few entries at most.
+    by_size: Vec<(usize, Vec<DefaultStack>)>,
 }
 
-/// Most stacks kept in the pool: enough for the largest cooperative launch.
+/// Most stacks kept in the pool, of all sizes together: enough for the largest cooperative
+/// launch.
 const POOL_MAX: usize = super::MAX_COOPERATIVE_THREADS as usize;
 
+impl Pool {
+    /// A pooled stack of `size` bytes, if there is one.
+    fn take(&mut self, size: usize) -> Option<DefaultStack> {
+        self.by_size
+            .iter_mut()
+            .find(|(s, _)| *s == size)
+            .and_then(|(_, stacks)| stacks.pop())
+    }
+
+    /// Keeps `stacks` (each of `size` bytes) up to [`POOL_MAX`] in all: stacks of other
+    /// sizes make room first (the newest launch's size is the likeliest next), then the
+    /// surplus is freed.
+    fn put(&mut self, size: usize, stacks: impl IntoIterator<Item = DefaultStack>) {
+        let i = match self.by_size.iter().position(|(s, _)| *s == size) {
+            Some(i) => i,
+            None => {
+                self.by_size.push((size, Vec::new()));
+                self.by_size.len() - 1
+            }
+        };
+        let mut mine = std::mem::take(&mut self.by_size[i].1);
+        let room = POOL_MAX.saturating_sub(mine.len());
+        mine.extend(stacks.into_iter().take(room));
+        let mut others: usize = self.by_size.iter().map(|(_, v)| v.len()).sum();
+        for (_, v) in &mut self.by_size {
+            let over = (others + mine.len()).saturating_sub(POOL_MAX).min(v.len());
+            v.truncate(v.len() - over);
+            others -= over;
+        }
+        self.by_size[i].1 = mine;
+        self.by_size.retain(|(_, v)| !v.is_empty());
+    }
+
+    /// How many stacks of `size` bytes are kept.
+    #[cfg(test)]
+    fn count(&self, size: usize) -> usize {
+        self.by_size
+            .iter()
+            .find(|(s, _)| *s == size)
+            .map_or(0, |(_, v)| v.len())
+    }
+}
+
 static POOL: Mutex<Pool> = Mutex::new(Pool {
-    size: 0,
-    stacks: Vec::new(),
+    by_size: Vec::new(),
 });
 
 /// A stack of `size` bytes (plus a guard page), from the pool if it has one.
 pub(super) fn take_stack(size: usize) -> std::io::Result<DefaultStack> {
-    let pooled = {
-        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.size == size {
-            pool.stacks.pop()
-        } else {
-            None
-        }
-    };
+    let pooled = POOL.lock().unwrap_or_else(|p| p.into_inner()).take(size);
     match pooled {
         Some(stack) => Ok(stack),
         None => DefaultStack::new(size),
@@ -145,12 +184,33 @@ pub(super) fn take_stack(size: usize) -> std::io::Result<DefaultStack> {
 
 /// Returns the stacks of ended fibers (each of `size` bytes) to the pool.
 pub(super) fn give_back(size: usize, stacks: impl IntoIterator<Item = DefaultStack>) {
-    let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
-    if pool.size != size {
-        // SYMMEM_EXEC_STACK_SIZE is per runtime; the newest size wins.
-        pool.stacks.clear();
-        pool.size = size;
+    POOL.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .put(size, stacks);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two runtimes' launches with different stack sizes, in turns, keep both sizes'
+    /// stacks; past [`POOL_MAX`] the other size gives way.
+    #[test]
+    fn the_pool_keeps_each_size_and_caps_the_total() {
+        let (small, large) = (64 << 10, 128 << 10);
+        let stacks = |size, n| (0..n).map(move |_| DefaultStack::new(size).unwrap());
+        let mut pool = Pool {
+            by_size: Vec::new(),
+        };
+        pool.put(small, stacks(small, 3));
+        pool.put(large, stacks(large, 2));
+        assert_eq!((pool.count(small), pool.count(large)), (3, 2));
+        assert!(pool.take(small).is_some());
+        assert_eq!(pool.count(small), 2);
+        pool.put(large, stacks(large, POOL_MAX - 3));
+        assert_eq!((pool.count(small), pool.count(large)), (1, POOL_MAX - 1));
+        pool.put(large, stacks(large, 5));
+        assert_eq!((pool.count(small), pool.count(large)), (0, POOL_MAX));
+        assert!(pool.take(small).is_none());
     }
-    let room = POOL_MAX.saturating_sub(pool.stacks.len());
-    pool.stacks.extend(stacks.into_iter().take(room));
 }

@@ -277,9 +277,11 @@ pub struct MemfdHeap {
 }
 
 impl MemfdHeap {
-    /// Creates and maps a zeroed (sparse) heap of `len` bytes for PE `pe`.
-    pub fn create(pe: usize, len: usize) -> Result<Self> {
-        let memfd = create_memfd(&format!("symmem-heap-pe{pe}"), len)?;
+    /// Creates and maps a zeroed (sparse) heap of `len` bytes for PE `pe` of job `job`
+    /// (both in the memfd's name, so that `/proc/<pid>/maps` tells apart the heaps of
+    /// several runtimes in one process).
+    pub fn create(job: u64, pe: usize, len: usize) -> Result<Self> {
+        let memfd = create_memfd(&format!("symmem-heap-{job:016x}-pe{pe}"), len)?;
         let own = Mapping::map_coloured(memfd.as_fd(), len, "this PE's symmetric heap", pe)?;
         Ok(MemfdHeap {
             memfd,
@@ -350,8 +352,8 @@ mod tests {
 
     #[test]
     fn import_maps_a_sealed_memfd_of_the_expected_size() {
-        let mut heap = MemfdHeap::create(0, 8192).unwrap();
-        let peer = MemfdHeap::create(1, 8192).unwrap();
+        let mut heap = MemfdHeap::create(0, 0, 8192).unwrap();
+        let peer = MemfdHeap::create(0, 1, 8192).unwrap();
         let base = heap.import(1, peer.fd(), 8192).unwrap();
         // SAFETY: both addresses map the same 8192-byte memfd.
         unsafe {
@@ -366,8 +368,8 @@ mod tests {
     #[test]
     fn heaps_are_mapped_at_their_pe_colour() {
         let len = 3 * HEAP_COLOUR_STEP + 4096;
-        let mut heap = MemfdHeap::create(2, len).unwrap();
-        let peer = MemfdHeap::create(HEAP_COLOURS + 5, len).unwrap();
+        let mut heap = MemfdHeap::create(0, 2, len).unwrap();
+        let peer = MemfdHeap::create(0, HEAP_COLOURS + 5, len).unwrap();
         let base = heap.import(HEAP_COLOURS + 5, peer.fd(), len).unwrap();
         let colour = |addr: u64| (addr as usize % HEAP_COLOUR_ALIGN) / HEAP_COLOUR_STEP;
         for b in [heap.base(), peer.base(), base] {
@@ -389,7 +391,7 @@ mod tests {
     /// A memfd that cannot be sealed at all (no MFD_ALLOW_SEALING) is refused.
     #[test]
     fn import_refuses_an_unsealed_memfd() {
-        let mut heap = MemfdHeap::create(0, 8192).unwrap();
+        let mut heap = MemfdHeap::create(0, 0, 8192).unwrap();
         let fd = raw_memfd(0, 8192, 0);
         let err = heap.import(4, fd.as_fd(), 8192).unwrap_err().to_string();
         assert!(
@@ -404,7 +406,7 @@ mod tests {
     /// refused, as is one whose seals could still be changed.
     #[test]
     fn import_refuses_a_shrinkable_or_unsealed_memfd() {
-        let mut heap = MemfdHeap::create(0, 8192).unwrap();
+        let mut heap = MemfdHeap::create(0, 0, 8192).unwrap();
         let shrinkable = raw_memfd(
             libc::MFD_ALLOW_SEALING,
             8192,
@@ -433,7 +435,7 @@ mod tests {
     /// A sealed memfd of another size than the heap is refused before it is mapped.
     #[test]
     fn import_refuses_a_memfd_of_another_size() {
-        let mut heap = MemfdHeap::create(0, 8192).unwrap();
+        let mut heap = MemfdHeap::create(0, 0, 8192).unwrap();
         let small = create_memfd("symmem-test", 4096).unwrap();
         let err = heap.import(5, small.as_fd(), 8192).unwrap_err().to_string();
         assert!(

@@ -177,7 +177,10 @@ impl SymmetricHeap {
     /// Creates this PE's control block and binds its exchange socket. Part one of setup,
     /// done before the topology allgather so that peers can connect right after it.
     pub fn create(job: u64, topo_rank: usize) -> Result<PendingHeap> {
-        let control_fd = create_memfd(&format!("symmem-control-pe{topo_rank}"), CONTROL_LEN)?;
+        let control_fd = create_memfd(
+            &format!("symmem-control-{job:016x}-pe{topo_rank}"),
+            CONTROL_LEN,
+        )?;
         let control = Mapping::map(control_fd.as_fd(), CONTROL_LEN, "this PE's control block")?;
         let listener = fd_pass::listen(job, topo_rank)?;
         Ok(PendingHeap {
@@ -234,6 +237,11 @@ pub struct PendingHeap {
 }
 
 impl PendingHeap {
+    /// The job id the PEs agreed on, which names this PE's memfds and heap socket.
+    pub fn job(&self) -> u64 {
+        self.job
+    }
+
     /// Exchanges control blocks and data heaps with the same-node peers in `topo` (unless
     /// `map_peers` is false) and maps them. The data heap of peer `p` is mapped only if
     /// `reachable(p)` (e.g. its GPU can be accessed from this one); its control block

@@ -47,6 +47,51 @@ pub fn unique_id() -> Result<UniqueId> {
     Ok(UniqueId::bind(config.socket_ifname.as_deref())?)
 }
 
+impl Runtime {
+    /// A unique id for a second job of the same processes, made by PE 0 (as
+    /// [`unique_id`]) and broadcast over this runtime's bootstrap, which is authenticated,
+    /// so the secret stays within the job. Every PE then calls
+    /// `init_with_unique_id(rt.my_pe(), rt.n_pes(), &id)`, from any thread, to start a
+    /// runtime of its own beside this one (see the book's "Several runtimes in one
+    /// process"). PE 0 gets the id it made, which holds the socket the new job's rendezvous
+    /// is hosted on: it must keep it until its `init_with_unique_id` returns. Collective;
+    /// when PE 0 cannot make the id, every PE fails, saying why.
+    pub fn broadcast_unique_id(&self) -> Result<UniqueId> {
+        const MADE: u8 = b'I';
+        const FAILED: u8 = b'E';
+        let me = self.my_pe();
+        let made = (me == 0).then(unique_id);
+        let payload = match &made {
+            Some(Ok(id)) => [&[MADE][..], id.to_string().as_bytes()].concat(),
+            Some(Err(e)) => [&[FAILED][..], e.to_string().as_bytes()].concat(),
+            None => Vec::new(),
+        };
+        let got = self.bootstrap.broadcast(0, &payload)?;
+        if let Some(made) = made {
+            return made;
+        }
+        let bad = |detail: String| {
+            crate::Error::from(symmem_bootstrap::BootstrapError::Protocol {
+                peer: "PE 0".into(),
+                detail: format!("broadcast_unique_id: {detail}"),
+            })
+        };
+        match got.split_first() {
+            Some((&MADE, text)) => std::str::from_utf8(text)
+                .map_err(|_| bad("the id is not text".into()))?
+                .parse()
+                .map_err(|e| bad(format!("{e}"))),
+            Some((&FAILED, why)) => Err(crate::Error::from(
+                symmem_bootstrap::BootstrapError::Config(format!(
+                    "broadcast_unique_id: PE 0 could not make a unique id: {}",
+                    String::from_utf8_lossy(why)
+                )),
+            )),
+            _ => Err(bad(format!("a {}-byte reply that is no id", got.len()))),
+        }
+    }
+}
+
 /// Starts PE `rank` of `n_pes` without a launcher, rendezvousing through `id`
 /// (NVSHMEM's `nvshmemx_init_attr` with `NVSHMEMX_INIT_WITH_UNIQUEID`).
 pub fn init_with_unique_id(rank: usize, n_pes: usize, id: &UniqueId) -> Result<Runtime> {

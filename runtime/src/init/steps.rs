@@ -52,7 +52,7 @@ pub(super) fn join(
         config.check_collectives,
         config.symmetric_size,
     )?;
-    let (backend, reachable) = create_backend(config, bootstrap, &topo)?;
+    let (backend, reachable) = create_backend(config, bootstrap, &topo, pending.job())?;
     progress.enter(InitStep::HeapExchange);
     let deadline = symmem_bootstrap::duration::deadline_after(config.bootstrap_timeout);
     let heap = pending.connect(

@@ -57,6 +57,10 @@ scenarios! {
     ring_put_signal;
     /// my_pe, n_pes, and ptr to every peer (compared with the host's), written through.
     identity;
+    /// A second runtime, from a unique id the first broadcasts, launching the ring,
+    /// identity and team-collective kernels on another thread while the first does: each
+    /// kernel sees its own runtime's state and heaps.
+    two_runtimes;
     /// put/get/p/g, _nbi, _warp (with partial warps), _block; every element and a guard.
     rma;
     /// put_signal(_nbi) at thread, warp and block scope with Set and Add; a consumer

@@ -40,6 +40,8 @@ mod pipeline;
 mod ring;
 #[path = "device_test_pe/rma.rs"]
 mod rma;
+#[path = "device_test_pe/several.rs"]
+mod several;
 #[path = "device_test_pe/signal.rs"]
 mod signal;
 #[path = "device_test_pe/stream_launch.rs"]
@@ -148,6 +150,9 @@ const SCENARIOS: &[(&str, Scenario, Runs)] = &[
     ("flag_without_fence", sync::flag_without_fence, CPU_ONLY),
     ("nbi_source_reused", sync::nbi_source_reused, CPU_ONLY),
     ("get_nbi_read_early", sync::get_nbi_read_early, CPU_ONLY),
+    // A second runtime from a unique id launching kernels beside the first, on another
+    // thread (GPU PEs: two runtimes on one GPU, not yet run on one).
+    ("two_runtimes", several::two_runtimes, CPU_ONLY),
 ];
 
 /// The environment variable with the number of PEs the job must have.
