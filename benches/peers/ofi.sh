@@ -3,7 +3,8 @@
 # on the same provider (default tcp;ofi_rxm), 2 PEs/processes on this machine:
 #
 #   - `symmem-perf --transport ofi` (SYMMEM_OFI_PROVIDER=PROVIDER) with its progress thread
-#     blocking while idle (SYMMEM_OFI_PROGRESS=block) and polling (=poll), and, for reference,
+#     blocking while idle (SYMMEM_OFI_PROGRESS=block), polling (=poll), and relying on efa's
+#     order only (SYMMEM_OFI_ASSUME_ORDER=weakest, blocking), and, for reference,
 #     `symmem-perf --transport socket`: put_signal ping-pong, put + quiet, get, fetch-add,
 #     barrier (8 B), put bandwidth (put_nbi x n + quiet) 4 KiB..16 MiB in x8 steps;
 #   - SOS (shmem_perf.c built with SOS's oshcc, launched by MPICH's mpiexec.hydra through
@@ -248,18 +249,20 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 for run in $(seq 1 "$runs"); do
   echo "# run $run of $runs: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   # ofi with its progress thread blocking while idle (what auto picks here: each PE is
-  # bound to one core), ofi with it polling, and sockets.
-  for t in ofi ofi-poll socket; do
-    progress=block
+  # bound to one core), ofi with it polling, ofi relying on efa's order only
+  # (SYMMEM_OFI_ASSUME_ORDER=weakest, blocking), and sockets.
+  for t in ofi ofi-poll ofi-weakest socket; do
+    progress=block order=provider
     [ "$t" = ofi-poll ] && progress=poll
+    [ "$t" = ofi-weakest ] && order=weakest
     # Latency rows at 8 B only (-b 8 -e 8; put_latency and get_latency sweep otherwise),
     # then put_bw over the bandwidth sizes.
     bounded "symmem-$t-lat.$run" env SYMMEM_OFI_PROVIDER="$provider" SYMMEM_OFI_PROGRESS="$progress" \
-      "$perf" --pes 2 --transport "${t%-poll}" \
+      SYMMEM_OFI_ASSUME_ORDER="$order" "$perf" --pes 2 --transport "${t%%-*}" \
       --json "${perf_opts[@]}" --iters "$iters" -b 8 -e 8 --only "$lat_metrics" \
       && keep "$logs/symmem-$t-lat.$run.out" "symmem-$t"
     bounded "symmem-$t-bw.$run" env SYMMEM_OFI_PROVIDER="$provider" SYMMEM_OFI_PROGRESS="$progress" \
-      "$perf" --pes 2 --transport "${t%-poll}" \
+      SYMMEM_OFI_ASSUME_ORDER="$order" "$perf" --pes 2 --transport "${t%%-*}" \
       --json "${perf_opts[@]}" --iters "$iters" --bytes "$bytes" -b 4K -e 16M -f 8 --only put_bw \
       && keep "$logs/symmem-$t-bw.$run.out" "symmem-$t"
   done

@@ -56,13 +56,14 @@ def main(path):
     print(f"Medians over {len(n_runs)} run(s); ratio = symmem-ofi / peer "
           "(latency: lower is better; bandwidth: higher is better).")
     print()
-    print("| row | symmem-ofi | ofi, polling | symmem-socket | ofi/socket | SOS | ofi/SOS "
+    print("| row | symmem-ofi | ofi, polling | ofi, weakest order | weakest/ofi | symmem-socket | ofi/socket | SOS | ofi/SOS "
           "| polling/SOS | fi_pingpong (spin) floor | ofi/floor | polling/floor "
           "| fi_rdm_pingpong (sread) floor | ofi/floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, metric, sos_metric, trips in LATENCY:
         ofi = get("symmem-ofi", metric, 8)
         poll = get("symmem-ofi-poll", metric, 8)
+        weak = get("symmem-ofi-weakest", metric, 8)
         sock = get("symmem-socket", metric, 8)
         sos = get("sos", sos_metric, 8)
         floors = []
@@ -70,24 +71,25 @@ def main(path):
             f = get("fabtests", m, 8)
             floors.append(None if f is None or trips is None else f * trips)
         tag = "" if trips in (None, 1) else f" ({trips}× one-way)"
-        print(f"| {label}, µs | {cell(ofi)} | {cell(poll)} | {cell(sock)} | {ratio(ofi, sock)} "
+        print(f"| {label}, µs | {cell(ofi)} | {cell(poll)} | {cell(weak)} | {ratio(weak, ofi)} | {cell(sock)} | {ratio(ofi, sock)} "
               f"| {cell(sos)} | {ratio(ofi, sos)} | {ratio(poll, sos)} "
               f"| {cell(floors[0])}{tag if floors[0] else ''} | {ratio(ofi, floors[0])} "
               f"| {ratio(poll, floors[0])} | {cell(floors[1])}{tag if floors[1] else ''} "
               f"| {ratio(ofi, floors[1])} |")
     print()
-    print("| put bandwidth, GB/s | symmem-ofi | ofi, polling | symmem-socket | ofi/socket | SOS "
+    print("| put bandwidth, GB/s | symmem-ofi | ofi, polling | ofi, weakest order | weakest/ofi | symmem-socket | ofi/socket | SOS "
           "| ofi/SOS | polling/SOS | fi_rma_bw writedata (one way) | ofi/floor "
           "| fi_rma_bw write (both ways, per side) | ofi/that |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for size in BW_SIZES:
         ofi = get("symmem-ofi", "put_bw", size)
         poll = get("symmem-ofi-poll", "put_bw", size)
+        weak = get("symmem-ofi-weakest", "put_bw", size)
         sock = get("symmem-socket", "put_bw", size)
         sos = get("sos", "oshmem_put_bw", size)
         wd = get("fabtests", "fi_rma_bw_writedata", size)
         w = get("fabtests", "fi_rma_bw_write", size)
-        print(f"| {human(size)} | {cell(ofi)} | {cell(poll)} | {cell(sock)} | {ratio(ofi, sock)} "
+        print(f"| {human(size)} | {cell(ofi)} | {cell(poll)} | {cell(weak)} | {ratio(weak, ofi)} | {cell(sock)} | {ratio(ofi, sock)} "
               f"| {cell(sos)} | {ratio(ofi, sos)} | {ratio(poll, sos)} | {cell(wd)} "
               f"| {ratio(ofi, wd)} | {cell(w)} | {ratio(ofi, w)} |")
 

@@ -1309,65 +1309,40 @@ impl State {
             let direct = !self.local_mr
                 && (src.len() >= DIRECT_PUT_BYTES
                     || at_transmit && src.len() >= DIRECT_STREAM_BYTES);
-            if len <= self.inject && !direct && !at_transmit {
-                // Injected: the provider copies the bytes before it returns, so the put
-                // takes no bounce slot, and it still completes at delivery with an entry
-                // of its own, which quiet and ordering count like any other. Not where
-                // writes stream at transmit: their slots come back at once anyway, and
-                // injected ones measured 2-3x slower there (8 B to 4 KiB put_nbi streams
-                // over tcp;ofi_rxm and shm).
-                // SAFETY: an injected write reads `piece` only during the call.
-                let op = self.post(
-                    "fi_write (inject)",
-                    Access::Write,
-                    pe,
-                    None,
-                    w,
-                    |ep, op, fence| unsafe {
-                        ffi::symmem_ofi_write_ex(
-                            ep,
-                            op,
-                            piece.as_ptr().cast(),
-                            0,
-                            len,
-                            pe,
-                            raddr,
-                            heap.key,
-                            at_delivery,
-                            1,
-                            fence,
-                        )
-                    },
-                )?;
+            // Injected: the provider copies the bytes before it returns, so the put takes
+            // no bounce slot, and it still completes at delivery with an entry of its own,
+            // which quiet and ordering count like any other. Not where writes stream at
+            // transmit: their slots come back at once anyway, and injected ones measured
+            // 2-3x slower there (8 B to 4 KiB put_nbi streams over tcp;ofi_rxm and shm).
+            let injected = len <= self.inject && !direct && !at_transmit;
+            if injected || direct {
+                let what = if injected {
+                    "fi_write (inject)"
+                } else {
+                    "fi_write"
+                };
+                // SAFETY: an injected write reads `piece` only during the call; a direct
+                // one reads `src`, which outlives the write: this call waits for it below.
+                let op = self.post(what, Access::Write, pe, None, w, |ep, op, fence| unsafe {
+                    ffi::symmem_ofi_write_ex(
+                        ep,
+                        op,
+                        piece.as_ptr().cast(),
+                        0,
+                        len,
+                        pe,
+                        raddr,
+                        heap.key,
+                        at_delivery,
+                        c_int::from(injected),
+                        fence,
+                    )
+                })?;
+                if direct {
+                    self.caller_buffer_ops.push(op);
+                    last = op;
+                }
                 self.deliveries.wrote(pe, op, at_transmit);
-                continue;
-            }
-            if direct {
-                // SAFETY: `src` outlives the write: this call waits for it below.
-                last = self.post(
-                    "fi_write",
-                    Access::Write,
-                    pe,
-                    None,
-                    w,
-                    |ep, op, fence| unsafe {
-                        ffi::symmem_ofi_write_ex(
-                            ep,
-                            op,
-                            piece.as_ptr().cast(),
-                            0,
-                            len,
-                            pe,
-                            raddr,
-                            heap.key,
-                            at_delivery,
-                            0,
-                            fence,
-                        )
-                    },
-                )?;
-                self.caller_buffer_ops.push(last);
-                self.deliveries.wrote(pe, last, at_transmit);
                 continue;
             }
             let slot = self.take_slot(w)?;
