@@ -11,10 +11,12 @@ use symmem_sync::Backoff;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
-/// A wait past its spin phase: since when, and how many slow rounds it has made.
+/// A wait past its spin phase: since when, how many slow rounds it has made, and when it
+/// is to report a hang (`None`: done, one report per wait).
 struct SlowWait {
     started: Instant,
     rounds: u32,
+    next_report: Option<Instant>,
 }
 
 /// Slow rounds between refreshes of a published wait's detail (its value last seen).
@@ -99,9 +101,13 @@ impl Runtime {
             });
         }
         let first = slow.is_none();
-        let s = slow.get_or_insert_with(|| SlowWait {
-            started: Instant::now(),
-            rounds: 0,
+        let s = slow.get_or_insert_with(|| {
+            let started = Instant::now();
+            SlowWait {
+                started,
+                rounds: 0,
+                next_report: self.hang.as_ref().map(|h| started + h.after),
+            }
         });
         if let Some(h) = &self.hang {
             s.rounds = s.rounds.wrapping_add(1);
@@ -114,8 +120,8 @@ impl Runtime {
                     s.started,
                 );
             }
-            if s.started.elapsed() >= h.after {
-                h.report(self.my_pe());
+            if s.next_report.is_some_and(|t| Instant::now() >= t) {
+                s.next_report = h.report(self.my_pe());
             }
         }
         let t0 = s.started;

@@ -260,7 +260,11 @@ mod tests {
     #[test]
     fn a_forgotten_signal_points_at_the_pe_in_user_code() {
         let a = analyse(0, &[signal_wait(), outside(1.0), outside(7.0)]);
-        assert_eq!((a.root.clone(), a.reason), (vec![2], Reason::InUserCode), "{a:?}");
+        assert_eq!(
+            (a.root.clone(), a.reason),
+            (vec![2], Reason::InUserCode),
+            "{a:?}"
+        );
         assert_eq!(a.chain, [0, 2]);
         assert!(a.summary.contains("PE 2 is in user code"), "{}", a.summary);
     }
@@ -274,7 +278,11 @@ mod tests {
             coll("barrier_all", "TEAM_WORLD", &world, 3),
         ];
         let a = analyse(0, &states);
-        assert_eq!((a.root.clone(), a.reason), (vec![1], Reason::NobodyWillWrite), "{a:?}");
+        assert_eq!(
+            (a.root.clone(), a.reason),
+            (vec![1], Reason::NobodyWillWrite),
+            "{a:?}"
+        );
         assert_eq!(a.chain, [0, 1]);
         assert!(a.summary.contains("not in barrier_all"), "{}", a.summary);
     }
@@ -290,9 +298,17 @@ mod tests {
         // PE 1's barrier waits for PE 0 (its first member not in it), which waits for a
         // word that PE 2, the one outside, may write.
         let a = analyse(1, &states);
-        assert_eq!((a.root.clone(), a.reason), (vec![2], Reason::InUserCode), "{a:?}");
+        assert_eq!(
+            (a.root.clone(), a.reason),
+            (vec![2], Reason::InUserCode),
+            "{a:?}"
+        );
         assert_eq!(a.chain, [1, 0, 2]);
-        assert!(a.summary.contains("PE 0 waits for a word it may write"), "{}", a.summary);
+        assert!(
+            a.summary.contains("PE 0 waits for a word it may write"),
+            "{}",
+            a.summary
+        );
         let a = analyse(0, &states);
         assert_eq!(a.chain, [0, 2]);
     }
@@ -306,7 +322,11 @@ mod tests {
             },
         ];
         let a = analyse(0, &states);
-        assert_eq!((a.root.clone(), a.reason), (vec![1], Reason::NotAnswering), "{a:?}");
+        assert_eq!(
+            (a.root.clone(), a.reason),
+            (vec![1], Reason::NotAnswering),
+            "{a:?}"
+        );
         assert_eq!(a.chain, [0, 1]);
     }
 
@@ -317,7 +337,11 @@ mod tests {
             coll("team_reduce", "TEAM_WORLD", &[0, 1], 4),
         ];
         let a = analyse(0, &states);
-        assert_eq!((a.root.clone(), a.reason), (vec![0, 1], Reason::Mismatch), "{a:?}");
+        assert_eq!(
+            (a.root.clone(), a.reason),
+            (vec![0, 1], Reason::Mismatch),
+            "{a:?}"
+        );
         assert!(a.summary.contains("PE 1 in team_reduce"), "{}", a.summary);
         // Different calls of one collective mismatch too.
         let states = [
@@ -336,7 +360,11 @@ mod tests {
             outside(3.0),
         ];
         let a = analyse(0, &states);
-        assert_eq!((a.root.clone(), a.reason), (vec![2], Reason::InUserCode), "{a:?}");
+        assert_eq!(
+            (a.root.clone(), a.reason),
+            (vec![2], Reason::InUserCode),
+            "{a:?}"
+        );
     }
 
     #[test]
@@ -357,7 +385,11 @@ mod tests {
             coll("team_barrier", "team slot 4", &[2, 0], 1),
         ];
         let a = analyse(0, &states);
-        assert_eq!((a.root.clone(), a.reason), (vec![0, 1, 2], Reason::Cycle), "{a:?}");
+        assert_eq!(
+            (a.root.clone(), a.reason),
+            (vec![0, 1, 2], Reason::Cycle),
+            "{a:?}"
+        );
         assert_eq!(a.chain, [0, 1, 2, 0]);
     }
 
@@ -368,6 +400,10 @@ mod tests {
             coll("barrier_all", "TEAM_WORLD", &[0, 1], 1),
         ];
         let a = analyse(1, &states);
-        assert_eq!((a.root.clone(), a.reason), (vec![1], Reason::Unexplained), "{a:?}");
+        assert_eq!(
+            (a.root.clone(), a.reason),
+            (vec![1], Reason::Unexplained),
+            "{a:?}"
+        );
     }
 }

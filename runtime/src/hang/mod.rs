@@ -21,6 +21,10 @@ use graph::{analyse, describe, Analysis};
 use record::{PeState, WaitBoard};
 use reporter::Reporter;
 
+/// At least this long between two reports of one PE: a hang lasts, and one report names
+/// it (a wait retried after `SYMMEM_TIMEOUT`, or the next wait, would report it again).
+const MIN_INTERVAL: Duration = Duration::from_secs(60);
+
 /// A PE's hang reporting: its published waits, its listener and when it last reported.
 pub(crate) struct HangReport {
     /// This PE's slow waits.
@@ -29,7 +33,7 @@ pub(crate) struct HangReport {
     pub after: Duration,
     file: Option<std::path::PathBuf>,
     reporter: Reporter,
-    /// When this PE last gathered, to report once per hang.
+    /// When this PE last reported, to report once per hang.
     last: Mutex<Option<Instant>>,
 }
 
@@ -52,15 +56,14 @@ impl HangReport {
     }
 
     /// Called by PE `me`'s wait that has blocked `after` or more: gathers, analyses and
-    /// logs one report, unless this PE reported less than `after` ago, or a lower PE that
-    /// waits too will report the same hang (checked again after another `after`).
-    pub fn report(&self, me: usize) {
-        {
-            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            if last.is_some_and(|t| t.elapsed() < self.after) {
-                return;
-            }
-            *last = Some(Instant::now());
+    /// logs one report. Returns when the wait is to try again: `None` once it has
+    /// reported, or when this PE reported less than [`MIN_INTERVAL`] (or `after`, if
+    /// longer) ago: the same hang, still going; in `after` when a lower PE waits too (it
+    /// reports the hang, unless its wait ends first).
+    pub fn report(&self, me: usize) -> Option<Instant> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|t| t.elapsed() < self.after.max(MIN_INTERVAL)) {
+            return None;
         }
         let states = self.reporter.gather(&self.board);
         let lower_reports = states[..me]
@@ -68,8 +71,10 @@ impl HangReport {
             .any(|s| matches!(s, PeState::Waiting { .. }));
         if lower_reports {
             tracing::debug!(target: "hang", "PE {me}: a lower PE waits too and reports the hang");
-            return;
+            return Some(Instant::now() + self.after);
         }
+        *last = Some(Instant::now());
+        drop(last);
         let a = analyse(me, &states);
         let text = text(me, &states, &a);
         let json = json(me, &states, &a);
@@ -80,13 +85,16 @@ impl HangReport {
                     .create(true)
                     .append(true)
                     .open(path)
-                    .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{json}\n").as_bytes()));
+                    .and_then(|mut f| {
+                        std::io::Write::write_all(&mut f, format!("{json}\n").as_bytes())
+                    });
                 if let Err(e) = written {
                     tracing::error!(target: "hang", "writing the hang report to {}: {e}", path.display());
                 }
             }
             None => tracing::error!(target: "hang", "hang report JSON: {json}"),
         }
+        None
     }
 }
 
@@ -189,7 +197,10 @@ mod tests {
         ];
         let a = analyse(0, &states);
         let j = json(0, &states, &a);
-        assert!(j.contains("\"root\":[1],\"reason\":\"in user code\""), "{j}");
+        assert!(
+            j.contains("\"root\":[1],\"reason\":\"in user code\""),
+            "{j}"
+        );
         assert!(j.contains("signal \\\"#1\\\"[0]"), "{j}");
         let t = text(0, &states, &a);
         assert!(t.contains("chain: PE 0 -> PE 1"), "{t}");

@@ -84,8 +84,11 @@ impl PeState {
     /// Parses what [`Self::encode`] wrote; says what was wrong otherwise.
     pub fn decode(text: &str) -> Result<PeState, String> {
         let field = |key: &str| -> Option<&str> {
-            text.lines()
-                .find_map(|l| l.split_once('\t').filter(|(k, _)| *k == key).map(|(_, v)| v))
+            text.lines().find_map(|l| {
+                l.split_once('\t')
+                    .filter(|(k, _)| *k == key)
+                    .map(|(_, v)| v)
+            })
         };
         let need = |key: &str| field(key).ok_or_else(|| format!("the record has no {key:?} field"));
         let secs = || -> Result<f64, String> {
@@ -274,13 +277,21 @@ mod tests {
                 },
                 other => other.clone(),
             };
-            if matches!(&s, PeState::Waiting { collective: None, .. }) {
+            if matches!(
+                &s,
+                PeState::Waiting {
+                    collective: None,
+                    ..
+                }
+            ) {
                 assert_eq!(back, s);
             } else {
                 assert_eq!(back, want);
             }
         }
-        assert!(PeState::decode("state\tasleep\n").unwrap_err().contains("asleep"));
+        assert!(PeState::decode("state\tasleep\n")
+            .unwrap_err()
+            .contains("asleep"));
         assert!(PeState::decode("op\tx\n").unwrap_err().contains("state"));
     }
 
@@ -292,7 +303,10 @@ mod tests {
         b.publish("quiet", "the transport, again".into(), None, Instant::now());
         match b.state() {
             PeState::Waiting { op, detail, .. } => {
-                assert_eq!((op.as_str(), detail.as_str()), ("quiet", "the transport, again"))
+                assert_eq!(
+                    (op.as_str(), detail.as_str()),
+                    ("quiet", "the transport, again")
+                )
             }
             other => panic!("{other:?}"),
         }

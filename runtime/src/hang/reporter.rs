@@ -98,9 +98,7 @@ impl Reporter {
     pub fn gather(&self, board: &WaitBoard) -> Vec<PeState> {
         std::thread::scope(|s| {
             let asks: Vec<_> = (0..self.addrs.len())
-                .map(|pe| {
-                    (pe != self.me).then(|| s.spawn(move || self.ask(self.addrs[pe])))
-                })
+                .map(|pe| (pe != self.me).then(|| s.spawn(move || self.ask(self.addrs[pe]))))
                 .collect();
             asks.into_iter()
                 .map(|ask| match ask {
