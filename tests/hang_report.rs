@@ -105,3 +105,20 @@ fn mismatched_collectives_are_named() {
         ],
     );
 }
+
+#[test]
+fn a_stopped_pe_is_not_answering() {
+    let (lines, stderr) = hang_reports("hang_stopped_pe");
+    one_report(
+        &lines,
+        &stderr,
+        &[
+            "\"root\":[1],\"reason\":\"not answering\"",
+            "{\"pe\":1,\"state\":\"not answering\"",
+        ],
+    );
+    assert!(
+        stderr.contains("PE 1 not answering: dead or stopped"),
+        "{stderr}"
+    );
+}

@@ -86,3 +86,32 @@ fn mismatched_collectives(rt: &Runtime) -> Outcome {
     }
     rt.free(buf).or_fail()
 }
+
+/// PE 1 stops (SIGSTOP) before the signal PE 0 waits for: its listener's kernel still
+/// accepts the connection, but nothing answers. Root: PE 1, not answering. PE 0 wakes PE
+/// 1 (SIGCONT, at the pid PE 1 put in PE 0's heap) once its wait has timed out.
+pub fn hang_stopped_pe(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_stopped_pe", stopped_pe(rt))
+}
+
+fn stopped_pe(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 2, "runs on 2 PEs");
+    timeout(rt)?;
+    let sig = rt.calloc::<u64>(1).or_fail()?;
+    let pid = rt.calloc::<u64>(1).or_fail()?;
+    if rt.my_pe() == 1 {
+        rt.atomic_set(pid.at(0), u64::from(std::process::id()), 0)
+            .or_fail()?;
+        // SAFETY: raise has no memory-safety preconditions; PE 0 continues this process.
+        unsafe { libc::raise(libc::SIGSTOP) };
+    } else {
+        let r = rt.signal_wait_until(sig.at(0), Cmp::Ge, 1);
+        expect_err(r, "Timeout", &["signal_wait_until on PE 0".to_string()])?;
+        let stopped = rt.wait_until(pid.at(0), Cmp::Ne, 0).or_fail()?;
+        // SAFETY: kill has no memory-safety preconditions; the pid is PE 1's process.
+        let sent = unsafe { libc::kill(stopped as libc::pid_t, libc::SIGCONT) };
+        check!(sent == 0, "SIGCONT to PE 1 (process {stopped}) failed");
+    }
+    rt.free(pid).or_fail()?;
+    rt.free(sig).or_fail()
+}
