@@ -111,7 +111,7 @@ impl Runtime {
         });
         if let Some(h) = &self.hang {
             s.rounds = s.rounds.wrapping_add(1);
-            if first || s.rounds % REFRESH_ROUNDS == 0 {
+            if first || s.rounds.is_multiple_of(REFRESH_ROUNDS) {
                 // The detail carries the value last seen: refreshed now and then.
                 h.board.publish(
                     op,
