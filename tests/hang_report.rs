@@ -10,21 +10,25 @@ use common::run_scenario;
 /// Runs `api_<scenario>` on 2 PEs with the hang report on; returns the JSON report lines
 /// and the job's stderr (where the text report is logged).
 fn hang_reports(scenario: &str) -> (Vec<String>, String) {
+    hang_reports_with(scenario, &[])
+}
+
+/// [`hang_reports`] with `env` added.
+fn hang_reports_with(scenario: &str, env: &[(&str, &str)]) -> (Vec<String>, String) {
     let file = std::env::temp_dir().join(format!(
-        "symmem-hang-{scenario}-{}.jsonl",
+        "symmem-hang-{scenario}-{}-{}.jsonl",
+        env.len(),
         std::process::id()
     ));
     let _ = std::fs::remove_file(&file);
     let path = file.to_str().expect("a UTF-8 temporary path");
-    let job = run_scenario(
-        2,
-        &format!("api_{scenario}"),
-        &[
-            ("SYMMEM_TIMEOUT", "3"),
-            ("SYMMEM_HANG_REPORT", "1"),
-            ("SYMMEM_HANG_REPORT_FILE", path),
-        ],
-    );
+    let mut all = vec![
+        ("SYMMEM_TIMEOUT", "3"),
+        ("SYMMEM_HANG_REPORT", "1"),
+        ("SYMMEM_HANG_REPORT_FILE", path),
+    ];
+    all.extend_from_slice(env);
+    let job = run_scenario(2, &format!("api_{scenario}"), &all);
     job.assert_success();
     assert_eq!(
         job.stdout
@@ -120,5 +124,20 @@ fn a_stopped_pe_is_not_answering() {
     assert!(
         stderr.contains("PE 1 not answering: dead or stopped"),
         "{stderr}"
+    );
+}
+
+/// A forgotten signal across two simulated nodes over the socket transport: the side
+/// path reaches the other node's PE.
+#[test]
+fn a_forgotten_signal_across_nodes_names_the_pe_in_user_code() {
+    let (lines, stderr) = hang_reports_with("hang_forgotten_signal", &common::TWO_NODES);
+    one_report(
+        &lines,
+        &stderr,
+        &[
+            "\"root\":[1],\"reason\":\"in user code\"",
+            "\"chain\":[0,1]",
+        ],
     );
 }
