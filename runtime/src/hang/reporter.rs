@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use symmem_bootstrap::auth::{self, JobKey, Progress, Protocol, ServerHandshake};
+use symmem_bootstrap::auth::lobby::{Limits, Lobby};
+use symmem_bootstrap::auth::{self, JobKey, Protocol};
 use symmem_bootstrap::Bootstrap;
 
 use super::record::{PeState, WaitBoard};
@@ -23,6 +24,10 @@ pub(crate) const ANSWER_BOUND: Duration = Duration::from_secs(2);
 
 /// How often the listener thread looks at its stop flag while no request comes.
 const POLL: Duration = Duration::from_millis(50);
+
+/// At least this many connections may wait to authenticate at once (or the number of PEs,
+/// if larger); beyond, the oldest is let go.
+const MAX_WAITING: usize = 64;
 
 /// This PE's listener thread and every PE's listener address.
 pub(crate) struct Reporter {
@@ -78,10 +83,10 @@ impl Reporter {
             .map_err(|e| Error::io("hang report: listener", e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (stop, key) = (stop.clone(), key.clone());
+            let (stop, key, n) = (stop.clone(), key.clone(), addrs.len());
             std::thread::Builder::new()
                 .name(format!("symmem-hang-{me}"))
-                .spawn(move || serve(&listener, &key, &board, &stop))
+                .spawn(move || serve(&listener, &key, &board, &stop, n))
                 .map_err(|e| Error::io("hang report: starting its thread", e))?
         };
         Ok(Reporter {
@@ -147,40 +152,61 @@ impl Drop for Reporter {
     }
 }
 
-/// The listener thread: answers each authenticated connection with the board's state,
-/// one at a time (a request is a few hundred bytes), until `stop`.
-fn serve(listener: &TcpListener, key: &JobKey, board: &WaitBoard, stop: &AtomicBool) {
+/// The listener thread: authenticates connections side by side in a [`Lobby`] (a stranger
+/// that stalls its handshake holds up nobody), answers each that proves the key with the
+/// board's state, until `stop`.
+fn serve(listener: &TcpListener, key: &JobKey, board: &WaitBoard, stop: &AtomicBool, n: usize) {
+    let limits = Limits {
+        waiting: MAX_WAITING.max(n),
+        per_address: MAX_WAITING.max(n),
+        hello_timeout: ANSWER_BOUND,
+    };
+    let mut lobby = Lobby::new("hang report", Protocol::HangReport, key.clone(), limits);
     while !stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((s, peer)) => {
-                if let Err(why) = answer(s, key, board) {
-                    tracing::debug!(target: "hang", "a hang report request from {peer} failed: {why}");
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
-            Err(e) => {
-                tracing::debug!(target: "hang", "accepting a hang report request: {e}");
-                std::thread::sleep(POLL);
+        for peer in lobby.poll(listener, POLL) {
+            if let Err(e) = answer(peer.stream, board) {
+                tracing::debug!(target: "hang", "answering {} with this PE's record: {e}", peer.peer);
             }
         }
     }
 }
 
-/// Authenticates one connection and sends the board's state.
-fn answer(mut s: TcpStream, key: &JobKey, board: &WaitBoard) -> std::result::Result<(), String> {
-    s.set_nonblocking(false).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(POLL)).map_err(|e| e.to_string())?;
-    let mut hs = ServerHandshake::new(Protocol::HangReport, Instant::now() + ANSWER_BOUND);
-    loop {
-        match hs.progress(&mut s, key) {
-            Progress::Authenticated(_) => break,
-            Progress::Failed(why) => return Err(why),
-            Progress::Waiting if Instant::now() >= hs.deadline() => {
-                return Err("the handshake did not finish in time".into())
-            }
-            Progress::Waiting => {}
-        }
-    }
+/// Sends the board's state on an authenticated connection (a few hundred bytes: a fresh
+/// connection's send buffer takes them at once), then closes it.
+fn answer(mut s: TcpStream, board: &WaitBoard) -> std::io::Result<()> {
+    s.set_nonblocking(false)?;
+    s.set_write_timeout(Some(ANSWER_BOUND))?;
     s.write_all(board.state().encode().as_bytes())
-        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use symmem_bootstrap::single::SingleBootstrap;
+
+    #[test]
+    fn the_listener_answers_the_key_and_refuses_others() {
+        let b = SingleBootstrap::new(Duration::from_secs(5));
+        let board = Arc::new(WaitBoard::new());
+        let r = Reporter::start(&b, None, board.clone()).unwrap();
+        board.publish("quiet", "the transport".into(), None, Instant::now());
+        match r.ask(r.addrs[0]).unwrap() {
+            PeState::Waiting { op, detail, .. } => {
+                assert_eq!((op.as_str(), detail.as_str()), ("quiet", "the transport"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut s = TcpStream::connect(r.addrs[0]).unwrap();
+        let stranger = JobKey::derive(b"another job", "hang report");
+        let refused = auth::client_handshake(
+            &mut s,
+            &stranger,
+            Protocol::HangReport,
+            &[0; 8],
+            Instant::now() + ANSWER_BOUND,
+        );
+        assert!(refused.is_err(), "a stranger's key is refused");
+        // The listener still answers after the stranger.
+        assert!(matches!(r.ask(r.addrs[0]), Ok(PeState::Waiting { .. })));
+    }
 }
