@@ -58,6 +58,8 @@ pub enum Protocol {
     Rendezvous = 1,
     /// The socket transport between PEs.
     SocketTransport = 2,
+    /// A PE asking another for its wait record (the runtime's hang report).
+    HangReport = 3,
 }
 
 impl Protocol {
@@ -65,6 +67,7 @@ impl Protocol {
         match v {
             1 => Some(Protocol::Rendezvous),
             2 => Some(Protocol::SocketTransport),
+            3 => Some(Protocol::HangReport),
             _ => None,
         }
     }

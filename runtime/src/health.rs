@@ -11,6 +11,17 @@ use symmem_sync::Backoff;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 
+/// A wait past its spin phase: since when, how many slow rounds it has made, and when it
+/// is to report a hang (`None`: done, one report per wait).
+struct SlowWait {
+    started: Instant,
+    rounds: u32,
+    next_report: Option<Instant>,
+}
+
+/// Slow rounds between refreshes of a published wait's detail (its value last seen).
+const REFRESH_ROUNDS: u32 = 64;
+
 /// The wait loop every host wait shares, and the health check it runs once slow.
 impl Runtime {
     /// Waits until `ready()` returns true, backing off, checking for dead peers and
@@ -32,40 +43,55 @@ impl Runtime {
             return Ok(());
         }
         let mut backoff = Backoff::new();
-        let mut started: Option<Instant> = None;
-        loop {
+        let mut slow: Option<SlowWait> = None;
+        let result = loop {
             backoff.snooze();
             if let Some(t) = &self.transport {
                 if !backoff.is_slow() || !t.serves_while_idle() {
                     // Serve peers while spinning: their requests may be what this waits
                     // for. Once the wait sleeps, the transport's own thread serves them
                     // (it stands aside only while threads spin here), where it has one.
-                    t.progress()?;
+                    if let Err(e) = t.progress() {
+                        break Err(e.into());
+                    }
                 }
             }
             if ready() {
-                return Ok(());
+                break Ok(());
             }
             if backoff.is_slow() {
-                if let Some(after) = self.check_slow_wait(op, &mut started)? {
-                    return Err(Error::Timeout {
-                        op,
-                        me: self.my_pe(),
-                        after,
-                        waiting_for: waiting_for(),
-                    });
+                match self.check_slow_wait(op, &mut slow, &waiting_for) {
+                    Ok(None) => {}
+                    Ok(Some(after)) => {
+                        break Err(Error::Timeout {
+                            op,
+                            me: self.my_pe(),
+                            after,
+                            waiting_for: waiting_for(),
+                        })
+                    }
+                    Err(e) => break Err(e),
                 }
             }
+        };
+        if slow.is_some() {
+            if let Some(h) = &self.hang {
+                h.board.withdraw();
+            }
         }
+        result
     }
 
-    /// One round of the slow part of [`Self::wait_for`]: fails if a peer died, and returns
-    /// `Some(limit)` once `SYMMEM_TIMEOUT` has passed since the first slow round.
+    /// One round of the slow part of [`Self::wait_for`]: fails if a peer died, publishes
+    /// the wait for the hang report (and reports once it has lasted `SYMMEM_HANG_REPORT`),
+    /// and returns `Some(limit)` once `SYMMEM_TIMEOUT` has passed since the first slow
+    /// round.
     #[inline(never)]
     fn check_slow_wait(
         &self,
         op: &'static str,
-        started: &mut Option<Instant>,
+        slow: &mut Option<SlowWait>,
+        waiting_for: &dyn Fn() -> String,
     ) -> Result<Option<std::time::Duration>> {
         self.check_health(op)?;
         if crate::interrupt::requested() {
@@ -74,7 +100,31 @@ impl Runtime {
                 me: self.my_pe(),
             });
         }
-        let t0 = *started.get_or_insert_with(Instant::now);
+        let first = slow.is_none();
+        let s = slow.get_or_insert_with(|| {
+            let started = Instant::now();
+            SlowWait {
+                started,
+                rounds: 0,
+                next_report: self.hang.as_ref().map(|h| started + h.after),
+            }
+        });
+        if let Some(h) = &self.hang {
+            s.rounds = s.rounds.wrapping_add(1);
+            if first || s.rounds.is_multiple_of(REFRESH_ROUNDS) {
+                // The detail carries the value last seen: refreshed now and then.
+                h.board.publish(
+                    op,
+                    waiting_for(),
+                    crate::hang::record::current_collective(),
+                    s.started,
+                );
+            }
+            if s.next_report.is_some_and(|t| Instant::now() >= t) {
+                s.next_report = h.report(self.my_pe());
+            }
+        }
+        let t0 = s.started;
         Ok(self.config.timeout.filter(|&limit| t0.elapsed() >= limit))
     }
 

@@ -16,6 +16,7 @@ pub mod executor;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod hang;
 mod health;
 mod heap;
 mod host_copy;

@@ -63,6 +63,10 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             "symmem_runtime::ops::gpu",
             "symmem_runtime::ops::stream",
             "symmem_runtime::counters",
+            // The hang report: its module, and its events (target `hang`; the report
+            // itself is an error, which shows whatever the subsystems).
+            "symmem_runtime::hang",
+            "hang",
             "rma",
         ],
         "transport" => &["symmem_transport", "transport", "init::transport"],
@@ -92,6 +96,7 @@ pub fn init(config: &Config) {
         directives.push(format!("symmem_bootstrap={level}"));
         directives.push(format!("symmem_transport={level}"));
         directives.push(format!("symmem={level}"));
+        directives.push(format!("hang={level}"));
         // Events logged under a subsystem's name rather than their module path.
         directives.extend(
             crate::config::SUBSYSTEMS

@@ -69,6 +69,8 @@ pub struct Runtime {
     pub(crate) counters: Registry,
     /// Finalize ran (explicitly, or in drop).
     pub(crate) finalized: bool,
+    /// The hang report's wait records and side path; None unless `SYMMEM_HANG_REPORT`.
+    pub(crate) hang: Option<crate::hang::HangReport>,
 }
 
 impl Runtime {

@@ -16,6 +16,7 @@ mod collectives;
 mod errors;
 mod failures;
 mod foreign;
+mod hangs;
 mod kill_matrix;
 mod litmus;
 mod local_views;
@@ -40,6 +41,9 @@ pub use collectives::{
 pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;
+pub use hangs::{
+    hang_barrier_skipped, hang_forgotten_signal, hang_mismatched_collectives, hang_stopped_pe,
+};
 pub use kill_matrix::kill_matrix;
 pub use litmus::litmus;
 pub use local_views::local_views;

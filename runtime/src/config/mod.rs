@@ -166,6 +166,11 @@ pub struct Config {
     pub bootstrap_timeout: Duration,
     /// `SYMMEM_TIMEOUT`; `None` = no limit (`0`, or one year or more).
     pub timeout: Option<Duration>,
+    /// `SYMMEM_HANG_REPORT`: how long a host wait blocks before its PE gathers every
+    /// PE's wait record and logs a hang report; `None` = off (`0`).
+    pub hang_report: Option<Duration>,
+    /// `SYMMEM_HANG_REPORT_FILE`: where hang reports are appended as JSON lines.
+    pub hang_report_file: Option<std::path::PathBuf>,
     /// `SYMMEM_DEAD_PEER_TIMEOUT`: how long a TCP peer may stay silent before its
     /// connection fails; `None` = detection off (`0`, or one year or more).
     pub dead_peer_timeout: Option<Duration>,
@@ -323,6 +328,12 @@ impl Config {
             })?,
             timeout,
             device_timeout,
+            hang_report: match r.set("SYMMEM_HANG_REPORT") {
+                Some(_) => Some(r.seconds("SYMMEM_HANG_REPORT")?)
+                    .filter(|d| !d.is_zero() && !duration::is_unlimited(*d)),
+                None => None,
+            },
+            hang_report_file: r.value("SYMMEM_HANG_REPORT_FILE").map(Into::into),
             dead_peer_timeout: r.parse_or_default(
                 symmem_bootstrap::DEAD_PEER_TIMEOUT_VAR,
                 symmem_bootstrap::net::parse_dead_peer_timeout,
@@ -447,6 +458,17 @@ impl Config {
                 },
             ),
             ("SYMMEM_TIMEOUT", opt(self.timeout)),
+            (
+                "SYMMEM_HANG_REPORT",
+                self.hang_report
+                    .map_or("0 (off)".to_string(), |d| d.as_secs_f64().to_string()),
+            ),
+            (
+                "SYMMEM_HANG_REPORT_FILE",
+                self.hang_report_file
+                    .as_ref()
+                    .map_or("(unset)".to_string(), |p| p.display().to_string()),
+            ),
             (
                 "SYMMEM_DEAD_PEER_TIMEOUT",
                 self.dead_peer_timeout

@@ -219,7 +219,9 @@ impl Runtime {
                 .transpose()?;
             Ok((device, proxy))
         })();
-        let (device, proxy) = match device_and_proxy {
+        let device_and_proxy = device_and_proxy
+            .and_then(|dp| Ok((dp, crate::hang::HangReport::start(&config, &*bootstrap)?)));
+        let ((device, proxy), hang) = match device_and_proxy {
             Ok(v) => v,
             Err(e) => {
                 bootstrap.abort(&format!("init failed: {e}"));
@@ -264,6 +266,7 @@ impl Runtime {
             helpers: Default::default(),
             counters,
             finalized: false,
+            hang,
         })
     }
 }

@@ -72,6 +72,14 @@ impl Runtime {
             unreachable!("wait_for returns Ok only once the turn is taken")
         };
         let epoch = turn.epoch();
+        // What a slow wait below publishes for the hang report (only where it is on).
+        let _in_collective = self.hang.is_some().then(|| {
+            crate::hang::record::in_collective(crate::hang::record::Collective {
+                team: "TEAM_WORLD".to_string(),
+                members: (0..n).collect(),
+                seq: epoch,
+            })
+        });
         let mine = self.heap.control(me).expect("own heap is mapped");
         for Round { index, to, from } in barrier::rounds(me, n) {
             let partner = self.heap.control(to).expect("all heaps are mapped");

@@ -724,6 +724,19 @@ impl Runtime {
             Word::Host(a) => u64::fetch_add(a, 1, Ordering::AcqRel),
             _ => self.atomic_fetch_add(epoch_word, 1, me)?,
         } + 1;
+        // What a slow wait below publishes for the hang report (only where it is on).
+        let _in_collective = self.hang.is_some().then(|| {
+            let team_name = match team.slot {
+                WORLD_SLOT => "TEAM_WORLD".to_string(),
+                s if s == self.teams.arrival_slot() => label.to_string(),
+                s => format!("team slot {s}"),
+            };
+            crate::hang::record::in_collective(crate::hang::record::Collective {
+                team: team_name,
+                members: (0..n).map(|i| team.members.world(i)).collect(),
+                seq: epoch,
+            })
+        });
         for Round { index, to, from } in barrier::rounds(team.my_index, n) {
             let flag = area.at(self.teams.flag(team.slot, index));
             self.barrier_signal(op, flag, team.members.world(to))?;

@@ -1,0 +1,212 @@
+//! The side path of the hang report: a thread per PE with its own TCP listener that
+//! answers a peer's request with this PE's wait record, so that records can be gathered
+//! while the data path (heap, transport) is stuck. Connections prove the job's key in the
+//! bootstrap's handshake ([`symmem_bootstrap::auth`], protocol `HangReport`, with a subkey
+//! of the job key), like the socket transport's.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use symmem_bootstrap::auth::lobby::{Limits, Lobby};
+use symmem_bootstrap::auth::{self, JobKey, Protocol};
+use symmem_bootstrap::Bootstrap;
+
+use super::record::{PeState, WaitBoard};
+use crate::error::{Error, Result};
+
+/// How long a peer has to answer a request for its record: longer, and it is reported as
+/// "not answering: dead or stopped".
+pub(crate) const ANSWER_BOUND: Duration = Duration::from_secs(2);
+
+/// How often the listener thread looks at its stop flag while no request comes.
+const POLL: Duration = Duration::from_millis(50);
+
+/// At least this many connections may wait to authenticate at once (or the number of PEs,
+/// if larger); beyond, the oldest is let go.
+const MAX_WAITING: usize = 64;
+
+/// This PE's listener thread and every PE's listener address.
+pub(crate) struct Reporter {
+    key: JobKey,
+    me: usize,
+    addrs: Vec<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The hang report's key: the job key's subkey, or, under a bootstrap that holds none
+/// (MPI, one PE), one drawn by PE 0 and carried by the bootstrap, like the socket
+/// transport's.
+fn report_key(b: &dyn Bootstrap) -> Result<JobKey> {
+    if let Some(job) = b.job_key() {
+        return Ok(job.subkey("hang report"));
+    }
+    let drawn = b.broadcast(0, &JobKey::random_secret()?)?;
+    Ok(JobKey::derive(&drawn, "hang report, drawn"))
+}
+
+impl Reporter {
+    /// Binds this PE's listener on the advertised address of `ifname` (as the socket
+    /// transport does), exchanges the addresses through the bootstrap and starts the
+    /// thread that answers with `board`'s state. Collective.
+    pub fn start(
+        b: &dyn Bootstrap,
+        ifname: Option<&str>,
+        board: Arc<WaitBoard>,
+    ) -> Result<Reporter> {
+        let me = b.rank();
+        let key = report_key(b)?;
+        let ip = symmem_bootstrap::advertised_ip(ifname)?;
+        let listener = TcpListener::bind((ip, 0))
+            .map_err(|e| Error::io("hang report: binding the listener", e))?;
+        let mine = listener
+            .local_addr()
+            .map_err(|e| Error::io("hang report: listener address", e))?;
+        let addrs = b
+            .allgather(mine.to_string().as_bytes())?
+            .iter()
+            .enumerate()
+            .map(|(pe, a)| {
+                let text = String::from_utf8_lossy(a);
+                text.parse().map_err(|_| Error::InvalidArgument {
+                    op: "init",
+                    reason: format!("PE {pe}'s hang report address {text:?} does not parse"),
+                })
+            })
+            .collect::<Result<Vec<SocketAddr>>>()?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io("hang report: listener", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (stop, key, n) = (stop.clone(), key.clone(), addrs.len());
+            std::thread::Builder::new()
+                .name(format!("symmem-hang-{me}"))
+                .spawn(move || serve(&listener, &key, &board, &stop, n))
+                .map_err(|e| Error::io("hang report: starting its thread", e))?
+        };
+        Ok(Reporter {
+            key,
+            me,
+            addrs,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Every PE's state: this PE's from `board`, the others' asked for side by side, each
+    /// within [`ANSWER_BOUND`].
+    pub fn gather(&self, board: &WaitBoard) -> Vec<PeState> {
+        std::thread::scope(|s| {
+            let asks: Vec<_> = (0..self.addrs.len())
+                .map(|pe| (pe != self.me).then(|| s.spawn(move || self.ask(self.addrs[pe]))))
+                .collect();
+            asks.into_iter()
+                .map(|ask| match ask {
+                    None => board.state(),
+                    Some(h) => match h.join() {
+                        Ok(Ok(state)) => state,
+                        Ok(Err(why)) => PeState::NotAnswering { why },
+                        Err(_) => PeState::NotAnswering {
+                            why: "asking it panicked".into(),
+                        },
+                    },
+                })
+                .collect()
+        })
+    }
+
+    /// One peer's record, or why it did not come within [`ANSWER_BOUND`].
+    fn ask(&self, addr: SocketAddr) -> std::result::Result<PeState, String> {
+        let deadline = Instant::now() + ANSWER_BOUND;
+        let mut s = TcpStream::connect_timeout(&addr, ANSWER_BOUND)
+            .map_err(|e| format!("connecting to {addr}: {e}"))?;
+        auth::client_handshake(
+            &mut s,
+            &self.key,
+            Protocol::HangReport,
+            &(self.me as u64).to_le_bytes(),
+            deadline,
+        )
+        .map_err(|e| format!("authenticating with {addr}: {e}"))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        s.read_to_string(&mut text)
+            .map_err(|e| format!("reading its record from {addr}: {e}"))?;
+        PeState::decode(&text)
+    }
+}
+
+impl Drop for Reporter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The listener thread: authenticates connections side by side in a [`Lobby`] (a stranger
+/// that stalls its handshake holds up nobody), answers each that proves the key with the
+/// board's state, until `stop`.
+fn serve(listener: &TcpListener, key: &JobKey, board: &WaitBoard, stop: &AtomicBool, n: usize) {
+    let limits = Limits {
+        waiting: MAX_WAITING.max(n),
+        per_address: MAX_WAITING.max(n),
+        hello_timeout: ANSWER_BOUND,
+    };
+    let mut lobby = Lobby::new("hang report", Protocol::HangReport, key.clone(), limits);
+    while !stop.load(Ordering::Relaxed) {
+        for peer in lobby.poll(listener, POLL) {
+            if let Err(e) = answer(peer.stream, board) {
+                tracing::debug!(target: "hang", "answering {} with this PE's record: {e}", peer.peer);
+            }
+        }
+    }
+}
+
+/// Sends the board's state on an authenticated connection (a few hundred bytes: a fresh
+/// connection's send buffer takes them at once), then closes it.
+fn answer(mut s: TcpStream, board: &WaitBoard) -> std::io::Result<()> {
+    s.set_nonblocking(false)?;
+    s.set_write_timeout(Some(ANSWER_BOUND))?;
+    s.write_all(board.state().encode().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use symmem_bootstrap::single::SingleBootstrap;
+
+    #[test]
+    fn the_listener_answers_the_key_and_refuses_others() {
+        let b = SingleBootstrap::new(Duration::from_secs(5));
+        let board = Arc::new(WaitBoard::new());
+        let r = Reporter::start(&b, None, board.clone()).unwrap();
+        board.publish("quiet", "the transport".into(), None, Instant::now());
+        match r.ask(r.addrs[0]).unwrap() {
+            PeState::Waiting { op, detail, .. } => {
+                assert_eq!((op.as_str(), detail.as_str()), ("quiet", "the transport"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut s = TcpStream::connect(r.addrs[0]).unwrap();
+        let stranger = JobKey::derive(b"another job", "hang report");
+        let refused = auth::client_handshake(
+            &mut s,
+            &stranger,
+            Protocol::HangReport,
+            &[0; 8],
+            Instant::now() + ANSWER_BOUND,
+        );
+        assert!(refused.is_err(), "a stranger's key is refused");
+        // The listener still answers after the stranger.
+        assert!(matches!(r.ask(r.addrs[0]), Ok(PeState::Waiting { .. })));
+    }
+}
