@@ -63,6 +63,7 @@ pub const KERNELS: &[symmem_device::KernelInfo] = &[
     moe::moe_dispatch_block::KERNEL.info(),
     moe::moe_expert_warp::KERNEL.info(),
     moe::moe_expert_block::KERNEL.info(),
+    moe::moe_count::KERNEL.info(),
     moe::moe_combine::KERNEL.info(),
     transpose::transpose_staged::KERNEL.info(),
     transpose::transpose_get::KERNEL.info(),
