@@ -113,12 +113,13 @@ impl Runtime {
             s.rounds = s.rounds.wrapping_add(1);
             if first || s.rounds.is_multiple_of(REFRESH_ROUNDS) {
                 // The detail carries the value last seen: refreshed now and then.
-                h.board.publish(
-                    op,
-                    waiting_for(),
-                    crate::hang::record::current_collective(),
-                    s.started,
-                );
+                h.board.publish(crate::hang::record::Wait {
+                    op: op.into(),
+                    detail: waiting_for(),
+                    peer: None,
+                    collective: crate::hang::record::current_collective(),
+                    since: s.started,
+                });
             }
             if s.next_report.is_some_and(|t| Instant::now() >= t) {
                 s.next_report = h.report(self.my_pe());

@@ -64,6 +64,7 @@ pub(crate) fn describe(state: &PeState) -> String {
             detail,
             collective,
             secs,
+            ..
         } => match collective {
             Some(c) => format!(
                 "waiting {secs:.1} s in {op} ({}, call #{}): {detail}",
@@ -104,6 +105,7 @@ fn next(states: &[PeState], pe: usize) -> Option<usize> {
                 && m < states.len()
                 && !collective(&states[m]).is_some_and(|o| same_call(o, (op, c)))
         }),
+        PeState::Waiting { peer: Some(p), .. } => Some(*p).filter(|&p| p < states.len()),
         PeState::Waiting { .. } => (0..states.len())
             .filter(|&p| p != pe)
             .filter_map(|p| match states[p] {
@@ -191,9 +193,15 @@ pub(crate) fn analyse(from: usize, states: &[PeState]) -> Analysis {
     }
     // Why the PE before the root waits for it, to say what the root is not doing.
     let because = match chain.len().checked_sub(2).map(|i| chain[i]) {
-        Some(prev) => match collective(&states[prev]) {
-            Some((op, _)) => format!(", not in {op} (PE {prev} waits for it there)"),
-            None => format!(" (PE {prev} waits for a word it may write)"),
+        Some(prev) => match (collective(&states[prev]), &states[prev]) {
+            (Some((op, _)), _) => format!(", not in {op} (PE {prev} waits for it there)"),
+            (
+                None,
+                PeState::Waiting {
+                    op, peer: Some(_), ..
+                },
+            ) => format!(" (PE {prev} waits for it in {op})"),
+            (None, _) => format!(" (PE {prev} waits for a word it may write)"),
         },
         None => String::new(),
     };
@@ -204,6 +212,7 @@ pub(crate) fn analyse(from: usize, states: &[PeState]) -> Analysis {
         ),
         PeState::Waiting {
             collective: None,
+            peer: None,
             op,
             detail,
             ..
@@ -212,6 +221,15 @@ pub(crate) fn analyse(from: usize, states: &[PeState]) -> Analysis {
             format!(
                 "PE {last} waits in {op} for a word no PE will write ({detail}): every other PE waits too{because}"
             ),
+        ),
+        PeState::Waiting {
+            collective: None,
+            op,
+            detail,
+            ..
+        } => (
+            Reason::Unexplained,
+            format!("PE {last} waits in {op} ({detail}) for a PE that the chain has passed"),
         ),
         PeState::Waiting { op, .. } => (
             Reason::Unexplained,
@@ -239,6 +257,7 @@ mod tests {
         PeState::Waiting {
             op: "signal_wait_until".into(),
             detail: "signal #1[0] Ge 1 (last seen 0)".into(),
+            peer: None,
             collective: None,
             secs: 5.0,
         }
@@ -248,6 +267,7 @@ mod tests {
         PeState::Waiting {
             op: op.into(),
             detail: "the team's barrier".into(),
+            peer: None,
             collective: Some(Collective {
                 team: team.into(),
                 members: members.to_vec(),
@@ -311,6 +331,33 @@ mod tests {
         );
         let a = analyse(0, &states);
         assert_eq!(a.chain, [0, 2]);
+    }
+
+    #[test]
+    fn a_wait_for_one_pe_follows_it() {
+        let quiet = |peer| PeState::Waiting {
+            op: "quiet".into(),
+            detail: format!("puts to PE {peer}"),
+            peer: Some(peer),
+            collective: None,
+            secs: 4.0,
+        };
+        // PE 0 quiets towards PE 2, in user code; PE 1 has been outside longer, but PE 0
+        // waits for PE 2.
+        let a = analyse(0, &[quiet(2), outside(30.0), outside(1.0)]);
+        assert_eq!(
+            (a.root.clone(), a.reason, a.chain.clone()),
+            (vec![2], Reason::InUserCode, vec![0, 2]),
+            "{a:?}"
+        );
+        assert!(
+            a.summary.contains("(PE 0 waits for it in quiet)"),
+            "{}",
+            a.summary
+        );
+        // A chain of three.
+        let a = analyse(0, &[quiet(1), quiet(2), outside(1.0), outside(50.0)]);
+        assert_eq!((a.root, a.chain), (vec![2], vec![0, 1, 2]));
     }
 
     #[test]

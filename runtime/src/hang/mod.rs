@@ -144,9 +144,11 @@ fn json(me: usize, states: &[PeState], a: &Analysis) -> String {
             PeState::Waiting {
                 op,
                 detail,
+                peer,
                 collective,
                 secs,
             } => {
+                let peer = peer.map_or(String::new(), |p| format!(",\"peer\":{p}"));
                 let coll = collective.as_ref().map_or(String::new(), |c| {
                     format!(
                         ",\"team\":\"{}\",\"members\":[{}],\"seq\":{}",
@@ -156,7 +158,7 @@ fn json(me: usize, states: &[PeState], a: &Analysis) -> String {
                     )
                 });
                 format!(
-                    "{{\"pe\":{pe},\"state\":\"waiting\",\"op\":\"{}\",\"detail\":\"{}\",\"secs\":{secs:.3}{coll}}}",
+                    "{{\"pe\":{pe},\"state\":\"waiting\",\"op\":\"{}\",\"detail\":\"{}\"{peer},\"secs\":{secs:.3}{coll}}}",
                     escape(op),
                     escape(detail)
                 )
@@ -190,6 +192,7 @@ mod tests {
             PeState::Waiting {
                 op: "signal_wait_until".into(),
                 detail: "signal \"#1\"[0]".into(),
+                peer: None,
                 collective: None,
                 secs: 2.0,
             },

@@ -6,8 +6,9 @@
 //! get and AMO, costs nothing. A wait that was slow records when it ended, the time from
 //! which the PE counts as "not waiting in symmem".
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::Instant;
 
@@ -32,6 +33,10 @@ pub(crate) enum PeState {
         /// What it waits for, as the timeout error would say it (allocation, offset,
         /// value wanted and last seen, the PE of a barrier round).
         detail: String,
+        /// The PE whose action ends the wait, when one PE does (a barrier round's peer, a
+        /// quiet's or get's target, a kernel's proxy request); `None` for a word any PE
+        /// may write, or for a collective (whose members say it).
+        peer: Option<usize>,
         /// The collective it waits in, if it is one.
         collective: Option<Collective>,
         /// Seconds since the wait became slow.
@@ -57,6 +62,7 @@ impl PeState {
             PeState::Waiting {
                 op,
                 detail,
+                peer,
                 collective,
                 secs,
             } => {
@@ -65,6 +71,9 @@ impl PeState {
                     clean(op),
                     clean(detail)
                 );
+                if let Some(p) = peer {
+                    out += &format!("peer\t{p}\n");
+                }
                 if let Some(c) = collective {
                     let members: Vec<String> = c.members.iter().map(|m| m.to_string()).collect();
                     out += &format!(
@@ -115,6 +124,9 @@ impl PeState {
                 Ok(PeState::Waiting {
                     op: need("op")?.to_string(),
                     detail: need("detail")?.to_string(),
+                    peer: field("peer")
+                        .map(|p| p.parse().map_err(|_| format!("bad peer field in {text:?}")))
+                        .transpose()?,
                     collective,
                     secs: secs()?,
                 })
@@ -128,14 +140,38 @@ impl PeState {
     }
 }
 
-/// One slow wait in progress on one thread.
-struct Published {
-    thread: ThreadId,
-    op: &'static str,
-    detail: String,
-    collective: Option<Collective>,
-    since: Instant,
+/// A wait in progress, as a wait publishes it.
+#[derive(Debug, Clone)]
+pub(crate) struct Wait {
+    /// The public operation (`barrier_all`, `quiet`, `device signal_wait_until`...).
+    pub op: Cow<'static, str>,
+    /// What it waits for, as the timeout error would say it.
+    pub detail: String,
+    /// The PE whose action ends it, when one PE does ([`PeState::Waiting::peer`]).
+    pub peer: Option<usize>,
+    /// The collective it belongs to, if any.
+    pub collective: Option<Collective>,
+    /// When it began.
+    pub since: Instant,
 }
+
+impl Wait {
+    /// The wait as a state, `secs` counted from `since` to now.
+    fn state(&self) -> PeState {
+        PeState::Waiting {
+            op: self.op.to_string(),
+            detail: self.detail.clone(),
+            peer: self.peer,
+            collective: self.collective.clone(),
+            secs: self.since.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// Something other than a host wait loop that may be blocked (a kernel's device waits, a
+/// transport's internal wait, a loop of `test` calls): asked for its oldest wait when a
+/// peer asks for this PE's record.
+pub(crate) type WaitSource = Box<dyn Fn() -> Option<Wait> + Send + Sync>;
 
 /// This PE's waits in progress, published for the hang reporter. Touched only by slow
 /// waits: the mutex is never taken on a fast path.
@@ -144,7 +180,29 @@ pub(crate) struct WaitBoard {
     origin: Instant,
     /// When the last slow wait ended, in ns since `origin` (0: none yet).
     last_exit_ns: AtomicU64,
-    waits: Mutex<Vec<Published>>,
+    /// Host wait loops, one per thread.
+    waits: Mutex<Vec<(ThreadId, Wait)>>,
+    /// Other places that may wait, by the id [`Self::add_source`] gave them.
+    sources: Mutex<Vec<(u64, WaitSource)>>,
+    next_source: AtomicU64,
+}
+
+/// Removes a [`WaitSource`] from its board when dropped.
+pub(crate) struct SourceGuard {
+    board: std::sync::Weak<WaitBoard>,
+    id: u64,
+}
+
+impl Drop for SourceGuard {
+    fn drop(&mut self) {
+        if let Some(board) = self.board.upgrade() {
+            board
+                .sources
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|(id, _)| *id != self.id);
+        }
+    }
 }
 
 impl WaitBoard {
@@ -154,28 +212,21 @@ impl WaitBoard {
             origin: Instant::now(),
             last_exit_ns: AtomicU64::new(0),
             waits: Mutex::new(Vec::new()),
+            sources: Mutex::new(Vec::new()),
+            next_source: AtomicU64::new(0),
         }
     }
 
-    /// Publishes (or refreshes the detail of) the calling thread's slow wait.
-    pub fn publish(
-        &self,
-        op: &'static str,
-        detail: String,
-        collective: Option<Collective>,
-        since: Instant,
-    ) {
+    /// Publishes the calling thread's slow wait, or refreshes its detail and peer.
+    pub fn publish(&self, wait: Wait) {
         let thread = std::thread::current().id();
         let mut waits = self.waits.lock().unwrap_or_else(|p| p.into_inner());
-        match waits.iter_mut().find(|w| w.thread == thread) {
-            Some(w) => w.detail = detail,
-            None => waits.push(Published {
-                thread,
-                op,
-                detail,
-                collective,
-                since,
-            }),
+        match waits.iter_mut().find(|(t, _)| *t == thread) {
+            Some((_, w)) => {
+                w.detail = wait.detail;
+                w.peer = wait.peer;
+            }
+            None => waits.push((thread, wait)),
         }
     }
 
@@ -185,21 +236,54 @@ impl WaitBoard {
         self.waits
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .retain(|w| w.thread != thread);
+            .retain(|(t, _)| *t != thread);
+        self.note_exit();
+    }
+
+    /// Records that a wait ended now: the PE counts as outside symmem from here.
+    pub fn note_exit(&self) {
         let ns = self.origin.elapsed().as_nanos().min(u64::MAX as u128) as u64;
         self.last_exit_ns.store(ns.max(1), Ordering::Relaxed);
     }
 
-    /// This PE's state now: its oldest slow wait, or outside since the last one ended.
+    /// Adds `source`, asked at every [`Self::state`] until the guard drops.
+    pub fn add_source(self: &Arc<Self>, source: WaitSource) -> SourceGuard {
+        let id = self.next_source.fetch_add(1, Ordering::Relaxed);
+        self.sources
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id, source));
+        SourceGuard {
+            board: Arc::downgrade(self),
+            id,
+        }
+    }
+
+    /// This PE's state now: its oldest wait (host wait loops and sources), or outside
+    /// since the last one ended.
     pub fn state(&self) -> PeState {
-        let waits = self.waits.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(w) = waits.iter().min_by_key(|w| w.since) {
-            return PeState::Waiting {
-                op: w.op.to_string(),
-                detail: w.detail.clone(),
-                collective: w.collective.clone(),
-                secs: w.since.elapsed().as_secs_f64(),
-            };
+        let mut oldest: Option<Wait> = self
+            .waits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(_, w)| w)
+            .min_by_key(|w| w.since)
+            .cloned();
+        for (_, source) in self
+            .sources
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            if let Some(w) = source() {
+                if oldest.as_ref().is_none_or(|o| w.since < o.since) {
+                    oldest = Some(w);
+                }
+            }
+        }
+        if let Some(w) = oldest {
+            return w.state();
         }
         let exit = std::time::Duration::from_nanos(self.last_exit_ns.load(Ordering::Relaxed));
         PeState::Outside {
@@ -244,6 +328,7 @@ mod tests {
             PeState::Waiting {
                 op: "barrier_all".into(),
                 detail: "PE 1 (round 0 of the barrier, epoch 7)".into(),
+                peer: None,
                 collective: Some(Collective {
                     team: "TEAM_WORLD".into(),
                     members: vec![0, 1, 2],
@@ -254,8 +339,16 @@ mod tests {
             PeState::Waiting {
                 op: "signal_wait_until".into(),
                 detail: "signal #2[0] Ge 1 (last seen 0)".into(),
+                peer: None,
                 collective: None,
                 secs: 0.25,
+            },
+            PeState::Waiting {
+                op: "quiet".into(),
+                detail: "the socket transport's puts to PE 3".into(),
+                peer: Some(3),
+                collective: None,
+                secs: 2.0,
             },
             PeState::Outside { secs: 3.0 },
             PeState::NotAnswering {
@@ -291,10 +384,10 @@ mod tests {
 
     #[test]
     fn the_board_shows_the_oldest_wait_then_outside() {
-        let b = WaitBoard::new();
+        let b = Arc::new(WaitBoard::new());
         assert!(matches!(b.state(), PeState::Outside { .. }));
-        b.publish("quiet", "the transport".into(), None, Instant::now());
-        b.publish("quiet", "the transport, again".into(), None, Instant::now());
+        b.publish(wait("quiet", "the transport", Instant::now()));
+        b.publish(wait("quiet", "the transport, again", Instant::now()));
         match b.state() {
             PeState::Waiting { op, detail, .. } => {
                 assert_eq!(
@@ -304,8 +397,26 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // A source with an older wait wins while it lasts.
+        let older = Instant::now() - std::time::Duration::from_secs(5);
+        let source = b.add_source(Box::new(move || {
+            Some(wait("device wait_until", "x", older))
+        }));
+        assert!(matches!(b.state(), PeState::Waiting { op, .. } if op == "device wait_until"));
+        drop(source);
+        assert!(matches!(b.state(), PeState::Waiting { op, .. } if op == "quiet"));
         b.withdraw();
         assert!(matches!(b.state(), PeState::Outside { secs } if secs < 1.0));
+    }
+
+    fn wait(op: &'static str, detail: &str, since: Instant) -> Wait {
+        Wait {
+            op: op.into(),
+            detail: detail.into(),
+            peer: None,
+            collective: None,
+            since,
+        }
     }
 
     #[test]

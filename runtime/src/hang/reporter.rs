@@ -189,7 +189,13 @@ mod tests {
         let b = SingleBootstrap::new(Duration::from_secs(5));
         let board = Arc::new(WaitBoard::new());
         let r = Reporter::start(&b, None, board.clone()).unwrap();
-        board.publish("quiet", "the transport".into(), None, Instant::now());
+        board.publish(super::super::record::Wait {
+            op: "quiet".into(),
+            detail: "the transport".into(),
+            peer: None,
+            collective: None,
+            since: Instant::now(),
+        });
         match r.ask(r.addrs[0]).unwrap() {
             PeState::Waiting { op, detail, .. } => {
                 assert_eq!((op.as_str(), detail.as_str()), ("quiet", "the transport"))
