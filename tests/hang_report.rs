@@ -15,6 +15,11 @@ fn hang_reports(scenario: &str) -> (Vec<String>, String) {
 
 /// [`hang_reports`] with `env` added.
 fn hang_reports_with(scenario: &str, env: &[(&str, &str)]) -> (Vec<String>, String) {
+    hang_reports_on(2, scenario, env)
+}
+
+/// [`hang_reports_with`] on `n` PEs.
+fn hang_reports_on(n: usize, scenario: &str, env: &[(&str, &str)]) -> (Vec<String>, String) {
     let file = std::env::temp_dir().join(format!(
         "symmem-hang-{scenario}-{}-{}.jsonl",
         env.len(),
@@ -28,15 +33,15 @@ fn hang_reports_with(scenario: &str, env: &[(&str, &str)]) -> (Vec<String>, Stri
         ("SYMMEM_HANG_REPORT_FILE", path),
     ];
     all.extend_from_slice(env);
-    let job = run_scenario(2, &format!("api_{scenario}"), &all);
+    let job = run_scenario(n, &format!("api_{scenario}"), &all);
     job.assert_success();
     assert_eq!(
         job.stdout
             .lines()
             .filter(|l| l.ends_with(&format!(": {scenario} ok")))
             .count(),
-        2,
-        "both PEs finish:\n{}",
+        n,
+        "every PE finishes:\n{}",
         job.stdout
     );
     let lines: Vec<String> = std::fs::read_to_string(&file)
@@ -138,6 +143,53 @@ fn a_forgotten_signal_across_nodes_names_the_pe_in_user_code() {
         &[
             "\"root\":[1],\"reason\":\"in user code\"",
             "\"chain\":[0,1]",
+        ],
+    );
+}
+
+/// A loop of `test` calls is a wait: PE 0 is shown polling, and PE 1, in user code, is
+/// the root.
+#[test]
+fn a_loop_of_tests_is_shown_as_a_wait() {
+    let (lines, stderr) = hang_reports("hang_test_loop");
+    one_report(
+        &lines,
+        &stderr,
+        &[
+            "\"root\":[1],\"reason\":\"in user code\"",
+            "{\"pe\":0,\"state\":\"waiting\",\"op\":\"test (polled in a loop)\"",
+        ],
+    );
+}
+
+/// A quiet blocked inside the socket transport (its target on another node is stopped)
+/// is shown as a wait for that PE, which does not answer.
+#[test]
+fn a_quiet_blocked_in_the_transport_names_its_peer() {
+    let mut env = common::TWO_NODES.to_vec();
+    env.push(("SYMMEM_TIMEOUT", "0"));
+    let (lines, stderr) = hang_reports_with("hang_quiet_stopped_peer", &env);
+    one_report(
+        &lines,
+        &stderr,
+        &[
+            "\"root\":[1],\"reason\":\"not answering\"",
+            "{\"pe\":0,\"state\":\"waiting\",\"op\":\"quiet\",\"detail\":\"the socket transport's answer from PE 1\",\"peer\":1",
+        ],
+    );
+}
+
+/// Three PEs: two in `barrier_all`, the third in user code, is the root.
+#[test]
+fn a_pe_missing_from_a_barrier_of_three_is_the_root() {
+    let (lines, stderr) = hang_reports_on(3, "hang_barrier_three", &[]);
+    one_report(
+        &lines,
+        &stderr,
+        &[
+            "\"root\":[2],\"reason\":\"in user code\"",
+            "\"chain\":[0,2]",
+            "\"team\":\"TEAM_WORLD\",\"members\":[0,1,2]",
         ],
     );
 }

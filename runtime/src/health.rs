@@ -83,9 +83,9 @@ impl Runtime {
     }
 
     /// One round of the slow part of [`Self::wait_for`]: fails if a peer died, publishes
-    /// the wait for the hang report (and reports once it has lasted `SYMMEM_HANG_REPORT`),
-    /// and returns `Some(limit)` once `SYMMEM_TIMEOUT` has passed since the first slow
-    /// round.
+    /// the wait for the hang report (and reports once it has lasted `SYMMEM_HANG_REPORT`,
+    /// or at `SYMMEM_TIMEOUT` if that comes first), and returns `Some(limit)` once
+    /// `SYMMEM_TIMEOUT` has passed since the first slow round.
     #[inline(never)]
     fn check_slow_wait(
         &self,
@@ -125,8 +125,19 @@ impl Runtime {
                 s.next_report = h.report(self.my_pe());
             }
         }
-        let t0 = s.started;
-        Ok(self.config.timeout.filter(|&limit| t0.elapsed() >= limit))
+        let timed_out = self
+            .config
+            .timeout
+            .filter(|&limit| s.started.elapsed() >= limit);
+        if let (Some(limit), Some(h)) = (timed_out, &self.hang) {
+            // A wait that ends at SYMMEM_TIMEOUT before its report was due reports now: the
+            // error names what this PE waited for, the report why. (Where the report was
+            // due first, this PE or a lower one made it.)
+            if limit < h.after && s.next_report.take().is_some() {
+                h.report(self.my_pe());
+            }
+        }
+        Ok(timed_out)
     }
 
     /// Fails if a peer is known to have died, naming the root cause: a dead peer that

@@ -71,6 +71,10 @@ impl<T: Transport> Transport for Counted<T> {
         self.inner.failed_peer()
     }
 
+    fn blocked(&self) -> Option<crate::Blocked> {
+        self.inner.blocked()
+    }
+
     fn shutdown(&self) {
         self.inner.shutdown()
     }

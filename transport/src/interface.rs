@@ -113,6 +113,15 @@ pub trait Transport: Send + Sync {
         None
     }
 
+    /// The call blocked longest inside this transport, once its wait is slow (a quiet
+    /// waiting for acknowledgements, a get or fetching AMO for its reply), for the hang
+    /// report: without it, a PE stuck in a transport's wait looks like one in user code.
+    /// Never blocks on the transport's state. The default, for transports whose waits do
+    /// not publish, is `None`.
+    fn blocked(&self) -> Option<crate::Blocked> {
+        None
+    }
+
     /// Stops the transport's threads and closes its connections; later submits fail.
     /// Called once, before the heap is unmapped.
     fn shutdown(&self);

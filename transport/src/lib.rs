@@ -10,6 +10,7 @@
 //!   transport of `SYMMEM_ORDERING=weak`, in front of every peer, and `direct.rs`, which
 //!   delivers its requests to same-node peers through their mapped heaps; `counted.rs`,
 //!   the counting decorator; `target.rs`, the target side that applies a peer's request.
+//! - `blocked.rs`: what callers blocked inside a transport wait for, for the hang report.
 //! - `registry.rs`: how a remote transport plugs in (an entry: its name, probes and
 //!   connect); each transport's module defines its entry.
 //! - `connect.rs`: the list of entries, which transport a job uses (`agree.rs`: how the
@@ -36,6 +37,7 @@
 //! applied at its target in submission order with every other request to that target.
 
 mod agree;
+mod blocked;
 pub mod config;
 mod connect;
 mod counted;
@@ -55,6 +57,7 @@ mod socket;
 mod target;
 mod weak;
 
+pub use blocked::Blocked;
 pub use config::{OfiAssumeOrder, OfiProgress, RemoteTransport, TransportConfig};
 pub use connect::{connect, probe, remote_transport_choices, Connected, RemoteChoice};
 pub use counted::Counted;

@@ -628,6 +628,14 @@ impl Transport for WeakTransport {
         self.shared.inners.iter().find_map(|t| t.failed_peer())
     }
 
+    fn blocked(&self) -> Option<crate::Blocked> {
+        self.shared
+            .inners
+            .iter()
+            .filter_map(|t| t.blocked())
+            .min_by_key(|b| b.since)
+    }
+
     fn shutdown(&self) {
         let sh = &*self.shared;
         {

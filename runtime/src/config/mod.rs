@@ -169,6 +169,9 @@ pub struct Config {
     /// `SYMMEM_HANG_REPORT`: how long a host wait blocks before its PE gathers every
     /// PE's wait record and logs a hang report; `None` = off (`0`).
     pub hang_report: Option<Duration>,
+    /// Whether `SYMMEM_HANG_REPORT` was set (not its default): then a side path that
+    /// cannot start fails init; by default the job runs without reports, warned.
+    pub hang_report_asked: bool,
     /// `SYMMEM_HANG_REPORT_FILE`: where hang reports are appended as JSON lines.
     pub hang_report_file: Option<std::path::PathBuf>,
     /// `SYMMEM_DEAD_PEER_TIMEOUT`: how long a TCP peer may stay silent before its
@@ -328,11 +331,9 @@ impl Config {
             })?,
             timeout,
             device_timeout,
-            hang_report: match r.set("SYMMEM_HANG_REPORT") {
-                Some(_) => Some(r.seconds("SYMMEM_HANG_REPORT")?)
-                    .filter(|d| !d.is_zero() && !duration::is_unlimited(*d)),
-                None => None,
-            },
+            hang_report: Some(r.seconds("SYMMEM_HANG_REPORT")?)
+                .filter(|d| !d.is_zero() && !duration::is_unlimited(*d)),
+            hang_report_asked: r.set("SYMMEM_HANG_REPORT").is_some(),
             hang_report_file: r.value("SYMMEM_HANG_REPORT_FILE").map(Into::into),
             dead_peer_timeout: r.parse_or_default(
                 symmem_bootstrap::DEAD_PEER_TIMEOUT_VAR,

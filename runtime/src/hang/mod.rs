@@ -8,12 +8,14 @@
 mod graph;
 pub(crate) mod record;
 mod reporter;
+mod test_loop;
 
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use symmem_bootstrap::Bootstrap;
+use symmem_transport::Transport;
 
 use crate::config::Config;
 use crate::error::Result;
@@ -29,29 +31,70 @@ const MIN_INTERVAL: Duration = Duration::from_secs(60);
 pub(crate) struct HangReport {
     /// This PE's slow waits.
     pub board: Arc<WaitBoard>,
+    /// This PE's loop of failing `test` calls, if one runs.
+    pub tests: Arc<test_loop::TestLoop>,
     /// How long a wait blocks before a report (`SYMMEM_HANG_REPORT`).
     pub after: Duration,
     file: Option<std::path::PathBuf>,
     reporter: Reporter,
     /// When this PE last reported, to report once per hang.
     last: Mutex<Option<Instant>>,
+    /// Sources of waits beside the host wait loops (the transport's calls); asked by
+    /// `board` until dropped.
+    _sources: Vec<record::SourceGuard>,
 }
 
 impl HangReport {
-    /// Starts hang reporting where `SYMMEM_HANG_REPORT` is set; collective (every PE has
-    /// the same configuration).
-    pub fn start(config: &Config, b: &dyn Bootstrap) -> Result<Option<HangReport>> {
+    /// Starts hang reporting unless `SYMMEM_HANG_REPORT` is 0 or the job has one PE, with
+    /// `transport`'s blocked calls among the waits shown. Collective (every PE has the
+    /// same configuration, and one PE's failure to start is every PE's: the addresses go
+    /// round in one allgather). Left at its default, a side path that cannot start is
+    /// warned about and the job goes on without it.
+    pub fn start(
+        config: &Config,
+        b: &dyn Bootstrap,
+        transport: Option<&Arc<dyn Transport>>,
+    ) -> Result<Option<HangReport>> {
         let Some(after) = config.hang_report else {
             return Ok(None);
         };
+        if b.size() == 1 && !config.hang_report_asked {
+            return Ok(None);
+        }
         let board = Arc::new(WaitBoard::new());
-        let reporter = Reporter::start(b, config.socket_ifname.as_deref(), board.clone())?;
+        let reporter = match Reporter::start(b, config.socket_ifname.as_deref(), board.clone()) {
+            Ok(r) => r,
+            Err(e) if !config.hang_report_asked => {
+                tracing::warn!(target: "hang", "PE {}: no hang reports in this job (SYMMEM_HANG_REPORT=0 silences this): {e}", b.rank());
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let tests = Arc::new(test_loop::TestLoop::default());
+        let mut sources = vec![board.add_source(Box::new({
+            let tests = tests.clone();
+            move || tests.wait()
+        }))];
+        sources.extend(transport.map(|t| {
+            let t = t.clone();
+            board.add_source(Box::new(move || {
+                t.blocked().map(|c| record::Wait {
+                    op: c.op.into(),
+                    detail: c.detail,
+                    peer: c.peer,
+                    collective: None,
+                    since: c.since,
+                })
+            }))
+        }));
         Ok(Some(HangReport {
             board,
+            tests,
             after,
             file: config.hang_report_file.clone(),
             reporter,
             last: Mutex::new(None),
+            _sources: sources,
         }))
     }
 

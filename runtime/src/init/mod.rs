@@ -219,8 +219,12 @@ impl Runtime {
                 .transpose()?;
             Ok((device, proxy))
         })();
-        let device_and_proxy = device_and_proxy
-            .and_then(|dp| Ok((dp, crate::hang::HangReport::start(&config, &*bootstrap)?)));
+        let device_and_proxy = device_and_proxy.and_then(|dp| {
+            Ok((
+                dp,
+                crate::hang::HangReport::start(&config, &*bootstrap, transport.as_ref())?,
+            ))
+        });
         let ((device, proxy), hang) = match device_and_proxy {
             Ok(v) => v,
             Err(e) => {

@@ -222,14 +222,33 @@ impl Runtime {
     /// for on transports that need the target to poll.
     pub fn test<T: SymInt>(&self, ivar: SymRef<'_, T>, cmp: Cmp, value: T) -> Result<bool> {
         let w = self.word("test", ivar, self.my_pe())?;
-        if cmp.holds(self.load_word("test", &w)?, value) {
-            return Ok(true);
+        let mut seen = self.load_word("test", &w)?;
+        if !cmp.holds(seen, value) {
+            if let Some(t) = &self.transport {
+                t.progress()?;
+                seen = self.load_word("test", &w)?;
+            }
         }
-        let Some(t) = &self.transport else {
-            return Ok(false);
-        };
-        t.progress()?;
-        Ok(cmp.holds(self.load_word("test", &w)?, value))
+        let held = cmp.holds(seen, value);
+        self.tested("test", held, || {
+            format!(
+                "allocation #{}[{}] {cmp:?} {value:?} (last seen {seen:?})",
+                ivar.buf.id, ivar.index
+            )
+        });
+        Ok(held)
+    }
+
+    /// Tells the hang report whether a test `op` passed: failing tests in a loop are a
+    /// wait ([`crate::hang`]'s test loop); `what` names what was tested.
+    #[inline]
+    fn tested(&self, op: &'static str, passed: bool, what: impl FnOnce() -> String) {
+        if let Some(h) = &self.hang {
+            match passed {
+                true => h.tests.passed(),
+                false => h.tests.missed(op, what),
+            }
+        }
     }
 
     fn wait_ivars<R>(
@@ -396,8 +415,13 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<bool> {
-        self.ivars("test_all", ivars, exclude, cmp, Values::One(value))?
-            .all()
+        let r = self
+            .ivars("test_all", ivars, exclude, cmp, Values::One(value))?
+            .all()?;
+        self.tested("test_all", r, || {
+            format!("ivars of allocation #{}", ivars.id)
+        });
+        Ok(r)
     }
 
     /// The index of an included element that satisfies `cmp value` now (`shmem_test_any`).
@@ -408,8 +432,13 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<Option<usize>> {
-        self.ivars("test_any", ivars, exclude, cmp, Values::One(value))?
-            .any()
+        let r = self
+            .ivars("test_any", ivars, exclude, cmp, Values::One(value))?
+            .any()?;
+        self.tested("test_any", r.is_some(), || {
+            format!("ivars of allocation #{}", ivars.id)
+        });
+        Ok(r)
     }
 
     /// The indices of the included elements that satisfy `cmp value` now (`shmem_test_some`).
@@ -420,8 +449,13 @@ impl Runtime {
         cmp: Cmp,
         value: T,
     ) -> Result<Vec<usize>> {
-        self.ivars("test_some", ivars, exclude, cmp, Values::One(value))?
-            .some()
+        let r = self
+            .ivars("test_some", ivars, exclude, cmp, Values::One(value))?
+            .some()?;
+        self.tested("test_some", !r.is_empty(), || {
+            format!("ivars of allocation #{}", ivars.id)
+        });
+        Ok(r)
     }
 
     /// [`test_all`](Self::test_all) with per-element values (`shmem_test_all_vector`).
@@ -432,8 +466,13 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<bool> {
-        self.ivars("test_all_vector", ivars, exclude, cmp, Values::Each(values))?
-            .all()
+        let r = self
+            .ivars("test_all_vector", ivars, exclude, cmp, Values::Each(values))?
+            .all()?;
+        self.tested("test_all_vector", r, || {
+            format!("ivars of allocation #{}", ivars.id)
+        });
+        Ok(r)
     }
 
     /// [`test_any`](Self::test_any) with per-element values (`shmem_test_any_vector`).
@@ -444,8 +483,13 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<Option<usize>> {
-        self.ivars("test_any_vector", ivars, exclude, cmp, Values::Each(values))?
-            .any()
+        let r = self
+            .ivars("test_any_vector", ivars, exclude, cmp, Values::Each(values))?
+            .any()?;
+        self.tested("test_any_vector", r.is_some(), || {
+            format!("ivars of allocation #{}", ivars.id)
+        });
+        Ok(r)
     }
 
     /// [`test_some`](Self::test_some) with per-element values (`shmem_test_some_vector`).
@@ -456,13 +500,18 @@ impl Runtime {
         cmp: Cmp,
         values: &[T],
     ) -> Result<Vec<usize>> {
-        self.ivars(
-            "test_some_vector",
-            ivars,
-            exclude,
-            cmp,
-            Values::Each(values),
-        )?
-        .some()
+        let r = self
+            .ivars(
+                "test_some_vector",
+                ivars,
+                exclude,
+                cmp,
+                Values::Each(values),
+            )?
+            .some()?;
+        self.tested("test_some_vector", !r.is_empty(), || {
+            format!("ivars of allocation #{}", ivars.id)
+        });
+        Ok(r)
     }
 }

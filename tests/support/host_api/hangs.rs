@@ -115,3 +115,92 @@ fn stopped_pe(rt: &Runtime) -> Outcome {
     rt.free(pid).or_fail()?;
     rt.free(sig).or_fail()
 }
+
+/// PE 0 polls a word with `test` in a loop (the OpenSHMEM idiom) that PE 1, in user code,
+/// never writes; the loop gives up at `SYMMEM_TIMEOUT`. Root: PE 1, in user code; PE 0
+/// is shown waiting in its loop of tests, not in user code.
+pub fn hang_test_loop(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_test_loop", test_loop(rt))
+}
+
+fn test_loop(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 2, "runs on 2 PEs");
+    let limit = timeout(rt)?;
+    let flag = rt.calloc::<u64>(1).or_fail()?;
+    if rt.my_pe() == 0 {
+        let t0 = std::time::Instant::now();
+        while !rt.test(flag.at(0), Cmp::Eq, 1).or_fail()? {
+            check!(
+                t0.elapsed() < limit + limit,
+                "the flag was never set, as planned"
+            );
+            if t0.elapsed() >= limit {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    } else {
+        std::thread::sleep(limit + Duration::from_millis(1500));
+    }
+    rt.free(flag).or_fail()
+}
+
+/// PE 1, on another node, stops (SIGSTOP) once it has told PE 0 its pid; PE 0 puts to it
+/// and quiets, which waits inside the transport for PE 1's answer until a thread of PE 0
+/// wakes PE 1 (SIGCONT) after `SYMMEM_HANG_REPORT` + 1.5 s. Root: PE 1, not answering;
+/// PE 0 is shown in quiet, waiting for PE 1. Needs `SYMMEM_TIMEOUT` unset (a transport
+/// that times out fails the connection for good).
+pub fn hang_quiet_stopped_peer(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_quiet_stopped_peer", quiet_stopped_peer(rt))
+}
+
+fn quiet_stopped_peer(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 2, "runs on 2 PEs");
+    let after = rt
+        .config()
+        .hang_report
+        .ok_or_else(|| "needs SYMMEM_HANG_REPORT".to_string())?;
+    let pid = rt.calloc::<u64>(1).or_fail()?;
+    let data = rt.calloc::<u64>(1024).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    if rt.my_pe() == 1 {
+        rt.atomic_set(pid.at(0), u64::from(std::process::id()), 0)
+            .or_fail()?;
+        rt.quiet().or_fail()?;
+        // SAFETY: raise has no memory-safety preconditions; PE 0 continues this process.
+        unsafe { libc::raise(libc::SIGSTOP) };
+    } else {
+        let stopped = rt.wait_until(pid.at(0), Cmp::Ne, 0).or_fail()?;
+        // Give PE 1 time to stop before the put.
+        std::thread::sleep(Duration::from_millis(200));
+        let waker = std::thread::spawn(move || {
+            std::thread::sleep(after + Duration::from_millis(1500));
+            // SAFETY: kill has no memory-safety preconditions; the pid is PE 1's process.
+            unsafe { libc::kill(stopped as libc::pid_t, libc::SIGCONT) }
+        });
+        rt.put(data.at(0), &[7u64; 1024], 1).or_fail()?;
+        rt.quiet().or_fail()?;
+        let sent = waker.join().map_err(|_| "the waker panicked".to_string())?;
+        check!(sent == 0, "SIGCONT to PE 1 (process {stopped}) failed");
+    }
+    rt.free(data).or_fail()?;
+    rt.free(pid).or_fail()
+}
+
+/// PEs 0 and 1 enter `barrier_all`; PE 2 stays in user code (a sleep) past their
+/// timeout. Root: PE 2, not in the barrier.
+pub fn hang_barrier_three(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_barrier_three", barrier_three(rt))
+}
+
+fn barrier_three(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 3, "runs on 3 PEs");
+    let limit = timeout(rt)?;
+    if rt.my_pe() < 2 {
+        let r = rt.barrier_all();
+        expect_err(r, "Timeout", &[format!("barrier_all on PE {}", rt.my_pe())])?;
+    } else {
+        std::thread::sleep(limit + Duration::from_millis(1500));
+    }
+    Ok(())
+}

@@ -91,6 +91,7 @@ impl IbTransport {
             device: port.name(),
             qps_per_peer: q,
             timeout: setup.config.timeout,
+            blocked: Default::default(),
             state: Mutex::new(Some(State {
                 nic: Box::new(RcNic {
                     qps: rc,

@@ -88,6 +88,8 @@ pub(crate) struct IbTransport {
     timeout: Option<Duration>,
     /// `None` once shut down.
     state: Mutex<Option<State>>,
+    /// Calls whose wait is slow, for the hang report.
+    blocked: crate::blocked::BlockedCalls,
 }
 
 /// Everything the NIC work needs, under one lock.
@@ -217,6 +219,7 @@ impl IbTransport {
         let start = Instant::now();
         let mut backoff = Backoff::new();
         let named = pe.unwrap_or(self.me);
+        let mut shown = None;
         loop {
             let mut g = self.lock();
             let Some(st) = g.as_mut() else {
@@ -230,6 +233,14 @@ impl IbTransport {
                 return Err(self.err(op, named, f));
             }
             if backoff.is_slow() {
+                shown.get_or_insert_with(|| {
+                    self.blocked.begin(crate::Blocked {
+                        op,
+                        peer: pe,
+                        detail: format!("{what} on the ib transport ({})", self.device),
+                        since: start,
+                    })
+                });
                 if let Some(t) = self.timeout.filter(|&t| start.elapsed() > t) {
                     let mut waiting: Vec<usize> = st.pending.values().map(|p| p.pe).collect();
                     waiting.sort_unstable();
@@ -693,6 +704,10 @@ impl Transport for IbTransport {
         Ok(())
     }
 
+    fn blocked(&self) -> Option<crate::Blocked> {
+        self.blocked.oldest()
+    }
+
     fn shutdown(&self) {
         // Dropping the state destroys the QPs, then the CQ, and deregisters the heap and
         // the bounce buffer (sideway's Arcs order it) before the runtime unmaps the heap.
@@ -930,6 +945,7 @@ mod fake_nic_tests {
                     qps_per_peer: q,
                     timeout,
                     state: Mutex::new(Some(st)),
+                    blocked: Default::default(),
                 },
                 heaps,
                 log,

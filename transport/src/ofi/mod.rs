@@ -330,6 +330,8 @@ pub(crate) struct OfiTransport {
     /// Whether peers' operations complete while no application thread calls in: a
     /// progress thread runs, or the provider progresses on its own and takes no messages.
     serves_while_idle: bool,
+    /// Calls whose wait is slow, for the hang report.
+    blocked: crate::blocked::BlockedCalls,
 }
 
 impl OfiTransport {
@@ -461,6 +463,7 @@ impl OfiTransport {
             stop,
             serves_while_idle: progress.is_some() || !(manual || opened.takes_messages),
             progress: Mutex::new(progress),
+            blocked: Default::default(),
         })
     }
 
@@ -500,9 +503,16 @@ impl OfiTransport {
                 format!("an earlier operation to PE {at} failed: {why}"),
             ));
         }
+        let started = Instant::now();
         let waiter = Waiter {
-            deadline: self.timeout.map(|t| Instant::now() + t),
+            deadline: self.timeout.map(|t| started + t),
             timeout: self.timeout,
+            call: Some(Call {
+                op,
+                pe: (pe != self.me).then_some(pe),
+                started,
+                blocked: &self.blocked,
+            }),
         };
         let polls = st.polls;
         let result = f(st, &waiter);
@@ -520,10 +530,22 @@ impl OfiTransport {
     }
 }
 
-/// How long the waits of one call may take (`SYMMEM_TIMEOUT`).
-struct Waiter {
+/// How long the waits of one call may take (`SYMMEM_TIMEOUT`), and the call, which its
+/// waits publish once slow.
+struct Waiter<'a> {
     deadline: Option<Instant>,
     timeout: Option<Duration>,
+    call: Option<Call<'a>>,
+}
+
+/// The application's call a wait belongs to ([`Waiter::call`]); `None` for the
+/// transport's own probes.
+struct Call<'a> {
+    op: &'static str,
+    /// The target, when the call has one other than this PE.
+    pe: Option<usize>,
+    started: Instant,
+    blocked: &'a crate::blocked::BlockedCalls,
 }
 
 /// The order bits of `attrs` the transport may rely on for operations of up to `piece`
@@ -685,6 +707,10 @@ impl Transport for OfiTransport {
 
     fn serves_while_idle(&self) -> bool {
         self.serves_while_idle
+    }
+
+    fn blocked(&self) -> Option<crate::Blocked> {
+        self.blocked.oldest()
     }
 
     fn failed_peer(&self) -> Option<(usize, String)> {

@@ -59,7 +59,7 @@ impl State {
     /// complete (a message whose acknowledgement will not come) and `SYMMEM_TIMEOUT` is
     /// unset by default.
     pub(in crate::ofi) fn wait(&mut self, op: u64, w: &Waiter) -> std::result::Result<(), String> {
-        self.wait_until(w, |ops| ops.done_upto() >= op)
+        self.wait_until(w, None, |ops| ops.done_upto() >= op)
     }
 
     /// Waits until operation `op` and every earlier one to `pe` completed (operations to
@@ -70,7 +70,7 @@ impl State {
         op: u64,
         w: &Waiter,
     ) -> std::result::Result<(), String> {
-        self.wait_until(w, |ops| ops.peer_done(pe, op))
+        self.wait_until(w, Some(pe), |ops| ops.peer_done(pe, op))
     }
 
     /// Waits until operation `op` completed (earlier ones may still be in flight), as
@@ -80,18 +80,40 @@ impl State {
         op: u64,
         w: &Waiter,
     ) -> std::result::Result<(), String> {
-        self.wait_until(w, |ops| ops.is_complete(op))
+        self.wait_until(w, None, |ops| ops.is_complete(op))
     }
 
-    /// Waits until `done` says so of the completions, polling; as [`Self::wait`].
+    /// Waits until `done` says so of the completions, polling; as [`Self::wait`]. `peer`
+    /// is the PE whose completions end the wait, when one PE's do; once the wait is slow
+    /// it is published for the hang report ([`crate::Transport::blocked`]).
     pub(in crate::ofi) fn wait_until(
         &mut self,
         w: &Waiter,
+        peer: Option<usize>,
         done: impl Fn(&Completions) -> bool,
     ) -> std::result::Result<(), String> {
         let mut backoff = Backoff::new();
         let mut probe_at = Instant::now() + PROBE_AFTER;
+        let mut shown = None;
         while !done(&self.ops) {
+            if backoff.is_slow() && shown.is_none() {
+                shown = w.call.as_ref().map(|c| {
+                    let peer = peer.or(c.pe);
+                    c.blocked.begin(crate::Blocked {
+                        op: c.op,
+                        peer,
+                        detail: match peer {
+                            Some(pe) => format!("the ofi transport's completions of operations to PE {pe}"),
+                            None => format!(
+                                "the ofi transport's completions: operations up to {} of {} completed",
+                                self.ops.done_upto(),
+                                self.ops.issued()
+                            ),
+                        },
+                        since: c.started,
+                    })
+                });
+            }
             self.poll()?;
             if done(&self.ops) {
                 break;
@@ -136,6 +158,7 @@ impl State {
         let w = Waiter {
             deadline: Some(Instant::now()),
             timeout: None,
+            call: None,
         };
         for pe in 0..self.peers.len() {
             let Some(heap) = self.peers[pe] else {

@@ -73,6 +73,7 @@ impl SocketTransport {
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             spins: AtomicU64::new(0),
+            blocked: Default::default(),
             writes_staged_soon: AtomicBool::new(false),
         });
         let worker = Arc::clone(&shared);

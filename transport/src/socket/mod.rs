@@ -149,6 +149,8 @@ struct Shared {
     /// apart, writing staged requests each time: only then may a request be staged
     /// ([`Shared::stage_or_send`]).
     writes_staged_soon: AtomicBool,
+    /// Issuing threads whose wait for an answer is slow, for the hang report.
+    blocked: crate::blocked::BlockedCalls,
 }
 
 /// One TCP connection to a peer.
@@ -702,6 +704,10 @@ impl Transport for SocketTransport {
         Ok(())
     }
 
+    fn blocked(&self) -> Option<crate::Blocked> {
+        self.shared.blocked.oldest()
+    }
+
     fn failed_peer(&self) -> Option<(usize, String)> {
         // A connection closed after the peer's goodbye (or by this PE's shutdown, which
         // marks it so too) is an orderly end, not a lost peer.
@@ -791,6 +797,7 @@ pub(super) mod tests {
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             spins: AtomicU64::new(0),
+            blocked: Default::default(),
             writes_staged_soon: AtomicBool::new(false),
         }
     }

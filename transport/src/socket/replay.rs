@@ -35,6 +35,7 @@ pub(crate) fn replay(heap: HeapRegion, bytes: &[u8]) -> String {
         next_id: AtomicU64::new(4),
         stopping: AtomicBool::new(false),
         spins: AtomicU64::new(0),
+        blocked: Default::default(),
         writes_staged_soon: AtomicBool::new(false),
     };
     let c = sh.conn(1).expect("PE 1's connection");

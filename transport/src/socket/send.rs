@@ -269,6 +269,7 @@ impl Shared {
     ) -> Result<()> {
         let mut backoff = Backoff::new();
         let started = Instant::now();
+        let mut shown = None;
         loop {
             if ready() {
                 return Ok(());
@@ -282,6 +283,14 @@ impl Shared {
                 return Ok(());
             }
             if backoff.is_slow() {
+                shown.get_or_insert_with(|| {
+                    self.blocked.begin(crate::Blocked {
+                        op,
+                        peer: Some(c.pe),
+                        detail: format!("the socket transport's answer from PE {}", c.pe),
+                        since: started,
+                    })
+                });
                 if let Some(limit) = self.timeout {
                     if started.elapsed() >= limit {
                         c.fail(format!(
