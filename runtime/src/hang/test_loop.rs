@@ -39,7 +39,11 @@ impl TestLoop {
     /// Notes a test `op` that found its condition false; `detail` names the word.
     #[inline]
     pub fn missed(&self, op: &'static str, detail: impl FnOnce() -> String) {
-        if self.misses.fetch_add(1, Ordering::Relaxed) % SAMPLE == 0 {
+        if self
+            .misses
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(SAMPLE)
+        {
             self.sample(op, detail());
         }
     }
