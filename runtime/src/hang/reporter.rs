@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use symmem_bootstrap::auth::lobby::{Limits, Lobby};
 use symmem_bootstrap::auth::{self, JobKey, Protocol};
-use symmem_bootstrap::Bootstrap;
+use symmem_bootstrap::{report_signal, Bootstrap};
 
 use super::record::{PeState, WaitBoard};
 use crate::error::{Error, Result};
@@ -29,14 +29,24 @@ const POLL: Duration = Duration::from_millis(50);
 /// if larger); beyond, the oldest is let go.
 const MAX_WAITING: usize = 64;
 
-/// This PE's listener thread and every PE's listener address.
+/// This PE's listener thread and the side path to every PE.
 pub(crate) struct Reporter {
-    key: JobKey,
-    me: usize,
-    addrs: Vec<SocketAddr>,
+    peers: Arc<Peers>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
+
+/// The side path to every PE: the key and each PE's listener address.
+pub(crate) struct Peers {
+    key: JobKey,
+    me: usize,
+    addrs: Vec<SocketAddr>,
+}
+
+/// What a PE does when a report is asked of it ([`symmem_bootstrap::report_signal`]): run
+/// on a thread of its own, with the side path to gather over, while the listener goes on
+/// answering (another PE may be gathering at the same time).
+pub(crate) type OnRequest = Arc<dyn Fn(&Peers) + Send + Sync>;
 
 /// The hang report's key: the job key's subkey, or, under a bootstrap that holds none
 /// (MPI, one PE), one drawn by PE 0 and carried by the bootstrap, like the socket
@@ -52,11 +62,13 @@ fn report_key(b: &dyn Bootstrap) -> Result<JobKey> {
 impl Reporter {
     /// Binds this PE's listener on the advertised address of `ifname` (as the socket
     /// transport does), exchanges the addresses through the bootstrap and starts the
-    /// thread that answers with `board`'s state. Collective.
+    /// thread that answers with `board`'s state and runs `on_request` each time a report
+    /// is asked of this process (SIGUSR1). Collective.
     pub fn start(
         b: &dyn Bootstrap,
         ifname: Option<&str>,
         board: Arc<WaitBoard>,
+        on_request: OnRequest,
     ) -> Result<Reporter> {
         let me = b.rank();
         let key = report_key(b)?;
@@ -82,22 +94,28 @@ impl Reporter {
             .set_nonblocking(true)
             .map_err(|e| Error::io("hang report: listener", e))?;
         let stop = Arc::new(AtomicBool::new(false));
+        let peers = Arc::new(Peers { key, me, addrs });
         let thread = {
-            let (stop, key, n) = (stop.clone(), key.clone(), addrs.len());
+            let (stop, peers) = (stop.clone(), peers.clone());
             std::thread::Builder::new()
                 .name(format!("symmem-hang-{me}"))
-                .spawn(move || serve(&listener, &key, &board, &stop, n))
+                .spawn(move || serve(&listener, &peers, &board, &stop, &on_request))
                 .map_err(|e| Error::io("hang report: starting its thread", e))?
         };
         Ok(Reporter {
-            key,
-            me,
-            addrs,
+            peers,
             stop,
             thread: Some(thread),
         })
     }
 
+    /// Every PE's state ([`Peers::gather`]).
+    pub fn gather(&self, board: &WaitBoard) -> Vec<PeState> {
+        self.peers.gather(board)
+    }
+}
+
+impl Peers {
     /// Every PE's state: this PE's from `board`, the others' asked for side by side, each
     /// within [`ANSWER_BOUND`].
     pub fn gather(&self, board: &WaitBoard) -> Vec<PeState> {
@@ -154,20 +172,46 @@ impl Drop for Reporter {
 
 /// The listener thread: authenticates connections side by side in a [`Lobby`] (a stranger
 /// that stalls its handshake holds up nobody), answers each that proves the key with the
-/// board's state, until `stop`.
-fn serve(listener: &TcpListener, key: &JobKey, board: &WaitBoard, stop: &AtomicBool, n: usize) {
+/// board's state, and starts `on_request` on a thread of its own when the process's report
+/// requests ([`report_signal::generation`]) move (one at a time: requests that come while
+/// one runs make one more report after it), until `stop`; then waits for that thread.
+fn serve(
+    listener: &TcpListener,
+    peers: &Arc<Peers>,
+    board: &WaitBoard,
+    stop: &AtomicBool,
+    on_request: &OnRequest,
+) {
+    let n = peers.addrs.len();
     let limits = Limits {
         waiting: MAX_WAITING.max(n),
         per_address: MAX_WAITING.max(n),
         hello_timeout: ANSWER_BOUND,
     };
-    let mut lobby = Lobby::new("hang report", Protocol::HangReport, key.clone(), limits);
+    let mut lobby = Lobby::new("hang report", Protocol::HangReport, peers.key.clone(), limits);
+    let mut seen = report_signal::generation();
+    let mut asked: Option<JoinHandle<()>> = None;
     while !stop.load(Ordering::Relaxed) {
+        let requests = report_signal::generation();
+        if requests != seen && asked.as_ref().is_none_or(|t| t.is_finished()) {
+            seen = requests;
+            let (peers, on_request) = (peers.clone(), on_request.clone());
+            let started = std::thread::Builder::new()
+                .name(format!("symmem-hang-ask-{}", peers.me))
+                .spawn(move || on_request(&peers));
+            match started {
+                Ok(t) => asked = Some(t),
+                Err(e) => tracing::error!(target: "hang", "starting the asked-for hang report: {e}"),
+            }
+        }
         for peer in lobby.poll(listener, POLL) {
             if let Err(e) = answer(peer.stream, board) {
                 tracing::debug!(target: "hang", "answering {} with this PE's record: {e}", peer.peer);
             }
         }
+    }
+    if let Some(t) = asked {
+        let _ = t.join();
     }
 }
 
@@ -188,7 +232,7 @@ mod tests {
     fn the_listener_answers_the_key_and_refuses_others() {
         let b = SingleBootstrap::new(Duration::from_secs(5));
         let board = Arc::new(WaitBoard::new());
-        let r = Reporter::start(&b, None, board.clone()).unwrap();
+        let r = Reporter::start(&b, None, board.clone(), Arc::new(|_: &Peers| {})).unwrap();
         board.publish(super::super::record::Wait {
             op: "quiet".into(),
             detail: "the transport".into(),
@@ -196,13 +240,13 @@ mod tests {
             collective: None,
             since: Instant::now(),
         });
-        match r.ask(r.addrs[0]).unwrap() {
+        match r.peers.ask(r.peers.addrs[0]).unwrap() {
             PeState::Waiting { op, detail, .. } => {
                 assert_eq!((op.as_str(), detail.as_str()), ("quiet", "the transport"))
             }
             other => panic!("{other:?}"),
         }
-        let mut s = TcpStream::connect(r.addrs[0]).unwrap();
+        let mut s = TcpStream::connect(r.peers.addrs[0]).unwrap();
         let stranger = JobKey::derive(b"another job", "hang report");
         let refused = auth::client_handshake(
             &mut s,
@@ -213,6 +257,6 @@ mod tests {
         );
         assert!(refused.is_err(), "a stranger's key is refused");
         // The listener still answers after the stranger.
-        assert!(matches!(r.ask(r.addrs[0]), Ok(PeState::Waiting { .. })));
+        assert!(matches!(r.peers.ask(r.peers.addrs[0]), Ok(PeState::Waiting { .. })));
     }
 }
