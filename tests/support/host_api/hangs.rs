@@ -1,7 +1,8 @@
 //! Jobs that hang in a known way, for the hang report (`SYMMEM_HANG_REPORT`): run on 2
 //! PEs with `SYMMEM_TIMEOUT` a few seconds above `SYMMEM_HANG_REPORT`, so that PE 0
 //! reports the hang and every wait still ends at `SYMMEM_TIMEOUT`. The test reads the
-//! report from `SYMMEM_HANG_REPORT_FILE`.
+//! report from `SYMMEM_HANG_REPORT_FILE`. [`hang_asked`] asks for reports (SIGUSR1)
+//! instead, with `SYMMEM_HANG_REPORT` far above the run's time.
 
 use std::time::Duration;
 
@@ -112,6 +113,81 @@ fn stopped_pe(rt: &Runtime) -> Outcome {
         let sent = unsafe { libc::kill(stopped as libc::pid_t, libc::SIGCONT) };
         check!(sent == 0, "SIGCONT to PE 1 (process {stopped}) failed");
     }
+    rt.free(pid).or_fail()?;
+    rt.free(sig).or_fail()
+}
+
+/// `SYMMEM_HANG_REPORT_FILE`, which [`hang_asked`] reads.
+fn report_file(rt: &Runtime) -> Result<std::path::PathBuf, String> {
+    rt.config()
+        .hang_report_file
+        .clone()
+        .ok_or_else(|| "hang_asked needs SYMMEM_HANG_REPORT_FILE set".to_string())
+}
+
+/// Waits in user code (not in symmem) until `file` holds `lines` lines, for at most 10 s.
+fn await_reports(file: &std::path::Path, lines: usize) -> Outcome {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let complete = text.matches('\n').count();
+        if complete >= lines {
+            return Ok(());
+        }
+        check!(
+            std::time::Instant::now() < deadline,
+            "{} holds {complete} report lines after 10 s, not {lines}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGUSR1 asks PE 0 for a report twice: first while both PEs are in user code (a report
+/// with no hang), then while PE 0 waits for a signal that PE 1, in user code, sends only
+/// once the report is in (root: PE 1, in user code). PE 1 sends the signals to PE 0's
+/// process, whose pid it reads from its heap.
+pub fn hang_asked(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_asked", asked(rt))
+}
+
+fn asked(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 2, "runs on 2 PEs");
+    let file = report_file(rt)?;
+    let sig = rt.calloc::<u64>(1).or_fail()?;
+    let pid = rt.calloc::<u64>(1).or_fail()?;
+    if rt.my_pe() == 0 {
+        rt.atomic_set(pid.at(0), u64::from(std::process::id()), 1)
+            .or_fail()?;
+    }
+    rt.barrier_all().or_fail()?;
+    let pe0 = rt.atomic_fetch(pid.at(0), 1).or_fail()? as libc::pid_t;
+    let ask = || -> Outcome {
+        // SAFETY: kill has no memory-safety preconditions; the pid is PE 0's process,
+        // which stays alive until the barrier below.
+        let sent = unsafe { libc::kill(pe0, libc::SIGUSR1) };
+        check!(sent == 0, "SIGUSR1 to PE 0 (process {pe0}) failed");
+        Ok(())
+    };
+    // Both PEs in user code: a report with no hang.
+    if rt.my_pe() == 1 {
+        ask()?;
+    }
+    await_reports(&file, 1)?;
+    rt.barrier_all().or_fail()?;
+    if rt.my_pe() == 0 {
+        let got = rt.signal_wait_until(sig.at(0), Cmp::Ge, 1).or_fail()?;
+        check!(got == 1, "PE 0 woke on signal value {got}, not 1");
+    } else {
+        // PE 0's wait is published once it stops spinning (microseconds): the sleep is
+        // margin for a loaded machine.
+        std::thread::sleep(Duration::from_secs(1));
+        ask()?;
+        await_reports(&file, 2)?;
+        rt.signal_op(sig.at(0), 1, symmem::SignalOp::Set, 0)
+            .or_fail()?;
+    }
+    rt.barrier_all().or_fail()?;
     rt.free(pid).or_fail()?;
     rt.free(sig).or_fail()
 }
