@@ -65,6 +65,7 @@ fn main() -> ExitCode {
         "api_hang_mismatched_collectives" => with_init(host_api::hang_mismatched_collectives),
         "api_hang_stopped_pe" => with_init(host_api::hang_stopped_pe),
         "api_hang_asked" => with_init(host_api::hang_asked),
+        "api_hang_until_asked" => with_init(host_api::hang_until_asked),
         "api_kill_wait" => with_init(host_api::kill_wait),
         "api_kill_wait_blind" => with_blind_init(host_api::kill_wait),
         "api_stress" => with_init(host_api::stress),

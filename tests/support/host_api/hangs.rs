@@ -191,3 +191,46 @@ fn asked(rt: &Runtime) -> Outcome {
     rt.free(pid).or_fail()?;
     rt.free(sig).or_fail()
 }
+
+/// For `symrun --report` (tests/cli.rs): PE 0 waits for a signal that PE 1 sends once an
+/// asked-for report is in the job's report file (symrun's per-job one); PE 1 prints
+/// `PE 1: hanging` when PE 0 is about to wait, then waits in user code.
+pub fn hang_until_asked(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_until_asked", until_asked(rt))
+}
+
+fn until_asked(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 2, "runs on 2 PEs");
+    let file = report_file(rt)?;
+    let sig = rt.calloc::<u64>(1).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    if rt.my_pe() == 0 {
+        let got = rt.signal_wait_until(sig.at(0), Cmp::Ge, 1).or_fail()?;
+        check!(got == 1, "PE 0 woke on signal value {got}, not 1");
+    } else {
+        println!("PE 1: hanging");
+        await_asked(&file)?;
+        rt.signal_op(sig.at(0), 1, symmem::SignalOp::Set, 0)
+            .or_fail()?;
+    }
+    rt.barrier_all().or_fail()?;
+    rt.free(sig).or_fail()
+}
+
+/// Waits in user code until `file` holds an asked-for report, for at most 20 s.
+fn await_asked(file: &std::path::Path) -> Outcome {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains("\"trigger\":\"asked\""))
+    {
+        check!(
+            std::time::Instant::now() < deadline,
+            "no asked-for report in {} after 20 s",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
