@@ -162,7 +162,8 @@ fn symrun_forwards_whole_lines_with_or_without_tags() {
 /// `XDG_RUNTIME_DIR` here) and prints; the job then ends well, and symrun names the file.
 #[test]
 fn symrun_report_prints_a_running_jobs_hang_report() {
-    let runtime_dir = std::env::temp_dir().join(format!("symmem-cli-report-{}", std::process::id()));
+    let runtime_dir =
+        std::env::temp_dir().join(format!("symmem-cli-report-{}", std::process::id()));
     std::fs::create_dir_all(&runtime_dir).unwrap();
     let mut cmd = Command::new(SYMRUN);
     for (k, _) in std::env::vars() {
@@ -203,7 +204,11 @@ fn symrun_report_prints_a_running_jobs_hang_report() {
     let stderr = text(&job.stderr);
     // What `symrun --report` prints, for the book's chapter.
     eprintln!("{printed}");
-    assert!(report.status.success(), "{printed}{}\njob:\n{stderr}", text(&report.stderr));
+    assert!(
+        report.status.success(),
+        "{printed}{}\njob:\n{stderr}",
+        text(&report.stderr)
+    );
     for want in [
         "hang report from PE 0\n",
         "root: PE 1 is in user code",
@@ -213,7 +218,10 @@ fn symrun_report_prints_a_running_jobs_hang_report() {
         "  PE 1: outside symmem (in user code) for ",
         "chain: PE 0 -> PE 1\n",
     ] {
-        assert!(printed.contains(want), "--report lacks {want:?}:\n{printed}");
+        assert!(
+            printed.contains(want),
+            "--report lacks {want:?}:\n{printed}"
+        );
     }
     assert!(job.status.success(), "{stderr}");
     assert!(

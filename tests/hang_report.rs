@@ -148,10 +148,7 @@ fn a_forgotten_signal_across_nodes_names_the_pe_in_user_code() {
 /// code); `SYMMEM_HANG_REPORT` (60 s) never fires on its own.
 #[test]
 fn sigusr1_asks_for_one_report_hang_or_not() {
-    let file = std::env::temp_dir().join(format!(
-        "symmem-hang-asked-{}.jsonl",
-        std::process::id()
-    ));
+    let file = std::env::temp_dir().join(format!("symmem-hang-asked-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&file);
     let path = file.to_str().expect("a UTF-8 temporary path");
     let job = run_scenario(
@@ -186,10 +183,16 @@ fn sigusr1_asks_for_one_report_hang_or_not() {
         "{\"pe\":0,\"state\":\"waiting\",\"op\":\"signal_wait_until\"",
         "{\"pe\":1,\"state\":\"outside\"",
     ] {
-        assert!(lines[1].contains(want), "the report lacks {want:?}: {}", lines[1]);
+        assert!(
+            lines[1].contains(want),
+            "the report lacks {want:?}: {}",
+            lines[1]
+        );
     }
     assert_eq!(
-        job.stderr.matches("hang report from PE 0 (asked for)").count(),
+        job.stderr
+            .matches("hang report from PE 0 (asked for)")
+            .count(),
         2,
         "two text reports:\n{}",
         job.stderr

@@ -73,11 +73,17 @@ mod tests {
         let uid = unsafe { libc::getuid() };
         let name = "symrun-42-hang-reports.jsonl";
         assert_eq!(
-            path(42, lookup(&[(VAR, "/x/r.jsonl"), ("XDG_RUNTIME_DIR", "/run/u")])),
+            path(
+                42,
+                lookup(&[(VAR, "/x/r.jsonl"), ("XDG_RUNTIME_DIR", "/run/u")])
+            ),
             PathBuf::from("/x/r.jsonl")
         );
         assert_eq!(
-            path(42, lookup(&[("XDG_RUNTIME_DIR", "/run/u"), ("TMPDIR", "/t")])),
+            path(
+                42,
+                lookup(&[("XDG_RUNTIME_DIR", "/run/u"), ("TMPDIR", "/t")])
+            ),
             PathBuf::from(format!("/run/u/symmem-{uid}/{name}"))
         );
         assert_eq!(
@@ -101,7 +107,9 @@ mod tests {
         prepare_dir(&file).expect("an existing private directory is fine");
         let shared = base.join("shared").join("f.jsonl");
         std::fs::create_dir_all(shared.parent().unwrap()).unwrap();
-        let mut perms = std::fs::metadata(shared.parent().unwrap()).unwrap().permissions();
+        let mut perms = std::fs::metadata(shared.parent().unwrap())
+            .unwrap()
+            .permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o777);
         std::fs::set_permissions(shared.parent().unwrap(), perms).unwrap();
         let err = prepare_dir(&shared).unwrap_err();

@@ -82,17 +82,18 @@ fn main() -> ExitCode {
 /// report and prints it, or says why none came (exit code 1).
 fn report(pid: Option<u32>) -> ExitCode {
     use symmem::cli::report;
-    let printed = pid
-        .map_or_else(report::only_symrun, Ok)
-        .and_then(|pid| {
-            let file = report::file_of(pid)?;
-            let line = report::ask(pid, &file, report::WAIT)?;
-            Ok((report::render(&line)?, file))
-        });
+    let printed = pid.map_or_else(report::only_symrun, Ok).and_then(|pid| {
+        let file = report::file_of(pid)?;
+        let line = report::ask(pid, &file, report::WAIT)?;
+        Ok((report::render(&line)?, file))
+    });
     match printed {
         Ok((text, file)) => {
             print!("{text}");
-            println!("(the JSON report is the last line with \"trigger\":\"asked\" in {})", file.display());
+            println!(
+                "(the JSON report is the last line with \"trigger\":\"asked\" in {})",
+                file.display()
+            );
             ExitCode::SUCCESS
         }
         Err(why) => {
@@ -170,7 +171,10 @@ mod tests {
     #[test]
     fn report_takes_an_optional_pid_and_nothing_else() {
         assert_eq!(parsed(&["--report"]).unwrap().0.report, Some(None));
-        assert_eq!(parsed(&["--report", "42"]).unwrap().0.report, Some(Some(42)));
+        assert_eq!(
+            parsed(&["--report", "42"]).unwrap().0.report,
+            Some(Some(42))
+        );
         assert_eq!(parsed(&["--report=42"]).unwrap().0.report, Some(Some(42)));
         let err = parsed(&["--report", "-n", "2", "prog"]).unwrap_err();
         assert!(err.contains("cannot be used with"), "{err}");

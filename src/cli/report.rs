@@ -68,9 +68,8 @@ fn command_line(proc_dir: &Path) -> String {
 /// The environment of process `pid` (`/proc/PID/environ`).
 fn environment(pid: u32) -> Result<HashMap<String, OsString>, String> {
     let path = format!("/proc/{pid}/environ");
-    let bytes = std::fs::read(&path).map_err(|e| {
-        format!("reading {path} (is {pid} a running symrun of this user?): {e}")
-    })?;
+    let bytes = std::fs::read(&path)
+        .map_err(|e| format!("reading {path} (is {pid} a running symrun of this user?): {e}"))?;
     Ok(bytes
         .split(|&b| b == 0)
         .filter_map(|kv| {
@@ -129,8 +128,8 @@ fn new_asked_report(file: &Path, start: u64) -> Option<String> {
 /// A JSON report line ([`ask`]) as people read it.
 pub fn render(line: &str) -> Result<String, String> {
     let bad = |what: &str| format!("the hang report has no {what}: {line}");
-    let v: Value =
-        serde_json::from_str(line).map_err(|e| format!("the hang report is not JSON ({e}): {line}"))?;
+    let v: Value = serde_json::from_str(line)
+        .map_err(|e| format!("the hang report is not JSON ({e}): {line}"))?;
     let num = |v: &Value| v.as_u64().map_or("?".to_string(), |n| n.to_string());
     let text = |v: &Value, key: &str| v[key].as_str().unwrap_or("?").to_string();
     let reporter = v["reporter"].as_u64().ok_or_else(|| bad("reporter"))?;
@@ -193,7 +192,10 @@ mod tests {
         );
         let none = r#"{"reporter":1,"trigger":"asked","root":[],"reason":"no hang","summary":"no hang: every PE is outside symmem or running","chain":[],"pes":[{"pe":0,"state":"outside","secs":1.0}]}"#;
         let r = render(none).unwrap();
-        assert!(r.starts_with("hang report from PE 1\nno hang: every PE"), "{r}");
+        assert!(
+            r.starts_with("hang report from PE 1\nno hang: every PE"),
+            "{r}"
+        );
         assert!(!r.contains("chain"), "{r}");
         let err = render("{\"reporter\":0}").unwrap_err();
         assert!(err.contains("no reason"), "{err}");
@@ -209,7 +211,11 @@ mod tests {
         let slow = "{\"reporter\":0,\"trigger\":\"slow wait\"}\n";
         let half = "{\"reporter\":0,\"trigger\":\"asked\"";
         std::fs::write(&file, format!("{old}{slow}{half}")).unwrap();
-        assert_eq!(new_asked_report(&file, start), None, "an unfinished line waits");
+        assert_eq!(
+            new_asked_report(&file, start),
+            None,
+            "an unfinished line waits"
+        );
         std::fs::write(&file, format!("{old}{slow}{half}}}\n")).unwrap();
         assert_eq!(
             new_asked_report(&file, start).as_deref(),

@@ -42,7 +42,8 @@ pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;
 pub use hangs::{
-    hang_asked, hang_barrier_skipped, hang_forgotten_signal, hang_until_asked, hang_mismatched_collectives, hang_stopped_pe,
+    hang_asked, hang_barrier_skipped, hang_forgotten_signal, hang_mismatched_collectives,
+    hang_stopped_pe, hang_until_asked,
 };
 pub use kill_matrix::kill_matrix;
 pub use litmus::litmus;

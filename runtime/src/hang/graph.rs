@@ -484,7 +484,10 @@ mod tests {
         let dead = PeState::NotAnswering {
             why: "timed out".into(),
         };
-        assert_eq!(analyse(0, &[outside(1.0), dead]).reason, Reason::NotAnswering);
+        assert_eq!(
+            analyse(0, &[outside(1.0), dead]).reason,
+            Reason::NotAnswering
+        );
     }
 
     #[test]

@@ -287,17 +287,24 @@ mod tests {
 
     #[test]
     fn an_asked_for_report_with_no_wait_says_there_is_no_hang() {
-        let states = [PeState::Outside { secs: 1.0 }, PeState::Outside { secs: 2.0 }];
+        let states = [
+            PeState::Outside { secs: 1.0 },
+            PeState::Outside { secs: 2.0 },
+        ];
         let a = analyse(1, &states);
         let j = json(1, Trigger::Asked, &states, &a);
         assert!(
-            j.starts_with("{\"reporter\":1,\"trigger\":\"asked\",\"root\":[],\"reason\":\"no hang\""),
+            j.starts_with(
+                "{\"reporter\":1,\"trigger\":\"asked\",\"root\":[],\"reason\":\"no hang\""
+            ),
             "{j}"
         );
         assert!(j.contains("\"chain\":[]"), "{j}");
         let t = text(1, Trigger::Asked, &states, &a);
         assert!(
-            t.starts_with("hang report from PE 1 (asked for): no hang: every PE is outside symmem or running"),
+            t.starts_with(
+                "hang report from PE 1 (asked for): no hang: every PE is outside symmem or running"
+            ),
             "{t}"
         );
         assert!(!t.contains("chain:"), "{t}");

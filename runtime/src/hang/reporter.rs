@@ -188,7 +188,12 @@ fn serve(
         per_address: MAX_WAITING.max(n),
         hello_timeout: ANSWER_BOUND,
     };
-    let mut lobby = Lobby::new("hang report", Protocol::HangReport, peers.key.clone(), limits);
+    let mut lobby = Lobby::new(
+        "hang report",
+        Protocol::HangReport,
+        peers.key.clone(),
+        limits,
+    );
     let mut seen = report_signal::generation();
     let mut asked: Option<JoinHandle<()>> = None;
     while !stop.load(Ordering::Relaxed) {
@@ -201,7 +206,9 @@ fn serve(
                 .spawn(move || on_request(&peers));
             match started {
                 Ok(t) => asked = Some(t),
-                Err(e) => tracing::error!(target: "hang", "starting the asked-for hang report: {e}"),
+                Err(e) => {
+                    tracing::error!(target: "hang", "starting the asked-for hang report: {e}")
+                }
             }
         }
         for peer in lobby.poll(listener, POLL) {
@@ -257,6 +264,9 @@ mod tests {
         );
         assert!(refused.is_err(), "a stranger's key is refused");
         // The listener still answers after the stranger.
-        assert!(matches!(r.peers.ask(r.peers.addrs[0]), Ok(PeState::Waiting { .. })));
+        assert!(matches!(
+            r.peers.ask(r.peers.addrs[0]),
+            Ok(PeState::Waiting { .. })
+        ));
     }
 }
