@@ -1,12 +1,16 @@
 //! The tools and the examples parse their command lines like their neighbours do (clap):
 //! `--help` and `--version` print and succeed, `--opt=value` equals `--opt value`, a typo
 //! is a usage error (exit code 2) that suggests the option, and symrun passes the
-//! program's own arguments on untouched.
+//! program's own arguments on untouched; `symrun --report PID` prints a running job's
+//! hang report.
 
+mod common;
+
+use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
-const SYMRUN: &str = env!("CARGO_BIN_EXE_symrun");
+use common::SYMRUN;
 
 /// The path of example `name` (built by `cargo test`).
 fn example(name: &str) -> PathBuf {
@@ -150,4 +154,98 @@ fn symrun_forwards_whole_lines_with_or_without_tags() {
             assert_eq!(seen.len(), whole, "{stream:?}");
         }
     }
+}
+
+/// `symrun --report PID` while the job hangs (PE 0 waits for a signal that PE 1, in user
+/// code, sends only once an asked-for report is in the job's file): symrun forwards
+/// SIGUSR1 to PE 0, whose report `--report` finds in symrun's per-job file (in a private
+/// `XDG_RUNTIME_DIR` here) and prints; the job then ends well, and symrun names the file.
+#[test]
+fn symrun_report_prints_a_running_jobs_hang_report() {
+    let runtime_dir =
+        std::env::temp_dir().join(format!("symmem-cli-report-{}", std::process::id()));
+    std::fs::create_dir_all(&runtime_dir).unwrap();
+    let mut cmd = Command::new(SYMRUN);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SYMMEM_") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut job = cmd
+        .args(["-n", "2", common::test_pe(), "api_hang_until_asked"])
+        .env("SYMMEM_TEST_EXPECT_PES", "2")
+        .env("SYMMEM_TEST_EXPECT_BOOTSTRAP", "tcp")
+        .env("SYMMEM_HANG_REPORT", "60")
+        .env("SYMMEM_TIMEOUT", "30")
+        .env("XDG_RUNTIME_DIR", &runtime_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting symrun");
+    let pid = job.id().to_string();
+    let mut stdout = std::io::BufReader::new(job.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("PE 1: hanging") {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            let out = job.wait_with_output().unwrap();
+            panic!("the job ended before it hung: {seen}{}", text(&out.stderr));
+        }
+        seen += &line;
+    }
+    // PE 0's wait is published once it stops spinning (microseconds): margin.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let report = Command::new(SYMRUN)
+        .args(["--report", &pid])
+        .output()
+        .unwrap();
+    let printed = text(&report.stdout);
+    let job = job.wait_with_output().unwrap();
+    let stderr = text(&job.stderr);
+    // What `symrun --report` prints, for the book's chapter.
+    eprintln!("{printed}");
+    assert!(
+        report.status.success(),
+        "{printed}{}\njob:\n{stderr}",
+        text(&report.stderr)
+    );
+    for want in [
+        "hang report from PE 0\n",
+        "root: PE 1 is in user code",
+        "[in user code]",
+        "  PE 0: waiting ",
+        " s in signal_wait_until: signal #0[0] Ge 1 (last seen 0)",
+        "  PE 1: outside symmem (in user code) for ",
+        "chain: PE 0 -> PE 1\n",
+    ] {
+        assert!(
+            printed.contains(want),
+            "--report lacks {want:?}:\n{printed}"
+        );
+    }
+    assert!(job.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("symrun: SIGUSR1: PE 0 (pid "),
+        "symrun forwards to PE 0:\n{stderr}"
+    );
+    assert_eq!(stderr.matches("hang report from PE").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("this job's hang reports (JSON lines) are in"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&runtime_dir).unwrap();
+}
+
+/// `--report` names what is wrong: a process that is not there, or usage mixed with a job.
+#[test]
+fn symrun_report_errors_name_the_process() {
+    let out = run(SYMRUN, &["--report", "4294967295"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("symrun --report: reading /proc/4294967295/environ"),
+        "{stderr}"
+    );
+    let out = run(SYMRUN, &["--report", "-n", "2", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }

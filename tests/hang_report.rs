@@ -1,7 +1,8 @@
 //! The hang report (`SYMMEM_HANG_REPORT`, issue 52): 2 CPU PEs hang in a known way, PE 0
 //! gathers every PE's wait record over the side path after 1 s and writes one report,
 //! naming the root, to `SYMMEM_HANG_REPORT_FILE`; every wait still ends at
-//! `SYMMEM_TIMEOUT` (3 s) and the job finishes.
+//! `SYMMEM_TIMEOUT` (3 s) and the job finishes. A report can also be asked for with
+//! SIGUSR1, hang or not.
 
 mod common;
 
@@ -191,5 +192,68 @@ fn a_pe_missing_from_a_barrier_of_three_is_the_root() {
             "\"chain\":[0,2]",
             "\"team\":\"TEAM_WORLD\",\"members\":[0,1,2]",
         ],
+    );
+}
+
+/// SIGUSR1 to PE 0's process makes one report each time, from PE 0: "no hang" while both
+/// PEs are in user code, then, while PE 0 waits for a signal, the root (PE 1, in user
+/// code); `SYMMEM_HANG_REPORT` (60 s) never fires on its own.
+#[test]
+fn sigusr1_asks_for_one_report_hang_or_not() {
+    let file = std::env::temp_dir().join(format!("symmem-hang-asked-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let path = file.to_str().expect("a UTF-8 temporary path");
+    let job = run_scenario(
+        2,
+        "api_hang_asked",
+        &[
+            ("SYMMEM_TIMEOUT", "30"),
+            ("SYMMEM_HANG_REPORT", "60"),
+            ("SYMMEM_HANG_REPORT_FILE", path),
+        ],
+    );
+    job.assert_success();
+    let lines: Vec<String> = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("no hang report in {path}: {e}\n{}", job.stderr))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let _ = std::fs::remove_file(&file);
+    eprintln!("{}", job.stderr);
+    assert_eq!(lines.len(), 2, "one report per signal: {lines:#?}");
+    assert!(
+        lines[0].starts_with(
+            "{\"reporter\":0,\"trigger\":\"asked\",\"root\":[],\"reason\":\"no hang\""
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("\"chain\":[]"), "{}", lines[0]);
+    for want in [
+        "{\"reporter\":0,\"trigger\":\"asked\",\"root\":[1],\"reason\":\"in user code\"",
+        "\"chain\":[0,1]",
+        "{\"pe\":0,\"state\":\"waiting\",\"op\":\"signal_wait_until\"",
+        "{\"pe\":1,\"state\":\"outside\"",
+    ] {
+        assert!(
+            lines[1].contains(want),
+            "the report lacks {want:?}: {}",
+            lines[1]
+        );
+    }
+    assert_eq!(
+        job.stderr
+            .matches("hang report from PE 0 (asked for)")
+            .count(),
+        2,
+        "two text reports:\n{}",
+        job.stderr
+    );
+    assert!(
+        job.stderr.contains(
+            "hang report from PE 0 (asked for): no hang: every PE is outside symmem or running"
+        ),
+        "{}",
+        job.stderr
     );
 }

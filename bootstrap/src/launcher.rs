@@ -11,6 +11,13 @@
 //! Each child gets `PR_SET_PDEATHSIG = SIGKILL`, so killing the launcher kills the job,
 //! and the CPUs its [`Placement`] gives it (`--bind-to`, `--map-by`), set before it runs
 //! its program so that every thread inherits them.
+//!
+//! Hang reports on request: SIGUSR1 to the launcher is forwarded to PE 0 (the lowest PE
+//! still running), whose runtime reports every PE's state (one report, not N). The PEs
+//! start with SIGUSR1 ignored, so that one whose runtime has no handler (before init,
+//! with the hang report off) is not killed by it. Unless the user set
+//! `SYMMEM_HANG_REPORT_FILE`, the PEs get a per-job one ([`crate::report_file`]), where
+//! `symrun --report` reads the report it asked for.
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -23,7 +30,7 @@ use std::time::{Duration, Instant};
 use crate::affinity::{Binding, Placement};
 use crate::auth::{self, JobKey};
 use crate::tcp::RendezvousServer;
-use crate::BootstrapError;
+use crate::{report_file, report_signal, BootstrapError};
 
 /// Rendezvous address given to each PE.
 pub const ENV_ADDR: &str = "SYMMEM_LAUNCH_ADDR";
@@ -87,6 +94,9 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
         .map_err(|e| BootstrapError::io("binding the launcher's rendezvous", &e))?;
     let secret = JobKey::random_secret()?;
     let server = RendezvousServer::start(listener, launch_key(&secret), opts.n_pes, opts.timeout)?;
+    // Held until the job ends: SIGUSR1 asks for a hang report instead of killing the job.
+    let _requests = report_signal::install("the launcher");
+    let report_file = job_report_file();
     let mut children = Vec::with_capacity(opts.n_pes);
     let mut pumps = Vec::new();
     for rank in 0..opts.n_pes {
@@ -100,16 +110,25 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
         if let Some(helpers) = placement.helper_cpus(rank) {
             cmd.env(ENV_HELPER_CPUS, helpers.to_string());
         }
+        if let Some(file) = &report_file {
+            cmd.env(report_file::VAR, file);
+        }
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let cpus = placement.cpus(rank);
         // Built here: the child may not allocate between fork and exec.
         let mask = cpus.map(|c| c.mask());
-        // SAFETY: the closure runs in the forked child before exec and only calls prctl
-        // and sched_setaffinity (on a mask built before the fork), both async-signal-safe
-        // system calls.
+        // SAFETY: the closure runs in the forked child before exec and only calls prctl,
+        // sigaction and sched_setaffinity (on a mask built before the fork), all
+        // async-signal-safe system calls, and fills a sigaction on its stack.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // An ignored disposition survives exec: the runtime's handler replaces it.
+                let mut ignore: libc::sigaction = std::mem::zeroed();
+                ignore.sa_sigaction = libc::SIG_IGN;
+                if libc::sigaction(libc::SIGUSR1, &ignore, std::ptr::null_mut()) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 if let Some(mask) = &mask {
@@ -146,7 +165,63 @@ pub fn run(opts: &LaunchOptions) -> Result<i32, BootstrapError> {
     }
     let code = supervise(&mut children, &server, opts.kill_grace);
     finish_pumps(pumps, PUMP_DRAIN);
+    if let Some(file) = report_file {
+        // Kept where it holds reports (the PEs logged their text; this is the JSON).
+        match std::fs::metadata(&file) {
+            Ok(m) if m.len() > 0 => report(&format!(
+                "this job's hang reports (JSON lines) are in {}",
+                file.display()
+            )),
+            Ok(_) => {
+                let _ = std::fs::remove_file(&file);
+            }
+            Err(_) => {}
+        }
+    }
     Ok(code)
+}
+
+/// The per-job report file that the launcher gives its PEs, or `None` where the user set
+/// one (the PEs inherit it) or the default's directory cannot be made private (said on
+/// stderr; the PEs then log their JSON reports).
+fn job_report_file() -> Option<std::path::PathBuf> {
+    if std::env::var_os(report_file::VAR).is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    let file = report_file::path(std::process::id(), |k| std::env::var_os(k));
+    match report_file::prepare_dir(&file) {
+        Ok(()) => {
+            // A stale file of an earlier process with this pid is not this job's.
+            let _ = std::fs::remove_file(&file);
+            Some(file)
+        }
+        Err(why) => {
+            report(&format!("no per-job hang report file: {why}"));
+            None
+        }
+    }
+}
+
+/// Forwards a report request (SIGUSR1 to the launcher) to the lowest PE still running.
+fn forward_report_request(children: &[Option<Child>]) {
+    let Some((rank, child)) = children
+        .iter()
+        .enumerate()
+        .find_map(|(rank, c)| Some((rank, c.as_ref()?)))
+    else {
+        return;
+    };
+    let pid = child.id();
+    // SAFETY: kill has no memory-safety preconditions; the child is not yet reaped, so
+    // its pid is still its own.
+    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGUSR1) } == 0 {
+        report(&format!(
+            "SIGUSR1: PE {rank} (pid {pid}) is asked for a hang report"
+        ));
+    } else {
+        let e = std::io::Error::last_os_error();
+        report(&format!("forwarding SIGUSR1 to PE {rank} (pid {pid}): {e}"));
+    }
 }
 
 /// Waits for the output pumps to copy what the PEs wrote before they exited, but no longer
@@ -177,7 +252,13 @@ fn supervise(children: &mut [Option<Child>], server: &RendezvousServer, grace: D
     let mut decide_at: Option<Instant> = None;
     let mut kill_at: Option<Instant> = None;
     let watch = ExitWatch::new(children);
+    let mut requests = report_signal::generation();
     loop {
+        let now = report_signal::generation();
+        if now != requests {
+            requests = now;
+            forward_report_request(children);
+        }
         for (rank, slot) in children.iter_mut().enumerate() {
             let Some(child) = slot else { continue };
             match child.try_wait() {

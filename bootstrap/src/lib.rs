@@ -34,6 +34,8 @@ pub mod net;
 pub mod node;
 pub mod pmi;
 pub mod pmix;
+pub mod report_file;
+pub mod report_signal;
 pub mod select;
 pub mod single;
 pub mod tcp;

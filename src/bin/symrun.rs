@@ -3,10 +3,12 @@
 //! ```text
 //! symrun -n N [--bind-to core|numa|none] [--map-by core|numa] [--tag-output]
 //!        [--kill-grace SECONDS] [--] PROGRAM [ARGS...]
+//! symrun --report [PID]
 //! ```
 //! Exits with 0 when every PE succeeds, else with the first failing PE's exit code
-//! (128 + signal number for a PE killed by a signal); 2 for bad usage. The command line
-//! is [`symmem::cli::symrun::Args`] (`symrun --help`, `man symrun`).
+//! (128 + signal number for a PE killed by a signal); 2 for bad usage. `--report` asks a
+//! running symrun for a hang report and prints it ([`symmem::cli::report`]). The command
+//! line is [`symmem::cli::symrun::Args`] (`symrun --help`, `man symrun`).
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -42,6 +44,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(pid) = args.report {
+        return report(pid);
+    }
     let config = match symmem::Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -51,7 +56,7 @@ fn main() -> ExitCode {
     };
     let mut command = args.command.into_iter();
     let opts = LaunchOptions {
-        n_pes: args.n_pes,
+        n_pes: args.n_pes.expect("clap requires --np without --report"),
         program: command.next().expect("clap requires PROGRAM"),
         args: command.collect(),
         tag_output: args.tag_output,
@@ -68,6 +73,31 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("symrun: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `symrun --report [PID]`: asks symrun `pid` (default: this user's only one) for a hang
+/// report and prints it, or says why none came (exit code 1).
+fn report(pid: Option<u32>) -> ExitCode {
+    use symmem::cli::report;
+    let printed = pid.map_or_else(report::only_symrun, Ok).and_then(|pid| {
+        let file = report::file_of(pid)?;
+        let line = report::ask(pid, &file, report::WAIT)?;
+        Ok((report::render(&line)?, file))
+    });
+    match printed {
+        Ok((text, file)) => {
+            print!("{text}");
+            println!(
+                "(the JSON report is the last line with \"trigger\":\"asked\" in {})",
+                file.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("symrun --report: {why}");
             ExitCode::from(1)
         }
     }
@@ -127,15 +157,28 @@ mod tests {
     #[test]
     fn the_program_keeps_its_own_arguments() {
         let (a, _) = parsed(&["-np", "2", "prog", "--pes", "3", "-x", "-np", "4"]).unwrap();
-        assert_eq!(a.n_pes, 2);
+        assert_eq!(a.n_pes, Some(2));
         let expected: Vec<OsString> = ["prog", "--pes", "3", "-x", "-np", "4"]
             .iter()
             .map(OsString::from)
             .collect();
         assert_eq!(a.command, expected);
         let (a, _) = parsed(&["--np=3", "--tag-output", "--", "-prog", "-n", "1"]).unwrap();
-        assert_eq!((a.n_pes, a.tag_output, a.command.len()), (3, true, 3));
+        assert_eq!((a.n_pes, a.tag_output, a.command.len()), (Some(3), true, 3));
         assert_eq!(a.command[0], "-prog");
+    }
+
+    #[test]
+    fn report_takes_an_optional_pid_and_nothing_else() {
+        assert_eq!(parsed(&["--report"]).unwrap().0.report, Some(None));
+        assert_eq!(
+            parsed(&["--report", "42"]).unwrap().0.report,
+            Some(Some(42))
+        );
+        assert_eq!(parsed(&["--report=42"]).unwrap().0.report, Some(Some(42)));
+        let err = parsed(&["--report", "-n", "2", "prog"]).unwrap_err();
+        assert!(err.contains("cannot be used with"), "{err}");
+        assert!(parsed(&["--report", "x"]).unwrap_err().contains("x"));
     }
 
     #[test]

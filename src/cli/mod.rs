@@ -8,6 +8,7 @@
 pub mod info;
 pub mod launch;
 pub mod perf;
+pub mod report;
 pub mod symrun;
 
 use clap::CommandFactory;

@@ -5,22 +5,45 @@ use std::time::Duration;
 
 use super::launch::BindingArgs;
 
-/// Start N local symmem PEs of PROGRAM.
+/// Start N local symmem PEs of PROGRAM, or ask a running job for a hang report.
 ///
 /// Exits with 0 when every PE succeeds, else with the first failing PE's exit code (128 +
-/// signal number for a PE killed by a signal); 2 for bad usage.
+/// signal number for a PE killed by a signal); 2 for bad usage. With --report: 0 once the
+/// report is printed, 1 when none came.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "symrun",
     version,
     allow_negative_numbers = true,
-    after_help = "Environment: SYMMEM_BOOTSTRAP_TIMEOUT bounds every bootstrap call (default 60 s); \
+    after_help = "Hang reports: SIGUSR1 to symrun is forwarded to PE 0, which logs a report of \
+                  every PE's state (the PEs start with SIGUSR1 ignored until their runtime \
+                  handles it). Unless SYMMEM_HANG_REPORT_FILE is set, symrun gives its PEs \
+                  the per-job file $XDG_RUNTIME_DIR/symmem-<uid>/symrun-<pid>-hang-reports.jsonl \
+                  ($TMPDIR or /tmp without XDG_RUNTIME_DIR), where `symrun --report` reads \
+                  the JSON report it asked for; symrun names the file at exit when it holds \
+                  reports.\n\n\
+                  Environment: SYMMEM_BOOTSTRAP_TIMEOUT bounds every bootstrap call (default 60 s); \
                   `symmem-info` lists every variable."
 )]
 pub struct Args {
+    /// Ask the running symrun PID (default: this user's only one) for a hang report: send
+    /// it SIGUSR1, wait up to 10 s for the report in its per-job file and print it
+    #[arg(
+        long,
+        value_name = "PID",
+        num_args = 0..=1,
+        conflicts_with_all = ["n_pes", "command", "tag_output", "kill_grace"]
+    )]
+    pub report: Option<Option<u32>>,
     /// Number of PEs to start on this machine (-np N is taken too)
-    #[arg(short = 'n', long = "np", value_name = "N", value_parser = pes)]
-    pub n_pes: usize,
+    #[arg(
+        short = 'n',
+        long = "np",
+        value_name = "N",
+        value_parser = pes,
+        required_unless_present = "report"
+    )]
+    pub n_pes: Option<usize>,
     /// Prefix each output line with [PE i] (output is forwarded in whole lines either way)
     #[arg(long)]
     pub tag_output: bool,
@@ -34,7 +57,7 @@ pub struct Args {
     /// The program every PE runs, and its arguments (passed on untouched)
     #[arg(
         value_name = "PROGRAM",
-        required = true,
+        required_unless_present = "report",
         num_args = 1..,
         trailing_var_arg = true
     )]

@@ -4,9 +4,11 @@
 //! Each waiting PE points at the PE it waits for: a collective's first member that is not
 //! in the same collective (team, operation and sequence number), or, for a wait on a word
 //! any PE may write (`wait_until`, `signal_wait_until`), the PE that has been outside
-//! symmem longest. The chain from the reporting PE ends at the root: a PE in user code,
-//! a signal wait nobody will write (every other PE waits too), or a cycle. A PE that does
-//! not answer, or collectives that do not match, are the root whatever the chain says.
+//! symmem longest. The chain from the reporting PE (or, where it does not wait, as in a
+//! report asked for by SIGUSR1, from the PE that has waited longest) ends at the root: a
+//! PE in user code, a signal wait nobody will write (every other PE waits too), or a
+//! cycle. A PE that does not answer, or collectives that do not match, are the root
+//! whatever the chain says; where no PE waits and every one answers, there is no hang.
 
 use std::fmt::Write as _;
 
@@ -27,6 +29,8 @@ pub(crate) enum Reason {
     Cycle,
     /// Every member of the collective the chain ends in is in it: nothing explains it.
     Unexplained,
+    /// No PE waits in symmem (a report asked for while the job runs): no root.
+    NoHang,
 }
 
 impl Reason {
@@ -39,6 +43,7 @@ impl Reason {
             Reason::NobodyWillWrite => "signal nobody will write",
             Reason::Cycle => "cycle",
             Reason::Unexplained => "unexplained",
+            Reason::NoHang => "no hang",
         }
     }
 }
@@ -46,13 +51,14 @@ impl Reason {
 /// The analysis of one hang.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Analysis {
-    /// The PEs the report blames.
+    /// The PEs the report blames (none where there is no hang).
     pub root: Vec<usize>,
     /// Why.
     pub reason: Reason,
     /// One sentence naming the root and why.
     pub summary: String,
-    /// The chain of waits from the reporting PE (ending in a repeat for a cycle).
+    /// The chain of waits from the reporting PE, or the PE that has waited longest
+    /// (ending in a repeat for a cycle; empty where no PE waits).
     pub chain: Vec<usize>,
 }
 
@@ -138,10 +144,27 @@ fn mismatched(states: &[PeState]) -> Vec<usize> {
     pes
 }
 
+/// Where the chain starts: `from` if it waits, else the PE that has waited longest, if
+/// any.
+fn start(from: usize, states: &[PeState]) -> Option<usize> {
+    let waited = |p: usize| match states[p] {
+        PeState::Waiting { secs, .. } => Some(secs),
+        _ => None,
+    };
+    if waited(from).is_some() {
+        return Some(from);
+    }
+    (0..states.len())
+        .filter_map(|p| Some((p, waited(p)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(p, _)| p)
+}
+
 /// Analyses the records of every PE (`states[pe]`), as gathered by PE `from`.
 pub(crate) fn analyse(from: usize, states: &[PeState]) -> Analysis {
-    let mut chain = vec![from];
-    while let Some(n) = next(states, *chain.last().expect("never empty")) {
+    let first = start(from, states);
+    let mut chain: Vec<usize> = first.into_iter().collect();
+    while let Some(n) = chain.last().and_then(|&p| next(states, p)) {
         let repeat = chain.contains(&n);
         chain.push(n);
         if repeat {
@@ -165,6 +188,14 @@ pub(crate) fn analyse(from: usize, states: &[PeState]) -> Analysis {
             chain,
         };
     }
+    if first.is_none() {
+        return Analysis {
+            root: Vec::new(),
+            reason: Reason::NoHang,
+            summary: "no hang: every PE is outside symmem or running".into(),
+            chain,
+        };
+    }
     let clash = mismatched(states);
     if !clash.is_empty() {
         let mut summary = String::from("mismatched collectives:");
@@ -180,7 +211,7 @@ pub(crate) fn analyse(from: usize, states: &[PeState]) -> Analysis {
             chain,
         };
     }
-    let last = *chain.last().expect("never empty");
+    let last = *chain.last().expect("a waiting PE starts the chain");
     if chain[..chain.len() - 1].contains(&last) {
         let start = chain.iter().position(|&p| p == last).expect("a repeat");
         let cycle: Vec<usize> = chain[start..chain.len() - 1].to_vec();
@@ -438,6 +469,44 @@ mod tests {
             "{a:?}"
         );
         assert_eq!(a.chain, [0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn with_no_pe_waiting_there_is_no_hang() {
+        let a = analyse(0, &[outside(1.0), outside(2.0)]);
+        assert_eq!(
+            (a.root.clone(), a.reason, a.chain.clone()),
+            (vec![], Reason::NoHang, vec![]),
+            "{a:?}"
+        );
+        assert!(a.summary.starts_with("no hang"), "{}", a.summary);
+        // A PE that does not answer is still named.
+        let dead = PeState::NotAnswering {
+            why: "timed out".into(),
+        };
+        assert_eq!(
+            analyse(0, &[outside(1.0), dead]).reason,
+            Reason::NotAnswering
+        );
+    }
+
+    #[test]
+    fn a_report_from_a_pe_outside_starts_at_the_longest_wait() {
+        let short = PeState::Waiting {
+            op: "quiet".into(),
+            detail: "puts to PE 0".into(),
+            peer: Some(0),
+            collective: None,
+            secs: 1.0,
+        };
+        // PE 0 asks (SIGUSR1) from user code; PE 2 has waited longest, for a word PE 0
+        // (outside longest) may write.
+        let a = analyse(0, &[outside(9.0), short, signal_wait()]);
+        assert_eq!(
+            (a.root.clone(), a.reason, a.chain.clone()),
+            (vec![0], Reason::InUserCode, vec![2, 0]),
+            "{a:?}"
+        );
     }
 
     #[test]

@@ -259,10 +259,21 @@ impl WaitBoard {
         }
     }
 
+    /// The oldest wait of the sources (not of the host wait loops, which report
+    /// themselves).
+    pub fn source_wait(&self) -> Option<Wait> {
+        self.sources
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|(_, source)| source())
+            .min_by_key(|w| w.since)
+    }
+
     /// This PE's state now: its oldest wait (host wait loops and sources), or outside
     /// since the last one ended.
     pub fn state(&self) -> PeState {
-        let mut oldest: Option<Wait> = self
+        let loops = self
             .waits
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -270,18 +281,10 @@ impl WaitBoard {
             .map(|(_, w)| w)
             .min_by_key(|w| w.since)
             .cloned();
-        for (_, source) in self
-            .sources
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            if let Some(w) = source() {
-                if oldest.as_ref().is_none_or(|o| w.since < o.since) {
-                    oldest = Some(w);
-                }
-            }
-        }
+        let oldest = match (loops, self.source_wait()) {
+            (Some(a), Some(b)) => Some(if b.since < a.since { b } else { a }),
+            (a, b) => a.or(b),
+        };
         if let Some(w) = oldest {
             return w.state();
         }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use symmem_bootstrap::auth::lobby::{Limits, Lobby};
 use symmem_bootstrap::auth::{self, JobKey, Protocol};
-use symmem_bootstrap::Bootstrap;
+use symmem_bootstrap::{report_signal, Bootstrap};
 
 use super::record::{PeState, WaitBoard};
 use crate::error::{Error, Result};
@@ -29,14 +29,40 @@ const POLL: Duration = Duration::from_millis(50);
 /// if larger); beyond, the oldest is let go.
 const MAX_WAITING: usize = 64;
 
-/// This PE's listener thread and every PE's listener address.
+/// This PE's listener thread and the side path to every PE.
 pub(crate) struct Reporter {
-    key: JobKey,
-    me: usize,
-    addrs: Vec<SocketAddr>,
+    peers: Arc<Peers>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
+
+/// The side path to every PE: the key and each PE's listener address.
+pub(crate) struct Peers {
+    key: JobKey,
+    me: usize,
+    addrs: Vec<SocketAddr>,
+}
+
+/// Why the listener thread starts a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// Asked of this process ([`symmem_bootstrap::report_signal`]).
+    Asked,
+    /// [`Watch::due`] said so: a wait that does not report itself (a transport's, a loop
+    /// of tests, a kernel's) has lasted long enough.
+    Due,
+}
+
+/// What a PE does when a report is to be made ([`Request`]): run on a thread of its own,
+/// with the side path to gather over, while the listener goes on answering (another PE
+/// may be gathering at the same time).
+pub(crate) type OnRequest = Arc<dyn Fn(&Peers, Request) + Send + Sync>;
+
+/// Asked by the listener thread every [`WATCH_EVERY`]: whether a report is due.
+pub(crate) type Watch = Box<dyn FnMut() -> bool + Send>;
+
+/// How often the listener thread asks its [`Watch`].
+const WATCH_EVERY: Duration = Duration::from_millis(250);
 
 /// The hang report's key: the job key's subkey, or, under a bootstrap that holds none
 /// (MPI, one PE), one drawn by PE 0 and carried by the bootstrap, like the socket
@@ -52,11 +78,14 @@ fn report_key(b: &dyn Bootstrap) -> Result<JobKey> {
 impl Reporter {
     /// Binds this PE's listener on the advertised address of `ifname` (as the socket
     /// transport does), exchanges the addresses through the bootstrap and starts the
-    /// thread that answers with `board`'s state. Collective.
+    /// thread that answers with `board`'s state and runs `on_request` each time a report
+    /// is asked of this process (SIGUSR1) or `watch` says one is due. Collective.
     pub fn start(
         b: &dyn Bootstrap,
         ifname: Option<&str>,
         board: Arc<WaitBoard>,
+        on_request: OnRequest,
+        mut watch: Watch,
     ) -> Result<Reporter> {
         let me = b.rank();
         let key = report_key(b)?;
@@ -82,22 +111,28 @@ impl Reporter {
             .set_nonblocking(true)
             .map_err(|e| Error::io("hang report: listener", e))?;
         let stop = Arc::new(AtomicBool::new(false));
+        let peers = Arc::new(Peers { key, me, addrs });
         let thread = {
-            let (stop, key, n) = (stop.clone(), key.clone(), addrs.len());
+            let (stop, peers) = (stop.clone(), peers.clone());
             std::thread::Builder::new()
                 .name(format!("symmem-hang-{me}"))
-                .spawn(move || serve(&listener, &key, &board, &stop, n))
+                .spawn(move || serve(&listener, &peers, &board, &stop, &on_request, &mut watch))
                 .map_err(|e| Error::io("hang report: starting its thread", e))?
         };
         Ok(Reporter {
-            key,
-            me,
-            addrs,
+            peers,
             stop,
             thread: Some(thread),
         })
     }
 
+    /// The side path to every PE.
+    pub fn peers(&self) -> &Peers {
+        &self.peers
+    }
+}
+
+impl Peers {
     /// Every PE's state: this PE's from `board`, the others' asked for side by side, each
     /// within [`ANSWER_BOUND`].
     pub fn gather(&self, board: &WaitBoard) -> Vec<PeState> {
@@ -154,20 +189,65 @@ impl Drop for Reporter {
 
 /// The listener thread: authenticates connections side by side in a [`Lobby`] (a stranger
 /// that stalls its handshake holds up nobody), answers each that proves the key with the
-/// board's state, until `stop`.
-fn serve(listener: &TcpListener, key: &JobKey, board: &WaitBoard, stop: &AtomicBool, n: usize) {
+/// board's state, and starts `on_request` on a thread of its own when the process's report
+/// requests ([`report_signal::generation`]) move or `watch` says a report is due (one at a
+/// time: requests that come while one runs make one more report after it), until `stop`;
+/// then waits for that thread.
+fn serve(
+    listener: &TcpListener,
+    peers: &Arc<Peers>,
+    board: &WaitBoard,
+    stop: &AtomicBool,
+    on_request: &OnRequest,
+    watch: &mut Watch,
+) {
+    let n = peers.addrs.len();
     let limits = Limits {
         waiting: MAX_WAITING.max(n),
         per_address: MAX_WAITING.max(n),
         hello_timeout: ANSWER_BOUND,
     };
-    let mut lobby = Lobby::new("hang report", Protocol::HangReport, key.clone(), limits);
+    let mut lobby = Lobby::new(
+        "hang report",
+        Protocol::HangReport,
+        peers.key.clone(),
+        limits,
+    );
+    let mut seen = report_signal::generation();
+    let mut asked: Option<JoinHandle<()>> = None;
+    let mut watched = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        let requests = report_signal::generation();
+        let idle = asked.as_ref().is_none_or(|t| t.is_finished());
+        let request = if requests != seen && idle {
+            seen = requests;
+            Some(Request::Asked)
+        } else if idle && watched.elapsed() >= WATCH_EVERY {
+            watched = Instant::now();
+            watch().then_some(Request::Due)
+        } else {
+            None
+        };
+        if let Some(request) = request {
+            let (peers, on_request) = (peers.clone(), on_request.clone());
+            let started = std::thread::Builder::new()
+                .name(format!("symmem-hang-ask-{}", peers.me))
+                .spawn(move || on_request(&peers, request));
+            match started {
+                Ok(t) => asked = Some(t),
+                Err(e) => {
+                    tracing::error!(target: "hang", "starting the asked-for hang report: {e}")
+                }
+            }
+        }
         for peer in lobby.poll(listener, POLL) {
             if let Err(e) = answer(peer.stream, board) {
                 tracing::debug!(target: "hang", "answering {} with this PE's record: {e}", peer.peer);
             }
         }
+    }
+    if let Some(t) = asked {
+        let _ = t.join();
     }
 }
 
@@ -188,7 +268,14 @@ mod tests {
     fn the_listener_answers_the_key_and_refuses_others() {
         let b = SingleBootstrap::new(Duration::from_secs(5));
         let board = Arc::new(WaitBoard::new());
-        let r = Reporter::start(&b, None, board.clone()).unwrap();
+        let r = Reporter::start(
+            &b,
+            None,
+            board.clone(),
+            Arc::new(|_: &Peers, _| {}),
+            Box::new(|| false),
+        )
+        .unwrap();
         board.publish(super::super::record::Wait {
             op: "quiet".into(),
             detail: "the transport".into(),
@@ -196,13 +283,13 @@ mod tests {
             collective: None,
             since: Instant::now(),
         });
-        match r.ask(r.addrs[0]).unwrap() {
+        match r.peers.ask(r.peers.addrs[0]).unwrap() {
             PeState::Waiting { op, detail, .. } => {
                 assert_eq!((op.as_str(), detail.as_str()), ("quiet", "the transport"))
             }
             other => panic!("{other:?}"),
         }
-        let mut s = TcpStream::connect(r.addrs[0]).unwrap();
+        let mut s = TcpStream::connect(r.peers.addrs[0]).unwrap();
         let stranger = JobKey::derive(b"another job", "hang report");
         let refused = auth::client_handshake(
             &mut s,
@@ -213,6 +300,9 @@ mod tests {
         );
         assert!(refused.is_err(), "a stranger's key is refused");
         // The listener still answers after the stranger.
-        assert!(matches!(r.ask(r.addrs[0]), Ok(PeState::Waiting { .. })));
+        assert!(matches!(
+            r.peers.ask(r.peers.addrs[0]),
+            Ok(PeState::Waiting { .. })
+        ));
     }
 }

@@ -1,7 +1,8 @@
 //! Jobs that hang in a known way, for the hang report (`SYMMEM_HANG_REPORT`): run on 2
 //! PEs with `SYMMEM_TIMEOUT` a few seconds above `SYMMEM_HANG_REPORT`, so that PE 0
 //! reports the hang and every wait still ends at `SYMMEM_TIMEOUT`. The test reads the
-//! report from `SYMMEM_HANG_REPORT_FILE`.
+//! report from `SYMMEM_HANG_REPORT_FILE`. [`hang_asked`] asks for reports (SIGUSR1)
+//! instead, with `SYMMEM_HANG_REPORT` far above the run's time.
 
 use std::time::Duration;
 
@@ -147,7 +148,8 @@ fn test_loop(rt: &Runtime) -> Outcome {
 
 /// PE 1, on another node, stops (SIGSTOP) once it has told PE 0 its pid; PE 0 puts to it
 /// and quiets, which waits inside the transport for PE 1's answer until a thread of PE 0
-/// wakes PE 1 (SIGCONT) after `SYMMEM_HANG_REPORT` + 1.5 s. Root: PE 1, not answering;
+/// wakes PE 1 (SIGCONT) after `SYMMEM_HANG_REPORT` + 4 s (the report waits 2 s for an
+/// answer: a PE woken before would answer). Root: PE 1, not answering;
 /// PE 0 is shown in quiet, waiting for PE 1. Needs `SYMMEM_TIMEOUT` unset (a transport
 /// that times out fails the connection for good).
 pub fn hang_quiet_stopped_peer(rt: &Runtime) -> Outcome {
@@ -174,7 +176,7 @@ fn quiet_stopped_peer(rt: &Runtime) -> Outcome {
         // Give PE 1 time to stop before the put.
         std::thread::sleep(Duration::from_millis(200));
         let waker = std::thread::spawn(move || {
-            std::thread::sleep(after + Duration::from_millis(1500));
+            std::thread::sleep(after + Duration::from_secs(4));
             // SAFETY: kill has no memory-safety preconditions; the pid is PE 1's process.
             unsafe { libc::kill(stopped as libc::pid_t, libc::SIGCONT) }
         });
@@ -201,6 +203,124 @@ fn barrier_three(rt: &Runtime) -> Outcome {
         expect_err(r, "Timeout", &[format!("barrier_all on PE {}", rt.my_pe())])?;
     } else {
         std::thread::sleep(limit + Duration::from_millis(1500));
+    }
+    Ok(())
+}
+
+/// `SYMMEM_HANG_REPORT_FILE`, which [`hang_asked`] reads.
+fn report_file(rt: &Runtime) -> Result<std::path::PathBuf, String> {
+    rt.config()
+        .hang_report_file
+        .clone()
+        .ok_or_else(|| "hang_asked needs SYMMEM_HANG_REPORT_FILE set".to_string())
+}
+
+/// Waits in user code (not in symmem) until `file` holds `lines` lines, for at most 10 s.
+fn await_reports(file: &std::path::Path, lines: usize) -> Outcome {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let complete = text.matches('\n').count();
+        if complete >= lines {
+            return Ok(());
+        }
+        check!(
+            std::time::Instant::now() < deadline,
+            "{} holds {complete} report lines after 10 s, not {lines}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGUSR1 asks PE 0 for a report twice: first while both PEs are in user code (a report
+/// with no hang), then while PE 0 waits for a signal that PE 1, in user code, sends only
+/// once the report is in (root: PE 1, in user code). PE 1 sends the signals to PE 0's
+/// process, whose pid it reads from its heap.
+pub fn hang_asked(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_asked", asked(rt))
+}
+
+fn asked(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 2, "runs on 2 PEs");
+    let file = report_file(rt)?;
+    let sig = rt.calloc::<u64>(1).or_fail()?;
+    let pid = rt.calloc::<u64>(1).or_fail()?;
+    if rt.my_pe() == 0 {
+        rt.atomic_set(pid.at(0), u64::from(std::process::id()), 1)
+            .or_fail()?;
+    }
+    rt.barrier_all().or_fail()?;
+    let pe0 = rt.atomic_fetch(pid.at(0), 1).or_fail()? as libc::pid_t;
+    let ask = || -> Outcome {
+        // SAFETY: kill has no memory-safety preconditions; the pid is PE 0's process,
+        // which stays alive until the barrier below.
+        let sent = unsafe { libc::kill(pe0, libc::SIGUSR1) };
+        check!(sent == 0, "SIGUSR1 to PE 0 (process {pe0}) failed");
+        Ok(())
+    };
+    // Both PEs in user code: a report with no hang.
+    if rt.my_pe() == 1 {
+        ask()?;
+    }
+    await_reports(&file, 1)?;
+    rt.barrier_all().or_fail()?;
+    if rt.my_pe() == 0 {
+        let got = rt.signal_wait_until(sig.at(0), Cmp::Ge, 1).or_fail()?;
+        check!(got == 1, "PE 0 woke on signal value {got}, not 1");
+    } else {
+        // PE 0's wait is published once it stops spinning (microseconds): the sleep is
+        // margin for a loaded machine.
+        std::thread::sleep(Duration::from_secs(1));
+        ask()?;
+        await_reports(&file, 2)?;
+        rt.signal_op(sig.at(0), 1, symmem::SignalOp::Set, 0)
+            .or_fail()?;
+    }
+    rt.barrier_all().or_fail()?;
+    rt.free(pid).or_fail()?;
+    rt.free(sig).or_fail()
+}
+
+/// For `symrun --report` (tests/cli.rs): PE 0 waits for a signal that PE 1 sends once an
+/// asked-for report is in the job's report file (symrun's per-job one); PE 1 prints
+/// `PE 1: hanging` when PE 0 is about to wait, then waits in user code.
+pub fn hang_until_asked(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_until_asked", until_asked(rt))
+}
+
+fn until_asked(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 2, "runs on 2 PEs");
+    let file = report_file(rt)?;
+    let sig = rt.calloc::<u64>(1).or_fail()?;
+    rt.barrier_all().or_fail()?;
+    if rt.my_pe() == 0 {
+        let got = rt.signal_wait_until(sig.at(0), Cmp::Ge, 1).or_fail()?;
+        check!(got == 1, "PE 0 woke on signal value {got}, not 1");
+    } else {
+        println!("PE 1: hanging");
+        await_asked(&file)?;
+        rt.signal_op(sig.at(0), 1, symmem::SignalOp::Set, 0)
+            .or_fail()?;
+    }
+    rt.barrier_all().or_fail()?;
+    rt.free(sig).or_fail()
+}
+
+/// Waits in user code until `file` holds an asked-for report, for at most 20 s.
+fn await_asked(file: &std::path::Path) -> Outcome {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains("\"trigger\":\"asked\""))
+    {
+        check!(
+            std::time::Instant::now() < deadline,
+            "no asked-for report in {} after 20 s",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
 }
