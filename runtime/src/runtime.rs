@@ -71,6 +71,9 @@ pub struct Runtime {
     pub(crate) finalized: bool,
     /// The hang report's wait records and side path; None unless `SYMMEM_HANG_REPORT`.
     pub(crate) hang: Option<crate::hang::HangReport>,
+    /// The record where kernels' slow device waits show for the hang report; None unless
+    /// `SYMMEM_HANG_REPORT`.
+    pub(crate) device_waits: Option<crate::device_waits::DeviceWaits>,
 }
 
 impl Runtime {

@@ -224,6 +224,7 @@ impl Executor for Launch<'_> {
         if !limit.is_zero() && waited >= limit {
             return Err(Stop::Failed(timed_out(state, site, seen, limit)));
         }
+        self.rt.report_if_kernel_hung();
         Ok(())
     }
 }

@@ -566,7 +566,10 @@ impl Runtime {
                         format!("kernel {} of module {}", info.name, m.name())
                     })
                 },
-                || self.check_health(op).err(),
+                || {
+                    self.report_if_kernel_hung();
+                    self.check_health(op).err()
+                },
                 |e| {
                     device.flag_peer_failed(match e {
                         Error::PeerFailed { pe, .. } => Some(*pe),
