@@ -42,7 +42,8 @@ pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;
 pub use hangs::{
-    hang_barrier_skipped, hang_forgotten_signal, hang_mismatched_collectives, hang_stopped_pe,
+    hang_barrier_skipped, hang_device_signal, hang_forgotten_signal, hang_mismatched_collectives,
+    hang_stopped_pe,
 };
 pub use kill_matrix::kill_matrix;
 pub use litmus::litmus;
@@ -219,6 +220,7 @@ fn kind(e: &Error) -> &'static str {
         Error::TeamMismatch { .. } => "TeamMismatch",
         Error::TeamLimit { .. } => "TeamLimit",
         Error::AllocMismatch { .. } => "AllocMismatch",
+        Error::KernelFailed { .. } => "KernelFailed",
         _ => "other",
     }
 }

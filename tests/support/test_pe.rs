@@ -64,6 +64,7 @@ fn main() -> ExitCode {
         "api_hang_barrier_skipped" => with_init(host_api::hang_barrier_skipped),
         "api_hang_mismatched_collectives" => with_init(host_api::hang_mismatched_collectives),
         "api_hang_stopped_pe" => with_init(host_api::hang_stopped_pe),
+        "api_hang_device_signal" => with_init(host_api::hang_device_signal),
         "api_kill_wait" => with_init(host_api::kill_wait),
         "api_kill_wait_blind" => with_blind_init(host_api::kill_wait),
         "api_stress" => with_init(host_api::stress),
