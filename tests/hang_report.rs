@@ -86,6 +86,27 @@ fn a_forgotten_signal_names_the_pe_in_user_code() {
     assert!(stderr.contains("root: PE 1 is in user code"), "{stderr}");
 }
 
+/// The forgotten signal, waited for in a kernel (the CPU executor's device
+/// `signal_wait_until`): PE 0's device wait record shows it waiting in `device wait_until`
+/// on the signal's word, and the kernel's slow wait asks for the report.
+#[test]
+fn a_forgotten_signal_in_a_kernel_names_the_pe_in_user_code() {
+    let (lines, stderr) = hang_reports("hang_device_signal");
+    one_report(
+        &lines,
+        &stderr,
+        &[
+            "\"root\":[1],\"reason\":\"in user code\"",
+            "\"chain\":[0,1]",
+            "{\"pe\":0,\"state\":\"waiting\",\"op\":\"device wait_until\"",
+            "the word at heap offset",
+            "is 0, waiting for == 1 (any PE may write it)",
+            "{\"pe\":1,\"state\":\"outside\"",
+        ],
+    );
+    assert!(stderr.contains("root: PE 1 is in user code"), "{stderr}");
+}
+
 #[test]
 fn a_skipped_barrier_names_the_pe_not_in_it() {
     let (lines, stderr) = hang_reports("hang_barrier_skipped");

@@ -79,6 +79,8 @@ mod ops;
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
 pub mod printf;
 #[cfg(any(target_arch = "nvptx64", feature = "host"))]
+mod stall;
+#[cfg(any(target_arch = "nvptx64", feature = "host"))]
 pub use ops::*;
 
 /// CPU-executor plumbing: the per-thread context and the executor interface.

@@ -19,14 +19,15 @@
 //! 48      epoch_off     u64   heap offset of this PE's device barrier epoch counter
 //! 56      error         u64   -> ErrorRecord the device fills before trapping, 0 = none
 //! 64      proxy         u64   -> proxy channel for PEs without P2P, 0 = none yet
-//! 72                          (size)
+//! 72      wait_record   u64   -> WaitRecord a slow device wait fills for the hang report, 0 = none
+//! 80                          (size)
 //! ```
 
 pub use crate::panic_record::PanicRecord;
 
-/// Version of the [`DeviceState`] layout and of the [`ErrorRecord`] it points to. Bump on
-/// any change.
-pub const DEVICE_STATE_VERSION: u32 = 3;
+/// Version of the [`DeviceState`] layout and of the [`ErrorRecord`] and [`WaitRecord`] it
+/// points to. Bump on any change.
+pub const DEVICE_STATE_VERSION: u32 = 4;
 
 /// Per-PE state every device operation reads.
 #[repr(C)]
@@ -57,12 +58,16 @@ pub struct DeviceState {
     pub error: u64,
     /// Address of the proxy channel for PEs without P2P; 0 = no proxy (yet).
     pub proxy: u64,
+    /// Address of this PE's [`WaitRecord`], where a device wait that has been slow for
+    /// [`WAIT_RECORD_AFTER_MS`] says what it waits for (the hang report reads it while the
+    /// kernel runs); 0 = none (the hang report is off).
+    pub wait_record: u64,
 }
 
 // The layout table above is the contract with every PTX module ever built: check it.
 const _: () = {
     use core::mem::{align_of, offset_of, size_of};
-    assert!(size_of::<DeviceState>() == 72);
+    assert!(size_of::<DeviceState>() == 80);
     assert!(align_of::<DeviceState>() == 8);
     assert!(offset_of!(DeviceState, version) == 0);
     assert!(offset_of!(DeviceState, my_pe) == 4);
@@ -75,6 +80,7 @@ const _: () = {
     assert!(offset_of!(DeviceState, epoch_off) == 48);
     assert!(offset_of!(DeviceState, error) == 56);
     assert!(offset_of!(DeviceState, proxy) == 64);
+    assert!(offset_of!(DeviceState, wait_record) == 72);
 };
 
 /// The name of the module's state in PTX (and of the global the host fills).
@@ -102,6 +108,7 @@ pub static mut SYMMEM_DEVICE_STATE: DeviceState = DeviceState {
     epoch_off: 0,
     error: 0,
     proxy: 0,
+    wait_record: 0,
 };
 
 /// What a kernel reports before it traps, at [`DeviceState::error`] (host-mapped memory):
@@ -211,6 +218,101 @@ pub struct WaitSite {
     pub addr: u64,
     /// The value waited for.
     pub wanted: u64,
+}
+
+/// How long a device wait waits before it publishes itself in the [`WaitRecord`]: waits
+/// that end sooner (nearly all) never touch it. Well below the hang report's shortest
+/// delay (a second).
+pub const WAIT_RECORD_AFTER_MS: u64 = 10;
+
+/// One slow device wait of a PE, at [`DeviceState::wait_record`] (host-mapped memory on a
+/// GPU PE): what it waits for, published while the kernel runs so that the host can name
+/// it in a hang report.
+///
+/// **One record per PE, one owner.** Many threads may wait at once; the first whose wait
+/// has lasted [`WAIT_RECORD_AFTER_MS`] claims the record (compare-and-swap of `owner` from
+/// 0 to 1), fills it, refreshes `seen` and `now_ns` while it waits, and clears it and
+/// releases `owner` when its wait ends. Another slow wait claims it then, at its next
+/// check. The hang report names one wait per PE anyway (its oldest); the others wait for
+/// the same hang, or behind the recorded one. A kernel that traps leaves its record
+/// claimed: its context is lost with it.
+///
+/// **A sequence lock for the host.** The owner makes `seq` odd, fences, writes the fields,
+/// then makes `seq` even with a release store; the host reads `seq`, the fields, fences
+/// (acquire) and reads `seq` again, and keeps what it read only if both reads are the same
+/// even number.
+///
+/// ```text
+/// offset  field
+///  0      owner    u64   0 = free, 1 = claimed by the thread whose wait it holds
+///  8      seq      u64   sequence lock: odd while the owner writes
+/// 16      wait     u64   the wait's wait_op (low 32 bits) and Cmp code or NO_CMP (high 32); 0 = none
+/// 24      pe       u64   the PE whose write ends the wait, or ANY_PE
+/// 32      addr     u64   the polled word (0: not one word)
+/// 40      wanted   u64   the value waited for
+/// 48      seen     u64   the value last seen
+/// 56      since_ns u64   device clock (ns) when the wait began to back off
+/// 64      now_ns   u64   device clock (ns) at the owner's last write: now_ns - since_ns is how long it has waited
+/// 72               (size)
+/// ```
+///
+/// The device clock is `%globaltimer` on a GPU and nanoseconds since a process-wide origin
+/// on the CPU executor: the host uses only the difference of the two stamps.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct WaitRecord {
+    /// 0 = free; 1 = claimed by the thread whose wait the record holds.
+    pub owner: u64,
+    /// Sequence lock: odd while the owner writes the fields below.
+    pub seq: u64,
+    /// The wait's [`wait_op`] (low 32 bits) and [`crate::Cmp`] code or
+    /// [`wait_op::NO_CMP`] (high 32 bits); 0 = no wait recorded.
+    pub wait: u64,
+    /// The PE whose write ends the wait, or [`ANY_PE`].
+    pub pe: u64,
+    /// The polled word's address (0: not one word).
+    pub addr: u64,
+    /// The value waited for.
+    pub wanted: u64,
+    /// The value last seen.
+    pub seen: u64,
+    /// Device clock (ns) when the wait began to back off.
+    pub since_ns: u64,
+    /// Device clock (ns) at the owner's last write.
+    pub now_ns: u64,
+}
+
+// Part of the contract with every PTX module, as `DeviceState` is.
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<WaitRecord>() == 72);
+    assert!(align_of::<WaitRecord>() == 8);
+    assert!(offset_of!(WaitRecord, owner) == 0);
+    assert!(offset_of!(WaitRecord, seq) == 8);
+    assert!(offset_of!(WaitRecord, wait) == 16);
+    assert!(offset_of!(WaitRecord, pe) == 24);
+    assert!(offset_of!(WaitRecord, addr) == 32);
+    assert!(offset_of!(WaitRecord, wanted) == 40);
+    assert!(offset_of!(WaitRecord, seen) == 48);
+    assert!(offset_of!(WaitRecord, since_ns) == 56);
+    assert!(offset_of!(WaitRecord, now_ns) == 64);
+};
+
+impl WaitRecord {
+    /// The recorded wait, as a [`WaitSite`], with the value last seen and how long it has
+    /// waited (ns); `None` when the record holds no wait.
+    pub fn site(&self) -> Option<(WaitSite, u64, u64)> {
+        (self.wait != 0).then(|| {
+            let site = WaitSite {
+                op: self.wait as u32,
+                cmp: (self.wait >> 32) as u32,
+                pe: self.pe as u32,
+                addr: self.addr,
+                wanted: self.wanted,
+            };
+            (site, self.seen, self.now_ns.saturating_sub(self.since_ns))
+        })
+    }
 }
 
 /// Error codes the device writes to [`DeviceState::error`] before trapping. The low 32

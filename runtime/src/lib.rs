@@ -11,6 +11,7 @@ pub mod config;
 mod counters;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod device_waits;
 mod error;
 pub mod executor;
 #[cfg(feature = "fuzzing")]

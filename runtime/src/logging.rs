@@ -66,6 +66,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             // The hang report: its module, and its events (target `hang`; the report
             // itself is an error, which shows whatever the subsystems).
             "symmem_runtime::hang",
+            "symmem_runtime::device_waits",
             "hang",
             "rma",
         ],

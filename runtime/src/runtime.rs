@@ -69,8 +69,11 @@ pub struct Runtime {
     pub(crate) counters: Registry,
     /// Finalize ran (explicitly, or in drop).
     pub(crate) finalized: bool,
-    /// The hang report's wait records and side path; None unless `SYMMEM_HANG_REPORT`.
+    /// The hang report's wait records and side path; None when the report is off.
     pub(crate) hang: Option<crate::hang::HangReport>,
+    /// The record where kernels' slow device waits show for the hang report (held for its
+    /// source on the board); None when the report is off.
+    pub(crate) _device_waits: Option<crate::device_waits::DeviceWaits>,
 }
 
 impl Runtime {

@@ -15,22 +15,31 @@ pub(crate) fn describe_wait(state: &DeviceState, site: &WaitSite, seen: u64) -> 
         ANY_PE => String::new(),
         pe => format!(" for PE {pe}"),
     };
-    let word = if site.addr == 0 {
-        String::new()
-    } else {
-        let cmp = Cmp::from_u32(site.cmp).map_or("", symbol);
-        let place = match site.addr.checked_sub(state.heap_base) {
-            Some(off) if off < state.heap_size => format!("the word at heap offset {off:#x}"),
-            _ => format!("the word at {:#x}", site.addr),
-        };
-        format!(": {place} is {seen}, waiting for {cmp} {}", site.wanted)
+    let word = polled_word(state, site, seen).map_or(String::new(), |w| format!(": {w}"));
+    format!("PE {me}'s device {op}{whom}{word}")
+}
+
+/// The word `site` polls on `state`'s PE, with the value last seen and the condition (`the
+/// word at heap offset 0x40 is 3, waiting for >= 5`, and who may write it); `None` for a
+/// wait on no one word (a proxy slot or completion).
+pub(crate) fn polled_word(state: &DeviceState, site: &WaitSite, seen: u64) -> Option<String> {
+    if site.addr == 0 {
+        return None;
+    }
+    let cmp = Cmp::from_u32(site.cmp).map_or("", symbol);
+    let place = match site.addr.checked_sub(state.heap_base) {
+        Some(off) if off < state.heap_size => format!("the word at heap offset {off:#x}"),
+        _ => format!("the word at {:#x}", site.addr),
     };
-    let any = if site.pe == ANY_PE && site.addr != 0 {
+    let any = if site.pe == ANY_PE {
         " (any PE may write it)"
     } else {
         ""
     };
-    format!("PE {me}'s device {op}{whom}{word}{any}")
+    Some(format!(
+        "{place} is {seen}, waiting for {cmp} {}{any}",
+        site.wanted
+    ))
 }
 
 /// The error of a wait on `state`'s PE that outlasted `limit`.

@@ -42,9 +42,9 @@ pub use errors::errors;
 pub use failures::{kill_wait, wait_timeout};
 pub use foreign::foreign;
 pub use hangs::{
-    hang_asked, hang_barrier_skipped, hang_barrier_three, hang_forgotten_signal,
-    hang_mismatched_collectives, hang_quiet_stopped_peer, hang_stopped_pe, hang_test_loop,
-    hang_until_asked,
+    hang_asked, hang_barrier_skipped, hang_barrier_three, hang_device_signal,
+    hang_forgotten_signal, hang_mismatched_collectives, hang_quiet_stopped_peer, hang_stopped_pe,
+    hang_test_loop, hang_until_asked,
 };
 pub use kill_matrix::kill_matrix;
 pub use litmus::litmus;
@@ -221,6 +221,7 @@ fn kind(e: &Error) -> &'static str {
         Error::TeamMismatch { .. } => "TeamMismatch",
         Error::TeamLimit { .. } => "TeamLimit",
         Error::AllocMismatch { .. } => "AllocMismatch",
+        Error::KernelFailed { .. } => "KernelFailed",
         _ => "other",
     }
 }

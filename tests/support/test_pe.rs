@@ -69,6 +69,7 @@ fn main() -> ExitCode {
         "api_hang_barrier_three" => with_init(host_api::hang_barrier_three),
         "api_hang_asked" => with_init(host_api::hang_asked),
         "api_hang_until_asked" => with_init(host_api::hang_until_asked),
+        "api_hang_device_signal" => with_init(host_api::hang_device_signal),
         "api_kill_wait" => with_init(host_api::kill_wait),
         "api_kill_wait_blind" => with_blind_init(host_api::kill_wait),
         "api_stress" => with_init(host_api::stress),

@@ -13,6 +13,7 @@ use core::cell::Cell;
 use core::ffi::c_void;
 use core::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
+use crate::stall::Stall;
 use crate::state::{DeviceState, WaitSite};
 use crate::Dim3;
 
@@ -453,7 +454,10 @@ const CHECK_EVERY: u32 = 1024;
 /// threads through the executor, which backs off at the OS level (spin, then yield, then
 /// sleep: the shared `symmem_sync::Backoff` policy) once every thread of its OS thread
 /// waits. Slow rounds let the executor stop the kernel, so it never waits forever on a
-/// dead peer, a silent one (the state's `wait_timeout_ms`) or a crashed sibling thread.
+/// dead peer, a silent one (the state's `wait_timeout_ms`) or a crashed sibling thread,
+/// and, when the state has a wait record, publish the wait there once it has lasted
+/// [`crate::state::WAIT_RECORD_AFTER_MS`] (see [`crate::stall`]), cleared when the
+/// backoff drops (also when the thread unwinds).
 pub struct Backoff {
     /// Rounds so far.
     rounds: u32,
@@ -461,6 +465,8 @@ pub struct Backoff {
     slow_since: Option<std::time::Instant>,
     /// What the wait waits for, named if it has to stop.
     site: WaitSite,
+    /// The wait's part in the PE's wait record.
+    stall: Stall,
 }
 
 impl Backoff {
@@ -471,6 +477,7 @@ impl Backoff {
             rounds: 0,
             slow_since: None,
             site,
+            stall: Stall::new(),
         }
     }
 
@@ -487,14 +494,34 @@ impl Backoff {
         }
     }
 
-    /// The executor's checks, out of line to keep the wait loop tight.
+    /// The executor's checks, out of line to keep the wait loop tight; then the wait
+    /// record.
     #[cold]
     #[inline(never)]
     fn check(&mut self, executor: &dyn Executor, seen: u64) {
+        let origin = *CLOCK_ORIGIN.get_or_init(std::time::Instant::now);
         let since = *self.slow_since.get_or_insert_with(std::time::Instant::now);
         obey(executor.check(since.elapsed(), &self.site, seen));
+        let ns = |t: std::time::Instant| t.saturating_duration_since(origin).as_nanos() as u64;
+        self.stall.note(
+            current().state.wait_record,
+            &self.site,
+            seen,
+            ns(since),
+            ns(std::time::Instant::now()),
+        );
     }
 }
+
+impl Drop for Backoff {
+    /// The wait ended, or its thread unwinds: its record, if it published one, is cleared.
+    fn drop(&mut self) {
+        self.stall.end();
+    }
+}
+
+/// The origin of the CPU executor's device clock ([`crate::state::WaitRecord`]'s stamps).
+static CLOCK_ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 /// [`printf!`](crate::printf!) on the CPU executor: formats as C's `printf` and writes the
 /// line to this process's standard output in one write (threads' prints do not interleave

@@ -9,6 +9,7 @@
 use core::arch::asm;
 use core::arch::nvptx;
 
+use crate::stall::Stall;
 use crate::state::{error_code, DeviceState, ErrorRecord, WaitSite};
 use crate::Dim3;
 
@@ -67,6 +68,7 @@ pub fn state() -> DeviceState {
         epoch_off: state_field!(epoch_off: u64),
         error: state_field!(error: u64),
         proxy: state_field!(proxy: u64),
+        wait_record: state_field!(wait_record: u64),
     }
 }
 
@@ -554,10 +556,13 @@ const PEER_CHECK_ROUNDS: u32 = 1024;
 
 /// The backoff of a device wait loop: a spin of [`SPIN_POLLS`] polls, then `nanosleep`
 /// with a period growing from 32 to 256 ns, short enough not to delay a late answer much.
-/// In the sleeping phase each round reads `%globaltimer`: a wait that lasts longer than
-/// the state's `wait_timeout_ms` fails the kernel, naming what it waited for. Every
-/// [`PEER_CHECK_ROUNDS`] rounds it also reads whether the host found a failed peer, and
-/// fails the kernel naming the wait if so (the host names the peer).
+/// The sleeping phase reads `%globaltimer` when it begins and, when the state has a
+/// `wait_timeout_ms`, at each round: a wait that lasts longer fails the kernel, naming
+/// what it waited for. Every [`PEER_CHECK_ROUNDS`] rounds it also reads whether the host
+/// found a failed peer, and fails the kernel naming the wait if so (the host names the
+/// peer); and, when the state has a wait record, publishes the wait there once it has
+/// lasted [`crate::state::WAIT_RECORD_AFTER_MS`] (see [`crate::stall`]), cleared when
+/// the backoff drops. The spin costs nothing more.
 pub struct Backoff {
     step: u32,
     /// Sleeping rounds, wrapping.
@@ -565,6 +570,8 @@ pub struct Backoff {
     /// `%globaltimer` when the sleeping phase began; 0 before.
     since: u64,
     site: WaitSite,
+    /// The wait's part in the PE's wait record.
+    stall: Stall,
 }
 
 impl Backoff {
@@ -576,6 +583,7 @@ impl Backoff {
             slept: 0,
             since: 0,
             site,
+            stall: Stall::new(),
         }
     }
 
@@ -585,10 +593,21 @@ impl Backoff {
     pub fn snooze(&mut self, seen: u64) {
         if self.step >= SPIN_POLLS {
             nanosleep(32u32 << (self.step - SPIN_POLLS).min(3));
-            self.check_deadline(seen);
+            if self.since == 0 {
+                self.since = global_timer_ns();
+            } else {
+                self.check_deadline(seen);
+            }
             self.slept = self.slept.wrapping_add(1);
             if self.slept % PEER_CHECK_ROUNDS == 0 {
                 self.check_peers(seen);
+                self.stall.note(
+                    state().wait_record,
+                    &self.site,
+                    seen,
+                    self.since,
+                    global_timer_ns(),
+                );
             }
         }
         self.step = self.step.saturating_add(1);
@@ -616,12 +635,17 @@ impl Backoff {
         if limit_ms == 0 {
             return;
         }
-        let now = global_timer_ns();
-        if self.since == 0 {
-            self.since = now;
-        } else if now.wrapping_sub(self.since) >= limit_ms as u64 * 1_000_000 {
+        if global_timer_ns().wrapping_sub(self.since) >= limit_ms as u64 * 1_000_000 {
             fail_stalled(error_code::WAIT_TIMEOUT, &self.site, seen);
         }
+    }
+}
+
+impl Drop for Backoff {
+    /// The wait ended: its record, if it published one, is cleared.
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.stall.end();
     }
 }
 

@@ -275,3 +275,68 @@ fn cooperative_blocks_wait_for_each_other() {
         rt.finalize().unwrap();
     }
 }
+
+/// A device wait that outlasts `WAIT_RECORD_AFTER_MS` publishes itself in the PE's wait
+/// record (two threads wait; one owns the record), refreshes the value it sees, and
+/// clears and releases the record when the wait ends.
+#[test]
+fn a_slow_device_wait_publishes_its_record_and_clears_it() {
+    use std::cell::UnsafeCell;
+    use std::sync::atomic::AtomicU64;
+    use std::time::{Duration, Instant};
+    use symmem_device::state::{wait_op, WaitRecord, ANY_PE, WAIT_RECORD_AFTER_MS};
+
+    use crate::device_waits::read;
+
+    let mut rt = runtime(None, STACK);
+    let record: Box<UnsafeCell<WaitRecord>> =
+        Box::new(UnsafeCell::new(bytemuck::Zeroable::zeroed()));
+    let at = record.get() as usize;
+    rt.device_state.wait_record = at as u64;
+    // SAFETY (both reads): the record outlives the launch; the kernel writes it only
+    // through atomics.
+    let read_record = || unsafe { read(at as *const WaitRecord) }.expect("a stable record");
+    let word = AtomicU64::new(0);
+    let published = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let first = loop {
+                let r = read_record();
+                if r.wait != 0 {
+                    break r;
+                }
+                assert!(Instant::now() < deadline, "the wait never published itself");
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            // The owner refreshes its time while it waits.
+            while read_record().now_ns == first.now_ns {
+                assert!(Instant::now() < deadline, "the record is never refreshed");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            word.store(7, Ordering::Release);
+            first
+        });
+        // SAFETY: the kernel reads only `word`, which outlives the launch.
+        unsafe {
+            rt.launch_closure(1, 2, || {
+                symmem_device::wait_until(word.as_ptr(), Cmp::Eq, 7);
+            })
+        }
+        .unwrap();
+        watcher.join().unwrap()
+    });
+    assert_eq!(published.owner, 1);
+    assert_eq!(published.seq % 2, 0);
+    assert_eq!(
+        published.wait,
+        wait_op::WAIT_UNTIL as u64 | (Cmp::Eq as u64) << 32
+    );
+    assert_eq!(published.pe, ANY_PE as u64);
+    assert_eq!(published.addr, word.as_ptr() as u64);
+    assert_eq!((published.wanted, published.seen), (7, 0));
+    assert!(published.now_ns - published.since_ns >= WAIT_RECORD_AFTER_MS * 1_000_000);
+    let after = read_record();
+    assert_eq!((after.owner, after.wait), (0, 0), "{after:?}");
+    assert!(after.seq > published.seq && after.seq % 2 == 0, "{after:?}");
+    rt.finalize().unwrap();
+}

@@ -150,6 +150,7 @@ fn device_state(
         epoch_off: heap::DEVICE_EPOCH_OFF as u64,
         error,
         proxy: 0,
+        wait_record: 0,
     }
 }
 
@@ -244,6 +245,18 @@ impl Runtime {
             config.device_timeout,
         );
         device_state.proxy = proxy.as_ref().map_or(0, |p| p.address());
+        let device_waits = hang
+            .as_ref()
+            .map(|h| crate::device_waits::DeviceWaits::start(&h.board, &device, device_state))
+            .transpose();
+        let device_waits = match device_waits {
+            Ok(d) => d,
+            Err(e) => {
+                bootstrap.abort(&format!("init failed: {e}"));
+                return Err(e);
+            }
+        };
+        device_state.wait_record = device_waits.as_ref().map_or(0, |d| d.device_address());
         Ok(Runtime {
             id,
             config,
@@ -271,6 +284,7 @@ impl Runtime {
             counters,
             finalized: false,
             hang,
+            _device_waits: device_waits,
         })
     }
 }

@@ -94,8 +94,8 @@ fn check(ptx: &EmbeddedPtx, kernels: &[KernelInfo]) {
     );
     assert!(
         ptx.ptx
-            .contains(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72]"),
-        "{}: the PTX does not define SYMMEM_DEVICE_STATE in .const with the 72 bytes of DeviceState",
+            .contains(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[80]"),
+        "{}: the PTX does not define SYMMEM_DEVICE_STATE in .const with the 80 bytes of DeviceState",
         ptx.crate_name
     );
     for e in &found {

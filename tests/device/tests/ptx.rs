@@ -73,7 +73,7 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
     let text = &ptx.text;
     let what = format!("{} ({})", crate_dir.display(), ptx.arch);
     let states = text
-        .matches(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72]")
+        .matches(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[80]")
         .count();
     assert_eq!(
         states, 1,
@@ -107,6 +107,7 @@ fn check_structure(ptx: &Ptx, crate_dir: &Path) {
     let funcs = functions(text);
     check_proxy_path(&funcs, &what, crate_dir.ends_with("tests/kernels"));
     check_panic_record(&funcs, &what);
+    check_wait_record(&funcs, &what, crate_dir.ends_with("tests/kernels"));
     for (name, body) in funcs {
         if name.contains("put_signal") {
             check_signals(&what, &name, &body);
@@ -160,6 +161,50 @@ fn check_panic_record(funcs: &[(String, Vec<&str>)], what: &str) {
         matches!((fence, publish), (Some(f), Some(p)) if f < p),
         "{what}: record_panic must write the record, then fence, then publish the word:\n{body}"
     );
+}
+
+/// A slow device wait publishes itself in the PE's wait record (host-mapped memory the
+/// host reads while the kernel runs) under a sequence lock, out of line in
+/// `symmem_device::stall`: `claim` takes the record with a relaxed system-scope CAS, and
+/// `claim`, `refresh` and `release` each store an odd sequence number, fence at system
+/// scope, write the fields with relaxed system-scope stores and end with a release store
+/// (`release` another, of the owner word). `required`: the crate's kernels wait.
+fn check_wait_record(funcs: &[(String, Vec<&str>)], what: &str, required: bool) {
+    let body = |name: &str| {
+        funcs
+            .iter()
+            .filter(|(f, _)| f.ends_with(name))
+            .max_by_key(|(_, body)| body.len())
+            .map(|(_, body)| body.join("\n"))
+    };
+    let Some(claim) = body("5stall5claim") else {
+        assert!(!required, "{what}: device waits but no wait record claim");
+        return;
+    };
+    assert!(
+        claim.contains("atom.relaxed.sys.cas.b64"),
+        "{what}: the wait record claim has no system-scope CAS:\n{claim}"
+    );
+    for (name, text) in [
+        ("claim", claim.clone()),
+        ("refresh", body("5stall7refresh").unwrap_or_default()),
+        ("release", body("5stall7release").unwrap_or_default()),
+    ] {
+        // Positions after `from` of `needle`.
+        let after = |from: usize, needle: &str| text[from..].find(needle).map(|at| from + at);
+        let odd = text.find("st.relaxed.sys.u64");
+        let fence = odd.and_then(|o| after(o, "fence.sc.sys"));
+        let fields = fence.and_then(|f| after(f, "st."));
+        let even = text.rfind("st.release.sys.u64");
+        assert!(
+            matches!((fields, even), (Some(w), Some(e)) if w < e),
+            "{what}: the wait record's {name} must store the odd sequence, fence, write, then release:\n{text}"
+        );
+        assert!(
+            !text.contains(".volatile") && !text.contains("st.global") && !text.contains("st.b64"),
+            "{what}: the wait record's {name} writes host-mapped memory below system scope:\n{text}"
+        );
+    }
 }
 
 /// A signal of a put_signal function: a relaxed system-scope store or add of a u64.
@@ -268,7 +313,7 @@ fn check_proxy_path(funcs: &[(String, Vec<&str>)], what: &str, required: bool) {
 fn fake_ptx(body: &str) -> Ptx {
     Ptx {
         path: PathBuf::from("fake.ptx"),
-        text: format!(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72];\n.visible .entry k_put_signal(\n{body}"),
+        text: format!(".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[80];\n.visible .entry k_put_signal(\n{body}"),
         arch: "sm_90".into(),
     }
 }
@@ -339,7 +384,30 @@ fn the_checks_reject_a_gpu_scope_relaxed_atomic() {
 fn the_checks_reject_a_wait_that_never_acquires() {
     let ptx = Ptx {
         path: PathBuf::from("fake.ptx"),
-        text: ".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[72];\n.visible .entry k_wait(\n$L1:\nld.relaxed.sys.u64 %rd1, [%rd2];\n@%p1 bra $L1;".into(),
+        text: ".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[80];\n.visible .entry k_wait(\n$L1:\nld.relaxed.sys.u64 %rd1, [%rd2];\n@%p1 bra $L1;".into(),
+        arch: "sm_90".into(),
+    };
+    check_structure(&ptx, Path::new("fake"));
+}
+
+#[test]
+#[should_panic(
+    expected = "the wait record's refresh must store the odd sequence, fence, write, then release"
+)]
+fn the_checks_reject_a_wait_record_written_before_its_fence() {
+    let stall = "_RNvNtCs1_13symmem_device5stall";
+    let ptx = Ptx {
+        path: PathBuf::from("fake.ptx"),
+        text: format!(
+            ".visible .const .align 8 .b8 SYMMEM_DEVICE_STATE[80];\n\
+             .func (.param .b32 r) {stall}5claim(\n\
+             atom.relaxed.sys.cas.b64 %rd4, [%rd3], %rd5, %rd6;\n\
+             st.relaxed.sys.u64 [%rd8], %rd9;\nfence.sc.sys;\n\
+             st.relaxed.sys.u64 [%rd10], %rd11;\nst.release.sys.u64 [%rd8], %rd12;\n}}\n\
+             .func {stall}7refresh(\n\
+             st.relaxed.sys.u64 [%rd2], %rd3;\nst.relaxed.sys.u64 [%rd4], %rd5;\n\
+             fence.sc.sys;\nst.release.sys.u64 [%rd2], %rd8;\n}}\n"
+        ),
         arch: "sm_90".into(),
     };
     check_structure(&ptx, Path::new("fake"));

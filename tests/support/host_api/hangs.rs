@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use symmem::{Cmp, Runtime};
+use symmem_example_kernels::{pipeline_consume, PTX};
 
 use super::{check, expect_err, finish, OrFail, Outcome};
 
@@ -36,6 +37,53 @@ fn forgotten_signal(rt: &Runtime) -> Outcome {
         std::thread::sleep(limit + Duration::from_millis(1500));
     }
     rt.free(sig).or_fail()
+}
+
+/// PE 0's kernel waits in a device `signal_wait_until` (the example pipeline's consumer,
+/// one chunk) for a signal that PE 1 never sends; PE 1 sits in user code (a sleep) until
+/// PE 0's kernel has timed out. Root: PE 1, in user code; PE 0 waits in `device
+/// wait_until`, found through its device wait record. Needs CPU PEs (or a GPU PE), each
+/// with the example kernels.
+pub fn hang_device_signal(rt: &Runtime) -> Outcome {
+    finish(rt, "hang_device_signal", device_signal(rt))
+}
+
+fn device_signal(rt: &Runtime) -> Outcome {
+    check!(rt.n_pes() == 2, "runs on 2 PEs");
+    let limit = timeout(rt)?;
+    let module = rt.load_module(&PTX).or_fail()?;
+    let chunk = rt.calloc::<u64>(1).or_fail()?;
+    let sig = rt.calloc::<u64>(1).or_fail()?;
+    let sum = rt.calloc::<u64>(1).or_fail()?;
+    if rt.my_pe() == 0 {
+        let local = |b| {
+            rt.ptr(b, 0)
+                .or_fail()
+                .map(|p| p.expect("own heap").as_ptr())
+        };
+        let (chunk_p, sig_p, sum_p) = (local(&chunk)?, local(&sig)?, local(&sum)?);
+        // SAFETY: symmetric addresses of live allocations of one u64 each, one chunk.
+        let r = unsafe {
+            rt.launch(
+                &module,
+                pipeline_consume::KERNEL,
+                1,
+                1,
+                (chunk_p.cast_const(), 1usize, 1usize, sig_p, sum_p),
+            )
+        };
+        expect_err(
+            r,
+            "KernelFailed",
+            &["PE 0's device wait_until: the word at heap offset".to_string()],
+        )?;
+    } else {
+        // Outside symmem past PE 0's timeout, as in `hang_forgotten_signal`.
+        std::thread::sleep(limit + Duration::from_millis(1500));
+    }
+    rt.free(sum).or_fail()?;
+    rt.free(sig).or_fail()?;
+    rt.free(chunk).or_fail()
 }
 
 /// PE 0 enters `barrier_all`; PE 1 skips it and waits for a signal nobody sends. Root:
