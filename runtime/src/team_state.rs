@@ -1,5 +1,5 @@
 //! A PE's team bookkeeping: where each team slot's barrier flags, exchange buffers,
-//! collective scratch and argument fingerprints lie in the team area of the heap, and which
+//! collective scratch, argument fingerprints and barrier identity words lie in the team area of the heap, and which
 //! slots are free. Plain state: the operations on teams are in `team/`.
 
 use std::sync::Mutex;
@@ -103,8 +103,9 @@ impl TeamState {
         let exchange = 2 * n_pes * (REQUEST_HEAD + mask_words);
         let scratch = 2 * n_pes * SCRATCH_WORDS;
         let fingerprints = 2 * n_pes * FINGERPRINT_WORDS + ALERT_WORDS;
+        let identities = 2 * rounds;
         (
-            (rounds + 1 + exchange + scratch + fingerprints).div_ceil(8) * 8,
+            (rounds + 1 + exchange + scratch + fingerprints + identities).div_ceil(8) * 8,
             rounds,
             mask_words,
         )
@@ -225,5 +226,11 @@ impl TeamState {
     /// Word index of alert word `parity` of `slot` (after the fingerprint buffers).
     pub(crate) fn alert(&self, slot: usize, parity: usize) -> usize {
         self.fingerprint(slot, 2, 0) + parity
+    }
+
+    /// Word index of the identity word of barrier round `round` for epochs of parity
+    /// `parity` in `slot` (after the alert words; see `team/identity.rs`).
+    pub(crate) fn identity(&self, slot: usize, round: usize, parity: usize) -> usize {
+        self.alert(slot, 2) + parity * self.rounds + round
     }
 }

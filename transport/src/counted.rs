@@ -33,8 +33,8 @@ impl<T: Transport> Transport for Counted<T> {
         Ok(r)
     }
 
-    fn barrier_signal(&self, req: &Request) -> Result<()> {
-        self.inner.barrier_signal(req)?;
+    fn barrier_signal(&self, req: &Request, io: Io<'_>) -> Result<()> {
+        self.inner.barrier_signal(req, io)?;
         self.ops.request(req);
         Ok(())
     }

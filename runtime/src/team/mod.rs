@@ -44,6 +44,7 @@
 
 mod alltoallv;
 pub mod collectives;
+mod identity;
 mod on_stream;
 
 use std::sync::atomic::Ordering;
@@ -51,6 +52,7 @@ use std::sync::atomic::Ordering;
 use symmem_device::DeviceTeam;
 use symmem_sync::barrier::{self, Round};
 
+use self::identity::{Identity, Witness};
 use crate::alike::{self, Described, Pes};
 use crate::error::{Error, Result};
 use crate::route::Word;
@@ -555,13 +557,13 @@ impl<'rt> Team<'rt> {
             &zeros,
             rt.my_pe(),
         )?;
-        // So are the fingerprints and alert words in this PE's heap, which members wrote
-        // (if at all) before that barrier: the slot's next team counts its barrier
-        // epochs from 1 again, and an old alert or verdict stamped with one of them must
-        // not be taken for its own.
+        // So are the fingerprints, alert words and barrier identity words in this PE's
+        // heap, which members wrote (if at all) before that barrier: the slot's next team
+        // counts its barrier epochs from 1 again, and an old alert, verdict or identity
+        // stamped with one of them must not be taken for its own.
         let (first, end) = (
             rt.teams.fingerprint(self.slot, 0, 0),
-            rt.teams.alert(self.slot, 2),
+            rt.teams.identity(self.slot, 0, 2),
         );
         rt.putmem(
             &rt.team_area(),
@@ -737,9 +739,16 @@ impl Runtime {
                 seq: epoch,
             })
         });
+        // The arrival barrier has no identity words: alloc, free and finalize compare
+        // their requests in the bootstrap collective after it.
+        let checked = team.slot != self.teams.arrival_slot();
+        let mut identity = Identity::new(op, epoch, self.config.check_collectives);
+        let parity = (epoch % 2) as usize;
         for Round { index, to, from } in barrier::rounds(team.my_index, n) {
             let flag = area.at(self.teams.flag(team.slot, index));
-            self.barrier_signal(op, flag, team.members.world(to))?;
+            let ident = area.at(self.teams.identity(team.slot, index, parity));
+            let carried = checked.then_some((ident, identity.word()));
+            self.barrier_signal(op, flag, carried, team.members.world(to))?;
             let word = self.word(op, flag, me)?;
             let from_pe = team.members.world(from);
             let leaving = match partners {
@@ -751,8 +760,39 @@ impl Runtime {
                     "PE {from_pe} (team PE {from} of a team of {n}; round {index} of {label} {epoch})"
                 )
             })?;
+            if checked {
+                // The flag's Acquire load made the word, put before the signal, visible.
+                let heard = self.load_word(op, &self.word(op, ident, me)?)?;
+                identity.hear(heard, from_pe);
+            }
+        }
+        if let Some(w) = identity.witness() {
+            return Err(self.mismatched(op, team, epoch, w));
         }
         Ok(epoch)
+    }
+
+    /// The error of a barrier that met another kind of call, `w`, heard of in its
+    /// identity words (see [`identity`]): every member returns one, having passed the
+    /// barrier.
+    #[cold]
+    fn mismatched(&self, op: &'static str, team: &Team<'_>, epoch: u64, w: Witness) -> Error {
+        let team_name = match team.slot {
+            WORLD_SLOT => "TEAM_WORLD".to_string(),
+            NODE_SLOT => "TEAM_NODE".to_string(),
+            s => format!("the team in slot {s}"),
+        };
+        let who = w.pe.map_or("a PE numbered above 65534".to_string(), |p| {
+            format!("PE {p}")
+        });
+        Error::TeamMismatch {
+            op,
+            detail: format!(
+                "{who} called {} while PE {} called {op}, at barrier #{epoch} of {team_name} (a collective meets only the same call on every member; mismatched collectives)",
+                identity::name(w.op),
+                self.my_pe(),
+            ),
+        }
     }
 
     /// Waits until this PE's barrier flag `word` reaches `epoch`. With `leaving` set to
