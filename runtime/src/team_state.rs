@@ -202,9 +202,17 @@ impl TeamState {
         slot * self.slot_words + self.rounds
     }
 
-    /// Word index of team PE `index`'s request in exchange buffer `parity` of `slot`.
+    /// Word index of the identity word of barrier round `round` for epochs of parity
+    /// `parity` in `slot` (see `team/identity.rs`): right after the epoch word, so that
+    /// in small teams a round's flag and identity word share a cache line.
+    pub(crate) fn identity(&self, slot: usize, round: usize, parity: usize) -> usize {
+        self.epoch(slot) + 1 + parity * self.rounds + round
+    }
+
+    /// Word index of team PE `index`'s request in exchange buffer `parity` of `slot`
+    /// (after the identity words).
     pub(crate) fn request(&self, slot: usize, parity: usize, index: usize) -> usize {
-        self.epoch(slot) + 1 + (parity * self.n_pes + index) * self.request_words()
+        self.identity(slot, 0, 2) + (parity * self.n_pes + index) * self.request_words()
     }
 
     pub(crate) fn request_words(&self) -> usize {
@@ -226,11 +234,5 @@ impl TeamState {
     /// Word index of alert word `parity` of `slot` (after the fingerprint buffers).
     pub(crate) fn alert(&self, slot: usize, parity: usize) -> usize {
         self.fingerprint(slot, 2, 0) + parity
-    }
-
-    /// Word index of the identity word of barrier round `round` for epochs of parity
-    /// `parity` in `slot` (after the alert words; see `team/identity.rs`).
-    pub(crate) fn identity(&self, slot: usize, round: usize, parity: usize) -> usize {
-        self.alert(slot, 2) + parity * self.rounds + round
     }
 }

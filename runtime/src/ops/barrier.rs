@@ -8,7 +8,9 @@
 //! schedule, the orderings and the epochs are [`symmem_sync::barrier`]'s, model-checked
 //! with loom there; this module adds the waits, with their dead-peer, finalize and timeout
 //! checks. Otherwise (PEs on other nodes, or P2P off) it is TEAM_WORLD's barrier, which
-//! signals over every route; the bootstrap's barrier only serves a job with neither.
+//! signals over every route and carries the call's identity, so that a PE in another
+//! TEAM_WORLD collective fails naming both calls instead of pairing with it (see
+//! `team/identity.rs`); the bootstrap's barrier only serves a job with neither.
 
 use std::sync::atomic::Ordering;
 

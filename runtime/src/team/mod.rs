@@ -41,6 +41,8 @@
 //! the heap starts zeroed, and `destroy` zeroes this PE's flags after the team's last
 //! barrier, when no member can signal them any more; a member of a later team in that slot
 //! signals them only after the creating exchange, which this PE enters after `destroy`.
+//! A host barrier's signal also carries its call's identity, checked by the receiver, so
+//! that different collectives never pair silently ([`identity`]).
 
 mod alltoallv;
 pub mod collectives;
@@ -548,8 +550,10 @@ impl<'rt> Team<'rt> {
         self.exchange(OP, Request::Destroy)?;
         // The exchange's barrier was the team's last use of the slot: every member has
         // received every signal and request sent to it there, so this PE's flags (and its
-        // epoch word, after them) can be zeroed for the slot's next team.
-        let zeros = vec![0u8; (self.rt.teams.rounds + 1) * 8];
+        // epoch word and barrier identity words, after them) can be zeroed for the slot's
+        // next team, whose epochs count from 1 again: an old identity stamped with one of
+        // them must not be taken for its own.
+        let zeros = vec![0u8; (3 * self.rt.teams.rounds + 1) * 8];
         let rt = self.rt;
         rt.putmem(
             &rt.team_area(),
@@ -557,13 +561,13 @@ impl<'rt> Team<'rt> {
             &zeros,
             rt.my_pe(),
         )?;
-        // So are the fingerprints, alert words and barrier identity words in this PE's
-        // heap, which members wrote (if at all) before that barrier: the slot's next team
-        // counts its barrier epochs from 1 again, and an old alert, verdict or identity
-        // stamped with one of them must not be taken for its own.
+        // So are the fingerprints and alert words in this PE's heap, which members wrote
+        // (if at all) before that barrier: the slot's next team counts its barrier
+        // epochs from 1 again, and an old alert or verdict stamped with one of them must
+        // not be taken for its own.
         let (first, end) = (
             rt.teams.fingerprint(self.slot, 0, 0),
-            rt.teams.identity(self.slot, 0, 2),
+            rt.teams.alert(self.slot, 2),
         );
         rt.putmem(
             &rt.team_area(),
