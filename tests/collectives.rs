@@ -176,3 +176,27 @@ fn one_pe_with_bad_arguments_checked_2_and_4_pes() {
 fn one_pe_with_bad_arguments_checked_on_2_nodes_of_2_pes() {
     check_one_bad(4, &[TWO_NODES[0], TWO_NODES[1], CHECK]);
 }
+
+/// Every pair of different collectives on TEAM_WORLD (barrier_all, sync_all, team
+/// barrier and sync, broadcast, reduce, fcollect, alltoall) on 2 PEs of one node, in one
+/// job: where they share a barrier, each PE fails naming both PEs and both operations
+/// (the synchronizations meet each other), and the team works afterwards. The pairs that
+/// share no barrier here are tests/hang_report.rs's.
+#[test]
+fn mismatched_pairs_fail_naming_both_on_one_node() {
+    run_ok(2, "collective_pairs", &[]);
+}
+
+/// [`mismatched_pairs_fail_naming_both_on_one_node`] across 2 simulated nodes, where
+/// `barrier_all` and `sync_all` are TEAM_WORLD's barrier: every pair shares it.
+#[test]
+fn mismatched_pairs_fail_naming_both_across_nodes() {
+    run_ok(2, "collective_pairs", &TWO_NODES);
+}
+
+/// 2 nodes of 2 PEs: the last PE differs, and the PEs that never hear from it directly
+/// learn of it from their partners in the barrier's later rounds.
+#[test]
+fn mismatched_pairs_fail_on_every_pe_of_2_nodes_of_2_pes() {
+    run_ok(4, "collective_pairs", &TWO_NODES);
+}

@@ -278,3 +278,73 @@ fn sigusr1_asks_for_one_report_hang_or_not() {
         job.stderr
     );
 }
+
+/// Mismatched collectives across two simulated nodes: PE 0 in `barrier_all`, PE 1 in
+/// TEAM_WORLD's `team_broadcast`. Across nodes both run TEAM_WORLD's barrier, where they
+/// paired silently (both returned Ok, PE 1 with a `dest` nobody wrote); now the barrier
+/// carries each call's identity and both PEs fail at once, naming both PEs and both
+/// operations, with no hang to report; TEAM_WORLD works afterwards.
+#[test]
+fn mismatched_collectives_across_nodes_are_named() {
+    common::run_ok(2, "mismatched_collectives_named", &common::TWO_NODES);
+}
+
+/// On one node `barrier_all` and `sync_all` have a barrier of their own, which no
+/// TEAM_WORLD operation meets: each such pair blocks, and the hang report names the
+/// mismatch and both operations. Every pair runs as its own job (a timed-out barrier
+/// leaves the two barriers apart), four at once: a sample of the twelve pairs.
+#[test]
+fn pairs_sharing_no_barrier_are_reported_as_mismatched() {
+    // Four of the twelve pairs (each of `barrier_all` and `sync_all` against a team
+    // barrier and a data collective), side by side: every pair costs a job and a timeout.
+    let pairs = [
+        "barrier_all,team_sync",
+        "barrier_all,team_alltoall",
+        "sync_all,team_barrier",
+        "sync_all,team_reduce",
+    ];
+    for (batch, pairs) in pairs.chunks(4).enumerate() {
+        std::thread::scope(|s| {
+            let jobs: Vec<_> = pairs
+                .iter()
+                .enumerate()
+                .map(|(i, pair)| {
+                    let i = batch * 4 + i;
+                    s.spawn(move || {
+                        let file = std::env::temp_dir()
+                            .join(format!("symmem-hang-pair-{i}-{}.jsonl", std::process::id()));
+                        let _ = std::fs::remove_file(&file);
+                        let path = file.to_str().expect("a UTF-8 temporary path");
+                        common::run_ok(
+                            2,
+                            "collective_pair_hangs",
+                            &[
+                                ("SYMMEM_TIMEOUT", "5"),
+                                ("SYMMEM_HANG_REPORT", "1"),
+                                ("SYMMEM_HANG_REPORT_FILE", path),
+                                ("SYMMEM_TEST_PAIR", pair),
+                            ],
+                        );
+                        let report = std::fs::read_to_string(&file)
+                            .unwrap_or_else(|e| panic!("{pair}: no hang report in {path}: {e}"));
+                        let _ = std::fs::remove_file(&file);
+                        let (a, b) = pair.split_once(',').expect("a,b");
+                        for want in [
+                            "\"reason\":\"mismatched collectives\"".to_string(),
+                            format!("PE 0 in {a} (TEAM_WORLD"),
+                            format!("PE 1 in {b} (TEAM_WORLD"),
+                        ] {
+                            assert!(
+                                report.contains(&want),
+                                "{pair}: the report lacks {want:?}: {report}"
+                            );
+                        }
+                    })
+                })
+                .collect();
+            for j in jobs {
+                j.join().expect("a pair's job");
+            }
+        });
+    }
+}

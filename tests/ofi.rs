@@ -55,6 +55,7 @@ over_tcp! {
     every_atomic_on_every_type_over_tcp: "atomics";
     fence_and_quiet_over_tcp: "fence_quiet";
     barrier_and_sync_over_tcp: "barrier_sync";
+    mismatched_collectives_over_tcp: "collective_pairs";
     local_views_over_tcp: "local_views";
     argument_errors_over_tcp: "errors";
     stress_over_tcp: "stress";

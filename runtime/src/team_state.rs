@@ -1,5 +1,5 @@
 //! A PE's team bookkeeping: where each team slot's barrier flags, exchange buffers,
-//! collective scratch and argument fingerprints lie in the team area of the heap, and which
+//! collective scratch, argument fingerprints and barrier identity words lie in the team area of the heap, and which
 //! slots are free. Plain state: the operations on teams are in `team/`.
 
 use std::sync::Mutex;
@@ -103,8 +103,9 @@ impl TeamState {
         let exchange = 2 * n_pes * (REQUEST_HEAD + mask_words);
         let scratch = 2 * n_pes * SCRATCH_WORDS;
         let fingerprints = 2 * n_pes * FINGERPRINT_WORDS + ALERT_WORDS;
+        let identities = 2 * rounds;
         (
-            (rounds + 1 + exchange + scratch + fingerprints).div_ceil(8) * 8,
+            (rounds + 1 + exchange + scratch + fingerprints + identities).div_ceil(8) * 8,
             rounds,
             mask_words,
         )
@@ -201,9 +202,17 @@ impl TeamState {
         slot * self.slot_words + self.rounds
     }
 
-    /// Word index of team PE `index`'s request in exchange buffer `parity` of `slot`.
+    /// Word index of the identity word of barrier round `round` for epochs of parity
+    /// `parity` in `slot` (see `team/identity.rs`): right after the epoch word, so that
+    /// in small teams a round's flag and identity word share a cache line.
+    pub(crate) fn identity(&self, slot: usize, round: usize, parity: usize) -> usize {
+        self.epoch(slot) + 1 + parity * self.rounds + round
+    }
+
+    /// Word index of team PE `index`'s request in exchange buffer `parity` of `slot`
+    /// (after the identity words).
     pub(crate) fn request(&self, slot: usize, parity: usize, index: usize) -> usize {
-        self.epoch(slot) + 1 + (parity * self.n_pes + index) * self.request_words()
+        self.identity(slot, 0, 2) + (parity * self.n_pes + index) * self.request_words()
     }
 
     pub(crate) fn request_words(&self) -> usize {

@@ -20,6 +20,7 @@ mod hangs;
 mod kill_matrix;
 mod litmus;
 mod local_views;
+mod mismatch;
 mod ordering;
 mod remote;
 mod rma;
@@ -49,6 +50,7 @@ pub use hangs::{
 pub use kill_matrix::kill_matrix;
 pub use litmus::litmus;
 pub use local_views::local_views;
+pub use mismatch::{collective_pair_hangs, collective_pairs, mismatched_collectives_named};
 pub use ordering::fence_quiet;
 pub use remote::{kill_transfer, put_signal_large, quiet_visibility};
 pub use rma::rma;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use symmem_device::Request;
+use symmem_device::{Opcode, Request, SignalOp};
 
 use crate::error::GpuHeapError;
 use crate::error::Result;
@@ -33,9 +33,15 @@ impl<T: Transport> Transport for Counted<T> {
         Ok(r)
     }
 
-    fn barrier_signal(&self, req: &Request) -> Result<()> {
-        self.inner.barrier_signal(req)?;
-        self.ops.request(req);
+    fn barrier_signal(&self, req: &Request, io: Io<'_>) -> Result<()> {
+        self.inner.barrier_signal(req, io)?;
+        // Counted as the signal it is to the program: the identity word a put_signal
+        // carries with it is the barrier's own bookkeeping, not a put of the program's.
+        let signal = match req.opcode() {
+            Some(Opcode::PutSignal) => Request::signal(req.pe, req.signal, SignalOp::Add, 1),
+            _ => *req,
+        };
+        self.ops.request(&signal);
         Ok(())
     }
 

@@ -62,12 +62,14 @@ pub trait Transport: Send + Sync {
         self.submit(req, io).map(Pending::Done)
     }
 
-    /// Issues `req`, a signal of the runtime's own team barrier, like
-    /// [`Transport::submit`], except that no later [`Transport::quiet`] needs to complete
-    /// it: the barrier waits for it at the target itself, and a quiet that only had it to
-    /// flush would cost a round trip per barrier. The default submits it like any other.
-    fn barrier_signal(&self, req: &Request) -> Result<()> {
-        self.submit(req, Io::None).map(drop)
+    /// Issues `req`, a signal of the runtime's own team barrier (a `signal` with
+    /// `Io::None`, or a `put_signal` whose few bytes, the barrier call's identity, land
+    /// before its signal), like [`Transport::submit`], except that no later
+    /// [`Transport::quiet`] needs to complete it: the barrier waits for it at the target
+    /// itself, and a quiet that only had it to flush would cost a round trip per
+    /// barrier. The default submits it like any other.
+    fn barrier_signal(&self, req: &Request, io: Io<'_>) -> Result<()> {
+        self.submit(req, io).map(drop)
     }
 
     /// Orders every request submitted before the fence to each PE before those submitted

@@ -8,7 +8,9 @@
 //! schedule, the orderings and the epochs are [`symmem_sync::barrier`]'s, model-checked
 //! with loom there; this module adds the waits, with their dead-peer, finalize and timeout
 //! checks. Otherwise (PEs on other nodes, or P2P off) it is TEAM_WORLD's barrier, which
-//! signals over every route; the bootstrap's barrier only serves a job with neither.
+//! signals over every route and carries the call's identity, so that a PE in another
+//! TEAM_WORLD collective fails naming both calls instead of pairing with it (see
+//! `team/identity.rs`); the bootstrap's barrier only serves a job with neither.
 
 use std::sync::atomic::Ordering;
 
@@ -23,7 +25,7 @@ impl Runtime {
     pub fn barrier_all(&self) -> Result<()> {
         // The quiet completes the transport's operations too: no second quiet in the sync.
         self.quiet()?;
-        self.sync_pes()
+        self.sync_pes("barrier_all")
     }
 
     /// Blocks until every PE has called `sync_all` (`nvshmem_sync_all`). Orders memory
@@ -40,11 +42,11 @@ impl Runtime {
             // one GPU per rank), and weak ordering buffers puts to mapped peers in it.
             t.quiet()?;
         }
-        self.sync_pes()
+        self.sync_pes("sync_all")
     }
 
-    /// The synchronization of `sync_all` and `barrier_all`, after their quiets.
-    fn sync_pes(&self) -> Result<()> {
+    /// The synchronization of `sync_all` and `barrier_all` (`op`), after their quiets.
+    fn sync_pes(&self, op: &'static str) -> Result<()> {
         let n = self.n_pes();
         let me = self.my_pe();
         if !self.all_mapped {
@@ -54,13 +56,16 @@ impl Runtime {
             // TEAM_WORLD's barrier runs on every route and waits under SYMMEM_TIMEOUT, as
             // the mapped barrier below does; the bootstrap's would fail a PE that reaches
             // it more than SYMMEM_BOOTSTRAP_TIMEOUT after another.
-            return self.team_sync("barrier_all", &self.team_world());
+            // Its signals carry `op`, so that a PE in another collective on TEAM_WORLD
+            // fails naming both rather than pairing with this barrier (see
+            // `team/identity.rs`).
+            return self.team_sync(op, &self.team_world());
         }
         let state = &self.barrier;
         let mut turn = state.try_next();
         if turn.is_none() {
             self.wait_for(
-                "barrier_all",
+                op,
                 || "another thread of this PE to leave barrier_all".to_string(),
                 || {
                     turn = state.try_next();
@@ -93,7 +98,7 @@ impl Runtime {
                 .0;
             let (mut polls, mut left) = (0u32, false);
             self.wait_for(
-                "barrier_all",
+                op,
                 || format!("PE {from} (round {index} of the barrier, epoch {epoch})"),
                 || {
                     if barrier::arrived(flag, epoch) {
@@ -108,23 +113,18 @@ impl Runtime {
                 },
             )?;
             if left && !barrier::arrived(flag, epoch) {
-                return Err(self.partner_left(from));
+                return Err(self.partner_left_in(op, from));
             }
         }
         Ok(())
     }
 
-    /// The error of a barrier whose partner `from` entered finalize (or dropped its
+    /// The error of the barrier of operation `op` (`barrier_all`, `sync_all`, a team's
+    /// barrier) whose partner `from` entered finalize (or dropped its
     /// runtime) instead of joining. If `from` recorded that it gave up because another PE
     /// failed, that PE is the root cause and is named; otherwise `from` is. Either way the
     /// PE named is recorded in this PE's control block, like `check_health` does, so that
     /// peers that find this PE gone (it exits on this error, usually) blame it too.
-    #[cold]
-    fn partner_left(&self, from: usize) -> Error {
-        self.partner_left_in("barrier_all", from)
-    }
-
-    /// [`Self::partner_left`] for the barrier of operation `op` (a team's barrier, say).
     #[cold]
     pub(crate) fn partner_left_in(&self, op: &'static str, from: usize) -> Error {
         let me = self.my_pe();

@@ -154,27 +154,49 @@ impl Runtime {
         Ok(seen)
     }
 
-    /// Applies `op(signal)` to a signal word by its route.
-    #[inline(always)]
-    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // name, pe: the GPU path
-    /// A team barrier's signal: adds 1 to `flag` on `pe`, as `signal_op` would, but a
-    /// remote one is not left for the next quiet to complete (the barrier waits for it
-    /// at `pe`; a quiet that only had it to flush would cost a round trip per barrier).
+    /// A team barrier's signal: adds 1 to `flag` on `pe`, as `signal_op` would, after
+    /// storing `identity`'s word (if given) at its place on `pe`, so that the barrier's
+    /// call is known when the flag is seen (see `team/identity.rs`). A remote one is one
+    /// `put_signal`, not left for the next quiet to complete (the barrier waits for it at
+    /// `pe`; a quiet that only had it to flush would cost a round trip per barrier).
     pub(crate) fn barrier_signal(
         &self,
         op: &'static str,
         flag: SymRef<'_, u64>,
+        identity: Option<(SymRef<'_, u64>, u64)>,
         pe: usize,
     ) -> Result<()> {
-        match self.word(op, flag, pe)? {
-            Word::Remote { pe, off } => {
-                let req = Request::signal(pe as u32, off, SignalOp::Add, 1);
-                Ok(self.remote().barrier_signal(&req)?)
+        let s = self.word(op, flag, pe)?;
+        let Some((at, value)) = identity else {
+            return match s {
+                Word::Remote { pe, off } => {
+                    let req = Request::signal(pe as u32, off, SignalOp::Add, 1);
+                    Ok(self.remote().barrier_signal(&req, Io::None)?)
+                }
+                s => self.update_signal(op, &s, 1, SignalOp::Add, pe),
+            };
+        };
+        match (s, self.word(op, at, pe)?) {
+            (Word::Remote { pe, off: sig }, Word::Remote { off, .. }) => {
+                // One request: the transport applies the word, then the signal.
+                let req = Request::put_signal(pe as u32, off, 0, 8, sig, SignalOp::Add, 1);
+                let data = value.to_ne_bytes();
+                Ok(self.remote().barrier_signal(&req, Io::Src(&data))?)
             }
-            s => self.update_signal(op, &s, 1, SignalOp::Add, pe),
+            // The flag's add (a Release) publishes the word stored before it.
+            (s, Word::Host(w)) => {
+                w.store(value, Ordering::Relaxed);
+                self.update_signal(op, &s, 1, SignalOp::Add, pe)
+            }
+            (s, w) => {
+                self.update_signal(op, &w, value, SignalOp::Set, pe)?;
+                self.update_signal(op, &s, 1, SignalOp::Add, pe)
+            }
         }
     }
 
+    /// Applies `op(signal)` to a signal word by its route.
+    #[inline(always)]
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // `name`, `pe`: GPU words
     fn update_signal(
         &self,

@@ -112,10 +112,11 @@
 //! has none). The buffers come after the slot's scratch, which the device collectives use
 //! with the flags and epoch.
 //!
-//! Limits: a member that calls `sync`/`barrier` where the others call a collective is
-//! detected only under the check (by the others; it returns Ok from its `sync`); the
-//! stream-ordered forms (`team/on_stream.rs`) still return a PE's own argument errors
-//! before their barrier; `collect`'s `dest`, checked against the sum of the counts after
+//! Which collective each member called is checked always, without the fingerprints:
+//! every team barrier carries its call's identity (see `identity.rs`), so a member that
+//! calls `sync`/`barrier`, or another collective, where the others call this one fails
+//! with them, naming both calls. Limits: the stream-ordered forms (`team/on_stream.rs`)
+//! still return a PE's own argument errors before their barrier; `collect`'s `dest`, checked against the sum of the counts after
 //! the exchange, is refused by the PE whose `dest` is too small alone.
 //!
 //! # Where this differs from OpenSHMEM 1.5

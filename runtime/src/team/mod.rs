@@ -41,9 +41,12 @@
 //! the heap starts zeroed, and `destroy` zeroes this PE's flags after the team's last
 //! barrier, when no member can signal them any more; a member of a later team in that slot
 //! signals them only after the creating exchange, which this PE enters after `destroy`.
+//! A host barrier's signal also carries its call's identity, checked by the receiver, so
+//! that different collectives never pair silently ([`identity`]).
 
 mod alltoallv;
 pub mod collectives;
+mod identity;
 mod on_stream;
 
 use std::sync::atomic::Ordering;
@@ -51,6 +54,7 @@ use std::sync::atomic::Ordering;
 use symmem_device::DeviceTeam;
 use symmem_sync::barrier::{self, Round};
 
+use self::identity::{Identity, Witness};
 use crate::alike::{self, Described, Pes};
 use crate::error::{Error, Result};
 use crate::route::Word;
@@ -546,8 +550,10 @@ impl<'rt> Team<'rt> {
         self.exchange(OP, Request::Destroy)?;
         // The exchange's barrier was the team's last use of the slot: every member has
         // received every signal and request sent to it there, so this PE's flags (and its
-        // epoch word, after them) can be zeroed for the slot's next team.
-        let zeros = vec![0u8; (self.rt.teams.rounds + 1) * 8];
+        // epoch word and barrier identity words, after them) can be zeroed for the slot's
+        // next team, whose epochs count from 1 again: an old identity stamped with one of
+        // them must not be taken for its own.
+        let zeros = vec![0u8; (3 * self.rt.teams.rounds + 1) * 8];
         let rt = self.rt;
         rt.putmem(
             &rt.team_area(),
@@ -737,9 +743,16 @@ impl Runtime {
                 seq: epoch,
             })
         });
+        // The arrival barrier has no identity words: alloc, free and finalize compare
+        // their requests in the bootstrap collective after it.
+        let checked = team.slot != self.teams.arrival_slot();
+        let mut identity = Identity::new(op, epoch, self.config.check_collectives);
+        let parity = (epoch % 2) as usize;
         for Round { index, to, from } in barrier::rounds(team.my_index, n) {
             let flag = area.at(self.teams.flag(team.slot, index));
-            self.barrier_signal(op, flag, team.members.world(to))?;
+            let ident = area.at(self.teams.identity(team.slot, index, parity));
+            let carried = checked.then_some((ident, identity.word()));
+            self.barrier_signal(op, flag, carried, team.members.world(to))?;
             let word = self.word(op, flag, me)?;
             let from_pe = team.members.world(from);
             let leaving = match partners {
@@ -751,8 +764,39 @@ impl Runtime {
                     "PE {from_pe} (team PE {from} of a team of {n}; round {index} of {label} {epoch})"
                 )
             })?;
+            if checked {
+                // The flag's Acquire load made the word, put before the signal, visible.
+                let heard = self.load_word(op, &self.word(op, ident, me)?)?;
+                identity.hear(heard, from_pe);
+            }
+        }
+        if let Some(w) = identity.witness() {
+            return Err(self.mismatched(op, team, epoch, w));
         }
         Ok(epoch)
+    }
+
+    /// The error of a barrier that met another kind of call, `w`, heard of in its
+    /// identity words (see [`identity`]): every member returns one, having passed the
+    /// barrier.
+    #[cold]
+    fn mismatched(&self, op: &'static str, team: &Team<'_>, epoch: u64, w: Witness) -> Error {
+        let team_name = match team.slot {
+            WORLD_SLOT => "TEAM_WORLD".to_string(),
+            NODE_SLOT => "TEAM_NODE".to_string(),
+            s => format!("the team in slot {s}"),
+        };
+        let who = w.pe.map_or("a PE numbered above 65534".to_string(), |p| {
+            format!("PE {p}")
+        });
+        Error::TeamMismatch {
+            op,
+            detail: format!(
+                "{who} called {} while PE {} called {op}, at barrier #{epoch} of {team_name} (a collective meets only the same call on every member; mismatched collectives)",
+                identity::name(w.op),
+                self.my_pe(),
+            ),
+        }
     }
 
     /// Waits until this PE's barrier flag `word` reaches `epoch`. With `leaving` set to

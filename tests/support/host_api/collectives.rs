@@ -829,20 +829,26 @@ fn collective_one_bad_inner(rt: &Runtime) -> Outcome {
         start.elapsed()
     );
     if checked {
-        // The last PE syncs where the others broadcast: its fingerprint is from an
-        // earlier barrier, and the others name it; every PE passed one barrier. (Its
-        // call numbers stay one behind from here on, so later checked collectives would
-        // report it again: the scenario ends here.)
+        // The last PE syncs where the others broadcast: the barrier's identity words
+        // tell every PE, which fails naming both calls, having passed one barrier (the
+        // fingerprints, which would name the last PE's as one of an earlier barrier, are
+        // not reached). (Its call numbers stay one behind from here on, so later checked
+        // collectives would report it again: the scenario ends here.)
         if odd {
-            world.sync().or_fail()?;
+            expect_err(
+                world.sync(),
+                "TeamMismatch",
+                &[format!(
+                    "called team_broadcast while PE {last} called team_sync"
+                )],
+            )?;
         } else {
             expect_err(
                 world.broadcast(&big, &big, 1, 0),
                 "TeamMismatch",
-                &[
-                    format!("team PE {last} (world PE {last}) called "),
-                    "differs in the barrier".to_string(),
-                ],
+                &[format!(
+                    "PE {last} called team_sync while PE {me} called team_broadcast"
+                )],
             )?;
         }
     }

@@ -648,10 +648,16 @@ impl Transport for SocketTransport {
         })))
     }
 
-    fn barrier_signal(&self, req: &Request) -> Result<()> {
+    fn barrier_signal(&self, req: &Request, io: Io<'_>) -> Result<()> {
         let sh = &*self.shared;
         let c = sh.conn_for("barrier", req.pe as usize)?;
-        sh.send_request(c, "barrier", *req, &[], Flush::NotNeeded)
+        // A put_signal's identity word travels inline, in the same frame as the signal:
+        // the target applies it first, on the one connection that orders both.
+        let payload = match io {
+            Io::Src(data) => data,
+            _ => &[],
+        };
+        sh.send_request(c, "barrier", *req, payload, Flush::NotNeeded)
             .map(drop)
     }
 
