@@ -328,14 +328,19 @@ mod on_2_nodes_over_ofi {
         ("SYMMEM_OFI_PROVIDER", "tcp;ofi_rxm"),
     ];
 
+    /// Every scenario in one job (one init over ofi, the costly part, instead of one per
+    /// scenario); a failure names its scenario. Run one alone with `device-test-pe NAME`.
     macro_rules! over_ofi {
-        ($($name:ident),* $(,)?) => {$(
+        ($($name:ident),* $(,)?) => {
             #[test]
-            fn $name() {
-                let job = run_with_env(4, stringify!($name), &OVER_OFI);
-                job.assert_ok(4, stringify!($name));
+            fn every_two_node_scenario_in_one_job() {
+                let names = [$(stringify!($name)),*];
+                let job = run_with_env(4, &names.join("+"), &OVER_OFI);
+                for name in names {
+                    job.assert_ok(4, name);
+                }
             }
-        )*};
+        };
     }
 
     two_node_scenarios!(over_ofi);

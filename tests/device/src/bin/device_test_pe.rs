@@ -203,17 +203,26 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let scenario = args
+    let wanted = args
         .iter()
         .find(|a| !a.starts_with("--"))
         .cloned()
         .unwrap_or_default();
-    let Some(&(name, run, runs)) = SCENARIOS.iter().find(|(name, ..)| *name == scenario) else {
-        let known: Vec<&str> = SCENARIOS.iter().map(|(n, ..)| *n).collect();
-        eprintln!("unknown scenario {scenario:?}; known: {}", known.join(" "));
+    // `a+b+c` runs scenarios a, b and c in turn in one job (one init), a barrier apart.
+    let mut scenarios = Vec::new();
+    for scenario in wanted.split('+') {
+        let Some(&found) = SCENARIOS.iter().find(|(name, ..)| *name == scenario) else {
+            let known: Vec<&str> = SCENARIOS.iter().map(|(n, ..)| *n).collect();
+            eprintln!("unknown scenario {scenario:?}; known: {}", known.join(" "));
+            return ExitCode::from(2);
+        };
+        scenarios.push(found);
+    }
+    if scenarios.len() > 1 && scenarios.iter().any(|(name, ..)| *name == "two_nodes") {
+        eprintln!("two_nodes runs alone (it splits the job into two nodes itself)");
         return ExitCode::from(2);
-    };
-    if name == "two_nodes" {
+    }
+    if wanted == "two_nodes" {
         if let Err(msg) = ring::split_into_two_nodes() {
             fail_line!("FAILED: {msg}");
             return ExitCode::FAILURE;
@@ -226,21 +235,28 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = if rt.is_gpu() && runs == Runs::CpuOnly {
-        Err(format!(
-            "{name} is a CPU-only scenario and this is a GPU PE ({})",
-            rt.device_description()
-        ))
-    } else {
-        run(&rt)
-    };
-    if let Err(msg) = result {
-        fail_line!("FAILED: PE {}: {msg}", rt.my_pe());
-        // Exit without finalizing: peers may be waiting for this PE in another operation
-        // (a barrier, a signal), and they detect an exited PE at once.
-        std::process::exit(1);
+    for (i, &(name, run, runs)) in scenarios.iter().enumerate() {
+        let result = if rt.is_gpu() && runs == Runs::CpuOnly {
+            Err(format!(
+                "{name} is a CPU-only scenario and this is a GPU PE ({})",
+                rt.device_description()
+            ))
+        } else {
+            run(&rt).and_then(|()| match i + 1 < scenarios.len() {
+                true => rt
+                    .barrier_all()
+                    .map_err(|e| format!("the barrier after {name}: {e}")),
+                false => Ok(()),
+            })
+        };
+        if let Err(msg) = result {
+            fail_line!("FAILED: PE {}: {name}: {msg}", rt.my_pe());
+            // Exit without finalizing: peers may be waiting for this PE in another
+            // operation (a barrier, a signal), and they detect an exited PE at once.
+            std::process::exit(1);
+        }
+        println!("PE {}: {name} ok", rt.my_pe());
     }
-    println!("PE {}: {name} ok", rt.my_pe());
     match rt.finalize() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
