@@ -444,3 +444,29 @@ fn help_version_and_typos_behave_like_other_tools() {
     assert_eq!(unpaired.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unpaired.stderr).contains("need --pes N"));
 }
+
+/// `--calibrate` measures every copy method the CPU has at each size and says what it
+/// chose; this test's build is unoptimized, so it says that nothing is kept for init.
+#[test]
+fn calibrate_measures_the_copies_and_says_what_it_chose() {
+    let out = info_args(&["--calibrate"], &[]);
+    assert_has(
+        &out,
+        &[
+            "host copies measured on this machine",
+            "memcpy:",
+            "16777216 B  non-temporal stores:",
+            "chosen: the vector copy ",
+            "not kept: this symmem-info is an unoptimized (debug) build",
+        ],
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&info_args(&["--calibrate", "--json"], &[])).expect("JSON");
+    assert!(
+        json["nt_copy"]
+            .as_array()
+            .is_some_and(|rows| rows.len() == 7),
+        "{json}"
+    );
+    assert!(json["kept_in"].is_null(), "{json}");
+}

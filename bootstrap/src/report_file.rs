@@ -20,6 +20,13 @@ pub fn path(launcher: u32, var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
     if let Some(file) = var(VAR).filter(|v| !v.is_empty()) {
         return file.into();
     }
+    user_dir(var).join(format!("symrun-{launcher}-hang-reports.jsonl"))
+}
+
+/// The user's own directory for symmem's files, as the environment (`var`) places it:
+/// `symmem-<uid>` in `$XDG_RUNTIME_DIR`, else in `$TMPDIR`, else in `/tmp`. Make it with
+/// [`prepare_dir`] before use.
+pub fn user_dir(var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
     let base = ["XDG_RUNTIME_DIR", "TMPDIR"]
         .iter()
         .find_map(|v| var(v).filter(|d| !d.is_empty()))
@@ -27,10 +34,9 @@ pub fn path(launcher: u32, var: impl Fn(&str) -> Option<OsString>) -> PathBuf {
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
     base.join(format!("symmem-{uid}"))
-        .join(format!("symrun-{launcher}-hang-reports.jsonl"))
 }
 
-/// Makes the default file's directory ([`path`]) where missing, mode 0700, and checks
+/// Makes `file`'s directory ([`path`], [`user_dir`]) where missing, mode 0700, and checks
 /// that it is a directory of this user that nobody else may write; says what is wrong
 /// otherwise.
 pub fn prepare_dir(file: &Path) -> Result<(), String> {

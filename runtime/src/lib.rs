@@ -43,6 +43,7 @@ pub use config::{Config, CopyBound, DeviceChoice, MemoryOrdering, DEFAULT_MAX_TE
 pub use counters::{Counters, OpCounts};
 pub use error::{Error, Result};
 pub use heap::MAX_ALIGN;
+pub use host_copy::calibrate as copy_calibration;
 #[cfg(feature = "mpi")]
 pub use init::init_with_mpi_comm;
 pub use init::{init, init_with_bootstrap, init_with_config, init_with_unique_id, unique_id};

@@ -48,6 +48,9 @@ fn main() -> ExitCode {
         eprintln!("symmem-info: {e}\n\nFor more information, try '--help'.");
         return ExitCode::from(2);
     }
+    if args.calibrate {
+        return calibrate(args.json);
+    }
     let pes = args.launch.pes;
     let config = match symmem::Config::from_env() {
         Ok(c) => c,
@@ -522,4 +525,62 @@ the failure. A missing fence shows as wrong data, a reused put_nbi source as an 
 quiet. See docs/src/debugging.md (the book's \"Debugging kernels on CPU PEs\").",
         config.exec_stack_size >> 10
     )
+}
+
+/// `--calibrate`: measures the host copies, prints what was measured and chosen, and
+/// keeps it for init ([`symmem::copy_calibration`]).
+fn calibrate(json: bool) -> ExitCode {
+    let (c, kept) = symmem::copy_calibration::calibrate_and_save();
+    let rows = |ts: &[symmem::copy_calibration::Timing]| -> Vec<Value> {
+        ts.iter()
+            .map(|t| json!({"bytes": t.bytes, "memcpy_gbs": t.memcpy, "method_gbs": t.other}))
+            .collect()
+    };
+    let bound = |b: usize, off: usize| (b != off).then_some(b);
+    if json {
+        let doc = json!({
+            "vector_copy_below": bound(c.vector_below, 0),
+            "nt_copy_from": bound(c.nt_from, usize::MAX),
+            "vector_copy": rows(&c.vector),
+            "nt_copy": rows(&c.nt),
+            "kept_in": kept.as_ref().map(|p| p.display().to_string()),
+        });
+        println!("{doc:#}");
+        return ExitCode::SUCCESS;
+    }
+    println!("host copies measured on this machine (GB/s, the same buffers copied over and over):");
+    for (name, ts) in [
+        ("vector copy (aligned + 8 bytes off)", &c.vector),
+        ("non-temporal stores", &c.nt),
+    ] {
+        for t in ts.iter() {
+            println!(
+                "  {:>9} B  {name}: {:6.1}   memcpy: {:6.1}",
+                t.bytes, t.other, t.memcpy
+            );
+        }
+    }
+    let vector = match c.vector_below {
+        0 => "never".to_string(),
+        b => format!("from 2048 bytes up to {b}"),
+    };
+    let nt = match c.nt_from {
+        usize::MAX => "never".to_string(),
+        b => format!("from {b} bytes"),
+    };
+    println!("chosen: the vector copy {vector}; non-temporal stores {nt}");
+    if !symmem::copy_calibration::MEASURABLE {
+        println!("not kept: this symmem-info is an unoptimized (debug) build, whose own copies are slow; init measures in optimized builds only");
+        return ExitCode::SUCCESS;
+    }
+    match kept {
+        Some(p) => println!(
+            "kept for this boot in {} (init reads it; delete it to measure again)",
+            p.display()
+        ),
+        None => println!(
+            "not kept: no boot id or no private directory to keep it in; init measures again"
+        ),
+    }
+    ExitCode::SUCCESS
 }

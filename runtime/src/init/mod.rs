@@ -210,8 +210,8 @@ impl Runtime {
             .map(|pe| heap.base(pe).filter(|_| !weak || pe == rank).unwrap_or(0))
             .collect();
         let routes = routes(&topo, &heap, weak, transport.is_some());
-        let host_copy = HostCopy::new(config.vector_copy, config.nt_copy);
-        tracing::info!(target: "symmem_runtime::host_copy", "PE {rank}: {}", host_copy.describe());
+        let (host_copy, basis) = HostCopy::new(config.vector_copy, config.nt_copy);
+        tracing::info!(target: "symmem_runtime::host_copy", "PE {rank}: {}; {}", host_copy.describe(), basis.describe());
         let device_and_proxy = (|| {
             let device = device_resources(&heap, &peer_bases)?;
             let proxy = transport

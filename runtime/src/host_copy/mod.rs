@@ -21,10 +21,23 @@
 //!   27.6, 27.7, 27.0, 27.5, 25.9, 27.9 GB/s. They cross at about 12 MiB, 3/8 of the
 //!   32 MiB L3, which is the default threshold ([`HostCopy::new`]).
 //!
+//! Those bounds fit that machine, not every one: on a 2-core Intel Xeon VM sharing a
+//! 48 MiB L3, glibc's `memcpy` beat the vector copy 1.5–2.5× at 4 KiB, and non-temporal
+//! stores beat `memcpy` 2× at 16 MiB, below the 18 MiB that 3/8 of its L3 gave. So `auto`
+//! takes the bounds measured on the machine itself ([`calibrate`]: about 50 ms, once per
+//! boot, kept in a file), and the caches' guess above only where nothing can be measured
+//! or kept.
+//!
 //! `SYMMEM_VECTOR_COPY_BELOW` and `SYMMEM_NT_COPY_THRESHOLD` move the bounds or turn a
-//! method off.
+//! method off; a size given there wins over the measurement.
+
+mod caches;
+pub mod calibrate;
+mod simd;
 
 use crate::config::{CopyBound, MIN_NT_COPY, MIN_VECTOR_COPY};
+use caches::Caches;
+use calibrate::Calibration;
 
 /// Which method copies how much: `memcpy` below [`MIN_VECTOR_COPY`] bytes, the vector
 /// copy from there to `vector_below`, `memcpy` again up to `nt_from`, non-temporal
@@ -34,6 +47,29 @@ use crate::config::{CopyBound, MIN_NT_COPY, MIN_VECTOR_COPY};
 pub(crate) struct HostCopy {
     vector_below: usize,
     nt_from: usize,
+}
+
+/// What the `auto` bounds of a [`HostCopy`] came from, for the init log.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Basis {
+    /// Measured on this machine (now or earlier this boot).
+    Measured(Calibration),
+    /// Guessed from the caches' sizes: nothing could be measured or kept, or no bound is
+    /// `auto`.
+    Caches,
+}
+
+impl Basis {
+    /// The basis in words, after [`HostCopy::describe`].
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Basis::Measured(m) => format!("auto bounds {}", m.describe()),
+            Basis::Caches if !calibrate::MEASURABLE => {
+                "auto bounds from the cache sizes (an unoptimized build: not measured)".into()
+            }
+            Basis::Caches => "auto bounds from the cache sizes (nothing measured)".into(),
+        }
+    }
 }
 
 /// The default non-temporal threshold as a fraction of the last-level cache: where the
@@ -47,24 +83,42 @@ const AUTO_DENOMINATOR: usize = 8;
 const FALLBACK_VECTOR_BELOW: usize = 1 << 20;
 
 impl HostCopy {
-    /// The copies the two settings ask for; `auto` from this machine's caches.
-    pub(crate) fn new(vector: CopyBound, nt: CopyBound) -> Self {
-        Self::for_caches(vector, nt, &Caches::of_cpu0())
+    /// The copies the two settings ask for; `auto` as measured on this machine this boot
+    /// ([`calibrate::for_this_boot`]), else from its caches' sizes.
+    pub(crate) fn new(vector: CopyBound, nt: CopyBound) -> (Self, Basis) {
+        let caches = Caches::of_cpu0();
+        let auto = vector == CopyBound::Auto || nt == CopyBound::Auto;
+        let measured = auto
+            .then(|| {
+                calibrate::for_this_boot(vector_copy_available(), nt_stores_available(), caches.l2)
+            })
+            .flatten();
+        let copy = Self::choose(vector, nt, measured.as_ref(), &caches);
+        (copy, measured.map_or(Basis::Caches, Basis::Measured))
     }
 
-    /// [`Self::new`] on a machine with `caches`.
-    fn for_caches(vector: CopyBound, nt: CopyBound, caches: &Caches) -> Self {
+    /// [`Self::new`] with `measured` (if any) on a machine with `caches`.
+    fn choose(
+        vector: CopyBound,
+        nt: CopyBound,
+        measured: Option<&Calibration>,
+        caches: &Caches,
+    ) -> Self {
         let vector_below = match vector {
             _ if !vector_copy_available() => 0,
-            CopyBound::Auto => caches.l2.unwrap_or(FALLBACK_VECTOR_BELOW),
+            CopyBound::Auto => match measured {
+                Some(m) => m.vector_below,
+                None => caches.l2.unwrap_or(FALLBACK_VECTOR_BELOW),
+            },
             CopyBound::Off => 0,
             CopyBound::At(bytes) => bytes,
         };
         let nt_from = match nt {
             _ if !nt_stores_available() => usize::MAX,
-            CopyBound::Auto => match caches.last_level {
-                Some(llc) if llc > 0 => llc / AUTO_DENOMINATOR * AUTO_NUMERATOR,
-                _ => usize::MAX,
+            CopyBound::Auto => match (measured, caches.last_level) {
+                (Some(m), _) => m.nt_from,
+                (None, Some(llc)) if llc > 0 => llc / AUTO_DENOMINATOR * AUTO_NUMERATOR,
+                (None, _) => usize::MAX,
             },
             CopyBound::Off => usize::MAX,
             CopyBound::At(bytes) => bytes,
@@ -121,12 +175,12 @@ impl HostCopy {
 }
 
 /// Whether this build has the non-temporal copy (x86-64, where SSE2 is always there).
-fn nt_stores_available() -> bool {
+pub(crate) fn nt_stores_available() -> bool {
     cfg!(target_arch = "x86_64")
 }
 
 /// Whether this CPU runs the vector copy (x86-64 with AVX2).
-fn vector_copy_available() -> bool {
+pub(crate) fn vector_copy_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2")
@@ -137,197 +191,9 @@ fn vector_copy_available() -> bool {
     }
 }
 
-/// The data cache sizes that set the automatic bounds.
-#[derive(Debug, Default)]
-struct Caches {
-    /// A core's level-2 cache, in bytes.
-    l2: Option<usize>,
-    /// The largest data or unified cache (the last level), in bytes.
-    last_level: Option<usize>,
-}
-
-impl Caches {
-    /// CPU 0's caches, from sysfs (none where it is not readable).
-    fn of_cpu0() -> Self {
-        let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache") else {
-            return Self::default();
-        };
-        let mut caches = Self::default();
-        for entry in dir.flatten() {
-            let path = entry.path();
-            let is_index = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("index"));
-            let read = |file| std::fs::read_to_string(path.join(file)).ok();
-            if !is_index || read("type").is_some_and(|t| t.trim() == "Instruction") {
-                continue;
-            }
-            let Some(size) = read("size").and_then(|s| parse_cache_size(&s)) else {
-                continue;
-            };
-            if read("level").is_some_and(|l| l.trim() == "2") {
-                caches.l2 = Some(size);
-            }
-            caches.last_level = caches.last_level.max(Some(size));
-        }
-        caches
-    }
-}
-
-/// A sysfs cache size (`32768K`, `1M`, `512`) in bytes.
-fn parse_cache_size(text: &str) -> Option<usize> {
-    let t = text.trim();
-    let (digits, unit) = match t.as_bytes().last()? {
-        b'K' => (&t[..t.len() - 1], 1 << 10),
-        b'M' => (&t[..t.len() - 1], 1 << 20),
-        b'G' => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    digits.parse::<usize>().ok()?.checked_mul(unit)
-}
-
-#[cfg(target_arch = "x86_64")]
-mod simd {
-    use std::arch::x86_64::{
-        __m128i, __m256i, _mm256_loadu_si256, _mm256_store_si256, _mm256_stream_si256,
-        _mm_loadu_si128, _mm_sfence, _mm_stream_si128,
-    };
-
-    /// Copies `len` bytes by non-temporal stores, then `sfence`: 32-byte stores where the
-    /// CPU has AVX2, else 16-byte ones. On the development machine (AMD EPYC, 16 MiB
-    /// copies, the two alternating in one process) the 32-byte loop moved 5–20% more in
-    /// each of 8 pairs (e.g. 19.7 against 15.6 GB/s, 24.1 against 21.7).
-    ///
-    /// # Safety
-    /// As [`std::ptr::copy_nonoverlapping`].
-    pub(super) unsafe fn nt_copy(dst: *mut u8, src: *const u8, len: usize) {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: forwarded from the caller; the CPU has AVX2.
-            unsafe { nt_copy_avx2(dst, src, len) }
-        } else {
-            // SAFETY: forwarded from the caller.
-            unsafe { nt_copy_sse2(dst, src, len) }
-        }
-    }
-
-    /// Defines `$name`, a copy by `$vec`-wide loads and `$store`s: the head up to the
-    /// destination's first `$vec`-aligned byte and the tail by `memcpy`, the body four
-    /// vectors at a time, then `$finish` if given.
-    macro_rules! copy_by {
-        ($(#[$attr:meta])* $name:ident, $vec:ty, $load:ident, $store:ident $(, $finish:expr)?) => {
-            $(#[$attr])*
-            pub(super) unsafe fn $name(mut dst: *mut u8, mut src: *const u8, mut len: usize) {
-                const WIDTH: usize = std::mem::size_of::<$vec>();
-                const STEP: usize = 4 * WIDTH;
-                let head = dst.align_offset(WIDTH).min(len);
-                // SAFETY: the caller's ranges hold `len` bytes; `head <= len`, and every
-                // step below stays within what is left of them. The store gets a
-                // `WIDTH`-aligned destination (after the head, `dst` advances by
-                // multiples of `WIDTH`); the load takes any alignment; the caller
-                // guarantees the instructions exist.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(src, dst, head);
-                    dst = dst.add(head);
-                    src = src.add(head);
-                    len -= head;
-                    while len >= STEP {
-                        let s = src.cast::<$vec>();
-                        let (a, b) = ($load(s), $load(s.add(1)));
-                        let (c, d) = ($load(s.add(2)), $load(s.add(3)));
-                        let t = dst.cast::<$vec>();
-                        $store(t, a);
-                        $store(t.add(1), b);
-                        $store(t.add(2), c);
-                        $store(t.add(3), d);
-                        dst = dst.add(STEP);
-                        src = src.add(STEP);
-                        len -= STEP;
-                    }
-                    std::ptr::copy_nonoverlapping(src, dst, len);
-                    $($finish;)?
-                }
-            }
-        };
-    }
-
-    copy_by!(
-        /// [`nt_copy`] with 16-byte stores (SSE2, part of x86-64).
-        ///
-        /// # Safety
-        /// As [`std::ptr::copy_nonoverlapping`].
-        nt_copy_sse2,
-        __m128i,
-        _mm_loadu_si128,
-        _mm_stream_si128,
-        // Non-temporal stores are weakly ordered: fence them before whatever the caller
-        // stores next (a signal after a put).
-        _mm_sfence()
-    );
-
-    copy_by!(
-        /// [`nt_copy`] with 32-byte stores.
-        ///
-        /// # Safety
-        /// As [`std::ptr::copy_nonoverlapping`], on a CPU with AVX2.
-        #[target_feature(enable = "avx2")]
-        nt_copy_avx2,
-        __m256i,
-        _mm256_loadu_si256,
-        _mm256_stream_si256,
-        // As in `nt_copy_sse2`.
-        _mm_sfence()
-    );
-
-    copy_by!(
-        /// Copies `len` bytes through the caches by 32-byte loads and aligned stores.
-        /// Ordinary stores, so no fence: they are ordered as `memcpy`'s are.
-        ///
-        /// # Safety
-        /// As [`std::ptr::copy_nonoverlapping`], on a CPU with AVX2.
-        #[target_feature(enable = "avx2")]
-        vector_copy,
-        __m256i,
-        _mm256_loadu_si256,
-        _mm256_store_si256
-    );
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-mod simd {
-    /// No non-temporal copy on this architecture: `memcpy` (never reached: the
-    /// threshold is infinite here).
-    ///
-    /// # Safety
-    /// As [`std::ptr::copy_nonoverlapping`].
-    pub(super) unsafe fn nt_copy(dst: *mut u8, src: *const u8, len: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
-    }
-
-    /// No vector copy on this architecture: `memcpy` (never reached: its bound is 0
-    /// here).
-    ///
-    /// # Safety
-    /// As [`std::ptr::copy_nonoverlapping`].
-    pub(super) unsafe fn vector_copy(dst: *mut u8, src: *const u8, len: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sysfs_cache_sizes_parse() {
-        assert_eq!(parse_cache_size("32768K\n"), Some(32 << 20));
-        assert_eq!(parse_cache_size("1M"), Some(1 << 20));
-        assert_eq!(parse_cache_size("512"), Some(512));
-        assert_eq!(parse_cache_size("x"), None);
-        assert_eq!(parse_cache_size(""), None);
-    }
 
     #[test]
     fn the_automatic_bounds_come_from_the_caches() {
@@ -335,7 +201,7 @@ mod tests {
             l2: Some(1 << 20),
             last_level: Some(32 << 20),
         };
-        let auto = HostCopy::for_caches(CopyBound::Auto, CopyBound::Auto, &epyc);
+        let auto = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, None, &epyc);
         let nt_want = if nt_stores_available() {
             12 << 20
         } else {
@@ -344,7 +210,7 @@ mod tests {
         let vector_want = if vector_copy_available() { 1 << 20 } else { 0 };
         assert_eq!(auto.nt_from, nt_want, "3/8 of the last-level cache");
         assert_eq!(auto.vector_below, vector_want, "the L2");
-        let unknown = HostCopy::for_caches(CopyBound::Auto, CopyBound::Auto, &Caches::default());
+        let unknown = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, None, &Caches::default());
         let fallback = if vector_copy_available() {
             FALLBACK_VECTOR_BELOW
         } else {
@@ -354,21 +220,51 @@ mod tests {
             (unknown.vector_below, unknown.nt_from),
             (fallback, usize::MAX)
         );
-        let off = HostCopy::for_caches(CopyBound::Off, CopyBound::Off, &epyc);
+        let off = HostCopy::choose(CopyBound::Off, CopyBound::Off, None, &epyc);
         assert_eq!((off.vector_below, off.nt_from), (0, usize::MAX));
         assert_eq!(off.describe(), "host copies by size: memcpy from 0 bytes");
+    }
+
+    #[test]
+    fn auto_takes_the_measurement_and_a_size_given_wins() {
+        let epyc = Caches {
+            l2: Some(1 << 20),
+            last_level: Some(32 << 20),
+        };
+        let measured = Calibration {
+            vector_below: 64 << 10,
+            nt_from: 16 << 20,
+            vector: Vec::new(),
+            nt: Vec::new(),
+        };
+        let auto = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, Some(&measured), &epyc);
+        let given = HostCopy::choose(
+            CopyBound::At(8 << 10),
+            CopyBound::Off,
+            Some(&measured),
+            &epyc,
+        );
+        if vector_copy_available() {
+            assert_eq!(auto.vector_below, 64 << 10);
+            assert_eq!(given.vector_below, 8 << 10);
+        }
+        if nt_stores_available() {
+            assert_eq!(auto.nt_from, 16 << 20);
+        }
+        assert_eq!(given.nt_from, usize::MAX);
     }
 
     #[test]
     fn every_method_copies_every_length_and_alignment() {
         let src: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
         let none = Caches::default();
-        let by_size = HostCopy::for_caches(
+        let by_size = HostCopy::choose(
             CopyBound::At(MIN_VECTOR_COPY + 1000),
             CopyBound::At(MIN_NT_COPY),
+            None,
             &none,
         );
-        let memcpy = HostCopy::for_caches(CopyBound::Off, CopyBound::Off, &none);
+        let memcpy = HostCopy::choose(CopyBound::Off, CopyBound::Off, None, &none);
         type Copy<'a> = Box<dyn Fn(*mut u8, *const u8, usize) + 'a>;
         #[allow(unused_mut)] // pushed to on x86-64 only
         let mut methods: Vec<Copy<'_>> = vec![
