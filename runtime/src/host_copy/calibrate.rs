@@ -102,7 +102,7 @@ impl Calibration {
 
 /// `4K`, `16M`: a power-of-two size in words.
 fn size_text(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{}M", bytes >> 20)
     } else {
         format!("{}K", bytes >> 10)
