@@ -243,9 +243,8 @@ fn two_pes_getting_megabytes_from_each_other_at_once_do_not_deadlock() {
     });
     assert!(t0.elapsed() < Duration::from_secs(10));
     let sh = &pe0.shared;
-    assert_eq!(
+    assert!(
         sh.conn(1).unwrap().flow.try_reserve(REPLY_WINDOW),
-        true,
         "answers still awaited"
     );
     pe0.shutdown();

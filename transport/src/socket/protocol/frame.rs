@@ -230,11 +230,7 @@ impl RequestHead {
     /// The head of request `req` sent as request `id` with `payload`, and the rest of the
     /// payload to send after it. Addresses of this process mean nothing to the peer: the
     /// id travels in `tag`, and only whether a value is wanted back in `local`.
-    pub(in crate::socket) fn new<'p>(
-        mut req: Request,
-        id: u64,
-        payload: &'p [u8],
-    ) -> (Self, &'p [u8]) {
+    pub(in crate::socket) fn new(mut req: Request, id: u64, payload: &[u8]) -> (Self, &[u8]) {
         req.tag = id;
         req.local = u64::from(req.returns_data());
         let inline = if payload.len() <= INLINE_PAYLOAD {
