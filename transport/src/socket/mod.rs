@@ -3,7 +3,7 @@
 //! Each PE listens on the IPv4 address of `SYMMEM_SOCKET_IFNAME` (else its first up,
 //! non-loopback interface), and the addresses go round through the bootstrap. Of each pair
 //! the higher PE connects; both ends prove the transport's key, derived from the job's,
-//! in a challenge-response handshake before any frame ([`connect`]). The listener holds
+//! in a challenge-response handshake before any frame (`driver/connect.rs`). The listener holds
 //! unauthenticated connections in one `poll` loop at a few hundred bytes each, so
 //! strangers cost next to nothing.
 //!
@@ -43,19 +43,28 @@
 //! An authenticated peer cannot crash a PE or exhaust its memory: every pending request
 //! records the answer it waits for (get data of its length, a fetched value, FLUSHED),
 //! and an answer of another kind or length is such a malformed frame. A PE queues at most
-//! [`flow::REPLY_WINDOW`] bytes of answers for a peer before it stops reading that
+//! [`window::REPLY_WINDOW`] bytes of answers for a peer before it stops reading that
 //! peer's requests, and itself keeps no more than that outstanding on a connection, so
-//! peers that keep the rule never stall each other ([`flow`]).
+//! peers that keep the rule never stall each other ([`window`]).
 //!
 //! # Files
-//! The protocol: this file holds the state (a connection, its receive state machine, its
-//! send queue and response slots) and the [`Transport`] operations; `receive.rs` reads and
-//! acts on frames, `send.rs` writes them and waits for responses, `flow.rs` bounds the
-//! answers in flight, `frame.rs` encodes and decodes them. It reads and writes a
-//! connection only through its [`Wire`] (`wire.rs`). The driver: `connect.rs` sets the
-//! connections up, the service thread here polls them, and `sys.rs` makes the system
-//! calls behind the socket wire. `protocol_tests.rs` runs the protocol over an in-memory
-//! wire, with no socket.
+//! Three parts, as quinn's `quinn-proto` under `quinn`:
+//! - `protocol/`, pure: the frames and their encoders (`frame.rs`), the receive state
+//!   machine, bytes in and frames out (`receiver.rs`), which request awaits which answer
+//!   (`pending.rs`), the answer window (`window.rs`) and flush tickets (`tickets.rs`). No
+//!   socket, thread, lock or system call; each file is tested alone.
+//! - `driver/`: the sockets and threads. `connect.rs` sets the connections up,
+//!   `service.rs` is the service thread that polls them, `wire.rs` is a connection's
+//!   byte stream (its socket, or memory in the tests and the fuzzer) and `sys.rs` makes
+//!   the system calls behind it.
+//! - The glue, here: this file holds the shared state (a connection, its locks, its send
+//!   queue and answer slots) and the [`Transport`] operations; `receive.rs` feeds a
+//!   connection's bytes to the receive state machine and acts on its frames (applying
+//!   requests through the [`Target`]), `send.rs` writes frames under the connection's
+//!   lock, stages small ones and waits for answers.
+//!
+//! `protocol_tests.rs` runs the glue over an in-memory wire, with no socket, and
+//! `replay.rs` does the same with a peer's arbitrary bytes for the fuzzer.
 
 mod driver;
 mod protocol;
@@ -128,7 +137,8 @@ struct Shared {
     /// [`Transport::progress`], threads waiting for a response). While it keeps moving the
     /// service thread leaves the sockets to them: see [`Shared::serve`].
     spins: AtomicU64,
-    /// True while the service thread goes round its loop at most [`SPINNER_CHECK_MS`]
+    /// True while the service thread goes round its loop at most
+    /// [`SPINNER_CHECK_MS`](driver::service::SPINNER_CHECK_MS)
     /// apart, writing staged requests each time: only then may a request be staged
     /// ([`Shared::stage_or_send`]).
     writes_staged_soon: AtomicBool,
