@@ -1,5 +1,5 @@
 //! The socket transport's receive state machine (headers, requests, payloads, answers)
-//! fed a peer's arbitrary bytes over loopback TCP, against a host heap with inaccessible
+//! fed a peer's arbitrary bytes over an in-memory wire (no socket, no thread), against a host heap with inaccessible
 //! pages on both sides: a request that got past the checks and touched a byte outside
 //! the heap crashes here.
 #![no_main]

@@ -3,7 +3,7 @@
 //! Each PE listens on the IPv4 address of `SYMMEM_SOCKET_IFNAME` (else its first up,
 //! non-loopback interface), and the addresses go round through the bootstrap. Of each pair
 //! the higher PE connects; both ends prove the transport's key, derived from the job's,
-//! in a challenge-response handshake before any frame ([`connect`]). The listener holds
+//! in a challenge-response handshake before any frame (`driver/connect.rs`). The listener holds
 //! unauthenticated connections in one `poll` loop at a few hundred bytes each, so
 //! strangers cost next to nothing.
 //!
@@ -25,7 +25,7 @@
 //! Small puts and non-fetching AMOs may be staged: left in the connection's buffer and
 //! written in front of the next frame to that peer, so that a put followed by `quiet` is one
 //! write (with the FLUSH) instead of two. Staging happens only while the service thread
-//! goes round its loop at most every [`SPINNER_CHECK_MS`] and writes what is staged each
+//! goes round its loop at most every [`SPINNER_CHECK_MS`](driver::service::SPINNER_CHECK_MS) and writes what is staged each
 //! round, so a staged request is never held longer than that ([`Shared::stage_or_send`]).
 //!
 //! A get travels in chunks of at most [`MAX_CHUNK`] bytes, [`GET_CHUNKS_IN_FLIGHT`] asked
@@ -43,36 +43,42 @@
 //! An authenticated peer cannot crash a PE or exhaust its memory: every pending request
 //! records the answer it waits for (get data of its length, a fetched value, FLUSHED),
 //! and an answer of another kind or length is such a malformed frame. A PE queues at most
-//! [`flow::REPLY_WINDOW`] bytes of answers for a peer before it stops reading that
+//! [`window::REPLY_WINDOW`] bytes of answers for a peer before it stops reading that
 //! peer's requests, and itself keeps no more than that outstanding on a connection, so
-//! peers that keep the rule never stall each other ([`flow`]).
+//! peers that keep the rule never stall each other ([`window`]).
 //!
 //! # Files
-//! The protocol: this file holds the state (a connection, its receive state machine, its
-//! send queue and response slots) and the [`Transport`] operations; `receive.rs` reads and
-//! acts on frames, `send.rs` writes them and waits for responses, `flow.rs` bounds the
-//! answers in flight, `frame.rs` encodes and decodes them. It reads and writes a
-//! connection only through its [`Wire`] (`wire.rs`). The driver: `connect.rs` sets the
-//! connections up, the service thread here polls them, and `sys.rs` makes the system
-//! calls behind the socket wire. `protocol_tests.rs` runs the protocol over an in-memory
-//! wire, with no socket.
+//! Three parts, as quinn's `quinn-proto` under `quinn`:
+//! - `protocol/`, pure: the frames and their encoders (`frame.rs`), the receive state
+//!   machine, bytes in and frames out (`receiver.rs`), which request awaits which answer
+//!   (`pending.rs`), the answer window (`window.rs`) and flush tickets (`tickets.rs`). No
+//!   socket, thread, lock or system call; each file is tested alone.
+//! - `driver/`: the sockets and threads. `connect.rs` sets the connections up,
+//!   `service.rs` is the service thread that polls them, `wire.rs` is a connection's
+//!   byte stream (its socket, or memory in the tests and the fuzzer) and `sys.rs` makes
+//!   the system calls behind it.
+//! - The glue, here: this file holds the shared state (a connection, its locks, its send
+//!   queue and answer slots) and the [`Transport`] operations; `receive.rs` feeds a
+//!   connection's bytes to the receive state machine and acts on its frames (applying
+//!   requests through the [`Target`]), `send.rs` writes frames under the connection's
+//!   lock, stages small ones and waits for answers.
+//!
+//! `protocol_tests.rs` runs the glue over an in-memory wire, with no socket, and
+//! `replay.rs` does the same with a peer's arbitrary bytes for the fuzzer.
 
-mod connect;
-mod flow;
-mod frame;
+mod driver;
+mod protocol;
 mod receive;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod replay;
 mod send;
-mod sys;
-mod wire;
 
 #[cfg(test)]
 mod hostile_peer_tests;
 #[cfg(test)]
 mod protocol_tests;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -80,9 +86,12 @@ use std::time::{Duration, Instant};
 use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::{Opcode, Request};
 
-use self::flow::Flow;
-use self::frame::{Answer, Kind, MAX_CHUNK};
-use self::wire::Wire;
+use self::driver::wire::Wire;
+use self::protocol::frame::{self, Answer, Kind, MAX_CHUNK};
+use self::protocol::pending::PendingAnswers;
+use self::protocol::receiver::Receiver;
+use self::protocol::tickets::FlushTickets;
+use self::protocol::window::{self, Flow};
 use super::target::Target;
 use crate::error::{Error, GpuHeapError, Result};
 use crate::interface::{DeviceHeap, InFlight, Io, Pending, Transport};
@@ -101,30 +110,13 @@ pub(crate) const ENTRY: Entry = Entry {
     connect: |setup| Ok(counted(setup, "socket", SocketTransport::connect(setup)?)),
 };
 
-/// How long an accepted connection may take to finish its handshake.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(2);
-/// How often the service thread checks whether threads spinning on the sockets have
-/// stopped, in milliseconds.
-const SPINNER_CHECK_MS: i32 = 1;
-
 /// Chunks of one get asked for before the first answer is awaited: the answers of that
-/// many chunks fit in the requester's window ([`flow::REPLY_WINDOW`]).
+/// many chunks fit in the requester's window ([`window::REPLY_WINDOW`]).
 const GET_CHUNKS_IN_FLIGHT: usize = 3;
 const _: () = assert!(
-    GET_CHUNKS_IN_FLIGHT * (HEADER_LEN + 16 + MAX_CHUNK) <= flow::REPLY_WINDOW,
+    GET_CHUNKS_IN_FLIGHT * (HEADER_LEN + 16 + MAX_CHUNK) <= window::REPLY_WINDOW,
     "a get's chunks in flight must fit in the reply window"
 );
-/// How long the service thread keeps polling hot after the last frame it served.
-const HOT_WINDOW: Duration = Duration::from_micros(50);
-/// While hot, the service thread yields the core once every this many empty polls: a
-/// yield per poll (a second syscall) made each poll slower, and so every request's wait
-/// to be noticed longer.
-const HOT_YIELD_EVERY: u32 = 8;
-/// Bytes the receive side reads ahead of the frame it parses.
-const READ_AHEAD: usize = 64 << 10;
-/// Payloads up to this size are copied next to their request and sent with it in one
-/// contiguous write (`p`, signals, small puts).
-const INLINE_PAYLOAD: usize = 64;
 
 /// The socket transport of one PE.
 pub(crate) struct SocketTransport {
@@ -145,7 +137,8 @@ struct Shared {
     /// [`Transport::progress`], threads waiting for a response). While it keeps moving the
     /// service thread leaves the sockets to them: see [`Shared::serve`].
     spins: AtomicU64,
-    /// True while the service thread goes round its loop at most [`SPINNER_CHECK_MS`]
+    /// True while the service thread goes round its loop at most
+    /// [`SPINNER_CHECK_MS`](driver::service::SPINNER_CHECK_MS)
     /// apart, writing staged requests each time: only then may a request be staged
     /// ([`Shared::stage_or_send`]).
     writes_staged_soon: AtomicBool,
@@ -168,19 +161,13 @@ struct Conn {
     out: Mutex<OutQueue>,
     /// The receive side; only ever `try_lock`ed by readers, who never block holding it.
     rx: Mutex<Rx>,
-    /// Requests waiting for a RESPONSE or FLUSHED, by id.
-    pending: Mutex<HashMap<u64, Arc<Slot>>>,
-    /// How many requests that a `quiet` must flush were sent so far (a running count,
-    /// bumped once the request is written or staged, so in front of any later flush).
-    needs_flush: AtomicU64,
-    /// How many of those a completed flush covers: the most that a quiet whose flush was
-    /// answered had counted before it sent the flush. A quiet returns once this reaches
-    /// its own count, whichever thread's flush covered it; it never takes another
-    /// thread's flush in flight for a finished one.
-    flushed: AtomicU64,
+    /// Requests waiting for a RESPONSE or FLUSHED, by id, with what each awaits.
+    pending: Mutex<PendingAnswers<Arc<Slot>>>,
+    /// Requests sent that a `quiet` must flush, and how many an answered flush covers.
+    tickets: FlushTickets,
     failure: OnceLock<String>,
     said_goodbye: AtomicBool,
-    /// Bytes of answers awaited from and queued for the peer ([`flow`]).
+    /// Bytes of answers awaited from and queued for the peer ([`window`]).
     flow: Flow,
     /// Buffers for the data of the next gets' answers (at most [`GET_CHUNKS_IN_FLIGHT`]),
     /// kept between gets so that each answer lands in memory already mapped and written
@@ -208,40 +195,24 @@ struct OutQueue {
 struct Slot {
     done: AtomicBool,
     value: AtomicU64,
-    /// The answer the request waits for; any other fails the connection.
-    awaits: Answer,
     /// A get's data, in a buffer from [`Conn::answer_buffer`] that goes back with
     /// [`Conn::recycle`] once copied out.
     data: Mutex<Vec<u8>>,
 }
 
-/// Receive-side state: a read-ahead buffer and the frame being parsed.
+/// Receive-side state: the protocol's receive state machine, and where the payload it
+/// is reading lands.
 struct Rx {
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    state: RxState,
+    core: Receiver,
+    /// Where the current payload lands and what follows it; `None` while no payload is
+    /// read, or for a request without one.
+    landing: Option<(Dest, Then)>,
     /// The last read of this drain returned less than it asked for, so the socket was
     /// empty then: the drain stops instead of paying a read that fails with `EAGAIN`
     /// (a ping-pong's receiver would pay it before seeing each signal). Bytes arriving
     /// later are read by the next drain: spinners call `progress` again, and the service
     /// thread's level-triggered `poll` reports them.
     emptied: bool,
-}
-
-enum RxState {
-    /// Waiting for a header.
-    Header,
-    /// Waiting for `len` body bytes of `kind` (all of it for small kinds; the request
-    /// or response head for those with payloads).
-    Body { kind: Kind, len: usize },
-    /// Reading a payload of `len` bytes into `dest`.
-    Payload {
-        dest: Dest,
-        filled: usize,
-        len: usize,
-        then: Then,
-    },
 }
 
 enum Dest {
@@ -253,13 +224,23 @@ enum Dest {
     Buf(Vec<u8>),
 }
 
+impl Dest {
+    /// Where the payload's first byte lands.
+    fn ptr(&mut self) -> *mut u8 {
+        match self {
+            Dest::Heap(p) => *p,
+            Dest::Staged { buf, .. } | Dest::Buf(buf) => buf.as_mut_ptr(),
+        }
+    }
+}
+
 enum Then {
     /// A put: nothing more.
     Put,
     /// A put_signal: update its signal.
     Signal(Request),
-    /// A response: complete the slot.
-    Respond(Arc<Slot>),
+    /// A response: complete the slot, and give its answer's bytes back to the window.
+    Respond(Arc<Slot>, Answer),
 }
 
 // SAFETY: `Dest::Heap` points into the heap mapping, which outlives the transport.
@@ -288,15 +269,12 @@ impl Conn {
             staged: AtomicBool::new(false),
             out: Mutex::default(),
             rx: Mutex::new(Rx {
-                buf: vec![0; READ_AHEAD],
-                start: 0,
-                end: 0,
-                state: RxState::Header,
+                core: Receiver::default(),
+                landing: None,
                 emptied: false,
             }),
             pending: Mutex::default(),
-            needs_flush: AtomicU64::new(0),
-            flushed: AtomicU64::new(0),
+            tickets: FlushTickets::default(),
             failure: OnceLock::new(),
             said_goodbye: AtomicBool::new(false),
             flow: Flow::default(),
@@ -313,15 +291,6 @@ impl Conn {
         // Zeroes only what the buffer did not hold before: nothing, from one chunk to the next.
         buf.resize(len, 0);
         buf
-    }
-
-    /// How many requests sent so far no completed flush covers.
-    #[cfg(test)]
-    fn unflushed(&self) -> u64 {
-        let flushed = self.flushed.load(Ordering::Acquire);
-        self.needs_flush
-            .load(Ordering::Acquire)
-            .saturating_sub(flushed)
     }
 
     /// Keeps `buf` as a spare answer buffer, unless [`GET_CHUNKS_IN_FLIGHT`] are kept.
@@ -385,103 +354,6 @@ impl Shared {
         match c.failed() {
             None => Ok(()),
             Some(why) => Err(self.error(op, c.pe, why)),
-        }
-    }
-
-    /// The service thread: sleeps in `poll` until a connection is readable (or writable
-    /// with queued responses) and serves it.
-    ///
-    /// After serving a frame it keeps polling without sleeping for [`HOT_WINDOW`] (yielding
-    /// the core between polls), so that the next request of a burst or a ping-pong is
-    /// read as soon as it lands rather than after a wake-up from `poll`.
-    ///
-    /// While some thread of this PE spins reading the sockets ([`Self::spins`] moved since
-    /// the last round), the service thread does not poll them for input and only checks
-    /// again every [`SPINNER_CHECK_MS`]: otherwise every arriving frame would wake it,
-    /// and on a machine with more threads than cores the wake-up preempts the very thread
-    /// that is spinning for that frame (measured: a socket ping-pong 3× slower). Once the
-    /// spinners stop or go to sleep, it serves the sockets again within that interval.
-    fn serve(&self) {
-        let live: Vec<&Conn> = self.conns.iter().flatten().collect();
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(live.len());
-        let mut seen_spins = self.spins.load(Ordering::Relaxed);
-        // Until when to keep polling without sleeping, after the last frame served.
-        let mut hot_until: Option<Instant> = None;
-        // Empty polls in a row while hot.
-        let mut idle_rounds: u32 = 0;
-        while !self.stopping.load(Ordering::Acquire) {
-            let spins = self.spins.load(Ordering::Relaxed);
-            let spinners = spins != seen_spins;
-            seen_spins = spins;
-            let hot = !spinners && hot_until.is_some_and(|t| Instant::now() < t);
-            fds.clear();
-            for c in &live {
-                let mut events = 0;
-                if c.failed().is_none() {
-                    if !spinners && !c.flow.over_window() {
-                        events |= libc::POLLIN;
-                    }
-                    if !lock(&c.out).frames.is_empty() {
-                        events |= libc::POLLOUT;
-                    }
-                }
-                fds.push(libc::pollfd {
-                    fd: if events == 0 { -1 } else { c.wire.poll_fd() },
-                    events,
-                    revents: 0,
-                });
-            }
-            let ms = match (hot, spinners) {
-                (true, _) => 0,
-                (false, true) => SPINNER_CHECK_MS,
-                (false, false) => 100,
-            };
-            // Published before the staged requests are written: a request staged after
-            // this sees the flag and, if it is down, writes itself (see `stage_or_send`).
-            let soon = ms <= SPINNER_CHECK_MS;
-            self.writes_staged_soon.store(soon, Ordering::SeqCst);
-            for c in &live {
-                self.write_staged(c, soon);
-            }
-            // SAFETY: `fds` holds fds.len() valid pollfds.
-            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-            if ready <= 0 {
-                idle_rounds = idle_rounds.wrapping_add(1);
-                if hot && idle_rounds.is_multiple_of(HOT_YIELD_EVERY) {
-                    // Give the core away if another thread wants it, else poll again.
-                    std::thread::yield_now();
-                }
-                continue;
-            }
-            idle_rounds = 0;
-            let mut busy = false;
-            let mut served = false;
-            for (c, p) in live.iter().zip(&fds) {
-                if p.revents == 0 {
-                    continue;
-                }
-                if p.revents & libc::POLLOUT != 0 {
-                    self.flush_out(c);
-                    if c.flow.stalled.load(Ordering::Acquire) && !c.flow.over_window() {
-                        // Frames already read ahead raise no POLLIN: read them now.
-                        self.receive(c);
-                    }
-                }
-                if p.revents & !libc::POLLOUT != 0 {
-                    if self.receive(c) {
-                        served = true;
-                    } else {
-                        busy = true;
-                    }
-                }
-            }
-            if served {
-                hot_until = Some(Instant::now() + HOT_WINDOW);
-            }
-            if busy {
-                // Another thread is reading; let it finish instead of polling hot.
-                std::thread::sleep(Duration::from_micros(20));
-            }
         }
     }
 }
@@ -676,26 +548,22 @@ impl Transport for SocketTransport {
         let sh = &*self.shared;
         let mut waits = Vec::new();
         for c in sh.conns.iter().flatten() {
-            let covers = c.needs_flush.load(Ordering::Acquire);
-            if c.flushed.load(Ordering::Acquire) >= covers {
+            let Some(ticket) = c.tickets.ticket() else {
                 continue;
-            }
+            };
             let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
             sh.reserve(c, "quiet", Answer::Flushed.frame_len())?;
             let slot = sh.expect(c, id, Answer::Flushed);
-            let mut f = [0u8; HEADER_LEN + 8];
-            f[..HEADER_LEN].copy_from_slice(&frame::header(Kind::Flush, 8));
-            f[HEADER_LEN..].copy_from_slice(&id.to_le_bytes());
-            if let Err(e) = sh.send(c, "quiet", &[&f]) {
-                lock(&c.pending).remove(&id);
+            if let Err(e) = sh.send(c, "quiet", &[&frame::flush_frame(Kind::Flush, id)]) {
+                lock(&c.pending).cancel(id);
                 c.flow.release(Answer::Flushed.frame_len());
                 return Err(e);
             }
-            waits.push((c, slot, covers));
+            waits.push((c, slot, ticket));
         }
-        for (c, slot, covers) in waits {
+        for (c, slot, ticket) in waits {
             sh.wait(c, "quiet", &slot)?;
-            c.flushed.fetch_max(covers, Ordering::AcqRel);
+            c.tickets.covered(ticket);
         }
         Ok(())
     }
@@ -766,7 +634,7 @@ pub(super) mod tests {
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
 
-    use super::frame::REQUEST_LEN;
+    use super::protocol::frame::REQUEST_LEN;
     use crate::interface::HeapRegion;
     use symmem_device::SignalOp;
 
@@ -826,11 +694,11 @@ pub(super) mod tests {
         sh.send_request(c, "barrier", signal, &[], Flush::NotNeeded)
             .unwrap();
         assert_eq!(read_frame(&mut client).0, Kind::Request);
-        assert_eq!(c.unflushed(), 0, "quiet would flush it");
+        assert_eq!(c.tickets.unflushed(), 0, "quiet would flush it");
         sh.send_request(c, "signal_op", signal, &[], Flush::Needed)
             .unwrap();
         assert_eq!(read_frame(&mut client).0, Kind::Request);
-        assert_eq!(c.unflushed(), 1, "quiet must flush it");
+        assert_eq!(c.tickets.unflushed(), 1, "quiet must flush it");
     }
 
     /// Two quiets at once, as a PE's threads (or its proxy thread beside the application)
@@ -916,7 +784,7 @@ pub(super) mod tests {
             "a staged put is on the wire"
         );
         client.set_nonblocking(false).unwrap();
-        assert_eq!(c.unflushed(), 1, "quiet must flush it");
+        assert_eq!(c.tickets.unflushed(), 1, "quiet must flush it");
         // A signal is never staged: it carries the put with it.
         let signal = Request::signal(1, 8, SignalOp::Set, 1);
         sh.send_request(c, "signal_op", signal, &[], Flush::Needed)

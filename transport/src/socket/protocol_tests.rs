@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::{AmoKind, Request};
 
-use super::frame::{self, Kind};
+use super::driver::wire::{Memory, Wire};
+use super::protocol::frame::{self, Kind};
 use super::tests::{region_of, request_frame, shared_over};
-use super::wire::{Memory, Wire};
 use super::{Conn, Shared, SocketTransport};
 use crate::interface::{Io, Transport};
 
@@ -150,7 +150,8 @@ fn this_pes_get_completes_from_its_answer() {
     assert_eq!(u64::from_le_bytes(dst), 0xfeed);
     let frames = sent(c);
     assert_eq!(frames.len(), 1, "{frames:?}");
-    let req: Request = bytemuck::pod_read_unaligned(&frames[0].1[..super::frame::REQUEST_LEN]);
+    let req: Request =
+        bytemuck::pod_read_unaligned(&frames[0].1[..super::protocol::frame::REQUEST_LEN]);
     assert_eq!(
         (frames[0].0, req.tag, req.remote, req.len),
         (Kind::Request, 1, 24, 8)

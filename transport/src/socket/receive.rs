@@ -1,18 +1,20 @@
-//! The receive side of a connection: reading frames off its socket (header, then body:
-//! a request, a payload, a response) and acting on them: applying a peer's request to
+//! The receive side of a connection: reading its bytes into the protocol's receive state
+//! machine ([`Receiver`]) and acting on the frames it finds: applying a peer's request to
 //! this PE's heap through the [`Target`](crate::target::Target), answering it, or filling
-//! the slot of a response this PE waits for. A malformed frame (an answer of another kind
+//! the slot of an answer this PE waits for. A malformed frame (an answer of another kind
 //! or length than its request awaits among them) is refused, never applied; a peer whose
-//! answers are over the window is not read until it reads them ([`super::flow`]).
+//! answers are over the window is not read until it reads them
+//! ([`window`](super::protocol::window)).
 
 use std::sync::atomic::Ordering;
 
 use symmem_bootstrap::net::describe;
-use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::{Opcode, Request};
 
-use super::frame::{self, Kind, REQUEST_LEN};
-use super::{lock, Conn, Dest, Rx, RxState, Shared, Stop, Then};
+use super::protocol::frame::{self, Kind};
+use super::protocol::receiver::{Event, Frame, Receiver};
+use super::protocol::window::REPLY_WINDOW;
+use super::{lock, Conn, Dest, Rx, Shared, Stop, Then};
 
 impl Shared {
     /// Reads and applies whatever `c` has; returns false if another thread holds the
@@ -32,71 +34,92 @@ impl Shared {
 
     /// Runs the receive state machine until the socket has no more bytes.
     pub(super) fn drain(&self, c: &Conn, rx: &mut Rx) -> Stop {
-        rx.emptied = false;
+        let Rx {
+            core,
+            landing,
+            emptied,
+        } = rx;
+        *emptied = false;
         loop {
-            let step = match std::mem::replace(&mut rx.state, RxState::Header) {
-                // A peer that does not read its answers is not read either: see `flow`.
-                RxState::Header if !self.may_read(c) => Ok(false),
-                RxState::Header => self.on_header(c, rx),
-                RxState::Body { kind, len } => self.on_body(c, rx, kind, len),
-                RxState::Payload {
-                    dest,
-                    filled,
-                    len,
-                    then,
-                } => self.on_payload(c, rx, dest, filled, len, then),
+            // A peer that does not read its answers is not read either: see `window`.
+            if core.at_frame_start() && !self.may_read(c) {
+                return Stop::Drained;
+            }
+            let event = match core.next() {
+                Ok(e) => e,
+                Err(why) => return self.refuse(c, why),
             };
-            match step {
-                Ok(true) => {}
-                Ok(false) => return Stop::Drained,
-                Err(stop) => return stop,
+            let step = match event {
+                Event::Frame(f) => self.on_frame(c, landing, f),
+                Event::Payload { at, bytes } => {
+                    let (dest, _) = landing.as_mut().expect("a payload has a landing");
+                    // SAFETY: the destination has room for the whole payload (a checked
+                    // heap range or a buffer of its length), and the receiver hands out
+                    // bytes at offsets within it.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            bytes.as_ptr(),
+                            dest.ptr().add(at),
+                            bytes.len(),
+                        )
+                    };
+                    Ok(())
+                }
+                Event::PayloadDone => match landing.take() {
+                    Some((dest, then)) => self.on_payload(c, dest, then),
+                    // A request without a payload: acted on with its head.
+                    None => Ok(()),
+                },
+                Event::Need(Some((at, left))) => {
+                    let (dest, _) = landing.as_mut().expect("a payload has a landing");
+                    // SAFETY: as above: `left` bytes from `at` lie within the destination.
+                    match unsafe { c.wire.read(dest.ptr().add(at), left) } {
+                        Ok(0) => return Stop::Failed(self.eof_reason(c, core)),
+                        Ok(k) => {
+                            core.payload_read(k);
+                            Ok(())
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            return Stop::Drained
+                        }
+                        Err(e) => return self.read_failed(c, &e),
+                    }
+                }
+                Event::Need(None) => {
+                    if *emptied {
+                        return Stop::Drained;
+                    }
+                    let space = core.read_space();
+                    let free = space.len();
+                    // SAFETY: `space` is `free` writable bytes.
+                    match unsafe { c.wire.read(space.as_mut_ptr(), free) } {
+                        Ok(0) => return Stop::Failed(self.eof_reason(c, core)),
+                        Ok(k) => {
+                            core.received(k);
+                            *emptied = k < free;
+                            Ok(())
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            return Stop::Drained
+                        }
+                        Err(e) => return self.read_failed(c, &e),
+                    }
+                }
+            };
+            if let Err(stop) = step {
+                return stop;
             }
         }
     }
 
-    /// Makes `want` bytes available at `rx.buf[rx.start..]`, reading more if needed.
-    /// `Ok(false)`: not yet (the state is left for the caller to restore).
-    pub(super) fn fill(
-        &self,
-        c: &Conn,
-        rx: &mut Rx,
-        want: usize,
-    ) -> std::result::Result<bool, Stop> {
-        while rx.end - rx.start < want {
-            if rx.buf.len() - rx.start < want {
-                rx.buf.copy_within(rx.start..rx.end, 0);
-                rx.end -= rx.start;
-                rx.start = 0;
-            }
-            if rx.emptied {
-                return Ok(false);
-            }
-            let free = rx.buf.len() - rx.end;
-            // SAFETY: the buffer has `free` writable bytes from `end`.
-            match c
-                .wire
-                .read(unsafe { rx.buf.as_mut_ptr().add(rx.end) }, free)
-            {
-                Ok(0) => return Err(Stop::Failed(self.eof_reason(c, rx))),
-                Ok(k) => {
-                    rx.end += k;
-                    rx.emptied = k < free;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) => {
-                    return Err(Stop::Failed(format!(
-                        "reading from PE {}: {}",
-                        c.pe,
-                        describe(&e)
-                    )))
-                }
-            }
-        }
-        Ok(true)
+    /// The failure of a read from `c` that failed with `e`.
+    fn read_failed(&self, c: &Conn, e: &std::io::Error) -> Stop {
+        Stop::Failed(format!("reading from PE {}: {}", c.pe, describe(e)))
     }
 
-    pub(super) fn eof_reason(&self, c: &Conn, rx: &Rx) -> String {
-        let mid = !matches!(rx.state, RxState::Header) || rx.end > rx.start;
+    /// Why `c` closed: the peer's goodbye, or an end in the middle of things.
+    pub(super) fn eof_reason(&self, c: &Conn, core: &Receiver) -> String {
+        let mid = core.mid_frame();
         if c.said_goodbye.load(Ordering::Acquire) && !mid {
             format!("PE {} has shut down", c.pe)
         } else {
@@ -108,107 +131,80 @@ impl Shared {
         }
     }
 
-    pub(super) fn on_header(&self, c: &Conn, rx: &mut Rx) -> std::result::Result<bool, Stop> {
-        if !self.fill(c, rx, HEADER_LEN)? {
-            rx.state = RxState::Header;
-            return Ok(false);
+    /// Whether the receive side of `c` may read its next frame; logs when it stops and
+    /// starts again.
+    pub(super) fn may_read(&self, c: &Conn) -> bool {
+        let (may, changed) = c.flow.may_read();
+        match changed {
+            Some(true) => tracing::warn!(
+                "socket transport: PE {} has not read {} bytes of answers (window \
+                 {REPLY_WINDOW}); PE {} stops reading its requests until it does",
+                c.pe,
+                c.flow.queued(),
+                self.me
+            ),
+            Some(false) => tracing::debug!(
+                "socket transport: PE {} read its answers; reading it again",
+                c.pe
+            ),
+            None => {}
         }
-        let h: [u8; HEADER_LEN] = rx.buf[rx.start..rx.start + HEADER_LEN].try_into().unwrap();
-        let (kind, len) = frame::check_header(&h).map_err(|why| self.refuse(c, why))?;
-        rx.start += HEADER_LEN;
-        rx.state = RxState::Body { kind, len };
-        Ok(true)
+        may
     }
 
-    pub(super) fn on_body(
+    /// Acts on a frame's head: a request's check and (without payload) its application,
+    /// an answer's slot, a flush's answer. A payload to come lands in `landing`.
+    fn on_frame(
         &self,
         c: &Conn,
-        rx: &mut Rx,
-        kind: Kind,
-        len: usize,
-    ) -> std::result::Result<bool, Stop> {
-        let head = match kind {
-            Kind::Request => REQUEST_LEN,
-            Kind::Response => 16,
-            _ => len,
-        };
-        if !self.fill(c, rx, head)? {
-            rx.state = RxState::Body { kind, len };
-            return Ok(false);
-        }
-        let body = &rx.buf[rx.start..rx.start + head];
-        let u64_at = |i: usize| u64::from_le_bytes(body[i..i + 8].try_into().unwrap());
-        match kind {
-            Kind::Request => {
-                let req: Request = bytemuck::pod_read_unaligned(body);
-                rx.start += head;
-                self.on_request(c, rx, req, len)?;
+        landing: &mut Option<(Dest, Then)>,
+        frame: Frame,
+    ) -> std::result::Result<(), Stop> {
+        match frame {
+            Frame::Request { req, payload } => {
+                *landing = self.on_request(c, req, payload)?;
             }
-            Kind::Response => {
-                let (id, value) = (u64_at(0), u64_at(8));
-                rx.start += head;
-                let slot = lock(&c.pending).remove(&id).ok_or_else(|| {
-                    self.refuse(
-                        c,
-                        format!("a response to request {id}, which is not outstanding"),
-                    )
-                })?;
-                let data = len - 16;
-                slot.awaits
-                    .check_response(id, data)
+            Frame::Response { id, value, data } => {
+                let (awaits, slot) = lock(&c.pending)
+                    .response(id, data)
                     .map_err(|why| self.refuse(c, why))?;
                 slot.value.store(value, Ordering::Relaxed);
-                rx.state = RxState::Payload {
-                    dest: Dest::Buf(c.answer_buffer(data)),
-                    filled: 0,
-                    len: data,
-                    then: Then::Respond(slot),
-                };
+                *landing = Some((
+                    Dest::Buf(c.answer_buffer(data)),
+                    Then::Respond(slot, awaits),
+                ));
             }
-            Kind::Flush => {
-                let id = u64_at(0);
-                rx.start += head;
-                let mut f = frame::header(Kind::Flushed, 8).to_vec();
-                f.extend_from_slice(&id.to_le_bytes());
-                self.respond(c, f);
-            }
-            Kind::Flushed => {
-                let id = u64_at(0);
-                rx.start += head;
-                let slot = lock(&c.pending).remove(&id).ok_or_else(|| {
-                    self.refuse(c, format!("FLUSHED {id}, which is not outstanding"))
-                })?;
-                slot.awaits
-                    .check_flushed(id)
+            Frame::Flush { id } => self.respond(c, frame::flush_frame(Kind::Flushed, id).to_vec()),
+            Frame::Flushed { id } => {
+                let (awaits, slot) = lock(&c.pending)
+                    .flushed(id)
                     .map_err(|why| self.refuse(c, why))?;
-                c.flow.release(slot.awaits.frame_len());
+                c.flow.release(awaits.frame_len());
                 slot.done.store(true, Ordering::Release);
             }
-            Kind::Goodbye => c.said_goodbye.store(true, Ordering::Release),
-            Kind::Refused => {
-                let why = String::from_utf8_lossy(body).into_owned();
-                rx.start += head;
+            Frame::Goodbye => c.said_goodbye.store(true, Ordering::Release),
+            Frame::Refused(why) => {
                 return Err(Stop::Failed(format!("PE {} refused a frame: {why}", c.pe)));
             }
-            Kind::Hello => {
-                return Err(self.refuse(c, "a second HELLO".into()));
-            }
+            Frame::Hello => return Err(self.refuse(c, "a second HELLO".into())),
         }
-        Ok(true)
+        Ok(())
     }
 
-    /// Checks and applies a request whose 64-byte head has been read.
-    pub(super) fn on_request(
+    /// Checks a request whose head has been read, with `payload` bytes to come, and
+    /// applies it, or for a put says where its payload lands.
+    fn on_request(
         &self,
         c: &Conn,
-        rx: &mut Rx,
         req: Request,
-        body: usize,
-    ) -> std::result::Result<(), Stop> {
+        payload: usize,
+    ) -> std::result::Result<Option<(Dest, Then)>, Stop> {
         let op = self
             .target
             .check(&req)
-            .and_then(|op| frame::check_request_len(&req, body).map(|()| op))
+            .and_then(|op| {
+                frame::check_request_len(&req, frame::REQUEST_LEN + payload).map(|()| op)
+            })
             .map_err(|why| self.refuse(c, why))?;
         match op {
             Opcode::Put | Opcode::PutSignal => {
@@ -220,22 +216,16 @@ impl Shared {
                         buf: vec![0; req.len as usize],
                     }
                 };
-                rx.state = RxState::Payload {
-                    dest,
-                    filled: 0,
-                    len: req.len as usize,
-                    then: if op == Opcode::Put {
-                        Then::Put
-                    } else {
-                        Then::Signal(req)
-                    },
+                let then = if op == Opcode::Put {
+                    Then::Put
+                } else {
+                    Then::Signal(req)
                 };
+                return Ok(Some((dest, then)));
             }
             Opcode::Get => {
                 let len = req.len as usize;
-                let mut head = [0u8; HEADER_LEN + 16];
-                head[..HEADER_LEN].copy_from_slice(&frame::header(Kind::Response, 16 + len));
-                head[HEADER_LEN..].copy_from_slice(&frame::two_u64(req.tag, 0));
+                let head = frame::response_head(req.tag, 0, len);
                 if self.target.is_host() {
                     // Written from the heap itself: no copy into a buffer first.
                     // SAFETY: the range was checked to lie within the host heap, which
@@ -260,9 +250,7 @@ impl Shared {
                 let old = unsafe { self.target.amo(&req) }
                     .map_err(|why| self.apply_failed(c, "AMO", why))?;
                 if req.returns_data() {
-                    let mut f = frame::header(Kind::Response, 16).to_vec();
-                    f.extend_from_slice(&frame::two_u64(req.tag, old));
-                    self.respond(c, f);
+                    self.respond(c, frame::response_head(req.tag, old, 0).to_vec());
                 }
             }
             Opcode::Signal => {
@@ -273,62 +261,12 @@ impl Shared {
             }
             Opcode::Fence | Opcode::Quiet => unreachable!("refused by Target::check"),
         }
-        Ok(())
+        Ok(None)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn on_payload(
-        &self,
-        c: &Conn,
-        rx: &mut Rx,
-        mut dest: Dest,
-        mut filled: usize,
-        len: usize,
-        then: Then,
-    ) -> std::result::Result<bool, Stop> {
-        let ptr = match &mut dest {
-            Dest::Heap(p) => *p,
-            Dest::Staged { buf, .. } | Dest::Buf(buf) => buf.as_mut_ptr(),
-        };
-        // What the read-ahead buffer already holds, then straight from the socket.
-        let have = (rx.end - rx.start).min(len - filled);
-        // SAFETY: `ptr` has `len` bytes (a checked heap range, or a buffer of `len`).
-        unsafe {
-            std::ptr::copy_nonoverlapping(rx.buf[rx.start..].as_ptr(), ptr.add(filled), have)
-        };
-        rx.start += have;
-        filled += have;
-        while filled < len {
-            // SAFETY: as above.
-            match c.wire.read(unsafe { ptr.add(filled) }, len - filled) {
-                Ok(0) => {
-                    rx.state = RxState::Payload {
-                        dest,
-                        filled,
-                        len,
-                        then,
-                    };
-                    return Err(Stop::Failed(self.eof_reason(c, rx)));
-                }
-                Ok(k) => filled += k,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    rx.state = RxState::Payload {
-                        dest,
-                        filled,
-                        len,
-                        then,
-                    };
-                    return Ok(false);
-                }
-                Err(e) => {
-                    return Err(Stop::Failed(format!(
-                        "reading from PE {}: {}",
-                        c.pe,
-                        describe(&e)
-                    )))
-                }
-            }
-        }
+    /// Acts on a payload that has landed whole in `dest`: a GPU heap's put is copied
+    /// over, a put_signal's signal set, an answer's slot completed.
+    fn on_payload(&self, c: &Conn, dest: Dest, then: Then) -> std::result::Result<(), Stop> {
         if let Dest::Staged { off, buf } = &dest {
             self.target
                 .write_device(*off, buf)
@@ -342,16 +280,16 @@ impl Shared {
                 unsafe { self.target.signal(req.signal, op, req.value) }
                     .map_err(|why| self.apply_failed(c, "put_signal's signal", why))?;
             }
-            Then::Respond(slot) => {
+            Then::Respond(slot, awaits) => {
                 if let Dest::Buf(v) = dest {
                     *lock(&slot.data) = v;
                 }
                 // The whole answer has been read: its bytes leave the window.
-                c.flow.release(slot.awaits.frame_len());
+                c.flow.release(awaits.frame_len());
                 slot.done.store(true, Ordering::Release);
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// A well-formed request from `c` that this PE could not apply to its heap (a GPU
@@ -367,10 +305,7 @@ impl Shared {
     /// Sends REFUSED with `why` (best effort) and returns the failure that closes `c`.
     pub(super) fn refuse(&self, c: &Conn, why: String) -> Stop {
         let why = format!("malformed frame from PE {}: {why}", c.pe);
-        let text = &why.as_bytes()[..why.len().min(frame::MAX_REASON)];
-        let mut f = frame::header(Kind::Refused, text.len()).to_vec();
-        f.extend_from_slice(text);
-        self.respond(c, f);
+        self.respond(c, frame::refused(&why));
         Stop::Failed(why)
     }
 }

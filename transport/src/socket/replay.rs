@@ -1,37 +1,36 @@
-//! A fake peer that feeds PE 0's receive state machine whatever bytes it is given, over
-//! a loopback TCP connection as "PE 1" would: for fuzzing and property tests of
+//! A fake peer that feeds PE 0's receive side whatever bytes it is given, as "PE 1" would,
+//! over an in-memory wire: the protocol's receive state machine and the heap it applies
+//! requests to, with no socket and no thread. For fuzzing and property tests of
 //! everything the socket transport reads from a peer.
 //!
 //! PE 0 waits for three answers when the bytes start arriving, so that answers reach
 //! their checks too: request 1 awaits 64 bytes of get data, request 2 a fetched value,
 //! request 3 a FLUSHED.
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
-use super::frame::Answer;
-use super::wire::Wire;
+use super::driver::wire::{Memory, Wire};
+use super::protocol::frame::Answer;
 use super::{Conn, Shared};
 use crate::interface::HeapRegion;
 use crate::target::Target;
 
-/// How long one replay may take before it counts as a hang.
-const STALL: Duration = Duration::from_secs(10);
-
-/// Feeds `bytes` to a PE 0 with the host heap `heap`, then closes the fake peer's
-/// sending side; returns why PE 0 closed the connection (a malformed frame, or the end
-/// of the bytes). PE 1 reads and drops every answer PE 0 sends. Panics if PE 0 stops
-/// making progress.
+/// Feeds `bytes` to a PE 0 with the host heap `heap`, then ends the stream; returns why
+/// PE 0 closed the connection (a malformed frame, or the end of the bytes). What PE 0
+/// answers is dropped. Panics if PE 0 stops before the end of the bytes.
 pub(crate) fn replay(heap: HeapRegion, bytes: &[u8]) -> String {
-    let (server, mut client) = pair();
+    let wire = Memory {
+        incoming: bytes.iter().copied().collect(),
+        closed: true,
+        outgoing: Vec::new(),
+    };
     let sh = Shared {
         me: 0,
-        conns: vec![None, Some(Conn::over(1, Wire::socket(server)))],
+        conns: vec![None, Some(Conn::over(1, Wire::Memory(Mutex::new(wire))))],
         target: Target::new(heap),
-        timeout: Some(STALL),
+        timeout: Some(Duration::from_secs(10)),
         next_id: AtomicU64::new(4),
         stopping: AtomicBool::new(false),
         spins: AtomicU64::new(0),
@@ -48,67 +47,28 @@ pub(crate) fn replay(heap: HeapRegion, bytes: &[u8]) -> String {
             .expect("an empty window has room for three answers");
         sh.expect(c, id, awaits);
     }
-    let t0 = Instant::now();
-    let (mut sent, mut closed) = (0, false);
-    let mut sink = vec![0u8; 64 << 10];
-    loop {
+    // An in-memory wire takes every answer at once, so the answers never fill the
+    // window and every drain reads on: each round reads at least a byte, or ends.
+    for _ in 0..=bytes.len() {
         if let Some(why) = c.failed() {
             return why.to_string();
         }
-        assert!(t0.elapsed() < STALL, "PE 0 stopped reading its peer");
-        if sent < bytes.len() {
-            match client.write(&bytes[sent..]) {
-                Ok(k) => sent += k,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                // PE 0 closed the connection: its reason is read at the top.
-                Err(_) => sent = bytes.len(),
-            }
-        }
-        if sent == bytes.len() && !closed {
-            // Fails only if PE 0 closed the connection first: nothing left to say then.
-            let _ = client.shutdown(Shutdown::Write);
-            closed = true;
-        }
         sh.receive(c);
         sh.flush_out(c);
-        while let Ok(1..) = client.read(&mut sink) {}
+        if let Wire::Memory(m) = &c.wire {
+            m.lock().unwrap_or_else(|p| p.into_inner()).outgoing.clear();
+        }
     }
-}
-
-/// A connected loopback pair, both ends non-blocking, that leave no TIME_WAIT behind
-/// (a fuzzer makes thousands a second).
-fn pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
-    let client = TcpStream::connect(l.local_addr().expect("a bound address"))
-        .expect("connecting over loopback");
-    let (server, _) = l.accept().expect("accepting over loopback");
-    for s in [&server, &client] {
-        s.set_nonblocking(true).expect("a non-blocking socket");
-        let linger = libc::linger {
-            l_onoff: 1,
-            l_linger: 0,
-        };
-        // SAFETY: `linger` is a valid `struct linger` for the duration of the call, and
-        // its size is passed with it.
-        let rc = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                (&linger as *const libc::linger).cast(),
-                std::mem::size_of::<libc::linger>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
-    }
-    (server, client)
+    c.failed()
+        .map(str::to_string)
+        .expect("PE 0 stopped reading its peer before the end of the bytes")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::socket::frame::tests::properties::request;
-    use crate::socket::frame::{self, Kind, REQUEST_LEN};
+    use crate::socket::protocol::frame::tests::properties::request;
+    use crate::socket::protocol::frame::{self, Kind, REQUEST_LEN};
     use proptest::collection::vec;
     use proptest::prelude::*;
 

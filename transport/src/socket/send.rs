@@ -7,13 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use symmem_bootstrap::net::describe;
-use symmem_bootstrap::wire::HEADER_LEN;
 use symmem_device::{Opcode, Request};
 use symmem_sync::Backoff;
 
-use super::frame::{self, Answer, Kind, REQUEST_LEN};
-
-use super::{lock, Conn, Flush, Shared, Slot, INLINE_PAYLOAD};
+use super::protocol::frame::{Answer, RequestHead};
+use super::{lock, Conn, Flush, Shared, Slot};
 use crate::error::Result;
 
 /// Requests (header, request and payload) of at most this many bytes that want no answer
@@ -27,7 +25,7 @@ impl Shared {
     /// Queues a response frame and writes it if the socket is free.
     pub(super) fn respond(&self, c: &Conn, f: Vec<u8>) {
         let mut q = lock(&c.out);
-        c.flow.queued.fetch_add(f.len(), Ordering::AcqRel);
+        c.flow.queue(f.len());
         q.frames.push_back(f);
         drop(q);
         self.flush_out(c);
@@ -63,7 +61,7 @@ impl Shared {
                     } else {
                         rest.extend_from_slice(&data[sent - head.len()..]);
                     }
-                    c.flow.queued.fetch_add(rest.len(), Ordering::AcqRel);
+                    c.flow.queue(rest.len());
                     q.frames.push_back(rest);
                     drop(q);
                     drop(tx);
@@ -98,7 +96,7 @@ impl Shared {
             let rest = &front[q.sent..];
             let wrote = c.wire.write(&[rest]);
             if let Ok(k) = wrote {
-                c.flow.queued.fetch_sub(k, Ordering::AcqRel);
+                c.flow.wrote(k);
             }
             match wrote {
                 Ok(k) if k == rest.len() => {
@@ -183,7 +181,7 @@ impl Shared {
     /// receive processing).
     ///
     /// A request is staged only while the service thread goes round its loop at most
-    /// [`SPINNER_CHECK_MS`](super::SPINNER_CHECK_MS) apart: it writes what is staged each
+    /// [`SPINNER_CHECK_MS`](super::driver::service::SPINNER_CHECK_MS) apart: it writes what is staged each
     /// round, so a staged request waits at most that long, even if this PE makes no further
     /// call. Host waits write it at once ([`Transport::progress`](crate::interface::Transport::progress)).
     /// The flag is read again after staging: the service thread lowers it before its last
@@ -310,11 +308,19 @@ impl Shared {
         let slot = Arc::new(Slot {
             done: AtomicBool::new(false),
             value: AtomicU64::new(0),
-            awaits,
             data: Mutex::default(),
         });
-        lock(&c.pending).insert(id, Arc::clone(&slot));
+        lock(&c.pending).expect(id, awaits, Arc::clone(&slot));
         slot
+    }
+
+    /// Reserves `bytes` of `c`'s answer window for an answer, waiting (and reading `c`)
+    /// while the window is full ([`window`](super::protocol::window)).
+    pub(super) fn reserve(&self, c: &Conn, op: &'static str, bytes: usize) -> Result<()> {
+        if c.flow.try_reserve(bytes) {
+            return Ok(());
+        }
+        self.wait_for(c, op, || c.flow.try_reserve(bytes))
     }
 
     /// Sends one request (with its payload) and, for gets and fetching AMOs, waits for
@@ -346,29 +352,13 @@ impl Shared {
         &self,
         c: &Conn,
         op: &'static str,
-        mut req: Request,
+        req: Request,
         payload: &[u8],
         flush: Flush,
     ) -> Result<Option<Arc<Slot>>> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        req.tag = id;
-        // Addresses of this process mean nothing to the peer: only whether a value is
-        // wanted back crosses the wire.
-        req.local = req.returns_data() as u64;
-        // A small payload travels in the same buffer as the header and request: one
-        // contiguous `send` instead of a two-part `sendmsg`.
-        let inline = if payload.len() <= INLINE_PAYLOAD {
-            payload.len()
-        } else {
-            0
-        };
-        let mut head = [0u8; HEADER_LEN + REQUEST_LEN + INLINE_PAYLOAD];
-        head[..HEADER_LEN]
-            .copy_from_slice(&frame::header(Kind::Request, REQUEST_LEN + payload.len()));
-        head[HEADER_LEN..HEADER_LEN + REQUEST_LEN].copy_from_slice(bytemuck::bytes_of(&req));
-        head[HEADER_LEN + REQUEST_LEN..][..inline].copy_from_slice(&payload[..inline]);
-        let head = &head[..HEADER_LEN + REQUEST_LEN + inline];
-        let payload = &payload[inline..];
+        let (head, payload) = RequestHead::new(req, id, payload);
+        let head = head.bytes();
         let Some(awaits) = Answer::to(&req) else {
             let stageable =
                 flush == Flush::Needed && matches!(req.opcode(), Some(Opcode::Put | Opcode::Amo));
@@ -378,15 +368,15 @@ impl Shared {
                 self.send(c, op, &[head, payload])?;
             }
             if flush == Flush::Needed {
-                c.needs_flush.fetch_add(1, Ordering::Release);
+                c.tickets.sent_one();
             }
             return Ok(None);
         };
-        // Within the window before the request leaves: see `flow`.
+        // Within the window before the request leaves: see `window`.
         self.reserve(c, op, awaits.frame_len())?;
         let slot = self.expect(c, id, awaits);
         if let Err(e) = self.send(c, op, &[head, payload]) {
-            lock(&c.pending).remove(&id);
+            lock(&c.pending).cancel(id);
             c.flow.release(awaits.frame_len());
             return Err(e);
         }

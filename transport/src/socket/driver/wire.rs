@@ -1,8 +1,8 @@
-//! A connection's byte stream, as the protocol (receive, send, flow, frames) reads and
-//! writes it: the one place where the protocol meets the driver. A running transport's
-//! wire is its TCP socket (non-blocking reads, vectored writes, `poll`: `sys.rs`); the
-//! protocol's tests run over [`Wire::Memory`], bytes in a buffer, with no socket, thread or
-//! system call. With `SYMMEM_SOCKET_FAULTS` a socket wire injects [`Faults`]: short writes,
+//! A connection's byte stream, as the receive and send sides read and write it: the one
+//! place where they meet the sockets. A running transport's wire is its TCP socket
+//! (non-blocking reads, vectored writes, `poll`: `sys.rs`); the protocol's tests and the
+//! fuzzer run over [`Wire::Memory`], bytes in a buffer, with no socket, thread or system
+//! call. With `SYMMEM_SOCKET_FAULTS` a socket wire injects [`Faults`]: short writes,
 //! short reads and sleeps drawn from a seed, which the protocol must ride out unchanged.
 
 use std::net::TcpStream;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::sys::{poll_one, read_raw, write_raw};
 
 /// Where a connection's bytes come from and go to.
-pub(super) enum Wire {
+pub(in crate::socket) enum Wire {
     /// The connection's TCP socket, non-blocking.
     Socket {
         /// The socket, owned (closed with the connection).
@@ -23,25 +23,27 @@ pub(super) enum Wire {
         /// Faults to inject (`SYMMEM_SOCKET_FAULTS`), if any.
         faults: Option<Faults>,
     },
-    /// Bytes in memory, for the protocol's tests.
-    #[cfg(test)]
+    /// Bytes in memory, for the protocol's tests and the fuzzer.
+    #[cfg(any(test, feature = "fuzzing"))]
     Memory(std::sync::Mutex<Memory>),
 }
 
 /// An in-memory wire: what the peer sent and this PE has not read yet, and what this PE
 /// wrote.
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 #[derive(Default)]
-pub(super) struct Memory {
+pub(in crate::socket) struct Memory {
     /// Bytes to be read, in order.
     pub incoming: std::collections::VecDeque<u8>,
+    /// The peer sent its last byte: once `incoming` is read, reads find the end.
+    pub closed: bool,
     /// Bytes written, in order.
     pub outgoing: Vec<u8>,
 }
 
 impl Wire {
     /// The wire of a connected socket.
-    pub(super) fn socket(stream: TcpStream) -> Wire {
+    pub(in crate::socket) fn socket(stream: TcpStream) -> Wire {
         Wire::Socket {
             fd: stream.as_raw_fd(),
             stream,
@@ -50,7 +52,7 @@ impl Wire {
     }
 
     /// The wire of a connected socket that injects the faults drawn from `seed`.
-    pub(super) fn faulty(stream: TcpStream, seed: u64) -> Wire {
+    pub(in crate::socket) fn faulty(stream: TcpStream, seed: u64) -> Wire {
         Wire::Socket {
             fd: stream.as_raw_fd(),
             stream,
@@ -60,7 +62,16 @@ impl Wire {
 
     /// Reads up to `len` bytes into `ptr`: how many (0: the peer closed the connection),
     /// or `WouldBlock` when none are there yet.
-    pub(super) fn read(&self, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
+    ///
+    /// # Safety
+    /// `ptr` must be valid for writes of `len` bytes for the duration of the call, with
+    /// no reference to them alive (other processes may share the memory: the bytes are
+    /// written as a `read(2)` would).
+    pub(in crate::socket) unsafe fn read(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+    ) -> std::io::Result<usize> {
         match self {
             Wire::Socket {
                 fd,
@@ -68,14 +79,20 @@ impl Wire {
                 ..
             } => {
                 f.maybe_sleep();
-                read_raw(*fd, ptr, f.cut(len))
+                // SAFETY: the caller's `len` writable bytes at `ptr` cover the cut.
+                unsafe { read_raw(*fd, ptr, f.cut(len)) }
             }
-            Wire::Socket { fd, .. } => read_raw(*fd, ptr, len),
-            #[cfg(test)]
+            // SAFETY: the caller provides `len` writable bytes at `ptr`.
+            Wire::Socket { fd, .. } => unsafe { read_raw(*fd, ptr, len) },
+            #[cfg(any(test, feature = "fuzzing"))]
             Wire::Memory(m) => {
                 let mut m = m.lock().unwrap_or_else(|p| p.into_inner());
                 if m.incoming.is_empty() {
-                    return Err(std::io::ErrorKind::WouldBlock.into());
+                    return if m.closed {
+                        Ok(0)
+                    } else {
+                        Err(std::io::ErrorKind::WouldBlock.into())
+                    };
                 }
                 let k = len.min(m.incoming.len());
                 for (i, b) in m.incoming.drain(..k).enumerate() {
@@ -88,7 +105,7 @@ impl Wire {
     }
 
     /// Writes the start of `parts` (up to four slices, in order): how many bytes went.
-    pub(super) fn write(&self, parts: &[&[u8]]) -> std::io::Result<usize> {
+    pub(in crate::socket) fn write(&self, parts: &[&[u8]]) -> std::io::Result<usize> {
         match self {
             Wire::Socket {
                 fd,
@@ -112,7 +129,7 @@ impl Wire {
                 write_raw(*fd, &cut[..k])
             }
             Wire::Socket { fd, .. } => write_raw(*fd, parts),
-            #[cfg(test)]
+            #[cfg(any(test, feature = "fuzzing"))]
             Wire::Memory(m) => {
                 let mut m = m.lock().unwrap_or_else(|p| p.into_inner());
                 let mut n = 0;
@@ -127,31 +144,31 @@ impl Wire {
 
     /// Waits up to `ms` milliseconds until `events` (`POLLIN`, `POLLOUT`) can happen; an
     /// in-memory wire is always ready.
-    pub(super) fn wait(&self, events: libc::c_short, ms: i32) {
+    pub(in crate::socket) fn wait(&self, events: libc::c_short, ms: i32) {
         match self {
             Wire::Socket { fd, .. } => poll_one(*fd, events, ms),
-            #[cfg(test)]
+            #[cfg(any(test, feature = "fuzzing"))]
             Wire::Memory(_) => {}
         }
     }
 
     /// The file descriptor the service thread polls; -1 (which `poll` skips) for an
     /// in-memory wire.
-    pub(super) fn poll_fd(&self) -> RawFd {
+    pub(in crate::socket) fn poll_fd(&self) -> RawFd {
         match self {
             Wire::Socket { fd, .. } => *fd,
-            #[cfg(test)]
+            #[cfg(any(test, feature = "fuzzing"))]
             Wire::Memory(_) => -1,
         }
     }
 
     /// Shuts the connection down both ways, so that the peer sees it end.
-    pub(super) fn shut_down(&self) {
+    pub(in crate::socket) fn shut_down(&self) {
         match self {
             Wire::Socket { stream, .. } => {
                 let _ = stream.shutdown(std::net::Shutdown::Both);
             }
-            #[cfg(test)]
+            #[cfg(any(test, feature = "fuzzing"))]
             Wire::Memory(_) => {}
         }
     }
@@ -164,14 +181,14 @@ impl Wire {
 /// the same; what changes is which thread gets where first, so interleavings that need
 /// many cores or a slow network show up on 2 cores, and a seed that finds one is printed
 /// by the test and finds it again more often than not.
-pub(super) struct Faults {
+pub(in crate::socket) struct Faults {
     /// The splitmix64 state, advanced by every draw.
     state: AtomicU64,
 }
 
 impl Faults {
     /// Faults drawn from `seed`.
-    pub(super) fn new(seed: u64) -> Self {
+    pub(in crate::socket) fn new(seed: u64) -> Self {
         Faults {
             state: AtomicU64::new(seed),
         }

@@ -25,22 +25,22 @@ use symmem_bootstrap::wire::{Header, HEADER_LEN};
 use symmem_device::{Opcode, Request};
 
 /// "SYMT".
-pub(super) const MAGIC: u32 = 0x5359_4d54;
+pub(in crate::socket) const MAGIC: u32 = 0x5359_4d54;
 /// Version of these frames; a peer with another version is refused.
-pub(super) const VERSION: u16 = 1;
+pub(in crate::socket) const VERSION: u16 = 1;
 /// Largest payload of one frame; longer puts and gets are split into chunks.
-pub(super) const MAX_CHUNK: usize = 1 << 20;
+pub(in crate::socket) const MAX_CHUNK: usize = 1 << 20;
 /// Largest REFUSED reason.
-pub(super) const MAX_REASON: usize = 4096;
+pub(in crate::socket) const MAX_REASON: usize = 4096;
 /// Bytes of a [`Request`] on the wire.
-pub(super) const REQUEST_LEN: usize = std::mem::size_of::<Request>();
+pub(in crate::socket) const REQUEST_LEN: usize = std::mem::size_of::<Request>();
 /// Largest frame body.
-pub(super) const MAX_BODY: usize = REQUEST_LEN + MAX_CHUNK;
+pub(in crate::socket) const MAX_BODY: usize = REQUEST_LEN + MAX_CHUNK;
 
 /// Frame kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u16)]
-pub(super) enum Kind {
+pub(in crate::socket) enum Kind {
     Hello = 1,
     Request = 2,
     Response = 3,
@@ -66,7 +66,7 @@ impl Kind {
 }
 
 /// A frame header's wire form.
-pub(super) fn header(kind: Kind, body: usize) -> [u8; HEADER_LEN] {
+pub(in crate::socket) fn header(kind: Kind, body: usize) -> [u8; HEADER_LEN] {
     Header {
         magic: MAGIC,
         version: VERSION,
@@ -78,7 +78,7 @@ pub(super) fn header(kind: Kind, body: usize) -> [u8; HEADER_LEN] {
 
 /// Checks a received header: magic, version, a known kind, and a body length that kind
 /// can have.
-pub(super) fn check_header(b: &[u8; HEADER_LEN]) -> Result<(Kind, usize), String> {
+pub(in crate::socket) fn check_header(b: &[u8; HEADER_LEN]) -> Result<(Kind, usize), String> {
     let h = Header::decode(b, MAGIC, VERSION, MAX_BODY, "symmem socket transport")?;
     let kind = Kind::from_u16(h.kind).ok_or_else(|| format!("unknown frame kind {}", h.kind))?;
     let len = h.len as usize;
@@ -98,7 +98,7 @@ pub(super) fn check_header(b: &[u8; HEADER_LEN]) -> Result<(Kind, usize), String
 
 /// Checks that a REQUEST frame's body length matches its request: the payload is the
 /// request's data for puts, nothing otherwise.
-pub(super) fn check_request_len(req: &Request, body: usize) -> Result<(), String> {
+pub(in crate::socket) fn check_request_len(req: &Request, body: usize) -> Result<(), String> {
     let payload = body - REQUEST_LEN;
     let want = match req.opcode() {
         Some(Opcode::Put | Opcode::PutSignal) => req.len,
@@ -122,7 +122,7 @@ pub(super) fn check_request_len(req: &Request, body: usize) -> Result<(), String
 /// The answer a request waits for, recorded with its response slot: an answer of
 /// another kind or length is a protocol error, never delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Answer {
+pub(in crate::socket) enum Answer {
     /// A RESPONSE carrying a get's data, this many bytes of it.
     Data(usize),
     /// A RESPONSE carrying a fetching AMO's old value and no data.
@@ -133,7 +133,7 @@ pub(super) enum Answer {
 
 impl Answer {
     /// The answer `req` waits for: none for puts, signals and non-fetching AMOs.
-    pub(super) fn to(req: &Request) -> Option<Answer> {
+    pub(in crate::socket) fn to(req: &Request) -> Option<Answer> {
         match req.opcode() {
             Some(Opcode::Get) => Some(Answer::Data(req.len as usize)),
             Some(Opcode::Amo) if req.returns_data() => Some(Answer::Value),
@@ -142,7 +142,7 @@ impl Answer {
     }
 
     /// Bytes of this answer's frame on the wire, header included.
-    pub(super) fn frame_len(self) -> usize {
+    pub(in crate::socket) fn frame_len(self) -> usize {
         HEADER_LEN
             + match self {
                 Answer::Data(len) => 16 + len,
@@ -152,7 +152,7 @@ impl Answer {
     }
 
     /// Checks a RESPONSE to request `id` carrying `data` bytes against this answer.
-    pub(super) fn check_response(self, id: u64, data: usize) -> Result<(), String> {
+    pub(in crate::socket) fn check_response(self, id: u64, data: usize) -> Result<(), String> {
         match self {
             Answer::Data(len) if len == data => Ok(()),
             Answer::Value if data == 0 => Ok(()),
@@ -163,7 +163,7 @@ impl Answer {
     }
 
     /// Checks a FLUSHED for request `id` against this answer.
-    pub(super) fn check_flushed(self, id: u64) -> Result<(), String> {
+    pub(in crate::socket) fn check_flushed(self, id: u64) -> Result<(), String> {
         match self {
             Answer::Flushed => Ok(()),
             _ => Err(format!("a FLUSHED for request {id}, which awaits {self}")),
@@ -182,15 +182,81 @@ impl std::fmt::Display for Answer {
 }
 
 /// Two little-endian u64s.
-pub(super) fn two_u64(a: u64, b: u64) -> [u8; 16] {
+pub(in crate::socket) fn two_u64(a: u64, b: u64) -> [u8; 16] {
     let mut out = [0u8; 16];
     out[..8].copy_from_slice(&a.to_le_bytes());
     out[8..].copy_from_slice(&b.to_le_bytes());
     out
 }
 
+/// A FLUSH or FLUSHED frame (`kind`) for flush `id`.
+pub(in crate::socket) fn flush_frame(kind: Kind, id: u64) -> [u8; HEADER_LEN + 8] {
+    debug_assert!(matches!(kind, Kind::Flush | Kind::Flushed));
+    let mut f = [0u8; HEADER_LEN + 8];
+    f[..HEADER_LEN].copy_from_slice(&header(kind, 8));
+    f[HEADER_LEN..].copy_from_slice(&id.to_le_bytes());
+    f
+}
+
+/// The head of a RESPONSE to request `id`: its header (for `data` bytes of data after
+/// the head), the id and `value`.
+pub(in crate::socket) fn response_head(id: u64, value: u64, data: usize) -> [u8; HEADER_LEN + 16] {
+    let mut f = [0u8; HEADER_LEN + 16];
+    f[..HEADER_LEN].copy_from_slice(&header(Kind::Response, 16 + data));
+    f[HEADER_LEN..].copy_from_slice(&two_u64(id, value));
+    f
+}
+
+/// A REFUSED frame giving `why`, cut to [`MAX_REASON`] bytes.
+pub(in crate::socket) fn refused(why: &str) -> Vec<u8> {
+    let text = &why.as_bytes()[..why.len().min(MAX_REASON)];
+    let mut f = header(Kind::Refused, text.len()).to_vec();
+    f.extend_from_slice(text);
+    f
+}
+
+/// Payloads up to this size are copied next to their request and sent with it in one
+/// contiguous write (`p`, signals, small puts).
+pub(in crate::socket) const INLINE_PAYLOAD: usize = 64;
+
+/// A REQUEST frame's head: header and request, with the payload too when it is at most
+/// [`INLINE_PAYLOAD`] bytes.
+pub(in crate::socket) struct RequestHead {
+    bytes: [u8; HEADER_LEN + REQUEST_LEN + INLINE_PAYLOAD],
+    len: usize,
+}
+
+impl RequestHead {
+    /// The head of request `req` sent as request `id` with `payload`, and the rest of the
+    /// payload to send after it. Addresses of this process mean nothing to the peer: the
+    /// id travels in `tag`, and only whether a value is wanted back in `local`.
+    pub(in crate::socket) fn new(mut req: Request, id: u64, payload: &[u8]) -> (Self, &[u8]) {
+        req.tag = id;
+        req.local = u64::from(req.returns_data());
+        let inline = if payload.len() <= INLINE_PAYLOAD {
+            payload.len()
+        } else {
+            0
+        };
+        let mut bytes = [0u8; HEADER_LEN + REQUEST_LEN + INLINE_PAYLOAD];
+        bytes[..HEADER_LEN].copy_from_slice(&header(Kind::Request, REQUEST_LEN + payload.len()));
+        bytes[HEADER_LEN..HEADER_LEN + REQUEST_LEN].copy_from_slice(bytemuck::bytes_of(&req));
+        bytes[HEADER_LEN + REQUEST_LEN..][..inline].copy_from_slice(&payload[..inline]);
+        let head = RequestHead {
+            bytes,
+            len: HEADER_LEN + REQUEST_LEN + inline,
+        };
+        (head, &payload[inline..])
+    }
+
+    /// The head's bytes.
+    pub(in crate::socket) fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 #[cfg(test)]
-pub(super) mod tests {
+pub(in crate::socket) mod tests {
     use super::*;
     use symmem_device::SignalOp;
 
@@ -259,6 +325,45 @@ pub(super) mod tests {
         let e = Answer::Flushed.check_response(5, 0).unwrap_err();
         assert!(e.ends_with("which awaits a FLUSHED"), "{e}");
         assert_eq!(Answer::to(&Request::put(1, 0, 0, 8)), None);
+    }
+
+    /// The encoders write what the checks read back: a small payload inline in a
+    /// request's head, a large one after it; flushes, responses and reasons.
+    #[test]
+    fn encoded_frames_read_back_as_written() {
+        let put = Request::put(1, 8, 0x1234, 3);
+        let (head, rest) = RequestHead::new(put, 9, &[1, 2, 3]);
+        assert!(rest.is_empty());
+        let b = head.bytes();
+        let h: [u8; HEADER_LEN] = b[..HEADER_LEN].try_into().unwrap();
+        assert_eq!(check_header(&h), Ok((Kind::Request, REQUEST_LEN + 3)));
+        let sent: Request = bytemuck::pod_read_unaligned(&b[HEADER_LEN..][..REQUEST_LEN]);
+        assert_eq!(
+            (sent.tag, sent.local),
+            (9, 0),
+            "the id, and no local address"
+        );
+        assert_eq!(&b[HEADER_LEN + REQUEST_LEN..], &[1, 2, 3]);
+        let big = [5u8; INLINE_PAYLOAD + 1];
+        let (head, rest) = RequestHead::new(Request::put(1, 0, 0, big.len() as u64), 2, &big);
+        assert_eq!(
+            (head.bytes().len(), rest.len()),
+            (HEADER_LEN + REQUEST_LEN, big.len())
+        );
+        let f = flush_frame(Kind::Flushed, 77);
+        assert_eq!(
+            check_header(f[..HEADER_LEN].try_into().unwrap()),
+            Ok((Kind::Flushed, 8))
+        );
+        assert_eq!(f[HEADER_LEN..], 77u64.to_le_bytes());
+        let r = response_head(3, 4, 100);
+        assert_eq!(
+            check_header(r[..HEADER_LEN].try_into().unwrap()),
+            Ok((Kind::Response, 116))
+        );
+        assert_eq!(r[HEADER_LEN..], two_u64(3, 4));
+        let long = "x".repeat(MAX_REASON + 10);
+        assert_eq!(refused(&long).len(), HEADER_LEN + MAX_REASON);
     }
 
     /// Property tests: what the checks let through, and frames read back as written.

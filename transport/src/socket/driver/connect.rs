@@ -18,10 +18,11 @@ use symmem_bootstrap::auth::{self, HandshakeError, JobKey, Protocol};
 use symmem_bootstrap::detect_dead_peer;
 use symmem_sync::Backoff;
 
-use super::wire::Wire;
-use super::{Conn, Shared, SocketTransport, HELLO_TIMEOUT};
+use super::service::HELLO_TIMEOUT;
 use crate::error::{Error, Result};
 use crate::interface::Setup;
+use crate::socket::driver::wire::Wire;
+use crate::socket::{Conn, Shared, SocketTransport};
 use crate::target::Target;
 
 impl SocketTransport {

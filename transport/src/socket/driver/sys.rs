@@ -29,7 +29,10 @@ pub(super) fn retry_interrupted(mut call: impl FnMut() -> isize) -> std::io::Res
 }
 
 /// `read(2)` into raw memory (which may be shared with other processes).
-pub(super) fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
+///
+/// # Safety
+/// `ptr` must be valid for writes of `len` bytes for the duration of the call.
+pub(super) unsafe fn read_raw(fd: RawFd, ptr: *mut u8, len: usize) -> std::io::Result<usize> {
     // SAFETY: the caller provides `len` writable bytes at `ptr`.
     retry_interrupted(|| unsafe { libc::read(fd, ptr.cast(), len) })
 }
