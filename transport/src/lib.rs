@@ -54,10 +54,6 @@ mod ib;
 pub mod int;
 mod interface;
 #[cfg(feature = "ofi")]
-// Four unsafe blocks of the ofi transport (posting.rs's three posting closures,
-// stranger_tests.rs's name query) still lack their `// SAFETY:` comment; the ofi
-// transport's owner adds them and drops this.
-#[allow(clippy::undocumented_unsafe_blocks)]
 mod ofi;
 mod registry;
 mod socket;

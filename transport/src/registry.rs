@@ -1,6 +1,6 @@
 //! How a remote transport plugs into the choice of a job's transport: one [`Entry`] per
 //! transport, which its own module defines (its name, its probes, how it connects), and
-//! one list of them in [`crate::connect`], in the order `SYMMEM_REMOTE_TRANSPORT=auto`
+//! one list of them in [`crate::connect`](mod@crate::connect), in the order `SYMMEM_REMOTE_TRANSPORT=auto`
 //! prefers them. Choosing, agreeing and connecting go through the entries only, so a new
 //! transport is a module with an entry and one line in that list. A transport this build
 //! leaves out (a cargo feature) still has an entry, [`Entry::not_built`], so that asking

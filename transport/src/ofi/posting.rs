@@ -504,9 +504,9 @@ impl State {
             words.wrapping_add(1).cast::<c_void>(),
             words.wrapping_add(2).cast::<c_void>(),
         );
-        // SAFETY (each post): the operand, compare and result words lie in the registered
-        // slot, which nothing touches until the operation completes (take_slot); the
-        // target range was checked against the peer's heap (`target`).
+        // The operand, compare and result words lie in the registered slot, which nothing
+        // touches until the operation completes (take_slot); the target range was checked
+        // against the peer's heap (`target`).
         let id = match op {
             Atomic::Compare => self.post(
                 "fi_compare_atomic",
@@ -514,6 +514,7 @@ impl State {
                 pe,
                 Some(slot),
                 w,
+                // SAFETY: the slot's words and the checked target range, as above.
                 |ep, id, fence| unsafe {
                     ffi::symmem_ofi_compare_atomic_ex(
                         ep, id, operand, cmp, result, w32, pe, raddr, heap.key, fence,
@@ -526,6 +527,7 @@ impl State {
                 pe,
                 Some(slot),
                 w,
+                // SAFETY: the slot's words and the checked target range, as above.
                 |ep, id, fence| unsafe {
                     ffi::symmem_ofi_fetch_atomic_ex(
                         ep, id, operand, result, w32, code, pe, raddr, heap.key, fence,
@@ -538,6 +540,7 @@ impl State {
                 pe,
                 Some(slot),
                 w,
+                // SAFETY: the slot's words and the checked target range, as above.
                 |ep, id, fence| unsafe {
                     ffi::symmem_ofi_atomic_ex(
                         ep, id, operand, w32, code, pe, raddr, heap.key, fence,

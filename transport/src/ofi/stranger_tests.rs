@@ -205,10 +205,8 @@ fn a_strangers_messages_are_dropped_and_logged_and_the_heap_is_unchanged() {
         let mut name = vec![0u8; MAX_ADDRESS];
         let mut len = name.len();
         // SAFETY: an open endpoint; a buffer of `len` bytes.
-        assert_eq!(
-            unsafe { ffi::symmem_ofi_name(st.ep.0, name.as_mut_ptr().cast(), &mut len) },
-            0
-        );
+        let rc = unsafe { ffi::symmem_ofi_name(st.ep.0, name.as_mut_ptr().cast(), &mut len) };
+        assert_eq!(rc, 0);
         name.truncate(len);
         (name, st.auth.describe().contains("FI_SOURCE)"))
     };
