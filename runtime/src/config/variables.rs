@@ -556,7 +556,7 @@ pub const STREAM_MEMOPS: Variable = Variable::runtime(
 /// `SYMMEM_SASS_ARCH`.
 pub const SASS_ARCH: Variable = Variable::build_time(
         "SYMMEM_SASS_ARCH",
-        "",
+        "(none)",
         "build time (symmem-ptx-build): sm_XX = also assemble each kernel crate for that architecture with ptxas and embed the cubin, which a GPU of exactly that architecture loads without the driver's JIT (scripts/gpu-check.sh bundle sets sm_90)",
     );
 
