@@ -123,7 +123,7 @@ impl Category {
     }
 }
 
-/// `SYMMEM_SYMMETRIC_SIZE`.
+/// The declaration of `SYMMEM_SYMMETRIC_SIZE`, read into [`Config`].
 pub const SYMMETRIC_SIZE: Var<usize> = Var {
     about: Variable::runtime(
         "SYMMEM_SYMMETRIC_SIZE",
@@ -134,7 +134,7 @@ pub const SYMMETRIC_SIZE: Var<usize> = Var {
     parse: parse_size,
 };
 
-/// `SYMMEM_BOOTSTRAP`.
+/// The declaration of `SYMMEM_BOOTSTRAP`, read into [`Config`].
 pub const BOOTSTRAP: Var<BootstrapChoice> = Var {
     about: Variable::runtime(
         symmem_bootstrap::vars::BOOTSTRAP,
@@ -145,35 +145,35 @@ pub const BOOTSTRAP: Var<BootstrapChoice> = Var {
     parse: |v| v.parse(),
 };
 
-/// `SYMMEM_PMIX_LIB`.
+/// The declaration of `SYMMEM_PMIX_LIB` (read outside [`Config`]).
 pub const PMIX_LIB: Variable = Variable::runtime(
     symmem_bootstrap::pmix::ENV_PMIX_LIB,
     "libpmix.so.2, then libpmix.so",
     "pmix bootstrap: the libpmix (PMIx v4 or later) to dlopen, a file name or a path",
 );
 
-/// `SYMMEM_ROOT_ADDR`.
+/// The declaration of `SYMMEM_ROOT_ADDR` (read outside [`Config`]).
 pub const ROOT_ADDR: Variable = Variable::runtime(
-        symmem_bootstrap::env::ENV_ROOT_ADDR,
-        "(from the launcher)",
-        "env bootstrap: host of rank 0's rendezvous; overrides MASTER_ADDR and Slurm's first step node; required for Kubernetes Indexed Jobs (the index-0 pod's DNS name)",
-    );
+    symmem_bootstrap::env::ENV_ROOT_ADDR,
+    "(from the launcher)",
+    "env bootstrap: host of rank 0's rendezvous; overrides MASTER_ADDR and Slurm's first step node; required for Kubernetes Indexed Jobs (the index-0 pod's DNS name)",
+);
 
-/// `SYMMEM_ROOT_PORT`.
+/// The declaration of `SYMMEM_ROOT_PORT` (read outside [`Config`]).
 pub const ROOT_PORT: Variable = Variable::runtime(
-        symmem_bootstrap::env::ENV_ROOT_PORT,
-        "(from the launcher)",
-        "env bootstrap: port of rank 0's rendezvous; default MASTER_PORT+1000 under torchrun/PyTorchJob (MASTER_PORT is left to torchrun's store), 29650 for Kubernetes Indexed Jobs, the first of SLURM_STEP_RESV_PORTS or a port derived from the Slurm job and step ids",
-    );
+    symmem_bootstrap::env::ENV_ROOT_PORT,
+    "(from the launcher)",
+    "env bootstrap: port of rank 0's rendezvous; default MASTER_PORT+1000 under torchrun/PyTorchJob (MASTER_PORT is left to torchrun's store), 29650 for Kubernetes Indexed Jobs, the first of SLURM_STEP_RESV_PORTS or a port derived from the Slurm job and step ids",
+);
 
-/// `SYMMEM_JOB_SECRET`.
+/// The declaration of `SYMMEM_JOB_SECRET` (read outside [`Config`]).
 pub const JOB_SECRET: Variable = Variable::runtime(
-        symmem_bootstrap::env::ENV_JOB_SECRET,
-        "(derived from the job identity)",
-        "env bootstrap: secret from which the rendezvous key is derived (e.g. from a Kubernetes Secret; 32 random bytes as hex); without it the key is derived from the launcher's job identity and anyone who can reach the port and guess it can join (a warning says so), and a job on more than one node is refused unless SYMMEM_ALLOW_PUBLIC_JOB_KEY=1",
-    );
+    symmem_bootstrap::env::ENV_JOB_SECRET,
+    "(derived from the job identity)",
+    "env bootstrap: secret from which the rendezvous key is derived (e.g. from a Kubernetes Secret; 32 random bytes as hex); without it the key is derived from the launcher's job identity and anyone who can reach the port and guess it can join (a warning says so), and a job on more than one node is refused unless SYMMEM_ALLOW_PUBLIC_JOB_KEY=1",
+);
 
-/// `SYMMEM_ALLOW_PUBLIC_JOB_KEY`.
+/// The declaration of `SYMMEM_ALLOW_PUBLIC_JOB_KEY`, read into [`Config`].
 pub const ALLOW_PUBLIC_JOB_KEY: Var<bool> = Var {
     about: Variable::runtime(
         symmem_bootstrap::env::ENV_ALLOW_PUBLIC_JOB_KEY,
@@ -184,14 +184,14 @@ pub const ALLOW_PUBLIC_JOB_KEY: Var<bool> = Var {
     parse: parse_bool,
 };
 
-/// `SYMMEM_WORLD_SIZE`.
+/// The declaration of `SYMMEM_WORLD_SIZE` (read outside [`Config`]).
 pub const WORLD_SIZE: Variable = Variable::runtime(
-        symmem_bootstrap::env::ENV_WORLD_SIZE,
-        "(unset)",
-        "env bootstrap: number of PEs of a Kubernetes Indexed Job (its completions), which Kubernetes does not export",
-    );
+    symmem_bootstrap::env::ENV_WORLD_SIZE,
+    "(unset)",
+    "env bootstrap: number of PEs of a Kubernetes Indexed Job (its completions), which Kubernetes does not export",
+);
 
-/// `SYMMEM_BOOTSTRAP_TIMEOUT`.
+/// The declaration of `SYMMEM_BOOTSTRAP_TIMEOUT`, read into [`Config`].
 pub const BOOTSTRAP_TIMEOUT: Var<Duration> = Var {
     about: Variable::runtime(
         "SYMMEM_BOOTSTRAP_TIMEOUT",
@@ -202,7 +202,7 @@ pub const BOOTSTRAP_TIMEOUT: Var<Duration> = Var {
     parse: parse_bootstrap_timeout,
 };
 
-/// `SYMMEM_TIMEOUT`.
+/// The declaration of `SYMMEM_TIMEOUT`, read into [`Config`].
 pub const TIMEOUT: Var<Option<Duration>> = Var {
     about: Variable::runtime(
         "SYMMEM_TIMEOUT",
@@ -213,7 +213,7 @@ pub const TIMEOUT: Var<Option<Duration>> = Var {
     parse: parse_limit,
 };
 
-/// `SYMMEM_HANG_REPORT`.
+/// The declaration of `SYMMEM_HANG_REPORT`, read into [`Config`].
 pub const HANG_REPORT: Var<Option<Duration>> = Var {
     about: Variable::runtime(
         "SYMMEM_HANG_REPORT",
@@ -224,7 +224,7 @@ pub const HANG_REPORT: Var<Option<Duration>> = Var {
     parse: parse_limit,
 };
 
-/// `SYMMEM_HANG_REPORT_FILE`.
+/// The declaration of `SYMMEM_HANG_REPORT_FILE`, read into [`Config`].
 pub const HANG_REPORT_FILE: Var<PathBuf> = Var {
     about: Variable::runtime(
         symmem_bootstrap::report_file::VAR,
@@ -235,7 +235,7 @@ pub const HANG_REPORT_FILE: Var<PathBuf> = Var {
     parse: |v| Ok(v.into()),
 };
 
-/// `SYMMEM_DEAD_PEER_TIMEOUT`.
+/// The declaration of `SYMMEM_DEAD_PEER_TIMEOUT`, read into [`Config`].
 pub const DEAD_PEER_TIMEOUT: Var<Option<Duration>> = Var {
     about: Variable::runtime(
         symmem_bootstrap::DEAD_PEER_TIMEOUT_VAR,
@@ -246,7 +246,7 @@ pub const DEAD_PEER_TIMEOUT: Var<Option<Duration>> = Var {
     parse: symmem_bootstrap::net::parse_dead_peer_timeout,
 };
 
-/// `SYMMEM_DEBUG`.
+/// The declaration of `SYMMEM_DEBUG`, read into [`Config`].
 pub const DEBUG: Var<String> = Var {
     about: Variable::runtime(
         "SYMMEM_DEBUG",
@@ -257,7 +257,7 @@ pub const DEBUG: Var<String> = Var {
     parse: |v| choice(v, LOG_LEVELS).map(str::to_string),
 };
 
-/// `SYMMEM_DEBUG_SUBSYS`.
+/// The declaration of `SYMMEM_DEBUG_SUBSYS`, read into [`Config`].
 pub const DEBUG_SUBSYS: Var<Vec<String>> = Var {
     about: Variable::runtime(
         "SYMMEM_DEBUG_SUBSYS",
@@ -268,7 +268,7 @@ pub const DEBUG_SUBSYS: Var<Vec<String>> = Var {
     parse: parse_subsystems,
 };
 
-/// `SYMMEM_DISABLE_P2P`.
+/// The declaration of `SYMMEM_DISABLE_P2P`, read into [`Config`].
 pub const DISABLE_P2P: Var<bool> = Var {
     about: Variable::runtime(
         "SYMMEM_DISABLE_P2P",
@@ -279,7 +279,7 @@ pub const DISABLE_P2P: Var<bool> = Var {
     parse: parse_bool,
 };
 
-/// `SYMMEM_REMOTE_TRANSPORT`.
+/// The declaration of `SYMMEM_REMOTE_TRANSPORT`, read into [`Config`].
 pub const REMOTE_TRANSPORT: Var<RemoteTransport> = Var {
     about: Variable::runtime(
         symmem_transport::config::var::REMOTE_TRANSPORT,
@@ -290,7 +290,7 @@ pub const REMOTE_TRANSPORT: Var<RemoteTransport> = Var {
     parse: |v| choice(v, &symmem_transport::remote_transport_choices()),
 };
 
-/// `SYMMEM_NODE_ID`.
+/// The declaration of `SYMMEM_NODE_ID`, read into [`Config`].
 pub const NODE_ID: Var<String> = Var {
     about: Variable::runtime(
         "SYMMEM_NODE_ID",
@@ -301,7 +301,7 @@ pub const NODE_ID: Var<String> = Var {
     parse: |v| Ok(v.to_string()),
 };
 
-/// `SYMMEM_PROXY_SLOTS`.
+/// The declaration of `SYMMEM_PROXY_SLOTS`, read into [`Config`].
 pub const PROXY_SLOTS: Var<usize> = Var {
     about: Variable::runtime(
         "SYMMEM_PROXY_SLOTS",
@@ -312,7 +312,7 @@ pub const PROXY_SLOTS: Var<usize> = Var {
     parse: |v| number(v, 1..=1 << 20, "ring slots"),
 };
 
-/// `SYMMEM_SIMULATE_NODES`.
+/// The declaration of `SYMMEM_SIMULATE_NODES`, read into [`Config`].
 pub const SIMULATE_NODES: Var<usize> = Var {
     about: Variable::runtime(
         "SYMMEM_SIMULATE_NODES",
@@ -323,7 +323,7 @@ pub const SIMULATE_NODES: Var<usize> = Var {
     parse: parse_simulate_nodes,
 };
 
-/// `SYMMEM_MAX_TEAMS`.
+/// The declaration of `SYMMEM_MAX_TEAMS`, read into [`Config`].
 pub const MAX_TEAMS: Var<usize> = Var {
     about: Variable::runtime(
         "SYMMEM_MAX_TEAMS",
@@ -334,7 +334,7 @@ pub const MAX_TEAMS: Var<usize> = Var {
     parse: |v| number(v, MIN_MAX_TEAMS..=MAX_MAX_TEAMS, "teams (TEAM_WORLD and TEAM_NODE included)"),
 };
 
-/// `SYMMEM_CHECK_COLLECTIVES`.
+/// The declaration of `SYMMEM_CHECK_COLLECTIVES`, read into [`Config`].
 pub const CHECK_COLLECTIVES: Var<bool> = Var {
     about: Variable::runtime(
         "SYMMEM_CHECK_COLLECTIVES",
@@ -345,7 +345,7 @@ pub const CHECK_COLLECTIVES: Var<bool> = Var {
     parse: parse_bool,
 };
 
-/// `SYMMEM_HCA_LIST`.
+/// The declaration of `SYMMEM_HCA_LIST`, read into [`Config`].
 pub const HCA_LIST: Var<HcaFilter> = Var {
     about: Variable::runtime(
         "SYMMEM_HCA_LIST",
@@ -356,7 +356,7 @@ pub const HCA_LIST: Var<HcaFilter> = Var {
     parse: HcaFilter::parse,
 };
 
-/// `SYMMEM_IB_GID_INDEX`.
+/// The declaration of `SYMMEM_IB_GID_INDEX`, read into [`Config`].
 pub const IB_GID_INDEX: Var<u32> = Var {
     about: Variable::runtime(
         symmem_transport::config::var::IB_GID_INDEX,
@@ -367,7 +367,7 @@ pub const IB_GID_INDEX: Var<u32> = Var {
     parse: |v| v.parse().map_err(|_| NOT_AN_INTEGER.to_string()),
 };
 
-/// `SYMMEM_IB_QPS_PER_PEER`.
+/// The declaration of `SYMMEM_IB_QPS_PER_PEER`, read into [`Config`].
 pub const IB_QPS_PER_PEER: Var<usize> = Var {
     about: Variable::runtime(
         "SYMMEM_IB_QPS_PER_PEER",
@@ -378,7 +378,7 @@ pub const IB_QPS_PER_PEER: Var<usize> = Var {
     parse: |v| number(v, 1..=MAX_IB_QPS_PER_PEER, "queue pairs"),
 };
 
-/// `SYMMEM_ALLOW_HOST_STAGING`.
+/// The declaration of `SYMMEM_ALLOW_HOST_STAGING`, read into [`Config`].
 pub const ALLOW_HOST_STAGING: Var<bool> = Var {
     about: Variable::runtime(
         "SYMMEM_ALLOW_HOST_STAGING",
@@ -389,7 +389,7 @@ pub const ALLOW_HOST_STAGING: Var<bool> = Var {
     parse: parse_bool,
 };
 
-/// `SYMMEM_OFI_PROVIDER`.
+/// The declaration of `SYMMEM_OFI_PROVIDER`, read into [`Config`].
 pub const OFI_PROVIDER: Var<String> = Var {
     about: Variable::runtime(
         symmem_transport::config::var::OFI_PROVIDER,
@@ -400,7 +400,7 @@ pub const OFI_PROVIDER: Var<String> = Var {
     parse: |v| Ok(v.to_string()),
 };
 
-/// `SYMMEM_OFI_PROGRESS`.
+/// The declaration of `SYMMEM_OFI_PROGRESS`, read into [`Config`].
 pub const OFI_PROGRESS: Var<OfiProgress> = Var {
     about: Variable::runtime(
         symmem_transport::config::var::OFI_PROGRESS,
@@ -411,7 +411,7 @@ pub const OFI_PROGRESS: Var<OfiProgress> = Var {
     parse: |v| choice(v, OFI_PROGRESS_CHOICES),
 };
 
-/// `SYMMEM_OFI_DOMAIN`.
+/// The declaration of `SYMMEM_OFI_DOMAIN`, read into [`Config`].
 pub const OFI_DOMAIN: Var<String> = Var {
     about: Variable::runtime(
         symmem_transport::config::var::OFI_DOMAIN,
@@ -422,7 +422,7 @@ pub const OFI_DOMAIN: Var<String> = Var {
     parse: |v| Ok(v.to_string()),
 };
 
-/// `SYMMEM_OFI_ASSUME_ORDER`.
+/// The declaration of `SYMMEM_OFI_ASSUME_ORDER`, read into [`Config`].
 pub const OFI_ASSUME_ORDER: Var<OfiAssumeOrder> = Var {
     about: Variable::runtime(
         "SYMMEM_OFI_ASSUME_ORDER",
@@ -433,7 +433,7 @@ pub const OFI_ASSUME_ORDER: Var<OfiAssumeOrder> = Var {
     parse: |v| choice(v, OFI_ASSUME_ORDER_CHOICES),
 };
 
-/// `SYMMEM_SOCKET_IFNAME`.
+/// The declaration of `SYMMEM_SOCKET_IFNAME`, read into [`Config`].
 pub const SOCKET_IFNAME: Var<String> = Var {
     about: Variable::runtime(
         symmem_bootstrap::vars::SOCKET_IFNAME,
@@ -444,7 +444,7 @@ pub const SOCKET_IFNAME: Var<String> = Var {
     parse: |v| Ok(v.to_string()),
 };
 
-/// `SYMMEM_SOCKET_FAULTS`.
+/// The declaration of `SYMMEM_SOCKET_FAULTS`, read into [`Config`].
 pub const SOCKET_FAULTS: Var<u64> = Var {
     about: Variable::runtime(
         "SYMMEM_SOCKET_FAULTS",
@@ -455,7 +455,7 @@ pub const SOCKET_FAULTS: Var<u64> = Var {
     parse: parse_u64,
 };
 
-/// `SYMMEM_DEVICE`.
+/// The declaration of `SYMMEM_DEVICE`, read into [`Config`].
 pub const DEVICE: Var<DeviceChoice> = Var {
     about: Variable::runtime(
         "SYMMEM_DEVICE",
@@ -466,7 +466,7 @@ pub const DEVICE: Var<DeviceChoice> = Var {
     parse: |v| choice(v, DEVICE_CHOICES),
 };
 
-/// `SYMMEM_EXEC_SEED`.
+/// The declaration of `SYMMEM_EXEC_SEED`, read into [`Config`].
 pub const EXEC_SEED: Var<u64> = Var {
     about: Variable::runtime(
         "SYMMEM_EXEC_SEED",
@@ -477,7 +477,7 @@ pub const EXEC_SEED: Var<u64> = Var {
     parse: parse_u64,
 };
 
-/// `SYMMEM_NT_COPY_THRESHOLD`.
+/// The declaration of `SYMMEM_NT_COPY_THRESHOLD`, read into [`Config`].
 pub const NT_COPY_THRESHOLD: Var<CopyBound> = Var {
     about: Variable::runtime(
         "SYMMEM_NT_COPY_THRESHOLD",
@@ -488,7 +488,7 @@ pub const NT_COPY_THRESHOLD: Var<CopyBound> = Var {
     parse: |v| CopyBound::parse(v, MIN_NT_COPY),
 };
 
-/// `SYMMEM_VECTOR_COPY_BELOW`.
+/// The declaration of `SYMMEM_VECTOR_COPY_BELOW`, read into [`Config`].
 pub const VECTOR_COPY_BELOW: Var<CopyBound> = Var {
     about: Variable::runtime(
         "SYMMEM_VECTOR_COPY_BELOW",
@@ -499,7 +499,7 @@ pub const VECTOR_COPY_BELOW: Var<CopyBound> = Var {
     parse: |v| CopyBound::parse(v, MIN_VECTOR_COPY_BELOW),
 };
 
-/// `SYMMEM_EXEC_STACK_SIZE`.
+/// The declaration of `SYMMEM_EXEC_STACK_SIZE`, read into [`Config`].
 pub const EXEC_STACK_SIZE: Var<usize> = Var {
     about: Variable::runtime(
         "SYMMEM_EXEC_STACK_SIZE",
@@ -510,7 +510,7 @@ pub const EXEC_STACK_SIZE: Var<usize> = Var {
     parse: parse_exec_stack,
 };
 
-/// `SYMMEM_ORDERING`.
+/// The declaration of `SYMMEM_ORDERING`, read into [`Config`].
 pub const ORDERING: Var<MemoryOrdering> = Var {
     about: Variable::runtime(
         symmem_transport::config::var::ORDERING,
@@ -521,7 +521,7 @@ pub const ORDERING: Var<MemoryOrdering> = Var {
     parse: |v| choice(v, ORDERINGS),
 };
 
-/// `SYMMEM_ORDERING_SEED`.
+/// The declaration of `SYMMEM_ORDERING_SEED`, read into [`Config`].
 pub const ORDERING_SEED: Var<u64> = Var {
     about: Variable::runtime(
         symmem_transport::config::var::ORDERING_SEED,
@@ -532,49 +532,49 @@ pub const ORDERING_SEED: Var<u64> = Var {
     parse: parse_u64,
 };
 
-/// `SYMMEM_PTXAS`.
+/// The declaration of `SYMMEM_PTXAS` (read outside [`Config`]).
 pub const PTXAS: Variable = Variable::build_time(
     "SYMMEM_PTXAS",
     "(PATH, then the nvidia-cuda-nvcc-cu12 wheel)",
     "build time (symmem-ptx-build): the ptxas that assembles the kernels' PTX to check it",
 );
 
-/// `SYMMEM_REQUIRE_PTX`.
+/// The declaration of `SYMMEM_REQUIRE_PTX` (read outside [`Config`]).
 pub const REQUIRE_PTX: Variable = Variable::build_time(
-        "SYMMEM_REQUIRE_PTX",
-        "0",
-        "build time (symmem-ptx-build): 1 = a kernel crate whose PTX or cubin cannot be built fails the build, even without symmem's cuda feature and with SYMMEM_SKIP_PTX=1 (without either, the reason is embedded and load_module reports it on a GPU PE)",
-    );
+    "SYMMEM_REQUIRE_PTX",
+    "0",
+    "build time (symmem-ptx-build): 1 = a kernel crate whose PTX or cubin cannot be built fails the build, even without symmem's cuda feature and with SYMMEM_SKIP_PTX=1 (without either, the reason is embedded and load_module reports it on a GPU PE)",
+);
 
-/// `SYMMEM_STREAM_MEMOPS`.
+/// The declaration of `SYMMEM_STREAM_MEMOPS` (read outside [`Config`]).
 pub const STREAM_MEMOPS: Variable = Variable::runtime(
-        "SYMMEM_STREAM_MEMOPS",
-        "1",
-        "GPU PEs: 0 = stream-ordered signal writes and waits (put_signal_on_stream with Set, signal_wait_until_on_stream with Ge, Eq, Gt) use helper kernels instead of the driver's stream memory operations",
-    );
+    "SYMMEM_STREAM_MEMOPS",
+    "1",
+    "GPU PEs: 0 = stream-ordered signal writes and waits (put_signal_on_stream with Set, signal_wait_until_on_stream with Ge, Eq, Gt) use helper kernels instead of the driver's stream memory operations",
+);
 
-/// `SYMMEM_SASS_ARCH`.
+/// The declaration of `SYMMEM_SASS_ARCH` (read outside [`Config`]).
 pub const SASS_ARCH: Variable = Variable::build_time(
-        "SYMMEM_SASS_ARCH",
-        "(none)",
-        "build time (symmem-ptx-build): sm_XX = also assemble each kernel crate for that architecture with ptxas and embed the cubin, which a GPU of exactly that architecture loads without the driver's JIT (scripts/gpu-check.sh bundle sets sm_90)",
-    );
+    "SYMMEM_SASS_ARCH",
+    "(none)",
+    "build time (symmem-ptx-build): sm_XX = also assemble each kernel crate for that architecture with ptxas and embed the cubin, which a GPU of exactly that architecture loads without the driver's JIT (scripts/gpu-check.sh bundle sets sm_90)",
+);
 
-/// `SYMMEM_PTX_CHECK_ARCHS`.
+/// The declaration of `SYMMEM_PTX_CHECK_ARCHS` (read outside [`Config`]).
 pub const PTX_CHECK_ARCHS: Variable = Variable::build_time(
-        "SYMMEM_PTX_CHECK_ARCHS",
-        "(none)",
-        "build time (symmem-ptx-build): comma-separated sm_XX = also assemble each kernel crate's PTX for those architectures into the build's cubin cache, beside the embedded cubin, to check that it assembles there; the PTX test (tests/device/tests/ptx.rs) reads the same cache (the test command sets sm_80)",
-    );
+    "SYMMEM_PTX_CHECK_ARCHS",
+    "(none)",
+    "build time (symmem-ptx-build): comma-separated sm_XX = also assemble each kernel crate's PTX for those architectures into the build's cubin cache, beside the embedded cubin, to check that it assembles there; the PTX test (tests/device/tests/ptx.rs) reads the same cache (the test command sets sm_80)",
+);
 
-/// `SYMMEM_SKIP_PTX`.
+/// The declaration of `SYMMEM_SKIP_PTX` (read outside [`Config`]).
 pub const SKIP_PTX: Variable = Variable::build_time(
-        "SYMMEM_SKIP_PTX",
-        "0",
-        "build time (symmem-ptx-build): 1 = skip the nested PTX builds of kernel crates on purpose (CPU PEs only; load_module on a GPU PE says why there is no PTX); without it, a PTX build that fails while symmem's cuda feature is on fails the build, naming the missing rustup components",
-    );
+    "SYMMEM_SKIP_PTX",
+    "0",
+    "build time (symmem-ptx-build): 1 = skip the nested PTX builds of kernel crates on purpose (CPU PEs only; load_module on a GPU PE says why there is no PTX); without it, a PTX build that fails while symmem's cuda feature is on fails the build, naming the missing rustup components",
+);
 
-/// `SYMMEM_TEST_EXIT_AT`.
+/// The declaration of `SYMMEM_TEST_EXIT_AT`, read into [`Config`].
 pub const TEST_EXIT_AT: Var<String> = Var {
     about: Variable::testing(
         symmem_bootstrap::fault::EXIT_AT_VAR,
