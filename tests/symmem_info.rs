@@ -177,31 +177,49 @@ fn every_variable_the_code_names_is_in_the_table() {
     );
 }
 
-/// The book's configuration chapter lists exactly the table's variables.
+/// The book's configuration chapter lists exactly the table's variables, in its order,
+/// each with the default its declaration gives (backticks aside).
 #[test]
-fn the_book_lists_exactly_the_tables_variables() {
+fn the_book_lists_exactly_the_tables_variables_with_their_defaults() {
     let chapter = repo().join("docs/src/configuration.md");
     let text = std::fs::read_to_string(&chapter).expect("docs/src/configuration.md");
     // The chapter's own section, before its first subsection.
     let section = &text[..text.find("\n## ").unwrap_or(text.len())];
-    let listed: Vec<&str> = section
+    // `| `NAME` | default | meaning |` rows: (name, default without backticks).
+    let listed: Vec<(&str, String)> = section
         .lines()
         .filter_map(|l| l.strip_prefix("| `"))
-        .filter_map(|l| l.split_once('`').map(|(name, _)| name))
+        .filter_map(|l| l.split_once("` | "))
+        .map(|(name, rest)| {
+            let default = rest.split_once(" | ").map_or(rest, |(d, _)| d);
+            (name, default.replace('`', ""))
+        })
         .collect();
-    let table: Vec<&str> = symmem::config::VARIABLES.iter().map(|v| v.name).collect();
-    for name in &table {
-        assert!(
-            listed.contains(name),
-            "{name} is missing from the table in docs/src/configuration.md"
-        );
+    let table: Vec<(&str, String)> = symmem::config::VARIABLES
+        .iter()
+        .map(|v| (v.name, v.default.to_string()))
+        .collect();
+    for (name, default) in &table {
+        match listed.iter().find(|(n, _)| n == name) {
+            None => panic!("{name} is missing from the table in docs/src/configuration.md"),
+            Some((_, d)) => assert_eq!(
+                d, default,
+                "docs/src/configuration.md gives {name} another default than its declaration"
+            ),
+        }
     }
-    for name in &listed {
+    for (name, _) in &listed {
         assert!(
-            table.contains(name),
+            table.iter().any(|(n, _)| n == name),
             "docs/src/configuration.md lists {name}, which is not in the table"
         );
     }
+    let names = |l: &[(&str, String)]| l.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&listed),
+        names(&table),
+        "docs/src/configuration.md lists the variables in another order than the table"
+    );
 }
 
 /// `symmem-info ARGS` (a `--pes` job) with `env` and every other `SYMMEM_*` variable

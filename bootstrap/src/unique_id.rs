@@ -214,7 +214,8 @@ pub fn advertised_ip(ifname: Option<&str>) -> Result<IpAddr, BootstrapError> {
     match (found, ifname) {
         (Some((_, ip)), _) => Ok(IpAddr::V4(ip)),
         (None, Some(want)) => Err(BootstrapError::Config(format!(
-            "SYMMEM_SOCKET_IFNAME={want}: no IPv4 interface of that name (have: {})",
+            "{}={want}: no IPv4 interface of that name (have: {})",
+            crate::vars::SOCKET_IFNAME,
             names.join(", ")
         ))),
         (None, None) => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),

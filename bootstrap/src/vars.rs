@@ -12,3 +12,9 @@ pub fn process_env(var: &str) -> Option<String> {
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
 }
+
+/// How PEs find each other (parsed by [`crate::BootstrapChoice`]'s `FromStr`).
+pub const BOOTSTRAP: &str = "SYMMEM_BOOTSTRAP";
+
+/// The network interface for sockets and the unique-id rendezvous.
+pub const SOCKET_IFNAME: &str = "SYMMEM_SOCKET_IFNAME";

@@ -65,6 +65,7 @@ fn as_py(e: symmem::Error, text: String) -> PyErr {
             .with(|p| p.borrow_mut().take())
             .unwrap_or_else(|| SymmemError::new_err(text)),
         symmem::Error::InvalidArgument { .. }
+        | symmem::Error::Transport(symmem::TransportError::InvalidArgument { .. })
         | symmem::Error::OutOfBounds { .. }
         | symmem::Error::InvalidPe { .. } => PyValueError::new_err(text),
         symmem::Error::Timeout { .. } => PyTimeoutError::new_err(text),

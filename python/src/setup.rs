@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString, PyWeakrefMethods, PyWeakrefReference};
+use symmem::config::SYMMETRIC_SIZE;
 use symmem::{Config, UniqueId};
 
 use crate::errors::{to_py, to_py_in, SymmemError};
@@ -93,17 +94,15 @@ fn heap_bytes(heap_size: &Bound<'_, PyAny>) -> PyResult<String> {
     }
     if let Ok(s) = heap_size.downcast::<PyString>() {
         let text: String = s.extract()?;
-        let size = Config::from_lookup(|name| match name {
-            "SYMMEM_SYMMETRIC_SIZE" => Some(text.clone()),
-            _ => std::env::var(name).ok(),
+        let size = Config::from_lookup(|name| match name == SYMMETRIC_SIZE.name() {
+            true => Some(text.clone()),
+            false => std::env::var(name).ok(),
         });
         return match size {
             Ok(c) => Ok(c.symmetric_size.to_string()),
-            Err(symmem::Error::Config {
-                var: "SYMMEM_SYMMETRIC_SIZE",
-                reason,
-                ..
-            }) => Err(bad(format!("{text:?} is not a size: {reason}"))),
+            Err(symmem::Error::Config { var, reason, .. }) if var == SYMMETRIC_SIZE.name() => {
+                Err(bad(format!("{text:?} is not a size: {reason}")))
+            }
             Err(e) => Err(to_py(e)),
         };
     }
@@ -116,8 +115,8 @@ fn heap_bytes(heap_size: &Bound<'_, PyAny>) -> PyResult<String> {
 /// The configuration of this process's environment, with `heap_size` (bytes) instead of
 /// `SYMMEM_SYMMETRIC_SIZE` when given.
 fn config(heap_size: Option<&str>) -> symmem::Result<Config> {
-    Config::from_lookup(|name| match (name, heap_size) {
-        ("SYMMEM_SYMMETRIC_SIZE", Some(bytes)) => Some(bytes.to_string()),
+    Config::from_lookup(|name| match heap_size {
+        Some(bytes) if name == SYMMETRIC_SIZE.name() => Some(bytes.to_string()),
         _ => std::env::var(name).ok(),
     })
 }

@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use symmem_bootstrap::BootstrapError;
 
+/// A transport's error, which [`Error::Transport`] holds.
+pub use symmem_transport::Error as TransportError;
+
 /// Result alias for symmem operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -229,32 +232,12 @@ pub enum Error {
         /// What does not match.
         reason: String,
     },
-    /// A remote transport could not carry an operation to a peer (connection lost,
-    /// malformed frame, timeout, NIC error).
-    #[error("{op} from PE {me} to PE {pe} over {transport}: {detail}")]
-    Transport {
-        /// The transport (`socket`, `ib`).
-        transport: &'static str,
-        /// The operation.
-        op: &'static str,
-        /// This PE.
-        me: usize,
-        /// The peer.
-        pe: usize,
-        /// What went wrong.
-        detail: String,
-    },
-    /// The remote transport configuration cannot be satisfied (e.g. `ib` asked for where
-    /// no RDMA device is usable).
-    #[error("{variable}={value}: {reason}")]
-    TransportConfig {
-        /// The variable.
-        variable: &'static str,
-        /// Its value.
-        value: String,
-        /// What was found instead.
-        reason: String,
-    },
+    /// A transport failed: it could not carry an operation to a peer (connection lost,
+    /// malformed frame, timeout, NIC error), its configuration cannot be satisfied (e.g.
+    /// `ib` asked for where no RDMA device is usable), PEs disagree on it, or an OS call
+    /// of its failed. Its words and its source are the transport error's own.
+    #[error(transparent)]
+    Transport(symmem_transport::Error),
     /// A job whose PEs span several nodes would run with a key derived from its public
     /// identity (launcher variables, no `SYMMEM_JOB_SECRET`), and
     /// `SYMMEM_ALLOW_PUBLIC_JOB_KEY` does not accept that.
@@ -306,37 +289,13 @@ impl Error {
 }
 
 impl From<symmem_transport::Error> for Error {
-    /// The same error in the runtime's words: each transport variant has a runtime variant
-    /// of the same name and fields.
+    /// The transport's error, held as it is; a bootstrap failure it passes on (a peer that
+    /// died during an exchange) is the runtime's bootstrap error again, so that callers
+    /// find a peer's failure in one place whoever met it.
     fn from(e: symmem_transport::Error) -> Self {
-        use symmem_transport::Error as T;
         match e {
-            T::Bootstrap(e) => Error::Bootstrap(e),
-            T::Inconsistent { what, detail } => Error::Inconsistent { what, detail },
-            T::InvalidArgument { op, reason } => Error::InvalidArgument { op, reason },
-            T::Transport {
-                transport,
-                op,
-                me,
-                pe,
-                detail,
-            } => Error::Transport {
-                transport,
-                op,
-                me,
-                pe,
-                detail,
-            },
-            T::TransportConfig {
-                variable,
-                value,
-                reason,
-            } => Error::TransportConfig {
-                variable,
-                value,
-                reason,
-            },
-            T::Io { context, source } => Error::Io { context, source },
+            symmem_transport::Error::Bootstrap(e) => Error::Bootstrap(e),
+            e => Error::Transport(e),
         }
     }
 }

@@ -41,7 +41,7 @@ mod wait_report;
 
 pub use config::{Config, CopyBound, DeviceChoice, MemoryOrdering, DEFAULT_MAX_TEAMS};
 pub use counters::{Counters, OpCounts};
-pub use error::{Error, Result};
+pub use error::{Error, Result, TransportError};
 pub use heap::MAX_ALIGN;
 pub use host_copy::calibrate as copy_calibration;
 #[cfg(feature = "mpi")]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use symmem_bootstrap::{Bootstrap, BootstrapError};
 
-use crate::error::Error;
+use crate::error::{Error, TransportError};
 use crate::topology::Topology;
 
 /// Watches a set of peer processes.
@@ -186,7 +186,8 @@ fn root_cause(
             return Some((*rank, reason.clone()))
         }
         // What a dead peer can cause: a broken collective or socket.
-        Error::Bootstrap(_) | Error::Io { .. } if bootstrap.size() > 1 => {}
+        Error::Bootstrap(_) | Error::Io { .. } | Error::Transport(TransportError::Io { .. })
+            if bootstrap.size() > 1 => {}
         // A verdict every PE reaches alike (e.g. different heap sizes), or a lone PE:
         // no peer to wait for.
         _ => return None,

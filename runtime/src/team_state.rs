@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use symmem_sync::barrier;
 
+use crate::config::{CHECK_COLLECTIVES, MAX_TEAMS, SYMMETRIC_SIZE};
 use crate::error::{Error, Result};
 
 /// The slot of TEAM_WORLD.
@@ -131,11 +132,11 @@ impl TeamState {
             Some(u64::from_le_bytes(b))
         };
         for (what, at) in [
-            ("SYMMEM_MAX_TEAMS", 0..8),
+            (MAX_TEAMS.name(), 0..8),
             // The host collectives compare their arguments only where every member does:
             // PEs set differently would wait for fingerprints never sent, or read stale
             // ones, and the default path would take another's check for its alert.
-            ("SYMMEM_CHECK_COLLECTIVES", 8..9),
+            (CHECK_COLLECTIVES.name(), 8..9),
         ] {
             let values: Vec<Option<u64>> = all.iter().map(|v| field(v, at.clone())).collect();
             if values.iter().any(|v| *v != values[0]) {
@@ -154,7 +155,7 @@ impl TeamState {
         let need = crate::heap::RESERVED + Self::area_bytes(max_teams, bootstrap.size());
         if heap_len < need {
             return Err(Error::Config {
-                var: "SYMMEM_SYMMETRIC_SIZE",
+                var: SYMMETRIC_SIZE.name(),
                 value: heap_len.to_string(),
                 reason: format!(
                     "the heap must hold the runtime's reserve and the team area ({need} bytes for SYMMEM_MAX_TEAMS = {max_teams} on {} PEs)",

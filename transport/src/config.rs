@@ -3,6 +3,25 @@
 
 use std::time::Duration;
 
+/// The names of the variables the transports name in their messages; the runtime's
+/// configuration declares each variable with its name from here.
+pub mod var {
+    /// The transport to other nodes.
+    pub const REMOTE_TRANSPORT: &str = "SYMMEM_REMOTE_TRANSPORT";
+    /// Strict or weak ordering of CPU PEs.
+    pub const ORDERING: &str = "SYMMEM_ORDERING";
+    /// The seed of weak ordering's delivery order.
+    pub const ORDERING_SEED: &str = "SYMMEM_ORDERING_SEED";
+    /// The RoCE GID index of the ib transport.
+    pub const IB_GID_INDEX: &str = "SYMMEM_IB_GID_INDEX";
+    /// The ofi transport's libfabric provider.
+    pub const OFI_PROVIDER: &str = "SYMMEM_OFI_PROVIDER";
+    /// How the ofi transport's progress thread waits for work.
+    pub const OFI_PROGRESS: &str = "SYMMEM_OFI_PROGRESS";
+    /// The libfabric domain (NIC) the ofi transport opens.
+    pub const OFI_DOMAIN: &str = "SYMMEM_OFI_DOMAIN";
+}
+
 /// The transports' part of the configuration.
 #[derive(Debug, Clone)]
 pub struct TransportConfig {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::agree::{self, Choices, Proposal};
-use crate::config::{RemoteTransport, TransportConfig};
+use crate::config::{var, RemoteTransport, TransportConfig};
 use crate::counted::Counted;
 use crate::direct;
 use crate::error::{Error, Result};
@@ -96,21 +96,21 @@ fn choose(config: &TransportConfig, me: usize) -> Result<(&'static Entry, String
                 }
             }
             return Err(Error::TransportConfig {
-                variable: "SYMMEM_REMOTE_TRANSPORT",
+                variable: var::REMOTE_TRANSPORT,
                 value: "auto".into(),
                 reason: format!("PE {me}: no transport can run here: {}", found.join("; ")),
             });
         }
     };
     let refuse = |reason: String| Error::TransportConfig {
-        variable: "SYMMEM_REMOTE_TRANSPORT",
+        variable: var::REMOTE_TRANSPORT,
         value: name.into(),
         reason: format!("PE {me}: {reason}"),
     };
     let entry = entry_named(name).map_err(refuse)?;
     match (entry.probe)(config) {
-        Ok(what) if what.is_empty() => Ok((entry, format!("SYMMEM_REMOTE_TRANSPORT={name}"))),
-        Ok(what) => Ok((entry, format!("SYMMEM_REMOTE_TRANSPORT={name}, {what}"))),
+        Ok(what) if what.is_empty() => Ok((entry, format!("{}={name}", var::REMOTE_TRANSPORT))),
+        Ok(what) => Ok((entry, format!("{}={name}, {what}", var::REMOTE_TRANSPORT))),
         Err(why) => Err(refuse(format!(
             "{name} cannot run here: {why}; use another transport or auto"
         ))),
@@ -182,7 +182,7 @@ fn connect_weak(
     let me = setup.me;
     if !setup.heap.host {
         return Err(Error::TransportConfig {
-            variable: "SYMMEM_ORDERING",
+            variable: var::ORDERING,
             value: "weak".into(),
             reason: format!(
                 "weak ordering is a mode of CPU PEs, and PE {me} is a GPU PE (whose memory model is weak already); set SYMMEM_DEVICE=cpu to debug its kernels on CPU PEs"
@@ -201,7 +201,7 @@ fn connect_weak(
         .try_into()
         .map(u64::from_le_bytes)
         .map_err(|_| Error::Inconsistent {
-            what: "SYMMEM_ORDERING_SEED",
+            what: var::ORDERING_SEED,
             detail: format!(
                 "PE {me}: the SYMMEM_ORDERING_SEED broadcast from PE 0 has {} bytes, not 8",
                 agreed.len()
@@ -253,13 +253,13 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, Strin
         staging: socket::ENTRY.code,
     };
     let verdict = agree::agree(&all, &choices).map_err(|reason| Error::TransportConfig {
-        variable: "SYMMEM_REMOTE_TRANSPORT",
+        variable: var::REMOTE_TRANSPORT,
         value: setup.config.remote_transport.to_string(),
         reason: format!("PE {} ({why}): {reason}", setup.me),
     })?;
     let Some(entry) = REMOTE.iter().find(|e| e.code == verdict.code) else {
         return Err(Error::Inconsistent {
-            what: "SYMMEM_REMOTE_TRANSPORT",
+            what: var::REMOTE_TRANSPORT,
             detail: format!(
                 "PE {}: the job agreed on transport code {}, which this build does not have",
                 setup.me, verdict.code

@@ -1,5 +1,5 @@
-//! The transports' error type. Each variant carries what the runtime's error of the same
-//! name carries, so the runtime converts one into the other without losing a word.
+//! The transports' error type. The runtime's error holds it as it is (its `Transport`
+//! variant), words and source unchanged.
 
 use symmem_bootstrap::BootstrapError;
 
@@ -12,9 +12,6 @@ pub type GpuHeapError = Box<dyn std::error::Error + Send + Sync>;
 
 /// An error of a transport. Every variant names what was wrong: the peer, the
 /// operation, the variable.
-///
-/// Not `non_exhaustive`: the runtime converts every variant into its own error, and a new
-/// variant must make that conversion fail to compile until it is handled.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A bootstrap call failed (exchanging addresses or keys).

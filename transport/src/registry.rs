@@ -102,7 +102,7 @@ pub(crate) fn not_built_reason(what: &str, feature: &str) -> String {
 #[cfg(not(all(feature = "ib", feature = "ofi")))]
 fn refuse_unbuilt(setup: &Setup<'_>) -> Result<Arc<dyn Transport>> {
     Err(Error::TransportConfig {
-        variable: "SYMMEM_REMOTE_TRANSPORT",
+        variable: crate::config::var::REMOTE_TRANSPORT,
         value: setup.config.remote_transport.to_string(),
         reason: format!(
             "PE {}: the job agreed on a transport this build does not have",

@@ -1,14 +1,15 @@
 //! Configuration from `SYMMEM_*` environment variables, read once at init.
 //!
-//! One declarative table ([`VARIABLES`], `variables.rs`) names every variable and writes
-//! its default once: parsing reads a variable's value or else that default (`read.rs`),
-//! and `symmem-info` and the list in the book (`docs/src/configuration.md`) print it. A
-//! bad value is an error that names the variable; it never falls back to a default
-//! silently. An unknown `SYMMEM_*` variable (a typo, usually) is warned about.
+//! Each variable is declared once (`variables.rs`): its name, default, doc and category,
+//! and for those [`Config`] holds, how a value is parsed and how the effective value is
+//! shown. Parsing reads a variable's value or else that default (`read.rs`); the table of
+//! them all ([`VARIABLES`]) is what init logs, what `symmem-info` prints and what the
+//! list in the book (`docs/src/configuration.md`) is checked against. A bad value is an
+//! error that names the variable; it never falls back to a default silently. An unknown
+//! `SYMMEM_*` variable (a typo, usually) is warned about.
 
 use std::time::Duration;
 
-use symmem_bootstrap::duration;
 use symmem_bootstrap::BootstrapChoice;
 
 pub use symmem_transport::config::{HcaEntry, HcaFilter, RemoteTransport, MAX_IB_QPS_PER_PEER};
@@ -19,8 +20,8 @@ use crate::error::Error;
 mod read;
 mod variables;
 
-use read::{parse_size, split_list, Reader};
-pub use variables::{Category, Variable, VARIABLES};
+use read::{parse_size, Reader};
+pub use variables::*;
 
 /// Default `SYMMEM_EXEC_STACK_SIZE`: kernels keep little on the stack (a GPU thread has a
 /// few KiB), and 256 KiB leaves room for panic messages and debug builds.
@@ -136,7 +137,7 @@ const LOG_LEVELS: &[(&str, &str)] = &[
 ];
 
 /// `SYMMEM_OFI_PROGRESS`'s values.
-const OFI_PROGRESS: &[(&str, OfiProgress)] = &[
+const OFI_PROGRESS_CHOICES: &[(&str, OfiProgress)] = &[
     ("auto", OfiProgress::Auto),
     ("block", OfiProgress::Block),
     ("poll", OfiProgress::Poll),
@@ -144,7 +145,7 @@ const OFI_PROGRESS: &[(&str, OfiProgress)] = &[
 ];
 
 /// `SYMMEM_OFI_ASSUME_ORDER`'s values.
-const OFI_ASSUME_ORDER: &[(&str, OfiAssumeOrder)] = &[
+const OFI_ASSUME_ORDER_CHOICES: &[(&str, OfiAssumeOrder)] = &[
     ("provider", OfiAssumeOrder::Provider),
     ("weakest", OfiAssumeOrder::Weakest),
 ];
@@ -162,7 +163,7 @@ pub struct Config {
     pub symmetric_size: usize,
     /// `SYMMEM_BOOTSTRAP`.
     pub bootstrap: BootstrapChoice,
-    /// `SYMMEM_BOOTSTRAP_TIMEOUT`; [`duration::MAX_WAIT`] (one year) = no limit.
+    /// `SYMMEM_BOOTSTRAP_TIMEOUT`; [`symmem_bootstrap::duration::MAX_WAIT`] (one year) = no limit.
     pub bootstrap_timeout: Duration,
     /// `SYMMEM_TIMEOUT`; `None` = no limit (`0`, or one year or more).
     pub timeout: Option<Duration>,
@@ -298,107 +299,62 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let r = Reader::new(lookup);
         let hostname = hostname()?;
-        let node_id_set = r.set("SYMMEM_NODE_ID").is_some();
-        let (node_id, node_id_fallback) = match r.set("SYMMEM_NODE_ID") {
+        let node_id_set = r.set(&NODE_ID).is_some();
+        let (node_id, node_id_fallback) = match r.optional(&NODE_ID)? {
             Some(v) => (v, None),
             None => match crate::topology::default_node_id() {
                 Ok(id) => (id, None),
                 Err(why) => (hostname.clone(), Some(why)),
             },
         };
-        // Testing only: read where it acts (symmem_bootstrap::fault), checked here so that
-        // a misspelt point is an error rather than a test that silently kills nobody.
-        let test_exit_at = r.parse(symmem_bootstrap::fault::EXIT_AT_VAR, |v| {
-            symmem_bootstrap::fault::check_exit_point(v).map(|()| v.to_string())
-        })?;
-        let (timeout, device_timeout) = match r.set("SYMMEM_TIMEOUT") {
-            Some(_) => {
-                let t = Some(r.seconds("SYMMEM_TIMEOUT")?)
-                    .filter(|d| !d.is_zero() && !duration::is_unlimited(*d));
-                (t, t)
-            }
-            None => (None, Some(DEFAULT_DEVICE_TIMEOUT)),
-        };
+        let timeout = r.read(&TIMEOUT)?;
         Ok(Config {
-            device: r.choice("SYMMEM_DEVICE", DEVICE_CHOICES)?,
-            symmetric_size: r.size("SYMMEM_SYMMETRIC_SIZE")?,
-            bootstrap: r.parse_or_default("SYMMEM_BOOTSTRAP", |v| v.parse())?,
-            bootstrap_timeout: r.parse_or_default("SYMMEM_BOOTSTRAP_TIMEOUT", |v| {
-                symmem_bootstrap::duration::parse_seconds(v).and_then(|d| match d.is_zero() {
-                    true => Err("must be greater than 0".into()),
-                    false => Ok(d),
-                })
-            })?,
+            device: r.read(&DEVICE)?,
+            symmetric_size: r.read(&SYMMETRIC_SIZE)?,
+            bootstrap: r.read(&BOOTSTRAP)?,
+            bootstrap_timeout: r.read(&BOOTSTRAP_TIMEOUT)?,
             timeout,
-            device_timeout,
-            hang_report: Some(r.seconds("SYMMEM_HANG_REPORT")?)
-                .filter(|d| !d.is_zero() && !duration::is_unlimited(*d)),
-            hang_report_asked: r.set("SYMMEM_HANG_REPORT").is_some(),
-            hang_report_file: r.value("SYMMEM_HANG_REPORT_FILE").map(Into::into),
-            dead_peer_timeout: r.parse_or_default(
-                symmem_bootstrap::DEAD_PEER_TIMEOUT_VAR,
-                symmem_bootstrap::net::parse_dead_peer_timeout,
-            )?,
-            debug: r.choice("SYMMEM_DEBUG", LOG_LEVELS)?.to_string(),
-            debug_subsys: r.parse_or_default("SYMMEM_DEBUG_SUBSYS", parse_subsystems)?,
-            disable_p2p: r.flag("SYMMEM_DISABLE_P2P")?,
-            remote_transport: r.choice(
-                "SYMMEM_REMOTE_TRANSPORT",
-                &symmem_transport::remote_transport_choices(),
-            )?,
+            device_timeout: match r.set(&TIMEOUT) {
+                Some(_) => timeout,
+                None => Some(DEFAULT_DEVICE_TIMEOUT),
+            },
+            hang_report: r.read(&HANG_REPORT)?,
+            hang_report_asked: r.set(&HANG_REPORT).is_some(),
+            hang_report_file: r.optional(&HANG_REPORT_FILE)?,
+            dead_peer_timeout: r.read(&DEAD_PEER_TIMEOUT)?,
+            debug: r.read(&DEBUG)?,
+            debug_subsys: r.read(&DEBUG_SUBSYS)?,
+            disable_p2p: r.read(&DISABLE_P2P)?,
+            remote_transport: r.read(&REMOTE_TRANSPORT)?,
             node_id,
-            simulate_nodes: r.parse_or_default("SYMMEM_SIMULATE_NODES", |v| {
-                v.parse::<usize>()
-                    .ok()
-                    .filter(|&k| k >= 1)
-                    .ok_or_else(|| "expected a number of nodes, at least 1".to_string())
-            })?,
-            allow_public_job_key: r.flag(symmem_bootstrap::env::ENV_ALLOW_PUBLIC_JOB_KEY)?,
-            max_teams: r.number(
-                "SYMMEM_MAX_TEAMS",
-                MIN_MAX_TEAMS..=MAX_MAX_TEAMS,
-                "teams (TEAM_WORLD and TEAM_NODE included)",
-            )?,
-            check_collectives: r.flag("SYMMEM_CHECK_COLLECTIVES")?,
-            proxy_slots: r.number("SYMMEM_PROXY_SLOTS", 1..=1 << 20, "ring slots")?,
+            simulate_nodes: r.read(&SIMULATE_NODES)?,
+            allow_public_job_key: r.read(&ALLOW_PUBLIC_JOB_KEY)?,
+            max_teams: r.read(&MAX_TEAMS)?,
+            check_collectives: r.read(&CHECK_COLLECTIVES)?,
+            proxy_slots: r.read(&PROXY_SLOTS)?,
             hostname,
             node_id_fallback,
             node_id_set,
-            hca_filter: r
-                .parse("SYMMEM_HCA_LIST", HcaFilter::parse)?
-                .unwrap_or_default(),
-            ib_gid_index: r.parse("SYMMEM_IB_GID_INDEX", |v| {
-                v.parse::<u32>()
-                    .map_err(|_| "expected a non-negative integer".to_string())
-            })?,
-            ib_qps_per_peer: r.number(
-                "SYMMEM_IB_QPS_PER_PEER",
-                1..=MAX_IB_QPS_PER_PEER,
-                "queue pairs",
-            )?,
-            allow_host_staging: r.flag("SYMMEM_ALLOW_HOST_STAGING")?,
-            socket_ifname: r.value("SYMMEM_SOCKET_IFNAME"),
-            ofi_provider: r.value("SYMMEM_OFI_PROVIDER"),
-            ofi_progress: r.choice("SYMMEM_OFI_PROGRESS", OFI_PROGRESS)?,
-            ofi_domain: r.value("SYMMEM_OFI_DOMAIN"),
-            ofi_assume_order: r.choice("SYMMEM_OFI_ASSUME_ORDER", OFI_ASSUME_ORDER)?,
-            exec_seed: r.optional_u64("SYMMEM_EXEC_SEED")?,
-            exec_stack_size: r.parse_or_default("SYMMEM_EXEC_STACK_SIZE", |v| {
-                parse_size(v).and_then(|n| match n >= MIN_EXEC_STACK {
-                    true => Ok(n),
-                    false => Err("must be at least 16K".into()),
-                })
-            })?,
-            ordering: r.choice("SYMMEM_ORDERING", ORDERINGS)?,
-            nt_copy: r.parse_or_default("SYMMEM_NT_COPY_THRESHOLD", |v| {
-                CopyBound::parse(v, MIN_NT_COPY)
-            })?,
-            vector_copy: r.parse_or_default("SYMMEM_VECTOR_COPY_BELOW", |v| {
-                CopyBound::parse(v, MIN_VECTOR_COPY_BELOW)
-            })?,
-            ordering_seed: r.optional_u64("SYMMEM_ORDERING_SEED")?,
-            socket_faults: r.optional_u64("SYMMEM_SOCKET_FAULTS")?,
-            test_exit_at,
+            hca_filter: r.optional(&HCA_LIST)?.unwrap_or_default(),
+            ib_gid_index: r.optional(&IB_GID_INDEX)?,
+            ib_qps_per_peer: r.read(&IB_QPS_PER_PEER)?,
+            allow_host_staging: r.read(&ALLOW_HOST_STAGING)?,
+            socket_ifname: r.optional(&SOCKET_IFNAME)?,
+            ofi_provider: r.optional(&OFI_PROVIDER)?,
+            ofi_progress: r.read(&OFI_PROGRESS)?,
+            ofi_domain: r.optional(&OFI_DOMAIN)?,
+            ofi_assume_order: r.read(&OFI_ASSUME_ORDER)?,
+            exec_seed: r.optional(&EXEC_SEED)?,
+            exec_stack_size: r.read(&EXEC_STACK_SIZE)?,
+            ordering: r.read(&ORDERING)?,
+            nt_copy: r.read(&NT_COPY_THRESHOLD)?,
+            vector_copy: r.read(&VECTOR_COPY_BELOW)?,
+            ordering_seed: r.optional(&ORDERING_SEED)?,
+            socket_faults: r.optional(&SOCKET_FAULTS)?,
+            // Testing only: read where it acts (symmem_bootstrap::fault), checked here so
+            // that a misspelt point is an error rather than a test that silently kills
+            // nobody.
+            test_exit_at: r.optional(&TEST_EXIT_AT)?,
         })
     }
 
@@ -417,7 +373,8 @@ impl Config {
     pub fn node_identity_source(&self, launcher: Option<&str>) -> String {
         if self.node_id_set {
             return format!(
-                "SYMMEM_NODE_ID={} (the launcher's node and the machine identity are not used)",
+                "{}={} (the launcher's node and the machine identity are not used)",
+                NODE_ID.name(),
                 self.node_id
             );
         }
@@ -433,135 +390,13 @@ impl Config {
         }
     }
 
-    /// The effective value of every variable, one `NAME=value` per entry.
+    /// The effective value of every variable this configuration holds, one
+    /// `NAME=value` per entry, in the order of [`VARIABLES`].
     pub fn describe(&self) -> Vec<(&'static str, String)> {
-        let opt = |d: Option<Duration>| {
-            d.map_or("0 (no limit)".to_string(), |d| {
-                format!("{}", d.as_secs_f64())
-            })
-        };
-        let list = |l: &[String]| {
-            if l.is_empty() {
-                "(all)".to_string()
-            } else {
-                l.join(",")
-            }
-        };
-        vec![
-            ("SYMMEM_SYMMETRIC_SIZE", self.symmetric_size.to_string()),
-            ("SYMMEM_BOOTSTRAP", self.bootstrap.to_string()),
-            (
-                "SYMMEM_BOOTSTRAP_TIMEOUT",
-                if duration::is_unlimited(self.bootstrap_timeout) {
-                    "inf (no limit)".to_string()
-                } else {
-                    self.bootstrap_timeout.as_secs_f64().to_string()
-                },
-            ),
-            ("SYMMEM_TIMEOUT", opt(self.timeout)),
-            (
-                "SYMMEM_HANG_REPORT",
-                self.hang_report
-                    .map_or("0 (off)".to_string(), |d| d.as_secs_f64().to_string()),
-            ),
-            (
-                "SYMMEM_HANG_REPORT_FILE",
-                self.hang_report_file
-                    .as_ref()
-                    .map_or("(unset)".to_string(), |p| p.display().to_string()),
-            ),
-            (
-                "SYMMEM_DEAD_PEER_TIMEOUT",
-                self.dead_peer_timeout
-                    .map_or("0 (off)".to_string(), |d| d.as_secs_f64().to_string()),
-            ),
-            ("SYMMEM_DEBUG", self.debug.clone()),
-            ("SYMMEM_DEBUG_SUBSYS", list(&self.debug_subsys)),
-            ("SYMMEM_DISABLE_P2P", (self.disable_p2p as u8).to_string()),
-            ("SYMMEM_REMOTE_TRANSPORT", self.remote_transport.to_string()),
-            ("SYMMEM_NODE_ID", self.node_id.clone()),
-            ("SYMMEM_SIMULATE_NODES", self.simulate_nodes.to_string()),
-            (
-                "SYMMEM_ALLOW_PUBLIC_JOB_KEY",
-                (self.allow_public_job_key as u8).to_string(),
-            ),
-            ("SYMMEM_MAX_TEAMS", self.max_teams.to_string()),
-            (
-                "SYMMEM_CHECK_COLLECTIVES",
-                (self.check_collectives as u8).to_string(),
-            ),
-            ("SYMMEM_PROXY_SLOTS", self.proxy_slots.to_string()),
-            ("SYMMEM_HCA_LIST", self.hca_filter.to_string()),
-            (
-                "SYMMEM_IB_GID_INDEX",
-                self.ib_gid_index.map_or("(auto)".into(), |g| g.to_string()),
-            ),
-            ("SYMMEM_IB_QPS_PER_PEER", self.ib_qps_per_peer.to_string()),
-            (
-                "SYMMEM_ALLOW_HOST_STAGING",
-                (self.allow_host_staging as u8).to_string(),
-            ),
-            (
-                "SYMMEM_SOCKET_IFNAME",
-                self.socket_ifname
-                    .clone()
-                    .unwrap_or_else(|| "(auto)".into()),
-            ),
-            (
-                "SYMMEM_OFI_PROVIDER",
-                self.ofi_provider.clone().unwrap_or_else(|| "(auto)".into()),
-            ),
-            ("SYMMEM_OFI_PROGRESS", self.ofi_progress.to_string()),
-            (
-                "SYMMEM_OFI_DOMAIN",
-                self.ofi_domain.clone().unwrap_or_else(|| "(auto)".into()),
-            ),
-            ("SYMMEM_OFI_ASSUME_ORDER", self.ofi_assume_order.to_string()),
-            ("SYMMEM_DEVICE", format!("{:?}", self.device).to_lowercase()),
-            (
-                "SYMMEM_EXEC_SEED",
-                self.exec_seed
-                    .map_or("(unset: thread index order)".into(), |s| s.to_string()),
-            ),
-            ("SYMMEM_EXEC_STACK_SIZE", self.exec_stack_size.to_string()),
-            (
-                "SYMMEM_ORDERING",
-                format!("{:?}", self.ordering).to_lowercase(),
-            ),
-            ("SYMMEM_NT_COPY_THRESHOLD", self.nt_copy.to_string()),
-            ("SYMMEM_VECTOR_COPY_BELOW", self.vector_copy.to_string()),
-            (
-                "SYMMEM_ORDERING_SEED",
-                self.ordering_seed
-                    .map_or("(from the clock)".into(), |s| s.to_string()),
-            ),
-            (
-                "SYMMEM_SOCKET_FAULTS",
-                self.socket_faults
-                    .map_or("(unset: none)".into(), |s| s.to_string()),
-            ),
-            (
-                "SYMMEM_TEST_EXIT_AT",
-                self.test_exit_at
-                    .clone()
-                    .unwrap_or_else(|| "(unset)".into()),
-            ),
-        ]
-    }
-}
-
-/// `SYMMEM_DEBUG_SUBSYS`: `all` (empty: every subsystem), or a list of known ones.
-fn parse_subsystems(v: &str) -> Result<Vec<String>, String> {
-    if v.eq_ignore_ascii_case("all") {
-        return Ok(Vec::new());
-    }
-    let list = split_list(v);
-    match list.iter().find(|s| !SUBSYSTEMS.contains(&s.as_str())) {
-        Some(unknown) => Err(format!(
-            "unknown subsystem {unknown:?}; known: {}",
-            SUBSYSTEMS.join(", ")
-        )),
-        None => Ok(list),
+        VARIABLES
+            .iter()
+            .filter_map(|v| Some((v.name, v.value_in(self)?)))
+            .collect()
     }
 }
 
@@ -584,6 +419,7 @@ fn hostname() -> Result<String, Error> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use symmem_bootstrap::duration;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, Error> {
         let map: HashMap<String, String> = pairs

@@ -275,7 +275,8 @@ impl Gpu {
         );
         // Version 2 of the 64-bit memops (the driver's `cuStreamWriteValue64_v2`), which
         // CUDA 12 drivers offer without a module parameter.
-        let stream_memops = std::env::var("SYMMEM_STREAM_MEMOPS").map_or(true, |v| v != "0")
+        let stream_memops = std::env::var(crate::config::STREAM_MEMOPS.name)
+            .map_or(true, |v| v != "0")
             && attr(
                 CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
                 "64-bit stream memory operations",

@@ -126,7 +126,7 @@ impl<'a> Launch<'a> {
             None => message,
         };
         let schedule = match self.seed {
-            Some(seed) => format!("SYMMEM_EXEC_SEED={seed}"),
+            Some(seed) => format!("{}={seed}", crate::config::EXEC_SEED.name()),
             None => "thread index order (SYMMEM_EXEC_SEED unset)".into(),
         };
         Err(Error::KernelFailed {

@@ -371,7 +371,7 @@ pub fn check_sizes(sizes: &[usize]) -> Result<()> {
         .collect::<Vec<_>>()
         .join(", ");
     Err(Error::Inconsistent {
-        what: "SYMMEM_SYMMETRIC_SIZE",
+        what: crate::config::SYMMETRIC_SIZE.name(),
         detail,
     })
 }

@@ -30,7 +30,8 @@ pub(super) fn check(config: &Config, bootstrap: &dyn Bootstrap, topo: &Topology)
     if config.allow_public_job_key {
         tracing::warn!(
             nodes,
-            "SYMMEM_ALLOW_PUBLIC_JOB_KEY=1: this job on {nodes} nodes runs with a key derived from {}'s public job identity ({}); anyone who can reach rank 0's port and guess it can join",
+            "{}=1: this job on {nodes} nodes runs with a key derived from {}'s public job identity ({}); anyone who can reach rank 0's port and guess it can join",
+            crate::config::ALLOW_PUBLIC_JOB_KEY.name(),
             public.launcher,
             public.derived_from
         );

@@ -91,9 +91,9 @@ impl Runtime {
                     target: "init::transport",
                     "PE {me} reaches same-node PE {pe} over {remote}, not P2P: {}",
                     if c.disable_p2p {
-                        "SYMMEM_DISABLE_P2P=1"
+                        format!("{}=1", crate::config::DISABLE_P2P.name())
                     } else {
-                        "its heap is not mapped here (its GPU is not peer-accessible from this one)"
+                        "its heap is not mapped here (its GPU is not peer-accessible from this one)".into()
                     }
                 ),
                 Route::Unreachable => tracing::warn!(

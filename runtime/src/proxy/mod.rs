@@ -220,12 +220,14 @@ impl ProxyChannel {
         let h = ring.header();
         let start = Instant::now();
         let mut backoff = Backoff::new();
-        let error = |pe: usize, detail: String| Error::Transport {
-            transport,
-            op: "quiet (device requests in the proxy ring)",
-            me,
-            pe,
-            detail,
+        let error = |pe: usize, detail: String| {
+            Error::Transport(crate::error::TransportError::Transport {
+                transport,
+                op: "quiet (device requests in the proxy ring)",
+                me,
+                pe,
+                detail,
+            })
         };
         loop {
             if let Some(f) = ring.failed() {

@@ -184,7 +184,7 @@ impl Prepared {
         let n = setup.remote.len();
         let q = setup.config.ib_qps_per_peer;
         let cfg_err = |reason: String| Error::TransportConfig {
-            variable: "SYMMEM_REMOTE_TRANSPORT",
+            variable: crate::config::var::REMOTE_TRANSPORT,
             value: "ib".into(),
             reason: format!("PE {me}: {reason}"),
         };

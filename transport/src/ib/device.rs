@@ -134,7 +134,8 @@ pub(crate) fn choose_gid(
                     .map(|e| e.index.to_string())
                     .collect();
                 format!(
-                    "SYMMEM_IB_GID_INDEX={w} is not a valid GID on this port (valid indices: {})",
+                    "{}={w} is not a valid GID on this port (valid indices: {})",
+                    crate::config::var::IB_GID_INDEX,
                     if have.is_empty() {
                         "none".into()
                     } else {

@@ -745,7 +745,7 @@ mod tests {
         assert_eq!(eps[1].as_ref(), Some(&ep));
 
         let down = Error::TransportConfig {
-            variable: "SYMMEM_REMOTE_TRANSPORT",
+            variable: crate::config::var::REMOTE_TRANSPORT,
             value: "ib".into(),
             reason: "PE 2: no usable RDMA device: mlx5_0 port 1 is DOWN".into(),
         };

@@ -192,8 +192,12 @@ pub(in crate::ofi) fn open(
     let prov = provider
         .as_deref()
         .map(|p| {
-            CString::new(p)
-                .map_err(|_| fail(format!("SYMMEM_OFI_PROVIDER={p:?} contains a NUL byte")))
+            CString::new(p).map_err(|_| {
+                fail(format!(
+                    "{}={p:?} contains a NUL byte",
+                    crate::config::var::OFI_PROVIDER
+                ))
+            })
         })
         .transpose()?;
     let domain = place(

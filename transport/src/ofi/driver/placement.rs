@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use symmem_bootstrap::affinity::CpuSet;
 
+use crate::config::var::OFI_DOMAIN;
 use crate::ofi::ffi;
 
 /// A domain the provider offers, as `fi_getinfo` lists it.
@@ -83,10 +84,10 @@ pub(in crate::ofi) fn choose(
         return match offered.iter().find(|d| d.offered.name == name) {
             Some(d) => Ok(Choice {
                 domain: d.offered.clone(),
-                why: format!("SYMMEM_OFI_DOMAIN={name} ({})", node_text(d.node)),
+                why: format!("{OFI_DOMAIN}={name} ({})", node_text(d.node)),
             }),
             None => Err(format!(
-                "SYMMEM_OFI_DOMAIN={name:?}: the provider offers no such domain; it offers {}",
+                "{OFI_DOMAIN}={name:?}: the provider offers no such domain; it offers {}",
                 listed(offered)
             )),
         };

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::config::var::OFI_PROGRESS;
 use crate::config::OfiProgress;
 use crate::error::{Error, Result};
 use crate::interface::Setup;
@@ -103,11 +104,11 @@ fn choose_progress(asked: OfiProgress, cpus: Cpus, machine_pes: usize) -> Progre
                 // Nobody blocks on the completion queue: it needs no wait object.
                 polls: true,
                 thread: false,
-                why: "SYMMEM_OFI_PROGRESS=manual: no progress thread; peers' operations on this PE complete while its threads call in".to_string(),
+                why: format!("{OFI_PROGRESS}=manual: no progress thread; peers' operations on this PE complete while its threads call in"),
             };
         }
-        OfiProgress::Poll => (true, "SYMMEM_OFI_PROGRESS=poll".to_string()),
-        OfiProgress::Block => (false, "SYMMEM_OFI_PROGRESS=block".to_string()),
+        OfiProgress::Poll => (true, format!("{OFI_PROGRESS}=poll")),
+        OfiProgress::Block => (false, format!("{OFI_PROGRESS}=block")),
         OfiProgress::Auto => {
             let (polls, counted) = match cpus {
                 Cpus::Spare(n) => (
@@ -124,10 +125,7 @@ fn choose_progress(asked: OfiProgress, cpus: Cpus, machine_pes: usize) -> Progre
             } else {
                 "too few for a CPU per progress thread; set SYMMEM_OFI_PROGRESS=poll to poll anyway"
             };
-            (
-                polls,
-                format!("SYMMEM_OFI_PROGRESS=auto: {counted}, {then}"),
-            )
+            (polls, format!("{OFI_PROGRESS}=auto: {counted}, {then}"))
         }
     };
     ProgressMode {
