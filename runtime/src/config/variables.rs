@@ -482,7 +482,7 @@ pub const NT_COPY_THRESHOLD: Var<CopyBound> = Var {
     about: Variable::runtime(
         "SYMMEM_NT_COPY_THRESHOLD",
         "auto",
-        "bytes from which host puts and gets on mapped heaps copy with non-temporal stores, which bypass the caches (x86-64); suffixes K, M, G; at least 4K; auto = 3/8 of the last-level cache, where they measured faster than memcpy; off = memcpy at every size",
+        "bytes from which host puts and gets on mapped heaps copy with non-temporal stores, which bypass the caches (x86-64); suffixes K, M, G; at least 4K; auto = where they measured faster than memcpy on this machine (measured once per boot in optimized builds, about 50 ms, kept in the user's symmem-<uid> directory; symmem-info --calibrate measures again), else 3/8 of the last-level cache; off = memcpy at every size",
     )
     .shown(|c| c.nt_copy.to_string()),
     parse: |v| CopyBound::parse(v, MIN_NT_COPY),
@@ -493,7 +493,7 @@ pub const VECTOR_COPY_BELOW: Var<CopyBound> = Var {
     about: Variable::runtime(
         "SYMMEM_VECTOR_COPY_BELOW",
         "auto",
-        "bytes below which host puts and gets on mapped heaps of at least 2K copy with the runtime's own 32-byte vector loop instead of memcpy (x86-64 with AVX2), which stays fast where source and destination are misaligned against each other; suffixes K, M, G; at least 4K; auto = the size of a core's L2 cache (1M where sysfs does not say); off = memcpy",
+        "bytes below which host puts and gets on mapped heaps of at least 2K copy with the runtime's own 32-byte vector loop instead of memcpy (x86-64 with AVX2), which stays fast where source and destination are misaligned against each other; suffixes K, M, G; at least 4K; auto = up to the first size where it measured no faster than memcpy on this machine (as SYMMEM_NT_COPY_THRESHOLD's auto), else the size of a core's L2 cache (1M where sysfs does not say); off = memcpy",
     )
     .shown(|c| c.vector_copy.to_string()),
     parse: |v| CopyBound::parse(v, MIN_VECTOR_COPY_BELOW),
