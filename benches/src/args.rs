@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use clap::{CommandFactory, FromArgMatches};
 use symmem::cli::perf::{Args, InitiatorChoice, TransportChoice};
 
+use crate::initiator::Initiator;
 use crate::sizes::{parse_size, Sweep, ELEM, MAX_SIZE};
-use crate::table::{Initiator, Transport, BENCHES};
+use crate::table::{Transport, BENCHES};
 
 /// Fewest timed iterations per repetition, however large the transfer.
 pub const MIN_ITERS: usize = 8;

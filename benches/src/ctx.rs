@@ -202,3 +202,8 @@ fn sampled(
     }
     Ok(last - t0)
 }
+
+/// Elements per PE's block of a collective moving `size` bytes in all (at least one).
+pub fn block_elems(c: &Ctx, size: usize) -> usize {
+    (size / ELEM / c.rt.n_pes()).max(1)
+}

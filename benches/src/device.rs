@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 use symmem::{Cmp, SignalOp, SymBuf};
 use symmem_bench_kernels as kernels;
 
-use crate::ctx::{words, words_mut, Ctx, Role};
-use crate::host::block_elems;
+use crate::ctx::{block_elems, words, words_mut, Ctx, Role};
+use crate::initiator::{Initiator, GRID_BLOCKS};
 use crate::sizes::{ELEM, ROTATION_WINDOW};
-use crate::table::{Initiator, GRID_BLOCKS};
 
 /// The initiator a device benchmark's const parameter names.
 fn device_initiator(code: u8) -> Initiator {

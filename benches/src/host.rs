@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use symmem::{Cmp, SignalOp};
 use symmem_bench_kernels as kernels;
 
-use crate::ctx::{bytes, bytes_mut, timed, words, words_mut, Ctx, Role};
+use crate::ctx::{block_elems, bytes, bytes_mut, timed, words, words_mut, Ctx, Role};
+use crate::initiator::Initiator;
 use crate::sizes::ELEM;
-use crate::table::Initiator;
 
 /// The floor under `put_signal_pingpong`: the initiator and the target bounce a counter
 /// through the same signal words with plain atomics on the mapped heaps, bypassing the
@@ -292,11 +292,6 @@ pub fn barrier_all_latency(c: &Ctx, _size: usize, iters: usize) -> symmem::Resul
 /// Every PE runs `iters` `sync_all`s; the initiator's time is reported.
 pub fn sync_all_latency(c: &Ctx, _size: usize, iters: usize) -> symmem::Result<Duration> {
     timed(c, iters, |_| c.rt.sync_all())
-}
-
-/// Elements per PE's block of a collective moving `size` bytes in all (at least one).
-pub fn block_elems(c: &Ctx, size: usize) -> usize {
-    (size / ELEM / c.rt.n_pes()).max(1)
 }
 
 /// Every PE runs `iters` alltoalls of `size` bytes from `gsrc` into `big`.

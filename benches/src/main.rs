@@ -24,6 +24,7 @@ mod args;
 mod ctx;
 mod device;
 mod host;
+mod initiator;
 mod matrix;
 mod measure;
 mod plot;
@@ -43,12 +44,13 @@ use symmem_bench_kernels as kernels;
 
 use args::{parse_args, Command, Options, ParseError, TransportArg};
 use ctx::{pages, words, Ctx, Role, Window, PAGE};
+use initiator::Initiator;
 use measure::{directions, groups};
 use progress::Progress;
 use report::{direction, json_line, print_table, Labels, Row};
 use sizes::{sizes_for, ELEM, MAX_SIZE};
 use stats::Sampler;
-use table::{Initiator, On, Transport, BENCHES};
+use table::{On, Transport, BENCHES};
 
 /// Set by a run that launches others and charts their rows: the rows file they append to.
 /// Not `SYMMEM_*`: the runtime warns about every unknown variable of its own prefix.

@@ -6,11 +6,12 @@
 
 use crate::args::Options;
 use crate::ctx::{Ctx, Role};
+use crate::initiator::Initiator;
 use crate::measure::{bench, measure};
 use crate::progress::Progress;
 use crate::report::{json_line, Labels};
 use crate::stats::Stats;
-use crate::table::{Initiator, Transport};
+use crate::table::Transport;
 
 /// The size of the bandwidth cells.
 pub const BW_SIZE: usize = 1 << 20;

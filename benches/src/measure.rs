@@ -3,8 +3,9 @@
 
 use crate::args::{Options, MIN_ITERS};
 use crate::ctx::Ctx;
+use crate::initiator::Initiator;
 use crate::stats::{Sampler, Stats};
-use crate::table::{Bench, Initiator, Kind, Transport, BENCHES};
+use crate::table::{Bench, Kind, Transport, BENCHES};
 
 /// The benchmark named `metric` of `initiator` that runs on this kind of PE, if any (a
 /// CPU baseline has no GPU counterpart of the same name).

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::BootstrapError;
+use crate::error::BootstrapError;
 
 type HmacSha256 = Hmac<Sha256>;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BootstrapError {
     /// A collective did not complete before the deadline.
-    #[error("bootstrap {op} timed out after {after:?}: rank(s) {} never arrived (SYMMEM_BOOTSTRAP_TIMEOUT)", crate::fmt_ranks(.missing))]
+    #[error("bootstrap {op} timed out after {after:?}: rank(s) {} never arrived (SYMMEM_BOOTSTRAP_TIMEOUT)", crate::text::fmt_ranks(.missing))]
     Timeout {
         /// The operation, e.g. `allgather #3` or `connect`.
         op: String,

@@ -76,7 +76,7 @@ pub fn exit_point(point: &'static str) {
     );
     // stderr is unbuffered: the line is out before the signal. Tests look for it to prove
     // that the victim died at the point, not elsewhere.
-    crate::stderr_line(&format!(
+    crate::text::stderr_line(&format!(
         "symmem: {EXIT_AT_VAR}={point}: process {} kills itself (testing only)",
         std::process::id()
     ));

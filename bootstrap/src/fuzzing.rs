@@ -2,7 +2,7 @@
 //! The public ones ([`crate::wire::recv_limited`], [`crate::auth::ServerHandshake`],
 //! `UniqueId`'s `FromStr`, [`crate::env::hostlist::expand`]) are fuzzed where they are.
 
-use crate::BootstrapError;
+use crate::error::BootstrapError;
 
 /// Runs a PMI-1 client session against `server`, the bytes a server sends: see
 /// `pmi::replay`.

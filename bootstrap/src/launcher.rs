@@ -29,8 +29,9 @@ use std::time::{Duration, Instant};
 
 use crate::affinity::{Binding, Placement};
 use crate::auth::{self, JobKey};
+use crate::error::BootstrapError;
 use crate::tcp::RendezvousServer;
-use crate::{report_file, report_signal, BootstrapError};
+use crate::{report_file, report_signal};
 
 /// Rendezvous address given to each PE.
 pub const ENV_ADDR: &str = "SYMMEM_LAUNCH_ADDR";
@@ -364,7 +365,7 @@ fn kill_all(children: &mut [Option<Child>]) {
 
 /// Writes `symrun: <line>` to stderr, which the PEs share, in one write.
 fn report(line: &str) {
-    crate::stderr_line(&format!("symrun: {line}"));
+    crate::text::stderr_line(&format!("symrun: {line}"));
 }
 
 fn describe(status: ExitStatus) -> String {

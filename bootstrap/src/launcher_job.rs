@@ -18,7 +18,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::{auth, Bootstrap, BootstrapError, BootstrapKind, LauncherNode};
+use crate::auth;
+use crate::error::BootstrapError;
+use crate::interface::{Bootstrap, BootstrapKind};
+use crate::node::LauncherNode;
 
 /// The launcher whose job a live bootstrap of this process is in, if any.
 static HELD: Mutex<Option<String>> = Mutex::new(None);

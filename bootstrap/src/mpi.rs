@@ -66,7 +66,8 @@ use mpi::topology::{Communicator, Rank, SimpleCommunicator};
 use mpi::Count;
 use symmem_sync::Backoff;
 
-use crate::{Bootstrap, BootstrapError, BootstrapKind};
+use crate::error::BootstrapError;
+use crate::interface::{Bootstrap, BootstrapKind};
 
 /// The MPI environment, when symmem initialized MPI. Taken and dropped (`MPI_Finalize`) by
 /// [`finalize_at_exit`]; `None` while MPI is not initialized or belongs to the program.

@@ -28,8 +28,8 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
+use crate::error::BootstrapError;
 use crate::vars::{process_env, Lookup};
-use crate::BootstrapError;
 
 /// The variable that sets the dead-peer time, in seconds.
 pub const DEAD_PEER_TIMEOUT_VAR: &str = "SYMMEM_DEAD_PEER_TIMEOUT";

@@ -12,8 +12,8 @@
 //! | [`env`](mod@crate::env) | torchrun's `GROUP_RANK` (the agent's node rank); Slurm's `SLURMD_NODENAME` / `SLURM_NODEID` |
 //! | symrun, unique id, single PE, MPI | none |
 
-use crate::env::{number, EnvSource, Lookup};
-use crate::BootstrapError;
+use crate::error::BootstrapError;
+use crate::vars::{number, Lookup};
 
 /// The `PMI_process_mapping` source, as named in [`LauncherNode::source`].
 pub const PMI_PROCESS_MAPPING: &str = "PMI-1 PMI_process_mapping";
@@ -55,23 +55,6 @@ pub fn slurm_node(get: Lookup) -> Result<Option<LauncherNode>, BootstrapError> {
             "Slurm SLURM_NODEID",
         ))),
         None => Ok(None),
-    }
-}
-
-/// The node that the launcher variables of `source` name: torchrun's `GROUP_RANK` (also
-/// read for PyTorch's `env://` variables, where a torchrun inside the pod sets it), Slurm's
-/// [`slurm_node`]; Kubernetes tells no node. An error when a number is malformed.
-pub fn env_node(source: EnvSource, get: Lookup) -> Result<Option<LauncherNode>, BootstrapError> {
-    match source {
-        EnvSource::Torchrun | EnvSource::PyTorchEnv => match get("GROUP_RANK") {
-            Some(g) => Ok(Some(LauncherNode::new(
-                number("GROUP_RANK", &g)?.to_string(),
-                "torchrun GROUP_RANK",
-            ))),
-            None => Ok(None),
-        },
-        EnvSource::Slurm => slurm_node(get),
-        EnvSource::K8sIndexed => Ok(None),
     }
 }
 
@@ -148,15 +131,6 @@ pub fn node_in_mapping(mapping: &str, rank: usize) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
 
     #[test]
     fn process_mappings_give_each_rank_its_node() {
@@ -198,37 +172,7 @@ mod tests {
     }
 
     #[test]
-    fn launcher_variables_name_the_node() {
-        let node = |source, pairs: &[(&str, &str)]| env_node(source, &lookup(pairs));
-        assert_eq!(
-            node(
-                EnvSource::Slurm,
-                &[("SLURMD_NODENAME", "n07"), ("SLURM_NODEID", "3")]
-            )
-            .unwrap(),
-            Some(LauncherNode::new("n07", "Slurm SLURMD_NODENAME"))
-        );
-        assert_eq!(
-            node(EnvSource::Slurm, &[("SLURM_NODEID", "3")]).unwrap(),
-            Some(LauncherNode::new("3", "Slurm SLURM_NODEID"))
-        );
-        assert_eq!(node(EnvSource::Slurm, &[]).unwrap(), None);
-        assert_eq!(
-            node(EnvSource::Torchrun, &[("GROUP_RANK", "1")]).unwrap(),
-            Some(LauncherNode::new("1", "torchrun GROUP_RANK"))
-        );
-        assert_eq!(node(EnvSource::PyTorchEnv, &[]).unwrap(), None);
-        assert_eq!(
-            node(EnvSource::K8sIndexed, &[("SLURMD_NODENAME", "n07")]).unwrap(),
-            None
-        );
-        for (source, var) in [
-            (EnvSource::Torchrun, "GROUP_RANK"),
-            (EnvSource::Slurm, "SLURM_NODEID"),
-        ] {
-            let err = node(source, &[(var, "two")]).unwrap_err().to_string();
-            assert!(err.contains(var), "{err}");
-        }
+    fn a_node_shows_its_source() {
         assert_eq!(
             LauncherNode::new("n07", "Slurm SLURMD_NODENAME").to_string(),
             "n07 (Slurm SLURMD_NODENAME)"

@@ -34,6 +34,8 @@ use std::time::Duration;
 
 use crate::auth::{self, JobKey};
 use crate::env::{self as launch_vars, EnvJob, EnvSource, Lookup};
+use crate::error::BootstrapError;
+use crate::interface::Bootstrap;
 use crate::launcher::{launch_key, ENV_ADDR, ENV_RANK, ENV_SECRET, ENV_SIZE};
 use crate::node::PMI_PROCESS_MAPPING;
 use crate::pmi::{self, PmiEnv};
@@ -41,7 +43,6 @@ use crate::pmix::{self, PmixEnv};
 use crate::single::SingleBootstrap;
 use crate::tcp::TcpBootstrap;
 use crate::vars::process_env;
-use crate::{Bootstrap, BootstrapError};
 
 /// The value of `SYMMEM_BOOTSTRAP`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -553,7 +554,7 @@ fn join(
         }
         Plan::Pmi(env) => {
             tracing::info!(why, rank = ?env.rank, size = ?env.size, "bootstrap: pmi");
-            let ifname = process_env("SYMMEM_SOCKET_IFNAME");
+            let ifname = process_env(crate::vars::SOCKET_IFNAME);
             Ok(Box::new(pmi::join(&env, ifname.as_deref(), timeout)?))
         }
         Plan::Pmix(env) => {

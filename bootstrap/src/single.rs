@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use crate::{Bootstrap, BootstrapError, BootstrapKind};
+use crate::error::BootstrapError;
+use crate::interface::{Bootstrap, BootstrapKind};
 
 /// A job of exactly one rank; every collective is local.
 #[derive(Debug, Clone)]

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::{self, JobKey};
+use crate::error::BootstrapError;
 use crate::tcp::TcpBootstrap;
-use crate::BootstrapError;
 
 const PREFIX: &str = "symmem-uid-v2";
 

@@ -1,5 +1,8 @@
 //! Reading environment variables: the lookup that variable parsers take (so tests can
-//! pass a table), and the one that reads this process's environment.
+//! pass a table), the one that reads this process's environment, and the parse of a
+//! number-valued variable that names the variable on error.
+
+use crate::error::BootstrapError;
 
 /// Reads one variable: `None` when unset or blank (the process environment,
 /// [`process_env`], or a test's table).
@@ -18,3 +21,9 @@ pub const BOOTSTRAP: &str = "SYMMEM_BOOTSTRAP";
 
 /// The network interface for sockets and the unique-id rendezvous.
 pub const SOCKET_IFNAME: &str = "SYMMEM_SOCKET_IFNAME";
+/// Parses a non-negative integer variable, naming it on error.
+pub(crate) fn number(var: &str, value: &str) -> Result<usize, BootstrapError> {
+    value.trim().parse::<usize>().map_err(|_| {
+        BootstrapError::Config(format!("{var}={value:?} is not a non-negative integer"))
+    })
+}

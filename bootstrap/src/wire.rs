@@ -21,7 +21,7 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use crate::BootstrapError;
+use crate::error::BootstrapError;
 
 /// Magic of the rendezvous protocol's frames ("SYMB").
 pub const MAGIC: u32 = 0x5359_4d42;

@@ -66,7 +66,7 @@ impl<A: KernelArgs> Kernel<A> {
             name,
             params,
             param_types: &[],
-            max_threads: crate::MAX_THREADS,
+            max_threads: crate::geometry::MAX_THREADS,
             host,
             _args: PhantomData,
         }
@@ -77,7 +77,7 @@ impl<A: KernelArgs> Kernel<A> {
     #[doc(hidden)]
     pub const fn with_max_threads(self, n: u32) -> Self {
         assert!(
-            n >= 1 && n <= crate::MAX_THREADS,
+            n >= 1 && n <= crate::geometry::MAX_THREADS,
             "max_threads must be between 1 and 1024"
         );
         Kernel {
@@ -96,7 +96,7 @@ impl<A: KernelArgs> Kernel<A> {
         }
     }
 
-    /// The most threads per block it may launch with ([`MAX_THREADS`](crate::MAX_THREADS)
+    /// The most threads per block it may launch with ([`MAX_THREADS`](crate::geometry::MAX_THREADS)
     /// unless declared `max_threads(N)`).
     pub const fn max_threads(&self) -> u32 {
         self.max_threads

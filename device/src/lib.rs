@@ -67,6 +67,8 @@
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 pub mod float;
+mod geometry;
+mod op_kinds;
 pub mod panic_record;
 pub mod proxy;
 pub mod reduce;
@@ -112,6 +114,8 @@ mod group_arch;
 /// shared memory): `bytemuck`'s, re-exported so kernel crates need no dependency on it.
 pub use bytemuck::Pod;
 pub use float::{bf16, f16, Fp8E4M3, Fp8E5M2};
+pub use geometry::{Dim3, MAX_SHARED_BYTES, MAX_THREADS, MAX_THREADS_SYMBOL_PREFIX, WARP_SIZE};
+pub use op_kinds::{AmoKind, Cmp, SignalOp};
 pub use reduce::{And, BitwiseReducible, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
 pub use request::{Opcode, Request};
 pub use state::{DeviceState, DEVICE_STATE_VERSION};
@@ -121,191 +125,6 @@ pub use team::DeviceTeam;
 mod kernel;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use kernel::{EmbeddedPtx, Kernel, KernelArgs, KernelInfo, Param, ParamList};
-
-/// Threads per warp.
-pub const WARP_SIZE: u32 = 32;
-
-/// The most threads per block a kernel launches with unless it declares fewer with
-/// `max_threads(N)` in [`kernel!`]: CUDA's limit. The PTX build gives every entry its bound
-/// as a `.maxntid` directive, so ptxas keeps registers within what that many threads can
-/// have: 64 per thread at 1024 (an SM has 65536), up to 255 at 256 threads or fewer (a
-/// 1024-thread block of a 72-register kernel failed with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`
-/// on an H100; a 64-thread ping-pong capped at 64 registers spilled to local memory, which
-/// every system fence's L1 invalidation then sends to L2). `symmem_ptx_build` uses the
-/// same number.
-pub const MAX_THREADS: u32 = 1024;
-
-/// The most shared memory a block may have, its [`shared!`] arrays and its dynamic shared
-/// memory (`shared_bytes` at launch) together: 48 KiB, what every CUDA GPU allows without
-/// an opt-in. A launch asking for more is refused, naming the kernel and the size.
-pub const MAX_SHARED_BYTES: u32 = 48 << 10;
-
-/// The prefix of the marker global that `kernel!` emits for a kernel with `max_threads(N)`:
-/// `SYMMEM_MAX_THREADS_<kernel>` holding `N`, which the PTX build turns into the entry's
-/// `.maxntid N, 1, 1`.
-pub const MAX_THREADS_SYMBOL_PREFIX: &str = "SYMMEM_MAX_THREADS_";
-
-/// A 3-D extent or index, as CUDA's `dim3`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Dim3 {
-    /// x
-    pub x: u32,
-    /// y
-    pub y: u32,
-    /// z
-    pub z: u32,
-}
-
-impl Dim3 {
-    /// `(x, y, z)`.
-    pub const fn new(x: u32, y: u32, z: u32) -> Self {
-        Dim3 { x, y, z }
-    }
-
-    /// Number of elements of an extent: `x * y * z`.
-    pub const fn volume(self) -> u32 {
-        self.x * self.y * self.z
-    }
-
-    /// Row-major linear index of `idx` within this extent (x fastest).
-    pub const fn linear(self, idx: Dim3) -> u32 {
-        (idx.z * self.y + idx.y) * self.x + idx.x
-    }
-}
-
-impl From<u32> for Dim3 {
-    fn from(x: u32) -> Self {
-        Dim3::new(x, 1, 1)
-    }
-}
-
-impl From<(u32, u32)> for Dim3 {
-    fn from((x, y): (u32, u32)) -> Self {
-        Dim3::new(x, y, 1)
-    }
-}
-
-impl From<(u32, u32, u32)> for Dim3 {
-    fn from((x, y, z): (u32, u32, u32)) -> Self {
-        Dim3::new(x, y, z)
-    }
-}
-
-/// Comparison for waits (`NVSHMEM_CMP_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum Cmp {
-    /// `ivar == value`
-    Eq,
-    /// `ivar != value`
-    Ne,
-    /// `ivar > value`
-    Gt,
-    /// `ivar >= value`
-    Ge,
-    /// `ivar < value`
-    Lt,
-    /// `ivar <= value`
-    Le,
-}
-
-impl Cmp {
-    /// Every comparison, for tests and tables.
-    pub const ALL: [Cmp; 6] = [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Ge, Cmp::Lt, Cmp::Le];
-
-    /// Whether `ivar <cmp> value` holds.
-    #[inline(always)]
-    pub fn holds<T: PartialOrd>(self, ivar: T, value: T) -> bool {
-        match self {
-            Cmp::Eq => ivar == value,
-            Cmp::Ne => ivar != value,
-            Cmp::Gt => ivar > value,
-            Cmp::Ge => ivar >= value,
-            Cmp::Lt => ivar < value,
-            Cmp::Le => ivar <= value,
-        }
-    }
-}
-
-/// How a signal word is updated (`NVSHMEM_SIGNAL_SET` / `_ADD`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum SignalOp {
-    /// Store the value.
-    Set,
-    /// Add the value.
-    Add,
-}
-
-/// An atomic memory operation, as host operations encode it for the runtime's GPU helper
-/// kernels (and, later, for the proxy ring and the wire): the one op vocabulary beside
-/// [`SignalOp`] and [`Cmp`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum AmoKind {
-    /// Acquire load; returns the value.
-    Fetch = 0,
-    /// Release store of the first operand; returns 0.
-    Set = 1,
-    /// Swap in the first operand; returns the old value.
-    Swap = 2,
-    /// If the word equals the first operand, store the second; returns the old value.
-    CompareSwap = 3,
-    /// Add the first operand; returns the old value.
-    FetchAdd = 4,
-    /// And with the first operand; returns the old value.
-    FetchAnd = 5,
-    /// Or with the first operand; returns the old value.
-    FetchOr = 6,
-    /// Xor with the first operand; returns the old value.
-    FetchXor = 7,
-}
-
-impl AmoKind {
-    /// Every kind, in encoding order.
-    pub const ALL: [AmoKind; 8] = [
-        AmoKind::Fetch,
-        AmoKind::Set,
-        AmoKind::Swap,
-        AmoKind::CompareSwap,
-        AmoKind::FetchAdd,
-        AmoKind::FetchAnd,
-        AmoKind::FetchOr,
-        AmoKind::FetchXor,
-    ];
-
-    /// The kind encoded as `code`, if any.
-    pub const fn from_u32(code: u32) -> Option<Self> {
-        if code < Self::ALL.len() as u32 {
-            Some(Self::ALL[code as usize])
-        } else {
-            None
-        }
-    }
-}
-
-impl SignalOp {
-    /// The operation encoded as `code` (`SignalOp as u32`), if any.
-    pub const fn from_u32(code: u32) -> Option<Self> {
-        match code {
-            0 => Some(SignalOp::Set),
-            1 => Some(SignalOp::Add),
-            _ => None,
-        }
-    }
-}
-
-impl Cmp {
-    /// The comparison encoded as `code` (`Cmp as u32`), if any.
-    pub const fn from_u32(code: u32) -> Option<Self> {
-        if code < Self::ALL.len() as u32 {
-            Some(Self::ALL[code as usize])
-        } else {
-            None
-        }
-    }
-}
 
 /// Declares a kernel that compiles to a PTX entry point on nvptx64 and to a host-callable
 /// `unsafe fn` for the CPU executor.

@@ -31,7 +31,7 @@
 
 use core::fmt;
 
-use crate::Dim3;
+use crate::geometry::Dim3;
 
 /// Bytes of a panic's file path the record keeps (its end).
 pub const FILE_BYTES: usize = 112;

@@ -410,7 +410,7 @@ impl<'a> Ring<'a> {
         } else {
             atom::store_release(&slot.seq, 2 * (lap + 1));
         }
-        if req.opcode == crate::Opcode::Quiet as u8 {
+        if req.opcode == crate::request::Opcode::Quiet as u8 {
             atom::store_release(&self.header.quieted, ticket + 1);
         }
         atom::store_release(&self.header.head, ticket + 1);

@@ -25,7 +25,7 @@
 //! 64                       (size)
 //! ```
 
-use crate::{AmoKind, SignalOp};
+use crate::op_kinds::{AmoKind, SignalOp};
 
 /// What a [`Request`] asks the target to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

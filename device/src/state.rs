@@ -131,7 +131,7 @@ pub static mut SYMMEM_DEVICE_STATE: DeviceState = DeviceState {
 pub struct ErrorRecord {
     /// An [`error_code`] and a PE; 0 = no error.
     pub word: u64,
-    /// A timed-out wait: its [`wait_op`] in the low 32 bits, its [`crate::Cmp`] code (or
+    /// A timed-out wait: its [`wait_op`] in the low 32 bits, its [`crate::op_kinds::Cmp`] code (or
     /// [`wait_op::NO_CMP`]) in the high 32.
     pub wait: u64,
     /// A timed-out wait: the address it polled (0 when not one word).
@@ -210,7 +210,7 @@ pub mod wait_op {
 pub struct WaitSite {
     /// A [`wait_op`].
     pub op: u32,
-    /// The [`crate::Cmp`] code of the condition, or [`wait_op::NO_CMP`].
+    /// The [`crate::op_kinds::Cmp`] code of the condition, or [`wait_op::NO_CMP`].
     pub cmp: u32,
     /// The PE whose write ends the wait, or [`ANY_PE`].
     pub pe: u32,
@@ -265,7 +265,7 @@ pub struct WaitRecord {
     pub owner: u64,
     /// Sequence lock: odd while the owner writes the fields below.
     pub seq: u64,
-    /// The wait's [`wait_op`] (low 32 bits) and [`crate::Cmp`] code or
+    /// The wait's [`wait_op`] (low 32 bits) and [`crate::op_kinds::Cmp`] code or
     /// [`wait_op::NO_CMP`] (high 32 bits); 0 = no wait recorded.
     pub wait: u64,
     /// The PE whose write ends the wait, or [`ANY_PE`].

@@ -8,12 +8,12 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::blocking::blocking;
 use crate::collectives::over;
 use crate::dtype::DType;
 use crate::errors::to_py;
 use crate::handle::runtime;
 use crate::operands::{symmetric, view, Operand};
-use crate::ops::blocking;
 use crate::streams::{order, Order};
 use crate::team::PyTeam;
 

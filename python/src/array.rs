@@ -7,16 +7,29 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use symmem::SymBuf;
+use symmem::{Runtime, SymBuf};
 
-use crate::dlpack::{self, DlDevice};
+use crate::dlpack::{self, DlDevice, DEVICE_CPU, DEVICE_CUDA};
 use crate::dtype::DType;
 use crate::errors::{to_py, UnfreedArrayWarning};
 use crate::handle;
-use crate::operands::heap_device;
 
 /// Alignment of every symmetric array: what `cudaMalloc` gives, enough for any vector load.
 const ALIGN: usize = 256;
+
+/// Where this PE's symmetric heap is, as DLPack names devices.
+pub fn heap_device(rt: &Runtime) -> DlDevice {
+    match rt.gpu_ordinal() {
+        Some(g) => DlDevice {
+            device_type: DEVICE_CUDA,
+            device_id: g as i32,
+        },
+        None => DlDevice {
+            device_type: DEVICE_CPU,
+            device_id: 0,
+        },
+    }
+}
 
 /// A symmetric array: the same allocation on every PE. Pass it (or a numpy/torch view of
 /// it) as the symmetric operand of `put`, `get`, the atomics and the waits; turn it into a

@@ -12,11 +12,11 @@ use symmem::collectives::{
 };
 use symmem::{Runtime, Team};
 
+use crate::blocking::blocking;
 use crate::dtype::DType;
 use crate::errors::to_py;
 use crate::handle::runtime;
 use crate::operands::{symmetric, view, Operand};
-use crate::ops::blocking;
 use crate::streams::{order, Order};
 use crate::team::PyTeam;
 

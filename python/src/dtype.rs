@@ -1,6 +1,5 @@
-//! Element types of symmetric arrays: numpy's names, sizes and DLPack codes.
-
-use crate::dlpack::DlDataType;
+//! Element types of symmetric arrays: numpy's names and sizes (their DLPack codes are in
+//! `dlpack.rs`).
 
 /// An element type a symmetric array can hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,31 +115,5 @@ impl DType {
             DType::I32 | DType::U32 | DType::F32 => 4,
             DType::I64 | DType::U64 | DType::F64 => 8,
         }
-    }
-
-    /// The DLPack type.
-    pub fn dlpack(self) -> DlDataType {
-        let code = match self {
-            DType::I8 | DType::I16 | DType::I32 | DType::I64 => 0,
-            DType::U8 | DType::U16 | DType::U32 | DType::U64 => 1,
-            DType::F16 | DType::F32 | DType::F64 => 2,
-            DType::Bf16 => 4,
-            DType::Bool => 6,
-            // DLPack 1.1's codes (dlpack.h: kDLFloat8_e4m3fn …), as torch exports them.
-            DType::F8E4M3Fn => 10,
-            DType::F8E4M3Fnuz => 11,
-            DType::F8E5M2 => 12,
-            DType::F8E5M2Fnuz => 13,
-        };
-        DlDataType {
-            code,
-            bits: (self.size() * 8) as u8,
-            lanes: 1,
-        }
-    }
-
-    /// The type of a DLPack tensor, if symmem knows it (one lane).
-    pub fn from_dlpack(t: DlDataType) -> Option<DType> {
-        Self::ALL.into_iter().find(|d| d.dlpack() == t)
     }
 }

@@ -199,7 +199,7 @@ pub fn take() -> PyResult<Option<Runtime>> {
         Some(rt) if Arc::strong_count(rt) > 1 => Err(busy()),
         _ => Ok(()),
     };
-    let taken = crate::team::drop_all_then(
+    let taken = crate::team_slots::drop_all_then(
         move || ready,
         || {
             BALLOT.lock().expect("never poisoned").take();

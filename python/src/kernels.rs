@@ -19,11 +19,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
 use symmem::{Dim3, KernelLibrary, Runtime};
 
+use crate::blocking::blocking;
 use crate::dtype::DType;
 use crate::errors::to_py;
 use crate::handle;
 use crate::operands::{self, Operand};
-use crate::ops::blocking;
 use crate::streams::{self, Order};
 
 /// A loaded kernel library: its kernels, ready to launch on this PE.

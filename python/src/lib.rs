@@ -4,6 +4,7 @@
 
 mod alltoallv;
 mod array;
+mod blocking;
 mod collectives;
 mod dlpack;
 mod dtype;
@@ -16,6 +17,7 @@ mod peer;
 mod setup;
 mod streams;
 mod team;
+mod team_slots;
 mod torch_tensor;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};

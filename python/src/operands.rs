@@ -7,8 +7,8 @@ use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use symmem::{Runtime, SymView};
 
-use crate::array::SymArray;
-use crate::dlpack::{self, DlDevice, Imported, DEVICE_CPU, DEVICE_CUDA};
+use crate::array::{heap_device, SymArray};
+use crate::dlpack::{self, DlDevice, Imported, DEVICE_CPU};
 use crate::dtype::DType;
 use crate::errors::to_py;
 use crate::torch_tensor;
@@ -82,20 +82,6 @@ fn operand(op: &str, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Operand> {
         shape: t.shape.clone(),
         _held: Some(t),
     })
-}
-
-/// Where this PE's symmetric heap is, as DLPack names devices.
-pub fn heap_device(rt: &Runtime) -> DlDevice {
-    match rt.gpu_ordinal() {
-        Some(g) => DlDevice {
-            device_type: DEVICE_CUDA,
-            device_id: g as i32,
-        },
-        None => DlDevice {
-            device_type: DEVICE_CPU,
-            device_id: 0,
-        },
-    }
 }
 
 /// `obj` as the symmetric operand `what` of `op`: inside this PE's symmetric heap, on the

@@ -9,23 +9,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyInt;
 use symmem::{Cmp, Runtime, SignalOp};
 
+use crate::blocking::blocking;
 use crate::dtype::DType;
-use crate::errors::{python_signalled, to_py};
+use crate::errors::to_py;
 use crate::handle::runtime;
 use crate::operands::{local, same_layout, symmetric, transfer_local, view, Operand};
 use crate::streams::{order, transfer_order, Order};
 
 /// Transfers from this size up release the GIL while they copy.
 const RELEASE_GIL_BYTES: usize = 64 << 10;
-
-/// Runs `f` with the GIL released, stopping its waits on Ctrl-C.
-pub(crate) fn blocking<R: Send>(
-    py: Python<'_>,
-    f: impl FnOnce() -> symmem::Result<R> + Send,
-) -> PyResult<R> {
-    py.allow_threads(|| symmem::with_interrupt_check(python_signalled, f))
-        .map_err(to_py)
-}
 
 /// Runs `f`, with the GIL released when `bytes` is large.
 fn transfer(

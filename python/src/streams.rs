@@ -17,9 +17,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString};
 use symmem::{Runtime, Stream};
 
+use crate::blocking::blocking;
 use crate::dlpack::DEVICE_CUDA;
 use crate::operands::Operand;
-use crate::ops::blocking;
 
 /// How a call runs.
 pub enum Order {

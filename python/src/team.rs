@@ -1,48 +1,17 @@
 //! Teams as Python objects: TEAM_WORLD and the teams split from a team
 //! (`split_strided`, `split_2d`), for the team collectives and barriers.
 
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::{Arc, MutexGuard, TryLockError};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use symmem::{Runtime, Team};
 
+use crate::blocking::blocking;
 use crate::errors::to_py;
 use crate::handle::{self, runtime};
-use crate::ops::blocking;
 use crate::streams::{order, settle, Order};
-
-/// A team's place: the team until it is destroyed, or until finalize takes every team
-/// away before the runtime they borrow goes.
-type Slot = Mutex<Option<Team<'static>>>;
-
-/// Every live team's slot, for finalize.
-static TEAMS: Mutex<Vec<Weak<Slot>>> = Mutex::new(Vec::new());
-
-/// Runs `take` (finalize's taking of the runtime) with no team being made meanwhile, and
-/// drops every team first when it will succeed (`ready`), since teams borrow the runtime.
-/// Fails, changing nothing, while another thread's call holds a team. Called with the GIL
-/// held, which every team call needs to start: no team is locked anew meanwhile.
-pub fn drop_all_then<R>(
-    ready: impl FnOnce() -> PyResult<()>,
-    take: impl FnOnce() -> R,
-) -> PyResult<R> {
-    let mut teams = TEAMS.lock().expect("never poisoned");
-    let live: Vec<Arc<Slot>> = teams.iter().filter_map(Weak::upgrade).collect();
-    for slot in &live {
-        if let Err(TryLockError::WouldBlock) = slot.try_lock() {
-            return Err(PyValueError::new_err(
-                "finalize: a team is in use by another thread's call; finish it first",
-            ));
-        }
-    }
-    ready()?;
-    for slot in &live {
-        slot.lock().expect("never poisoned").take();
-    }
-    teams.clear();
-    Ok(take())
-}
+use crate::team_slots::{self, Slot};
 
 /// A team of PEs: `team_world()`, or a split of a team. `my_pe`/`n_pes` number the PEs
 /// within it; the collectives take it as `team=`. Splits and `destroy()` are collective
@@ -56,16 +25,9 @@ impl PyTeam {
     /// Wraps `team`, which borrows the runtime that `handle` holds; `_held` is the
     /// caller's reference to it, which keeps finalize out until the team is registered.
     fn wrap(_held: &Arc<Runtime>, team: Team<'_>) -> PyTeam {
-        let mut teams = TEAMS.lock().expect("never poisoned");
-        // SAFETY: the team borrows the runtime in the allocation of the `Arc` that
-        // `handle` holds until finalize, and finalize drops every registered team (under
-        // this lock) before it takes the runtime; `_held`, a clone held by the caller
-        // until the team is registered below, keeps finalize from taking it in between.
-        let team = unsafe { std::mem::transmute::<Team<'_>, Team<'static>>(team) };
-        let slot = Arc::new(Mutex::new(Some(team)));
-        teams.retain(|w| w.strong_count() > 0);
-        teams.push(Arc::downgrade(&slot));
-        PyTeam { slot }
+        PyTeam {
+            slot: team_slots::register(_held, team),
+        }
     }
 
     /// The team, locked for one call; an error after `destroy()` or finalize, or while

@@ -38,6 +38,8 @@ import torch as _torch
 import symmem as _symmem
 from symmem import _native
 
+from ._staging import _as, _call, _on_gpu, _regions
+
 __all__ = ["all_to_all_v"]
 
 _OP = "symmem.all_to_all_v"
@@ -185,8 +187,3 @@ def _symmetric(t: _torch.Tensor) -> bool:
 def _aligned(nbytes: int) -> int:
     """`nbytes` rounded up to a multiple of 64."""
     return -(-nbytes // 64) * 64
-
-
-# Last: torch_ops imports this module's op at its own end, so either module can be imported
-# first (this one's op is defined by the time torch_ops asks for it).
-from .torch_ops import _as, _call, _on_gpu, _regions  # noqa: E402

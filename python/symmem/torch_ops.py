@@ -24,13 +24,15 @@ calls are queued with ``stream=torch.cuda.current_stream().cuda_stream``), so no
 blocks the host.
 """
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Sequence
 
 import torch as _torch
 
 import symmem as _symmem
 from symmem import _native
-from symmem import torch as _symtorch
+
+from ._staging import _as, _call, _regions, free_workspace
+from .all_to_all_v import all_to_all_v
 
 __all__ = [
     "REDUCE_OPS", "all_gather", "all_reduce", "all_to_all", "all_to_all_v", "barrier", "broadcast",
@@ -49,74 +51,8 @@ _WIDER = {_torch.bfloat16: _torch.float32, _torch.float16: _torch.float32,
           _torch.int8: _torch.int64, _torch.int16: _torch.int64, _torch.uint8: _torch.int64}
 
 
-class _Workspace:
-    """A symmetric byte tensor that stages the ops' operands, grown collectively: every
-    PE asks for the same size in the same call, so every PE grows it at the same time."""
-
-    def __init__(self) -> None:
-        self.tensor: Optional[_torch.Tensor] = None
-
-    def bytes(self, nbytes: int) -> _torch.Tensor:
-        """The workspace, at least `nbytes` long (collective when it grows)."""
-        tensor = self.tensor
-        held = 0 if tensor is None else tensor.numel()
-        if tensor is None or held < nbytes:
-            self.free()
-            # Grows by at least half, so a sequence of rising sizes allocates few times.
-            size = max(nbytes, 3 * (held // 2), 4096)
-            tensor = self.tensor = _symtorch.empty((size,), _torch.uint8)
-        return tensor
-
-    def free(self) -> None:
-        """Frees the workspace (collective), if there is one."""
-        if self.tensor is not None:
-            if _on_gpu():
-                # Work queued on torch's streams may still use it (a free waits only for
-                # the streams symmem made).
-                _torch.cuda.synchronize()
-            tensor, self.tensor = self.tensor, None
-            _symtorch.free(tensor)
-
-
-# Two allocations: a collective's source and destination must be different allocations
-# for its stream-ordered form.
-_workspaces = (_Workspace(), _Workspace())
-
-
-def free_workspace() -> None:
-    """Frees the symmetric workspace that the ops stage through (collective; the next op
-    allocates it again). Call it before ``symmem.finalize()``, which refuses while the
-    workspace's tensors are alive."""
-    for w in _workspaces:
-        w.free()
-
-
-def _regions(*sizes: int) -> "list[_torch.Tensor]":
-    """One uint8 region of each of `sizes` bytes (at most two), each in its own workspace
-    allocation (collective when one grows)."""
-    return [w.bytes(s)[:s] for w, s in zip(_workspaces, sizes)]
-
-
-def _as(region: _torch.Tensor, dtype: _torch.dtype, shape: Sequence[int]) -> _torch.Tensor:
-    """The uint8 workspace `region` as a tensor of `dtype` and `shape`."""
-    return region.view(dtype).view(shape)
-
-
 def _nbytes(t: _torch.Tensor) -> int:
     return t.numel() * t.element_size()
-
-
-def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    """Calls symmem's `fn` in the order of torch's current stream: on GPU PEs queued on
-    that stream (``stream=``, the handle ``KernelModule.launch`` takes too), so it sees
-    the staged data without blocking the host; at once on CPU PEs."""
-    if not _on_gpu():
-        return fn(*args)
-    return fn(*args, stream=_torch.cuda.current_stream().cuda_stream)
-
-
-def _on_gpu() -> bool:
-    return _native.device() != "cpu"
 
 
 def _check_op(name: str, op: str) -> None:
@@ -314,8 +250,6 @@ all_reduce.register_autograd(_all_reduce_backward, setup_context=_save_op)
 all_gather.register_autograd(_all_gather_backward)
 reduce_scatter.register_autograd(_reduce_scatter_backward, setup_context=_save_op)
 all_to_all.register_autograd(_all_to_all_backward)
-
-from .all_to_all_v import all_to_all_v  # noqa: E402 (it stages through the workspace above)
 
 # Collectives must run on every PE even when a graph does not use their result: dead code
 # elimination would otherwise drop them (on every PE alike, but a barrier's effect is all

@@ -8,7 +8,7 @@ import symmem
 
 torch = pytest.importorskip("torch")
 import symmem.torch  # noqa: E402 (registers the ops)
-from symmem import torch_ops  # noqa: E402
+from symmem import _staging, torch_ops  # noqa: E402
 from symmem.all_to_all_v import _through_native  # noqa: E402
 
 ops = torch.ops.symmem
@@ -228,7 +228,7 @@ def test_all_to_all_v_errors_name_the_argument(pe):
 def test_free_workspace_then_the_ops_allocate_it_again(pe):
     me, n = pe
     torch_ops.free_workspace()
-    assert all(w.tensor is None for w in torch_ops._workspaces)
+    assert all(w.tensor is None for w in _staging._workspaces)
     assert ops.all_reduce(torch.ones(3, device=dev())).cpu().tolist() == [n] * 3
     torch_ops.free_workspace()
 

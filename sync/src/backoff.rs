@@ -31,7 +31,7 @@
 
 use std::time::Duration;
 
-use crate::{hint, thread};
+use crate::primitive::{hint, thread};
 
 /// Checks in the spin phase, one `pause` (or, every [`YIELD_EVERY`]-th, one yield)
 /// apart. `pause` takes ~3–50 ns depending on the CPU: roughly 5–100 µs of spinning.

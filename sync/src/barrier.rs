@@ -26,7 +26,7 @@
 //! A member's epoch counter ([`Epoch`]) is advanced by one thread at a time. A thread takes
 //! the turn with one compare-exchange and gives it back with one Release store.
 
-use crate::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::primitive::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// One round of one member's barrier: signal `to`'s flag number `index`, then wait until
 /// this member's own flag number `index` shows the epoch (written by `from`).

@@ -27,7 +27,7 @@
 //! bytes as hex, say): anyone who completes a handshake can try to guess a short one
 //! offline. A job whose PEs span more than one node is refused at init without
 //! `SYMMEM_JOB_SECRET` unless [`ENV_ALLOW_PUBLIC_JOB_KEY`] is set: the bootstrap reports
-//! the derivation ([`Bootstrap::public_job_key`](crate::Bootstrap::public_job_key)), and
+//! the derivation ([`Bootstrap::public_job_key`](crate::interface::Bootstrap::public_job_key)), and
 //! the runtime, which knows the nodes, decides.
 
 pub mod hostlist;
@@ -38,8 +38,10 @@ use std::time::{Duration, Instant};
 
 use crate::auth::{JobKey, PublicJobKey};
 
+use crate::error::BootstrapError;
+use crate::node::{slurm_node, LauncherNode};
 use crate::tcp::TcpBootstrap;
-use crate::{BootstrapError, LauncherNode};
+use crate::vars::number;
 
 /// Overrides the host of rank 0's rendezvous (required for Kubernetes Indexed Jobs).
 pub const ENV_ROOT_ADDR: &str = "SYMMEM_ROOT_ADDR";
@@ -124,7 +126,7 @@ pub struct EnvJob {
     /// The variables that make up the derived secret; `None` when `SYMMEM_JOB_SECRET` is set.
     pub derived_from: Option<String>,
     /// The node the launcher placed this process on, where its variables tell (see
-    /// [`env_node`](crate::node::env_node)).
+    /// [`env_node`]).
     pub node: Option<LauncherNode>,
     /// The rendezvous key every rank proves, derived from the secret.
     key: JobKey,
@@ -149,14 +151,6 @@ impl std::fmt::Debug for EnvJob {
 
 fn config(msg: String) -> BootstrapError {
     BootstrapError::Config(msg)
-}
-
-/// Parses a non-negative integer variable, naming it on error.
-pub(crate) fn number(var: &str, value: &str) -> Result<usize, BootstrapError> {
-    value
-        .trim()
-        .parse::<usize>()
-        .map_err(|_| config(format!("{var}={value:?} is not a non-negative integer")))
 }
 
 /// Checks a job size, naming the variable.
@@ -397,6 +391,23 @@ struct Placement {
     identity: Vec<String>,
 }
 
+/// The node that the launcher variables of `source` name: torchrun's `GROUP_RANK` (also
+/// read for PyTorch's `env://` variables, where a torchrun inside the pod sets it), Slurm's
+/// [`slurm_node`]; Kubernetes tells no node. An error when a number is malformed.
+pub fn env_node(source: EnvSource, get: Lookup) -> Result<Option<LauncherNode>, BootstrapError> {
+    match source {
+        EnvSource::Torchrun | EnvSource::PyTorchEnv => match get("GROUP_RANK") {
+            Some(g) => Ok(Some(LauncherNode::new(
+                number("GROUP_RANK", &g)?.to_string(),
+                "torchrun GROUP_RANK",
+            ))),
+            None => Ok(None),
+        },
+        EnvSource::Slurm => slurm_node(get),
+        EnvSource::K8sIndexed => Ok(None),
+    }
+}
+
 /// Builds the job from `source`'s variables.
 pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
     let placed = match source {
@@ -433,7 +444,7 @@ pub fn job(source: EnvSource, get: Lookup) -> Result<EnvJob, BootstrapError> {
         root_port: placed.port,
         origin: placed.origin,
         derived_from,
-        node: crate::node::env_node(source, get)?,
+        node: env_node(source, get)?,
         key,
     })
 }

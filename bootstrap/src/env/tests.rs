@@ -182,7 +182,7 @@ fn launcher_variables_give_the_node_view() {
         ("SLURMD_NODENAME", "node04"),
     ];
     let job = env_job(&slurm);
-    let node = crate::LauncherNode::new("node04", "Slurm SLURMD_NODENAME");
+    let node = crate::node::LauncherNode::new("node04", "Slurm SLURMD_NODENAME");
     assert_eq!(job.node, Some(node.clone()));
     assert_eq!(
         auto(&slurm).unwrap().plan.node_source(),
@@ -198,7 +198,7 @@ fn launcher_variables_give_the_node_view() {
     ];
     assert_eq!(
         env_job(&torchrun).node,
-        Some(crate::LauncherNode::new("1", "torchrun GROUP_RANK"))
+        Some(crate::node::LauncherNode::new("1", "torchrun GROUP_RANK"))
     );
     torchrun.retain(|(k, _)| *k != "GROUP_RANK");
     torchrun.push(("GROUP_RANK", "first"));
@@ -607,4 +607,41 @@ fn bootstrap_pmi_needs_a_pmi_server_and_refuses_symrun() {
     assert!(err.contains("started by symrun"), "{err}");
     assert_eq!("pmi".parse::<BootstrapChoice>(), Ok(BootstrapChoice::Pmi));
     assert_eq!(BootstrapChoice::Pmi.to_string(), "pmi");
+}
+
+#[test]
+fn launcher_variables_name_the_node() {
+    let node = |source, pairs: &[(&str, &str)]| {
+        let map = vars(pairs);
+        env_node(source, &|k: &str| map.get(k).cloned())
+    };
+    assert_eq!(
+        node(
+            EnvSource::Slurm,
+            &[("SLURMD_NODENAME", "n07"), ("SLURM_NODEID", "3")]
+        )
+        .unwrap(),
+        Some(LauncherNode::new("n07", "Slurm SLURMD_NODENAME"))
+    );
+    assert_eq!(
+        node(EnvSource::Slurm, &[("SLURM_NODEID", "3")]).unwrap(),
+        Some(LauncherNode::new("3", "Slurm SLURM_NODEID"))
+    );
+    assert_eq!(node(EnvSource::Slurm, &[]).unwrap(), None);
+    assert_eq!(
+        node(EnvSource::Torchrun, &[("GROUP_RANK", "1")]).unwrap(),
+        Some(LauncherNode::new("1", "torchrun GROUP_RANK"))
+    );
+    assert_eq!(node(EnvSource::PyTorchEnv, &[]).unwrap(), None);
+    assert_eq!(
+        node(EnvSource::K8sIndexed, &[("SLURMD_NODENAME", "n07")]).unwrap(),
+        None
+    );
+    for (source, var) in [
+        (EnvSource::Torchrun, "GROUP_RANK"),
+        (EnvSource::Slurm, "SLURM_NODEID"),
+    ] {
+        let err = node(source, &[(var, "two")]).unwrap_err().to_string();
+        assert!(err.contains(var), "{err}");
+    }
 }

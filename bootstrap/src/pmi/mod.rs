@@ -2,7 +2,7 @@
 //!
 //! Process managers that speak PMI-1 (MPICH's Hydra `mpiexec`, Slurm's `srun --mpi=pmi2`,
 //! Flux) give each process a connection to a key-value store with a barrier. symmem uses it
-//! only to find rank 0: rank 0 binds the rendezvous of [unique-id init](crate::UniqueId),
+//! only to find rank 0: rank 0 binds the rendezvous of [unique-id init](crate::unique_id::UniqueId),
 //! puts its text (rank 0's address and a fresh random job secret in hex) under
 //! [`RENDEZVOUS_KEY`]`-<n>`, everyone enters the PMI barrier, the others get the key, and
 //! the TCP rendezvous does the rest. Each process sends `cmd=finalize` when it exits.
@@ -49,10 +49,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-use crate::env::{check_rank, check_size, number, Lookup};
+use crate::env::{check_rank, check_size, Lookup};
+use crate::error::BootstrapError;
+use crate::node::LauncherNode;
 use crate::node::{node_in_mapping, PMI_PROCESS_MAPPING};
 use crate::tcp::TcpBootstrap;
-use crate::{BootstrapError, LauncherNode, UniqueId};
+use crate::unique_id::UniqueId;
+use crate::vars::number;
 
 /// The variable naming the inherited PMI socket.
 pub const ENV_PMI_FD: &str = "PMI_FD";

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::Bootstrap;
+use crate::interface::Bootstrap;
 
 const KVS: &str = "kvs_4242_0";
 

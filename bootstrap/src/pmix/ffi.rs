@@ -21,7 +21,7 @@ use std::ffi::{c_char, c_int, CStr, CString};
 
 use libloading::os::unix::{Library, Symbol, RTLD_GLOBAL, RTLD_NOW};
 
-use crate::BootstrapError;
+use crate::error::BootstrapError;
 
 /// `PMIX_MAX_NSLEN + 1`.
 pub const NSPACE_LEN: usize = 256;

@@ -12,7 +12,7 @@
 //!    namespace's wildcard rank gives the size.  `PMIx_Get(PMIX_HOSTNAME)`, else `PMIX_NODEID`, on
 //!    this process's own rank gives the launcher's node ([`crate::node`]; where neither is
 //!    told, the debug log says why).
-//! 2. Rank 0 binds the rendezvous of [unique-id init](crate::UniqueId) and puts its text
+//! 2. Rank 0 binds the rendezvous of [unique-id init](crate::unique_id::UniqueId) and puts its text
 //!    (address and a fresh random job secret) under [`RENDEZVOUS_KEY`]`-<n>` for the n-th
 //!    init of the process (`PMIx_Put` with global scope, `PMIx_Commit`).
 //! 3. Every process enters `PMIx_Fence` over the namespace, collecting the data.
@@ -46,9 +46,12 @@ use std::sync::mpsc;
 use std::sync::{Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::env::{number, Lookup};
+use crate::env::Lookup;
+use crate::error::BootstrapError;
+use crate::node::LauncherNode;
 use crate::tcp::TcpBootstrap;
-use crate::{BootstrapError, LauncherNode, UniqueId};
+use crate::unique_id::UniqueId;
+use crate::vars::number;
 
 use ffi::DEFAULT_NAMES;
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::auth::lobby::{Admitted, Limits, Lobby};
 use crate::auth::{JobKey, Protocol, CLAIM_LEN};
+use crate::error::BootstrapError;
 use crate::wire::{self, Msg};
-use crate::BootstrapError;
 
 /// How long the admission thread sleeps in `poll` at most, so that it notices a stop.
 const POLL_SLICE: Duration = Duration::from_millis(20);

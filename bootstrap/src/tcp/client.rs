@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use super::admission::Claim;
 use super::RendezvousServer;
 use crate::auth::{self, HandshakeError, JobKey, Protocol, PublicJobKey};
+use crate::error::BootstrapError;
+use crate::interface::{Bootstrap, BootstrapKind};
+use crate::node::LauncherNode;
 use crate::wire::{self, CollOp, Msg, Recv};
-use crate::{Bootstrap, BootstrapError, BootstrapKind, LauncherNode};
 
 /// Extra time a client waits beyond the deadline, so that the server, which enforces the
 /// deadline and knows who is missing, can report first.

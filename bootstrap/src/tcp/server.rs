@@ -31,8 +31,9 @@ use std::time::{Duration, Instant};
 
 use super::admission::{accept_loop, Admission, Claim};
 use crate::auth::JobKey;
+use crate::error::BootstrapError;
+use crate::text::fmt_ranks;
 use crate::wire::{self, CollOp, Msg, Recv};
-use crate::{fmt_ranks, BootstrapError};
 
 /// What the reader threads and the server's owner tell the coordinator.
 enum Event {

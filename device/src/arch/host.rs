@@ -13,9 +13,9 @@ use core::cell::Cell;
 use core::ffi::c_void;
 use core::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
+use crate::geometry::Dim3;
 use crate::stall::Stall;
 use crate::state::{DeviceState, WaitSite};
-use crate::Dim3;
 
 /// What the executor provides to kernel threads. A method returns [`Stop`] when the launch
 /// must stop (a sibling thread failed, a peer died, a timeout passed); the device
@@ -40,7 +40,7 @@ pub trait Executor: Sync {
     /// whose key is `key` (the address of its static in this process): `size` bytes
     /// aligned to `align`, allocated at the block's first use, with unspecified contents.
     /// Stops the launch when the block's shared memory would exceed
-    /// [`MAX_SHARED_BYTES`](crate::MAX_SHARED_BYTES).
+    /// [`MAX_SHARED_BYTES`](crate::geometry::MAX_SHARED_BYTES).
     fn block_shared(
         &self,
         ctx: &ThreadContext<'_>,
@@ -269,7 +269,7 @@ pub fn sync_warp() {
 #[inline]
 pub fn lane_id() -> u32 {
     let ctx = current();
-    ctx.block_dim.linear(ctx.thread_idx) % crate::WARP_SIZE
+    ctx.block_dim.linear(ctx.thread_idx) % crate::geometry::WARP_SIZE
 }
 
 /// A SeqCst fence, the CPU's counterpart of `fence.sc.sys`.

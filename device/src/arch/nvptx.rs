@@ -9,9 +9,9 @@
 use core::arch::asm;
 use core::arch::nvptx;
 
+use crate::geometry::Dim3;
 use crate::stall::Stall;
 use crate::state::{error_code, DeviceState, ErrorRecord, WaitSite};
-use crate::Dim3;
 
 /// One field of the module's state: a load from the constant bank by the symbol's name
 /// (the PTX build places [`crate::state::SYMMEM_DEVICE_STATE`] in `.const`), declared `pure` and
@@ -169,7 +169,8 @@ pub fn sync_threads() {
 pub fn sync_warp() {
     let dim = block_dim();
     let tid = dim.linear(thread_idx());
-    let width = (dim.volume() - tid / crate::WARP_SIZE * crate::WARP_SIZE).min(crate::WARP_SIZE);
+    let width = (dim.volume() - tid / crate::geometry::WARP_SIZE * crate::geometry::WARP_SIZE)
+        .min(crate::geometry::WARP_SIZE);
     let mask: u32 = if width >= 32 {
         u32::MAX
     } else {

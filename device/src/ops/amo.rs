@@ -14,7 +14,8 @@
 //! forms wait for the old value, the others return once the request is in the ring.
 
 use super::{remote, route, Route};
-use crate::{arch, AmoKind};
+use crate::arch;
+use crate::op_kinds::AmoKind;
 
 mod sealed {
     pub trait Sealed {}

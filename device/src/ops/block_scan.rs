@@ -8,7 +8,8 @@
 
 use super::shared::SharedSlice;
 use super::warp::{shfl_up, warp_mask};
-use crate::{block_dim, lane_id, sync_threads, warp_id, WARP_SIZE};
+use super::{block_dim, lane_id, sync_threads, warp_id};
+use crate::geometry::WARP_SIZE;
 
 crate::shared! {
     /// Each warp's total during a scan, as bits.

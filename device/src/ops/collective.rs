@@ -61,9 +61,11 @@ use core::mem::size_of;
 
 use super::rma::{put_group, Group};
 use super::{ptr, quiet, route, signal_op, wait_until, Route};
+use crate::arch;
+use crate::op_kinds::{Cmp, SignalOp};
 use crate::reduce::{ReduceOp, Reducible};
 use crate::state::error_code;
-use crate::{arch, Cmp, DeviceTeam, SignalOp};
+use crate::team::DeviceTeam;
 
 /// Fails the kernel unless `team` describes a team of this PE within the job.
 #[inline(always)]

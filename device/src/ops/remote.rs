@@ -19,9 +19,11 @@
 //!   [`error_code::PROXY_FAILED`] and the PE of the failed request; the runtime reports
 //!   the transport's error with it.
 
+use crate::arch;
+use crate::op_kinds::{AmoKind, SignalOp};
 use crate::proxy::{Failed, Ring};
+use crate::request::Request;
 use crate::state::{error_code, wait_op, WaitSite, ANY_PE};
-use crate::{arch, AmoKind, Request, SignalOp};
 
 /// The PE's ring. Only called when `DeviceState::proxy != 0`.
 #[inline(always)]

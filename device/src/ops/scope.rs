@@ -13,8 +13,9 @@
 //! calls it with the same arguments.
 
 use super::*;
+use crate::op_kinds::{Cmp, SignalOp};
 use crate::reduce::{ReduceOp, Reducible};
-use crate::{Cmp, DeviceTeam, SignalOp};
+use crate::team::DeviceTeam;
 
 mod sealed {
     pub trait Sealed {}

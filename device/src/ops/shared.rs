@@ -21,8 +21,9 @@ use core::marker::PhantomData;
 use bytemuck::Pod;
 
 use super::block_atomic::BlockAtomic;
+use super::{block_dim, sync_threads, thread_rank};
+use crate::geometry::MAX_SHARED_BYTES;
 use crate::group_arch as arch;
-use crate::{block_dim, sync_threads, thread_rank, MAX_SHARED_BYTES};
 
 /// A block's shared array of `N` `T`s, declared with [`shared!`](crate::shared).
 pub struct SharedArray<T, const N: usize> {

@@ -18,8 +18,9 @@
 
 use super::rma::{put_group, Group};
 use super::{heap_offset, remote, route, DeviceInt, Route};
+use crate::arch;
+use crate::op_kinds::{Cmp, SignalOp};
 use crate::state::{wait_op, WaitSite, ANY_PE};
-use crate::{arch, Cmp, SignalOp};
 
 /// Updates the signal word `sig` on `pe`, after a system-scope fence that orders every
 /// earlier store of this thread before it.

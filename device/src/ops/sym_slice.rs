@@ -28,7 +28,7 @@ use bytemuck::Pod;
 
 use super::scope::Scope;
 use super::{atomic_add, atomic_fetch_add, g, my_pe, p, signal_op, DeviceInt};
-use crate::{Cmp, SignalOp};
+use crate::op_kinds::{Cmp, SignalOp};
 
 /// `len` elements of `T` at a symmetric address of this PE: a kernel argument built by
 /// the host from a `SymBuf<T>`. A copyable handle: every copy names the same memory.

@@ -9,8 +9,8 @@
 
 use super::{has_proxy, lane_id, remote, route, sync_threads, sync_warp, thread_rank, Route};
 use crate::arch;
+use crate::op_kinds::{Cmp, SignalOp};
 use crate::state::{wait_op, WaitSite};
-use crate::{Cmp, SignalOp};
 
 /// Bytes between two rounds' flags: one cache line each.
 const FLAG_STRIDE: u64 = 64;

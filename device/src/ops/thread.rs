@@ -1,6 +1,7 @@
 //! Thread geometry and group barriers, so kernels need no other crate.
 
-use crate::{arch, Dim3, WARP_SIZE};
+use crate::arch;
+use crate::geometry::{Dim3, WARP_SIZE};
 
 /// `threadIdx`.
 #[inline(always)]

@@ -10,8 +10,9 @@
 //! naming the first element that did not hold.
 
 use super::DeviceInt;
+use crate::arch;
+use crate::op_kinds::Cmp;
 use crate::state::{wait_op, WaitSite, ANY_PE};
-use crate::{arch, Cmp};
 
 /// The comparison values: one for every element, or one per element.
 #[derive(Clone, Copy)]

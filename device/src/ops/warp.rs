@@ -8,8 +8,9 @@
 //! naming a lane that has exited or that the warp does not have (a partial last warp), a
 //! shuffle reading a lane outside the mask, or lanes disagreeing on the mask.
 
+use super::{block_dim, warp_id};
+use crate::geometry::WARP_SIZE;
 use crate::group_arch as arch;
-use crate::{block_dim, warp_id, WARP_SIZE};
 
 /// Every lane of a full warp.
 pub const ALL_LANES: u32 = u32::MAX;
