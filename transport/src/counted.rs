@@ -77,7 +77,7 @@ impl<T: Transport> Transport for Counted<T> {
         self.inner.failed_peer()
     }
 
-    fn blocked(&self) -> Option<crate::Blocked> {
+    fn blocked(&self) -> Option<crate::blocked::Blocked> {
         self.inner.blocked()
     }
 

@@ -120,7 +120,7 @@ pub trait Transport: Send + Sync {
     /// report: without it, a PE stuck in a transport's wait looks like one in user code.
     /// Never blocks on the transport's state. The default, for transports whose waits do
     /// not publish, is `None`.
-    fn blocked(&self) -> Option<crate::Blocked> {
+    fn blocked(&self) -> Option<crate::blocked::Blocked> {
         None
     }
 

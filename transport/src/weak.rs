@@ -628,7 +628,7 @@ impl Transport for WeakTransport {
         self.shared.inners.iter().find_map(|t| t.failed_peer())
     }
 
-    fn blocked(&self) -> Option<crate::Blocked> {
+    fn blocked(&self) -> Option<crate::blocked::Blocked> {
         self.shared
             .inners
             .iter()

@@ -234,7 +234,7 @@ impl IbTransport {
             }
             if backoff.is_slow() {
                 shown.get_or_insert_with(|| {
-                    self.blocked.begin(crate::Blocked {
+                    self.blocked.begin(crate::blocked::Blocked {
                         op,
                         peer: pe,
                         detail: format!("{what} on the ib transport ({})", self.device),
@@ -704,7 +704,7 @@ impl Transport for IbTransport {
         Ok(())
     }
 
-    fn blocked(&self) -> Option<crate::Blocked> {
+    fn blocked(&self) -> Option<crate::blocked::Blocked> {
         self.blocked.oldest()
     }
 

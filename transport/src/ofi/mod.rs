@@ -709,7 +709,7 @@ impl Transport for OfiTransport {
         self.serves_while_idle
     }
 
-    fn blocked(&self) -> Option<crate::Blocked> {
+    fn blocked(&self) -> Option<crate::blocked::Blocked> {
         self.blocked.oldest()
     }
 

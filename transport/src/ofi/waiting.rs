@@ -99,7 +99,7 @@ impl State {
             if backoff.is_slow() && shown.is_none() {
                 shown = w.call.as_ref().map(|c| {
                     let peer = peer.or(c.pe);
-                    c.blocked.begin(crate::Blocked {
+                    c.blocked.begin(crate::blocked::Blocked {
                         op: c.op,
                         peer,
                         detail: match peer {

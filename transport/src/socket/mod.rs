@@ -578,7 +578,7 @@ impl Transport for SocketTransport {
         Ok(())
     }
 
-    fn blocked(&self) -> Option<crate::Blocked> {
+    fn blocked(&self) -> Option<crate::blocked::Blocked> {
         self.shared.blocked.oldest()
     }
 

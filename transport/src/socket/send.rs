@@ -282,7 +282,7 @@ impl Shared {
             }
             if backoff.is_slow() {
                 shown.get_or_insert_with(|| {
-                    self.blocked.begin(crate::Blocked {
+                    self.blocked.begin(crate::blocked::Blocked {
                         op,
                         peer: Some(c.pe),
                         detail: format!("the socket transport's answer from PE {}", c.pe),
