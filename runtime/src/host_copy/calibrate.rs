@@ -1,11 +1,11 @@
 //! The copy bounds measured on this machine ([`Calibration`]): which method copies each
 //! size fastest here, rather than where it was fastest on the development machine.
 //!
-//! [`measure`] times `memcpy` against the vector copy (2 KiB to 1 MiB, each at an aligned
+//! `measure` times `memcpy` against the vector copy (2 KiB to 1 MiB, each at an aligned
 //! and a misaligned destination) and against non-temporal stores (1 to 32 MiB), the same
 //! buffers copied over and over as a benchmark's puts do, in about 50 ms. The result is
 //! kept for the rest of the boot in a small file ([`cache_file`], in the user's runtime
-//! directory), so that only the first init after a boot measures: [`for_this_boot`]
+//! directory), so that only the first init after a boot measures: `for_this_boot`
 //! reads it, or measures under a lock (several PEs of a node start at once; one
 //! measures, the others read what it wrote) and writes it. `symmem-info --calibrate`
 //! measures again and rewrites it ([`calibrate_and_save`]). Delete the file to measure at
