@@ -213,6 +213,8 @@ struct Rx {
     /// later are read by the next drain: spinners call `progress` again, and the service
     /// thread's level-triggered `poll` reports them.
     emptied: bool,
+    /// The last drain read some bytes (the service thread keeps polling hot after it).
+    read_some: bool,
 }
 
 enum Dest {
@@ -272,6 +274,7 @@ impl Conn {
                 core: Receiver::default(),
                 landing: None,
                 emptied: false,
+                read_some: false,
             }),
             pending: Mutex::default(),
             tickets: FlushTickets::default(),

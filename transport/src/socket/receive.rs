@@ -20,16 +20,20 @@ impl Shared {
     /// Reads and applies whatever `c` has; returns false if another thread holds the
     /// receive side.
     pub(super) fn receive(&self, c: &Conn) -> bool {
-        let Ok(mut rx) = c.rx.try_lock() else {
-            return false;
-        };
+        self.receive_some(c).is_some()
+    }
+
+    /// As [`Self::receive`]: `None` if another thread holds the receive side, else
+    /// whether any bytes were read.
+    pub(super) fn receive_some(&self, c: &Conn) -> Option<bool> {
+        let mut rx = c.rx.try_lock().ok()?;
         if c.failed().is_some() {
-            return true;
+            return Some(false);
         }
         if let Stop::Failed(why) = self.drain(c, &mut rx) {
             c.fail(why);
         }
-        true
+        Some(rx.read_some)
     }
 
     /// Runs the receive state machine until the socket has no more bytes.
@@ -38,8 +42,10 @@ impl Shared {
             core,
             landing,
             emptied,
+            read_some,
         } = rx;
         *emptied = false;
+        *read_some = false;
         loop {
             // A peer that does not read its answers is not read either: see `window`.
             if core.at_frame_start() && !self.may_read(c) {
@@ -76,6 +82,7 @@ impl Shared {
                     match unsafe { c.wire.read(dest.ptr().add(at), left) } {
                         Ok(0) => return Stop::Failed(self.eof_reason(c, core)),
                         Ok(k) => {
+                            *read_some = true;
                             core.payload_read(k);
                             Ok(())
                         }
@@ -95,6 +102,7 @@ impl Shared {
                     match unsafe { c.wire.read(space.as_mut_ptr(), free) } {
                         Ok(0) => return Stop::Failed(self.eof_reason(c, core)),
                         Ok(k) => {
+                            *read_some = true;
                             core.received(k);
                             *emptied = k < free;
                             Ok(())
