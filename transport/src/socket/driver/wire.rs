@@ -1,7 +1,7 @@
 //! A connection's byte stream, as the receive and send sides read and write it: the one
 //! place where they meet the sockets. A running transport's wire is its TCP socket
 //! (non-blocking reads, vectored writes, `poll`: `sys.rs`); the protocol's tests and the
-//! fuzzer run over [`Wire::Memory`], bytes in a buffer, with no socket, thread or system
+//! fuzzer run over `Wire::Memory` (tests and fuzzing builds), bytes in a buffer, with no socket, thread or system
 //! call. With `SYMMEM_SOCKET_FAULTS` a socket wire injects [`Faults`]: short writes,
 //! short reads and sleeps drawn from a seed, which the protocol must ride out unchanged.
 
