@@ -132,20 +132,7 @@ impl Team<'_> {
         op: O,
         stream: &Stream,
     ) -> Result<()> {
-        const OP: &str = "team_reduce_on_stream";
-        let _team = self.prepare(OP, stream)?;
-        #[cfg(feature = "cuda")]
-        if self.rt.is_gpu() {
-            self.check_args(OP, Args::Reduce, dest, src, nelems)?;
-            let (d, s) = self.addrs(dest, src);
-            return self.queue(
-                OP,
-                stream,
-                symmem_runtime_kernels::stream_team_reduce::KERNEL,
-                (_team, d, s, nelems, T::CODE, O::CODE, 0u32),
-            );
-        }
-        self.reduce_as(OP, dest, src, nelems, op)
+        self.combine_on_stream(Combining::Reduce, dest, src, nelems, op, stream)
     }
 
     /// [`Self::reducescatter`] in stream order (`nvshmemx_<op>_reducescatter_on_stream`):
@@ -160,20 +147,7 @@ impl Team<'_> {
         op: O,
         stream: &Stream,
     ) -> Result<()> {
-        const OP: &str = "team_reducescatter_on_stream";
-        let _team = self.prepare(OP, stream)?;
-        #[cfg(feature = "cuda")]
-        if self.rt.is_gpu() {
-            self.check_args(OP, Args::Reducescatter, dest, src, nelems)?;
-            let (d, s) = self.addrs(dest, src);
-            return self.queue(
-                OP,
-                stream,
-                symmem_runtime_kernels::stream_team_reduce::KERNEL,
-                (_team, d, s, nelems, T::CODE, O::CODE, 1u32),
-            );
-        }
-        self.reducescatter_as(OP, dest, src, nelems, op)
+        self.combine_on_stream(Combining::Reducescatter, dest, src, nelems, op, stream)
     }
 
     /// The copying stream collectives (`kind`): on a GPU PE, checks the arguments, refuses
@@ -224,6 +198,40 @@ impl Team<'_> {
             Copying::Broadcast { root } => self.broadcast_as(op, dest, src, nelems, root, refusal),
             Copying::Fcollect => self.fcollect_as(op, dest, src, nelems, refusal),
             Copying::Alltoall => self.alltoall_as(op, dest, src, nelems, refusal),
+        }
+    }
+
+    /// The reducing stream collectives (`kind`): on a GPU PE, checks the arguments and
+    /// queues `stream_team_reduce` on `stream`; on a CPU PE, the host collective.
+    fn combine_on_stream<T: Reducible, O: ReduceOp<T>>(
+        &self,
+        kind: Combining,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        op: O,
+        stream: &Stream,
+    ) -> Result<()> {
+        let name = kind.op();
+        let _team = self.prepare(name, stream)?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            let (args, scatter) = match kind {
+                Combining::Reduce => (Args::Reduce, 0u32),
+                Combining::Reducescatter => (Args::Reducescatter, 1u32),
+            };
+            self.check_args(name, args, dest, src, nelems)?;
+            let (d, s) = self.addrs(dest, src);
+            return self.queue(
+                name,
+                stream,
+                symmem_runtime_kernels::stream_team_reduce::KERNEL,
+                (_team, d, s, nelems, T::CODE, O::CODE, scatter),
+            );
+        }
+        match kind {
+            Combining::Reduce => self.reduce_as(name, dest, src, nelems, op),
+            Combining::Reducescatter => self.reducescatter_as(name, dest, src, nelems, op),
         }
     }
 
@@ -298,6 +306,26 @@ impl Copying {
             Copying::Broadcast { root } => Args::Broadcast { root },
             Copying::Fcollect => Args::Fcollect,
             Copying::Alltoall => Args::Alltoall,
+        }
+    }
+}
+
+/// A stream collective that combines every member's `src` with an operator (`dest` and
+/// `src` may be one allocation).
+#[derive(Debug, Clone, Copy)]
+enum Combining {
+    /// `nvshmemx_<op>_reduce_on_stream`.
+    Reduce,
+    /// `nvshmemx_<op>_reducescatter_on_stream`.
+    Reducescatter,
+}
+
+impl Combining {
+    /// The operation's name in errors and logs.
+    fn op(self) -> &'static str {
+        match self {
+            Combining::Reduce => "team_reduce_on_stream",
+            Combining::Reducescatter => "team_reducescatter_on_stream",
         }
     }
 }
