@@ -5,9 +5,9 @@
 
 use std::ffi::c_int;
 
-use symmem_runtime::{Cmp, SymInt};
+use symmem_runtime::{Cmp, SymInt, SymView};
 
-use crate::{die, slice, slice_mut, state, OrDie};
+use crate::{die, slice, slice_mut, state, OrDie, State};
 
 /// The C comparison constant as a [`Cmp`] (`SHMEM_CMP_EQ` 0, `NE` 1, `GT` 2, `GE` 3,
 /// `LT` 4, `LE` 5).
@@ -122,6 +122,30 @@ enum Kind {
     Some,
 }
 
+/// The start [`multi`] and [`multi_small`] share: the runtime, the comparison `cmp_` and
+/// the view of the `n` ivars at `ivars` (the job ends, naming `func`, on a bad one), or,
+/// with `n == 0`, the C result at once as `Err`: `_all` 1 (tests) or 0, `_any` `SIZE_MAX`,
+/// `_some` 0.
+fn begin<T>(
+    func: &'static str,
+    kind: Kind,
+    test: bool,
+    ivars: *mut T,
+    n: usize,
+    cmp_: c_int,
+) -> Result<(&'static State, Cmp, SymView<T>), usize> {
+    let s = state(func);
+    let c = cmp(func, cmp_);
+    if n == 0 {
+        return Err(match kind {
+            Kind::All => usize::from(test),
+            Kind::Any => usize::MAX,
+            Kind::Some => 0,
+        });
+    }
+    Ok((s, c, s.view(func, ivars.cast_const(), n)))
+}
+
 /// Runs a wait (or, with `test`, a test) of `kind` over `n` ivars at `ivars`; returns
 /// the C result: `_all` 1/0 (tests) or 0, `_any` the index or `SIZE_MAX`, `_some` the
 /// count (indices written).
@@ -141,16 +165,10 @@ unsafe fn multi<T: SymInt>(
     cmp_: c_int,
     values: Against<'_, T>,
 ) -> usize {
-    let s = state(func);
-    let c = cmp(func, cmp_);
-    if n == 0 {
-        return match kind {
-            Kind::All => usize::from(test),
-            Kind::Any => usize::MAX,
-            Kind::Some => 0,
-        };
-    }
-    let buf = s.view(func, ivars.cast_const(), n);
+    let (s, c, buf) = match begin(func, kind, test, ivars, n, cmp_) {
+        Ok(begun) => begun,
+        Err(answer) => return answer,
+    };
     // SAFETY: the caller's contract.
     let ex = unsafe { excluded(status, n) };
     let ex = ex.as_deref();
@@ -393,16 +411,10 @@ unsafe fn multi_small<T: Small>(
     cmp_: c_int,
     values: Against<'_, T>,
 ) -> usize {
-    let s = state(func);
-    let c = cmp(func, cmp_);
-    if n == 0 {
-        return match kind {
-            Kind::All => usize::from(test),
-            Kind::Any => usize::MAX,
-            Kind::Some => 0,
-        };
-    }
-    let view = s.view(func, ivars.cast_const(), n);
+    let (s, c, view) = match begin(func, kind, test, ivars, n, cmp_) {
+        Ok(begun) => begun,
+        Err(answer) => return answer,
+    };
     let base = match s.rt.ptr(&view, s.rt.my_pe()).or_die(func) {
         Some(p) if !s.rt.is_gpu() => p.as_ptr(),
         _ => die(

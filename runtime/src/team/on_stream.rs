@@ -89,22 +89,7 @@ impl Team<'_> {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
-        const OP: &str = "team_broadcast_on_stream";
-        let _team = self.prepare(OP, stream)?;
-        #[cfg(feature = "cuda")]
-        if self.rt.is_gpu() {
-            self.check_args(OP, Args::Broadcast { root }, dest, src, nelems)?;
-            refuse(same_allocation(OP, dest, src))?;
-            let (width, words) = words::<T>(nelems);
-            let (d, s) = self.addrs(dest, src);
-            return self.queue(
-                OP,
-                stream,
-                symmem_runtime_kernels::stream_team_broadcast::KERNEL,
-                (_team, d, s, words, width, root as u32),
-            );
-        }
-        self.broadcast_as(OP, dest, src, nelems, root, same_allocation(OP, dest, src))
+        self.copy_on_stream(Copying::Broadcast { root }, dest, src, nelems, stream)
     }
 
     /// [`Self::fcollect`] in stream order (`nvshmemx_fcollect_on_stream`): team PE `i`'s
@@ -118,22 +103,7 @@ impl Team<'_> {
         nelems: usize,
         stream: &Stream,
     ) -> Result<()> {
-        const OP: &str = "team_fcollect_on_stream";
-        let _team = self.prepare(OP, stream)?;
-        #[cfg(feature = "cuda")]
-        if self.rt.is_gpu() {
-            self.check_args(OP, Args::Fcollect, dest, src, nelems)?;
-            refuse(same_allocation(OP, dest, src))?;
-            let (width, words) = words::<T>(nelems);
-            let (d, s) = self.addrs(dest, src);
-            return self.queue(
-                OP,
-                stream,
-                symmem_runtime_kernels::stream_team_fcollect::KERNEL,
-                (_team, d, s, words, width),
-            );
-        }
-        self.fcollect_as(OP, dest, src, nelems, same_allocation(OP, dest, src))
+        self.copy_on_stream(Copying::Fcollect, dest, src, nelems, stream)
     }
 
     /// [`Self::alltoall`] in stream order (`nvshmemx_alltoall_on_stream`): block `j` of
@@ -147,22 +117,7 @@ impl Team<'_> {
         nelems: usize,
         stream: &Stream,
     ) -> Result<()> {
-        const OP: &str = "team_alltoall_on_stream";
-        let _team = self.prepare(OP, stream)?;
-        #[cfg(feature = "cuda")]
-        if self.rt.is_gpu() {
-            self.check_args(OP, Args::Alltoall, dest, src, nelems)?;
-            refuse(same_allocation(OP, dest, src))?;
-            let (width, words) = words::<T>(nelems);
-            let (d, s) = self.addrs(dest, src);
-            return self.queue(
-                OP,
-                stream,
-                symmem_runtime_kernels::stream_team_alltoall::KERNEL,
-                (_team, d, s, words, width),
-            );
-        }
-        self.alltoall_as(OP, dest, src, nelems, same_allocation(OP, dest, src))
+        self.copy_on_stream(Copying::Alltoall, dest, src, nelems, stream)
     }
 
     /// [`Self::reduce`] in stream order (`nvshmemx_<op>_reduce_on_stream`): `nelems`
@@ -177,20 +132,7 @@ impl Team<'_> {
         op: O,
         stream: &Stream,
     ) -> Result<()> {
-        const OP: &str = "team_reduce_on_stream";
-        let _team = self.prepare(OP, stream)?;
-        #[cfg(feature = "cuda")]
-        if self.rt.is_gpu() {
-            self.check_args(OP, Args::Reduce, dest, src, nelems)?;
-            let (d, s) = self.addrs(dest, src);
-            return self.queue(
-                OP,
-                stream,
-                symmem_runtime_kernels::stream_team_reduce::KERNEL,
-                (_team, d, s, nelems, T::CODE, O::CODE, 0u32),
-            );
-        }
-        self.reduce_as(OP, dest, src, nelems, op)
+        self.combine_on_stream(Combining::Reduce, dest, src, nelems, op, stream)
     }
 
     /// [`Self::reducescatter`] in stream order (`nvshmemx_<op>_reducescatter_on_stream`):
@@ -205,20 +147,92 @@ impl Team<'_> {
         op: O,
         stream: &Stream,
     ) -> Result<()> {
-        const OP: &str = "team_reducescatter_on_stream";
-        let _team = self.prepare(OP, stream)?;
+        self.combine_on_stream(Combining::Reducescatter, dest, src, nelems, op, stream)
+    }
+
+    /// The copying stream collectives (`kind`): on a GPU PE, checks the arguments, refuses
+    /// one allocation twice and queues `kind`'s helper kernel on `stream`; on a CPU PE, the
+    /// host collective, which judges the same arguments and exchanges the verdict.
+    fn copy_on_stream<T: Pod>(
+        &self,
+        kind: Copying,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let op = kind.op();
+        let _team = self.prepare(op, stream)?;
         #[cfg(feature = "cuda")]
         if self.rt.is_gpu() {
-            self.check_args(OP, Args::Reducescatter, dest, src, nelems)?;
+            use symmem_runtime_kernels::{
+                stream_team_alltoall, stream_team_broadcast, stream_team_fcollect,
+            };
+            self.check_args(op, kind.args(), dest, src, nelems)?;
+            refuse(same_allocation(op, dest, src))?;
+            let (width, words) = words::<T>(nelems);
+            let (d, s) = self.addrs(dest, src);
+            return match kind {
+                Copying::Broadcast { root } => self.queue(
+                    op,
+                    stream,
+                    stream_team_broadcast::KERNEL,
+                    (_team, d, s, words, width, root as u32),
+                ),
+                Copying::Fcollect => self.queue(
+                    op,
+                    stream,
+                    stream_team_fcollect::KERNEL,
+                    (_team, d, s, words, width),
+                ),
+                Copying::Alltoall => self.queue(
+                    op,
+                    stream,
+                    stream_team_alltoall::KERNEL,
+                    (_team, d, s, words, width),
+                ),
+            };
+        }
+        let refusal = same_allocation(op, dest, src);
+        match kind {
+            Copying::Broadcast { root } => self.broadcast_as(op, dest, src, nelems, root, refusal),
+            Copying::Fcollect => self.fcollect_as(op, dest, src, nelems, refusal),
+            Copying::Alltoall => self.alltoall_as(op, dest, src, nelems, refusal),
+        }
+    }
+
+    /// The reducing stream collectives (`kind`): on a GPU PE, checks the arguments and
+    /// queues `stream_team_reduce` on `stream`; on a CPU PE, the host collective.
+    fn combine_on_stream<T: Reducible, O: ReduceOp<T>>(
+        &self,
+        kind: Combining,
+        dest: &SymBuf<T>,
+        src: &SymBuf<T>,
+        nelems: usize,
+        op: O,
+        stream: &Stream,
+    ) -> Result<()> {
+        let name = kind.op();
+        let _team = self.prepare(name, stream)?;
+        #[cfg(feature = "cuda")]
+        if self.rt.is_gpu() {
+            let (args, scatter) = match kind {
+                Combining::Reduce => (Args::Reduce, 0u32),
+                Combining::Reducescatter => (Args::Reducescatter, 1u32),
+            };
+            self.check_args(name, args, dest, src, nelems)?;
             let (d, s) = self.addrs(dest, src);
             return self.queue(
-                OP,
+                name,
                 stream,
                 symmem_runtime_kernels::stream_team_reduce::KERNEL,
-                (_team, d, s, nelems, T::CODE, O::CODE, 1u32),
+                (_team, d, s, nelems, T::CODE, O::CODE, scatter),
             );
         }
-        self.reducescatter_as(OP, dest, src, nelems, op)
+        match kind {
+            Combining::Reduce => self.reduce_as(name, dest, src, nelems, op),
+            Combining::Reducescatter => self.reducescatter_as(name, dest, src, nelems, op),
+        }
     }
 
     /// The checks every stream collective starts with: `stream` is this runtime's and of
@@ -256,6 +270,63 @@ impl Team<'_> {
             args,
             symmem_runtime_kernels::TEAM_THREADS,
         )
+    }
+}
+
+/// A stream collective that copies `src` into `dest` without combining: these refuse
+/// `dest` and `src` in one allocation, since the device collectives push straight from
+/// `src`.
+#[derive(Debug, Clone, Copy)]
+enum Copying {
+    /// `nvshmemx_broadcast_on_stream` from team PE `root`.
+    Broadcast {
+        /// The team PE whose `src` is copied.
+        root: usize,
+    },
+    /// `nvshmemx_fcollect_on_stream`.
+    Fcollect,
+    /// `nvshmemx_alltoall_on_stream`.
+    Alltoall,
+}
+
+impl Copying {
+    /// The operation's name in errors and logs.
+    fn op(self) -> &'static str {
+        match self {
+            Copying::Broadcast { .. } => "team_broadcast_on_stream",
+            Copying::Fcollect => "team_fcollect_on_stream",
+            Copying::Alltoall => "team_alltoall_on_stream",
+        }
+    }
+
+    /// How [`Team::check_args`] sizes its buffers.
+    #[cfg(feature = "cuda")]
+    fn args(self) -> Args {
+        match self {
+            Copying::Broadcast { root } => Args::Broadcast { root },
+            Copying::Fcollect => Args::Fcollect,
+            Copying::Alltoall => Args::Alltoall,
+        }
+    }
+}
+
+/// A stream collective that combines every member's `src` with an operator (`dest` and
+/// `src` may be one allocation).
+#[derive(Debug, Clone, Copy)]
+enum Combining {
+    /// `nvshmemx_<op>_reduce_on_stream`.
+    Reduce,
+    /// `nvshmemx_<op>_reducescatter_on_stream`.
+    Reducescatter,
+}
+
+impl Combining {
+    /// The operation's name in errors and logs.
+    fn op(self) -> &'static str {
+        match self {
+            Combining::Reduce => "team_reduce_on_stream",
+            Combining::Reducescatter => "team_reducescatter_on_stream",
+        }
     }
 }
 
