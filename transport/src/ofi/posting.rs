@@ -266,6 +266,44 @@ impl State {
         Ok(heap)
     }
 
+    /// Posts a read of `len` bytes at `raddr` of `pe` (memory key `key`) into `local`: in the
+    /// registered bounce buffer where `registered` (in bounce slot `slot`, if it is one),
+    /// else the caller's own buffer. Records the read for the peer's delivery order and
+    /// returns its operation.
+    ///
+    /// # Safety
+    /// `local` is valid for `len` bytes of writes until the read completes, and, where
+    /// `registered`, lies in the registered bounce buffer.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::ofi) unsafe fn post_read(
+        &mut self,
+        what: &str,
+        pe: usize,
+        slot: Option<usize>,
+        registered: bool,
+        local: *mut u8,
+        len: usize,
+        raddr: u64,
+        key: u64,
+        w: &Waiter,
+    ) -> std::result::Result<u64, String> {
+        let bounce = c_int::from(registered);
+        let op = self.post(
+            what,
+            Access::Read,
+            pe,
+            slot,
+            w,
+            // SAFETY: the caller's contract for `local`; the range at `raddr` is the
+            // caller's, checked against the peer's heap.
+            |ep, op, fence| unsafe {
+                ffi::symmem_ofi_read_ex(ep, op, local.cast(), bounce, len, pe, raddr, key, fence)
+            },
+        )?;
+        self.deliveries.read(pe, op);
+        Ok(op)
+    }
+
     /// Puts `src` at heap offset `off` of `pe`: piece by piece through bounce slots, so
     /// that it is locally complete at once; or, from `DIRECT_PUT_BYTES` up (and from
     /// `DIRECT_STREAM_BYTES` for pieces that complete at transmit) where the provider
@@ -405,30 +443,22 @@ impl State {
             let mut last = 0;
             for (i, piece) in dst.chunks_mut(piece_len).enumerate() {
                 let raddr = heap.base + off + (i * piece_len) as u64;
-                let (local, len) = (piece.as_mut_ptr(), piece.len());
-                // SAFETY: `dst` outlives the read: this call waits for it below.
-                last = self.post(
-                    "fi_read",
-                    Access::Read,
-                    pe,
-                    None,
-                    w,
-                    |ep, op, fence| unsafe {
-                        ffi::symmem_ofi_read_ex(
-                            ep,
-                            op,
-                            local.cast(),
-                            0,
-                            len,
-                            pe,
-                            raddr,
-                            heap.key,
-                            fence,
-                        )
-                    },
-                )?;
+                // SAFETY: `dst` outlives the read: this call waits for it below (and
+                // `settle` on failure, through `caller_buffer_ops`).
+                last = unsafe {
+                    self.post_read(
+                        "fi_read",
+                        pe,
+                        None,
+                        false,
+                        piece.as_mut_ptr(),
+                        piece.len(),
+                        raddr,
+                        heap.key,
+                        w,
+                    )
+                }?;
                 self.caller_buffer_ops.push(last);
-                self.deliveries.read(pe, last);
             }
             // Every piece (all to `pe`), not the operations to other peers.
             return self.wait_peer(pe, last, w);
@@ -439,27 +469,19 @@ impl State {
             let raddr = heap.base + off + (i * piece_len) as u64;
             let len = piece.len();
             // SAFETY: the slot is free and holds `len` bytes; read until the wait below.
-            let op = self.post(
-                "fi_read",
-                Access::Read,
-                pe,
-                Some(slot),
-                w,
-                |ep, op, fence| unsafe {
-                    ffi::symmem_ofi_read_ex(
-                        ep,
-                        op,
-                        local.cast(),
-                        1,
-                        len,
-                        pe,
-                        raddr,
-                        heap.key,
-                        fence,
-                    )
-                },
-            )?;
-            self.deliveries.read(pe, op);
+            let op = unsafe {
+                self.post_read(
+                    "fi_read",
+                    pe,
+                    Some(slot),
+                    true,
+                    local,
+                    len,
+                    raddr,
+                    heap.key,
+                    w,
+                )
+            }?;
             self.wait_op(op, w)?;
             // SAFETY: the read completed into the slot.
             unsafe { std::ptr::copy_nonoverlapping(local, piece.as_mut_ptr(), len) };

@@ -238,27 +238,19 @@ impl State {
         let len = heap.len.min(FLUSH_BYTES as u64) as usize;
         // SAFETY: the flush bytes lie in the registered bounce buffer and are never
         // read; the peer's heap holds `len` bytes at its base.
-        let op = self.post(
-            "fi_read (flush)",
-            Access::Read,
-            pe,
-            None,
-            w,
-            |ep, op, fence| unsafe {
-                ffi::symmem_ofi_read_ex(
-                    ep,
-                    op,
-                    local.cast(),
-                    1,
-                    len,
-                    pe,
-                    heap.base,
-                    heap.key,
-                    fence,
-                )
-            },
-        )?;
-        self.deliveries.read(pe, op);
+        unsafe {
+            self.post_read(
+                "fi_read (flush)",
+                pe,
+                None,
+                true,
+                local,
+                len,
+                heap.base,
+                heap.key,
+                w,
+            )
+        }?;
         Ok(())
     }
 }
