@@ -45,15 +45,22 @@ fn hang_reports_on(n: usize, scenario: &str, env: &[(&str, &str)]) -> (Vec<Strin
         "every PE finishes:\n{}",
         job.stdout
     );
-    let lines: Vec<String> = std::fs::read_to_string(&file)
-        .unwrap_or_else(|e| panic!("no hang report in {path}: {e}\n{}", job.stderr))
-        .lines()
-        .map(str::to_string)
-        .collect();
-    let _ = std::fs::remove_file(&file);
+    let lines = take_reports(&file, &job.stderr);
     // The report as people read it, for the book's chapter.
     eprintln!("{}", job.stderr);
     (lines, job.stderr)
+}
+
+/// The JSON report lines in `file`, which is then removed; a missing file fails the test
+/// with the job's `stderr`.
+fn take_reports(file: &std::path::Path, stderr: &str) -> Vec<String> {
+    let lines = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("no hang report in {}: {e}\n{stderr}", file.display()))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let _ = std::fs::remove_file(file);
+    lines
 }
 
 /// Asserts that exactly one report came, from PE 0, and that it contains each of `want`.
@@ -234,12 +241,7 @@ fn sigusr1_asks_for_one_report_hang_or_not() {
         ],
     );
     job.assert_success();
-    let lines: Vec<String> = std::fs::read_to_string(&file)
-        .unwrap_or_else(|e| panic!("no hang report in {path}: {e}\n{}", job.stderr))
-        .lines()
-        .map(str::to_string)
-        .collect();
-    let _ = std::fs::remove_file(&file);
+    let lines = take_reports(&file, &job.stderr);
     eprintln!("{}", job.stderr);
     assert_eq!(lines.len(), 2, "one report per signal: {lines:#?}");
     assert!(
