@@ -46,7 +46,7 @@ impl Runtime {
         let mut slow: Option<SlowWait> = None;
         let result = loop {
             backoff.snooze();
-            if let Some(t) = &self.transport {
+            if let Some(t) = self.path.transport() {
                 if !backoff.is_slow() || !t.serves_while_idle() {
                     // Serve peers while spinning: their requests may be what this waits
                     // for. Once the wait sleeps, the transport's own thread serves them
@@ -148,7 +148,8 @@ impl Runtime {
         let dead = self.watch.dead();
         let cause_of = |pe: usize| -> Option<usize> {
             let c = self
-                .heap
+                .path
+                .heap()
                 .control(pe)?
                 .failure_cause
                 .0
@@ -176,7 +177,7 @@ impl Runtime {
             }
         };
         self.bootstrap.peer_lost();
-        if let (Error::PeerFailed { pe, .. }, Some(cb)) = (&err, self.heap.control(me)) {
+        if let (Error::PeerFailed { pe, .. }, Some(cb)) = (&err, self.path.heap().control(me)) {
             // A PE that has announced it is leaving (in finalize's arrival barrier, say)
             // keeps the cause it recorded before, if any: a peer that gave up because
             // this PE left would otherwise be blamed by the others for this PE's exit.
@@ -194,7 +195,7 @@ impl Runtime {
     /// be watched. Consulted after them, so that their reports, which can name a root
     /// cause, take precedence.
     fn lost_remote_peer(&self) -> Option<(usize, String)> {
-        let t = self.transport.as_ref()?;
+        let t = self.path.transport()?;
         let (pe, why) = t.failed_peer()?;
         Some((pe, format!("the {} transport lost it: {why}", t.name())))
     }
@@ -206,7 +207,7 @@ impl Runtime {
     /// already; this covers the other ways of learning it (a bootstrap collective that
     /// failed in alloc, say) and is a no-op when all is well.
     pub(crate) fn record_failure_cause(&self) {
-        let Some(cb) = self.heap.control(self.my_pe()) else {
+        let Some(cb) = self.path.heap().control(self.my_pe()) else {
             return;
         };
         if cb.failure_cause.0.load(Ordering::Acquire) == 0 {

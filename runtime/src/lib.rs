@@ -11,6 +11,7 @@ pub mod config;
 mod counters;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod data_path;
 mod device_waits;
 mod error;
 pub mod executor;

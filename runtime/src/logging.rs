@@ -51,6 +51,7 @@ fn targets(subsys: &str) -> &'static [&'static str] {
             "symmem_runtime::ops::rma",
             "symmem_runtime::ops::raw",
             "symmem_runtime::route",
+            "symmem_runtime::data_path",
             "symmem_runtime::ops::access",
             "symmem_runtime::host_copy",
             "symmem_runtime::ops::amo",

@@ -1,5 +1,6 @@
 //! Routes: how this PE reaches each PE's heap, chosen once at init, and what a checked
-//! access resolves to (`Located`, `Word`); `access.rs` does the checks and the resolving.
+//! access resolves to (`Located`, `Word`); the data path (`data_path.rs`) does the checks
+//! and the resolving.
 //!
 //! Every host operation first does the transport-independent checks (PE, allocation,
 //! bounds) and then dispatches on the target's [`Route`]. The direct route is the CPU fast

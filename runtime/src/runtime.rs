@@ -2,23 +2,21 @@
 //! operations in `ops/`, device setup in `pe_device.rs`.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use symmem_bootstrap::Bootstrap;
 use symmem_device::DeviceState;
 
 use crate::allocator::AllocState;
 use crate::config::Config;
-use crate::counters::{Counters, Registry};
+use crate::counters::Counters;
+use crate::data_path::DataPath;
 use crate::error::{Error, Result};
-use crate::heap::SymmetricHeap;
 use crate::liveness::PeerWatch;
 use crate::pe_device::Device;
 use crate::route::Route;
 use crate::sym::SymBuf;
 use crate::team_state::TeamState;
-use crate::topology::Topology;
-use symmem_transport::{self as transport, Transport};
 
 /// A running PE: owns the bootstrap, the symmetric heap and the peer mappings.
 ///
@@ -26,23 +24,15 @@ use symmem_transport::{self as transport, Transport};
 /// Collective calls (allocation, `barrier_all`) must be made by one thread per PE at a
 /// time, in the same order on every PE.
 pub struct Runtime {
-    /// This runtime's id (handles of other runtimes are refused).
-    pub(crate) id: u64,
     pub(crate) config: Config,
     pub(crate) bootstrap: Box<dyn Bootstrap>,
-    pub(crate) topo: Topology,
     /// The proxy channel of device-initiated requests to remote PEs (a PE with a
-    /// transport); None otherwise. Declared before `transport`: its thread issues on the
+    /// transport); None otherwise. Declared before `path`: its thread issues on the
     /// transport, so it is joined first.
     pub(crate) proxy: Option<crate::proxy::ProxyChannel>,
-    /// The transport to PEs whose heaps are not mapped here; None when every PE is.
-    /// Declared before `heap`: it is shut down (its threads joined) before the heap is
-    /// unmapped.
-    pub(crate) transport: Option<Arc<dyn Transport>>,
-    /// The remote transport (not the weak-ordering one in front of it) and why it was
-    /// chosen; None when every PE's heap is mapped.
-    pub(crate) remote_choice: Option<transport::RemoteChoice>,
-    pub(crate) heap: SymmetricHeap,
+    /// Every host operation's way to a PE's heap: topology, heap, routes, host copy,
+    /// transport and counters (`data_path.rs`).
+    pub(crate) path: DataPath,
     pub(crate) watch: PeerWatch,
     pub(crate) allocs: Mutex<AllocState>,
     /// Serializes barrier_all and holds its epoch counter.
@@ -50,10 +40,6 @@ pub struct Runtime {
     /// Every PE's heap is mapped here, so `barrier_all` can use the heap flags. Fixed
     /// after `start`; computed once instead of scanning all PEs on every barrier.
     pub(crate) all_mapped: bool,
-    /// How each PE's heap is reached, chosen once at init.
-    pub(crate) routes: Box<[Route]>,
-    /// How host copies to and from mapped heaps are made, by size.
-    pub(crate) host_copy: crate::host_copy::HostCopy,
     /// What device code (kernels on the CPU executor, or a PTX module) reads.
     pub(crate) device_state: DeviceState,
     /// The array `device_state.peer_bases` points to on a CPU PE.
@@ -65,8 +51,6 @@ pub struct Runtime {
     pub(crate) helpers: crate::module::Helpers,
     /// Team slots and counters (`team.rs`).
     pub(crate) teams: TeamState,
-    /// Operation counters per path (`counters.rs`).
-    pub(crate) counters: Registry,
     /// Finalize ran (explicitly, or in drop).
     pub(crate) finalized: bool,
     /// The hang report's wait records and side path; None when the report is off.
@@ -80,33 +64,33 @@ impl Runtime {
     /// This PE's number, `0..n_pes()` (`nvshmem_my_pe`).
     #[inline]
     pub fn my_pe(&self) -> usize {
-        self.topo.my_pe()
+        self.path.topo().my_pe()
     }
 
     /// The number of PEs in the job (`nvshmem_n_pes`).
     #[inline]
     pub fn n_pes(&self) -> usize {
-        self.topo.n_pes()
+        self.path.topo().n_pes()
     }
 
     /// The node identity of `pe`: `SYMMEM_NODE_ID`, or by default its kernel boot id and
     /// IPC, network and PID namespaces, preceded by the launcher's node where the launcher
     /// tells one. PEs with equal identities share memory.
     pub fn node_of(&self, pe: usize) -> Result<&str> {
-        self.check_pe("node_of", pe)?;
-        Ok(self.topo.node(pe))
+        self.path.check_pe("node_of", pe)?;
+        Ok(self.path.topo().node(pe))
     }
 
     /// The hostname of `pe`'s machine, for messages. Not a node identity: containers on
     /// different machines may share a hostname (compare [`Self::node_of`] instead).
     pub fn hostname_of(&self, pe: usize) -> Result<&str> {
-        self.check_pe("hostname_of", pe)?;
-        Ok(self.topo.host(pe))
+        self.path.check_pe("hostname_of", pe)?;
+        Ok(self.path.topo().host(pe))
     }
 
     /// PEs that share this PE's node (and so its memory), including this PE.
     pub fn local_pes(&self) -> &[usize] {
-        self.topo.local_pes()
+        self.path.topo().local_pes()
     }
 
     /// The configuration this runtime was started with.
@@ -178,7 +162,8 @@ impl Runtime {
     /// counts; device operations through P2P pointers in kernels are not counted). Also
     /// printed at finalize when `SYMMEM_DEBUG` is `info` or more verbose.
     pub fn counters(&self) -> Counters {
-        self.counters
+        self.path
+            .counters()
             .snapshot(self.proxy.as_ref().map(|p| p.stats()))
     }
 
@@ -199,13 +184,14 @@ impl Runtime {
     /// With `SYMMEM_ORDERING=weak` it is `None` for every peer, as for a peer on another
     /// node: stores through a pointer would bypass the reordering that mode exists for.
     pub fn ptr<T>(&self, buf: &SymBuf<T>, pe: usize) -> Result<Option<std::ptr::NonNull<T>>> {
-        self.check_buf("ptr", buf)?;
-        self.check_pe("ptr", pe)?;
-        if pe != self.my_pe() && matches!(self.routes[pe], Route::Remote) {
+        self.path.check_buf("ptr", buf)?;
+        self.path.check_pe("ptr", pe)?;
+        if pe != self.my_pe() && matches!(self.path.route(pe), Route::Remote) {
             return Ok(None);
         }
         Ok(self
-            .heap
+            .path
+            .heap()
             .base(pe)
             .and_then(|b| std::ptr::NonNull::new((b as usize + buf.offset) as *mut T)))
     }
@@ -230,7 +216,7 @@ impl Runtime {
     ) -> Result<symmem_device::SymSlice<T>> {
         use std::ops::Bound;
         let op = "sym_slice";
-        self.check_buf(op, buf)?;
+        self.path.check_buf(op, buf)?;
         let me = self.my_pe();
         let start = match range.start_bound() {
             Bound::Included(&s) => s,
@@ -243,71 +229,28 @@ impl Runtime {
             Bound::Unbounded => buf.len,
         };
         if start > end || end > buf.len {
-            return Err(self.out_of_bounds(op, buf, me, start, end.saturating_sub(start)));
+            return Err(self
+                .path
+                .out_of_bounds(op, buf, me, start, end.saturating_sub(start)));
         }
-        let base = self.heap.base(me).ok_or_else(|| Error::InvalidArgument {
-            op,
-            reason: "this PE's heap is not mapped".into(),
-        })?;
+        let base = self
+            .path
+            .heap()
+            .base(me)
+            .ok_or_else(|| Error::InvalidArgument {
+                op,
+                reason: "this PE's heap is not mapped".into(),
+            })?;
         let ptr = (base as usize + buf.offset) as *mut T;
         // SAFETY: `ptr..ptr + buf.len` is `buf` in this PE's heap (a symmetric address
         // range, alive until `buf` is freed) and `start <= end <= buf.len`.
         Ok(unsafe { symmem_device::SymSlice::from_raw_parts(ptr.add(start), end - start) })
     }
 
-    /// Fails unless `pe` names a PE of the job.
-    ///
-    /// The check_* helpers run on every one-sided operation. The comparisons are inlined;
-    /// building the error (a large enum) lives in `#[cold]` functions, so the fast path of
-    /// `put`/`get`/`p`/`g`/AMOs stays small enough to inline into the caller (measured by
-    /// symmem-perf: out-of-line checks cost several ns per 8-byte operation).
-    #[inline]
-    pub(crate) fn check_pe(&self, op: &'static str, pe: usize) -> Result<()> {
-        if pe < self.n_pes() {
-            Ok(())
-        } else {
-            Err(self.invalid_pe(op, pe))
-        }
-    }
-
-    /// The error of a failed [`Self::check_pe`].
-    #[cold]
-    #[inline(never)]
-    fn invalid_pe(&self, op: &'static str, pe: usize) -> Error {
-        Error::InvalidPe {
-            op,
-            pe,
-            n_pes: self.n_pes(),
-            access: String::new(),
-        }
-    }
-
-    /// Fails unless `buf` was allocated by this runtime (see [`Self::check_pe`]).
-    #[inline]
-    pub(crate) fn check_buf<T>(&self, op: &'static str, buf: &SymBuf<T>) -> Result<()> {
-        if buf.runtime == self.id {
-            Ok(())
-        } else {
-            Err(self.foreign_allocation(op, buf.id, buf.runtime))
-        }
-    }
-
-    /// The error of a failed [`Self::check_buf`].
-    #[cold]
-    #[inline(never)]
-    fn foreign_allocation(&self, op: &'static str, alloc: u64, owner: u64) -> Error {
-        Error::ForeignAllocation {
-            op,
-            alloc,
-            owner,
-            this: self.id,
-        }
-    }
-
     #[cfg(feature = "cuda")]
     /// This PE's GPU, or the error for a CPU PE (copy routes exist on GPU PEs only).
     pub(crate) fn gpu(&self, op: &'static str) -> Result<&crate::cuda::Gpu> {
-        Ok(&self.device_resources(op)?.gpu)
+        self.path.gpu(op)
     }
 
     #[cfg(feature = "cuda")]
@@ -346,12 +289,12 @@ impl Runtime {
         // with its deadline, then only for PEs already on their way.
         let quiet = self
             .wait_for_streams("finalize")
-            .and_then(|()| self.transport.as_ref().map_or(Ok(()), |t| Ok(t.quiet()?)));
+            .and_then(|()| self.path.transport().map_or(Ok(()), |t| Ok(t.quiet()?)));
         // Only now announce finalize: a peer still in a barrier that this PE left takes
         // the announcement for a PE that skipped it unless its flag is set, and this PE's
         // signals of that barrier may have been in flight until the quiet above (a
         // transport route, or weak ordering's buffer, even to a same-node peer).
-        if let Some(cb) = self.heap.control(self.my_pe()) {
+        if let Some(cb) = self.path.heap().control(self.my_pe()) {
             cb.finalizing.0.store(1, Ordering::Release);
         }
         // A peer already known to have failed will never arrive: fail at once, naming it,
@@ -361,7 +304,7 @@ impl Runtime {
             .check_health("finalize")
             .and_then(|()| self.arrive_all("finalize"))
             .and_then(|()| Ok(self.bootstrap.barrier()?));
-        if let Some(t) = &self.transport {
+        if let Some(t) = self.path.transport() {
             t.shutdown();
         }
         crate::counters::log(self.my_pe(), &self.counters());
@@ -384,7 +327,7 @@ impl Drop for Runtime {
             // others now instead of making them wait in finalize's barrier.
             self.finalized = true;
             self.record_failure_cause();
-            if let Some(cb) = self.heap.control(self.my_pe()) {
+            if let Some(cb) = self.path.heap().control(self.my_pe()) {
                 cb.finalizing.0.store(1, Ordering::Release);
             }
             self.bootstrap
@@ -392,7 +335,7 @@ impl Drop for Runtime {
             if let Some(p) = &self.proxy {
                 p.shutdown();
             }
-            if let Some(t) = &self.transport {
+            if let Some(t) = self.path.transport() {
                 t.shutdown();
             }
             return;
@@ -408,10 +351,10 @@ impl std::fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("my_pe", &self.my_pe())
             .field("n_pes", &self.n_pes())
-            .field("node", &self.topo.node(self.my_pe()))
+            .field("node", &self.path.topo().node(self.my_pe()))
             .field("host", &self.config.hostname)
             .field("bootstrap", &self.bootstrap.kind())
-            .field("heap", &self.heap)
+            .field("heap", &self.path.heap())
             .finish()
     }
 }

@@ -208,7 +208,7 @@ impl Executor for Launch<'_> {
             assert!(symmem_device::host::EXECUTOR_COPY_FROM <= crate::config::MIN_NT_COPY);
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.rt.host_copy.copy(dst, src, len) }
+        unsafe { self.rt.path.host_copy().copy(dst, src, len) }
     }
 
     fn check(&self, waited: Duration, site: &WaitSite, seen: u64) -> std::result::Result<(), Stop> {

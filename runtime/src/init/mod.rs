@@ -15,12 +15,12 @@ use symmem_device::{DeviceState, DEVICE_STATE_VERSION};
 use crate::allocator::{AllocState, Allocator, MIN_ALIGN};
 use crate::config::{Config, MemoryOrdering};
 use crate::counters::Registry;
+use crate::data_path::{self, DataPath};
 use crate::error::Result;
 use crate::heap::{self, SymmetricHeap, RESERVED};
 use crate::host_copy::HostCopy;
 use crate::liveness::{self, InitProgress, PeerWatch};
 use crate::pe_device::{device_error_word, device_peer_table, device_resources, start_proxy};
-use crate::route::Route;
 use crate::runtime::Runtime;
 use crate::team_state::TeamState;
 use crate::topology::Topology;
@@ -209,7 +209,6 @@ impl Runtime {
         let peer_bases: Box<[u64]> = (0..topo.n_pes())
             .map(|pe| heap.base(pe).filter(|_| !weak || pe == rank).unwrap_or(0))
             .collect();
-        let routes = routes(&topo, &heap, weak, transport.is_some());
         let (host_copy, basis) = HostCopy::new(config.vector_copy, config.nt_copy);
         tracing::info!(target: "symmem_runtime::host_copy", "PE {rank}: {}; {}", host_copy.describe(), basis.describe());
         let device_and_proxy = (|| {
@@ -257,15 +256,27 @@ impl Runtime {
             }
         };
         device_state.wait_record = device_waits.as_ref().map_or(0, |d| d.device_address());
-        Ok(Runtime {
+        #[cfg(feature = "cuda")]
+        let gpu = device.as_ref().map(|d| d.gpu.clone());
+        let path = DataPath::new(data_path::Parts {
             id,
-            config,
-            bootstrap,
             topo,
-            proxy,
             transport,
             remote_choice,
             heap,
+            weak,
+            host_copy,
+            counters,
+            #[cfg(feature = "cuda")]
+            sym_base: device_state.heap_base,
+            #[cfg(feature = "cuda")]
+            gpu,
+        });
+        Ok(Runtime {
+            config,
+            bootstrap,
+            proxy,
+            path,
             watch,
             allocs: Mutex::new(AllocState {
                 allocator,
@@ -274,35 +285,14 @@ impl Runtime {
             barrier: symmem_sync::barrier::Epoch::default(),
             teams,
             all_mapped,
-            routes,
-            host_copy,
             device_state,
             _peer_bases: peer_bases,
             device,
             #[cfg(feature = "cuda")]
             helpers: Default::default(),
-            counters,
             finalized: false,
             hang,
             _device_waits: device_waits,
         })
     }
-}
-
-/// How this PE reaches each PE's heap: through the mapping (host loads and stores, or
-/// copies into a GPU heap), through the transport (`weak`: every peer), or not at all.
-fn routes(topo: &Topology, heap: &SymmetricHeap, weak: bool, transport: bool) -> Box<[Route]> {
-    let rank = topo.my_pe();
-    (0..topo.n_pes())
-        .map(|pe| match heap.base(pe) {
-            _ if weak && pe != rank => Route::Remote,
-            None if transport => Route::Remote,
-            None => Route::Unreachable,
-            Some(b) if heap.host_accessible() => Route::Direct(b as *mut u8),
-            #[cfg(feature = "cuda")]
-            Some(b) => Route::Copy(b),
-            #[cfg(not(feature = "cuda"))]
-            Some(_) => unreachable!("only memfd heaps exist without the cuda feature"),
-        })
-        .collect()
 }

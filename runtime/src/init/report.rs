@@ -13,11 +13,11 @@ impl Runtime {
         tracing::info!(
             pe = rank,
             n_pes = self.n_pes(),
-            node = %self.topo.node(rank),
+            node = %self.path.topo().node(rank),
             host = %self.config.hostname,
-            local_pes = ?self.topo.local_pes(),
+            local_pes = ?self.path.topo().local_pes(),
             bootstrap = %self.bootstrap.kind(),
-            heap_bytes = self.heap.len(),
+            heap_bytes = self.path.heap().len(),
             "symmem initialized"
         );
         tracing::info!("PE {rank} {}", self.cpu_binding());
@@ -47,7 +47,7 @@ impl Runtime {
                     .map(|val| format!("{}={val}", v.name))
             })
             .collect();
-        let remote = match &self.transport {
+        let remote = match self.path.transport() {
             Some(t) => t.name(),
             None => "none (every PE is mapped)",
         };
@@ -61,9 +61,9 @@ impl Runtime {
             "PE {me} configuration: set: {}; effective: {} PEs, node {}, device {}, heap {} bytes, bootstrap {}, P2P {}, remote transport {remote} (SYMMEM_REMOTE_TRANSPORT={}), ordering {}, timeout {}, proxy slots {}, log {} ({subsys})",
             if set.is_empty() { "none".to_string() } else { set.join(" ") },
             self.n_pes(),
-            self.topo.node(me),
+            self.path.topo().node(me),
             self.device_description(),
-            self.heap.len(),
+            self.path.heap().len(),
             self.bootstrap.kind(),
             if c.disable_p2p { "off (SYMMEM_DISABLE_P2P=1)" } else { "on" },
             c.remote_transport.to_string(),
@@ -72,8 +72,8 @@ impl Runtime {
             c.proxy_slots,
             c.debug,
         );
-        for &pe in self.topo.local_pes().iter().filter(|&&p| p != me) {
-            match self.routes[pe] {
+        for &pe in self.path.topo().local_pes().iter().filter(|&&p| p != me) {
+            match self.path.route(pe) {
                 Route::Direct(_) => tracing::info!(
                     target: "init::transport",
                     "PE {me} reaches PE {pe} over p2p (same node: its heap is mapped here, host loads and stores)"

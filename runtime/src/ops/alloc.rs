@@ -96,7 +96,7 @@ impl Runtime {
             self.agree_zeroed(op, call, offset, zeroed)?;
         }
         Ok(SymBuf {
-            runtime: self.id,
+            runtime: self.path.runtime_id(),
             id: call,
             offset,
             len,
@@ -108,10 +108,11 @@ impl Runtime {
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] // op: the GPU path
     fn zero_own(&self, op: &'static str, offset: usize, bytes: usize) -> Result<()> {
         let base = self
-            .heap
+            .path
+            .heap()
             .base(self.my_pe())
             .expect("own heap is always mapped");
-        match self.routes[self.my_pe()] {
+        match self.path.route(self.my_pe()) {
             // SAFETY: offset..offset+bytes is a live allocation inside this PE's heap.
             // Peers cannot write it yet: they are held by the caller's barrier.
             Route::Direct(_) => unsafe { (base as *mut u8).add(offset).write_bytes(0, bytes) },
@@ -132,7 +133,7 @@ impl Runtime {
     /// the same offset. An error of that quiet (a failed peer, a reused `put_nbi` source in
     /// weak mode) is returned after the free, which every PE still completes.
     pub fn free<T>(&self, buf: SymBuf<T>) -> Result<()> {
-        self.check_buf("free", &buf)?;
+        self.path.check_buf("free", &buf)?;
         // Stream work queued before the free may still write the allocation.
         let quieted = self.wait_for_streams("free").and_then(|()| self.quiet());
         let mut state = self.lock_allocs();

@@ -51,13 +51,13 @@ impl Runtime {
         host: impl FnOnce(&T::Atomic) -> R,
         from_old: impl FnOnce(T) -> R,
     ) -> Result<R> {
-        match self.locate(op, r, 1, pe)? {
+        match self.path.locate(op, r, 1, pe)? {
             Located::Host(p) => {
                 // SAFETY: `p` is in bounds, aligned for T (typed handle in an aligned
                 // allocation) and mapped for the life of `self`; the element is only
                 // accessed atomically here.
                 let out = host(unsafe { T::atomic(p) });
-                self.counters.direct(Op::Amo, 0);
+                self.path.counters().direct(Op::Amo, 0);
                 Ok(out)
             }
             #[cfg(feature = "cuda")]
@@ -65,14 +65,14 @@ impl Runtime {
                 let (value, compare) = request_operands(kind, a, b);
                 let old = self.gpu_amo(
                     op,
-                    self.sym_addr(r),
+                    self.path.sym_addr(r),
                     pe,
                     std::mem::size_of::<T>(),
                     kind,
                     value,
                     compare,
                 )?;
-                self.counters.direct(Op::Amo, 0);
+                self.path.counters().direct(Op::Amo, 0);
                 Ok(from_old(T::from_bits(old)))
             }
             Located::Remote { pe, off } => {
@@ -82,7 +82,7 @@ impl Runtime {
                 let (value, compare) = request_operands(kind, a, b);
                 let width = std::mem::size_of::<T>() as u8;
                 let req = Request::amo(pe as u32, kind, width, off, value, compare, fetch as u64);
-                let old = self.remote().submit(&req, Io::None)?;
+                let old = self.path.remote().submit(&req, Io::None)?;
                 Ok(from_old(T::from_bits(old)))
             }
         }

@@ -33,7 +33,7 @@ impl Runtime {
     /// operations (except those over the remote transport, which it completes so that
     /// blocking puts and AMOs are visible after it on every route).
     pub fn sync_all(&self) -> Result<()> {
-        if let Some(t) = &self.transport {
+        if let Some(t) = self.path.transport() {
             // Blocking puts and AMOs to mapped peers are visible once they return;
             // completing the transport's too keeps that true on every route (more than
             // sync requires, and free when nothing is outstanding). Whenever a transport
@@ -50,7 +50,7 @@ impl Runtime {
         let n = self.n_pes();
         let me = self.my_pe();
         if !self.all_mapped {
-            if self.transport.is_none() {
+            if self.path.transport().is_none() {
                 return Ok(self.bootstrap.barrier()?);
             }
             // TEAM_WORLD's barrier runs on every route and waits under SYMMEM_TIMEOUT, as
@@ -85,13 +85,14 @@ impl Runtime {
                 seq: epoch,
             })
         });
-        let mine = self.heap.control(me).expect("own heap is mapped");
+        let mine = self.path.heap().control(me).expect("own heap is mapped");
         for Round { index, to, from } in barrier::rounds(me, n) {
-            let partner = self.heap.control(to).expect("all heaps are mapped");
+            let partner = self.path.heap().control(to).expect("all heaps are mapped");
             barrier::signal(&partner.barrier[index].0, epoch);
             let flag = &mine.barrier[index].0;
             let gone = &self
-                .heap
+                .path
+                .heap()
                 .control(from)
                 .expect("all heaps are mapped")
                 .finalizing
@@ -132,7 +133,8 @@ impl Runtime {
         // `from`'s Release store of it, which follows its store of the cause, so a cause
         // recorded before finalize is visible here.
         let cause = self
-            .heap
+            .path
+            .heap()
             .control(from)
             .map(|cb| cb.failure_cause.0.load(Ordering::Acquire))
             .and_then(|c| c.checked_sub(1))
@@ -150,7 +152,7 @@ impl Runtime {
                 "it entered finalize (or dropped its runtime) instead of this barrier".into(),
             ),
         };
-        if let Some(mine) = self.heap.control(me) {
+        if let Some(mine) = self.path.heap().control(me) {
             mine.failure_cause.0.store(pe as u64 + 1, Ordering::Release);
         }
         Error::PeerFailed { pe, me, op, reason }

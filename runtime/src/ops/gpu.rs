@@ -14,16 +14,8 @@ use symmem_runtime_kernels as helpers;
 use crate::error::{Error, Result};
 use crate::module::Module;
 use crate::runtime::Runtime;
-use crate::sym::SymRef;
 
 impl Runtime {
-    /// The symmetric address (in this PE's own heap) of `r`, which device operations
-    /// translate to any PE.
-    #[inline]
-    pub(crate) fn sym_addr<T>(&self, r: SymRef<'_, T>) -> u64 {
-        self.device_state.heap_base + (r.buf.offset + r.index * std::mem::size_of::<T>()) as u64
-    }
-
     /// The helper module, loaded on first use.
     pub(crate) fn helper_module(&self, op: &'static str) -> Result<Arc<Module>> {
         let mut slot = self
@@ -111,20 +103,5 @@ impl Runtime {
             helpers::host_signal::KERNEL,
             (sym as *mut u64, signal, how as u32, pe as u32),
         )
-    }
-
-    /// Reads the `T` at device address `addr` of this PE's context.
-    pub(crate) fn gpu_read<T: bytemuck::Pod>(&self, op: &'static str, addr: u64) -> Result<T> {
-        let mut v = T::zeroed();
-        // SAFETY: `addr` was located for one T; `v` is a local T.
-        unsafe {
-            self.gpu(op)?.copy_from_device(
-                op,
-                (&mut v as *mut T).cast(),
-                addr,
-                std::mem::size_of::<T>(),
-            )?
-        };
-        Ok(v)
     }
 }

@@ -76,7 +76,7 @@ impl Runtime {
             )?;
             return Ok(Module {
                 name: ptx.crate_name.to_string(),
-                runtime: self.id,
+                runtime: self.path.runtime_id(),
                 kind: ModuleKind::Cuda(m),
             });
         }
@@ -93,7 +93,7 @@ impl Runtime {
             tracing::debug!(pe = self.my_pe(), module = name, "PTX module loaded");
             return Ok(Module {
                 name: name.to_string(),
-                runtime: self.id,
+                runtime: self.path.runtime_id(),
                 kind: ModuleKind::Cuda(m),
             });
         }
@@ -103,7 +103,7 @@ impl Runtime {
     fn host_module(&self, name: &str) -> Module {
         Module {
             name: name.to_string(),
-            runtime: self.id,
+            runtime: self.path.runtime_id(),
             kind: ModuleKind::Host,
         }
     }
@@ -435,7 +435,7 @@ impl Runtime {
         info: &KernelInfo,
         block: Dim3,
     ) -> Result<()> {
-        if module.runtime != self.id {
+        if module.runtime != self.path.runtime_id() {
             return Err(Error::Module {
                 op,
                 pe: self.my_pe(),

@@ -25,7 +25,7 @@ impl Runtime {
     /// An atomic view of one element of this PE's own copy. Sound while peers update the
     /// element concurrently through AMOs, signals or puts.
     pub fn local_atomic<'a, T: SymInt>(&'a self, r: SymRef<'a, T>) -> Result<&'a T::Atomic> {
-        let p = self.target("local_atomic", r, 1, self.my_pe())?;
+        let p = self.path.target("local_atomic", r, 1, self.my_pe())?;
         // SAFETY: in bounds, aligned, mapped while `self` lives; atomics tolerate
         // concurrent access from any process.
         Ok(unsafe { T::atomic(p) })
@@ -40,7 +40,9 @@ impl Runtime {
         &'a self,
         buf: &'a SymBuf<T>,
     ) -> Result<&'a [T]> {
-        let p = self.target("local_slice", buf.at(0), buf.len(), self.my_pe())?;
+        let p = self
+            .path
+            .target("local_slice", buf.at(0), buf.len(), self.my_pe())?;
         // SAFETY: the range is the whole allocation in this PE's mapped heap; the caller
         // guarantees no concurrent writer.
         Ok(unsafe { std::slice::from_raw_parts(p, buf.len()) })
@@ -55,7 +57,9 @@ impl Runtime {
         &'a self,
         buf: &'a mut SymBuf<T>,
     ) -> Result<&'a mut [T]> {
-        let p = self.target("local_slice_mut", buf.at(0), buf.len(), self.my_pe())?;
+        let p = self
+            .path
+            .target("local_slice_mut", buf.at(0), buf.len(), self.my_pe())?;
         // SAFETY: as in `local_slice`, with no concurrent reader either; `&mut buf`
         // prevents a second view through this handle.
         Ok(unsafe { std::slice::from_raw_parts_mut(p, buf.len()) })

@@ -26,8 +26,8 @@ impl Runtime {
     #[inline]
     pub fn fence(&self) -> Result<()> {
         fence(Ordering::Release);
-        self.counters.direct(Op::Fence, 0);
-        match &self.transport {
+        self.path.counters().direct(Op::Fence, 0);
+        match self.path.transport() {
             Some(t) => Ok(t.fence()?),
             None => Ok(()),
         }
@@ -47,8 +47,8 @@ impl Runtime {
     #[inline]
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
-        self.counters.direct(Op::Quiet, 0);
-        if self.transport.is_none() && self.device.is_none() {
+        self.path.counters().direct(Op::Quiet, 0);
+        if self.path.transport().is_none() && self.device.is_none() {
             return Ok(());
         }
         self.quiet_outstanding()
@@ -58,7 +58,7 @@ impl Runtime {
     /// of line, so that `quiet` between mapped CPU PEs stays small enough to inline.
     #[inline(never)]
     fn quiet_outstanding(&self) -> Result<()> {
-        if let Some(t) = &self.transport {
+        if let Some(t) = self.path.transport() {
             // Device requests a finished kernel left in the proxy ring (`_nbi`) first.
             if let Some(p) = &self.proxy {
                 p.drain(self.my_pe(), t.name(), self.config.timeout)?;

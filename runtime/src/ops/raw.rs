@@ -51,10 +51,11 @@ impl Runtime {
     /// the runtime's reserved start included. On a GPU PE the address is a device address.
     pub fn heap_local_range(&self) -> (usize, usize) {
         let base = self
-            .heap
+            .path
+            .heap()
             .base(self.my_pe())
             .expect("own heap is always mapped") as usize;
-        (base, self.heap.len())
+        (base, self.path.heap().len())
     }
 
     /// The heap offset where allocations start: after the runtime's reserve and the team
@@ -113,7 +114,7 @@ impl Runtime {
             });
         }
         Ok(SymView(SymBuf {
-            runtime: self.id,
+            runtime: self.path.runtime_id(),
             id: VIEW_ID,
             offset,
             len,
@@ -140,7 +141,7 @@ impl Runtime {
     /// then report. The caller exits the process afterwards.
     pub fn abort_job(&self, reason: &str) {
         self.record_failure_cause();
-        if let Some(cb) = self.heap.control(self.my_pe()) {
+        if let Some(cb) = self.path.heap().control(self.my_pe()) {
             cb.finalizing.0.store(1, Ordering::Release);
         }
         self.bootstrap.abort(reason);

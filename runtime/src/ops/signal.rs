@@ -53,16 +53,16 @@ impl Runtime {
         nbi: bool,
     ) -> Result<()> {
         // Check the signal first so that a bad signal address leaves the target untouched.
-        let s = self.word(name, sig, pe)?;
+        let s = self.path.word(name, sig, pe)?;
         if let Word::Remote { off: sig_off, .. } = s {
             // One request: the transport applies the data, then the signal.
-            let Located::Remote { off, .. } = self.locate(name, dst, src.len(), pe)? else {
+            let Located::Remote { off, .. } = self.path.locate(name, dst, src.len(), pe)? else {
                 unreachable!("a PE's words and data share its route")
             };
             let data: &[u8] = bytemuck::cast_slice(src);
             let req =
                 Request::put_signal(pe as u32, off, 0, data.len() as u64, sig_off, op, signal);
-            self.remote().submit(&req, Io::Src(data))?;
+            self.path.remote().submit(&req, Io::Src(data))?;
             if nbi {
                 // The weak-ordering transport checks a source in this PE's heap at quiet
                 // (see `put_nbi`); the submitted request keeps `local` 0, as the payload
@@ -71,7 +71,7 @@ impl Runtime {
                     local: data.as_ptr() as u64,
                     ..req
                 };
-                self.remote().nbi_issued(&issued);
+                self.path.remote().nbi_issued(&issued);
             }
             return Ok(());
         }
@@ -106,15 +106,15 @@ impl Runtime {
         op: SignalOp,
         pe: usize,
     ) -> Result<()> {
-        let s = self.word("signal_op", sig, pe)?;
+        let s = self.path.word("signal_op", sig, pe)?;
         self.update_signal("signal_op", &s, signal, op, pe)
     }
 
     /// Reads this PE's signal `sig` (`nvshmem_signal_fetch`).
     #[inline]
     pub fn signal_fetch(&self, sig: SymRef<'_, u64>) -> Result<u64> {
-        let s = self.word("signal_fetch", sig, self.my_pe())?;
-        self.load_word("signal_fetch", &s)
+        let s = self.path.word("signal_fetch", sig, self.my_pe())?;
+        self.path.load_word("signal_fetch", &s)
     }
 
     /// Waits until this PE's signal `sig` satisfies `cmp value` and returns its value
@@ -122,7 +122,7 @@ impl Runtime {
     /// and after `SYMMEM_TIMEOUT` if one is set.
     #[inline]
     pub fn signal_wait_until(&self, sig: SymRef<'_, u64>, cmp: Cmp, value: u64) -> Result<u64> {
-        let word = match self.word("signal_wait_until", sig, self.my_pe())? {
+        let word = match self.path.word("signal_wait_until", sig, self.my_pe())? {
             Word::Host(w) => w,
             #[allow(unreachable_patterns)] // only with the cuda feature
             w => {
@@ -166,22 +166,22 @@ impl Runtime {
         identity: Option<(SymRef<'_, u64>, u64)>,
         pe: usize,
     ) -> Result<()> {
-        let s = self.word(op, flag, pe)?;
+        let s = self.path.word(op, flag, pe)?;
         let Some((at, value)) = identity else {
             return match s {
                 Word::Remote { pe, off } => {
                     let req = Request::signal(pe as u32, off, SignalOp::Add, 1);
-                    Ok(self.remote().barrier_signal(&req, Io::None)?)
+                    Ok(self.path.remote().barrier_signal(&req, Io::None)?)
                 }
                 s => self.update_signal(op, &s, 1, SignalOp::Add, pe),
             };
         };
-        match (s, self.word(op, at, pe)?) {
+        match (s, self.path.word(op, at, pe)?) {
             (Word::Remote { pe, off: sig }, Word::Remote { off, .. }) => {
                 // One request: the transport applies the word, then the signal.
                 let req = Request::put_signal(pe as u32, off, 0, 8, sig, SignalOp::Add, 1);
                 let data = value.to_ne_bytes();
-                Ok(self.remote().barrier_signal(&req, Io::Src(&data))?)
+                Ok(self.path.remote().barrier_signal(&req, Io::Src(&data))?)
             }
             // The flag's add (a Release) publishes the word stored before it.
             (s, Word::Host(w)) => {
@@ -209,18 +209,18 @@ impl Runtime {
         match s {
             Word::Host(w) => {
                 apply_signal(w, signal, op);
-                self.counters.direct(Op::Signal, 0);
+                self.path.counters().direct(Op::Signal, 0);
                 Ok(())
             }
             #[cfg(feature = "cuda")]
             Word::Device { sym, .. } => {
                 self.gpu_signal(name, *sym, pe, signal, op)?;
-                self.counters.direct(Op::Signal, 0);
+                self.path.counters().direct(Op::Signal, 0);
                 Ok(())
             }
             Word::Remote { pe, off } => {
                 let req = Request::signal(*pe as u32, *off, op, signal);
-                self.remote().submit(&req, Io::None)?;
+                self.path.remote().submit(&req, Io::None)?;
                 Ok(())
             }
         }

@@ -96,13 +96,13 @@ impl Runtime {
             d.track_stream(&s);
             return Ok(Stream {
                 kind: StreamKind::Cuda(s),
-                runtime: self.id,
+                runtime: self.path.runtime_id(),
                 pe: self.my_pe(),
             });
         }
         Ok(Stream {
             kind: StreamKind::Host,
-            runtime: self.id,
+            runtime: self.path.runtime_id(),
             pe: self.my_pe(),
         })
     }
@@ -135,7 +135,7 @@ impl Runtime {
         }
         Ok(Stream {
             kind: StreamKind::Borrowed(handle),
-            runtime: self.id,
+            runtime: self.path.runtime_id(),
             pe: self.my_pe(),
         })
     }
@@ -158,7 +158,7 @@ impl Runtime {
 
     /// Fails unless `stream` belongs to this runtime and to this kind of PE.
     pub(crate) fn check_stream(&self, op: &'static str, stream: &Stream) -> Result<()> {
-        if stream.runtime != self.id {
+        if stream.runtime != self.path.runtime_id() {
             return Err(Error::InvalidArgument {
                 op,
                 reason: "the stream was created by another runtime instance".into(),
@@ -202,8 +202,8 @@ impl Runtime {
         stream: &Stream,
     ) -> Result<()> {
         self.check_stream(op, stream)?;
-        let to = self.locate(op, dst, count, pe)?;
-        let from = self.locate(op, src, count, self.my_pe())?;
+        let to = self.path.locate(op, dst, count, pe)?;
+        let from = self.path.locate(op, src, count, self.my_pe())?;
         match (to, from) {
             (crate::route::Located::Host(d), crate::route::Located::Host(s)) => {
                 // SAFETY: both ranges were located for `count` elements; `copy` allows
@@ -227,7 +227,7 @@ impl Runtime {
             #[cfg(feature = "cuda")]
             (crate::route::Located::Remote { .. }, crate::route::Located::Device(s)) => {
                 let bytes = count * std::mem::size_of::<T>();
-                self.queue_remote_rma(op, stream, self.sym_addr(dst), s, bytes, pe, false)
+                self.queue_remote_rma(op, stream, self.path.sym_addr(dst), s, bytes, pe, false)
             }
             #[allow(unreachable_patterns)] // host and device heaps never mix in one job
             _ => Err(Error::Unsupported {
@@ -298,7 +298,7 @@ impl Runtime {
     ) -> Result<()> {
         const OP: &str = "put_signal_on_stream";
         // Check the signal first so that a bad signal address leaves the target untouched.
-        let word = self.word(OP, sig, pe)?;
+        let word = self.path.word(OP, sig, pe)?;
         if matches!(word, crate::route::Word::Remote { .. })
             && matches!(stream.kind, StreamKind::Host)
         {
@@ -351,7 +351,12 @@ impl Runtime {
                 name,
                 stream,
                 symmem_runtime_kernels::host_signal::KERNEL,
-                (self.sym_addr(sig) as *mut u64, signal, op as u32, pe as u32),
+                (
+                    self.path.sym_addr(sig) as *mut u64,
+                    signal,
+                    op as u32,
+                    pe as u32,
+                ),
             ),
             #[cfg(not(feature = "cuda"))]
             crate::route::Word::Remote { .. } => {
@@ -371,7 +376,7 @@ impl Runtime {
     ) -> Result<()> {
         const OP: &str = "signal_wait_until_on_stream";
         self.check_stream(OP, stream)?;
-        match self.word(OP, sig, self.my_pe())? {
+        match self.path.word(OP, sig, self.my_pe())? {
             crate::route::Word::Host(_) => self.signal_wait_until(sig, cmp, value).map(drop),
             #[cfg(feature = "cuda")]
             crate::route::Word::Device { addr, sym } => {

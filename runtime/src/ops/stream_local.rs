@@ -52,8 +52,8 @@ impl Runtime {
     ) -> Result<()> {
         const OP: &str = "get_on_stream";
         self.check_stream(OP, stream)?;
-        let from = self.locate(OP, src, count, pe)?;
-        let to = self.locate(OP, dst, count, self.my_pe())?;
+        let from = self.path.locate(OP, src, count, pe)?;
+        let to = self.path.locate(OP, dst, count, self.my_pe())?;
         match (to, from) {
             (Located::Host(d), Located::Host(s)) => {
                 // SAFETY: both ranges were located for `count` elements; `copy` allows
@@ -76,7 +76,7 @@ impl Runtime {
             #[cfg(feature = "cuda")]
             (Located::Device(d), Located::Remote { .. }) => {
                 let bytes = count * std::mem::size_of::<T>();
-                self.queue_remote_rma(OP, stream, self.sym_addr(src), d, bytes, pe, true)
+                self.queue_remote_rma(OP, stream, self.path.sym_addr(src), d, bytes, pe, true)
             }
             _ => Err(self.not_on_stream(OP, pe)),
         }
@@ -121,7 +121,7 @@ impl Runtime {
         stream: &Stream,
     ) -> Result<()> {
         self.check_stream(op, stream)?;
-        let to = self.locate(op, dst, count, pe)?;
+        let to = self.path.locate(op, dst, count, pe)?;
         self.check_local(
             op,
             src as usize,
@@ -152,7 +152,15 @@ impl Runtime {
             #[cfg(feature = "cuda")]
             Located::Remote { .. } => {
                 let bytes = count * std::mem::size_of::<T>();
-                self.queue_remote_rma(op, stream, self.sym_addr(dst), src as u64, bytes, pe, false)
+                self.queue_remote_rma(
+                    op,
+                    stream,
+                    self.path.sym_addr(dst),
+                    src as u64,
+                    bytes,
+                    pe,
+                    false,
+                )
             }
             #[allow(unreachable_patterns)] // a host heap on a GPU stream: never in one job
             _ => Err(self.not_on_stream(op, pe)),
@@ -178,7 +186,7 @@ impl Runtime {
     ) -> Result<()> {
         const OP: &str = "get_on_stream_into";
         self.check_stream(OP, stream)?;
-        let from = self.locate(OP, src, count, pe)?;
+        let from = self.path.locate(OP, src, count, pe)?;
         self.check_local(
             OP,
             dst as usize,
@@ -209,7 +217,15 @@ impl Runtime {
             #[cfg(feature = "cuda")]
             Located::Remote { .. } => {
                 let bytes = count * std::mem::size_of::<T>();
-                self.queue_remote_rma(OP, stream, self.sym_addr(src), dst as u64, bytes, pe, true)
+                self.queue_remote_rma(
+                    OP,
+                    stream,
+                    self.path.sym_addr(src),
+                    dst as u64,
+                    bytes,
+                    pe,
+                    true,
+                )
             }
             #[allow(unreachable_patterns)] // a host heap on a GPU stream: never in one job
             _ => Err(self.not_on_stream(OP, pe)),
@@ -238,7 +254,7 @@ impl Runtime {
         stream: &Stream,
     ) -> Result<()> {
         const OP: &str = "put_signal_on_stream_from";
-        let word = self.word(OP, sig, pe)?;
+        let word = self.path.word(OP, sig, pe)?;
         if matches!(word, Word::Remote { .. }) && stream.runs_now() {
             // A CPU PE's stream is the calling thread: the plain put_signal, one request
             // that keeps the signal behind the data on the remote route.

@@ -56,7 +56,7 @@ impl<T: SymInt> Ivars<'_, T> {
     }
 
     fn holds(&self, i: usize) -> Result<bool> {
-        let v = self.rt.load_word(self.op, &self.words[i])?;
+        let v = self.rt.path.load_word(self.op, &self.words[i])?;
         Ok(self.cmp.holds(v, self.values.get(i)))
     }
 
@@ -118,7 +118,7 @@ impl Runtime {
         self.wait_for(
             op,
             || format!("{} {cmp:?} {value:?} (last seen {:?})", what(), seen.get()),
-            || match self.load_word(op, w) {
+            || match self.path.load_word(op, w) {
                 Ok(v) => {
                     seen.set(Some(v));
                     cmp.holds(v, value)
@@ -167,7 +167,7 @@ impl Runtime {
             }
         }
         let words = (0..n)
-            .map(|i| self.word(op, ivars.at(i), self.my_pe()))
+            .map(|i| self.path.word(op, ivars.at(i), self.my_pe()))
             .collect::<Result<_>>()?;
         Ok(Ivars {
             rt: self,
@@ -182,7 +182,7 @@ impl Runtime {
     /// Waits until this PE's `ivar` satisfies `cmp value`; returns the value seen
     /// (`shmem_wait_until`).
     pub fn wait_until<T: SymInt>(&self, ivar: SymRef<'_, T>, cmp: Cmp, value: T) -> Result<T> {
-        let a = match self.word("wait_until", ivar, self.my_pe())? {
+        let a = match self.path.word("wait_until", ivar, self.my_pe())? {
             Word::Host(a) => a,
             #[allow(unreachable_patterns)] // only with the cuda feature
             w => {
@@ -221,12 +221,12 @@ impl Runtime {
     /// OpenSHMEM idiom, with or without a `fence`) applies the peer operations it waits
     /// for on transports that need the target to poll.
     pub fn test<T: SymInt>(&self, ivar: SymRef<'_, T>, cmp: Cmp, value: T) -> Result<bool> {
-        let w = self.word("test", ivar, self.my_pe())?;
-        let mut seen = self.load_word("test", &w)?;
+        let w = self.path.word("test", ivar, self.my_pe())?;
+        let mut seen = self.path.load_word("test", &w)?;
         if !cmp.holds(seen, value) {
-            if let Some(t) = &self.transport {
+            if let Some(t) = self.path.transport() {
                 t.progress()?;
-                seen = self.load_word("test", &w)?;
+                seen = self.path.load_word("test", &w)?;
             }
         }
         let held = cmp.holds(seen, value);

@@ -112,13 +112,13 @@ impl Team<'_> {
                 symmem_runtime_kernels::stream_team_alltoallv::KERNEL,
                 (
                     _team,
-                    self.rt.sym_addr(out.at(0)) as *mut u8,
+                    self.rt.path.sym_addr(out.at(0)) as *mut u8,
                     rows.out,
-                    self.rt.sym_addr(input.at(0)) as *const u8,
+                    self.rt.path.sym_addr(input.at(0)) as *const u8,
                     rows.input,
                     rows.elems * std::mem::size_of::<T>(),
-                    self.rt.sym_addr(in_splits.at(0)) as *const i64,
-                    self.rt.sym_addr(out_splits_offsets.at(0)) as *mut i64,
+                    self.rt.path.sym_addr(in_splits.at(0)) as *const i64,
+                    self.rt.path.sym_addr(out_splits_offsets.at(0)) as *mut i64,
                 ),
             );
         }
@@ -139,10 +139,10 @@ impl Team<'_> {
         let rt = self.rt;
         let n = self.n_pes();
         let bad = |reason: String| Error::InvalidArgument { op, reason };
-        rt.check_buf(op, out)?;
-        rt.check_buf(op, input)?;
-        rt.check_buf(op, in_splits)?;
-        rt.check_buf(op, out_so)?;
+        rt.path.check_buf(op, out)?;
+        rt.path.check_buf(op, input)?;
+        rt.path.check_buf(op, in_splits)?;
+        rt.path.check_buf(op, out_so)?;
         row
             .checked_mul(std::mem::size_of::<T>())
             .filter(|&b| b > 0)
@@ -259,7 +259,7 @@ impl Team<'_> {
             }
             let (pe, from) = (self.members.world(i), as_rows(starts[i]) * rows.elems);
             let to = out.at(offsets[i] * rows.elems);
-            match rt.locate(op, input.at(from), count, pe)? {
+            match rt.path.locate(op, input.at(from), count, pe)? {
                 // A member mapped here: one copy straight from its input.
                 Located::Host(p) => {
                     // SAFETY: `locate` checked that `count` elements of the member's

@@ -573,7 +573,7 @@ impl Team<'_> {
 
     /// The verdict on `buf` when it is an allocation of another runtime.
     fn foreign<T>(&self, op: &'static str, which: Which, buf: &SymBuf<T>) -> Option<(Bad, Error)> {
-        self.rt.check_buf(op, buf).err().map(|e| {
+        self.rt.path.check_buf(op, buf).err().map(|e| {
             (
                 Bad::Foreign {
                     which,
@@ -1244,7 +1244,11 @@ impl Team<'_> {
         let area = rt.team_area();
         let alert = area.at(rt.teams.alert(self.slot, parity));
         // Stored before the barrier, whose acquire wait made it visible.
-        if rt.load_word(op, &rt.word(op, alert, rt.my_pe())?)? != epoch {
+        if rt
+            .path
+            .load_word(op, &rt.path.word(op, alert, rt.my_pe())?)?
+            != epoch
+        {
             return Ok(());
         }
         self.judge(op, epoch, &self.read_fingerprints(op, parity)?, None)
@@ -1328,7 +1332,11 @@ impl Team<'_> {
         pe: usize,
     ) -> Result<Option<&[AtomicU64]>> {
         let area = self.rt.team_area();
-        match self.rt.locate(op, area.at(at / 8), FINGERPRINT_WORDS, pe)? {
+        match self
+            .rt
+            .path
+            .locate(op, area.at(at / 8), FINGERPRINT_WORDS, pe)?
+        {
             // SAFETY: `locate` checked that the FINGERPRINT_WORDS words lie in the team
             // area, which is mapped, 8-byte aligned, while the runtime (which `self`
             // borrows) lives; fingerprints in host memory are only accessed through

@@ -265,7 +265,7 @@ impl Runtime {
     /// The team area as an allocation, for the host operations.
     fn team_area(&self) -> SymBuf<u64> {
         SymBuf {
-            runtime: self.id,
+            runtime: self.path.runtime_id(),
             id: AREA_ID,
             offset: self.teams.offset,
             len: self.teams.area_words(),
@@ -514,7 +514,7 @@ impl<'rt> Team<'rt> {
     /// completed (except over the remote transport, which it completes as `sync_all`
     /// does). Fails naming the PE waited for if it dies, and after `SYMMEM_TIMEOUT`.
     pub fn sync(&self) -> Result<()> {
-        if let Some(t) = &self.rt.transport {
+        if let Some(t) = self.rt.path.transport() {
             t.quiet()?;
         }
         self.rt.team_sync("team_sync", self)
@@ -680,7 +680,7 @@ impl Runtime {
     /// reaches some PE neither through the mapping nor a transport has only the bootstrap
     /// to synchronize with, and keeps its deadline.
     pub(crate) fn arrive_all(&self, op: &'static str) -> Result<()> {
-        if !self.all_mapped && self.transport.is_none() {
+        if !self.all_mapped && self.path.transport().is_none() {
             return Ok(());
         }
         let arrival = Team {
@@ -724,7 +724,7 @@ impl Runtime {
         let area = self.team_area();
         let me = self.my_pe();
         let epoch_word = area.at(self.teams.epoch(team.slot));
-        let epoch = match self.word(op, epoch_word, me)? {
+        let epoch = match self.path.word(op, epoch_word, me)? {
             // Only this PE advances its epoch word (host or device barriers, never both at
             // once), so a plain atomic add on a mapped heap is enough: no route, no AMO.
             Word::Host(a) => u64::fetch_add(a, 1, Ordering::AcqRel),
@@ -753,7 +753,7 @@ impl Runtime {
             let ident = area.at(self.teams.identity(team.slot, index, parity));
             let carried = checked.then_some((ident, identity.word()));
             self.barrier_signal(op, flag, carried, team.members.world(to))?;
-            let word = self.word(op, flag, me)?;
+            let word = self.path.word(op, flag, me)?;
             let from_pe = team.members.world(from);
             let leaving = match partners {
                 Partners::MustJoin => Some(from_pe),
@@ -766,7 +766,7 @@ impl Runtime {
             })?;
             if checked {
                 // The flag's Acquire load made the word, put before the signal, visible.
-                let heard = self.load_word(op, &self.word(op, ident, me)?)?;
+                let heard = self.path.load_word(op, &self.path.word(op, ident, me)?)?;
                 identity.hear(heard, from_pe);
             }
         }
@@ -813,7 +813,7 @@ impl Runtime {
         leaving: Option<usize>,
         what: impl Fn() -> String,
     ) -> Result<()> {
-        let watched = leaving.and_then(|from| Some((from, self.heap.control(from)?)));
+        let watched = leaving.and_then(|from| Some((from, self.path.heap().control(from)?)));
         let Some((from, gone)) = watched.map(|(from, cb)| (from, &cb.finalizing.0)) else {
             return self.wait_word(op, word, what, Cmp::Ge, epoch).map(drop);
         };
@@ -823,7 +823,7 @@ impl Runtime {
         self.wait_for(
             op,
             || format!("{} Ge {epoch} (last seen {:?})", what(), seen.get()),
-            || match self.load_word(op, word) {
+            || match self.path.load_word(op, word) {
                 Ok(v) if v >= epoch => true,
                 Ok(v) => {
                     seen.set(Some(v));
@@ -844,7 +844,7 @@ impl Runtime {
             return Err(e);
         }
         // A partner that signalled and then entered finalize did its part: look again.
-        if left && !matches!(self.load_word(op, word), Ok(v) if v >= epoch) {
+        if left && !matches!(self.path.load_word(op, word), Ok(v) if v >= epoch) {
             return Err(self.partner_left_in(op, from));
         }
         Ok(())
@@ -855,7 +855,7 @@ impl Runtime {
     fn team_epoch(&self, op: &'static str, team: &Team<'_>) -> Result<u64> {
         let area = self.team_area();
         let word = area.at(self.teams.epoch(team.slot));
-        match self.word(op, word, self.my_pe())? {
+        match self.path.word(op, word, self.my_pe())? {
             Word::Host(a) => Ok(a.load(Ordering::Relaxed)),
             _ => self.atomic_fetch(word, self.my_pe()),
         }

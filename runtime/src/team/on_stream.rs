@@ -249,8 +249,8 @@ impl Team<'_> {
     #[cfg(feature = "cuda")]
     fn addrs<T>(&self, dest: &SymBuf<T>, src: &SymBuf<T>) -> (*mut u8, *const u8) {
         (
-            self.rt.sym_addr(dest.at(0)) as *mut u8,
-            self.rt.sym_addr(src.at(0)) as *const u8,
+            self.rt.path.sym_addr(dest.at(0)) as *mut u8,
+            self.rt.path.sym_addr(src.at(0)) as *const u8,
         )
     }
 
