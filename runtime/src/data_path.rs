@@ -17,7 +17,7 @@ use crate::counters::{Op, Registry};
 use crate::error::{Error, Result};
 use crate::heap::SymmetricHeap;
 use crate::host_copy::HostCopy;
-use crate::route::{bytes, Located, Route, Word};
+use crate::route::{Located, Route, Word};
 use crate::sym::{SymBuf, SymRef};
 use crate::topology::Topology;
 
@@ -748,5 +748,16 @@ impl DataPath {
                 "PE {pe}'s heap is GPU memory, which host code reaches only by copies: put, get, p, g, putmem, getmem, iput, iget, read_local and calloc work from the host; atomics, signals, waits and local views of GPU heaps are done by device operations in a kernel (host-side forms on GPU PEs are not implemented yet)"
             ),
         }
+    }
+}
+
+/// Casts a located element address to bytes.
+#[inline(always)]
+fn bytes<T>(l: Located<T>) -> Located<u8> {
+    match l {
+        Located::Host(p) => Located::Host(p.cast()),
+        #[cfg(feature = "cuda")]
+        Located::Device(a) => Located::Device(a),
+        Located::Remote { pe, off } => Located::Remote { pe, off },
     }
 }

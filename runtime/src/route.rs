@@ -114,17 +114,6 @@ pub(crate) enum Located<T> {
     },
 }
 
-/// Casts a located element address to bytes.
-#[inline(always)]
-pub(crate) fn bytes<T>(l: Located<T>) -> Located<u8> {
-    match l {
-        Located::Host(p) => Located::Host(p.cast()),
-        #[cfg(feature = "cuda")]
-        Located::Device(a) => Located::Device(a),
-        Located::Remote { pe, off } => Located::Remote { pe, off },
-    }
-}
-
 /// An integer that an atomic-only operation (a wait, a signal) reads or updates, by its
 /// route: a host atomic, or a word of a GPU heap.
 pub(crate) enum Word<'a, T: SymInt> {
