@@ -8,8 +8,8 @@
 //! # Adding a transport
 //! - Its folder, `transport/src/<name>/`, whose `mod.rs` defines `pub(crate) const ENTRY`:
 //!   its name, its agreement byte (any byte no other entry has and not
-//!   [`agree::STAGED`](crate::agree::STAGED); the build checks), a one-line description and
-//!   its [`Driver`].
+//!   [`agree::STAGED`](crate::agree::STAGED); the build checks), what it is ("the ibverbs
+//!   transport") and its [`Driver`].
 //! - Its line in `REMOTE` (`connect.rs`), and its `mod` line in `lib.rs`.
 //!
 //! A transport that needs a library at build time (an FFI dependency) is behind a cargo
@@ -24,9 +24,10 @@
 //! `capi/Cargo.toml` (to `symmem-runtime/<name>`), and `benches/Cargo.toml`,
 //! `tests/pe/Cargo.toml` and `tests/device/Cargo.toml` (to `symmem/<name>`). Beyond that:
 //! C code of its own is compiled in `transport/build.rs`; a transport whose NIC registers
-//! GPU heaps and says so with [`agree::staging_hint`](crate::agree::staging_hint) adds its
-//! feature to that function's `cfg`; its `SYMMEM_*` variables are declared in
-//! [`crate::config`] and the runtime's variable table.
+//! GPU heaps and says so with `agree::staging_hint` adds its feature to that function's
+//! `cfg`; its `SYMMEM_*` variables are declared in [`crate::config`] and the runtime's
+//! variable table (`runtime/src/config/variables.rs`, whose `SYMMEM_REMOTE_TRANSPORT`
+//! text also describes what `auto` prefers).
 
 use std::sync::Arc;
 
