@@ -157,9 +157,7 @@ fn options(a: Args) -> Result<Command, String> {
     )?;
     let transport = match a.transport {
         TransportChoice::P2p => TransportArg::One(Transport::P2p),
-        TransportChoice::Socket => TransportArg::One(Transport::Socket),
-        TransportChoice::Ib => TransportArg::One(Transport::Ib),
-        TransportChoice::Ofi => TransportArg::One(Transport::Ofi),
+        TransportChoice::Remote(name) => TransportArg::One(Transport::Remote(name)),
         TransportChoice::All => TransportArg::All,
     };
     let initiator = match a.initiator {
@@ -262,7 +260,7 @@ mod tests {
         assert_eq!(options(&["--pes", "3"]).pes, Some(3));
         let o = options(&["--only=put_latency,get_latency", "--transport=socket"]);
         assert_eq!(o.only.unwrap().len(), 2);
-        assert_eq!(o.transport, TransportArg::One(Transport::Socket));
+        assert_eq!(o.transport, TransportArg::One(Transport::Remote("socket")));
     }
 
     /// `--no-baseline` measures put_bw and put_signal alone; by default each has its

@@ -253,21 +253,6 @@ fn measure_all(c: &Ctx, o: &Options, device: &str, out: &mut RowsOut) -> symmem:
     Ok(())
 }
 
-/// Why the ib transport cannot run here, if it cannot.
-fn ib_unusable() -> Option<String> {
-    if !cfg!(feature = "ib") {
-        return Some(
-            "this symmem-perf was built without the `ib` feature (cargo build --release -p symmem-perf --features ib)"
-                .into(),
-        );
-    }
-    let devices = std::fs::read_dir("/sys/class/infiniband").map(|d| d.count());
-    match devices {
-        Ok(n) if n > 0 => None,
-        _ => Some("no RDMA device in /sys/class/infiniband".into()),
-    }
-}
-
 /// `--transport all`: runs this program once per usable transport, with the same
 /// arguments but that transport; says why a transport is skipped.
 fn run_all_transports(args: &[String], pes: Option<usize>) -> Result<(), String> {
@@ -275,18 +260,17 @@ fn run_all_transports(args: &[String], pes: Option<usize>) -> Result<(), String>
         return Err("--transport all needs --pes N (it launches one job per transport)".into());
     }
     let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
-    let mut transports = vec![Transport::P2p, Transport::Socket];
-    match ib_unusable() {
-        None => transports.push(Transport::Ib),
-        // On stderr, so that --json output stays JSON lines only.
-        Some(why) => eprintln!("symmem-perf: --transport all: ib skipped: {why}"),
-    }
-    let ofi = symmem::config::Config::from_env()
-        .map_err(|e| e.to_string())
-        .and_then(|c| symmem::ofi_probe(&c));
-    match ofi {
-        Ok(_) => transports.push(Transport::Ofi),
-        Err(why) => eprintln!("symmem-perf: --transport all: ofi skipped: {why}"),
+    let config = symmem::config::Config::from_env().map_err(|e| e.to_string())?;
+    let mut transports = Vec::new();
+    for t in Transport::all() {
+        match t {
+            Transport::P2p => transports.push(t),
+            Transport::Remote(name) => match symmem::transport_probe(name, &config) {
+                Ok(_) => transports.push(t),
+                // On stderr, so that --json output stays JSON lines only.
+                Err(why) => eprintln!("symmem-perf: --transport all: {name} skipped: {why}"),
+            },
+        }
     }
     // The arguments without `--transport all` (either spelling), then the one transport.
     let mut rest = Vec::new();

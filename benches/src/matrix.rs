@@ -21,16 +21,8 @@ const LAT_SIZE: usize = 8;
 
 /// Values per pair in the results buffer: the bandwidth's median, p50, p99, stdev and
 /// sample size, the latency's likewise, and the transport (as an index of
-/// [`TRANSPORTS`]).
+/// [`Transport::all`]).
 const FIELDS: usize = 11;
-
-/// The transports by their index in the results buffer.
-const TRANSPORTS: [Transport; 4] = [
-    Transport::P2p,
-    Transport::Socket,
-    Transport::Ib,
-    Transport::Ofi,
-];
 
 /// Measures every ordered pair and prints the tables on PE 0 (collective).
 pub fn run(c: &Ctx, o: &Options, device: &str) -> symmem::Result<()> {
@@ -61,7 +53,7 @@ pub fn run(c: &Ctx, o: &Options, device: &str) -> symmem::Result<()> {
             let l = measure(c, &[lat], LAT_SIZE, o)?[0];
             if me == src {
                 let t = Transport::detect(rt, &c.word, dst)?;
-                let code = TRANSPORTS.iter().position(|&x| x == t).unwrap_or(0);
+                let code = Transport::all().iter().position(|&x| x == t).unwrap_or(0);
                 let mut vals = Vec::with_capacity(FIELDS);
                 for s in [b, l] {
                     vals.extend([s.median, s.p50, s.p99, s.stdev].map(f64::to_bits));
@@ -101,11 +93,13 @@ fn stats(f: &[u64], at: usize) -> Stats {
 /// Prints the two tables (or the JSON rows) from the pairs' fields.
 fn print(all: &[u64], n: usize, o: &Options, device: &str) {
     let pair = |s: usize, d: usize| &all[(s * n + d) * FIELDS..(s * n + d + 1) * FIELDS];
+    let transports = Transport::all();
+    let transport_of = |f: &[u64]| transports[f[10] as usize % transports.len()].name();
     if o.json {
         for s in 0..n {
             for d in (0..n).filter(|&d| d != s) {
                 let f = pair(s, d);
-                let transport = TRANSPORTS[f[10] as usize % TRANSPORTS.len()].name();
+                let transport = transport_of(f);
                 for (metric, size, at, unit) in [
                     ("put_bw", BW_SIZE, 0, "GB/s"),
                     ("put_signal_pingpong_latency", LAT_SIZE, 5, "us"),
@@ -156,7 +150,7 @@ fn print(all: &[u64], n: usize, o: &Options, device: &str) {
             let name = if s == d {
                 "-"
             } else {
-                TRANSPORTS[pair(s, d)[10] as usize % TRANSPORTS.len()].name()
+                transport_of(pair(s, d))
             };
             line.push_str(&format!("  {name:>10}"));
         }

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use symmem::{Runtime, SymBuf};
+use symmem::config::RemoteTransport;
+use symmem::{RoutePath, Runtime, SymBuf};
 use symmem_bench_kernels as kernels;
 
 use crate::ctx::Ctx;
@@ -20,34 +21,39 @@ use crate::sizes::{COLLECTIVE_SWEEP, REDUCE_SIZES, ROTATING_SWEEP, SWEEP, WORD};
 pub enum Transport {
     /// The peer's heap is mapped into this PE: loads, stores and atomics.
     P2p,
-    /// TCP sockets.
-    Socket,
-    /// ibverbs.
-    Ib,
-    /// libfabric.
-    Ofi,
+    /// The remote transport of this name (one of [`symmem::remote_transports`]).
+    Remote(&'static str),
 }
 
 impl Transport {
+    /// Every transport: p2p, then the remote transports in the registry's order.
+    pub fn all() -> Vec<Transport> {
+        std::iter::once(Transport::P2p)
+            .chain(symmem::remote_transports().map(|t| Transport::Remote(t.name)))
+            .collect()
+    }
+
     /// The transport the runtime uses from this PE to `peer`.
     pub fn detect(rt: &Runtime, buf: &SymBuf<u64>, peer: usize) -> symmem::Result<Self> {
         if rt.ptr(buf, peer)?.is_some() {
             return Ok(Transport::P2p);
         }
-        Ok(match rt.config().remote_transport {
-            symmem::config::RemoteTransport::Named("ib") => Transport::Ib,
-            symmem::config::RemoteTransport::Named("ofi") => Transport::Ofi,
-            _ => Transport::Socket,
-        })
+        Ok(Transport::Remote(match rt.config().remote_transport {
+            RemoteTransport::Named(name) => name,
+            RemoteTransport::Auto => match rt.route_to(peer)?.path {
+                RoutePath::Transport(name) => name,
+                // Not over a remote transport (a peer's GPU heap reached by CUDA copies):
+                // labelled socket, as always (host rows, without the P2P baselines).
+                _ => "socket",
+            },
+        }))
     }
 
     /// The name used in the JSON output and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Transport::P2p => "p2p",
-            Transport::Socket => "socket",
-            Transport::Ib => "ib",
-            Transport::Ofi => "ofi",
+            Transport::Remote(name) => name,
         }
     }
 }

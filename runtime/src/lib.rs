@@ -54,24 +54,51 @@ pub use ops::kernels::LaunchConfig;
 pub use ops::local;
 pub use ops::raw::{SymView, VIEW_ID};
 pub use ops::stream::Stream;
-pub use route::{ofi_probe, rdma_probe, PeRoute, RoutePath};
+pub use route::{transport_probe, PeRoute, RoutePath};
 pub use runtime::Runtime;
 pub use self_launch::{self_launch, SelfLaunch, DEFAULT_KILL_GRACE};
 pub use sym::{SymBuf, SymRef};
 pub use symmem_bootstrap as bootstrap;
 pub use symmem_bootstrap::{Bootstrap, BootstrapKind, UniqueId};
 pub use symmem_transport::int::{Cmp, SignalOp, SymInt, SymWord};
+pub use symmem_transport::{remote_transports, TransportBuild};
 pub use team::{collectives, Team};
 
-/// The optional parts this build of the runtime has, by Cargo feature name: `cuda` (GPU
-/// PEs), `ib` (the ibverbs transport), `ofi` (the OFI/libfabric transport), `mpi` (the
-/// MPI bootstrap).
-pub const BUILD_FEATURES: &[(&str, bool)] = &[
-    ("cuda", cfg!(feature = "cuda")),
-    ("ib", cfg!(feature = "ib")),
-    ("ofi", cfg!(feature = "ofi")),
-    ("mpi", cfg!(feature = "mpi")),
-];
+/// One optional part of symmem, by its Cargo feature, and whether this build has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildFeature {
+    /// The Cargo feature's name (`cuda`, `ib`).
+    pub name: &'static str,
+    /// What it builds ("GPU PEs", "the ibverbs transport").
+    pub what: &'static str,
+    /// Whether this build has it.
+    pub on: bool,
+}
+
+/// The optional parts this build of the runtime has, by Cargo feature: `cuda` (GPU PEs),
+/// then every remote transport behind a feature ([`remote_transports`]: `ib`, `ofi`),
+/// then `mpi` (the MPI bootstrap).
+pub fn build_features() -> Vec<BuildFeature> {
+    let transports = remote_transports().filter_map(|t| {
+        t.feature.map(|name| BuildFeature {
+            name,
+            what: t.what,
+            on: t.built,
+        })
+    });
+    std::iter::once(BuildFeature {
+        name: "cuda",
+        what: "GPU PEs",
+        on: cfg!(feature = "cuda"),
+    })
+    .chain(transports)
+    .chain(std::iter::once(BuildFeature {
+        name: "mpi",
+        what: "the MPI bootstrap",
+        on: cfg!(feature = "mpi"),
+    }))
+    .collect()
+}
 
 /// Re-exported so users can bound their element types.
 pub use bytemuck::Pod;

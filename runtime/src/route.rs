@@ -82,19 +82,16 @@ impl std::fmt::Display for PeRoute {
     }
 }
 
-/// The RDMA device and port the ib transport would use here, described, or why there is
-/// none (no `ib` feature, libibverbs missing, no device, no active port, excluded by
-/// `SYMMEM_HCA_LIST`). The probe [`init`](crate::init) runs for
-/// `SYMMEM_REMOTE_TRANSPORT=auto`.
-pub fn rdma_probe(config: &crate::config::Config) -> std::result::Result<String, String> {
-    symmem_transport::probe("ib", &config.transport())
-}
-
-/// Which libfabric provider the ofi transport would use on this machine
-/// (`SYMMEM_OFI_PROVIDER`, or the first with RDM endpoints, RMA and atomics), or why it
-/// cannot be used (a build without the `ofi` feature, no such provider).
-pub fn ofi_probe(config: &crate::config::Config) -> std::result::Result<String, String> {
-    symmem_transport::probe("ofi", &config.transport())
+/// What the remote transport `name` would use here (for ib, the RDMA device and port;
+/// for ofi, the libfabric provider), or why it cannot run here (a build without its
+/// feature, no device or provider, one excluded by its variables, no transport of that
+/// name). The probe [`init`](crate::init) runs when `SYMMEM_REMOTE_TRANSPORT` names it;
+/// [`remote_transports`](crate::remote_transports) lists the names.
+pub fn transport_probe(
+    name: &str,
+    config: &crate::config::Config,
+) -> std::result::Result<String, String> {
+    symmem_transport::probe(name, &config.transport())
 }
 
 /// Where a checked access lands.

@@ -84,18 +84,24 @@ fn main() -> ExitCode {
     }
 }
 
+/// The RDMA device and port the ib transport would use here, or why there is none.
+fn rdma_device(config: &symmem::Config) -> Result<String, String> {
+    symmem::transport_probe("ib", config)
+}
+
 /// Version, features, configuration, devices, CPU debugging modes and launcher.
 fn report(config: &symmem::Config) {
     println!("symmem {}", env!("CARGO_PKG_VERSION"));
-    let features: Vec<String> = symmem::BUILD_FEATURES
+    let build = symmem::build_features();
+    let features: Vec<String> = build
         .iter()
-        .map(|(name, on)| format!("{name} {}", if *on { "on" } else { "off" }))
+        .map(|f| format!("{} {}", f.name, if f.on { "on" } else { "off" }))
         .collect();
-    let off: Vec<&str> = symmem::BUILD_FEATURES
+    let meanings: Vec<String> = build
         .iter()
-        .filter(|(_, on)| !on)
-        .map(|(name, _)| *name)
+        .map(|f| format!("{}: {}", f.name, f.what))
         .collect();
+    let off: Vec<&str> = build.iter().filter(|f| !f.on).map(|f| f.name).collect();
     let rebuild = if off.is_empty() {
         String::new()
     } else {
@@ -105,8 +111,9 @@ fn report(config: &symmem::Config) {
         )
     };
     println!(
-        "build features: {} (cuda: GPU PEs; ib: the ibverbs transport; ofi: the OFI (libfabric) transport; mpi: the MPI bootstrap{rebuild})",
-        features.join(", ")
+        "build features: {} ({}{rebuild})",
+        features.join(", "),
+        meanings.join("; ")
     );
     println!(
         "device API: CPU executor built in; PTX via symmem-ptx-build; device state layout v{}",
@@ -147,7 +154,7 @@ fn report(config: &symmem::Config) {
     );
     println!(
         "  RDMA: {}",
-        match symmem::rdma_probe(config) {
+        match rdma_device(config) {
             Ok(dev) => format!("{dev} (what the ib transport would use)"),
             Err(why) => format!("none usable: {why}"),
         }
@@ -204,11 +211,11 @@ fn report_json(config: &symmem::Config) -> Value {
             .collect();
         variables.insert(category.name().into(), list.into());
     }
-    let features: serde_json::Map<String, Value> = symmem::BUILD_FEATURES
+    let features: serde_json::Map<String, Value> = symmem::build_features()
         .iter()
-        .map(|(name, on)| (name.to_string(), Value::Bool(*on)))
+        .map(|f| (f.name.to_string(), Value::Bool(f.on)))
         .collect();
-    let rdma = match symmem::rdma_probe(config) {
+    let rdma = match rdma_device(config) {
         Ok(dev) => json!({ "device": dev.to_string() }),
         Err(why) => json!({ "device": null, "why": why.to_string() }),
     };
@@ -328,7 +335,7 @@ fn topology(json: bool) -> symmem::Result<()> {
     let rt = symmem::init()?;
     let (me, n) = (rt.my_pe(), rt.n_pes());
     let config = rt.config();
-    let nic = match symmem::rdma_probe(config) {
+    let nic = match rdma_device(config) {
         Ok(dev) => format!("RDMA {dev}"),
         Err(why) => format!("no RDMA device ({why})"),
     };

@@ -7,18 +7,47 @@ use std::path::PathBuf;
 use super::launch::SelfLaunchArgs;
 
 /// `--transport`: which transport carries PE 0's operations to PE 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportChoice {
     /// PE 1's heap is mapped into PE 0 (the default).
     P2p,
-    /// TCP sockets, every PE its own simulated node.
-    Socket,
-    /// ibverbs (RDMA), every PE its own simulated node.
-    Ib,
-    /// libfabric, every PE its own simulated node.
-    Ofi,
+    /// The remote transport of this name (one of [`crate::remote_transports`]), every
+    /// PE its own simulated node.
+    Remote(&'static str),
     /// Every transport this build and machine can run, one after the other.
     All,
+}
+
+impl TransportChoice {
+    /// Parses a `--transport` value: `p2p`, a remote transport's name, or `all`.
+    fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "p2p" => Ok(Self::P2p),
+            "all" => Ok(Self::All),
+            _ => crate::remote_transports()
+                .find(|t| t.name == text)
+                .map(|t| Self::Remote(t.name))
+                .ok_or_else(|| format!("expected p2p, {} or all", remote_names().join(", "))),
+        }
+    }
+
+    /// `--transport`'s help: the values, with every remote transport's name.
+    fn help() -> String {
+        let names = remote_names();
+        let names = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        };
+        format!(
+            "p2p (PE 1's heap is mapped), {names} (every PE its own simulated node, so PE 0 reaches PE 1 over that transport; host rows), or all: every transport this build and machine can run, one after the other (an unusable one is named with the reason it is skipped)"
+        )
+    }
+}
+
+/// Every remote transport's name, in the order `SYMMEM_REMOTE_TRANSPORT=auto` prefers
+/// them.
+fn remote_names() -> Vec<&'static str> {
+    crate::remote_transports().map(|t| t.name).collect()
 }
 
 /// `--initiator`: whose rows to run.
@@ -94,16 +123,14 @@ pub struct Args {
     /// Smoke run: few iterations and repetitions (still overridable)
     #[arg(long)]
     pub quick: bool,
-    /// p2p (PE 1's heap is mapped), socket, ib or ofi (every PE its own simulated node, so
-    /// PE 0 reaches PE 1 over that transport; host rows), or all: every transport this
-    /// build and machine can run, one after the other (an unusable one is named with the
-    /// reason it is skipped)
+    /// p2p, a remote transport's name, or all (the help, from the registry of remote
+    /// transports, says which)
     #[arg(
         long,
         value_name = "T",
-        value_enum,
+        value_parser = TransportChoice::parse,
         default_value = "p2p",
-        hide_possible_values = true
+        help = TransportChoice::help()
     )]
     pub transport: TransportChoice,
     /// host, thread, warp, block or all (default): run only that initiator's rows (grid and

@@ -36,13 +36,13 @@ fn build_test_pe() -> String {
         Some("debug") | None => "dev",
         Some(name) => name,
     };
-    let features: Vec<&str> = [
-        ("mpi", cfg!(feature = "mpi")),
-        ("ofi", cfg!(feature = "ofi")),
-    ]
-    .into_iter()
-    .filter_map(|(name, on)| on.then_some(name))
-    .collect();
+    // The MPI bootstrap and every remote transport this build has behind a feature.
+    let transports = symmem::remote_transports().filter_map(|t| t.feature.filter(|_| t.built));
+    let features: Vec<&str> = cfg!(feature = "mpi")
+        .then_some("mpi")
+        .into_iter()
+        .chain(transports)
+        .collect();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(env!("CARGO_MANIFEST_DIR"))

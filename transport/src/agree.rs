@@ -163,7 +163,9 @@ fn list(pes: &[usize]) -> String {
 mod tests {
     use super::*;
 
-    use crate::registry::code::{IB, OFI, SOCKET};
+    const IB: u8 = crate::ib::ENTRY.code;
+    const OFI: u8 = crate::ofi::ENTRY.code;
+    const SOCKET: u8 = crate::socket::ENTRY.code;
     const CHOICES: Choices<'static> = Choices {
         transports: &[(IB, "ib"), (OFI, "ofi"), (SOCKET, "socket")],
         staging: SOCKET,

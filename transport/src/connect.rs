@@ -11,44 +11,19 @@ use crate::config::{var, RemoteTransport, TransportConfig};
 use crate::counted::Counted;
 use crate::direct;
 use crate::error::{Error, Result};
-#[cfg(feature = "ib")]
-use crate::ib;
 use crate::interface::{Setup, Transport};
-#[cfg(feature = "ofi")]
-use crate::ofi;
-#[cfg(not(all(feature = "ib", feature = "ofi")))]
-use crate::registry::{code, not_built_reason};
-use crate::registry::{Auto, Entry};
-use crate::socket;
+use crate::registry::{codes_are_distinct, Entry};
 use crate::weak;
+use crate::{ib, ofi, socket};
 
-/// Every remote transport, in the order `SYMMEM_REMOTE_TRANSPORT=auto` prefers them. Those
-/// this build leaves out are here too, so that asking for one names the feature it needs.
-const REMOTE: &[Entry] = &[IB, OFI, socket::ENTRY];
+/// Every remote transport, in the order `SYMMEM_REMOTE_TRANSPORT=auto` prefers them: the
+/// one place that lists them. Those this build leaves out are here too, so that asking for
+/// one names the feature it needs.
+const REMOTE: &[Entry] = &[ib::ENTRY, ofi::ENTRY, socket::ENTRY];
 
-#[cfg(feature = "ib")]
-const IB: Entry = ib::ENTRY;
-#[cfg(not(feature = "ib"))]
-const IB: Entry = Entry::not_built(
-    "ib",
-    code::IB,
-    |_| Err(not_built_reason("ibverbs", "ib")),
-    Auto::When(|_| {
-        Err(format!(
-            "no RDMA device ({})",
-            not_built_reason("ibverbs", "ib")
-        ))
-    }),
-);
-
-#[cfg(feature = "ofi")]
-const OFI: Entry = ofi::ENTRY;
-#[cfg(not(feature = "ofi"))]
-const OFI: Entry = Entry::not_built(
-    "ofi",
-    code::OFI,
-    |_| Err(not_built_reason("libfabric", "ofi")),
-    Auto::When(|_| Err("this build has no libfabric support".into())),
+const _: () = assert!(
+    codes_are_distinct(REMOTE),
+    "two remote transports share an agreement byte, or one has agree::STAGED's"
 );
 
 /// The values of `SYMMEM_REMOTE_TRANSPORT`: `auto`, then every transport's name.
@@ -62,10 +37,34 @@ pub fn remote_transport_choices() -> Vec<(&'static str, RemoteTransport)> {
         .collect()
 }
 
+/// A remote transport and whether this build has it: what tools list and report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportBuild {
+    /// Its name, the value of `SYMMEM_REMOTE_TRANSPORT` that asks for it (`ib`).
+    pub name: &'static str,
+    /// What it is ("the ibverbs transport").
+    pub what: &'static str,
+    /// The cargo feature that builds it; `None` for a transport every build has.
+    pub feature: Option<&'static str>,
+    /// Whether this build has it.
+    pub built: bool,
+}
+
+/// Every remote transport, whether or not this build has it, in the order
+/// `SYMMEM_REMOTE_TRANSPORT=auto` prefers them.
+pub fn remote_transports() -> impl Iterator<Item = TransportBuild> {
+    REMOTE.iter().map(|e| TransportBuild {
+        name: e.name,
+        what: e.what,
+        feature: e.feature,
+        built: e.built(),
+    })
+}
+
 /// Whether the transport `name` can run here: what it would use (the RDMA device, the
 /// libfabric provider), or why not (a build without its feature, no device, no provider).
 pub fn probe(name: &str, config: &TransportConfig) -> std::result::Result<String, String> {
-    (entry_named(name)?.probe)(config)
+    entry_named(name)?.probe(config)
 }
 
 /// The entry of the transport `name`, or an error saying there is none.
@@ -84,15 +83,13 @@ fn choose(config: &TransportConfig, me: usize) -> Result<(&'static Entry, String
             // What each preferred transport's probe found, in order, up to the chosen one.
             let mut found = Vec::new();
             for entry in REMOTE {
-                match entry.auto {
-                    Auto::When(probe) => match probe(config) {
-                        Ok(what) => {
-                            found.push(what);
-                            return Ok((entry, format!("auto: {}", found.join("; "))));
-                        }
-                        Err(why) => found.push(why),
-                    },
-                    Auto::Otherwise => return Ok((entry, format!("auto: {}", found.join("; ")))),
+                match entry.auto_probe(config) {
+                    Some(Ok(what)) => {
+                        found.push(what);
+                        return Ok((entry, format!("auto: {}", found.join("; "))));
+                    }
+                    Some(Err(why)) => found.push(why),
+                    None => return Ok((entry, format!("auto: {}", found.join("; ")))),
                 }
             }
             return Err(Error::TransportConfig {
@@ -108,7 +105,7 @@ fn choose(config: &TransportConfig, me: usize) -> Result<(&'static Entry, String
         reason: format!("PE {me}: {reason}"),
     };
     let entry = entry_named(name).map_err(refuse)?;
-    match (entry.probe)(config) {
+    match entry.probe(config) {
         Ok(what) if what.is_empty() => Ok((entry, format!("{}={name}", var::REMOTE_TRANSPORT))),
         Ok(what) => Ok((entry, format!("{}={name}, {what}", var::REMOTE_TRANSPORT))),
         Err(why) => Err(refuse(format!(
@@ -123,7 +120,7 @@ fn choose(config: &TransportConfig, me: usize) -> Result<(&'static Entry, String
 fn propose(setup: &Setup<'_>) -> Result<(Proposal, String)> {
     let (entry, why) = choose(setup.config, setup.me)?;
     let proposal = Proposal::Use(entry.code);
-    Ok(match entry.gpu_registration {
+    Ok(match entry.gpu_registration() {
         Some(registers) if !setup.heap.host && setup.config.allow_host_staging => {
             match registers(setup) {
                 Ok(()) => (proposal, why),
@@ -282,7 +279,7 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, Strin
             pes.join(", ")
         )
     };
-    let t = (entry.connect)(setup)?;
+    let t = entry.connect(setup)?;
     for pe in (0..setup.remote.len()).filter(|&p| setup.remote[p]) {
         tracing::info!(target: "init::transport", "PE {} reaches PE {pe} over {} ({why})", setup.me, t.name());
     }
@@ -294,15 +291,13 @@ fn connect_remote(setup: &Setup<'_>) -> Result<Option<(Arc<dyn Transport>, Strin
 /// back. Landing on a preferred transport (ofi where there is no RDMA device) is no
 /// fallback.
 fn warn_on_fallback(setup: &Setup<'_>, chosen: &Entry, why: &str) {
-    if setup.config.remote_transport != RemoteTransport::Auto
-        || !matches!(chosen.auto, Auto::Otherwise)
-    {
+    if setup.config.remote_transport != RemoteTransport::Auto || !chosen.is_last_resort() {
         return;
     }
     let preferred: Vec<&str> = REMOTE
         .iter()
         .take_while(|e| e.code != chosen.code)
-        .filter(|e| e.built)
+        .filter(|e| e.built())
         .map(|e| e.name)
         .collect();
     if !preferred.is_empty() {
@@ -345,31 +340,59 @@ mod tests {
         );
         let auto = TransportConfig::unset();
         let (entry, reason) = choose(&auto, 0).unwrap();
-        if probe("ofi", &auto).is_err() || cfg!(not(feature = "ofi")) {
+        if probe("ofi", &auto).is_err() {
             assert_eq!(entry.name, "socket", "{reason}");
         }
-        assert!(reason.starts_with("auto: no RDMA device ("), "{reason}");
+        if cfg!(feature = "ib") {
+            assert!(reason.starts_with("auto: no RDMA device ("), "{reason}");
+        } else {
+            assert!(reason.starts_with("auto: this build leaves out the ibverbs transport (build symmem with --features ib;"), "{reason}");
+        }
         assert!(reason.contains(&why), "{reason}");
     }
 
     /// Every transport's entry has its own name and agreement byte, none of them the
-    /// staging byte, and `SYMMEM_REMOTE_TRANSPORT` accepts exactly those names and `auto`.
+    /// staging byte, a transport this build leaves out names its feature, auto's last
+    /// resort comes last, and `SYMMEM_REMOTE_TRANSPORT` accepts exactly the names and
+    /// `auto`.
     #[test]
     fn the_registry_names_and_codes_each_transport_once() {
+        assert!(codes_are_distinct(REMOTE));
         for (i, e) in REMOTE.iter().enumerate() {
             assert_ne!(e.code, agree::STAGED, "{}", e.name);
             for other in &REMOTE[..i] {
                 assert_ne!(e.code, other.code, "{} and {}", e.name, other.name);
                 assert_ne!(e.name, other.name);
             }
+            assert_eq!(
+                e.is_last_resort(),
+                i == REMOTE.len() - 1,
+                "{}: auto's last resort, and only it, comes last",
+                e.name
+            );
         }
         let names: Vec<&str> = remote_transport_choices().iter().map(|c| c.0).collect();
-        assert_eq!(names, ["auto", "ib", "ofi", "socket"]);
-        assert!(matches!(
-            REMOTE.last().map(|e| &e.auto),
-            Some(Auto::Otherwise)
-        ));
+        let expected: Vec<&str> = std::iter::once("auto")
+            .chain(remote_transports().map(|t| t.name))
+            .collect();
+        assert_eq!(names, expected);
+        assert_eq!(names.len(), REMOTE.len() + 1);
         let e = probe("tcp", &TransportConfig::unset()).unwrap_err();
         assert!(e.contains("no remote transport named \"tcp\""), "{e}");
+    }
+
+    /// A transport this build leaves out is listed, not built, and asking for it names
+    /// the feature that builds it; one it has is built.
+    #[test]
+    fn a_left_out_transport_names_its_feature() {
+        for t in remote_transports() {
+            assert!(t.built || t.feature.is_some(), "{t:?}");
+            let Some(feature) = t.feature.filter(|_| !t.built) else {
+                continue;
+            };
+            let why = probe(t.name, &TransportConfig::unset()).unwrap_err();
+            assert!(why.contains(&format!("--features {feature}")), "{why}");
+            assert!(why.contains(t.what), "{why}");
+        }
     }
 }

@@ -6,13 +6,15 @@
 //! # Layout
 //! - `interface.rs`: the contract ([`Transport`], [`InFlight`], [`Setup`], [`DeviceHeap`],
 //!   [`OpCounter`]); it imports no transport.
-//! - `socket/`, `ib/` (feature `ib`), `ofi/` (feature `ofi`): the remote transports; `weak.rs`, the reordering
+//! - `socket/`, `ib/` (feature `ib`), `ofi/` (feature `ofi`): the remote transports (a
+//!   build without a transport's feature has only its `entry.rs`); `weak.rs`, the reordering
 //!   transport of `SYMMEM_ORDERING=weak`, in front of every peer, and `direct.rs`, which
 //!   delivers its requests to same-node peers through their mapped heaps; `counted.rs`,
 //!   the counting decorator; `target.rs`, the target side that applies a peer's request.
 //! - `blocked.rs`: what callers blocked inside a transport wait for, for the hang report.
-//! - `registry.rs`: how a remote transport plugs in (an entry: its name, probes and
-//!   connect); each transport's module defines its entry.
+//! - `registry.rs`: how a remote transport plugs in (an entry: its name, agreement byte,
+//!   probes and connect), and what adding one takes; each transport's folder defines its
+//!   entry.
 //! - `connect.rs`: the list of entries, which transport a job uses (`agree.rs`: how the
 //!   PEs agree) and connecting it; it imports the transports, and nothing imports it but
 //!   the root.
@@ -49,11 +51,13 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-#[cfg(feature = "ib")]
+// A transport behind a cargo feature is, in a build without it, only its entry
+// (`<name>/entry.rs`), which names the feature (`registry.rs`).
+#[cfg_attr(not(feature = "ib"), path = "ib/entry.rs")]
 mod ib;
 pub mod int;
 mod interface;
-#[cfg(feature = "ofi")]
+#[cfg_attr(not(feature = "ofi"), path = "ofi/entry.rs")]
 mod ofi;
 mod registry;
 mod socket;
@@ -62,7 +66,10 @@ mod weak;
 
 pub use blocked::Blocked;
 pub use config::{OfiAssumeOrder, OfiProgress, RemoteTransport, TransportConfig};
-pub use connect::{connect, probe, remote_transport_choices, Connected, RemoteChoice};
+pub use connect::{
+    connect, probe, remote_transport_choices, remote_transports, Connected, RemoteChoice,
+    TransportBuild,
+};
 pub use counted::Counted;
 pub use error::{Error, GpuHeapError, Result};
 pub use interface::{DeviceHeap, HeapRegion, InFlight, Io, OpCounter, Pending, Setup, Transport};

@@ -31,6 +31,7 @@
 
 mod connect;
 mod device;
+mod entry;
 // Crate-visible for the fuzzing decoders (`crate::fuzzing`).
 pub(crate) mod endpoint;
 mod error;
@@ -55,17 +56,14 @@ use crate::interface::{HeapRegion, Io, Transport};
 
 use self::device::probe;
 use self::mr::probe_gpu_registration;
-use crate::registry::{code, counted, Auto, Entry};
+use crate::registry::{counted, Driver, Entry};
 
 /// The ib transport in the registry: `auto` takes it wherever an RDMA device with an
 /// active port is, and its NIC registers the heap (a GPU heap needs GPUDirect RDMA, or
 /// host staging).
-pub(crate) const ENTRY: Entry = Entry {
-    name: "ib",
-    code: code::IB,
-    built: true,
+pub(crate) const ENTRY: Entry = entry::ENTRY.with_driver(Driver {
     probe,
-    auto: Auto::When(|config| {
+    auto: Some(|config| {
         probe(config)
             .map(|device| format!("RDMA device {device}"))
             .map_err(|why| format!("no RDMA device ({why})"))
@@ -73,8 +71,8 @@ pub(crate) const ENTRY: Entry = Entry {
     gpu_registration: Some(|setup| {
         probe_gpu_registration(setup.config, setup.heap, setup.export_gpu_heap)
     }),
-    connect: |setup| Ok(counted(setup, "ib", IbTransport::connect(setup)?)),
-};
+    connect: |setup| Ok(counted(setup, ENTRY.name, IbTransport::connect(setup)?)),
+});
 
 /// Most WRs outstanding per QP.
 const QP_DEPTH: u32 = 256;

@@ -79,6 +79,7 @@
 mod assume;
 mod completing;
 mod driver;
+mod entry;
 mod ffi;
 mod posting;
 // Crate-visible for the fuzzing decoders (`crate::fuzzing`).
@@ -111,20 +112,17 @@ use self::protocol::ordering::{Access, Admission, Kept, PeerOrder};
 use self::protocol::slots::Slots;
 use crate::error::{Error, Result};
 use crate::interface::{Io, Setup, Transport};
-use crate::registry::{code, counted, Auto, Entry};
+use crate::registry::{counted, Driver, Entry};
 
 /// The ofi transport in the registry: `auto` takes it where libfabric offers a fabric
 /// provider (not tcp, udp, sockets or shm, where the socket transport is faster), and its
 /// provider registers the heap (a GPU heap needs `FI_HMEM` with CUDA, or host staging).
-pub(crate) const ENTRY: Entry = Entry {
-    name: "ofi",
-    code: code::OFI,
-    built: true,
+pub(crate) const ENTRY: Entry = entry::ENTRY.with_driver(Driver {
     probe: |config| probe(config.ofi_provider.as_deref()),
-    auto: Auto::When(|_| probe_fabric().map(|provider| format!("libfabric provider {provider}"))),
+    auto: Some(|_| probe_fabric().map(|provider| format!("libfabric provider {provider}"))),
     gpu_registration: Some(|setup| probe_hmem(setup.config.ofi_provider.as_deref()).map(drop)),
-    connect: |setup| Ok(counted(setup, "ofi", OfiTransport::connect(setup)?)),
-};
+    connect: |setup| Ok(counted(setup, ENTRY.name, OfiTransport::connect(setup)?)),
+});
 
 /// Bytes of one bounce slot: the largest piece of a put or get (512 KiB pieces moved
 /// 2-3x the bytes of 64 KiB ones over tcp;ofi_rxm here).

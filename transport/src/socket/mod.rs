@@ -95,20 +95,18 @@ use self::protocol::window::{self, Flow};
 use super::target::Target;
 use crate::error::{Error, GpuHeapError, Result};
 use crate::interface::{DeviceHeap, InFlight, Io, Pending, Transport};
-use crate::registry::{code, counted, Auto, Entry};
+use crate::registry::{counted, Driver, Entry};
 
 /// The socket transport in the registry: it runs wherever TCP does, so `auto` takes it
 /// when no faster transport can run, and it is the one that stages GPU heaps through host
 /// memory.
-pub(crate) const ENTRY: Entry = Entry {
-    name: "socket",
-    code: code::SOCKET,
-    built: true,
-    probe: |_| Ok(String::new()),
-    auto: Auto::Otherwise,
-    gpu_registration: None,
-    connect: |setup| Ok(counted(setup, "socket", SocketTransport::connect(setup)?)),
-};
+pub(crate) const ENTRY: Entry =
+    Entry::always("socket", 1, "the TCP socket transport").with_driver(Driver {
+        probe: |_| Ok(String::new()),
+        auto: None,
+        gpu_registration: None,
+        connect: |setup| Ok(counted(setup, ENTRY.name, SocketTransport::connect(setup)?)),
+    });
 
 /// Chunks of one get asked for before the first answer is awaited: the answers of that
 /// many chunks fit in the requester's window ([`window::REPLY_WINDOW`]).
