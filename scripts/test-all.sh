@@ -375,19 +375,21 @@ step "pmix and mpi: the feature mpi builds while the pmix runs finish; then what
 # As with pmix, the suites whose code the launcher and the bootstrap reach (see above).
 mpi_suites=(-p symmem --test multi_pe --test host_api --test teams --test faults --test symmem_info
   --test launchers_env --test launchers_pmi --test launchers_pmix --test launchers_slurm)
-cargo test --features mpi --no-run -p symmem-bootstrap --lib
-cargo test --features mpi --no-run "${mpi_suites[@]}"
-cargo test --features mpi --no-run -p symmem-device-tests --test device_faults
+mpi_listing=target/mpi-test-programs.json
+: > "$mpi_listing"
+for what in "-p symmem-bootstrap --lib" "${mpi_suites[*]}" "-p symmem-device-tests --test device_faults"; do
+  # shellcheck disable=SC2086 # each is a list of cargo arguments
+  cargo test --features mpi --no-run --message-format=json-render-diagnostics $what >> "$mpi_listing"
+done
 cargo test --features mpi --no-run --test kill_matrix
 await_background pmix
 # The kill -9 matrix under mpirun over the mpi bootstrap (its other cells ran in the "all
 # tests" step; it starts its launchers itself, whatever SYMMEM_TEST_LAUNCHER says).
 cargo test --features mpi --test kill_matrix mpirun_mpi
-export SYMMEM_TEST_LAUNCHER=mpirun
-# The runtime's unit tests have no mpi-dependent code: the bootstrap's do.
-cargo test --features mpi --no-fail-fast -p symmem-bootstrap --lib
-cargo test --features mpi --no-fail-fast "${mpi_suites[@]}"
-cargo test --features mpi --no-fail-fast -p symmem-device-tests --test device_faults
-unset SYMMEM_TEST_LAUNCHER
+# The runtime's unit tests have no mpi-dependent code: the bootstrap's do. Two programs at
+# a time, as in "all tests" (under mpirun they mostly wait for their PEs); those that time
+# something against a bound run alone afterwards.
+SYMMEM_TEST_LAUNCHER=mpirun python3 scripts/run-tests.py "$mpi_listing" --lanes 2 \
+  --first host_api multi_pe teams --alone faults device_faults
 
 step "all tests passed"

@@ -299,10 +299,21 @@ impl DataPath {
 
 /// Copies: whole ranges written to or read from a located place.
 impl DataPath {
-    /// Copies `src` to `src.len()` elements from `dst` on `pe`; returns where they went
-    /// (a non-blocking put tells the transport about a remote one).
+    /// Copies `src` to `src.len()` elements from `dst` on `pe` (every put form).
     #[inline(always)]
     pub(crate) fn write<T: bytemuck::Pod>(
+        &self,
+        op: &'static str,
+        dst: SymRef<'_, T>,
+        src: &[T],
+        pe: usize,
+    ) -> Result<()> {
+        self.write_to(op, dst, src, pe).map(drop)
+    }
+
+    /// [`Self::write`], returning where the elements went.
+    #[inline(always)]
+    fn write_to<T: bytemuck::Pod>(
         &self,
         op: &'static str,
         dst: SymRef<'_, T>,
@@ -316,10 +327,21 @@ impl DataPath {
         Ok(to)
     }
 
-    /// Copies `dst.len()` elements from `src` on `pe` into `dst`; returns where they came
-    /// from.
+    /// Copies `dst.len()` elements from `src` on `pe` into `dst` (every get form).
     #[inline(always)]
     pub(crate) fn read<T: bytemuck::Pod>(
+        &self,
+        op: &'static str,
+        src: SymRef<'_, T>,
+        dst: &mut [T],
+        pe: usize,
+    ) -> Result<()> {
+        self.read_from(op, src, dst, pe).map(drop)
+    }
+
+    /// [`Self::read`], returning where the elements came from.
+    #[inline(always)]
+    fn read_from<T: bytemuck::Pod>(
         &self,
         op: &'static str,
         src: SymRef<'_, T>,
@@ -345,7 +367,7 @@ impl DataPath {
         src: &[T],
         pe: usize,
     ) -> Result<()> {
-        if let Located::Remote { pe, off } = self.write(op, dst, src, pe)? {
+        if let Located::Remote { pe, off } = self.write_to(op, dst, src, pe)? {
             let len = std::mem::size_of_val(src) as u64;
             let req = Request::put(pe as u32, off, src.as_ptr() as u64, len);
             self.remote().nbi_issued(&req);
@@ -365,7 +387,7 @@ impl DataPath {
         pe: usize,
     ) -> Result<()> {
         let (at, len) = (dst.as_mut_ptr() as u64, std::mem::size_of_val(dst) as u64);
-        if let Located::Remote { pe, off } = self.read(op, src, dst, pe)? {
+        if let Located::Remote { pe, off } = self.read_from(op, src, dst, pe)? {
             let req = Request::get(pe as u32, at, off, len);
             self.remote().nbi_issued(&req);
         }

@@ -19,7 +19,7 @@ use symmem_transport::int::SymInt;
 impl Runtime {
     /// Copies elements from `src` of this PE's own copy into `dst`.
     pub fn read_local<T: bytemuck::Pod>(&self, src: SymRef<'_, T>, dst: &mut [T]) -> Result<()> {
-        self.copy_from("read_local", src, dst, self.my_pe())
+        self.path.read("read_local", src, dst, self.my_pe())
     }
 
     /// An atomic view of one element of this PE's own copy. Sound while peers update the

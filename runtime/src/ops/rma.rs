@@ -16,19 +16,7 @@ impl Runtime {
     /// `shmem_put`). Complete on return: `src` may be reused at once.
     #[inline(always)]
     pub fn put<T: bytemuck::Pod>(&self, dst: SymRef<'_, T>, src: &[T], pe: usize) -> Result<()> {
-        self.copy_to("put", dst, src, pe)
-    }
-
-    /// The copy behind every put form; `op` names the public operation in errors.
-    #[inline(always)]
-    pub(crate) fn copy_to<T: bytemuck::Pod>(
-        &self,
-        op: &'static str,
-        dst: SymRef<'_, T>,
-        src: &[T],
-        pe: usize,
-    ) -> Result<()> {
-        self.path.write(op, dst, src, pe).map(drop)
+        self.path.write("put", dst, src, pe)
     }
 
     /// Copies `dst.len()` elements from `src` on `pe` into `dst` (`nvshmem_get`).
@@ -40,19 +28,7 @@ impl Runtime {
         dst: &mut [T],
         pe: usize,
     ) -> Result<()> {
-        self.copy_from("get", src, dst, pe)
-    }
-
-    /// The copy behind every get form; `op` names the public operation in errors.
-    #[inline]
-    pub(crate) fn copy_from<T: bytemuck::Pod>(
-        &self,
-        op: &'static str,
-        src: SymRef<'_, T>,
-        dst: &mut [T],
-        pe: usize,
-    ) -> Result<()> {
-        self.path.read(op, src, dst, pe).map(drop)
+        self.path.read("get", src, dst, pe)
     }
 
     /// Non-blocking put (`nvshmem_put_nbi`): the data is complete at the target after
@@ -105,7 +81,8 @@ impl Runtime {
     #[inline]
     pub fn g<T: bytemuck::Pod>(&self, src: SymRef<'_, T>, pe: usize) -> Result<T> {
         let mut value = T::zeroed();
-        self.copy_from("g", src, std::slice::from_mut(&mut value), pe)?;
+        self.path
+            .read("g", src, std::slice::from_mut(&mut value), pe)?;
         Ok(value)
     }
 

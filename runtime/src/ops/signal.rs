@@ -75,7 +75,7 @@ impl Runtime {
             }
             return Ok(());
         }
-        self.copy_to(name, dst, src, pe)?;
+        self.path.write(name, dst, src, pe)?;
         self.update_signal(name, &s, signal, op, pe)
     }
 

@@ -217,7 +217,7 @@ impl Runtime {
             // put_signal_on_stream's signal could pass this data).
             _ if matches!(stream.kind, StreamKind::Host) => {
                 let data = self.stream_source(op, src, count)?;
-                self.copy_to(op, dst, &data, pe)?;
+                self.path.write(op, dst, &data, pe)?;
                 self.quiet()
             }
             #[cfg(feature = "cuda")]
@@ -277,7 +277,7 @@ impl Runtime {
         count: usize,
     ) -> Result<Vec<T>> {
         let mut data = vec![T::zeroed(); count];
-        self.copy_from(op, src, &mut data, self.my_pe())?;
+        self.path.read(op, src, &mut data, self.my_pe())?;
         Ok(data)
     }
 

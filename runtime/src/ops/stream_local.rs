@@ -65,8 +65,8 @@ impl Runtime {
             // node, weak-ordering mode), and the store into `dst` complete on return.
             _ if stream.runs_now() => {
                 let mut data = vec![T::zeroed(); count];
-                self.copy_from(OP, src, &mut data, pe)?;
-                self.copy_to(OP, dst, &data, self.my_pe())?;
+                self.path.read(OP, src, &mut data, pe)?;
+                self.path.write(OP, dst, &data, self.my_pe())?;
                 self.quiet()
             }
             #[cfg(feature = "cuda")]
@@ -142,7 +142,7 @@ impl Runtime {
             _ if stream.runs_now() => {
                 // SAFETY: the caller's promise: `count` readable elements at `src`.
                 let data = unsafe { std::slice::from_raw_parts(src, count) };
-                self.copy_to(op, dst, data, pe)?;
+                self.path.write(op, dst, data, pe)?;
                 self.quiet()
             }
             #[cfg(feature = "cuda")]
@@ -208,7 +208,7 @@ impl Runtime {
                 // SAFETY: the caller's promise: `count` writable elements at `dst`,
                 // nothing else touching them.
                 let out = unsafe { std::slice::from_raw_parts_mut(dst, count) };
-                self.copy_from(OP, src, out, pe)
+                self.path.read(OP, src, out, pe)
             }
             #[cfg(feature = "cuda")]
             Located::Device(s) => {

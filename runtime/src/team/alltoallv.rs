@@ -200,20 +200,20 @@ impl Team<'_> {
         let (n, me) = (self.n_pes(), self.my_index);
         let as_rows = |v: i64| v.max(0) as usize;
         let mut splits = vec![0i64; n];
-        rt.copy_from(op, in_splits.at(0), &mut splits, rt.my_pe())?;
+        rt.path.read(op, in_splits.at(0), &mut splits, rt.my_pe())?;
         rt.team_sync(op, self)?;
         // (2) This PE's split for each member and where those rows start in `input`.
         let mut start = 0usize;
         for (j, &split) in splits.iter().enumerate() {
             let pe = self.members.world(j);
-            rt.copy_to(op, out_so.at(me), &[split], pe)?;
-            rt.copy_to(op, out_so.at(n + me), &[start as i64], pe)?;
+            rt.path.write(op, out_so.at(me), &[split], pe)?;
+            rt.path.write(op, out_so.at(n + me), &[start as i64], pe)?;
             start = start.saturating_add(as_rows(split));
         }
         rt.quiet()?;
         rt.team_sync(op, self)?;
         let mut words = vec![0i64; 2 * n];
-        rt.copy_from(op, out_so.at(0), &mut words, rt.my_pe())?;
+        rt.path.read(op, out_so.at(0), &mut words, rt.my_pe())?;
         let (counts, starts) = words.split_at(n);
         // Every member's verdict to every member's scratch, then one barrier.
         let need = counts
@@ -266,17 +266,17 @@ impl Team<'_> {
                     // input lie at `p`, mapped while the runtime lives; no member writes
                     // its input during the call (the exit barrier), and `T: Pod`.
                     let theirs = unsafe { std::slice::from_raw_parts(p.cast_const(), count) };
-                    rt.copy_to(op, to, theirs, rt.my_pe())?;
+                    rt.path.write(op, to, theirs, rt.my_pe())?;
                 }
                 _ => {
                     staged.resize(count, T::zeroed());
-                    rt.copy_from(op, input.at(from), &mut staged, pe)?;
-                    rt.copy_to(op, to, &staged, rt.my_pe())?;
+                    rt.path.read(op, input.at(from), &mut staged, pe)?;
+                    rt.path.write(op, to, &staged, rt.my_pe())?;
                 }
             }
         }
         let offsets: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
-        rt.copy_to(op, out_so.at(n), &offsets, rt.my_pe())?;
+        rt.path.write(op, out_so.at(n), &offsets, rt.my_pe())?;
         // (4) No member changes its input before every member has read its rows.
         rt.team_sync(op, self)
     }

@@ -604,7 +604,8 @@ impl Team<'_> {
     fn read_src<T: Pod>(&self, op: &'static str, src: &SymBuf<T>, count: usize) -> Result<Vec<T>> {
         let mut data = vec![T::zeroed(); count];
         self.rt
-            .copy_from(op, src.at(0), &mut data, self.rt.my_pe())?;
+            .path
+            .read(op, src.at(0), &mut data, self.rt.my_pe())?;
         Ok(data)
     }
 
@@ -634,7 +635,8 @@ impl Team<'_> {
         for k in 1..=n {
             let j = (self.my_index + k) % n;
             if let Some((at, data)) = block(j).filter(|(_, d)| !d.is_empty()) {
-                rt.copy_to(op, dest.at(at), data, self.members.world(j))?;
+                rt.path
+                    .write(op, dest.at(at), data, self.members.world(j))?;
             }
         }
         rt.quiet()?;
@@ -691,9 +693,11 @@ impl Team<'_> {
             for start in (0..nelems).step_by(chunk) {
                 let len = chunk.min(nelems - start);
                 let (out, got) = (&mut out[..len], &mut got[..len]);
-                rt.copy_from(name, src.at(at + start), out, self.members.world(0))?;
+                rt.path
+                    .read(name, src.at(at + start), out, self.members.world(0))?;
                 for i in 1..n {
-                    rt.copy_from(name, src.at(at + start), got, self.members.world(i))?;
+                    rt.path
+                        .read(name, src.at(at + start), got, self.members.world(i))?;
                     for (o, g) in out.iter_mut().zip(got.iter()) {
                         *o = O::apply(*o, *g);
                     }
@@ -701,12 +705,12 @@ impl Team<'_> {
                 if overlaps {
                     held.extend_from_slice(out);
                 } else {
-                    rt.copy_to(name, dest.at(start), out, me)?;
+                    rt.path.write(name, dest.at(start), out, me)?;
                 }
             }
             rt.team_sync(name, self)?;
             return if overlaps {
-                rt.copy_to(name, dest.at(0), &held, me)
+                rt.path.write(name, dest.at(0), &held, me)
             } else {
                 Ok(())
             };
@@ -776,7 +780,7 @@ impl Team<'_> {
                     };
                 }
             }
-            rt.copy_to(name, dest.at(start), &partial, me)?;
+            rt.path.write(name, dest.at(start), &partial, me)?;
         }
         Ok(())
     }
@@ -830,7 +834,7 @@ impl Team<'_> {
                     }
                 }
             }
-            rt.copy_to(name, dest.at(start), &out[..len], me)?;
+            rt.path.write(name, dest.at(start), &out[..len], me)?;
         }
         Ok(())
     }
