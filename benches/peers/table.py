@@ -220,6 +220,37 @@ def add_ratios(table):
                 cell["ratio"] = row["symmem"] / cell["value"] if cell["value"] > 0 else None
 
 
+# The copy goal: every same-node put and get bandwidth row from 4 KiB to 16 MiB at 0.95x
+# or more of the best of memcpy, the non-temporal copy and every peer at that size.
+COPY_GOAL = (0.95, 4 << 10, 16 << 20, ("put_bw", "get_bw"))
+
+
+def copy_goal(table):
+    """The copy goal's verdict: the rows it covers, the worst ratio to the best cell, and
+    every row below the bound; None when the table has none of its rows."""
+    bound, smallest, largest, metrics = COPY_GOAL
+    checked = []
+    for row in table:
+        if row["transport"] != "p2p" or row["metric"] not in metrics:
+            continue
+        if not smallest <= row["size"] <= largest:
+            continue
+        cells = [(c["ratio"], col) for col, c in row["peers"].items() if c.get("ratio")]
+        if cells:
+            ratio, col = min(cells)
+            checked.append((ratio, row["metric"], row["size"], col))
+    if not checked:
+        return None
+    below = sorted(c for c in checked if c[0] < bound)
+    return {"bound": bound, "rows": len(checked), "worst": min(checked), "below": below}
+
+
+def size_text(size):
+    if size >= 1 << 20:
+        return f"{size >> 20} MiB"
+    return f"{size >> 10} KiB" if size >= 1 << 10 else f"{size} B"
+
+
 def fmt(v):
     if v is None:
         return "-"
@@ -369,10 +400,21 @@ def main():
     if rounds > 1:
         print(f"{rounds} rounds: every value is the median over the rounds, every ratio the "
               "median of the ratios taken within each round, then their range.")
+    goal = copy_goal(table)
+    if goal:
+        ratio, metric, size, col = goal["worst"]
+        verdict = "met" if not goal["below"] else f"not met in {len(goal['below'])} rows"
+        print(f"\ngoal: every p2p put/get bandwidth row from 4 KiB to 16 MiB >= "
+              f"{goal['bound']}x the best of memcpy, the non-temporal copy and every peer "
+              f"({goal['rows']} rows): worst {ratio:.2f}x ({metric} {size_text(size)} against "
+              f"{col}): {verdict}")
+        for ratio, metric, size, col in goal["below"]:
+            print(f"  {metric} {size_text(size)}: {ratio:.2f}x {col}")
     date = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     if args.json:
         doc = {"date": date, "machine": args.machine, "command": args.command,
-               "columns": dict(used), "table": table, "rows": rows + gpu_rows}
+               "columns": dict(used), "table": table, "copy_goal": goal,
+               "rows": rows + gpu_rows}
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Table of tcp.sh's rows: the median over runs of each (metric, size), every run's value,
-and the ratios to the issue's goals (one-way <= 1.1x the bare TCP ping-pong, streaming put
-bandwidth >= 0.8x a bare TCP stream at the same write size).
+and the ratios to the goals (one-way <= 1.1x the bare TCP ping-pong, get and fetch_add <=
+1.2x a bare TCP round trip, streaming put bandwidth >= 0.8x a bare TCP stream at the same
+write size).
 
     python3 tcp_table.py ROWS.jsonl
 """
@@ -74,6 +75,12 @@ def main(path):
     if floor and one_way:
         r = one_way / floor
         print(f"\ngoal one-way <= 1.1x bare TCP: {r:.2f}x ({'met' if r <= 1.1 else 'not met'})")
+    for label, metric in (("get", "get_latency"), ("fetch_add", "atomic_fetch_add_latency")):
+        rt = med.get((metric, 8))
+        if floor and rt:
+            r = rt / (2 * floor)
+            print(f"goal {label} <= 1.2x a bare TCP round trip (2 x one-way): {r:.2f}x "
+                  f"({'met' if r <= 1.2 else 'not met'})")
     ratios = [
         med[("put_bw", s)] / med[("c_tcp_stream_bw", s)]
         for s in BW_SIZES
