@@ -34,6 +34,8 @@ pub(super) struct Launch<'a> {
     pub(super) shared_bytes: u32,
     stop: AtomicBool,
     first_failure: Mutex<Option<(Dim3, Dim3, String)>>,
+    /// Counts this launch for the proxy thread, which sleeps between launches.
+    _running: Option<crate::proxy::RunningKernel<'a>>,
 }
 
 impl<'a> Launch<'a> {
@@ -49,6 +51,7 @@ impl<'a> Launch<'a> {
             shared_bytes,
             stop: AtomicBool::new(false),
             first_failure: Mutex::new(None),
+            _running: rt.proxy.as_ref().map(|p| p.kernel_running()),
         }
     }
 

@@ -8,7 +8,9 @@
 //! AMOs and signals as they are, Fence as `transport.fence()`, Quiet as `transport.quiet()`
 //! before the ring's `quieted` counter advances. While it has nothing to do it backs off
 //! with the shared [`Backoff`] (spin, yield, sleep: the machines here have 2 cores for 4
-//! PEs), calling `transport.progress()` only while it spins. When the transport or a
+//! PEs), calling `transport.progress()` only while it spins; on a CPU PE, once it would
+//! sleep and no kernel launch is running, it waits for the next launch instead
+//! ([`gate`]). When the transport or a
 //! staging copy fails, the thread records the error (naming this PE, the operation, its
 //! target PE and size, and what failed), marks the ring failed so every waiting and later
 //! device operation fails instead of hanging, and stops.
@@ -55,6 +57,7 @@
 //! memory on a GPU PE, where the thread stages it through a pinned buffer in chunks
 //! ([`payload`]).
 
+mod gate;
 mod payload;
 
 use std::alloc::Layout;
@@ -70,6 +73,8 @@ use symmem_sync::Backoff;
 
 use crate::counters::ProxyStats;
 use crate::error::{Error, Result};
+pub(crate) use gate::RunningKernel;
+use gate::{KernelGate, LONGEST_SLEEP};
 use symmem_transport::{InFlight, Io, Pending, Transport};
 
 use payload::Failure;
@@ -144,12 +149,15 @@ pub(crate) struct ProxyChannel {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// What the thread took off the ring, and the ring's high-water mark.
     stats: Arc<ProxyStats>,
+    /// The executor's launches, which wake the thread where it sleeps between kernels.
+    gate: Arc<KernelGate>,
 }
 
 impl ProxyChannel {
     /// Starts the channel of PE `me` with a ring of `slots` slots in `memory` (zeroed,
     /// [`ring_bytes`]`(slots)` bytes), issuing on `transport` with the payloads where
-    /// `payloads` says they live.
+    /// `payloads` says they live (host memory: a CPU PE, whose thread sleeps between
+    /// kernel launches).
     pub(crate) fn start(
         me: usize,
         slots: usize,
@@ -161,16 +169,24 @@ impl ProxyChannel {
         let stop = Arc::new(AtomicBool::new(false));
         let error = Arc::new(Mutex::new(None));
         let stats = Arc::new(ProxyStats::default());
+        let sleeps = matches!(payloads, Payloads::Host);
+        let gate = Arc::new(KernelGate::new(sleeps, LONGEST_SLEEP));
         let thread = {
             let (memory, stop, error) = (memory.clone(), stop.clone(), error.clone());
-            let stats = stats.clone();
+            let (stats, gate) = (stats.clone(), gate.clone());
             std::thread::Builder::new()
                 .name(format!("symmem-proxy-{me}"))
                 .spawn(move || {
                     symmem_bootstrap::affinity::place_helper_thread("the proxy thread");
                     // SAFETY: initialized above; `memory` lives as long as this thread.
                     let ring = unsafe { Ring::from_raw(memory.host()) };
-                    run(me, ring, payloads, &*transport, &stop, &error, &stats)
+                    let shared = Shared {
+                        stop: &stop,
+                        gate: &gate,
+                        error: &error,
+                        stats: &stats,
+                    };
+                    run(me, ring, payloads, &*transport, shared)
                 })
                 .map_err(|e| Error::Io {
                     context: format!("PE {me}: starting the proxy thread"),
@@ -183,7 +199,14 @@ impl ProxyChannel {
             error,
             thread: Mutex::new(Some(thread)),
             stats,
+            gate,
         })
+    }
+
+    /// Counts a kernel launch of this PE's executor until the value drops, waking the
+    /// thread if it sleeps between launches.
+    pub(crate) fn kernel_running(&self) -> RunningKernel<'_> {
+        self.gate.begin()
     }
 
     /// The channel's counters (for `Runtime::counters`).
@@ -255,6 +278,7 @@ impl ProxyChannel {
     /// Idempotent. Called before the transport shuts down.
     pub(crate) fn shutdown(&self) {
         self.stop.store(true, Ordering::Release);
+        self.gate.wake();
         let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(h) = handle {
             // A panic in the proxy thread was already recorded as its failure; a join
@@ -270,6 +294,18 @@ impl Drop for ProxyChannel {
     }
 }
 
+/// What the proxy thread shares with its channel.
+struct Shared<'a> {
+    /// Set by `shutdown`.
+    stop: &'a AtomicBool,
+    /// The executor's launches (a CPU PE's thread sleeps between them).
+    gate: &'a KernelGate,
+    /// Why the channel failed.
+    error: &'a Mutex<Option<String>>,
+    /// What the thread took off the ring.
+    stats: &'a ProxyStats,
+}
+
 /// The proxy thread: drains `ring` until `stop` is set, the ring is empty and nothing is
 /// in flight.
 fn run(
@@ -277,13 +313,20 @@ fn run(
     ring: Ring<'_>,
     mut payloads: Payloads,
     transport: &dyn Transport,
-    stop: &AtomicBool,
-    error: &Mutex<Option<String>>,
-    stats: &ProxyStats,
+    shared: Shared<'_>,
 ) {
+    let Shared {
+        stop,
+        gate,
+        error,
+        stats,
+    } = shared;
     let mut pipe = Pipeline::new(ring);
     let mut idle = Backoff::new();
     loop {
+        // Read before the ring is looked at: a launch that begins after this keeps the
+        // thread from sleeping on the gate below, even if it ends before then.
+        let launches = gate.begun();
         match pipe.step(transport, &mut payloads, stats) {
             Ok(true) => {
                 idle = Backoff::new();
@@ -312,6 +355,9 @@ fn run(
         // it off and delay every peer's request by the sleep.
         if !idle.is_slow() {
             let _ = transport.progress();
+        } else if pipe.is_idle() {
+            // Nothing in flight and nothing new: on a CPU PE, sleep until a launch.
+            gate.sleep_until_a_launch(launches, stop);
         }
         idle.snooze();
     }
