@@ -158,14 +158,21 @@ unsafe fn memcpy(dst: *mut u8, src: *const u8, len: usize) {
 }
 
 /// Seconds per copy of `memcpy` and of `other` moving `len` bytes from `src` to `dst` over
-/// and over: the fastest of [`SAMPLES`] timings each, taken in turns, so that whatever the
-/// machine's neighbours do to its caches meanwhile weighs on both alike.
+/// and over: the fastest of [`SAMPLES`] timings each, taken in turns (each after one
+/// untimed copy by its own method), so that whatever the machine's neighbours do to its
+/// caches meanwhile weighs on both alike.
 ///
 /// # Safety
 /// `src` and `dst` valid for `len` bytes, not overlapping, `other` runnable on this CPU.
 unsafe fn seconds_per_copy(other: Method, dst: *mut u8, src: *const u8, len: usize) -> (f64, f64) {
-    let reps = (SAMPLE_BYTES / len).max(1);
+    // At least two copies a sample, after one untimed copy by the same method: a sample of
+    // one large copy mostly timed the cache state the other method left (non-temporal
+    // stores leave the destination out of the cache, and `memcpy` then measured 34 GB/s
+    // at 2 MiB where it moves 50-60 over and over).
+    let reps = (SAMPLE_BYTES / len).max(2);
     let time = |copy: Method| {
+        // SAFETY: forwarded from the caller.
+        unsafe { copy(dst, src, len) };
         let t0 = Instant::now();
         for _ in 0..reps {
             // SAFETY: forwarded from the caller.
@@ -174,11 +181,6 @@ unsafe fn seconds_per_copy(other: Method, dst: *mut u8, src: *const u8, len: usi
         }
         t0.elapsed().as_secs_f64() / reps as f64
     };
-    // SAFETY: forwarded from the caller (one warm-up copy of each).
-    unsafe {
-        memcpy(dst, src, len);
-        other(dst, src, len);
-    }
     (0..SAMPLES).fold((f64::INFINITY, f64::INFINITY), |(m, o), _| {
         (m.min(time(memcpy)), o.min(time(other)))
     })
