@@ -248,12 +248,6 @@ impl Runtime {
     }
 
     #[cfg(feature = "cuda")]
-    /// This PE's GPU, or the error for a CPU PE (copy routes exist on GPU PEs only).
-    pub(crate) fn gpu(&self, op: &'static str) -> Result<&crate::cuda::Gpu> {
-        self.path.gpu(op)
-    }
-
-    #[cfg(feature = "cuda")]
     /// This PE's device resources, or the error for a host-memory PE.
     pub(crate) fn device_resources(
         &self,

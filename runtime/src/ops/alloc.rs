@@ -118,7 +118,7 @@ impl Runtime {
             Route::Direct(_) => unsafe { (base as *mut u8).add(offset).write_bytes(0, bytes) },
             // SAFETY: as above, in device memory mapped in this PE's context.
             #[cfg(feature = "cuda")]
-            Route::Copy(_) => unsafe { self.gpu(op)?.zero(op, base + offset as u64, bytes)? },
+            Route::Copy(_) => unsafe { self.path.gpu(op)?.zero(op, base + offset as u64, bytes)? },
             Route::Remote | Route::Unreachable => unreachable!("own heap is always mapped"),
         }
         Ok(())

@@ -538,7 +538,7 @@ impl Runtime {
         let cu = self
             .cu_stream(op, stream)?
             .expect("a GPU heap implies a GPU stream");
-        let gpu = self.gpu(op)?;
+        let gpu = self.path.gpu(op)?;
         gpu.bind()?;
         // SAFETY: the callers located or checked both ranges for `bytes` bytes of device
         // memory mapped in this context; the copy is queued on the caller's stream.

@@ -317,7 +317,7 @@ impl Runtime {
     #[cfg(feature = "cuda")]
     fn check_local_device(&self, op: &'static str, addr: u64, bytes: usize) -> Result<()> {
         use cudarc::driver::sys::{self, CUpointer_attribute as A};
-        let gpu = self.gpu(op)?;
+        let gpu = self.path.gpu(op)?;
         gpu.bind()?;
         let query = |attribute: A, out: *mut std::ffi::c_void| {
             // SAFETY: `out` points at a value of the attribute's type (u32 memory type,

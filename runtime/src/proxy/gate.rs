@@ -6,7 +6,7 @@
 //! PE's kernels run on the GPU, out of the host's sight, so its gate never lets the thread
 //! sleep.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -20,8 +20,11 @@ pub(crate) struct KernelGate {
     sleeps: bool,
     /// The longest one sleep lasts ([`LONGEST_SLEEP`]).
     longest: Duration,
-    /// (launches running, launches begun).
-    launches: Mutex<(usize, u64)>,
+    /// Launches running now.
+    running: Mutex<usize>,
+    /// Launches begun: raised under `running`'s lock, read without it by the proxy
+    /// thread on every round of its loop.
+    begun: AtomicU64,
     /// Signalled when a launch begins and when the channel stops.
     changed: Condvar,
 }
@@ -36,7 +39,8 @@ impl KernelGate {
         KernelGate {
             sleeps,
             longest,
-            launches: Mutex::new((0, 0)),
+            running: Mutex::new(0),
+            begun: AtomicU64::new(0),
             changed: Condvar::new(),
         }
     }
@@ -44,10 +48,10 @@ impl KernelGate {
     /// Counts a launch from now until the returned value drops. Call before the launch's
     /// first kernel thread runs.
     pub(crate) fn begin(&self) -> RunningKernel<'_> {
-        let mut l = self.launches.lock().unwrap_or_else(|p| p.into_inner());
-        l.0 += 1;
-        l.1 += 1;
-        drop(l);
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        *running += 1;
+        self.begun.fetch_add(1, Ordering::AcqRel);
+        drop(running);
         self.changed.notify_all();
         RunningKernel(self)
     }
@@ -55,7 +59,7 @@ impl KernelGate {
     /// How many launches have begun: the proxy thread reads it before it looks at the ring,
     /// so that a launch that began, wrote and ended after that look keeps it awake.
     pub(crate) fn begun(&self) -> u64 {
-        self.launches.lock().unwrap_or_else(|p| p.into_inner()).1
+        self.begun.load(Ordering::Acquire)
     }
 
     /// Sleeps while no launch runs, none has begun since `seen` was read from
@@ -65,25 +69,30 @@ impl KernelGate {
         if !self.sleeps {
             return;
         }
-        let l = self.launches.lock().unwrap_or_else(|p| p.into_inner());
-        if l.0 != 0 || l.1 != seen || stop.load(Ordering::Acquire) {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        // `begun` only rises under this lock, so it cannot change between this check and
+        // the wait, which releases the lock atomically.
+        if *running != 0
+            || self.begun.load(Ordering::Acquire) != seen
+            || stop.load(Ordering::Acquire)
+        {
             return;
         }
         // A spurious wake-up or the timeout only sends the caller round its loop once.
-        let _ = self.changed.wait_timeout(l, self.longest);
+        let _ = self.changed.wait_timeout(running, self.longest);
     }
 
     /// Wakes a sleeping proxy thread (the channel is stopping).
     pub(crate) fn wake(&self) {
         // Taken so that a thread between its checks and its wait cannot miss this.
-        drop(self.launches.lock().unwrap_or_else(|p| p.into_inner()));
+        drop(self.running.lock().unwrap_or_else(|p| p.into_inner()));
         self.changed.notify_all();
     }
 }
 
 impl Drop for RunningKernel<'_> {
     fn drop(&mut self) {
-        self.0.launches.lock().unwrap_or_else(|p| p.into_inner()).0 -= 1;
+        *self.0.running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
     }
 }
 
