@@ -474,7 +474,9 @@ fn calibrate_measures_the_copies_and_says_what_it_chose() {
             "host copies measured on this machine",
             "memcpy:",
             "16777216 B  non-temporal stores:",
+            "2097152 B  memcpy in 256 KiB slices (aligned + 8 bytes off):",
             "chosen: the vector copy ",
+            "; memcpy in slices ",
             "not kept: this symmem-info is an unoptimized (debug) build",
         ],
     );
@@ -484,6 +486,12 @@ fn calibrate_measures_the_copies_and_says_what_it_chose() {
         json["nt_copy"]
             .as_array()
             .is_some_and(|rows| rows.len() == 7),
+        "{json}"
+    );
+    assert!(
+        json["sliced_memcpy"]
+            .as_array()
+            .is_some_and(|rows| rows.len() == 5),
         "{json}"
     );
     assert!(json["kept_in"].is_null(), "{json}");

@@ -548,7 +548,10 @@ fn calibrate(json: bool) -> ExitCode {
         let doc = json!({
             "vector_copy_below": bound(c.vector_below, 0),
             "nt_copy_from": bound(c.nt_from, usize::MAX),
+            "sliced_memcpy_from": (c.sliced_from < c.sliced_below).then_some(c.sliced_from),
+            "sliced_memcpy_below": (c.sliced_from < c.sliced_below).then_some(c.sliced_below),
             "vector_copy": rows(&c.vector),
+            "sliced_memcpy": rows(&c.sliced),
             "nt_copy": rows(&c.nt),
             "kept_in": kept.as_ref().map(|p| p.display().to_string()),
         });
@@ -558,6 +561,10 @@ fn calibrate(json: bool) -> ExitCode {
     println!("host copies measured on this machine (GB/s, the same buffers copied over and over):");
     for (name, ts) in [
         ("vector copy (aligned + 8 bytes off)", &c.vector),
+        (
+            "memcpy in 256 KiB slices (aligned + 8 bytes off)",
+            &c.sliced,
+        ),
         ("non-temporal stores", &c.nt),
     ] {
         for t in ts.iter() {
@@ -575,7 +582,14 @@ fn calibrate(json: bool) -> ExitCode {
         usize::MAX => "never".to_string(),
         b => format!("from {b} bytes"),
     };
-    println!("chosen: the vector copy {vector}; non-temporal stores {nt}");
+    let sliced = if c.sliced_from < c.sliced_below {
+        format!("from {} up to {} bytes", c.sliced_from, c.sliced_below)
+    } else {
+        "never".to_string()
+    };
+    println!(
+        "chosen: the vector copy {vector}; memcpy in slices {sliced}; non-temporal stores {nt}"
+    );
     if !symmem::copy_calibration::MEASURABLE {
         println!("not kept: this symmem-info is an unoptimized (debug) build, whose own copies are slow; init measures in optimized builds only");
         return ExitCode::SUCCESS;

@@ -482,7 +482,7 @@ pub const NT_COPY_THRESHOLD: Var<CopyBound> = Var {
     about: Variable::runtime(
         "SYMMEM_NT_COPY_THRESHOLD",
         "auto",
-        "bytes from which host puts and gets on mapped heaps copy with non-temporal stores, which bypass the caches (x86-64); suffixes K, M, G; at least 4K; auto = where they measured faster than memcpy on this machine (measured once per boot in optimized builds, about 50 ms, kept in the user's symmem-<uid> directory; symmem-info --calibrate measures again), else 3/8 of the last-level cache; off = memcpy at every size",
+        "bytes from which host puts and gets on mapped heaps copy with non-temporal stores, which bypass the caches (x86-64); suffixes K, M, G; at least 4K; auto = where they measured faster than memcpy on this machine (measured once per boot in optimized builds, about 0.1 s, kept in the user's symmem-<uid> directory; symmem-info --calibrate measures again; the same measurement picks the sizes, if any, where memcpy in 256 KiB slices beats one memcpy, and with both this and SYMMEM_VECTOR_COPY_BELOW given nothing is measured and no copy is sliced), else 3/8 of the last-level cache; off = memcpy at every size",
     )
     .shown(|c| c.nt_copy.to_string()),
     parse: |v| CopyBound::parse(v, MIN_NT_COPY),

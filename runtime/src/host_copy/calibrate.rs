@@ -1,9 +1,10 @@
 //! The copy bounds measured on this machine ([`Calibration`]): which method copies each
 //! size fastest here, rather than where it was fastest on the development machine.
 //!
-//! `measure` times `memcpy` against the vector copy (2 KiB to 1 MiB, each at an aligned
-//! and a misaligned destination) and against non-temporal stores (1 to 32 MiB), the same
-//! buffers copied over and over as a benchmark's puts do, in about 50 ms. The result is
+//! `measure` times `memcpy` against the vector copy (4 KiB to 1 MiB) and against itself in
+//! slices (512 KiB to 8 MiB), each at an aligned and a misaligned destination, and against
+//! non-temporal stores (1 to 32 MiB), the same buffers copied over and over as a
+//! benchmark's puts do, in about 0.1 s. The result is
 //! kept for the rest of the boot in a small file ([`cache_file`], in the user's runtime
 //! directory), so that only the first init after a boot measures: `for_this_boot`
 //! reads it, or measures under a lock (several PEs of a node start at once; one
@@ -31,6 +32,10 @@ const VECTOR_SIZES: [usize; 9] = [
     512 << 10,
     1 << 20,
 ];
+
+/// The sliced `memcpy`'s sizes measured: from twice its slice to where non-temporal stores
+/// usually take over.
+const SLICED_SIZES: [usize; 5] = [512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20];
 
 /// The non-temporal stores' sizes measured.
 const NT_SIZES: [usize; 7] = [
@@ -62,8 +67,8 @@ const SAMPLES: usize = 5;
 const LOCK_WAIT: Duration = Duration::from_secs(3);
 
 /// The layout version of the file; another version is measured again (version 1 measured
-/// the vector copy at every fourth power of two only).
-const FILE_VERSION: u32 = 2;
+/// the vector copy at every fourth power of two only, version 2 had no sliced `memcpy`).
+const FILE_VERSION: u32 = 3;
 
 /// One size's measurement: bytes per second of `memcpy` and of the other method.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,7 +77,7 @@ pub struct Timing {
     pub bytes: usize,
     /// `memcpy`, GB/s.
     pub memcpy: f64,
-    /// The vector copy or the non-temporal stores, GB/s.
+    /// The vector copy, the sliced `memcpy` or the non-temporal stores, GB/s.
     pub other: f64,
 }
 
@@ -83,8 +88,15 @@ pub struct Calibration {
     pub vector_below: usize,
     /// Sizes from this on copy with non-temporal stores; `usize::MAX`: never.
     pub nt_from: usize,
+    /// Sizes from `sliced_from` up to `sliced_below` copy with `memcpy` in slices, where
+    /// neither of the other methods does; an empty band: never.
+    pub sliced_from: usize,
+    /// See `sliced_from`.
+    pub sliced_below: usize,
     /// The vector copy against `memcpy`, both alignments together.
     pub vector: Vec<Timing>,
+    /// The sliced `memcpy` against `memcpy`, both alignments together.
+    pub sliced: Vec<Timing>,
     /// Non-temporal stores against `memcpy`.
     pub nt: Vec<Timing>,
 }
@@ -106,8 +118,9 @@ impl Calibration {
                 .join(", ")
         };
         format!(
-            "measured: {}; {}",
+            "measured: {}; {}; {}",
             rows(&self.vector, "vector"),
+            rows(&self.sliced, "sliced"),
             rows(&self.nt, "non-temporal")
         )
     }
@@ -197,6 +210,26 @@ pub(super) fn measure(
     let mut src = Buffer::new(largest);
     let mut dst = Buffer::new(largest);
     let gbs = |bytes: usize, secs: f64| bytes as f64 / secs / 1e9;
+    // `memcpy` against `other` at an aligned and at a misaligned destination: the
+    // timing of both together, and `other`'s time over `memcpy`'s.
+    let mut both_alignments = |other: Method, len: usize| {
+        let (mut t_mem, mut t_other) = (0.0, 0.0);
+        for offset in [0, MISALIGN] {
+            let (d, s) = (dst.at(offset), src.at(0).cast_const());
+            // SAFETY: both buffers hold `largest` + 4 KiB bytes past their aligned start,
+            // more than `len` + `offset`; they are separate allocations; `other` runs on
+            // this CPU (the callers check).
+            let (m, o) = unsafe { seconds_per_copy(other, d, s, len) };
+            t_mem += m;
+            t_other += o;
+        }
+        let timing = Timing {
+            bytes: len,
+            memcpy: gbs(2 * len, t_mem),
+            other: gbs(2 * len, t_other),
+        };
+        (timing, t_other / t_mem)
+    };
     let mut vector = Vec::new();
     let mut vector_below = 0;
     if vector_available {
@@ -204,26 +237,26 @@ pub(super) fn measure(
             .unwrap_or(1 << 20)
             .max(VECTOR_SIZES[VECTOR_SIZES.len() - 1] * 2);
         for &len in &VECTOR_SIZES {
-            let (mut t_mem, mut t_vec) = (0.0, 0.0);
-            for offset in [0, MISALIGN] {
-                let (d, s) = (dst.at(offset), src.at(0).cast_const());
-                // SAFETY: both buffers hold `largest` + 4 KiB bytes past their aligned start, more than `len` +
-                // `offset`; they are separate allocations; the CPU has AVX2
-                // (`vector_available`).
-                let (m, v) = unsafe { seconds_per_copy(simd::vector_copy, d, s, len) };
-                t_mem += m;
-                t_vec += v;
-            }
-            vector.push(Timing {
-                bytes: len,
-                memcpy: gbs(2 * len, t_mem),
-                other: gbs(2 * len, t_vec),
-            });
-            if t_vec >= t_mem * MARGIN && vector_below > len {
+            // The CPU has AVX2 (`vector_available`).
+            let (timing, ratio) = both_alignments(simd::vector_copy, len);
+            vector.push(timing);
+            if ratio >= MARGIN && vector_below > len {
                 vector_below = if len == VECTOR_SIZES[0] { 0 } else { len };
             }
         }
     }
+    // The slices are kept where they are not slower, ties included: from 1 MiB up,
+    // `memcpy`'s speed on the development machine depended on where the process's
+    // buffers lay (in half of the processes it matched the slices, in the other half it
+    // was 10-12% slower), and the slices' did not.
+    let mut sliced = Vec::new();
+    let mut wins = Vec::new();
+    for &len in &SLICED_SIZES {
+        let (timing, ratio) = both_alignments(super::sliced_memcpy, len);
+        sliced.push(timing);
+        wins.push(ratio <= 2.0 - MARGIN);
+    }
+    let (sliced_from, sliced_below) = first_run_of_wins(&SLICED_SIZES, &wins);
     let mut nt = Vec::new();
     let mut nt_from = usize::MAX;
     if nt_available {
@@ -251,9 +284,26 @@ pub(super) fn measure(
     Calibration {
         vector_below,
         nt_from,
+        sliced_from,
+        sliced_below,
         vector,
+        sliced,
         nt,
     }
+}
+
+/// The band of `sizes` (ascending) where a method first won, run after run: from the
+/// first size it won to the next it lost (twice the largest if it never lost again);
+/// `(usize::MAX, 0)`, an empty band, if it never won.
+fn first_run_of_wins(sizes: &[usize], wins: &[bool]) -> (usize, usize) {
+    let Some(first) = wins.iter().position(|&w| w) else {
+        return (usize::MAX, 0);
+    };
+    let below = match wins[first..].iter().position(|&w| !w) {
+        Some(k) => sizes[first + k],
+        None => sizes[sizes.len() - 1] * 2,
+    };
+    (sizes[first], below)
 }
 
 /// The file this boot's measurement is kept in: in the user's own directory
@@ -285,15 +335,17 @@ fn header() -> String {
     format!("symmem host copies v{FILE_VERSION}: {cpu}")
 }
 
-/// The file's text: the header, the two bounds, and the measurement.
+/// The file's text: the header, the bounds, and the measurement.
 fn encode(c: &Calibration) -> String {
     let mut out = format!(
-        "{}\nvector_below {}\nnt_from {}\n",
+        "{}\nvector_below {}\nnt_from {}\nsliced_from {}\nsliced_below {}\n",
         header(),
         c.vector_below,
-        c.nt_from
+        c.nt_from,
+        c.sliced_from,
+        c.sliced_below
     );
-    for (name, rows) in [("vector", &c.vector), ("nt", &c.nt)] {
+    for (name, rows) in [("vector", &c.vector), ("sliced", &c.sliced), ("nt", &c.nt)] {
         for t in rows {
             out += &format!("{name} {} {:.3} {:.3}\n", t.bytes, t.memcpy, t.other);
         }
@@ -313,7 +365,9 @@ fn decode(text: &str) -> Option<Calibration> {
     };
     let vector_below = bound("vector_below")?;
     let nt_from = bound("nt_from")?;
-    let (mut vector, mut nt) = (Vec::new(), Vec::new());
+    let sliced_from = bound("sliced_from")?;
+    let sliced_below = bound("sliced_below")?;
+    let (mut vector, mut sliced, mut nt) = (Vec::new(), Vec::new(), Vec::new());
     for line in lines {
         let f: Vec<&str> = line.split(' ').collect();
         let [name, bytes, memcpy, other] = f[..] else {
@@ -326,6 +380,7 @@ fn decode(text: &str) -> Option<Calibration> {
         };
         match name {
             "vector" => vector.push(t),
+            "sliced" => sliced.push(t),
             "nt" => nt.push(t),
             _ => return None,
         }
@@ -333,7 +388,10 @@ fn decode(text: &str) -> Option<Calibration> {
     Some(Calibration {
         vector_below,
         nt_from,
+        sliced_from,
+        sliced_below,
         vector,
+        sliced,
         nt,
     })
 }
@@ -456,10 +514,17 @@ mod tests {
         Calibration {
             vector_below: 64 << 10,
             nt_from: 12 << 20,
+            sliced_from: 1 << 20,
+            sliced_below: 4 << 20,
             vector: vec![Timing {
                 bytes: 4096,
                 memcpy: 60.5,
                 other: 90.25,
+            }],
+            sliced: vec![Timing {
+                bytes: 2 << 20,
+                memcpy: 51.5,
+                other: 60.75,
             }],
             nt: vec![Timing {
                 bytes: 16 << 20,
@@ -475,12 +540,14 @@ mod tests {
         assert_eq!(decode(&encode(&c)), Some(c.clone()));
         let other = encode(&c).replacen(": ", ": another ", 1);
         assert_eq!(decode(&other), None, "another CPU's file is measured again");
-        let v1 = encode(&c).replacen(&format!("v{FILE_VERSION}:"), "v1:", 1);
-        assert_eq!(
-            decode(&v1),
-            None,
-            "a file of the coarser version 1 is measured again"
-        );
+        for old in ["v1:", "v2:"] {
+            let older = encode(&c).replacen(&format!("v{FILE_VERSION}:"), old, 1);
+            assert_eq!(
+                decode(&older),
+                None,
+                "a file of version {old} is measured again"
+            );
+        }
         assert_eq!(decode(""), None);
         assert_eq!(decode(&format!("{}\nvector_below x\n", header())), None);
     }
@@ -512,12 +579,33 @@ mod tests {
                 "{c:?}"
             );
         }
+        assert_eq!(c.sliced.len(), SLICED_SIZES.len());
+        assert!(
+            (c.sliced_from, c.sliced_below) == (usize::MAX, 0)
+                || (SLICED_SIZES.contains(&c.sliced_from) && c.sliced_below > c.sliced_from),
+            "{c:?}"
+        );
         assert!(c
             .nt
             .iter()
             .chain(&c.vector)
+            .chain(&c.sliced)
             .all(|t| t.memcpy > 0.0 && t.other > 0.0));
         assert!(c.describe().starts_with("measured: "), "{}", c.describe());
+    }
+
+    #[test]
+    fn a_band_runs_from_the_first_win_to_the_next_loss() {
+        let sizes = [1, 2, 4, 8];
+        let band = |wins: [bool; 4]| first_run_of_wins(&sizes, &wins);
+        assert_eq!(band([false; 4]), (usize::MAX, 0), "never won: no band");
+        assert_eq!(band([false, true, true, false]), (2, 8));
+        assert_eq!(
+            band([true, false, true, true]),
+            (1, 2),
+            "the first run only"
+        );
+        assert_eq!(band([false, false, true, true]), (4, 16), "won to the end");
     }
 
     #[test]

@@ -24,9 +24,19 @@
 //! Those bounds fit that machine, not every one: on a 2-core Intel Xeon VM sharing a
 //! 48 MiB L3, glibc's `memcpy` beat the vector copy 1.5–2.5× at 4 KiB, and non-temporal
 //! stores beat `memcpy` 2× at 16 MiB, below the 18 MiB that 3/8 of its L3 gave. So `auto`
-//! takes the bounds measured on the machine itself ([`calibrate`]: about 50 ms, once per
+//! takes the bounds measured on the machine itself ([`calibrate`]: about 0.1 s, once per
 //! boot, kept in a file), and the caches' guess above only where nothing can be measured
 //! or kept.
+//!
+//! A fourth method only measurement chooses: `memcpy` in slices of [`SLICE`] bytes. glibc
+//! copies a size below a core's L2 with `rep movsb`, which writes whole cache lines
+//! without reading them first, and a larger one with a vector loop that does; on the
+//! development machine a 2 MiB copy by 256 KiB `memcpy`s moved 58–63 GB/s, one
+//! `memcpy` 51–63 (depending on where the process's buffers lay), and Open MPI's
+//! one-sided puts, whose datatype engine copies contiguous data in 128 KiB `memcpy`s
+//! (`opal_datatype_memop_block_size`), had been ahead of symmem there. Where it pays
+//! depends on the CPU and its `memcpy`, so it is used only in the band where it measured
+//! no slower.
 //!
 //! `SYMMEM_VECTOR_COPY_BELOW` and `SYMMEM_NT_COPY_THRESHOLD` move the bounds or turn a
 //! method off; a size given there wins over the measurement.
@@ -42,11 +52,54 @@ use calibrate::Calibration;
 /// Which method copies how much: `memcpy` below [`MIN_VECTOR_COPY`] bytes, the vector
 /// copy from there to `vector_below`, `memcpy` again up to `nt_from`, non-temporal
 /// stores from there on (0 and `usize::MAX` turn the vector copy and the non-temporal
-/// stores off).
+/// stores off); between `slices_from` and `slices_below`, where no other method is
+/// chosen, `memcpy` in [`SLICE`]-byte slices (an empty band: never).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HostCopy {
     vector_below: usize,
     nt_from: usize,
+    slices_from: usize,
+    slices_below: usize,
+}
+
+/// The slice of the sliced `memcpy`: below a core's L2 on current x86 CPUs (512 KiB to
+/// 2 MiB), where glibc's `memcpy` uses `rep movsb`. On the development machine slices of
+/// 64 KiB to 512 KiB moved the same (59–61 GB/s at 2 MiB).
+pub(crate) const SLICE: usize = 256 << 10;
+
+/// The copy methods, as [`HostCopy::method`] picks them by size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Memcpy,
+    Vector,
+    Sliced,
+    NonTemporal,
+}
+
+impl Method {
+    /// The method in words, for the init log.
+    fn name(self) -> &'static str {
+        match self {
+            Method::Memcpy => "memcpy",
+            Method::Vector => "the 32-byte vector copy",
+            Method::Sliced => "memcpy in 256 KiB slices",
+            Method::NonTemporal => "non-temporal stores",
+        }
+    }
+}
+
+/// `memcpy` of `len` bytes as one `memcpy` per [`SLICE`] bytes.
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`].
+unsafe fn sliced_memcpy(dst: *mut u8, src: *const u8, len: usize) {
+    let mut done = 0;
+    while done < len {
+        let n = SLICE.min(len - done);
+        // SAFETY: `done + n <= len`: within both of the caller's ranges.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), n) };
+        done += n;
+    }
 }
 
 /// What the `auto` bounds of a [`HostCopy`] came from, for the init log.
@@ -123,28 +176,56 @@ impl HostCopy {
             CopyBound::Off => usize::MAX,
             CopyBound::At(bytes) => bytes,
         };
+        // Only a measurement says where the slices win (the other bounds, checked first,
+        // take the sizes they are given for).
+        let (slices_from, slices_below) =
+            measured.map_or((usize::MAX, 0), |m| (m.sliced_from, m.sliced_below));
         Self {
             vector_below,
             nt_from,
+            slices_from,
+            slices_below,
+        }
+    }
+
+    /// The method for a copy of `len` bytes. The tests against constants come first: for
+    /// `p`, `g` and other fixed small sizes they fold away, and with them the loads of the
+    /// bounds.
+    #[inline(always)]
+    fn method(&self, len: usize) -> Method {
+        if len >= MIN_NT_COPY && len >= self.nt_from {
+            Method::NonTemporal
+        } else if len >= MIN_VECTOR_COPY && len < self.vector_below {
+            Method::Vector
+        } else if len > SLICE && len >= self.slices_from && len < self.slices_below {
+            Method::Sliced
+        } else {
+            Method::Memcpy
         }
     }
 
     /// One line for the init log: which method copies which sizes.
     pub(crate) fn describe(&self) -> String {
-        let mut bands = vec![(0, "memcpy")];
-        if self.vector_below > MIN_VECTOR_COPY {
-            bands.push((MIN_VECTOR_COPY, "the 32-byte vector copy"));
-            if self.vector_below < self.nt_from {
-                bands.push((self.vector_below, "memcpy"));
+        // The method can change only at a bound: name it at each, where it changes.
+        let mut at = vec![
+            0,
+            MIN_VECTOR_COPY,
+            self.vector_below,
+            self.slices_from.max(SLICE + 1),
+            self.slices_below,
+            self.nt_from.max(MIN_NT_COPY),
+        ];
+        at.sort_unstable();
+        at.dedup();
+        let mut bands: Vec<String> = Vec::new();
+        let mut last = None;
+        for from in at.into_iter().filter(|&b| b != usize::MAX) {
+            let m = self.method(from);
+            if last != Some(m) {
+                bands.push(format!("{} from {from} bytes", m.name()));
+                last = Some(m);
             }
         }
-        if self.nt_from != usize::MAX {
-            bands.push((self.nt_from.max(MIN_NT_COPY), "non-temporal stores"));
-        }
-        let bands: Vec<String> = bands
-            .iter()
-            .map(|(from, method)| format!("{method} from {from} bytes"))
-            .collect();
         format!("host copies by size: {}", bands.join(", "))
     }
 
@@ -157,19 +238,17 @@ impl HostCopy {
     /// for `len` bytes of writes, not overlapping.
     #[inline(always)]
     pub(crate) unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) {
-        // The constant tests first: for `p`, `g` and other fixed small sizes they fold
-        // away, and with them the loads of the bounds.
-        if len >= MIN_NT_COPY && len >= self.nt_from {
+        match self.method(len) {
             // SAFETY: forwarded from the caller; `nt_from` is finite only where the
             // stores exist.
-            unsafe { simd::nt_copy(dst, src, len) }
-        } else if len >= MIN_VECTOR_COPY && len < self.vector_below {
+            Method::NonTemporal => unsafe { simd::nt_copy(dst, src, len) },
             // SAFETY: forwarded from the caller; `vector_below` is non-zero only where
             // the CPU has AVX2.
-            unsafe { simd::vector_copy(dst, src, len) }
-        } else {
+            Method::Vector => unsafe { simd::vector_copy(dst, src, len) },
             // SAFETY: forwarded from the caller.
-            unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+            Method::Sliced => unsafe { sliced_memcpy(dst, src, len) },
+            // SAFETY: forwarded from the caller.
+            Method::Memcpy => unsafe { std::ptr::copy_nonoverlapping(src, dst, len) },
         }
     }
 }
@@ -234,7 +313,10 @@ mod tests {
         let measured = Calibration {
             vector_below: 64 << 10,
             nt_from: 16 << 20,
+            sliced_from: 1 << 20,
+            sliced_below: 4 << 20,
             vector: Vec::new(),
+            sliced: Vec::new(),
             nt: Vec::new(),
         };
         let auto = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, Some(&measured), &epyc);
@@ -252,6 +334,75 @@ mod tests {
             assert_eq!(auto.nt_from, 16 << 20);
         }
         assert_eq!(given.nt_from, usize::MAX);
+        for copy in [auto, given] {
+            assert_eq!(copy.method(1 << 20), Method::Sliced);
+            assert_eq!(copy.method((4 << 20) - 1), Method::Sliced);
+            assert_eq!(copy.method(512 << 10), Method::Memcpy, "below the band");
+            assert_eq!(copy.method(4 << 20), Method::Memcpy, "above the band");
+        }
+        if vector_copy_available() && nt_stores_available() {
+            assert_eq!(
+                auto.describe(),
+                "host copies by size: memcpy from 0 bytes, the 32-byte vector copy from \
+                 2048 bytes, memcpy from 65536 bytes, memcpy in 256 KiB slices from \
+                 1048576 bytes, memcpy from 4194304 bytes, non-temporal stores from \
+                 16777216 bytes"
+            );
+        }
+        let unmeasured = HostCopy::choose(CopyBound::Off, CopyBound::Off, None, &epyc);
+        assert_eq!(
+            unmeasured.method(2 << 20),
+            Method::Memcpy,
+            "no measurement, no slices"
+        );
+    }
+
+    #[test]
+    fn a_band_of_slices_gives_way_to_the_other_methods() {
+        let none = Caches::default();
+        let wide = Calibration {
+            vector_below: 128 << 10,
+            nt_from: 8 << 20,
+            sliced_from: 64 << 10,
+            sliced_below: 64 << 20,
+            vector: Vec::new(),
+            sliced: Vec::new(),
+            nt: Vec::new(),
+        };
+        let copy = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, Some(&wide), &none);
+        if vector_copy_available() {
+            assert_eq!(copy.method(100 << 10), Method::Vector);
+        }
+        assert_eq!(
+            copy.method(SLICE),
+            Method::Memcpy,
+            "one slice is one memcpy"
+        );
+        assert_eq!(copy.method(SLICE + 8), Method::Sliced);
+        assert_eq!(copy.method(4 << 20), Method::Sliced);
+        if nt_stores_available() {
+            assert_eq!(copy.method(8 << 20), Method::NonTemporal);
+        }
+    }
+
+    #[test]
+    fn the_sliced_memcpy_copies_across_its_slices() {
+        let len = 3 * SLICE + 12_345;
+        let src: Vec<u8> = (0..len + 64).map(|i| (i * 13 + 5) as u8).collect();
+        for (s_off, d_off) in [(0, 0), (1, 0), (0, 8), (5, 11)] {
+            let mut dst = vec![0xAAu8; len + 64];
+            // SAFETY: both ranges lie inside their vectors (offset + len < len + 64),
+            // which do not overlap.
+            unsafe { sliced_memcpy(dst.as_mut_ptr().add(d_off), src.as_ptr().add(s_off), len) };
+            assert!(
+                dst[d_off..d_off + len] == src[s_off..s_off + len],
+                "{s_off} {d_off}"
+            );
+            assert!(dst[..d_off]
+                .iter()
+                .chain(&dst[d_off + len..])
+                .all(|&b| b == 0xAA));
+        }
     }
 
     #[test]
@@ -274,6 +425,8 @@ mod tests {
             Box::new(|d, s, n| unsafe { by_size.copy(d, s, n) }),
             // SAFETY: as above.
             Box::new(|d, s, n| unsafe { memcpy.copy(d, s, n) }),
+            // SAFETY: as above.
+            Box::new(|d, s, n| unsafe { sliced_memcpy(d, s, n) }),
         ];
         // Both widths, whichever `nt_copy` picks here, and the vector copy.
         #[cfg(target_arch = "x86_64")]
