@@ -221,19 +221,27 @@ fn put_signal_large_on_one_node() {
 }
 
 /// Every put and get of 4 KiB or more (the lowest threshold) copied by non-temporal
-/// stores, then every one by `memcpy` (the vector copy off): the data is exact, and a
-/// signal or flag after it never shows before the data (the non-temporal copy's fence).
-/// The other tests run the default methods (the vector copy from 2 KiB to the L2).
+/// stores, then every one by `memcpy` (the vector copy off), then every one of 512 KiB or
+/// more by `memcpy` in slices (`put_signal_large` puts 3 MiB and 8 bytes): the data is
+/// exact, and a signal or flag after it never shows before the data (the non-temporal
+/// copy's fence). The other tests run the default methods of an unoptimized build, which
+/// measures nothing (the vector copy from 2 KiB to the L2, no slices).
 #[test]
-fn puts_and_gets_by_non_temporal_stores_and_by_memcpy() {
+fn puts_and_gets_by_non_temporal_stores_by_memcpy_and_in_slices() {
     let nt = [("SYMMEM_NT_COPY_THRESHOLD", "4K")];
     let memcpy = [
         ("SYMMEM_VECTOR_COPY_BELOW", "off"),
+        ("SYMMEM_NT_COPY_THRESHOLD", "off"),
+        ("SYMMEM_SLICED_COPY_FROM", "off"),
+    ];
+    let sliced = [
+        ("SYMMEM_SLICED_COPY_FROM", "512K"),
         ("SYMMEM_NT_COPY_THRESHOLD", "off"),
     ];
     for scenario in ["rma", "put_signal", "put_signal_large", "fence_quiet"] {
         run_ok(2, scenario, &nt);
         run_ok(2, scenario, &memcpy);
+        run_ok(2, scenario, &sliced);
     }
 }
 

@@ -19,9 +19,9 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Measure which copy method is fastest at each size on this machine (memcpy, the
-    /// vector copy, non-temporal stores), print the measurement and keep it where init
-    /// reads it for the rest of this boot (the `auto` bounds of SYMMEM_VECTOR_COPY_BELOW
-    /// and SYMMEM_NT_COPY_THRESHOLD)
+    /// vector copy, memcpy in slices, non-temporal stores), print the measurement and keep
+    /// it where init reads it for the rest of this boot (the `auto` bounds of
+    /// SYMMEM_VECTOR_COPY_BELOW, SYMMEM_SLICED_COPY_FROM and SYMMEM_NT_COPY_THRESHOLD)
     #[arg(long)]
     pub calibrate: bool,
 }

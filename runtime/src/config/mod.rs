@@ -82,8 +82,12 @@ pub const MIN_VECTOR_COPY: usize = 2 << 10;
 /// itself would leave the vector copy no size at all).
 const MIN_VECTOR_COPY_BELOW: usize = 2 * MIN_VECTOR_COPY;
 
-/// A size bound of one host copy method: where it starts (`SYMMEM_NT_COPY_THRESHOLD`) or
-/// ends (`SYMMEM_VECTOR_COPY_BELOW`).
+/// The smallest `SYMMEM_SLICED_COPY_FROM`: two slices (a copy of one slice is one
+/// `memcpy`).
+const MIN_SLICED_COPY_FROM: usize = 2 * crate::host_copy::SLICE;
+
+/// A size bound of one host copy method: where it starts (`SYMMEM_NT_COPY_THRESHOLD`,
+/// `SYMMEM_SLICED_COPY_FROM`) or ends (`SYMMEM_VECTOR_COPY_BELOW`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopyBound {
     /// Chosen from this machine's caches (where the method measured faster).
@@ -244,6 +248,8 @@ pub struct Config {
     /// `SYMMEM_VECTOR_COPY_BELOW`: up to where host copies from [`MIN_VECTOR_COPY`] bytes
     /// use the runtime's vector copy instead of `memcpy`.
     pub vector_copy: CopyBound,
+    /// `SYMMEM_SLICED_COPY_FROM`: from where host copies use `memcpy` in slices.
+    pub sliced_copy: CopyBound,
     /// `SYMMEM_ORDERING_SEED`; `None` = chosen from the clock at init.
     pub ordering_seed: Option<u64>,
     /// `SYMMEM_SOCKET_FAULTS`: the seed of the socket transport's injected faults.
@@ -349,6 +355,7 @@ impl Config {
             ordering: r.read(&ORDERING)?,
             nt_copy: r.read(&NT_COPY_THRESHOLD)?,
             vector_copy: r.read(&VECTOR_COPY_BELOW)?,
+            sliced_copy: r.read(&SLICED_COPY_FROM)?,
             ordering_seed: r.optional(&ORDERING_SEED)?,
             socket_faults: r.optional(&SOCKET_FAULTS)?,
             // Testing only: read where it acts (symmem_bootstrap::fault), checked here so
@@ -627,6 +634,8 @@ mod tests {
             ("SYMMEM_NT_COPY_THRESHOLD", "sometimes"),
             ("SYMMEM_VECTOR_COPY_BELOW", "2K"),
             ("SYMMEM_VECTOR_COPY_BELOW", "wide"),
+            ("SYMMEM_SLICED_COPY_FROM", "256K"),
+            ("SYMMEM_SLICED_COPY_FROM", "big"),
         ] {
             let err = cfg(&[(var, val)]).unwrap_err().to_string();
             assert!(err.contains(var) && err.contains(val), "{var}={val}: {err}");
@@ -645,6 +654,10 @@ mod tests {
         assert_eq!(vector("off"), CopyBound::Off);
         assert_eq!(vector("4K"), CopyBound::At(MIN_VECTOR_COPY_BELOW));
         assert_eq!(vector("1M"), CopyBound::At(1 << 20));
+        assert_eq!(cfg(&[]).unwrap().sliced_copy, CopyBound::Auto);
+        let sliced = |v| cfg(&[("SYMMEM_SLICED_COPY_FROM", v)]).unwrap().sliced_copy;
+        assert_eq!(sliced("off"), CopyBound::Off);
+        assert_eq!(sliced("512K"), CopyBound::At(MIN_SLICED_COPY_FROM));
     }
 
     #[test]

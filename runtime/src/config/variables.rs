@@ -14,7 +14,8 @@ use super::read::{choice, number, parse_bool, parse_size, parse_u64, split_list,
 use super::{
     Config, CopyBound, DeviceChoice, HcaFilter, MemoryOrdering, RemoteTransport, DEVICE_CHOICES,
     LOG_LEVELS, MAX_IB_QPS_PER_PEER, MAX_MAX_TEAMS, MIN_EXEC_STACK, MIN_MAX_TEAMS, MIN_NT_COPY,
-    MIN_VECTOR_COPY_BELOW, OFI_ASSUME_ORDER_CHOICES, OFI_PROGRESS_CHOICES, ORDERINGS, SUBSYSTEMS,
+    MIN_SLICED_COPY_FROM, MIN_VECTOR_COPY_BELOW, OFI_ASSUME_ORDER_CHOICES, OFI_PROGRESS_CHOICES,
+    ORDERINGS, SUBSYSTEMS,
 };
 
 /// One documented environment variable.
@@ -482,10 +483,21 @@ pub const NT_COPY_THRESHOLD: Var<CopyBound> = Var {
     about: Variable::runtime(
         "SYMMEM_NT_COPY_THRESHOLD",
         "auto",
-        "bytes from which host puts and gets on mapped heaps copy with non-temporal stores, which bypass the caches (x86-64); suffixes K, M, G; at least 4K; auto = where they measured faster than memcpy on this machine (measured once per boot in optimized builds, about 0.1 s, kept in the user's symmem-<uid> directory; symmem-info --calibrate measures again; the same measurement picks the sizes, if any, where memcpy in 256 KiB slices beats one memcpy, and with both this and SYMMEM_VECTOR_COPY_BELOW given nothing is measured and no copy is sliced), else 3/8 of the last-level cache; off = memcpy at every size",
+        "bytes from which host puts and gets on mapped heaps copy with non-temporal stores, which bypass the caches (x86-64); suffixes K, M, G; at least 4K; auto = where they measured faster than memcpy on this machine (measured once per boot in optimized builds, about 0.1 s, kept in the user's symmem-<uid> directory; symmem-info --calibrate measures again), else 3/8 of the last-level cache; off = memcpy at every size",
     )
     .shown(|c| c.nt_copy.to_string()),
     parse: |v| CopyBound::parse(v, MIN_NT_COPY),
+};
+
+/// The declaration of `SYMMEM_SLICED_COPY_FROM`, read into [`Config`].
+pub const SLICED_COPY_FROM: Var<CopyBound> = Var {
+    about: Variable::runtime(
+        "SYMMEM_SLICED_COPY_FROM",
+        "auto",
+        "bytes from which host puts and gets on mapped heaps copy with memcpy in 256 KiB slices, up to SYMMEM_NT_COPY_THRESHOLD (where glibc's memcpy of a size above a core's L2 reads every destination line before writing it, and of a smaller one does not); suffixes K, M, G; at least 512K; auto = the sizes where the slices measured no slower than one memcpy on this machine (as SYMMEM_NT_COPY_THRESHOLD's auto; none where nothing is measured); off = never",
+    )
+    .shown(|c| c.sliced_copy.to_string()),
+    parse: |v| CopyBound::parse(v, MIN_SLICED_COPY_FROM),
 };
 
 /// The declaration of `SYMMEM_VECTOR_COPY_BELOW`, read into [`Config`].
@@ -623,6 +635,7 @@ pub const VARIABLES: &[Variable] = &[
     EXEC_SEED.about,
     NT_COPY_THRESHOLD.about,
     VECTOR_COPY_BELOW.about,
+    SLICED_COPY_FROM.about,
     EXEC_STACK_SIZE.about,
     ORDERING.about,
     ORDERING_SEED.about,

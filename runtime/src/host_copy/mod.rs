@@ -38,8 +38,8 @@
 //! depends on the CPU and its `memcpy`, so it is used only in the band where it measured
 //! no slower.
 //!
-//! `SYMMEM_VECTOR_COPY_BELOW` and `SYMMEM_NT_COPY_THRESHOLD` move the bounds or turn a
-//! method off; a size given there wins over the measurement.
+//! `SYMMEM_VECTOR_COPY_BELOW`, `SYMMEM_NT_COPY_THRESHOLD` and `SYMMEM_SLICED_COPY_FROM`
+//! move the bounds or turn a method off; a size given there wins over the measurement.
 
 mod caches;
 pub mod calibrate;
@@ -138,15 +138,15 @@ const FALLBACK_VECTOR_BELOW: usize = 1 << 20;
 impl HostCopy {
     /// The copies the two settings ask for; `auto` as measured on this machine this boot
     /// ([`calibrate::for_this_boot`]), else from its caches' sizes.
-    pub(crate) fn new(vector: CopyBound, nt: CopyBound) -> (Self, Basis) {
+    pub(crate) fn new(vector: CopyBound, nt: CopyBound, sliced: CopyBound) -> (Self, Basis) {
         let caches = Caches::of_cpu0();
-        let auto = vector == CopyBound::Auto || nt == CopyBound::Auto;
+        let auto = [vector, nt, sliced].contains(&CopyBound::Auto);
         let measured = auto
             .then(|| {
                 calibrate::for_this_boot(vector_copy_available(), nt_stores_available(), caches.l2)
             })
             .flatten();
-        let copy = Self::choose(vector, nt, measured.as_ref(), &caches);
+        let copy = Self::choose(vector, nt, sliced, measured.as_ref(), &caches);
         (copy, measured.map_or(Basis::Caches, Basis::Measured))
     }
 
@@ -154,6 +154,7 @@ impl HostCopy {
     fn choose(
         vector: CopyBound,
         nt: CopyBound,
+        sliced: CopyBound,
         measured: Option<&Calibration>,
         caches: &Caches,
     ) -> Self {
@@ -176,10 +177,15 @@ impl HostCopy {
             CopyBound::Off => usize::MAX,
             CopyBound::At(bytes) => bytes,
         };
-        // Only a measurement says where the slices win (the other bounds, checked first,
-        // take the sizes they are given for).
-        let (slices_from, slices_below) =
-            measured.map_or((usize::MAX, 0), |m| (m.sliced_from, m.sliced_below));
+        // The other methods, checked first, take the sizes they are given for; a size given
+        // here slices from there on, and only a measurement says where the slices win.
+        let (slices_from, slices_below) = match sliced {
+            CopyBound::Auto => {
+                measured.map_or((usize::MAX, 0), |m| (m.sliced_from, m.sliced_below))
+            }
+            CopyBound::Off => (usize::MAX, 0),
+            CopyBound::At(bytes) => (bytes, usize::MAX),
+        };
         Self {
             vector_below,
             nt_from,
@@ -280,7 +286,13 @@ mod tests {
             l2: Some(1 << 20),
             last_level: Some(32 << 20),
         };
-        let auto = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, None, &epyc);
+        let auto = HostCopy::choose(
+            CopyBound::Auto,
+            CopyBound::Auto,
+            CopyBound::Auto,
+            None,
+            &epyc,
+        );
         let nt_want = if nt_stores_available() {
             12 << 20
         } else {
@@ -289,7 +301,13 @@ mod tests {
         let vector_want = if vector_copy_available() { 1 << 20 } else { 0 };
         assert_eq!(auto.nt_from, nt_want, "3/8 of the last-level cache");
         assert_eq!(auto.vector_below, vector_want, "the L2");
-        let unknown = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, None, &Caches::default());
+        let unknown = HostCopy::choose(
+            CopyBound::Auto,
+            CopyBound::Auto,
+            CopyBound::Auto,
+            None,
+            &Caches::default(),
+        );
         let fallback = if vector_copy_available() {
             FALLBACK_VECTOR_BELOW
         } else {
@@ -299,7 +317,7 @@ mod tests {
             (unknown.vector_below, unknown.nt_from),
             (fallback, usize::MAX)
         );
-        let off = HostCopy::choose(CopyBound::Off, CopyBound::Off, None, &epyc);
+        let off = HostCopy::choose(CopyBound::Off, CopyBound::Off, CopyBound::Auto, None, &epyc);
         assert_eq!((off.vector_below, off.nt_from), (0, usize::MAX));
         assert_eq!(off.describe(), "host copies by size: memcpy from 0 bytes");
     }
@@ -319,10 +337,17 @@ mod tests {
             sliced: Vec::new(),
             nt: Vec::new(),
         };
-        let auto = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, Some(&measured), &epyc);
+        let auto = HostCopy::choose(
+            CopyBound::Auto,
+            CopyBound::Auto,
+            CopyBound::Auto,
+            Some(&measured),
+            &epyc,
+        );
         let given = HostCopy::choose(
             CopyBound::At(8 << 10),
             CopyBound::Off,
+            CopyBound::Auto,
             Some(&measured),
             &epyc,
         );
@@ -349,11 +374,33 @@ mod tests {
                  16777216 bytes"
             );
         }
-        let unmeasured = HostCopy::choose(CopyBound::Off, CopyBound::Off, None, &epyc);
+        let unmeasured =
+            HostCopy::choose(CopyBound::Off, CopyBound::Off, CopyBound::Auto, None, &epyc);
         assert_eq!(
             unmeasured.method(2 << 20),
             Method::Memcpy,
             "no measurement, no slices"
+        );
+        let bound = |sliced| {
+            HostCopy::choose(
+                CopyBound::Auto,
+                CopyBound::Off,
+                sliced,
+                Some(&measured),
+                &epyc,
+            )
+        };
+        let given = bound(CopyBound::At(512 << 10));
+        assert_eq!(
+            given.method(600 << 10),
+            Method::Sliced,
+            "from the size given"
+        );
+        assert_eq!(given.method(64 << 20), Method::Sliced, "and on, up");
+        assert_eq!(
+            bound(CopyBound::Off).method(2 << 20),
+            Method::Memcpy,
+            "off: never, whatever was measured"
         );
     }
 
@@ -369,7 +416,13 @@ mod tests {
             sliced: Vec::new(),
             nt: Vec::new(),
         };
-        let copy = HostCopy::choose(CopyBound::Auto, CopyBound::Auto, Some(&wide), &none);
+        let copy = HostCopy::choose(
+            CopyBound::Auto,
+            CopyBound::Auto,
+            CopyBound::Auto,
+            Some(&wide),
+            &none,
+        );
         if vector_copy_available() {
             assert_eq!(copy.method(100 << 10), Method::Vector);
         }
@@ -412,10 +465,11 @@ mod tests {
         let by_size = HostCopy::choose(
             CopyBound::At(MIN_VECTOR_COPY + 1000),
             CopyBound::At(MIN_NT_COPY),
+            CopyBound::Off,
             None,
             &none,
         );
-        let memcpy = HostCopy::choose(CopyBound::Off, CopyBound::Off, None, &none);
+        let memcpy = HostCopy::choose(CopyBound::Off, CopyBound::Off, CopyBound::Off, None, &none);
         type Copy<'a> = Box<dyn Fn(*mut u8, *const u8, usize) + 'a>;
         #[allow(unused_mut)] // pushed to on x86-64 only
         let mut methods: Vec<Copy<'_>> = vec![

@@ -209,7 +209,8 @@ impl Runtime {
         let peer_bases: Box<[u64]> = (0..topo.n_pes())
             .map(|pe| heap.base(pe).filter(|_| !weak || pe == rank).unwrap_or(0))
             .collect();
-        let (host_copy, basis) = HostCopy::new(config.vector_copy, config.nt_copy);
+        let (host_copy, basis) =
+            HostCopy::new(config.vector_copy, config.nt_copy, config.sliced_copy);
         tracing::info!(target: "symmem_runtime::host_copy", "PE {rank}: {}; {}", host_copy.describe(), basis.describe());
         let device_and_proxy = (|| {
             let device = device_resources(&heap, &peer_bases)?;
