@@ -548,8 +548,8 @@ fn calibrate(json: bool) -> ExitCode {
         let doc = json!({
             "vector_copy_below": bound(c.vector_below, 0),
             "nt_copy_from": bound(c.nt_from, usize::MAX),
-            "sliced_memcpy_from": (c.sliced_from < c.sliced_below).then_some(c.sliced_from),
-            "sliced_memcpy_below": (c.sliced_from < c.sliced_below).then_some(c.sliced_below),
+            "sliced_memcpy_from": c.sliced_band().map(|(from, _)| from),
+            "sliced_memcpy_below": c.sliced_band().map(|(_, below)| below),
             "vector_copy": rows(&c.vector),
             "sliced_memcpy": rows(&c.sliced),
             "nt_copy": rows(&c.nt),
@@ -582,10 +582,9 @@ fn calibrate(json: bool) -> ExitCode {
         usize::MAX => "never".to_string(),
         b => format!("from {b} bytes"),
     };
-    let sliced = if c.sliced_from < c.sliced_below {
-        format!("from {} up to {} bytes", c.sliced_from, c.sliced_below)
-    } else {
-        "never".to_string()
+    let sliced = match c.sliced_band() {
+        Some((from, below)) => format!("from {from} up to {below} bytes"),
+        None => "never".to_string(),
     };
     println!(
         "chosen: the vector copy {vector}; memcpy in slices {sliced}; non-temporal stores {nt}"

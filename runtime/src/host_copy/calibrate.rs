@@ -102,6 +102,11 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// The sizes copied in slices, `[from, below)`; `None` if none.
+    pub fn sliced_band(&self) -> Option<(usize, usize)> {
+        (self.sliced_from < self.sliced_below).then_some((self.sliced_from, self.sliced_below))
+    }
+
     /// The choice in words, for the init log and `symmem-info --calibrate`.
     pub fn describe(&self) -> String {
         let rows = |ts: &[Timing], what: &str| {

@@ -28,15 +28,16 @@
 //! boot, kept in a file), and the caches' guess above only where nothing can be measured
 //! or kept.
 //!
-//! A fourth method only measurement chooses: `memcpy` in slices of [`SLICE`] bytes. glibc
+//! A fourth method, chosen by measurement or by `SYMMEM_SLICED_COPY_FROM` (never by the
+//! caches' guess): `memcpy` in slices of [`SLICE`] bytes. glibc
 //! copies a size below a core's L2 with `rep movsb`, which writes whole cache lines
 //! without reading them first, and a larger one with a vector loop that does; on the
 //! development machine a 2 MiB copy by 256 KiB `memcpy`s moved 58–63 GB/s, one
 //! `memcpy` 51–63 (depending on where the process's buffers lay), and Open MPI's
 //! one-sided puts, whose datatype engine copies contiguous data in 128 KiB `memcpy`s
 //! (`opal_datatype_memop_block_size`), had been ahead of symmem there. Where it pays
-//! depends on the CPU and its `memcpy`, so it is used only in the band where it measured
-//! no slower.
+//! depends on the CPU and its `memcpy`, so `auto` uses it only in the band where it
+//! measured no slower.
 //!
 //! `SYMMEM_VECTOR_COPY_BELOW`, `SYMMEM_NT_COPY_THRESHOLD` and `SYMMEM_SLICED_COPY_FROM`
 //! move the bounds or turn a method off; a size given there wins over the measurement.
